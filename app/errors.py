@@ -1,0 +1,139 @@
+"""Domain errors and their RFC 9457 application/problem+json rendering, registered once."""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class DomainError(Exception):
+    """Base of the errors a service raises; each maps to one HTTP status."""
+
+    status_code = 400
+    title = "Bad request"
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+
+
+class NotFound(DomainError):
+    status_code = 404
+    title = "Not found"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    title = "Conflict"
+
+
+class InvalidInput(DomainError):
+    status_code = 422
+    title = "Invalid input"
+
+
+class ProblemError(BaseModel):
+    """One invalid field."""
+
+    field: str = Field(description="Dotted location of the field, e.g. body.permanence")
+    message: str
+    type: str | None = None
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str | None = None
+    instance: str | None = None
+    errors: list[ProblemError] | None = None
+
+
+def problem_response(
+    status: int, title: str, detail: str | None, request: Request, **extra: Any
+) -> JSONResponse:
+    """Render a problem document."""
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
+            "instance": request.url.path, **extra}
+    return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` entries for the problem statuses a route can return."""
+    return {
+        status: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "Problem"}
+        for status in statuses
+    }
+
+
+def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def add_exception_handlers(app: FastAPI) -> None:
+    """Map every error the service can meet to a problem+json response."""
+
+    @app.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        extra: dict[str, Any] = {}
+        if exc.field:
+            extra["errors"] = [{"field": exc.field, "message": exc.detail}]
+        return problem_response(exc.status_code, exc.title, exc.detail, request, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": _field_name(err.get("loc", ())), "message": err.get("msg", ""),
+             "type": err.get("type")}
+            for err in exc.errors()
+        ]
+        fields = ", ".join(sorted({e["field"] for e in errors})) or "request"
+        return problem_response(422, "Invalid input", f"Invalid value for: {fields}", request,
+                                errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = problem_response(exc.status_code, _title(exc.status_code), str(exc.detail),
+                                    request)
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity(request: Request, exc: IntegrityError) -> JSONResponse:
+        logger.info("integrity error: %s", exc.orig)
+        return problem_response(409, "Conflict", "The change conflicts with stored data.",
+                                request)
+
+    @app.exception_handler(DBAPIError)
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        logger.exception("database error")
+        return problem_response(503, "Database unavailable", "The database failed the request.",
+                                request)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error")
+        return problem_response(500, "Internal error", "An unexpected error occurred.", request)
+
+
+def _title(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"

@@ -1,0 +1,50 @@
+"""Run the Alembic revisions from inside the service, the CLI and the tests."""
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+
+
+def alembic_config() -> Config:
+    """An Alembic Config that does not depend on the working directory."""
+    config = Config()
+    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    config.attributes["skip_logging_config"] = True
+    return config
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Upgrade the schema to `revision`."""
+    await _run(engine, lambda config: command.upgrade(config, revision))
+
+
+async def downgrade(engine: AsyncEngine, revision: str = "base") -> None:
+    """Downgrade the schema to `revision`."""
+    await _run(engine, lambda config: command.downgrade(config, revision))
+
+
+async def is_at_head(engine: AsyncEngine) -> bool:
+    """True when the database's revision is the newest one shipped."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    async with engine.connect() as conn:
+        current = await conn.run_sync(
+            lambda sync_conn: MigrationContext.configure(sync_conn).get_current_revision()
+        )
+    return current == head
+
+
+async def _run(engine: AsyncEngine, action) -> None:  # type: ignore[no-untyped-def]
+    def run_with(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        action(config)
+
+    async with engine.begin() as conn:
+        await conn.run_sync(run_with)

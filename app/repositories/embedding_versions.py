@@ -1,0 +1,23 @@
+"""embedding_versions: which model made the stored vectors."""
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import EmbeddingVersion
+
+
+async def ensure_version(session: AsyncSession, *, model_name: str, model_version: str,
+                         dimensions: int) -> int:
+    """The id of this model's row, inserting it the first time the model is used."""
+    await session.execute(
+        insert(EmbeddingVersion)
+        .values(model_name=model_name, model_version=model_version, dimensions=dimensions)
+        .on_conflict_do_nothing()
+    )
+    stmt = select(EmbeddingVersion.id).where(
+        EmbeddingVersion.model_name == model_name,
+        EmbeddingVersion.model_version == model_version,
+        EmbeddingVersion.dimensions == dimensions,
+    )
+    return (await session.execute(stmt)).scalar_one()

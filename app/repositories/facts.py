@@ -1,0 +1,66 @@
+"""SQL particular to facts: the supersession key and the supersession chain."""
+
+import uuid
+
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Fact
+
+MAX_CHAIN = 1000
+
+
+async def lock_key(session: AsyncSession, key: str) -> None:
+    """Serialise writers of one supersession key until the transaction ends."""
+    await session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                          {"key": key})
+
+
+async def find_active_by_key(session: AsyncSession, *, tenant_id: str, scope: str,
+                             subject: str, predicate: str,
+                             entity_id: uuid.UUID | None) -> Fact | None:
+    """The active fact holding the key, locked FOR UPDATE."""
+    stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.scope == scope,
+                              Fact.predicate == predicate, Fact.validity == "active")
+    if entity_id is None:
+        stmt = stmt.where(Fact.entity_id.is_(None), Fact.subject == subject)
+    else:
+        stmt = stmt.where(Fact.entity_id == entity_id)
+    return (await session.execute(stmt.with_for_update())).scalar_one_or_none()
+
+
+async def supersession_chain(session: AsyncSession, *, tenant_id: str,
+                             fact: Fact) -> list[Fact]:
+    """Every version of the fact's key reachable by supersession, newest first."""
+    newer: list[Fact] = []
+    current = fact
+    for _ in range(MAX_CHAIN):
+        stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.supersedes_id == current.id)
+        successor = (await session.execute(
+            stmt.order_by(Fact.created_at.desc()).limit(1))).scalar_one_or_none()
+        if successor is None:
+            break
+        newer.append(successor)
+        current = successor
+    older: list[Fact] = []
+    current = fact
+    for _ in range(MAX_CHAIN):
+        if current.supersedes_id is None:
+            break
+        stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.id == current.supersedes_id)
+        predecessor = (await session.execute(stmt)).scalar_one_or_none()
+        if predecessor is None:
+            break
+        older.append(predecessor)
+        current = predecessor
+    return [*reversed(newer), fact, *older]
+
+
+async def episode_exists(session: AsyncSession, *, tenant_id: str,
+                         episode_id: uuid.UUID) -> bool:
+    """True when the tenant has this episode."""
+    from app.models import Episode
+
+    stmt = select(func.count()).select_from(Episode).where(
+        Episode.id == episode_id, Episode.tenant_id == tenant_id)
+    return bool((await session.execute(stmt)).scalar_one())

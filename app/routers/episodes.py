@@ -1,0 +1,82 @@
+"""/v1/episodes: raw, short-lived observations."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from app.deps import EngineDep, SessionDep, SettingsDep, TenantDep
+from app.errors import InvalidInput, problem_responses
+from app.models import Episode
+from app.repositories import memories as memory_rows
+from app.routers.params import Cursor, Limit, Text
+from app.schemas.common import ConsolidationStatus, Page
+from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
+from app.services import memories
+from app.services.episodes import create_episodes, episode_filters
+
+router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=EpisodeOut,
+             responses=problem_responses(422), summary="Store an episode")
+async def create_episode(body: EpisodeCreate, session: SessionDep, tenant_id: TenantDep,
+                         engine: EngineDep, settings: SettingsDep) -> EpisodeOut:
+    """Store one observation; it expires after the episode TTL (7 days by default)."""
+    [row] = await create_episodes(session, tenant_id=tenant_id, engine=engine, items=[body],
+                                  ttl_days=settings.episode_ttl_days)
+    return memories.episode_out(row)
+
+
+@router.post("/batch", status_code=status.HTTP_201_CREATED, response_model=EpisodeBatchOut,
+             responses=problem_responses(413, 422), summary="Store many episodes at once")
+async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
+                               tenant_id: TenantDep, engine: EngineDep,
+                               settings: SettingsDep) -> EpisodeBatchOut:
+    """Store up to `max_batch_size` episodes in one transaction: all or none."""
+    if len(body.items) > settings.max_batch_size:
+        raise InvalidInput(f"a batch holds at most {settings.max_batch_size} episodes",
+                           field="items")
+    rows = await create_episodes(session, tenant_id=tenant_id, engine=engine, items=body.items,
+                                 ttl_days=settings.episode_ttl_days)
+    return EpisodeBatchOut(items=[memories.episode_out(row) for row in rows])
+
+
+@router.get("", response_model=Page[EpisodeOut], responses=problem_responses(422),
+            summary="List episodes")
+async def list_episodes(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    butler: Text = None,
+    session_id: uuid.UUID | None = None,
+    consolidation_status: ConsolidationStatus | None = None,
+    consolidated: bool | None = None,
+    include_expired: Annotated[bool, Query(description="Include expired episodes.")] = False,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[EpisodeOut]:
+    """Episodes newest first; expired ones only on request."""
+    filters = episode_filters(butler=butler, session_id=session_id,
+                              consolidation_status=consolidation_status,
+                              consolidated=consolidated, include_expired=include_expired)
+    rows, next_cursor = await memory_rows.list_page(session, Episode, tenant_id=tenant_id,
+                                                    filters=filters, limit=limit, cursor=cursor)
+    return Page(items=[memories.episode_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.get("/{episode_id}", response_model=EpisodeOut, responses=problem_responses(404, 422),
+            summary="Get an episode (counts as a reference)")
+async def get_episode(episode_id: uuid.UUID, session: SessionDep,
+                      tenant_id: TenantDep) -> EpisodeOut:
+    """Return the episode and bump its reference_count and last_referenced_at."""
+    row = await memories.get_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
+    return memories.episode_out(row)
+
+
+@router.post("/{episode_id}/forget", response_model=EpisodeOut,
+             responses=problem_responses(404, 422), summary="Forget an episode")
+async def forget_episode(episode_id: uuid.UUID, session: SessionDep,
+                         tenant_id: TenantDep) -> EpisodeOut:
+    """Expire the episode now; cleanup deletes it later."""
+    row = await memories.forget(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
+    return memories.episode_out(row)

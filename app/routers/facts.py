@@ -1,0 +1,85 @@
+"""/v1/facts: durable subject/predicate knowledge with decay and supersession."""
+
+import uuid
+
+from fastapi import APIRouter, status
+
+from app.deps import EngineDep, SessionDep, TenantDep
+from app.errors import problem_responses
+from app.models import Fact
+from app.repositories import memories as memory_rows
+from app.routers.params import Cursor, Limit, Text
+from app.schemas.common import Page, Validity
+from app.schemas.facts import FactCreate, FactOut
+from app.services import memories
+from app.services.facts import fact_filters, fact_history_chain, store_fact
+
+router = APIRouter(prefix="/v1/facts", tags=["facts"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=FactOut,
+             responses=problem_responses(409, 422), summary="Store a fact")
+async def create_fact(body: FactCreate, session: SessionDep, tenant_id: TenantDep,
+                      engine: EngineDep) -> FactOut:
+    """Store an active fact with confidence 1.0.
+
+    An active fact with the same key, (scope, subject, predicate) without `entity_id` or
+    (entity_id, scope, predicate) with it, becomes `superseded` in the same transaction, the
+    new fact's `supersedes_id` points at it and a `supersedes` link joins them.
+    """
+    row = await store_fact(session, tenant_id=tenant_id, engine=engine, data=body)
+    return memories.fact_out(row)
+
+
+@router.get("", response_model=Page[FactOut], responses=problem_responses(422),
+            summary="List facts")
+async def list_facts(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    subject: Text = None,
+    predicate: Text = None,
+    scope: Text = None,
+    validity: Validity | None = "active",
+    entity_id: uuid.UUID | None = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[FactOut]:
+    """Facts newest first; active ones unless `validity` says otherwise."""
+    filters = fact_filters(subject=subject, predicate=predicate, scope=scope, validity=validity,
+                           entity_id=entity_id)
+    rows, next_cursor = await memory_rows.list_page(session, Fact, tenant_id=tenant_id,
+                                                    filters=filters, limit=limit, cursor=cursor)
+    return Page(items=[memories.fact_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.get("/{fact_id}", response_model=FactOut, responses=problem_responses(404, 422),
+            summary="Get a fact (counts as a reference)")
+async def get_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
+    """Return the fact and bump its reference_count and last_referenced_at."""
+    row = await memories.get_memory(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
+    return memories.fact_out(row)
+
+
+@router.get("/{fact_id}/history", response_model=list[FactOut],
+            responses=problem_responses(404, 422), summary="Supersession history of a fact")
+async def fact_history(fact_id: uuid.UUID, session: SessionDep,
+                       tenant_id: TenantDep) -> list[FactOut]:
+    """Every version of the fact's key linked by supersession, newest first."""
+    chain = await fact_history_chain(session, tenant_id=tenant_id, fact_id=fact_id)
+    return [memories.fact_out(item) for item in chain]
+
+
+@router.post("/{fact_id}/confirm", response_model=FactOut,
+             responses=problem_responses(404, 409, 422), summary="Confirm a fact")
+async def confirm_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
+    """Set last_confirmed_at to now, restarting its confidence decay."""
+    row = await memories.confirm(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
+    return memories.fact_out(row)
+
+
+@router.post("/{fact_id}/forget", response_model=FactOut,
+             responses=problem_responses(404, 422), summary="Forget (retract) a fact")
+async def forget_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
+    """Set validity to `retracted`; it no longer appears in search or recall."""
+    row = await memories.forget(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
+    return memories.fact_out(row)

@@ -1,0 +1,52 @@
+"""Liveness and readiness probes."""
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy import text
+
+from app import migrations
+
+router = APIRouter(tags=["health"])
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not_ready"]
+    database: bool
+    migrations_at_head: bool
+    embedding_model: bool
+
+
+@router.get("/healthz", response_model=Health, summary="The process is up")
+async def healthz() -> Health:
+    """Answers as long as the process serves HTTP."""
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    summary="Database reachable, schema at head, model loadable",
+    responses={503: {"model": Readiness, "description": "Not ready"}},
+)
+async def readyz(request: Request) -> JSONResponse:
+    """200 when every dependency is usable, 503 with the failing parts otherwise."""
+    database = at_head = False
+    try:
+        async with request.app.state.db_engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        database = True
+        at_head = await migrations.is_at_head(request.app.state.db_engine)
+    except Exception:  # noqa: BLE001 - any failure means not ready
+        pass
+    model = request.app.state.embedding_engine.is_loaded
+    ready = database and at_head and model
+    body = Readiness(status="ready" if ready else "not_ready", database=database,
+                     migrations_at_head=at_head, embedding_model=model)
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

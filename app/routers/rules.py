@@ -1,0 +1,109 @@
+"""/v1/rules: behavioural guidance whose maturity follows feedback."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from app.deps import EngineDep, SessionDep, TenantDep
+from app.errors import problem_responses
+from app.models import Rule
+from app.repositories import memories as memory_rows
+from app.routers.params import Cursor, Limit, Text
+from app.schemas.common import MaturityLevel, Page
+from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
+from app.services import memories, rules
+
+router = APIRouter(prefix="/v1/rules", tags=["rules"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=RuleOut,
+             responses=problem_responses(422), summary="Store a rule")
+async def create_rule(body: RuleCreate, session: SessionDep, tenant_id: TenantDep,
+                      engine: EngineDep) -> RuleOut:
+    """Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0."""
+    row = await rules.store_rule(session, tenant_id=tenant_id, engine=engine, data=body)
+    return memories.rule_out(row)
+
+
+@router.get("", response_model=Page[RuleOut], responses=problem_responses(422),
+            summary="List rules")
+async def list_rules(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    scope: Text = None,
+    maturity: MaturityLevel | None = None,
+    include_forgotten: Annotated[bool, Query(description="Include forgotten rules.")] = False,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[RuleOut]:
+    """Rules newest first; forgotten ones only on request."""
+    filters = rules.rule_filters(scope=scope, maturity=maturity,
+                                 include_forgotten=include_forgotten)
+    rows, next_cursor = await memory_rows.list_page(session, Rule, tenant_id=tenant_id,
+                                                    filters=filters, limit=limit, cursor=cursor)
+    return Page(items=[memories.rule_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.get("/{rule_id}", response_model=RuleOut, responses=problem_responses(404, 422),
+            summary="Get a rule (counts as a reference)")
+async def get_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
+    """Return the rule and bump its reference_count and last_referenced_at."""
+    row = await memories.get_memory(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
+    return memories.rule_out(row)
+
+
+@router.post("/{rule_id}/confirm", response_model=RuleOut,
+             responses=problem_responses(404, 409, 422), summary="Confirm a rule")
+async def confirm_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
+    """Set last_confirmed_at to now, restarting its confidence decay."""
+    row = await memories.confirm(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
+    return memories.rule_out(row)
+
+
+@router.post("/{rule_id}/forget", response_model=RuleOut,
+             responses=problem_responses(404, 422), summary="Forget a rule")
+async def forget_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
+    """Set metadata.forgotten; the rule leaves search, recall and listings."""
+    row = await memories.forget(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
+    return memories.rule_out(row)
+
+
+@router.post("/{rule_id}/helpful", response_model=RuleOut,
+             responses=problem_responses(404, 409, 422), summary="Mark a rule helpful")
+async def mark_helpful(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
+                       body: HelpfulFeedback | None = None) -> RuleOut:
+    """applied+1, success+1, effectiveness = success/applied; promotes when thresholds are met.
+
+    candidate -> established at success >= 5 and effectiveness >= 0.6; established -> proven
+    at success >= 15, effectiveness >= 0.8 and age >= 30 days.
+    """
+    context = body.context if body else {}
+    row = await rules.mark_helpful(session, tenant_id=tenant_id, rule_id=rule_id,
+                                   context=context)
+    return memories.rule_out(row)
+
+
+@router.post("/{rule_id}/harmful", response_model=RuleOut,
+             responses=problem_responses(404, 409, 422), summary="Mark a rule harmful")
+async def mark_harmful(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
+                       body: HarmfulFeedback | None = None) -> RuleOut:
+    """applied+1, harmful+1, effectiveness = success/(success + 4*harmful + 0.01).
+
+    proven -> established below 0.8, established -> candidate below 0.6; harmful >= 3 with
+    effectiveness < 0.3 sets metadata.needs_inversion. The reason is kept in
+    metadata.harmful_reasons.
+    """
+    reason, context = (body.reason, body.context) if body else (None, {})
+    row = await rules.mark_harmful(session, tenant_id=tenant_id, rule_id=rule_id, reason=reason,
+                                   context=context)
+    return memories.rule_out(row)
+
+
+@router.post("/{rule_id}/invert", response_model=RuleOut,
+             responses=problem_responses(404, 409, 422), summary="Invert a rule to an anti-pattern")
+async def invert_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
+                      engine: EngineDep) -> RuleOut:
+    """Rewrite a rule flagged needs_inversion as 'ANTI-PATTERN: Do NOT ...'; 409 otherwise."""
+    row = await rules.invert(session, tenant_id=tenant_id, engine=engine, rule_id=rule_id)
+    return memories.rule_out(row)

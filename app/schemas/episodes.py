@@ -1,0 +1,54 @@
+"""Episode requests and responses."""
+
+import uuid
+from typing import Any
+
+from pydantic import AliasChoices, Field
+
+from app.schemas.common import (
+    ConsolidationStatus,
+    Content,
+    Importance,
+    IsoDatetime,
+    Metadata,
+    Name,
+    RequestModel,
+    ResponseModel,
+)
+
+
+class EpisodeCreate(RequestModel):
+    """A raw observation from a session."""
+
+    content: Content
+    butler: Name = Field(description="The agent (butler) that observed it; its scope.")
+    session_id: uuid.UUID | None = None
+    importance: Importance = 5.0
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class EpisodeBatchCreate(RequestModel):
+    """Up to `max_batch_size` episodes stored in one transaction."""
+
+    items: list[EpisodeCreate] = Field(min_length=1, max_length=10_000)
+
+
+class EpisodeOut(ResponseModel):
+    id: uuid.UUID
+    butler: str
+    session_id: uuid.UUID | None
+    content: str
+    importance: float
+    reference_count: int
+    consolidated: bool
+    consolidation_status: ConsolidationStatus
+    retry_count: int
+    last_error: str | None
+    created_at: IsoDatetime
+    last_referenced_at: IsoDatetime | None
+    expires_at: IsoDatetime | None
+    metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+
+
+class EpisodeBatchOut(ResponseModel):
+    items: list[EpisodeOut]

@@ -1,0 +1,67 @@
+"""Fact requests and responses."""
+
+import uuid
+from typing import Any
+
+from pydantic import AliasChoices, Field
+
+from app.schemas.common import (
+    Content,
+    Importance,
+    IsoDatetime,
+    Metadata,
+    Name,
+    Permanence,
+    RequestModel,
+    ResponseModel,
+    Tags,
+    Validity,
+)
+
+
+class FactCreate(RequestModel):
+    """Durable subject/predicate knowledge; an active fact with the same key is superseded."""
+
+    subject: Name
+    predicate: Name
+    content: Content
+    importance: Importance = 5.0
+    permanence: Permanence = Field(
+        "standard",
+        description="Decay per day: permanent 0, stable 0.002, standard 0.008, "
+        "volatile 0.03, ephemeral 0.1.",
+    )
+    scope: Name = "global"
+    tags: Tags = Field(default_factory=list)
+    entity_id: uuid.UUID | None = Field(
+        None, description="Anchor entity; the supersession key becomes (entity, scope, predicate)."
+    )
+    source_butler: Name | None = None
+    source_episode_id: uuid.UUID | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class FactOut(ResponseModel):
+    id: uuid.UUID
+    subject: str
+    predicate: str
+    content: str
+    importance: float
+    confidence: float
+    effective_confidence: float = Field(
+        description="confidence * exp(-decay_rate * days since last confirmation)"
+    )
+    decay_rate: float
+    permanence: Permanence
+    source_butler: str | None
+    source_episode_id: uuid.UUID | None
+    supersedes_id: uuid.UUID | None
+    entity_id: uuid.UUID | None
+    validity: Validity
+    scope: str
+    reference_count: int
+    created_at: IsoDatetime
+    last_referenced_at: IsoDatetime | None
+    last_confirmed_at: IsoDatetime | None
+    tags: list[str]
+    metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))

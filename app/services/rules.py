@@ -1,0 +1,159 @@
+"""Storing rules, helpful/harmful feedback with maturity moves, anti-pattern inversion."""
+
+import uuid
+from typing import Any
+
+from sqlalchemy import ColumnElement, func
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.embedding import EmbeddingEngine
+from app.errors import Conflict, InvalidInput
+from app.models import Rule
+from app.repositories import events, facts, memories
+from app.schemas.rules import RuleCreate
+from app.services import lifecycle
+from app.services.embeddings import embed_texts
+from app.services.memories import load_for_update, now_utc, record_event
+from app.text import preprocess_text
+
+
+async def store_rule(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+                     data: RuleCreate) -> Rule:
+    """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
+    if data.source_episode_id is not None and not await facts.episode_exists(
+            session, tenant_id=tenant_id, episode_id=data.source_episode_id):
+        raise InvalidInput(f"episode {data.source_episode_id} does not exist",
+                           field="source_episode_id")
+    embedded = await embed_texts(session, engine, [data.content])
+    [rule] = await memories.insert_rows(session, Rule, [{
+        "tenant_id": tenant_id,
+        "content": data.content,
+        "scope": data.scope,
+        "maturity": "candidate",
+        "confidence": lifecycle.NEW_RULE_CONFIDENCE,
+        "decay_rate": lifecycle.RULE_DECAY_RATE,
+        "effectiveness_score": 0.0,
+        "applied_count": 0,
+        "success_count": 0,
+        "harmful_count": 0,
+        "tags": data.tags,
+        "source_butler": data.source_butler,
+        "source_episode_id": data.source_episode_id,
+        "metadata": data.metadata,
+        "embedding": embedded.vectors[0],
+        "embedding_version_id": embedded.version_id,
+        "search_text": preprocess_text(data.content),
+    }], last_confirmed_at=func.now())
+    await record_event(session, "rule_created", tenant_id, rule)
+    return rule
+
+
+async def mark_helpful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
+                       context: dict[str, Any]) -> Rule:
+    """Count a helpful application: effectiveness = success / applied, then maybe promote."""
+    rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
+    outcome = lifecycle.after_helpful(
+        maturity=rule.maturity, applied_count=rule.applied_count,
+        success_count=rule.success_count, harmful_count=rule.harmful_count,
+        age_days=lifecycle.days_between(rule.created_at, now_utc()),
+    )
+    still_flagged = bool(rule.metadata_.get("needs_inversion")) and outcome.needs_inversion
+    return await _apply_feedback(session, tenant_id=tenant_id, rule=rule, outcome=outcome,
+                                 needs_inversion=still_flagged, kind="helpful", reason=None,
+                                 context=context)
+
+
+async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
+                       reason: str | None, context: dict[str, Any]) -> Rule:
+    """Count a harmful application with the 4x penalty, then maybe demote or flag inversion."""
+    rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
+    outcome = lifecycle.after_harmful(
+        maturity=rule.maturity, applied_count=rule.applied_count,
+        success_count=rule.success_count, harmful_count=rule.harmful_count,
+    )
+    flagged = bool(rule.metadata_.get("needs_inversion")) or outcome.needs_inversion
+    return await _apply_feedback(session, tenant_id=tenant_id, rule=rule, outcome=outcome,
+                                 needs_inversion=flagged, kind="harmful", reason=reason,
+                                 context=context)
+
+
+async def invert(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+                 rule_id: uuid.UUID) -> Rule:
+    """Rewrite a rule flagged `needs_inversion` as an anti-pattern, keeping the original."""
+    rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
+    if not rule.metadata_.get("needs_inversion"):
+        raise Conflict(
+            f"rule {rule_id} is not flagged for inversion (needs harmful_count >= "
+            f"{lifecycle.INVERSION_MIN_HARMFUL} and effectiveness < "
+            f"{lifecycle.INVERSION_MAX_EFFECTIVENESS})"
+        )
+    previous_maturity = rule.maturity
+    reasons = [str(r) for r in rule.metadata_.get("harmful_reasons", [])]
+    content = lifecycle.anti_pattern_content(rule.content, reasons)
+    embedded = await embed_texts(session, engine, [content])
+    metadata = {**rule.metadata_, "original_content": rule.content, "needs_inversion": False}
+    updated = await memories.update_row(session, Rule, memory_id=rule.id, values={
+        "content": content,
+        "maturity": "anti_pattern",
+        "embedding": embedded.vectors[0],
+        "embedding_version_id": embedded.version_id,
+        "search_vector": memories.to_tsvector(preprocess_text(content)),
+        "metadata_": metadata,
+    })
+    await record_event(session, "rule_inverted", tenant_id, updated,
+                       from_maturity=previous_maturity)
+    return updated
+
+
+def rule_filters(*, scope: str | None, maturity: str | None,
+                 include_forgotten: bool) -> list[ColumnElement[bool]]:
+    """WHERE clauses of the rule listing."""
+    filters: list[ColumnElement[bool]] = []
+    if scope is not None:
+        filters.append(Rule.scope == scope)
+    if maturity is not None:
+        filters.append(Rule.maturity == maturity)
+    if not include_forgotten:
+        filters.append(Rule.metadata_["forgotten"].as_boolean().is_not(True))
+    return filters
+
+
+async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID) -> Rule:
+    rule: Rule = await load_for_update(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
+    if rule.metadata_.get("forgotten") is True:
+        raise Conflict(f"rule {rule_id} is forgotten")
+    return rule
+
+
+async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
+                          outcome: lifecycle.FeedbackOutcome, needs_inversion: bool, kind: str,
+                          reason: str | None, context: dict[str, Any]) -> Rule:
+    previous_maturity = rule.maturity
+    was_flagged = bool(rule.metadata_.get("needs_inversion"))
+    metadata = dict(rule.metadata_)
+    if reason:
+        metadata["harmful_reasons"] = [*metadata.get("harmful_reasons", []), reason]
+    if needs_inversion:
+        metadata["needs_inversion"] = True
+    else:
+        metadata.pop("needs_inversion", None)
+    updated = await memories.update_row(session, Rule, memory_id=rule.id, values={
+        "applied_count": outcome.applied_count,
+        "success_count": outcome.success_count,
+        "harmful_count": outcome.harmful_count,
+        "effectiveness_score": outcome.effectiveness_score,
+        "maturity": outcome.maturity,
+        "last_applied_at": func.now(),
+        "last_evaluated_at": func.now(),
+        "metadata_": metadata,
+    })
+    await events.add_rule_application(session, tenant_id=tenant_id, rule_id=rule.id,
+                                      outcome=kind, reason=reason, context=context)
+    await record_event(session, f"rule_marked_{kind}", tenant_id, updated,
+                       effectiveness_score=outcome.effectiveness_score, reason=reason)
+    if outcome.maturity != previous_maturity:
+        await record_event(session, "rule_maturity_changed", tenant_id, updated,
+                           from_maturity=previous_maturity, to_maturity=outcome.maturity)
+    if needs_inversion and not was_flagged:
+        await record_event(session, "rule_inversion_flagged", tenant_id, updated)
+    return updated

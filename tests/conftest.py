@@ -1,0 +1,108 @@
+"""Test fixtures: a throw-away database built by the Alembic migrations, the app, a client."""
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app import migrations
+from app.config import Settings
+from app.db import (
+    create_engine,
+    replace_database,
+    start_embedded_postgres,
+    to_async_url,
+    to_libpq_url,
+)
+from app.main import create_app
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KEPT_TABLES = {"alembic_version"}
+
+
+def _server_url() -> str:
+    """DATABASE_URL when set, else an embedded PostgreSQL under .pytest-pg/."""
+    if url := os.environ.get("DATABASE_URL"):
+        return to_libpq_url(to_async_url(url))
+    return start_embedded_postgres(REPO_ROOT / ".pytest-pg")
+
+
+@pytest.fixture(scope="session")
+async def database_url() -> AsyncIterator[str]:
+    """A fresh database for this test session, upgraded to head; dropped afterwards."""
+    server_url = _server_url()
+    name = f"engram_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    admin = await asyncpg.connect(server_url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = to_async_url(replace_database(server_url, name))
+    engine = create_engine(url, pool_size=1)
+    await migrations.upgrade(engine)
+    await engine.dispose()
+    try:
+        yield url
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    """Settings pointing at the test database."""
+    return Settings(database_url=database_url, migrate_on_start=False)
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings) -> AsyncIterator[Any]:
+    """The application with its lifespan running (engine, model loaded)."""
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture(scope="session")
+def db_engine(app: Any) -> AsyncEngine:
+    """The app's own database engine, for arranging and inspecting rows."""
+    engine: AsyncEngine = app.state.db_engine
+    return engine
+
+
+@pytest.fixture(autouse=True)
+async def _clean_tables(request: pytest.FixtureRequest) -> None:
+    """Empty every table before each API test so tests never depend on each other."""
+    if "db_engine" not in request.fixturenames and "client" not in request.fixturenames:
+        return
+    engine: AsyncEngine = request.getfixturevalue("db_engine")
+    async with engine.begin() as conn:
+        rows = await conn.execute(text(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
+        tables = [row[0] for row in rows if row[0] not in KEPT_TABLES]
+        if tables:
+            await conn.execute(text(
+                "TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client talking to the app in-process."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as http:
+        yield http
+
+
+@pytest.fixture
+def sql(db_engine: AsyncEngine) -> Any:
+    """Run one SQL statement (for arranging timestamps or reading audit rows)."""
+
+    async def run(statement: str, **params: Any) -> list[Any]:
+        async with db_engine.begin() as conn:
+            result = await conn.execute(text(statement), params)
+            return list(result.mappings()) if result.returns_rows else []
+
+    return run
