@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, Field, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -41,6 +41,32 @@ class RetrievalSettings(BaseModel):
     score_weights: ScoreWeights = ScoreWeights()
 
 
+class LLMSettings(BaseModel):
+    """An OpenAI-compatible chat-completions endpoint used by consolidation."""
+
+    base_url: str | None = Field(
+        None, description="e.g. http://localhost:11434/v1; unset means consolidation dry-runs."
+    )
+    model: str = "gpt-4o-mini"
+    api_key: SecretStr | None = None
+    timeout_seconds: float = Field(60.0, gt=0, le=600)
+    max_retries: int = Field(3, ge=0, le=10)
+    backoff_seconds: float = Field(1.0, ge=0, le=60)
+
+
+class JobSettings(BaseModel):
+    """Background jobs: the in-process worker and scheduler."""
+
+    worker_enabled: bool = True
+    scheduler_enabled: bool = True
+    poll_interval_seconds: float = Field(2.0, gt=0, le=3600)
+    decay_interval_hours: float = Field(24.0, gt=0)
+    cleanup_interval_hours: float = Field(24.0, gt=0)
+    consolidation_interval_hours: float = Field(6.0, gt=0)
+    cleanup_max_entries: int = Field(10_000, ge=0)
+    consolidation_max_attempts: int = Field(3, ge=1, le=100)
+
+
 class Settings(BaseSettings):
     """Every tunable of the service; build one with `Settings()` and pass it along."""
 
@@ -75,6 +101,8 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
 
     retrieval: RetrievalSettings = RetrievalSettings()
+    llm: LLMSettings = LLMSettings()
+    jobs: JobSettings = JobSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -62,8 +62,8 @@ class EmbeddingEngine:
         else:
             path = self.model_name
         model = SentenceTransformer(path, device=self.device)
-        dimension_of = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension")
+        dimension_of = (getattr(model, "get_embedding_dimension", None)
+                        or model.get_sentence_embedding_dimension)
         found = dimension_of()
         if found != self.dimensions:
             raise RuntimeError(

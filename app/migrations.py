@@ -1,5 +1,6 @@
 """Run the Alembic revisions from inside the service, the CLI and the tests."""
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -40,7 +41,7 @@ async def is_at_head(engine: AsyncEngine) -> bool:
     return current == head
 
 
-async def _run(engine: AsyncEngine, action) -> None:  # type: ignore[no-untyped-def]
+async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
     def run_with(connection: Connection) -> None:
         config = alembic_config()
         config.attributes["connection"] = connection

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import Episode, Fact, Rule
 from app.repositories.pagination import paginate, split_page
 
-M = TypeVar("M", Episode, Fact, Rule)
+M = TypeVar("M", bound=Episode | Fact | Rule)
 
 MODELS: dict[str, type[Episode] | type[Fact] | type[Rule]] = {
     "episode": Episode,

@@ -1,0 +1,19 @@
+"""SQLAlchemy tables. The schema itself is built by the Alembic revisions, never create_all."""
+
+from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
+from app.models.base import EMBEDDING_DIMENSIONS, Base
+from app.models.entity import Entity
+from app.models.memory import Episode, Fact, MemoryLink, Rule
+
+__all__ = [
+    "EMBEDDING_DIMENSIONS",
+    "Base",
+    "EmbeddingVersion",
+    "Entity",
+    "Episode",
+    "Fact",
+    "MemoryEvent",
+    "MemoryLink",
+    "Rule",
+    "RuleApplication",
+]

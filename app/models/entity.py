@@ -1,0 +1,27 @@
+"""The entity registry."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ARRAY, String, Text, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at_column, tenant_column, uuid_pk
+
+
+class Entity(Base):
+    __tablename__ = "entities"
+
+    id: Mapped[uuid.UUID] = uuid_pk()
+    tenant_id: Mapped[str] = tenant_column()
+    canonical_name: Mapped[str] = mapped_column(String, nullable=False)
+    entity_type: Mapped[str] = mapped_column(String, nullable=False)
+    aliases: Mapped[list[str]] = mapped_column(
+        ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")
+    )
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False,
+                                                      server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = created_at_column()
+    updated_at: Mapped[datetime] = created_at_column()
