@@ -25,7 +25,7 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, engine: Embe
             "session_id": item.session_id,
             "content": item.content,
             "importance": item.importance,
-            "metadata": item.metadata,
+            "metadata_": item.metadata,
             "embedding": vector,
             "embedding_version_id": embedded.version_id,
             "search_text": preprocess_text(item.content),

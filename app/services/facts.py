@@ -59,7 +59,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, engine: Embedding
         "source_butler": data.source_butler,
         "source_episode_id": data.source_episode_id,
         "supersedes_id": previous.id if previous else None,
-        "metadata": data.metadata,
+        "metadata_": data.metadata,
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": fact_search_text(data.subject, data.predicate, data.content),

@@ -39,7 +39,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, engine: Embedding
         "tags": data.tags,
         "source_butler": data.source_butler,
         "source_episode_id": data.source_episode_id,
-        "metadata": data.metadata,
+        "metadata_": data.metadata,
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": preprocess_text(data.content),

@@ -1,0 +1,66 @@
+"""Liveness, readiness and the shape of errors on unknown routes."""
+
+
+async def test_healthz_answers_ok(client):
+    response = await client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+async def test_readyz_reports_database_migrations_and_model(client):
+    response = await client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ready", "database": True, "migrations_at_head": True,
+                               "embedding_model": True}
+
+
+async def test_readyz_is_503_when_schema_is_behind(client, sql):
+    [row] = await sql("SELECT version_num FROM alembic_version")
+    await sql("UPDATE alembic_version SET version_num = 'mem_001'")
+    try:
+        response = await client.get("/readyz")
+        assert response.status_code == 503
+        assert response.json()["migrations_at_head"] is False
+        assert response.json()["status"] == "not_ready"
+    finally:
+        await sql("UPDATE alembic_version SET version_num = :v", v=row["version_num"])
+
+
+async def test_unknown_route_is_404_problem(client):
+    response = await client.get("/v1/nothing-here")
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["title"] == "Not Found"
+
+
+async def test_wrong_method_is_405_problem(client):
+    response = await client.delete("/v1/facts")
+    assert response.status_code == 405
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_malformed_json_is_422_problem(client):
+    response = await client.post("/v1/facts", content=b"{not json",
+                                 headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["errors"][0]["field"].startswith("body")
+
+
+async def test_wrong_json_type_is_422(client):
+    response = await client.post("/v1/rules", json=["a", "list"])
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "body"
+
+
+async def test_metadata_with_nul_or_too_deep_is_rejected(client):
+    deep: dict = {}
+    node = deep
+    for _ in range(10):
+        node["k"] = {}
+        node = node["k"]
+    for metadata in ({"note": "a\u0000b"}, deep, {"blob": "x" * 20_000}):
+        response = await client.post("/v1/rules", json={"content": "be kind",
+                                                        "metadata": metadata})
+        assert response.status_code == 422, metadata
+        assert response.json()["errors"][0]["field"] == "body.metadata"
