@@ -1,0 +1,30 @@
+"""SQL for re-embedding memories made by another embedding model."""
+
+import uuid
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Episode, Fact, Rule
+
+Memory = type[Episode] | type[Fact] | type[Rule]
+
+
+async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
+                     limit: int) -> list[tuple[uuid.UUID, str]]:
+    """Up to `limit` (id, content) pairs whose vectors came from another model version."""
+    stmt = (select(model.id, model.content)
+            .where(model.embedding_version_id.is_distinct_from(version_id))
+            .order_by(model.id).limit(limit).with_for_update(skip_locked=True))
+    return [(row[0], row[1]) for row in await session.execute(stmt)]
+
+
+async def store_vectors(session: AsyncSession, model: Memory, *, version_id: int,
+                        vectors: dict[uuid.UUID, list[float]]) -> None:
+    """Write new vectors and their version in one executemany."""
+    table: Any = model.__table__
+    stmt = (update(table).where(table.c.id == bindparam("row_id"))
+            .values(embedding=bindparam("vector"), embedding_version_id=version_id))
+    await session.execute(stmt, [{"row_id": key, "vector": value}
+                                 for key, value in vectors.items()])

@@ -1,0 +1,34 @@
+"""Re-embed every memory whose vector was made by a different embedding model."""
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.embedding import EmbeddingEngine
+from app.models import Episode, Fact, Rule
+from app.repositories import embedding_versions, reembed
+
+BATCH_SIZE = 256
+
+
+async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
+                      engine: EmbeddingEngine) -> dict[str, int]:
+    """Re-embed stale rows of every memory table, one committed batch at a time."""
+    async with sessionmaker() as session, session.begin():
+        version_id = await embedding_versions.ensure_version(
+            session, model_name=engine.model_name, model_version=engine.model_version,
+            dimensions=engine.dimensions)
+    counts: dict[str, int] = {}
+    for name, model in (("episodes", Episode), ("facts", Fact), ("rules", Rule)):
+        counts[name] = 0
+        while True:
+            async with sessionmaker() as session, session.begin():
+                rows = await reembed.stale_rows(session, model, version_id=version_id,
+                                                limit=BATCH_SIZE)
+                if not rows:
+                    break
+                vectors = await engine.aembed_batch([content for _, content in rows])
+                await reembed.store_vectors(
+                    session, model, version_id=version_id,
+                    vectors={row_id: vector for (row_id, _), vector in zip(rows, vectors,
+                                                                           strict=True)})
+                counts[name] += len(rows)
+    return counts
