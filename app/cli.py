@@ -1,10 +1,11 @@
-"""The `engram` command: serve, migrate, openapi."""
+"""The `engram` command: serve, migrate, keys, reembed, openapi."""
 
 import argparse
 import asyncio
 import json
 import logging
 import sys
+import uuid
 from pathlib import Path
 
 from app.config import Settings
@@ -34,6 +35,54 @@ def _migrate(settings: Settings, revision: str) -> None:
     print(f"database upgraded to {revision}")
 
 
+def _keys(settings: Settings, args: argparse.Namespace) -> None:
+    from app import migrations
+    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.repositories import api_keys as key_rows
+    from app.services import api_keys
+
+    async def run() -> None:
+        engine = create_engine(await resolve_database_url(settings), pool_size=1)
+        try:
+            if settings.migrate_on_start:
+                await migrations.upgrade(engine)
+            async with make_sessionmaker(engine)() as session, session.begin():
+                if args.keys_command == "create":
+                    minted = await api_keys.create_key(session, tenant_id=args.tenant,
+                                                       name=args.name)
+                    print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}")
+                    print(f"key:    {minted.secret}\n(shown once: store it now)")
+                elif args.keys_command == "list":
+                    for key in await key_rows.list_keys(session, tenant_id=args.tenant):
+                        state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
+                        print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
+                              f"{key.name or '-':<20} {state}")
+                elif not await key_rows.revoke(session, args.key_id):
+                    raise SystemExit(f"no live key with id {args.key_id}")
+                else:
+                    print(f"revoked {args.key_id}")
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def _reembed(settings: Settings) -> None:
+    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.embedding import get_embedding_engine
+    from app.services.reembed import reembed_all
+
+    async def run() -> None:
+        engine = create_engine(await resolve_database_url(settings), pool_size=1)
+        try:
+            counts = await reembed_all(make_sessionmaker(engine), get_embedding_engine(settings))
+        finally:
+            await engine.dispose()
+        print(", ".join(f"{name}: {count} re-embedded" for name, count in counts.items()))
+
+    asyncio.run(run())
+
+
 def _openapi(output: Path | None) -> None:
     from app.main import create_app
 
@@ -53,6 +102,16 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--port", type=int)
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
+    keys = commands.add_parser("keys", help="manage API keys")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="mint a key for a tenant")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--name")
+    listing = key_commands.add_parser("list", help="list keys (never their secrets)")
+    listing.add_argument("--tenant")
+    revoke = key_commands.add_parser("revoke", help="revoke a key by id")
+    revoke.add_argument("key_id", type=uuid.UUID)
+    commands.add_parser("reembed", help="re-embed memories made by another embedding model")
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
     openapi.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
@@ -65,6 +124,10 @@ def main(argv: list[str] | None = None) -> None:
         _serve(settings)
     elif args.command == "migrate":
         _migrate(settings, args.revision)
+    elif args.command == "keys":
+        _keys(settings, args)
+    elif args.command == "reembed":
+        _reembed(settings)
     else:
         _openapi(args.output)
 
