@@ -39,6 +39,20 @@ class RetrievalSettings(BaseModel):
     default_limit: int = Field(20, ge=1, le=200)
     default_mode: SearchMode = "hybrid"
     score_weights: ScoreWeights = ScoreWeights()
+    rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal Rank Fusion constant.")
+    recall_pool_factor: int = Field(
+        3, ge=1, le=10, description="Recall fuses limit * factor candidates before scoring."
+    )
+    context_recall_limit: int = Field(20, ge=1, le=200)
+    context_fact_share: float = Field(
+        0.7, ge=0, le=1,
+        description="Share of the context budget reserved for facts; rules get the rest. "
+        "A section's unused share goes to the other.",
+    )
+    hnsw_ef_search: int = Field(40, ge=1, le=1000)
+    hnsw_max_scan_tuples: int = Field(
+        20_000, ge=1, description="How far a filtered vector search may walk the index."
+    )
 
 
 class LLMSettings(BaseModel):
@@ -65,6 +79,18 @@ class JobSettings(BaseModel):
     consolidation_interval_hours: float = Field(6.0, gt=0)
     cleanup_max_entries: int = Field(10_000, ge=0)
     consolidation_max_attempts: int = Field(3, ge=1, le=100)
+    consolidation_batch_size: int = Field(
+        50, ge=1, le=500, description="Most episodes of one butler sent in one prompt."
+    )
+    cleanup_batch_size: int = Field(
+        1000, ge=1, le=100_000, description="Rows deleted per statement and transaction."
+    )
+    scheduler_tick_seconds: float = Field(60.0, gt=0, le=3600)
+    lease_seconds: float = Field(
+        300.0, ge=5, le=86_400,
+        description="A running job whose worker stops renewing this lease is claimed again.",
+    )
+    max_job_attempts: int = Field(3, ge=1, le=100)
 
 
 class Settings(BaseSettings):
@@ -99,6 +125,10 @@ class Settings(BaseSettings):
     max_page_size: int = Field(200, ge=1, le=1000)
     db_pool_size: int = Field(10, ge=1, le=200)
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
+    auth_disabled: bool = Field(
+        False, description="Serve every request as the default tenant; loopback hosts only."
+    )
+    max_body_bytes: int = Field(32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
 
     retrieval: RetrievalSettings = RetrievalSettings()
     llm: LLMSettings = LLMSettings()

@@ -13,6 +13,8 @@ from app.db import check_extensions, create_engine, make_sessionmaker, resolve_d
 from app.embedding import get_embedding_engine
 from app.errors import add_exception_handlers
 from app.routers import ROUTERS
+from app.services.jobs import JobContext
+from app.services.worker import BackgroundJobs
 
 logger = logging.getLogger("engram")
 
@@ -42,10 +44,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.db_engine = db_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
     app.state.embedding_engine = embedding_engine
+    background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedding_engine))
+    background.start()
     logger.info("engram ready")
     try:
         yield
     finally:
+        await background.stop()
         await db_engine.dispose()
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
-from app.config import Settings
+from app.config import JobSettings, Settings
 from app.db import (
     create_engine,
     replace_database,
@@ -55,7 +55,9 @@ async def database_url() -> AsyncIterator[str]:
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
     """Settings pointing at the test database."""
-    return Settings(database_url=database_url, migrate_on_start=False)
+    # No background worker or scheduler: tests run jobs explicitly (see tests/api/test_jobs*.py).
+    return Settings(database_url=database_url, migrate_on_start=False,
+                    jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
+from app.models.jobs import Job
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "Entity",
     "Episode",
     "Fact",
+    "Job",
     "MemoryEvent",
     "MemoryLink",
     "Rule",

@@ -2,11 +2,12 @@
 
 from fastapi import APIRouter
 
-from app.routers import episodes, facts, health, rules
+from app.routers import episodes, facts, health, jobs, rules
 
 ROUTERS: list[APIRouter] = [
     health.router,
     episodes.router,
     facts.router,
     rules.router,
+    jobs.router,
 ]

@@ -1,0 +1,75 @@
+"""Episode cleanup SQL: bounded batches of deletions, their links, and a summary event."""
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+# Deletes a batch of episodes, the memory_links rows touching them, and appends one
+# memory_events row per tenant summarising the batch. {victims} selects the batch.
+_DELETE_BATCH = """
+WITH victims AS (
+    {victims}
+),
+deleted AS (
+    DELETE FROM episodes e USING victims v WHERE e.id = v.id
+    RETURNING e.id, e.tenant_id
+),
+links_as_target AS (
+    DELETE FROM memory_links l USING deleted d
+    WHERE l.target_type = 'episode' AND l.target_id = d.id
+    RETURNING 1
+),
+links_as_source AS (
+    DELETE FROM memory_links l USING deleted d
+    WHERE l.source_type = 'episode' AND l.source_id = d.id
+    RETURNING 1
+),
+logged AS (
+    INSERT INTO memory_events (event_type, actor, tenant_id, payload)
+    SELECT 'episodes_deleted', 'episode_cleanup', d.tenant_id,
+           jsonb_build_object('reason', CAST(:reason AS text), 'count', count(*),
+                              'job_id', CAST(:job_id AS text))
+    FROM deleted d GROUP BY d.tenant_id
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM deleted) AS episodes,
+       (SELECT count(*) FROM links_as_target) + (SELECT count(*) FROM links_as_source) AS links
+"""
+
+EXPIRED_BATCH = _DELETE_BATCH.format(victims="""
+    SELECT id FROM episodes
+    WHERE expires_at < now()
+      AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
+    LIMIT :batch_size
+    FOR UPDATE SKIP LOCKED
+""")
+
+# Capacity deletes only consolidated episodes, oldest first, of one tenant.
+CAPACITY_BATCH = _DELETE_BATCH.format(victims="""
+    SELECT id FROM episodes
+    WHERE tenant_id = CAST(:tenant_id AS text) AND consolidated
+    ORDER BY created_at, id
+    LIMIT :batch_size
+    FOR UPDATE SKIP LOCKED
+""")
+
+
+async def delete_batch(session: AsyncSession, statement: str, *, tenant_id: str | None,
+                       batch_size: int, reason: str, job_id: str | None) -> tuple[int, int]:
+    """Run one batch; (episodes deleted, links deleted)."""
+    row = (await session.execute(text(statement), {
+        "tenant_id": tenant_id, "batch_size": batch_size, "reason": reason, "job_id": job_id,
+    })).one()
+    return int(row.episodes), int(row.links)
+
+
+async def tenants_with_episodes(session: AsyncSession) -> list[str]:
+    """Every tenant that holds at least one episode."""
+    rows = await session.execute(text("SELECT DISTINCT tenant_id FROM episodes ORDER BY 1"))
+    return [row[0] for row in rows]
+
+
+async def count_episodes(session: AsyncSession, *, tenant_id: str | None) -> int:
+    """Episodes of one tenant, or of every tenant when None."""
+    stmt = text("SELECT count(*) FROM episodes WHERE CAST(:tenant_id AS text) IS NULL "
+                "OR tenant_id = CAST(:tenant_id AS text)")
+    return int((await session.execute(stmt, {"tenant_id": tenant_id})).scalar_one())

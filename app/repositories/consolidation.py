@@ -1,0 +1,145 @@
+"""SQL of the consolidation pipeline: pending groups, group locks, dedup context, outcomes."""
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, case, func, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from app.models import Episode, Fact, Rule
+
+
+@dataclass(frozen=True)
+class PendingGroup:
+    tenant_id: str
+    butler: str
+    episodes: int
+
+
+def _pending(tenant_id: str | None) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = [
+        Episode.consolidated.is_(False),
+        Episode.consolidation_status == "pending",
+        or_(Episode.expires_at.is_(None), Episode.expires_at > func.now()),
+    ]
+    if tenant_id is not None:
+        clauses.append(Episode.tenant_id == tenant_id)
+    return clauses
+
+
+async def pending_groups(session: AsyncSession, *, tenant_id: str | None) -> list[PendingGroup]:
+    """(tenant, butler) groups with unexpired pending episodes, oldest backlog first."""
+    stmt = (
+        select(Episode.tenant_id, Episode.butler, func.count())
+        .where(*_pending(tenant_id))
+        .group_by(Episode.tenant_id, Episode.butler)
+        .order_by(func.min(Episode.created_at), Episode.tenant_id, Episode.butler)
+    )
+    rows = await session.execute(stmt)
+    return [PendingGroup(tenant, butler, int(count)) for tenant, butler, count in rows]
+
+
+def _group_key(tenant_id: str, butler: str) -> str:
+    return f"consolidation:{tenant_id}:{butler}"
+
+
+async def try_lock_group(conn: AsyncConnection, *, tenant_id: str, butler: str) -> bool:
+    """Take the group's session-level advisory lock on `conn`; False when another holds it.
+
+    The lock outlives transactions, so it guards the group while the model is called with no
+    transaction open; it ends with `unlock_group` or when the connection closes.
+    """
+    stmt = text("SELECT pg_try_advisory_lock(hashtextextended(:key, 0))")
+    locked = bool((await conn.execute(stmt, {"key": _group_key(tenant_id, butler)})).scalar_one())
+    await conn.commit()
+    return locked
+
+
+async def unlock_group(conn: AsyncConnection, *, tenant_id: str, butler: str) -> None:
+    """Release the lock taken by `try_lock_group`."""
+    stmt = text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))")
+    await conn.execute(stmt, {"key": _group_key(tenant_id, butler)})
+    await conn.commit()
+
+
+async def pending_episodes(session: AsyncSession, *, tenant_id: str, butler: str,
+                           limit: int) -> list[Episode]:
+    """The group's oldest pending episodes."""
+    stmt = (
+        select(Episode)
+        .where(*_pending(tenant_id), Episode.butler == butler)
+        .order_by(Episode.created_at, Episode.id)
+        .limit(limit)
+    )
+    return list((await session.execute(stmt)).scalars())
+
+
+async def lock_still_pending(session: AsyncSession, *,
+                             episode_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+    """Lock those of the episodes that are still pending; their ids, oldest first."""
+    stmt = (
+        select(Episode.id)
+        .where(Episode.id.in_(episode_ids), Episode.consolidated.is_(False),
+               Episode.consolidation_status == "pending")
+        .order_by(Episode.created_at, Episode.id)
+        .with_for_update()
+    )
+    return list((await session.execute(stmt)).scalars())
+
+
+async def active_facts(session: AsyncSession, *, tenant_id: str, butler: str,
+                       limit: int) -> list[Fact]:
+    """Active facts visible to the butler (global or its scope), most important first."""
+    stmt = (
+        select(Fact)
+        .where(Fact.tenant_id == tenant_id, Fact.validity == "active",
+               Fact.scope.in_(["global", butler]))
+        .order_by(Fact.importance.desc(), Fact.created_at.desc(), Fact.id)
+        .limit(limit)
+    )
+    return list((await session.execute(stmt)).scalars())
+
+
+async def active_rules(session: AsyncSession, *, tenant_id: str, butler: str,
+                       limit: int) -> list[Rule]:
+    """Live rules visible to the butler (global or its scope), newest first."""
+    stmt = (
+        select(Rule)
+        .where(Rule.tenant_id == tenant_id, Rule.scope.in_(["global", butler]),
+               Rule.metadata_["forgotten"].as_boolean().is_not(True))
+        .order_by(Rule.created_at.desc(), Rule.id)
+        .limit(limit)
+    )
+    return list((await session.execute(stmt)).scalars())
+
+
+async def mark_consolidated(session: AsyncSession, *, episode_ids: list[uuid.UUID]) -> int:
+    """consolidated = true, consolidation_status = 'consolidated', last_error cleared."""
+    stmt = (
+        update(Episode)
+        .where(Episode.id.in_(episode_ids))
+        .values(consolidated=True, consolidation_status="consolidated", last_error=None)
+        .execution_options(synchronize_session=False)
+    )
+    return int((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
+
+
+async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID], error: str,
+                         max_attempts: int) -> tuple[int, int]:
+    """retry_count + 1 and last_error; 'failed' once max_attempts is reached.
+
+    Returns (still pending, now failed).
+    """
+    stmt = (
+        update(Episode)
+        .where(Episode.id.in_(episode_ids), Episode.consolidated.is_(False),
+               Episode.consolidation_status == "pending")
+        .values(retry_count=Episode.retry_count + 1, last_error=error,
+                consolidation_status=case(
+                    (Episode.retry_count + 1 >= max_attempts, "failed"), else_="pending"))
+        .returning(Episode.consolidation_status)
+        .execution_options(synchronize_session=False)
+    )
+    statuses = list((await session.execute(stmt)).scalars())
+    failed = statuses.count("failed")
+    return len(statuses) - failed, failed

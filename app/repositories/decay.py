@@ -1,0 +1,89 @@
+"""The decay sweep as one set-based statement per table: score, transition, audit."""
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+# effective_confidence = confidence * exp(-decay_rate * days since last confirmation), 0 when
+# never confirmed (app.services.lifecycle.effective_confidence in SQL).
+_EFFECTIVE = """
+    CASE WHEN t.last_confirmed_at IS NULL THEN 0.0
+         ELSE t.confidence * exp(-t.decay_rate * GREATEST(0.0,
+              extract(epoch FROM (now() - t.last_confirmed_at)) / 86400.0))
+    END
+"""
+
+# {table}, {live} (the rows the sweep evaluates), {memory_type}, {final} (the name of the
+# lowest transition) and {set_clause} (how each transition changes a row) vary by table.
+_SWEEP = """
+WITH scored AS (
+    SELECT t.id, t.tenant_id, {effective} AS effective
+    FROM {table} t
+    WHERE {live} AND t.decay_rate > 0
+      AND (CAST(:tenant_id AS text) IS NULL OR t.tenant_id = CAST(:tenant_id AS text))
+),
+planned AS (
+    SELECT s.*, CASE
+        WHEN s.effective < CAST(:expired_below AS float8) THEN '{final}'
+        WHEN s.effective < CAST(:fading_below AS float8)
+             AND (t.metadata ->> 'status') IS DISTINCT FROM 'fading' THEN 'fading'
+        WHEN s.effective >= CAST(:fading_below AS float8) AND (t.metadata ->> 'status') = 'fading'
+             THEN 'recovered'
+    END AS transition
+    FROM scored s JOIN {table} t ON t.id = s.id
+),
+changed AS (
+    UPDATE {table} t SET {set_clause}
+    FROM planned p
+    WHERE t.id = p.id AND p.transition IS NOT NULL AND {live}
+    RETURNING t.id, t.tenant_id, p.transition, p.effective
+),
+logged AS (
+    INSERT INTO memory_events (event_type, actor, tenant_id, payload)
+    SELECT '{memory_type}_' || c.transition, 'decay_sweep', c.tenant_id,
+           jsonb_build_object('memory_type', '{memory_type}', 'memory_id', c.id::text,
+                              'effective_confidence', c.effective,
+                              'job_id', CAST(:job_id AS text))
+    FROM changed c
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM scored) AS evaluated,
+       (SELECT count(*) FROM changed WHERE transition = '{final}') AS {final},
+       (SELECT count(*) FROM changed WHERE transition = 'fading') AS fading,
+       (SELECT count(*) FROM changed WHERE transition = 'recovered') AS recovered,
+       (SELECT count(*) FROM logged) AS events
+"""
+
+_STATUS_CHANGE = """
+            WHEN 'fading' THEN t.metadata || '{{"status": "fading"}}'::jsonb
+            WHEN 'recovered' THEN t.metadata - 'status'"""
+
+FACT_SWEEP = _SWEEP.format(
+    effective=_EFFECTIVE, table="facts", memory_type="fact", final="expired",
+    live="t.validity = 'active'",
+    set_clause=(
+        "validity = CASE p.transition WHEN 'expired' THEN 'expired' ELSE t.validity END,\n"
+        "        metadata = CASE p.transition" + _STATUS_CHANGE.format() + " ELSE t.metadata END"
+    ),
+)
+RULE_SWEEP = _SWEEP.format(
+    effective=_EFFECTIVE, table="rules", memory_type="rule", final="forgotten",
+    live="(t.metadata -> 'forgotten') IS DISTINCT FROM 'true'::jsonb",
+    set_clause=(
+        "metadata = CASE p.transition\n"
+        "            WHEN 'forgotten' THEN t.metadata || '{\"forgotten\": true}'::jsonb"
+        + _STATUS_CHANGE.format() + " ELSE t.metadata END"
+    ),
+)
+
+
+async def sweep(session: AsyncSession, statement: str, *, tenant_id: str | None,
+                job_id: str | None, expired_below: float,
+                fading_below: float) -> dict[str, Any]:
+    """Run one table's sweep; the counts of evaluated rows and of each transition."""
+    result = await session.execute(text(statement), {
+        "tenant_id": tenant_id, "job_id": job_id, "expired_below": expired_below,
+        "fading_below": fading_below,
+    })
+    return dict(result.mappings().one())

@@ -1,0 +1,130 @@
+"""The jobs table: enqueue, claim with FOR UPDATE SKIP LOCKED, lease renewal, finish."""
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, literal, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Job
+from app.repositories.pagination import paginate, split_page
+
+
+async def enqueue(session: AsyncSession, *, tenant_id: str | None, kind: str,
+                  params: dict[str, Any]) -> Job:
+    """Insert a queued job and return it."""
+    stmt = insert(Job).values(tenant_id=tenant_id, kind=kind, params=params).returning(Job)
+    return (await session.execute(stmt)).scalar_one()
+
+
+async def enqueue_scheduled(session: AsyncSession, *, kind: str, params: dict[str, Any],
+                            scheduled_for: datetime) -> Job | None:
+    """Insert the system job of one scheduler slot; None when a replica already did."""
+    stmt = (
+        insert(Job)
+        .values(tenant_id=None, kind=kind, params=params, scheduled_for=scheduled_for)
+        .on_conflict_do_nothing(index_elements=["kind", "scheduled_for"],
+                                index_where=text("scheduled_for IS NOT NULL"))
+        .returning(Job)
+    )
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def get(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> Job | None:
+    """One job of the tenant."""
+    stmt = select(Job).where(Job.id == job_id, Job.tenant_id == tenant_id)
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def get_any(session: AsyncSession, job_id: uuid.UUID) -> Job | None:
+    """One job whatever its tenant (for workers and system jobs)."""
+    return (await session.execute(select(Job).where(Job.id == job_id))).scalar_one_or_none()
+
+
+async def list_page(session: AsyncSession, *, tenant_id: str,
+                    filters: list[ColumnElement[bool]], limit: int,
+                    cursor: str | None) -> tuple[list[Job], str | None]:
+    """A page of the tenant's jobs, newest first."""
+    stmt = select(Job).where(Job.tenant_id == tenant_id, *filters)
+    rows = list((await session.execute(paginate(stmt, Job, limit=limit,
+                                                cursor=cursor))).scalars())
+    return split_page(rows, limit)
+
+
+def _lease_until(lease_seconds: float) -> ColumnElement[Any]:
+    return func.now() + literal(timedelta(seconds=lease_seconds))
+
+
+async def fail_abandoned(session: AsyncSession, *, max_attempts: int) -> int:
+    """Fail running jobs whose lease ran out after their last allowed attempt."""
+    stmt = (
+        update(Job)
+        .where(Job.status == "running", Job.lease_expires_at < func.now(),
+               Job.attempts >= max_attempts)
+        .values(status="failed", finished_at=func.now(), lease_expires_at=None,
+                errors=Job.errors.op("||")(func.jsonb_build_array(
+                    f"abandoned: the worker stopped after {max_attempts} attempt(s)")))
+    )
+    result = await session.execute(stmt)
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def claim_next(session: AsyncSession, *, worker_id: str, lease_seconds: float,
+                     max_attempts: int) -> Job | None:
+    """Take the oldest queued job (or one whose worker's lease expired), skipping locked rows."""
+    candidate = (
+        select(Job.id)
+        .where(or_(Job.status == "queued",
+                   (Job.status == "running") & (Job.lease_expires_at < func.now())
+                   & (Job.attempts < max_attempts)))
+        .order_by(Job.created_at, Job.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    stmt = (
+        update(Job)
+        .where(Job.id == candidate)
+        .values(status="running", attempts=Job.attempts + 1, worker_id=worker_id,
+                started_at=func.now(), finished_at=None,
+                lease_expires_at=_lease_until(lease_seconds))
+        .returning(Job)
+        .execution_options(synchronize_session=False)
+    )
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def renew_lease(session: AsyncSession, *, job_id: uuid.UUID, worker_id: str,
+                      lease_seconds: float) -> bool:
+    """Extend the lease of a job this worker still holds."""
+    stmt = (
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(lease_expires_at=_lease_until(lease_seconds))
+    )
+    return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
+
+
+async def finish(session: AsyncSession, *, job_id: uuid.UUID, worker_id: str, status: str,
+                 result: dict[str, Any] | None, errors: list[str]) -> bool:
+    """Record the outcome of a job this worker still holds."""
+    stmt = (
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(status=status, result=result, errors=errors, finished_at=func.now(),
+                lease_expires_at=None)
+    )
+    return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
+
+
+async def release(session: AsyncSession, *, job_id: uuid.UUID, worker_id: str) -> None:
+    """Put a job back in the queue (the worker is shutting down)."""
+    stmt = (
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(status="queued", worker_id=None, lease_expires_at=None,
+                attempts=Job.attempts - 1)
+    )
+    await session.execute(stmt)

@@ -1,0 +1,90 @@
+"""/v1/jobs: durable background jobs (consolidation, decay sweep, episode cleanup)."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Response
+
+from app.deps import SessionDep, TenantDep
+from app.errors import problem_responses
+from app.repositories import jobs as job_rows
+from app.routers.params import Cursor, Limit
+from app.schemas.common import Page
+from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus
+from app.services import jobs
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+ACCEPTED = "Accepted: the job is queued; poll `GET /v1/jobs/{id}` (the Location header)."
+
+
+def _accepted(response: Response, job: JobOut) -> JobOut:
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return job
+
+
+@router.post("/consolidation", status_code=202, response_model=JobOut,
+             response_description=ACCEPTED,
+             responses=problem_responses(422), summary="Queue an LLM consolidation job")
+async def queue_consolidation(response: Response, session: SessionDep,
+                              tenant_id: TenantDep) -> JobOut:
+    """Turn the tenant's pending episodes into facts and rules, one butler group at a time.
+
+    Without a configured LLM (`llm.base_url` unset) the job is a dry run: it groups and counts
+    the pending episodes and says so in its result.
+    """
+    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="consolidation", params={})
+    return _accepted(response, jobs.job_out(job))
+
+
+@router.post("/decay", status_code=202, response_model=JobOut,
+             response_description=ACCEPTED,
+             responses=problem_responses(422), summary="Queue a decay sweep")
+async def queue_decay(response: Response, session: SessionDep, tenant_id: TenantDep) -> JobOut:
+    """Apply decay thresholds to the tenant's facts and rules.
+
+    effective_confidence < 0.05 expires a fact or flags a rule forgotten; below 0.2 marks it
+    `metadata.status = 'fading'`; a fading one back at 0.2 or more loses the flag.
+    """
+    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="decay", params={})
+    return _accepted(response, jobs.job_out(job))
+
+
+@router.post("/cleanup", status_code=202, response_model=JobOut,
+             response_description=ACCEPTED,
+             responses=problem_responses(422), summary="Queue an episode cleanup")
+async def queue_cleanup(
+    response: Response,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    body: Annotated[CleanupJobCreate | None, Body()] = None,
+) -> JobOut:
+    """Delete the tenant's expired episodes, then its oldest consolidated episodes above
+    `max_entries`; unconsolidated episodes are never deleted for capacity."""
+    params = (body or CleanupJobCreate()).model_dump()
+    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
+    return _accepted(response, jobs.job_out(job))
+
+
+@router.get("", response_model=Page[JobOut], responses=problem_responses(422),
+            summary="List jobs")
+async def list_jobs(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    kind: JobKind | None = None,
+    status: JobStatus | None = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[JobOut]:
+    """The tenant's jobs, newest first."""
+    rows, next_cursor = await job_rows.list_page(
+        session, tenant_id=tenant_id, filters=jobs.job_filters(kind=kind, status=status),
+        limit=limit, cursor=cursor)
+    return Page(items=[jobs.job_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),
+            summary="Get a job")
+async def get_job(job_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> JobOut:
+    """Status, timings, result figures and errors of one job."""
+    return jobs.job_out(await jobs.get_job(session, tenant_id=tenant_id, job_id=job_id))

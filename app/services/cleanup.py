@@ -1,0 +1,62 @@
+"""Episode cleanup: TTL expiry, then the capacity limit on consolidated episodes only."""
+
+from app.repositories import cleanup as rows
+from app.services.jobs import JobContext, JobOutcome
+
+# A safety stop: at most this many batches per phase and tenant in one job.
+MAX_BATCHES = 100_000
+
+
+async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_entries: int,
+                              job_id: str | None = None) -> JobOutcome:
+    """Delete expired episodes, then the oldest consolidated ones above `max_entries`.
+
+    Each batch of `jobs.cleanup_batch_size` rows is its own transaction, so a large backlog
+    never holds one long lock. The limit applies per tenant; unconsolidated episodes that
+    have not expired are never deleted.
+    """
+    batch_size = ctx.settings.jobs.cleanup_batch_size
+    expired_deleted, links_deleted = await _drain(
+        ctx, rows.EXPIRED_BATCH, tenant_id=tenant_id, batch_size=batch_size, limit=None,
+        reason="expired", job_id=job_id)
+    async with ctx.transaction() as session:
+        tenants = ([tenant_id] if tenant_id is not None
+                   else await rows.tenants_with_episodes(session))
+    capacity_deleted = 0
+    for tenant in tenants:
+        async with ctx.transaction() as session:
+            excess = await rows.count_episodes(session, tenant_id=tenant) - max_entries
+        if excess > 0:
+            deleted, links = await _drain(ctx, rows.CAPACITY_BATCH, tenant_id=tenant,
+                                          batch_size=batch_size, limit=excess,
+                                          reason="capacity", job_id=job_id)
+            capacity_deleted += deleted
+            links_deleted += links
+    async with ctx.transaction() as session:
+        remaining = await rows.count_episodes(session, tenant_id=tenant_id)
+    return JobOutcome(result={
+        "expired_deleted": expired_deleted,
+        "capacity_deleted": capacity_deleted,
+        "remaining": remaining,
+        "links_deleted": links_deleted,
+        "max_entries": max_entries,
+    })
+
+
+async def _drain(ctx: JobContext, statement: str, *, tenant_id: str | None, batch_size: int,
+                 limit: int | None, reason: str, job_id: str | None) -> tuple[int, int]:
+    """Delete batch after batch (one transaction each) until none is left or `limit` is met."""
+    episodes_total = links_total = 0
+    for _ in range(MAX_BATCHES):
+        size = batch_size if limit is None else min(batch_size, limit - episodes_total)
+        if size <= 0:
+            break
+        async with ctx.transaction() as session:
+            episodes, links = await rows.delete_batch(session, statement, tenant_id=tenant_id,
+                                                      batch_size=size, reason=reason,
+                                                      job_id=job_id)
+        episodes_total += episodes
+        links_total += links
+        if episodes < size:
+            break
+    return episodes_total, links_total

@@ -1,0 +1,1 @@
+"""LLM-driven consolidation of episodes into facts and rules."""

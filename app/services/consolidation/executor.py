@@ -1,0 +1,183 @@
+"""Applying a parsed consolidation result: every action isolated in its own savepoint."""
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.embedding import EmbeddingEngine
+from app.errors import NotFound
+from app.models import Fact, Rule
+from app.repositories import links, memories
+from app.schemas.facts import FactCreate
+from app.schemas.rules import RuleCreate
+from app.services.consolidation.parser import (
+    ConsolidationResult,
+    NewFact,
+    NewRule,
+    UpdatedFact,
+)
+from app.services.facts import store_fact
+from app.services.memories import confirm, record_event
+from app.services.rules import store_rule
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ExecutionOutcome:
+    """Counts of what one group's actions wrote, and the errors of the actions that failed."""
+
+    facts_created: int = 0
+    facts_updated: int = 0
+    rules_created: int = 0
+    confirmations: int = 0
+    links_created: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GroupScope:
+    """Who the group belongs to and which episodes it holds."""
+
+    tenant_id: str
+    butler: str
+    episode_ids: list[uuid.UUID]
+
+
+async def execute_consolidation(session: AsyncSession, *, engine: EmbeddingEngine,
+                                group: GroupScope,
+                                parsed: ConsolidationResult) -> ExecutionOutcome:
+    """Run every action of `parsed`; one failing action never stops the others."""
+    outcome = ExecutionOutcome()
+
+    async def attempt(label: str, action: Callable[[], Awaitable[None]]) -> None:
+        try:
+            async with session.begin_nested():
+                await action()
+        except Exception as exc:  # noqa: BLE001 - each action is isolated by design
+            logger.warning("consolidation action %s failed: %s", label, exc)
+            outcome.errors.append(f"{label}: {_describe(exc)}")
+
+    for index, item in enumerate(parsed.new_facts):
+        await attempt(f"new_facts[{index}]",
+                      partial(_new_fact, session, engine, group, item, outcome))
+    for index, updated in enumerate(parsed.updated_facts):
+        await attempt(f"updated_facts[{index}]",
+                      partial(_updated_fact, session, engine, group, updated, outcome))
+    for index, rule in enumerate(parsed.new_rules):
+        await attempt(f"new_rules[{index}]",
+                      partial(_new_rule, session, engine, group, rule, outcome))
+    for index, memory_id in enumerate(parsed.confirmations):
+        await attempt(f"confirmations[{index}]",
+                      partial(_confirm, session, group, memory_id, outcome))
+    return outcome
+
+
+def _sources(group: GroupScope, requested: list[uuid.UUID]) -> list[uuid.UUID]:
+    """Only the requested episodes that belong to this batch."""
+    batch = set(group.episode_ids)
+    return [episode_id for episode_id in requested if episode_id in batch]
+
+
+def _fact_data(group: GroupScope, item: NewFact, *, scope: str,
+               entity_id: uuid.UUID | None) -> FactCreate:
+    sources = _sources(group, item.source_episode_ids)
+    return FactCreate(
+        subject=item.subject, predicate=item.predicate, content=item.content,
+        importance=item.importance, permanence=item.permanence,
+        scope=scope, tags=item.tags, entity_id=entity_id, source_butler=group.butler,
+        source_episode_id=sources[0] if sources else None,
+        metadata={"origin": "consolidation"},
+    )
+
+
+async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type: str,
+                        source_id: uuid.UUID, requested: list[uuid.UUID],
+                        outcome: ExecutionOutcome) -> None:
+    for episode_id in _sources(group, requested):
+        if await links.create_link(session, tenant_id=group.tenant_id, source_type=source_type,
+                                   source_id=source_id, target_type="episode",
+                                   target_id=episode_id, relation="derived_from"):
+            outcome.links_created += 1
+
+
+async def _new_fact(session: AsyncSession, engine: EmbeddingEngine, group: GroupScope,
+                    item: NewFact, outcome: ExecutionOutcome) -> None:
+    data = _fact_data(group, item, scope=group.butler, entity_id=None)
+    fact = await store_fact(session, tenant_id=group.tenant_id, engine=engine, data=data)
+    await _link_sources(session, group, source_type="fact", source_id=fact.id,
+                        requested=item.source_episode_ids, outcome=outcome)
+    outcome.facts_created += 1
+
+
+async def _updated_fact(session: AsyncSession, engine: EmbeddingEngine, group: GroupScope,
+                        item: UpdatedFact, outcome: ExecutionOutcome) -> None:
+    target = await memories.get(session, Fact, tenant_id=group.tenant_id,
+                                memory_id=item.target_id, for_update=True)
+    if target is None:
+        raise NotFound(f"target fact {item.target_id} not found")
+    if target.validity != "active":
+        raise ValueError(f"target fact {item.target_id} is {target.validity}, not active")
+    data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
+    fact = await store_fact(session, tenant_id=group.tenant_id, engine=engine, data=data)
+    if fact.supersedes_id != target.id:
+        await _supersede(session, group.tenant_id, target=target, fact=fact)
+    await _link_sources(session, group, source_type="fact", source_id=fact.id,
+                        requested=item.source_episode_ids, outcome=outcome)
+    outcome.facts_updated += 1
+
+
+async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fact: Fact) -> None:
+    """Supersede the named target whose key differs from the new fact's."""
+    values: dict[str, Any] = {"validity": "superseded"}
+    await memories.update_row(session, Fact, memory_id=target.id, values=values)
+    if fact.supersedes_id is None:
+        await memories.update_row(session, Fact, memory_id=fact.id,
+                                  values={"supersedes_id": target.id})
+    await links.create_link(session, tenant_id=tenant_id, source_type="fact", source_id=fact.id,
+                            target_type="fact", target_id=target.id, relation="supersedes")
+    await record_event(session, "fact_superseded", tenant_id, target,
+                       superseded_by=str(fact.id))
+
+
+async def _new_rule(session: AsyncSession, engine: EmbeddingEngine, group: GroupScope,
+                    item: NewRule, outcome: ExecutionOutcome) -> None:
+    sources = _sources(group, item.source_episode_ids)
+    data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
+                      source_butler=group.butler,
+                      source_episode_id=sources[0] if sources else None,
+                      metadata={"origin": "consolidation"})
+    rule = await store_rule(session, tenant_id=group.tenant_id, engine=engine, data=data)
+    await _link_sources(session, group, source_type="rule", source_id=rule.id,
+                        requested=item.source_episode_ids, outcome=outcome)
+    outcome.rules_created += 1
+
+
+async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUID,
+                   outcome: ExecutionOutcome) -> None:
+    """Confirm the fact with this id, else the rule with it."""
+    try:
+        await confirm(session, Fact, tenant_id=group.tenant_id, memory_id=memory_id)
+    except NotFound:
+        try:
+            await confirm(session, Rule, tenant_id=group.tenant_id, memory_id=memory_id)
+        except NotFound:
+            raise NotFound(f"no fact or rule {memory_id}") from None
+    outcome.confirmations += 1
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "invalid " + "; ".join(
+            f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in exc.errors())
+    detail = getattr(exc, "detail", None)
+    if isinstance(detail, str):
+        return detail
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {message}"[:500]

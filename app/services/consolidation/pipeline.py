@@ -1,0 +1,237 @@
+"""The consolidation job: claim a butler group, prompt the model, apply its answer."""
+
+import logging
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from app.models import Episode
+from app.repositories import consolidation as rows
+from app.repositories import events
+from app.repositories.consolidation import PendingGroup
+from app.services.consolidation.executor import (
+    ExecutionOutcome,
+    GroupScope,
+    execute_consolidation,
+)
+from app.services.consolidation.parser import ConsolidationResult, parse_consolidation_output
+from app.services.consolidation.prompt import (
+    SYSTEM_MESSAGE,
+    EpisodeItem,
+    FactItem,
+    RuleItem,
+    build_prompt,
+)
+from app.services.jobs import JobContext, JobOutcome
+from app.services.llm import ChatClient, ChatMessage, LLMError
+
+logger = logging.getLogger(__name__)
+
+MAX_CONTEXT_FACTS = 100
+MAX_CONTEXT_RULES = 50
+MAX_LISTED_GROUPS = 1000
+MAX_ERROR_CHARS = 2000
+DRY_RUN_REASON = "no LLM configured (llm.base_url is unset): episodes grouped and counted only"
+
+
+class GroupFailed(Exception):
+    """The model gave nothing usable for a group; its episodes stay pending."""
+
+
+@dataclass
+class Tally:
+    """Figures of one consolidation job."""
+
+    groups_processed: int = 0
+    groups_succeeded: int = 0
+    groups_failed: int = 0
+    episodes_consolidated: int = 0
+    episodes_retrying: int = 0
+    episodes_failed: int = 0
+    facts_created: int = 0
+    facts_updated: int = 0
+    rules_created: int = 0
+    confirmations: int = 0
+    links_created: int = 0
+    action_errors: int = 0
+    parse_errors: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, outcome: ExecutionOutcome) -> None:
+        """Count what one group wrote."""
+        self.facts_created += outcome.facts_created
+        self.facts_updated += outcome.facts_updated
+        self.rules_created += outcome.rules_created
+        self.confirmations += outcome.confirmations
+        self.links_created += outcome.links_created
+        self.action_errors += len(outcome.errors)
+
+    def figures(self) -> dict[str, Any]:
+        """Every count, without the error list."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "errors"}
+
+
+async def run_consolidation(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
+    """Consolidate pending episodes of one tenant (or all when None), group by group."""
+    if not ctx.settings.llm.base_url:
+        return await dry_run(ctx, tenant_id=tenant_id)
+    tally = Tally()
+    skipped: set[tuple[str, str]] = set()
+    async with ChatClient(ctx.settings.llm) as client:
+        while await _next_group(ctx, client, tenant_id=tenant_id, skipped=skipped, tally=tally):
+            pass
+    failed = tally.groups_failed > 0 and tally.groups_succeeded == 0
+    result = {"dry_run": False, "model": ctx.settings.llm.model, **tally.figures()}
+    return JobOutcome(result=result, errors=tally.errors, failed=failed)
+
+
+async def dry_run(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
+    """Group and count pending episodes; nothing is written."""
+    async with ctx.transaction() as session:
+        groups = await rows.pending_groups(session, tenant_id=tenant_id)
+    listed = [{"tenant_id": g.tenant_id, "butler": g.butler, "episodes": g.episodes}
+              for g in groups[:MAX_LISTED_GROUPS]]
+    return JobOutcome(result={
+        "dry_run": True,
+        "reason": DRY_RUN_REASON,
+        "groups_total": len(groups),
+        "episodes_pending": sum(g.episodes for g in groups),
+        "groups": listed,
+    })
+
+
+async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | None,
+                      skipped: set[tuple[str, str]], tally: Tally) -> bool:
+    """Consolidate one batch of a group no other worker holds; False when none is left."""
+    async with ctx.transaction() as session:
+        groups = await rows.pending_groups(session, tenant_id=tenant_id)
+    for group in groups:
+        key = (group.tenant_id, group.butler)
+        if key in skipped:
+            continue
+        async with ctx.connection() as conn:
+            if not await rows.try_lock_group(conn, tenant_id=group.tenant_id,
+                                             butler=group.butler):
+                continue
+            try:
+                consolidated = await _consolidate_batch(ctx, client, group=group, tally=tally)
+            finally:
+                await _unlock(conn, group)
+        if consolidated is None:
+            continue
+        if not consolidated:
+            skipped.add(key)
+        return True
+    return False
+
+
+async def _unlock(conn: AsyncConnection, group: PendingGroup) -> None:
+    try:
+        await rows.unlock_group(conn, tenant_id=group.tenant_id, butler=group.butler)
+    except Exception:  # noqa: BLE001 - closing the connection releases the lock instead
+        logger.warning("could not release the consolidation lock; dropping the connection",
+                       exc_info=True)
+        await conn.invalidate()
+
+
+async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: PendingGroup,
+                             tally: Tally) -> bool | None:
+    """Prompt with no transaction open, then apply the answer in one transaction.
+
+    True when the batch was consolidated, False when it failed (its episodes stay pending
+    with retry_count + 1, or become failed), None when nothing was pending any more.
+    """
+    async with ctx.transaction() as session:
+        episodes = await rows.pending_episodes(
+            session, tenant_id=group.tenant_id, butler=group.butler,
+            limit=ctx.settings.jobs.consolidation_batch_size)
+        if not episodes:
+            return None
+        prompt = await _prompt(session, group, episodes)
+    scope = GroupScope(group.tenant_id, group.butler, [e.id for e in episodes])
+    label = f"tenant {scope.tenant_id!r} butler {scope.butler!r}"
+    tally.groups_processed += 1
+    try:
+        parsed = await _ask_model(client, prompt)
+        async with ctx.transaction() as session:
+            still_pending = await rows.lock_still_pending(session, episode_ids=scope.episode_ids)
+            scope = GroupScope(scope.tenant_id, scope.butler, still_pending)
+            outcome = await execute_consolidation(session, engine=ctx.engine, group=scope,
+                                                  parsed=parsed)
+            await rows.mark_consolidated(session, episode_ids=scope.episode_ids)
+            await events.add_event(session, event_type="episodes_consolidated",
+                                   tenant_id=scope.tenant_id, actor="consolidation",
+                                   payload=_payload(scope, outcome))
+    except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
+        message = _describe(exc)
+        logger.warning("consolidation of %s failed: %s", label, message)
+        async with ctx.transaction() as session:
+            retrying, failed = await rows.record_failure(
+                session, episode_ids=scope.episode_ids, error=message,
+                max_attempts=ctx.settings.jobs.consolidation_max_attempts)
+            await events.add_event(session, event_type="episodes_consolidation_failed",
+                                   tenant_id=scope.tenant_id, actor="consolidation",
+                                   payload={"butler": scope.butler, "error": message,
+                                            "episode_ids": [str(i) for i in scope.episode_ids]})
+        tally.groups_failed += 1
+        tally.episodes_retrying += retrying
+        tally.episodes_failed += failed
+        tally.errors.append(f"{label}: {message}")
+        return False
+    tally.add(outcome)
+    tally.groups_succeeded += 1
+    tally.episodes_consolidated += len(scope.episode_ids)
+    tally.parse_errors += len(parsed.parse_errors)
+    tally.errors.extend(f"{label}: parse: {error}" for error in parsed.parse_errors)
+    tally.errors.extend(f"{label}: {error}" for error in outcome.errors)
+    return True
+
+
+async def _prompt(session: AsyncSession, group: PendingGroup, episodes: list[Episode]) -> str:
+    """The prompt of one batch, with the butler's existing facts and rules as dedup context."""
+    facts = await rows.active_facts(session, tenant_id=group.tenant_id, butler=group.butler,
+                                    limit=MAX_CONTEXT_FACTS)
+    rules = await rows.active_rules(session, tenant_id=group.tenant_id, butler=group.butler,
+                                    limit=MAX_CONTEXT_RULES)
+    return build_prompt(
+        butler=group.butler,
+        episodes=[EpisodeItem(str(e.id), e.created_at, e.importance, e.content)
+                  for e in episodes],
+        facts=[FactItem(str(f.id), f.scope, f.subject, f.predicate, f.content, f.permanence)
+               for f in facts],
+        rules=[RuleItem(str(r.id), r.scope, r.maturity, r.content) for r in rules],
+    )
+
+
+async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
+    """The model's parsed answer; GroupFailed when it holds nothing usable."""
+    output = await client.complete([ChatMessage("system", SYSTEM_MESSAGE),
+                                    ChatMessage("user", prompt)])
+    parsed = parse_consolidation_output(output)
+    if parsed.parse_errors and not _has_actions(parsed):
+        raise GroupFailed("unusable model output: " + "; ".join(parsed.parse_errors))
+    return parsed
+
+
+def _has_actions(parsed: ConsolidationResult) -> bool:
+    return bool(parsed.new_facts or parsed.updated_facts or parsed.new_rules
+                or parsed.confirmations)
+
+
+def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
+    return {
+        "butler": scope.butler,
+        "episode_ids": [str(i) for i in scope.episode_ids],
+        "facts_created": outcome.facts_created,
+        "facts_updated": outcome.facts_updated,
+        "rules_created": outcome.rules_created,
+        "confirmations": outcome.confirmations,
+        "errors": len(outcome.errors),
+    }
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, GroupFailed | LLMError):
+        return str(exc)[:MAX_ERROR_CHARS]
+    return f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]

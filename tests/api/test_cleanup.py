@@ -1,0 +1,123 @@
+"""Episode cleanup: TTL expiry, capacity on consolidated episodes only, bounded batches."""
+
+import pytest
+
+from tests.support.jobs import add_episodes, job_context, run_job
+
+
+async def _cleanup(client, app, settings, body=None, **jobs):
+    return await run_job(client, job_context(app, settings, **jobs), "cleanup", body)
+
+
+async def _arrange(sql, *rows):
+    """Insert episodes given as (label, consolidated, created_days_ago, expired)."""
+    for label, consolidated, days_ago, expired in rows:
+        await sql(
+            "INSERT INTO episodes (butler, content, consolidated, consolidation_status, "
+            "created_at, expires_at) VALUES ('assistant', :label, :consolidated, "
+            "CASE WHEN :consolidated THEN 'consolidated' ELSE 'pending' END, "
+            "now() - make_interval(days => :days), "
+            "CASE WHEN :expired THEN now() - interval '1 hour' "
+            "ELSE now() + interval '7 days' END)",
+            label=label, consolidated=consolidated, days=days_ago, expired=expired)
+
+
+async def _contents(sql):
+    rows = await sql("SELECT content FROM episodes ORDER BY content")
+    return [row["content"] for row in rows]
+
+
+async def test_expired_episodes_are_deleted(client, app, sql, settings):
+    await _arrange(sql, ("old", False, 8, True), ("fresh", False, 1, False))
+    job = await _cleanup(client, app, settings)
+    assert job["status"] == "succeeded"
+    assert (job["result"]["expired_deleted"], job["result"]["capacity_deleted"],
+            job["result"]["remaining"]) == (1, 0, 1)
+    assert await _contents(sql) == ["fresh"]
+
+
+async def test_forgotten_episode_is_deleted_by_cleanup(client, app, sql, settings):
+    [gone, kept] = await add_episodes(client, "assistant", "forget me", "keep me")
+    await client.post(f"/v1/episodes/{gone}/forget")
+    await sql("UPDATE episodes SET expires_at = expires_at - interval '1 second' "
+              "WHERE id = CAST(:id AS uuid)", id=gone)
+    job = await _cleanup(client, app, settings)
+    assert job["result"]["expired_deleted"] == 1
+    assert (await client.get(f"/v1/episodes/{gone}")).status_code == 404
+    assert (await client.get(f"/v1/episodes/{kept}")).status_code == 200
+
+
+async def test_capacity_deletes_the_oldest_consolidated_episodes(client, app, sql, settings):
+    await _arrange(sql, ("c-oldest", True, 5, False), ("c-older", True, 4, False),
+                   ("c-newest", True, 1, False), ("p-old", False, 6, False),
+                   ("p-new", False, 0, False))
+    job = await _cleanup(client, app, settings, {"max_entries": 3})
+    assert (job["result"]["capacity_deleted"], job["result"]["remaining"]) == (2, 3)
+    assert await _contents(sql) == ["c-newest", "p-new", "p-old"]
+
+
+async def test_capacity_never_deletes_unconsolidated_episodes(client, app, sql, settings):
+    await _arrange(sql, ("p1", False, 9, False), ("p2", False, 8, False),
+                   ("p3", False, 7, False), ("c1", True, 1, False))
+    job = await _cleanup(client, app, settings, {"max_entries": 1})
+    assert (job["result"]["expired_deleted"], job["result"]["capacity_deleted"],
+            job["result"]["remaining"]) == (0, 1, 3)
+    assert await _contents(sql) == ["p1", "p2", "p3"]
+
+
+async def test_expired_count_is_taken_before_capacity(client, app, sql, settings):
+    await _arrange(sql, ("expired", False, 9, True), ("c1", True, 5, False),
+                   ("c2", True, 4, False))
+    job = await _cleanup(client, app, settings, {"max_entries": 2})
+    assert (job["result"]["expired_deleted"], job["result"]["capacity_deleted"],
+            job["result"]["remaining"]) == (1, 0, 2)
+
+
+async def test_deletion_runs_in_bounded_batches(client, app, sql, settings):
+    await _arrange(sql, *[(f"e{i}", False, 9, True) for i in range(5)])
+    job = await _cleanup(client, app, settings, cleanup_batch_size=2)
+    assert job["result"]["expired_deleted"] == 5
+    rows = await sql("SELECT (payload->>'count')::int AS n FROM memory_events "
+                     "WHERE event_type = 'episodes_deleted' ORDER BY created_at, n DESC")
+    assert [row["n"] for row in rows] == [2, 2, 1]  # one transaction per batch
+
+
+async def test_links_to_deleted_episodes_are_removed(client, app, sql, settings):
+    [episode_id] = await add_episodes(client, "assistant", "source")
+    fact = (await client.post("/v1/facts", json={
+        "subject": "u", "predicate": "p", "content": "c",
+        "source_episode_id": episode_id})).json()
+    await sql("INSERT INTO memory_links (source_type, source_id, target_type, target_id, "
+              "relation) VALUES ('fact', CAST(:f AS uuid), 'episode', CAST(:e AS uuid), "
+              "'derived_from')", f=fact["id"], e=episode_id)
+    await sql("UPDATE episodes SET expires_at = now() - interval '1 hour'")
+    job = await _cleanup(client, app, settings)
+    assert job["result"]["links_deleted"] == 1
+    assert (await sql("SELECT count(*) AS n FROM memory_links"))[0]["n"] == 0
+    kept = (await client.get(f"/v1/facts/{fact['id']}")).json()
+    assert kept["source_episode_id"] is None
+
+
+async def test_cleanup_is_bounded_to_the_callers_tenant(client, app, sql, settings):
+    await sql("INSERT INTO episodes (tenant_id, butler, content, consolidated, expires_at) "
+              "VALUES ('other', 'b', 'theirs-expired', false, now() - interval '1 hour'), "
+              "('other', 'b', 'theirs-consolidated', true, now() + interval '1 day')")
+    await _arrange(sql, ("mine", True, 1, False))
+    job = await _cleanup(client, app, settings, {"max_entries": 0})
+    assert job["result"] == {"expired_deleted": 0, "capacity_deleted": 1, "remaining": 0,
+                             "links_deleted": 0, "max_entries": 0}
+    assert await _contents(sql) == ["theirs-consolidated", "theirs-expired"]
+
+
+async def test_default_max_entries_is_10000(client):
+    response = await client.post("/v1/jobs/cleanup")
+    assert response.status_code == 202
+    assert response.json()["params"] == {"max_entries": 10_000}
+
+
+@pytest.mark.parametrize("body", [{"max_entries": -1}, {"max_entries": "many"},
+                                  {"max_entries": 10_000_001}, {"max_entries": 5, "extra": 1}])
+async def test_invalid_cleanup_body_is_a_422(client, body):
+    response = await client.post("/v1/jobs/cleanup", json=body)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"

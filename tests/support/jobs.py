@@ -1,0 +1,45 @@
+"""Helpers for job tests: a worker context with chosen settings, enqueue-and-run."""
+
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from app.config import JobSettings, LLMSettings, Settings
+from app.services import worker
+from app.services.jobs import JobContext
+
+
+def job_context(app: Any, settings: Settings, *, llm_url: str | None = None,
+                llm_timeout: float = 5.0, llm_api_key: str | None = None,
+                **jobs: Any) -> JobContext:
+    """A worker context on the test app's database; the LLM is the stub at `llm_url`."""
+    llm = LLMSettings(base_url=llm_url, model="stub-model", timeout_seconds=llm_timeout,
+                      max_retries=1, backoff_seconds=0.0,
+                      api_key=SecretStr(llm_api_key) if llm_api_key else None)
+    job_settings = JobSettings(**{"worker_enabled": False, "scheduler_enabled": False, **jobs})
+    return JobContext(app.state.sessionmaker,
+                      settings.model_copy(update={"llm": llm, "jobs": job_settings}),
+                      app.state.embedding_engine)
+
+
+async def run_job(client: httpx.AsyncClient, ctx: JobContext, kind: str,
+                  body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Queue a job through the API, let a worker drain the queue, return the finished job."""
+    response = await client.post(f"/v1/jobs/{kind}", json=body)
+    assert response.status_code == 202, response.text
+    await worker.drain(ctx)
+    finished = await client.get(f"/v1/jobs/{response.json()['id']}")
+    assert finished.status_code == 200
+    job: dict[str, Any] = finished.json()
+    return job
+
+
+async def add_episodes(client: httpx.AsyncClient, butler: str, *contents: str) -> list[str]:
+    """Store episodes of one butler in order; their ids."""
+    ids = []
+    for content in contents:
+        response = await client.post("/v1/episodes", json={"butler": butler, "content": content})
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+    return ids
