@@ -8,8 +8,9 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,15 @@ class Conflict(DomainError):
 class InvalidInput(DomainError):
     status_code = 422
     title = "Invalid input"
+
+
+class Unauthorized(DomainError):
+    status_code = 401
+    title = "Unauthorized"
+
+
+class StartupRefused(RuntimeError):
+    """The service would be unsafe or broken with this configuration; it does not start."""
 
 
 class ProblemError(BaseModel):
@@ -91,7 +101,10 @@ def add_exception_handlers(app: FastAPI) -> None:
         extra: dict[str, Any] = {}
         if exc.field:
             extra["errors"] = [{"field": exc.field, "message": exc.detail}]
-        return problem_response(exc.status_code, exc.title, exc.detail, request, **extra)
+        response = problem_response(exc.status_code, exc.title, exc.detail, request, **extra)
+        if isinstance(exc, Unauthorized):
+            response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -110,6 +123,8 @@ def add_exception_handlers(app: FastAPI) -> None:
                                     request)
         if exc.headers:
             response.headers.update(exc.headers)
+        if exc.status_code == 405:
+            response.headers["Allow"] = ", ".join(_allowed_methods(request))
         return response
 
     @app.exception_handler(IntegrityError)
@@ -117,6 +132,17 @@ def add_exception_handlers(app: FastAPI) -> None:
         logger.info("integrity error: %s", exc.orig)
         return problem_response(409, "Conflict", "The change conflicts with stored data.",
                                 request)
+
+    @app.exception_handler(DataError)
+    async def _data(request: Request, exc: DataError) -> JSONResponse:
+        logger.info("rejected value: %s", exc.orig)
+        return problem_response(422, "Invalid input", "A value is out of range for storage.",
+                                request)
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(request: Request, exc: RecursionError) -> JSONResponse:
+        return problem_response(422, "Invalid input", "The JSON body is nested too deeply.",
+                                request, errors=[{"field": "body", "message": "nested too deeply"}])
 
     @app.exception_handler(DBAPIError)
     async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
@@ -128,6 +154,16 @@ def add_exception_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error")
         return problem_response(500, "Internal error", "An unexpected error occurred.", request)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every documented method of every route matching the path (Starlette lists one route's)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        route_methods = getattr(route, "methods", None)
+        if route_methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= set(route_methods)
+    return sorted(methods - {"HEAD"})
 
 
 def _title(status: int) -> str:

@@ -66,7 +66,7 @@ Reason = Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]
 Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
-Importance = Annotated[float, Field(ge=0.0, le=10.0)]
+Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 IsoDatetime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 
