@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from app.routers import episodes, facts, health, jobs, rules
+from app.routers import entities, episodes, facts, graph, health, jobs, links, rules
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -10,4 +10,7 @@ ROUTERS: list[APIRouter] = [
     facts.router,
     rules.router,
     jobs.router,
+    entities.router,
+    links.router,
+    graph.router,
 ]

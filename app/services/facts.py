@@ -77,7 +77,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, engine: Embedding
 
 async def _check_references(session: AsyncSession, *, tenant_id: str, data: FactCreate) -> None:
     if data.entity_id is not None:
-        entity = await entities.get(session, tenant_id=tenant_id, entity_id=data.entity_id)
+        entity = await entities.get(session, tenant_id=tenant_id, entity_id=data.entity_id,
+                                    for_share=True)
         if entity is None:
             raise InvalidInput(f"entity {data.entity_id} does not exist", field="entity_id")
         if entity.metadata_.get("merged_into"):

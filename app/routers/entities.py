@@ -1,0 +1,155 @@
+"""/v1/entities: the identity registry, name resolution and merges."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from app.deps import SessionDep, TenantDep
+from app.errors import problem_responses
+from app.models import Fact
+from app.repositories import memories as memory_rows
+from app.routers.params import Cursor, Limit, Text
+from app.schemas.common import Page, Validity
+from app.schemas.entities import (
+    EntityCreate,
+    EntityOut,
+    EntityType,
+    EntityUpdate,
+    MergeOut,
+    MergeRequest,
+    ResolveCandidate,
+    ResolveRequest,
+)
+from app.schemas.facts import FactOut
+from app.services import entities, memories
+from app.services.merge import merge_entities
+
+router = APIRouter(prefix="/v1/entities", tags=["entities"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=EntityOut,
+             responses=problem_responses(409, 422), summary="Create an entity")
+async def create_entity(body: EntityCreate, session: SessionDep,
+                        tenant_id: TenantDep) -> EntityOut:
+    """Register an identity anchor for facts.
+
+    `entity_type` is one of person, organization, place, other (422 otherwise, listing them).
+    A second entity with the same `canonical_name` and `entity_type` is a 409. The metadata key
+    `merged_into` is reserved for merges.
+    """
+    row = await entities.create_entity(session, tenant_id=tenant_id, data=body)
+    return EntityOut.model_validate(row)
+
+
+@router.get("", response_model=Page[EntityOut], responses=problem_responses(422),
+            summary="List entities")
+async def list_entities(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    entity_type: EntityType | None = None,
+    name: Annotated[Text, Query(description="Case-insensitive substring of the canonical "
+                                            "name; % and _ are taken literally.")] = None,
+    include_merged: Annotated[bool, Query(description="Include tombstones of merged "
+                                                      "entities.")] = False,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[EntityOut]:
+    """Entities newest first; merged (tombstoned) ones only on request."""
+    filters = entities.entity_filters(entity_type=entity_type, name=name,
+                                      include_merged=include_merged)
+    rows, next_cursor = await entities.list_entities(session, tenant_id=tenant_id,
+                                                     filters=filters, limit=limit, cursor=cursor)
+    return Page(items=[EntityOut.model_validate(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.post("/resolve", response_model=list[ResolveCandidate],
+             responses=problem_responses(422), summary="Resolve a name to ranked entities")
+async def resolve_entity(body: ResolveRequest, session: SessionDep,
+                         tenant_id: TenantDep) -> list[ResolveCandidate]:
+    """Rank the live entities a name may refer to; never creates one.
+
+    Tiers (case-insensitive): `exact` canonical name 100, `alias` exact alias 80, `prefix`
+    name or alias starting with or containing the name 50 (`%`, `_` and `\\` are literal),
+    and with `enable_fuzzy` and a name of 3+ characters `fuzzy` trigram similarity >= 0.3 20
+    (an empty tier when pg_trgm is not installed). Each entity appears once, in its best tier;
+    merged entities never appear. `context_hints.topic` and `mentioned_with` add up to 20 by
+    the Jaccard overlap of their words with the words of the candidate's newest 500 active
+    facts (predicate and content); `domain_scores` adds its value for that entity. Ordered by
+    score descending then canonical name; scores rounded to 4 places. Candidate discovery
+    considers at most 100 name matches and 100 fuzzy matches.
+    """
+    candidates = await entities.resolve_name(session, tenant_id=tenant_id, request=body)
+    return [ResolveCandidate.model_validate(candidate) for candidate in candidates]
+
+
+@router.get("/{entity_id}", response_model=EntityOut, responses=problem_responses(404, 422),
+            summary="Get an entity")
+async def get_entity(entity_id: uuid.UUID, session: SessionDep,
+                     tenant_id: TenantDep) -> EntityOut:
+    """The entity, including a merged one (its `metadata.merged_into` names the target)."""
+    row = await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
+    return EntityOut.model_validate(row)
+
+
+@router.patch("/{entity_id}", response_model=EntityOut,
+              responses=problem_responses(404, 409, 422), summary="Update an entity")
+async def update_entity(entity_id: uuid.UUID, body: EntityUpdate, session: SessionDep,
+                        tenant_id: TenantDep) -> EntityOut:
+    """`canonical_name` replaces the name, `aliases` replaces the whole list, `metadata` is
+    merged key by key; `updated_at` becomes now. A name already used by another entity of the
+    same type, or an update of a merged entity, is a 409.
+    """
+    row = await entities.update_entity(session, tenant_id=tenant_id, entity_id=entity_id,
+                                       data=body)
+    return EntityOut.model_validate(row)
+
+
+@router.get("/{entity_id}/facts", response_model=Page[FactOut],
+            responses=problem_responses(404, 422), summary="Facts anchored to an entity")
+async def entity_facts(
+    entity_id: uuid.UUID,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    validity: Validity | None = "active",
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Page[FactOut]:
+    """Facts whose `entity_id` is this entity, newest first; active ones unless `validity`
+    says otherwise."""
+    await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
+    filters = [Fact.entity_id == entity_id]
+    if validity is not None:
+        filters.append(Fact.validity == validity)
+    rows, next_cursor = await memory_rows.list_page(session, Fact, tenant_id=tenant_id,
+                                                    filters=filters, limit=limit, cursor=cursor)
+    return Page(items=[memories.fact_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.post("/{target_id}/merge", response_model=MergeOut,
+             responses=problem_responses(404, 409, 422), summary="Merge an entity into this one")
+async def merge_entity(target_id: uuid.UUID, body: MergeRequest, session: SessionDep,
+                       tenant_id: TenantDep) -> MergeOut:
+    """Fold `source_id` into the target, atomically, with both rows locked FOR UPDATE.
+
+    Every fact of the source is re-anchored to the target. When an active source fact and an
+    active target fact share (scope, predicate), the higher confidence wins (the target on a
+    tie): the loser becomes `superseded`, the winner's `supersedes_id` points at it and a
+    `supersedes` link joins them. The source's name and aliases join the target's aliases
+    (case-insensitive, no duplicates); metadata is merged with the target winning; the source
+    is tombstoned (`metadata.merged_into` = target id) and an `entity_merge` event records the
+    counts.
+
+    Errors: 404 when either entity is not the tenant's; 422 when source and target are the same
+    entity (the request itself is invalid); 409 when the source or the target was already
+    merged (the request is valid but conflicts with the entities' current state; it is also
+    what the loser of two concurrent merges of the same entity receives).
+    """
+    result = await merge_entities(session, tenant_id=tenant_id, target_id=target_id,
+                                  source_id=body.source_id)
+    return MergeOut(target=EntityOut.model_validate(result.target),
+                    source_entity_id=result.source_entity_id,
+                    target_entity_id=result.target_entity_id,
+                    facts_repointed=result.facts_repointed,
+                    facts_superseded=result.facts_superseded,
+                    aliases_added=result.aliases_added)

@@ -1,0 +1,43 @@
+"""/v1/graph: the neighbourhood of a memory or entity."""
+
+import uuid
+from typing import Annotated, get_args
+
+from fastapi import APIRouter, Query
+
+from app.deps import SessionDep, TenantDep
+from app.errors import problem_responses
+from app.schemas.graph import GraphOut, GraphRelation, NodeType
+from app.services.graph import neighbourhood
+
+router = APIRouter(prefix="/v1/graph", tags=["graph"])
+
+ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
+
+
+@router.get("/{node_type}/{node_id}", response_model=GraphOut,
+            responses=problem_responses(404, 422), summary="Neighbourhood of a memory or entity")
+async def get_graph(
+    node_type: NodeType,
+    node_id: uuid.UUID,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    hops: Annotated[int, Query(ge=1, le=3, description="Edges to follow (1-3).")] = 1,
+    relations: Annotated[list[GraphRelation] | None, Query(
+        max_length=6, description="Relations to follow; all when omitted. `about` joins a "
+                                  "fact to the entity it is anchored to.")] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="Maximum number of nodes, "
+                                                          "the root included.")] = 100,
+) -> GraphOut:
+    """Breadth-first walk from the node over memory links (both directions) and fact-entity
+    anchors: an entity's facts are its neighbours and a fact's entity is its neighbour.
+
+    Each node is visited once, so cycles end; nodes carry their hop, a short summary and their
+    state (a forgotten memory stays in the graph, marked). Each edge carries its relation and
+    hop (1 + the hop of its nearer end); edges are directed as stored (`about`: fact -> entity).
+    Within a hop, nodes are taken in (type, id) order until `limit`; `truncated` tells when the
+    limit cut the neighbourhood short. Links to rows that no longer exist are skipped.
+    """
+    return await neighbourhood(session, tenant_id=tenant_id, node_type=node_type,
+                               node_id=node_id, hops=hops,
+                               relations=relations or ALL_RELATIONS, max_nodes=limit)

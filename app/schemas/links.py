@@ -1,0 +1,28 @@
+"""Memory link requests and responses."""
+
+import uuid
+from typing import Literal
+
+from app.schemas.common import IsoDatetime, MemoryType, RequestModel, ResponseModel
+
+Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to"]
+Direction = Literal["outgoing", "incoming", "both"]
+
+
+class LinkCreate(RequestModel):
+    """A directed provenance edge between two memories of the tenant."""
+
+    source_type: MemoryType
+    source_id: uuid.UUID
+    target_type: MemoryType
+    target_id: uuid.UUID
+    relation: Relation
+
+
+class LinkOut(ResponseModel):
+    source_type: MemoryType
+    source_id: uuid.UUID
+    target_type: MemoryType
+    target_id: uuid.UUID
+    relation: Relation
+    created_at: IsoDatetime

@@ -1,0 +1,115 @@
+"""Entities: create, read, update, list and resolve names to ranked candidates."""
+
+import uuid
+from collections import defaultdict
+
+from sqlalchemy import ColumnElement, func
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import Conflict, NotFound
+from app.models import Entity
+from app.repositories import entities
+from app.repositories.entities import escape_like, not_tombstoned
+from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
+from app.services import resolve
+from app.services.resolve import Candidate
+
+CANDIDATE_CAP = 100
+
+
+def _duplicate(canonical_name: str, entity_type: str) -> Conflict:
+    return Conflict(f"an entity named {canonical_name!r} of type {entity_type!r} already exists",
+                    field="canonical_name")
+
+
+async def create_entity(session: AsyncSession, *, tenant_id: str, data: EntityCreate) -> Entity:
+    """Insert an entity; Conflict when the tenant already has the name with that type."""
+    row = await entities.insert_entity(
+        session, tenant_id=tenant_id, canonical_name=data.canonical_name,
+        entity_type=data.entity_type, aliases=data.aliases, metadata=data.metadata)
+    if row is None:
+        raise _duplicate(data.canonical_name, data.entity_type)
+    return row
+
+
+async def get_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID) -> Entity:
+    """The entity, tombstoned or not; NotFound when the tenant has none with this id."""
+    row = await entities.get(session, tenant_id=tenant_id, entity_id=entity_id)
+    if row is None:
+        raise NotFound(f"entity {entity_id} not found")
+    return row
+
+
+async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
+                        data: EntityUpdate) -> Entity:
+    """Replace the name, replace all aliases, merge metadata; updated_at becomes now."""
+    row = await entities.get(session, tenant_id=tenant_id, entity_id=entity_id, for_update=True)
+    if row is None:
+        raise NotFound(f"entity {entity_id} not found")
+    if row.metadata_.get("merged_into"):
+        raise Conflict(f"entity {entity_id} was merged into {row.metadata_['merged_into']}; "
+                       "update the target instead")
+    values: dict[str, object] = {}
+    if data.canonical_name is not None:
+        if await entities.name_taken(session, tenant_id=tenant_id,
+                                     canonical_name=data.canonical_name,
+                                     entity_type=row.entity_type, exclude_id=entity_id):
+            raise _duplicate(data.canonical_name, row.entity_type)
+        values["canonical_name"] = data.canonical_name
+    if data.aliases is not None:
+        values["aliases"] = data.aliases
+    if data.metadata is not None:
+        values["metadata_"] = {**row.metadata_, **data.metadata}
+    return await entities.update_entity(session, entity_id=entity_id, values=values)
+
+
+def entity_filters(*, entity_type: str | None, name: str | None,
+                   include_merged: bool) -> list[ColumnElement[bool]]:
+    """WHERE clauses of the entity listing; `name` matches a substring of the canonical name."""
+    filters: list[ColumnElement[bool]] = []
+    if entity_type is not None:
+        filters.append(Entity.entity_type == entity_type)
+    if name is not None:
+        pattern = "%" + escape_like(name.lower()) + "%"
+        filters.append(func.lower(Entity.canonical_name).like(pattern, escape="\\"))
+    if not include_merged:
+        filters.append(not_tombstoned())
+    return filters
+
+
+async def resolve_name(session: AsyncSession, *, tenant_id: str,
+                       request: ResolveRequest) -> list[Candidate]:
+    """Ranked candidates for a name: exact, alias, substring, then (opt-in) fuzzy matches."""
+    name = request.name.strip()
+    trigram = await entities.prepare_search(session, fuzzy_threshold=resolve.FUZZY_THRESHOLD)
+    rows = await entities.find_by_name(session, tenant_id=tenant_id, name=name,
+                                       entity_type=request.entity_type, cap=CANDIDATE_CAP)
+    candidates = [Candidate(row.id, row.canonical_name, row.entity_type, list(row.aliases),
+                            resolve.TIER_MATCH[row.tier]) for row in rows]
+    if request.enable_fuzzy and len(name) >= resolve.FUZZY_MIN_CHARS and trigram:
+        fuzzy = await entities.find_fuzzy(
+            session, tenant_id=tenant_id, name=name, entity_type=request.entity_type,
+            exclude=[c.entity_id for c in candidates], threshold=resolve.FUZZY_THRESHOLD,
+            cap=CANDIDATE_CAP)
+        candidates += [Candidate(row.id, row.canonical_name, row.entity_type, list(row.aliases),
+                                 "fuzzy") for row in fuzzy]
+    if candidates and request.context_hints is not None:
+        hints = request.context_hints
+        terms = resolve.hint_terms(hints.topic, hints.mentioned_with)
+        fact_terms: dict[uuid.UUID, set[str]] = defaultdict(set)
+        if terms:
+            for fact in await entities.fact_texts(
+                    session, tenant_id=tenant_id, entity_ids=[c.entity_id for c in candidates],
+                    per_entity=resolve.FACTS_PER_CANDIDATE):
+                fact_terms[fact.entity_id] |= resolve.tokenize(f"{fact.predicate} {fact.content}")
+        resolve.apply_boosts(candidates, fact_terms=fact_terms, hints=terms,
+                             domain_scores=hints.domain_scores)
+    return resolve.rank(candidates, request.limit)
+
+
+async def list_entities(session: AsyncSession, *, tenant_id: str,
+                        filters: list[ColumnElement[bool]], limit: int,
+                        cursor: str | None) -> tuple[list[Entity], str | None]:
+    """A page of the tenant's entities, newest first."""
+    return await entities.list_page(session, tenant_id=tenant_id, filters=filters, limit=limit,
+                                    cursor=cursor)

@@ -1,0 +1,105 @@
+"""Merging one entity into another: facts, aliases, metadata, tombstone and audit event."""
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Entity, Fact
+from app.repositories import entities, events, links
+from app.schemas.entities import MERGED_INTO
+
+
+@dataclass
+class MergeResult:
+    target: Entity
+    source_entity_id: uuid.UUID
+    target_entity_id: uuid.UUID
+    facts_repointed: int
+    facts_superseded: int
+    aliases_added: list[str]
+
+
+def merge_aliases(*, target_name: str, target_aliases: list[str], source_name: str,
+                  source_aliases: list[str]) -> tuple[list[str], list[str]]:
+    """Target aliases followed by the source's name and aliases not yet known (ignoring case).
+
+    Returns (merged aliases, added aliases); a name equal to the target's name is not added.
+    """
+    seen = {target_name.lower(), *(alias.lower() for alias in target_aliases)}
+    added: list[str] = []
+    for alias in [source_name, *source_aliases]:
+        if alias.lower() not in seen:
+            seen.add(alias.lower())
+            added.append(alias)
+    return [*target_aliases, *added], added
+
+
+def _winner_and_loser(source_fact: Fact, target_fact: Fact) -> tuple[Fact, Fact]:
+    """The source fact wins only with strictly higher confidence."""
+    if source_fact.confidence > target_fact.confidence:
+        return source_fact, target_fact
+    return target_fact, source_fact
+
+
+async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID,
+                         source_id: uuid.UUID) -> MergeResult:
+    """Fold the source entity into the target in the caller's transaction.
+
+    Both rows are locked FOR UPDATE in id order. Active facts conflicting on (scope, predicate)
+    keep the higher confidence (the target wins ties); the loser becomes superseded, the winner's
+    supersedes_id points at it and a `supersedes` link joins them. Then every source fact is
+    anchored to the target, aliases and metadata are merged (target wins), the source is
+    tombstoned and an `entity_merge` event is written.
+    """
+    if source_id == target_id:
+        raise InvalidInput("an entity cannot be merged into itself", field="source_id")
+    locked = await entities.lock_pair(session, tenant_id=tenant_id, ids=(target_id, source_id))
+    target, source = locked.get(target_id), locked.get(source_id)
+    if target is None:
+        raise NotFound(f"entity {target_id} not found")
+    if source is None:
+        raise NotFound(f"entity {source_id} not found")
+    if source.metadata_.get(MERGED_INTO):
+        raise Conflict(f"entity {source_id} was already merged into "
+                       f"{source.metadata_[MERGED_INTO]}")
+    if target.metadata_.get(MERGED_INTO):
+        raise Conflict(f"entity {target_id} was merged into {target.metadata_[MERGED_INTO]}; "
+                       "merge into that entity instead")
+
+    source_facts = await entities.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
+    target_facts = {(fact.scope, fact.predicate): fact for fact in
+                    await entities.active_facts(session, tenant_id=tenant_id,
+                                                entity_id=target_id)}
+    contests = [_winner_and_loser(fact, target_facts[(fact.scope, fact.predicate)])
+                for fact in source_facts if (fact.scope, fact.predicate) in target_facts]
+    # Losers leave the active set before any fact moves, so the partial unique index on
+    # (tenant, entity, scope, predicate) WHERE active never sees two active rows.
+    await entities.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])
+    facts_repointed = await entities.repoint_facts(session, tenant_id=tenant_id,
+                                                   source_id=source_id, target_id=target_id)
+    for winner, loser in contests:
+        await entities.set_supersedes(session, winner_id=winner.id, loser_id=loser.id)
+        await links.create_link(session, tenant_id=tenant_id, source_type="fact",
+                                source_id=winner.id, target_type="fact", target_id=loser.id,
+                                relation="supersedes")
+
+    aliases, added = merge_aliases(target_name=target.canonical_name,
+                                   target_aliases=list(target.aliases),
+                                   source_name=source.canonical_name,
+                                   source_aliases=list(source.aliases))
+    merged_target = await entities.update_entity(session, entity_id=target_id, values={
+        "aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}})
+    await entities.update_entity(session, entity_id=source_id, values={
+        "metadata_": {**source.metadata_, MERGED_INTO: str(target_id)}})
+
+    result = MergeResult(target=merged_target, source_entity_id=source_id,
+                         target_entity_id=target_id, facts_repointed=facts_repointed,
+                         facts_superseded=len(contests), aliases_added=added)
+    await events.add_event(session, event_type="entity_merge", tenant_id=tenant_id, payload={
+        "source_entity_id": str(source_id), "target_entity_id": str(target_id),
+        "facts_repointed": result.facts_repointed, "facts_superseded": result.facts_superseded,
+        "aliases_added": result.aliases_added,
+    })
+    return result
