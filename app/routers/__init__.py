@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from app.routers import entities, episodes, facts, graph, health, jobs, links, rules
+from app.routers import entities, episodes, facts, graph, health, jobs, links, rules, search, stats
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -13,4 +13,6 @@ ROUTERS: list[APIRouter] = [
     entities.router,
     links.router,
     graph.router,
+    search.router,
+    stats.router,
 ]

@@ -6,8 +6,8 @@ import uuid
 import pytest
 
 
-async def store(client, subject="Caroline", predicate="lives_in", content="Caroline lives in Boston",
-                **fields):
+async def store(client, subject="Caroline", predicate="lives_in",
+                content="Caroline lives in Boston", **fields):
     response = await client.post("/v1/facts", json={"subject": subject, "predicate": predicate,
                                                     "content": content, **fields})
     assert response.status_code == 201, response.text

@@ -1,0 +1,207 @@
+"""SQL of retrieval: the semantic and keyword candidate lists, row loading, reference bumps."""
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Select,
+    Text,
+    and_,
+    case,
+    cast,
+    extract,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    text,
+    union_all,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSQUERY
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Episode, Fact, Rule
+from app.repositories.memories import MODELS
+
+Memory = Episode | Fact | Rule
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of a candidate list: its type, id and 1-based rank in that list."""
+
+    memory_type: str
+    memory_id: uuid.UUID
+    rank: int
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Who may be seen: the tenant, the scope (None = all) and the confidence floor."""
+
+    tenant_id: str
+    scope: str | None
+    min_confidence: float
+
+
+def effective_confidence_sql(model: type[Fact] | type[Rule]) -> ColumnElement[float]:
+    """SQL of lifecycle.effective_confidence, so the threshold is applied before LIMIT."""
+    days = func.greatest(
+        0.0,
+        cast(extract("epoch", func.now() - model.last_confirmed_at), Float) / SECONDS_PER_DAY,
+    )
+    return case(
+        (model.decay_rate == 0.0, model.confidence),
+        (model.last_confirmed_at.is_(None), 0.0),
+        else_=model.confidence * func.exp(-model.decay_rate * days),
+    )
+
+
+def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement[bool]]:
+    """Tenant, scope and lifecycle filters of one memory type."""
+    if memory_type == "episode":
+        clauses: list[ColumnElement[bool]] = [
+            Episode.tenant_id == filters.tenant_id,
+            or_(Episode.expires_at.is_(None), Episode.expires_at > func.now()),
+        ]
+        if filters.scope is not None:
+            clauses.append(Episode.butler == filters.scope)
+        return clauses
+    model: type[Fact] | type[Rule] = Fact if memory_type == "fact" else Rule
+    clauses = [model.tenant_id == filters.tenant_id]
+    if memory_type == "fact":
+        clauses.append(Fact.validity == "active")
+    else:
+        # Containment instead of a boolean cast: odd metadata values cannot make SQL fail.
+        clauses.append(~Rule.metadata_.contains(cast({"forgotten": True}, JSONB)))
+    if filters.scope is not None:
+        clauses.append(model.scope.in_(["global", filters.scope]))
+    if filters.min_confidence > 0:
+        clauses.append(effective_confidence_sql(model) >= filters.min_confidence)
+    return clauses
+
+
+def or_tsquery(query: str) -> ColumnElement[Any]:
+    """The query's english lexemes OR-ed together.
+
+    plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
+    lexemes, so a natural-language question matches almost nothing. Its output joins quoted
+    lexemes with ' & '; a lexeme never holds a space, so replacing ' & ' by ' | ' turns the
+    operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
+    """
+    plain = func.plainto_tsquery(literal_column("'english'::regconfig"), query)
+    return cast(func.replace(cast(plain, Text), " & ", " | "), TSQUERY)
+
+
+def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
+                  limit: int) -> Select[Any]:
+    model = MODELS[memory_type]
+    distance = model.embedding.cosine_distance(vector)
+    return (
+        select(literal(memory_type, Text).label("memory_type"), model.id,
+               distance.label("score"))
+        .where(*visibility_filters(memory_type, filters), model.embedding.is_not(None))
+        .order_by(distance)
+        .limit(limit)
+    )
+
+
+def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int) -> Select[Any]:
+    model = MODELS[memory_type]
+    tsquery = or_tsquery(query)
+    rank = func.ts_rank_cd(model.search_vector, tsquery)
+    return (
+        select(literal(memory_type, Text).label("memory_type"), model.id,
+               (-rank).label("score"))
+        .where(*visibility_filters(memory_type, filters), model.search_vector.op("@@")(tsquery))
+        .order_by(rank.desc())
+        .limit(limit)
+    )
+
+
+async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
+                                max_scan_tuples: int) -> None:
+    """Let HNSW scans continue past filtered-out rows (pgvector 0.8), for this transaction."""
+    await session.execute(
+        text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+             "set_config('hnsw.ef_search', :ef, true), "
+             "set_config('hnsw.max_scan_tuples', :tuples, true)"),
+        {"ef": str(ef_search), "tuples": str(max_scan_tuples)},
+    )
+
+
+async def candidate_lists(
+    session: AsyncSession, *, types: Sequence[str], filters: Filters,
+    vector: list[float] | None, query: str | None, limit: int,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The semantic and keyword candidate lists (each at most `limit` long) in one statement.
+
+    Each leg takes the best `limit` rows of every type, then ranks their union; a leg is
+    skipped when its input is None.
+    """
+    legs = []
+    if vector is not None:
+        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit) for t in types]))
+    if query is not None:
+        legs.append(("keyword", [_keyword_leg(t, filters, query, limit) for t in types]))
+    if not legs:
+        return [], []
+    ranked = []
+    for name, parts in legs:
+        pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
+        position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type,
+                                                    pool.c.id))
+        ranked.append(
+            select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
+                   position.label("position"))
+            .order_by(position).limit(limit)
+        )
+    stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
+    rows = (await session.execute(stmt)).all()
+    semantic = [Candidate(r.memory_type, r.id, r.position) for r in rows if r.leg == "semantic"]
+    keyword = [Candidate(r.memory_type, r.id, r.position) for r in rows if r.leg == "keyword"]
+    return semantic, keyword
+
+
+async def load_rows(
+    session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
+    vector: list[float] | None, query: str | None,
+) -> dict[uuid.UUID, tuple[Memory, float | None, float | None]]:
+    """Rows by id with their similarity to `vector` and keyword rank for `query`."""
+    model = MODELS[memory_type]
+    similarity: ColumnElement[Any] = (
+        (1 - model.embedding.cosine_distance(vector)) if vector is not None
+        else literal(None, Float)
+    )
+    rank: ColumnElement[Any] = (
+        func.ts_rank_cd(model.search_vector, or_tsquery(query)) if query is not None
+        else literal(None, Float)
+    )
+    stmt = select(model, similarity.label("similarity"), rank.label("rank")).where(
+        model.tenant_id == tenant_id, model.id.in_(list(ids)))
+    result = await session.execute(stmt)
+    return {row[0].id: (row[0], row.similarity, row.rank) for row in result}
+
+
+async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,
+                          ids: Sequence[uuid.UUID]) -> list[Memory]:
+    """Count one reference on every row of `ids` in a single UPDATE; return the rows."""
+    if not ids:
+        return []
+    model = MODELS[memory_type]
+    stmt = (
+        update(model)
+        .where(and_(model.tenant_id == tenant_id, model.id.in_(list(ids))))
+        .values(reference_count=model.reference_count + 1, last_referenced_at=func.now())
+        .returning(model)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    rows: list[Memory] = list((await session.execute(stmt)).scalars())  # type: ignore[arg-type]
+    return rows

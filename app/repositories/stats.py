@@ -1,0 +1,61 @@
+"""Aggregate counts of the memory tables, one statement per table."""
+
+from typing import Any
+
+from sqlalchemy import Float, cast, extract, func, select
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Episode, Fact, Rule
+
+SECONDS_PER_HOUR = 3600.0
+
+
+async def episode_counts(session: AsyncSession, *, tenant_id: str,
+                         butler: str | None) -> dict[str, Any]:
+    """total, unconsolidated and backlog_age_hours of the tenant's (butler's) episodes."""
+    pending = Episode.consolidation_status == "pending"
+    oldest = func.min(Episode.created_at).filter(pending)
+    stmt = select(
+        func.count().label("total"),
+        func.count().filter(pending).label("unconsolidated"),
+        func.coalesce(
+            func.greatest(0.0, cast(extract("epoch", func.now() - oldest), Float)), 0.0,
+        ).label("backlog_seconds"),
+    ).where(Episode.tenant_id == tenant_id)
+    if butler is not None:
+        stmt = stmt.where(Episode.butler == butler)
+    row = (await session.execute(stmt)).one()
+    return {"total": row.total, "unconsolidated": row.unconsolidated,
+            "backlog_age_hours": row.backlog_seconds / SECONDS_PER_HOUR}
+
+
+async def fact_counts(session: AsyncSession, *, tenant_id: str,
+                      scope: str | None) -> dict[str, int]:
+    """Facts by validity, active ones split into active and fading."""
+    fading = Fact.metadata_.contains(cast({"status": "fading"}, JSONB))
+    active = Fact.validity == "active"
+    stmt = select(
+        func.count().filter(active, ~fading).label("active"),
+        func.count().filter(active, fading).label("fading"),
+        func.count().filter(Fact.validity == "superseded").label("superseded"),
+        func.count().filter(Fact.validity == "expired").label("expired"),
+        func.count().filter(Fact.validity == "retracted").label("retracted"),
+    ).where(Fact.tenant_id == tenant_id)
+    if scope is not None:
+        stmt = stmt.where(Fact.scope.in_(["global", scope]))
+    return dict((await session.execute(stmt)).one()._mapping)
+
+
+async def rule_counts(session: AsyncSession, *, tenant_id: str,
+                      scope: str | None) -> dict[str, int]:
+    """Live rules by maturity, and forgotten rules."""
+    forgotten = Rule.metadata_.contains(cast({"forgotten": True}, JSONB))
+    stmt = select(
+        *(func.count().filter(Rule.maturity == level, ~forgotten).label(level)
+          for level in ("candidate", "established", "proven", "anti_pattern")),
+        func.count().filter(forgotten).label("forgotten"),
+    ).where(Rule.tenant_id == tenant_id)
+    if scope is not None:
+        stmt = stmt.where(Rule.scope.in_(["global", scope]))
+    return dict((await session.execute(stmt)).one()._mapping)

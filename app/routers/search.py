@@ -1,0 +1,123 @@
+"""/v1/search, /v1/recall and /v1/context: retrieval."""
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter
+
+from app.deps import EngineDep, SessionDep, SettingsDep, TenantDep
+from app.errors import problem_responses
+from app.schemas.search import (
+    SEARCH_DESCRIPTION,
+    ContextItem,
+    ContextRequest,
+    ContextResponse,
+    EpisodeHit,
+    FactHit,
+    RecallFactHit,
+    RecallRequest,
+    RecallResponse,
+    RecallRuleHit,
+    RuleHit,
+    SearchRequest,
+    SearchResponse,
+)
+from app.services import memories
+from app.services.context import build_context
+from app.services.recall import Recalled, recall
+from app.services.search import Hit, search
+
+router = APIRouter(prefix="/v1", tags=["retrieval"])
+
+
+def _scores(hit: Hit) -> dict[str, Any]:
+    return {"similarity": hit.similarity, "rank": hit.rank, "rrf_score": hit.rrf_score,
+            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank}
+
+
+def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
+    if hit.memory_type == "episode":
+        return dict(memories.episode_out(hit.row))
+    if hit.memory_type == "fact":
+        return dict(memories.fact_out(hit.row, now))
+    return dict(memories.rule_out(hit.row, now))
+
+
+def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
+    """A search result: the memory's fields and its scores."""
+    values = {**_fields(hit, now), **_scores(hit)}
+    if hit.memory_type == "episode":
+        return EpisodeHit.model_validate(values)
+    if hit.memory_type == "fact":
+        return FactHit.model_validate(values)
+    return RuleHit.model_validate(values)
+
+
+def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
+    """A recall result: search fields plus relevance, recency and composite score."""
+    model = RecallFactHit if item.hit.memory_type == "fact" else RecallRuleHit
+    return model.model_validate({
+        **_fields(item.hit, now), **_scores(item.hit), "relevance": item.relevance,
+        "recency": item.recency, "composite_score": item.composite_score,
+    })
+
+
+@router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
+             summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
+async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: TenantDep,
+                          engine: EngineDep, settings: SettingsDep) -> SearchResponse:
+    mode = body.mode or settings.retrieval.default_mode
+    hits = await search(session, tenant_id=tenant_id, engine=engine,
+                        retrieval=settings.retrieval, query=body.query, types=body.types,
+                        scope=body.scope, mode=mode, limit=body.limit,
+                        min_confidence=body.min_confidence)
+    now = memories.now_utc()
+    return SearchResponse(mode=mode, results=[search_hit(hit, now) for hit in hits])
+
+
+@router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),
+             summary="Facts and rules about a topic, by composite score")
+async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: TenantDep,
+                          engine: EngineDep, settings: SettingsDep) -> RecallResponse:
+    """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
+    `0.4 relevance + 0.3 importance/10 + 0.2 recency + 0.1 effective_confidence` (weights
+    from settings), ties broken by created_at desc then id asc. `relevance` is the RRF score
+    rescaled so the best possible candidate is 1 and the worst 0. Memories whose effective
+    confidence is below `min_confidence` are left out. Every returned memory counts one
+    reference (reference_count + 1, last_referenced_at = now), as shown in the response."""
+    recalled = await recall(session, tenant_id=tenant_id, engine=engine,
+                            retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
+                            limit=body.limit, min_confidence=body.min_confidence)
+    now = memories.now_utc()
+    return RecallResponse(results=[recall_hit(item, now) for item in recalled])
+
+
+@router.post("/context", response_model=ContextResponse, responses=problem_responses(422),
+             summary="The memory block for an agent's system prompt")
+async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: TenantDep,
+                         engine: EngineDep, settings: SettingsDep) -> ContextResponse:
+    """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the
+    butler's, then format them:
+
+    ```
+    # Memory Context
+
+    ## Key Facts
+    - [{subject}] [{predicate}]: {content} (confidence: {effective_confidence:.2f})
+
+    ## Active Rules
+    - {content} (maturity: {maturity}, effectiveness: {effectiveness_score:.2f})
+    ```
+    Items go in composite-score order (ties: created_at desc, id asc); a line that does not
+    fit is skipped. The text never exceeds `token_budget * 4` characters; facts may use
+    `context_fact_share` of it, rules the rest, and a section's unused share goes to the
+    other. A section with no line is left out. Whitespace inside a memory is collapsed to
+    single spaces. Each memory placed in the block counts one reference."""
+    context = await build_context(session, tenant_id=tenant_id, engine=engine,
+                                  retrieval=settings.retrieval,
+                                  trigger_prompt=body.trigger_prompt, butler=body.butler,
+                                  token_budget=body.token_budget)
+    items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
+                         composite_score=item.composite_score) for item in context.items]
+    return ContextResponse(context=context.text, token_budget=context.token_budget,
+                           characters=len(context.text), items=items)

@@ -1,0 +1,157 @@
+"""Search, recall and context requests and responses."""
+
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from app.config import SearchMode
+from app.schemas.common import MemoryType, Name, RequestModel, ResponseModel
+from app.schemas.episodes import EpisodeOut
+from app.schemas.facts import FactOut
+from app.schemas.rules import RuleOut
+
+MAX_QUERY_CHARS = 4000
+MAX_RESULTS = 100
+
+QueryText = Annotated[
+    str,
+    Field(
+        max_length=MAX_QUERY_CHARS,
+        description="Free text. NUL characters are dropped and whitespace collapsed; a query "
+        "left empty returns no results. Longer than 4000 characters is a 422.",
+    ),
+]
+Scope = Annotated[
+    Name | None,
+    Field(description="Facts and rules of scope 'global' or this scope, episodes of this "
+          "butler; omitted means every scope of the tenant."),
+]
+MinConfidence = Annotated[
+    float,
+    Field(ge=0.0, le=1.0, description="Facts and rules whose effective (decayed) confidence "
+          "is below this are left out; episodes carry no confidence and always pass."),
+]
+
+SEARCH_DESCRIPTION = """
+Search episodes, facts and rules of the caller's tenant.
+
+* **semantic**: cosine similarity of the all-MiniLM-L6-v2 embeddings (`similarity` =
+  1 - cosine distance), through the HNSW index with pgvector iterative scans so that
+  filtered searches still fill `limit`.
+* **keyword**: PostgreSQL full-text search. The query goes through `plainto_tsquery('english')`
+  (no operator syntax is interpreted, so any input is safe), and its lexemes are then
+  **OR-ed** instead of AND-ed, because natural-language questions rarely have every word in
+  one memory. Matches are ranked by cover density, `ts_rank_cd` (`rank`).
+* **hybrid** (default): Reciprocal Rank Fusion of the two lists, each `limit` long:
+  `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
+  one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
+  `rrf_score` desc, then `semantic_rank` asc.
+
+Only active facts, rules not forgotten and episodes not expired are searched; every filter is
+applied in SQL before the limit.
+"""
+
+
+class SearchRequest(RequestModel):
+    """A search over one or more memory types."""
+
+    query: QueryText
+    types: list[MemoryType] | None = Field(
+        None, min_length=1, max_length=3, description="Memory types to search; all by default."
+    )
+    scope: Scope = None
+    mode: SearchMode | None = Field(None, description="Defaults to the configured mode "
+                                    "(hybrid unless changed).")
+    limit: int = Field(10, ge=1, le=MAX_RESULTS)
+    min_confidence: MinConfidence = 0.2
+
+
+class Scores(ResponseModel):
+    similarity: float | None = Field(
+        None, description="1 - cosine distance to the query (null in keyword mode).")
+    rank: float | None = Field(
+        None, description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
+        "lexeme matches).")
+    rrf_score: float | None = Field(None, description="Hybrid mode only.")
+    semantic_rank: int | None = Field(
+        None, description="1-based rank in the semantic list; null when absent from it.")
+    keyword_rank: int | None = Field(
+        None, description="1-based rank in the keyword list; null when absent from it.")
+
+
+class EpisodeHit(EpisodeOut, Scores):
+    memory_type: Literal["episode"] = "episode"
+
+
+class FactHit(FactOut, Scores):
+    memory_type: Literal["fact"] = "fact"
+
+
+class RuleHit(RuleOut, Scores):
+    memory_type: Literal["rule"] = "rule"
+
+
+SearchHit = Annotated[EpisodeHit | FactHit | RuleHit, Field(discriminator="memory_type")]
+
+
+class SearchResponse(ResponseModel):
+    mode: SearchMode
+    results: list[SearchHit]
+
+
+class RecallRequest(RequestModel):
+    """Facts and rules about a topic, ordered by composite score."""
+
+    topic: QueryText
+    scope: Scope = None
+    limit: int = Field(10, ge=1, le=MAX_RESULTS)
+    min_confidence: MinConfidence = 0.2
+
+
+class RecallScores(ResponseModel):
+    relevance: float = Field(description="RRF score rescaled so the best possible candidate "
+                             "is 1 and the worst possible is 0.")
+    recency: float = Field(description="exp(-ln2/7 * days since last reference); 0 if never.")
+    composite_score: float = Field(description="relevance, importance/10, recency and "
+                                   "effective confidence weighted by the score weights.")
+
+
+class RecallFactHit(FactHit, RecallScores):
+    pass
+
+
+class RecallRuleHit(RuleHit, RecallScores):
+    pass
+
+
+RecallHit = Annotated[RecallFactHit | RecallRuleHit, Field(discriminator="memory_type")]
+
+
+class RecallResponse(ResponseModel):
+    results: list[RecallHit]
+
+
+class ContextRequest(RequestModel):
+    """Build the memory block injected into an agent's system prompt."""
+
+    trigger_prompt: QueryText
+    butler: Name = Field(description="The butler the context is for; used as the scope.")
+    token_budget: int | None = Field(
+        None, ge=10, le=100_000,
+        description="At most token_budget * 4 characters; defaults to the configured "
+        "context_token_budget (3000).",
+    )
+
+
+class ContextItem(ResponseModel):
+    memory_type: Literal["fact", "rule"]
+    id: uuid.UUID
+    composite_score: float
+
+
+class ContextResponse(ResponseModel):
+    context: str
+    token_budget: int
+    characters: int = Field(description="Length of `context`; never above token_budget * 4.")
+    items: list[ContextItem] = Field(description="The memories in the block, in order.")

@@ -1,0 +1,36 @@
+"""Memory stats for health monitoring."""
+
+from pydantic import Field
+
+from app.schemas.common import ResponseModel
+
+
+class EpisodeStats(ResponseModel):
+    total: int
+    unconsolidated: int = Field(description="Episodes with consolidation_status 'pending'.")
+    backlog_age_hours: float = Field(
+        description="Hours since the oldest pending episode was created; 0 with no backlog.")
+
+
+class FactStats(ResponseModel):
+    active: int = Field(description="validity 'active' and not fading.")
+    fading: int = Field(description="validity 'active' with metadata.status 'fading'.")
+    superseded: int
+    expired: int
+    retracted: int
+
+
+class RuleStats(ResponseModel):
+    candidate: int = Field(description="Maturity counts leave forgotten rules out.")
+    established: int
+    proven: int
+    anti_pattern: int
+    forgotten: int
+
+
+class StatsOut(ResponseModel):
+    scope: str | None = Field(description="Facts and rules of 'global' and this scope, "
+                              "episodes of this butler; null means everything.")
+    episodes: EpisodeStats
+    facts: FactStats
+    rules: RuleStats

@@ -1,0 +1,93 @@
+"""Recall: hybrid candidates re-ranked by the composite score (pure maths + workflow)."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import RetrievalSettings, ScoreWeights
+from app.embedding import EmbeddingEngine
+from app.repositories import search as search_rows
+from app.services.lifecycle import effective_confidence, recency_score
+from app.services.memories import now_utc
+from app.services.search import RRF_K, Hit, search
+
+RECALL_TYPES = ("fact", "rule")
+
+
+def relevance_from_rrf(rrf: float, *, pool: int, k: int = RRF_K) -> float:
+    """RRF rescaled to [0, 1] over the range a candidate of a `pool`-long fusion can reach.
+
+    The spec divides by the best score 2/(k+1), which maps every candidate into about
+    0.86-1.0 and lets importance and recency decide everything. Here the best possible
+    candidate (rank 1 in both lists) is 1 and the worst (last in one list, absent from the
+    other, i.e. rank pool + 1) is 0.
+    """
+    best = 2.0 / (k + 1)
+    worst = 1.0 / (k + pool) + 1.0 / (k + pool + 1)
+    if best <= worst:
+        return 1.0
+    return min(1.0, max(0.0, (rrf - worst) / (best - worst)))
+
+
+def composite_score(*, relevance: float, importance: float, recency: float,
+                    confidence: float, weights: ScoreWeights) -> float:
+    """w_rel * relevance + w_imp * importance/10 + w_rec * recency + w_conf * confidence."""
+    return (weights.relevance * relevance + weights.importance * (importance / 10.0)
+            + weights.recency * recency + weights.confidence * confidence)
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A recalled memory with the parts of its composite score."""
+
+    hit: Hit
+    relevance: float
+    recency: float
+    effective_confidence: float
+    composite_score: float
+
+
+def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime) -> Recalled:
+    """The composite score of one hybrid hit."""
+    row = hit.row
+    relevance = relevance_from_rrf(hit.rrf_score or 0.0, pool=pool, k=k)
+    recency = recency_score(row.last_referenced_at, now)
+    confidence = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at, now)
+    importance = getattr(row, "importance", 5.0)
+    score = composite_score(relevance=relevance, importance=importance, recency=recency,
+                            confidence=confidence, weights=weights)
+    return Recalled(hit, relevance, recency, confidence, score)
+
+
+def recall_order(item: Recalled) -> tuple[Any, ...]:
+    """Score desc, then created_at desc, then id asc: the deterministic tie-breakers."""
+    row = item.hit.row
+    return (-item.composite_score, -row.created_at.timestamp(), str(row.id))
+
+
+async def recall(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+                 retrieval: RetrievalSettings, topic: str, scope: str | None, limit: int,
+                 min_confidence: float, bump: bool = True) -> list[Recalled]:
+    """The `limit` best facts and rules by composite score; each returned one is referenced."""
+    pool = limit * retrieval.recall_pool_factor
+    hits = await search(session, tenant_id=tenant_id, engine=engine, retrieval=retrieval,
+                        query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
+                        limit=pool, min_confidence=min_confidence)
+    now = now_utc()
+    scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
+                        now=now) for hit in hits]
+    top = sorted(scored, key=recall_order)[:limit]
+    if bump:
+        await bump_recalled(session, tenant_id=tenant_id, recalled=top)
+    return top
+
+
+async def bump_recalled(session: AsyncSession, *, tenant_id: str,
+                        recalled: Sequence[Recalled]) -> None:
+    """One UPDATE per table counting a reference on every recalled memory."""
+    for memory_type in RECALL_TYPES:
+        ids = [r.hit.row.id for r in recalled if r.hit.memory_type == memory_type]
+        await search_rows.bump_references(session, memory_type, tenant_id=tenant_id, ids=ids)

@@ -1,0 +1,129 @@
+"""Search: Reciprocal Rank Fusion (pure functions) and the search workflow."""
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import RetrievalSettings
+from app.embedding import EmbeddingEngine
+from app.repositories import search as search_rows
+from app.repositories.search import Candidate, Filters
+from app.text import preprocess_search_query
+
+ALL_TYPES = ("episode", "fact", "rule")
+RRF_K = 60
+
+Key = tuple[str, uuid.UUID]
+
+
+@dataclass(frozen=True)
+class Fused:
+    """A candidate after fusion; a rank is None when the memory is absent from that list."""
+
+    memory_type: str
+    memory_id: uuid.UUID
+    semantic_rank: int | None
+    keyword_rank: int | None
+    rrf_score: float | None
+
+
+def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
+              k: int = RRF_K) -> float:
+    """1/(k + semantic_rank) + 1/(k + keyword_rank); a missing rank counts as limit + 1."""
+    missing = limit + 1
+    return (1.0 / (k + (semantic_rank if semantic_rank is not None else missing))
+            + 1.0 / (k + (keyword_rank if keyword_rank is not None else missing)))
+
+
+def _fusion_order(item: Fused) -> tuple[Any, ...]:
+    absent = float("inf")
+    return (-(item.rrf_score or 0.0),
+            item.semantic_rank if item.semantic_rank is not None else absent,
+            item.keyword_rank if item.keyword_rank is not None else absent,
+            item.memory_type, str(item.memory_id))
+
+
+def fuse(semantic: Sequence[Candidate], keyword: Sequence[Candidate], *, limit: int,
+         k: int = RRF_K) -> list[Fused]:
+    """RRF of two ranked lists: rrf_score desc, semantic_rank asc, then stable keys."""
+    semantic_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in semantic}
+    keyword_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in keyword}
+    keys = list(dict.fromkeys([*semantic_ranks, *keyword_ranks]))
+    fused = [
+        Fused(memory_type, memory_id, semantic_ranks.get((memory_type, memory_id)),
+              keyword_ranks.get((memory_type, memory_id)),
+              rrf_score(semantic_ranks.get((memory_type, memory_id)),
+                        keyword_ranks.get((memory_type, memory_id)), limit=limit, k=k))
+        for memory_type, memory_id in keys
+    ]
+    return sorted(fused, key=_fusion_order)[:limit]
+
+
+def single_list(candidates: Sequence[Candidate], *, semantic: bool) -> list[Fused]:
+    """A one-mode result: the list as ranked, without fusion."""
+    return [
+        Fused(c.memory_type, c.memory_id, c.rank if semantic else None,
+              None if semantic else c.rank, None)
+        for c in candidates
+    ]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the row with its scores."""
+
+    memory_type: str
+    row: Any
+    similarity: float | None
+    rank: float | None
+    rrf_score: float | None
+    semantic_rank: int | None
+    keyword_rank: int | None
+
+
+async def search(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+                 retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
+                 scope: str | None, mode: str, limit: int, min_confidence: float) -> list[Hit]:
+    """Search the tenant's memories; an empty query (after preprocessing) finds nothing."""
+    cleaned = preprocess_search_query(query)
+    if not cleaned:
+        return []
+    wanted = [t for t in ALL_TYPES if types is None or t in types]
+    vector = await engine.aembed(cleaned) if mode in ("semantic", "hybrid") else None
+    keyword_query = cleaned if mode in ("keyword", "hybrid") else None
+    if vector is not None:
+        await search_rows.configure_vector_scan(
+            session, ef_search=max(retrieval.hnsw_ef_search, limit),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+    filters = Filters(tenant_id=tenant_id, scope=scope, min_confidence=min_confidence)
+    semantic, keyword = await search_rows.candidate_lists(
+        session, types=wanted, filters=filters, vector=vector, query=keyword_query, limit=limit)
+    if mode == "hybrid":
+        fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k)
+    else:
+        fused = single_list(semantic if mode == "semantic" else keyword,
+                            semantic=mode == "semantic")
+    return await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
+                           query=keyword_query)
+
+
+async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
+                    vector: list[float] | None, query: str | None) -> list[Hit]:
+    """Fetch the rows of fused results (one query per type), keeping the fused order."""
+    loaded: dict[Key, tuple[Any, float | None, float | None]] = {}
+    for memory_type in ALL_TYPES:
+        ids = [f.memory_id for f in fused if f.memory_type == memory_type]
+        if ids:
+            rows = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
+                                               ids=ids, vector=vector, query=query)
+            loaded.update({(memory_type, memory_id): row for memory_id, row in rows.items()})
+    hits = []
+    for f in fused:
+        if (f.memory_type, f.memory_id) in loaded:
+            row, similarity, rank = loaded[(f.memory_type, f.memory_id)]
+            hits.append(Hit(f.memory_type, row, similarity, rank, f.rrf_score,
+                            f.semantic_rank, f.keyword_rank))
+    return hits

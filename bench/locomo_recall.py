@@ -1,0 +1,170 @@
+"""Retrieval quality on LoCoMo: recall@5 and recall@10 of POST /v1/search per category.
+
+Each conversation's turns are stored as episodes of one scope (butler) through
+POST /v1/episodes/batch, then every question of categories 1-4 is asked through
+POST /v1/search (types=[episode], scope=that conversation) in each mode.
+recall@k = |evidence dia_ids in the top k| / |evidence dia_ids|, averaged over questions
+(the LoCoMo paper's definition; see the data set's README).
+
+    python bench/locomo_recall.py /work/shared/data/locomo/locomo_dev.json \
+        --base-url http://127.0.0.1:8000 --turn-format dated
+
+Needs a running Engram (`engram serve`); it only talks HTTP to it.
+"""
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MODES = ("semantic", "keyword", "hybrid")
+KS = (5, 10)
+BATCH = 200
+
+
+def turn_text(turn: dict[str, Any], date: str, turn_format: str) -> str:
+    """The episode content of one turn in the chosen format."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn_format in ("caption", "dated") and turn.get("blip_caption"):
+        text += f" [shares a photo of {turn['blip_caption']}]"
+    if turn_format == "dated":
+        text = f"[{date}] {text}"
+    return text
+
+
+def conversation_turns(conv: dict[str, Any], turn_format: str) -> list[tuple[str, str]]:
+    """(dia_id, content) of every turn, in order."""
+    turns = []
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conv
+        if (m := re.fullmatch(r"session_(\d+)", key))
+    )
+    for number, key in sessions:
+        date = conv.get(f"session_{number}_date_time", "")
+        for turn in conv[key]:
+            turns.append((turn["dia_id"], turn_text(turn, date, turn_format)))
+    return turns
+
+
+def evidence_ids(qa: dict[str, Any], known: set[str]) -> list[str]:
+    """Evidence dia_ids normalised ("D8:6; D9:17" split), unknown ones dropped."""
+    ids: list[str] = []
+    for item in qa.get("evidence", []):
+        for part in re.split(r"[;,\s]+", str(item)):
+            if part in known and part not in ids:
+                ids.append(part)
+    return ids
+
+
+async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str]]) -> float:
+    """Store the turns as episodes of `scope`; returns seconds spent."""
+    start = time.perf_counter()
+    for i in range(0, len(turns), BATCH):
+        items = [{"content": content, "butler": scope, "metadata": {"dia_id": dia_id}}
+                 for dia_id, content in turns[i:i + BATCH]]
+        response = await http.post("/v1/episodes/batch", json={"items": items})
+        response.raise_for_status()
+    return time.perf_counter() - start
+
+
+async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str,
+              limit: int) -> list[str]:
+    """The dia_ids of the search results, best first."""
+    response = await http.post("/v1/search", json={
+        "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": limit,
+    })
+    response.raise_for_status()
+    return [hit["metadata"].get("dia_id", "") for hit in response.json()["results"]]
+
+
+async def run(args: argparse.Namespace) -> None:
+    data = json.loads(Path(args.data).read_text())
+    if args.conversations:
+        data = data[: args.conversations]
+    # recall[mode][category][k] -> list of per-question recalls
+    recall: dict[str, dict[int, dict[int, list[float]]]] = {
+        m: defaultdict(lambda: defaultdict(list)) for m in args.modes}
+    latencies: list[float] = []
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=120) as http:
+        for sample in data:
+            scope = f"locomo-{sample['sample_id']}-{args.turn_format}{args.scope_suffix}"
+            turns = conversation_turns(sample["conversation"], args.turn_format)
+            existing = await http.post("/v1/search", json={
+                "query": "hello", "types": ["episode"], "scope": scope, "limit": 1,
+                "mode": "keyword"})
+            if args.reuse and existing.json()["results"]:
+                print(f"{scope}: reusing stored turns", file=sys.stderr)
+            else:
+                seconds = await ingest(http, scope, turns)
+                print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
+            known = {dia_id for dia_id, _ in turns}
+            for qa in sample["qa"]:
+                if qa.get("category") not in CATEGORIES:
+                    continue
+                evidence = evidence_ids(qa, known)
+                if not evidence:
+                    continue
+                for mode in args.modes:
+                    start = time.perf_counter()
+                    found = await ask(http, question=qa["question"], scope=scope, mode=mode,
+                                      limit=max(KS))
+                    latencies.append(time.perf_counter() - start)
+                    for k in KS:
+                        hits = sum(1 for e in evidence if e in found[:k])
+                        recall[mode][qa["category"]][k].append(hits / len(evidence))
+    report(recall, args)
+    latencies.sort()
+    print(f"\n{len(latencies)} searches, median {1000 * latencies[len(latencies) // 2]:.1f} ms")
+
+
+def report(recall: dict[str, dict[int, dict[int, list[float]]]],
+           args: argparse.Namespace) -> None:
+    """Print recall@k per category and overall for each mode."""
+    print(f"\nturn format: {args.turn_format}")
+    header = f"{'mode':<9} {'category':<12} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}"
+                                                               for k in KS)
+    print(header)
+    for mode in args.modes:
+        overall: dict[int, list[float]] = defaultdict(list)
+        for category, name in CATEGORIES.items():
+            scores = recall[mode][category]
+            n = len(scores[KS[0]])
+            cells = " ".join(f"{sum(scores[k]) / max(n, 1):6.3f}" for k in KS)
+            print(f"{mode:<9} {name:<12} {n:>4} {cells}")
+            for k in KS:
+                overall[k].extend(scores[k])
+        n = len(overall[KS[0]])
+        cells = " ".join(f"{sum(overall[k]) / max(n, 1):6.3f}" for k in KS)
+        print(f"{mode:<9} {'overall':<12} {n:>4} {cells}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", help="path to locomo_dev.json (or its directory)")
+    parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+    parser.add_argument("--turn-format", choices=("plain", "caption", "dated"),
+                        default="dated",
+                        help="plain: 'speaker: text'; caption: + shared photo caption; "
+                        "dated: + '[session date]' prefix")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N")
+    parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
+    parser.add_argument("--reuse", action="store_true",
+                        help="skip ingest when the scope already holds turns")
+    args = parser.parse_args()
+    if Path(args.data).is_dir():
+        args.data = str(Path(args.data) / "locomo_dev.json")
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

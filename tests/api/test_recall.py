@@ -1,0 +1,116 @@
+"""POST /v1/recall: composite score, relevance normalisation, thresholds, reference bumps."""
+
+import math
+import uuid
+
+import pytest
+
+
+async def post(client, path, **body):
+    response = await client.post(path, json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def recall(client, topic, **fields):
+    response = await client.post("/v1/recall", json={"topic": topic, **fields})
+    assert response.status_code == 200, response.text
+    return response.json()["results"]
+
+
+async def test_recall_returns_facts_and_rules_only(client):
+    await post(client, "/v1/episodes", butler="chat", content="Caroline likes tea")
+    stored_fact = await post(client, "/v1/facts", subject="Caroline", predicate="drink",
+                             content="Caroline likes tea")
+    stored_rule = await post(client, "/v1/rules", content="Offer Caroline tea")
+    results = await recall(client, "Caroline tea")
+    assert {(r["memory_type"], r["id"]) for r in results} == {
+        ("fact", stored_fact["id"]), ("rule", stored_rule["id"])}
+
+
+async def test_composite_score_follows_the_formula(client, sql):
+    stored = await post(client, "/v1/facts", subject="Caroline", predicate="pet",
+                        content="Caroline has a dog named Max", importance=8.0,
+                        permanence="stable")
+    await sql("UPDATE facts SET last_referenced_at = now() - interval '7 days', "
+              "last_confirmed_at = now() - interval '50 days' WHERE id = :id",
+              id=uuid.UUID(stored["id"]))
+    [hit] = await recall(client, "Caroline dog Max")
+    assert hit["relevance"] == pytest.approx(1.0)
+    assert hit["recency"] == pytest.approx(0.5, abs=1e-4)
+    assert hit["effective_confidence"] == pytest.approx(math.exp(-0.002 * 50), abs=1e-5)
+    assert hit["composite_score"] == pytest.approx(
+        0.4 * 1.0 + 0.3 * 0.8 + 0.2 * 0.5 + 0.1 * math.exp(-0.1), abs=1e-4)
+
+
+async def test_never_referenced_memory_has_zero_recency(client):
+    await post(client, "/v1/facts", subject="Mel", predicate="sport", content="Mel swims")
+    [hit] = await recall(client, "Mel swims")
+    assert hit["recency"] == 0.0
+
+
+async def test_reference_in_the_future_is_clamped_to_recency_one(client, sql):
+    await post(client, "/v1/facts", subject="Mel", predicate="sport", content="Mel swims")
+    await sql("UPDATE facts SET last_referenced_at = now() + interval '2 days'")
+    [hit] = await recall(client, "Mel swims")
+    assert hit["recency"] == 1.0
+
+
+async def test_clearly_more_relevant_memory_outranks_a_more_recent_one(client, sql):
+    relevant = await post(client, "/v1/facts", subject="Caroline", predicate="pet",
+                          content="Caroline adopted a rescue dog named Max")
+    recent = await post(client, "/v1/facts", subject="Melanie", predicate="pet",
+                        content="Melanie owns a cat")
+    await sql("UPDATE facts SET last_referenced_at = now() - interval '5 days' WHERE id = :id",
+              id=uuid.UUID(relevant["id"]))
+    await sql("UPDATE facts SET last_referenced_at = now() WHERE id = :id",
+              id=uuid.UUID(recent["id"]))
+    results = await recall(client, "Caroline rescue dog Max")
+    assert [r["id"] for r in results] == [relevant["id"], recent["id"]]
+    assert results[1]["keyword_rank"] is None
+    # The spec's rrf / (2/61) would give the second one relevance > 0.8 and let recency win.
+    assert results[1]["relevance"] < 0.5
+    assert results[1]["recency"] > results[0]["recency"]
+
+
+async def test_recall_bumps_every_returned_memory_once(client, sql):
+    first = await post(client, "/v1/facts", subject="Mel", predicate="job",
+                       content="Mel is a nurse")
+    rule = await post(client, "/v1/rules", content="Ask Mel about nursing shifts")
+    other = await post(client, "/v1/facts", subject="Mel", predicate="car", content="Mel drives",
+                       scope="email")
+    results = await recall(client, "Mel nurse", scope="chat")
+    assert {r["id"] for r in results} == {first["id"], rule["id"]}
+    assert all(r["reference_count"] == 1 and r["last_referenced_at"] for r in results)
+    rows = await sql("SELECT id::text AS id, reference_count, last_referenced_at FROM facts "
+                     "UNION ALL SELECT id::text, reference_count, last_referenced_at FROM rules")
+    counts = {row["id"]: row["reference_count"] for row in rows}
+    assert counts == {first["id"]: 1, rule["id"]: 1, other["id"]: 0}
+    await recall(client, "Mel nurse", scope="chat")
+    [again] = await sql("SELECT reference_count FROM facts WHERE id = :id",
+                        id=uuid.UUID(first["id"]))
+    assert again["reference_count"] == 2
+
+
+async def test_recall_leaves_out_memories_below_default_min_confidence(client, sql):
+    kept = await post(client, "/v1/facts", subject="Mel", predicate="job", content="Mel is a nurse")
+    faded = await post(client, "/v1/facts", subject="Mel", predicate="old job",
+                       content="Mel was a nurse", permanence="ephemeral")
+    # 0.1/day for 20 days: exp(-2) = 0.135.
+    await sql("UPDATE facts SET last_confirmed_at = now() - interval '20 days' WHERE id = :id",
+              id=uuid.UUID(faded["id"]))
+    assert [r["id"] for r in await recall(client, "Mel nurse")] == [kept["id"]]
+    assert {r["id"] for r in await recall(client, "Mel nurse", min_confidence=0.1)} == {
+        kept["id"], faded["id"]}
+
+
+async def test_recall_limit_caps_results(client):
+    for i in range(4):
+        await post(client, "/v1/facts", subject=f"Mel{i}", predicate="likes",
+                   content=f"Mel likes painting number {i}")
+    assert len(await recall(client, "Mel painting", limit=2)) == 2
+
+
+async def test_recall_of_empty_topic_is_empty(client):
+    await post(client, "/v1/facts", subject="Mel", predicate="job", content="Mel is a nurse")
+    assert await recall(client, "   ") == []

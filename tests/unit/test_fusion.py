@@ -1,0 +1,68 @@
+"""Reciprocal Rank Fusion: arithmetic, the limit + 1 rule and the ordering."""
+
+import uuid
+
+import pytest
+
+from app.repositories.search import Candidate
+from app.services.search import fuse, rrf_score, single_list
+
+A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
+
+
+def ranked(*ids: uuid.UUID, memory_type: str = "episode") -> list[Candidate]:
+    return [Candidate(memory_type, memory_id, rank) for rank, memory_id in enumerate(ids, 1)]
+
+
+def test_rrf_score_adds_reciprocal_ranks_with_k_60():
+    assert rrf_score(1, 1, limit=10) == pytest.approx(1 / 61 + 1 / 61)
+    assert rrf_score(3, 7, limit=10) == pytest.approx(1 / 63 + 1 / 67)
+
+
+def test_missing_rank_counts_as_limit_plus_one():
+    assert rrf_score(2, None, limit=10) == pytest.approx(1 / 62 + 1 / 71)
+    assert rrf_score(None, 4, limit=5) == pytest.approx(1 / 66 + 1 / 64)
+
+
+def test_rrf_uses_the_given_k():
+    assert rrf_score(1, 2, limit=10, k=10) == pytest.approx(1 / 11 + 1 / 12)
+
+
+def test_fuse_orders_by_rrf_score_descending():
+    fused = fuse(ranked(A, B, C), ranked(C, B), limit=3)
+    assert [f.memory_id for f in fused] == [C, B, A]
+    assert fused[0].rrf_score == pytest.approx(1 / 63 + 1 / 61)
+    assert fused[1].rrf_score == pytest.approx(1 / 62 + 1 / 62)
+    assert fused[2].rrf_score == pytest.approx(1 / 61 + 1 / 64)
+
+
+def test_fuse_breaks_rrf_ties_by_semantic_rank():
+    # A: semantic 1, keyword absent; B: keyword 1, semantic absent -> identical rrf scores.
+    fused = fuse(ranked(A), ranked(B), limit=1)
+    assert [f.memory_id for f in fused] == [A]
+    both = fuse(ranked(A, C), ranked(B, D), limit=2)
+    assert both[0].rrf_score == pytest.approx(both[1].rrf_score)
+    assert [f.memory_id for f in both[:2]] == [A, B]
+    assert (both[1].semantic_rank, both[1].keyword_rank) == (None, 1)
+
+
+def test_fuse_keeps_at_most_limit_results():
+    assert len(fuse(ranked(A, B, C), ranked(D, C, B), limit=2)) == 2
+
+
+def test_fuse_treats_same_id_of_different_types_as_different_memories():
+    fused = fuse(ranked(A, memory_type="fact"), ranked(A, memory_type="rule"), limit=5)
+    assert {(f.memory_type, f.semantic_rank, f.keyword_rank) for f in fused} == {
+        ("fact", 1, None), ("rule", None, 1)}
+
+
+def test_fuse_of_empty_lists_is_empty():
+    assert fuse([], [], limit=10) == []
+
+
+def test_single_list_keeps_the_ranking_and_has_no_rrf():
+    semantic = single_list(ranked(B, A), semantic=True)
+    assert [(f.memory_id, f.semantic_rank, f.keyword_rank, f.rrf_score) for f in semantic] == [
+        (B, 1, None, None), (A, 2, None, None)]
+    keyword = single_list(ranked(C), semantic=False)
+    assert (keyword[0].semantic_rank, keyword[0].keyword_rank) == (None, 1)
