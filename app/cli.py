@@ -7,8 +7,12 @@ import logging
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 
 def _serve(settings: Settings) -> None:
@@ -38,8 +42,7 @@ def _migrate(settings: Settings, revision: str) -> None:
 def _keys(settings: Settings, args: argparse.Namespace) -> None:
     from app import migrations
     from app.db import create_engine, make_sessionmaker, resolve_database_url
-    from app.repositories import api_keys as key_rows
-    from app.services import api_keys
+    from app.errors import DomainError
 
     async def run() -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)
@@ -47,24 +50,32 @@ def _keys(settings: Settings, args: argparse.Namespace) -> None:
             if settings.migrate_on_start:
                 await migrations.upgrade(engine)
             async with make_sessionmaker(engine)() as session, session.begin():
-                if args.keys_command == "create":
-                    minted = await api_keys.create_key(session, tenant_id=args.tenant,
-                                                       name=args.name)
-                    print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}")
-                    print(f"key:    {minted.secret}\n(shown once: store it now)")
-                elif args.keys_command == "list":
-                    for key in await key_rows.list_keys(session, tenant_id=args.tenant):
-                        state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
-                        print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
-                              f"{key.name or '-':<20} {state}")
-                elif not await key_rows.revoke(session, args.key_id):
-                    raise SystemExit(f"no live key with id {args.key_id}")
-                else:
-                    print(f"revoked {args.key_id}")
+                await _manage_keys(session, args)
+        except DomainError as error:
+            raise SystemExit(f"error: {error.detail}") from None
         finally:
             await engine.dispose()
 
     asyncio.run(run())
+
+
+async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> None:
+    from app.repositories import api_keys as key_rows
+    from app.services import api_keys
+
+    if args.keys_command == "create":
+        minted = await api_keys.create_key(session, tenant_id=args.tenant, name=args.name)
+        print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}")
+        print(f"key:    {minted.secret}\n(shown once: store it now)")
+    elif args.keys_command == "list":
+        for key in await key_rows.list_keys(session, tenant_id=args.tenant):
+            state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
+            print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
+                  f"{key.name or '-':<20} {state}")
+    elif await key_rows.revoke(session, args.key_id):
+        print(f"revoked {args.key_id}")
+    else:
+        raise SystemExit(f"no live key with id {args.key_id}")
 
 
 def _reembed(settings: Settings) -> None:
@@ -100,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     serve = commands.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
+    serve.add_argument("--no-auth", dest="auth_disabled", action="store_const", const=True,
+                       help="serve every request as the default tenant (loopback hosts only)")
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
     keys = commands.add_parser("keys", help="manage API keys")
@@ -117,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    overrides = {key: value for key in ("host", "port")
+    overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}
     settings = Settings(**overrides)
     if args.command == "serve":

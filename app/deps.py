@@ -3,11 +3,18 @@
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
 from app.embedding import EmbeddingEngine
+from app.errors import Unauthorized
+from app.services.api_keys import tenant_for_key
+
+bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
+api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
+                              description="The API key in an `X-API-Key` header.")
 
 
 def get_settings(request: Request) -> Settings:
@@ -22,9 +29,29 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-def get_tenant_id(settings: Annotated[Settings, Depends(get_settings)]) -> str:
-    """The caller's tenant. Until API keys exist every caller is the default tenant."""
-    return settings.default_tenant
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+# scope="function": the commit happens before the response leaves, so a failed commit
+# is reported to the caller instead of a success.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
+async def get_tenant_id(
+    settings: SettingsDep,
+    session: SessionDep,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
+    header_key: Annotated[str | None, Security(api_key_scheme)],
+) -> str:
+    """The caller's tenant, taken from its API key and from nothing else."""
+    if settings.auth_disabled:
+        return settings.default_tenant
+    secret = bearer.credentials if bearer else header_key
+    if not secret:
+        raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' "
+                           "or 'X-API-Key: <key>'")
+    tenant_id = await tenant_for_key(session, secret)
+    if tenant_id is None:
+        raise Unauthorized("the API key is unknown or revoked")
+    return tenant_id
 
 
 def get_engine(request: Request) -> EmbeddingEngine:
@@ -33,9 +60,5 @@ def get_engine(request: Request) -> EmbeddingEngine:
     return engine
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-# scope="function": the commit happens before the response leaves, so a failed commit
-# is reported to the caller instead of a success.
-SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 TenantDep = Annotated[str, Depends(get_tenant_id)]
 EngineDep = Annotated[EmbeddingEngine, Depends(get_engine)]

@@ -1,17 +1,21 @@
 """create_app(): lifespan, routers and exception handlers."""
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
 from app.config import Settings
 from app.db import check_extensions, create_engine, make_sessionmaker, resolve_database_url
 from app.embedding import get_embedding_engine
-from app.errors import add_exception_handlers
+from app.errors import StartupRefused, add_exception_handlers, problem_responses
+from app.middleware import InputGuardMiddleware
+from app.repositories import api_keys
 from app.routers import ROUTERS
 from app.services.jobs import JobContext
 from app.services.worker import BackgroundJobs
@@ -26,19 +30,30 @@ Engram stores and retrieves long-term memories for AI agents.
   which a newer fact with the same key supersedes;
 * **rules**: behavioural guidance whose maturity follows helpful/harmful feedback.
 
-Errors are RFC 9457 `application/problem+json` documents; `errors[].field` names the field.
+* **entities** and **links**: who and what memories are about, and where they came from;
+* **search**, **recall** and **context**: hybrid retrieval for agents' prompts;
+* **jobs**: consolidation of episodes into facts and rules, decay sweeps, cleanup.
+
+Every `/v1` call needs an API key (`Authorization: Bearer <key>` or `X-API-Key`), minted
+with `engram keys create --tenant NAME`; the key decides the tenant, and a tenant never
+sees another's memories. Errors are RFC 9457 `application/problem+json` documents;
+`errors[].field` names the field.
 """
+
+V1_RESPONSES = problem_responses(400, 401)
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Connect to PostgreSQL, apply migrations, load the embedding model; dispose at exit."""
     settings: Settings = app.state.settings
+    refuse_unsafe_binding(settings)
     url = await resolve_database_url(settings)
     db_engine = create_engine(url, pool_size=settings.db_pool_size)
     await check_extensions(db_engine)
     if settings.migrate_on_start:
         await migrations.upgrade(db_engine)
+    await refuse_public_binding_without_keys(settings, db_engine)
     embedding_engine = get_embedding_engine(settings)
     await asyncio.to_thread(embedding_engine.load)
     app.state.db_engine = db_engine
@@ -54,6 +69,43 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db_engine.dispose()
 
 
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def refuse_unsafe_binding(settings: Settings) -> None:
+    """Authentication may be off only on a loopback address, and then it says so loudly."""
+    if not settings.auth_disabled:
+        return
+    if not is_loopback(settings.host):
+        raise StartupRefused(
+            f"authentication is disabled but the service would listen on {settings.host}; "
+            "disable authentication only on a loopback address (127.0.0.1, ::1, localhost)"
+        )
+    logger.warning("AUTHENTICATION IS DISABLED: every request is served as tenant %r. "
+                   "Use this only on this machine (listening on %s).",
+                   settings.default_tenant, settings.host)
+
+
+async def refuse_public_binding_without_keys(settings: Settings, db_engine: AsyncEngine) -> None:
+    """A non-loopback listener with authentication on needs at least one live key."""
+    if settings.auth_disabled or is_loopback(settings.host):
+        return
+    async with make_sessionmaker(db_engine)() as session:
+        live = await api_keys.count_live(session)
+    if live == 0:
+        raise StartupRefused(
+            f"no API keys exist and the service would listen on {settings.host}: create one "
+            "with `engram keys create --tenant NAME` first"
+        )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; nothing connects until the lifespan starts."""
     app = FastAPI(
@@ -63,8 +115,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
     )
-    app.state.settings = settings or Settings()
+    app.state.settings = settings = settings or Settings()
     add_exception_handlers(app)
     for router in ROUTERS:
-        app.include_router(router)
+        public = router.prefix == "" or not router.prefix.startswith("/v1")
+        app.include_router(router, responses=None if public else V1_RESPONSES)
+    app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
     return app

@@ -2,7 +2,8 @@
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from app.db import (
     to_libpq_url,
 )
 from app.main import create_app
+from app.services import api_keys
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KEPT_TABLES = {"alembic_version"}
@@ -77,8 +79,8 @@ def db_engine(app: Any) -> AsyncEngine:
 
 @pytest.fixture(autouse=True)
 async def _clean_tables(request: pytest.FixtureRequest) -> None:
-    """Empty every table before each API test so tests never depend on each other."""
-    if "db_engine" not in request.fixturenames and "client" not in request.fixturenames:
+    """Empty every table before each test that uses the app, so tests never share rows."""
+    if "app" not in request.fixturenames:
         return
     engine: AsyncEngine = request.getfixturevalue("db_engine")
     async with engine.begin() as conn:
@@ -91,8 +93,44 @@ async def _clean_tables(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture
-async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client talking to the app in-process."""
+def api_key_for(app: Any) -> Callable[[str], Awaitable[str]]:
+    """Mint a live API key for a tenant and return its secret."""
+
+    async def mint(tenant_id: str) -> str:
+        async with app.state.sessionmaker() as session, session.begin():
+            minted = await api_keys.create_key(session, tenant_id=tenant_id)
+        return minted.secret
+
+    return mint
+
+
+@pytest.fixture
+async def tenant_client(
+    app: Any, api_key_for: Callable[[str], Awaitable[str]]
+) -> AsyncIterator[Callable[[str], Awaitable[httpx.AsyncClient]]]:
+    """Make in-process HTTP clients, each authenticated as a tenant of its own."""
+    async with AsyncExitStack() as stack:
+
+        async def make(tenant_id: str) -> httpx.AsyncClient:
+            headers = {"Authorization": f"Bearer {await api_key_for(tenant_id)}"}
+            http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://engram.test", headers=headers)
+            return await stack.enter_async_context(http)
+
+        yield make
+
+
+@pytest.fixture
+async def client(
+    tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
+) -> httpx.AsyncClient:
+    """An HTTP client talking to the app in-process as tenant 'default'."""
+    return await tenant_client("default")
+
+
+@pytest.fixture
+async def anonymous_client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client that sends no API key."""
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as http:
         yield http

@@ -21,6 +21,7 @@ class Readiness(BaseModel):
     database: bool
     migrations_at_head: bool
     embedding_model: bool
+    auth: Literal["required", "disabled"]
 
 
 @router.get("/healthz", response_model=Health, summary="The process is up")
@@ -47,6 +48,7 @@ async def readyz(request: Request) -> JSONResponse:
         pass
     model = request.app.state.embedding_engine.is_loaded
     ready = database and at_head and model
+    auth = "disabled" if request.app.state.settings.auth_disabled else "required"
     body = Readiness(status="ready" if ready else "not_ready", database=database,
-                     migrations_at_head=at_head, embedding_model=model)
+                     migrations_at_head=at_head, embedding_model=model, auth=auth)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

@@ -1,10 +1,11 @@
 """Shared request/response building blocks: bounded strings, metadata, pages."""
 
 import json
+import uuid
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, Strict
 
 MAX_CONTENT_CHARS = 50_000
 MAX_NAME_CHARS = 200
@@ -67,13 +68,18 @@ Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
+UUIDIn = Annotated[uuid.UUID, Strict(False)]
 IsoDatetime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 
 class RequestModel(BaseModel):
-    """Base of request bodies: unknown fields are an error."""
+    """Base of request bodies: unknown fields are an error, and types are never coerced.
 
-    model_config = ConfigDict(extra="forbid")
+    Strict, so `true` is not a number and `0` is not a boolean; UUIDs arrive as JSON
+    strings, hence `UUIDIn` for every UUID of a request.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ResponseModel(BaseModel):

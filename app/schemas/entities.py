@@ -12,6 +12,7 @@ from app.schemas.common import (
     Name,
     RequestModel,
     ResponseModel,
+    UUIDIn,
 )
 
 EntityType = Literal["person", "organization", "place", "other"]
@@ -76,7 +77,7 @@ class ContextHints(RequestModel):
         default_factory=list,
         description="Names mentioned alongside; their words join the topic's in the comparison.",
     )
-    domain_scores: Annotated[dict[uuid.UUID, DomainScore], Field(max_length=1000)] = Field(
+    domain_scores: Annotated[dict[UUIDIn, DomainScore], Field(max_length=1000)] = Field(
         default_factory=dict, description="entity_id -> score added to that candidate's score."
     )
 
@@ -106,7 +107,7 @@ class ResolveCandidate(ResponseModel):
 class MergeRequest(RequestModel):
     """The entity to fold into the target of the path."""
 
-    source_id: uuid.UUID
+    source_id: UUIDIn
 
 
 class MergeOut(ResponseModel):

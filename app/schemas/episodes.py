@@ -14,6 +14,7 @@ from app.schemas.common import (
     Name,
     RequestModel,
     ResponseModel,
+    UUIDIn,
 )
 
 
@@ -22,7 +23,7 @@ class EpisodeCreate(RequestModel):
 
     content: Content
     butler: Name = Field(description="The agent (butler) that observed it; its scope.")
-    session_id: uuid.UUID | None = None
+    session_id: UUIDIn | None = None
     importance: Importance = 5.0
     metadata: Metadata = Field(default_factory=dict)
 

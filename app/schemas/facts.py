@@ -15,6 +15,7 @@ from app.schemas.common import (
     RequestModel,
     ResponseModel,
     Tags,
+    UUIDIn,
     Validity,
 )
 
@@ -33,11 +34,11 @@ class FactCreate(RequestModel):
     )
     scope: Name = "global"
     tags: Tags = Field(default_factory=list)
-    entity_id: uuid.UUID | None = Field(
+    entity_id: UUIDIn | None = Field(
         None, description="Anchor entity; the supersession key becomes (entity, scope, predicate)."
     )
     source_butler: Name | None = None
-    source_episode_id: uuid.UUID | None = None
+    source_episode_id: UUIDIn | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 

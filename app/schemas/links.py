@@ -3,7 +3,7 @@
 import uuid
 from typing import Literal
 
-from app.schemas.common import IsoDatetime, MemoryType, RequestModel, ResponseModel
+from app.schemas.common import IsoDatetime, MemoryType, RequestModel, ResponseModel, UUIDIn
 
 Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to"]
 Direction = Literal["outgoing", "incoming", "both"]
@@ -13,9 +13,9 @@ class LinkCreate(RequestModel):
     """A directed provenance edge between two memories of the tenant."""
 
     source_type: MemoryType
-    source_id: uuid.UUID
+    source_id: UUIDIn
     target_type: MemoryType
-    target_id: uuid.UUID
+    target_id: UUIDIn
     relation: Relation
 
 

@@ -16,6 +16,7 @@ from app.schemas.common import (
     RequestModel,
     ResponseModel,
     Tags,
+    UUIDIn,
 )
 
 
@@ -26,7 +27,7 @@ class RuleCreate(RequestModel):
     scope: Name = "global"
     tags: Tags = Field(default_factory=list)
     source_butler: Name | None = None
-    source_episode_id: uuid.UUID | None = None
+    source_episode_id: UUIDIn | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 

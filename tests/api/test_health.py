@@ -11,7 +11,7 @@ async def test_readyz_reports_database_migrations_and_model(client):
     response = await client.get("/readyz")
     assert response.status_code == 200
     assert response.json() == {"status": "ready", "database": True, "migrations_at_head": True,
-                               "embedding_model": True}
+                               "embedding_model": True, "auth": "required"}
 
 
 async def test_readyz_is_503_when_schema_is_behind(client, sql):
@@ -59,8 +59,28 @@ async def test_metadata_with_nul_or_too_deep_is_rejected(client):
     for _ in range(10):
         node["k"] = {}
         node = node["k"]
-    for metadata in ({"note": "a\u0000b"}, deep, {"blob": "x" * 20_000}):
+    for metadata in (deep, {"blob": "x" * 20_000}):
         response = await client.post("/v1/rules", json={"content": "be kind",
                                                         "metadata": metadata})
         assert response.status_code == 422, metadata
         assert response.json()["errors"][0]["field"] == "body.metadata"
+
+
+async def test_nul_in_a_body_or_query_is_422_before_storage(client, sql):
+    response = await client.post("/v1/rules", json={"content": "be kind",
+                                                    "metadata": {"note": "a\u0000b"}})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "body.metadata"
+    listed = await client.get("/v1/facts", params={"subject": "a\x00b"})
+    assert listed.status_code == 422
+    assert listed.json()["errors"][0]["field"] == "query"
+    [row] = await sql("SELECT count(*) AS n FROM rules")
+    assert row["n"] == 0
+
+
+async def test_body_over_the_limit_is_413(client, settings):
+    blob = "x" * (settings.max_body_bytes + 1)
+    response = await client.post("/v1/rules", content=blob.encode(),
+                                 headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"

@@ -69,7 +69,9 @@ async def test_app_with_worker_enabled_runs_queued_jobs(client, settings):
     background_app = create_app(worker_settings)
     async with background_app.router.lifespan_context(background_app):
         transport = httpx.ASGITransport(app=background_app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bg.test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://bg.test",
+                                     headers={"Authorization": client.headers["Authorization"]}
+                                     ) as http:
             job = (await http.post("/v1/jobs/decay")).json()
             status = await _wait_for_status(http, job["id"], {"succeeded", "failed"})
     assert status == "succeeded"

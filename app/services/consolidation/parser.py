@@ -4,12 +4,12 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
-from app.services.lifecycle import PERMANENCE_DECAY_RATES
+from app.services.lifecycle import Permanence
 
 NO_JSON_ERROR = "No JSON block found in consolidation output"
-DEFAULT_PERMANENCE = "standard"
+DEFAULT_PERMANENCE: Permanence = "standard"
 DEFAULT_IMPORTANCE = 5.0
 MIN_IMPORTANCE = 1.0
 MAX_IMPORTANCE = 10.0
@@ -22,7 +22,7 @@ class NewFact:
     subject: str
     predicate: str
     content: str
-    permanence: str = DEFAULT_PERMANENCE
+    permanence: Permanence = DEFAULT_PERMANENCE
     importance: float = DEFAULT_IMPORTANCE
     tags: list[str] = field(default_factory=list)
     source_episode_ids: list[uuid.UUID] = field(default_factory=list)
@@ -205,9 +205,9 @@ def _new_rule(item: Any, where: str, errors: list[str]) -> NewRule | None:
                    source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors))
 
 
-def _permanence(value: Any) -> str:
-    return value if isinstance(value, str) and value in PERMANENCE_DECAY_RATES else \
-        DEFAULT_PERMANENCE
+def _permanence(value: Any) -> Permanence:
+    levels: tuple[Permanence, ...] = get_args(Permanence)
+    return next((level for level in levels if level == value), DEFAULT_PERMANENCE)
 
 
 def _importance(value: Any) -> float:

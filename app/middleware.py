@@ -1,0 +1,103 @@
+"""ASGI guards applied before routing: request body size and NUL characters."""
+
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.errors import PROBLEM_MEDIA_TYPE
+
+
+class BodyTooLarge(Exception):
+    """The request body passed the configured limit while it was being read."""
+
+
+async def _send_problem(send: Send, status: int, title: str, detail: str, path: str,
+                        field: str) -> None:
+    body = json.dumps({"type": "about:blank", "title": title, "status": status,
+                       "detail": detail, "instance": path,
+                       "errors": [{"field": field, "message": detail}]}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class InputGuardMiddleware:
+    """413 for bodies over `max_body_bytes`, also when they arrive chunked; 422 for NUL in
+    the query string.
+
+    PostgreSQL text cannot hold NUL, so no query parameter may carry one to a filter;
+    body fields are checked by their own models, which name the field.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        query = scope.get("query_string", b"")
+        if b"%00" in query.lower() or "\x00" in path:
+            await _send_problem(send, 422, "Invalid input", "NUL characters are not allowed",
+                                path, "query")
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await _send_problem(send, 413, "Request body too large",
+                                f"the body is limited to {self.max_body_bytes} bytes",
+                                path, "body")
+            return
+        if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await self._read_body(receive)
+        except BodyTooLarge:
+            await _send_problem(send, 413, "Request body too large",
+                                f"the body is limited to {self.max_body_bytes} bytes",
+                                path, "body")
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read_body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise BodyTooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """Hand the buffered body to the app, then pass through to the server's receive."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,233 @@
+"""Tenant isolation, generated from the route table.
+
+Tenant A stores one of everything. Tenant B, with its own key, then calls every /v1 route
+aimed at A's data. B must get 404 for A's identifiers (exactly like unknown ones), never see
+any of A's ids or text, and leave every one of A's rows as it was. A route missing from
+`B_REQUESTS` fails the test, so a new route cannot escape the check.
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import text
+
+A_SECRET = "alphasecret"
+# Words that appear only in tenant A's memories; B never sends them.
+A_WORDS = (A_SECRET, "zebrafinch", "Rottnest", "brownfur", "politely")
+TENANT_TABLES = ("episodes", "facts", "rules", "memory_links", "entities", "memory_events",
+                 "rule_applications", "jobs", "api_keys")
+
+
+@dataclass
+class Call:
+    """One request tenant B makes and the statuses it may get."""
+
+    build: Callable[[dict[str, str]], dict[str, Any]]
+    allowed: set[int]
+    path_ids: Callable[[dict[str, str]], dict[str, str]] = field(default=lambda ids: {})
+
+
+NOT_FOUND = {404}
+REJECTED = {404, 422}
+OK = {200}
+
+
+def own(kind: str, param: str = "") -> Callable[[dict[str, str]], dict[str, str]]:
+    """Fill the path parameter with A's id of `kind`."""
+    return lambda ids: {param or f"{kind}_id": ids[kind]}
+
+
+def body(payload: Callable[[dict[str, str]], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    return lambda ids: {"json": payload(ids)}
+
+
+def query(params: Callable[[dict[str, str]], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    return lambda ids: {"params": params(ids)}
+
+
+NOTHING: Callable[[dict[str, str]], dict[str, Any]] = lambda ids: {}  # noqa: E731
+
+B_REQUESTS: dict[tuple[str, str], list[Call]] = {
+    ("POST", "/v1/episodes"): [
+        Call(body(lambda ids: {"content": "b note", "butler": "shared-butler"}), {201})],
+    ("GET", "/v1/episodes"): [
+        Call(query(lambda ids: {"butler": "shared-butler", "include_expired": "true"}), OK)],
+    ("POST", "/v1/episodes/batch"): [
+        Call(body(lambda ids: {"items": [{"content": "b", "butler": "shared-butler"}]}), {201})],
+    ("GET", "/v1/episodes/{episode_id}"): [Call(NOTHING, NOT_FOUND, own("episode"))],
+    ("POST", "/v1/episodes/{episode_id}/forget"): [Call(NOTHING, NOT_FOUND, own("episode"))],
+    ("POST", "/v1/facts"): [
+        Call(body(lambda ids: {"subject": "Shared", "predicate": "colour",
+                               "content": "b thinks it is blue"}), {201}),
+        Call(body(lambda ids: {"subject": "x", "predicate": "y", "content": "z",
+                               "entity_id": ids["entity"]}), {422}),
+        Call(body(lambda ids: {"subject": "x", "predicate": "y", "content": "z",
+                               "source_episode_id": ids["episode"]}), {422}),
+    ],
+    ("GET", "/v1/facts"): [
+        Call(query(lambda ids: {"subject": "Shared"}), OK),
+        Call(query(lambda ids: {"entity_id": ids["entity"]}), OK),
+    ],
+    ("GET", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("GET", "/v1/facts/{fact_id}/history"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("POST", "/v1/facts/{fact_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("POST", "/v1/facts/{fact_id}/forget"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("POST", "/v1/rules"): [
+        Call(body(lambda ids: {"content": "b rule", "scope": "shared-scope"}), {201}),
+        Call(body(lambda ids: {"content": "b rule", "source_episode_id": ids["episode"]}),
+             {422}),
+    ],
+    ("GET", "/v1/rules"): [
+        Call(query(lambda ids: {"scope": "shared-scope", "include_forgotten": "true"}), OK)],
+    ("GET", "/v1/rules/{rule_id}"): [Call(NOTHING, NOT_FOUND, own("rule"))],
+    ("POST", "/v1/rules/{rule_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("rule"))],
+    ("POST", "/v1/rules/{rule_id}/forget"): [Call(NOTHING, NOT_FOUND, own("rule"))],
+    ("POST", "/v1/rules/{rule_id}/helpful"): [Call(NOTHING, NOT_FOUND, own("rule"))],
+    ("POST", "/v1/rules/{rule_id}/harmful"): [
+        Call(body(lambda ids: {"reason": "b says so"}), NOT_FOUND, own("rule"))],
+    ("POST", "/v1/rules/{rule_id}/invert"): [Call(NOTHING, NOT_FOUND, own("rule"))],
+    ("POST", "/v1/jobs/consolidation"): [Call(NOTHING, {202})],
+    ("POST", "/v1/jobs/decay"): [Call(NOTHING, {202})],
+    ("POST", "/v1/jobs/cleanup"): [Call(body(lambda ids: {"max_entries": 0}), {202})],
+    ("GET", "/v1/jobs"): [Call(NOTHING, OK)],
+    ("GET", "/v1/jobs/{job_id}"): [Call(NOTHING, NOT_FOUND, own("job"))],
+    ("POST", "/v1/entities"): [
+        Call(body(lambda ids: {"canonical_name": "Quokka Person", "entity_type": "person"}),
+             {201})],
+    ("GET", "/v1/entities"): [Call(query(lambda ids: {"include_merged": "true"}), OK)],
+    ("POST", "/v1/entities/resolve"): [
+        Call(body(lambda ids: {"name": "Quokka", "enable_fuzzy": True}), OK)],
+    ("GET", "/v1/entities/{entity_id}"): [Call(NOTHING, NOT_FOUND, own("entity"))],
+    ("PATCH", "/v1/entities/{entity_id}"): [
+        Call(body(lambda ids: {"metadata": {"owner": "b"}}), NOT_FOUND, own("entity"))],
+    ("GET", "/v1/entities/{entity_id}/facts"): [Call(NOTHING, NOT_FOUND, own("entity"))],
+    ("POST", "/v1/entities/{target_id}/merge"): [
+        Call(body(lambda ids: {"source_id": ids["twin"]}), NOT_FOUND,
+             own("entity", "target_id"))],
+    ("POST", "/v1/links"): [
+        Call(body(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
+                               "target_type": "episode", "target_id": ids["episode"],
+                               "relation": "supports"}), REJECTED)],
+    ("GET", "/v1/links"): [
+        Call(query(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}), {200, 404})],
+    ("DELETE", "/v1/links"): [
+        Call(query(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
+                                "target_type": "episode", "target_id": ids["episode"]}),
+             NOT_FOUND)],
+    ("GET", "/v1/graph/{node_type}/{node_id}"): [
+        Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "fact", "node_id": ids["fact"]}),
+        Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "entity", "node_id": ids["entity"]}),
+    ],
+    ("POST", "/v1/search"): [
+        Call(body(lambda ids, mode=mode: {"query": "quokka lives", "mode": mode}), OK)
+        for mode in ("semantic", "keyword", "hybrid")
+    ],
+    ("POST", "/v1/recall"): [Call(body(lambda ids: {"topic": "where does the quokka live"}),
+                                  OK)],
+    ("POST", "/v1/context"): [
+        Call(body(lambda ids: {"trigger_prompt": "tell me about the quokka",
+                               "butler": "shared-butler"}), OK)],
+    ("GET", "/v1/stats"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
+}
+
+
+async def seed_tenant_a(client) -> dict[str, str]:
+    """One of everything for tenant A; returns A's ids by kind."""
+
+    async def post(path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = await client.post(path, json=payload)
+        assert response.status_code in (200, 201, 202), (path, response.text)
+        return response.json()
+
+    entity = await post("/v1/entities", {"canonical_name": "Quokka Person",
+                                         "entity_type": "person", "aliases": [A_SECRET]})
+    twin = await post("/v1/entities", {"canonical_name": "Quokka Twin", "entity_type": "person"})
+    episode = await post("/v1/episodes", {"content": f"quokka zebrafinch visit {A_SECRET}",
+                                          "butler": "shared-butler"})
+    fact = await post("/v1/facts", {"subject": "Quokka", "predicate": "lives_in",
+                                    "content": f"The quokka lives on Rottnest {A_SECRET}",
+                                    "entity_id": entity["id"], "scope": "shared-scope"})
+    await post("/v1/facts", {"subject": "Shared", "predicate": "colour",
+                             "content": f"quokka brownfur {A_SECRET}"})
+    rule = await post("/v1/rules", {"content": f"Mention the quokka politely {A_SECRET}",
+                                    "scope": "shared-scope"})
+    await post("/v1/links", {"source_type": "fact", "source_id": fact["id"],
+                             "target_type": "episode", "target_id": episode["id"],
+                             "relation": "derived_from"})
+    job = await post("/v1/jobs/decay")
+    return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
+            "fact": fact["id"], "rule": rule["id"], "job": job["id"]}
+
+
+async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Every row of the tenant, table by table."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    async with db_engine.connect() as conn:
+        for table in TENANT_TABLES:
+            result = await conn.execute(text(
+                f"SELECT * FROM {table} WHERE tenant_id = :t ORDER BY 1"), {"t": tenant_id})
+            rows[table] = [dict(row) for row in result.mappings()]
+    return rows
+
+
+def v1_routes(app) -> list[tuple[str, str]]:
+    """(METHOD, path template) of every documented /v1 operation."""
+    routes = sorted((method.upper(), path) for path, methods in app.openapi()["paths"].items()
+                    if path.startswith("/v1/") for method in methods)
+    assert len(routes) > 20
+    return routes
+
+
+async def test_every_route_is_covered_by_the_isolation_test(app):
+    missing = [f"{method} {path}" for method, path in v1_routes(app)
+               if (method, path) not in B_REQUESTS]
+    assert not missing, f"add these routes to B_REQUESTS in {__file__}: {missing}"
+
+
+async def test_tenant_b_cannot_reach_tenant_a(app, tenant_client, db_engine):
+    client_a = await tenant_client("tenant-a")
+    client_b = await tenant_client("tenant-b")
+    ids = await seed_tenant_a(client_a)
+    before = await snapshot(db_engine, "tenant-a")
+
+    for method, path in v1_routes(app):
+        for call in B_REQUESTS[(method, path)]:
+            url = path.format(**call.path_ids(ids))
+            request = call.build(ids)
+            response = await client_b.request(method, url, **request)
+            where = f"{method} {url}"
+            assert response.status_code in call.allowed, (where, response.status_code,
+                                                          response.text[:300])
+            sent = url + json.dumps(request)
+            # An id B itself sent may be echoed in an error; anything else of A's may not.
+            secrets = [i for i in ids.values() if i not in sent] + list(A_WORDS)
+            for secret in secrets:
+                assert secret not in response.text, (where, secret)
+
+    assert await snapshot(db_engine, "tenant-a") == before
+
+
+async def test_unknown_ids_and_other_tenants_ids_answer_alike(tenant_client):
+    client_a = await tenant_client("tenant-a")
+    client_b = await tenant_client("tenant-b")
+    ids = await seed_tenant_a(client_a)
+    theirs = await client_b.get(f"/v1/facts/{ids['fact']}")
+    unknown = await client_b.get("/v1/facts/00000000-0000-4000-8000-000000000000")
+    assert theirs.status_code == unknown.status_code == 404
+    strip = {"detail", "instance"}
+    assert {k: v for k, v in theirs.json().items() if k not in strip} == {
+        k: v for k, v in unknown.json().items() if k not in strip}
+
+
+async def test_stats_of_an_empty_tenant_are_zero(tenant_client):
+    await seed_tenant_a(await tenant_client("tenant-a"))
+    stats = (await (await tenant_client("tenant-b")).get("/v1/stats")).json()
+
+    def numbers(value: Any) -> list[float]:
+        if isinstance(value, dict):
+            return [n for v in value.values() for n in numbers(v)]
+        return [value] if isinstance(value, int | float) and not isinstance(value, bool) else []
+
+    assert numbers(stats) and all(n == 0 for n in numbers(stats))

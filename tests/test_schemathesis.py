@@ -1,0 +1,83 @@
+"""schemathesis against the app's own OpenAPI schema, over real HTTP to a live server.
+
+Every generated request must get a non-5xx answer that conforms to the declared status
+codes, content types and response schemas. Examples per operation are bounded so the run
+stays within a few minutes.
+"""
+
+import asyncio
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import asyncpg
+import pytest
+import schemathesis
+import uvicorn
+from hypothesis import HealthCheck, settings
+from schemathesis.config import SchemathesisConfig
+
+from app.config import Settings
+from app.db import to_libpq_url
+from app.main import create_app
+from app.services.api_keys import KEY_PREFIX, hash_key
+
+# Two checks are left out on purpose:
+# - positive_data_acceptance: a schema-valid request may still name things that do not exist
+#   (an entity_id, a cursor, a link endpoint) and is then rightly a 404/409/422;
+# - unsupported_method: GET /v1/episodes/batch is read as GET /v1/episodes/{episode_id} with
+#   an id that is not a UUID, and answered 422 rather than 405.
+# A schema-violating body may also be too large, and 413 is then the right rejection.
+CONFIG = SchemathesisConfig.from_dict({"checks": {
+    "positive_data_acceptance": {"enabled": False},
+    "unsupported_method": {"enabled": False},
+    "negative_data_rejection": {"expected-statuses": [400, 401, 403, 404, 405, 409, 413, 422]},
+}})
+schema = schemathesis.openapi.from_dict(create_app(Settings()).openapi(), config=CONFIG)
+
+
+@pytest.fixture(scope="module")
+def live_server(settings: Settings) -> Iterator[str]:
+    """The app served by uvicorn on a free loopback port, in a thread of its own."""
+    app = create_app(settings)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("live server did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def auth_headers(database_url: str, live_server: str) -> dict[str, str]:
+    """A live key of a tenant of its own, inserted straight into api_keys."""
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+
+    async def insert() -> None:
+        conn = await asyncpg.connect(to_libpq_url(database_url))
+        try:
+            await conn.execute(
+                "INSERT INTO api_keys (tenant_id, key_prefix, key_hash) VALUES ($1, $2, $3)",
+                "schemathesis", secret[:12], hash_key(secret))
+        finally:
+            await conn.close()
+
+    asyncio.run(insert())
+    return {"Authorization": f"Bearer {secret}"}
+
+
+@schema.parametrize()
+@settings(max_examples=15, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+def test_api_conforms_to_its_schema(case, live_server, auth_headers) -> None:
+    case.call_and_validate(base_url=live_server, headers=auth_headers)
