@@ -49,3 +49,8 @@ def created_at_column() -> Mapped[datetime]:
 def jsonb_column(default: str) -> Mapped[Any]:
     """A NOT NULL JSONB column with a literal default."""
     return mapped_column(JSONB, nullable=False, server_default=text(f"'{default}'::jsonb"))
+
+
+def metadata_column() -> Mapped[dict[str, Any]]:
+    """The JSONB `metadata` column, mapped as `metadata_` (Base.metadata is taken)."""
+    return mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))

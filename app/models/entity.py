@@ -5,10 +5,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ARRAY, String, Text, text
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, tenant_column, uuid_pk
+from app.models.base import Base, created_at_column, metadata_column, tenant_column, uuid_pk
 
 
 class Entity(Base):
@@ -21,7 +20,6 @@ class Entity(Base):
     aliases: Mapped[list[str]] = mapped_column(
         ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")
     )
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False,
-                                                      server_default=text("'{}'::jsonb"))
+    metadata_: Mapped[dict[str, Any]] = metadata_column()
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = created_at_column()

@@ -6,7 +6,7 @@ from typing import Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, text
-from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import (
@@ -14,12 +14,23 @@ from app.models.base import (
     Base,
     created_at_column,
     jsonb_column,
+    metadata_column,
     tenant_column,
     uuid_pk,
 )
 
 
-class Episode(Base):
+class Searchable:
+    """The columns search reads: the embedding, its model version and the tsvector."""
+
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSIONS), deferred=True)
+    search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
+    embedding_version_id: Mapped[int | None] = mapped_column(
+        Integer, ForeignKey("embedding_versions.id")
+    )
+
+
+class Episode(Searchable, Base):
     __tablename__ = "episodes"
 
     id: Mapped[uuid.UUID] = uuid_pk()
@@ -27,11 +38,6 @@ class Episode(Base):
     butler: Mapped[str] = mapped_column(Text, nullable=False)
     session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     content: Mapped[str] = mapped_column(Text, nullable=False)
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSIONS), deferred=True)
-    search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
-    embedding_version_id: Mapped[int | None] = mapped_column(
-        Integer, ForeignKey("embedding_versions.id")
-    )
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="5.0")
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     consolidated: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
@@ -45,11 +51,10 @@ class Episode(Base):
     expires_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), server_default=text("now() + interval '7 days'")
     )
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False,
-                                                      server_default=text("'{}'::jsonb"))
+    metadata_: Mapped[dict[str, Any]] = metadata_column()
 
 
-class Fact(Base):
+class Fact(Searchable, Base):
     __tablename__ = "facts"
 
     id: Mapped[uuid.UUID] = uuid_pk()
@@ -57,11 +62,6 @@ class Fact(Base):
     subject: Mapped[str] = mapped_column(Text, nullable=False)
     predicate: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSIONS), deferred=True)
-    search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
-    embedding_version_id: Mapped[int | None] = mapped_column(
-        Integer, ForeignKey("embedding_versions.id")
-    )
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="5.0")
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
     decay_rate: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.008")
@@ -83,21 +83,15 @@ class Fact(Base):
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     tags: Mapped[list[str]] = jsonb_column("[]")
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False,
-                                                      server_default=text("'{}'::jsonb"))
+    metadata_: Mapped[dict[str, Any]] = metadata_column()
 
 
-class Rule(Base):
+class Rule(Searchable, Base):
     __tablename__ = "rules"
 
     id: Mapped[uuid.UUID] = uuid_pk()
     tenant_id: Mapped[str] = tenant_column()
     content: Mapped[str] = mapped_column(Text, nullable=False)
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSIONS), deferred=True)
-    search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
-    embedding_version_id: Mapped[int | None] = mapped_column(
-        Integer, ForeignKey("embedding_versions.id")
-    )
     scope: Mapped[str] = mapped_column(Text, nullable=False, server_default="global")
     maturity: Mapped[str] = mapped_column(Text, nullable=False, server_default="candidate")
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.5")
@@ -120,8 +114,7 @@ class Rule(Base):
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     tags: Mapped[list[str]] = jsonb_column("[]")
-    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False,
-                                                      server_default=text("'{}'::jsonb"))
+    metadata_: Mapped[dict[str, Any]] = metadata_column()
 
 
 class MemoryLink(Base):
