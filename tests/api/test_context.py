@@ -5,12 +5,7 @@ import uuid
 import pytest
 
 from app.config import ScoreWeights
-
-
-async def post(client, path, **body):
-    response = await client.post(path, json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.http import post
 
 
 async def context(client, prompt="What does Caroline like?", butler="chat", **fields):

@@ -5,11 +5,7 @@ import uuid
 
 import pytest
 
-
-async def post(client, path, **body):
-    response = await client.post(path, json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.http import post
 
 
 async def recall(client, topic, **fields):
