@@ -8,11 +8,9 @@ use) with pseudo-word names via SQL, then calls POST /v1/entities/resolve in-pro
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +19,7 @@ import httpx
 
 from app import migrations
 from app.config import Settings
-from app.db import (
-    create_engine,
-    replace_database,
-    start_embedded_postgres,
-    to_async_url,
-    to_libpq_url,
-)
+from app.db import create_engine, scratch_database, scratch_server_url, to_libpq_url
 from app.main import create_app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -59,12 +51,6 @@ FROM (SELECT id, canonical_name FROM entities ORDER BY id LIMIT $1) AS e,
 """
 
 
-def server_url() -> str:
-    if url := os.environ.get("DATABASE_URL"):
-        return to_libpq_url(to_async_url(url))
-    return start_embedded_postgres(REPO_ROOT / ".pytest-pg")
-
-
 def typo(word: str) -> str:
     i = len(word) // 2
     return word[:i] + word[i + 1] + word[i] + word[i + 2:]
@@ -81,12 +67,10 @@ async def timed(client: httpx.AsyncClient, body: dict[str, Any], runs: int) -> l
 
 
 async def main(entities: int, runs: int, keep: bool) -> None:
-    url = server_url()
-    name = f"engram_bench_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(url)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    db_url = to_async_url(replace_database(url, name))
-    try:
+    server_url = scratch_server_url(REPO_ROOT / ".pytest-pg")
+    async with scratch_database(server_url, "engram_bench", keep=keep) as db_url:
+        if keep:
+            print(f"keeping database {db_url}")
         engine = create_engine(db_url, pool_size=1)
         await migrations.upgrade(engine)
         await engine.dispose()
@@ -132,12 +116,6 @@ async def main(entities: int, runs: int, keep: bool) -> None:
                     p95 = samples[min(len(samples) - 1, int(0.95 * len(samples)))]
                     print(f"{label:22} {statistics.median(samples):10.1f} {p95:8.1f} "
                           f"{len(samples):5}")
-    finally:
-        if keep:
-            print(f"kept database {db_url}")
-        else:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 if __name__ == "__main__":

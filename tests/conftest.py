@@ -1,13 +1,10 @@
 """Test fixtures: a throw-away database built by the Alembic migrations, the app, a client."""
 
-import os
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 from sqlalchemy import text
@@ -15,13 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
 from app.config import JobSettings, Settings
-from app.db import (
-    create_engine,
-    replace_database,
-    start_embedded_postgres,
-    to_async_url,
-    to_libpq_url,
-)
+from app.db import create_engine, scratch_database, scratch_server_url
 from app.main import create_app
 from app.services import api_keys
 
@@ -29,29 +20,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 KEPT_TABLES = {"alembic_version"}
 
 
-def _server_url() -> str:
-    """DATABASE_URL when set, else an embedded PostgreSQL under .pytest-pg/."""
-    if url := os.environ.get("DATABASE_URL"):
-        return to_libpq_url(to_async_url(url))
-    return start_embedded_postgres(REPO_ROOT / ".pytest-pg")
-
-
 @pytest.fixture(scope="session")
 async def database_url() -> AsyncIterator[str]:
-    """A fresh database for this test session, upgraded to head; dropped afterwards."""
-    server_url = _server_url()
-    name = f"engram_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    admin = await asyncpg.connect(server_url)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    url = to_async_url(replace_database(server_url, name))
-    engine = create_engine(url, pool_size=1)
-    await migrations.upgrade(engine)
-    await engine.dispose()
-    try:
+    """A fresh database for this test session (DATABASE_URL's server, else an embedded one
+    under .pytest-pg/), upgraded to head; dropped afterwards."""
+    server_url = scratch_server_url(REPO_ROOT / ".pytest-pg")
+    async with scratch_database(server_url, "engram_test") as url:
+        engine = create_engine(url, pool_size=1)
+        await migrations.upgrade(engine)
+        await engine.dispose()
         yield url
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 @pytest.fixture(scope="session")

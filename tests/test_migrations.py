@@ -1,15 +1,13 @@
 """The Alembic revisions build the schema, tear it down and build it again."""
 
-import uuid
 from collections.abc import AsyncIterator
 
-import asyncpg
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
-from app.db import create_engine, replace_database, to_async_url, to_libpq_url
+from app.db import create_engine, scratch_database, to_libpq_url
 
 TABLES = {"episodes", "facts", "rules", "memory_links", "entities", "memory_events",
           "rule_applications", "embedding_versions"}
@@ -18,17 +16,12 @@ TABLES = {"episodes", "facts", "rules", "memory_links", "entities", "memory_even
 @pytest.fixture
 async def scratch_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     """An empty database of its own, so downgrades never touch the shared test database."""
-    server = to_libpq_url(database_url)
-    name = f"engram_migrations_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(server)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    engine = create_engine(to_async_url(replace_database(server, name)), pool_size=1)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_database(to_libpq_url(database_url), "engram_migrations") as url:
+        engine = create_engine(url, pool_size=1)
+        try:
+            yield engine
+        finally:
+            await engine.dispose()
 
 
 async def _tables(engine: AsyncEngine) -> set[str]:
