@@ -101,7 +101,8 @@ async def main(entities: int, runs: int, keep: bool) -> None:
             "name + topic hint": [{"name": n.split(" ")[0], "context_hints": {"topic": "club"}}
                                   for n in names],
         }
-        settings = Settings(database_url=db_url, migrate_on_start=False)
+        # In-process on loopback: no API key needed for the measurement.
+        settings = Settings(database_url=db_url, migrate_on_start=False, auth_disabled=True)
         app = create_app(settings)
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
