@@ -122,7 +122,6 @@ class Settings(BaseSettings):
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
     max_batch_size: int = Field(500, ge=1, le=10_000)
-    max_page_size: int = Field(200, ge=1, le=1000)
     db_pool_size: int = Field(10, ge=1, le=200)
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
     auth_disabled: bool = Field(

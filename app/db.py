@@ -144,11 +144,3 @@ async def check_extensions(engine: AsyncEngine) -> None:
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """A session factory whose objects stay readable after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)
-
-
-async def session_scope(
-    factory: async_sessionmaker[AsyncSession],
-) -> AsyncIterator[AsyncSession]:
-    """One transaction: committed when the block succeeds, rolled back when it raises."""
-    async with factory() as session, session.begin():
-        yield session
