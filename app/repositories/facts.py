@@ -5,7 +5,7 @@ import uuid
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Fact
+from app.models import Episode, Fact
 
 MAX_CHAIN = 1000
 
@@ -59,8 +59,6 @@ async def supersession_chain(session: AsyncSession, *, tenant_id: str,
 async def episode_exists(session: AsyncSession, *, tenant_id: str,
                          episode_id: uuid.UUID) -> bool:
     """True when the tenant has this episode."""
-    from app.models import Episode
-
     stmt = select(func.count()).select_from(Episode).where(
         Episode.id == episode_id, Episode.tenant_id == tenant_id)
     return bool((await session.execute(stmt)).scalar_one())
