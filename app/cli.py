@@ -80,13 +80,13 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
 
 def _reembed(settings: Settings) -> None:
     from app.db import create_engine, make_sessionmaker, resolve_database_url
-    from app.embedding import get_embedding_engine
+    from app.embedding import get_embedder
     from app.services.reembed import reembed_all
 
     async def run() -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)
         try:
-            counts = await reembed_all(make_sessionmaker(engine), get_embedding_engine(settings))
+            counts = await reembed_all(make_sessionmaker(engine), get_embedder(settings))
         finally:
             await engine.dispose()
         print(", ".join(f"{name}: {count} re-embedded" for name, count in counts.items()))

@@ -8,7 +8,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import Settings
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.errors import Unauthorized
 from app.services.api_keys import tenant_for_key
 
@@ -54,11 +54,11 @@ async def get_tenant_id(
     return tenant_id
 
 
-def get_engine(request: Request) -> EmbeddingEngine:
-    """The shared embedding engine."""
-    engine: EmbeddingEngine = request.app.state.embedding_engine
-    return engine
+def request_embedder(request: Request) -> Embedder:
+    """The shared embedder (the embedding model)."""
+    embedder: Embedder = request.app.state.embedder
+    return embedder
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]
-EngineDep = Annotated[EmbeddingEngine, Depends(get_engine)]
+EmbedderDep = Annotated[Embedder, Depends(request_embedder)]

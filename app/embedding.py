@@ -1,4 +1,4 @@
-"""The embedding engine: all-MiniLM-L6-v2 via sentence-transformers, run off the event loop."""
+"""The embedder: all-MiniLM-L6-v2 via sentence-transformers, run off the event loop."""
 
 import asyncio
 import os
@@ -9,15 +9,15 @@ from typing import Any
 
 from app.config import PACKAGED_MODEL, Settings
 
-_engine: "EmbeddingEngine | None" = None
-_engine_lock = threading.Lock()
+_embedder: "Embedder | None" = None
+_embedder_lock = threading.Lock()
 
 
 def _normalise(text: str | None) -> str:
     return text if text else " "
 
 
-class EmbeddingEngine:
+class Embedder:
     """Encodes text to normalised vectors; the model is loaded on first use."""
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, device: str = "cpu",
@@ -32,7 +32,7 @@ class EmbeddingEngine:
 
     @property
     def model_version(self) -> str:
-        """The version recorded in embedding_versions for vectors made by this engine."""
+        """The version recorded in embedding_versions for vectors made by this embedder."""
         if self.model_name == PACKAGED_MODEL:
             return metadata.version(PACKAGED_MODEL)
         return "sentence-transformers-" + metadata.version("sentence-transformers")
@@ -91,26 +91,26 @@ class EmbeddingEngine:
         return [vector.tolist() for vector in vectors]
 
     async def aembed(self, text: str | None) -> list[float]:
-        """`embed` on the engine's worker thread."""
+        """`embed` on the embedder's worker thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self.embed, text)
 
     async def aembed_batch(self, texts: list[str | None]) -> list[list[float]]:
-        """`embed_batch` on the engine's worker thread."""
+        """`embed_batch` on the embedder's worker thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self.embed_batch, texts)
 
 
-def get_embedding_engine(settings: Settings | None = None) -> EmbeddingEngine:
-    """The process-wide engine, created on first call and shared afterwards."""
-    global _engine
-    if _engine is None:
-        with _engine_lock:
-            if _engine is None:
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The process-wide embedder, created on first call and shared afterwards."""
+    global _embedder
+    if _embedder is None:
+        with _embedder_lock:
+            if _embedder is None:
                 settings = settings or Settings()
-                _engine = EmbeddingEngine(
+                _embedder = Embedder(
                     settings.embedding_model,
                     device=settings.embedding_device,
                     dimensions=settings.embedding_dimensions,
                 )
-    return _engine
+    return _embedder

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app import migrations
 from app.config import Settings
 from app.db import check_extensions, create_engine, make_sessionmaker, resolve_database_url
-from app.embedding import get_embedding_engine
+from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.middleware import InputGuardMiddleware
 from app.repositories import api_keys
@@ -54,12 +54,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if settings.migrate_on_start:
         await migrations.upgrade(db_engine)
     await refuse_public_binding_without_keys(settings, db_engine)
-    embedding_engine = get_embedding_engine(settings)
-    await asyncio.to_thread(embedding_engine.load)
+    embedder = get_embedder(settings)
+    await asyncio.to_thread(embedder.load)
     app.state.db_engine = db_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
-    app.state.embedding_engine = embedding_engine
-    background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedding_engine))
+    app.state.embedder = embedder
+    background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
     logger.info("engram ready")
     try:

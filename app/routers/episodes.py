@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import EngineDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
 from app.repositories import memories as memory_rows
@@ -21,9 +21,9 @@ router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=EpisodeOut,
              responses=problem_responses(422), summary="Store an episode")
 async def create_episode(body: EpisodeCreate, session: SessionDep, tenant_id: TenantDep,
-                         engine: EngineDep, settings: SettingsDep) -> EpisodeOut:
+                         embedder: EmbedderDep, settings: SettingsDep) -> EpisodeOut:
     """Store one observation; it expires after the episode TTL (7 days by default)."""
-    [row] = await create_episodes(session, tenant_id=tenant_id, engine=engine, items=[body],
+    [row] = await create_episodes(session, tenant_id=tenant_id, embedder=embedder, items=[body],
                                   ttl_days=settings.episode_ttl_days)
     return memories.episode_out(row)
 
@@ -31,13 +31,13 @@ async def create_episode(body: EpisodeCreate, session: SessionDep, tenant_id: Te
 @router.post("/batch", status_code=status.HTTP_201_CREATED, response_model=EpisodeBatchOut,
              responses=problem_responses(413, 422), summary="Store many episodes at once")
 async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
-                               tenant_id: TenantDep, engine: EngineDep,
+                               tenant_id: TenantDep, embedder: EmbedderDep,
                                settings: SettingsDep) -> EpisodeBatchOut:
     """Store up to `max_batch_size` episodes in one transaction: all or none."""
     if len(body.items) > settings.max_batch_size:
         raise InvalidInput(f"a batch holds at most {settings.max_batch_size} episodes",
                            field="items")
-    rows = await create_episodes(session, tenant_id=tenant_id, engine=engine, items=body.items,
+    rows = await create_episodes(session, tenant_id=tenant_id, embedder=embedder, items=body.items,
                                  ttl_days=settings.episode_ttl_days)
     return EpisodeBatchOut(items=[memories.episode_out(row) for row in rows])
 

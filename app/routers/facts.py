@@ -4,7 +4,7 @@ import uuid
 
 from fastapi import APIRouter, status
 
-from app.deps import EngineDep, SessionDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
 from app.repositories import memories as memory_rows
@@ -20,14 +20,14 @@ router = APIRouter(prefix="/v1/facts", tags=["facts"])
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=FactOut,
              responses=problem_responses(409, 422), summary="Store a fact")
 async def create_fact(body: FactCreate, session: SessionDep, tenant_id: TenantDep,
-                      engine: EngineDep) -> FactOut:
+                      embedder: EmbedderDep) -> FactOut:
     """Store an active fact with confidence 1.0.
 
     An active fact with the same key, (scope, subject, predicate) without `entity_id` or
     (entity_id, scope, predicate) with it, becomes `superseded` in the same transaction, the
     new fact's `supersedes_id` points at it and a `supersedes` link joins them.
     """
-    row = await store_fact(session, tenant_id=tenant_id, engine=engine, data=body)
+    row = await store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
     return memories.fact_out(row)
 
 

@@ -46,7 +46,7 @@ async def readyz(request: Request) -> JSONResponse:
         at_head = await migrations.is_at_head(request.app.state.db_engine)
     except Exception:  # noqa: BLE001 - any failure means not ready
         pass
-    model = request.app.state.embedding_engine.is_loaded
+    model = request.app.state.embedder.is_loaded
     ready = database and at_head and model
     auth = "disabled" if request.app.state.settings.auth_disabled else "required"
     body = Readiness(status="ready" if ready else "not_ready", database=database,

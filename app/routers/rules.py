@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.deps import EngineDep, SessionDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.models import Rule
 from app.repositories import memories as memory_rows
@@ -20,9 +20,9 @@ router = APIRouter(prefix="/v1/rules", tags=["rules"])
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RuleOut,
              responses=problem_responses(422), summary="Store a rule")
 async def create_rule(body: RuleCreate, session: SessionDep, tenant_id: TenantDep,
-                      engine: EngineDep) -> RuleOut:
+                      embedder: EmbedderDep) -> RuleOut:
     """Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0."""
-    row = await rules.store_rule(session, tenant_id=tenant_id, engine=engine, data=body)
+    row = await rules.store_rule(session, tenant_id=tenant_id, embedder=embedder, data=body)
     return memories.rule_out(row)
 
 
@@ -103,7 +103,7 @@ async def mark_harmful(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
 @router.post("/{rule_id}/invert", response_model=RuleOut,
              responses=problem_responses(404, 409, 422), summary="Invert a rule to an anti-pattern")
 async def invert_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
-                      engine: EngineDep) -> RuleOut:
+                      embedder: EmbedderDep) -> RuleOut:
     """Rewrite a rule flagged needs_inversion as 'ANTI-PATTERN: Do NOT ...'; 409 otherwise."""
-    row = await rules.invert(session, tenant_id=tenant_id, engine=engine, rule_id=rule_id)
+    row = await rules.invert(session, tenant_id=tenant_id, embedder=embedder, rule_id=rule_id)
     return memories.rule_out(row)

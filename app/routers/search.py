@@ -5,7 +5,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from app.deps import EngineDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
@@ -65,9 +65,9 @@ def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
 @router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
              summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
 async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: TenantDep,
-                          engine: EngineDep, settings: SettingsDep) -> SearchResponse:
+                          embedder: EmbedderDep, settings: SettingsDep) -> SearchResponse:
     mode = body.mode or settings.retrieval.default_mode
-    hits = await search(session, tenant_id=tenant_id, engine=engine,
+    hits = await search(session, tenant_id=tenant_id, embedder=embedder,
                         retrieval=settings.retrieval, query=body.query, types=body.types,
                         scope=body.scope, mode=mode, limit=body.limit,
                         min_confidence=body.min_confidence)
@@ -78,14 +78,14 @@ async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: T
 @router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),
              summary="Facts and rules about a topic, by composite score")
 async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: TenantDep,
-                          engine: EngineDep, settings: SettingsDep) -> RecallResponse:
+                          embedder: EmbedderDep, settings: SettingsDep) -> RecallResponse:
     """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
     `0.4 relevance + 0.3 importance/10 + 0.2 recency + 0.1 effective_confidence` (weights
     from settings), ties broken by created_at desc then id asc. `relevance` is the RRF score
     rescaled so the best possible candidate is 1 and the worst 0. Memories whose effective
     confidence is below `min_confidence` are left out. Every returned memory counts one
     reference (reference_count + 1, last_referenced_at = now), as shown in the response."""
-    recalled = await recall(session, tenant_id=tenant_id, engine=engine,
+    recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
                             limit=body.limit, min_confidence=body.min_confidence)
     now = memories.now_utc()
@@ -95,7 +95,7 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
 @router.post("/context", response_model=ContextResponse, responses=problem_responses(422),
              summary="The memory block for an agent's system prompt")
 async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: TenantDep,
-                         engine: EngineDep, settings: SettingsDep) -> ContextResponse:
+                         embedder: EmbedderDep, settings: SettingsDep) -> ContextResponse:
     """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the
     butler's, then format them:
 
@@ -113,7 +113,7 @@ async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: T
     `context_fact_share` of it, rules the rest, and a section's unused share goes to the
     other. A section with no line is left out. Whitespace inside a memory is collapsed to
     single spaces. Each memory placed in the block counts one reference."""
-    context = await build_context(session, tenant_id=tenant_id, engine=engine,
+    context = await build_context(session, tenant_id=tenant_id, embedder=embedder,
                                   retrieval=settings.retrieval,
                                   trigger_prompt=body.trigger_prompt, butler=body.butler,
                                   token_budget=body.token_budget)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.services.recall import Recalled, bump_recalled, recall
 
 CHARS_PER_TOKEN = 4
@@ -88,12 +88,12 @@ class Context:
     items: list[Recalled]
 
 
-async def build_context(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                         retrieval: RetrievalSettings, trigger_prompt: str, butler: str,
                         token_budget: int | None) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
     budget = token_budget or retrieval.context_token_budget
-    recalled = await recall(session, tenant_id=tenant_id, engine=engine, retrieval=retrieval,
+    recalled = await recall(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                             topic=trigger_prompt, scope=butler,
                             limit=retrieval.context_recall_limit, min_confidence=0.2,
                             bump=False)

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.repositories import embedding_versions
 
 
@@ -16,12 +16,12 @@ class Embedded:
     version_id: int
 
 
-async def embed_texts(session: AsyncSession, engine: EmbeddingEngine,
+async def embed_texts(session: AsyncSession, embedder: Embedder,
                       texts: list[str]) -> Embedded:
     """Embed `texts` in one batch off the event loop and record the model version."""
-    vectors = await engine.aembed_batch(list(texts))
+    vectors = await embedder.aembed_batch(list(texts))
     version_id = await embedding_versions.ensure_version(
-        session, model_name=engine.model_name, model_version=engine.model_version,
-        dimensions=engine.dimensions,
+        session, model_name=embedder.model_name, model_version=embedder.model_version,
+        dimensions=embedder.dimensions,
     )
     return Embedded(vectors, version_id)

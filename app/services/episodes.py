@@ -6,7 +6,7 @@ from datetime import timedelta
 from sqlalchemy import ColumnElement, func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.models import Episode
 from app.repositories import events, memories
 from app.schemas.episodes import EpisodeCreate
@@ -14,10 +14,10 @@ from app.services.embeddings import embed_texts
 from app.text import preprocess_text
 
 
-async def create_episodes(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           items: list[EpisodeCreate], ttl_days: float) -> list[Episode]:
     """Store episodes in one transaction, embedded in one batch; they expire after the TTL."""
-    embedded = await embed_texts(session, engine, [item.content for item in items])
+    embedded = await embed_texts(session, embedder, [item.content for item in items])
     rows = [
         {
             "tenant_id": tenant_id,

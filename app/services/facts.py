@@ -5,7 +5,7 @@ import uuid
 from sqlalchemy import ColumnElement, func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.errors import InvalidInput, NotFound
 from app.models import Fact
 from app.repositories import entities, facts, links, memories
@@ -21,7 +21,7 @@ def fact_search_text(subject: str, predicate: str, content: str) -> str:
     return preprocess_text(f"{subject} {predicate} {content}")
 
 
-async def store_fact(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: FactCreate) -> Fact:
     """Store an active fact; an active fact with the same key becomes superseded, atomically.
 
@@ -30,7 +30,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, engine: Embedding
     """
     decay_rate = decay_rate_for(data.permanence)
     await _check_references(session, tenant_id=tenant_id, data=data)
-    embedded = await embed_texts(session, engine, [data.content])
+    embedded = await embed_texts(session, embedder, [data.content])
 
     key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{data.predicate}"
            if data.entity_id else

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.config import Settings
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.errors import NotFound
 from app.models import Job
 from app.repositories import jobs as job_rows
@@ -28,7 +28,7 @@ class JobContext:
 
     sessionmaker: async_sessionmaker[AsyncSession]
     settings: Settings
-    engine: EmbeddingEngine
+    embedder: Embedder
     worker_id: str = field(default_factory=lambda: f"worker-{uuid.uuid4().hex[:12]}")
 
     @asynccontextmanager
@@ -40,8 +40,8 @@ class JobContext:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
         """A connection of its own, kept checked out for the whole block."""
-        engine: AsyncEngine = self.sessionmaker.kw["bind"]
-        async with engine.connect() as conn:
+        db_engine: AsyncEngine = self.sessionmaker.kw["bind"]
+        async with db_engine.connect() as conn:
             yield conn
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings, ScoreWeights
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.repositories import search as search_rows
 from app.services.lifecycle import effective_confidence, recency_score
 from app.services.memories import now_utc
@@ -68,12 +68,12 @@ def recall_order(item: Recalled) -> tuple[Any, ...]:
     return (-item.composite_score, -row.created_at.timestamp(), str(row.id))
 
 
-async def recall(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, topic: str, scope: str | None, limit: int,
                  min_confidence: float, bump: bool = True) -> list[Recalled]:
     """The `limit` best facts and rules by composite score; each returned one is referenced."""
     pool = limit * retrieval.recall_pool_factor
-    hits = await search(session, tenant_id=tenant_id, engine=engine, retrieval=retrieval,
+    hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                         query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
                         limit=pool, min_confidence=min_confidence)
     now = now_utc()

@@ -2,7 +2,7 @@
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.models import Episode, Fact, Rule
 from app.repositories import embedding_versions, reembed
 
@@ -10,12 +10,12 @@ BATCH_SIZE = 256
 
 
 async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
-                      engine: EmbeddingEngine) -> dict[str, int]:
+                      embedder: Embedder) -> dict[str, int]:
     """Re-embed stale rows of every memory table, one committed batch at a time."""
     async with sessionmaker() as session, session.begin():
         version_id = await embedding_versions.ensure_version(
-            session, model_name=engine.model_name, model_version=engine.model_version,
-            dimensions=engine.dimensions)
+            session, model_name=embedder.model_name, model_version=embedder.model_version,
+            dimensions=embedder.dimensions)
     counts: dict[str, int] = {}
     for name, model in (("episodes", Episode), ("facts", Fact), ("rules", Rule)):
         counts[name] = 0
@@ -25,7 +25,7 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
                                                 limit=BATCH_SIZE)
                 if not rows:
                     break
-                vectors = await engine.aembed_batch([content for _, content in rows])
+                vectors = await embedder.aembed_batch([content for _, content in rows])
                 await reembed.store_vectors(
                     session, model, version_id=version_id,
                     vectors={row_id: vector for (row_id, _), vector in zip(rows, vectors,

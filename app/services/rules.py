@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.errors import Conflict, InvalidInput
 from app.models import Rule
 from app.repositories import events, facts, memories
@@ -17,14 +17,14 @@ from app.services.memories import load_for_update, now_utc, record_event
 from app.text import preprocess_text
 
 
-async def store_rule(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RuleCreate) -> Rule:
     """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
     if data.source_episode_id is not None and not await facts.episode_exists(
             session, tenant_id=tenant_id, episode_id=data.source_episode_id):
         raise InvalidInput(f"episode {data.source_episode_id} does not exist",
                            field="source_episode_id")
-    embedded = await embed_texts(session, engine, [data.content])
+    embedded = await embed_texts(session, embedder, [data.content])
     [rule] = await memories.insert_rows(session, Rule, [{
         "tenant_id": tenant_id,
         "content": data.content,
@@ -77,7 +77,7 @@ async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
                                  context=context)
 
 
-async def invert(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  rule_id: uuid.UUID) -> Rule:
     """Rewrite a rule flagged `needs_inversion` as an anti-pattern, keeping the original."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
@@ -90,7 +90,7 @@ async def invert(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngi
     previous_maturity = rule.maturity
     reasons = [str(r) for r in rule.metadata_.get("harmful_reasons", [])]
     content = lifecycle.anti_pattern_content(rule.content, reasons)
-    embedded = await embed_texts(session, engine, [content])
+    embedded = await embed_texts(session, embedder, [content])
     metadata = {**rule.metadata_, "original_content": rule.content, "needs_inversion": False}
     updated = await memories.update_row(session, Rule, memory_id=rule.id, values={
         "content": content,

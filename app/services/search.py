@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.repositories import search as search_rows
 from app.repositories.search import Candidate, Filters
 from app.text import preprocess_search_query
@@ -84,7 +84,7 @@ class Hit:
     keyword_rank: int | None
 
 
-async def search(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngine,
+async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
                  scope: str | None, mode: str, limit: int, min_confidence: float) -> list[Hit]:
     """Search the tenant's memories; an empty query (after preprocessing) finds nothing."""
@@ -92,7 +92,7 @@ async def search(session: AsyncSession, *, tenant_id: str, engine: EmbeddingEngi
     if not cleaned:
         return []
     wanted = [t for t in ALL_TYPES if types is None or t in types]
-    vector = await engine.aembed(cleaned) if mode in ("semantic", "hybrid") else None
+    vector = await embedder.aembed(cleaned) if mode in ("semantic", "hybrid") else None
     keyword_query = cleaned if mode in ("keyword", "hybrid") else None
     if vector is not None:
         await search_rows.configure_vector_scan(

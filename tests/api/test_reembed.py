@@ -13,7 +13,7 @@ async def test_reembed_rewrites_only_stale_vectors(client, sql, app):
     await sql("UPDATE facts SET embedding = array_fill(0.0, ARRAY[384])::vector, "
               "embedding_version_id = :v", v=old["id"])
 
-    counts = await reembed_all(app.state.sessionmaker, app.state.embedding_engine)
+    counts = await reembed_all(app.state.sessionmaker, app.state.embedder)
 
     assert counts == {"episodes": 0, "facts": 1, "rules": 0}
     [fact] = await sql("SELECT v.model_name, vector_norm(f.embedding) AS norm FROM facts f "

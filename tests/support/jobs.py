@@ -20,7 +20,7 @@ def job_context(app: Any, settings: Settings, *, llm_url: str | None = None,
     job_settings = JobSettings(**{"worker_enabled": False, "scheduler_enabled": False, **jobs})
     return JobContext(app.state.sessionmaker,
                       settings.model_copy(update={"llm": llm, "jobs": job_settings}),
-                      app.state.embedding_engine)
+                      app.state.embedder)
 
 
 async def run_job(client: httpx.AsyncClient, ctx: JobContext, kind: str,

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding import EmbeddingEngine
+from app.embedding import Embedder
 from app.errors import NotFound
 from app.models import Fact, Rule
 from app.repositories import links, memories
@@ -50,7 +50,7 @@ class GroupScope:
     episode_ids: list[uuid.UUID]
 
 
-async def execute_consolidation(session: AsyncSession, *, engine: EmbeddingEngine,
+async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
                                 group: GroupScope,
                                 parsed: ConsolidationResult) -> ExecutionOutcome:
     """Run every action of `parsed`; one failing action never stops the others."""
@@ -66,13 +66,13 @@ async def execute_consolidation(session: AsyncSession, *, engine: EmbeddingEngin
 
     for index, item in enumerate(parsed.new_facts):
         await attempt(f"new_facts[{index}]",
-                      partial(_new_fact, session, engine, group, item, outcome))
+                      partial(_new_fact, session, embedder, group, item, outcome))
     for index, updated in enumerate(parsed.updated_facts):
         await attempt(f"updated_facts[{index}]",
-                      partial(_updated_fact, session, engine, group, updated, outcome))
+                      partial(_updated_fact, session, embedder, group, updated, outcome))
     for index, rule in enumerate(parsed.new_rules):
         await attempt(f"new_rules[{index}]",
-                      partial(_new_rule, session, engine, group, rule, outcome))
+                      partial(_new_rule, session, embedder, group, rule, outcome))
     for index, memory_id in enumerate(parsed.confirmations):
         await attempt(f"confirmations[{index}]",
                       partial(_confirm, session, group, memory_id, outcome))
@@ -107,16 +107,16 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
             outcome.links_created += 1
 
 
-async def _new_fact(session: AsyncSession, engine: EmbeddingEngine, group: GroupScope,
+async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewFact, outcome: ExecutionOutcome) -> None:
     data = _fact_data(group, item, scope=group.butler, entity_id=None)
-    fact = await store_fact(session, tenant_id=group.tenant_id, engine=engine, data=data)
+    fact = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
     await _link_sources(session, group, source_type="fact", source_id=fact.id,
                         requested=item.source_episode_ids, outcome=outcome)
     outcome.facts_created += 1
 
 
-async def _updated_fact(session: AsyncSession, engine: EmbeddingEngine, group: GroupScope,
+async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                         item: UpdatedFact, outcome: ExecutionOutcome) -> None:
     target = await memories.get(session, Fact, tenant_id=group.tenant_id,
                                 memory_id=item.target_id, for_update=True)
@@ -125,7 +125,7 @@ async def _updated_fact(session: AsyncSession, engine: EmbeddingEngine, group: G
     if target.validity != "active":
         raise ValueError(f"target fact {item.target_id} is {target.validity}, not active")
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
-    fact = await store_fact(session, tenant_id=group.tenant_id, engine=engine, data=data)
+    fact = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
     if fact.supersedes_id != target.id:
         await _supersede(session, group.tenant_id, target=target, fact=fact)
     await _link_sources(session, group, source_type="fact", source_id=fact.id,
@@ -146,14 +146,14 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
                        superseded_by=str(fact.id))
 
 
-async def _new_rule(session: AsyncSession, engine: EmbeddingEngine, group: GroupScope,
+async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewRule, outcome: ExecutionOutcome) -> None:
     sources = _sources(group, item.source_episode_ids)
     data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
                       source_butler=group.butler,
                       source_episode_id=sources[0] if sources else None,
                       metadata={"origin": "consolidation"})
-    rule = await store_rule(session, tenant_id=group.tenant_id, engine=engine, data=data)
+    rule = await store_rule(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
     await _link_sources(session, group, source_type="rule", source_id=rule.id,
                         requested=item.source_episode_ids, outcome=outcome)
     outcome.rules_created += 1

@@ -157,7 +157,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
         async with ctx.transaction() as session:
             still_pending = await rows.lock_still_pending(session, episode_ids=scope.episode_ids)
             scope = GroupScope(scope.tenant_id, scope.butler, still_pending)
-            outcome = await execute_consolidation(session, engine=ctx.engine, group=scope,
+            outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
                                                   parsed=parsed)
             await rows.mark_consolidated(session, episode_ids=scope.episode_ids)
             await events.add_event(session, event_type="episodes_consolidated",
