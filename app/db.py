@@ -2,10 +2,6 @@
 
 import asyncio
 import logging
-import os
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -69,32 +65,6 @@ async def ensure_database(server_url: str, name: str) -> str:
 def to_libpq_url(url: str) -> str:
     """Turn a SQLAlchemy URL back into a plain postgresql:// URL for asyncpg."""
     return "postgresql://" + url.split("://", 1)[1]
-
-
-def scratch_server_url(pgdata: Path) -> str:
-    """The server for throw-away databases: DATABASE_URL's, else an embedded one in `pgdata`."""
-    if url := os.environ.get("DATABASE_URL"):
-        return to_libpq_url(to_async_url(url))
-    return start_embedded_postgres(pgdata)
-
-
-@asynccontextmanager
-async def scratch_database(server_url: str, prefix: str, *,
-                           keep: bool = False) -> AsyncIterator[str]:
-    """A new empty database on the server, yielded as an asyncpg URL and dropped afterwards."""
-    import asyncpg
-
-    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield to_async_url(replace_database(server_url, name))
-        finally:
-            if not keep:
-                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
 
 
 def replace_database(url: str, name: str) -> str:

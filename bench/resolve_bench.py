@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,14 @@ import httpx
 
 from app import migrations
 from app.config import Settings
-from app.db import create_engine, scratch_database, scratch_server_url, to_libpq_url
+from app.db import create_engine, to_libpq_url
 from app.main import create_app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))  # for tests.support: the scratch databases the tests use
+
+from tests.support.database import scratch_database, scratch_server_url  # noqa: E402
+
 SYLLABLES = ["ka", "lo", "mi", "ra", "ne", "to", "su", "vi", "de", "an", "el", "or", "is", "ba",
              "chi", "tho", "qua", "zo", "pe", "li", "mar", "gan", "wen", "dru"]
 

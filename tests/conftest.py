@@ -12,9 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
 from app.config import JobSettings, Settings
-from app.db import create_engine, scratch_database, scratch_server_url
+from app.db import create_engine
 from app.main import create_app
 from app.services import api_keys
+from tests.support.database import scratch_database, scratch_server_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KEPT_TABLES = {"alembic_version"}

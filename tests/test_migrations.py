@@ -7,7 +7,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
-from app.db import create_engine, scratch_database, to_libpq_url
+from app.db import create_engine, to_libpq_url
+from tests.support.database import scratch_database
 
 TABLES = {"episodes", "facts", "rules", "memory_links", "entities", "memory_events",
           "rule_applications", "embedding_versions"}
