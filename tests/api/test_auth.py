@@ -6,6 +6,7 @@ import uuid
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from app.cli import main as cli
 from app.config import Settings
@@ -86,6 +87,10 @@ async def test_tenant_comes_from_the_key_not_the_request(app, anonymous_client):
         "/v1/rules?tenant_id=default", headers=headers,
         json={"content": "Greet in Dutch"})
     assert created.status_code == 201
+    async with app.state.sessionmaker() as session:
+        owner = (await session.execute(text("SELECT tenant_id FROM rules WHERE id = :id"),
+                                       {"id": uuid.UUID(created.json()["id"])})).scalar_one()
+    assert owner == "acme"
     other = await anonymous_client.post("/v1/rules", json={"content": "x", "tenant_id": "default"},
                                         headers=headers)
     assert other.status_code == 422  # unknown field, not a tenant switch
