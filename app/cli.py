@@ -60,7 +60,6 @@ def _keys(settings: Settings, args: argparse.Namespace) -> None:
 
 
 async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> None:
-    from app.repositories import api_keys as key_rows
     from app.services import api_keys
 
     if args.keys_command == "create":
@@ -68,11 +67,11 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
         print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}")
         print(f"key:    {minted.secret}\n(shown once: store it now)")
     elif args.keys_command == "list":
-        for key in await key_rows.list_keys(session, tenant_id=args.tenant):
+        for key in await api_keys.list_keys(session, tenant_id=args.tenant):
             state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
             print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
                   f"{key.name or '-':<20} {state}")
-    elif await key_rows.revoke(session, args.key_id):
+    elif await api_keys.revoke_key(session, key_id=args.key_id):
         print(f"revoked {args.key_id}")
     else:
         raise SystemExit(f"no live key with id {args.key_id}")

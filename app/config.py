@@ -32,6 +32,11 @@ class ScoreWeights(BaseModel):
         return self
 
 
+# The spec's Reciprocal Rank Fusion constant: the setting's default, and the default of the
+# pure fusion functions when a caller passes no setting.
+DEFAULT_RRF_K = 60
+
+
 class RetrievalSettings(BaseModel):
     """Retrieval defaults of the spec's RetrievalConfig."""
 
@@ -39,7 +44,7 @@ class RetrievalSettings(BaseModel):
     default_limit: int = Field(20, ge=1, le=200)
     default_mode: SearchMode = "hybrid"
     score_weights: ScoreWeights = ScoreWeights()
-    rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal Rank Fusion constant.")
+    rrf_k: int = Field(DEFAULT_RRF_K, ge=1, le=1000, description="Reciprocal Rank Fusion constant.")
     recall_pool_factor: int = Field(
         3, ge=1, le=10, description="Recall fuses limit * factor candidates before scoring."
     )

@@ -15,8 +15,8 @@ from app.db import check_extensions, create_engine, make_sessionmaker, resolve_d
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.middleware import InputGuardMiddleware
-from app.repositories import api_keys
 from app.routers import ROUTERS
+from app.services import api_keys
 from app.services.jobs import JobContext
 from app.services.worker import BackgroundJobs
 
@@ -98,7 +98,7 @@ async def refuse_public_binding_without_keys(settings: Settings, db_engine: Asyn
     if settings.auth_disabled or is_loopback(settings.host):
         return
     async with make_sessionmaker(db_engine)() as session:
-        live = await api_keys.count_live(session)
+        live = await api_keys.count_live_keys(session)
     if live == 0:
         raise StartupRefused(
             f"no API keys exist and the service would listen on {settings.host}: create one "

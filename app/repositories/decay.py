@@ -5,14 +5,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-# effective_confidence = confidence * exp(-decay_rate * days since last confirmation), 0 when
-# never confirmed (app.services.lifecycle.effective_confidence in SQL).
-_EFFECTIVE = """
-    CASE WHEN t.last_confirmed_at IS NULL THEN 0.0
-         ELSE t.confidence * exp(-t.decay_rate * GREATEST(0.0,
-              extract(epoch FROM (now() - t.last_confirmed_at)) / 86400.0))
-    END
-"""
+from app.repositories.confidence import effective_confidence_text
+
+_EFFECTIVE = effective_confidence_text("t")
 
 # {table}, {live} (the rows the sweep evaluates), {memory_type}, {final} (the name of the
 # lowest transition) and {set_clause} (how each transition changes a row) vary by table.

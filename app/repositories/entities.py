@@ -2,6 +2,7 @@
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, func, select, text, update
@@ -9,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Entity, Fact
-from app.repositories.pagination import paginate, split_page
+from app.repositories import pagination
 
 LIKE_ESCAPE = "\\"
 
@@ -76,14 +77,28 @@ async def update_entity(session: AsyncSession, *, entity_id: uuid.UUID,
     return (await session.execute(stmt)).scalar_one()
 
 
-async def list_page(session: AsyncSession, *, tenant_id: str,
-                    filters: Sequence[ColumnElement[bool]], limit: int,
-                    cursor: str | None) -> tuple[list[Entity], str | None]:
+@dataclass(frozen=True)
+class EntityFilters:
+    """What an entity listing keeps; `name` is a case-insensitive substring of the name."""
+
+    entity_type: str | None = None
+    name: str | None = None
+    include_merged: bool = False
+
+
+async def list_entities(session: AsyncSession, *, tenant_id: str, filters: EntityFilters,
+                        limit: int, cursor: str | None) -> tuple[list[Entity], str | None]:
     """A page of the tenant's entities matching `filters`, newest first."""
-    stmt = select(Entity).where(Entity.tenant_id == tenant_id, *filters)
-    rows = list((await session.execute(paginate(stmt, Entity, limit=limit,
-                                                cursor=cursor))).scalars())
-    return split_page(rows, limit)
+    stmt = select(Entity).where(Entity.tenant_id == tenant_id)
+    if filters.entity_type is not None:
+        stmt = stmt.where(Entity.entity_type == filters.entity_type)
+    if filters.name is not None:
+        pattern = "%" + escape_like(filters.name.lower()) + "%"
+        stmt = stmt.where(func.lower(Entity.canonical_name).like(pattern, escape=LIKE_ESCAPE))
+    if not filters.include_merged:
+        stmt = stmt.where(not_tombstoned())
+    return await pagination.list_page(session, stmt, order=(Entity.created_at, Entity.id),
+                                      limit=limit, cursor=cursor)
 
 
 async def lock_pair(session: AsyncSession, *, tenant_id: str,

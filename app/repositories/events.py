@@ -9,15 +9,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import MemoryEvent, RuleApplication
 
 
-async def add_event(session: AsyncSession, *, event_type: str, tenant_id: str,
-                    payload: dict[str, Any], actor: str | None = None) -> None:
-    """Append one memory_events row."""
-    await session.execute(
-        insert(MemoryEvent).values(event_type=event_type, tenant_id=tenant_id,
-                                   payload=payload, actor=actor)
-    )
-
-
 async def add_events(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
     """Append many memory_events rows in one statement."""
     if rows:

@@ -1,13 +1,39 @@
-"""SQL particular to facts: the supersession key and the supersession chain."""
+"""SQL particular to facts: the listing, the supersession key and the supersession chain."""
 
 import uuid
+from dataclasses import dataclass
 
-from sqlalchemy import func, select, text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Episode, Fact
+from app.models import Fact
+from app.repositories import pagination
 
 MAX_CHAIN = 1000
+
+
+@dataclass(frozen=True)
+class FactFilters:
+    """What a fact listing keeps; None means any. `scope` matches that scope only."""
+
+    subject: str | None = None
+    predicate: str | None = None
+    scope: str | None = None
+    validity: str | None = None
+    entity_id: uuid.UUID | None = None
+
+
+async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
+                     limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
+    """A page of the tenant's facts matching `filters`, newest first."""
+    stmt = select(Fact).where(Fact.tenant_id == tenant_id)
+    for column, value in ((Fact.subject, filters.subject), (Fact.predicate, filters.predicate),
+                          (Fact.scope, filters.scope), (Fact.validity, filters.validity),
+                          (Fact.entity_id, filters.entity_id)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return await pagination.list_page(session, stmt, order=(Fact.created_at, Fact.id),
+                                      limit=limit, cursor=cursor)
 
 
 async def lock_key(session: AsyncSession, key: str) -> None:
@@ -54,11 +80,3 @@ async def supersession_chain(session: AsyncSession, *, tenant_id: str,
         older.append(predecessor)
         current = predecessor
     return [*reversed(newer), fact, *older]
-
-
-async def episode_exists(session: AsyncSession, *, tenant_id: str,
-                         episode_id: uuid.UUID) -> bool:
-    """True when the tenant has this episode."""
-    stmt = select(func.count()).select_from(Episode).where(
-        Episode.id == episode_id, Episode.tenant_id == tenant_id)
-    return bool((await session.execute(stmt)).scalar_one())

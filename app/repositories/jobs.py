@@ -1,6 +1,7 @@
 """The jobs table: enqueue, claim with FOR UPDATE SKIP LOCKED, lease renewal, finish."""
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Job
-from app.repositories.pagination import paginate, split_page
+from app.repositories import pagination
 
 
 async def enqueue(session: AsyncSession, *, tenant_id: str | None, kind: str,
@@ -38,19 +39,24 @@ async def get(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> Jo
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def get_any(session: AsyncSession, job_id: uuid.UUID) -> Job | None:
-    """One job whatever its tenant (for workers and system jobs)."""
-    return (await session.execute(select(Job).where(Job.id == job_id))).scalar_one_or_none()
+@dataclass(frozen=True)
+class JobFilters:
+    """What a job listing keeps; None means any."""
+
+    kind: str | None = None
+    status: str | None = None
 
 
-async def list_page(session: AsyncSession, *, tenant_id: str,
-                    filters: list[ColumnElement[bool]], limit: int,
+async def list_jobs(session: AsyncSession, *, tenant_id: str, filters: JobFilters, limit: int,
                     cursor: str | None) -> tuple[list[Job], str | None]:
-    """A page of the tenant's jobs, newest first."""
-    stmt = select(Job).where(Job.tenant_id == tenant_id, *filters)
-    rows = list((await session.execute(paginate(stmt, Job, limit=limit,
-                                                cursor=cursor))).scalars())
-    return split_page(rows, limit)
+    """A page of the tenant's jobs matching `filters`, newest first."""
+    stmt = select(Job).where(Job.tenant_id == tenant_id)
+    if filters.kind is not None:
+        stmt = stmt.where(Job.kind == filters.kind)
+    if filters.status is not None:
+        stmt = stmt.where(Job.status == filters.status)
+    return await pagination.list_page(session, stmt, order=(Job.created_at, Job.id),
+                                      limit=limit, cursor=cursor)
 
 
 def _lease_until(lease_seconds: float) -> ColumnElement[Any]:

@@ -1,17 +1,13 @@
 """memory_links: provenance edges between memories."""
 
-import base64
-import json
 import uuid
-from collections.abc import Sequence
-from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, delete, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import InvalidInput
 from app.models import MemoryLink
+from app.repositories import pagination
 from app.repositories.memories import MODELS
 
 
@@ -52,25 +48,6 @@ async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
 
-async def delete_links_for(session: AsyncSession, memory_type: str, ids: Sequence[uuid.UUID],
-                           *, tenant_id: str | None = None) -> int:
-    """Delete every edge touching these memories (either end); returns how many went.
-
-    Hard deletes of episodes, facts and rules already cascade to their links through the
-    mem_005 trigger; this is for callers that want the count or delete links first.
-    """
-    if not ids:
-        return 0
-    touching = or_(
-        and_(MemoryLink.source_type == memory_type, MemoryLink.source_id.in_(ids)),
-        and_(MemoryLink.target_type == memory_type, MemoryLink.target_id.in_(ids)),
-    )
-    stmt = delete(MemoryLink).where(touching)
-    if tenant_id is not None:
-        stmt = stmt.where(MemoryLink.tenant_id == tenant_id)
-    return int((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
-
-
 async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: str,
                         memory_id: uuid.UUID) -> bool:
     """True when the tenant has this episode, fact or rule."""
@@ -78,20 +55,6 @@ async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: s
     stmt = select(func.count()).select_from(model).where(model.id == memory_id,
                                                          model.tenant_id == tenant_id)
     return bool((await session.execute(stmt)).scalar_one())
-
-
-def _encode_cursor(link: MemoryLink) -> str:
-    raw = json.dumps([link.created_at.isoformat(), str(link.source_id), str(link.target_id)])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID, uuid.UUID]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_at, source_id, target_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return datetime.fromisoformat(created_at), uuid.UUID(source_id), uuid.UUID(target_id)
-    except (ValueError, TypeError, json.JSONDecodeError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not a cursor returned by this API", field="cursor") from None
 
 
 async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
@@ -105,10 +68,4 @@ async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
     if relation is not None:
         stmt = stmt.where(MemoryLink.relation == relation)
     order = (MemoryLink.created_at, MemoryLink.source_id, MemoryLink.target_id)
-    if cursor:
-        stmt = stmt.where(tuple_(*order) < tuple_(*_decode_cursor(cursor)))
-    stmt = stmt.order_by(*(column.desc() for column in order)).limit(limit + 1)
-    rows = list((await session.execute(stmt)).scalars())
-    if len(rows) <= limit:
-        return rows, None
-    return rows[:limit], _encode_cursor(rows[limit - 1])
+    return await pagination.list_page(session, stmt, order=order, limit=limit, cursor=cursor)

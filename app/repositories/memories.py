@@ -1,4 +1,4 @@
-"""SQL shared by the three memory tables: fetch, lock, reference bump, insert, list."""
+"""SQL shared by the three memory tables: fetch, lock, reference bump, insert, update."""
 
 import uuid
 from collections.abc import Sequence
@@ -8,7 +8,6 @@ from sqlalchemy import ColumnElement, bindparam, func, insert, literal_column, s
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
-from app.repositories.pagination import paginate, split_page
 
 M = TypeVar("M", bound=Episode | Fact | Rule)
 
@@ -72,13 +71,3 @@ async def update_row(session: AsyncSession, model: type[M], *, memory_id: uuid.U
         .execution_options(synchronize_session=False, populate_existing=True)
     )
     return (await session.execute(stmt)).scalar_one()
-
-
-async def list_page(session: AsyncSession, model: type[M], *, tenant_id: str,
-                    filters: Sequence[ColumnElement[bool]], limit: int,
-                    cursor: str | None) -> tuple[list[M], str | None]:
-    """A page of the tenant's rows matching `filters`, newest first."""
-    stmt = select(model).where(model.tenant_id == tenant_id, *filters)
-    rows = list((await session.execute(paginate(stmt, model, limit=limit,
-                                                cursor=cursor))).scalars())
-    return split_page(rows, limit)

@@ -11,9 +11,7 @@ from sqlalchemy import (
     Select,
     Text,
     and_,
-    case,
     cast,
-    extract,
     func,
     literal,
     literal_column,
@@ -27,14 +25,14 @@ from sqlalchemy.dialects.postgresql import JSONB, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
+from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
 
 Memory = Episode | Fact | Rule
-SECONDS_PER_DAY = 86_400.0
 
 
 @dataclass(frozen=True)
-class Candidate:
+class RankedCandidate:
     """One row of a candidate list: its type, id and 1-based rank in that list."""
 
     memory_type: str
@@ -49,19 +47,6 @@ class Filters:
     tenant_id: str
     scope: str | None
     min_confidence: float
-
-
-def effective_confidence_sql(model: type[Fact] | type[Rule]) -> ColumnElement[float]:
-    """SQL of lifecycle.effective_confidence, so the threshold is applied before LIMIT."""
-    days = func.greatest(
-        0.0,
-        cast(extract("epoch", func.now() - model.last_confirmed_at), Float) / SECONDS_PER_DAY,
-    )
-    return case(
-        (model.decay_rate == 0.0, model.confidence),
-        (model.last_confirmed_at.is_(None), 0.0),
-        else_=model.confidence * func.exp(-model.decay_rate * days),
-    )
 
 
 def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement[bool]]:
@@ -84,7 +69,10 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
     if filters.scope is not None:
         clauses.append(model.scope.in_(["global", filters.scope]))
     if filters.min_confidence > 0:
-        clauses.append(effective_confidence_sql(model) >= filters.min_confidence)
+        # In SQL, so the threshold is applied before LIMIT.
+        effective = effective_confidence_sql(model.confidence, model.decay_rate,
+                                             model.last_confirmed_at)
+        clauses.append(effective >= filters.min_confidence)
     return clauses
 
 
@@ -140,7 +128,7 @@ async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
 async def candidate_lists(
     session: AsyncSession, *, types: Sequence[str], filters: Filters,
     vector: list[float] | None, query: str | None, limit: int,
-) -> tuple[list[Candidate], list[Candidate]]:
+) -> tuple[list[RankedCandidate], list[RankedCandidate]]:
     """The semantic and keyword candidate lists (each at most `limit` long) in one statement.
 
     Each leg takes the best `limit` rows of every type, then ranks their union; a leg is
@@ -165,29 +153,31 @@ async def candidate_lists(
         )
     stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
     rows = (await session.execute(stmt)).all()
-    semantic = [Candidate(r.memory_type, r.id, r.position) for r in rows if r.leg == "semantic"]
-    keyword = [Candidate(r.memory_type, r.id, r.position) for r in rows if r.leg == "keyword"]
-    return semantic, keyword
+    def leg(name: str) -> list[RankedCandidate]:
+        return [RankedCandidate(r.memory_type, r.id, r.position) for r in rows if r.leg == name]
+
+    return leg("semantic"), leg("keyword")
 
 
 async def load_rows(
     session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
     vector: list[float] | None, query: str | None,
 ) -> dict[uuid.UUID, tuple[Memory, float | None, float | None]]:
-    """Rows by id with their similarity to `vector` and keyword rank for `query`."""
+    """Rows by id with their similarity to `vector` and ts_rank_cd score for `query`."""
     model = MODELS[memory_type]
     similarity: ColumnElement[Any] = (
         (1 - model.embedding.cosine_distance(vector)) if vector is not None
         else literal(None, Float)
     )
-    rank: ColumnElement[Any] = (
+    keyword_score: ColumnElement[Any] = (
         func.ts_rank_cd(model.search_vector, or_tsquery(query)) if query is not None
         else literal(None, Float)
     )
-    stmt = select(model, similarity.label("similarity"), rank.label("rank")).where(
+    stmt = select(model, similarity.label("similarity"),
+                  keyword_score.label("keyword_score")).where(
         model.tenant_id == tenant_id, model.id.in_(list(ids)))
     result = await session.execute(stmt)
-    return {row[0].id: (row[0], row.similarity, row.rank) for row in result}
+    return {row[0].id: (row[0], row.similarity, row.keyword_score) for row in result}
 
 
 async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,

@@ -7,8 +7,6 @@ from fastapi import APIRouter, Query, status
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
-from app.models import Fact
-from app.repositories import memories as memory_rows
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.entities import (
@@ -22,8 +20,9 @@ from app.schemas.entities import (
     ResolveRequest,
 )
 from app.schemas.facts import FactOut
-from app.services import entities, memories
+from app.services import entities
 from app.services.merge import merge_entities
+from app.services.responses import entity_out, fact_out, merge_out
 
 router = APIRouter(prefix="/v1/entities", tags=["entities"])
 
@@ -39,7 +38,7 @@ async def create_entity(body: EntityCreate, session: SessionDep,
     `merged_into` is reserved for merges.
     """
     row = await entities.create_entity(session, tenant_id=tenant_id, data=body)
-    return EntityOut.model_validate(row)
+    return entity_out(row)
 
 
 @router.get("", response_model=Page[EntityOut], responses=problem_responses(422),
@@ -56,11 +55,10 @@ async def list_entities(
     cursor: Cursor = None,
 ) -> Page[EntityOut]:
     """Entities newest first; merged (tombstoned) ones only on request."""
-    filters = entities.entity_filters(entity_type=entity_type, name=name,
-                                      include_merged=include_merged)
-    rows, next_cursor = await entities.list_entities(session, tenant_id=tenant_id,
-                                                     filters=filters, limit=limit, cursor=cursor)
-    return Page(items=[EntityOut.model_validate(row) for row in rows], next_cursor=next_cursor)
+    rows, next_cursor = await entities.list_entities(
+        session, tenant_id=tenant_id, entity_type=entity_type, name=name,
+        include_merged=include_merged, limit=limit, cursor=cursor)
+    return Page(items=[entity_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.post("/resolve", response_model=list[ResolveCandidate],
@@ -89,7 +87,7 @@ async def get_entity(entity_id: uuid.UUID, session: SessionDep,
                      tenant_id: TenantDep) -> EntityOut:
     """The entity, including a merged one (its `metadata.merged_into` names the target)."""
     row = await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
-    return EntityOut.model_validate(row)
+    return entity_out(row)
 
 
 @router.patch("/{entity_id}", response_model=EntityOut,
@@ -102,7 +100,7 @@ async def update_entity(entity_id: uuid.UUID, body: EntityUpdate, session: Sessi
     """
     row = await entities.update_entity(session, tenant_id=tenant_id, entity_id=entity_id,
                                        data=body)
-    return EntityOut.model_validate(row)
+    return entity_out(row)
 
 
 @router.get("/{entity_id}/facts", response_model=Page[FactOut],
@@ -117,13 +115,10 @@ async def entity_facts(
 ) -> Page[FactOut]:
     """Facts whose `entity_id` is this entity, newest first; active ones unless `validity`
     says otherwise."""
-    await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
-    filters = [Fact.entity_id == entity_id]
-    if validity is not None:
-        filters.append(Fact.validity == validity)
-    rows, next_cursor = await memory_rows.list_page(session, Fact, tenant_id=tenant_id,
-                                                    filters=filters, limit=limit, cursor=cursor)
-    return Page(items=[memories.fact_out(row) for row in rows], next_cursor=next_cursor)
+    rows, next_cursor = await entities.list_entity_facts(
+        session, tenant_id=tenant_id, entity_id=entity_id, validity=validity, limit=limit,
+        cursor=cursor)
+    return Page(items=[fact_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.post("/{target_id}/merge", response_model=MergeOut,
@@ -147,9 +142,4 @@ async def merge_entity(target_id: uuid.UUID, body: MergeRequest, session: Sessio
     """
     result = await merge_entities(session, tenant_id=tenant_id, target_id=target_id,
                                   source_id=body.source_id)
-    return MergeOut(target=EntityOut.model_validate(result.target),
-                    source_entity_id=result.source_entity_id,
-                    target_entity_id=result.target_entity_id,
-                    facts_repointed=result.facts_repointed,
-                    facts_superseded=result.facts_superseded,
-                    aliases_added=result.aliases_added)
+    return merge_out(result)

@@ -8,12 +8,11 @@ from fastapi import APIRouter, Query, status
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
-from app.repositories import memories as memory_rows
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
-from app.services import memories
-from app.services.episodes import create_episodes, episode_filters
+from app.services import episodes, memories
+from app.services.responses import episode_out
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
@@ -23,9 +22,9 @@ router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 async def create_episode(body: EpisodeCreate, session: SessionDep, tenant_id: TenantDep,
                          embedder: EmbedderDep, settings: SettingsDep) -> EpisodeOut:
     """Store one observation; it expires after the episode TTL (7 days by default)."""
-    [row] = await create_episodes(session, tenant_id=tenant_id, embedder=embedder, items=[body],
-                                  ttl_days=settings.episode_ttl_days)
-    return memories.episode_out(row)
+    [row] = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
+                                           items=[body], ttl_days=settings.episode_ttl_days)
+    return episode_out(row)
 
 
 @router.post("/batch", status_code=status.HTTP_201_CREATED, response_model=EpisodeBatchOut,
@@ -37,9 +36,9 @@ async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
     if len(body.items) > settings.max_batch_size:
         raise InvalidInput(f"a batch holds at most {settings.max_batch_size} episodes",
                            field="items")
-    rows = await create_episodes(session, tenant_id=tenant_id, embedder=embedder, items=body.items,
-                                 ttl_days=settings.episode_ttl_days)
-    return EpisodeBatchOut(items=[memories.episode_out(row) for row in rows])
+    rows = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
+                                          items=body.items, ttl_days=settings.episode_ttl_days)
+    return EpisodeBatchOut(items=[episode_out(row) for row in rows])
 
 
 @router.get("", response_model=Page[EpisodeOut], responses=problem_responses(422),
@@ -56,12 +55,11 @@ async def list_episodes(
     cursor: Cursor = None,
 ) -> Page[EpisodeOut]:
     """Episodes newest first; expired ones only on request."""
-    filters = episode_filters(butler=butler, session_id=session_id,
-                              consolidation_status=consolidation_status,
-                              consolidated=consolidated, include_expired=include_expired)
-    rows, next_cursor = await memory_rows.list_page(session, Episode, tenant_id=tenant_id,
-                                                    filters=filters, limit=limit, cursor=cursor)
-    return Page(items=[memories.episode_out(row) for row in rows], next_cursor=next_cursor)
+    rows, next_cursor = await episodes.list_episodes(
+        session, tenant_id=tenant_id, butler=butler, session_id=session_id,
+        consolidation_status=consolidation_status, consolidated=consolidated,
+        include_expired=include_expired, limit=limit, cursor=cursor)
+    return Page(items=[episode_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.get("/{episode_id}", response_model=EpisodeOut, responses=problem_responses(404, 422),
@@ -70,7 +68,7 @@ async def get_episode(episode_id: uuid.UUID, session: SessionDep,
                       tenant_id: TenantDep) -> EpisodeOut:
     """Return the episode and bump its reference_count and last_referenced_at."""
     row = await memories.get_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
-    return memories.episode_out(row)
+    return episode_out(row)
 
 
 @router.post("/{episode_id}/forget", response_model=EpisodeOut,
@@ -79,4 +77,4 @@ async def forget_episode(episode_id: uuid.UUID, session: SessionDep,
                          tenant_id: TenantDep) -> EpisodeOut:
     """Expire the episode now; cleanup deletes it later."""
     row = await memories.forget(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
-    return memories.episode_out(row)
+    return episode_out(row)

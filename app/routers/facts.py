@@ -7,12 +7,11 @@ from fastapi import APIRouter, status
 from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
-from app.repositories import memories as memory_rows
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.facts import FactCreate, FactOut
-from app.services import memories
-from app.services.facts import fact_filters, fact_history_chain, store_fact
+from app.services import facts, memories
+from app.services.responses import fact_out
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
 
@@ -27,8 +26,8 @@ async def create_fact(body: FactCreate, session: SessionDep, tenant_id: TenantDe
     (entity_id, scope, predicate) with it, becomes `superseded` in the same transaction, the
     new fact's `supersedes_id` points at it and a `supersedes` link joins them.
     """
-    row = await store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
-    return memories.fact_out(row)
+    row = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
+    return fact_out(row)
 
 
 @router.get("", response_model=Page[FactOut], responses=problem_responses(422),
@@ -45,11 +44,10 @@ async def list_facts(
     cursor: Cursor = None,
 ) -> Page[FactOut]:
     """Facts newest first; active ones unless `validity` says otherwise."""
-    filters = fact_filters(subject=subject, predicate=predicate, scope=scope, validity=validity,
-                           entity_id=entity_id)
-    rows, next_cursor = await memory_rows.list_page(session, Fact, tenant_id=tenant_id,
-                                                    filters=filters, limit=limit, cursor=cursor)
-    return Page(items=[memories.fact_out(row) for row in rows], next_cursor=next_cursor)
+    rows, next_cursor = await facts.list_facts(
+        session, tenant_id=tenant_id, subject=subject, predicate=predicate, scope=scope,
+        validity=validity, entity_id=entity_id, limit=limit, cursor=cursor)
+    return Page(items=[fact_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.get("/{fact_id}", response_model=FactOut, responses=problem_responses(404, 422),
@@ -57,7 +55,7 @@ async def list_facts(
 async def get_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
     """Return the fact and bump its reference_count and last_referenced_at."""
     row = await memories.get_memory(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return memories.fact_out(row)
+    return fact_out(row)
 
 
 @router.get("/{fact_id}/history", response_model=list[FactOut],
@@ -65,8 +63,8 @@ async def get_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep
 async def fact_history(fact_id: uuid.UUID, session: SessionDep,
                        tenant_id: TenantDep) -> list[FactOut]:
     """Every version of the fact's key linked by supersession, newest first."""
-    chain = await fact_history_chain(session, tenant_id=tenant_id, fact_id=fact_id)
-    return [memories.fact_out(item) for item in chain]
+    chain = await facts.fact_history_chain(session, tenant_id=tenant_id, fact_id=fact_id)
+    return [fact_out(item) for item in chain]
 
 
 @router.post("/{fact_id}/confirm", response_model=FactOut,
@@ -74,7 +72,7 @@ async def fact_history(fact_id: uuid.UUID, session: SessionDep,
 async def confirm_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
     """Set last_confirmed_at to now, restarting its confidence decay."""
     row = await memories.confirm(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return memories.fact_out(row)
+    return fact_out(row)
 
 
 @router.post("/{fact_id}/forget", response_model=FactOut,
@@ -82,4 +80,4 @@ async def confirm_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
 async def forget_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
     """Set validity to `retracted`; it no longer appears in search or recall."""
     row = await memories.forget(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return memories.fact_out(row)
+    return fact_out(row)

@@ -5,9 +5,8 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy import text
 
-from app import migrations
+from app.services.health import database_state
 
 router = APIRouter(tags=["health"])
 
@@ -38,14 +37,8 @@ async def healthz() -> Health:
 )
 async def readyz(request: Request) -> JSONResponse:
     """200 when every dependency is usable, 503 with the failing parts otherwise."""
-    database = at_head = False
-    try:
-        async with request.app.state.db_engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
-        database = True
-        at_head = await migrations.is_at_head(request.app.state.db_engine)
-    except Exception:  # noqa: BLE001 - any failure means not ready
-        pass
+    state = await database_state(request.app.state.db_engine)
+    database, at_head = state.reachable, state.at_head
     model = request.app.state.embedder.is_loaded
     ready = database and at_head and model
     auth = "disabled" if request.app.state.settings.auth_disabled else "required"

@@ -7,11 +7,11 @@ from fastapi import APIRouter, Body, Response
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
-from app.repositories import jobs as job_rows
 from app.routers.params import Cursor, Limit
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus
 from app.services import jobs
+from app.services.responses import job_out
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -34,7 +34,7 @@ async def queue_consolidation(response: Response, session: SessionDep,
     the pending episodes and says so in its result.
     """
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="consolidation", params={})
-    return _accepted(response, jobs.job_out(job))
+    return _accepted(response, job_out(job))
 
 
 @router.post("/decay", status_code=202, response_model=JobOut,
@@ -47,7 +47,7 @@ async def queue_decay(response: Response, session: SessionDep, tenant_id: Tenant
     `metadata.status = 'fading'`; a fading one back at 0.2 or more loses the flag.
     """
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="decay", params={})
-    return _accepted(response, jobs.job_out(job))
+    return _accepted(response, job_out(job))
 
 
 @router.post("/cleanup", status_code=202, response_model=JobOut,
@@ -63,7 +63,7 @@ async def queue_cleanup(
     `max_entries`; unconsolidated episodes are never deleted for capacity."""
     params = (body or CleanupJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
-    return _accepted(response, jobs.job_out(job))
+    return _accepted(response, job_out(job))
 
 
 @router.get("", response_model=Page[JobOut], responses=problem_responses(422),
@@ -77,14 +77,13 @@ async def list_jobs(
     cursor: Cursor = None,
 ) -> Page[JobOut]:
     """The tenant's jobs, newest first."""
-    rows, next_cursor = await job_rows.list_page(
-        session, tenant_id=tenant_id, filters=jobs.job_filters(kind=kind, status=status),
-        limit=limit, cursor=cursor)
-    return Page(items=[jobs.job_out(row) for row in rows], next_cursor=next_cursor)
+    rows, next_cursor = await jobs.list_jobs(session, tenant_id=tenant_id, kind=kind,
+                                             status=status, limit=limit, cursor=cursor)
+    return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),
             summary="Get a job")
 async def get_job(job_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Status, timings, result figures and errors of one job."""
-    return jobs.job_out(await jobs.get_job(session, tenant_id=tenant_id, job_id=job_id))
+    return job_out(await jobs.get_job(session, tenant_id=tenant_id, job_id=job_id))

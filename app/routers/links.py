@@ -7,11 +7,11 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
-from app.repositories import links as link_rows
 from app.routers.params import Cursor, Limit
 from app.schemas.common import MemoryType, Page
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
+from app.services.responses import link_out
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
 
@@ -42,7 +42,7 @@ async def create_link(body: LinkCreate, response: Response, session: SessionDep,
     link, created = await links.create_link(session, tenant_id=tenant_id, data=body)
     if not created:
         response.status_code = status.HTTP_200_OK
-    return LinkOut.model_validate(link)
+    return link_out(link)
 
 
 @router.get("", response_model=Page[LinkOut], responses=problem_responses(404, 422),
@@ -59,12 +59,10 @@ async def list_links(
     cursor: Cursor = None,
 ) -> Page[LinkOut]:
     """Links leaving and/or entering the memory, newest first; 404 when it does not exist."""
-    await links.require_memory(session, tenant_id=tenant_id, memory_type=memory_type,
-                               memory_id=memory_id)
-    rows, next_cursor = await link_rows.list_links(
+    rows, next_cursor = await links.list_links(
         session, tenant_id=tenant_id, memory_type=memory_type, memory_id=memory_id,
         direction=direction, relation=relation, limit=limit, cursor=cursor)
-    return Page(items=[LinkOut.model_validate(row) for row in rows], next_cursor=next_cursor)
+    return Page(items=[link_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT,

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query, status
 from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.models import Rule
-from app.repositories import memories as memory_rows
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import memories, rules
+from app.services.responses import rule_out
 
 router = APIRouter(prefix="/v1/rules", tags=["rules"])
 
@@ -23,7 +23,7 @@ async def create_rule(body: RuleCreate, session: SessionDep, tenant_id: TenantDe
                       embedder: EmbedderDep) -> RuleOut:
     """Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0."""
     row = await rules.store_rule(session, tenant_id=tenant_id, embedder=embedder, data=body)
-    return memories.rule_out(row)
+    return rule_out(row)
 
 
 @router.get("", response_model=Page[RuleOut], responses=problem_responses(422),
@@ -38,11 +38,10 @@ async def list_rules(
     cursor: Cursor = None,
 ) -> Page[RuleOut]:
     """Rules newest first; forgotten ones only on request."""
-    filters = rules.rule_filters(scope=scope, maturity=maturity,
-                                 include_forgotten=include_forgotten)
-    rows, next_cursor = await memory_rows.list_page(session, Rule, tenant_id=tenant_id,
-                                                    filters=filters, limit=limit, cursor=cursor)
-    return Page(items=[memories.rule_out(row) for row in rows], next_cursor=next_cursor)
+    rows, next_cursor = await rules.list_rules(
+        session, tenant_id=tenant_id, scope=scope, maturity=maturity,
+        include_forgotten=include_forgotten, limit=limit, cursor=cursor)
+    return Page(items=[rule_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.get("/{rule_id}", response_model=RuleOut, responses=problem_responses(404, 422),
@@ -50,7 +49,7 @@ async def list_rules(
 async def get_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
     """Return the rule and bump its reference_count and last_referenced_at."""
     row = await memories.get_memory(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return memories.rule_out(row)
+    return rule_out(row)
 
 
 @router.post("/{rule_id}/confirm", response_model=RuleOut,
@@ -58,7 +57,7 @@ async def get_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep
 async def confirm_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
     """Set last_confirmed_at to now, restarting its confidence decay."""
     row = await memories.confirm(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return memories.rule_out(row)
+    return rule_out(row)
 
 
 @router.post("/{rule_id}/forget", response_model=RuleOut,
@@ -66,7 +65,7 @@ async def confirm_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
 async def forget_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
     """Set metadata.forgotten; the rule leaves search, recall and listings."""
     row = await memories.forget(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return memories.rule_out(row)
+    return rule_out(row)
 
 
 @router.post("/{rule_id}/helpful", response_model=RuleOut,
@@ -81,7 +80,7 @@ async def mark_helpful(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
     context = body.context if body else {}
     row = await rules.mark_helpful(session, tenant_id=tenant_id, rule_id=rule_id,
                                    context=context)
-    return memories.rule_out(row)
+    return rule_out(row)
 
 
 @router.post("/{rule_id}/harmful", response_model=RuleOut,
@@ -97,7 +96,7 @@ async def mark_harmful(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
     reason, context = (body.reason, body.context) if body else (None, {})
     row = await rules.mark_harmful(session, tenant_id=tenant_id, rule_id=rule_id, reason=reason,
                                    context=context)
-    return memories.rule_out(row)
+    return rule_out(row)
 
 
 @router.post("/{rule_id}/invert", response_model=RuleOut,
@@ -106,4 +105,4 @@ async def invert_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenant
                       embedder: EmbedderDep) -> RuleOut:
     """Rewrite a rule flagged needs_inversion as 'ANTI-PATTERN: Do NOT ...'; 409 otherwise."""
     row = await rules.invert(session, tenant_id=tenant_id, embedder=embedder, rule_id=rule_id)
-    return memories.rule_out(row)
+    return rule_out(row)

@@ -1,65 +1,25 @@
 """/v1/search, /v1/recall and /v1/context: retrieval."""
 
-from datetime import datetime
-from typing import Any
-
 from fastapi import APIRouter
 
+from app.clock import now_utc
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
-    ContextItem,
     ContextRequest,
     ContextResponse,
-    EpisodeHit,
-    FactHit,
-    RecallFactHit,
     RecallRequest,
     RecallResponse,
-    RecallRuleHit,
-    RuleHit,
     SearchRequest,
     SearchResponse,
 )
-from app.services import memories
 from app.services.context import build_context
-from app.services.recall import Recalled, recall
-from app.services.search import Hit, search
+from app.services.recall import recall
+from app.services.responses import context_out, recall_hit, search_hit
+from app.services.search import search
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
-
-
-def _scores(hit: Hit) -> dict[str, Any]:
-    return {"similarity": hit.similarity, "rank": hit.rank, "rrf_score": hit.rrf_score,
-            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank}
-
-
-def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
-    if hit.memory_type == "episode":
-        return dict(memories.episode_out(hit.row))
-    if hit.memory_type == "fact":
-        return dict(memories.fact_out(hit.row, now))
-    return dict(memories.rule_out(hit.row, now))
-
-
-def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
-    """A search result: the memory's fields and its scores."""
-    values = {**_fields(hit, now), **_scores(hit)}
-    if hit.memory_type == "episode":
-        return EpisodeHit.model_validate(values)
-    if hit.memory_type == "fact":
-        return FactHit.model_validate(values)
-    return RuleHit.model_validate(values)
-
-
-def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
-    """A recall result: search fields plus relevance, recency and composite score."""
-    model = RecallFactHit if item.hit.memory_type == "fact" else RecallRuleHit
-    return model.model_validate({
-        **_fields(item.hit, now), **_scores(item.hit), "relevance": item.relevance,
-        "recency": item.recency, "composite_score": item.composite_score,
-    })
 
 
 @router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
@@ -71,7 +31,7 @@ async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: T
                         retrieval=settings.retrieval, query=body.query, types=body.types,
                         scope=body.scope, mode=mode, limit=body.limit,
                         min_confidence=body.min_confidence)
-    now = memories.now_utc()
+    now = now_utc()
     return SearchResponse(mode=mode, results=[search_hit(hit, now) for hit in hits])
 
 
@@ -88,7 +48,7 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
                             limit=body.limit, min_confidence=body.min_confidence)
-    now = memories.now_utc()
+    now = now_utc()
     return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 
 
@@ -117,7 +77,4 @@ async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: T
                                   retrieval=settings.retrieval,
                                   trigger_prompt=body.trigger_prompt, butler=body.butler,
                                   token_budget=body.token_budget)
-    items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
-                         composite_score=item.composite_score) for item in context.items]
-    return ContextResponse(context=context.text, token_budget=context.token_budget,
-                           characters=len(context.text), items=items)
+    return context_out(context)

@@ -1,6 +1,6 @@
 """Episode cleanup: TTL expiry, then the capacity limit on consolidated episodes only."""
 
-from app.repositories import cleanup as rows
+from app.repositories import cleanup as cleanup_rows
 from app.services.jobs import JobContext, JobOutcome
 
 # A safety stop: at most this many batches per phase and tenant in one job.
@@ -17,23 +17,23 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
     """
     batch_size = ctx.settings.jobs.cleanup_batch_size
     expired_deleted, links_deleted = await _drain(
-        ctx, rows.EXPIRED_BATCH, tenant_id=tenant_id, batch_size=batch_size, limit=None,
+        ctx, cleanup_rows.EXPIRED_BATCH, tenant_id=tenant_id, batch_size=batch_size, limit=None,
         reason="expired", job_id=job_id)
     async with ctx.transaction() as session:
         tenants = ([tenant_id] if tenant_id is not None
-                   else await rows.tenants_with_episodes(session))
+                   else await cleanup_rows.tenants_with_episodes(session))
     capacity_deleted = 0
     for tenant in tenants:
         async with ctx.transaction() as session:
-            excess = await rows.count_episodes(session, tenant_id=tenant) - max_entries
+            excess = await cleanup_rows.count_episodes(session, tenant_id=tenant) - max_entries
         if excess > 0:
-            deleted, links = await _drain(ctx, rows.CAPACITY_BATCH, tenant_id=tenant,
+            deleted, links = await _drain(ctx, cleanup_rows.CAPACITY_BATCH, tenant_id=tenant,
                                           batch_size=batch_size, limit=excess,
                                           reason="capacity", job_id=job_id)
             capacity_deleted += deleted
             links_deleted += links
     async with ctx.transaction() as session:
-        remaining = await rows.count_episodes(session, tenant_id=tenant_id)
+        remaining = await cleanup_rows.count_episodes(session, tenant_id=tenant_id)
     return JobOutcome(result={
         "expired_deleted": expired_deleted,
         "capacity_deleted": capacity_deleted,
@@ -52,9 +52,9 @@ async def _drain(ctx: JobContext, statement: str, *, tenant_id: str | None, batc
         if size <= 0:
             break
         async with ctx.transaction() as session:
-            episodes, links = await rows.delete_batch(session, statement, tenant_id=tenant_id,
-                                                      batch_size=size, reason=reason,
-                                                      job_id=job_id)
+            episodes, links = await cleanup_rows.delete_batch(
+                session, statement, tenant_id=tenant_id, batch_size=size, reason=reason,
+                job_id=job_id)
         episodes_total += episodes
         links_total += links
         if episodes < size:

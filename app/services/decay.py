@@ -1,6 +1,6 @@
 """The decay sweep: fading, expiry and forgetting of facts and rules whose confidence decayed."""
 
-from app.repositories import decay as rows
+from app.repositories import decay as decay_rows
 from app.services.jobs import JobContext, JobOutcome
 from app.services.lifecycle import EXPIRED_BELOW, FADING_BELOW
 
@@ -14,10 +14,12 @@ async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,
     statement per table, in one transaction; each transition is a memory_events row.
     """
     async with ctx.transaction() as session:
-        facts = await rows.sweep(session, rows.FACT_SWEEP, tenant_id=tenant_id, job_id=job_id,
-                                 expired_below=EXPIRED_BELOW, fading_below=FADING_BELOW)
-        rules = await rows.sweep(session, rows.RULE_SWEEP, tenant_id=tenant_id, job_id=job_id,
-                                 expired_below=EXPIRED_BELOW, fading_below=FADING_BELOW)
+        facts = await decay_rows.sweep(session, decay_rows.FACT_SWEEP, tenant_id=tenant_id,
+                                       job_id=job_id, expired_below=EXPIRED_BELOW,
+                                       fading_below=FADING_BELOW)
+        rules = await decay_rows.sweep(session, decay_rows.RULE_SWEEP, tenant_id=tenant_id,
+                                       job_id=job_id, expired_below=EXPIRED_BELOW,
+                                       fading_below=FADING_BELOW)
     return JobOutcome(result={
         "facts_evaluated": facts["evaluated"],
         "facts_expired": facts["expired"],

@@ -3,13 +3,14 @@
 import uuid
 from collections import defaultdict
 
-from sqlalchemy import ColumnElement, func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, NotFound
-from app.models import Entity
-from app.repositories import entities
-from app.repositories.entities import escape_like, not_tombstoned
+from app.models import Entity, Fact
+from app.repositories import entities as entity_rows
+from app.repositories import facts as fact_rows
+from app.repositories.entities import EntityFilters
+from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
 from app.services import resolve
 from app.services.resolve import Candidate
@@ -24,7 +25,7 @@ def _duplicate(canonical_name: str, entity_type: str) -> Conflict:
 
 async def create_entity(session: AsyncSession, *, tenant_id: str, data: EntityCreate) -> Entity:
     """Insert an entity; Conflict when the tenant already has the name with that type."""
-    row = await entities.insert_entity(
+    row = await entity_rows.insert_entity(
         session, tenant_id=tenant_id, canonical_name=data.canonical_name,
         entity_type=data.entity_type, aliases=data.aliases, metadata=data.metadata)
     if row is None:
@@ -34,7 +35,7 @@ async def create_entity(session: AsyncSession, *, tenant_id: str, data: EntityCr
 
 async def get_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID) -> Entity:
     """The entity, tombstoned or not; NotFound when the tenant has none with this id."""
-    row = await entities.get(session, tenant_id=tenant_id, entity_id=entity_id)
+    row = await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id)
     if row is None:
         raise NotFound(f"entity {entity_id} not found")
     return row
@@ -43,7 +44,7 @@ async def get_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.U
 async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
                         data: EntityUpdate) -> Entity:
     """Replace the name, replace all aliases, merge metadata; updated_at becomes now."""
-    row = await entities.get(session, tenant_id=tenant_id, entity_id=entity_id, for_update=True)
+    row = await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id, for_update=True)
     if row is None:
         raise NotFound(f"entity {entity_id} not found")
     if row.metadata_.get("merged_into"):
@@ -51,7 +52,7 @@ async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uui
                        "update the target instead")
     values: dict[str, object] = {}
     if data.canonical_name is not None:
-        if await entities.name_taken(session, tenant_id=tenant_id,
+        if await entity_rows.name_taken(session, tenant_id=tenant_id,
                                      canonical_name=data.canonical_name,
                                      entity_type=row.entity_type, exclude_id=entity_id):
             raise _duplicate(data.canonical_name, row.entity_type)
@@ -60,34 +61,20 @@ async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uui
         values["aliases"] = data.aliases
     if data.metadata is not None:
         values["metadata_"] = {**row.metadata_, **data.metadata}
-    return await entities.update_entity(session, entity_id=entity_id, values=values)
-
-
-def entity_filters(*, entity_type: str | None, name: str | None,
-                   include_merged: bool) -> list[ColumnElement[bool]]:
-    """WHERE clauses of the entity listing; `name` matches a substring of the canonical name."""
-    filters: list[ColumnElement[bool]] = []
-    if entity_type is not None:
-        filters.append(Entity.entity_type == entity_type)
-    if name is not None:
-        pattern = "%" + escape_like(name.lower()) + "%"
-        filters.append(func.lower(Entity.canonical_name).like(pattern, escape="\\"))
-    if not include_merged:
-        filters.append(not_tombstoned())
-    return filters
+    return await entity_rows.update_entity(session, entity_id=entity_id, values=values)
 
 
 async def resolve_name(session: AsyncSession, *, tenant_id: str,
                        request: ResolveRequest) -> list[Candidate]:
     """Ranked candidates for a name: exact, alias, substring, then (opt-in) fuzzy matches."""
     name = request.name.strip()
-    trigram = await entities.prepare_search(session, fuzzy_threshold=resolve.FUZZY_THRESHOLD)
-    rows = await entities.find_by_name(session, tenant_id=tenant_id, name=name,
+    trigram = await entity_rows.prepare_search(session, fuzzy_threshold=resolve.FUZZY_THRESHOLD)
+    rows = await entity_rows.find_by_name(session, tenant_id=tenant_id, name=name,
                                        entity_type=request.entity_type, cap=CANDIDATE_CAP)
     candidates = [Candidate(row.id, row.canonical_name, row.entity_type, list(row.aliases),
                             resolve.TIER_MATCH[row.tier]) for row in rows]
     if request.enable_fuzzy and len(name) >= resolve.FUZZY_MIN_CHARS and trigram:
-        fuzzy = await entities.find_fuzzy(
+        fuzzy = await entity_rows.find_fuzzy(
             session, tenant_id=tenant_id, name=name, entity_type=request.entity_type,
             exclude=[c.entity_id for c in candidates], threshold=resolve.FUZZY_THRESHOLD,
             cap=CANDIDATE_CAP)
@@ -98,7 +85,7 @@ async def resolve_name(session: AsyncSession, *, tenant_id: str,
         terms = resolve.hint_terms(hints.topic, hints.mentioned_with)
         fact_terms: dict[uuid.UUID, set[str]] = defaultdict(set)
         if terms:
-            for fact in await entities.fact_texts(
+            for fact in await entity_rows.fact_texts(
                     session, tenant_id=tenant_id, entity_ids=[c.entity_id for c in candidates],
                     per_entity=resolve.FACTS_PER_CANDIDATE):
                 fact_terms[fact.entity_id] |= resolve.tokenize(f"{fact.predicate} {fact.content}")
@@ -107,9 +94,20 @@ async def resolve_name(session: AsyncSession, *, tenant_id: str,
     return resolve.rank(candidates, request.limit)
 
 
-async def list_entities(session: AsyncSession, *, tenant_id: str,
-                        filters: list[ColumnElement[bool]], limit: int,
+async def list_entities(session: AsyncSession, *, tenant_id: str, entity_type: str | None,
+                        name: str | None, include_merged: bool, limit: int,
                         cursor: str | None) -> tuple[list[Entity], str | None]:
-    """A page of the tenant's entities, newest first."""
-    return await entities.list_page(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                    cursor=cursor)
+    """A page of the tenant's entities, newest first; merged ones only on request."""
+    filters = EntityFilters(entity_type=entity_type, name=name, include_merged=include_merged)
+    return await entity_rows.list_entities(session, tenant_id=tenant_id, filters=filters,
+                                           limit=limit, cursor=cursor)
+
+
+async def list_entity_facts(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
+                            validity: str | None, limit: int,
+                            cursor: str | None) -> tuple[list[Fact], str | None]:
+    """A page of the facts anchored to the entity, newest first; NotFound when it is absent."""
+    await get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
+    filters = FactFilters(entity_id=entity_id, validity=validity)
+    return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
+                                      cursor=cursor)

@@ -3,14 +3,18 @@
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import ColumnElement, func, literal
+from sqlalchemy import func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding import Embedder
 from app.models import Episode
-from app.repositories import events, memories
+from app.repositories import episodes as episode_rows
+from app.repositories import memories as memory_rows
+from app.repositories.episodes import EpisodeFilters
 from app.schemas.episodes import EpisodeCreate
+from app.services import events
 from app.services.embeddings import embed_texts
+from app.services.events import memory_event
 from app.text import preprocess_text
 
 
@@ -32,30 +36,21 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
         }
         for item, vector in zip(items, embedded.vectors, strict=True)
     ]
-    created = await memories.insert_rows(
+    created = await memory_rows.insert_rows(
         session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days))
     )
-    await events.add_events(session, [
-        {"event_type": "episode_created", "tenant_id": tenant_id,
-         "payload": {"memory_type": "episode", "memory_id": str(row.id), "butler": row.butler}}
-        for row in created
-    ])
+    await events.record(session, [memory_event("episode_created", tenant_id, row,
+                                               butler=row.butler) for row in created])
     return created
 
 
-def episode_filters(*, butler: str | None, session_id: uuid.UUID | None,
-                    consolidation_status: str | None, consolidated: bool | None,
-                    include_expired: bool) -> list[ColumnElement[bool]]:
-    """WHERE clauses of the episode listing."""
-    filters: list[ColumnElement[bool]] = []
-    if butler is not None:
-        filters.append(Episode.butler == butler)
-    if session_id is not None:
-        filters.append(Episode.session_id == session_id)
-    if consolidation_status is not None:
-        filters.append(Episode.consolidation_status == consolidation_status)
-    if consolidated is not None:
-        filters.append(Episode.consolidated == consolidated)
-    if not include_expired:
-        filters.append((Episode.expires_at.is_(None)) | (Episode.expires_at > func.now()))
-    return filters
+async def list_episodes(session: AsyncSession, *, tenant_id: str, butler: str | None,
+                        session_id: uuid.UUID | None, consolidation_status: str | None,
+                        consolidated: bool | None, include_expired: bool, limit: int,
+                        cursor: str | None) -> tuple[list[Episode], str | None]:
+    """A page of the tenant's episodes, newest first; expired ones only on request."""
+    filters = EpisodeFilters(butler=butler, session_id=session_id,
+                             consolidation_status=consolidation_status,
+                             consolidated=consolidated, include_expired=include_expired)
+    return await episode_rows.list_episodes(session, tenant_id=tenant_id, filters=filters,
+                                            limit=limit, cursor=cursor)

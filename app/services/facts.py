@@ -2,17 +2,23 @@
 
 import uuid
 
-from sqlalchemy import ColumnElement, func
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding import Embedder
 from app.errors import InvalidInput, NotFound
 from app.models import Fact
-from app.repositories import entities, facts, links, memories
+from app.repositories import entities as entity_rows
+from app.repositories import episodes as episode_rows
+from app.repositories import facts as fact_rows
+from app.repositories import links as link_rows
+from app.repositories import memories as memory_rows
+from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
+from app.services import events
 from app.services.embeddings import embed_texts
+from app.services.events import memory_event
 from app.services.lifecycle import decay_rate_for
-from app.services.memories import record_event
 from app.text import preprocess_text
 
 
@@ -35,16 +41,16 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{data.predicate}"
            if data.entity_id else
            f"fact:{tenant_id}:subject:{data.scope}:{data.subject}:{data.predicate}")
-    await facts.lock_key(session, key)
-    previous = await facts.find_active_by_key(
+    await fact_rows.lock_key(session, key)
+    previous = await fact_rows.find_active_by_key(
         session, tenant_id=tenant_id, scope=data.scope, subject=data.subject,
         predicate=data.predicate, entity_id=data.entity_id,
     )
     if previous is not None:
-        await memories.update_row(session, Fact, memory_id=previous.id,
+        await memory_rows.update_row(session, Fact, memory_id=previous.id,
                                   values={"validity": "superseded"})
 
-    [fact] = await memories.insert_rows(session, Fact, [{
+    [fact] = await memory_rows.insert_rows(session, Fact, [{
         "tenant_id": tenant_id,
         "subject": data.subject,
         "predicate": data.predicate,
@@ -65,19 +71,20 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
     }], last_confirmed_at=func.now())
 
-    await record_event(session, "fact_created", tenant_id, fact)
+    happened = [memory_event("fact_created", tenant_id, fact)]
     if previous is not None:
-        await links.create_link(session, tenant_id=tenant_id, source_type="fact",
-                                source_id=fact.id, target_type="fact", target_id=previous.id,
-                                relation="supersedes")
-        await record_event(session, "fact_superseded", tenant_id, previous,
-                           superseded_by=str(fact.id))
+        await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
+                                    source_id=fact.id, target_type="fact",
+                                    target_id=previous.id, relation="supersedes")
+        happened.append(memory_event("fact_superseded", tenant_id, previous,
+                                     superseded_by=str(fact.id)))
+    await events.record(session, happened)
     return fact
 
 
 async def _check_references(session: AsyncSession, *, tenant_id: str, data: FactCreate) -> None:
     if data.entity_id is not None:
-        entity = await entities.get(session, tenant_id=tenant_id, entity_id=data.entity_id,
+        entity = await entity_rows.get(session, tenant_id=tenant_id, entity_id=data.entity_id,
                                     for_share=True)
         if entity is None:
             raise InvalidInput(f"entity {data.entity_id} does not exist", field="entity_id")
@@ -86,7 +93,7 @@ async def _check_references(session: AsyncSession, *, tenant_id: str, data: Fact
                 f"entity {data.entity_id} was merged into {entity.metadata_['merged_into']}",
                 field="entity_id",
             )
-    if data.source_episode_id is not None and not await facts.episode_exists(
+    if data.source_episode_id is not None and not await episode_rows.episode_exists(
             session, tenant_id=tenant_id, episode_id=data.source_episode_id):
         raise InvalidInput(f"episode {data.source_episode_id} does not exist",
                            field="source_episode_id")
@@ -95,24 +102,18 @@ async def _check_references(session: AsyncSession, *, tenant_id: str, data: Fact
 async def fact_history_chain(session: AsyncSession, *, tenant_id: str,
                              fact_id: uuid.UUID) -> list[Fact]:
     """Every version of the fact's key, newest first; NotFound when the fact is absent."""
-    fact = await memories.get(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
+    fact = await memory_rows.get(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
     if fact is None:
         raise NotFound(f"fact {fact_id} not found")
-    return await facts.supersession_chain(session, tenant_id=tenant_id, fact=fact)
+    return await fact_rows.supersession_chain(session, tenant_id=tenant_id, fact=fact)
 
 
-def fact_filters(*, subject: str | None, predicate: str | None, scope: str | None,
-                 validity: str | None, entity_id: uuid.UUID | None) -> list[ColumnElement[bool]]:
-    """WHERE clauses of the fact listing; scope matches that scope only."""
-    filters: list[ColumnElement[bool]] = []
-    if subject is not None:
-        filters.append(Fact.subject == subject)
-    if predicate is not None:
-        filters.append(Fact.predicate == predicate)
-    if scope is not None:
-        filters.append(Fact.scope == scope)
-    if validity is not None:
-        filters.append(Fact.validity == validity)
-    if entity_id is not None:
-        filters.append(Fact.entity_id == entity_id)
-    return filters
+async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | None = None,
+                     predicate: str | None = None, scope: str | None = None,
+                     validity: str | None = None, entity_id: uuid.UUID | None = None,
+                     limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
+    """A page of the tenant's facts, newest first; None filters match anything."""
+    filters = FactFilters(subject=subject, predicate=predicate, scope=scope, validity=validity,
+                          entity_id=entity_id)
+    return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
+                                      cursor=cursor)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import NotFound
-from app.repositories import graph
+from app.repositories import graph as graph_rows
 from app.repositories.graph import NodeKey
 from app.schemas.graph import GraphEdge, GraphNode, GraphOut
 
@@ -29,14 +29,14 @@ async def neighbourhood(session: AsyncSession, *, tenant_id: str, node_type: str
                         max_nodes: int) -> GraphOut:
     """Breadth-first neighbourhood of a node; NotFound when the root does not exist."""
     root: NodeKey = (node_type, node_id)
-    texts = await graph.summaries(session, tenant_id=tenant_id, nodes=[root])
+    texts = await graph_rows.summaries(session, tenant_id=tenant_id, nodes=[root])
     if root not in texts:
         raise NotFound(f"{node_type} {node_id} not found")
-    reached = await graph.walk(session, tenant_id=tenant_id, root=root, hops=hops,
+    reached = await graph_rows.walk(session, tenant_id=tenant_id, root=root, hops=hops,
                                relations=relations, max_nodes=max_nodes)
     kept = reached[:max_nodes]
     hop_of = dict(kept)
-    texts.update(await graph.summaries(session, tenant_id=tenant_id,
+    texts.update(await graph_rows.summaries(session, tenant_id=tenant_id,
                                        nodes=[key for key, _ in kept if key != root]))
     nodes = [GraphNode(type=key[0], id=key[1], hop=hop, summary=shorten(texts[key][0]),
                        state=texts[key][1])
@@ -44,7 +44,7 @@ async def neighbourhood(session: AsyncSession, *, tenant_id: str, node_type: str
     present = {(node.type, node.id) for node in nodes}
 
     edges: list[GraphEdge] = []
-    for row in await graph.links_among(session, tenant_id=tenant_id, nodes=list(present),
+    for row in await graph_rows.links_among(session, tenant_id=tenant_id, nodes=list(present),
                                        relations=relations):
         source, target = (row.source_type, row.source_id), (row.target_type, row.target_id)
         edges.append(GraphEdge(source_type=row.source_type, source_id=row.source_id,
@@ -52,7 +52,7 @@ async def neighbourhood(session: AsyncSession, *, tenant_id: str, node_type: str
                                relation=row.relation,
                                hop=edge_hop(hop_of[source], hop_of[target])))
     if "about" in relations:
-        for row in await graph.anchors_among(
+        for row in await graph_rows.anchors_among(
                 session, tenant_id=tenant_id,
                 fact_ids=[key[1] for key in present if key[0] == "fact"],
                 entity_ids=[key[1] for key in present if key[0] == "entity"]):

@@ -6,7 +6,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -19,7 +18,7 @@ from app.embedding import Embedder
 from app.errors import NotFound
 from app.models import Job
 from app.repositories import jobs as job_rows
-from app.schemas.jobs import JobOut
+from app.repositories.jobs import JobFilters
 
 
 @dataclass(frozen=True)
@@ -68,24 +67,10 @@ async def get_job(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -
     return job
 
 
-def job_filters(*, kind: str | None, status: str | None) -> list[ColumnElement[bool]]:
-    """WHERE clauses of the job listing."""
-    filters: list[ColumnElement[bool]] = []
-    if kind is not None:
-        filters.append(Job.kind == kind)
-    if status is not None:
-        filters.append(Job.status == status)
-    return filters
-
-
-def job_out(job: Job) -> JobOut:
-    """A job as the API shows it."""
-    duration = None
-    if job.started_at is not None and job.finished_at is not None:
-        duration = max(0.0, (job.finished_at - job.started_at).total_seconds())
-    return JobOut(
-        id=job.id, kind=job.kind, status=job.status, params=job.params,
-        result=job.result, errors=list(job.errors), attempts=job.attempts,
-        created_at=job.created_at, scheduled_for=job.scheduled_for, started_at=job.started_at,
-        finished_at=job.finished_at, duration_seconds=duration,
-    )
+async def list_jobs(session: AsyncSession, *, tenant_id: str, kind: str | None,
+                    status: str | None, limit: int,
+                    cursor: str | None) -> tuple[list[Job], str | None]:
+    """A page of the tenant's jobs, newest first."""
+    return await job_rows.list_jobs(session, tenant_id=tenant_id,
+                                    filters=JobFilters(kind=kind, status=status), limit=limit,
+                                    cursor=cursor)

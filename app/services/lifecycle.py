@@ -3,10 +3,6 @@
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
-
-Permanence = Literal["permanent", "stable", "standard", "volatile", "ephemeral"]
-Maturity = Literal["candidate", "established", "proven", "anti_pattern"]
 
 PERMANENCE_DECAY_RATES: dict[str, float] = {
     "permanent": 0.0,
@@ -65,18 +61,6 @@ def recency_score(last_referenced_at: datetime | None, now: datetime) -> float:
     days = days_between(last_referenced_at, now)
     score = math.exp(-math.log(2) / RECENCY_HALF_LIFE_DAYS * days)
     return min(1.0, max(0.0, score))
-
-
-DecayState = Literal["active", "fading", "expired"]
-
-
-def decay_state(effective: float) -> DecayState:
-    """Where an effective confidence falls: expired < 0.05 <= fading < 0.2 <= active."""
-    if effective < EXPIRED_BELOW:
-        return "expired"
-    if effective < FADING_BELOW:
-        return "fading"
-    return "active"
 
 
 def helpful_effectiveness(success_count: int, applied_count: int) -> float:

@@ -6,7 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import MemoryLink
-from app.repositories import links
+from app.repositories import links as link_rows
 from app.schemas.links import LinkCreate
 
 
@@ -22,13 +22,13 @@ async def create_link(session: AsyncSession, *, tenant_id: str,
         raise InvalidInput("a memory cannot be linked to itself", field="target_id")
     for end, memory_type, memory_id in (("source", data.source_type, data.source_id),
                                         ("target", data.target_type, data.target_id)):
-        if not await links.memory_exists(session, tenant_id=tenant_id, memory_type=memory_type,
-                                         memory_id=memory_id):
+        if not await link_rows.memory_exists(session, tenant_id=tenant_id,
+                                             memory_type=memory_type, memory_id=memory_id):
             raise InvalidInput(f"{memory_type} {memory_id} does not exist", field=f"{end}_id")
-    created = await links.create_link(
+    created = await link_rows.create_link(
         session, tenant_id=tenant_id, source_type=data.source_type, source_id=data.source_id,
         target_type=data.target_type, target_id=data.target_id, relation=data.relation)
-    link = await links.get_link(
+    link = await link_rows.get_link(
         session, tenant_id=tenant_id, source_type=data.source_type, source_id=data.source_id,
         target_type=data.target_type, target_id=data.target_id)
     if link is None:
@@ -45,15 +45,26 @@ async def create_link(session: AsyncSession, *, tenant_id: str,
 async def require_memory(session: AsyncSession, *, tenant_id: str, memory_type: str,
                          memory_id: uuid.UUID) -> None:
     """NotFound unless the tenant has this memory."""
-    if not await links.memory_exists(session, tenant_id=tenant_id, memory_type=memory_type,
-                                     memory_id=memory_id):
+    if not await link_rows.memory_exists(session, tenant_id=tenant_id,
+                                         memory_type=memory_type, memory_id=memory_id):
         raise NotFound(f"{memory_type} {memory_id} not found")
 
 
 async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str,
                       source_id: uuid.UUID, target_type: str, target_id: uuid.UUID) -> None:
     """Delete one edge; NotFound when the tenant has no such edge."""
-    if not await links.delete_link(session, tenant_id=tenant_id, source_type=source_type,
-                                   source_id=source_id, target_type=target_type,
-                                   target_id=target_id):
+    if not await link_rows.delete_link(session, tenant_id=tenant_id, source_type=source_type,
+                                       source_id=source_id, target_type=target_type,
+                                       target_id=target_id):
         raise NotFound(f"no link from {source_type} {source_id} to {target_type} {target_id}")
+
+
+async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
+                     memory_id: uuid.UUID, direction: str, relation: str | None, limit: int,
+                     cursor: str | None) -> tuple[list[MemoryLink], str | None]:
+    """A page of the memory's links, newest first; NotFound when the memory is absent."""
+    await require_memory(session, tenant_id=tenant_id, memory_type=memory_type,
+                         memory_id=memory_id)
+    return await link_rows.list_links(session, tenant_id=tenant_id, memory_type=memory_type,
+                                      memory_id=memory_id, direction=direction,
+                                      relation=relation, limit=limit, cursor=cursor)

@@ -1,57 +1,24 @@
 """Operations common to every memory type: get with reference bump, confirm, forget."""
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.clock import now_utc
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Episode, Fact, Rule
-from app.repositories import events, memories
-from app.schemas.episodes import EpisodeOut
-from app.schemas.facts import FactOut
-from app.schemas.rules import RuleOut
-from app.services.lifecycle import effective_confidence
-
-Memory = Episode | Fact | Rule
-
-
-def now_utc() -> datetime:
-    """The current time, timezone-aware."""
-    return datetime.now(UTC)
-
-
-def _columns(row: Memory) -> dict[str, Any]:
-    return {attr.key: getattr(row, attr.key) for attr in row.__mapper__.column_attrs
-            if attr.key not in ("embedding", "search_vector")}
-
-
-def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
-    """A fact as the API shows it, with its decayed confidence."""
-    eff = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at,
-                               now or now_utc())
-    return FactOut.model_validate({**_columns(row), "effective_confidence": eff})
-
-
-def rule_out(row: Rule, now: datetime | None = None) -> RuleOut:
-    """A rule as the API shows it, with its decayed confidence."""
-    eff = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at,
-                               now or now_utc())
-    return RuleOut.model_validate({**_columns(row), "effective_confidence": eff})
-
-
-def episode_out(row: Episode) -> EpisodeOut:
-    """An episode as the API shows it."""
-    return EpisodeOut.model_validate(row)
+from app.repositories import memories as memory_rows
+from app.services import events
+from app.services.events import Memory, memory_event, type_name
 
 
 async def get_memory(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                      memory_id: uuid.UUID) -> Any:
     """The row, after counting this read as a reference; NotFound when absent."""
-    row = await memories.bump_reference(session, model, tenant_id=tenant_id,
-                                        memory_id=memory_id)
+    row = await memory_rows.bump_reference(session, model, tenant_id=tenant_id,
+                                           memory_id=memory_id)
     if row is None:
         raise NotFound(f"{type_name(model)} {memory_id} not found")
     return row
@@ -60,8 +27,8 @@ async def get_memory(session: AsyncSession, model: type[Memory], *, tenant_id: s
 async def load_for_update(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                           memory_id: uuid.UUID) -> Any:
     """The row locked FOR UPDATE; NotFound when absent."""
-    row = await memories.get(session, model, tenant_id=tenant_id, memory_id=memory_id,
-                             for_update=True)
+    row = await memory_rows.get(session, model, tenant_id=tenant_id, memory_id=memory_id,
+                                for_update=True)
     if row is None:
         raise NotFound(f"{type_name(model)} {memory_id} not found")
     return row
@@ -78,11 +45,12 @@ async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,
     metadata = dict(row.metadata_)
     if metadata.get("status") == "fading":
         del metadata["status"]
-    updated = await memories.update_row(
+    updated = await memory_rows.update_row(
         session, model, memory_id=memory_id,
         values={"last_confirmed_at": func.now(), "metadata_": metadata},
     )
-    await record_event(session, f"{type_name(model)}_confirmed", tenant_id, updated)
+    await events.record(session, [memory_event(f"{type_name(model)}_confirmed", tenant_id,
+                                               updated)])
     return updated
 
 
@@ -101,8 +69,9 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
         already = row.metadata_.get("forgotten") is True
     if already:
         return row
-    updated = await memories.update_row(session, model, memory_id=memory_id, values=values)
-    await record_event(session, f"{type_name(model)}_forgotten", tenant_id, updated)
+    updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
+    await events.record(session, [memory_event(f"{type_name(model)}_forgotten", tenant_id,
+                                               updated)])
     return updated
 
 
@@ -111,17 +80,3 @@ def _require_live(row: Memory) -> None:
         raise Conflict(f"fact {row.id} is {row.validity}; only active facts can be confirmed")
     if isinstance(row, Rule) and row.metadata_.get("forgotten") is True:
         raise Conflict(f"rule {row.id} is forgotten")
-
-
-async def record_event(session: AsyncSession, event_type: str, tenant_id: str, row: Memory,
-                       **payload: Any) -> None:
-    """Append a memory_events row about `row`."""
-    await events.add_event(
-        session, event_type=event_type, tenant_id=tenant_id,
-        payload={"memory_type": type_name(type(row)), "memory_id": str(row.id), **payload},
-    )
-
-
-def type_name(model: type[Memory]) -> str:
-    """The API name of a memory model: episode, fact or rule."""
-    return {Episode: "episode", Fact: "fact", Rule: "rule"}[model]

@@ -7,8 +7,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Entity, Fact
-from app.repositories import entities, events, links
+from app.repositories import entities as entity_rows
+from app.repositories import links as link_rows
 from app.schemas.entities import MERGED_INTO
+from app.services import events
 
 
 @dataclass
@@ -55,7 +57,7 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
     """
     if source_id == target_id:
         raise InvalidInput("an entity cannot be merged into itself", field="source_id")
-    locked = await entities.lock_pair(session, tenant_id=tenant_id, ids=(target_id, source_id))
+    locked = await entity_rows.lock_pair(session, tenant_id=tenant_id, ids=(target_id, source_id))
     target, source = locked.get(target_id), locked.get(source_id)
     if target is None:
         raise NotFound(f"entity {target_id} not found")
@@ -68,38 +70,38 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
         raise Conflict(f"entity {target_id} was merged into {target.metadata_[MERGED_INTO]}; "
                        "merge into that entity instead")
 
-    source_facts = await entities.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
+    source_facts = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
     target_facts = {(fact.scope, fact.predicate): fact for fact in
-                    await entities.active_facts(session, tenant_id=tenant_id,
-                                                entity_id=target_id)}
+                    await entity_rows.active_facts(session, tenant_id=tenant_id,
+                                                   entity_id=target_id)}
     contests = [_winner_and_loser(fact, target_facts[(fact.scope, fact.predicate)])
                 for fact in source_facts if (fact.scope, fact.predicate) in target_facts]
     # Losers leave the active set before any fact moves, so the partial unique index on
     # (tenant, entity, scope, predicate) WHERE active never sees two active rows.
-    await entities.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])
-    facts_repointed = await entities.repoint_facts(session, tenant_id=tenant_id,
-                                                   source_id=source_id, target_id=target_id)
+    await entity_rows.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])
+    facts_repointed = await entity_rows.repoint_facts(session, tenant_id=tenant_id,
+                                                      source_id=source_id, target_id=target_id)
     for winner, loser in contests:
-        await entities.set_supersedes(session, winner_id=winner.id, loser_id=loser.id)
-        await links.create_link(session, tenant_id=tenant_id, source_type="fact",
-                                source_id=winner.id, target_type="fact", target_id=loser.id,
-                                relation="supersedes")
+        await entity_rows.set_supersedes(session, winner_id=winner.id, loser_id=loser.id)
+        await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
+                                    source_id=winner.id, target_type="fact", target_id=loser.id,
+                                    relation="supersedes")
 
     aliases, added = merge_aliases(target_name=target.canonical_name,
                                    target_aliases=list(target.aliases),
                                    source_name=source.canonical_name,
                                    source_aliases=list(source.aliases))
-    merged_target = await entities.update_entity(session, entity_id=target_id, values={
+    merged_target = await entity_rows.update_entity(session, entity_id=target_id, values={
         "aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}})
-    await entities.update_entity(session, entity_id=source_id, values={
+    await entity_rows.update_entity(session, entity_id=source_id, values={
         "metadata_": {**source.metadata_, MERGED_INTO: str(target_id)}})
 
     result = MergeResult(target=merged_target, source_entity_id=source_id,
                          target_entity_id=target_id, facts_repointed=facts_repointed,
                          facts_superseded=len(contests), aliases_added=added)
-    await events.add_event(session, event_type="entity_merge", tenant_id=tenant_id, payload={
+    await events.record(session, [events.Event("entity_merge", tenant_id, {
         "source_entity_id": str(source_id), "target_entity_id": str(target_id),
         "facts_repointed": result.facts_repointed, "facts_superseded": result.facts_superseded,
         "aliases_added": result.aliases_added,
-    })
+    })])
     return result

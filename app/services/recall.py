@@ -7,17 +7,17 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import RetrievalSettings, ScoreWeights
+from app.clock import now_utc
+from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
 from app.repositories import search as search_rows
 from app.services.lifecycle import effective_confidence, recency_score
-from app.services.memories import now_utc
-from app.services.search import RRF_K, Hit, search
+from app.services.search import Hit, search
 
 RECALL_TYPES = ("fact", "rule")
 
 
-def relevance_from_rrf(rrf: float, *, pool: int, k: int = RRF_K) -> float:
+def relevance_from_rrf(rrf: float, *, pool: int, k: int = DEFAULT_RRF_K) -> float:
     """RRF rescaled to [0, 1] over the range a candidate of a `pool`-long fusion can reach.
 
     The spec divides by the best score 2/(k+1), which maps every candidate into about

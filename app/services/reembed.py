@@ -4,7 +4,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.embedding import Embedder
 from app.models import Episode, Fact, Rule
-from app.repositories import embedding_versions, reembed
+from app.repositories import embedding_versions as embedding_version_rows
+from app.repositories import reembed as reembed_rows
 
 BATCH_SIZE = 256
 
@@ -13,7 +14,7 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
                       embedder: Embedder) -> dict[str, int]:
     """Re-embed stale rows of every memory table, one committed batch at a time."""
     async with sessionmaker() as session, session.begin():
-        version_id = await embedding_versions.ensure_version(
+        version_id = await embedding_version_rows.ensure_version(
             session, model_name=embedder.model_name, model_version=embedder.model_version,
             dimensions=embedder.dimensions)
     counts: dict[str, int] = {}
@@ -21,12 +22,12 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
         counts[name] = 0
         while True:
             async with sessionmaker() as session, session.begin():
-                rows = await reembed.stale_rows(session, model, version_id=version_id,
+                rows = await reembed_rows.stale_rows(session, model, version_id=version_id,
                                                 limit=BATCH_SIZE)
                 if not rows:
                     break
                 vectors = await embedder.aembed_batch([content for _, content in rows])
-                await reembed.store_vectors(
+                await reembed_rows.store_vectors(
                     session, model, version_id=version_id,
                     vectors={row_id: vector for (row_id, _), vector in zip(rows, vectors,
                                                                            strict=True)})

@@ -3,29 +3,35 @@
 import uuid
 from typing import Any
 
-from sqlalchemy import ColumnElement, func
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.clock import now_utc
 from app.embedding import Embedder
 from app.errors import Conflict, InvalidInput
 from app.models import Rule
-from app.repositories import events, facts, memories
+from app.repositories import episodes as episode_rows
+from app.repositories import events as event_rows
+from app.repositories import memories as memory_rows
+from app.repositories import rules as rule_rows
+from app.repositories.rules import RuleFilters
 from app.schemas.rules import RuleCreate
-from app.services import lifecycle
+from app.services import events, lifecycle
 from app.services.embeddings import embed_texts
-from app.services.memories import load_for_update, now_utc, record_event
+from app.services.events import memory_event
+from app.services.memories import load_for_update
 from app.text import preprocess_text
 
 
 async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RuleCreate) -> Rule:
     """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
-    if data.source_episode_id is not None and not await facts.episode_exists(
+    if data.source_episode_id is not None and not await episode_rows.episode_exists(
             session, tenant_id=tenant_id, episode_id=data.source_episode_id):
         raise InvalidInput(f"episode {data.source_episode_id} does not exist",
                            field="source_episode_id")
     embedded = await embed_texts(session, embedder, [data.content])
-    [rule] = await memories.insert_rows(session, Rule, [{
+    [rule] = await memory_rows.insert_rows(session, Rule, [{
         "tenant_id": tenant_id,
         "content": data.content,
         "scope": data.scope,
@@ -44,7 +50,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "embedding_version_id": embedded.version_id,
         "search_text": preprocess_text(data.content),
     }], last_confirmed_at=func.now())
-    await record_event(session, "rule_created", tenant_id, rule)
+    await events.record(session, [memory_event("rule_created", tenant_id, rule)])
     return rule
 
 
@@ -92,30 +98,26 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     content = lifecycle.anti_pattern_content(rule.content, reasons)
     embedded = await embed_texts(session, embedder, [content])
     metadata = {**rule.metadata_, "original_content": rule.content, "needs_inversion": False}
-    updated = await memories.update_row(session, Rule, memory_id=rule.id, values={
+    updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
         "content": content,
         "maturity": "anti_pattern",
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
-        "search_vector": memories.to_tsvector(preprocess_text(content)),
+        "search_vector": memory_rows.to_tsvector(preprocess_text(content)),
         "metadata_": metadata,
     })
-    await record_event(session, "rule_inverted", tenant_id, updated,
-                       from_maturity=previous_maturity)
+    await events.record(session, [memory_event("rule_inverted", tenant_id, updated,
+                                               from_maturity=previous_maturity)])
     return updated
 
 
-def rule_filters(*, scope: str | None, maturity: str | None,
-                 include_forgotten: bool) -> list[ColumnElement[bool]]:
-    """WHERE clauses of the rule listing."""
-    filters: list[ColumnElement[bool]] = []
-    if scope is not None:
-        filters.append(Rule.scope == scope)
-    if maturity is not None:
-        filters.append(Rule.maturity == maturity)
-    if not include_forgotten:
-        filters.append(Rule.metadata_["forgotten"].as_boolean().is_not(True))
-    return filters
+async def list_rules(session: AsyncSession, *, tenant_id: str, scope: str | None,
+                     maturity: str | None, include_forgotten: bool, limit: int,
+                     cursor: str | None) -> tuple[list[Rule], str | None]:
+    """A page of the tenant's rules, newest first; forgotten ones only on request."""
+    filters = RuleFilters(scope=scope, maturity=maturity, include_forgotten=include_forgotten)
+    return await rule_rows.list_rules(session, tenant_id=tenant_id, filters=filters, limit=limit,
+                                      cursor=cursor)
 
 
 async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID) -> Rule:
@@ -137,7 +139,7 @@ async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
         metadata["needs_inversion"] = True
     else:
         metadata.pop("needs_inversion", None)
-    updated = await memories.update_row(session, Rule, memory_id=rule.id, values={
+    updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
         "applied_count": outcome.applied_count,
         "success_count": outcome.success_count,
         "harmful_count": outcome.harmful_count,
@@ -147,13 +149,15 @@ async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
         "last_evaluated_at": func.now(),
         "metadata_": metadata,
     })
-    await events.add_rule_application(session, tenant_id=tenant_id, rule_id=rule.id,
+    await event_rows.add_rule_application(session, tenant_id=tenant_id, rule_id=rule.id,
                                       outcome=kind, reason=reason, context=context)
-    await record_event(session, f"rule_marked_{kind}", tenant_id, updated,
-                       effectiveness_score=outcome.effectiveness_score, reason=reason)
+    happened = [memory_event(f"rule_marked_{kind}", tenant_id, updated,
+                             effectiveness_score=outcome.effectiveness_score, reason=reason)]
     if outcome.maturity != previous_maturity:
-        await record_event(session, "rule_maturity_changed", tenant_id, updated,
-                           from_maturity=previous_maturity, to_maturity=outcome.maturity)
+        happened.append(memory_event("rule_maturity_changed", tenant_id, updated,
+                                     from_maturity=previous_maturity,
+                                     to_maturity=outcome.maturity))
     if needs_inversion and not was_flagged:
-        await record_event(session, "rule_inversion_flagged", tenant_id, updated)
+        happened.append(memory_event("rule_inversion_flagged", tenant_id, updated))
+    await events.record(session, happened)
     return updated

@@ -7,14 +7,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import RetrievalSettings
+from app.config import DEFAULT_RRF_K, RetrievalSettings
 from app.embedding import Embedder
 from app.repositories import search as search_rows
-from app.repositories.search import Candidate, Filters
+from app.repositories.search import Filters, RankedCandidate
 from app.text import preprocess_search_query
 
 ALL_TYPES = ("episode", "fact", "rule")
-RRF_K = 60
 
 Key = tuple[str, uuid.UUID]
 
@@ -31,7 +30,7 @@ class Fused:
 
 
 def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
-              k: int = RRF_K) -> float:
+              k: int = DEFAULT_RRF_K) -> float:
     """1/(k + semantic_rank) + 1/(k + keyword_rank); a missing rank counts as limit + 1."""
     missing = limit + 1
     return (1.0 / (k + (semantic_rank if semantic_rank is not None else missing))
@@ -46,8 +45,8 @@ def _fusion_order(item: Fused) -> tuple[Any, ...]:
             item.memory_type, str(item.memory_id))
 
 
-def fuse(semantic: Sequence[Candidate], keyword: Sequence[Candidate], *, limit: int,
-         k: int = RRF_K) -> list[Fused]:
+def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
+         k: int = DEFAULT_RRF_K) -> list[Fused]:
     """RRF of two ranked lists: rrf_score desc, semantic_rank asc, then stable keys."""
     semantic_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in semantic}
     keyword_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in keyword}
@@ -62,7 +61,7 @@ def fuse(semantic: Sequence[Candidate], keyword: Sequence[Candidate], *, limit: 
     return sorted(fused, key=_fusion_order)[:limit]
 
 
-def single_list(candidates: Sequence[Candidate], *, semantic: bool) -> list[Fused]:
+def single_list(candidates: Sequence[RankedCandidate], *, semantic: bool) -> list[Fused]:
     """A one-mode result: the list as ranked, without fusion."""
     return [
         Fused(c.memory_type, c.memory_id, c.rank if semantic else None,
@@ -78,7 +77,7 @@ class Hit:
     memory_type: str
     row: Any
     similarity: float | None
-    rank: float | None
+    keyword_score: float | None
     rrf_score: float | None
     semantic_rank: int | None
     keyword_rank: int | None
@@ -123,7 +122,7 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in loaded:
-            row, similarity, rank = loaded[(f.memory_type, f.memory_id)]
-            hits.append(Hit(f.memory_type, row, similarity, rank, f.rrf_score,
+            row, similarity, keyword_score = loaded[(f.memory_type, f.memory_id)]
+            hits.append(Hit(f.memory_type, row, similarity, keyword_score, f.rrf_score,
                             f.semantic_rank, f.keyword_rank))
     return hits

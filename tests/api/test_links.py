@@ -4,9 +4,6 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.repositories.links import delete_links_for
 
 
 async def episode(client, content="we talked about chess"):
@@ -207,14 +204,3 @@ async def test_forgetting_a_memory_keeps_its_links(client):
     await link(client, source, target)
     await client.post(f"/v1/facts/{source[1]}/forget")
     assert len((await listed(client, source))["items"]) == 1
-
-
-async def test_delete_links_for_removes_both_directions(client, db_engine):
-    a, b, c = await fact(client), await episode(client), await rule(client)
-    await link(client, a, b)
-    await link(client, c, a, "supports")
-    await link(client, b, c, "related_to")
-    async with AsyncSession(db_engine) as session, session.begin():
-        removed = await delete_links_for(session, "fact", [uuid.UUID(a[1])])
-    assert removed == 2
-    assert ends((await listed(client, b))["items"]) == [(b, c, "related_to")]

@@ -4,14 +4,14 @@ import uuid
 
 import pytest
 
-from app.repositories.search import Candidate
+from app.repositories.search import RankedCandidate
 from app.services.search import fuse, rrf_score, single_list
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
 
-def ranked(*ids: uuid.UUID, memory_type: str = "episode") -> list[Candidate]:
-    return [Candidate(memory_type, memory_id, rank) for rank, memory_id in enumerate(ids, 1)]
+def ranked(*ids: uuid.UUID, memory_type: str = "episode") -> list[RankedCandidate]:
+    return [RankedCandidate(memory_type, memory_id, rank) for rank, memory_id in enumerate(ids, 1)]
 
 
 def test_rrf_score_adds_reciprocal_ranks_with_k_60():

@@ -52,15 +52,6 @@ def test_recency_is_zero_when_never_referenced_and_clamped_for_future() -> None:
     assert lifecycle.recency_score(NOW + timedelta(days=2), NOW) == 1.0
 
 
-@pytest.mark.parametrize(
-    ("effective", "state"),
-    [(0.0, "expired"), (0.0499, "expired"), (0.05, "fading"), (0.1999, "fading"),
-     (0.2, "active"), (1.0, "active")],
-)
-def test_decay_state_thresholds(effective: float, state: str) -> None:
-    assert lifecycle.decay_state(effective) == state
-
-
 def test_helpful_effectiveness_is_success_over_applied() -> None:
     assert lifecycle.helpful_effectiveness(3, 4) == 0.75
 

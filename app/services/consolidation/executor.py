@@ -13,17 +13,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding import Embedder
 from app.errors import NotFound
 from app.models import Fact, Rule
-from app.repositories import links, memories
+from app.repositories import links as link_rows
+from app.repositories import memories as memory_rows
 from app.schemas.facts import FactCreate
 from app.schemas.rules import RuleCreate
+from app.services import events
 from app.services.consolidation.parser import (
     ConsolidationResult,
     NewFact,
     NewRule,
     UpdatedFact,
 )
+from app.services.events import memory_event
 from app.services.facts import store_fact
-from app.services.memories import confirm, record_event
+from app.services.memories import confirm
 from app.services.rules import store_rule
 
 logger = logging.getLogger(__name__)
@@ -62,7 +65,7 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
                 await action()
         except Exception as exc:  # noqa: BLE001 - each action is isolated by design
             logger.warning("consolidation action %s failed: %s", label, exc)
-            outcome.errors.append(f"{label}: {_describe(exc)}")
+            outcome.errors.append(f"{label}: {describe_error(exc)}")
 
     for index, item in enumerate(parsed.new_facts):
         await attempt(f"new_facts[{index}]",
@@ -101,9 +104,10 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
                         source_id: uuid.UUID, requested: list[uuid.UUID],
                         outcome: ExecutionOutcome) -> None:
     for episode_id in _sources(group, requested):
-        if await links.create_link(session, tenant_id=group.tenant_id, source_type=source_type,
-                                   source_id=source_id, target_type="episode",
-                                   target_id=episode_id, relation="derived_from"):
+        if await link_rows.create_link(session, tenant_id=group.tenant_id,
+                                       source_type=source_type, source_id=source_id,
+                                       target_type="episode", target_id=episode_id,
+                                       relation="derived_from"):
             outcome.links_created += 1
 
 
@@ -118,7 +122,7 @@ async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope
 
 async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                         item: UpdatedFact, outcome: ExecutionOutcome) -> None:
-    target = await memories.get(session, Fact, tenant_id=group.tenant_id,
+    target = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
                                 memory_id=item.target_id, for_update=True)
     if target is None:
         raise NotFound(f"target fact {item.target_id} not found")
@@ -136,14 +140,15 @@ async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupS
 async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fact: Fact) -> None:
     """Supersede the named target whose key differs from the new fact's."""
     values: dict[str, Any] = {"validity": "superseded"}
-    await memories.update_row(session, Fact, memory_id=target.id, values=values)
+    await memory_rows.update_row(session, Fact, memory_id=target.id, values=values)
     if fact.supersedes_id is None:
-        await memories.update_row(session, Fact, memory_id=fact.id,
-                                  values={"supersedes_id": target.id})
-    await links.create_link(session, tenant_id=tenant_id, source_type="fact", source_id=fact.id,
-                            target_type="fact", target_id=target.id, relation="supersedes")
-    await record_event(session, "fact_superseded", tenant_id, target,
-                       superseded_by=str(fact.id))
+        await memory_rows.update_row(session, Fact, memory_id=fact.id,
+                                     values={"supersedes_id": target.id})
+    await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
+                                source_id=fact.id, target_type="fact", target_id=target.id,
+                                relation="supersedes")
+    await events.record(session, [memory_event("fact_superseded", tenant_id, target,
+                                               superseded_by=str(fact.id))])
 
 
 async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,
@@ -172,7 +177,11 @@ async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUI
     outcome.confirmations += 1
 
 
-def _describe(exc: Exception) -> str:
+def describe_error(exc: Exception, *, limit: int = 500,
+                   plain: tuple[type[Exception], ...] = ()) -> str:
+    """One line saying what went wrong; `plain` types are told by their message alone."""
+    if isinstance(exc, plain):
+        return str(exc)[:limit]
     if isinstance(exc, ValidationError):
         return "invalid " + "; ".join(
             f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in exc.errors())
@@ -180,4 +189,4 @@ def _describe(exc: Exception) -> str:
     if isinstance(detail, str):
         return detail
     message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {message}"[:500]
+    return f"{type(exc).__name__}: {message}"[:limit]

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from app.services.lifecycle import Permanence
+from app.schemas.common import Permanence
 
 NO_JSON_ERROR = "No JSON block found in consolidation output"
 DEFAULT_PERMANENCE: Permanence = "standard"

@@ -7,12 +7,13 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.models import Episode
-from app.repositories import consolidation as rows
-from app.repositories import events
+from app.repositories import consolidation as consolidation_rows
 from app.repositories.consolidation import PendingGroup
+from app.services import events
 from app.services.consolidation.executor import (
     ExecutionOutcome,
     GroupScope,
+    describe_error,
     execute_consolidation,
 )
 from app.services.consolidation.parser import ConsolidationResult, parse_consolidation_output
@@ -89,7 +90,7 @@ async def run_consolidation(ctx: JobContext, *, tenant_id: str | None) -> JobOut
 async def dry_run(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
     """Group and count pending episodes; nothing is written."""
     async with ctx.transaction() as session:
-        groups = await rows.pending_groups(session, tenant_id=tenant_id)
+        groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
     listed = [{"tenant_id": g.tenant_id, "butler": g.butler, "episodes": g.episodes}
               for g in groups[:MAX_LISTED_GROUPS]]
     return JobOutcome(result={
@@ -105,14 +106,14 @@ async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | N
                       skipped: set[tuple[str, str]], tally: Tally) -> bool:
     """Consolidate one batch of a group no other worker holds; False when none is left."""
     async with ctx.transaction() as session:
-        groups = await rows.pending_groups(session, tenant_id=tenant_id)
+        groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
     for group in groups:
         key = (group.tenant_id, group.butler)
         if key in skipped:
             continue
         async with ctx.connection() as conn:
-            if not await rows.try_lock_group(conn, tenant_id=group.tenant_id,
-                                             butler=group.butler):
+            if not await consolidation_rows.try_lock_group(conn, tenant_id=group.tenant_id,
+                                                           butler=group.butler):
                 continue
             try:
                 consolidated = await _consolidate_batch(ctx, client, group=group, tally=tally)
@@ -128,7 +129,7 @@ async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | N
 
 async def _unlock(conn: AsyncConnection, group: PendingGroup) -> None:
     try:
-        await rows.unlock_group(conn, tenant_id=group.tenant_id, butler=group.butler)
+        await consolidation_rows.unlock_group(conn, tenant_id=group.tenant_id, butler=group.butler)
     except Exception:  # noqa: BLE001 - closing the connection releases the lock instead
         logger.warning("could not release the consolidation lock; dropping the connection",
                        exc_info=True)
@@ -143,7 +144,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     with retry_count + 1, or become failed), None when nothing was pending any more.
     """
     async with ctx.transaction() as session:
-        episodes = await rows.pending_episodes(
+        episodes = await consolidation_rows.pending_episodes(
             session, tenant_id=group.tenant_id, butler=group.butler,
             limit=ctx.settings.jobs.consolidation_batch_size)
         if not episodes:
@@ -155,25 +156,27 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     try:
         parsed = await _ask_model(client, prompt)
         async with ctx.transaction() as session:
-            still_pending = await rows.lock_still_pending(session, episode_ids=scope.episode_ids)
+            still_pending = await consolidation_rows.lock_still_pending(
+                session, episode_ids=scope.episode_ids)
             scope = GroupScope(scope.tenant_id, scope.butler, still_pending)
             outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
                                                   parsed=parsed)
-            await rows.mark_consolidated(session, episode_ids=scope.episode_ids)
-            await events.add_event(session, event_type="episodes_consolidated",
-                                   tenant_id=scope.tenant_id, actor="consolidation",
-                                   payload=_payload(scope, outcome))
+            await consolidation_rows.mark_consolidated(session, episode_ids=scope.episode_ids)
+            await events.record(session, [events.Event(
+                "episodes_consolidated", scope.tenant_id, _payload(scope, outcome),
+                actor="consolidation")])
     except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
-        message = _describe(exc)
+        message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
         async with ctx.transaction() as session:
-            retrying, failed = await rows.record_failure(
+            retrying, failed = await consolidation_rows.record_failure(
                 session, episode_ids=scope.episode_ids, error=message,
                 max_attempts=ctx.settings.jobs.consolidation_max_attempts)
-            await events.add_event(session, event_type="episodes_consolidation_failed",
-                                   tenant_id=scope.tenant_id, actor="consolidation",
-                                   payload={"butler": scope.butler, "error": message,
-                                            "episode_ids": [str(i) for i in scope.episode_ids]})
+            await events.record(session, [events.Event(
+                "episodes_consolidation_failed", scope.tenant_id,
+                {"butler": scope.butler, "error": message,
+                 "episode_ids": [str(i) for i in scope.episode_ids]},
+                actor="consolidation")])
         tally.groups_failed += 1
         tally.episodes_retrying += retrying
         tally.episodes_failed += failed
@@ -190,10 +193,10 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
 
 async def _prompt(session: AsyncSession, group: PendingGroup, episodes: list[Episode]) -> str:
     """The prompt of one batch, with the butler's existing facts and rules as dedup context."""
-    facts = await rows.active_facts(session, tenant_id=group.tenant_id, butler=group.butler,
-                                    limit=MAX_CONTEXT_FACTS)
-    rules = await rows.active_rules(session, tenant_id=group.tenant_id, butler=group.butler,
-                                    limit=MAX_CONTEXT_RULES)
+    facts = await consolidation_rows.active_facts(
+        session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_FACTS)
+    rules = await consolidation_rows.active_rules(
+        session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_RULES)
     return build_prompt(
         butler=group.butler,
         episodes=[EpisodeItem(str(e.id), e.created_at, e.importance, e.content)
@@ -229,9 +232,3 @@ def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
         "confirmations": outcome.confirmations,
         "errors": len(outcome.errors),
     }
-
-
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, GroupFailed | LLMError):
-        return str(exc)[:MAX_ERROR_CHARS]
-    return f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]

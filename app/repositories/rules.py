@@ -1,0 +1,37 @@
+"""SQL particular to rules: the listing."""
+
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Rule
+from app.repositories import pagination
+
+
+@dataclass(frozen=True)
+class RuleFilters:
+    """What a rule listing keeps; None means any."""
+
+    scope: str | None = None
+    maturity: str | None = None
+    include_forgotten: bool = False
+
+
+def not_forgotten() -> ColumnElement[bool]:
+    """Rules not flagged forgotten."""
+    return Rule.metadata_["forgotten"].as_boolean().is_not(True)
+
+
+async def list_rules(session: AsyncSession, *, tenant_id: str, filters: RuleFilters,
+                     limit: int, cursor: str | None) -> tuple[list[Rule], str | None]:
+    """A page of the tenant's rules matching `filters`, newest first."""
+    stmt = select(Rule).where(Rule.tenant_id == tenant_id)
+    if filters.scope is not None:
+        stmt = stmt.where(Rule.scope == filters.scope)
+    if filters.maturity is not None:
+        stmt = stmt.where(Rule.maturity == filters.maturity)
+    if not filters.include_forgotten:
+        stmt = stmt.where(not_forgotten())
+    return await pagination.list_page(session, stmt, order=(Rule.created_at, Rule.id),
+                                      limit=limit, cursor=cursor)

@@ -1,0 +1,126 @@
+"""The one mapper from rows to response models: every router shapes its answer here."""
+
+from datetime import datetime
+from typing import Any
+
+from app.clock import now_utc
+from app.models import Entity, Episode, Fact, Job, MemoryLink, Rule
+from app.schemas.entities import EntityOut, MergeOut
+from app.schemas.episodes import EpisodeOut
+from app.schemas.facts import FactOut
+from app.schemas.jobs import JobOut
+from app.schemas.links import LinkOut
+from app.schemas.rules import RuleOut
+from app.schemas.search import (
+    ContextItem,
+    ContextResponse,
+    EpisodeHit,
+    FactHit,
+    RecallFactHit,
+    RecallRuleHit,
+    RuleHit,
+)
+from app.services.context import Context
+from app.services.lifecycle import effective_confidence
+from app.services.merge import MergeResult
+from app.services.recall import Recalled
+from app.services.search import Hit
+
+
+def _columns(row: Fact | Rule) -> dict[str, Any]:
+    return {attr.key: getattr(row, attr.key) for attr in row.__mapper__.column_attrs
+            if attr.key not in ("embedding", "search_vector")}
+
+
+def _with_confidence(row: Fact | Rule, now: datetime | None) -> dict[str, Any]:
+    eff = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at,
+                               now or now_utc())
+    return {**_columns(row), "effective_confidence": eff}
+
+
+def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
+    """A fact as the API shows it, with its decayed confidence."""
+    return FactOut.model_validate(_with_confidence(row, now))
+
+
+def rule_out(row: Rule, now: datetime | None = None) -> RuleOut:
+    """A rule as the API shows it, with its decayed confidence."""
+    return RuleOut.model_validate(_with_confidence(row, now))
+
+
+def episode_out(row: Episode) -> EpisodeOut:
+    """An episode as the API shows it."""
+    return EpisodeOut.model_validate(row)
+
+
+def entity_out(row: Entity) -> EntityOut:
+    """An entity as the API shows it."""
+    return EntityOut.model_validate(row)
+
+
+def merge_out(result: MergeResult) -> MergeOut:
+    """What a merge did: the merged target and the counts."""
+    return MergeOut(target=entity_out(result.target), source_entity_id=result.source_entity_id,
+                    target_entity_id=result.target_entity_id,
+                    facts_repointed=result.facts_repointed,
+                    facts_superseded=result.facts_superseded,
+                    aliases_added=result.aliases_added)
+
+
+def link_out(row: MemoryLink) -> LinkOut:
+    """A link as the API shows it."""
+    return LinkOut.model_validate(row)
+
+
+def job_out(job: Job) -> JobOut:
+    """A job as the API shows it, with its duration once finished."""
+    duration = None
+    if job.started_at is not None and job.finished_at is not None:
+        duration = max(0.0, (job.finished_at - job.started_at).total_seconds())
+    return JobOut(
+        id=job.id, kind=job.kind, status=job.status, params=job.params,
+        result=job.result, errors=list(job.errors), attempts=job.attempts,
+        created_at=job.created_at, scheduled_for=job.scheduled_for, started_at=job.started_at,
+        finished_at=job.finished_at, duration_seconds=duration,
+    )
+
+
+def _scores(hit: Hit) -> dict[str, Any]:
+    # The API calls the keyword leg's ts_rank_cd score `rank`.
+    return {"similarity": hit.similarity, "rank": hit.keyword_score, "rrf_score": hit.rrf_score,
+            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank}
+
+
+def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
+    if hit.memory_type == "episode":
+        return dict(episode_out(hit.row))
+    if hit.memory_type == "fact":
+        return dict(fact_out(hit.row, now))
+    return dict(rule_out(hit.row, now))
+
+
+def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
+    """A search result: the memory's fields and its scores."""
+    values = {**_fields(hit, now), **_scores(hit)}
+    if hit.memory_type == "episode":
+        return EpisodeHit.model_validate(values)
+    if hit.memory_type == "fact":
+        return FactHit.model_validate(values)
+    return RuleHit.model_validate(values)
+
+
+def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
+    """A recall result: search fields plus relevance, recency and composite score."""
+    model = RecallFactHit if item.hit.memory_type == "fact" else RecallRuleHit
+    return model.model_validate({
+        **_fields(item.hit, now), **_scores(item.hit), "relevance": item.relevance,
+        "recency": item.recency, "composite_score": item.composite_score,
+    })
+
+
+def context_out(context: Context) -> ContextResponse:
+    """The context block with the memories placed in it."""
+    items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
+                         composite_score=item.composite_score) for item in context.items]
+    return ContextResponse(context=context.text, token_budget=context.token_budget,
+                           characters=len(context.text), items=items)
