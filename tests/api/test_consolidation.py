@@ -5,6 +5,7 @@ import re
 import pytest
 
 from app.services.consolidation.pipeline import DRY_RUN_REASON
+from tests.support.factories import store_fact, store_rule
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, completion, episode_ids, user_prompt
 
@@ -16,19 +17,6 @@ async def llm():
     await stub.stop()
 
 
-async def _fact(client, subject, predicate, content, **fields):
-    response = await client.post("/v1/facts", json={
-        "subject": subject, "predicate": predicate, "content": content, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-async def _rule(client, content):
-    response = await client.post("/v1/rules", json={"content": content})
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
 async def _derived_from(sql, source_id):
     rows = await sql("SELECT target_id::text AS target FROM memory_links "
                      "WHERE source_id = CAST(:id AS uuid) AND relation = 'derived_from' "
@@ -38,8 +26,8 @@ async def _derived_from(sql, source_id):
 
 async def _arrange_happy_path(client, llm):
     """Paris fact and a rule exist; two episodes; the model answers with one of everything."""
-    paris = await _fact(client, "user", "city", "The user lives in Paris.")
-    rule = await _rule(client, "Greet the user by name.")
+    paris = await store_fact(client, "user", "city", "The user lives in Paris.")
+    rule = await store_rule(client, "Greet the user by name.")
     moved, tea = await add_episodes(client, "assistant", "I just moved to Lyon.",
                                     "I like green tea. Keep answers short please.")
     llm.reply(completion({

@@ -7,6 +7,7 @@ import pytest
 
 from app.services import scheduler, worker
 from app.services.lifecycle import effective_confidence
+from tests.support.factories import store_fact, store_rule
 from tests.support.jobs import job_context, run_job
 
 FACT_RATE = 0.008  # standard permanence
@@ -20,21 +21,15 @@ def days_for(effective, confidence, rate):
 
 
 async def _fact(client, sql, predicate, *, days=None, permanence="standard", metadata=None):
-    response = await client.post("/v1/facts", json={
-        "subject": "user", "predicate": predicate, "content": f"value of {predicate}",
-        "permanence": permanence, "metadata": metadata or {}})
-    assert response.status_code == 201, response.text
-    fact_id = response.json()["id"]
+    fact_id = (await store_fact(client, "user", predicate, f"value of {predicate}",
+                                permanence=permanence, metadata=metadata or {}))["id"]
     if days is not None:
         await _confirmed_days_ago(sql, "facts", fact_id, days)
     return fact_id
 
 
 async def _rule(client, sql, content, *, days, metadata=None):
-    response = await client.post("/v1/rules", json={"content": content,
-                                                     "metadata": metadata or {}})
-    assert response.status_code == 201, response.text
-    rule_id = response.json()["id"]
+    rule_id = (await store_rule(client, content, metadata=metadata or {}))["id"]
     await _confirmed_days_ago(sql, "rules", rule_id, days)
     return rule_id
 

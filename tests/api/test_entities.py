@@ -3,25 +3,11 @@
 import uuid
 from datetime import datetime
 
-
-async def create(client, name="Caroline", entity_type="person", **fields):
-    response = await client.post("/v1/entities", json={"canonical_name": name,
-                                                       "entity_type": entity_type, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-async def store_fact(client, entity_id, predicate="lives_in", content="lives in Boston",
-                     **fields):
-    response = await client.post("/v1/facts", json={
-        "subject": "x", "predicate": predicate, "content": content, "entity_id": entity_id,
-        **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.factories import create_entity, store_fact
 
 
 async def test_created_entity_has_its_fields_and_defaults(client):
-    entity = await create(client, aliases=["Caro"], metadata={"team": "blue"})
+    entity = await create_entity(client, aliases=["Caro"], metadata={"team": "blue"})
     assert entity["canonical_name"] == "Caroline"
     assert entity["entity_type"] == "person"
     assert entity["aliases"] == ["Caro"]
@@ -32,12 +18,12 @@ async def test_created_entity_has_its_fields_and_defaults(client):
 
 
 async def test_entity_defaults_to_no_aliases_and_empty_metadata(client):
-    entity = await create(client)
+    entity = await create_entity(client)
     assert entity["aliases"] == [] and entity["metadata"] == {}
 
 
 async def test_duplicate_name_and_type_is_409(client):
-    await create(client)
+    await create_entity(client)
     response = await client.post("/v1/entities", json={"canonical_name": "Caroline",
                                                        "entity_type": "person"})
     assert response.status_code == 409
@@ -46,8 +32,8 @@ async def test_duplicate_name_and_type_is_409(client):
 
 
 async def test_same_name_with_another_type_is_allowed(client):
-    await create(client, "Paris", "place")
-    other = await create(client, "Paris", "person")
+    await create_entity(client, "Paris", "place")
+    other = await create_entity(client, "Paris", "person")
     assert other["entity_type"] == "person"
 
 
@@ -68,7 +54,7 @@ async def test_merged_into_metadata_key_is_reserved(client):
 
 
 async def test_get_entity_returns_it_and_unknown_is_404(client):
-    entity = await create(client)
+    entity = await create_entity(client)
     assert (await client.get(f"/v1/entities/{entity['id']}")).json() == entity
     missing = await client.get(f"/v1/entities/{uuid.uuid4()}")
     assert missing.status_code == 404
@@ -76,7 +62,8 @@ async def test_get_entity_returns_it_and_unknown_is_404(client):
 
 
 async def test_update_replaces_name_replaces_all_aliases_and_merges_metadata(client, sql):
-    entity = await create(client, aliases=["Caro", "C."], metadata={"team": "blue", "age": 30})
+    entity = await create_entity(client, aliases=["Caro", "C."],
+                                 metadata={"team": "blue", "age": 30})
     await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z' WHERE id = :id",
               id=uuid.UUID(entity["id"]))
     response = await client.patch(f"/v1/entities/{entity['id']}", json={
@@ -92,7 +79,7 @@ async def test_update_replaces_name_replaces_all_aliases_and_merges_metadata(cli
 
 
 async def test_update_without_fields_keeps_values_and_bumps_updated_at(client, sql):
-    entity = await create(client, aliases=["Caro"])
+    entity = await create_entity(client, aliases=["Caro"])
     await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z' WHERE id = :id",
               id=uuid.UUID(entity["id"]))
     updated = (await client.patch(f"/v1/entities/{entity['id']}", json={})).json()
@@ -101,8 +88,8 @@ async def test_update_without_fields_keeps_values_and_bumps_updated_at(client, s
 
 
 async def test_update_to_a_taken_name_is_409(client):
-    await create(client, "Bob")
-    entity = await create(client, "Robert")
+    await create_entity(client, "Bob")
+    entity = await create_entity(client, "Robert")
     response = await client.patch(f"/v1/entities/{entity['id']}", json={"canonical_name": "Bob"})
     assert response.status_code == 409
 
@@ -113,9 +100,9 @@ async def test_update_of_unknown_entity_is_404(client):
 
 
 async def test_list_filters_by_type_and_literal_name_substring(client):
-    await create(client, "Acme_Corp", "organization")
-    await create(client, "AcmeXCorp", "organization")
-    await create(client, "Acme_Corp", "place")
+    await create_entity(client, "Acme_Corp", "organization")
+    await create_entity(client, "AcmeXCorp", "organization")
+    await create_entity(client, "Acme_Corp", "place")
     response = await client.get("/v1/entities", params={"entity_type": "organization",
                                                         "name": "me_c"})
     assert response.status_code == 200
@@ -124,7 +111,7 @@ async def test_list_filters_by_type_and_literal_name_substring(client):
 
 
 async def test_list_paginates_newest_first(client):
-    ids = [(await create(client, f"E{i}", "other"))["id"] for i in range(3)]
+    ids = [(await create_entity(client, f"E{i}", "other"))["id"] for i in range(3)]
     first = (await client.get("/v1/entities", params={"limit": 2})).json()
     assert [e["id"] for e in first["items"]] == [ids[2], ids[1]]
     second = (await client.get("/v1/entities", params={"limit": 2,
@@ -134,8 +121,8 @@ async def test_list_paginates_newest_first(client):
 
 
 async def test_list_hides_merged_entities_unless_asked(client):
-    target = await create(client, "Robert")
-    source = await create(client, "Bob")
+    target = await create_entity(client, "Robert")
+    source = await create_entity(client, "Bob")
     await client.post(f"/v1/entities/{target['id']}/merge", json={"source_id": source["id"]})
     listed = (await client.get("/v1/entities")).json()["items"]
     assert [e["id"] for e in listed] == [target["id"]]
@@ -144,12 +131,12 @@ async def test_list_hides_merged_entities_unless_asked(client):
 
 
 async def test_entity_facts_lists_active_facts_anchored_to_it(client):
-    entity = await create(client)
-    other = await create(client, "Dave")
-    old = await store_fact(client, entity["id"], content="lives in Austin")
-    new = await store_fact(client, entity["id"], content="lives in Boston")
-    await store_fact(client, entity["id"], predicate="works_at", content="works at Acme")
-    await store_fact(client, other["id"])
+    entity = await create_entity(client)
+    other = await create_entity(client, "Dave")
+    old = await store_fact(client, content="lives in Austin", entity_id=entity["id"])
+    new = await store_fact(client, content="lives in Boston", entity_id=entity["id"])
+    await store_fact(client, predicate="works_at", content="works at Acme", entity_id=entity["id"])
+    await store_fact(client, entity_id=other["id"])
     active = (await client.get(f"/v1/entities/{entity['id']}/facts")).json()["items"]
     assert [f["predicate"] for f in active] == ["works_at", "lives_in"]
     assert new["id"] in {f["id"] for f in active}

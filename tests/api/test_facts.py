@@ -5,23 +5,11 @@ import uuid
 
 import pytest
 
-
-async def store(client, subject="Caroline", predicate="lives_in",
-                content="Caroline lives in Boston", **fields):
-    response = await client.post("/v1/facts", json={"subject": subject, "predicate": predicate,
-                                                    "content": content, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-async def make_entity(sql, name="Caroline", entity_type="person"):
-    [row] = await sql("INSERT INTO entities (canonical_name, entity_type) VALUES (:n, :t) "
-                      "RETURNING id", n=name, t=entity_type)
-    return str(row["id"])
+from tests.support.factories import create_entity, store_fact
 
 
 async def test_new_fact_is_active_with_full_confidence_and_defaults(client, sql):
-    fact = await store(client)
+    fact = await store_fact(client)
     assert fact["validity"] == "active"
     assert fact["confidence"] == 1.0
     assert fact["importance"] == 5.0
@@ -45,7 +33,7 @@ async def test_new_fact_is_active_with_full_confidence_and_defaults(client, sql)
      ("ephemeral", 0.1)],
 )
 async def test_permanence_sets_decay_rate(client, permanence, rate):
-    fact = await store(client, permanence=permanence)
+    fact = await store_fact(client, permanence=permanence)
     assert fact["decay_rate"] == rate
 
 
@@ -60,8 +48,8 @@ async def test_invalid_permanence_is_422_listing_levels(client):
 
 
 async def test_new_fact_supersedes_same_subject_predicate_in_scope(client, sql):
-    old = await store(client, content="Caroline lives in Boston")
-    new = await store(client, content="Caroline lives in Denver")
+    old = await store_fact(client, content="Caroline lives in Boston")
+    new = await store_fact(client, content="Caroline lives in Denver")
     assert new["supersedes_id"] == old["id"]
     old_now = (await client.get(f"/v1/facts/{old['id']}")).json()
     assert old_now["validity"] == "superseded"
@@ -77,27 +65,27 @@ async def test_new_fact_supersedes_same_subject_predicate_in_scope(client, sql):
 
 
 async def test_fact_in_other_scope_or_predicate_does_not_supersede(client):
-    first = await store(client)
-    await store(client, scope="travel")
-    await store(client, predicate="works_at", content="Caroline works at MIT")
+    first = await store_fact(client)
+    await store_fact(client, scope="travel")
+    await store_fact(client, predicate="works_at", content="Caroline works at MIT")
     still = (await client.get(f"/v1/facts/{first['id']}")).json()
     assert still["validity"] == "active"
 
 
-async def test_entity_fact_supersedes_by_entity_scope_predicate(client, sql):
-    entity_id = await make_entity(sql)
-    old = await store(client, subject="Caro", entity_id=entity_id)
-    new = await store(client, subject="Caroline M.", content="She lives in Denver",
+async def test_entity_fact_supersedes_by_entity_scope_predicate(client):
+    entity_id = (await create_entity(client))["id"]
+    old = await store_fact(client, subject="Caro", entity_id=entity_id)
+    new = await store_fact(client, subject="Caroline M.", content="She lives in Denver",
                       entity_id=entity_id)
     assert new["supersedes_id"] == old["id"]
     assert new["entity_id"] == entity_id
     assert (await client.get(f"/v1/facts/{old['id']}")).json()["validity"] == "superseded"
 
 
-async def test_entity_fact_and_plain_fact_keys_are_independent(client, sql):
-    entity_id = await make_entity(sql)
-    plain = await store(client)
-    anchored = await store(client, entity_id=entity_id)
+async def test_entity_fact_and_plain_fact_keys_are_independent(client):
+    entity_id = (await create_entity(client))["id"]
+    plain = await store_fact(client)
+    anchored = await store_fact(client, entity_id=entity_id)
     assert anchored["supersedes_id"] is None
     assert (await client.get(f"/v1/facts/{plain['id']}")).json()["validity"] == "active"
 
@@ -113,8 +101,8 @@ async def test_unknown_entity_is_422_and_nothing_stored(client, sql):
 
 
 async def test_merged_entity_is_rejected(client, sql):
-    target = await make_entity(sql, "Caroline")
-    source = await make_entity(sql, "Caro")
+    target = (await create_entity(client, "Caroline"))["id"]
+    source = (await create_entity(client, "Caro"))["id"]
     await sql("UPDATE entities SET metadata = jsonb_build_object('merged_into', CAST(:t AS text)) "
               "WHERE id = :s", t=target, s=uuid.UUID(source))
     response = await client.post("/v1/facts", json={
@@ -132,14 +120,14 @@ async def test_unknown_source_episode_is_422(client):
 
 
 async def test_fact_created_event_written(client, sql):
-    fact = await store(client)
+    fact = await store_fact(client)
     events = await sql("SELECT event_type, tenant_id, payload FROM memory_events")
     assert [(e["event_type"], e["tenant_id"]) for e in events] == [("fact_created", "default")]
     assert events[0]["payload"] == {"memory_type": "fact", "memory_id": fact["id"]}
 
 
 async def test_get_fact_bumps_reference(client):
-    fact = await store(client)
+    fact = await store_fact(client)
     assert (await client.get(f"/v1/facts/{fact['id']}")).json()["reference_count"] == 1
     again = (await client.get(f"/v1/facts/{fact['id']}")).json()
     assert again["reference_count"] == 2
@@ -147,7 +135,7 @@ async def test_get_fact_bumps_reference(client):
 
 
 async def test_effective_confidence_reflects_decay_since_confirmation(client, sql):
-    fact = await store(client, permanence="volatile")
+    fact = await store_fact(client, permanence="volatile")
     await sql("UPDATE facts SET last_confirmed_at = now() - interval '10 days' WHERE id = :id",
               id=uuid.UUID(fact["id"]))
     seen = (await client.get(f"/v1/facts/{fact['id']}")).json()
@@ -155,7 +143,7 @@ async def test_effective_confidence_reflects_decay_since_confirmation(client, sq
 
 
 async def test_confirm_resets_decay_timer_and_clears_fading(client, sql):
-    fact = await store(client, permanence="ephemeral")
+    fact = await store_fact(client, permanence="ephemeral")
     await sql("UPDATE facts SET last_confirmed_at = now() - interval '20 days', "
               "metadata = '{\"status\": \"fading\"}' WHERE id = :id", id=uuid.UUID(fact["id"]))
     confirmed = (await client.post(f"/v1/facts/{fact['id']}/confirm")).json()
@@ -167,15 +155,15 @@ async def test_confirm_resets_decay_timer_and_clears_fading(client, sql):
 
 
 async def test_confirming_a_superseded_fact_is_409(client):
-    old = await store(client)
-    await store(client, content="Caroline lives in Denver")
+    old = await store_fact(client)
+    await store_fact(client, content="Caroline lives in Denver")
     response = await client.post(f"/v1/facts/{old['id']}/confirm")
     assert response.status_code == 409
     assert "superseded" in response.json()["detail"]
 
 
 async def test_forget_retracts_fact_and_hides_it_from_listing(client, sql):
-    fact = await store(client)
+    fact = await store_fact(client)
     forgotten = (await client.post(f"/v1/facts/{fact['id']}/forget")).json()
     assert forgotten["validity"] == "retracted"
     assert (await client.get("/v1/facts")).json()["items"] == []
@@ -188,16 +176,16 @@ async def test_forget_retracts_fact_and_hides_it_from_listing(client, sql):
 
 
 async def test_retracted_key_can_be_stored_again_without_supersession(client):
-    fact = await store(client)
+    fact = await store_fact(client)
     await client.post(f"/v1/facts/{fact['id']}/forget")
-    fresh = await store(client, content="Caroline lives in Austin")
+    fresh = await store_fact(client, content="Caroline lives in Austin")
     assert fresh["supersedes_id"] is None
 
 
 async def test_history_lists_every_version_newest_first(client):
-    v1 = await store(client, content="Caroline lives in Boston")
-    v2 = await store(client, content="Caroline lives in Denver")
-    v3 = await store(client, content="Caroline lives in Austin")
+    v1 = await store_fact(client, content="Caroline lives in Boston")
+    v2 = await store_fact(client, content="Caroline lives in Denver")
+    v3 = await store_fact(client, content="Caroline lives in Austin")
     for fact in (v1, v2, v3):
         history = (await client.get(f"/v1/facts/{fact['id']}/history")).json()
         assert [f["id"] for f in history] == [v3["id"], v2["id"], v1["id"]]
@@ -208,12 +196,12 @@ async def test_history_of_unknown_fact_is_404(client):
     assert (await client.get(f"/v1/facts/{uuid.uuid4()}/history")).status_code == 404
 
 
-async def test_list_filters_by_subject_predicate_scope_entity(client, sql):
-    entity_id = await make_entity(sql)
-    a = await store(client, subject="Mel", predicate="likes", content="Mel likes pottery")
-    b = await store(client, subject="Mel", predicate="owns", content="Mel owns a dog",
+async def test_list_filters_by_subject_predicate_scope_entity(client):
+    entity_id = (await create_entity(client))["id"]
+    a = await store_fact(client, subject="Mel", predicate="likes", content="Mel likes pottery")
+    b = await store_fact(client, subject="Mel", predicate="owns", content="Mel owns a dog",
                     scope="pets")
-    c = await store(client, subject="Jon", predicate="likes", content="Jon likes jazz",
+    c = await store_fact(client, subject="Jon", predicate="likes", content="Jon likes jazz",
                     entity_id=entity_id)
 
     async def ids(**params):

@@ -2,32 +2,25 @@
 
 import uuid
 
+from tests.support.factories import create_entity, ref, store_episode, store_fact, store_rule
+
 
 async def episode(client, content="we talked about chess"):
-    response = await client.post("/v1/episodes", json={"content": content, "butler": "chat"})
-    assert response.status_code == 201, response.text
-    return ("episode", response.json()["id"])
+    return ref("episode", await store_episode(client, content))
 
 
 async def fact(client, content="likes chess", predicate=None, entity=None):
-    response = await client.post("/v1/facts", json={
-        "subject": "Ann", "predicate": predicate or f"p{uuid.uuid4().hex[:8]}",
-        "content": content, "entity_id": entity[1] if entity else None})
-    assert response.status_code == 201, response.text
-    return ("fact", response.json()["id"])
+    """A fact about Ann; a fresh predicate unless given, so facts never supersede each other."""
+    return ref("fact", await store_fact(client, "Ann", predicate or f"p{uuid.uuid4().hex[:8]}",
+                                        content, entity_id=entity[1] if entity else None))
 
 
 async def rule(client, content="suggest chess openings"):
-    response = await client.post("/v1/rules", json={"content": content})
-    assert response.status_code == 201, response.text
-    return ("rule", response.json()["id"])
+    return ref("rule", await store_rule(client, content))
 
 
 async def entity(client, name="Ann"):
-    response = await client.post("/v1/entities", json={"canonical_name": name,
-                                                       "entity_type": "person"})
-    assert response.status_code == 201, response.text
-    return ("entity", response.json()["id"])
+    return ref("entity", await create_entity(client, name))
 
 
 async def link(client, source, target, relation="related_to"):

@@ -5,24 +5,19 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tests.support.factories import ref, store_episode, store_fact, store_rule
+
 
 async def episode(client, content="we talked about chess"):
-    response = await client.post("/v1/episodes", json={"content": content, "butler": "chat"})
-    assert response.status_code == 201, response.text
-    return ("episode", response.json()["id"])
+    return ref("episode", await store_episode(client, content))
 
 
-async def fact(client, predicate="likes", content="likes chess"):
-    response = await client.post("/v1/facts", json={"subject": "Ann", "predicate": predicate,
-                                                     "content": content})
-    assert response.status_code == 201, response.text
-    return ("fact", response.json()["id"])
+async def fact(client):
+    return ref("fact", await store_fact(client, "Ann", "likes", "likes chess"))
 
 
-async def rule(client, content="suggest chess openings"):
-    response = await client.post("/v1/rules", json={"content": content})
-    assert response.status_code == 201, response.text
-    return ("rule", response.json()["id"])
+async def rule(client):
+    return ref("rule", await store_rule(client, "suggest chess openings"))
 
 
 def body(source, target, relation="derived_from"):

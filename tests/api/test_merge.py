@@ -4,21 +4,13 @@ import asyncio
 import uuid
 from datetime import datetime
 
-
-async def create(client, name, entity_type="person", **fields):
-    response = await client.post("/v1/entities", json={"canonical_name": name,
-                                                       "entity_type": entity_type, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.factories import create_entity, store_fact
 
 
 async def anchor_fact(client, sql, entity, predicate, content, *, confidence=1.0,
                       scope="global"):
-    response = await client.post("/v1/facts", json={
-        "subject": entity["canonical_name"], "predicate": predicate, "content": content,
-        "entity_id": entity["id"], "scope": scope})
-    assert response.status_code == 201, response.text
-    fact_id = response.json()["id"]
+    fact_id = (await store_fact(client, entity["canonical_name"], predicate, content,
+                                entity_id=entity["id"], scope=scope))["id"]
     await sql("UPDATE facts SET confidence = :c WHERE id = :id", c=confidence,
               id=uuid.UUID(fact_id))
     return fact_id
@@ -43,7 +35,7 @@ async def supersedes_links(sql):
 
 
 async def test_facts_without_conflict_are_repointed(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob")
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     kept = await anchor_fact(client, sql, target, "lives_in", "lives in Boston")
     moved = await anchor_fact(client, sql, source, "works_at", "works at Acme")
     other_scope = await anchor_fact(client, sql, source, "lives_in", "lives in Paris",
@@ -58,7 +50,7 @@ async def test_facts_without_conflict_are_repointed(client, sql):
 
 
 async def test_source_fact_with_higher_confidence_wins(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob")
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     loser = await anchor_fact(client, sql, target, "lives_in", "Boston", confidence=0.6)
     winner = await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.9)
     body = (await merge(client, target, source)).json()
@@ -71,7 +63,7 @@ async def test_source_fact_with_higher_confidence_wins(client, sql):
 
 
 async def test_target_fact_with_higher_confidence_wins(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob")
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     winner = await anchor_fact(client, sql, target, "lives_in", "Boston", confidence=0.9)
     loser = await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.6)
     body = (await merge(client, target, source)).json()
@@ -84,7 +76,7 @@ async def test_target_fact_with_higher_confidence_wins(client, sql):
 
 
 async def test_equal_confidence_keeps_the_target_fact(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob")
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     winner = await anchor_fact(client, sql, target, "lives_in", "Boston", confidence=0.7)
     loser = await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.7)
     await merge(client, target, source)
@@ -93,7 +85,7 @@ async def test_equal_confidence_keeps_the_target_fact(client, sql):
 
 
 async def test_source_history_moves_to_the_target_too(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob")
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     old = await anchor_fact(client, sql, source, "lives_in", "Austin")
     new = await anchor_fact(client, sql, source, "lives_in", "Denver")
     body = (await merge(client, target, source)).json()
@@ -104,22 +96,22 @@ async def test_source_history_moves_to_the_target_too(client, sql):
 
 
 async def test_aliases_merge_case_insensitively_with_the_source_name(client):
-    target = await create(client, "Robert", aliases=["Bob"])
-    source = await create(client, "Bobby", aliases=["bob", "ROBERT", "Rob", "rob"])
+    target = await create_entity(client, "Robert", aliases=["Bob"])
+    source = await create_entity(client, "Bobby", aliases=["bob", "ROBERT", "Rob", "rob"])
     body = (await merge(client, target, source)).json()
     assert body["target"]["aliases"] == ["Bob", "Bobby", "Rob"]
     assert body["aliases_added"] == ["Bobby", "Rob"]
 
 
 async def test_metadata_merges_with_the_target_winning(client):
-    target = await create(client, "Robert", metadata={"a": 1, "shared": "target"})
-    source = await create(client, "Bob", metadata={"b": 2, "shared": "source"})
+    target = await create_entity(client, "Robert", metadata={"a": 1, "shared": "target"})
+    source = await create_entity(client, "Bob", metadata={"b": 2, "shared": "source"})
     body = (await merge(client, target, source)).json()
     assert body["target"]["metadata"] == {"a": 1, "b": 2, "shared": "target"}
 
 
 async def test_source_is_tombstoned_with_merged_into_and_fresh_updated_at(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob",
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob",
                                                                    metadata={"k": "v"})
     await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z'")
     body = (await merge(client, target, source)).json()
@@ -130,7 +122,7 @@ async def test_source_is_tombstoned_with_merged_into_and_fresh_updated_at(client
 
 
 async def test_merge_writes_an_entity_merge_event(client, sql):
-    target, source = await create(client, "Robert"), await create(client, "Bob",
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob",
                                                                    aliases=["Bobby"])
     await anchor_fact(client, sql, target, "lives_in", "Boston", confidence=0.9)
     await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.5)
@@ -145,7 +137,7 @@ async def test_merge_writes_an_entity_merge_event(client, sql):
 
 
 async def test_merge_response_shape(client):
-    target, source = await create(client, "Robert"), await create(client, "Bob")
+    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     response = await merge(client, target, source)
     body = response.json()
     assert body["source_entity_id"] == source["id"]
@@ -154,21 +146,21 @@ async def test_merge_response_shape(client):
 
 
 async def test_merging_an_entity_into_itself_is_422(client):
-    entity = await create(client, "Robert")
+    entity = await create_entity(client, "Robert")
     response = await merge(client, entity, entity)
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "source_id"
 
 
 async def test_unknown_source_or_target_is_404(client):
-    entity = await create(client, "Robert")
+    entity = await create_entity(client, "Robert")
     ghost = {"id": str(uuid.uuid4())}
     assert (await merge(client, entity, ghost)).status_code == 404
     assert (await merge(client, ghost, entity)).status_code == 404
 
 
 async def test_entity_of_another_tenant_is_404(client, sql):
-    entity = await create(client, "Robert")
+    entity = await create_entity(client, "Robert")
     [row] = await sql("INSERT INTO entities (tenant_id, canonical_name, entity_type) "
                       "VALUES ('other', 'Bob', 'person') RETURNING id::text AS id")
     assert (await merge(client, entity, {"id": row["id"]})).status_code == 404
@@ -177,7 +169,7 @@ async def test_entity_of_another_tenant_is_404(client, sql):
 
 
 async def test_already_merged_source_is_409(client):
-    a, b, c = [await create(client, n) for n in ("A", "B", "C")]
+    a, b, c = [await create_entity(client, n) for n in ("A", "B", "C")]
     assert (await merge(client, a, b)).status_code == 200
     response = await merge(client, c, b)
     assert response.status_code == 409
@@ -185,13 +177,13 @@ async def test_already_merged_source_is_409(client):
 
 
 async def test_merging_into_a_tombstone_is_409(client):
-    a, b, c = [await create(client, n) for n in ("A", "B", "C")]
+    a, b, c = [await create_entity(client, n) for n in ("A", "B", "C")]
     assert (await merge(client, a, b)).status_code == 200
     assert (await merge(client, b, c)).status_code == 409
 
 
 async def test_failed_merge_changes_nothing(client, sql):
-    a, b, c = [await create(client, n) for n in ("A", "B", "C")]
+    a, b, c = [await create_entity(client, n) for n in ("A", "B", "C")]
     await merge(client, a, b)
     fact = await anchor_fact(client, sql, c, "lives_in", "Boston")
     await merge(client, b, c)
@@ -200,7 +192,7 @@ async def test_failed_merge_changes_nothing(client, sql):
 
 
 async def test_concurrent_opposite_merges_leave_one_consistent_entity(client, sql):
-    a, b = await create(client, "Alpha"), await create(client, "Beta")
+    a, b = await create_entity(client, "Alpha"), await create_entity(client, "Beta")
     facts = [await anchor_fact(client, sql, a, "lives_in", "Boston", confidence=0.8),
              await anchor_fact(client, sql, b, "lives_in", "Denver", confidence=0.9),
              await anchor_fact(client, sql, a, "works_at", "Acme"),
@@ -223,7 +215,7 @@ async def test_concurrent_opposite_merges_leave_one_consistent_entity(client, sq
 
 
 async def test_concurrent_merges_of_one_source_into_two_targets(client, sql):
-    a, b, c = [await create(client, n) for n in ("A", "B", "C")]
+    a, b, c = [await create_entity(client, n) for n in ("A", "B", "C")]
     fact = await anchor_fact(client, sql, b, "lives_in", "Boston")
     first, second = await asyncio.gather(merge(client, a, b), merge(client, c, b))
     assert sorted([first.status_code, second.status_code]) == [200, 409]
@@ -234,7 +226,7 @@ async def test_concurrent_merges_of_one_source_into_two_targets(client, sql):
 
 
 async def test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone(client, sql):
-    a, b, c = [await create(client, n) for n in ("A", "B", "C")]
+    a, b, c = [await create_entity(client, n) for n in ("A", "B", "C")]
     facts = [await anchor_fact(client, sql, entity, "lives_in", name)
              for entity, name in ((a, "x"), (b, "y"), (c, "z"))]
     results = await asyncio.gather(merge(client, a, b), merge(client, b, c))
@@ -250,7 +242,7 @@ async def test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone(client,
 
 
 async def test_fact_stored_during_a_merge_is_never_anchored_to_the_tombstone(client, sql):
-    a, b = await create(client, "Alpha"), await create(client, "Beta")
+    a, b = await create_entity(client, "Alpha"), await create_entity(client, "Beta")
     for i in range(5):
         await anchor_fact(client, sql, b, f"p{i}", f"fact {i}")
     store = client.post("/v1/facts", json={"subject": "Beta", "predicate": "late",

@@ -4,11 +4,7 @@ import uuid
 
 import pytest
 
-
-async def store(client, content="Answer in the user's language", **fields):
-    response = await client.post("/v1/rules", json={"content": content, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.factories import store_rule
 
 
 async def helpful(client, rule_id, times=1):
@@ -32,7 +28,7 @@ async def set_rule(sql, rule_id, **columns):
 
 
 async def test_new_rule_is_candidate_with_spec_defaults(client):
-    rule = await store(client)
+    rule = await store_rule(client)
     assert rule["maturity"] == "candidate"
     assert rule["confidence"] == 0.5
     assert rule["decay_rate"] == 0.01
@@ -43,7 +39,7 @@ async def test_new_rule_is_candidate_with_spec_defaults(client):
 
 
 async def test_helpful_mark_counts_and_recalculates(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await harmful(client, rule["id"])
     after = await helpful(client, rule["id"])
     assert after["applied_count"] == 2
@@ -56,7 +52,7 @@ async def test_helpful_mark_counts_and_recalculates(client, sql):
 
 
 async def test_harmful_mark_uses_four_times_penalty(client):
-    rule = await store(client)
+    rule = await store_rule(client)
     await helpful(client, rule["id"], times=3)
     after = await harmful(client, rule["id"], reason="user asked for English")
     assert after["applied_count"] == 4
@@ -66,7 +62,7 @@ async def test_harmful_mark_uses_four_times_penalty(client):
 
 
 async def test_rule_application_records_reason_and_context(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await client.post(f"/v1/rules/{rule['id']}/harmful",
                       json={"reason": "too long", "context": {"session": "s1"}})
     [row] = await sql("SELECT outcome, reason, context FROM rule_applications")
@@ -75,7 +71,7 @@ async def test_rule_application_records_reason_and_context(client, sql):
 
 
 async def test_five_helpful_marks_promote_candidate_to_established(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     fourth = await helpful(client, rule["id"], times=4)
     assert fourth["maturity"] == "candidate"
     fifth = await helpful(client, rule["id"])
@@ -87,7 +83,7 @@ async def test_five_helpful_marks_promote_candidate_to_established(client, sql):
 
 
 async def test_candidate_with_low_effectiveness_is_not_promoted(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], applied_count=9, success_count=4)
     after = await helpful(client, rule["id"])  # 5 / 10 = 0.5 < 0.6
     assert after["success_count"] == 5
@@ -95,7 +91,7 @@ async def test_candidate_with_low_effectiveness_is_not_promoted(client, sql):
 
 
 async def test_established_rule_thirty_days_old_becomes_proven(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], maturity="established", applied_count=14, success_count=14)
     await sql("UPDATE rules SET created_at = now() - interval '31 days' WHERE id = :id",
               id=uuid.UUID(rule["id"]))
@@ -104,35 +100,35 @@ async def test_established_rule_thirty_days_old_becomes_proven(client, sql):
 
 
 async def test_young_established_rule_is_not_proven(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], maturity="established", applied_count=20, success_count=20)
     after = await helpful(client, rule["id"])
     assert after["maturity"] == "established"
 
 
 async def test_harmful_mark_demotes_proven_to_established(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], maturity="proven", applied_count=15, success_count=15)
     after = await harmful(client, rule["id"])  # 15 / 19.01 = 0.789 < 0.8
     assert after["maturity"] == "established"
 
 
 async def test_harmful_mark_demotes_established_to_candidate(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], maturity="established", applied_count=5, success_count=5)
     after = await harmful(client, rule["id"])  # 5 / 9.01 = 0.555 < 0.6
     assert after["maturity"] == "candidate"
 
 
 async def test_harmful_mark_keeps_established_above_threshold(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], maturity="established", applied_count=7, success_count=7)
     after = await harmful(client, rule["id"])  # 7 / 11.01 = 0.636
     assert after["maturity"] == "established"
 
 
 async def test_third_harmful_mark_flags_inversion(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     second = await harmful(client, rule["id"], times=2)
     assert "needs_inversion" not in second["metadata"]
     third = await harmful(client, rule["id"])
@@ -143,14 +139,14 @@ async def test_third_harmful_mark_flags_inversion(client, sql):
 
 
 async def test_effective_rule_with_three_harmful_marks_is_not_flagged(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await set_rule(sql, rule["id"], applied_count=20, success_count=20)
     after = await harmful(client, rule["id"], times=3)  # 20 / 32.01 = 0.62
     assert "needs_inversion" not in after["metadata"]
 
 
 async def test_inversion_rewrites_content_and_keeps_original(client, sql):
-    rule = await store(client, content="Always reply in French")
+    rule = await store_rule(client, content="Always reply in French")
     await harmful(client, rule["id"], reason="user speaks German")
     await harmful(client, rule["id"], reason="confused the user")
     await harmful(client, rule["id"])
@@ -175,21 +171,21 @@ async def test_inversion_rewrites_content_and_keeps_original(client, sql):
 
 
 async def test_inverting_an_unflagged_rule_is_409(client):
-    rule = await store(client)
+    rule = await store_rule(client)
     response = await client.post(f"/v1/rules/{rule['id']}/invert")
     assert response.status_code == 409
     assert response.headers["content-type"] == "application/problem+json"
 
 
 async def test_inverting_twice_is_409(client):
-    rule = await store(client)
+    rule = await store_rule(client)
     await harmful(client, rule["id"], times=3)
     assert (await client.post(f"/v1/rules/{rule['id']}/invert")).status_code == 200
     assert (await client.post(f"/v1/rules/{rule['id']}/invert")).status_code == 409
 
 
 async def test_forget_rule_sets_flag_and_blocks_feedback(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     forgotten = (await client.post(f"/v1/rules/{rule['id']}/forget")).json()
     assert forgotten["metadata"]["forgotten"] is True
     assert (await client.get("/v1/rules")).json()["items"] == []
@@ -201,7 +197,7 @@ async def test_forget_rule_sets_flag_and_blocks_feedback(client, sql):
 
 
 async def test_confirm_rule_resets_decay(client, sql):
-    rule = await store(client)
+    rule = await store_rule(client)
     await sql("UPDATE rules SET last_confirmed_at = now() - interval '30 days' WHERE id = :id",
               id=uuid.UUID(rule["id"]))
     stale = (await client.get(f"/v1/rules/{rule['id']}")).json()
@@ -211,15 +207,15 @@ async def test_confirm_rule_resets_decay(client, sql):
 
 
 async def test_get_rule_bumps_reference_and_unknown_is_404(client):
-    rule = await store(client)
+    rule = await store_rule(client)
     assert (await client.get(f"/v1/rules/{rule['id']}")).json()["reference_count"] == 1
     assert (await client.get(f"/v1/rules/{uuid.uuid4()}")).status_code == 404
     assert (await client.post(f"/v1/rules/{uuid.uuid4()}/harmful")).status_code == 404
 
 
 async def test_list_rules_filters_by_scope_and_maturity(client, sql):
-    a = await store(client, content="Be concise", scope="work")
-    b = await store(client, content="Use metric units")
+    a = await store_rule(client, content="Be concise", scope="work")
+    b = await store_rule(client, content="Use metric units")
     await set_rule(sql, b["id"], maturity="established")
 
     async def ids(**params):
@@ -231,7 +227,7 @@ async def test_list_rules_filters_by_scope_and_maturity(client, sql):
 
 
 async def test_harmful_reason_is_bounded(client):
-    rule = await store(client)
+    rule = await store_rule(client)
     response = await client.post(f"/v1/rules/{rule['id']}/harmful", json={"reason": "x" * 2001})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.reason"

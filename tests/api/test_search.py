@@ -2,18 +2,7 @@
 
 import pytest
 
-
-async def episode(client, content, butler="chat"):
-    response = await client.post("/v1/episodes", json={"content": content, "butler": butler})
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-async def fact(client, subject, predicate, content, **fields):
-    response = await client.post("/v1/facts", json={"subject": subject, "predicate": predicate,
-                                                    "content": content, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.support.factories import store_episode, store_fact
 
 
 async def search(client, query, **fields):
@@ -23,7 +12,8 @@ async def search(client, query, **fields):
 
 
 async def test_result_carries_type_fields_and_scores_but_no_embedding(client):
-    stored = await fact(client, "Caroline", "researched", "Caroline researched adoption agencies")
+    stored = await store_fact(client, "Caroline", "researched",
+                              "Caroline researched adoption agencies")
     [hit] = await search(client, "adoption agencies Caroline researched")
     assert hit["memory_type"] == "fact"
     assert hit["id"] == stored["id"]
@@ -37,13 +27,13 @@ async def test_result_carries_type_fields_and_scores_but_no_embedding(client):
 
 
 async def test_default_mode_is_hybrid(client):
-    await episode(client, "We adopted a dog")
+    await store_episode(client, "We adopted a dog")
     response = await client.post("/v1/search", json={"query": "dog"})
     assert response.json()["mode"] == "hybrid"
 
 
 async def test_missing_keyword_rank_counts_as_limit_plus_one(client):
-    await episode(client, "I bought a new car last spring")
+    await store_episode(client, "I bought a new car last spring")
     [hit] = await search(client, "automobile purchase", limit=5)
     assert hit["keyword_rank"] is None
     assert hit["semantic_rank"] == 1
@@ -51,9 +41,10 @@ async def test_missing_keyword_rank_counts_as_limit_plus_one(client):
 
 
 async def test_rrf_tie_is_broken_by_semantic_rank(client):
-    await episode(client, "Paris is the capital of France")
-    await episode(client, "The Eiffel Tower stands in Paris, France")
-    keyword_only = await episode(client, "The shutdown delayed my tax refund, said the government")
+    await store_episode(client, "Paris is the capital of France")
+    await store_episode(client, "The Eiffel Tower stands in Paris, France")
+    keyword_only = await store_episode(
+        client, "The shutdown delayed my tax refund, said the government")
     results = await search(client, "Which city is the French seat of government?", limit=2)
     first, second = results
     assert (first["semantic_rank"], first["keyword_rank"]) == (1, None)
@@ -66,7 +57,7 @@ async def test_rrf_tie_is_broken_by_semantic_rank(client):
 async def test_hybrid_orders_by_rrf_score_descending(client):
     for text in ("Melanie paints sunsets at the lake", "Melanie runs a pottery class",
                  "Caroline went to a support group", "The weather was rainy"):
-        await episode(client, text)
+        await store_episode(client, text)
     results = await search(client, "Melanie painting", limit=4)
     scores = [r["rrf_score"] for r in results]
     assert scores == sorted(scores, reverse=True)
@@ -76,7 +67,7 @@ async def test_hybrid_orders_by_rrf_score_descending(client):
 async def test_semantic_mode_orders_by_similarity(client):
     for text in ("Caroline loves hiking in the mountains", "Stock prices fell on Monday",
                  "Mountain trails are great for walking"):
-        await episode(client, text)
+        await store_episode(client, text)
     results = await search(client, "hiking trip in the mountains", mode="semantic")
     similarities = [r["similarity"] for r in results]
     assert similarities == sorted(similarities, reverse=True)
@@ -85,16 +76,16 @@ async def test_semantic_mode_orders_by_similarity(client):
 
 
 async def test_keyword_leg_ors_the_question_lexemes(client):
-    researched = await episode(client, "Caroline researched adoption agencies")
-    await episode(client, "Melanie went camping")
+    researched = await store_episode(client, "Caroline researched adoption agencies")
+    await store_episode(client, "Melanie went camping")
     results = await search(client, "What did Caroline research last week?", mode="keyword")
     assert [r["id"] for r in results] == [researched["id"]]
     assert results[0]["rank"] > 0 and results[0]["similarity"] is None
 
 
 async def test_keyword_ranks_documents_matching_more_terms_first(client):
-    await episode(client, "Caroline went to the beach")
-    both = await episode(client, "Caroline researched adoption agencies")
+    await store_episode(client, "Caroline went to the beach")
+    both = await store_episode(client, "Caroline researched adoption agencies")
     results = await search(client, "Caroline adoption", mode="keyword")
     assert results[0]["id"] == both["id"]
     assert results[0]["rank"] > results[1]["rank"]
@@ -103,12 +94,12 @@ async def test_keyword_ranks_documents_matching_more_terms_first(client):
 @pytest.mark.parametrize("query", ["", "   ", "\x00", "\t\n \x00 "])
 @pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
 async def test_empty_query_returns_no_results(client, query, mode):
-    await episode(client, "the of and a")
+    await store_episode(client, "the of and a")
     assert await search(client, query, mode=mode) == []
 
 
 async def test_stop_words_only_query_finds_nothing_by_keyword(client):
-    await episode(client, "the of and a")
+    await store_episode(client, "the of and a")
     assert await search(client, "the of and a", mode="keyword") == []
 
 
@@ -118,13 +109,13 @@ async def test_stop_words_only_query_finds_nothing_by_keyword(client):
 ])
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 async def test_hostile_query_never_fails(client, query, mode):
-    await episode(client, "Caroline & Melanie: (friends) | forever!")
+    await store_episode(client, "Caroline & Melanie: (friends) | forever!")
     response = await client.post("/v1/search", json={"query": query, "mode": mode})
     assert response.status_code == 200, response.text
 
 
 async def test_nul_is_dropped_from_the_query(client):
-    stored = await episode(client, "Melanie paints")
+    stored = await store_episode(client, "Melanie paints")
     [hit] = await search(client, "pai\x00nts", mode="keyword")
     assert hit["id"] == stored["id"]
 
@@ -148,5 +139,5 @@ async def test_invalid_search_request_is_422(client, body):
 
 async def test_limit_caps_the_results(client):
     for i in range(6):
-        await episode(client, f"Caroline note number {i} about painting")
+        await store_episode(client, f"Caroline note number {i} about painting")
     assert len(await search(client, "Caroline painting", limit=4)) == 4

@@ -8,6 +8,7 @@ from pydantic import SecretStr
 from app.config import JobSettings, LLMSettings, Settings
 from app.services import worker
 from app.services.jobs import JobContext
+from tests.support.factories import store_episode
 
 
 def job_context(app: Any, settings: Settings, *, llm_url: str | None = None,
@@ -39,7 +40,5 @@ async def add_episodes(client: httpx.AsyncClient, butler: str, *contents: str) -
     """Store episodes of one butler in order; their ids."""
     ids = []
     for content in contents:
-        response = await client.post("/v1/episodes", json={"butler": butler, "content": content})
-        assert response.status_code == 201, response.text
-        ids.append(response.json()["id"])
+        ids.append((await store_episode(client, content, butler=butler))["id"])
     return ids
