@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -15,13 +16,39 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
 
-def _serve(settings: Settings) -> None:
+def _serve(settings: Settings, workers: int) -> None:
     import uvicorn
 
     from app.main import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=settings.log_level)
+    if workers <= 1:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                    log_level=settings.log_level)
+        return
+    # Worker processes build their own app from the environment; the database is resolved
+    # (the embedded server started) and migrated once, here, so they neither race nor each
+    # start a server.
+    os.environ["DATABASE_URL"] = asyncio.run(_prepare_database(settings))
+    os.environ["ENGRAM_MIGRATE_ON_START"] = "false"
+    os.environ["ENGRAM_HOST"] = settings.host
+    os.environ["ENGRAM_AUTH_DISABLED"] = "true" if settings.auth_disabled else "false"
+    uvicorn.run("app.main:create_app", factory=True, workers=workers, host=settings.host,
+                port=settings.port, log_level=settings.log_level)
+
+
+async def _prepare_database(settings: Settings) -> str:
+    """The database URL for worker processes, with the schema at head."""
+    from app import migrations
+    from app.db import create_engine, resolve_database_url
+
+    url = await resolve_database_url(settings)
+    if settings.migrate_on_start:
+        engine = create_engine(url, pool_size=1)
+        try:
+            await migrations.upgrade(engine)
+        finally:
+            await engine.dispose()
+    return url
 
 
 def _migrate(settings: Settings, revision: str) -> None:
@@ -112,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-auth", dest="auth_disabled", action="store_const", const=True,
                        help="serve every request as the default tenant (loopback hosts only)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes (each loads its own model); default 1")
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
     keys = commands.add_parser("keys", help="manage API keys")
@@ -133,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
                  if (value := getattr(args, key, None)) is not None}
     settings = Settings(**overrides)
     if args.command == "serve":
-        _serve(settings)
+        _serve(settings, args.workers)
     elif args.command == "migrate":
         _migrate(settings, args.revision)
     elif args.command == "keys":

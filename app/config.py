@@ -98,6 +98,18 @@ class JobSettings(BaseModel):
     max_job_attempts: int = Field(3, ge=1, le=100)
 
 
+class LimitSettings(BaseModel):
+    """Per API key limits; past them a request gets a 429 problem with Retry-After."""
+
+    requests_per_second: float = Field(
+        100.0, ge=0, le=100_000, description="Sustained request rate per key; 0 = unlimited.")
+    burst: int = Field(200, ge=1, le=1_000_000,
+                       description="Requests a key may send at once before the rate applies.")
+    bytes_in_flight: int = Field(
+        64 * 1024 * 1024, ge=0, le=16 * 1024 * 1024 * 1024,
+        description="Request body bytes one key may have in flight; 0 = unlimited.")
+
+
 class Settings(BaseSettings):
     """Every tunable of the service; build one with `Settings()` and pass it along."""
 
@@ -133,10 +145,16 @@ class Settings(BaseSettings):
         False, description="Serve every request as the default tenant; loopback hosts only."
     )
     max_body_bytes: int = Field(32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    api_key_cache_seconds: float = Field(
+        30.0, ge=0, le=3600,
+        description="How long a process remembers a resolved API key; a revoked key keeps "
+                    "working at most this long. 0 looks every key up on every request.",
+    )
 
     retrieval: RetrievalSettings = RetrievalSettings()
     llm: LLMSettings = LLMSettings()
     jobs: JobSettings = JobSettings()
+    limits: LimitSettings = LimitSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import Settings
 from app.embedding import Embedder
 from app.errors import Unauthorized
-from app.services.api_keys import tenant_for_key
+from app.services.api_keys import resolve_tenant
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
@@ -36,19 +36,24 @@ SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
 async def get_tenant_id(
+    request: Request,
     settings: SettingsDep,
-    session: SessionDep,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
     header_key: Annotated[str | None, Security(api_key_scheme)],
 ) -> str:
-    """The caller's tenant, taken from its API key and from nothing else."""
+    """The caller's tenant, taken from its API key and from nothing else.
+
+    Resolved outside the request's transaction (see `resolve_tenant`), so the request takes a
+    database connection only when it first runs SQL.
+    """
     if settings.auth_disabled:
         return settings.default_tenant
     secret = bearer.credentials if bearer else header_key
     if not secret:
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' "
                            "or 'X-API-Key: <key>'")
-    tenant_id = await tenant_for_key(session, secret)
+    tenant_id = await resolve_tenant(request.app.state.sessionmaker,
+                                     request.app.state.tenant_cache, secret)
     if tenant_id is None:
         raise Unauthorized("the API key is unknown or revoked")
     return tenant_id

@@ -5,6 +5,7 @@ import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -15,6 +16,7 @@ from app.db import check_extensions, create_engine, make_sessionmaker, resolve_d
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.middleware import InputGuardMiddleware
+from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.routers import ROUTERS
 from app.services import api_keys
 from app.services.jobs import JobContext
@@ -40,7 +42,14 @@ sees another's memories. Errors are RFC 9457 `application/problem+json` document
 `errors[].field` names the field.
 """
 
-V1_RESPONSES = problem_responses(400, 401)
+V1_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **problem_responses(400, 401),
+    429: {**problem_responses(429)[429],
+          "description": "Too many requests or request bytes in flight for this API key; "
+                         "retry after the seconds in the Retry-After header",
+          "headers": {"Retry-After": {"description": "Seconds to wait before retrying",
+                                      "schema": {"type": "integer"}}}},
+}
 
 
 @asynccontextmanager
@@ -58,6 +67,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await asyncio.to_thread(embedder.load)
     app.state.db_engine = db_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
+    app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.embedder = embedder
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
@@ -121,4 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         public = router.prefix == "" or not router.prefix.startswith("/v1")
         app.include_router(router, responses=None if public else V1_RESPONSES)
     app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    # Added last, so it runs first: a throttled request is refused before its body is read.
+    app.state.caller_limits = CallerLimits(settings.limits)
+    app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits)
     return app

@@ -11,14 +11,15 @@ class BodyTooLarge(Exception):
     """The request body passed the configured limit while it was being read."""
 
 
-async def _send_problem(send: Send, status: int, title: str, detail: str, path: str,
-                        field: str) -> None:
+async def send_problem(send: Send, status: int, title: str, detail: str, path: str,
+                       field: str, *, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer with an RFC 9457 problem naming `field`, before the app has run."""
     body = json.dumps({"type": "about:blank", "title": title, "status": status,
                        "detail": detail, "instance": path,
                        "errors": [{"field": field, "message": detail}]}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -41,12 +42,12 @@ class InputGuardMiddleware:
         path = scope.get("path", "")
         query = scope.get("query_string", b"")
         if b"%00" in query.lower() or "\x00" in path:
-            await _send_problem(send, 422, "Invalid input", "NUL characters are not allowed",
+            await send_problem(send, 422, "Invalid input", "NUL characters are not allowed",
                                 path, "query")
             return
-        declared = _content_length(scope)
+        declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await _send_problem(send, 413, "Request body too large",
+            await send_problem(send, 413, "Request body too large",
                                 f"the body is limited to {self.max_body_bytes} bytes",
                                 path, "body")
             return
@@ -56,7 +57,7 @@ class InputGuardMiddleware:
         try:
             body = await self._read_body(receive)
         except BodyTooLarge:
-            await _send_problem(send, 413, "Request body too large",
+            await send_problem(send, 413, "Request body too large",
                                 f"the body is limited to {self.max_body_bytes} bytes",
                                 path, "body")
             return
@@ -79,7 +80,8 @@ class InputGuardMiddleware:
         return b"".join(chunks)
 
 
-def _content_length(scope: Scope) -> int | None:
+def content_length(scope: Scope) -> int | None:
+    """The request's declared Content-Length, or None when absent or malformed."""
     for name, value in scope.get("headers", []):
         if name == b"content-length":
             try:

@@ -18,7 +18,9 @@ from app.services import api_keys
 from tests.support.database import scratch_database, scratch_server_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-KEPT_TABLES = {"alembic_version"}
+# embedding_versions ids are cached per process (app/services/embeddings.py), like in
+# production, where the row of a model is never deleted.
+KEPT_TABLES = {"alembic_version", "embedding_versions"}
 
 
 @pytest.fixture(scope="session")

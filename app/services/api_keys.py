@@ -3,10 +3,13 @@
 import hashlib
 import re
 import secrets
+import time
 import uuid
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.errors import InvalidInput
 from app.models.api_keys import ApiKey
@@ -37,15 +40,63 @@ async def create_key(session: AsyncSession, *, tenant_id: str,
                            field="tenant")
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     record = await api_key_rows.insert(session, tenant_id=tenant_id, name=name,
-                                   key_prefix=secret[:12], key_hash=hash_key(secret))
+                                       key_prefix=secret[:12], key_hash=hash_key(secret))
     return MintedKey(record, secret)
 
 
-async def tenant_for_key(session: AsyncSession, secret: str) -> str | None:
-    """The tenant a presented key belongs to; None for unknown or revoked keys."""
+class TenantCache:
+    """Keys resolved in the last `ttl_seconds`, so most requests need no key lookup.
+
+    A revoked key therefore keeps working for at most `ttl_seconds` in each process. Only
+    known keys are cached; unknown ones are looked up every time. The oldest entries go first
+    past `max_entries`.
+    """
+
+    def __init__(self, ttl_seconds: float, *, max_entries: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_seconds = ttl_seconds
+        self.max_entries = max_entries
+        self.clock = clock
+        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    def get(self, key_hash: str) -> str | None:
+        """The cached tenant of a key hash, or None when absent or stale."""
+        entry = self._entries.get(key_hash)
+        if entry is None:
+            return None
+        tenant_id, expires_at = entry
+        if self.clock() >= expires_at:
+            del self._entries[key_hash]
+            return None
+        return tenant_id
+
+    def put(self, key_hash: str, tenant_id: str) -> None:
+        """Remember a key's tenant for `ttl_seconds`."""
+        if self.ttl_seconds <= 0:
+            return
+        self._entries[key_hash] = (tenant_id, self.clock() + self.ttl_seconds)
+        self._entries.move_to_end(key_hash)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+
+async def resolve_tenant(sessionmaker: async_sessionmaker[AsyncSession], cache: TenantCache,
+                         secret: str) -> str | None:
+    """The key's tenant, from the cache or from a short transaction of its own.
+
+    The request's own transaction is not used, so a request that then waits for the model
+    holds no database connection meanwhile.
+    """
     if not secret or len(secret) > 256:
         return None
-    return await api_key_rows.tenant_for_hash(session, hash_key(secret))
+    key_hash = hash_key(secret)
+    if (tenant_id := cache.get(key_hash)) is not None:
+        return tenant_id
+    async with sessionmaker() as session:
+        tenant_id = await api_key_rows.tenant_for_hash(session, key_hash)
+    if tenant_id is not None:
+        cache.put(key_hash, tenant_id)
+    return tenant_id
 
 
 async def count_live_keys(session: AsyncSession) -> int:

@@ -35,8 +35,9 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     with one.
     """
     decay_rate = decay_rate_for(data.permanence)
-    await _check_references(session, tenant_id=tenant_id, data=data)
+    # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_texts(session, embedder, [data.content])
+    await _check_references(session, tenant_id=tenant_id, data=data)
 
     key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{data.predicate}"
            if data.entity_id else

@@ -26,11 +26,12 @@ from app.text import preprocess_text
 async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RuleCreate) -> Rule:
     """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
+    # The model runs before the first SQL, so no connection is held while it works.
+    embedded = await embed_texts(session, embedder, [data.content])
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
             session, tenant_id=tenant_id, episode_id=data.source_episode_id):
         raise InvalidInput(f"episode {data.source_episode_id} does not exist",
                            field="source_episode_id")
-    embedded = await embed_texts(session, embedder, [data.content])
     [rule] = await memory_rows.insert_rows(session, Rule, [{
         "tenant_id": tenant_id,
         "content": data.content,

@@ -1,0 +1,46 @@
+"""Per-key limits through HTTP: 429 with Retry-After, and revoked keys within the cache bound."""
+
+import pytest
+
+from app.config import LimitSettings
+from app.services import api_keys
+
+
+@pytest.fixture
+def tight_limits(app):
+    limits = app.state.caller_limits
+    original = limits.settings
+    limits.settings = LimitSettings(requests_per_second=0.5, burst=2)
+    yield
+    limits.settings = original
+
+
+async def test_past_the_request_rate_a_key_gets_429_with_retry_after(client, tight_limits):
+    assert (await client.get("/v1/facts")).status_code == 200
+    assert (await client.get("/v1/facts")).status_code == 200
+    refused = await client.get("/v1/facts")
+    assert refused.status_code == 429
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert int(refused.headers["retry-after"]) >= 1
+    assert refused.json()["errors"][0]["field"] == "requests"
+
+
+async def test_health_checks_are_never_limited(client, tight_limits):
+    statuses = {(await client.get("/healthz")).status_code for _ in range(5)}
+    assert statuses == {200}
+
+
+async def test_a_revoked_key_works_until_the_cache_entry_is_stale(app, anonymous_client, sql):
+    async with app.state.sessionmaker() as session, session.begin():
+        minted = await api_keys.create_key(session, tenant_id="acme")
+    headers = {"X-API-Key": minted.secret}
+    assert (await anonymous_client.get("/v1/facts", headers=headers)).status_code == 200
+    await sql("UPDATE api_keys SET revoked_at = now() WHERE id = :id", id=minted.record.id)
+    cache = app.state.tenant_cache
+    assert (await anonymous_client.get("/v1/facts", headers=headers)).status_code == 200
+    real_clock = cache.clock
+    cache.clock = lambda: real_clock() + cache.ttl_seconds
+    try:
+        assert (await anonymous_client.get("/v1/facts", headers=headers)).status_code == 401
+    finally:
+        cache.clock = real_clock
