@@ -1,9 +1,11 @@
 """SQL particular to episodes: the listing and existence checks."""
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, DateTime, bindparam, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode
@@ -50,3 +52,48 @@ async def episode_exists(session: AsyncSession, *, tenant_id: str,
     stmt = select(func.count()).select_from(Episode).where(
         Episode.id == episode_id, Episode.tenant_id == tenant_id)
     return bool((await session.execute(stmt)).scalar_one())
+
+
+def given_time_or_now(param: str) -> ColumnElement[datetime]:
+    """The time in bound parameter `param`, or the transaction's now() when it is None."""
+    return func.coalesce(bindparam(param, type_=DateTime(timezone=True)), func.now())
+
+
+# For each hit: the `count` live turns before it and after it in the same butler and session.
+_NEIGHBOURS = text("""
+    SELECT h.id AS hit_id, n.id AS neighbour_id
+    FROM episodes h
+    CROSS JOIN LATERAL (
+        (SELECT e.id, e.sequence FROM episodes e
+         WHERE e.tenant_id = h.tenant_id AND e.butler = h.butler
+           AND e.session_id IS NOT DISTINCT FROM h.session_id AND e.sequence < h.sequence
+           AND (e.expires_at IS NULL OR e.expires_at > now())
+         ORDER BY e.sequence DESC LIMIT :count)
+        UNION ALL
+        (SELECT e.id, e.sequence FROM episodes e
+         WHERE e.tenant_id = h.tenant_id AND e.butler = h.butler
+           AND e.session_id IS NOT DISTINCT FROM h.session_id AND e.sequence > h.sequence
+           AND (e.expires_at IS NULL OR e.expires_at > now())
+         ORDER BY e.sequence LIMIT :count)
+    ) n
+    WHERE h.tenant_id = :tenant_id AND h.id = ANY(:ids)
+""")
+
+
+async def neighbours(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                     count: int) -> dict[uuid.UUID, list[Episode]]:
+    """Each episode's neighbouring turns (up to `count` either side), in storage order."""
+    if not ids or count <= 0:
+        return {}
+    pairs = (await session.execute(_NEIGHBOURS, {"tenant_id": tenant_id, "ids": list(ids),
+                                                 "count": count})).all()
+    wanted = {pair.neighbour_id for pair in pairs}
+    rows = {row.id: row for row in (await session.execute(
+        select(Episode).where(Episode.tenant_id == tenant_id, Episode.id.in_(wanted))
+    )).scalars()} if wanted else {}
+    found: dict[uuid.UUID, list[Episode]] = {memory_id: [] for memory_id in ids}
+    for pair in pairs:
+        found[pair.hit_id].append(rows[pair.neighbour_id])
+    for turns in found.values():
+        turns.sort(key=lambda row: row.sequence)
+    return found

@@ -30,7 +30,7 @@ async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: T
     hits = await search(session, tenant_id=tenant_id, embedder=embedder,
                         retrieval=settings.retrieval, query=body.query, types=body.types,
                         scope=body.scope, mode=mode, limit=body.limit,
-                        min_confidence=body.min_confidence)
+                        min_confidence=body.min_confidence, neighbours=body.neighbours)
     now = now_utc()
     return SearchResponse(mode=mode, results=[search_hit(hit, now) for hit in hits])
 

@@ -5,7 +5,15 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, Strict
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    Strict,
+)
 
 MAX_CONTENT_CHARS = 50_000
 MAX_NAME_CHARS = 200
@@ -69,6 +77,8 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
+# An ISO 8601 string with a time zone (JSON has no datetime type, hence not strict).
+AwareDatetimeIn = Annotated[AwareDatetime, Strict(False)]
 IsoDatetime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 
@@ -76,7 +86,7 @@ class RequestModel(BaseModel):
     """Base of request bodies: unknown fields are an error, and types are never coerced.
 
     Strict, so `true` is not a number and `0` is not a boolean; UUIDs arrive as JSON
-    strings, hence `UUIDIn` for every UUID of a request.
+    strings, hence `UUIDIn` for every UUID and `AwareDatetimeIn` for every time of a request.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)

@@ -6,6 +6,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from app.schemas.common import (
+    AwareDatetimeIn,
     ConsolidationStatus,
     Content,
     Importance,
@@ -25,6 +26,9 @@ class EpisodeCreate(RequestModel):
     butler: Name = Field(description="The agent (butler) that observed it; its scope.")
     session_id: UUIDIn | None = None
     importance: Importance = 5.0
+    occurred_at: AwareDatetimeIn | None = Field(
+        None, description="When it happened, with a time zone (ISO 8601); defaults to the "
+        "time it is stored. The TTL still counts from storage.")
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -46,6 +50,8 @@ class EpisodeOut(ResponseModel):
     retry_count: int
     last_error: str | None
     created_at: IsoDatetime
+    occurred_at: IsoDatetime = Field(description="When it happened.")
+    sequence: int = Field(description="Storage order; orders the turns of a session.")
     last_referenced_at: IsoDatetime | None
     expires_at: IsoDatetime | None
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))

@@ -13,6 +13,7 @@ from app.schemas.rules import RuleOut
 
 MAX_QUERY_CHARS = 4000
 MAX_RESULTS = 100
+MAX_NEIGHBOURS = 5
 
 QueryText = Annotated[
     str,
@@ -65,6 +66,9 @@ class SearchRequest(RequestModel):
                                     "(hybrid unless changed).")
     limit: int = Field(10, ge=1, le=MAX_RESULTS)
     min_confidence: MinConfidence = 0.2
+    neighbours: int = Field(
+        0, ge=0, le=MAX_NEIGHBOURS, description="Return with each episode hit up to this many "
+        "turns stored just before and just after it in the same butler and session.")
 
 
 class Scores(ResponseModel):
@@ -82,6 +86,9 @@ class Scores(ResponseModel):
 
 class EpisodeHit(EpisodeOut, Scores):
     memory_type: Literal["episode"] = "episode"
+    neighbours: list[EpisodeOut] = Field(
+        default_factory=list, description="With `neighbours` > 0: the turns around this one, "
+        "in storage order (the hit itself left out).")
 
 
 class FactHit(FactOut, Scores):

@@ -33,12 +33,13 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
             "embedding": vector,
             "embedding_version_id": embedded.version_id,
             "search_text": preprocess_text(item.content),
+            "occurred_at_given": item.occurred_at,
         }
         for item, vector in zip(items, embedded.vectors, strict=True)
     ]
     created = await memory_rows.insert_rows(
-        session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days))
-    )
+        session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days)),
+        occurred_at=episode_rows.given_time_or_now("occurred_at_given"))
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
     return created

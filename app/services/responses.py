@@ -103,7 +103,8 @@ def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
     """A search result: the memory's fields and its scores."""
     values = {**_fields(hit, now), **_scores(hit)}
     if hit.memory_type == "episode":
-        return EpisodeHit.model_validate(values)
+        return EpisodeHit.model_validate(
+            {**values, "neighbours": [episode_out(turn) for turn in hit.neighbours]})
     if hit.memory_type == "fact":
         return FactHit.model_validate(values)
     return RuleHit.model_validate(values)

@@ -2,13 +2,15 @@
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import DEFAULT_RRF_K, RetrievalSettings
 from app.embedding import Embedder
+from app.models import Episode
+from app.repositories import episodes as episode_rows
 from app.repositories import search as search_rows
 from app.repositories.search import Filters, RankedCandidate
 from app.text import preprocess_search_query
@@ -81,12 +83,18 @@ class Hit:
     rrf_score: float | None
     semantic_rank: int | None
     keyword_rank: int | None
+    neighbours: tuple[Episode, ...] = ()
 
 
 async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
-                 scope: str | None, mode: str, limit: int, min_confidence: float) -> list[Hit]:
-    """Search the tenant's memories; an empty query (after preprocessing) finds nothing."""
+                 scope: str | None, mode: str, limit: int, min_confidence: float,
+                 neighbours: int = 0) -> list[Hit]:
+    """Search the tenant's memories; an empty query (after preprocessing) finds nothing.
+
+    With `neighbours` > 0 each episode hit carries up to that many turns stored before and
+    after it in the same butler and session.
+    """
     cleaned = preprocess_search_query(query)
     if not cleaned:
         return []
@@ -105,8 +113,21 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     else:
         fused = single_list(semantic if mode == "semantic" else keyword,
                             semantic=mode == "semantic")
-    return await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
+    hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query)
+    if neighbours > 0:
+        hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits, count=neighbours)
+    return hits
+
+
+async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit],
+                          count: int) -> list[Hit]:
+    """The hits, each episode with its neighbouring turns."""
+    episode_ids = [hit.row.id for hit in hits if hit.memory_type == "episode"]
+    turns = await episode_rows.neighbours(session, tenant_id=tenant_id, ids=episode_ids,
+                                          count=count)
+    return [replace(hit, neighbours=tuple(turns.get(hit.row.id, ())))
+            if hit.memory_type == "episode" else hit for hit in hits]
 
 
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
