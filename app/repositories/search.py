@@ -2,7 +2,8 @@
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -47,6 +48,7 @@ class Filters:
     tenant_id: str
     scope: str | None
     min_confidence: float
+    occurred: tuple[datetime, datetime] | None = None  # episodes only: [start, end)
 
 
 def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement[bool]]:
@@ -58,6 +60,9 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
         ]
         if filters.scope is not None:
             clauses.append(Episode.butler == filters.scope)
+        if filters.occurred is not None:
+            clauses += [Episode.occurred_at >= filters.occurred[0],
+                        Episode.occurred_at < filters.occurred[1]]
         return clauses
     model: type[Fact] | type[Rule] = Fact if memory_type == "fact" else Rule
     clauses = [model.tenant_id == filters.tenant_id]
@@ -157,6 +162,23 @@ async def candidate_lists(
         return [RankedCandidate(r.memory_type, r.id, r.position) for r in rows if r.leg == name]
 
     return leg("semantic"), leg("keyword")
+
+
+async def window_candidates(
+    session: AsyncSession, *, filters: Filters, window: tuple[datetime, datetime],
+    vector: list[float] | None, query: str | None, limit: int,
+) -> list[RankedCandidate]:
+    """Episodes that occurred inside `window`, ranked like the semantic leg (the keyword leg
+    without a vector)."""
+    inside = replace(filters, occurred=window)
+    if vector is not None:
+        leg = _semantic_leg("episode", inside, vector, limit)
+    elif query is not None:
+        leg = _keyword_leg("episode", inside, query, limit)
+    else:
+        return []
+    rows = (await session.execute(leg)).all()
+    return [RankedCandidate("episode", row.id, position) for position, row in enumerate(rows, 1)]
 
 
 async def load_rows(

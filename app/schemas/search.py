@@ -6,7 +6,14 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from app.config import SearchMode
-from app.schemas.common import MemoryType, Name, RequestModel, ResponseModel
+from app.schemas.common import (
+    AwareDatetimeIn,
+    IsoDatetime,
+    MemoryType,
+    Name,
+    RequestModel,
+    ResponseModel,
+)
 from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut
 from app.schemas.rules import RuleOut
@@ -14,6 +21,7 @@ from app.schemas.rules import RuleOut
 MAX_QUERY_CHARS = 4000
 MAX_RESULTS = 100
 MAX_NEIGHBOURS = 5
+TimeMode = Literal["boost", "filter", "off"]
 
 QueryText = Annotated[
     str,
@@ -69,6 +77,16 @@ class SearchRequest(RequestModel):
     neighbours: int = Field(
         0, ge=0, le=MAX_NEIGHBOURS, description="Return with each episode hit up to this many "
         "turns stored just before and just after it in the same butler and session.")
+    reference_time: AwareDatetimeIn | None = Field(
+        None, description="The 'now' that relative time expressions in the query are read "
+        "against ('yesterday', 'last week'); default: the current time.")
+    time_mode: TimeMode = Field(
+        "boost", description="What a time expression in the query ('in May 2023', 'last "
+        "week', '3 days ago') does, read as a window on episodes' `occurred_at`. `boost`: "
+        "episodes inside the window rank higher (hybrid mode: a third RRF list, `time_rank`; "
+        "one-list modes: they move ahead of the others, keeping their order). `filter`: only "
+        "episodes inside it are returned. `off`: the query's words alone. Facts and rules have "
+        "no `occurred_at` and are never affected.")
 
 
 class Scores(ResponseModel):
@@ -82,6 +100,9 @@ class Scores(ResponseModel):
         None, description="1-based rank in the semantic list; null when absent from it.")
     keyword_rank: int | None = Field(
         None, description="1-based rank in the keyword list; null when absent from it.")
+    time_rank: int | None = Field(
+        None, description="1-based rank among the episodes inside the query's time window; "
+        "null when outside it or when the query has no time expression.")
 
 
 class EpisodeHit(EpisodeOut, Scores):
@@ -102,8 +123,19 @@ class RuleHit(RuleOut, Scores):
 SearchHit = Annotated[EpisodeHit | FactHit | RuleHit, Field(discriminator="memory_type")]
 
 
+class TimeWindowOut(ResponseModel):
+    """The time expression read in the query and the window it became."""
+
+    expression: str = Field(description="The words of the query that gave the window.")
+    start: IsoDatetime
+    end: IsoDatetime = Field(description="Exclusive.")
+    applied_as: TimeMode
+
+
 class SearchResponse(ResponseModel):
     mode: SearchMode
+    time_window: TimeWindowOut | None = Field(
+        None, description="The window read from the query, when there was one.")
     results: list[SearchHit]
 
 

@@ -19,12 +19,15 @@ from app.schemas.search import (
     RecallFactHit,
     RecallRuleHit,
     RuleHit,
+    SearchResponse,
+    TimeWindowOut,
 )
 from app.services.context import Context
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
 from app.services.recall import Recalled
 from app.services.search import Hit
+from app.services.timewindow import TimeWindow
 
 
 def _columns(row: Fact | Rule) -> dict[str, Any]:
@@ -88,7 +91,8 @@ def job_out(job: Job) -> JobOut:
 def _scores(hit: Hit) -> dict[str, Any]:
     # The API calls the keyword leg's ts_rank_cd score `rank`.
     return {"similarity": hit.similarity, "rank": hit.keyword_score, "rrf_score": hit.rrf_score,
-            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank}
+            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank,
+            "time_rank": hit.time_rank}
 
 
 def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
@@ -108,6 +112,16 @@ def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
     if hit.memory_type == "fact":
         return FactHit.model_validate(values)
     return RuleHit.model_validate(values)
+
+
+def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
+               now: datetime) -> SearchResponse:
+    """The search answer: the hits and the time window read from the query."""
+    read = None if window is None else TimeWindowOut.model_validate({
+        "expression": window.expression, "start": window.start, "end": window.end,
+        "applied_as": time_mode})
+    return SearchResponse(mode=mode, time_window=read,
+                          results=[search_hit(hit, now) for hit in hits])
 
 
 def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:

@@ -13,6 +13,7 @@ from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import search as search_rows
 from app.repositories.search import Filters, RankedCandidate
+from app.services.timewindow import TimeWindow
 from app.text import preprocess_search_query
 
 ALL_TYPES = ("episode", "fact", "rule")
@@ -29,6 +30,7 @@ class Fused:
     semantic_rank: int | None
     keyword_rank: int | None
     rrf_score: float | None
+    time_rank: int | None = None
 
 
 def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
@@ -48,28 +50,37 @@ def _fusion_order(item: Fused) -> tuple[Any, ...]:
 
 
 def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
-         k: int = DEFAULT_RRF_K) -> list[Fused]:
-    """RRF of two ranked lists: rrf_score desc, semantic_rank asc, then stable keys."""
+         k: int = DEFAULT_RRF_K, boost: Sequence[RankedCandidate] = ()) -> list[Fused]:
+    """RRF of two ranked lists: rrf_score desc, semantic_rank asc, then stable keys.
+
+    A `boost` list (the episodes inside the query's time window) adds 1/(k + its rank) to the
+    memories it holds and nothing to the others.
+    """
     semantic_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in semantic}
     keyword_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in keyword}
-    keys = list(dict.fromkeys([*semantic_ranks, *keyword_ranks]))
-    fused = [
-        Fused(memory_type, memory_id, semantic_ranks.get((memory_type, memory_id)),
-              keyword_ranks.get((memory_type, memory_id)),
-              rrf_score(semantic_ranks.get((memory_type, memory_id)),
-                        keyword_ranks.get((memory_type, memory_id)), limit=limit, k=k))
-        for memory_type, memory_id in keys
-    ]
+    boost_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in boost}
+    fused = []
+    for key in dict.fromkeys([*semantic_ranks, *keyword_ranks, *boost_ranks]):
+        score = rrf_score(semantic_ranks.get(key), keyword_ranks.get(key), limit=limit, k=k)
+        if key in boost_ranks:
+            score += 1.0 / (k + boost_ranks[key])
+        fused.append(Fused(key[0], key[1], semantic_ranks.get(key), keyword_ranks.get(key),
+                           score, boost_ranks.get(key)))
     return sorted(fused, key=_fusion_order)[:limit]
 
 
-def single_list(candidates: Sequence[RankedCandidate], *, semantic: bool) -> list[Fused]:
-    """A one-mode result: the list as ranked, without fusion."""
-    return [
+def single_list(candidates: Sequence[RankedCandidate], *, semantic: bool,
+                boost: Sequence[RankedCandidate] = ()) -> list[Fused]:
+    """A one-mode result: the list as ranked, without fusion; members of `boost` (the
+    episodes inside the query's time window) move ahead, keeping their order."""
+    boost_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in boost}
+    listed = [
         Fused(c.memory_type, c.memory_id, c.rank if semantic else None,
-              None if semantic else c.rank, None)
+              None if semantic else c.rank, None,
+              boost_ranks.get((c.memory_type, c.memory_id)))
         for c in candidates
     ]
+    return sorted(listed, key=lambda item: item.time_rank is None)
 
 
 @dataclass(frozen=True)
@@ -84,16 +95,20 @@ class Hit:
     semantic_rank: int | None
     keyword_rank: int | None
     neighbours: tuple[Episode, ...] = ()
+    time_rank: int | None = None
 
 
 async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
                  scope: str | None, mode: str, limit: int, min_confidence: float,
-                 neighbours: int = 0) -> list[Hit]:
+                 neighbours: int = 0, window: TimeWindow | None = None,
+                 time_mode: str = "boost") -> list[Hit]:
     """Search the tenant's memories; an empty query (after preprocessing) finds nothing.
 
     With `neighbours` > 0 each episode hit carries up to that many turns stored before and
-    after it in the same butler and session.
+    after it in the same butler and session. A time `window` boosts the episodes that
+    occurred inside it (`time_mode` "boost": a third RRF list in hybrid mode, moved ahead in
+    one-list modes) or keeps only those ("filter").
     """
     cleaned = preprocess_search_query(query)
     if not cleaned:
@@ -105,14 +120,19 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         await search_rows.configure_vector_scan(
             session, ef_search=max(retrieval.hnsw_ef_search, limit),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-    filters = Filters(tenant_id=tenant_id, scope=scope, min_confidence=min_confidence)
+    span = (window.start, window.end) if window is not None and time_mode != "off" else None
+    filters = Filters(tenant_id=tenant_id, scope=scope, min_confidence=min_confidence,
+                      occurred=span if time_mode == "filter" else None)
     semantic, keyword = await search_rows.candidate_lists(
         session, types=wanted, filters=filters, vector=vector, query=keyword_query, limit=limit)
+    boost = (await search_rows.window_candidates(
+        session, filters=filters, window=span, vector=vector, query=keyword_query, limit=limit)
+        if span is not None and time_mode == "boost" and "episode" in wanted else [])
     if mode == "hybrid":
-        fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k)
+        fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k, boost=boost)
     else:
         fused = single_list(semantic if mode == "semantic" else keyword,
-                            semantic=mode == "semantic")
+                            semantic=mode == "semantic", boost=boost)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query)
     if neighbours > 0:
@@ -145,5 +165,5 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
         if (f.memory_type, f.memory_id) in loaded:
             row, similarity, keyword_score = loaded[(f.memory_type, f.memory_id)]
             hits.append(Hit(f.memory_type, row, similarity, keyword_score, f.rrf_score,
-                            f.semantic_rank, f.keyword_rank))
+                            f.semantic_rank, f.keyword_rank, time_rank=f.time_rank))
     return hits

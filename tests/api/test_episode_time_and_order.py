@@ -79,3 +79,53 @@ async def test_neighbours_stop_at_the_session_edges(client):
         "query": "opening line kayaks", "types": ["episode"], "limit": 1, "neighbours": 5})
     [hit] = response.json()["results"]
     assert [turn["content"] for turn in hit["neighbours"]] == ["Bo: second", "Ann: third"]
+
+
+async def hikes(client):
+    """Three near-identical hikes at different times."""
+    for when, place in (("2023-03-12T10:00:00Z", "Mount Tam"),
+                        ("2023-05-08T10:00:00Z", "Mount Diablo"),
+                        ("2023-06-20T10:00:00Z", "Half Dome")):
+        await store_episode(client, f"Caroline: we went on a long hike up {place}",
+                            occurred_at=when)
+
+
+async def test_a_time_expression_boosts_the_episodes_inside_its_window(client):
+    await hikes(client)
+    response = (await client.post("/v1/search", json={
+        "query": "which hike did Caroline do in May 2023", "types": ["episode"]})).json()
+    assert response["time_window"]["expression"] == "may 2023"
+    assert response["time_window"]["applied_as"] == "boost"
+    top = response["results"][0]
+    assert "Mount Diablo" in top["content"] and top["time_rank"] == 1
+    assert [hit["time_rank"] for hit in response["results"][1:]] == [None, None]
+
+
+async def test_as_a_filter_the_window_keeps_only_the_episodes_inside_it(client):
+    await hikes(client)
+    response = (await client.post("/v1/search", json={
+        "query": "hike in June 2023", "types": ["episode"], "time_mode": "filter"})).json()
+    assert response["time_window"]["applied_as"] == "filter"
+    assert [hit["content"] for hit in response["results"]] == [
+        "Caroline: we went on a long hike up Half Dome"]
+
+
+async def test_relative_expressions_are_read_against_the_reference_time(client):
+    await hikes(client)
+    response = (await client.post("/v1/search", json={
+        "query": "the long hike yesterday", "types": ["episode"], "mode": "semantic",
+        "reference_time": "2023-05-09T09:00:00+00:00"})).json()
+    assert response["time_window"]["start"].startswith("2023-05-08")
+    assert ["Mount Diablo" in hit["content"] for hit in response["results"]] == [
+        True, False, False]
+    assert response["results"][0]["time_rank"] == 1
+
+
+async def test_time_reading_can_be_switched_off_and_is_absent_without_an_expression(client):
+    await hikes(client)
+    off = (await client.post("/v1/search", json={"query": "hike in May 2023",
+                                                  "time_mode": "off"})).json()
+    plain = (await client.post("/v1/search", json={"query": "a long hike"})).json()
+    assert off["time_window"]["applied_as"] == "off" and plain["time_window"] is None
+    assert len(off["results"]) == 3
+    assert {hit["time_rank"] for hit in off["results"]} == {None}
