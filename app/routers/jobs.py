@@ -44,7 +44,7 @@ async def queue_decay(response: Response, session: SessionDep, tenant_id: Tenant
     """Apply decay thresholds to the tenant's facts and rules.
 
     effective_confidence < 0.05 expires a fact or flags a rule forgotten; below 0.2 marks it
-    `metadata.status = 'fading'`; a fading one back at 0.2 or more loses the flag.
+    fading (`fading: true`); a fading one back at 0.2 or more loses the flag.
     """
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="decay", params={})
     return _accepted(response, job_out(job))

@@ -10,7 +10,7 @@ async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,
     """Evaluate every active fact and live rule with decay_rate > 0 (one tenant, or all).
 
     effective < 0.05: facts expire, rules are flagged forgotten; 0.05 <= effective < 0.2:
-    metadata.status = 'fading'; a fading item back at >= 0.2 loses the flag. One set-based
+    fading_since is set; a fading item back at >= 0.2 loses it. One set-based
     statement per table, in one transaction; each transition is a memory_events row.
     """
     async with ctx.transaction() as session:
