@@ -71,6 +71,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.embedder = embedder
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
+    if settings.llm.base_url is None:
+        logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
+                       "never turned into facts or rules, and expired episodes are kept "
+                       "instead of deleted until they are consolidated.")
     logger.info("engram ready")
     try:
         yield

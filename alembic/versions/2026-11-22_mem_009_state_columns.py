@@ -2,7 +2,9 @@
 
 - rules: forgotten_at, needs_inversion, original_content, fading_since;
 - facts: fading_since, subject_key and predicate_key (the supersession key, case-folded);
-- entities: merged_into_id.
+- entities: merged_into_id;
+- episodes: forgotten_at (filled from the episode_forgotten events), so cleanup can tell an
+  explicitly forgotten episode from one whose TTL ran out before it was consolidated.
 The values the service kept in metadata move into the columns and the keys leave metadata
 (harmful_reasons were always in rule_applications too). Active facts whose keys become equal
 once case-folded ("Alice" and "alice") keep the newest active; the others are superseded.
@@ -71,6 +73,14 @@ def upgrade() -> None:
     op.add_column("facts", sa.Column("subject_key", sa.Text()))
     op.add_column("facts", sa.Column("predicate_key", sa.Text()))
     op.add_column("entities", sa.Column("merged_into_id", UUID(as_uuid=True)))
+    op.add_column("episodes", sa.Column("forgotten_at", sa.DateTime(timezone=True)))
+    op.execute("""
+        UPDATE episodes e SET forgotten_at = ev.forgotten_at
+        FROM (SELECT payload ->> 'memory_id' AS memory_id, min(created_at) AS forgotten_at
+              FROM memory_events WHERE event_type = 'episode_forgotten'
+              GROUP BY 1) ev
+        WHERE ev.memory_id = e.id::text
+    """)
     op.create_foreign_key("fk_entities_merged_into_id_entities", "entities", "entities",
                           ["merged_into_id"], ["id"], ondelete="RESTRICT")
 
@@ -168,6 +178,7 @@ def downgrade() -> None:
                            AND a.reason IS NOT NULL AND a.reason <> ''
                          HAVING count(*) > 0), '{}'::jsonb)
     """)
+    op.drop_column("episodes", "forgotten_at")
     op.drop_constraint("fk_entities_merged_into_id_entities", "entities", type_="foreignkey")
     op.drop_column("entities", "merged_into_id")
     op.drop_column("facts", "predicate_key")

@@ -67,6 +67,8 @@ class Episode(Searchable, Base):
     expires_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), server_default=text("now() + interval '7 days'")
     )
+    # Set by an explicit forget: cleanup may then delete the episode unconsolidated.
+    forgotten_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     metadata_: Mapped[dict[str, Any]] = metadata_column()
 
 

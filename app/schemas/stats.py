@@ -34,3 +34,8 @@ class StatsOut(ResponseModel):
     episodes: EpisodeStats
     facts: FactStats
     rules: RuleStats
+    consolidation_configured: bool = Field(
+        description="False when no LLM is configured ([llm] base_url): episodes are then never "
+                    "turned into facts and rules, and expired ones are kept, not deleted.")
+    warnings: list[str] = Field(default_factory=list,
+                                description="Conditions an operator should know about.")

@@ -6,7 +6,6 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Episode, Fact, Rule
 from app.repositories import memories as memory_rows
@@ -56,8 +55,8 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
     """Episode: expire now. Fact: retract. Rule: flag forgotten. Repeating it changes nothing."""
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     if isinstance(row, Episode):
-        values: dict[str, Any] = {"expires_at": func.now()}
-        already = row.expires_at is not None and row.expires_at <= now_utc()
+        values: dict[str, Any] = {"expires_at": func.now(), "forgotten_at": func.now()}
+        already = row.forgotten_at is not None
     elif isinstance(row, Fact):
         values = {"validity": "retracted"}
         already = row.validity == "retracted"

@@ -1,9 +1,12 @@
 """GET /v1/stats: every figure of the spec, and the scope filter."""
 
+import logging
 import uuid
 
 import pytest
 
+from app.main import create_app
+from app.services.stats import CONSOLIDATION_OFF
 from tests.support.http import post
 
 
@@ -20,7 +23,23 @@ async def test_empty_store_has_zero_everywhere(client):
         "facts": {"active": 0, "fading": 0, "superseded": 0, "expired": 0, "retracted": 0},
         "rules": {"candidate": 0, "established": 0, "proven": 0, "anti_pattern": 0,
                   "forgotten": 0},
+        "consolidation_configured": False,
+        "warnings": [CONSOLIDATION_OFF],
     }
+
+
+async def test_stats_say_when_consolidation_is_configured(client, app, monkeypatch):
+    monkeypatch.setattr(app.state.settings.llm, "base_url", "http://llm.test/v1")
+    body = await stats(client)
+    assert (body["consolidation_configured"], body["warnings"]) == (True, [])
+
+
+async def test_startup_warns_when_consolidation_is_not_configured(settings, caplog):
+    application = create_app(settings)
+    with caplog.at_level(logging.WARNING, logger="engram"):
+        async with application.router.lifespan_context(application):
+            pass
+    assert any("CONSOLIDATION IS NOT CONFIGURED" in r.getMessage() for r in caplog.records)
 
 
 async def test_episode_figures(client, sql):
