@@ -1,5 +1,6 @@
 """The Alembic revisions build the schema, tear it down and build it again."""
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -145,3 +146,21 @@ async def test_mem_009_moves_state_out_of_metadata_and_back(scratch_engine: Asyn
     assert metadata["flagged"] == {"needs_inversion": True, "harmful_reasons": ["bad"]}
     assert metadata["ANTI-PATTERN: x"] == {"original_content": "x"}
     assert source_metadata == {"merged_into": "00000000-0000-0000-0000-00000000000a", "k": 1}
+
+
+async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine) -> None:
+    async with scratch_engine.connect() as holder:
+        await holder.execute(text("SELECT pg_advisory_lock(:key)"),
+                             {"key": migrations.MIGRATION_LOCK_KEY})
+        other = create_engine(scratch_engine.url.render_as_string(hide_password=False),
+                              pool_size=1)
+        try:
+            upgrade = asyncio.create_task(migrations.upgrade(other))
+            await asyncio.sleep(1.0)
+            assert not upgrade.done()
+            await holder.execute(text("SELECT pg_advisory_unlock(:key)"),
+                                 {"key": migrations.MIGRATION_LOCK_KEY})
+            await asyncio.wait_for(upgrade, timeout=120)
+        finally:
+            await other.dispose()
+    assert await migrations.is_at_head(scratch_engine)

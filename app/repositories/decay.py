@@ -82,3 +82,12 @@ async def sweep(session: AsyncSession, statement: str, *, tenant_id: str | None,
         "fading_below": fading_below,
     })
     return dict(result.mappings().one())
+
+
+async def tenants_with_decaying_memories(session: AsyncSession) -> list[str]:
+    """Every tenant holding an active fact or a live rule that decays."""
+    rows = await session.execute(text(
+        "SELECT tenant_id FROM facts WHERE validity = 'active' AND decay_rate > 0 "
+        "UNION SELECT tenant_id FROM rules WHERE forgotten_at IS NULL AND decay_rate > 0 "
+        "ORDER BY 1"))
+    return [row[0] for row in rows]

@@ -171,3 +171,18 @@ async def test_scheduled_decay_sweeps_every_tenant(client, app, sql, settings):
     [job] = await sql("SELECT tenant_id, status, result FROM jobs WHERE kind = 'decay'")
     assert (job["tenant_id"], job["status"], job["result"]["facts_expired"]) == (
         None, "succeeded", 2)
+
+
+async def test_scheduled_decay_gives_each_tenant_its_own_transaction(client, app, sql,
+                                                                     settings):
+    for tenant in ("t1", "t2"):
+        await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+                  "content, last_confirmed_at) "
+                  "VALUES (:t, 'u', 'p', 'u', 'p', 'c', now() - interval '400 days')", t=tenant)
+    ctx = job_context(app, settings)
+    await scheduler.tick(ctx)
+    await worker.drain(ctx)
+    rows = await sql("SELECT tenant_id, validity, xmin::text AS tx FROM facts ORDER BY 1")
+    assert [(r["tenant_id"], r["validity"]) for r in rows] == [
+        ("t1", "expired"), ("t2", "expired")]
+    assert rows[0]["tx"] != rows[1]["tx"]
