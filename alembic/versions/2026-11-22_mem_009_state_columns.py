@@ -4,7 +4,9 @@
 - facts: fading_since, subject_key and predicate_key (the supersession key, case-folded);
 - entities: merged_into_id;
 - episodes: forgotten_at (filled from the episode_forgotten events), so cleanup can tell an
-  explicitly forgotten episode from one whose TTL ran out before it was consolidated.
+  explicitly forgotten episode from one whose TTL ran out before it was consolidated;
+- workers: job worker processes and their heartbeats, so a restarted process reclaims the
+  jobs of a dead one at once instead of after the lease.
 The values the service kept in metadata move into the columns and the keys leave metadata
 (harmful_reasons were always in rule_applications too). Active facts whose keys become equal
 once case-folded ("Alice" and "alice") keep the newest active; the others are superseded.
@@ -64,6 +66,16 @@ def _fill_fact_keys() -> None:
 
 
 def upgrade() -> None:
+    op.create_table(
+        "workers",
+        sa.Column("id", sa.Text(), primary_key=True),
+        sa.Column("hostname", sa.Text(), nullable=False),
+        sa.Column("pid", sa.Integer(), nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False,
+                  server_default=sa.func.now()),
+        sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False,
+                  server_default=sa.func.now()),
+    )
     op.add_column("rules", sa.Column("fading_since", sa.DateTime(timezone=True)))
     op.add_column("rules", sa.Column("forgotten_at", sa.DateTime(timezone=True)))
     op.add_column("rules", sa.Column("needs_inversion", sa.Boolean(), nullable=False,
@@ -188,3 +200,4 @@ def downgrade() -> None:
     op.drop_column("rules", "needs_inversion")
     op.drop_column("rules", "forgotten_at")
     op.drop_column("rules", "fading_since")
+    op.drop_table("workers")

@@ -29,3 +29,15 @@ class Job(Base):
     created_at: Mapped[datetime] = created_at_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Worker(Base):
+    """A job worker process: who it is and when it last showed it was alive."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    hostname: Mapped[str] = mapped_column(Text, nullable=False)
+    pid: Mapped[int] = mapped_column(Integer, nullable=False)
+    started_at: Mapped[datetime] = created_at_column()
+    heartbeat_at: Mapped[datetime] = created_at_column()
