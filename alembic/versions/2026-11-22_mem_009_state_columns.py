@@ -6,7 +6,8 @@
 - episodes: forgotten_at (filled from the episode_forgotten events), so cleanup can tell an
   explicitly forgotten episode from one whose TTL ran out before it was consolidated;
 - workers: job worker processes and their heartbeats, so a restarted process reclaims the
-  jobs of a dead one at once instead of after the lease.
+  jobs of a dead one at once instead of after the lease;
+- jobs.progress: counts committed so far, across attempts.
 The values the service kept in metadata move into the columns and the keys leave metadata
 (harmful_reasons were always in rule_applications too). Active facts whose keys become equal
 once case-folded ("Alice" and "alice") keep the newest active; the others are superseded.
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import JSONB, UUID
 
 revision: str = "mem_009"
 down_revision: str | None = "mem_008"
@@ -86,6 +87,8 @@ def upgrade() -> None:
     op.add_column("facts", sa.Column("predicate_key", sa.Text()))
     op.add_column("entities", sa.Column("merged_into_id", UUID(as_uuid=True)))
     op.add_column("episodes", sa.Column("forgotten_at", sa.DateTime(timezone=True)))
+    op.add_column("jobs", sa.Column("progress", JSONB(), nullable=False,
+                                    server_default=sa.text("'{}'::jsonb")))
     op.execute("""
         UPDATE episodes e SET forgotten_at = ev.forgotten_at
         FROM (SELECT payload ->> 'memory_id' AS memory_id, min(created_at) AS forgotten_at
@@ -190,6 +193,7 @@ def downgrade() -> None:
                            AND a.reason IS NOT NULL AND a.reason <> ''
                          HAVING count(*) > 0), '{}'::jsonb)
     """)
+    op.drop_column("jobs", "progress")
     op.drop_column("episodes", "forgotten_at")
     op.drop_constraint("fk_entities_merged_into_id_entities", "entities", type_="foreignkey")
     op.drop_column("entities", "merged_into_id")

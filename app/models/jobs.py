@@ -21,6 +21,9 @@ class Job(Base):
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="queued")
     params: Mapped[dict[str, Any]] = jsonb_column("{}")
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Counts of work committed so far, across attempts (each added in the transaction that
+    # did the work), so a re-run job reports everything it did, not only its last attempt.
+    progress: Mapped[dict[str, Any]] = jsonb_column("{}")
     errors: Mapped[list[str]] = jsonb_column("[]")
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     scheduled_for: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,5 +1,6 @@
 """The jobs table: enqueue, claim with FOR UPDATE SKIP LOCKED, lease renewal, finish."""
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -183,3 +184,21 @@ async def expire_leases_of(session: AsyncSession, *, worker_ids: list[str]) -> i
 async def unregister_worker(session: AsyncSession, *, worker_id: str) -> None:
     """This worker stops."""
     await session.execute(delete(Worker).where(Worker.id == worker_id))
+
+
+async def add_progress(session: AsyncSession, *, job_id: uuid.UUID, counts: dict[str, int]) -> None:
+    """Add `counts` to the job's progress, in the caller's transaction (the one that did the
+    work, so the figures and the work commit or roll back together)."""
+    await session.execute(text("""
+        UPDATE jobs SET progress = progress || (
+            SELECT COALESCE(jsonb_object_agg(
+                       c.key, COALESCE((progress ->> c.key)::bigint, 0) + c.value::bigint),
+                   '{}'::jsonb)
+            FROM jsonb_each_text(CAST(:counts AS jsonb)) AS c)
+        WHERE id = :job_id"""), {"job_id": job_id, "counts": json.dumps(counts)})
+
+
+async def progress_of(session: AsyncSession, *, job_id: uuid.UUID) -> dict[str, int]:
+    """The job's committed counts across attempts."""
+    value = (await session.execute(select(Job.progress).where(Job.id == job_id))).scalar()
+    return {key: int(count) for key, count in (value or {}).items()}

@@ -22,7 +22,7 @@ Handler = Callable[[JobContext, Job], Awaitable[JobOutcome]]
 
 
 async def _consolidation(ctx: JobContext, job: Job) -> JobOutcome:
-    return await run_consolidation(ctx, tenant_id=job.tenant_id)
+    return await run_consolidation(ctx, tenant_id=job.tenant_id, job_id=job.id)
 
 
 async def _decay(ctx: JobContext, job: Job) -> JobOutcome:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from app.services import worker
 from tests.support.jobs import add_episodes, job_context, run_job
 
 
@@ -140,3 +141,23 @@ async def test_forgotten_unconsolidated_episode_is_deleted_even_before_its_ttl(
     await sql("UPDATE episodes SET expires_at = now() - interval '1 second'")
     job = await _cleanup(client, app, settings)
     assert (job["result"]["expired_deleted"], job["result"]["remaining"]) == (1, 0)
+
+
+async def test_a_rerun_cleanup_reports_every_attempts_deletions(client, app, sql, settings):
+    """The first attempt deleted 3 episodes and died; the second deletes 2 and reports 5."""
+    await _arrange(sql, ("e1", True, 9, True), ("e2", True, 9, True))
+    job = (await client.post("/v1/jobs/cleanup")).json()
+    await sql("UPDATE jobs SET status = 'running', attempts = 1, worker_id = 'dead', "
+              "lease_expires_at = now() - interval '1 second', "
+              "progress = '{\"expired_deleted\": 3, \"links_deleted\": 1}'")
+    await worker.drain(job_context(app, settings))
+    finished = (await client.get(f"/v1/jobs/{job['id']}")).json()
+    assert (finished["attempts"], finished["result"]["expired_deleted"],
+            finished["result"]["links_deleted"]) == (2, 5, 1)
+
+
+async def test_cleanup_progress_is_committed_batch_by_batch(client, app, sql, settings):
+    await _arrange(sql, *[(f"e{i}", True, 9, True) for i in range(5)])
+    job = await _cleanup(client, app, settings, cleanup_batch_size=2)
+    [row] = await sql("SELECT progress FROM jobs WHERE id = CAST(:id AS uuid)", id=job["id"])
+    assert row["progress"]["expired_deleted"] == job["result"]["expired_deleted"] == 5
