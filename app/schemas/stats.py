@@ -14,7 +14,7 @@ class EpisodeStats(ResponseModel):
 
 class FactStats(ResponseModel):
     active: int = Field(description="validity 'active' and not fading.")
-    fading: int = Field(description="validity 'active' with metadata.status 'fading'.")
+    fading: int = Field(description="validity 'active' and fading (the decay sweep's fading flag).")
     superseded: int
     expired: int
     retracted: int
