@@ -55,6 +55,8 @@ class FairScheduler:
     def submit(self, *, tenant_id: str,
                chunks: Sequence[list[str]]) -> "list[asyncio.Future[Vectors]]":
         """Queue `chunks` for `tenant_id`; one future per chunk, resolved on this loop."""
+        if not chunks:
+            return []
         loop = asyncio.get_running_loop()
         queued = [_Chunk(tenant_id, texts, loop, loop.create_future()) for texts in chunks]
         with self._condition:
