@@ -74,6 +74,10 @@ class Embedder:
         """The latest chunks queued, started and dropped, oldest first."""
         return list(self._scheduler.record)
 
+    def close(self) -> None:
+        """Stop the model thread after the queued chunks; async calls are refused after."""
+        self._scheduler.close()
+
     def load(self) -> Backend:
         """Load the model once (thread-safe; exports the ONNX graph if needed) and return it."""
         if self._backend is None:

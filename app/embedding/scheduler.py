@@ -44,6 +44,7 @@ class FairScheduler:
         self._last_tenant: str | None = None
         self._condition = threading.Condition()
         self._worker: threading.Thread | None = None
+        self._closed = False
         self.record: deque[ChunkEvent] = deque(maxlen=record_size)
 
     @property
@@ -60,6 +61,8 @@ class FairScheduler:
         loop = asyncio.get_running_loop()
         queued = [_Chunk(tenant_id, texts, loop, loop.create_future()) for texts in chunks]
         with self._condition:
+            if self._closed:
+                raise RuntimeError("the embedding scheduler is closed")
             self._start_worker()
             queue = self._queues.setdefault(tenant_id, deque())
             for chunk in queued:
@@ -85,16 +88,25 @@ class FairScheduler:
         for future in futures:
             future.cancel()
 
+    def close(self) -> None:
+        """Let the worker thread finish the queued chunks and stop; refuse new ones."""
+        with self._condition:
+            self._closed = True
+            self._condition.notify()
+
     def _start_worker(self) -> None:
         if self._worker is None:
             self._worker = threading.Thread(target=self._work, name="embedding", daemon=True)
             self._worker.start()
 
-    def _next_chunk(self) -> _Chunk:
-        """Block until a chunk is queued; take it from the next tenant in the rotation."""
+    def _next_chunk(self) -> _Chunk | None:
+        """Block until a chunk is queued and take it from the next tenant in the rotation;
+        None once closed and drained."""
         with self._condition:
             while True:
                 while not self._queues:
+                    if self._closed:
+                        return None
                     self._condition.wait()
                 chunk = self._pop_next()
                 if not chunk.future.cancelled():
@@ -118,6 +130,8 @@ class FairScheduler:
     def _work(self) -> None:
         while True:
             chunk = self._next_chunk()
+            if chunk is None:
+                return
             try:
                 vectors = self._run(chunk.texts)
             except Exception as error:  # handed to the awaiting request

@@ -1,7 +1,7 @@
 """Fair sharing of the model thread: tenants served in turn, cancelled chunks dropped."""
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -15,12 +15,13 @@ CHUNK = 4  # 64 texts -> 16 model calls
 
 
 @pytest.fixture
-def embedder() -> Embedder:
+def embedder() -> Iterator[Embedder]:
     """A loaded ONNX embedder with small chunks, sharing the default export."""
     shared = get_embedder()
     small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK)
     small_chunks.load()
-    return small_chunks
+    yield small_chunks
+    small_chunks.close()
 
 
 def _count(embedder: Embedder, kind: str, tenant_id: str) -> int:
@@ -87,3 +88,9 @@ async def test_aembed_without_a_tenant_uses_the_system_tenant(embedder: Embedder
 
 async def test_empty_batch_gives_an_empty_list(embedder: Embedder) -> None:
     assert await embedder.aembed_batch([], tenant_id="A") == []
+
+
+async def test_closed_embedder_refuses_async_calls(embedder: Embedder) -> None:
+    embedder.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await embedder.aembed("too late", tenant_id="A")
