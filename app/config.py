@@ -131,6 +131,10 @@ class Settings(BaseSettings):
         32, ge=1, le=1024,
         description="Most texts in one model call; another tenant waits about one call.",
     )
+    embedding_chunk_tokens: int = Field(
+        2048, ge=16, le=65_536,
+        description="About the most tokens in one model call (estimated from characters).",
+    )
     embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
 
     default_tenant: str = "default"

@@ -1,10 +1,10 @@
 """Speed of the embedding model alone: torch vs ONNX Runtime (and int8, for information).
 
-For each backend: sentences/s in model calls of 32 texts, longest first (as the Embedder
-cuts a batch), and per-query latency of one-text calls (median, p95), on short texts
-(<= 200 characters, the speed.py generator) and on long chat turns (LongMemEval_S dev
-turns when the file is there, else generated ones). Also the minimum and mean cosine of
-each backend's vectors against torch's.
+For each backend: sentences/s in model calls as the Embedder cuts a batch (longest
+first, 32 texts, about 2048 tokens), and per-query latency of one-text calls (median,
+p95), on short texts (<= 200 characters, the speed.py generator) and on long chat turns
+(LongMemEval_S dev turns when the file is there, else generated ones). Also the minimum
+and mean cosine of each backend's vectors against torch's.
 
     python bench/embed_bench.py \
         [--longmemeval /work/shared/data/longmemeval/longmemeval_s_dev.json.gz]
@@ -28,7 +28,7 @@ import numpy as np
 
 from app.embedding import Embedder, onnx_export
 from app.embedding.backends import Backend, OnnxBackend
-from app.embedding.embedder import plan_chunks
+from app.embedding.chunking import plan_chunks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speed import question, sentence  # noqa: E402  (bench/speed.py, the same generators)
@@ -65,9 +65,10 @@ def int8_backend(onnx_embedder: Embedder, workdir: Path) -> Backend:
 
 
 def encode_all(backend: Backend, texts: list[str]) -> np.ndarray:
-    """Vectors of `texts` in model calls of 32, longest first, back in input order."""
+    """Vectors of `texts` in the service's model calls (32 texts, about 2048 tokens)."""
     vectors = np.zeros((len(texts), backend.dimensions), dtype=np.float32)
-    for indexes in plan_chunks(texts, chunk_size=32):
+    for indexes in plan_chunks(texts, max_texts=32, max_tokens=2048,
+                               max_seq_length=backend.max_seq_length):
         vectors[indexes] = backend.encode([texts[i] for i in indexes])
     return vectors
 

@@ -17,6 +17,7 @@ class Backend(Protocol):
     """Something that encodes texts to normalised vectors."""
 
     dimensions: int
+    max_seq_length: int
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One model call: vectors of shape (len(texts), dimensions)."""
@@ -37,6 +38,7 @@ class TorchBackend:
         if found is None:
             raise RuntimeError(f"embedding model {model_path!r} does not state its dimensions")
         self.dimensions = int(found)
+        self.max_seq_length = int(self._model.max_seq_length or 512)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """One model call through `SentenceTransformer.encode`."""

@@ -6,10 +6,16 @@ from pathlib import Path
 from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
 from app.embedding import model_files, onnx_export
 from app.embedding.backends import Backend, OnnxBackend, TorchBackend
+from app.embedding.chunking import estimated_tokens, plan_chunks
+from app.embedding.memory import release_free_memory
 from app.embedding.scheduler import ChunkEvent, FairScheduler, Vectors
 
 SYSTEM_TENANT = "_system"
 DEFAULT_MODELS_DIR = Path("~/.engram/models")
+DEFAULT_MAX_SEQ_LENGTH = 256
+# Freed heap goes back to the OS once this much work has run since the last time and the
+# queue is empty: after a big batch, not after every query (a trim costs 5-200 ms).
+TRIM_AFTER_TOKENS = 8192
 
 _embedder: "Embedder | None" = None
 _embedder_lock = threading.Lock()
@@ -19,35 +25,30 @@ def _normalise(text: str | None) -> str:
     return text if text else " "
 
 
-def plan_chunks(texts: list[str], *, chunk_size: int) -> list[list[int]]:
-    """Indexes of `texts` cut into model calls of at most `chunk_size`, longest first.
-
-    Sorting by length keeps texts of similar length together, so little padding is run.
-    """
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    return [order[start:start + chunk_size] for start in range(0, len(order), chunk_size)]
-
-
 class Embedder:
     """Encodes text to normalised vectors; the model is loaded on first use.
 
     Async calls go through a `FairScheduler`: one model thread, tenants served in turn,
-    at most `chunk_size` texts per model call. The sync calls run on the caller's thread.
+    at most `chunk_size` texts and about `chunk_tokens` tokens per model call. The sync
+    calls run on the caller's thread.
     """
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
                  device: str = "cpu", dimensions: int = 384, models_dir: Path | None = None,
-                 chunk_size: int = 32, threads: int = 2) -> None:
+                 chunk_size: int = 32, chunk_tokens: int = 2048, threads: int = 2) -> None:
         self.model_name = model_name
         self.backend_name = backend
         self.device = device
         self.dimensions = dimensions
         self.models_dir = (models_dir or DEFAULT_MODELS_DIR).expanduser()
         self.chunk_size = chunk_size
+        self.chunk_tokens = chunk_tokens
         self.threads = threads
         self._backend: Backend | None = None
         self._load_lock = threading.Lock()
-        self._scheduler = FairScheduler(self._run_chunk)
+        self._tokens_since_trim = 0
+        self._trim_lock = threading.Lock()
+        self._scheduler = FairScheduler(self._run_chunk, on_idle=self._after_burst)
 
     @property
     def model_version(self) -> str:
@@ -101,22 +102,45 @@ class Embedder:
             )
         return backend
 
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens the model reads of a text (the rest is truncated)."""
+        return self._backend.max_seq_length if self._backend else DEFAULT_MAX_SEQ_LENGTH
+
+    def _plan(self, texts: list[str]) -> list[list[int]]:
+        return plan_chunks(texts, max_texts=self.chunk_size, max_tokens=self.chunk_tokens,
+                           max_seq_length=self.max_seq_length)
+
     def _run_chunk(self, texts: list[str]) -> Vectors:
-        vectors = self.load().encode(texts)
+        backend = self.load()
+        vectors = backend.encode(texts)
+        work = sum(estimated_tokens(t, max_seq_length=backend.max_seq_length) for t in texts)
+        with self._trim_lock:
+            self._tokens_since_trim += work
         return [vector.tolist() for vector in vectors]
+
+    def _after_burst(self) -> None:
+        """Give freed memory back to the OS if a lot of work ran since the last time."""
+        with self._trim_lock:
+            due = self._tokens_since_trim >= TRIM_AFTER_TOKENS
+            if due:
+                self._tokens_since_trim = 0
+        if due:
+            release_free_memory()
 
     def embed(self, text: str | None) -> list[float]:
         """Encode one text (None or empty becomes a single space) to a 384-d list."""
         return self.embed_batch([text])[0]
 
     def embed_batch(self, texts: list[str | None]) -> Vectors:
-        """Encode many texts on this thread, in model calls of `chunk_size`; [] gives []."""
+        """Encode many texts on this thread, in bounded model calls; [] gives []."""
         cleaned = [_normalise(t) for t in texts]
         vectors: list[list[float]] = [[] for _ in cleaned]
-        for indexes in plan_chunks(cleaned, chunk_size=self.chunk_size):
+        for indexes in self._plan(cleaned):
             for index, vector in zip(indexes, self._run_chunk([cleaned[i] for i in indexes]),
                                      strict=True):
                 vectors[index] = vector
+        self._after_burst()
         return vectors
 
     async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT) -> list[float]:
@@ -130,7 +154,7 @@ class Embedder:
         If the caller is cancelled (or a chunk fails), its chunks not yet started are dropped.
         """
         cleaned = [_normalise(t) for t in texts]
-        plan = plan_chunks(cleaned, chunk_size=self.chunk_size)
+        plan = self._plan(cleaned)
         futures = self._scheduler.submit(
             tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan])
         vectors: list[list[float]] = [[] for _ in cleaned]
@@ -158,6 +182,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     dimensions=settings.embedding_dimensions,
                     models_dir=settings.resolved_data_dir / "models",
                     chunk_size=settings.embedding_chunk_size,
+                    chunk_tokens=settings.embedding_chunk_tokens,
                     threads=settings.embedding_threads,
                 )
     return _embedder

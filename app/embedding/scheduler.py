@@ -38,8 +38,10 @@ class _Chunk:
 class FairScheduler:
     """Runs model calls on one worker thread, serving tenants' queues in turn."""
 
-    def __init__(self, run: Callable[[list[str]], Vectors], *, record_size: int = 1024) -> None:
+    def __init__(self, run: Callable[[list[str]], Vectors], *,
+                 on_idle: Callable[[], None] | None = None, record_size: int = 1024) -> None:
         self._run = run
+        self._on_idle = on_idle
         self._queues: OrderedDict[str, deque[_Chunk]] = OrderedDict()
         self._last_tenant: str | None = None
         self._condition = threading.Condition()
@@ -133,11 +135,11 @@ class FairScheduler:
             if chunk is None:
                 return
             try:
-                vectors = self._run(chunk.texts)
+                _deliver(chunk, self._run(chunk.texts), None)
             except Exception as error:  # handed to the awaiting request
                 _deliver(chunk, None, error)
-            else:
-                _deliver(chunk, vectors, None)
+            if self._on_idle is not None and not self.pending_chunks:
+                self._on_idle()
 
 
 def _deliver(chunk: _Chunk, vectors: Vectors | None, error: Exception | None) -> None:
