@@ -158,6 +158,9 @@ class Settings(BaseSettings):
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
     max_batch_size: int = Field(500, ge=1, le=10_000)
     db_pool_size: int = Field(10, ge=1, le=200)
+    db_max_overflow: int | None = Field(
+        None, ge=0, le=200, description="Connections past db_pool_size under load; default: "
+        "as many as db_pool_size.")
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
     auth_disabled: bool = Field(
         False, description="Serve every request as the default tenant; loopback hosts only."
