@@ -19,6 +19,8 @@ RUN pip install -e .
 
 RUN useradd --create-home --uid 1000 engram
 USER engram
+# Export the model to ONNX at build time (offline), so a container starts without it.
+RUN python -c "from app.embedding import get_embedder; get_embedder().load()"
 
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=5 \

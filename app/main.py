@@ -58,7 +58,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     refuse_unsafe_binding(settings)
     url = await resolve_database_url(settings)
-    db_engine = create_engine(url, pool_size=settings.db_pool_size)
+    db_engine = create_engine(url, pool_size=settings.db_pool_size,
+                              max_overflow=settings.db_max_overflow)
     await check_extensions(db_engine)
     if settings.migrate_on_start:
         await migrations.upgrade(db_engine)

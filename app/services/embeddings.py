@@ -21,14 +21,14 @@ class Embedded:
 _version_ids: dict[tuple[str, str, str, int], int] = {}
 
 
-async def embed_texts(session: AsyncSession, embedder: Embedder,
-                      texts: list[str]) -> Embedded:
+async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
+                      tenant_id: str) -> Embedded:
     """Embed `texts` in one batch off the event loop, then find the model version's id.
 
     The model runs before this function touches the database, so a caller that has not run
-    SQL yet holds no connection while it waits.
+    SQL yet holds no connection while it waits. The model serves `tenant_id` in its turn.
     """
-    vectors = await embedder.aembed_batch(list(texts))
+    vectors = await embedder.aembed_batch(list(texts), tenant_id=tenant_id)
     return Embedded(vectors, await _version_id(session, embedder))
 
 

@@ -21,7 +21,8 @@ from app.text import preprocess_text
 async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           items: list[EpisodeCreate], ttl_days: float) -> list[Episode]:
     """Store episodes in one transaction, embedded in one batch; they expire after the TTL."""
-    embedded = await embed_texts(session, embedder, [item.content for item in items])
+    embedded = await embed_texts(session, embedder, [item.content for item in items],
+                                tenant_id=tenant_id)
     rows = [
         {
             "tenant_id": tenant_id,

@@ -48,7 +48,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
     # The model runs before the first SQL, so no connection is held while it works.
-    embedded = await embed_texts(session, embedder, [data.content])
+    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     await _check_references(session, tenant_id=tenant_id, data=data)
 
     key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{predicate_key}"

@@ -27,7 +27,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
                      data: RuleCreate) -> Rule:
     """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
     # The model runs before the first SQL, so no connection is held while it works.
-    embedded = await embed_texts(session, embedder, [data.content])
+    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
             session, tenant_id=tenant_id, episode_id=data.source_episode_id):
         raise InvalidInput(f"episode {data.source_episode_id} does not exist",
@@ -97,7 +97,7 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     previous_maturity = rule.maturity
     reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_id=rule.id)
     content = lifecycle.anti_pattern_content(rule.content, reasons)
-    embedded = await embed_texts(session, embedder, [content])
+    embedded = await embed_texts(session, embedder, [content], tenant_id=tenant_id)
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
         "content": content,
         "maturity": "anti_pattern",

@@ -114,7 +114,8 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     if not cleaned:
         return []
     wanted = [t for t in ALL_TYPES if types is None or t in types]
-    vector = await embedder.aembed(cleaned) if mode in ("semantic", "hybrid") else None
+    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
+              if mode in ("semantic", "hybrid") else None)
     keyword_query = cleaned if mode in ("keyword", "hybrid") else None
     if vector is not None:
         await search_rows.configure_vector_scan(

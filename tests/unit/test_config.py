@@ -46,3 +46,18 @@ def test_weights_must_sum_to_one(monkeypatch: pytest.MonkeyPatch, tmp_path) -> N
     monkeypatch.setenv("ENGRAM_RETRIEVAL__SCORE_WEIGHTS__RELEVANCE", "0.9")
     with pytest.raises(ValidationError, match="sum to 1.0"):
         Settings()
+
+
+def test_embedding_backend_defaults_to_onnx(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert Settings().embedding_backend == "onnx"
+
+
+def test_embedding_backend_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENGRAM_EMBEDDING_BACKEND", "torch")
+    assert Settings().embedding_backend == "torch"
+    monkeypatch.setenv("ENGRAM_EMBEDDING_BACKEND", "tensorflow")
+    with pytest.raises(ValidationError, match="embedding_backend"):
+        Settings()

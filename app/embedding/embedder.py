@@ -1,0 +1,188 @@
+"""The embedder: all-MiniLM-L6-v2 on ONNX Runtime (or torch), shared fairly by tenants."""
+
+import threading
+from pathlib import Path
+
+from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
+from app.embedding import model_files, onnx_export
+from app.embedding.backends import Backend, OnnxBackend, TorchBackend
+from app.embedding.chunking import estimated_tokens, plan_chunks
+from app.embedding.memory import release_free_memory
+from app.embedding.scheduler import ChunkEvent, FairScheduler, Vectors
+
+SYSTEM_TENANT = "_system"
+DEFAULT_MODELS_DIR = Path("~/.engram/models")
+DEFAULT_MAX_SEQ_LENGTH = 256
+# Freed heap goes back to the OS once this much work has run since the last time and the
+# queue is empty: after a big batch, not after every query (a trim costs 5-200 ms).
+TRIM_AFTER_TOKENS = 8192
+
+_embedder: "Embedder | None" = None
+_embedder_lock = threading.Lock()
+
+
+def _normalise(text: str | None) -> str:
+    return text if text else " "
+
+
+class Embedder:
+    """Encodes text to normalised vectors; the model is loaded on first use.
+
+    Async calls go through a `FairScheduler`: one model thread, tenants served in turn,
+    at most `chunk_size` texts and about `chunk_tokens` tokens per model call. The sync
+    calls run on the caller's thread.
+    """
+
+    def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
+                 device: str = "cpu", dimensions: int = 384, models_dir: Path | None = None,
+                 chunk_size: int = 32, chunk_tokens: int = 2048, threads: int = 2) -> None:
+        self.model_name = model_name
+        self.backend_name = backend
+        self.device = device
+        self.dimensions = dimensions
+        self.models_dir = (models_dir or DEFAULT_MODELS_DIR).expanduser()
+        self.chunk_size = chunk_size
+        self.chunk_tokens = chunk_tokens
+        self.threads = threads
+        self._backend: Backend | None = None
+        self._load_lock = threading.Lock()
+        self._tokens_since_trim = 0
+        self._trim_lock = threading.Lock()
+        self._scheduler = FairScheduler(self._run_chunk, on_idle=self._after_burst)
+
+    @property
+    def model_version(self) -> str:
+        """The version recorded in embedding_versions (the same for both backends)."""
+        return model_files.model_version(self.model_name)
+
+    @property
+    def onnx_dir(self) -> Path:
+        """Where the ONNX export of this model is cached."""
+        return model_files.onnx_cache_dir(models_dir=self.models_dir, model_name=self.model_name)
+
+    @property
+    def is_loaded(self) -> bool:
+        """True once the model is in memory."""
+        return self._backend is not None
+
+    @property
+    def pending_chunks(self) -> int:
+        """Model calls queued and not yet started."""
+        return self._scheduler.pending_chunks
+
+    @property
+    def chunk_record(self) -> list[ChunkEvent]:
+        """The latest chunks queued, started and dropped, oldest first."""
+        return list(self._scheduler.record)
+
+    def close(self) -> None:
+        """Stop the model thread after the queued chunks; async calls are refused after."""
+        self._scheduler.close()
+
+    def load(self) -> Backend:
+        """Load the model once (thread-safe; exports the ONNX graph if needed) and return it."""
+        if self._backend is None:
+            with self._load_lock:
+                if self._backend is None:
+                    self._backend = self._build_backend()
+        return self._backend
+
+    def _build_backend(self) -> Backend:
+        path = model_files.model_path(self.model_name)
+        backend: Backend
+        if self.backend_name == "torch":
+            backend = TorchBackend(model_path=path, device=self.device)
+        else:
+            export_dir = onnx_export.ensure_export(model_path=path, target=self.onnx_dir)
+            backend = OnnxBackend(export_dir=export_dir, threads=self.threads)
+        if backend.dimensions != self.dimensions:
+            raise RuntimeError(
+                f"embedding model {self.model_name!r} makes {backend.dimensions}-d vectors, "
+                f"the schema stores {self.dimensions}-d"
+            )
+        return backend
+
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens the model reads of a text (the rest is truncated)."""
+        return self._backend.max_seq_length if self._backend else DEFAULT_MAX_SEQ_LENGTH
+
+    def _plan(self, texts: list[str]) -> list[list[int]]:
+        return plan_chunks(texts, max_texts=self.chunk_size, max_tokens=self.chunk_tokens,
+                           max_seq_length=self.max_seq_length)
+
+    def _run_chunk(self, texts: list[str]) -> Vectors:
+        backend = self.load()
+        vectors = backend.encode(texts)
+        work = sum(estimated_tokens(t, max_seq_length=backend.max_seq_length) for t in texts)
+        with self._trim_lock:
+            self._tokens_since_trim += work
+        return [vector.tolist() for vector in vectors]
+
+    def _after_burst(self) -> None:
+        """Give freed memory back to the OS if a lot of work ran since the last time."""
+        with self._trim_lock:
+            due = self._tokens_since_trim >= TRIM_AFTER_TOKENS
+            if due:
+                self._tokens_since_trim = 0
+        if due:
+            release_free_memory()
+
+    def embed(self, text: str | None) -> list[float]:
+        """Encode one text (None or empty becomes a single space) to a 384-d list."""
+        return self.embed_batch([text])[0]
+
+    def embed_batch(self, texts: list[str | None]) -> Vectors:
+        """Encode many texts on this thread, in bounded model calls; [] gives []."""
+        cleaned = [_normalise(t) for t in texts]
+        vectors: list[list[float]] = [[] for _ in cleaned]
+        for indexes in self._plan(cleaned):
+            for index, vector in zip(indexes, self._run_chunk([cleaned[i] for i in indexes]),
+                                     strict=True):
+                vectors[index] = vector
+        self._after_burst()
+        return vectors
+
+    async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT) -> list[float]:
+        """`embed` on the model thread, in `tenant_id`'s turn."""
+        return (await self.aembed_batch([text], tenant_id=tenant_id))[0]
+
+    async def aembed_batch(self, texts: list[str | None], *,
+                           tenant_id: str = SYSTEM_TENANT) -> Vectors:
+        """`embed_batch` on the model thread, chunk by chunk in `tenant_id`'s turns.
+
+        If the caller is cancelled (or a chunk fails), its chunks not yet started are dropped.
+        """
+        cleaned = [_normalise(t) for t in texts]
+        plan = self._plan(cleaned)
+        futures = self._scheduler.submit(
+            tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan])
+        vectors: list[list[float]] = [[] for _ in cleaned]
+        try:
+            for indexes, future in zip(plan, futures, strict=True):
+                for index, vector in zip(indexes, await future, strict=True):
+                    vectors[index] = vector
+        except BaseException:
+            self._scheduler.drop(futures)
+            raise
+        return vectors
+
+
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The process-wide embedder, created on first call and shared afterwards."""
+    global _embedder
+    if _embedder is None:
+        with _embedder_lock:
+            if _embedder is None:
+                settings = settings or Settings()
+                _embedder = Embedder(
+                    settings.embedding_model,
+                    backend=settings.embedding_backend,
+                    device=settings.embedding_device,
+                    dimensions=settings.embedding_dimensions,
+                    models_dir=settings.resolved_data_dir / "models",
+                    chunk_size=settings.embedding_chunk_size,
+                    chunk_tokens=settings.embedding_chunk_tokens,
+                    threads=settings.embedding_threads,
+                )
+    return _embedder

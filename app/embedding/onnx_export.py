@@ -1,0 +1,80 @@
+"""Export a sentence-transformers model to one ONNX graph (encoder, mean pooling, L2 norm).
+
+Run as `python -m app.embedding.onnx_export <model path> <output dir>`; `ensure_export`
+does that in a child process, so the serving process never has to import torch, and
+publishes the result with one atomic rename of a temporary directory.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+META_FILE = "export.json"
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+OPSET = 17
+
+
+def ensure_export(*, model_path: str, target: Path) -> Path:
+    """Return `target`, exporting the model into it first unless a complete export is there."""
+    if (target / META_FILE).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        _export_in_child(model_path=model_path, output=staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            # Another process published first (its export is as good as ours), or something
+            # else left an incomplete directory there, which ours replaces.
+            if not (target / META_FILE).is_file():
+                shutil.rmtree(target)
+                staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _export_in_child(*, model_path: str, output: Path) -> None:
+    command = [sys.executable, "-m", "app.embedding.onnx_export", model_path, str(output)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"ONNX export of {model_path!r} failed:\n{done.stderr[-4000:]}")
+
+
+def export(*, model_path: str, output: Path) -> None:
+    """Write model.onnx, tokenizer.json and export.json for `model_path` into `output`."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from app.embedding.model_files import set_offline_environment
+    from app.embedding.pooled_encoder import MeanPooledEncoder
+
+    set_offline_environment()
+    model = SentenceTransformer(model_path, device="cpu")
+    transformer: Any = model[0]
+    pooled = MeanPooledEncoder(transformer.auto_model).eval()
+    sample = torch.ones(2, 8, dtype=torch.long)
+    axes = {name: {0: "batch", 1: "sequence"} for name in INPUT_NAMES}
+    with torch.no_grad():
+        torch.onnx.export(
+            pooled, (sample, sample, torch.zeros_like(sample)), str(output / MODEL_FILE),
+            dynamo=False, input_names=list(INPUT_NAMES), output_names=["sentence_embedding"],
+            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}}, opset_version=OPSET,
+        )
+    transformer.tokenizer.backend_tokenizer.save(str(output / TOKENIZER_FILE))
+    dimension_of = (getattr(model, "get_embedding_dimension", None)
+                    or model.get_sentence_embedding_dimension)
+    meta = {"max_seq_length": model.max_seq_length, "dimensions": dimension_of()}
+    # Written last: its presence marks a complete export.
+    (output / META_FILE).write_text(json.dumps(meta))
+
+
+if __name__ == "__main__":
+    export(model_path=sys.argv[1], output=Path(sys.argv[2]))

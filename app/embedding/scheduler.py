@@ -1,0 +1,157 @@
+"""Fair sharing of the one model thread: per-tenant queues of bounded chunks, round robin.
+
+A request's texts are cut into chunks of at most `chunk_size` texts; each chunk is one
+model call. The worker takes one chunk from the tenant at the head of the rotation and
+then moves on, so a tenant that arrives while another tenant's big batch runs waits for
+at most the chunk in progress. A cancelled request's chunks that have not started are
+dropped.
+"""
+
+import asyncio
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Vectors = list[list[float]]
+EventKind = Literal["queued", "started", "dropped"]
+
+
+@dataclass(frozen=True)
+class ChunkEvent:
+    """One entry of the scheduler's record: a chunk queued, started or dropped."""
+
+    kind: EventKind
+    tenant_id: str
+    size: int
+
+
+@dataclass(eq=False)
+class _Chunk:
+    tenant_id: str
+    texts: list[str]
+    loop: asyncio.AbstractEventLoop
+    future: "asyncio.Future[Vectors]"
+
+
+class FairScheduler:
+    """Runs model calls on one worker thread, serving tenants' queues in turn."""
+
+    def __init__(self, run: Callable[[list[str]], Vectors], *,
+                 on_idle: Callable[[], None] | None = None, record_size: int = 1024) -> None:
+        self._run = run
+        self._on_idle = on_idle
+        self._queues: OrderedDict[str, deque[_Chunk]] = OrderedDict()
+        self._last_tenant: str | None = None
+        self._condition = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self._closed = False
+        self.record: deque[ChunkEvent] = deque(maxlen=record_size)
+
+    @property
+    def pending_chunks(self) -> int:
+        """Chunks queued and not yet started."""
+        with self._condition:
+            return sum(len(queue) for queue in self._queues.values())
+
+    def submit(self, *, tenant_id: str,
+               chunks: Sequence[list[str]]) -> "list[asyncio.Future[Vectors]]":
+        """Queue `chunks` for `tenant_id`; one future per chunk, resolved on this loop."""
+        if not chunks:
+            return []
+        loop = asyncio.get_running_loop()
+        queued = [_Chunk(tenant_id, texts, loop, loop.create_future()) for texts in chunks]
+        with self._condition:
+            if self._closed:
+                raise RuntimeError("the embedding scheduler is closed")
+            self._start_worker()
+            queue = self._queues.setdefault(tenant_id, deque())
+            for chunk in queued:
+                queue.append(chunk)
+                self.record.append(ChunkEvent("queued", tenant_id, len(chunk.texts)))
+            self._condition.notify()
+        return [chunk.future for chunk in queued]
+
+    def drop(self, futures: "Sequence[asyncio.Future[Vectors]]") -> None:
+        """Remove the chunks of `futures` that have not started yet."""
+        doomed = {id(future) for future in futures}
+        with self._condition:
+            for tenant_id in list(self._queues):
+                queue = self._queues[tenant_id]
+                kept = deque(chunk for chunk in queue if id(chunk.future) not in doomed)
+                for chunk in queue:
+                    if id(chunk.future) in doomed:
+                        self.record.append(ChunkEvent("dropped", tenant_id, len(chunk.texts)))
+                if kept:
+                    self._queues[tenant_id] = kept
+                else:
+                    del self._queues[tenant_id]
+        for future in futures:
+            future.cancel()
+
+    def close(self) -> None:
+        """Let the worker thread finish the queued chunks and stop; refuse new ones."""
+        with self._condition:
+            self._closed = True
+            self._condition.notify()
+
+    def _start_worker(self) -> None:
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="embedding", daemon=True)
+            self._worker.start()
+
+    def _next_chunk(self) -> _Chunk | None:
+        """Block until a chunk is queued and take it from the next tenant in the rotation;
+        None once closed and drained."""
+        with self._condition:
+            while True:
+                while not self._queues:
+                    if self._closed:
+                        return None
+                    self._condition.wait()
+                chunk = self._pop_next()
+                if not chunk.future.cancelled():
+                    self.record.append(ChunkEvent("started", chunk.tenant_id, len(chunk.texts)))
+                    return chunk
+                self.record.append(ChunkEvent("dropped", chunk.tenant_id, len(chunk.texts)))
+
+    def _pop_next(self) -> _Chunk:
+        """The first chunk of the next tenant after the one served last (lock held)."""
+        head = next(iter(self._queues))
+        if head == self._last_tenant and len(self._queues) > 1:
+            self._queues.move_to_end(head)
+            head = next(iter(self._queues))
+        queue = self._queues[head]
+        chunk = queue.popleft()
+        if not queue:
+            del self._queues[head]
+        self._last_tenant = head
+        return chunk
+
+    def _work(self) -> None:
+        while True:
+            chunk = self._next_chunk()
+            if chunk is None:
+                return
+            try:
+                _deliver(chunk, self._run(chunk.texts), None)
+            except Exception as error:  # handed to the awaiting request
+                _deliver(chunk, None, error)
+            if self._on_idle is not None and not self.pending_chunks:
+                self._on_idle()
+
+
+def _deliver(chunk: _Chunk, vectors: Vectors | None, error: Exception | None) -> None:
+    def settle() -> None:
+        if chunk.future.done():
+            return
+        if error is not None:
+            chunk.future.set_exception(error)
+        else:
+            chunk.future.set_result(vectors or [])
+
+    try:
+        chunk.loop.call_soon_threadsafe(settle)
+    except RuntimeError:
+        pass  # the loop has closed; nobody is waiting any more

@@ -1,0 +1,169 @@
+"""Engram under load through HTTP: one tenant's huge batch against another's searches, and
+mixed concurrent clients.
+
+Three phases, each printing median and p95:
+1. idle: tenant A's searches, one at a time, with nothing else running;
+2. stall: tenant H posts `--stall-batches` batches of 500 episodes of 49,000 characters each
+   while tenant A keeps searching one at a time; H's batch time is printed too;
+3. mixed: `--clients` concurrent clients of tenant A, each alternating a short
+   POST /v1/episodes and a POST /v1/search, for `--seconds`.
+The floor is the embedding model alone, measured in this process with the server's backend.
+
+    engram keys create --tenant a; engram keys create --tenant h
+    engram serve --port 8732 &
+    python bench/load.py --base-url http://127.0.0.1:8732 --key-a KEY_A --key-h KEY_H \
+        --server-pid $(pgrep -f 'engram serve')
+"""
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+
+WORDS = ("garden hiking pottery guitar museum concert sourdough kayak library puzzle train "
+         "birthday recipe camera bicycle marathon lake mountain island festival").split()
+
+
+def percentiles(samples: list[float]) -> str:
+    """Median and p95 in milliseconds."""
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return f"p50 {statistics.median(ordered) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms"
+
+
+def rss_mb(pid: int | None) -> str:
+    """The server's resident memory, when its pid is known."""
+    if pid is None:
+        return "n/a"
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return f"{int(line.split()[1]) / 1024:.0f} MB"
+    return "n/a"
+
+
+def query(rng: random.Random) -> str:
+    """A short natural-language question."""
+    return "when did they " + " ".join(rng.sample(WORDS, 3))
+
+
+async def search_loop(http: httpx.AsyncClient, rng: random.Random, *, stop: asyncio.Event,
+                      limit: int) -> list[float]:
+    """Tenant A's sequential searches until `stop` is set or `limit` searches are done."""
+    samples: list[float] = []
+    while not stop.is_set() and len(samples) < limit:
+        started = time.perf_counter()
+        response = await http.post("/v1/search", json={"query": query(rng), "limit": 10})
+        response.raise_for_status()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncClient,
+                rng: random.Random) -> None:
+    """Tenant A's search latency while tenant H's huge batches are embedded."""
+    text = ("The quarterly report covers " + " ".join(rng.choices(WORDS, k=8)) + ". ") * 700
+    items = [{"content": text[:49_000], "butler": "bulk"} for _ in range(500)]
+    stop = asyncio.Event()
+    searches = asyncio.create_task(search_loop(a, rng, stop=stop, limit=10**6))
+    batch_times = []
+    for _ in range(args.stall_batches):
+        started = time.perf_counter()
+        response = await h.post("/v1/episodes/batch", json={"items": items}, timeout=900)
+        response.raise_for_status()
+        batch_times.append(time.perf_counter() - started)
+    stop.set()
+    samples = await searches
+    print(f"stall: A search during H's batches ({len(samples)} searches)  {percentiles(samples)}")
+    print(f"stall: H batch of 500 x 49,000 chars: "
+          f"{', '.join(f'{t:.1f} s' for t in batch_times)}")
+
+
+async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Random) -> None:
+    """Concurrent clients alternating a write and a search."""
+    samples: list[float] = []
+    deadline = time.perf_counter() + args.seconds
+
+    async def client(index: int) -> None:
+        local = random.Random(index)
+        turn = 0
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            if turn % 2 == 0:
+                response = await a.post("/v1/episodes", json={
+                    "content": f"Client {index} noted {' '.join(local.sample(WORDS, 6))}",
+                    "butler": "mixed"})
+            else:
+                response = await a.post("/v1/search", json={"query": query(local), "limit": 10})
+            response.raise_for_status()
+            samples.append(time.perf_counter() - started)
+            turn += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(i) for i in range(args.clients)))
+    elapsed = time.perf_counter() - started
+    print(f"mixed: {args.clients} clients, {len(samples)} requests in {elapsed:.1f} s = "
+          f"{len(samples) / elapsed:.1f} req/s  {percentiles(samples)}")
+
+
+def model_floor(backend: str | None) -> None:
+    """The model alone: one query sentence at a time, in this process."""
+    from app.config import Settings
+    from app.embedding import get_embedder
+
+    settings = Settings() if backend is None else Settings(embedding_backend=backend)
+    embedder = get_embedder(settings)
+    embedder.load()
+    rng = random.Random(7)
+    samples = []
+    for _ in range(100):
+        started = time.perf_counter()
+        embedder.embed(query(rng))
+        samples.append(time.perf_counter() - started)
+    print(f"floor: model alone ({settings.embedding_backend}), one query  "
+          f"{percentiles(samples)}")
+
+
+async def run(args: argparse.Namespace) -> None:
+    """All three phases against the running server."""
+    def client(key: str | None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.AsyncClient(base_url=args.base_url, headers=headers, timeout=120)
+
+    rng = random.Random(42)
+    async with client(args.key_a) as a, client(args.key_h or args.key_a) as h:
+        for i in range(0, 2000, 500):
+            await a.post("/v1/episodes/batch", json={"items": [
+                {"content": f"Note {j}: {' '.join(rng.sample(WORDS, 8))}", "butler": "seed"}
+                for j in range(i, i + 500)]}, timeout=600)
+        print(f"server RSS before: {rss_mb(args.server_pid)}")
+        idle = await search_loop(a, rng, stop=asyncio.Event(), limit=args.searches)
+        print(f"idle: A search ({len(idle)} searches)  {percentiles(idle)}")
+        if args.stall_batches:
+            await stall(args, a, h, rng)
+            print(f"server RSS after the stall batches: {rss_mb(args.server_pid)}")
+        if args.seconds:
+            await mixed(args, a, rng)
+    model_floor(args.backend)
+
+
+def main() -> None:
+    """Parse the arguments and run the phases."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+    parser.add_argument("--key-a", help="API key of tenant A (none with --no-auth)")
+    parser.add_argument("--key-h", help="API key of tenant H, the heavy one")
+    parser.add_argument("--server-pid", type=int, help="to report the server's RSS")
+    parser.add_argument("--searches", type=int, default=100)
+    parser.add_argument("--stall-batches", type=int, default=1)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--backend", help="embedding backend for the floor (default: settings)")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The write path under one heavy tenant: no connection held while the model works, and the
+model queue serves other tenants in turn."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.embedding.scheduler import ChunkEvent
+from app.main import create_app
+from app.services import api_keys
+
+LONG_TURN = "Caroline told Melanie about the support group and the adoption agencies. " * 40
+
+
+@pytest.fixture
+async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
+    """The app with a database pool of exactly one connection."""
+    app = create_app(settings.model_copy(update={"db_pool_size": 1, "db_max_overflow": 0}))
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+async def client_for(app: Any, tenant_id: str) -> httpx.AsyncClient:
+    async with app.state.sessionmaker() as session, session.begin():
+        minted = await api_keys.create_key(session, tenant_id=tenant_id)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
+                             headers={"X-API-Key": minted.secret}, timeout=600)
+
+
+async def test_a_search_completes_while_a_long_embedding_is_in_flight_on_one_connection(
+        one_connection_app):
+    app = one_connection_app
+    embedder = app.state.embedder
+    heavy, light = await client_for(app, "heavy"), await client_for(app, "light")
+    async with heavy, light:
+        items = [{"content": f"{i} {LONG_TURN}", "butler": "bulk"} for i in range(200)]
+        batch = asyncio.create_task(heavy.post("/v1/episodes/batch", json={"items": items}))
+        while not any(e.kind == "started" and e.tenant_id == "heavy"
+                      for e in embedder.chunk_record):
+            await asyncio.sleep(0.005)
+        found = await light.post("/v1/search", json={"query": "support group"})
+        assert found.status_code == 200
+        assert not batch.done(), "the heavy batch was still embedding when the search returned"
+        record = embedder.chunk_record
+        queued = record.index(ChunkEvent("queued", "light", 1))
+        assert next(e for e in record[queued:] if e.kind == "started") == ChunkEvent(
+            "started", "light", 1)
+        assert (await batch).status_code == 201

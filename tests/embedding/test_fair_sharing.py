@@ -1,0 +1,96 @@
+"""Fair sharing of the model thread: tenants served in turn, cancelled chunks dropped."""
+
+import asyncio
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from app.embedding import Embedder, get_embedder
+from app.embedding.scheduler import ChunkEvent
+
+LONG_TEXT = "Caroline told Melanie about the support group and the adoption agencies. " * 3
+BIG_BATCH = [f"{i} {LONG_TEXT}" for i in range(64)]
+CHUNK = 4  # 64 texts -> 16 model calls
+
+
+@pytest.fixture
+def embedder() -> Iterator[Embedder]:
+    """A loaded ONNX embedder with small chunks, sharing the default export."""
+    shared = get_embedder()
+    small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK)
+    small_chunks.load()
+    yield small_chunks
+    small_chunks.close()
+
+
+def _count(embedder: Embedder, kind: str, tenant_id: str) -> int:
+    return sum(1 for e in embedder.chunk_record if (e.kind, e.tenant_id) == (kind, tenant_id))
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Yield to the loop until `condition` holds (the suite's timeout bounds a hang)."""
+    while not condition():
+        await asyncio.sleep(0.001)
+
+
+async def test_big_batch_is_cut_into_bounded_model_calls(embedder: Embedder) -> None:
+    vectors = await embedder.aembed_batch(BIG_BATCH, tenant_id="H")
+    started = [e for e in embedder.chunk_record if e.kind == "started"]
+    assert [e.size for e in started] == [CHUNK] * 16
+    assert np.allclose(vectors, embedder.embed_batch(BIG_BATCH), atol=1e-5)
+
+
+async def test_single_request_is_served_before_the_rest_of_a_big_batch(
+        embedder: Embedder) -> None:
+    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
+    await _until(lambda: _count(embedder, "started", "H") >= 1)
+    await embedder.aembed("what did Caroline research?", tenant_id="A")
+    await big
+    record = embedder.chunk_record
+    queued_a = record.index(ChunkEvent("queued", "A", 1))
+    first_start_after = next(e for e in record[queued_a:] if e.kind == "started")
+    assert first_start_after == ChunkEvent("started", "A", 1)
+    # H's batch was still in flight: some of its chunks ran after A's.
+    assert any(e.kind == "started" and e.tenant_id == "H" for e in record[queued_a:])
+
+
+async def test_two_big_batches_take_turns(embedder: Embedder) -> None:
+    first = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
+    await _until(lambda: _count(embedder, "started", "H") >= 1)
+    await embedder.aembed_batch(BIG_BATCH[:3 * CHUNK], tenant_id="B")
+    await first
+    record = embedder.chunk_record
+    queued_b = record.index(ChunkEvent("queued", "B", CHUNK))
+    order = [e.tenant_id for e in record[queued_b:] if e.kind == "started"][:6]
+    assert order == ["B", "H", "B", "H", "B", "H"]
+
+
+async def test_cancelled_request_drops_its_queued_chunks(embedder: Embedder) -> None:
+    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
+    await _until(lambda: _count(embedder, "started", "H") >= 1)
+    big.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await big
+    assert embedder.pending_chunks == 0
+    started = _count(embedder, "started", "H")
+    # The model thread goes on to the next tenant; no more of H's chunks run.
+    assert len(await embedder.aembed("after the cancel", tenant_id="A")) == 384
+    assert _count(embedder, "started", "H") == started < 16
+    assert _count(embedder, "dropped", "H") == 16 - started
+
+
+async def test_aembed_without_a_tenant_uses_the_system_tenant(embedder: Embedder) -> None:
+    vector = await embedder.aembed("no tenant given")
+    assert vector == pytest.approx(embedder.embed("no tenant given"), abs=1e-6)
+    assert ChunkEvent("started", "_system", 1) in embedder.chunk_record
+
+
+async def test_empty_batch_gives_an_empty_list(embedder: Embedder) -> None:
+    assert await embedder.aembed_batch([], tenant_id="A") == []
+
+
+async def test_closed_embedder_refuses_async_calls(embedder: Embedder) -> None:
+    embedder.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await embedder.aembed("too late", tenant_id="A")
