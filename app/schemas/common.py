@@ -9,6 +9,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -94,8 +95,16 @@ Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
 MemoryMetadata = Annotated[Metadata, AfterValidator(_no_reserved_keys)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
+def _iso_string(value: Any) -> Any:
+    # Lax datetime parsing would take a JSON number as seconds since 1970; the schema says
+    # string (format date-time), so a number is refused.
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an ISO 8601 date-time string with a time zone")
+    return value
+
+
 # An ISO 8601 string with a time zone (JSON has no datetime type, hence not strict).
-AwareDatetimeIn = Annotated[AwareDatetime, Strict(False)]
+AwareDatetimeIn = Annotated[AwareDatetime, Strict(False), BeforeValidator(_iso_string)]
 IsoDatetime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 
