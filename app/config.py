@@ -97,6 +97,11 @@ class JobSettings(BaseModel):
         description="A running job whose worker stops renewing this lease is claimed again.",
     )
     max_job_attempts: int = Field(3, ge=1, le=100)
+    heartbeat_seconds: float = Field(
+        10.0, gt=0, le=3600,
+        description="How often a worker says it is alive; one silent for 3 heartbeats is dead "
+                    "and its running jobs are claimed again at once.",
+    )
 
 
 class LimitSettings(BaseModel):

@@ -1,20 +1,41 @@
 """Domain errors and their RFC 9457 application/problem+json rendering, registered once."""
 
 import logging
+import re
+import uuid
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+REQUEST_ID_HEADER = "X-Request-ID"
+RETRY_AFTER_SECONDS = 5
+_CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+
+# The failures of reaching the database, not of a statement: the socket is gone or refused,
+# the server is shutting down or refusing connections, the pool has none to give.
+_CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    PoolTimeout,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
 
 
 class DomainError(Exception):
@@ -69,15 +90,65 @@ class Problem(BaseModel):
     status: int
     detail: str | None = None
     instance: str | None = None
+    request_id: str | None = Field(None, description="The request's X-Request-ID (echoed or "
+                                                     "generated); the server log carries it.")
     errors: list[ProblemError] | None = None
+
+
+def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
+    """The client's X-Request-ID when it is a sane token, else a new one."""
+    for name, value in headers:
+        if name == b"x-request-id":
+            candidate = value.decode("latin-1")
+            if _CLIENT_REQUEST_ID.fullmatch(candidate):
+                return candidate
+    return uuid.uuid4().hex
+
+
+def is_connection_failure(exc: BaseException) -> bool:
+    """True when the database could not be reached (an outage), not when a statement failed."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _CONNECTION_FAILURES):
+            return True
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else (
+            current.__cause__ or current.__context__)
+    return False
+
+
+def problem_body(status: int, title: str, detail: str | None, path: str,
+                 request_id: str | None, **extra: Any) -> dict[str, Any]:
+    """The problem document as a dict."""
+    return {"type": "about:blank", "title": title, "status": status, "detail": detail,
+            "instance": path, "request_id": request_id, **extra}
+
+
+def unexpected_problem(exc: BaseException, path: str,
+                       request_id: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Log an error nothing else handled; 503 + Retry-After for a database outage, else 500."""
+    if is_connection_failure(exc):
+        logger.error("database unreachable (request_id=%s): %s: %s", request_id,
+                     type(exc).__name__, exc)
+        return 503, problem_body(503, "Database unavailable",
+                                 "The database cannot be reached; retry later.", path,
+                                 request_id), {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    logger.error("unhandled error (request_id=%s)", request_id, exc_info=exc)
+    return 500, problem_body(500, "Internal error",
+                             f"An unexpected error occurred (request id {request_id}).", path,
+                             request_id), {}
 
 
 def problem_response(
     status: int, title: str, detail: str | None, request: Request, **extra: Any
 ) -> JSONResponse:
     """Render a problem document."""
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
-            "instance": request.url.path, **extra}
+    body = problem_body(status, title, detail, request.url.path,
+                        request.scope.get("state", {}).get("request_id"), **extra)
     return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE)
 
 
@@ -146,14 +217,17 @@ def add_exception_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
-        logger.exception("database error")
-        return problem_response(503, "Database unavailable", "The database failed the request.",
-                                request)
+        return _unexpected_response(request, exc)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.exception("unhandled error")
-        return problem_response(500, "Internal error", "An unexpected error occurred.", request)
+    # Anything else (OSError of a refused connection, a bug) is caught by RequestIdMiddleware,
+    # which answers once and logs once instead of letting the server log a second traceback.
+
+
+def _unexpected_response(request: Request, exc: BaseException) -> JSONResponse:
+    status, body, headers = unexpected_problem(exc, request.url.path,
+                                               request.scope.get("state", {}).get("request_id"))
+    return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers,
+                        media_type=PROBLEM_MEDIA_TYPE)
 
 
 def _allowed_methods(request: Request) -> list[str]:

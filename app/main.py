@@ -15,7 +15,7 @@ from app.config import Settings
 from app.db import check_extensions, create_engine, make_sessionmaker, resolve_database_url
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
-from app.middleware import InputGuardMiddleware
+from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.routers import ROUTERS
 from app.services import api_keys
@@ -72,6 +72,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.embedder = embedder
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
+    if settings.llm.base_url is None:
+        logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
+                       "never turned into facts or rules, and expired episodes are kept "
+                       "instead of deleted until they are consolidated.")
     logger.info("engram ready")
     try:
         yield
@@ -135,4 +139,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added last, so it runs first: a throttled request is refused before its body is read.
     app.state.caller_limits = CallerLimits(settings.limits)
     app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits)
+    # Outermost: every answer, a 429 included, carries the request id.
+    app.add_middleware(RequestIdMiddleware)
     return app

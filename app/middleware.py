@@ -1,10 +1,49 @@
-"""ASGI guards applied before routing: request body size and NUL characters."""
+"""ASGI guards applied before routing: request ids and last-resort errors, request body size
+and NUL characters."""
 
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import PROBLEM_MEDIA_TYPE
+from app.errors import PROBLEM_MEDIA_TYPE, REQUEST_ID_HEADER, request_id_of, unexpected_problem
+
+
+class RequestIdMiddleware:
+    """Give every request an id (the client's X-Request-ID or a new one), echo it in the
+    response header, and answer an exception nothing else handled with one logged problem:
+    503 with Retry-After when the database cannot be reached, else 500; both carry the id."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_of(scope.get("headers", []))
+        scope.setdefault("state", {})["request_id"] = request_id
+        header = (REQUEST_ID_HEADER.lower().encode(), request_id.encode())
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            if started:
+                raise
+            status, body, headers = unexpected_problem(exc, scope.get("path", ""), request_id)
+            encoded = json.dumps(body).encode()
+            await send_with_id({"type": "http.response.start", "status": status, "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(encoded)).encode()),
+                *((k.lower().encode(), v.encode()) for k, v in headers.items())]})
+            await send_with_id({"type": "http.response.body", "body": encoded})
 
 
 class BodyTooLarge(Exception):

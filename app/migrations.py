@@ -7,10 +7,14 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+# The advisory lock every migration run holds for its transaction, so replicas starting
+# together apply the revisions one after the other: the second finds the schema at head.
+MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
 
 
 def alembic_config() -> Config:
@@ -48,4 +52,6 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
         action(config)
 
     async with engine.begin() as conn:
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                           {"key": MIGRATION_LOCK_KEY})
         await conn.run_sync(run_with)

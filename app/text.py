@@ -1,9 +1,29 @@
 """Text preprocessing for search vectors and queries."""
 
 import re
+import unicodedata
 
 MAX_SEARCH_TEXT_BYTES = 1024 * 1024
 _WHITESPACE = re.compile(r"\s+")
+
+
+def visible_text(text: str) -> str:
+    """NFKC-normalised text without format (Cf: zero-width, BOM, bidi marks) and control
+    characters other than whitespace; what a reader can see."""
+    normalised = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in normalised
+                   if c.isspace() or unicodedata.category(c) not in ("Cf", "Cc"))
+
+
+def is_blank(text: str) -> bool:
+    """True when nothing visible is left after Unicode normalisation."""
+    return not visible_text(text).strip()
+
+
+def normalise_key(text: str) -> str:
+    """A fact key part as compared for supersession: visible text, case-folded, whitespace
+    collapsed. ("Alice", " alice ", "ALICE" and "Ａｌｉｃｅ" are one key.)"""
+    return _WHITESPACE.sub(" ", visible_text(text).casefold()).strip()
 
 
 def preprocess_text(text: str | None) -> str:

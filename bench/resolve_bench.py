@@ -49,8 +49,9 @@ FROM words
 """
 
 FACTS_SQL = """
-INSERT INTO facts (subject, predicate, content, entity_id)
-SELECT e.canonical_name, 'p' || g, 'works at ' || e.canonical_name || ' club ' || g, e.id
+INSERT INTO facts (subject, predicate, subject_key, predicate_key, content, entity_id)
+SELECT e.canonical_name, 'p' || g, lower(e.canonical_name), 'p' || g,
+       'works at ' || e.canonical_name || ' club ' || g, e.id
 FROM (SELECT id, canonical_name FROM entities ORDER BY id LIMIT $1) AS e,
      generate_series(1, 5) AS g
 """

@@ -1,5 +1,6 @@
 """The Alembic revisions build the schema, tear it down and build it again."""
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -86,3 +87,80 @@ async def test_link_relation_is_constrained(scratch_engine: AsyncEngine) -> None
                 "INSERT INTO memory_links (source_type, source_id, target_type, target_id, "
                 "relation) VALUES ('fact', gen_random_uuid(), 'fact', gen_random_uuid(), "
                 "'likes')"))
+
+
+async def test_mem_009_moves_state_out_of_metadata_and_back(scratch_engine: AsyncEngine) -> None:
+    await migrations.upgrade(scratch_engine, "mem_008")
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text("""
+            INSERT INTO entities (id, canonical_name, entity_type, metadata) VALUES
+              ('00000000-0000-0000-0000-00000000000a', 'Target', 'person', '{}'),
+              ('00000000-0000-0000-0000-00000000000b', 'Source', 'person',
+               '{"merged_into": "00000000-0000-0000-0000-00000000000a", "k": 1}')"""))
+        await conn.execute(text("""
+            INSERT INTO rules (id, content, maturity, harmful_count, effectiveness_score,
+                               metadata) VALUES
+              ('00000000-0000-0000-0000-000000000001', 'gone', 'candidate', 0, 0,
+               '{"forgotten": true, "status": "fading", "team": "ops"}'),
+              ('00000000-0000-0000-0000-000000000002', 'flagged', 'candidate', 3, 0,
+               '{"needs_inversion": true, "harmful_reasons": ["bad"]}'),
+              ('00000000-0000-0000-0000-000000000003', 'forged', 'candidate', 0, 0,
+               '{"needs_inversion": true}'),
+              ('00000000-0000-0000-0000-000000000004', 'ANTI-PATTERN: x', 'anti_pattern', 3, 0,
+               '{"original_content": "x", "needs_inversion": false}')"""))
+        await conn.execute(text("""
+            INSERT INTO rule_applications (rule_id, outcome, reason) VALUES
+              ('00000000-0000-0000-0000-000000000002', 'harmful', 'bad')"""))
+        await conn.execute(text("""
+            INSERT INTO facts (subject, predicate, content, metadata, created_at) VALUES
+              ('Alice', 'lives_in', 'Boston', '{"status": "fading"}', now() - interval '1 day'),
+              ('alice ', 'Lives_In', 'Denver', '{}', now())"""))
+    await migrations.upgrade(scratch_engine)
+    async with scratch_engine.connect() as conn:
+        rules = {row.content: row for row in await conn.execute(text(
+            "SELECT content, forgotten_at IS NOT NULL AS forgotten, fading_since IS NOT NULL "
+            "AS fading, needs_inversion, original_content, metadata FROM rules"))}
+        facts = {row.content: row for row in await conn.execute(text(
+            "SELECT content, validity, subject_key, predicate_key, fading_since IS NOT NULL "
+            "AS fading, metadata FROM facts"))}
+        [source] = await conn.execute(text(
+            "SELECT merged_into_id::text, metadata FROM entities WHERE canonical_name = 'Source'"))
+    assert (rules["gone"].forgotten, rules["gone"].fading, rules["gone"].metadata) == (
+        True, True, {"team": "ops"})
+    assert (rules["flagged"].needs_inversion, rules["flagged"].metadata) == (True, {})
+    assert (rules["forged"].needs_inversion, rules["forged"].metadata) == (False, {})
+    assert rules["ANTI-PATTERN: x"].original_content == "x"
+    assert (facts["Boston"].validity, facts["Boston"].fading, facts["Boston"].metadata) == (
+        "superseded", True, {})
+    assert (facts["Denver"].validity, facts["Denver"].subject_key,
+            facts["Denver"].predicate_key) == ("active", "alice", "lives_in")
+    assert tuple(source) == ("00000000-0000-0000-0000-00000000000a", {"k": 1})
+
+    await migrations.downgrade(scratch_engine, "mem_008")
+    async with scratch_engine.connect() as conn:
+        metadata = {row.content: row.metadata for row in await conn.execute(text(
+            "SELECT content, metadata FROM rules"))}
+        [source_metadata] = (await conn.execute(text(
+            "SELECT metadata FROM entities WHERE canonical_name = 'Source'"))).scalars()
+    assert metadata["gone"] == {"forgotten": True, "status": "fading", "team": "ops"}
+    assert metadata["flagged"] == {"needs_inversion": True, "harmful_reasons": ["bad"]}
+    assert metadata["ANTI-PATTERN: x"] == {"original_content": "x"}
+    assert source_metadata == {"merged_into": "00000000-0000-0000-0000-00000000000a", "k": 1}
+
+
+async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine) -> None:
+    async with scratch_engine.connect() as holder:
+        await holder.execute(text("SELECT pg_advisory_lock(:key)"),
+                             {"key": migrations.MIGRATION_LOCK_KEY})
+        other = create_engine(scratch_engine.url.render_as_string(hide_password=False),
+                              pool_size=1)
+        try:
+            upgrade = asyncio.create_task(migrations.upgrade(other))
+            await asyncio.sleep(1.0)
+            assert not upgrade.done()
+            await holder.execute(text("SELECT pg_advisory_unlock(:key)"),
+                                 {"key": migrations.MIGRATION_LOCK_KEY})
+            await asyncio.wait_for(upgrade, timeout=120)
+        finally:
+            await other.dispose()
+    assert await migrations.is_at_head(scratch_engine)

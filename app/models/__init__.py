@@ -3,7 +3,7 @@
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
-from app.models.jobs import Job
+from app.models.jobs import Job, Worker
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "MemoryLink",
     "Rule",
     "RuleApplication",
+    "Worker",
 ]

@@ -4,7 +4,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, String, Text, text
+from sqlalchemy import ARRAY, ForeignKey, String, Text, text
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, created_at_column, metadata_column, tenant_column, uuid_pk
@@ -21,5 +22,8 @@ class Entity(Base):
         ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")
     )
     metadata_: Mapped[dict[str, Any]] = metadata_column()
+    # The tombstone of a merge: the entity this one was folded into.
+    merged_into_id: Mapped[uuid.UUID | None] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("entities.id", ondelete="RESTRICT"))
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = created_at_column()

@@ -21,6 +21,9 @@ class Job(Base):
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="queued")
     params: Mapped[dict[str, Any]] = jsonb_column("{}")
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Counts of work committed so far, across attempts (each added in the transaction that
+    # did the work), so a re-run job reports everything it did, not only its last attempt.
+    progress: Mapped[dict[str, Any]] = jsonb_column("{}")
     errors: Mapped[list[str]] = jsonb_column("[]")
     attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     scheduled_for: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -29,3 +32,15 @@ class Job(Base):
     created_at: Mapped[datetime] = created_at_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Worker(Base):
+    """A job worker process: who it is and when it last showed it was alive."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    hostname: Mapped[str] = mapped_column(Text, nullable=False)
+    pid: Mapped[int] = mapped_column(Integer, nullable=False)
+    started_at: Mapped[datetime] = created_at_column()
+    heartbeat_at: Mapped[datetime] = created_at_column()

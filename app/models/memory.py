@@ -67,6 +67,8 @@ class Episode(Searchable, Base):
     expires_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), server_default=text("now() + interval '7 days'")
     )
+    # Set by an explicit forget: cleanup may then delete the episode unconsolidated.
+    forgotten_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     metadata_: Mapped[dict[str, Any]] = metadata_column()
 
 
@@ -77,6 +79,10 @@ class Fact(Searchable, Base):
     tenant_id: Mapped[str] = tenant_column()
     subject: Mapped[str] = mapped_column(Text, nullable=False)
     predicate: Mapped[str] = mapped_column(Text, nullable=False)
+    # The supersession key: subject and predicate case-folded, NFKC, whitespace collapsed
+    # (app/text.normalise_key); subject and predicate keep the original for display.
+    subject_key: Mapped[str] = mapped_column(Text, nullable=False)
+    predicate_key: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="5.0")
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
@@ -98,6 +104,8 @@ class Fact(Searchable, Base):
     created_at: Mapped[datetime] = created_at_column()
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Set by the decay sweep when effective confidence fell below the fading threshold.
+    fading_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     tags: Mapped[list[str]] = jsonb_column("[]")
     metadata_: Mapped[dict[str, Any]] = metadata_column()
 
@@ -129,6 +137,12 @@ class Rule(Searchable, Base):
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Lifecycle state the service decides (never read from metadata).
+    fading_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    forgotten_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    needs_inversion: Mapped[bool] = mapped_column(Boolean, nullable=False,
+                                                  server_default="false")
+    original_content: Mapped[str | None] = mapped_column(Text)
     tags: Mapped[list[str]] = jsonb_column("[]")
     metadata_: Mapped[dict[str, Any]] = metadata_column()
 

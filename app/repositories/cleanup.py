@@ -35,9 +35,14 @@ SELECT (SELECT count(*) FROM deleted) AS episodes,
        (SELECT count(*) FROM links_as_target) + (SELECT count(*) FROM links_as_source) AS links
 """
 
-EXPIRED_BATCH = _DELETE_BATCH.format(victims="""
+# TTL deletes only what is safe to lose: consolidated episodes and explicitly forgotten ones.
+# An expired episode that was never consolidated stays until consolidation takes it (a
+# deliberate deviation from the spec, so nothing is lost silently).
+_EXPIRED = """expires_at < now() AND (consolidated OR forgotten_at IS NOT NULL)"""
+
+EXPIRED_BATCH = _DELETE_BATCH.format(victims=f"""
     SELECT id FROM episodes
-    WHERE expires_at < now()
+    WHERE {_EXPIRED}
       AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
@@ -66,6 +71,14 @@ async def tenants_with_episodes(session: AsyncSession) -> list[str]:
     """Every tenant that holds at least one episode."""
     rows = await session.execute(text("SELECT DISTINCT tenant_id FROM episodes ORDER BY 1"))
     return [row[0] for row in rows]
+
+
+async def count_expired_kept(session: AsyncSession, *, tenant_id: str | None) -> int:
+    """Expired episodes kept because they were neither consolidated nor forgotten."""
+    stmt = text("SELECT count(*) FROM episodes WHERE expires_at < now() AND NOT consolidated "
+                "AND forgotten_at IS NULL AND (CAST(:tenant_id AS text) IS NULL "
+                "OR tenant_id = CAST(:tenant_id AS text))")
+    return int((await session.execute(stmt, {"tenant_id": tenant_id})).scalar_one())
 
 
 async def count_episodes(session: AsyncSession, *, tenant_id: str | None) -> int:

@@ -106,7 +106,7 @@ async def active_rules(session: AsyncSession, *, tenant_id: str, butler: str,
     stmt = (
         select(Rule)
         .where(Rule.tenant_id == tenant_id, Rule.scope.in_(["global", butler]),
-               Rule.metadata_["forgotten"].as_boolean().is_not(True))
+               Rule.forgotten_at.is_(None))
         .order_by(Rule.created_at.desc(), Rule.id)
         .limit(limit)
     )

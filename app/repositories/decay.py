@@ -21,9 +21,9 @@ WITH scored AS (
 planned AS (
     SELECT s.*, CASE
         WHEN s.effective < CAST(:expired_below AS float8) THEN '{final}'
-        WHEN s.effective < CAST(:fading_below AS float8)
-             AND (t.metadata ->> 'status') IS DISTINCT FROM 'fading' THEN 'fading'
-        WHEN s.effective >= CAST(:fading_below AS float8) AND (t.metadata ->> 'status') = 'fading'
+        WHEN s.effective < CAST(:fading_below AS float8) AND t.fading_since IS NULL
+             THEN 'fading'
+        WHEN s.effective >= CAST(:fading_below AS float8) AND t.fading_since IS NOT NULL
              THEN 'recovered'
     END AS transition
     FROM scored s JOIN {table} t ON t.id = s.id
@@ -50,25 +50,25 @@ SELECT (SELECT count(*) FROM scored) AS evaluated,
        (SELECT count(*) FROM logged) AS events
 """
 
-_STATUS_CHANGE = """
-            WHEN 'fading' THEN t.metadata || '{{"status": "fading"}}'::jsonb
-            WHEN 'recovered' THEN t.metadata - 'status'"""
+_FADING_CHANGE = """fading_since = CASE p.transition
+            WHEN 'fading' THEN now()
+            WHEN 'recovered' THEN NULL
+            ELSE t.fading_since END"""
 
 FACT_SWEEP = _SWEEP.format(
     effective=_EFFECTIVE, table="facts", memory_type="fact", final="expired",
     live="t.validity = 'active'",
     set_clause=(
         "validity = CASE p.transition WHEN 'expired' THEN 'expired' ELSE t.validity END,\n"
-        "        metadata = CASE p.transition" + _STATUS_CHANGE.format() + " ELSE t.metadata END"
+        "        " + _FADING_CHANGE
     ),
 )
 RULE_SWEEP = _SWEEP.format(
     effective=_EFFECTIVE, table="rules", memory_type="rule", final="forgotten",
-    live="(t.metadata -> 'forgotten') IS DISTINCT FROM 'true'::jsonb",
+    live="t.forgotten_at IS NULL",
     set_clause=(
-        "metadata = CASE p.transition\n"
-        "            WHEN 'forgotten' THEN t.metadata || '{\"forgotten\": true}'::jsonb"
-        + _STATUS_CHANGE.format() + " ELSE t.metadata END"
+        "forgotten_at = CASE p.transition WHEN 'forgotten' THEN now() ELSE NULL END,\n"
+        "        " + _FADING_CHANGE
     ),
 )
 
@@ -82,3 +82,12 @@ async def sweep(session: AsyncSession, statement: str, *, tenant_id: str | None,
         "fading_below": fading_below,
     })
     return dict(result.mappings().one())
+
+
+async def tenants_with_decaying_memories(session: AsyncSession) -> list[str]:
+    """Every tenant holding an active fact or a live rule that decays."""
+    rows = await session.execute(text(
+        "SELECT tenant_id FROM facts WHERE validity = 'active' AND decay_rate > 0 "
+        "UNION SELECT tenant_id FROM rules WHERE forgotten_at IS NULL AND decay_rate > 0 "
+        "ORDER BY 1"))
+    return [row[0] for row in rows]

@@ -24,7 +24,7 @@ def escape_like(value: str) -> str:
 
 def not_tombstoned() -> ColumnElement[bool]:
     """Entities that were not merged into another."""
-    return Entity.metadata_["merged_into"].astext.is_(None)
+    return Entity.merged_into_id.is_(None)
 
 
 async def get(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
@@ -119,7 +119,7 @@ async def lock_pair(session: AsyncSession, *, tenant_id: str,
 # Tiers 1-2 come from the exact indexes, tier 3 from the trigram indexes (or, for names under
 # 3 characters that trigrams cannot serve, from walking (tenant_id, lower(canonical_name)) in
 # order until `cap` rows match). `p` is a subquery, not a CTE, so its expressions are inlined.
-_LIVE = """e.tenant_id = :tenant_id AND (e.metadata ->> 'merged_into') IS NULL
+_LIVE = """e.tenant_id = :tenant_id AND e.merged_into_id IS NULL
           AND (CAST(:entity_type AS text) IS NULL OR e.entity_type = :entity_type)"""
 _NAME_TIERS_SQL = text(rf"""
     WITH exact AS (
@@ -156,7 +156,7 @@ _FUZZY_SQL = text("""
                                   FROM unnest(e.aliases) AS a), 0)) AS sim
         FROM entities AS e, (SELECT lower(CAST(:name AS text)) AS name) AS p
         WHERE e.tenant_id = :tenant_id
-          AND (e.metadata ->> 'merged_into') IS NULL
+          AND e.merged_into_id IS NULL
           AND (CAST(:entity_type AS text) IS NULL OR e.entity_type = :entity_type)
           AND e.id <> ALL (CAST(:exclude AS uuid[]))
           AND (lower(e.canonical_name) % p.name OR p.name <% e.alias_search)

@@ -3,7 +3,7 @@
 import uuid
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import MemoryEvent, RuleApplication
@@ -23,3 +23,14 @@ async def add_rule_application(session: AsyncSession, *, tenant_id: str, rule_id
         insert(RuleApplication).values(tenant_id=tenant_id, rule_id=rule_id, outcome=outcome,
                                        reason=reason, context=context)
     )
+
+
+async def harmful_reasons(session: AsyncSession, *, tenant_id: str,
+                          rule_id: uuid.UUID) -> list[str]:
+    """The non-empty reasons of a rule's harmful marks, oldest first."""
+    stmt = (select(RuleApplication.reason)
+            .where(RuleApplication.tenant_id == tenant_id, RuleApplication.rule_id == rule_id,
+                   RuleApplication.outcome == "harmful", RuleApplication.reason.is_not(None),
+                   RuleApplication.reason != "")
+            .order_by(RuleApplication.created_at, RuleApplication.id))
+    return [reason for reason in (await session.execute(stmt)).scalars() if reason]

@@ -14,10 +14,11 @@ MAX_CHAIN = 1000
 
 @dataclass(frozen=True)
 class FactFilters:
-    """What a fact listing keeps; None means any. `scope` matches that scope only."""
+    """What a fact listing keeps; None means any. `scope` matches that scope only; subject and
+    predicate are compared as normalised keys."""
 
-    subject: str | None = None
-    predicate: str | None = None
+    subject_key: str | None = None
+    predicate_key: str | None = None
     scope: str | None = None
     validity: str | None = None
     entity_id: uuid.UUID | None = None
@@ -27,7 +28,8 @@ async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilt
                      limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
     """A page of the tenant's facts matching `filters`, newest first."""
     stmt = select(Fact).where(Fact.tenant_id == tenant_id)
-    for column, value in ((Fact.subject, filters.subject), (Fact.predicate, filters.predicate),
+    for column, value in ((Fact.subject_key, filters.subject_key),
+                          (Fact.predicate_key, filters.predicate_key),
                           (Fact.scope, filters.scope), (Fact.validity, filters.validity),
                           (Fact.entity_id, filters.entity_id)):
         if value is not None:
@@ -43,13 +45,13 @@ async def lock_key(session: AsyncSession, key: str) -> None:
 
 
 async def find_active_by_key(session: AsyncSession, *, tenant_id: str, scope: str,
-                             subject: str, predicate: str,
+                             subject_key: str, predicate_key: str,
                              entity_id: uuid.UUID | None) -> Fact | None:
-    """The active fact holding the key, locked FOR UPDATE."""
+    """The active fact holding the (normalised) key, locked FOR UPDATE."""
     stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.scope == scope,
-                              Fact.predicate == predicate, Fact.validity == "active")
+                              Fact.predicate_key == predicate_key, Fact.validity == "active")
     if entity_id is None:
-        stmt = stmt.where(Fact.entity_id.is_(None), Fact.subject == subject)
+        stmt = stmt.where(Fact.entity_id.is_(None), Fact.subject_key == subject_key)
     else:
         stmt = stmt.where(Fact.entity_id == entity_id)
     return (await session.execute(stmt.with_for_update())).scalar_one_or_none()

@@ -141,12 +141,12 @@ _SUMMARY_SQL = {
                FROM facts
                   WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",
     "rule": """SELECT id, left(content, 300) AS text,
-                      CASE WHEN metadata ->> 'forgotten' = 'true' THEN 'forgotten'
+                      CASE WHEN forgotten_at IS NOT NULL THEN 'forgotten'
                            ELSE 'active' END AS state
                FROM rules
                   WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",
     "entity": """SELECT id, canonical_name || ' (' || entity_type || ')' AS text,
-                        CASE WHEN metadata ->> 'merged_into' IS NOT NULL THEN 'merged'
+                        CASE WHEN merged_into_id IS NOT NULL THEN 'merged'
                              ELSE 'active' END AS state
                  FROM entities
                   WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",

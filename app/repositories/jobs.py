@@ -1,15 +1,16 @@
 """The jobs table: enqueue, claim with FOR UPDATE SKIP LOCKED, lease renewal, finish."""
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, literal, or_, select, text, update
+from sqlalchemy import ColumnElement, delete, func, literal, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Job
+from app.models import Job, Worker
 from app.repositories import pagination
 
 
@@ -134,3 +135,70 @@ async def release(session: AsyncSession, *, job_id: uuid.UUID, worker_id: str) -
                 attempts=Job.attempts - 1)
     )
     await session.execute(stmt)
+
+
+async def register_worker(session: AsyncSession, *, worker_id: str, hostname: str,
+                          pid: int) -> None:
+    """Record this worker process, alive now."""
+    stmt = insert(Worker).values(id=worker_id, hostname=hostname, pid=pid)
+    await session.execute(stmt.on_conflict_do_update(
+        index_elements=[Worker.id], set_={"heartbeat_at": func.now()}))
+
+
+async def heartbeat(session: AsyncSession, *, worker_id: str) -> None:
+    """This worker is still alive."""
+    await session.execute(update(Worker).where(Worker.id == worker_id)
+                          .values(heartbeat_at=func.now()))
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """A registered worker and how long it has been silent."""
+
+    id: str
+    hostname: str
+    pid: int
+    silent_seconds: float
+
+
+async def list_workers(session: AsyncSession) -> list[WorkerRow]:
+    """Every registered worker."""
+    rows = await session.execute(text(
+        "SELECT id, hostname, pid, extract(epoch FROM now() - heartbeat_at) AS silent "
+        "FROM workers ORDER BY id"))
+    return [WorkerRow(row.id, row.hostname, row.pid, float(row.silent)) for row in rows]
+
+
+async def expire_leases_of(session: AsyncSession, *, worker_ids: list[str]) -> int:
+    """End the leases of the running jobs of dead workers now, so the next claim takes them
+    (or fails them after their last attempt); the dead workers' rows go."""
+    if not worker_ids:
+        return 0
+    result = await session.execute(
+        update(Job).where(Job.status == "running", Job.worker_id.in_(worker_ids))
+        .values(lease_expires_at=func.now() - literal(timedelta(seconds=1))))
+    await session.execute(delete(Worker).where(Worker.id.in_(worker_ids)))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def unregister_worker(session: AsyncSession, *, worker_id: str) -> None:
+    """This worker stops."""
+    await session.execute(delete(Worker).where(Worker.id == worker_id))
+
+
+async def add_progress(session: AsyncSession, *, job_id: uuid.UUID, counts: dict[str, int]) -> None:
+    """Add `counts` to the job's progress, in the caller's transaction (the one that did the
+    work, so the figures and the work commit or roll back together)."""
+    await session.execute(text("""
+        UPDATE jobs SET progress = progress || (
+            SELECT COALESCE(jsonb_object_agg(
+                       c.key, COALESCE((progress ->> c.key)::bigint, 0) + c.value::bigint),
+                   '{}'::jsonb)
+            FROM jsonb_each_text(CAST(:counts AS jsonb)) AS c)
+        WHERE id = :job_id"""), {"job_id": job_id, "counts": json.dumps(counts)})
+
+
+async def progress_of(session: AsyncSession, *, job_id: uuid.UUID) -> dict[str, int]:
+    """The job's committed counts across attempts."""
+    value = (await session.execute(select(Job.progress).where(Job.id == job_id))).scalar()
+    return {key: int(count) for key, count in (value or {}).items()}

@@ -19,8 +19,8 @@ class RuleFilters:
 
 
 def not_forgotten() -> ColumnElement[bool]:
-    """Rules not flagged forgotten."""
-    return Rule.metadata_["forgotten"].as_boolean().is_not(True)
+    """Rules not forgotten."""
+    return Rule.forgotten_at.is_(None)
 
 
 async def list_rules(session: AsyncSession, *, tenant_id: str, filters: RuleFilters,

@@ -22,7 +22,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSQUERY
+from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
@@ -69,8 +69,7 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
     if memory_type == "fact":
         clauses.append(Fact.validity == "active")
     else:
-        # Containment instead of a boolean cast: odd metadata values cannot make SQL fail.
-        clauses.append(~Rule.metadata_.contains(cast({"forgotten": True}, JSONB)))
+        clauses.append(Rule.forgotten_at.is_(None))
     if filters.scope is not None:
         clauses.append(model.scope.in_(["global", filters.scope]))
     if filters.min_confidence > 0:

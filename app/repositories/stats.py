@@ -3,7 +3,6 @@
 from typing import Any
 
 from sqlalchemy import Float, cast, extract, func, select
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
@@ -33,7 +32,7 @@ async def episode_counts(session: AsyncSession, *, tenant_id: str,
 async def fact_counts(session: AsyncSession, *, tenant_id: str,
                       scope: str | None) -> dict[str, int]:
     """Facts by validity, active ones split into active and fading."""
-    fading = Fact.metadata_.contains(cast({"status": "fading"}, JSONB))
+    fading = Fact.fading_since.is_not(None)
     active = Fact.validity == "active"
     stmt = select(
         func.count().filter(active, ~fading).label("active"),
@@ -50,7 +49,7 @@ async def fact_counts(session: AsyncSession, *, tenant_id: str,
 async def rule_counts(session: AsyncSession, *, tenant_id: str,
                       scope: str | None) -> dict[str, int]:
     """Live rules by maturity, and forgotten rules."""
-    forgotten = Rule.metadata_.contains(cast({"forgotten": True}, JSONB))
+    forgotten = Rule.forgotten_at.is_not(None)
     stmt = select(
         *(func.count().filter(Rule.maturity == level, ~forgotten).label(level)
           for level in ("candidate", "established", "proven", "anti_pattern")),

@@ -34,8 +34,9 @@ async def create_entity(body: EntityCreate, session: SessionDep,
     """Register an identity anchor for facts.
 
     `entity_type` is one of person, organization, place, other (422 otherwise, listing them).
-    A second entity with the same `canonical_name` and `entity_type` is a 409. The metadata key
-    `merged_into` is reserved for merges.
+    A second entity with the same `canonical_name` and `entity_type` is a 409. The metadata keys
+    forgotten, needs_inversion, status, harmful_reasons, original_content and merged_into are
+    reserved (422).
     """
     row = await entities.create_entity(session, tenant_id=tenant_id, data=body)
     return entity_out(row)
@@ -85,7 +86,7 @@ async def resolve_entity(body: ResolveRequest, session: SessionDep,
             summary="Get an entity")
 async def get_entity(entity_id: uuid.UUID, session: SessionDep,
                      tenant_id: TenantDep) -> EntityOut:
-    """The entity, including a merged one (its `metadata.merged_into` names the target)."""
+    """The entity, including a merged one (its `merged_into_id` names the target)."""
     row = await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
     return entity_out(row)
 
@@ -132,7 +133,7 @@ async def merge_entity(target_id: uuid.UUID, body: MergeRequest, session: Sessio
     tie): the loser becomes `superseded`, the winner's `supersedes_id` points at it and a
     `supersedes` link joins them. The source's name and aliases join the target's aliases
     (case-insensitive, no duplicates); metadata is merged with the target winning; the source
-    is tombstoned (`metadata.merged_into` = target id) and an `entity_merge` event records the
+    is tombstoned (`merged_into_id` = target id) and an `entity_merge` event records the
     counts.
 
     Errors: 404 when either entity is not the tenant's; 422 when source and target are the same

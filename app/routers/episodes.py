@@ -75,6 +75,7 @@ async def get_episode(episode_id: uuid.UUID, session: SessionDep,
              responses=problem_responses(404, 422), summary="Forget an episode")
 async def forget_episode(episode_id: uuid.UUID, session: SessionDep,
                          tenant_id: TenantDep) -> EpisodeOut:
-    """Expire the episode now; cleanup deletes it later."""
+    """Expire the episode now and mark it forgotten; cleanup deletes it later, consolidated
+    or not."""
     row = await memories.forget(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
     return episode_out(row)

@@ -2,7 +2,7 @@
 
 import uuid
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Response, status
 
 from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
@@ -17,17 +17,27 @@ router = APIRouter(prefix="/v1/facts", tags=["facts"])
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=FactOut,
-             responses=problem_responses(409, 422), summary="Store a fact")
-async def create_fact(body: FactCreate, session: SessionDep, tenant_id: TenantDep,
-                      embedder: EmbedderDep) -> FactOut:
-    """Store an active fact with confidence 1.0.
+             responses={200: {"model": FactOut, "description": "An identical active fact "
+                                                               "existed and was confirmed"},
+                        **problem_responses(409, 422)},
+             summary="Store a fact")
+async def create_fact(body: FactCreate, response: Response, session: SessionDep,
+                      tenant_id: TenantDep, embedder: EmbedderDep) -> FactOut:
+    """Store an active fact with confidence 1.0 (201).
 
     An active fact with the same key, (scope, subject, predicate) without `entity_id` or
     (entity_id, scope, predicate) with it, becomes `superseded` in the same transaction, the
-    new fact's `supersedes_id` points at it and a `supersedes` link joins them.
+    new fact's `supersedes_id` points at it and a `supersedes` link joins them. Subject and
+    predicate are compared case-folded, NFKC-normalised and with whitespace collapsed
+    ("Alice" and " alice" are one key); the fact keeps them as written.
+
+    When the active fact of the key has the same content, nothing new is stored: that fact is
+    confirmed (its decay restarts, a `fact_confirmed` event is written) and returned with 200.
     """
-    row = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
-    return fact_out(row)
+    stored = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
+    if not stored.created:
+        response.status_code = status.HTTP_200_OK
+    return fact_out(stored.fact)
 
 
 @router.get("", response_model=Page[FactOut], responses=problem_responses(422),

@@ -44,7 +44,7 @@ async def queue_decay(response: Response, session: SessionDep, tenant_id: Tenant
     """Apply decay thresholds to the tenant's facts and rules.
 
     effective_confidence < 0.05 expires a fact or flags a rule forgotten; below 0.2 marks it
-    `metadata.status = 'fading'`; a fading one back at 0.2 or more loses the flag.
+    fading (`fading: true`); a fading one back at 0.2 or more loses the flag.
     """
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="decay", params={})
     return _accepted(response, job_out(job))
@@ -60,7 +60,13 @@ async def queue_cleanup(
     body: Annotated[CleanupJobCreate | None, Body()] = None,
 ) -> JobOut:
     """Delete the tenant's expired episodes, then its oldest consolidated episodes above
-    `max_entries`; unconsolidated episodes are never deleted for capacity."""
+    `max_entries`; unconsolidated episodes are never deleted for capacity.
+
+    Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
+    consolidated or explicitly forgotten are deleted. An expired episode that was never
+    consolidated is kept until consolidation takes it; the result counts these as
+    `expired_kept_unconsolidated`. Without an LLM (`[llm] base_url`) nothing is consolidated
+    and such episodes accumulate; `/v1/stats` says so."""
     params = (body or CleanupJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
     return _accepted(response, job_out(job))

@@ -63,7 +63,7 @@ async def confirm_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
 @router.post("/{rule_id}/forget", response_model=RuleOut,
              responses=problem_responses(404, 422), summary="Forget a rule")
 async def forget_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
-    """Set metadata.forgotten; the rule leaves search, recall and listings."""
+    """Mark the rule forgotten (`forgotten: true`); it leaves search, recall and listings."""
     row = await memories.forget(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
     return rule_out(row)
 
@@ -90,8 +90,8 @@ async def mark_harmful(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
     """applied+1, harmful+1, effectiveness = success/(success + 4*harmful + 0.01).
 
     proven -> established below 0.8, established -> candidate below 0.6; harmful >= 3 with
-    effectiveness < 0.3 sets metadata.needs_inversion. The reason is kept in
-    metadata.harmful_reasons.
+    effectiveness < 0.3 sets `needs_inversion`. The reason is kept with the application
+    (rule_applications) and read back by `invert`.
     """
     reason, context = (body.reason, body.context) if body else (None, {})
     row = await rules.mark_harmful(session, tenant_id=tenant_id, rule_id=rule_id, reason=reason,

@@ -9,17 +9,24 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
     Strict,
 )
 
+from app.text import is_blank
+
 MAX_CONTENT_CHARS = 50_000
 MAX_NAME_CHARS = 200
 MAX_TAGS = 50
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 8
+# Keys the service once kept its own state under; the state now lives in columns, and a
+# client sending one of them gets a 422 so nobody believes it still steers anything.
+RESERVED_METADATA_KEYS = ("forgotten", "needs_inversion", "status", "harmful_reasons",
+                          "original_content", "merged_into")
 
 MemoryType = Literal["episode", "fact", "rule"]
 Permanence = Literal["permanent", "stable", "standard", "volatile", "ephemeral"]
@@ -35,8 +42,9 @@ def _no_nul(value: str) -> str:
 
 
 def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be blank")
+    if is_blank(value):
+        raise ValueError("must not be blank (after Unicode normalisation, without zero-width "
+                         "and other invisible characters)")
     return value
 
 
@@ -59,6 +67,14 @@ def _bounded_metadata(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _no_reserved_keys(value: dict[str, Any]) -> dict[str, Any]:
+    reserved = sorted(key for key in value if key in RESERVED_METADATA_KEYS)
+    if reserved:
+        raise ValueError(f"reserved key(s) {', '.join(reserved)}: lifecycle state is kept by "
+                         "the service, not in metadata")
+    return value
+
+
 Content = Annotated[
     str,
     Field(min_length=1, max_length=MAX_CONTENT_CHARS),
@@ -75,10 +91,20 @@ Reason = Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]
 Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
+# The metadata of facts, rules and entities: no reserved keys.
+MemoryMetadata = Annotated[Metadata, AfterValidator(_no_reserved_keys)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
+def _iso_string(value: Any) -> Any:
+    # Lax datetime parsing would take a JSON number as seconds since 1970; the schema says
+    # string (format date-time), so a number is refused.
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an ISO 8601 date-time string with a time zone")
+    return value
+
+
 # An ISO 8601 string with a time zone (JSON has no datetime type, hence not strict).
-AwareDatetimeIn = Annotated[AwareDatetime, Strict(False)]
+AwareDatetimeIn = Annotated[AwareDatetime, Strict(False), BeforeValidator(_iso_string)]
 IsoDatetime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 

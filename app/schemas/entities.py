@@ -8,7 +8,7 @@ from pydantic import AfterValidator, AliasChoices, Field
 
 from app.schemas.common import (
     IsoDatetime,
-    Metadata,
+    MemoryMetadata,
     Name,
     RequestModel,
     ResponseModel,
@@ -18,13 +18,6 @@ from app.schemas.common import (
 EntityType = Literal["person", "organization", "place", "other"]
 NameMatch = Literal["exact", "alias", "prefix", "fuzzy"]
 MAX_ALIASES = 100
-MERGED_INTO = "merged_into"
-
-
-def _no_merged_into(value: dict[str, Any]) -> dict[str, Any]:
-    if MERGED_INTO in value:
-        raise ValueError(f"'{MERGED_INTO}' is reserved: only a merge sets it")
-    return value
 
 
 def _finite(value: float) -> float:
@@ -33,7 +26,7 @@ def _finite(value: float) -> float:
     return value
 
 
-EntityMetadata = Annotated[Metadata, AfterValidator(_no_merged_into)]
+EntityMetadata = MemoryMetadata
 Aliases = Annotated[list[Name], Field(max_length=MAX_ALIASES)]
 DomainScore = Annotated[float, Field(ge=-1000.0, le=1000.0), AfterValidator(_finite)]
 
@@ -63,6 +56,8 @@ class EntityOut(ResponseModel):
     entity_type: EntityType
     aliases: list[str]
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    merged_into_id: uuid.UUID | None = Field(
+        None, description="Set on a merged (tombstoned) entity: the entity it was merged into.")
     created_at: IsoDatetime
     updated_at: IsoDatetime
 

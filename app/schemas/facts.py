@@ -9,7 +9,7 @@ from app.schemas.common import (
     Content,
     Importance,
     IsoDatetime,
-    Metadata,
+    MemoryMetadata,
     Name,
     Permanence,
     RequestModel,
@@ -21,10 +21,12 @@ from app.schemas.common import (
 
 
 class FactCreate(RequestModel):
-    """Durable subject/predicate knowledge; an active fact with the same key is superseded."""
+    """Durable subject/predicate knowledge; an active fact with the same key is superseded,
+    an identical one (same key and content) is confirmed instead."""
 
-    subject: Name
-    predicate: Name
+    subject: Name = Field(description="Compared case-folded (NFKC, whitespace collapsed) in "
+                                      "the supersession key; stored as given.")
+    predicate: Name = Field(description="Compared like subject.")
     content: Content
     importance: Importance = 5.0
     permanence: Permanence = Field(
@@ -39,7 +41,10 @@ class FactCreate(RequestModel):
     )
     source_butler: Name | None = None
     source_episode_id: UUIDIn | None = None
-    metadata: Metadata = Field(default_factory=dict)
+    metadata: MemoryMetadata = Field(
+        default_factory=dict,
+        description="The client's own; the keys forgotten, needs_inversion, status, "
+                    "harmful_reasons, original_content and merged_into are reserved (422).")
 
 
 class FactOut(ResponseModel):
@@ -64,5 +69,7 @@ class FactOut(ResponseModel):
     created_at: IsoDatetime
     last_referenced_at: IsoDatetime | None
     last_confirmed_at: IsoDatetime | None
+    fading: bool = Field(description="Effective confidence fell below 0.2 at the last sweep "
+                                     "(validity stays 'active').")
     tags: list[str]
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))

@@ -9,6 +9,7 @@ from app.schemas.common import (
     Content,
     IsoDatetime,
     MaturityLevel,
+    MemoryMetadata,
     Metadata,
     Name,
     Permanence,
@@ -28,7 +29,10 @@ class RuleCreate(RequestModel):
     tags: Tags = Field(default_factory=list)
     source_butler: Name | None = None
     source_episode_id: UUIDIn | None = None
-    metadata: Metadata = Field(default_factory=dict)
+    metadata: MemoryMetadata = Field(
+        default_factory=dict,
+        description="The client's own; the keys forgotten, needs_inversion, status, "
+                    "harmful_reasons, original_content and merged_into are reserved (422).")
 
 
 class HelpfulFeedback(RequestModel):
@@ -67,5 +71,12 @@ class RuleOut(ResponseModel):
     last_confirmed_at: IsoDatetime | None
     reference_count: int
     last_referenced_at: IsoDatetime | None
+    forgotten: bool = Field(description="Forgotten (by request or by decay); left out of "
+                                        "search, recall and listings.")
+    forgotten_at: IsoDatetime | None
+    fading: bool = Field(description="Effective confidence fell below 0.2 at the last sweep.")
+    needs_inversion: bool = Field(description="Earned anti-pattern inversion: at least 3 harmful "
+                                              "marks and effectiveness under 0.3.")
+    original_content: str | None = Field(description="The content before inversion.")
     tags: list[str]
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))

@@ -14,7 +14,7 @@ class EpisodeStats(ResponseModel):
 
 class FactStats(ResponseModel):
     active: int = Field(description="validity 'active' and not fading.")
-    fading: int = Field(description="validity 'active' with metadata.status 'fading'.")
+    fading: int = Field(description="validity 'active' and fading (the decay sweep's fading flag).")
     superseded: int
     expired: int
     retracted: int
@@ -34,3 +34,8 @@ class StatsOut(ResponseModel):
     episodes: EpisodeStats
     facts: FactStats
     rules: RuleStats
+    consolidation_configured: bool = Field(
+        description="False when no LLM is configured ([llm] base_url): episodes are then never "
+                    "turned into facts and rules, and expired ones are kept, not deleted.")
+    warnings: list[str] = Field(default_factory=list,
+                                description="Conditions an operator should know about.")

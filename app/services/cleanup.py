@@ -1,6 +1,10 @@
-"""Episode cleanup: TTL expiry, then the capacity limit on consolidated episodes only."""
+"""Episode cleanup: TTL expiry of consolidated or forgotten episodes, then the capacity limit
+on consolidated episodes only."""
+
+import uuid
 
 from app.repositories import cleanup as cleanup_rows
+from app.repositories import jobs as job_rows
 from app.services.jobs import JobContext, JobOutcome
 
 # A safety stop: at most this many batches per phase and tenant in one job.
@@ -9,11 +13,13 @@ MAX_BATCHES = 100_000
 
 async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_entries: int,
                               job_id: str | None = None) -> JobOutcome:
-    """Delete expired episodes, then the oldest consolidated ones above `max_entries`.
+    """Delete expired episodes that were consolidated or forgotten, then the oldest
+    consolidated ones above `max_entries`.
 
     Each batch of `jobs.cleanup_batch_size` rows is its own transaction, so a large backlog
-    never holds one long lock. The limit applies per tenant; unconsolidated episodes that
-    have not expired are never deleted.
+    never holds one long lock. The limit applies per tenant. An episode that was never
+    consolidated is deleted only after an explicit forget: expired ones are kept (and
+    counted as `expired_kept_unconsolidated`) until consolidation takes them.
     """
     batch_size = ctx.settings.jobs.cleanup_batch_size
     expired_deleted, links_deleted = await _drain(
@@ -34,8 +40,16 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
             links_deleted += links
     async with ctx.transaction() as session:
         remaining = await cleanup_rows.count_episodes(session, tenant_id=tenant_id)
+        kept = await cleanup_rows.count_expired_kept(session, tenant_id=tenant_id)
+        if job_id is not None:
+            # Earlier attempts' deletions were committed with their counts: report them all.
+            done = await job_rows.progress_of(session, job_id=uuid.UUID(job_id))
+            expired_deleted = done.get("expired_deleted", expired_deleted)
+            capacity_deleted = done.get("capacity_deleted", capacity_deleted)
+            links_deleted = done.get("links_deleted", links_deleted)
     return JobOutcome(result={
         "expired_deleted": expired_deleted,
+        "expired_kept_unconsolidated": kept,
         "capacity_deleted": capacity_deleted,
         "remaining": remaining,
         "links_deleted": links_deleted,
@@ -55,6 +69,9 @@ async def _drain(ctx: JobContext, statement: str, *, tenant_id: str | None, batc
             episodes, links = await cleanup_rows.delete_batch(
                 session, statement, tenant_id=tenant_id, batch_size=size, reason=reason,
                 job_id=job_id)
+            if job_id is not None:
+                await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts={
+                    f"{reason}_deleted": episodes, "links_deleted": links})
         episodes_total += episodes
         links_total += links
         if episodes < size:

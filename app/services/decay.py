@@ -10,16 +10,28 @@ async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,
     """Evaluate every active fact and live rule with decay_rate > 0 (one tenant, or all).
 
     effective < 0.05: facts expire, rules are flagged forgotten; 0.05 <= effective < 0.2:
-    metadata.status = 'fading'; a fading item back at >= 0.2 loses the flag. One set-based
-    statement per table, in one transaction; each transition is a memory_events row.
+    fading_since is set; a fading item back at >= 0.2 loses it. One set-based
+    statement per table; each tenant is its own transaction (a sweep of every tenant never
+    holds one long transaction over all of them); each transition is a memory_events row.
     """
-    async with ctx.transaction() as session:
-        facts = await decay_rows.sweep(session, decay_rows.FACT_SWEEP, tenant_id=tenant_id,
-                                       job_id=job_id, expired_below=EXPIRED_BELOW,
-                                       fading_below=FADING_BELOW)
-        rules = await decay_rows.sweep(session, decay_rows.RULE_SWEEP, tenant_id=tenant_id,
-                                       job_id=job_id, expired_below=EXPIRED_BELOW,
-                                       fading_below=FADING_BELOW)
+    if tenant_id is None:
+        async with ctx.transaction() as session:
+            tenants = await decay_rows.tenants_with_decaying_memories(session)
+    else:
+        tenants = [tenant_id]
+    totals: dict[str, dict[str, int]] = {
+        "facts": {"evaluated": 0, "expired": 0, "fading": 0, "recovered": 0, "events": 0},
+        "rules": {"evaluated": 0, "forgotten": 0, "fading": 0, "recovered": 0, "events": 0}}
+    for tenant in tenants:
+        async with ctx.transaction() as session:
+            for table, statement in (("facts", decay_rows.FACT_SWEEP),
+                                     ("rules", decay_rows.RULE_SWEEP)):
+                counts = await decay_rows.sweep(session, statement, tenant_id=tenant,
+                                                job_id=job_id, expired_below=EXPIRED_BELOW,
+                                                fading_below=FADING_BELOW)
+                for name in totals[table]:
+                    totals[table][name] += int(counts[name])
+    facts, rules = totals["facts"], totals["rules"]
     return JobOutcome(result={
         "facts_evaluated": facts["evaluated"],
         "facts_expired": facts["expired"],

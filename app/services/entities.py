@@ -47,8 +47,8 @@ async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uui
     row = await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id, for_update=True)
     if row is None:
         raise NotFound(f"entity {entity_id} not found")
-    if row.metadata_.get("merged_into"):
-        raise Conflict(f"entity {entity_id} was merged into {row.metadata_['merged_into']}; "
+    if row.merged_into_id is not None:
+        raise Conflict(f"entity {entity_id} was merged into {row.merged_into_id}; "
                        "update the target instead")
     values: dict[str, object] = {}
     if data.canonical_name is not None:

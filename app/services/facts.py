@@ -1,6 +1,7 @@
 """Storing facts with supersession, and their history."""
 
 import uuid
+from dataclasses import dataclass
 
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,7 +20,7 @@ from app.services import events
 from app.services.embeddings import embed_texts
 from app.services.events import memory_event
 from app.services.lifecycle import decay_rate_for
-from app.text import preprocess_text
+from app.text import normalise_key, preprocess_text
 
 
 def fact_search_text(subject: str, predicate: str, content: str) -> str:
@@ -27,26 +28,44 @@ def fact_search_text(subject: str, predicate: str, content: str) -> str:
     return preprocess_text(f"{subject} {predicate} {content}")
 
 
+@dataclass(frozen=True)
+class StoredFact:
+    """The active fact after a store, and whether it is a new row (False: an identical active
+    fact was confirmed instead)."""
+
+    fact: Fact
+    created: bool
+
+
 async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: FactCreate) -> Fact:
+                     data: FactCreate) -> StoredFact:
     """Store an active fact; an active fact with the same key becomes superseded, atomically.
 
     The key is (scope, subject, predicate) without an entity, (entity_id, scope, predicate)
-    with one.
+    with one, subject and predicate compared as normalised keys (`normalise_key`). An active
+    fact with the same key and the same content is confirmed instead (its decay restarts).
     """
     decay_rate = decay_rate_for(data.permanence)
+    subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
     # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     await _check_references(session, tenant_id=tenant_id, data=data)
 
-    key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{data.predicate}"
+    key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{predicate_key}"
            if data.entity_id else
-           f"fact:{tenant_id}:subject:{data.scope}:{data.subject}:{data.predicate}")
+           f"fact:{tenant_id}:subject:{data.scope}:{subject_key}:{predicate_key}")
     await fact_rows.lock_key(session, key)
     previous = await fact_rows.find_active_by_key(
-        session, tenant_id=tenant_id, scope=data.scope, subject=data.subject,
-        predicate=data.predicate, entity_id=data.entity_id,
+        session, tenant_id=tenant_id, scope=data.scope, subject_key=subject_key,
+        predicate_key=predicate_key, entity_id=data.entity_id,
     )
+    if previous is not None and previous.content == data.content:
+        confirmed = await memory_rows.update_row(
+            session, Fact, memory_id=previous.id,
+            values={"last_confirmed_at": func.now(), "fading_since": None})
+        await events.record(session, [memory_event("fact_confirmed", tenant_id, confirmed,
+                                                   reason="identical fact stored again")])
+        return StoredFact(confirmed, created=False)
     if previous is not None:
         await memory_rows.update_row(session, Fact, memory_id=previous.id,
                                   values={"validity": "superseded"})
@@ -55,6 +74,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "tenant_id": tenant_id,
         "subject": data.subject,
         "predicate": data.predicate,
+        "subject_key": subject_key,
+        "predicate_key": predicate_key,
         "content": data.content,
         "importance": data.importance,
         "confidence": 1.0,
@@ -80,7 +101,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         happened.append(memory_event("fact_superseded", tenant_id, previous,
                                      superseded_by=str(fact.id)))
     await events.record(session, happened)
-    return fact
+    return StoredFact(fact, created=True)
 
 
 async def _check_references(session: AsyncSession, *, tenant_id: str, data: FactCreate) -> None:
@@ -89,9 +110,9 @@ async def _check_references(session: AsyncSession, *, tenant_id: str, data: Fact
                                     for_share=True)
         if entity is None:
             raise InvalidInput(f"entity {data.entity_id} does not exist", field="entity_id")
-        if entity.metadata_.get("merged_into"):
+        if entity.merged_into_id is not None:
             raise InvalidInput(
-                f"entity {data.entity_id} was merged into {entity.metadata_['merged_into']}",
+                f"entity {data.entity_id} was merged into {entity.merged_into_id}",
                 field="entity_id",
             )
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
@@ -114,7 +135,8 @@ async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | No
                      validity: str | None = None, entity_id: uuid.UUID | None = None,
                      limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
     """A page of the tenant's facts, newest first; None filters match anything."""
-    filters = FactFilters(subject=subject, predicate=predicate, scope=scope, validity=validity,
-                          entity_id=entity_id)
+    filters = FactFilters(subject_key=None if subject is None else normalise_key(subject),
+                          predicate_key=None if predicate is None else normalise_key(predicate),
+                          scope=scope, validity=validity, entity_id=entity_id)
     return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
                                       cursor=cursor)

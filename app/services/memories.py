@@ -6,7 +6,6 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Episode, Fact, Rule
 from app.repositories import memories as memory_rows
@@ -42,12 +41,9 @@ async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                            field="memory_type")
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     _require_live(row)
-    metadata = dict(row.metadata_)
-    if metadata.get("status") == "fading":
-        del metadata["status"]
     updated = await memory_rows.update_row(
         session, model, memory_id=memory_id,
-        values={"last_confirmed_at": func.now(), "metadata_": metadata},
+        values={"last_confirmed_at": func.now(), "fading_since": None},
     )
     await events.record(session, [memory_event(f"{type_name(model)}_confirmed", tenant_id,
                                                updated)])
@@ -59,14 +55,14 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
     """Episode: expire now. Fact: retract. Rule: flag forgotten. Repeating it changes nothing."""
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     if isinstance(row, Episode):
-        values: dict[str, Any] = {"expires_at": func.now()}
-        already = row.expires_at is not None and row.expires_at <= now_utc()
+        values: dict[str, Any] = {"expires_at": func.now(), "forgotten_at": func.now()}
+        already = row.forgotten_at is not None
     elif isinstance(row, Fact):
         values = {"validity": "retracted"}
         already = row.validity == "retracted"
     else:
-        values = {"metadata_": {**row.metadata_, "forgotten": True}}
-        already = row.metadata_.get("forgotten") is True
+        values = {"forgotten_at": func.now()}
+        already = row.forgotten_at is not None
     if already:
         return row
     updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
@@ -78,5 +74,5 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
 def _require_live(row: Memory) -> None:
     if isinstance(row, Fact) and row.validity != "active":
         raise Conflict(f"fact {row.id} is {row.validity}; only active facts can be confirmed")
-    if isinstance(row, Rule) and row.metadata_.get("forgotten") is True:
+    if isinstance(row, Rule) and row.forgotten_at is not None:
         raise Conflict(f"rule {row.id} is forgotten")

@@ -9,7 +9,6 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
-from app.schemas.entities import MERGED_INTO
 from app.services import events
 
 
@@ -63,19 +62,18 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
         raise NotFound(f"entity {target_id} not found")
     if source is None:
         raise NotFound(f"entity {source_id} not found")
-    if source.metadata_.get(MERGED_INTO):
-        raise Conflict(f"entity {source_id} was already merged into "
-                       f"{source.metadata_[MERGED_INTO]}")
-    if target.metadata_.get(MERGED_INTO):
-        raise Conflict(f"entity {target_id} was merged into {target.metadata_[MERGED_INTO]}; "
+    if source.merged_into_id is not None:
+        raise Conflict(f"entity {source_id} was already merged into {source.merged_into_id}")
+    if target.merged_into_id is not None:
+        raise Conflict(f"entity {target_id} was merged into {target.merged_into_id}; "
                        "merge into that entity instead")
 
     source_facts = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
-    target_facts = {(fact.scope, fact.predicate): fact for fact in
+    target_facts = {(fact.scope, fact.predicate_key): fact for fact in
                     await entity_rows.active_facts(session, tenant_id=tenant_id,
                                                    entity_id=target_id)}
-    contests = [_winner_and_loser(fact, target_facts[(fact.scope, fact.predicate)])
-                for fact in source_facts if (fact.scope, fact.predicate) in target_facts]
+    contests = [_winner_and_loser(fact, target_facts[(fact.scope, fact.predicate_key)])
+                for fact in source_facts if (fact.scope, fact.predicate_key) in target_facts]
     # Losers leave the active set before any fact moves, so the partial unique index on
     # (tenant, entity, scope, predicate) WHERE active never sees two active rows.
     await entity_rows.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])
@@ -94,7 +92,7 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
     merged_target = await entity_rows.update_entity(session, entity_id=target_id, values={
         "aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}})
     await entity_rows.update_entity(session, entity_id=source_id, values={
-        "metadata_": {**source.metadata_, MERGED_INTO: str(target_id)}})
+        "merged_into_id": target_id})
 
     result = MergeResult(target=merged_target, source_entity_id=source_id,
                          target_entity_id=target_id, facts_repointed=facts_repointed,

@@ -42,13 +42,16 @@ def _with_confidence(row: Fact | Rule, now: datetime | None) -> dict[str, Any]:
 
 
 def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
-    """A fact as the API shows it, with its decayed confidence."""
-    return FactOut.model_validate(_with_confidence(row, now))
+    """A fact as the API shows it, with its decayed confidence and fading state."""
+    return FactOut.model_validate({**_with_confidence(row, now),
+                                   "fading": row.fading_since is not None})
 
 
 def rule_out(row: Rule, now: datetime | None = None) -> RuleOut:
-    """A rule as the API shows it, with its decayed confidence."""
-    return RuleOut.model_validate(_with_confidence(row, now))
+    """A rule as the API shows it, with its decayed confidence and lifecycle flags."""
+    return RuleOut.model_validate({**_with_confidence(row, now),
+                                   "fading": row.fading_since is not None,
+                                   "forgotten": row.forgotten_at is not None})
 
 
 def episode_out(row: Episode) -> EpisodeOut:

@@ -64,7 +64,7 @@ async def mark_helpful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
         success_count=rule.success_count, harmful_count=rule.harmful_count,
         age_days=lifecycle.days_between(rule.created_at, now_utc()),
     )
-    still_flagged = bool(rule.metadata_.get("needs_inversion")) and outcome.needs_inversion
+    still_flagged = rule.needs_inversion and outcome.needs_inversion
     return await _apply_feedback(session, tenant_id=tenant_id, rule=rule, outcome=outcome,
                                  needs_inversion=still_flagged, kind="helpful", reason=None,
                                  context=context)
@@ -78,7 +78,7 @@ async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
         maturity=rule.maturity, applied_count=rule.applied_count,
         success_count=rule.success_count, harmful_count=rule.harmful_count,
     )
-    flagged = bool(rule.metadata_.get("needs_inversion")) or outcome.needs_inversion
+    flagged = rule.needs_inversion or outcome.needs_inversion
     return await _apply_feedback(session, tenant_id=tenant_id, rule=rule, outcome=outcome,
                                  needs_inversion=flagged, kind="harmful", reason=reason,
                                  context=context)
@@ -88,24 +88,24 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  rule_id: uuid.UUID) -> Rule:
     """Rewrite a rule flagged `needs_inversion` as an anti-pattern, keeping the original."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
-    if not rule.metadata_.get("needs_inversion"):
+    if not rule.needs_inversion:
         raise Conflict(
             f"rule {rule_id} is not flagged for inversion (needs harmful_count >= "
             f"{lifecycle.INVERSION_MIN_HARMFUL} and effectiveness < "
             f"{lifecycle.INVERSION_MAX_EFFECTIVENESS})"
         )
     previous_maturity = rule.maturity
-    reasons = [str(r) for r in rule.metadata_.get("harmful_reasons", [])]
+    reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_id=rule.id)
     content = lifecycle.anti_pattern_content(rule.content, reasons)
     embedded = await embed_texts(session, embedder, [content], tenant_id=tenant_id)
-    metadata = {**rule.metadata_, "original_content": rule.content, "needs_inversion": False}
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
         "content": content,
         "maturity": "anti_pattern",
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_vector": memory_rows.to_tsvector(preprocess_text(content)),
-        "metadata_": metadata,
+        "original_content": rule.content,
+        "needs_inversion": False,
     })
     await events.record(session, [memory_event("rule_inverted", tenant_id, updated,
                                                from_maturity=previous_maturity)])
@@ -123,7 +123,7 @@ async def list_rules(session: AsyncSession, *, tenant_id: str, scope: str | None
 
 async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID) -> Rule:
     rule: Rule = await load_for_update(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    if rule.metadata_.get("forgotten") is True:
+    if rule.forgotten_at is not None:
         raise Conflict(f"rule {rule_id} is forgotten")
     return rule
 
@@ -132,14 +132,7 @@ async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
                           outcome: lifecycle.FeedbackOutcome, needs_inversion: bool, kind: str,
                           reason: str | None, context: dict[str, Any]) -> Rule:
     previous_maturity = rule.maturity
-    was_flagged = bool(rule.metadata_.get("needs_inversion"))
-    metadata = dict(rule.metadata_)
-    if reason:
-        metadata["harmful_reasons"] = [*metadata.get("harmful_reasons", []), reason]
-    if needs_inversion:
-        metadata["needs_inversion"] = True
-    else:
-        metadata.pop("needs_inversion", None)
+    was_flagged = rule.needs_inversion
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
         "applied_count": outcome.applied_count,
         "success_count": outcome.success_count,
@@ -148,7 +141,7 @@ async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
         "maturity": outcome.maturity,
         "last_applied_at": func.now(),
         "last_evaluated_at": func.now(),
-        "metadata_": metadata,
+        "needs_inversion": needs_inversion,
     })
     await event_rows.add_rule_application(session, tenant_id=tenant_id, rule_id=rule.id,
                                       outcome=kind, reason=reason, context=context)

@@ -3,6 +3,8 @@
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable
 
 from app.models import Job
@@ -20,7 +22,7 @@ Handler = Callable[[JobContext, Job], Awaitable[JobOutcome]]
 
 
 async def _consolidation(ctx: JobContext, job: Job) -> JobOutcome:
-    return await run_consolidation(ctx, tenant_id=job.tenant_id)
+    return await run_consolidation(ctx, tenant_id=job.tenant_id, job_id=job.id)
 
 
 async def _decay(ctx: JobContext, job: Job) -> JobOutcome:
@@ -93,9 +95,79 @@ async def drain(ctx: JobContext) -> int:
     return count
 
 
+# A worker silent for this many heartbeats is dead.
+STALE_HEARTBEATS = 3
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_dead(row: job_rows.WorkerRow, *, me: str, hostname: str, pid: int,
+            heartbeat_seconds: float) -> bool:
+    """A worker is dead when its heartbeat is stale, or when it ran on this host in a process
+    that no longer exists (or that is this very process: an earlier incarnation of it)."""
+    if row.id == me:
+        return False
+    if row.silent_seconds > STALE_HEARTBEATS * heartbeat_seconds:
+        return True
+    return row.hostname == hostname and (row.pid == pid or not _pid_alive(row.pid))
+
+
+async def start_up(ctx: JobContext) -> int:
+    """Register this worker and end the leases of dead workers' running jobs at once; how
+    many jobs were reclaimed."""
+    hostname, pid = socket.gethostname(), os.getpid()
+    async with ctx.transaction() as session:
+        await job_rows.register_worker(session, worker_id=ctx.worker_id, hostname=hostname,
+                                       pid=pid)
+        dead = [row.id for row in await job_rows.list_workers(session)
+                if is_dead(row, me=ctx.worker_id, hostname=hostname, pid=pid,
+                           heartbeat_seconds=ctx.settings.jobs.heartbeat_seconds)]
+        reclaimed = await job_rows.expire_leases_of(session, worker_ids=dead)
+    if reclaimed:
+        logger.warning("job worker %s: reclaimed %d job(s) of dead worker(s) %s",
+                       ctx.worker_id, reclaimed, ", ".join(dead))
+    return reclaimed
+
+
+async def _heartbeat(ctx: JobContext) -> None:
+    while True:
+        await asyncio.sleep(ctx.settings.jobs.heartbeat_seconds)
+        try:
+            async with ctx.transaction() as session:
+                await job_rows.heartbeat(session, worker_id=ctx.worker_id)
+        except Exception:  # noqa: BLE001 - the next heartbeat may succeed
+            logger.warning("job worker %s: heartbeat failed", ctx.worker_id, exc_info=True)
+
+
 async def run_worker(ctx: JobContext, stop: asyncio.Event) -> None:
-    """Drain the queue, then poll every `jobs.poll_interval_seconds` until `stop` is set."""
+    """Register (reclaiming dead workers' jobs), drain the queue, then poll every
+    `jobs.poll_interval_seconds` until `stop` is set; a heartbeat runs alongside."""
     logger.info("job worker %s started", ctx.worker_id)
+    try:
+        await start_up(ctx)
+    except Exception:  # noqa: BLE001 - the database may be away; leases still expire
+        logger.exception("job worker %s: registration failed", ctx.worker_id)
+    beating = asyncio.create_task(_heartbeat(ctx))
+    try:
+        await _poll(ctx, stop)
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+        with contextlib.suppress(Exception):
+            async with ctx.transaction() as session:
+                await job_rows.unregister_worker(session, worker_id=ctx.worker_id)
+
+
+async def _poll(ctx: JobContext, stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
             while not stop.is_set() and await run_once(ctx) is not None:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from app.services import worker
 from tests.support.jobs import add_episodes, job_context, run_job
 
 
@@ -27,13 +28,21 @@ async def _contents(sql):
     return [row["content"] for row in rows]
 
 
-async def test_expired_episodes_are_deleted(client, app, sql, settings):
-    await _arrange(sql, ("old", False, 8, True), ("fresh", False, 1, False))
+async def test_expired_consolidated_episodes_are_deleted(client, app, sql, settings):
+    await _arrange(sql, ("old", True, 8, True), ("fresh", False, 1, False))
     job = await _cleanup(client, app, settings)
     assert job["status"] == "succeeded"
     assert (job["result"]["expired_deleted"], job["result"]["capacity_deleted"],
             job["result"]["remaining"]) == (1, 0, 1)
     assert await _contents(sql) == ["fresh"]
+
+
+async def test_expired_unconsolidated_episode_is_kept_and_counted(client, app, sql, settings):
+    await _arrange(sql, ("never-consolidated", False, 8, True), ("done", True, 8, True))
+    job = await _cleanup(client, app, settings)
+    assert (job["result"]["expired_deleted"], job["result"]["expired_kept_unconsolidated"],
+            job["result"]["remaining"]) == (1, 1, 1)
+    assert await _contents(sql) == ["never-consolidated"]
 
 
 async def test_forgotten_episode_is_deleted_by_cleanup(client, app, sql, settings):
@@ -66,7 +75,7 @@ async def test_capacity_never_deletes_unconsolidated_episodes(client, app, sql, 
 
 
 async def test_expired_count_is_taken_before_capacity(client, app, sql, settings):
-    await _arrange(sql, ("expired", False, 9, True), ("c1", True, 5, False),
+    await _arrange(sql, ("expired", True, 9, True), ("c1", True, 5, False),
                    ("c2", True, 4, False))
     job = await _cleanup(client, app, settings, {"max_entries": 2})
     assert (job["result"]["expired_deleted"], job["result"]["capacity_deleted"],
@@ -74,7 +83,7 @@ async def test_expired_count_is_taken_before_capacity(client, app, sql, settings
 
 
 async def test_deletion_runs_in_bounded_batches(client, app, sql, settings):
-    await _arrange(sql, *[(f"e{i}", False, 9, True) for i in range(5)])
+    await _arrange(sql, *[(f"e{i}", True, 9, True) for i in range(5)])
     job = await _cleanup(client, app, settings, cleanup_batch_size=2)
     assert job["result"]["expired_deleted"] == 5
     rows = await sql("SELECT (payload->>'count')::int AS n FROM memory_events "
@@ -90,7 +99,8 @@ async def test_links_to_deleted_episodes_are_removed(client, app, sql, settings)
     await sql("INSERT INTO memory_links (source_type, source_id, target_type, target_id, "
               "relation) VALUES ('fact', CAST(:f AS uuid), 'episode', CAST(:e AS uuid), "
               "'derived_from')", f=fact["id"], e=episode_id)
-    await sql("UPDATE episodes SET expires_at = now() - interval '1 hour'")
+    await sql("UPDATE episodes SET expires_at = now() - interval '1 hour', consolidated = true, "
+              "consolidation_status = 'consolidated'")
     job = await _cleanup(client, app, settings)
     assert job["result"]["links_deleted"] == 1
     assert (await sql("SELECT count(*) AS n FROM memory_links"))[0]["n"] == 0
@@ -104,8 +114,9 @@ async def test_cleanup_is_bounded_to_the_callers_tenant(client, app, sql, settin
               "('other', 'b', 'theirs-consolidated', true, now() + interval '1 day')")
     await _arrange(sql, ("mine", True, 1, False))
     job = await _cleanup(client, app, settings, {"max_entries": 0})
-    assert job["result"] == {"expired_deleted": 0, "capacity_deleted": 1, "remaining": 0,
-                             "links_deleted": 0, "max_entries": 0}
+    assert job["result"] == {"expired_deleted": 0, "expired_kept_unconsolidated": 0,
+                             "capacity_deleted": 1, "remaining": 0, "links_deleted": 0,
+                             "max_entries": 0}
     assert await _contents(sql) == ["theirs-consolidated", "theirs-expired"]
 
 
@@ -121,3 +132,32 @@ async def test_invalid_cleanup_body_is_a_422(client, body):
     response = await client.post("/v1/jobs/cleanup", json=body)
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_forgotten_unconsolidated_episode_is_deleted_even_before_its_ttl(
+        client, app, sql, settings):
+    [gone] = await add_episodes(client, "assistant", "forget me")
+    assert (await client.post(f"/v1/episodes/{gone}/forget")).status_code == 200
+    await sql("UPDATE episodes SET expires_at = now() - interval '1 second'")
+    job = await _cleanup(client, app, settings)
+    assert (job["result"]["expired_deleted"], job["result"]["remaining"]) == (1, 0)
+
+
+async def test_a_rerun_cleanup_reports_every_attempts_deletions(client, app, sql, settings):
+    """The first attempt deleted 3 episodes and died; the second deletes 2 and reports 5."""
+    await _arrange(sql, ("e1", True, 9, True), ("e2", True, 9, True))
+    job = (await client.post("/v1/jobs/cleanup")).json()
+    await sql("UPDATE jobs SET status = 'running', attempts = 1, worker_id = 'dead', "
+              "lease_expires_at = now() - interval '1 second', "
+              "progress = '{\"expired_deleted\": 3, \"links_deleted\": 1}'")
+    await worker.drain(job_context(app, settings))
+    finished = (await client.get(f"/v1/jobs/{job['id']}")).json()
+    assert (finished["attempts"], finished["result"]["expired_deleted"],
+            finished["result"]["links_deleted"]) == (2, 5, 1)
+
+
+async def test_cleanup_progress_is_committed_batch_by_batch(client, app, sql, settings):
+    await _arrange(sql, *[(f"e{i}", True, 9, True) for i in range(5)])
+    job = await _cleanup(client, app, settings, cleanup_batch_size=2)
+    [row] = await sql("SELECT progress FROM jobs WHERE id = CAST(:id AS uuid)", id=job["id"])
+    assert row["progress"]["expired_deleted"] == job["result"]["expired_deleted"] == 5

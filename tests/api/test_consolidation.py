@@ -138,8 +138,10 @@ async def test_prompt_carries_dedup_context_notice_and_tagged_episodes(client, a
 
 async def test_dedup_context_holds_at_most_100_facts_and_50_rules(client, app, sql, settings,
                                                                   llm):
-    await sql("INSERT INTO facts (subject, predicate, content, last_confirmed_at) "
-              "SELECT 's' || i, 'p', 'fact number ' || i, now() FROM generate_series(1, 120) i")
+    await sql("INSERT INTO facts (subject, predicate, subject_key, predicate_key, content, "
+              "last_confirmed_at) "
+              "SELECT 's' || i, 'p', 's' || i, 'p', 'fact number ' || i, now() "
+              "FROM generate_series(1, 120) i")
     await sql("INSERT INTO rules (content, last_confirmed_at) "
               "SELECT 'rule number ' || i, now() FROM generate_series(1, 60) i")
     await add_episodes(client, "assistant", "Something happened.")

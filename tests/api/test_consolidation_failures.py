@@ -2,6 +2,7 @@
 
 import pytest
 
+from app.services import worker
 from app.services.consolidation.parser import NO_JSON_ERROR
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, Reply, completion, user_prompt
@@ -188,3 +189,19 @@ async def test_parse_errors_beside_valid_actions_are_reported(client, app, setti
         "tenant 'default' butler 'assistant': parse: confirmations[0]: not a valid UUID: "
         "'not-a-uuid'",
     ]
+
+
+async def test_a_rerun_consolidation_reports_every_attempts_figures(client, app, sql, settings,
+                                                                    llm):
+    """An attempt that died had created 100 facts; the re-run adds 1 and reports 101."""
+    [episode_id] = await add_episodes(client, "assistant", "My dog is called Rex.")
+    llm.reply(completion({"new_facts": [_fact("dog", "name", "The dog is Rex.", episode_id)]}))
+    job = (await client.post("/v1/jobs/consolidation")).json()
+    await sql("UPDATE jobs SET status = 'running', attempts = 1, worker_id = 'dead', "
+              "lease_expires_at = now() - interval '1 second', progress = "
+              "'{\"facts_created\": 100, \"groups_processed\": 4, \"groups_succeeded\": 4, "
+              "\"episodes_consolidated\": 200}'")
+    await worker.drain(job_context(app, settings, llm_url=llm.base_url))
+    result = (await client.get(f"/v1/jobs/{job['id']}")).json()["result"]
+    assert (result["facts_created"], result["groups_processed"], result["groups_succeeded"],
+            result["episodes_consolidated"]) == (101, 5, 5, 201)

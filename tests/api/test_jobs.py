@@ -1,6 +1,8 @@
 """The jobs API and the worker: 202 + job resource, tenant bounds, claiming, leases."""
 
 import asyncio
+import os
+import socket
 import uuid
 from datetime import datetime
 
@@ -136,3 +138,43 @@ async def test_a_crashing_job_is_recorded_as_failed(client, app, sql, settings):
 def test_a_long_error_list_is_cut_to_100_with_a_count():
     errors = [f"error {i}" for i in range(130)]
     assert worker.bounded_errors(errors) == [*errors[:100], "... and 30 more error(s)"]
+
+
+async def _running_job_of(client, sql, worker_id, *, hostname, pid, silent_seconds=0):
+    job = (await client.post("/v1/jobs/decay")).json()
+    await sql("INSERT INTO workers (id, hostname, pid, heartbeat_at) "
+              "VALUES (:w, :h, :p, now() - make_interval(secs => :s))",
+              w=worker_id, h=hostname, p=pid, s=silent_seconds)
+    await sql("UPDATE jobs SET status = 'running', attempts = 1, worker_id = :w, "
+              "lease_expires_at = now() + interval '5 minutes'", w=worker_id)
+    return job
+
+
+async def test_restarted_process_reclaims_its_dead_predecessors_job_at_once(client, app, sql,
+                                                                            settings):
+    """The previous incarnation ran on this host; its pid is gone (or is now ours)."""
+    job = await _running_job_of(client, sql, "worker-before-crash",
+                                hostname=socket.gethostname(), pid=os.getpid())
+    ctx = job_context(app, settings)
+    assert await worker.start_up(ctx) == 1
+    await worker.drain(ctx)
+    finished = (await client.get(f"/v1/jobs/{job['id']}")).json()
+    assert (finished["status"], finished["attempts"]) == ("succeeded", 2)
+    assert [row["id"] for row in await sql("SELECT id FROM workers")] == [ctx.worker_id]
+
+
+async def test_worker_with_a_stale_heartbeat_elsewhere_is_reclaimed(client, app, sql,
+                                                                    settings):
+    job = await _running_job_of(client, sql, "worker-far-away", hostname="other-host",
+                                pid=1, silent_seconds=300)
+    ctx = job_context(app, settings)
+    assert await worker.start_up(ctx) == 1
+    await worker.drain(ctx)
+    assert (await client.get(f"/v1/jobs/{job['id']}")).json()["status"] == "succeeded"
+
+
+async def test_live_worker_on_another_host_keeps_its_job(client, app, sql, settings):
+    await _running_job_of(client, sql, "worker-alive", hostname="other-host", pid=1)
+    ctx = job_context(app, settings)
+    assert await worker.start_up(ctx) == 0
+    assert await worker.run_once(ctx) is None

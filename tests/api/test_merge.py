@@ -116,7 +116,8 @@ async def test_source_is_tombstoned_with_merged_into_and_fresh_updated_at(client
     await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z'")
     body = (await merge(client, target, source)).json()
     tombstone = (await client.get(f"/v1/entities/{source['id']}")).json()
-    assert tombstone["metadata"] == {"k": "v", "merged_into": target["id"]}
+    assert tombstone["metadata"] == {"k": "v"}
+    assert tombstone["merged_into_id"] == target["id"]
     assert datetime.fromisoformat(tombstone["updated_at"]).year > 2020
     assert datetime.fromisoformat(body["target"]["updated_at"]).year > 2020
 
@@ -164,8 +165,9 @@ async def test_entity_of_another_tenant_is_404(client, sql):
     [row] = await sql("INSERT INTO entities (tenant_id, canonical_name, entity_type) "
                       "VALUES ('other', 'Bob', 'person') RETURNING id::text AS id")
     assert (await merge(client, entity, {"id": row["id"]})).status_code == 404
-    [still] = await sql("SELECT metadata FROM entities WHERE id = :id", id=uuid.UUID(row["id"]))
-    assert still["metadata"] == {}
+    [still] = await sql("SELECT metadata, merged_into_id FROM entities WHERE id = :id",
+                        id=uuid.UUID(row["id"]))
+    assert (still["metadata"], still["merged_into_id"]) == ({}, None)
 
 
 async def test_already_merged_source_is_409(client):
@@ -201,9 +203,9 @@ async def test_concurrent_opposite_merges_leave_one_consistent_entity(client, sq
     assert sorted([first.status_code, second.status_code]) == [200, 409]
     winner = first.json() if first.status_code == 200 else second.json()
     survivor = winner["target_entity_id"]
-    entities = await sql("SELECT id::text AS id, metadata FROM entities")
-    tombstones = [e for e in entities if "merged_into" in e["metadata"]]
-    assert len(tombstones) == 1 and tombstones[0]["metadata"]["merged_into"] == survivor
+    entities = await sql("SELECT id::text AS id, merged_into_id::text AS merged_into FROM entities")
+    tombstones = [e for e in entities if e["merged_into"] is not None]
+    assert len(tombstones) == 1 and tombstones[0]["merged_into"] == survivor
     rows = await sql("SELECT id::text AS id, entity_id::text AS entity_id, validity FROM facts")
     assert {row["id"] for row in rows} == set(facts)
     assert {row["entity_id"] for row in rows} == {survivor}
@@ -222,7 +224,7 @@ async def test_concurrent_merges_of_one_source_into_two_targets(client, sql):
     survivor = (first if first.status_code == 200 else second).json()["target_entity_id"]
     assert (await fact_row(sql, fact))["entity_id"] == survivor
     tombstone = (await client.get(f"/v1/entities/{b['id']}")).json()
-    assert tombstone["metadata"] == {"merged_into": survivor}
+    assert (tombstone["metadata"], tombstone["merged_into_id"]) == ({}, survivor)
 
 
 async def test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone(client, sql):
@@ -231,10 +233,10 @@ async def test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone(client,
              for entity, name in ((a, "x"), (b, "y"), (c, "z"))]
     results = await asyncio.gather(merge(client, a, b), merge(client, b, c))
     assert all(r.status_code in (200, 409) for r in results)
-    rows = await sql("SELECT f.id::text AS id, e.metadata FROM facts f "
+    rows = await sql("SELECT f.id::text AS id, e.merged_into_id FROM facts f "
                      "JOIN entities e ON e.id = f.entity_id")
     assert {row["id"] for row in rows} == set(facts)
-    assert all("merged_into" not in row["metadata"] for row in rows)
+    assert all(row["merged_into_id"] is None for row in rows)
     [dupes] = await sql("SELECT count(*) AS n FROM (SELECT entity_id, scope, predicate "
                         "FROM facts WHERE validity = 'active' GROUP BY 1, 2, 3 "
                         "HAVING count(*) > 1) d")

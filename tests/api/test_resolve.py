@@ -90,8 +90,9 @@ async def test_merged_entities_are_never_candidates(client):
 
 async def test_tombstone_set_by_sql_is_excluded(client, sql):
     entity = await create_entity(client, "Ghost")
-    await sql("UPDATE entities SET metadata = jsonb_build_object('merged_into', CAST(:t AS text)) "
-              "WHERE id = :id", t=str(uuid.uuid4()), id=uuid.UUID(entity["id"]))
+    target = await create_entity(client, "Spirit")
+    await sql("UPDATE entities SET merged_into_id = :t WHERE id = :id",
+              t=uuid.UUID(target["id"]), id=uuid.UUID(entity["id"]))
     assert await resolve(client, "Ghost") == []
     assert await resolve(client, "Ghots", enable_fuzzy=True) == []
 

@@ -58,7 +58,7 @@ async def test_harmful_mark_uses_four_times_penalty(client):
     assert after["applied_count"] == 4
     assert after["harmful_count"] == 1
     assert after["effectiveness_score"] == pytest.approx(3 / (3 + 4 * 1 + 0.01))
-    assert after["metadata"]["harmful_reasons"] == ["user asked for English"]
+    assert after["metadata"] == {}
 
 
 async def test_rule_application_records_reason_and_context(client, sql):
@@ -130,9 +130,9 @@ async def test_harmful_mark_keeps_established_above_threshold(client, sql):
 async def test_third_harmful_mark_flags_inversion(client, sql):
     rule = await store_rule(client)
     second = await harmful(client, rule["id"], times=2)
-    assert "needs_inversion" not in second["metadata"]
+    assert second["needs_inversion"] is False
     third = await harmful(client, rule["id"])
-    assert third["metadata"]["needs_inversion"] is True
+    assert third["needs_inversion"] is True
     [row] = await sql("SELECT count(*) AS n FROM memory_events "
                       "WHERE event_type = 'rule_inversion_flagged'")
     assert row["n"] == 1
@@ -142,7 +142,7 @@ async def test_effective_rule_with_three_harmful_marks_is_not_flagged(client, sq
     rule = await store_rule(client)
     await set_rule(sql, rule["id"], applied_count=20, success_count=20)
     after = await harmful(client, rule["id"], times=3)  # 20 / 32.01 = 0.62
-    assert "needs_inversion" not in after["metadata"]
+    assert after["needs_inversion"] is False
 
 
 async def test_inversion_rewrites_content_and_keeps_original(client, sql):
@@ -160,8 +160,9 @@ async def test_inversion_rewrites_content_and_keeps_original(client, sql):
         "ANTI-PATTERN: Do NOT Always reply in French. This caused problems because: "
         "user speaks German; confused the user"
     )
-    assert inverted["metadata"]["original_content"] == "Always reply in French"
-    assert inverted["metadata"]["needs_inversion"] is False
+    assert inverted["original_content"] == "Always reply in French"
+    assert inverted["needs_inversion"] is False
+    assert inverted["metadata"] == {}
     [after] = await sql("SELECT embedding::text AS e, search_vector::text AS sv FROM rules "
                         "WHERE id = :id", id=uuid.UUID(rule["id"]))
     assert after["e"] != before["e"]
@@ -187,7 +188,8 @@ async def test_inverting_twice_is_409(client):
 async def test_forget_rule_sets_flag_and_blocks_feedback(client, sql):
     rule = await store_rule(client)
     forgotten = (await client.post(f"/v1/rules/{rule['id']}/forget")).json()
-    assert forgotten["metadata"]["forgotten"] is True
+    assert forgotten["forgotten"] is True and forgotten["forgotten_at"] is not None
+    assert forgotten["metadata"] == {}
     assert (await client.get("/v1/rules")).json()["items"] == []
     listed = (await client.get("/v1/rules", params={"include_forgotten": True})).json()["items"]
     assert [r["id"] for r in listed] == [rule["id"]]

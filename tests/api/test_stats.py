@@ -1,9 +1,12 @@
 """GET /v1/stats: every figure of the spec, and the scope filter."""
 
+import logging
 import uuid
 
 import pytest
 
+from app.main import create_app
+from app.services.stats import CONSOLIDATION_OFF
 from tests.support.http import post
 
 
@@ -20,7 +23,23 @@ async def test_empty_store_has_zero_everywhere(client):
         "facts": {"active": 0, "fading": 0, "superseded": 0, "expired": 0, "retracted": 0},
         "rules": {"candidate": 0, "established": 0, "proven": 0, "anti_pattern": 0,
                   "forgotten": 0},
+        "consolidation_configured": False,
+        "warnings": [CONSOLIDATION_OFF],
     }
+
+
+async def test_stats_say_when_consolidation_is_configured(client, app, monkeypatch):
+    monkeypatch.setattr(app.state.settings.llm, "base_url", "http://llm.test/v1")
+    body = await stats(client)
+    assert (body["consolidation_configured"], body["warnings"]) == (True, [])
+
+
+async def test_startup_warns_when_consolidation_is_not_configured(settings, caplog):
+    application = create_app(settings)
+    with caplog.at_level(logging.WARNING, logger="engram"):
+        async with application.router.lifespan_context(application):
+            pass
+    assert any("CONSOLIDATION IS NOT CONFIGURED" in r.getMessage() for r in caplog.records)
 
 
 async def test_episode_figures(client, sql):
@@ -42,7 +61,7 @@ async def test_fact_figures_by_validity_with_fading_split_out(client, sql):
     fading = await post(client, "/v1/facts", subject="b", predicate="p", content="fading")
     expired = await post(client, "/v1/facts", subject="c", predicate="p", content="expired")
     retracted = await post(client, "/v1/facts", subject="d", predicate="p", content="gone")
-    await sql("UPDATE facts SET metadata = '{\"status\": \"fading\"}' WHERE id = :id",
+    await sql("UPDATE facts SET fading_since = now() WHERE id = :id",
               id=uuid.UUID(fading["id"]))
     await sql("UPDATE facts SET validity = 'expired' WHERE id = :id", id=uuid.UUID(expired["id"]))
     assert (await client.post(f"/v1/facts/{retracted['id']}/forget")).status_code == 200
@@ -80,11 +99,13 @@ async def test_scope_counts_global_and_scoped_facts_and_rules_and_that_butlers_e
 
 async def test_other_tenants_rows_are_not_counted(client, sql):
     await post(client, "/v1/facts", subject="a", predicate="p", content="mine")
-    await sql("INSERT INTO facts (tenant_id, subject, predicate, content) "
-              "VALUES ('other', 'a', 'p', 'theirs')")
+    await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+              "content) VALUES ('other', 'a', 'p', 'a', 'p', 'theirs')")
     assert (await stats(client))["facts"]["active"] == 1
 
 
-async def test_rule_with_non_boolean_forgotten_metadata_does_not_break_stats(client, sql):
-    await post(client, "/v1/rules", content="odd rule", metadata={"forgotten": "maybe"})
-    assert (await stats(client))["rules"]["candidate"] == 1
+async def test_forgotten_in_stored_metadata_steers_nothing(client, sql):
+    await post(client, "/v1/rules", content="odd rule")
+    await sql("UPDATE rules SET metadata = '{\"forgotten\": \"maybe\", \"status\": \"fading\"}'")
+    assert (await stats(client))["rules"] == {
+        "candidate": 1, "established": 0, "proven": 0, "anti_pattern": 0, "forgotten": 0}

@@ -114,10 +114,12 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
 async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewFact, outcome: ExecutionOutcome) -> None:
     data = _fact_data(group, item, scope=group.butler, entity_id=None)
-    fact = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
-    await _link_sources(session, group, source_type="fact", source_id=fact.id,
+    stored = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
+    await _link_sources(session, group, source_type="fact", source_id=stored.fact.id,
                         requested=item.source_episode_ids, outcome=outcome)
-    outcome.facts_created += 1
+    # An identical active fact is confirmed, not created again.
+    if stored.created:
+        outcome.facts_created += 1
 
 
 async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
@@ -129,8 +131,10 @@ async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupS
     if target.validity != "active":
         raise ValueError(f"target fact {item.target_id} is {target.validity}, not active")
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
-    fact = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
-    if fact.supersedes_id != target.id:
+    fact = (await store_fact(session, tenant_id=group.tenant_id, embedder=embedder,
+                             data=data)).fact
+    # fact is the target itself when the update repeats its key and content (a confirmation).
+    if fact.id != target.id and fact.supersedes_id != target.id:
         await _supersede(session, group.tenant_id, target=target, fact=fact)
     await _link_sources(session, group, source_type="fact", source_id=fact.id,
                         requested=item.source_episode_ids, outcome=outcome)

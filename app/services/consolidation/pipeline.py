@@ -1,6 +1,7 @@
 """The consolidation job: claim a butler group, prompt the model, apply its answer."""
 
 import logging
+import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -8,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.models import Episode
 from app.repositories import consolidation as consolidation_rows
+from app.repositories import jobs as job_rows
 from app.repositories.consolidation import PendingGroup
 from app.services import events
 from app.services.consolidation.executor import (
@@ -58,6 +60,7 @@ class Tally:
     action_errors: int = 0
     parse_errors: int = 0
     errors: list[str] = field(default_factory=list)
+    job_id: uuid.UUID | None = None
 
     def add(self, outcome: ExecutionOutcome) -> None:
         """Count what one group wrote."""
@@ -70,20 +73,35 @@ class Tally:
 
     def figures(self) -> dict[str, Any]:
         """Every count, without the error list."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "errors"}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("errors", "job_id")}
+
+    async def commit_with(self, session: AsyncSession, counts: dict[str, int]) -> None:
+        """Add one group's figures to the job's progress, in the group's transaction."""
+        if self.job_id is not None:
+            await job_rows.add_progress(session, job_id=self.job_id, counts=counts)
 
 
-async def run_consolidation(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
-    """Consolidate pending episodes of one tenant (or all when None), group by group."""
+async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
+                            job_id: uuid.UUID | None = None) -> JobOutcome:
+    """Consolidate pending episodes of one tenant (or all when None), group by group.
+
+    With a job, each group's figures are added to the job's progress in the transaction that
+    wrote the group, and the result reports the progress: every attempt's work adds up.
+    """
     if not ctx.settings.llm.base_url:
         return await dry_run(ctx, tenant_id=tenant_id)
-    tally = Tally()
+    tally = Tally(job_id=job_id)
     skipped: set[tuple[str, str]] = set()
     async with ChatClient(ctx.settings.llm) as client:
         while await _next_group(ctx, client, tenant_id=tenant_id, skipped=skipped, tally=tally):
             pass
     failed = tally.groups_failed > 0 and tally.groups_succeeded == 0
-    result = {"dry_run": False, "model": ctx.settings.llm.model, **tally.figures()}
+    figures = tally.figures()
+    if job_id is not None:
+        async with ctx.transaction() as session:
+            figures.update(await job_rows.progress_of(session, job_id=job_id))
+    result = {"dry_run": False, "model": ctx.settings.llm.model, **figures}
     return JobOutcome(result=result, errors=tally.errors, failed=failed)
 
 
@@ -165,6 +183,14 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
             await events.record(session, [events.Event(
                 "episodes_consolidated", scope.tenant_id, _payload(scope, outcome),
                 actor="consolidation")])
+            await tally.commit_with(session, {
+                "groups_processed": 1, "groups_succeeded": 1,
+                "episodes_consolidated": len(scope.episode_ids),
+                "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
+                "rules_created": outcome.rules_created,
+                "confirmations": outcome.confirmations,
+                "links_created": outcome.links_created, "action_errors": len(outcome.errors),
+                "parse_errors": len(parsed.parse_errors)})
     except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
         message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
@@ -177,6 +203,9 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
                 {"butler": scope.butler, "error": message,
                  "episode_ids": [str(i) for i in scope.episode_ids]},
                 actor="consolidation")])
+            await tally.commit_with(session, {
+                "groups_processed": 1, "groups_failed": 1, "episodes_retrying": retrying,
+                "episodes_failed": failed})
         tally.groups_failed += 1
         tally.episodes_retrying += retrying
         tally.episodes_failed += failed
