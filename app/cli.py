@@ -131,7 +131,7 @@ def _openapi(output: Path | None) -> None:
 
 
 def _mcp(settings: Settings, url: str | None, api_key: str | None) -> None:
-    from app.mcp.stdio import API_KEY_ENV, run_bridge
+    from app.mcp.stdio import API_KEY_ENV, root_cause, run_bridge
 
     target = url or f"http://{settings.host}:{settings.port}/mcp"
     key = api_key or os.environ.get(API_KEY_ENV)
@@ -139,6 +139,10 @@ def _mcp(settings: Settings, url: str | None, api_key: str | None) -> None:
         asyncio.run(run_bridge(target, key))
     except KeyboardInterrupt:
         pass
+    except Exception as error:  # one line for the host's log, not a traceback
+        cause = root_cause(error)
+        raise SystemExit(f"error: engram mcp via {target}: {type(cause).__name__}: {cause} "
+                         "(is the server running, and is the API key valid?)") from None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -53,3 +53,10 @@ async def run_bridge(url: str, api_key: str | None) -> None:
         server = forwarding_server(remote)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The first leaf of an exception group (how the SDK's task groups report failures)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
