@@ -20,15 +20,6 @@ task, call memory_context or memory_recall; look things up with memory_search. G
 rules you applied (memory_mark_helpful / memory_mark_harmful) and confirm facts that still hold.
 Results are JSON: ids are UUID strings, times ISO 8601."""
 
-SPEC_TOOLS = frozenset({
-    "memory_store_episode", "memory_store_fact", "memory_store_rule", "memory_search",
-    "memory_recall", "memory_get", "memory_context", "memory_stats", "memory_confirm",
-    "memory_mark_helpful", "memory_mark_harmful", "memory_forget", "entity_create",
-    "entity_get", "entity_update", "entity_resolve", "entity_merge", "memory_run_consolidation",
-    "memory_run_episode_cleanup",
-})
-
-
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 
 
