@@ -9,6 +9,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -77,8 +78,17 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
+
+
+def _not_a_number(value: Any) -> Any:
+    # Lax datetime parsing would read a JSON number as a Unix timestamp.
+    if isinstance(value, int | float):
+        raise ValueError("must be an ISO 8601 date-time string with a time zone, not a number")
+    return value
+
+
 # An ISO 8601 string with a time zone (JSON has no datetime type, hence not strict).
-AwareDatetimeIn = Annotated[AwareDatetime, Strict(False)]
+AwareDatetimeIn = Annotated[AwareDatetime, Strict(False), BeforeValidator(_not_a_number)]
 IsoDatetime = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]
 
 
