@@ -1,4 +1,4 @@
-"""The `engram` command: serve, migrate, keys, reembed, openapi."""
+"""The `engram` command: serve, migrate, keys, reembed, openapi, mcp."""
 
 import argparse
 import asyncio
@@ -130,6 +130,21 @@ def _openapi(output: Path | None) -> None:
         output.write_text(document)
 
 
+def _mcp(settings: Settings, url: str | None, api_key: str | None) -> None:
+    from app.mcp.stdio import API_KEY_ENV, root_cause, run_bridge
+
+    target = url or f"http://{settings.host}:{settings.port}/mcp"
+    key = api_key or os.environ.get(API_KEY_ENV)
+    try:
+        asyncio.run(run_bridge(target, key))
+    except KeyboardInterrupt:
+        pass
+    except Exception as error:  # one line for the host's log, not a traceback
+        cause = root_cause(error)
+        raise SystemExit(f"error: engram mcp via {target}: {type(cause).__name__}: {cause} "
+                         "(is the server running, and is the API key valid?)") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `engram` console script."""
     parser = argparse.ArgumentParser(prog="engram", description="Engram memory service")
@@ -155,8 +170,14 @@ def main(argv: list[str] | None = None) -> None:
     commands.add_parser("reembed", help="re-embed memories made by another embedding model")
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
     openapi.add_argument("--output", type=Path)
+    mcp = commands.add_parser(
+        "mcp", help="serve MCP on stdin/stdout for desktop hosts, forwarding to a running server")
+    mcp.add_argument("--url", help="the server's MCP endpoint (default: "
+                                   "http://ENGRAM_HOST:ENGRAM_PORT/mcp)")
+    mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
     args = parser.parse_args(argv)
 
+    # Logs go to stderr, so `engram mcp` keeps stdout for the protocol.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}
@@ -169,6 +190,8 @@ def main(argv: list[str] | None = None) -> None:
         _keys(settings, args)
     elif args.command == "reembed":
         _reembed(settings)
+    elif args.command == "mcp":
+        _mcp(settings, args.url, args.api_key)
     else:
         _openapi(args.output)
 

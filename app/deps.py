@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import State
 
 from app.config import Settings
 from app.embedding import Embedder
@@ -41,19 +42,24 @@ async def get_tenant_id(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
     header_key: Annotated[str | None, Security(api_key_scheme)],
 ) -> str:
-    """The caller's tenant, taken from its API key and from nothing else.
+    """The caller's tenant, taken from its API key and from nothing else."""
+    return await tenant_for_key(request.app.state, bearer.credentials if bearer else header_key)
 
-    Resolved outside the request's transaction (see `resolve_tenant`), so the request takes a
-    database connection only when it first runs SQL.
+
+async def tenant_for_key(state: State, secret: str | None) -> str:
+    """The tenant of an API key, for REST and MCP alike; Unauthorized when there is none.
+
+    With authentication disabled every caller is the default tenant. Resolved outside any
+    request transaction (see `resolve_tenant`), so a request takes a database connection only
+    when it first runs SQL.
     """
+    settings: Settings = state.settings
     if settings.auth_disabled:
         return settings.default_tenant
-    secret = bearer.credentials if bearer else header_key
     if not secret:
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' "
                            "or 'X-API-Key: <key>'")
-    tenant_id = await resolve_tenant(request.app.state.sessionmaker,
-                                     request.app.state.tenant_cache, secret)
+    tenant_id = await resolve_tenant(state.sessionmaker, state.tenant_cache, secret)
     if tenant_id is None:
         raise Unauthorized("the API key is unknown or revoked")
     return tenant_id

@@ -15,6 +15,7 @@ from app.config import Settings
 from app.db import check_extensions, create_engine, make_sessionmaker, resolve_database_url
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
+from app.mcp.server import McpMount
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.routers import ROUTERS
@@ -78,7 +79,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                        "instead of deleted until they are consolidated.")
     logger.info("engram ready")
     try:
-        yield
+        async with app.state.mcp.running():
+            yield
     finally:
         await background.stop()
         await db_engine.dispose()
@@ -135,6 +137,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         public = router.prefix == "" or not router.prefix.startswith("/v1")
         app.include_router(router, responses=None if public else V1_RESPONSES)
+    # MCP at /mcp: the same services as a second front door (not part of the OpenAPI document).
+    app.state.mcp = McpMount(settings, app.version)
+    app.router.routes.append(app.state.mcp.route)
     app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
     # Added last, so it runs first: a throttled request is refused before its body is read.
     app.state.caller_limits = CallerLimits(settings.limits)

@@ -7,15 +7,11 @@ stays within a few minutes.
 
 import asyncio
 import secrets
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import asyncpg
 import pytest
 import schemathesis
-import uvicorn
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
@@ -23,6 +19,7 @@ from app.config import Settings
 from app.db import to_libpq_url
 from app.main import create_app
 from app.services.api_keys import KEY_PREFIX, hash_key
+from tests.support.live_server import serve_in_thread
 
 # Two checks are left out on purpose:
 # - positive_data_acceptance: a schema-valid request may still name things that do not exist
@@ -40,22 +37,9 @@ schema = schemathesis.openapi.from_dict(create_app(Settings()).openapi(), config
 
 @pytest.fixture(scope="module")
 def live_server(settings: Settings) -> Iterator[str]:
-    """The app served by uvicorn on a free loopback port, in a thread of its own."""
-    app = create_app(settings)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("live server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    """The app served by uvicorn on a free loopback port."""
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,10 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
+from app.services import retrieval
 from app.services.context import build_context
 from app.services.recall import recall
-from app.services.responses import context_out, recall_hit, search_out
-from app.services.search import search
-from app.services.timewindow import parse_time_window
+from app.services.responses import context_out, recall_hit
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 
@@ -27,15 +26,8 @@ router = APIRouter(prefix="/v1", tags=["retrieval"])
              summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
 async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: TenantDep,
                           embedder: EmbedderDep, settings: SettingsDep) -> SearchResponse:
-    mode = body.mode or settings.retrieval.default_mode
-    now = now_utc()
-    window = parse_time_window(body.query, body.reference_time or now)
-    hits = await search(session, tenant_id=tenant_id, embedder=embedder,
-                        retrieval=settings.retrieval, query=body.query, types=body.types,
-                        scope=body.scope, mode=mode, limit=body.limit,
-                        min_confidence=body.min_confidence, neighbours=body.neighbours,
-                        window=window, time_mode=body.time_mode)
-    return search_out(mode, hits, window, body.time_mode, now)
+    return await retrieval.search_memories(session, tenant_id=tenant_id, embedder=embedder,
+                                           retrieval=settings.retrieval, request=body)
 
 
 @router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),

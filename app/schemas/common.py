@@ -95,6 +95,8 @@ Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
 MemoryMetadata = Annotated[Metadata, AfterValidator(_no_reserved_keys)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
+
+
 def _iso_string(value: Any) -> Any:
     # Lax datetime parsing would take a JSON number as seconds since 1970; the schema says
     # string (format date-time), so a number is refused.

@@ -34,6 +34,13 @@ async def test_the_ttl_counts_from_storage_not_from_occurred_at(client):
     assert abs(ttl - timedelta(days=7)) < timedelta(seconds=5)
 
 
+async def test_a_number_is_not_a_time(client):
+    response = await client.post("/v1/episodes", json={"content": "x", "butler": "chat",
+                                                       "occurred_at": 0})
+    assert response.status_code == 422
+    assert [e["field"] for e in response.json()["errors"]] == ["body.occurred_at"]
+
+
 async def test_a_time_without_zone_is_a_422_naming_the_field(client):
     response = await client.post("/v1/episodes/batch", json={"items": [
         {"content": "x", "butler": "chat", "occurred_at": "2023-05-08T13:56:00"}]})

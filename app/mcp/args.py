@@ -1,0 +1,36 @@
+"""Tool argument types: the request models' own bounded types, described for an agent."""
+
+import uuid
+from typing import Annotated
+
+from pydantic import Field
+
+from app.schemas.common import Content, Importance, MemoryType, Metadata, Name, Reason, Tags
+
+MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
+MemoryIdArg = Annotated[uuid.UUID, Field(description="The memory's id (a UUID).")]
+RuleIdArg = Annotated[uuid.UUID, Field(description="The rule's id (a UUID).")]
+EntityIdArg = Annotated[uuid.UUID, Field(description="The entity's id (a UUID).")]
+ContentArg = Annotated[Content, Field(description="The text to remember (up to 50,000 "
+                                                  "characters).")]
+ButlerArg = Annotated[Name, Field(description="The agent (butler) this is about or for; it is "
+                                              "also the scope of its episodes.")]
+SubjectArg = Annotated[Name, Field(description="Who or what the fact is about, e.g. 'Ann'.")]
+PredicateArg = Annotated[Name, Field(description="The property, e.g. 'favourite colour'.")]
+ReasonArg = Annotated[Reason | None, Field(description="What went wrong (kept with the rule).")]
+ImportanceArg = Annotated[Importance, Field(description="0 to 10; weighs in recall.")]
+ScopeArg = Annotated[Name, Field(description="'global' for every agent, or a butler's name.")]
+OptionalScopeArg = Annotated[
+    Name | None,
+    Field(description="Facts and rules of 'global' and this scope, episodes of this butler; "
+                      "omitted means every scope."),
+]
+TagsArg = Annotated[Tags | None, Field(description="Free labels (up to 50).")]
+ContextArg = Annotated[Metadata | None, Field(description="Where the rule was applied (a JSON "
+                                                          "object, kept with the feedback).")]
+MetadataArg = Annotated[Metadata | None, Field(description="The caller's own JSON object.")]
+TenantArg = Annotated[
+    str | None,
+    Field(max_length=200, description="Optional. The API key decides the tenant; when given, it "
+                                      "must be the key's own tenant."),
+]

@@ -1,0 +1,111 @@
+"""What every tool call shares: the caller, one transaction, request models, error mapping."""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from starlette.datastructures import State
+
+from app.config import Settings
+from app.embedding import Embedder
+from app.errors import DomainError
+
+TENANT_SCOPE_KEY = "engram.tenant_id"
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+# What a tool returns: a response model serialised to JSON (UUID strings, ISO 8601 times).
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who called a tool (the tenant of its API key) and the app's shared state."""
+
+    tenant_id: str
+    state: State
+
+    @property
+    def settings(self) -> Settings:
+        settings: Settings = self.state.settings
+        return settings
+
+    @property
+    def embedder(self) -> Embedder:
+        embedder: Embedder = self.state.embedder
+        return embedder
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        maker: async_sessionmaker[AsyncSession] = self.state.sessionmaker
+        return maker
+
+
+def caller_of(ctx: Context) -> Caller:
+    """The caller of this tool call, as the /mcp endpoint authenticated it."""
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None) or {}
+    tenant_id = scope.get("state", {}).get(TENANT_SCOPE_KEY)
+    if tenant_id is None:
+        # Only reachable if the server were served without the authenticating endpoint.
+        raise ToolError("the call is not authenticated")
+    return Caller(tenant_id=tenant_id, state=scope["app"].state)
+
+
+def build(model: type[ModelT], **arguments: Any) -> ModelT:
+    """The REST request model built from tool arguments, so the same limits apply.
+
+    Arguments left out (None) take the model's defaults. A bad one is a tool error naming it.
+    """
+    given = {name: value for name, value in arguments.items() if value is not None}
+    try:
+        return model.model_validate(given)
+    except ValidationError as error:
+        raise ToolError(describe_validation(error)) from None
+
+
+def describe_validation(error: ValidationError) -> str:
+    """'Invalid value for: a, b' and one line per problem, naming the argument."""
+    problems = [(".".join(str(part) for part in err["loc"]) or "arguments", err["msg"])
+                for err in error.errors()]
+    fields = ", ".join(sorted({field for field, _ in problems}))
+    lines = "\n".join(f"- {field}: {message}" for field, message in problems)
+    return f"Invalid value for: {fields}\n{lines}"
+
+
+def describe_domain_error(error: DomainError) -> str:
+    """The service's own message, with the argument it names."""
+    prefix = f"{error.title} ({error.field}): " if error.field else f"{error.title}: "
+    return prefix + error.detail
+
+
+@asynccontextmanager
+async def transaction(caller: Caller) -> AsyncIterator[AsyncSession]:
+    """One transaction for the call, committed before the result is returned.
+
+    Domain errors become tool errors with their message; integrity and range errors of the
+    database the same tool errors REST answers with 409 and 422.
+    """
+    try:
+        async with caller.sessionmaker() as session, session.begin():
+            yield session
+    except DomainError as error:
+        raise ToolError(describe_domain_error(error)) from None
+    except IntegrityError:
+        raise ToolError("Conflict: the change conflicts with stored data.") from None
+    except DataError:
+        raise ToolError("Invalid input: a value is out of range for storage.") from None
+
+
+async def call(ctx: Context,
+               work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]) -> JsonObject:
+    """Run `work` for the authenticated caller in one transaction; its response as JSON."""
+    caller = caller_of(ctx)
+    async with transaction(caller) as session:
+        response = await work(session, caller)
+    return response.model_dump(mode="json")

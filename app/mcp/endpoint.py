@@ -1,0 +1,42 @@
+"""The /mcp endpoint: authenticate like REST, then hand the request to the MCP transport."""
+
+from fastapi.security.utils import get_authorization_scheme_param
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from app.deps import tenant_for_key
+from app.errors import Unauthorized, problem_response
+from app.mcp.calls import TENANT_SCOPE_KEY
+
+
+def api_key_of(headers: Headers) -> str | None:
+    """The API key as REST reads it: `Authorization: Bearer <key>`, else `X-API-Key`."""
+    scheme, credentials = get_authorization_scheme_param(headers.get("authorization"))
+    if scheme.lower() == "bearer" and credentials:
+        return credentials
+    return headers.get("x-api-key") or None
+
+
+class McpEndpoint:
+    """ASGI app of the /mcp route.
+
+    A request without a valid key gets the same 401 problem as REST before any MCP handling;
+    otherwise its tenant is put in the request scope, where each tool call reads it.
+    """
+
+    def __init__(self, session_manager: StreamableHTTPSessionManager) -> None:
+        self.session_manager = session_manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        try:
+            tenant_id = await tenant_for_key(request.app.state, api_key_of(request.headers))
+        except Unauthorized as error:
+            response = problem_response(error.status_code, error.title, error.detail, request)
+            response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})[TENANT_SCOPE_KEY] = tenant_id
+        await self.session_manager.handle_request(scope, receive, send)

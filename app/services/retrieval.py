@@ -1,0 +1,26 @@
+"""A search request answered end to end, for every surface that offers search (REST, MCP)."""
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.clock import now_utc
+from app.config import RetrievalSettings
+from app.embedding import Embedder
+from app.schemas.search import SearchRequest, SearchResponse
+from app.services.responses import search_out
+from app.services.search import search
+from app.services.timewindow import parse_time_window
+
+
+async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                          retrieval: RetrievalSettings,
+                          request: SearchRequest) -> SearchResponse:
+    """Search with the configured default mode and the time window read from the query."""
+    mode = request.mode or retrieval.default_mode
+    now = now_utc()
+    window = parse_time_window(request.query, request.reference_time or now)
+    hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
+                        query=request.query, types=request.types, scope=request.scope,
+                        mode=mode, limit=request.limit, min_confidence=request.min_confidence,
+                        neighbours=request.neighbours, window=window,
+                        time_mode=request.time_mode)
+    return search_out(mode, hits, window, request.time_mode, now)

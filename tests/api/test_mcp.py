@@ -1,0 +1,358 @@
+"""MCP at /mcp, driven by the SDK's own client over real HTTP against a live server."""
+
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from app.config import Settings
+from app.main import create_app
+from tests.conftest import REPO_ROOT
+from tests.support.live_server import serve_in_thread
+
+SPEC_TOOLS = {
+    "memory_store_episode", "memory_store_fact", "memory_store_rule",
+    "memory_search", "memory_recall", "memory_get",
+    "memory_confirm", "memory_mark_helpful", "memory_mark_harmful",
+    "memory_forget", "memory_stats", "memory_context",
+    "entity_create", "entity_get", "entity_update", "entity_resolve", "entity_merge",
+    "memory_run_consolidation", "memory_run_episode_cleanup",
+}
+
+
+@pytest.fixture(scope="module")
+def live_url(settings: Settings) -> Iterator[str]:
+    """A live server with authentication on; yields its /mcp URL."""
+    with serve_in_thread(create_app(settings)) as url:
+        yield f"{url}/mcp"
+
+
+@asynccontextmanager
+async def connect(url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
+    """An SDK client session against `url`, sending `headers` on every request."""
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+@pytest.fixture
+def mcp_as(live_url: str, api_key_for: Callable[[str], Awaitable[str]]) -> Any:
+    """Connect as a tenant of its own: `async with mcp_as("acme") as client`."""
+
+    @asynccontextmanager
+    async def open_for(tenant_id: str) -> AsyncIterator[Client]:
+        key = await api_key_for(tenant_id)
+        async with connect(live_url, {"Authorization": f"Bearer {key}"}) as client:
+            yield client
+
+    return open_for
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    """The JSON of a successful tool result; its text and structured forms agree."""
+    assert not result.is_error, result.content
+    [content] = result.content
+    parsed: dict[str, Any] = json.loads(content.text)  # type: ignore[union-attr]
+    assert result.structured_content == parsed
+    return parsed
+
+
+def error_text(result: CallToolResult) -> str:
+    """The message of a failed tool call."""
+    assert result.is_error, result.structured_content
+    return " ".join(block.text for block in result.content)  # type: ignore[union-attr]
+
+
+async def test_list_tools_returns_exactly_the_spec_tools(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        listed = (await client.list_tools()).tools
+    assert {tool.name for tool in listed} == SPEC_TOOLS
+    assert len(listed) == 19
+    assert all(tool.description and len(tool.description) > 60 for tool in listed)
+
+
+def assert_json_memory(memory: dict[str, Any]) -> None:
+    """The spec's serialization: UUIDs as strings, times in ISO 8601 with a zone, no vectors."""
+    uuid.UUID(memory["id"])
+    assert datetime.fromisoformat(memory["created_at"]).tzinfo is not None
+    assert not {"embedding", "search_vector"} & set(memory)
+
+
+async def test_store_tools_return_json_memories(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        episode = ok(await client.call_tool("memory_store_episode", {
+            "content": "Ann booked the train to Lyon", "butler": "travel",
+            "session_id": str(uuid.uuid4())}))
+        fact = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "favourite colour", "content": "Ann likes green",
+            "permanence": "stable", "tags": ["prefs"]}))
+        rule = ok(await client.call_tool("memory_store_rule", {
+            "content": "Confirm the date before booking", "scope": "travel"}))
+    for memory in (episode, fact, rule):
+        assert_json_memory(memory)
+    assert episode["butler"] == "travel" and episode["importance"] == 5.0
+    assert (fact["validity"], fact["scope"], fact["tags"]) == ("active", "global", ["prefs"])
+    assert fact["decay_rate"] == 0.002
+    assert (rule["maturity"], rule["scope"]) == ("candidate", "travel")
+
+
+async def test_store_fact_with_the_same_key_supersedes(mcp_as: Any, sql: Any) -> None:
+    async with mcp_as("acme") as client:
+        old = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "city", "content": "Ann lives in Paris"}))
+        new = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "city", "content": "Ann lives in Lyon"}))
+    assert new["supersedes_id"] == old["id"]
+    [row] = await sql("SELECT validity FROM facts WHERE id = :id", id=uuid.UUID(old["id"]))
+    assert row["validity"] == "superseded"
+
+
+async def test_get_confirm_and_forget_act_on_one_memory(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        fact = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "pet", "content": "Ann has a cat"}))
+        episode = ok(await client.call_tool("memory_store_episode", {
+            "content": "Ann mentioned her cat", "butler": "chat"}))
+        read = ok(await client.call_tool("memory_get", {"memory_type": "fact",
+                                                         "memory_id": fact["id"]}))
+        confirmed = ok(await client.call_tool("memory_confirm", {"memory_type": "fact",
+                                                                 "memory_id": fact["id"]}))
+        forgotten = ok(await client.call_tool("memory_forget", {"memory_type": "fact",
+                                                                "memory_id": fact["id"]}))
+        expired = ok(await client.call_tool("memory_forget", {"memory_type": "episode",
+                                                              "memory_id": episode["id"]}))
+        refused = error_text(await client.call_tool("memory_confirm", {
+            "memory_type": "episode", "memory_id": episode["id"]}))
+    assert (read["id"], read["reference_count"]) == (fact["id"], 1)
+    assert confirmed["last_confirmed_at"] > fact["last_confirmed_at"]
+    assert forgotten["validity"] == "retracted"
+    assert datetime.fromisoformat(expired["expires_at"]) <= datetime.now(UTC)
+    assert "memory_type" in refused and "cannot be confirmed" in refused
+
+
+async def test_rule_feedback_tools_count_applications(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        rule = ok(await client.call_tool("memory_store_rule", {"content": "Answer briefly"}))
+        helped = ok(await client.call_tool("memory_mark_helpful", {
+            "rule_id": rule["id"], "context": {"task": "summary"}}))
+        harmed = ok(await client.call_tool("memory_mark_harmful", {
+            "rule_id": rule["id"], "reason": "too terse for a legal question"}))
+        got = ok(await client.call_tool("memory_get", {"memory_type": "rule",
+                                                        "memory_id": rule["id"]}))
+    assert (helped["applied_count"], helped["success_count"]) == (1, 1)
+    assert helped["effectiveness_score"] == 1.0
+    assert (harmed["applied_count"], harmed["harmful_count"]) == (2, 1)
+    assert harmed["effectiveness_score"] == pytest.approx(1 / (1 + 4 + 0.01))
+    assert "too terse for a legal question" in str(harmed["metadata"]["harmful_reasons"])
+    assert got["harmful_count"] == 1
+
+
+async def test_retrieval_tools_find_what_was_stored(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        fact = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "allergy", "content": "Ann is allergic to peanuts",
+            "importance": 9.0}))
+        rule = ok(await client.call_tool("memory_store_rule", {
+            "content": "Check allergies before suggesting a restaurant"}))
+        found = ok(await client.call_tool("memory_search", {
+            "query": "peanut allergy", "types": ["fact"], "limit": 5}))
+        recalled = ok(await client.call_tool("memory_recall", {"topic": "Ann allergies"}))
+        context = ok(await client.call_tool("memory_context", {
+            "trigger_prompt": "Suggest a restaurant for Ann", "butler": "food",
+            "token_budget": 500}))
+        stats = ok(await client.call_tool("memory_stats", {}))
+    assert found["mode"] == "hybrid"
+    assert [hit["id"] for hit in found["results"]] == [fact["id"]]
+    assert {hit["id"] for hit in recalled["results"]} == {fact["id"], rule["id"]}
+    assert context["context"].startswith("# Memory Context\n")
+    assert "Ann is allergic to peanuts" in context["context"]
+    assert context["characters"] <= 500 * 4
+    assert (stats["facts"]["active"], stats["rules"]["candidate"]) == (1, 1)
+
+
+async def test_entity_tools_create_update_resolve_and_merge(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        ann = ok(await client.call_tool("entity_create", {
+            "canonical_name": "Ann Smith", "entity_type": "person", "aliases": ["Annie"]}))
+        duplicate = ok(await client.call_tool("entity_create", {
+            "canonical_name": "A. Smith", "entity_type": "person", "tenant_id": "acme",
+            "metadata": {"source": "email"}}))
+        fact = ok(await client.call_tool("memory_store_fact", {
+            "subject": "A. Smith", "predicate": "employer", "content": "Works at Acme",
+            "entity_id": duplicate["id"]}))
+        read = ok(await client.call_tool("entity_get", {"entity_id": ann["id"]}))
+        updated = ok(await client.call_tool("entity_update", {
+            "entity_id": ann["id"], "aliases": ["Annie", "Ann S."], "metadata": {"team": "x"}}))
+        resolved = ok(await client.call_tool("entity_resolve", {"name": "annie"}))
+        merged = ok(await client.call_tool("entity_merge", {
+            "target_id": ann["id"], "source_id": duplicate["id"]}))
+        moved = ok(await client.call_tool("memory_get", {"memory_type": "fact",
+                                                          "memory_id": fact["id"]}))
+    assert read == ann
+    assert (updated["aliases"], updated["metadata"]) == (["Annie", "Ann S."], {"team": "x"})
+    assert [(c["entity_id"], c["name_match"]) for c in resolved["candidates"]] == [
+        (ann["id"], "alias")]
+    assert (merged["facts_repointed"], merged["aliases_added"]) == (1, ["A. Smith"])
+    assert merged["target"]["metadata"] == {"team": "x", "source": "email"}
+    assert moved["entity_id"] == ann["id"]
+
+
+async def test_job_tools_queue_the_jobs_rest_lists(
+    mcp_as: Any, tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
+) -> None:
+    async with mcp_as("acme") as client:
+        consolidation = ok(await client.call_tool("memory_run_consolidation", {}))
+        cleanup = ok(await client.call_tool("memory_run_episode_cleanup", {}))
+        small = ok(await client.call_tool("memory_run_episode_cleanup", {"max_entries": 50}))
+    assert (consolidation["kind"], consolidation["status"]) == ("consolidation", "queued")
+    assert (cleanup["kind"], cleanup["params"]) == ("cleanup", {"max_entries": 10000})
+    assert small["params"] == {"max_entries": 50}
+    rest = await tenant_client("acme")
+    listed = (await rest.get("/v1/jobs")).json()["items"]
+    assert {job["id"] for job in listed} == {consolidation["id"], cleanup["id"], small["id"]}
+
+
+SOME_ID = str(uuid.uuid4())
+# One bad argument per tool; the error must name it.
+BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
+    ("memory_store_episode", {"content": "x", "butler": "b", "importance": 11}, "importance"),
+    ("memory_store_fact", {"subject": "s", "predicate": "p", "content": "c",
+                           "permanence": "forever"}, "permanence"),
+    ("memory_store_rule", {"content": "   "}, "content"),
+    ("memory_search", {"query": "q", "limit": 0}, "limit"),
+    ("memory_recall", {"topic": "t", "limit": 101}, "limit"),
+    ("memory_get", {"memory_type": "note", "memory_id": SOME_ID}, "memory_type"),
+    ("memory_context", {"trigger_prompt": "t", "butler": "b", "token_budget": 5},
+     "token_budget"),
+    ("memory_stats", {"scope": ""}, "scope"),
+    ("memory_confirm", {"memory_type": "fact", "memory_id": "not-a-uuid"}, "memory_id"),
+    ("memory_mark_helpful", {"rule_id": SOME_ID, "context": {"deep": "\x00"}}, "context"),
+    ("memory_mark_harmful", {"rule_id": SOME_ID, "reason": "x" * 2001}, "reason"),
+    ("memory_forget", {"memory_type": "fact"}, "memory_id"),
+    ("entity_create", {"canonical_name": "A", "entity_type": "animal"}, "entity_type"),
+    ("entity_get", {"entity_id": 42}, "entity_id"),
+    ("entity_update", {"entity_id": SOME_ID, "metadata": {"merged_into": SOME_ID}}, "metadata"),
+    ("entity_resolve", {"name": "A", "context_hints": {"topic": ""}}, "context_hints"),
+    ("entity_merge", {"target_id": SOME_ID, "source_id": SOME_ID}, "source_id"),
+    ("memory_run_consolidation", {"dry_run": True}, "dry_run"),
+    ("memory_run_episode_cleanup", {"max_entries": -1}, "max_entries"),
+]
+
+
+def test_every_tool_has_a_bad_argument_case() -> None:
+    assert {tool for tool, _, _ in BAD_ARGUMENTS} == SPEC_TOOLS
+
+
+async def test_a_bad_argument_is_a_tool_error_naming_it(mcp_as: Any, sql: Any) -> None:
+    async with mcp_as("acme") as client:
+        for tool, arguments, argument in BAD_ARGUMENTS:
+            message = error_text(await client.call_tool(tool, arguments))
+            assert argument in message, (tool, message)
+            assert "unexpected" not in message.lower(), (tool, message)
+    # Nothing was stored or queued by the refused calls.
+    for table in ("episodes", "facts", "rules", "entities", "jobs"):
+        assert await sql(f"SELECT id FROM {table}") == [], table
+
+
+async def test_a_tenant_cannot_see_or_change_another_tenants_memories(
+    mcp_as: Any, sql: Any,
+) -> None:
+    async with mcp_as("alpha") as alpha:
+        episode = ok(await alpha.call_tool("memory_store_episode", {
+            "content": "zebrafinch sighting at Rottnest", "butler": "birds"}))
+        fact = ok(await alpha.call_tool("memory_store_fact", {
+            "subject": "zebrafinch", "predicate": "seen at", "content": "Rottnest island"}))
+        rule = ok(await alpha.call_tool("memory_store_rule", {
+            "content": "Log every zebrafinch sighting"}))
+        entity = ok(await alpha.call_tool("entity_create", {
+            "canonical_name": "Rottnest", "entity_type": "place"}))
+    own = {("episode", episode["id"]), ("fact", fact["id"]), ("rule", rule["id"])}
+    async with mcp_as("beta") as beta:
+        for memory_type, memory_id in own:
+            target = {"memory_type": memory_type, "memory_id": memory_id}
+            for tool in ("memory_get", "memory_forget"):
+                assert "not found" in error_text(await beta.call_tool(tool, target)), tool
+        for memory_type, memory in (("fact", fact), ("rule", rule)):
+            target = {"memory_type": memory_type, "memory_id": memory["id"]}
+            assert "not found" in error_text(await beta.call_tool("memory_confirm", target))
+        assert "not found" in error_text(await beta.call_tool("memory_mark_harmful",
+                                                               {"rule_id": rule["id"]}))
+        assert "not found" in error_text(await beta.call_tool("entity_get",
+                                                               {"entity_id": entity["id"]}))
+        found = ok(await beta.call_tool("memory_search", {"query": "zebrafinch Rottnest"}))
+        recalled = ok(await beta.call_tool("memory_recall", {"topic": "zebrafinch"}))
+        resolved = ok(await beta.call_tool("entity_resolve", {"name": "Rottnest"}))
+        stats = ok(await beta.call_tool("memory_stats", {}))
+        claimed = error_text(await beta.call_tool("entity_resolve", {
+            "name": "Rottnest", "tenant_id": "alpha"}))
+    assert found["results"] == [] and recalled["results"] == []
+    assert resolved["candidates"] == []
+    assert (stats["episodes"]["total"], stats["facts"]["active"]) == (0, 0)
+    assert "tenant_id" in claimed
+    [fact_row] = await sql("SELECT validity, reference_count, last_confirmed_at FROM facts")
+    assert (fact_row["validity"], fact_row["reference_count"]) == ("active", 0)
+    assert fact_row["last_confirmed_at"].isoformat() == fact["last_confirmed_at"]
+    [rule_row] = await sql("SELECT harmful_count, metadata FROM rules")
+    assert (rule_row["harmful_count"], rule_row["metadata"]) == (0, {})
+    [episode_row] = await sql("SELECT expires_at FROM episodes")
+    assert episode_row["expires_at"].isoformat() == episode["expires_at"]
+
+
+async def test_a_call_without_a_valid_key_is_refused(live_url: str, app: Any) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        for headers in ({}, {"Authorization": "Bearer not-a-key"}, {"X-API-Key": "nope"}):
+            response = await http.post(live_url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert response.status_code == 401, headers
+            assert response.headers["content-type"] == "application/problem+json"
+            assert response.headers["www-authenticate"] == 'Bearer realm="engram"'
+    with pytest.raises(Exception, match="unhandled errors"):  # the SDK's MCPError, grouped
+        async with connect(live_url, {}) as client:
+            await client.list_tools()
+
+
+async def test_the_x_api_key_header_is_accepted(
+    live_url: str, api_key_for: Callable[[str], Awaitable[str]], sql: Any,
+) -> None:
+    key = await api_key_for("acme")
+    async with connect(live_url, {"X-API-Key": key}) as client:
+        ok(await client.call_tool("memory_store_rule", {"content": "Be kind"}))
+    assert await sql("SELECT tenant_id FROM rules") == [{"tenant_id": "acme"}]
+
+
+async def test_without_auth_every_call_is_the_default_tenant(settings: Settings, app: Any,
+                                                              sql: Any) -> None:
+    open_settings = settings.model_copy(update={"auth_disabled": True})
+    with serve_in_thread(create_app(open_settings)) as url:
+        async with connect(f"{url}/mcp", {}) as client:
+            ok(await client.call_tool("memory_store_rule", {"content": "Be brief"}))
+    assert await sql("SELECT tenant_id FROM rules") == [{"tenant_id": "default"}]
+
+
+async def test_engram_mcp_bridges_stdio_to_the_server(
+    live_url: str, api_key_for: Callable[[str], Awaitable[str]], sql: Any,
+) -> None:
+    key = await api_key_for("desk")
+    bridge = StdioServerParameters(
+        command=sys.executable, args=["-m", "app.cli", "mcp", "--url", live_url],
+        env={"ENGRAM_API_KEY": key}, cwd=str(REPO_ROOT))
+    async with Client(bridge) as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        stored = ok(await client.call_tool("memory_store_fact", {
+            "subject": "desk", "predicate": "via", "content": "stored through stdio"}))
+        refused = error_text(await client.call_tool("memory_store_fact", {
+            "subject": "desk", "predicate": "via", "content": "x", "importance": 99}))
+    assert listed == SPEC_TOOLS
+    assert "importance" in refused
+    assert await sql("SELECT id::text AS id, tenant_id FROM facts") == [
+        {"id": stored["id"], "tenant_id": "desk"}]
