@@ -64,6 +64,20 @@ def evidence_ids(qa: dict[str, Any], known: set[str]) -> list[str]:
     return ids
 
 
+async def stored_turns(http: httpx.AsyncClient, scope: str) -> int:
+    """How many episodes the butler `scope` holds."""
+    count, cursor = 0, None
+    while True:
+        params: dict[str, Any] = {"butler": scope, "limit": 200}
+        if cursor:
+            params["cursor"] = cursor
+        page = (await http.get("/v1/episodes", params=params)).json()
+        count += len(page["items"])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return count
+
+
 async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str]]) -> float:
     """Store the turns as episodes of `scope`; returns seconds spent."""
     start = time.perf_counter()
@@ -97,10 +111,7 @@ async def run(args: argparse.Namespace) -> None:
         for sample in data:
             scope = f"locomo-{sample['sample_id']}-{args.turn_format}{args.scope_suffix}"
             turns = conversation_turns(sample["conversation"], args.turn_format)
-            existing = await http.post("/v1/search", json={
-                "query": "hello", "types": ["episode"], "scope": scope, "limit": 1,
-                "mode": "keyword"})
-            if args.reuse and existing.json()["results"]:
+            if args.reuse and await stored_turns(http, scope) == len(turns):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
                 seconds = await ingest(http, scope, turns)
@@ -159,7 +170,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
     parser.add_argument("--reuse", action="store_true",
-                        help="skip ingest when the scope already holds turns")
+                        help="skip ingest when the butler already holds all the turns")
     args = parser.parse_args()
     if Path(args.data).is_dir():
         args.data = str(Path(args.data) / "locomo_dev.json")

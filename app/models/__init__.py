@@ -4,6 +4,7 @@ from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
 from app.models.jobs import Job, Worker
+from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 
 __all__ = [
@@ -14,6 +15,9 @@ __all__ = [
     "Episode",
     "Fact",
     "Job",
+    "KeywordCorpus",
+    "KeywordPosting",
+    "KeywordTerm",
     "MemoryEvent",
     "MemoryLink",
     "Rule",

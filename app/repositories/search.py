@@ -26,6 +26,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
+from app.repositories import keyword
 from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
 
@@ -106,16 +107,9 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
 
 
 def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int) -> Select[Any]:
-    model = MODELS[memory_type]
-    tsquery = or_tsquery(query)
-    rank = func.ts_rank_cd(model.search_vector, tsquery)
-    return (
-        select(literal(memory_type, Text).label("memory_type"), model.id,
-               (-rank).label("score"))
-        .where(*visibility_filters(memory_type, filters), model.search_vector.op("@@")(tsquery))
-        .order_by(rank.desc())
-        .limit(limit)
-    )
+    return keyword.bm25_leg(memory_type, tenant_id=filters.tenant_id, scope=filters.scope,
+                            visibility=visibility_filters(memory_type, filters), query=query,
+                            limit=limit)
 
 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,

@@ -48,10 +48,10 @@ Search episodes, facts and rules of the caller's tenant.
 * **semantic**: cosine similarity of the all-MiniLM-L6-v2 embeddings (`similarity` =
   1 - cosine distance), through the HNSW index with pgvector iterative scans so that
   filtered searches still fill `limit`.
-* **keyword**: PostgreSQL full-text search. The query goes through `plainto_tsquery('english')`
-  (no operator syntax is interpreted, so any input is safe), and its lexemes are then
-  **OR-ed** instead of AND-ed, because natural-language questions rarely have every word in
-  one memory. Matches are ranked by cover density, `ts_rank_cd` (`rank`).
+* **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's english full-text lexemes, with idf and
+  average length from the tenant's own memories. Any query text is safe (no operator syntax
+  is interpreted), and a memory needs only some of the query's words, not all. `rank`
+  reports `ts_rank_cd` of the OR-ed query lexemes; the order is BM25's (`keyword_rank`).
 * **hybrid** (default): Reciprocal Rank Fusion of the two lists, each `limit` long:
   `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
   one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by

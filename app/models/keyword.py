@@ -1,0 +1,48 @@
+"""The keyword (BM25) index: postings and per-tenant term statistics.
+
+Written only by the triggers of revision mem_010 (in the writer's own transaction); the
+application only reads these tables.
+"""
+
+import uuid
+
+from sqlalchemy import BigInteger, Float, Integer, Text
+from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base
+
+
+class KeywordPosting(Base):
+    """One lexeme of one memory's search_vector: its frequency and BM25 impact."""
+
+    __tablename__ = "keyword_postings"
+
+    memory_type: Mapped[str] = mapped_column(Text, primary_key=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    term: Mapped[str] = mapped_column(Text, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
+    scope: Mapped[str] = mapped_column(Text, nullable=False)
+    tf: Mapped[int] = mapped_column(Integer, nullable=False)
+    doc_len: Mapped[int] = mapped_column(Integer, nullable=False)
+    impact: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class KeywordTerm(Base):
+    """How many of the tenant's memories hold a lexeme (its document frequency)."""
+
+    __tablename__ = "keyword_terms"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    term: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class KeywordCorpus(Base):
+    """The tenant's count of indexed memories and their total length in lexemes."""
+
+    __tablename__ = "keyword_corpus"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)

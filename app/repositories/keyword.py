@@ -1,0 +1,118 @@
+"""SQL of the BM25 keyword leg, read from the postings kept by revision mem_010's triggers.
+
+score(d) = sum over the query's lexemes t in d of
+    idf(t) * engram_bm25_tf(tf, doc_len, avgdl),
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5)),
+with N, df and avgdl from the tenant's own corpus (keyword_corpus, keyword_terms) and
+engram_bm25_tf = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl)), k1 = 1.2, b = 0.75.
+Query and documents are tokenised by the same `to_tsvector('english', ...)`.
+
+Top candidates without scoring every match: for each query lexeme only its
+`postings_per_term` visible postings of highest impact are read (an ordered btree scan that
+stops there), so a common lexeme costs the same at 1k and 1M memories. The candidates are
+ranked by the part of their score those postings give; the best `rescored` of them are then
+scored exactly over every query lexeme (primary-key probes) and the top `limit` kept. A memory
+reaches the list only through a lexeme it ranks high for, which is what BM25 rewards.
+"""
+
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Select,
+    Text,
+    and_,
+    any_,
+    cast,
+    func,
+    literal,
+    literal_column,
+    select,
+    true,
+    union_all,
+)
+
+from app.models import KeywordCorpus, KeywordPosting, KeywordTerm
+from app.repositories.memories import MODELS
+
+POSTINGS_PER_TERM = 100
+RESCORED_PER_LIMIT = 3
+
+
+def query_lexemes(query: str) -> ColumnElement[Any]:
+    """The distinct english lexemes of the query (text[]), as documents are tokenised."""
+    return func.tsvector_to_array(
+        func.to_tsvector(literal_column("'english'::regconfig"), query))
+
+
+def bm25_leg(memory_type: str, *, tenant_id: str, scope: str | None,
+             visibility: list[ColumnElement[bool]], query: str, limit: int,
+             postings_per_term: int = POSTINGS_PER_TERM) -> Select[Any]:
+    """The best `limit` visible memories of one type by BM25: (memory_type, id, score).
+
+    `score` is minus the BM25 score, so that ascending order is best first like the semantic
+    leg's distance. `visibility` are the memory table's filters (tenant, scope, lifecycle);
+    `scope` picks the postings index partition: the scope itself, and for facts and rules
+    also 'global'.
+    """
+    model = MODELS[memory_type]
+    corpus = (select(cast(KeywordCorpus.doc_count, Float).label("doc_count"),
+                     (cast(KeywordCorpus.total_len, Float)
+                      / func.greatest(KeywordCorpus.doc_count, 1)).label("avgdl"))
+              .where(KeywordCorpus.tenant_id == tenant_id)
+              .cte(f"{memory_type}_bm25_corpus"))
+    idf = func.ln(1 + (corpus.c.doc_count - KeywordTerm.doc_freq + 0.5)
+                  / (KeywordTerm.doc_freq + 0.5))
+    terms = (select(KeywordTerm.term, idf.label("idf"), corpus.c.avgdl)
+             .join(corpus, true())
+             .where(KeywordTerm.tenant_id == tenant_id,
+                    KeywordTerm.term == any_(query_lexemes(query)))
+             .cte(f"{memory_type}_bm25_terms"))
+
+    if scope is None:
+        partitions: list[str | None] = [None]
+    else:
+        partitions = [scope] if memory_type == "episode" or scope == "global" else [scope,
+                                                                                    "global"]
+    tops = []
+    for number, partition in enumerate(partitions):
+        posting = KeywordPosting.__table__.alias(f"{memory_type}_posting_{number}")
+        clauses = [posting.c.tenant_id == tenant_id, posting.c.memory_type == memory_type,
+                   posting.c.term == terms.c.term]
+        if partition is not None:
+            clauses.append(posting.c.scope == partition)
+        top = (select(posting.c.memory_id, posting.c.tf, posting.c.doc_len)
+               .join(model.__table__, model.id == posting.c.memory_id)
+               .where(*clauses, *visibility)
+               .order_by(posting.c.impact.desc())
+               .limit(postings_per_term)
+               .lateral(f"{memory_type}_top_{number}"))
+        tops.append(
+            select(top.c.memory_id, terms.c.term,
+                   (terms.c.idf * func.engram_bm25_tf(top.c.tf, top.c.doc_len, terms.c.avgdl))
+                   .label("weight"))
+            .select_from(terms).join(top, true()))
+    found = (union_all(*tops) if len(tops) > 1 else tops[0]).subquery(f"{memory_type}_found")
+    partial = func.sum(found.c.weight)
+    pool = (select(found.c.memory_id)
+            .group_by(found.c.memory_id)
+            .order_by(partial.desc(), found.c.memory_id)
+            .limit(limit * RESCORED_PER_LIMIT)
+            # Materialised, so the planner cannot re-run it once per query lexeme.
+            .cte(f"{memory_type}_bm25_pool").prefix_with("MATERIALIZED"))
+
+    posting = KeywordPosting.__table__.alias(f"{memory_type}_posting")
+    score = func.sum(terms.c.idf * func.engram_bm25_tf(posting.c.tf, posting.c.doc_len,
+                                                       terms.c.avgdl))
+    return (
+        select(literal(memory_type, Text).label("memory_type"),
+               pool.c.memory_id.label("id"), (-score).label("score"))
+        .select_from(pool)
+        .join(posting, and_(posting.c.memory_type == memory_type,
+                            posting.c.memory_id == pool.c.memory_id))
+        .join(terms, posting.c.term == terms.c.term)
+        .group_by(pool.c.memory_id)
+        .order_by(score.desc(), pool.c.memory_id)
+        .limit(limit)
+    )

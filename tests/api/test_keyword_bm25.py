@@ -1,0 +1,137 @@
+"""The BM25 keyword leg: ordering on small corpora with known answers, and the postings and
+term statistics that the mem_010 triggers keep (after deletes, rewrites, per tenant)."""
+
+import uuid
+
+from tests.api.test_rules import harmful
+
+FILLER = ("the committee reviewed several quarterly reports about regional logistics "
+          "warehouses shipping schedules invoices budgets vendors contracts audits and "
+          "compliance paperwork before lunch")
+
+
+async def episode(client, content, butler="chat"):
+    response = await client.post("/v1/episodes", json={"content": content, "butler": butler})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+async def keyword_ids(client, query, **fields):
+    response = await client.post("/v1/search", json={"query": query, "mode": "keyword",
+                                                     **fields})
+    assert response.status_code == 200, response.text
+    return [hit["id"] for hit in response.json()["results"]]
+
+
+async def stored_index(sql):
+    """The postings and statistics as the triggers keep them."""
+    postings = await sql("SELECT tenant_id, memory_type, scope, term, memory_id, tf, doc_len "
+                         "FROM keyword_postings ORDER BY memory_id, term")
+    terms = await sql("SELECT tenant_id, term, doc_freq FROM keyword_terms "
+                      "ORDER BY tenant_id, term")
+    corpus = await sql("SELECT tenant_id, doc_count, total_len FROM keyword_corpus "
+                       "WHERE doc_count > 0 ORDER BY tenant_id")
+    return postings, terms, corpus
+
+
+async def recomputed_index(sql):
+    """The same, computed from scratch from every row's search_vector."""
+    documents = """
+        SELECT tenant_id, 'episode' AS memory_type, butler AS scope, id, search_vector
+        FROM episodes
+        UNION ALL SELECT tenant_id, 'fact', scope, id, search_vector FROM facts
+        UNION ALL SELECT tenant_id, 'rule', scope, id, search_vector FROM rules
+    """
+    postings = await sql(f"""
+        SELECT d.tenant_id, d.memory_type, d.scope, lex.lexeme AS term, d.id AS memory_id,
+               coalesce(array_length(lex.positions, 1), 1) AS tf,
+               engram_tsvector_length(d.search_vector) AS doc_len
+        FROM ({documents}) d, unnest(d.search_vector) lex ORDER BY d.id, lex.lexeme""")
+    terms = await sql(f"""
+        SELECT d.tenant_id, lex.lexeme AS term, count(*) AS doc_freq
+        FROM ({documents}) d, unnest(d.search_vector) lex
+        GROUP BY 1, 2 ORDER BY 1, 2""")
+    corpus = await sql(f"""
+        SELECT tenant_id, count(*) AS doc_count,
+               sum(engram_tsvector_length(search_vector)) AS total_len
+        FROM ({documents}) d WHERE length(search_vector) > 0 GROUP BY 1 ORDER BY 1""")
+    return postings, terms, corpus
+
+
+async def test_term_frequency_saturates(client):
+    repeated = await episode(client, " ".join(["lighthouse"] * 20))
+    both = await episode(client, "the lighthouse keeper fed a pelican")
+    await episode(client, "a pelican flew over the harbour at dawn")
+    await episode(client, "the lighthouse was painted red and white")
+    found = await keyword_ids(client, "lighthouse pelican")
+    assert found[0] == both
+    assert repeated in found[1:]
+
+
+async def test_short_document_beats_long_one_with_the_same_match(client):
+    long = await episode(client, f"the glacier melted; {FILLER}")
+    short = await episode(client, "the glacier melted")
+    await episode(client, FILLER)
+    assert (await keyword_ids(client, "glacier"))[:2] == [short, long]
+
+
+async def test_rare_word_outweighs_common_word(client):
+    for number in range(8):
+        await episode(client, f"morning coffee number {number} with toast")
+    common_twice = await episode(client, "coffee, more coffee, and coffee again")
+    rare = await episode(client, "we shared a tiramisu")
+    assert (await keyword_ids(client, "coffee tiramisu"))[0] == rare
+    assert common_twice in await keyword_ids(client, "coffee tiramisu")
+
+
+async def test_keyword_leg_finds_a_match_among_many_common_postings(client):
+    # 130 memories share the common word, more than the leg reads per lexeme; the one that
+    # also holds the rare word must still come first.
+    response = await client.post("/v1/episodes/batch", json={"items": [
+        {"content": f"weather report {n}: the weather stayed mild", "butler": "chat"}
+        for n in range(130)]})
+    assert response.status_code == 201, response.text
+    target = await episode(client, f"weather balloon launched. {FILLER}")
+    assert (await keyword_ids(client, "weather balloon"))[0] == target
+
+
+async def test_index_follows_inserts_and_deletes(client, sql):
+    kept = await episode(client, "the orchard blossoms in april")
+    gone = await episode(client, "the orchard was sold in may, orchard and all")
+    await client.post("/v1/facts", json={"subject": "Ann", "predicate": "owns",
+                                         "content": "Ann owns the orchard"})
+    await sql("DELETE FROM episodes WHERE id = :id", id=uuid.UUID(gone))
+    assert await stored_index(sql) == await recomputed_index(sql)
+    assert await keyword_ids(client, "orchard", types=["episode"]) == [kept]
+    [orchard] = await sql("SELECT doc_freq FROM keyword_terms WHERE term = 'orchard'")
+    assert orchard["doc_freq"] == 2
+
+
+async def test_index_follows_a_rule_rewritten_by_inversion(client, sql):
+    response = await client.post("/v1/rules", json={"content": "Always reply in French"})
+    rule = response.json()
+    for reason in ("user speaks German", "confused the user", "too slow"):
+        await harmful(client, rule["id"], reason=reason)
+    response = await client.post(f"/v1/rules/{rule['id']}/invert")
+    assert response.status_code == 200, response.text
+    assert await stored_index(sql) == await recomputed_index(sql)
+    assert await keyword_ids(client, "German", min_confidence=0) == [rule["id"]]
+
+
+async def test_statistics_are_per_tenant(tenant_client, sql):
+    alpha = await tenant_client("alpha")
+    beta = await tenant_client("beta")
+    for number in range(6):
+        await episode(alpha, f"pear harvest report {number}")
+    apple = await episode(alpha, "an apple and a pear")
+    pear = await episode(alpha, "pear pear pear and a ladder")
+    before = await keyword_ids(alpha, "apple pear")
+    [apple_in_alpha] = await sql("SELECT doc_freq FROM keyword_terms "
+                                 "WHERE tenant_id = 'alpha' AND term = 'appl'")
+    for number in range(10):
+        await episode(beta, f"apple apple apple orchard {number}")
+    assert await keyword_ids(alpha, "apple pear") == before
+    assert before[:2] == [apple, pear]
+    assert await sql("SELECT doc_freq FROM keyword_terms WHERE tenant_id = 'alpha' "
+                     "AND term = 'appl'") == [apple_in_alpha]
+    assert await keyword_ids(beta, "ladder") == []
