@@ -104,10 +104,12 @@ async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str
     return time.perf_counter() - start
 
 
-async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str) -> list[str]:
-    """The turn ids of the search results, best first."""
+async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str,
+              asked_at: str | None = None) -> list[str]:
+    """The turn ids of the search results, best first; `asked_at` is the reference time."""
+    extra = {"reference_time": asked_at} if asked_at else {}
     response = await http.post("/v1/search", json={
-        "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": K,
+        **extra, "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": K,
     })
     response.raise_for_status()
     return [hit["metadata"].get("turn_id", "") for hit in response.json()["results"]]
@@ -138,7 +140,9 @@ async def run(args: argparse.Namespace) -> None:
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
             for mode in args.modes:
                 start = time.perf_counter()
-                found = await ask(http, question=question["question"], scope=scope, mode=mode)
+                found = await ask(http, question=question["question"], scope=scope, mode=mode,
+                                  asked_at=session_time(question["question_date"])
+                                  if with_time else None)
                 latencies.append(time.perf_counter() - start)
                 hits = len(evidence & set(found[:K]))
                 recall[mode][question["question_type"]].append(hits / len(evidence))

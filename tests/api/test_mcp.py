@@ -140,7 +140,7 @@ async def test_get_confirm_and_forget_act_on_one_memory(mcp_as: Any) -> None:
     assert "memory_type" in refused and "cannot be confirmed" in refused
 
 
-async def test_rule_feedback_tools_count_applications(mcp_as: Any) -> None:
+async def test_rule_feedback_tools_count_applications(mcp_as: Any, sql: Any) -> None:
     async with mcp_as("acme") as client:
         rule = ok(await client.call_tool("memory_store_rule", {"content": "Answer briefly"}))
         helped = ok(await client.call_tool("memory_mark_helpful", {
@@ -153,7 +153,10 @@ async def test_rule_feedback_tools_count_applications(mcp_as: Any) -> None:
     assert helped["effectiveness_score"] == 1.0
     assert (harmed["applied_count"], harmed["harmful_count"]) == (2, 1)
     assert harmed["effectiveness_score"] == pytest.approx(1 / (1 + 4 + 0.01))
-    assert "too terse for a legal question" in str(harmed["metadata"]["harmful_reasons"])
+    reasons = await sql("SELECT outcome, reason FROM rule_applications WHERE rule_id = :id "
+                        "ORDER BY created_at", id=uuid.UUID(rule["id"]))
+    assert [(r["outcome"], r["reason"]) for r in reasons] == [
+        ("helpful", None), ("harmful", "too terse for a legal question")]
     assert got["harmful_count"] == 1
 
 
