@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from locomo_recall import stored_turns  # a sibling script: run as python bench/...
 
 MODES = ("semantic", "keyword", "hybrid")
 K = 10
@@ -71,20 +72,6 @@ async def episode_has_occurred_at(http: httpx.AsyncClient) -> bool:
     schema = (await http.get("/openapi.json")).json()
     fields = schema.get("components", {}).get("schemas", {}).get("EpisodeCreate", {})
     return "occurred_at" in fields.get("properties", {})
-
-
-async def stored_turns(http: httpx.AsyncClient, scope: str) -> int:
-    """How many episodes the butler `scope` holds."""
-    count, cursor = 0, None
-    while True:
-        params: dict[str, Any] = {"butler": scope, "limit": 200}
-        if cursor:
-            params["cursor"] = cursor
-        page = (await http.get("/v1/episodes", params=params)).json()
-        count += len(page["items"])
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return count
 
 
 async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str, str, bool]],
