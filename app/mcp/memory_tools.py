@@ -1,7 +1,6 @@
 """Tools that store memories and act on one memory: store, get, confirm, forget, feedback."""
 
 import uuid
-from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
@@ -22,26 +21,14 @@ from app.mcp.args import (
     TagsArg,
 )
 from app.mcp.calls import Caller, JsonObject, build, call
-from app.models import Episode, Fact, Rule
 from app.schemas.common import Permanence
 from app.schemas.episodes import EpisodeCreate, EpisodeOut
 from app.schemas.facts import FactCreate, FactOut
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import episodes, facts, memories, rules
-from app.services.responses import episode_out, fact_out, rule_out
+from app.services.responses import episode_out, fact_out, memory_out, rule_out
 
 MemoryOut = EpisodeOut | FactOut | RuleOut
-MODELS: dict[str, type[Episode] | type[Fact] | type[Rule]] = {
-    "episode": Episode, "fact": Fact, "rule": Rule}
-
-
-def memory_out(row: Any) -> MemoryOut:
-    """The response of an episode, fact or rule row."""
-    if isinstance(row, Episode):
-        return episode_out(row)
-    if isinstance(row, Fact):
-        return fact_out(row)
-    return rule_out(row)
 
 
 def register(server: MCPServer) -> None:
@@ -109,7 +96,7 @@ def register(server: MCPServer) -> None:
                          ctx: Context) -> JsonObject:
         """Read one memory by type and id (ids come from search, recall or store results).
         Reading counts as a reference, which keeps the memory relevant."""
-        model = MODELS[memory_type]
+        model = memories.model_for(memory_type)
 
         async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
             row = await memories.get_memory(session, model, tenant_id=caller.tenant_id,
@@ -124,7 +111,7 @@ def register(server: MCPServer) -> None:
         """Confirm that a fact or rule is still true, restarting its confidence decay. Use it
         when the user or the world corroborates a memory you relied on. Episodes cannot be
         confirmed."""
-        model = MODELS[memory_type]
+        model = memories.model_for(memory_type)
 
         async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
             row = await memories.confirm(session, model, tenant_id=caller.tenant_id,
@@ -139,7 +126,7 @@ def register(server: MCPServer) -> None:
         """Forget a memory that is wrong or that the user asks you to forget: an episode
         expires now, a fact is retracted, a rule is flagged forgotten. It then leaves search
         and recall. To correct a fact, store the new one instead (it supersedes the old)."""
-        model = MODELS[memory_type]
+        model = memories.model_for(memory_type)
 
         async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
             row = await memories.forget(session, model, tenant_id=caller.tenant_id,

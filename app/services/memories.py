@@ -13,6 +13,11 @@ from app.services import events
 from app.services.events import Memory, memory_event, type_name
 
 
+def model_for(memory_type: str) -> type[Memory]:
+    """The table model of a memory type name: episode, fact or rule."""
+    return memory_rows.MODELS[memory_type]
+
+
 async def get_memory(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                      memory_id: uuid.UUID) -> Any:
     """The row, after counting this read as a reference; NotFound when absent."""

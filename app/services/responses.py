@@ -98,12 +98,18 @@ def _scores(hit: Hit) -> dict[str, Any]:
             "time_rank": hit.time_rank}
 
 
+def memory_out(row: Episode | Fact | Rule,
+               now: datetime | None = None) -> EpisodeOut | FactOut | RuleOut:
+    """An episode, fact or rule row as the API shows it."""
+    if isinstance(row, Episode):
+        return episode_out(row)
+    if isinstance(row, Fact):
+        return fact_out(row, now)
+    return rule_out(row, now)
+
+
 def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
-    if hit.memory_type == "episode":
-        return dict(episode_out(hit.row))
-    if hit.memory_type == "fact":
-        return dict(fact_out(hit.row, now))
-    return dict(rule_out(hit.row, now))
+    return dict(memory_out(hit.row, now))
 
 
 def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
