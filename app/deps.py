@@ -11,6 +11,7 @@ from starlette.datastructures import State
 from app.config import Settings
 from app.embedding import Embedder
 from app.errors import Unauthorized
+from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services.api_keys import resolve_tenant
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
@@ -24,16 +25,7 @@ def get_settings(request: Request) -> Settings:
     return settings
 
 
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    """One transaction per request, committed before the response is sent."""
-    async with request.app.state.sessionmaker() as session, session.begin():
-        yield session
-
-
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-# scope="function": the commit happens before the response leaves, so a failed commit
-# is reported to the caller instead of a success.
-SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
 async def get_tenant_id(
@@ -65,11 +57,31 @@ async def tenant_for_key(state: State, secret: str | None) -> str:
     return tenant_id
 
 
+TenantDep = Annotated[str, Depends(get_tenant_id)]
+
+
+def request_scope(settings: Settings, tenant_id: str) -> Scope:
+    """The caller's tenant; with `row_level_security` off, a system scope, so only the
+    queries' own WHERE clauses keep tenants apart (for testing those clauses)."""
+    return Scope(tenant_id=tenant_id) if settings.row_level_security else SYSTEM
+
+
+async def get_session(request: Request, tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
+    """One transaction per request in the caller's tenant, committed before the response."""
+    scope = request_scope(request.app.state.settings, tenant_id)
+    async with scoped_transaction(request.app.state.sessionmaker, scope) as session:
+        yield session
+
+
+# scope="function": the commit happens before the response leaves, so a failed commit
+# is reported to the caller instead of a success.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
 def request_embedder(request: Request) -> Embedder:
     """The shared embedder (the embedding model)."""
     embedder: Embedder = request.app.state.embedder
     return embedder
 
 
-TenantDep = Annotated[str, Depends(get_tenant_id)]
 EmbedderDep = Annotated[Embedder, Depends(request_embedder)]

@@ -12,13 +12,23 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
 from app.config import Settings
-from app.db import check_extensions, create_engine, make_sessionmaker, resolve_database_url
+from app.db import (
+    EmbeddedSupervisor,
+    app_connection,
+    check_app_role,
+    check_extensions,
+    create_engine,
+    make_sessionmaker,
+    release_embedded_postgres,
+    resolve_database_url,
+)
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.mcp.server import McpMount
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.routers import ROUTERS
+from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.services.jobs import JobContext
 from app.services.worker import BackgroundJobs
@@ -58,16 +68,22 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Connect to PostgreSQL, apply migrations, load the embedding model; dispose at exit."""
     settings: Settings = app.state.settings
     refuse_unsafe_binding(settings)
-    url = await resolve_database_url(settings)
-    db_engine = create_engine(url, pool_size=settings.db_pool_size,
-                              max_overflow=settings.db_max_overflow)
-    await check_extensions(db_engine)
+    owner_url = await resolve_database_url(settings)
+    # The owner runs migrations (and the tests' arrangements); requests and jobs use the
+    # app role, which row-level security binds.
+    owner_engine = create_engine(owner_url, pool_size=2)
+    await check_extensions(owner_engine)
     if settings.migrate_on_start:
-        await migrations.upgrade(db_engine)
+        await migrations.upgrade(owner_engine)
+    connection = await app_connection(settings, owner_engine, owner_url)
+    db_engine = create_engine(connection.url, pool_size=settings.db_pool_size,
+                              max_overflow=settings.db_max_overflow, role=connection.role)
+    await check_app_role(db_engine)
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
     await asyncio.to_thread(embedder.load)
     app.state.db_engine = db_engine
+    app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.embedder = embedder
@@ -77,13 +93,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
                        "never turned into facts or rules, and expired episodes are kept "
                        "instead of deleted until they are consolidated.")
+    supervisor = EmbeddedSupervisor.start_for(settings)
     logger.info("engram ready")
     try:
         async with app.state.mcp.running():
             yield
     finally:
         await background.stop()
+        await supervisor.stop()
         await db_engine.dispose()
+        await owner_engine.dispose()
+        await asyncio.to_thread(release_embedded_postgres, settings)
 
 
 def is_loopback(host: str) -> bool:
@@ -114,7 +134,7 @@ async def refuse_public_binding_without_keys(settings: Settings, db_engine: Asyn
     """A non-loopback listener with authentication on needs at least one live key."""
     if settings.auth_disabled or is_loopback(settings.host):
         return
-    async with make_sessionmaker(db_engine)() as session:
+    async with scoped_transaction(make_sessionmaker(db_engine), SYSTEM) as session:
         live = await api_keys.count_live_keys(session)
     if live == 0:
         raise StartupRefused(

@@ -11,6 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.rls import SYSTEM_SETTING
+
 ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 # The advisory lock every migration run holds for its transaction, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
@@ -54,4 +56,7 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
     async with engine.begin() as conn:
         await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                            {"key": MIGRATION_LOCK_KEY})
+        # Revisions that move data work across tenants (row-level security, app/rls.py).
+        await conn.execute(text("SELECT set_config(:name, 'on', true)"),
+                           {"name": SYSTEM_SETTING})
         await conn.run_sync(run_with)

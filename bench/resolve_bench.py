@@ -41,16 +41,17 @@ WITH words AS (
          LATERAL (SELECT $2::text[] AS s, cardinality($2::text[]) AS n) AS syl,
          LATERAL (SELECT abs(hashint4(i)) AS h1, abs(hashint4(i + 7919)) AS h2) AS h
 )
-INSERT INTO entities (canonical_name, entity_type, aliases)
-SELECT first || ' ' || last || CASE WHEN i % 3 = 0 THEN ' ' || i ELSE '' END,
+INSERT INTO entities (tenant_id, canonical_name, entity_type, aliases)
+SELECT 'default', first || ' ' || last || CASE WHEN i % 3 = 0 THEN ' ' || i ELSE '' END,
        (ARRAY['person', 'organization', 'place', 'other'])[1 + i % 4],
        CASE WHEN i % 2 = 0 THEN ARRAY[first, lower(last) || i] ELSE ARRAY[first] END
 FROM words
 """
 
 FACTS_SQL = """
-INSERT INTO facts (subject, predicate, subject_key, predicate_key, content, entity_id)
-SELECT e.canonical_name, 'p' || g, lower(e.canonical_name), 'p' || g,
+INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, content,
+                   entity_id)
+SELECT 'default', e.canonical_name, 'p' || g, lower(e.canonical_name), 'p' || g,
        'works at ' || e.canonical_name || ' club ' || g, e.id
 FROM (SELECT id, canonical_name FROM entities ORDER BY id LIMIT $1) AS e,
      generate_series(1, 5) AS g

@@ -14,6 +14,8 @@ from app import migrations
 from app.config import JobSettings, Settings
 from app.db import create_engine
 from app.main import create_app
+from app.rls import SYSTEM_SETTING
+from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.database import scratch_database, scratch_server_url
 
@@ -53,8 +55,9 @@ async def app(settings: Settings) -> AsyncIterator[Any]:
 
 @pytest.fixture(scope="session")
 def db_engine(app: Any) -> AsyncEngine:
-    """The app's own database engine, for arranging and inspecting rows."""
-    engine: AsyncEngine = app.state.db_engine
+    """The owner's engine (the one migrations use), for arranging and inspecting rows of
+    every tenant; requests run as the app role, which row-level security binds."""
+    engine: AsyncEngine = app.state.owner_engine
     return engine
 
 
@@ -78,7 +81,7 @@ def api_key_for(app: Any) -> Callable[[str], Awaitable[str]]:
     """Mint a live API key for a tenant and return its secret."""
 
     async def mint(tenant_id: str) -> str:
-        async with app.state.sessionmaker() as session, session.begin():
+        async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
             minted = await api_keys.create_key(session, tenant_id=tenant_id)
         return minted.secret
 
@@ -123,6 +126,8 @@ def sql(db_engine: AsyncEngine) -> Any:
 
     async def run(statement: str, **params: Any) -> list[Any]:
         async with db_engine.begin() as conn:
+            await conn.execute(text("SELECT set_config(:name, 'on', true)"),
+                               {"name": SYSTEM_SETTING})
             result = await conn.execute(text(statement), params)
             return list(result.mappings()) if result.returns_rows else []
 

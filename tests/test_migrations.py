@@ -75,8 +75,9 @@ async def test_every_memory_table_has_tenant_id(scratch_engine: AsyncEngine) -> 
             "SELECT table_name, is_nullable, column_default FROM information_schema.columns "
             "WHERE column_name = 'tenant_id' AND table_schema = 'public'"))
         columns = {row[0]: (row[1], row[2]) for row in rows}
+    # No default since mem_012: a row without a tenant is an error, not tenant 'default'.
     for table in ("episodes", "facts", "rules", "memory_links", "entities", "rule_applications"):
-        assert columns[table] == ("NO", "'default'::text")
+        assert columns[table] == ("NO", None)
 
 
 async def test_link_relation_is_constrained(scratch_engine: AsyncEngine) -> None:
@@ -84,9 +85,9 @@ async def test_link_relation_is_constrained(scratch_engine: AsyncEngine) -> None
     with pytest.raises(Exception, match="relation"):
         async with scratch_engine.begin() as conn:
             await conn.execute(text(
-                "INSERT INTO memory_links (source_type, source_id, target_type, target_id, "
-                "relation) VALUES ('fact', gen_random_uuid(), 'fact', gen_random_uuid(), "
-                "'likes')"))
+                "INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, "
+                "target_id, relation) VALUES ('t', 'fact', gen_random_uuid(), 'fact', "
+                "gen_random_uuid(), 'likes')"))
 
 
 async def test_mem_009_moves_state_out_of_metadata_and_back(scratch_engine: AsyncEngine) -> None:
@@ -164,3 +165,19 @@ async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine
         finally:
             await other.dispose()
     assert await migrations.is_at_head(scratch_engine)
+
+
+async def test_mem_012_rls_comes_off_and_back(scratch_engine: AsyncEngine) -> None:
+    await migrations.upgrade(scratch_engine)
+
+    async def protected() -> set[str]:
+        async with scratch_engine.connect() as conn:
+            rows = await conn.execute(text(
+                "SELECT relname FROM pg_class WHERE relrowsecurity AND relforcerowsecurity"))
+            return {row[0] for row in rows}
+
+    assert {"episodes", "facts", "memory_links", "jobs", "api_keys"} <= await protected()
+    await migrations.downgrade(scratch_engine, "mem_010")
+    assert await protected() == set()
+    await migrations.upgrade(scratch_engine)
+    assert "facts" in await protected()

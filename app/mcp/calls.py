@@ -13,8 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
 from app.config import Settings
+from app.deps import request_scope
 from app.embedding import Embedder
 from app.errors import DomainError
+from app.scope import scoped_transaction
 
 TENANT_SCOPE_KEY = "engram.tenant_id"
 
@@ -91,8 +93,9 @@ async def transaction(caller: Caller) -> AsyncIterator[AsyncSession]:
     Domain errors become tool errors with their message; integrity and range errors of the
     database the same tool errors REST answers with 409 and 422.
     """
+    scope = request_scope(caller.settings, caller.tenant_id)
     try:
-        async with caller.sessionmaker() as session, session.begin():
+        async with scoped_transaction(caller.sessionmaker, scope) as session:
             yield session
     except DomainError as error:
         raise ToolError(describe_domain_error(error)) from None

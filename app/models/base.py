@@ -37,8 +37,8 @@ def uuid_pk() -> Mapped[uuid.UUID]:
 
 
 def tenant_column() -> Mapped[str]:
-    """The tenant_id column every memory table carries."""
-    return mapped_column(Text, nullable=False, server_default="default")
+    """The tenant_id column every memory table carries (no default: a row names its tenant)."""
+    return mapped_column(Text, nullable=False)
 
 
 def created_at_column() -> Mapped[datetime]:

@@ -150,7 +150,8 @@ class Rule(Searchable, Base):
 class MemoryLink(Base):
     __tablename__ = "memory_links"
 
-    tenant_id: Mapped[str] = tenant_column()
+    # Part of the key (last, after the ends, as in revision mem_012).
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     source_type: Mapped[str] = mapped_column(Text, primary_key=True)
     source_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     target_type: Mapped[str] = mapped_column(Text, primary_key=True)

@@ -37,8 +37,11 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
     """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
     `0.4 relevance + 0.3 importance/10 + 0.2 recency + 0.1 effective_confidence` (weights
     from settings), ties broken by created_at desc then id asc. `relevance` is the RRF score
-    rescaled so the best possible candidate is 1 and the worst 0. Memories whose effective
-    confidence is below `min_confidence` are left out. Every returned memory counts one
+    rescaled so the best possible candidate is 1 and the worst 0; `recency` counts from the
+    memory's own time (last confirmed, else created), not from its last reference. Memories
+    whose effective confidence is below `min_confidence`, or whose cosine similarity to the
+    topic is below `[retrieval] relevance_floor` (0.2), are left out; `limit` defaults to
+    `[retrieval] default_limit` (20). Every returned memory counts one
     reference (reference_count + 1, last_referenced_at = now), as shown in the response."""
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
@@ -52,7 +55,7 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
 async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: TenantDep,
                          embedder: EmbedderDep, settings: SettingsDep) -> ContextResponse:
     """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the
-    butler's, then format them:
+    butler's (none less similar to the prompt than the relevance floor), then format them:
 
     ```
     # Memory Context

@@ -87,8 +87,10 @@ Name = Annotated[
     AfterValidator(_no_nul),
     AfterValidator(_not_blank),
 ]
-Reason = Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]
-Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul)]
+Reason = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul),
+                  AfterValidator(_not_blank)]
+Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul),
+                AfterValidator(_not_blank)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
 # The metadata of facts, rules and entities: no reserved keys.

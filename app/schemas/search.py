@@ -22,6 +22,7 @@ MAX_QUERY_CHARS = 4000
 MAX_RESULTS = 100
 MAX_NEIGHBOURS = 5
 TimeMode = Literal["boost", "filter", "off"]
+LIMIT_DESCRIPTION = "Most results; defaults to the configured [retrieval] default_limit (20)."
 
 QueryText = Annotated[
     str,
@@ -72,7 +73,7 @@ class SearchRequest(RequestModel):
     scope: Scope = None
     mode: SearchMode | None = Field(None, description="Defaults to the configured mode "
                                     "(hybrid unless changed).")
-    limit: int = Field(10, ge=1, le=MAX_RESULTS)
+    limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description=LIMIT_DESCRIPTION)
     min_confidence: MinConfidence = 0.2
     neighbours: int = Field(
         0, ge=0, le=MAX_NEIGHBOURS, description="Return with each episode hit up to this many "
@@ -144,14 +145,15 @@ class RecallRequest(RequestModel):
 
     topic: QueryText
     scope: Scope = None
-    limit: int = Field(10, ge=1, le=MAX_RESULTS)
+    limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description=LIMIT_DESCRIPTION)
     min_confidence: MinConfidence = 0.2
 
 
 class RecallScores(ResponseModel):
     relevance: float = Field(description="RRF score rescaled so the best possible candidate "
                              "is 1 and the worst possible is 0.")
-    recency: float = Field(description="exp(-ln2/7 * days since last reference); 0 if never.")
+    recency: float = Field(description="exp(-ln2/7 * days since the memory's own time: "
+                           "last confirmed, else created).")
     composite_score: float = Field(description="relevance, importance/10, recency and "
                                    "effective confidence weighted by the score weights.")
 

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.errors import InvalidInput
 from app.models.api_keys import ApiKey
 from app.repositories import api_keys as api_key_rows
+from app.scope import SYSTEM, scoped_transaction
 
 KEY_PREFIX = "egk_"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -92,7 +93,8 @@ async def resolve_tenant(sessionmaker: async_sessionmaker[AsyncSession], cache: 
     key_hash = hash_key(secret)
     if (tenant_id := cache.get(key_hash)) is not None:
         return tenant_id
-    async with sessionmaker() as session:
+    # System scope: the key is what tells the tenant, so the lookup spans every tenant.
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
         tenant_id = await api_key_rows.tenant_for_hash(session, key_hash)
     if tenant_id is not None:
         cache.put(key_hash, tenant_id)

@@ -5,6 +5,7 @@ import uuid
 
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import jobs as job_rows
+from app.scope import SYSTEM, Scope
 from app.services.jobs import JobContext, JobOutcome
 
 # A safety stop: at most this many batches per phase and tenant in one job.
@@ -22,15 +23,17 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
     counted as `expired_kept_unconsolidated`) until consolidation takes them.
     """
     batch_size = ctx.settings.jobs.cleanup_batch_size
-    expired_deleted, links_deleted = await _drain(
-        ctx, cleanup_rows.EXPIRED_BATCH, tenant_id=tenant_id, batch_size=batch_size, limit=None,
-        reason="expired", job_id=job_id)
-    async with ctx.transaction() as session:
+    async with ctx.transaction(SYSTEM) as session:
         tenants = ([tenant_id] if tenant_id is not None
                    else await cleanup_rows.tenants_with_episodes(session))
-    capacity_deleted = 0
+    expired_deleted = capacity_deleted = links_deleted = 0
     for tenant in tenants:
-        async with ctx.transaction() as session:
+        deleted, links = await _drain(ctx, cleanup_rows.EXPIRED_BATCH, tenant_id=tenant,
+                                      batch_size=batch_size, limit=None, reason="expired",
+                                      job_id=job_id)
+        expired_deleted += deleted
+        links_deleted += links
+        async with ctx.transaction(Scope(tenant_id=tenant)) as session:
             excess = await cleanup_rows.count_episodes(session, tenant_id=tenant) - max_entries
         if excess > 0:
             deleted, links = await _drain(ctx, cleanup_rows.CAPACITY_BATCH, tenant_id=tenant,
@@ -38,7 +41,8 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
                                           reason="capacity", job_id=job_id)
             capacity_deleted += deleted
             links_deleted += links
-    async with ctx.transaction() as session:
+    final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
+    async with ctx.transaction(final) as session:
         remaining = await cleanup_rows.count_episodes(session, tenant_id=tenant_id)
         kept = await cleanup_rows.count_expired_kept(session, tenant_id=tenant_id)
         if job_id is not None:
@@ -57,7 +61,7 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
     })
 
 
-async def _drain(ctx: JobContext, statement: str, *, tenant_id: str | None, batch_size: int,
+async def _drain(ctx: JobContext, statement: str, *, tenant_id: str, batch_size: int,
                  limit: int | None, reason: str, job_id: str | None) -> tuple[int, int]:
     """Delete batch after batch (one transaction each) until none is left or `limit` is met."""
     episodes_total = links_total = 0
@@ -65,7 +69,7 @@ async def _drain(ctx: JobContext, statement: str, *, tenant_id: str | None, batc
         size = batch_size if limit is None else min(batch_size, limit - episodes_total)
         if size <= 0:
             break
-        async with ctx.transaction() as session:
+        async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=job_id)) as session:
             episodes, links = await cleanup_rows.delete_batch(
                 session, statement, tenant_id=tenant_id, batch_size=size, reason=reason,
                 job_id=job_id)

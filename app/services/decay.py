@@ -1,6 +1,7 @@
 """The decay sweep: fading, expiry and forgetting of facts and rules whose confidence decayed."""
 
 from app.repositories import decay as decay_rows
+from app.scope import SYSTEM, Scope
 from app.services.jobs import JobContext, JobOutcome
 from app.services.lifecycle import EXPIRED_BELOW, FADING_BELOW
 
@@ -15,7 +16,7 @@ async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,
     holds one long transaction over all of them); each transition is a memory_events row.
     """
     if tenant_id is None:
-        async with ctx.transaction() as session:
+        async with ctx.transaction(SYSTEM) as session:
             tenants = await decay_rows.tenants_with_decaying_memories(session)
     else:
         tenants = [tenant_id]
@@ -23,7 +24,7 @@ async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,
         "facts": {"evaluated": 0, "expired": 0, "fading": 0, "recovered": 0, "events": 0},
         "rules": {"evaluated": 0, "forgotten": 0, "fading": 0, "recovered": 0, "events": 0}}
     for tenant in tenants:
-        async with ctx.transaction() as session:
+        async with ctx.transaction(Scope(tenant_id=tenant)) as session:
             for table, statement in (("facts", decay_rows.FACT_SWEEP),
                                      ("rules", decay_rows.RULE_SWEEP)):
                 counts = await decay_rows.sweep(session, statement, tenant_id=tenant,

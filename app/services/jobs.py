@@ -19,6 +19,7 @@ from app.errors import NotFound
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
+from app.scope import Scope, scoped_transaction
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,10 @@ class JobContext:
     worker_id: str = field(default_factory=lambda: f"worker-{uuid.uuid4().hex[:12]}")
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """A session of its own in one transaction: committed on success, else rolled back."""
-        async with self.sessionmaker() as session, session.begin():
+    async def transaction(self, scope: Scope) -> AsyncIterator[AsyncSession]:
+        """A session of its own in one transaction in `scope` (one tenant's unit of work, or
+        `SYSTEM` for cross-tenant work): committed on success, else rolled back."""
+        async with scoped_transaction(self.sessionmaker, scope) as session:
             yield session
 
     @asynccontextmanager

@@ -54,11 +54,11 @@ def effective_confidence(
     return confidence * math.exp(-decay_rate * days_between(last_confirmed_at, now))
 
 
-def recency_score(last_referenced_at: datetime | None, now: datetime) -> float:
-    """exp(-ln2/7 * days since last reference), clamped to [0, 1]; 0 when never referenced."""
-    if last_referenced_at is None:
+def recency_score(at: datetime | None, now: datetime) -> float:
+    """exp(-ln2/7 * days since `at`, the memory's own time), clamped to [0, 1]; 0 without one."""
+    if at is None:
         return 0.0
-    days = days_between(last_referenced_at, now)
+    days = days_between(at, now)
     score = math.exp(-math.log(2) / RECENCY_HALF_LIFE_DAYS * days)
     return min(1.0, max(0.0, score))
 

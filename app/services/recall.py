@@ -50,11 +50,27 @@ class Recalled:
     composite_score: float
 
 
+def own_time(row: Any) -> datetime:
+    """When the memory itself last happened: an episode's occurrence, a fact's or rule's last
+    confirmation, else its creation. (Not last_referenced_at: being recalled must not make a
+    memory rank higher the next time.)"""
+    occurred = getattr(row, "occurred_at", None)
+    if occurred is not None:
+        return occurred
+    confirmed = getattr(row, "last_confirmed_at", None)
+    return confirmed if confirmed is not None else row.created_at
+
+
+def above_floor(hit: Hit, floor: float) -> bool:
+    """False when the memory's similarity to the topic is known and below `floor`."""
+    return hit.similarity is None or hit.similarity >= floor
+
+
 def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime) -> Recalled:
     """The composite score of one hybrid hit."""
     row = hit.row
     relevance = relevance_from_rrf(hit.rrf_score or 0.0, pool=pool, k=k)
-    recency = recency_score(row.last_referenced_at, now)
+    recency = recency_score(own_time(row), now)
     confidence = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at, now)
     importance = getattr(row, "importance", 5.0)
     score = composite_score(relevance=relevance, importance=importance, recency=recency,
@@ -69,16 +85,19 @@ def recall_order(item: Recalled) -> tuple[Any, ...]:
 
 
 async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                 retrieval: RetrievalSettings, topic: str, scope: str | None, limit: int,
-                 min_confidence: float, bump: bool = True) -> list[Recalled]:
-    """The `limit` best facts and rules by composite score; each returned one is referenced."""
+                 retrieval: RetrievalSettings, topic: str, scope: str | None,
+                 limit: int | None, min_confidence: float, bump: bool = True) -> list[Recalled]:
+    """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
+    out those less similar to the topic than the relevance floor; each returned one is
+    referenced."""
+    limit = limit or retrieval.default_limit
     pool = limit * retrieval.recall_pool_factor
     hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                         query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
                         limit=pool, min_confidence=min_confidence)
     now = now_utc()
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
-                        now=now) for hit in hits]
+                        now=now) for hit in hits if above_floor(hit, retrieval.relevance_floor)]
     top = sorted(scored, key=recall_order)[:limit]
     if bump:
         await bump_recalled(session, tenant_id=tenant_id, recalled=top)

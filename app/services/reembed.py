@@ -6,14 +6,16 @@ from app.embedding import Embedder
 from app.models import Episode, Fact, Rule
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import reembed as reembed_rows
+from app.scope import SYSTEM, scoped_transaction
 
 BATCH_SIZE = 256
 
 
 async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
                       embedder: Embedder) -> dict[str, int]:
-    """Re-embed stale rows of every memory table, one committed batch at a time."""
-    async with sessionmaker() as session, session.begin():
+    """Re-embed stale rows of every memory table (every tenant: system work), one committed
+    batch at a time."""
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
         version_id = await embedding_version_rows.ensure_version(
             session, model_name=embedder.model_name, model_version=embedder.model_version,
             dimensions=embedder.dimensions)
@@ -21,7 +23,7 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
     for name, model in (("episodes", Episode), ("facts", Fact), ("rules", Rule)):
         counts[name] = 0
         while True:
-            async with sessionmaker() as session, session.begin():
+            async with scoped_transaction(sessionmaker, SYSTEM) as session:
                 rows = await reembed_rows.stale_rows(session, model, version_id=version_id,
                                                 limit=BATCH_SIZE)
                 if not rows:

@@ -20,7 +20,8 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
     window = parse_time_window(request.query, request.reference_time or now)
     hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                         query=request.query, types=request.types, scope=request.scope,
-                        mode=mode, limit=request.limit, min_confidence=request.min_confidence,
+                        mode=mode, limit=request.limit or retrieval.default_limit,
+                        min_confidence=request.min_confidence,
                         neighbours=request.neighbours, window=window,
                         time_mode=request.time_mode)
     return search_out(mode, hits, window, request.time_mode, now)

@@ -14,6 +14,7 @@ from typing import Any
 from app.config import JobSettings
 from app.models import Job
 from app.repositories import jobs as job_rows
+from app.scope import SYSTEM
 from app.services.jobs import JobContext
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ async def tick(ctx: JobContext, *, now: datetime | None = None) -> list[Job]:
     now = now or datetime.now(UTC)
     created: list[Job] = []
     for kind, (interval_hours, params) in schedule(ctx.settings.jobs).items():
-        async with ctx.transaction() as session:
+        async with ctx.transaction(SYSTEM) as session:
             job = await job_rows.enqueue_scheduled(session, kind=kind, params=params,
                                                    scheduled_for=slot_start(now, interval_hours))
         if job is not None:

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from app.models import Job
 from app.repositories import jobs as job_rows
+from app.scope import SYSTEM
 from app.services.cleanup import run_episode_cleanup
 from app.services.consolidation.pipeline import run_consolidation
 from app.services.decay import run_decay_sweep
@@ -45,7 +46,7 @@ HANDLERS: dict[str, Handler] = {
 async def claim(ctx: JobContext) -> Job | None:
     """Fail abandoned jobs, then claim the oldest claimable one (None when the queue is empty)."""
     settings = ctx.settings.jobs
-    async with ctx.transaction() as session:
+    async with ctx.transaction(SYSTEM) as session:
         await job_rows.fail_abandoned(session, max_attempts=settings.max_job_attempts)
         return await job_rows.claim_next(session, worker_id=ctx.worker_id,
                                          lease_seconds=settings.lease_seconds,
@@ -73,7 +74,7 @@ async def run_once(ctx: JobContext) -> Job | None:
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat
     status = "failed" if outcome.failed else "succeeded"
-    async with ctx.transaction() as session:
+    async with ctx.transaction(SYSTEM) as session:
         await job_rows.finish(session, job_id=job.id, worker_id=ctx.worker_id, status=status,
                               result=outcome.result, errors=bounded_errors(outcome.errors))
     logger.info("job %s (%s) %s", job.id, job.kind, status)
@@ -124,7 +125,7 @@ async def start_up(ctx: JobContext) -> int:
     """Register this worker and end the leases of dead workers' running jobs at once; how
     many jobs were reclaimed."""
     hostname, pid = socket.gethostname(), os.getpid()
-    async with ctx.transaction() as session:
+    async with ctx.transaction(SYSTEM) as session:
         await job_rows.register_worker(session, worker_id=ctx.worker_id, hostname=hostname,
                                        pid=pid)
         dead = [row.id for row in await job_rows.list_workers(session)
@@ -141,7 +142,7 @@ async def _heartbeat(ctx: JobContext) -> None:
     while True:
         await asyncio.sleep(ctx.settings.jobs.heartbeat_seconds)
         try:
-            async with ctx.transaction() as session:
+            async with ctx.transaction(SYSTEM) as session:
                 await job_rows.heartbeat(session, worker_id=ctx.worker_id)
         except Exception:  # noqa: BLE001 - the next heartbeat may succeed
             logger.warning("job worker %s: heartbeat failed", ctx.worker_id, exc_info=True)
@@ -163,7 +164,7 @@ async def run_worker(ctx: JobContext, stop: asyncio.Event) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await beating
         with contextlib.suppress(Exception):
-            async with ctx.transaction() as session:
+            async with ctx.transaction(SYSTEM) as session:
                 await job_rows.unregister_worker(session, worker_id=ctx.worker_id)
 
 
@@ -184,7 +185,7 @@ async def _keep_lease(ctx: JobContext, job: Job) -> None:
     while True:
         await asyncio.sleep(interval)
         try:
-            async with ctx.transaction() as session:
+            async with ctx.transaction(SYSTEM) as session:
                 await job_rows.renew_lease(session, job_id=job.id, worker_id=ctx.worker_id,
                                            lease_seconds=ctx.settings.jobs.lease_seconds)
         except Exception:  # noqa: BLE001 - the next renewal may succeed
@@ -193,7 +194,7 @@ async def _keep_lease(ctx: JobContext, job: Job) -> None:
 
 async def _release(ctx: JobContext, job: Job) -> None:
     try:
-        async with ctx.transaction() as session:
+        async with ctx.transaction(SYSTEM) as session:
             await job_rows.release(session, job_id=job.id, worker_id=ctx.worker_id)
     except Exception:  # noqa: BLE001 - the lease expires and another worker takes it
         logger.warning("job %s: could not release it on shutdown", job.id, exc_info=True)

@@ -12,6 +12,7 @@ from app.cli import main as cli
 from app.config import Settings
 from app.errors import StartupRefused
 from app.main import create_app
+from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 
 PUBLIC_PATHS = {"/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect",
@@ -41,7 +42,7 @@ async def test_every_v1_route_without_a_key_is_401(app, anonymous_client):
 
 
 async def test_every_v1_route_with_a_revoked_key_is_401(app, anonymous_client, sql):
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id="default")
     await sql("UPDATE api_keys SET revoked_at = now() WHERE id = :id", id=minted.record.id)
     headers = {"Authorization": f"Bearer {minted.secret}"}
@@ -58,7 +59,7 @@ async def test_unknown_key_is_401(anonymous_client):
 
 
 async def test_x_api_key_header_is_accepted(app, anonymous_client):
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id="default")
     response = await anonymous_client.get("/v1/facts", headers={"X-API-Key": minted.secret})
     assert response.status_code == 200
@@ -71,7 +72,7 @@ async def test_health_and_docs_need_no_key(anonymous_client):
 
 
 async def test_keys_are_stored_only_as_hashes(app, sql):
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id="acme", name="ci")
     rows = await sql("SELECT * FROM api_keys")
     stored = " ".join(str(value) for row in rows for value in row.values())
@@ -80,14 +81,14 @@ async def test_keys_are_stored_only_as_hashes(app, sql):
 
 
 async def test_tenant_comes_from_the_key_not_the_request(app, anonymous_client):
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         acme = await api_keys.create_key(session, tenant_id="acme")
     headers = {"Authorization": f"Bearer {acme.secret}"}
     created = await anonymous_client.post(
         "/v1/rules?tenant_id=default", headers=headers,
         json={"content": "Greet in Dutch"})
     assert created.status_code == 201
-    async with app.state.sessionmaker() as session:
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         owner = (await session.execute(text("SELECT tenant_id FROM rules WHERE id = :id"),
                                        {"id": uuid.UUID(created.json()["id"])})).scalar_one()
     assert owner == "acme"
@@ -133,7 +134,7 @@ async def test_public_address_without_keys_refuses_to_start(settings, sql):
 
 
 async def test_public_address_with_a_key_starts(app, settings):
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         await api_keys.create_key(session, tenant_id="acme")
     await _start(settings.model_copy(update={"host": "0.0.0.0"}))
 

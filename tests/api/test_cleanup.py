@@ -14,8 +14,9 @@ async def _arrange(sql, *rows):
     """Insert episodes given as (label, consolidated, created_days_ago, expired)."""
     for label, consolidated, days_ago, expired in rows:
         await sql(
-            "INSERT INTO episodes (butler, content, consolidated, consolidation_status, "
-            "created_at, expires_at) VALUES ('assistant', :label, :consolidated, "
+            "INSERT INTO episodes (tenant_id, butler, content, consolidated, "
+            "consolidation_status, created_at, expires_at) VALUES ('default', 'assistant', "
+            ":label, :consolidated, "
             "CASE WHEN :consolidated THEN 'consolidated' ELSE 'pending' END, "
             "now() - make_interval(days => :days), "
             "CASE WHEN :expired THEN now() - interval '1 hour' "
@@ -96,8 +97,9 @@ async def test_links_to_deleted_episodes_are_removed(client, app, sql, settings)
     fact = (await client.post("/v1/facts", json={
         "subject": "u", "predicate": "p", "content": "c",
         "source_episode_id": episode_id})).json()
-    await sql("INSERT INTO memory_links (source_type, source_id, target_type, target_id, "
-              "relation) VALUES ('fact', CAST(:f AS uuid), 'episode', CAST(:e AS uuid), "
+    await sql("INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, "
+              "target_id, relation) VALUES ('default', 'fact', CAST(:f AS uuid), 'episode', "
+              "CAST(:e AS uuid), "
               "'derived_from')", f=fact["id"], e=episode_id)
     await sql("UPDATE episodes SET expires_at = now() - interval '1 hour', consolidated = true, "
               "consolidation_status = 'consolidated'")

@@ -138,12 +138,12 @@ async def test_prompt_carries_dedup_context_notice_and_tagged_episodes(client, a
 
 async def test_dedup_context_holds_at_most_100_facts_and_50_rules(client, app, sql, settings,
                                                                   llm):
-    await sql("INSERT INTO facts (subject, predicate, subject_key, predicate_key, content, "
-              "last_confirmed_at) "
-              "SELECT 's' || i, 'p', 's' || i, 'p', 'fact number ' || i, now() "
+    await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+              "content, last_confirmed_at) "
+              "SELECT 'default', 's' || i, 'p', 's' || i, 'p', 'fact number ' || i, now() "
               "FROM generate_series(1, 120) i")
-    await sql("INSERT INTO rules (content, last_confirmed_at) "
-              "SELECT 'rule number ' || i, now() FROM generate_series(1, 60) i")
+    await sql("INSERT INTO rules (tenant_id, content, last_confirmed_at) "
+              "SELECT 'default', 'rule number ' || i, now() FROM generate_series(1, 60) i")
     await add_episodes(client, "assistant", "Something happened.")
     await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     prompt = user_prompt(llm.requests[0])

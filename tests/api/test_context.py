@@ -139,3 +139,17 @@ async def test_context_counts_a_reference_only_for_memories_in_the_block(client,
 ])
 async def test_invalid_context_request_is_422(client, body):
     assert (await client.post("/v1/context", json=body)).status_code == 422
+
+
+async def test_unrelated_fact_does_not_push_deploy_rules_out_of_the_context(client):
+    # The example: "Alice's birthday" (similarity about -0.02 to the prompt) used to
+    # score 0.6 and take the room the deploy rule needed.
+    await post(client, "/v1/facts", subject="Alice", predicate="birthday",
+               content="Alice's birthday is on March 3", importance=10.0,
+               permanence="permanent")
+    rule = await post(client, "/v1/rules",
+                      content="Always run the migrations before deploying the service")
+    body = await context(client, prompt="deploy the service", butler="ops", token_budget=35)
+    assert "birthday" not in body["context"]
+    assert "Always run the migrations before deploying the service" in body["context"]
+    assert [item["id"] for item in body["items"]] == [rule["id"]]

@@ -11,6 +11,7 @@ import pytest
 from app.config import Settings
 from app.embedding.scheduler import ChunkEvent
 from app.main import create_app
+from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 
 LONG_TURN = "Caroline told Melanie about the support group and the adoption agencies. " * 40
@@ -25,7 +26,7 @@ async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
 
 
 async def client_for(app: Any, tenant_id: str) -> httpx.AsyncClient:
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id=tenant_id)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                              headers={"X-API-Key": minted.secret}, timeout=600)

@@ -156,8 +156,8 @@ async def test_nodes_carry_summary_and_state(client):
 
 async def test_links_to_missing_rows_are_skipped(client, sql):
     center = await fact(client)
-    await sql("INSERT INTO memory_links (source_type, source_id, target_type, target_id, "
-              "relation) VALUES ('fact', :s, 'rule', :t, 'supports')",
+    await sql("INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, "
+              "target_id, relation) VALUES ('default', 'fact', :s, 'rule', :t, 'supports')",
               s=uuid.UUID(center[1]), t=uuid.uuid4())
     result = await graph(client, center)
     assert node_hops(result) == {center: 0}

@@ -3,6 +3,7 @@
 import pytest
 
 from app.config import LimitSettings
+from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 
 
@@ -31,7 +32,7 @@ async def test_health_checks_are_never_limited(client, tight_limits):
 
 
 async def test_a_revoked_key_works_until_the_cache_entry_is_stale(app, anonymous_client, sql):
-    async with app.state.sessionmaker() as session, session.begin():
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id="acme")
     headers = {"X-API-Key": minted.secret}
     assert (await anonymous_client.get("/v1/facts", headers=headers)).status_code == 200

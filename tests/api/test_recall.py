@@ -28,26 +28,36 @@ async def test_composite_score_follows_the_formula(client, sql):
     stored = await post(client, "/v1/facts", subject="Caroline", predicate="pet",
                         content="Caroline has a dog named Max", importance=8.0,
                         permanence="stable")
-    await sql("UPDATE facts SET last_referenced_at = now() - interval '7 days', "
-              "last_confirmed_at = now() - interval '50 days' WHERE id = :id",
+    await sql("UPDATE facts SET last_referenced_at = now(), "
+              "last_confirmed_at = now() - interval '7 days' WHERE id = :id",
               id=uuid.UUID(stored["id"]))
     [hit] = await recall(client, "Caroline dog Max")
     assert hit["relevance"] == pytest.approx(1.0)
     assert hit["recency"] == pytest.approx(0.5, abs=1e-4)
-    assert hit["effective_confidence"] == pytest.approx(math.exp(-0.002 * 50), abs=1e-5)
+    assert hit["effective_confidence"] == pytest.approx(math.exp(-0.002 * 7), abs=1e-5)
     assert hit["composite_score"] == pytest.approx(
-        0.4 * 1.0 + 0.3 * 0.8 + 0.2 * 0.5 + 0.1 * math.exp(-0.1), abs=1e-4)
+        0.4 * 1.0 + 0.3 * 0.8 + 0.2 * 0.5 + 0.1 * math.exp(-0.014), abs=1e-4)
 
 
-async def test_never_referenced_memory_has_zero_recency(client):
+async def test_new_memory_is_fully_recent_and_recall_does_not_raise_it(client):
     await post(client, "/v1/facts", subject="Mel", predicate="sport", content="Mel swims")
+    [first] = await recall(client, "Mel swims")
+    [second] = await recall(client, "Mel swims")
+    assert first["recency"] == pytest.approx(1.0, abs=1e-4)
+    assert second["composite_score"] == pytest.approx(first["composite_score"], abs=1e-4)
+
+
+async def test_recency_counts_from_the_last_confirmation(client, sql):
+    await post(client, "/v1/facts", subject="Mel", predicate="sport", content="Mel swims")
+    await sql("UPDATE facts SET last_confirmed_at = now() - interval '14 days', "
+              "created_at = now() - interval '30 days'")
     [hit] = await recall(client, "Mel swims")
-    assert hit["recency"] == 0.0
+    assert hit["recency"] == pytest.approx(0.25, abs=1e-4)
 
 
-async def test_reference_in_the_future_is_clamped_to_recency_one(client, sql):
+async def test_confirmation_in_the_future_is_clamped_to_recency_one(client, sql):
     await post(client, "/v1/facts", subject="Mel", predicate="sport", content="Mel swims")
-    await sql("UPDATE facts SET last_referenced_at = now() + interval '2 days'")
+    await sql("UPDATE facts SET last_confirmed_at = now() + interval '2 days'")
     [hit] = await recall(client, "Mel swims")
     assert hit["recency"] == 1.0
 
@@ -57,10 +67,8 @@ async def test_clearly_more_relevant_memory_outranks_a_more_recent_one(client, s
                           content="Caroline adopted a rescue dog named Max")
     recent = await post(client, "/v1/facts", subject="Melanie", predicate="pet",
                         content="Melanie owns a cat")
-    await sql("UPDATE facts SET last_referenced_at = now() - interval '5 days' WHERE id = :id",
+    await sql("UPDATE facts SET last_confirmed_at = now() - interval '5 days' WHERE id = :id",
               id=uuid.UUID(relevant["id"]))
-    await sql("UPDATE facts SET last_referenced_at = now() WHERE id = :id",
-              id=uuid.UUID(recent["id"]))
     results = await recall(client, "Caroline rescue dog Max")
     assert [r["id"] for r in results] == [relevant["id"], recent["id"]]
     assert results[1]["keyword_rank"] is None
@@ -110,3 +118,23 @@ async def test_recall_limit_caps_results(client):
 async def test_recall_of_empty_topic_is_empty(client):
     await post(client, "/v1/facts", subject="Mel", predicate="job", content="Mel is a nurse")
     assert await recall(client, "   ") == []
+
+
+async def test_memories_below_the_relevance_floor_are_left_out(client):
+    await post(client, "/v1/facts", subject="Alice", predicate="birthday",
+               content="Alice's birthday is on March 3", importance=10.0)
+    rule = await post(client, "/v1/rules",
+                      content="Always run the migrations before deploying the service")
+    results = await recall(client, "deploy the service")
+    assert [r["id"] for r in results] == [rule["id"]]
+
+
+async def test_recall_without_limit_uses_the_configured_default_limit(client, settings,
+                                                                      monkeypatch):
+    for i in range(5):
+        await post(client, "/v1/facts", subject=f"Mel{i}", predicate="likes",
+                   content=f"Mel likes painting number {i}")
+    monkeypatch.setattr(settings.retrieval, "default_limit", 3)
+    assert len(await recall(client, "Mel painting")) == 3
+    response = await client.post("/v1/search", json={"query": "Mel painting"})
+    assert len(response.json()["results"]) == 3

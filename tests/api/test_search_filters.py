@@ -112,9 +112,9 @@ async def test_other_tenants_memories_are_never_found(client, sql):
 async def test_selective_filter_still_fills_the_limit(client, sql):
     """3000 facts of which 1 in 150 is confident enough: the HNSW scan must keep walking."""
     await sql(
-        "INSERT INTO facts (subject, predicate, subject_key, predicate_key, content, embedding, "
-        "search_vector, last_confirmed_at) "
-        "SELECT 's' || g.g, 'p', 's' || g.g, 'p', 'filler ' || g.g, "
+        "INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, content, "
+        "embedding, search_vector, last_confirmed_at) "
+        "SELECT 'default', 's' || g.g, 'p', 's' || g.g, 'p', 'filler ' || g.g, "
         "(SELECT array_agg(random() - 0.5 + 0 * d.d + 0 * g.g) "
         " FROM generate_series(1, 384) AS d(d))::vector, to_tsvector('english', 'filler'), "
         "CASE WHEN g.g % 150 = 0 THEN now() ELSE now() - interval '1000 days' END "

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 A_SECRET = "alphasecret"
@@ -186,7 +187,14 @@ async def test_every_route_is_covered_by_the_isolation_test(app):
     assert not missing, f"add these routes to B_REQUESTS in {__file__}: {missing}"
 
 
-async def test_tenant_b_cannot_reach_tenant_a(app, tenant_client, db_engine):
+@pytest.fixture(params=["rls", "where-clauses-only"])
+def isolation(request: pytest.FixtureRequest, settings, monkeypatch) -> str:
+    """Run a test with row-level security on, and with only the queries' WHERE clauses."""
+    monkeypatch.setattr(settings, "row_level_security", request.param == "rls")
+    return str(request.param)
+
+
+async def test_tenant_b_cannot_reach_tenant_a(app, tenant_client, db_engine, isolation):
     client_a = await tenant_client("tenant-a")
     client_b = await tenant_client("tenant-b")
     ids = await seed_tenant_a(client_a)
@@ -209,7 +217,7 @@ async def test_tenant_b_cannot_reach_tenant_a(app, tenant_client, db_engine):
     assert await snapshot(db_engine, "tenant-a") == before
 
 
-async def test_unknown_ids_and_other_tenants_ids_answer_alike(tenant_client):
+async def test_unknown_ids_and_other_tenants_ids_answer_alike(tenant_client, isolation):
     client_a = await tenant_client("tenant-a")
     client_b = await tenant_client("tenant-b")
     ids = await seed_tenant_a(client_a)
@@ -221,7 +229,7 @@ async def test_unknown_ids_and_other_tenants_ids_answer_alike(tenant_client):
         k: v for k, v in unknown.json().items() if k not in strip}
 
 
-async def test_stats_of_an_empty_tenant_are_zero(tenant_client):
+async def test_stats_of_an_empty_tenant_are_zero(tenant_client, isolation):
     await seed_tenant_a(await tenant_client("tenant-a"))
     stats = (await (await tenant_client("tenant-b")).get("/v1/stats")).json()
 

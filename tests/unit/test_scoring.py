@@ -9,7 +9,14 @@ import pytest
 
 from app.config import ScoreWeights
 from app.services.context import HEADER, assemble, fact_line, rule_line
-from app.services.recall import composite_score, recall_order, relevance_from_rrf, score_hit
+from app.services.recall import (
+    above_floor,
+    composite_score,
+    own_time,
+    recall_order,
+    relevance_from_rrf,
+    score_hit,
+)
 from app.services.search import Hit
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -51,45 +58,57 @@ def test_composite_score_follows_custom_weights():
                            weights=weights) == pytest.approx(0.3)
 
 
-def _fact_hit(*, rrf: float, importance: float = 5.0, referenced_days_ago: float | None,
-              confirmed_days_ago: float = 0.0, created: datetime = NOW,
-              memory_id: uuid.UUID | None = None) -> Hit:
+def _fact_hit(*, rrf: float, importance: float = 5.0, confirmed_days_ago: float | None = 0.0,
+              created: datetime = NOW, memory_id: uuid.UUID | None = None,
+              similarity: float | None = None) -> Hit:
     row = SimpleNamespace(
         id=memory_id or uuid.uuid4(), importance=importance, confidence=1.0, decay_rate=0.008,
-        last_confirmed_at=NOW - timedelta(days=confirmed_days_ago), created_at=created,
-        last_referenced_at=(None if referenced_days_ago is None
-                            else NOW - timedelta(days=referenced_days_ago)),
+        last_confirmed_at=(None if confirmed_days_ago is None
+                           else NOW - timedelta(days=confirmed_days_ago)),
+        created_at=created, last_referenced_at=NOW,
     )
-    return Hit("fact", row, None, None, rrf, None, None)
+    return Hit("fact", row, similarity, None, rrf, None, None)
 
 
 def test_score_hit_combines_relevance_importance_recency_and_decayed_confidence():
-    hit = _fact_hit(rrf=2 / 61, importance=7.0, referenced_days_ago=7.0, confirmed_days_ago=10)
+    hit = _fact_hit(rrf=2 / 61, importance=7.0, confirmed_days_ago=7.0)
     scored = score_hit(hit, pool=30, k=60, weights=WEIGHTS, now=NOW)
     assert scored.recency == pytest.approx(0.5)
-    assert scored.effective_confidence == pytest.approx(math.exp(-0.08))
+    assert scored.effective_confidence == pytest.approx(math.exp(-0.056))
     assert scored.composite_score == pytest.approx(
-        0.4 * 1.0 + 0.3 * 0.7 + 0.2 * 0.5 + 0.1 * math.exp(-0.08))
+        0.4 * 1.0 + 0.3 * 0.7 + 0.2 * 0.5 + 0.1 * math.exp(-0.056))
 
 
-def test_never_referenced_memory_has_zero_recency():
-    scored = score_hit(_fact_hit(rrf=2 / 61, referenced_days_ago=None), pool=30, k=60,
-                       weights=WEIGHTS, now=NOW)
-    assert scored.recency == 0.0
+def test_recency_ignores_references_and_falls_back_to_creation():
+    hit = _fact_hit(rrf=2 / 61, confirmed_days_ago=None, created=NOW - timedelta(days=14))
+    scored = score_hit(hit, pool=30, k=60, weights=WEIGHTS, now=NOW)
+    assert scored.recency == pytest.approx(0.25)
+
+
+def test_episode_recency_is_from_when_it_occurred():
+    row = SimpleNamespace(occurred_at=NOW - timedelta(days=7), created_at=NOW,
+                          last_confirmed_at=None)
+    assert own_time(row) == NOW - timedelta(days=7)
+
+
+def test_relevance_floor_drops_only_known_low_similarity():
+    assert not above_floor(_fact_hit(rrf=0.03, similarity=-0.02), 0.2)
+    assert above_floor(_fact_hit(rrf=0.03, similarity=0.2), 0.2)
+    assert above_floor(_fact_hit(rrf=0.03, similarity=None), 0.2)
 
 
 def test_clearly_more_relevant_memory_outranks_slightly_more_recent_one():
-    relevant = _fact_hit(rrf=2 / 61, referenced_days_ago=3)
-    recent = _fact_hit(rrf=1 / 62 + 1 / 91, referenced_days_ago=0)
+    relevant = _fact_hit(rrf=2 / 61, confirmed_days_ago=3)
+    recent = _fact_hit(rrf=1 / 62 + 1 / 91, confirmed_days_ago=0)
     scored = [score_hit(h, pool=30, k=60, weights=WEIGHTS, now=NOW) for h in (recent, relevant)]
     assert sorted(scored, key=recall_order)[0].hit is relevant
 
 
 def test_recall_order_breaks_ties_by_newest_then_lowest_id():
-    older = _fact_hit(rrf=0.03, referenced_days_ago=None, created=NOW - timedelta(days=1),
+    older = _fact_hit(rrf=0.03, confirmed_days_ago=None, created=NOW - timedelta(days=1),
                       memory_id=uuid.UUID(int=1))
-    newer_high_id = _fact_hit(rrf=0.03, referenced_days_ago=None, memory_id=uuid.UUID(int=9))
-    newer_low_id = _fact_hit(rrf=0.03, referenced_days_ago=None, memory_id=uuid.UUID(int=2))
+    newer_high_id = _fact_hit(rrf=0.03, confirmed_days_ago=None, memory_id=uuid.UUID(int=9))
+    newer_low_id = _fact_hit(rrf=0.03, confirmed_days_ago=None, memory_id=uuid.UUID(int=2))
     scored = [score_hit(h, pool=30, k=60, weights=WEIGHTS, now=NOW)
               for h in (older, newer_high_id, newer_low_id)]
     ordered = [s.hit for s in sorted(scored, key=recall_order)]

@@ -11,6 +11,7 @@ from app.models import Episode
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
 from app.repositories.consolidation import PendingGroup
+from app.scope import SYSTEM, Scope
 from app.services import events
 from app.services.consolidation.executor import (
     ExecutionOutcome,
@@ -99,7 +100,7 @@ async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
     failed = tally.groups_failed > 0 and tally.groups_succeeded == 0
     figures = tally.figures()
     if job_id is not None:
-        async with ctx.transaction() as session:
+        async with ctx.transaction(SYSTEM) as session:
             figures.update(await job_rows.progress_of(session, job_id=job_id))
     result = {"dry_run": False, "model": ctx.settings.llm.model, **figures}
     return JobOutcome(result=result, errors=tally.errors, failed=failed)
@@ -107,7 +108,7 @@ async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
 
 async def dry_run(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
     """Group and count pending episodes; nothing is written."""
-    async with ctx.transaction() as session:
+    async with ctx.transaction(_listing_scope(tenant_id)) as session:
         groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
     listed = [{"tenant_id": g.tenant_id, "butler": g.butler, "episodes": g.episodes}
               for g in groups[:MAX_LISTED_GROUPS]]
@@ -123,7 +124,7 @@ async def dry_run(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
 async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | None,
                       skipped: set[tuple[str, str]], tally: Tally) -> bool:
     """Consolidate one batch of a group no other worker holds; False when none is left."""
-    async with ctx.transaction() as session:
+    async with ctx.transaction(_listing_scope(tenant_id)) as session:
         groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
     for group in groups:
         key = (group.tenant_id, group.butler)
@@ -145,6 +146,11 @@ async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | N
     return False
 
 
+def _listing_scope(tenant_id: str | None) -> Scope:
+    """The tenant's own scope, or the system's to list the groups of every tenant."""
+    return SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id)
+
+
 async def _unlock(conn: AsyncConnection, group: PendingGroup) -> None:
     try:
         await consolidation_rows.unlock_group(conn, tenant_id=group.tenant_id, butler=group.butler)
@@ -161,7 +167,9 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     True when the batch was consolidated, False when it failed (its episodes stay pending
     with retry_count + 1, or become failed), None when nothing was pending any more.
     """
-    async with ctx.transaction() as session:
+    unit = Scope(tenant_id=group.tenant_id,
+                 job_id=str(tally.job_id) if tally.job_id is not None else None)
+    async with ctx.transaction(unit) as session:
         episodes = await consolidation_rows.pending_episodes(
             session, tenant_id=group.tenant_id, butler=group.butler,
             limit=ctx.settings.jobs.consolidation_batch_size)
@@ -173,7 +181,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     tally.groups_processed += 1
     try:
         parsed = await _ask_model(client, prompt)
-        async with ctx.transaction() as session:
+        async with ctx.transaction(unit) as session:
             still_pending = await consolidation_rows.lock_still_pending(
                 session, episode_ids=scope.episode_ids)
             scope = GroupScope(scope.tenant_id, scope.butler, still_pending)
@@ -194,7 +202,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
         message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
-        async with ctx.transaction() as session:
+        async with ctx.transaction(unit) as session:
             retrying, failed = await consolidation_rows.record_failure(
                 session, episode_ids=scope.episode_ids, error=message,
                 max_attempts=ctx.settings.jobs.consolidation_max_attempts)
