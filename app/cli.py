@@ -5,6 +5,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -29,6 +30,14 @@ def _serve(settings: Settings, workers: int) -> None:
     # (the embedded server started) and migrated once, here, so they neither race nor each
     # start a server.
     os.environ["DATABASE_URL"] = asyncio.run(_prepare_database(settings))
+    if not settings.database_url:
+        # Workers log in to the embedded server as the app role (peer authentication).
+        from app.db import EMBEDDED_DATABASE, embedded_pgdata
+        from app.embedded_pg import server_for
+        from app.rls import APP_ROLE
+
+        os.environ["ENGRAM_APP_DATABASE_URL"] = server_for(
+            embedded_pgdata(settings)).url(APP_ROLE, EMBEDDED_DATABASE)
     os.environ["ENGRAM_MIGRATE_ON_START"] = "false"
     os.environ["ENGRAM_HOST"] = settings.host
     os.environ["ENGRAM_AUTH_DISABLED"] = "true" if settings.auth_disabled else "false"
@@ -147,6 +156,10 @@ def _mcp(settings: Settings, url: str | None, api_key: str | None) -> None:
                          "(is the server running, and is the API key valid?)") from None
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `engram` console script."""
     parser = argparse.ArgumentParser(prog="engram", description="Engram memory service")
@@ -184,6 +197,9 @@ def main(argv: list[str] | None = None) -> None:
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}
     settings = Settings(**overrides)
+    # SIGTERM ends any command like Ctrl-C does, so exit handlers (the embedded PostgreSQL's
+    # stop) run; `serve` has uvicorn's own handlers, which end the lifespan the same way.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if args.command == "serve":
         _serve(settings, args.workers)
     elif args.command == "migrate":

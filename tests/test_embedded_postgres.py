@@ -1,0 +1,146 @@
+"""The embedded PostgreSQL: private socket, no trust, stopped with Engram, restarted if it dies."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from app.config import Settings
+from app.embedded_pg import EmbeddedPostgres, is_private_dir, pid_alive
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Long enough that <pgdata>/run/.s.PGSQL.5432 does not fit a Unix socket path: the case that
+# used to put the socket in a world-writable directory under /tmp.
+LONG_NAME = "d" * 90
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory with a long path, sharing the test run's exported embedding model."""
+    root = tmp_path_factory.mktemp("embedded") / LONG_NAME
+    root.mkdir()
+    models = Settings().resolved_data_dir / "models"
+    if models.exists():
+        (root / "models").symlink_to(models)
+    return root
+
+
+def _postmaster_pid(pgdata: Path) -> int:
+    return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+
+
+def _wait_until(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_socket_dir_is_private_and_no_connection_is_trusted(data_dir: Path) -> None:
+    server = EmbeddedPostgres(data_dir / "pgdata")
+    server.start()
+    try:
+        assert server.socket_dir is not None
+        assert len(str(server.socket_dir / ".s.PGSQL.5432")) <= 100
+        assert is_private_dir(server.socket_dir, server.server_uid)
+        conn = await asyncpg.connect(server.url("postgres", "postgres"))
+        try:
+            rules = await conn.fetch("SELECT type, auth_method FROM pg_hba_file_rules")
+            listen = await conn.fetchval("SHOW listen_addresses")
+        finally:
+            await conn.close()
+        assert [(r["type"], r["auth_method"]) for r in rules] == [("local", "peer")]
+        assert listen == ""
+    finally:
+        server.release()
+
+
+async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(
+        data_dir: Path) -> None:
+    pgdata = data_dir / "pgdata"
+    dead_pid = 2 ** 22 + 17  # above Linux's largest pid_max: no such process
+    assert not pid_alive(dead_pid)
+    (pgdata / ".handle_pids.json").write_text(json.dumps([dead_pid]))
+    server = EmbeddedPostgres(pgdata)
+    server.start()
+    postmaster = _postmaster_pid(pgdata)
+    assert json.loads((pgdata / ".handle_pids.json").read_text()) == [os.getpid()]
+    server.release()
+    assert not pid_alive(postmaster)
+    assert json.loads((pgdata / ".handle_pids.json").read_text()) == []
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def served(data_dir: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`engram serve` on the embedded server of `data_dir`, ready; stopped afterwards."""
+    port = _free_port()
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("DATABASE_URL", "ENGRAM_DATABASE_URL", "ENGRAM_APP_DATABASE_URL")}
+    env.update(ENGRAM_DATA_DIR=str(data_dir), ENGRAM_JOBS__WORKER_ENABLED="false",
+               ENGRAM_JOBS__SCHEDULER_ENABLED="false", ENGRAM_EMBEDDED_SUPERVISE_SECONDS="2",
+               ENGRAM_CONFIG=str(tmp_path / "none.toml"))
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+                                "--no-auth"], cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        assert process.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+        try:
+            return httpx.get(base + "/readyz", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        _wait_until(ready, 300, "engram serve to be ready")
+        yield process, base
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+        log.close()
+
+
+def test_sigterm_of_engram_serve_stops_postgres(served, data_dir: Path) -> None:
+    process, _ = served
+    postmaster = _postmaster_pid(data_dir / "pgdata")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
+    _wait_until(lambda: not pid_alive(postmaster), 30, "the postmaster to stop")
+
+
+def test_a_killed_postmaster_is_restarted_and_readyz_follows(served, data_dir: Path) -> None:
+    _, base = served
+    pgdata = data_dir / "pgdata"
+    postmaster = _postmaster_pid(pgdata)
+    os.kill(postmaster, signal.SIGKILL)
+    statuses: list[int] = []
+
+    def readyz_is(status: int) -> bool:
+        try:
+            statuses.append(httpx.get(base + "/readyz", timeout=5).status_code)
+        except httpx.HTTPError:
+            return False
+        return statuses[-1] == status
+
+    _wait_until(lambda: readyz_is(503), 30, "/readyz to report the database down")
+    _wait_until(lambda: readyz_is(200), 90, "/readyz to be ready again")
+    assert _postmaster_pid(pgdata) != postmaster
+    assert pid_alive(_postmaster_pid(pgdata))
