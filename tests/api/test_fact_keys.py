@@ -74,3 +74,19 @@ async def test_invisible_subject_is_422(client):
         "subject": "\u200b", "predicate": "p", "content": "c"})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.subject"
+
+
+async def test_invisible_tag_is_422(client):
+    for path, body in (("/v1/facts", {"subject": "A", "predicate": "p", "content": "c"}),
+                       ("/v1/rules", {"content": "c"})):
+        response = await client.post(path, json={**body, "tags": ["ok", "\u200b\ufeff"]})
+        assert response.status_code == 422, path
+        assert response.json()["errors"][0]["field"] == "body.tags.1"
+
+
+async def test_invisible_harmful_reason_is_422(client):
+    rule = (await client.post("/v1/rules", json={"content": "Be brief"})).json()
+    response = await client.post(f"/v1/rules/{rule['id']}/harmful",
+                                 json={"reason": "\u200b\u2060"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "body.reason"
