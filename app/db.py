@@ -25,7 +25,6 @@ EMBEDDED_DATABASE = "engram"
 REQUIRED_EXTENSIONS = ("vector", "pg_trgm")
 
 
-
 class DatabaseConfigError(RuntimeError):
     """The configured database cannot serve Engram (unreachable or missing an extension)."""
 

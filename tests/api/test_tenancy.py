@@ -4,6 +4,10 @@ Tenant A stores one of everything. Tenant B, with its own key, then calls every 
 aimed at A's data. B must get 404 for A's identifiers (exactly like unknown ones), never see
 any of A's ids or text, and leave every one of A's rows as it was. A route missing from
 `B_REQUESTS` fails the test, so a new route cannot escape the check.
+
+Each test runs twice: with row-level security binding every request to its tenant, and with
+request transactions in the system scope, where only the queries' WHERE clauses keep tenants
+apart; both layers must hold on their own.
 """
 
 import json
