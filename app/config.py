@@ -158,6 +158,15 @@ class Settings(BaseSettings):
         description="About the most tokens in one model call (estimated from characters).",
     )
     embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
+    embedding_passage_chars: int = Field(
+        800, ge=200, le=4000,
+        description="Content longer than this is also split into passages of about this many "
+        "characters, each embedded, so text past the model's 256-token window is searchable.",
+    )
+    embedding_passage_overlap: int = Field(
+        160, ge=0, le=1000,
+        description="Characters two neighbouring passages share.",
+    )
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)

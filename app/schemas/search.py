@@ -89,9 +89,23 @@ class SearchRequest(RequestModel):
         "no `occurred_at` and are never affected.")
 
 
+class PassageOut(ResponseModel):
+    """The window of a long memory that matched the query best."""
+
+    index: int = Field(description="0-based position of the passage in the memory.")
+    start: int = Field(description="Offset of its first character in `content`.")
+    end: int = Field(description="Offset just past its last character in `content`.")
+    similarity: float = Field(description="1 - cosine distance of the passage to the query.")
+
+
 class Scores(ResponseModel):
     similarity: float | None = Field(
-        None, description="1 - cosine distance to the query (null in keyword mode).")
+        None, description="1 - cosine distance to the query (null in keyword mode): the "
+        "memory's own vector's, or its best passage's when that is higher.")
+    passage: PassageOut | None = Field(
+        None, description="For content longer than one model window (about 800 characters), "
+        "the passage that matched when it beat the memory's own vector; "
+        "`content[start:end]` is its text.")
     rank: float | None = Field(
         None, description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
         "lexeme matches).")

@@ -13,7 +13,7 @@ from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
 from app.schemas.episodes import EpisodeCreate
 from app.services import events
-from app.services.embeddings import embed_texts
+from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.text import preprocess_text
 
@@ -41,6 +41,8 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     created = await memory_rows.insert_rows(
         session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days)),
         occurred_at=episode_rows.given_time_or_now("occurred_at_given"))
+    await store_passages(session, "episode", tenant_id=tenant_id,
+                         memory_ids=[row.id for row in created], embedded=embedded)
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
     return created

@@ -12,7 +12,7 @@ from app.embedding import Embedder
 from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import search as search_rows
-from app.repositories.search import Filters, RankedCandidate
+from app.repositories.search import Filters, PassageMatch, RankedCandidate
 from app.services.timewindow import TimeWindow
 from app.text import preprocess_search_query
 
@@ -96,6 +96,7 @@ class Hit:
     keyword_rank: int | None
     neighbours: tuple[Episode, ...] = ()
     time_rank: int | None = None
+    passage: PassageMatch | None = None
 
 
 async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
@@ -154,7 +155,7 @@ async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequen
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
                     vector: list[float] | None, query: str | None) -> list[Hit]:
     """Fetch the rows of fused results (one query per type), keeping the fused order."""
-    loaded: dict[Key, tuple[Any, float | None, float | None]] = {}
+    loaded: dict[Key, search_rows.LoadedRow] = {}
     for memory_type in ALL_TYPES:
         ids = [f.memory_id for f in fused if f.memory_type == memory_type]
         if ids:
@@ -164,7 +165,8 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in loaded:
-            row, similarity, keyword_score = loaded[(f.memory_type, f.memory_id)]
-            hits.append(Hit(f.memory_type, row, similarity, keyword_score, f.rrf_score,
-                            f.semantic_rank, f.keyword_rank, time_rank=f.time_rank))
+            found = loaded[(f.memory_type, f.memory_id)]
+            hits.append(Hit(f.memory_type, found.row, found.similarity, found.keyword_score,
+                            f.rrf_score, f.semantic_rank, f.keyword_rank,
+                            time_rank=f.time_rank, passage=found.passage))
     return hits
