@@ -46,6 +46,13 @@ class RetrievalSettings(BaseModel):
     default_mode: SearchMode = "hybrid"
     score_weights: ScoreWeights = ScoreWeights()
     rrf_k: int = Field(DEFAULT_RRF_K, ge=1, le=1000, description="Reciprocal Rank Fusion constant.")
+    fusion: Literal["rrf", "weighted"] = Field(
+        "rrf", description="How hybrid search fuses its lists: Reciprocal Rank Fusion, or the "
+        "weighted sum of each list's min-max normalised scores.")
+    semantic_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
+    keyword_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
+    time_weight: float = Field(0.25, ge=0, le=1, description="Weighted fusion only: the "
+                               "boost of the episodes inside the query's time window.")
     recall_pool_factor: int = Field(
         3, ge=1, le=10, description="Recall fuses limit * factor candidates before scoring."
     )

@@ -37,11 +37,13 @@ Memory = Episode | Fact | Rule
 
 @dataclass(frozen=True)
 class RankedCandidate:
-    """One row of a candidate list: its type, id and 1-based rank in that list."""
+    """One row of a candidate list: its type, id, 1-based rank in that list and the leg's
+    score (semantic: similarity; keyword: BM25; higher is better)."""
 
     memory_type: str
     memory_id: uuid.UUID
     rank: int
+    score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -166,13 +168,16 @@ async def candidate_lists(
                                                     pool.c.id))
         ranked.append(
             select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
-                   position.label("position"))
+                   position.label("position"), pool.c.score)
             .order_by(position).limit(limit)
         )
     stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
     rows = (await session.execute(stmt)).all()
     def leg(name: str) -> list[RankedCandidate]:
-        return [RankedCandidate(r.memory_type, r.id, r.position) for r in rows if r.leg == name]
+        # Both legs order by ascending score: cosine distance, minus BM25.
+        return [RankedCandidate(r.memory_type, r.id, r.position,
+                                1.0 - r.score if name == "semantic" else -r.score)
+                for r in rows if r.leg == name]
 
     return leg("semantic"), leg("keyword")
 

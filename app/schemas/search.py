@@ -87,6 +87,10 @@ class SearchRequest(RequestModel):
         "one-list modes: they move ahead of the others, keeping their order). `filter`: only "
         "episodes inside it are returned. `off`: the query's words alone. Facts and rules have "
         "no `occurred_at` and are never affected.")
+    fusion: Literal["rrf", "weighted"] | None = Field(
+        None, description="Hybrid mode: how the lists are fused. `rrf`: Reciprocal Rank "
+        "Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max "
+        "normalised score times its configured weight. Default: the configured fusion (rrf).")
 
 
 class PassageOut(ResponseModel):
@@ -109,7 +113,13 @@ class Scores(ResponseModel):
     rank: float | None = Field(
         None, description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
         "lexeme matches).")
-    rrf_score: float | None = Field(None, description="Hybrid mode only.")
+    rrf_score: float | None = Field(None, description="Hybrid mode with rrf fusion only.")
+    fused_score: float | None = Field(
+        None, description="Hybrid mode only: the score results are ordered by (rrf or "
+        "weighted fusion).")
+    contributions: dict[str, float] | None = Field(
+        None, description="Hybrid mode only: `fused_score` split by signal (`semantic`, "
+        "`keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.")
     semantic_rank: int | None = Field(
         None, description="1-based rank in the semantic list; null when absent from it.")
     keyword_rank: int | None = Field(
