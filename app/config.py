@@ -174,6 +174,12 @@ class Settings(BaseSettings):
         160, ge=0, le=1000,
         description="Characters two neighbouring passages share.",
     )
+    embedding_context_turns: int = Field(
+        2, ge=0, le=8,
+        description="An episode stored with a session_id is also embedded after this many "
+        "turns stored before it in its butler and session (a `context` passage), so a reply "
+        "like 'yes, on Tuesday' is found by what it answers; 0 turns this off.",
+    )
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)

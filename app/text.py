@@ -72,3 +72,16 @@ def split_passages(text: str, *, size: int, overlap: int) -> list[tuple[int, int
             start += 1
         if start >= len(text):
             return spans
+
+
+# Of each earlier turn a context passage keeps its end, so the turn itself keeps most of
+# the model's 256-token window.
+CONTEXT_CHARS_PER_TURN = 200
+
+
+def context_text(previous: list[str], turn: str) -> str:
+    """A turn after the turns before it (oldest first), each of those cut to its last
+    CONTEXT_CHARS_PER_TURN characters: what a reader of the conversation has in mind."""
+    lead = [text if len(text) <= CONTEXT_CHARS_PER_TURN
+            else "…" + text[-CONTEXT_CHARS_PER_TURN:].lstrip() for text in previous]
+    return "\n".join([*lead, turn])

@@ -1,11 +1,14 @@
-"""mem_011 passages: embedded windows of long memories.
+"""mem_011 passages: embedded windows of long memories, and turns read in their context.
 
-The model reads 256 tokens, so a memory longer than one window also gets `passages`: each
-window [start_char, end_char) of its content with its own vector, searched through its own
-HNSW index. Exactly one owner column is set; deleting the memory deletes its passages.
+The model reads 256 tokens, so a memory longer than one window also gets `passages` of kind
+`window`: each window [start_char, end_char) of its content with its own vector, searched
+through its own HNSW index. An episode of a session also gets one passage of kind `context`:
+the turn read after the turns stored before it in its session. Exactly one owner column is
+set; deleting the memory deletes its passages.
 
-Existing long memories get passages from `engram reembed`: their embedding_version_id is
-cleared here, which marks them stale (their current vector keeps serving until then).
+Existing long memories and episodes of sessions get passages from `engram reembed`: their
+embedding_version_id is cleared here, which marks them stale (their current vector keeps
+serving until then).
 
 Revision ID: mem_011
 Revises: mem_010
@@ -33,6 +36,7 @@ def upgrade() -> None:
             episode_id uuid REFERENCES episodes (id) ON DELETE CASCADE,
             fact_id uuid REFERENCES facts (id) ON DELETE CASCADE,
             rule_id uuid REFERENCES rules (id) ON DELETE CASCADE,
+            kind text NOT NULL CHECK (kind IN ('window', 'context')),
             ordinal integer NOT NULL CHECK (ordinal >= 0),
             start_char integer NOT NULL CHECK (start_char >= 0),
             end_char integer NOT NULL CHECK (end_char > start_char),
@@ -43,13 +47,14 @@ def upgrade() -> None:
         )
     """)
     for owner in ("episode_id", "fact_id", "rule_id"):
-        op.execute(f"CREATE UNIQUE INDEX ix_passages_{owner} ON passages ({owner}, ordinal) "
-                   f"WHERE {owner} IS NOT NULL")
+        op.execute(f"CREATE UNIQUE INDEX ix_passages_{owner} "
+                   f"ON passages ({owner}, kind, ordinal) WHERE {owner} IS NOT NULL")
     op.execute("CREATE INDEX ix_passages_embedding_hnsw ON passages "
                "USING hnsw (embedding vector_cosine_ops)")
     for table in ("episodes", "facts", "rules"):
+        in_session = " OR session_id IS NOT NULL" if table == "episodes" else ""
         op.execute(f"UPDATE {table} SET embedding_version_id = NULL "
-                   f"WHERE length(content) > {PASSAGE_CHARS}")
+                   f"WHERE length(content) > {PASSAGE_CHARS}{in_session}")
 
 
 def downgrade() -> None:

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import ForeignKey, Integer
+from sqlalchemy import ForeignKey, Integer, Text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -17,7 +17,8 @@ def _owner(table: str) -> Mapped[uuid.UUID | None]:
 
 
 class Passage(Base):
-    """One window [start_char, end_char) of a memory's content, with its own vector.
+    """A vector of part of a memory: `window`, the span [start_char, end_char) of a long
+    content; `context`, an episode read after the turns before it in its session.
 
     Exactly one of episode_id, fact_id, rule_id is set; deleting the memory deletes its
     passages.
@@ -30,6 +31,7 @@ class Passage(Base):
     episode_id: Mapped[uuid.UUID | None] = _owner("episodes")
     fact_id: Mapped[uuid.UUID | None] = _owner("facts")
     rule_id: Mapped[uuid.UUID | None] = _owner("rules")
+    kind: Mapped[str] = mapped_column(Text, nullable=False)
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     start_char: Mapped[int] = mapped_column(Integer, nullable=False)
     end_char: Mapped[int] = mapped_column(Integer, nullable=False)

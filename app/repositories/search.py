@@ -201,8 +201,9 @@ async def window_candidates(
 
 @dataclass(frozen=True)
 class PassageMatch:
-    """The passage of a long memory nearest to the query."""
+    """The passage of a memory nearest to the query (`window` or `context`)."""
 
+    kind: str
     ordinal: int
     start_char: int
     end_char: int
@@ -240,7 +241,7 @@ async def load_rows(
         owner = getattr(Passage, OWNER_COLUMNS[memory_type])
         passage_distance = Passage.embedding.cosine_distance(vector)
         nearest = (
-            select(Passage.ordinal, Passage.start_char, Passage.end_char,
+            select(Passage.kind, Passage.ordinal, Passage.start_char, Passage.end_char,
                    (1 - passage_distance).label("passage_similarity"))
             .where(owner == model.id)
             .order_by(passage_distance)
@@ -254,7 +255,7 @@ async def load_rows(
         memory, own_similarity = row[0], row.similarity
         passage = None
         if vector is not None and row.ordinal is not None:
-            passage = PassageMatch(row.ordinal, row.start_char, row.end_char,
+            passage = PassageMatch(row.kind, row.ordinal, row.start_char, row.end_char,
                                    row.passage_similarity)
         best = own_similarity
         if passage is not None and (best is None or passage.similarity > best):

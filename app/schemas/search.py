@@ -94,8 +94,11 @@ class SearchRequest(RequestModel):
 
 
 class PassageOut(ResponseModel):
-    """The window of a long memory that matched the query best."""
+    """The part of a memory that matched the query best."""
 
+    kind: Literal["window", "context"] = Field(
+        description="`window`: a span of a long content. `context`: the episode read after "
+        "the turns stored before it in its session (start and end span the whole content).")
     index: int = Field(description="0-based position of the passage in the memory.")
     start: int = Field(description="Offset of its first character in `content`.")
     end: int = Field(description="Offset just past its last character in `content`.")
@@ -107,9 +110,9 @@ class Scores(ResponseModel):
         None, description="1 - cosine distance to the query (null in keyword mode): the "
         "memory's own vector's, or its best passage's when that is higher.")
     passage: PassageOut | None = Field(
-        None, description="For content longer than one model window (about 800 characters), "
-        "the passage that matched when it beat the memory's own vector; "
-        "`content[start:end]` is its text.")
+        None, description="The passage that matched, when it beat the memory's own vector: "
+        "a window of content longer than the model reads (about 800 characters; "
+        "`content[start:end]` is its text), or an episode in the context of its session.")
     rank: float | None = Field(
         None, description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
         "lexeme matches).")

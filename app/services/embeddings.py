@@ -14,8 +14,9 @@ from app.text import split_passages
 
 @dataclass(frozen=True)
 class PassageVector:
-    """One window of a text with its vector."""
+    """A `window` of a text, or the text read in its `context`, with its vector."""
 
+    kind: str
     ordinal: int
     start_char: int
     end_char: int
@@ -37,9 +38,10 @@ _version_ids: dict[tuple[str, str, str, int], int] = {}
 
 
 async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
-                      tenant_id: str) -> Embedded:
-    """Embed `texts` and the passages of those longer than one window, in one batch off the
-    event loop, then find the model version's id.
+                      tenant_id: str, contexts: Sequence[str | None] = ()) -> Embedded:
+    """Embed `texts`, the passages of those longer than one window and their `contexts`
+    (a text read after what came before it; None for none), in one batch off the event
+    loop, then find the model version's id.
 
     The model runs before this function touches the database, so a caller that has not run
     SQL yet holds no connection while it waits. The model serves `tenant_id` in its turn.
@@ -48,10 +50,15 @@ async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str
                             overlap=embedder.passage_overlap) for text in texts]
     windows = [text[start:end] for text, text_spans in zip(texts, spans, strict=True)
                for start, end in text_spans]
-    vectors = await embedder.aembed_batch([*texts, *windows], tenant_id=tenant_id)
-    window_vectors = iter(vectors[len(texts):])
-    passages = [[PassageVector(ordinal, start, end, next(window_vectors))
+    in_context = [context for context in contexts if context is not None]
+    vectors = await embedder.aembed_batch([*texts, *windows, *in_context], tenant_id=tenant_id)
+    extra_vectors = iter(vectors[len(texts):])
+    passages = [[PassageVector("window", ordinal, start, end, next(extra_vectors))
                  for ordinal, (start, end) in enumerate(text_spans)] for text_spans in spans]
+    for index, context in enumerate(contexts):
+        if context is not None:
+            passages[index].append(
+                PassageVector("context", 0, 0, len(texts[index]), next(extra_vectors)))
     return Embedded(vectors[:len(texts)], await _version_id(session, embedder), passages)
 
 
@@ -63,7 +70,7 @@ async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: 
     if replace:
         await passage_rows.delete_passages(session, memory_type, memory_ids=memory_ids)
     rows = [
-        {"tenant_id": tenant_id, "memory_id": memory_id, "ordinal": p.ordinal,
+        {"tenant_id": tenant_id, "memory_id": memory_id, "kind": p.kind, "ordinal": p.ordinal,
          "start_char": p.start_char, "end_char": p.end_char, "embedding": p.vector,
          "embedding_version_id": embedded.version_id}
         for memory_id, passages in zip(memory_ids, embedded.passages, strict=True)

@@ -1,14 +1,17 @@
 """Re-embed every memory (and its passages) whose vectors were made by another model."""
 
+import uuid
 from collections import defaultdict
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.embedding import SYSTEM_TENANT, Embedder
+from app.embedding import Embedder
 from app.models import Episode, Fact, Rule
 from app.repositories import embedding_versions as embedding_version_rows
+from app.repositories import episodes as episode_rows
 from app.repositories import reembed as reembed_rows
-from app.services.embeddings import Embedded, embed_texts, store_passages
+from app.services.embeddings import embed_texts, store_passages
+from app.text import context_text
 
 BATCH_SIZE = 256
 
@@ -31,22 +34,31 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
                                                      limit=BATCH_SIZE)
                 if not rows:
                     break
-                embedded = await embed_texts(session, embedder,
-                                             [content for _, _, content in rows],
-                                             tenant_id=SYSTEM_TENANT)
-                await reembed_rows.store_vectors(
-                    session, model, version_id=embedded.version_id,
-                    vectors={row_id: vector for (row_id, _, _), vector
-                             in zip(rows, embedded.vectors, strict=True)})
-                by_tenant: dict[str, list[int]] = defaultdict(list)
-                for index, (_, tenant_id, _) in enumerate(rows):
-                    by_tenant[tenant_id].append(index)
-                for tenant_id, indexes in by_tenant.items():
-                    await store_passages(
-                        session, memory_type, tenant_id=tenant_id,
-                        memory_ids=[rows[i][0] for i in indexes], replace=True,
-                        embedded=Embedded([embedded.vectors[i] for i in indexes],
-                                          embedded.version_id,
-                                          [embedded.passages[i] for i in indexes]))
+                by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
+                for row_id, tenant_id, content in rows:
+                    by_tenant[tenant_id].append((row_id, content))
+                for tenant_id, tenant_rows in by_tenant.items():
+                    await _reembed_rows(session, embedder, memory_type, model,
+                                        tenant_id=tenant_id, rows=tenant_rows)
                 counts[name] += len(rows)
     return counts
+
+
+async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: str,
+                        model: type[Episode] | type[Fact] | type[Rule], *, tenant_id: str,
+                        rows: list[tuple[uuid.UUID, str]]) -> None:
+    """New vectors and passages (windows, and episodes' contexts) for one tenant's rows."""
+    ids = [row_id for row_id, _ in rows]
+    contexts: list[str | None] = [None] * len(rows)
+    if memory_type == "episode":
+        before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
+                                                 count=embedder.context_turns)
+        contexts = [context_text(before[row_id], content) if before.get(row_id) else None
+                    for row_id, content in rows]
+    embedded = await embed_texts(session, embedder, [content for _, content in rows],
+                                 tenant_id=tenant_id, contexts=contexts)
+    await reembed_rows.store_vectors(
+        session, model, version_id=embedded.version_id,
+        vectors=dict(zip(ids, embedded.vectors, strict=True)))
+    await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
+                         embedded=embedded, replace=True)

@@ -98,8 +98,9 @@ def _scores(hit: Hit) -> dict[str, Any]:
             "time_rank": hit.time_rank, "fused_score": hit.fused_score,
             "contributions": hit.contributions,
             "passage": None if hit.passage is None else {
-                "index": hit.passage.ordinal, "start": hit.passage.start_char,
-                "end": hit.passage.end_char, "similarity": hit.passage.similarity}}
+                "kind": hit.passage.kind, "index": hit.passage.ordinal,
+                "start": hit.passage.start_char, "end": hit.passage.end_char,
+                "similarity": hit.passage.similarity}}
 
 
 def memory_out(row: Episode | Fact | Rule,

@@ -81,3 +81,63 @@ async def test_reembed_rebuilds_the_passages_of_stale_memories(client, sql, app)
     assert after["last_char"] == len(long_text())
     [first, *_] = await search(client, "where is the spare key hidden?", mode="semantic")
     assert first["id"] == long_one["id"]
+
+
+SESSION = "3f1c9a52-6a0e-4f51-9d5b-0f0a4c2e8b11"
+TURNS = ["Caroline: I went to an LGBTQ support group for the first time yesterday.",
+         "Melanie: Oh wow, how did that go?",
+         "Caroline: It was really powerful, everyone there was so accepting."]
+QUESTION = "How did Caroline feel about the support group?"
+
+
+async def test_a_turn_is_found_by_what_came_before_it_in_its_session(client, sql):
+    for turn in TURNS:  # one by one: the context comes from stored turns
+        await store_episode(client, turn, butler="chat", session_id=SESSION)
+    alone = await store_episode(client, TURNS[2], butler="other")
+
+    results = await search(client, QUESTION, mode="semantic", types=["episode"], limit=5)
+
+    by_butler = {(hit["butler"], hit["content"]): hit for hit in results}
+    in_session, standalone = by_butler[("chat", TURNS[2])], by_butler[("other", TURNS[2])]
+    assert in_session["passage"]["kind"] == "context"
+    assert in_session["similarity"] > standalone["similarity"]
+    assert standalone["id"] == alone["id"] and standalone["passage"] is None
+    [first] = await sql("SELECT count(*) AS n FROM passages p JOIN episodes e "
+                        "ON e.id = p.episode_id WHERE e.content = :c", c=TURNS[0])
+    assert first["n"] == 0  # nothing came before the first turn
+
+
+async def test_a_batch_gives_its_turns_the_context_of_earlier_items(client, sql):
+    response = await client.post("/v1/episodes/batch", json={"items": [
+        {"content": turn, "butler": "chat", "session_id": SESSION} for turn in TURNS]})
+    assert response.status_code == 201, response.text
+
+    rows = await sql("SELECT e.content, p.kind FROM passages p JOIN episodes e "
+                     "ON e.id = p.episode_id ORDER BY e.sequence")
+
+    assert [(row["content"], row["kind"]) for row in rows] == [
+        (TURNS[1], "context"), (TURNS[2], "context")]
+    [hit, *_] = await search(client, QUESTION, mode="semantic", types=["episode"])
+    assert hit["passage"] is None or hit["passage"]["kind"] == "context"
+
+
+async def test_episodes_without_a_session_get_no_context(client, sql):
+    for turn in TURNS:
+        await store_episode(client, turn, butler="chat")
+
+    [count] = await sql("SELECT count(*) AS n FROM passages")
+
+    assert count["n"] == 0
+
+
+async def test_reembed_rebuilds_context_passages(client, sql, app):
+    for turn in TURNS:
+        await store_episode(client, turn, butler="chat", session_id=SESSION)
+    await sql("DELETE FROM passages")
+    await sql("UPDATE episodes SET embedding_version_id = NULL")
+
+    await reembed_all(app.state.sessionmaker, app.state.embedder)
+
+    rows = await sql("SELECT e.content FROM passages p JOIN episodes e ON e.id = p.episode_id "
+                     "WHERE p.kind = 'context' ORDER BY e.sequence")
+    assert [row["content"] for row in rows] == TURNS[1:]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.text import split_passages
+from app.text import context_text, split_passages
 
 
 def test_content_that_fits_one_window_has_no_passages():
@@ -33,3 +33,14 @@ def test_a_word_longer_than_half_a_window_is_cut_rather_than_looping():
 
     assert spans[-1][1] == len(text)
     assert all(end - start <= 800 for start, end in spans)
+
+
+def test_context_text_puts_the_ends_of_earlier_turns_before_the_turn():
+    long_turn = "A: " + "x" * 500 + " the end of it"
+    text = context_text(["B: short", long_turn], "C: the turn")
+
+    lines = text.split("\n")
+    assert lines[0] == "B: short"
+    assert lines[1].startswith("…") and lines[1].endswith("the end of it")
+    assert len(lines[1]) <= 201
+    assert lines[2] == "C: the turn"
