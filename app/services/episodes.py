@@ -58,13 +58,14 @@ async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[Episod
     """Each item of a session read after the `turns` turns before it (stored ones, then
     earlier items of this batch); None for items without a session or a turn before them.
 
-    The stored turns are read on a connection of their own, given back before the model runs.
+    The stored turns are read on a connection of their own, given back before the model runs
+    (a session carrying the request session's `info`, so it works for the same tenant).
     """
     keys = list(dict.fromkeys((item.butler, item.session_id) for item in items
                               if item.session_id is not None))
     if turns <= 0 or not keys:
         return [None] * len(items)
-    async with AsyncSession(session.bind) as lookup:
+    async with AsyncSession(session.bind, info=dict(session.info)) as lookup:
         earlier = await episode_rows.latest_turns(lookup, tenant_id=tenant_id, sessions=keys,
                                                   count=turns)
     contexts: list[str | None] = []
