@@ -16,7 +16,7 @@ The downgrade removes the policies, the defaults' absence and the key change and
 database's grants; the role itself is cluster-wide (other databases may use it) and stays.
 
 Revision ID: mem_012
-Revises: mem_010
+Revises: mem_011
 Create Date: 2026-11-22
 """
 
@@ -27,7 +27,7 @@ from alembic import op
 from app.rls import APP_ROLE, POLICY_NAME, disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_012"
-down_revision: str | None = "mem_010"
+down_revision: str | None = "mem_011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -6,6 +6,7 @@ from app.models.entity import Entity
 from app.models.jobs import Job, Worker
 from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
 from app.models.memory import Episode, Fact, MemoryLink, Rule
+from app.models.passages import Passage
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
@@ -20,6 +21,7 @@ __all__ = [
     "KeywordTerm",
     "MemoryEvent",
     "MemoryLink",
+    "Passage",
     "Rule",
     "RuleApplication",
     "Worker",

@@ -23,5 +23,5 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                         mode=mode, limit=request.limit or retrieval.default_limit,
                         min_confidence=request.min_confidence,
                         neighbours=request.neighbours, window=window,
-                        time_mode=request.time_mode)
+                        time_mode=request.time_mode, fusion=request.fusion)
     return search_out(mode, hits, window, request.time_mode, now)
