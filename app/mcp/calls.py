@@ -15,8 +15,10 @@ from starlette.datastructures import State
 from app.config import Settings
 from app.embedding import Embedder
 from app.errors import DomainError
+from app.services import actors
 
 TENANT_SCOPE_KEY = "engram.tenant_id"
+ACTOR_SCOPE_KEY = "engram.actor"
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 # What a tool returns: a response model serialised to JSON (UUID strings, ISO 8601 times).
@@ -29,6 +31,7 @@ class Caller:
 
     tenant_id: str
     state: State
+    actor: actors.Actor = actors.SYSTEM
 
     @property
     def settings(self) -> Settings:
@@ -54,7 +57,8 @@ def caller_of(ctx: Context) -> Caller:
     if tenant_id is None:
         # Only reachable if the server were served without the authenticating endpoint.
         raise ToolError("the call is not authenticated")
-    return Caller(tenant_id=tenant_id, state=scope["app"].state)
+    return Caller(tenant_id=tenant_id, state=scope["app"].state,
+                  actor=scope["state"].get(ACTOR_SCOPE_KEY, actors.SYSTEM))
 
 
 def build(model: type[ModelT], **arguments: Any) -> ModelT:
@@ -106,6 +110,8 @@ async def call(ctx: Context,
                work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]) -> JsonObject:
     """Run `work` for the authenticated caller in one transaction; its response as JSON."""
     caller = caller_of(ctx)
-    async with transaction(caller) as session:
-        response = await work(session, caller)
+    # Tool calls run in the MCP session's task, not the HTTP request's: set the actor here.
+    with actors.acting_as(caller.actor):
+        async with transaction(caller) as session:
+            response = await work(session, caller)
     return response.model_dump(mode="json")

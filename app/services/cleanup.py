@@ -5,6 +5,7 @@ import uuid
 
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import jobs as job_rows
+from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
 
 # A safety stop: at most this many batches per phase and tenant in one job.
@@ -68,7 +69,7 @@ async def _drain(ctx: JobContext, statement: str, *, tenant_id: str | None, batc
         async with ctx.transaction() as session:
             episodes, links = await cleanup_rows.delete_batch(
                 session, statement, tenant_id=tenant_id, batch_size=size, reason=reason,
-                job_id=job_id)
+                job_id=job_id, actor_key_id=actors.current().key_id)
             if job_id is not None:
                 await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts={
                     f"{reason}_deleted": episodes, "links_deleted": links})

@@ -19,6 +19,7 @@ from app.errors import NotFound
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
+from app.services import actors
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,9 @@ class JobOutcome:
 
 async def enqueue(session: AsyncSession, *, tenant_id: str, kind: str,
                   params: dict[str, Any]) -> Job:
-    """Queue a job of the tenant; any worker will run it."""
-    return await job_rows.enqueue(session, tenant_id=tenant_id, kind=kind, params=params)
+    """Queue a job of the tenant on behalf of the current actor's key; any worker will run it."""
+    return await job_rows.enqueue(session, tenant_id=tenant_id, kind=kind, params=params,
+                                  actor_key_id=actors.current().key_id)
 
 
 async def get_job(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> Job:

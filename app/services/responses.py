@@ -4,9 +4,10 @@ from datetime import datetime
 from typing import Any
 
 from app.clock import now_utc
-from app.models import Entity, Episode, Fact, Job, MemoryLink, Rule
+from app.models import Entity, Episode, Fact, Job, MemoryEvent, MemoryLink, Rule
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
+from app.schemas.events import EventOut
 from app.schemas.facts import FactOut
 from app.schemas.jobs import JobOut
 from app.schemas.links import LinkOut
@@ -76,6 +77,11 @@ def merge_out(result: MergeResult) -> MergeOut:
 def link_out(row: MemoryLink) -> LinkOut:
     """A link as the API shows it."""
     return LinkOut.model_validate(row)
+
+
+def event_out(row: MemoryEvent) -> EventOut:
+    """An audit event as the API shows it."""
+    return EventOut.model_validate(row)
 
 
 def job_out(job: Job) -> JobOut:

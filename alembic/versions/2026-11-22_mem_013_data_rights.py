@@ -1,0 +1,36 @@
+"""mem_013 data rights: who caused each event, and events findable by memory.
+
+- memory_events.actor_key_id: the API key whose request (or whose enqueued job) caused the
+  event; NULL for the scheduler's system jobs and with authentication disabled.
+- jobs.actor_key_id: the key that enqueued the job, so the job's events name it too.
+- ix_memory_events_tenant_memory: the tenant's events of one memory, for `GET /v1/events
+  ?memory_id=` and for removing a deleted memory's events.
+
+Revision ID: mem_013
+Revises: mem_010
+Create Date: 2026-11-22
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects.postgresql import UUID
+
+revision: str = "mem_013"
+down_revision: str | None = "mem_010"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("memory_events", sa.Column("actor_key_id", UUID(as_uuid=True)))
+    op.add_column("jobs", sa.Column("actor_key_id", UUID(as_uuid=True)))
+    op.execute("CREATE INDEX ix_memory_events_tenant_memory ON memory_events "
+               "(tenant_id, (payload ->> 'memory_id'))")
+
+
+def downgrade() -> None:
+    op.execute("DROP INDEX IF EXISTS ix_memory_events_tenant_memory")
+    op.drop_column("jobs", "actor_key_id")
+    op.drop_column("memory_events", "actor_key_id")
