@@ -41,14 +41,14 @@ async def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
     """The tenant's records, one JSON line each, read in one REPEATABLE READ snapshot (a
     session of its own: the stream outlives the request's transaction)."""
     async with sessionmaker() as session:
+        # Begins the (read-only, rolled back on close) transaction at that isolation level.
         await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-        async with session.begin():
-            for kind in TABLES:
-                async for row in portability_rows.stream_rows(session, kind=kind,
-                                                              tenant_id=tenant_id):
-                    line = json.dumps({"kind": kind, **row}, default=_json_value,
-                                      ensure_ascii=False)
-                    yield line.encode("utf-8") + b"\n"
+        for kind in TABLES:
+            async for row in portability_rows.stream_rows(session, kind=kind,
+                                                          tenant_id=tenant_id):
+                line = json.dumps({"kind": kind, **row}, default=_json_value,
+                                  ensure_ascii=False)
+                yield line.encode("utf-8") + b"\n"
 
 
 def _problem(number: int, field: str, message: str) -> InvalidInput:
