@@ -8,12 +8,13 @@ embeddings and tsvectors, which import makes again from the content with the run
 """
 
 import json
+import math
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Boolean, Column, DateTime, Float, Integer
+from sqlalchemy import ARRAY, BigInteger, Boolean, Column, DateTime, Float, Integer
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.types import Uuid
@@ -22,10 +23,13 @@ from app.embedding import Embedder
 from app.errors import InvalidInput
 from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, SELF_REFERENCES, TABLES
+from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
 from app.services.embeddings import embed_texts
 from app.text import preprocess_text
 
 NDJSON = "application/x-ndjson"
+# A JSON value (metadata, tags, aliases, context) as its JSON text, at most.
+MAX_JSON_CHARS = 2 * MAX_METADATA_BYTES
 
 
 def _json_value(value: Any) -> Any:
@@ -55,14 +59,24 @@ def _problem(number: int, field: str, message: str) -> InvalidInput:
     return InvalidInput(f"line {number}: {field}: {message}", field=f"line {number}.{field}")
 
 
+def _text_ok(value: Any, limit: int) -> bool:
+    """JSON text PostgreSQL can store (UTF-8, no NUL) within `limit` characters."""
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return False
+    return "\\u0000" not in encoded and len(encoded) <= limit
+
+
 def _value(column: Column[Any], value: Any, number: int) -> Any:
-    """The stored value of a JSON value, checked against the column's type."""
+    """The stored value of a JSON value, checked against the column's type and the API's
+    bounds (content length, metadata size)."""
     if value is None:
         if not column.nullable:
             raise _problem(number, column.name, "must not be null")
         return None
     kind = column.type
-    ok: bool
     if isinstance(kind, DateTime):
         if isinstance(value, str):
             try:
@@ -79,21 +93,26 @@ def _value(column: Column[Any], value: Any, number: int) -> Any:
         except ValueError:
             pass
         raise _problem(number, column.name, "must be a UUID string")
+    ok: bool
     if isinstance(kind, Boolean):
         ok = isinstance(value, bool)
     elif isinstance(kind, Integer):
-        ok = isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
+        bound = 2**63 if isinstance(kind, BigInteger) else 2**31
+        ok = isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
     elif isinstance(kind, Float):
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        ok = (isinstance(value, int | float) and not isinstance(value, bool)
+              and _text_ok(value, 400) and math.isfinite(float(value)))
     elif isinstance(kind, JSONB):
-        ok = "\\u0000" not in json.dumps(value)
+        ok = _text_ok(value, MAX_JSON_CHARS)
     elif isinstance(kind, ARRAY):
-        ok = isinstance(value, list) and all(isinstance(v, str) and "\x00" not in v
-                                             for v in value)
+        ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)
+              and _text_ok(value, MAX_JSON_CHARS))
     else:
-        ok = isinstance(value, str) and "\x00" not in value
+        ok = (isinstance(value, str) and len(value) <= MAX_CONTENT_CHARS
+              and _text_ok(value, 12 * MAX_CONTENT_CHARS))
     if not ok:
-        raise _problem(number, column.name, f"is not a valid {kind}")
+        raise _problem(number, column.name, f"is not a valid {str(kind).lower()} within the "
+                                            "API's bounds")
     return value
 
 
