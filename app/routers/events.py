@@ -4,11 +4,10 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import AwareDatetime
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import Cursor, IsoTime, Limit, Text
 from app.schemas.common import Page
 from app.schemas.events import EventOut
 from app.services import events
@@ -25,9 +24,9 @@ async def list_events(
     memory_id: Annotated[uuid.UUID | None, Query(
         description="Events of this memory, and the deletion tombstones that list it.")] = None,
     event_type: Text = None,
-    since: Annotated[AwareDatetime | None, Query(
+    since: Annotated[IsoTime | None, Query(
         description="Events at or after this time (ISO 8601 with a time zone).")] = None,
-    until: Annotated[AwareDatetime | None, Query(
+    until: Annotated[IsoTime | None, Query(
         description="Events before this time (ISO 8601 with a time zone).")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,

@@ -36,11 +36,12 @@ async def export(tenant_id: TenantDep, sessionmaker: SessionmakerDep) -> Streami
              summary="Import records of an export (JSON Lines)")
 async def import_records(request: Request, session: SessionDep, tenant_id: TenantDep,
                          embedder: EmbedderDep) -> ImportOut:
-    """Insert the records in one transaction (all or none), keeping their ids and times
-    (created_at, occurred_at, valid times, counters). A line whose `tenant_id` is not the
-    caller's is a 422 naming the line and the field, and so is a malformed line; a record
-    pointing at another tenant's rows is a 422; an id that already exists is a 409. Import
-    into a tenant whose copies are gone (after an erasure), or into an empty database."""
+    """Insert the records in one transaction (all or none), keeping their ids, times
+    (created_at, occurred_at, last_confirmed_at, ...) and counters. A line whose `tenant_id`
+    is not the caller's is a 422 naming the line and the field, and so is a malformed line; a
+    record pointing at another tenant's rows is a 422, and so is a body without records; an
+    id that already exists is a 409. Import into a tenant whose copies are gone (after an
+    erasure), or into another database."""
     counts = await portability.import_lines(session, embedder=embedder, tenant_id=tenant_id,
                                             body=await request.body())
     return ImportOut(imported=counts)

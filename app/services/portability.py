@@ -152,6 +152,9 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
         if raw.strip():
             kind, row = _parse(number, raw, tenant_id)
             by_kind[kind].append(row)
+    if not any(by_kind.values()):
+        raise InvalidInput("the body holds no records: send the lines of an export",
+                           field="body")
     later: dict[str, list[tuple[uuid.UUID, uuid.UUID]]] = {kind: [] for kind in SELF_REFERENCES}
     for kind, column in SELF_REFERENCES.items():
         for row in by_kind[kind]:

@@ -185,3 +185,18 @@ async def test_an_interrupted_erasure_resumes_and_its_receipt_counts_both_attemp
     assert (receipt["facts"], receipt["rules"], receipt["episodes"], receipt["entities"]) == (
         2, 1, 1, 2)
     assert await marker_hits(db_engine, MARKER, "default") == {}
+
+
+async def test_an_erasure_finished_before_its_worker_died_is_not_run_again(app, settings,
+                                                                           client, sql):
+    await plant(client)
+    job = await erase(client, app, settings, subject="Ann")
+    await sql("UPDATE jobs SET status = 'running', result = NULL, "
+              "worker_id = 'dead', lease_expires_at = now() - interval '1 second'")
+
+    await worker.drain(job_context(app, settings))
+
+    again = (await client.get(f"/v1/jobs/{job['id']}")).json()
+    assert (again["status"], again["result"]) == ("succeeded", job["result"])
+    completed = await sql("SELECT 1 FROM memory_events WHERE event_type = 'erasure_completed'")
+    assert len(completed) == 1

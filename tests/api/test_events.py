@@ -72,3 +72,9 @@ async def test_bad_filters_are_422_naming_the_field(client):
     assert naive.status_code == backwards.status_code == 422
     assert naive.json()["errors"][0]["field"] == "query.since"
     assert backwards.json()["errors"][0]["field"] == "until"
+
+
+async def test_a_number_is_not_a_time(client):
+    response = await client.get("/v1/events", params={"until": "0.5"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "query.until"

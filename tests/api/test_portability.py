@@ -89,6 +89,8 @@ async def test_a_record_pointing_at_another_tenants_rows_is_refused(tenant_clien
 
 async def test_malformed_lines_are_422_naming_line_and_field(client):
     cases = {
+        "": "body",
+        "\n \n": "body",
         "not json": "line 1.line",
         json.dumps({"kind": "planet", "id": str(uuid.uuid4())}): "line 1.kind",
         json.dumps({"kind": "episode", "id": str(uuid.uuid4()), "butler": "b",
