@@ -8,6 +8,7 @@ from app.errors import problem_responses
 from app.schemas.portability import ImportOut
 from app.services import portability
 from app.services.portability import NDJSON
+from app.services.responses import import_out
 
 router = APIRouter(prefix="/v1", tags=["data rights"])
 
@@ -44,4 +45,4 @@ async def import_records(request: Request, session: SessionDep, tenant_id: Tenan
     erasure), or into another database."""
     counts = await portability.import_lines(session, embedder=embedder, tenant_id=tenant_id,
                                             body=await request.body())
-    return ImportOut(imported=counts)
+    return import_out(counts)

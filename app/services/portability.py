@@ -160,8 +160,8 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
         for row in by_kind[kind]:
             if row.get(column) is not None:
                 later[kind].append((row["id"], row.pop(column)))
-    for kind in MEMORY_KINDS:
-        await _embed(session, embedder, tenant_id, by_kind[kind])
+    await _embed(session, embedder, tenant_id,
+                 [row for kind in MEMORY_KINDS for row in by_kind[kind]])
     for kind, rows in by_kind.items():
         # Rows with the same fields go in one statement; missing fields take their defaults.
         groups: dict[frozenset[str], list[dict[str, Any]]] = {}
@@ -181,6 +181,7 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
 
 async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
                  rows: list[dict[str, Any]]) -> None:
+    """Embed every memory in one batch, before any SQL (no connection held meanwhile)."""
     if not rows:
         return
     embedded = await embed_texts(session, embedder, [row["content"] for row in rows],

@@ -11,6 +11,7 @@ from app.schemas.events import EventOut
 from app.schemas.facts import FactOut
 from app.schemas.jobs import JobOut
 from app.schemas.links import LinkOut
+from app.schemas.portability import ImportOut
 from app.schemas.rules import RuleOut
 from app.schemas.search import (
     ContextItem,
@@ -82,6 +83,11 @@ def link_out(row: MemoryLink) -> LinkOut:
 def event_out(row: MemoryEvent) -> EventOut:
     """An audit event as the API shows it."""
     return EventOut.model_validate(row)
+
+
+def import_out(counts: dict[str, int]) -> ImportOut:
+    """What an import inserted, per record kind."""
+    return ImportOut(imported=counts)
 
 
 def job_out(job: Job) -> JobOut:
