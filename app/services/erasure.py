@@ -69,27 +69,30 @@ def _add(total: Counts, counts: Counts) -> None:
         total[table] = total.get(table, 0) + count
 
 
-async def _facts(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Counts:
+Erased = tuple[Sequence[uuid.UUID], Counts]
+
+
+async def _facts(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
     versions = await erasure_rows.fact_versions(session, tenant_id=tenant_id, ids=ids)
-    return await erasure_rows.delete_facts(session, tenant_id=tenant_id, ids=versions)
+    return versions, await erasure_rows.delete_facts(session, tenant_id=tenant_id, ids=versions)
 
 
-async def _rules(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Counts:
-    return await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
+async def _rules(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
+    return ids, await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
 
 
-async def _episodes(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Counts:
-    return await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
+async def _episodes(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
+    return ids, await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
 
 
-async def _entities(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Counts:
-    return await erasure_rows.delete_entities(session, tenant_id=tenant_id, ids=ids)
+async def _entities(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
+    return ids, await erasure_rows.delete_entities(session, tenant_id=tenant_id, ids=ids)
 
 
 # (memory type of the tombstone, batch selection, deletion), in the order they run: facts
 # and rules before the episodes they were consolidated from, entities once their facts are
 # gone.
-PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Counts]]], ...] = (
+PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Erased]]], ...] = (
     ("fact", batch_rows.next_facts, _facts),
     ("rule", batch_rows.next_rules, _rules),
     ("episode", batch_rows.next_episodes, _episodes),
@@ -123,10 +126,10 @@ async def run_erasure(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
                 ids = await select(session, tenant_id=tenant_id, sel=sel, limit=batch_size)
                 if not ids:
                     break
-                counts = await erase(session, tenant_id, ids)
+                erased, counts = await erase(session, tenant_id, ids)
                 await events.record(session, [events.Event("memories_erased", tenant_id, {
                     "job_id": str(job_id), "memory_type": memory_type,
-                    "memory_ids": [str(i) for i in ids]})])
+                    "memory_ids": [str(i) for i in erased]})])
                 await job_rows.add_progress(session, job_id=job_id,
                                             counts={**counts, "batches": 1})
     if sel.whole_tenant:

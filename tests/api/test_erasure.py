@@ -200,3 +200,14 @@ async def test_an_erasure_finished_before_its_worker_died_is_not_run_again(app, 
     assert (again["status"], again["result"]) == ("succeeded", job["result"])
     completed = await sql("SELECT 1 FROM memory_events WHERE event_type = 'erasure_completed'")
     assert len(completed) == 1
+
+
+async def test_the_tombstone_lists_every_version_it_erased(app, settings, client, sql):
+    old = await store_fact(client, subject="Ann", content="v1")
+    new = await store_fact(client, subject="Ann", content="v2")
+    response = await client.post("/v1/erasures", json={"subject": "Ann"})
+    assert response.status_code == 202
+    await worker.drain(job_context(app, settings, erasure_batch_size=1))
+
+    [row] = await sql("SELECT payload FROM memory_events WHERE event_type = 'memories_erased'")
+    assert sorted(row["payload"]["memory_ids"]) == sorted([old["id"], new["id"]])
