@@ -16,11 +16,12 @@ from typing import Any
 
 from sqlalchemy import ARRAY, BigInteger, Boolean, Column, DateTime, Float, Integer
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.types import Uuid
 
 from app.embedding import Embedder
-from app.errors import InvalidInput
+from app.errors import Conflict, DomainError, InvalidInput
 from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
@@ -28,6 +29,8 @@ from app.services.embeddings import embed_texts
 from app.text import preprocess_text
 
 NDJSON = "application/x-ndjson"
+CHECK_VIOLATION = "23514"
+FOREIGN_KEY_VIOLATION = "23503"
 # A JSON value (metadata, tags, aliases, context) as its JSON text, at most.
 MAX_JSON_CHARS = 2 * MAX_METADATA_BYTES
 
@@ -168,7 +171,10 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
         for row in rows:
             groups.setdefault(frozenset(row), []).append(row)
         for group in groups.values():
-            await portability_rows.insert_rows(session, kind=kind, rows=group)
+            try:
+                await portability_rows.insert_rows(session, kind=kind, rows=group)
+            except IntegrityError as error:
+                raise _refused(kind, error) from None
     for kind, pairs in later.items():
         await portability_rows.set_self_references(session, kind=kind, tenant_id=tenant_id,
                                                    pairs=pairs)
@@ -177,6 +183,29 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
         raise InvalidInput(f"records point at rows the tenant does not have: "
                            f"{', '.join(outside)}", field=outside[0])
     return {kind: len(rows) for kind, rows in by_kind.items()}
+
+
+def _refused(kind: str, error: IntegrityError) -> DomainError:
+    """The problem of a constraint the records broke, naming the kind and the column."""
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    cause = getattr(error.orig, "__cause__", None)
+    constraint = str(getattr(cause, "constraint_name", None) or "")
+    table = TABLES[kind].name
+    column = constraint
+    for prefix in (f"ck_{table}_", f"fk_{table}_", f"uq_{table}_"):
+        if constraint.startswith(prefix):
+            column = constraint.removeprefix(prefix)
+    if sqlstate == CHECK_VIOLATION:
+        return InvalidInput(f"a {kind} record has a {column} the service does not know",
+                            field=f"{kind}.{column}")
+    if sqlstate == FOREIGN_KEY_VIOLATION:
+        column = column.rsplit("_", 1)[0] if "_id_" in column else column
+        return InvalidInput(f"a {kind} record points at a row that does not exist "
+                            f"({column})", field=f"{kind}.{column}")
+    if constraint == f"pk_{table}":
+        return Conflict(f"a {kind} record has an id that already exists", field=f"{kind}.id")
+    return Conflict(f"{kind} records conflict with stored data ({constraint or 'a key'})",
+                    field=kind)
 
 
 async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,

@@ -122,3 +122,18 @@ async def test_values_the_database_cannot_hold_are_422_not_500(client):
         response = await client.post("/v1/import", content=body, headers=NDJSON)
         assert response.status_code == 422, (field, response.text)
         assert response.json()["errors"][0]["field"] == f"line 1.{field}"
+
+
+async def test_broken_constraints_name_the_kind_and_column(client):
+    fact = {"kind": "fact", "id": str(uuid.uuid4()), "subject": "x", "predicate": "y",
+            "subject_key": "x", "predicate_key": "y", "content": "z"}
+    bad_validity = json.dumps({**fact, "validity": "bogus"})
+    missing_entity = json.dumps({**fact, "entity_id": str(uuid.uuid4())})
+    twice = json.dumps(fact) + "\n" + json.dumps(fact)
+
+    for body, status, field in ((bad_validity, 422, "fact.validity"),
+                                (missing_entity, 422, "fact.entity_id"),
+                                (twice, 409, "fact.id")):
+        response = await client.post("/v1/import", content=body, headers=NDJSON)
+        assert response.status_code == status, (field, response.text)
+        assert response.json()["errors"][0]["field"] == field
