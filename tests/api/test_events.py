@@ -3,6 +3,9 @@ type and time."""
 
 from datetime import UTC, datetime, timedelta
 
+import httpx
+
+from app.main import create_app
 from app.services import worker
 from tests.support.factories import store_episode, store_fact
 from tests.support.jobs import job_context
@@ -78,3 +81,15 @@ async def test_a_number_is_not_a_time(client):
     response = await client.get("/v1/events", params={"until": "0.5"})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "query.until"
+
+
+async def test_with_authentication_disabled_events_are_anonymous(settings, sql):
+    loopback = settings.model_copy(update={"host": "127.0.0.1", "auth_disabled": True})
+    app = create_app(loopback)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            await store_episode(http, "no key here")
+            page = (await http.get("/v1/events")).json()
+    [event] = page["items"]
+    assert (event["actor"], event["actor_key_id"]) == ("anonymous", None)
