@@ -105,6 +105,10 @@ class JobSettings(BaseModel):
     cleanup_batch_size: int = Field(
         1000, ge=1, le=100_000, description="Rows deleted per statement and transaction."
     )
+    erasure_batch_size: int = Field(
+        500, ge=1, le=100_000,
+        description="Rows an erasure selects per transaction (a fact's history adds to it).",
+    )
     scheduler_tick_seconds: float = Field(60.0, gt=0, le=3600)
     lease_seconds: float = Field(
         300.0, ge=5, le=86_400,

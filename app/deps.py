@@ -1,18 +1,20 @@
 """Request dependencies: settings, the per-request transaction, the tenant, the embedder."""
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
 from app.config import Settings
 from app.embedding import Embedder
 from app.errors import Unauthorized
 from app.scope import SYSTEM, Scope, scoped_transaction
-from app.services.api_keys import resolve_tenant
+from app.services import actors
+from app.services.api_keys import resolve_key
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
@@ -34,27 +36,48 @@ async def get_tenant_id(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
     header_key: Annotated[str | None, Security(api_key_scheme)],
 ) -> str:
-    """The caller's tenant, taken from its API key and from nothing else."""
-    return await tenant_for_key(request.app.state, bearer.credentials if bearer else header_key)
+    """The caller's tenant, taken from its API key and from nothing else.
+
+    The key also becomes the request's actor, which every audit event it causes records.
+    """
+    caller = await caller_for_key(request.app.state,
+                                  bearer.credentials if bearer else header_key)
+    actors.become(caller.actor)
+    return caller.tenant_id
 
 
-async def tenant_for_key(state: State, secret: str | None) -> str:
-    """The tenant of an API key, for REST and MCP alike; Unauthorized when there is none.
+@dataclass(frozen=True)
+class KeyCaller:
+    """An authenticated caller: its tenant, and the actor its events record."""
 
-    With authentication disabled every caller is the default tenant. Resolved outside any
-    request transaction (see `resolve_tenant`), so a request takes a database connection only
-    when it first runs SQL.
+    tenant_id: str
+    actor: actors.Actor
+
+
+async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
+    """The tenant and actor of an API key, for REST and MCP alike; Unauthorized when there is
+    none.
+
+    With authentication disabled every caller is the default tenant, acting as "anonymous".
+    Resolved outside any request transaction (see `resolve_key`), so a request takes a
+    database connection only when it first runs SQL.
     """
     settings: Settings = state.settings
     if settings.auth_disabled:
-        return settings.default_tenant
+        return KeyCaller(settings.default_tenant, actors.ANONYMOUS)
     if not secret:
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' "
                            "or 'X-API-Key: <key>'")
-    tenant_id = await resolve_tenant(state.sessionmaker, state.tenant_cache, secret)
-    if tenant_id is None:
+    owner = await resolve_key(state.sessionmaker, state.tenant_cache, secret)
+    if owner is None:
         raise Unauthorized("the API key is unknown or revoked")
-    return tenant_id
+    return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id))
+
+
+def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
+    """The app's sessionmaker, for a response that reads after the request's transaction."""
+    maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    return maker
 
 
 TenantDep = Annotated[str, Depends(get_tenant_id)]
@@ -85,3 +108,4 @@ def request_embedder(request: Request) -> Embedder:
 
 
 EmbedderDep = Annotated[Embedder, Depends(request_embedder)]
+SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(request_sessionmaker)]

@@ -17,8 +17,10 @@ from app.deps import request_scope
 from app.embedding import Embedder
 from app.errors import DomainError
 from app.scope import scoped_transaction
+from app.services import actors
 
 TENANT_SCOPE_KEY = "engram.tenant_id"
+ACTOR_SCOPE_KEY = "engram.actor"
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 # What a tool returns: a response model serialised to JSON (UUID strings, ISO 8601 times).
@@ -31,6 +33,7 @@ class Caller:
 
     tenant_id: str
     state: State
+    actor: actors.Actor = actors.SYSTEM
 
     @property
     def settings(self) -> Settings:
@@ -56,7 +59,8 @@ def caller_of(ctx: Context) -> Caller:
     if tenant_id is None:
         # Only reachable if the server were served without the authenticating endpoint.
         raise ToolError("the call is not authenticated")
-    return Caller(tenant_id=tenant_id, state=scope["app"].state)
+    return Caller(tenant_id=tenant_id, state=scope["app"].state,
+                  actor=scope["state"].get(ACTOR_SCOPE_KEY, actors.SYSTEM))
 
 
 def build(model: type[ModelT], **arguments: Any) -> ModelT:
@@ -109,6 +113,8 @@ async def call(ctx: Context,
                work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]) -> JsonObject:
     """Run `work` for the authenticated caller in one transaction; its response as JSON."""
     caller = caller_of(ctx)
-    async with transaction(caller) as session:
-        response = await work(session, caller)
+    # Tool calls run in the MCP session's task, not the HTTP request's: set the actor here.
+    with actors.acting_as(caller.actor):
+        async with transaction(caller) as session:
+            response = await work(session, caller)
     return response.model_dump(mode="json")

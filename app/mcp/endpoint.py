@@ -6,9 +6,9 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from app.deps import tenant_for_key
+from app.deps import caller_for_key
 from app.errors import Unauthorized, problem_response
-from app.mcp.calls import TENANT_SCOPE_KEY
+from app.mcp.calls import ACTOR_SCOPE_KEY, TENANT_SCOPE_KEY
 
 
 def api_key_of(headers: Headers) -> str | None:
@@ -23,7 +23,7 @@ class McpEndpoint:
     """ASGI app of the /mcp route.
 
     A request without a valid key gets the same 401 problem as REST before any MCP handling;
-    otherwise its tenant is put in the request scope, where each tool call reads it.
+    otherwise its tenant and actor are put in the request scope, where each tool call reads it.
     """
 
     def __init__(self, session_manager: StreamableHTTPSessionManager) -> None:
@@ -32,11 +32,13 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         try:
-            tenant_id = await tenant_for_key(request.app.state, api_key_of(request.headers))
+            caller = await caller_for_key(request.app.state, api_key_of(request.headers))
         except Unauthorized as error:
             response = problem_response(error.status_code, error.title, error.detail, request)
             response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
             await response(scope, receive, send)
             return
-        scope.setdefault("state", {})[TENANT_SCOPE_KEY] = tenant_id
+        state = scope.setdefault("state", {})
+        state[TENANT_SCOPE_KEY] = caller.tenant_id
+        state[ACTOR_SCOPE_KEY] = caller.actor
         await self.session_manager.handle_request(scope, receive, send)

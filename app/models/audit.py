@@ -16,7 +16,10 @@ class MemoryEvent(Base):
 
     id: Mapped[uuid.UUID] = uuid_pk()
     event_type: Mapped[str] = mapped_column(Text, nullable=False)
+    # Who: "key:<id>", "anonymous" (authentication disabled), "job:<id>" or a sweep's name.
     actor: Mapped[str | None] = mapped_column(Text)
+    # The API key whose request, or whose enqueued job, caused the event.
+    actor_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     tenant_id: Mapped[str | None] = mapped_column(Text)
     payload: Mapped[dict[str, Any]] = jsonb_column("{}")
     created_at: Mapped[datetime] = created_at_column()

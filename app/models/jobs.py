@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import DateTime, Integer, Text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, created_at_column, jsonb_column, uuid_pk
@@ -18,6 +18,8 @@ class Job(Base):
     # NULL marks a system job (from the scheduler) that spans every tenant.
     tenant_id: Mapped[str | None] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text, nullable=False)
+    # The API key that enqueued the job; NULL for the scheduler's jobs.
+    actor_key_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="queued")
     params: Mapped[dict[str, Any]] = jsonb_column("{}")
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

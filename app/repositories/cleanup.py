@@ -1,5 +1,7 @@
 """Episode cleanup SQL: bounded batches of deletions, their links, and a summary event."""
 
+import uuid
+
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,8 +26,8 @@ links_as_source AS (
     RETURNING 1
 ),
 logged AS (
-    INSERT INTO memory_events (event_type, actor, tenant_id, payload)
-    SELECT 'episodes_deleted', 'episode_cleanup', d.tenant_id,
+    INSERT INTO memory_events (event_type, actor, actor_key_id, tenant_id, payload)
+    SELECT 'episodes_deleted', 'episode_cleanup', CAST(:actor_key_id AS uuid), d.tenant_id,
            jsonb_build_object('reason', CAST(:reason AS text), 'count', count(*),
                               'job_id', CAST(:job_id AS text))
     FROM deleted d GROUP BY d.tenant_id
@@ -59,10 +61,12 @@ CAPACITY_BATCH = _DELETE_BATCH.format(victims="""
 
 
 async def delete_batch(session: AsyncSession, statement: str, *, tenant_id: str | None,
-                       batch_size: int, reason: str, job_id: str | None) -> tuple[int, int]:
-    """Run one batch; (episodes deleted, links deleted)."""
+                       batch_size: int, reason: str, job_id: str | None,
+                       actor_key_id: uuid.UUID | None = None) -> tuple[int, int]:
+    """Run one batch; (episodes deleted, links deleted). Its event names `actor_key_id`."""
     row = (await session.execute(text(statement), {
         "tenant_id": tenant_id, "batch_size": batch_size, "reason": reason, "job_id": job_id,
+        "actor_key_id": actor_key_id,
     })).one()
     return int(row.episodes), int(row.links)
 

@@ -1,5 +1,6 @@
 """The decay sweep as one set-based statement per table: score, transition, audit."""
 
+import uuid
 from typing import Any
 
 from sqlalchemy import text
@@ -35,8 +36,9 @@ changed AS (
     RETURNING t.id, t.tenant_id, p.transition, p.effective
 ),
 logged AS (
-    INSERT INTO memory_events (event_type, actor, tenant_id, payload)
-    SELECT '{memory_type}_' || c.transition, 'decay_sweep', c.tenant_id,
+    INSERT INTO memory_events (event_type, actor, actor_key_id, tenant_id, payload)
+    SELECT '{memory_type}_' || c.transition, 'decay_sweep', CAST(:actor_key_id AS uuid),
+           c.tenant_id,
            jsonb_build_object('memory_type', '{memory_type}', 'memory_id', c.id::text,
                               'effective_confidence', c.effective,
                               'job_id', CAST(:job_id AS text))
@@ -74,12 +76,13 @@ RULE_SWEEP = _SWEEP.format(
 
 
 async def sweep(session: AsyncSession, statement: str, *, tenant_id: str | None,
-                job_id: str | None, expired_below: float,
-                fading_below: float) -> dict[str, Any]:
-    """Run one table's sweep; the counts of evaluated rows and of each transition."""
+                job_id: str | None, expired_below: float, fading_below: float,
+                actor_key_id: uuid.UUID | None = None) -> dict[str, Any]:
+    """Run one table's sweep; the counts of evaluated rows and of each transition (its
+    events name `actor_key_id`)."""
     result = await session.execute(text(statement), {
         "tenant_id": tenant_id, "job_id": job_id, "expired_below": expired_below,
-        "fading_below": fading_below,
+        "fading_below": fading_below, "actor_key_id": actor_key_id,
     })
     return dict(result.mappings().one())
 

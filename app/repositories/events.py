@@ -1,12 +1,15 @@
 """The append-only audit stream and rule applications."""
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import and_, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import MemoryEvent, RuleApplication
+from app.repositories import pagination
 
 
 async def add_events(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -34,3 +37,39 @@ async def harmful_reasons(session: AsyncSession, *, tenant_id: str,
                    RuleApplication.reason != "")
             .order_by(RuleApplication.created_at, RuleApplication.id))
     return [reason for reason in (await session.execute(stmt)).scalars() if reason]
+
+
+@dataclass(frozen=True)
+class EventFilters:
+    """What an event listing keeps; None means any."""
+
+    memory_id: uuid.UUID | None = None
+    event_type: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+# Tombstones name the memories they deleted in a list rather than in memory_id.
+_TOMBSTONES_WITH_LISTS = ("fact_deleted", "entity_deleted", "memories_erased")
+
+
+async def list_events(session: AsyncSession, *, tenant_id: str, filters: EventFilters,
+                      limit: int, cursor: str | None) -> tuple[list[MemoryEvent], str | None]:
+    """A page of the tenant's events matching `filters`, newest first."""
+    stmt = select(MemoryEvent).where(MemoryEvent.tenant_id == tenant_id)
+    if filters.memory_id is not None:
+        memory_id = str(filters.memory_id)
+        stmt = stmt.where(or_(
+            MemoryEvent.payload["memory_id"].astext == memory_id,
+            and_(MemoryEvent.event_type.in_(_TOMBSTONES_WITH_LISTS),
+                 or_(MemoryEvent.payload["memory_ids"].has_key(memory_id),
+                     MemoryEvent.payload["deleted_ids"].has_key(memory_id)))))
+    if filters.event_type is not None:
+        stmt = stmt.where(MemoryEvent.event_type == filters.event_type)
+    if filters.since is not None:
+        stmt = stmt.where(MemoryEvent.created_at >= filters.since)
+    if filters.until is not None:
+        stmt = stmt.where(MemoryEvent.created_at < filters.until)
+    return await pagination.list_page(session, stmt, order=(MemoryEvent.created_at,
+                                                            MemoryEvent.id),
+                                      limit=limit, cursor=cursor)

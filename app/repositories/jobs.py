@@ -15,9 +15,10 @@ from app.repositories import pagination
 
 
 async def enqueue(session: AsyncSession, *, tenant_id: str | None, kind: str,
-                  params: dict[str, Any]) -> Job:
+                  params: dict[str, Any], actor_key_id: uuid.UUID | None = None) -> Job:
     """Insert a queued job and return it."""
-    stmt = insert(Job).values(tenant_id=tenant_id, kind=kind, params=params).returning(Job)
+    stmt = insert(Job).values(tenant_id=tenant_id, kind=kind, params=params,
+                              actor_key_id=actor_key_id).returning(Job)
     return (await session.execute(stmt)).scalar_one()
 
 
@@ -202,3 +203,17 @@ async def progress_of(session: AsyncSession, *, job_id: uuid.UUID) -> dict[str, 
     """The job's committed counts across attempts."""
     value = (await session.execute(select(Job.progress).where(Job.id == job_id))).scalar()
     return {key: int(count) for key, count in (value or {}).items()}
+
+
+async def replace_params(session: AsyncSession, *, job_id: uuid.UUID,
+                         params: dict[str, Any]) -> None:
+    """Overwrite a job's params (an erasure drops the values it was asked to erase)."""
+    await session.execute(update(Job).where(Job.id == job_id).values(params=params))
+
+
+async def delete_tenant_jobs(session: AsyncSession, *, tenant_id: str,
+                             keep: uuid.UUID) -> int:
+    """Delete the tenant's jobs that are not running, except `keep`; how many."""
+    stmt = delete(Job).where(Job.tenant_id == tenant_id, Job.id != keep,
+                             Job.status != "running")
+    return int((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]

@@ -2,7 +2,21 @@
 
 from fastapi import APIRouter
 
-from app.routers import entities, episodes, facts, graph, health, jobs, links, rules, search, stats
+from app.routers import (
+    entities,
+    episodes,
+    erasures,
+    events,
+    facts,
+    graph,
+    health,
+    jobs,
+    links,
+    portability,
+    rules,
+    search,
+    stats,
+)
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -15,4 +29,7 @@ ROUTERS: list[APIRouter] = [
     graph.router,
     search.router,
     stats.router,
+    erasures.router,
+    portability.router,
+    events.router,
 ]

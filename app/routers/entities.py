@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
@@ -20,7 +20,7 @@ from app.schemas.entities import (
     ResolveRequest,
 )
 from app.schemas.facts import FactOut
-from app.services import entities
+from app.services import deletion, entities
 from app.services.merge import merge_entities
 from app.services.responses import entity_out, fact_out, merge_out
 
@@ -96,8 +96,10 @@ async def get_entity(entity_id: uuid.UUID, session: SessionDep,
 async def update_entity(entity_id: uuid.UUID, body: EntityUpdate, session: SessionDep,
                         tenant_id: TenantDep) -> EntityOut:
     """`canonical_name` replaces the name, `aliases` replaces the whole list, `metadata` is
-    merged key by key; `updated_at` becomes now. A name already used by another entity of the
-    same type, or an update of a merged entity, is a 409.
+    a JSON Merge Patch (RFC 7396): a key set to null is removed, an object is merged into the
+    object it replaces, anything else replaces the value; `updated_at` becomes now. A name
+    already used by another entity of the same type, or an update of a merged entity, is a
+    409.
     """
     row = await entities.update_entity(session, tenant_id=tenant_id, entity_id=entity_id,
                                        data=body)
@@ -144,3 +146,25 @@ async def merge_entity(target_id: uuid.UUID, body: MergeRequest, session: Sessio
     result = await merge_entities(session, tenant_id=tenant_id, target_id=target_id,
                                   source_id=body.source_id)
     return merge_out(result)
+
+
+@router.delete("/{entity_id}", status_code=204, response_class=Response,
+               responses=problem_responses(404, 409, 422), summary="Delete an entity for good")
+async def delete_entity(
+    entity_id: uuid.UUID,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    facts: Annotated[deletion.FactsOfEntity, Query(
+        description="`detach`: its facts stay, anchored to no entity; `delete`: its facts "
+                    "go, every version of their history.")] = "detach",
+) -> Response:
+    """Hard-delete the entity and the entities merged into it (their tombstones).
+
+    With `facts=detach` (the default) a 409 says when an active fact of the entity has the
+    key (scope, subject, predicate) of an active fact anchored to no entity. A content-free
+    `entity_deleted` event records the ids and the key. 404 when the tenant has no such
+    entity.
+    """
+    await deletion.delete_entity(session, tenant_id=tenant_id, entity_id=entity_id,
+                                 facts=facts)
+    return Response(status_code=204)

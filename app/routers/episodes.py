@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
@@ -11,7 +11,7 @@ from app.models import Episode
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
-from app.services import episodes, memories
+from app.services import deletion, episodes, memories
 from app.services.responses import episode_out
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
@@ -79,3 +79,15 @@ async def forget_episode(episode_id: uuid.UUID, session: SessionDep,
     or not."""
     row = await memories.forget(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
     return episode_out(row)
+
+
+
+@router.delete("/{episode_id}", status_code=204, response_class=Response,
+               responses=problem_responses(404, 422), summary="Delete an episode for good")
+async def delete_episode(episode_id: uuid.UUID, session: SessionDep,
+                         tenant_id: TenantDep) -> Response:
+    """Hard-delete the episode: its links, keyword postings and audit events go too (facts
+    and rules consolidated from it stay, without a source_episode_id). A content-free
+    `episode_deleted` event records the id and the key. 404 when the tenant has none."""
+    await deletion.delete_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
+    return Response(status_code=204)

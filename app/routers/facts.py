@@ -10,7 +10,7 @@ from app.models import Fact
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.facts import FactCreate, FactOut
-from app.services import facts, memories
+from app.services import deletion, facts, memories
 from app.services.responses import fact_out
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
@@ -91,3 +91,16 @@ async def forget_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: Tenant
     """Set validity to `retracted`; it no longer appears in search or recall."""
     row = await memories.forget(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
     return fact_out(row)
+
+
+
+@router.delete("/{fact_id}", status_code=204, response_class=Response,
+               responses=problem_responses(404, 422),
+               summary="Delete a fact and its history for good")
+async def delete_fact(fact_id: uuid.UUID, session: SessionDep,
+                      tenant_id: TenantDep) -> Response:
+    """Hard-delete the fact and every version of its history (what it superseded and what
+    superseded it): their links, keyword postings and audit events go too. A content-free
+    `fact_deleted` event records the ids and the key. 404 when the tenant has none."""
+    await deletion.delete_memory(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
+    return Response(status_code=204)

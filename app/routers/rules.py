@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
 
 from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
@@ -11,7 +11,7 @@ from app.models import Rule
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
-from app.services import memories, rules
+from app.services import deletion, memories, rules
 from app.services.responses import rule_out
 
 router = APIRouter(prefix="/v1/rules", tags=["rules"])
@@ -106,3 +106,15 @@ async def invert_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenant
     """Rewrite a rule flagged needs_inversion as 'ANTI-PATTERN: Do NOT ...'; 409 otherwise."""
     row = await rules.invert(session, tenant_id=tenant_id, embedder=embedder, rule_id=rule_id)
     return rule_out(row)
+
+
+
+@router.delete("/{rule_id}", status_code=204, response_class=Response,
+               responses=problem_responses(404, 422), summary="Delete a rule for good")
+async def delete_rule(rule_id: uuid.UUID, session: SessionDep,
+                      tenant_id: TenantDep) -> Response:
+    """Hard-delete the rule: its applications (feedback reasons), links, keyword postings and
+    audit events go too. A content-free `rule_deleted` event records the id and the key. 404
+    when the tenant has none."""
+    await deletion.delete_memory(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
+    return Response(status_code=204)

@@ -46,7 +46,8 @@ class EntityUpdate(RequestModel):
     canonical_name: Name | None = Field(None, description="Replaces the canonical name.")
     aliases: Aliases | None = Field(None, description="Replaces the whole alias list.")
     metadata: EntityMetadata | None = Field(
-        None, description="Merged into the stored metadata key by key (new values win)."
+        None, description="A JSON Merge Patch (RFC 7396) of the stored metadata: a key set "
+                          "to null is removed, objects merge, other values replace."
     )
 
 

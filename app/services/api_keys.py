@@ -21,6 +21,14 @@ TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
+class KeyOwner:
+    """What a live key resolves to: its tenant and its own id."""
+
+    tenant_id: str
+    key_id: uuid.UUID
+
+
+@dataclass(frozen=True)
 class MintedKey:
     """A freshly created key: `secret` is never stored and cannot be shown again."""
 
@@ -46,7 +54,7 @@ async def create_key(session: AsyncSession, *, tenant_id: str,
 
 
 class TenantCache:
-    """Keys resolved in the last `ttl_seconds`, so most requests need no key lookup.
+    """Keys (their owners) resolved in the last `ttl_seconds`, so most requests need no lookup.
 
     A revoked key therefore keeps working for at most `ttl_seconds` in each process. Only
     known keys are cached; unknown ones are looked up every time. The oldest entries go first
@@ -58,32 +66,32 @@ class TenantCache:
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
         self.clock = clock
-        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[KeyOwner, float]] = OrderedDict()
 
-    def get(self, key_hash: str) -> str | None:
-        """The cached tenant of a key hash, or None when absent or stale."""
+    def get(self, key_hash: str) -> KeyOwner | None:
+        """The cached owner of a key hash, or None when absent or stale."""
         entry = self._entries.get(key_hash)
         if entry is None:
             return None
-        tenant_id, expires_at = entry
+        owner, expires_at = entry
         if self.clock() >= expires_at:
             del self._entries[key_hash]
             return None
-        return tenant_id
+        return owner
 
-    def put(self, key_hash: str, tenant_id: str) -> None:
-        """Remember a key's tenant for `ttl_seconds`."""
+    def put(self, key_hash: str, owner: KeyOwner) -> None:
+        """Remember a key's owner for `ttl_seconds`."""
         if self.ttl_seconds <= 0:
             return
-        self._entries[key_hash] = (tenant_id, self.clock() + self.ttl_seconds)
+        self._entries[key_hash] = (owner, self.clock() + self.ttl_seconds)
         self._entries.move_to_end(key_hash)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
 
-async def resolve_tenant(sessionmaker: async_sessionmaker[AsyncSession], cache: TenantCache,
-                         secret: str) -> str | None:
-    """The key's tenant, from the cache or from a short transaction of its own.
+async def resolve_key(sessionmaker: async_sessionmaker[AsyncSession], cache: TenantCache,
+                      secret: str) -> KeyOwner | None:
+    """The key's tenant and id, from the cache or from a short transaction of its own.
 
     The request's own transaction is not used, so a request that then waits for the model
     holds no database connection meanwhile.
@@ -91,14 +99,16 @@ async def resolve_tenant(sessionmaker: async_sessionmaker[AsyncSession], cache: 
     if not secret or len(secret) > 256:
         return None
     key_hash = hash_key(secret)
-    if (tenant_id := cache.get(key_hash)) is not None:
-        return tenant_id
+    if (owner := cache.get(key_hash)) is not None:
+        return owner
     # System scope: the key is what tells the tenant, so the lookup spans every tenant.
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        tenant_id = await api_key_rows.tenant_for_hash(session, key_hash)
-    if tenant_id is not None:
-        cache.put(key_hash, tenant_id)
-    return tenant_id
+        row = await api_key_rows.owner_for_hash(session, key_hash)
+    if row is None:
+        return None
+    owner = KeyOwner(tenant_id=row[0], key_id=row[1])
+    cache.put(key_hash, owner)
+    return owner
 
 
 async def count_live_keys(session: AsyncSession) -> int:

@@ -6,6 +6,7 @@ import uuid
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import jobs as job_rows
 from app.scope import SYSTEM, Scope
+from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
 
 # A safety stop: at most this many batches per phase and tenant in one job.
@@ -72,7 +73,7 @@ async def _drain(ctx: JobContext, statement: str, *, tenant_id: str, batch_size:
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=job_id)) as session:
             episodes, links = await cleanup_rows.delete_batch(
                 session, statement, tenant_id=tenant_id, batch_size=size, reason=reason,
-                job_id=job_id)
+                job_id=job_id, actor_key_id=actors.current().key_id)
             if job_id is not None:
                 await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts={
                     f"{reason}_deleted": episodes, "links_deleted": links})

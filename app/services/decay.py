@@ -2,6 +2,7 @@
 
 from app.repositories import decay as decay_rows
 from app.scope import SYSTEM, Scope
+from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
 from app.services.lifecycle import EXPIRED_BELOW, FADING_BELOW
 
@@ -29,7 +30,8 @@ async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,
                                      ("rules", decay_rows.RULE_SWEEP)):
                 counts = await decay_rows.sweep(session, statement, tenant_id=tenant,
                                                 job_id=job_id, expired_below=EXPIRED_BELOW,
-                                                fading_below=FADING_BELOW)
+                                                fading_below=FADING_BELOW,
+                                                actor_key_id=actors.current().key_id)
                 for name in totals[table]:
                     totals[table][name] += int(counts[name])
     facts, rules = totals["facts"], totals["rules"]

@@ -2,6 +2,7 @@
 
 import uuid
 from collections import defaultdict
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -60,8 +61,21 @@ async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uui
     if data.aliases is not None:
         values["aliases"] = data.aliases
     if data.metadata is not None:
-        values["metadata_"] = {**row.metadata_, **data.metadata}
+        values["metadata_"] = merge_patch(row.metadata_, data.metadata)
     return await entity_rows.update_entity(session, entity_id=entity_id, values=values)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON Merge Patch: null removes a key, objects merge, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
 
 
 async def resolve_name(session: AsyncSession, *, tenant_id: str,

@@ -20,6 +20,7 @@ from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
 from app.scope import Scope, scoped_transaction
+from app.services import actors
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,9 @@ class JobOutcome:
 
 async def enqueue(session: AsyncSession, *, tenant_id: str, kind: str,
                   params: dict[str, Any]) -> Job:
-    """Queue a job of the tenant; any worker will run it."""
-    return await job_rows.enqueue(session, tenant_id=tenant_id, kind=kind, params=params)
+    """Queue a job of the tenant on behalf of the current actor's key; any worker will run it."""
+    return await job_rows.enqueue(session, tenant_id=tenant_id, kind=kind, params=params,
+                                  actor_key_id=actors.current().key_id)
 
 
 async def get_job(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> Job:

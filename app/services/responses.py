@@ -4,12 +4,14 @@ from datetime import datetime
 from typing import Any
 
 from app.clock import now_utc
-from app.models import Entity, Episode, Fact, Job, MemoryLink, Rule
+from app.models import Entity, Episode, Fact, Job, MemoryEvent, MemoryLink, Rule
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
+from app.schemas.events import EventOut
 from app.schemas.facts import FactOut
 from app.schemas.jobs import JobOut
 from app.schemas.links import LinkOut
+from app.schemas.portability import ImportOut
 from app.schemas.rules import RuleOut
 from app.schemas.search import (
     ContextItem,
@@ -76,6 +78,16 @@ def merge_out(result: MergeResult) -> MergeOut:
 def link_out(row: MemoryLink) -> LinkOut:
     """A link as the API shows it."""
     return LinkOut.model_validate(row)
+
+
+def event_out(row: MemoryEvent) -> EventOut:
+    """An audit event as the API shows it."""
+    return EventOut.model_validate(row)
+
+
+def import_out(counts: dict[str, int]) -> ImportOut:
+    """What an import inserted, per record kind."""
+    return ImportOut(imported=counts)
 
 
 def job_out(job: Job) -> JobOut:

@@ -10,9 +10,11 @@ from collections.abc import Awaitable, Callable
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.scope import SYSTEM
+from app.services import actors
 from app.services.cleanup import run_episode_cleanup
 from app.services.consolidation.pipeline import run_consolidation
 from app.services.decay import run_decay_sweep
+from app.services.erasure import run_erasure
 from app.services.jobs import JobContext, JobOutcome
 
 logger = logging.getLogger(__name__)
@@ -36,10 +38,16 @@ async def _cleanup(ctx: JobContext, job: Job) -> JobOutcome:
                                      job_id=str(job.id))
 
 
+async def _erasure(ctx: JobContext, job: Job) -> JobOutcome:
+    assert job.tenant_id is not None, "erasures are always a tenant's"
+    return await run_erasure(ctx, tenant_id=job.tenant_id, job_id=job.id, params=job.params)
+
+
 HANDLERS: dict[str, Handler] = {
     "consolidation": _consolidation,
     "decay": _decay,
     "cleanup": _cleanup,
+    "erasure": _erasure,
 }
 
 
@@ -61,7 +69,8 @@ async def run_once(ctx: JobContext) -> Job | None:
     logger.info("job %s (%s) started on %s", job.id, job.kind, ctx.worker_id)
     heartbeat = asyncio.create_task(_keep_lease(ctx, job))
     try:
-        outcome = await HANDLERS[job.kind](ctx, job)
+        with actors.acting_as(actors.for_job(job.id, job.actor_key_id)):
+            outcome = await HANDLERS[job.kind](ctx, job)
     except asyncio.CancelledError:
         await asyncio.shield(_release(ctx, job))
         raise

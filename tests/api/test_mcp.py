@@ -359,3 +359,13 @@ async def test_engram_mcp_bridges_stdio_to_the_server(
     assert "importance" in refused
     assert await sql("SELECT id::text AS id, tenant_id FROM facts") == [
         {"id": stored["id"], "tenant_id": "desk"}]
+
+
+async def test_a_tool_calls_events_name_the_callers_key(mcp_as: Any, sql: Any) -> None:
+    async with mcp_as("acme") as client:
+        episode = ok(await client.call_tool("memory_store_episode", {
+            "content": "Ann booked the train to Lyon", "butler": "travel"}))
+    [key] = await sql("SELECT id FROM api_keys WHERE tenant_id = 'acme'")
+    [event] = await sql("SELECT actor, actor_key_id FROM memory_events "
+                        "WHERE payload ->> 'memory_id' = :id", id=episode["id"])
+    assert (event["actor"], event["actor_key_id"]) == (f"key:{key['id']}", key["id"])

@@ -135,6 +135,33 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(body(lambda ids: {"trigger_prompt": "tell me about the quokka",
                                "butler": "shared-butler"}), OK)],
     ("GET", "/v1/stats"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
+    ("DELETE", "/v1/episodes/{episode_id}"): [Call(NOTHING, NOT_FOUND, own("episode"))],
+    ("DELETE", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("DELETE", "/v1/rules/{rule_id}"): [Call(NOTHING, NOT_FOUND, own("rule"))],
+    ("DELETE", "/v1/entities/{entity_id}"): [
+        Call(query(lambda ids: {"facts": "delete"}), NOT_FOUND, own("entity"))],
+    ("POST", "/v1/erasures"): [
+        Call(body(lambda ids: {"entity_id": ids["entity"]}), NOT_FOUND),
+        Call(body(lambda ids: {"tenant": True, "confirm": "tenant-a"}), {422}),
+        Call(body(lambda ids: {"subject": "Quokka"}), {202}),
+    ],
+    ("GET", "/v1/export"): [Call(NOTHING, OK)],
+    ("POST", "/v1/import"): [
+        Call(lambda ids: {"content": json.dumps({
+            "kind": "episode", "id": ids["episode"], "tenant_id": "tenant-a", "butler": "x",
+            "content": "y"})}, {422}),
+        Call(lambda ids: {"content": json.dumps({
+            "kind": "fact", "id": "00000000-0000-4000-8000-00000000000b", "subject": "x",
+            "predicate": "y", "subject_key": "x", "predicate_key": "y", "content": "z",
+            "entity_id": ids["entity"]})}, {422}),
+        Call(lambda ids: {"content": json.dumps({
+            "kind": "episode", "id": ids["episode"], "butler": "x", "content": "y"})},
+             {409}),
+    ],
+    ("GET", "/v1/events"): [
+        Call(query(lambda ids: {"memory_id": ids["fact"]}), OK),
+        Call(query(lambda ids: {"event_type": "fact_created"}), OK),
+    ],
 }
 
 

@@ -1,0 +1,242 @@
+"""Hard deletion: one function per memory type and one for entities.
+
+Each removes the rows and everything that holds their content or points at them, in the
+caller's transaction, and returns counts per table:
+- memory_links touching them (both ends; the mem_005 delete trigger would do it too, it is
+  done here first so that it can be counted);
+- keyword_postings, keyword_terms and keyword_corpus: kept by the mem_010 delete triggers
+  (postings are counted before);
+- rule_applications (reason and context): deleted before their rules;
+- memory_events: the events of the memory (payload memory_id) are deleted; an episode's id
+  leaves the episode_ids lists of consolidation events, which also lose their error text.
+Facts that name a deleted episode as their source keep living (source_episode_id becomes
+NULL by its foreign key); a deleted fact's successor loses its supersedes_id the same way.
+"""
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+Counts = dict[str, int]
+
+# The memory_events types that record a deletion; a tenant's erasure keeps them.
+TOMBSTONE_EVENTS = ("episode_deleted", "fact_deleted", "rule_deleted", "entity_deleted",
+                    "memories_erased", "erasure_completed")
+CONSOLIDATION_EVENTS = ("episodes_consolidated", "episodes_consolidation_failed")
+
+
+def _texts(ids: Sequence[uuid.UUID]) -> list[str]:
+    return [str(i) for i in ids]
+
+
+async def _rowcount(session: AsyncSession, statement: str, **params: object) -> int:
+    result = await session.execute(text(statement), params)
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def _remove_trace(session: AsyncSession, *, tenant_id: str, memory_type: str,
+                        ids: Sequence[uuid.UUID]) -> Counts:
+    """Delete the links and events of these memories; count their keyword postings."""
+    id_texts = _texts(ids)
+    links = await _rowcount(session, """
+        DELETE FROM memory_links
+        WHERE tenant_id = :tenant_id
+          AND ((source_type = :memory_type AND source_id = ANY(CAST(:ids AS uuid[])))
+               OR (target_type = :memory_type AND target_id = ANY(CAST(:ids AS uuid[]))))""",
+                            tenant_id=tenant_id, memory_type=memory_type, ids=id_texts)
+    postings = (await session.execute(text(
+        "SELECT count(*) FROM keyword_postings WHERE memory_type = :memory_type "
+        "AND memory_id = ANY(CAST(:ids AS uuid[]))"),
+        {"memory_type": memory_type, "ids": id_texts})).scalar_one()
+    events = await _rowcount(session, """
+        DELETE FROM memory_events
+        WHERE tenant_id = :tenant_id AND payload ->> 'memory_id' = ANY(CAST(:ids AS text[]))""",
+                             tenant_id=tenant_id, ids=id_texts)
+    return {"memory_links": links, "keyword_postings": int(postings),
+            "memory_events_deleted": events}
+
+
+async def _scrub_episode_lists(session: AsyncSession, *, tenant_id: str,
+                               ids: Sequence[uuid.UUID]) -> int:
+    """Take the episodes out of the consolidation events that list them (and drop those
+    events' error text, which may quote them); how many events changed."""
+    return await _rowcount(session, """
+        UPDATE memory_events
+        SET payload = (payload - 'error')
+            || jsonb_build_object('episode_ids',
+                                  (payload -> 'episode_ids') - CAST(:ids AS text[]))
+        WHERE tenant_id = :tenant_id AND event_type = ANY(CAST(:types AS text[]))
+          AND jsonb_typeof(payload -> 'episode_ids') = 'array'
+          AND (payload -> 'episode_ids') ?| CAST(:ids AS text[])""",
+                           tenant_id=tenant_id, ids=_texts(ids),
+                           types=list(CONSOLIDATION_EVENTS))
+
+
+async def delete_episodes(session: AsyncSession, *, tenant_id: str,
+                          ids: Sequence[uuid.UUID]) -> Counts:
+    """Hard-delete the tenant's episodes with these ids and their trace."""
+    if not ids:
+        return {}
+    counts = await _remove_trace(session, tenant_id=tenant_id, memory_type="episode", ids=ids)
+    counts["memory_events_scrubbed"] = await _scrub_episode_lists(session, tenant_id=tenant_id,
+                                                                  ids=ids)
+    counts["episodes"] = await _rowcount(
+        session, "DELETE FROM episodes WHERE tenant_id = :tenant_id "
+                 "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
+    return counts
+
+
+async def fact_versions(session: AsyncSession, *, tenant_id: str,
+                        ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """Every version in the supersession chains of these facts: what they superseded and
+    what superseded them, transitively."""
+    if not ids:
+        return []
+    rows = await session.execute(text("""
+        WITH RECURSIVE chain(id) AS (
+            SELECT id FROM facts
+            WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
+          UNION
+            SELECT CASE WHEN f.id = c.id THEN f.supersedes_id ELSE f.id END
+            FROM chain c JOIN facts f ON f.id = c.id OR f.supersedes_id = c.id
+            WHERE f.tenant_id = :tenant_id AND f.supersedes_id IS NOT NULL
+        )
+        SELECT id FROM chain"""), {"tenant_id": tenant_id, "ids": _texts(ids)})
+    return [row[0] for row in rows]
+
+
+async def delete_facts(session: AsyncSession, *, tenant_id: str,
+                       ids: Sequence[uuid.UUID]) -> Counts:
+    """Hard-delete the tenant's facts with these ids (exactly these: expand them with
+    `fact_versions` first to take whole histories) and their trace."""
+    if not ids:
+        return {}
+    counts = await _remove_trace(session, tenant_id=tenant_id, memory_type="fact", ids=ids)
+    counts["facts"] = await _rowcount(
+        session, "DELETE FROM facts WHERE tenant_id = :tenant_id "
+                 "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
+    return counts
+
+
+async def delete_rules(session: AsyncSession, *, tenant_id: str,
+                       ids: Sequence[uuid.UUID]) -> Counts:
+    """Hard-delete the tenant's rules with these ids, their applications and their trace."""
+    if not ids:
+        return {}
+    counts = await _remove_trace(session, tenant_id=tenant_id, memory_type="rule", ids=ids)
+    counts["rule_applications"] = await _rowcount(
+        session, "DELETE FROM rule_applications WHERE tenant_id = :tenant_id "
+                 "AND rule_id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id,
+        ids=_texts(ids))
+    counts["rules"] = await _rowcount(
+        session, "DELETE FROM rules WHERE tenant_id = :tenant_id "
+                 "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
+    return counts
+
+
+async def entity_family(session: AsyncSession, *, tenant_id: str,
+                        ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """These entities and the tombstones merged into them, transitively (one identity)."""
+    if not ids:
+        return []
+    rows = await session.execute(text("""
+        WITH RECURSIVE family(id) AS (
+            SELECT id FROM entities
+            WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
+          UNION
+            SELECT e.id FROM entities e JOIN family f ON e.merged_into_id = f.id
+            WHERE e.tenant_id = :tenant_id
+        )
+        SELECT id FROM family"""), {"tenant_id": tenant_id, "ids": _texts(ids)})
+    return [row[0] for row in rows]
+
+
+async def facts_of_entities(session: AsyncSession, *, tenant_id: str,
+                            entity_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """The ids of every fact (any validity) anchored to these entities."""
+    rows = await session.execute(text(
+        "SELECT id FROM facts WHERE tenant_id = :tenant_id "
+        "AND entity_id = ANY(CAST(:ids AS uuid[]))"),
+        {"tenant_id": tenant_id, "ids": _texts(entity_ids)})
+    return [row[0] for row in rows]
+
+
+async def detach_facts(session: AsyncSession, *, tenant_id: str,
+                       entity_ids: Sequence[uuid.UUID]) -> int:
+    """Anchor the facts of these entities to no entity; how many."""
+    return await _rowcount(session, "UPDATE facts SET entity_id = NULL "
+                                    "WHERE tenant_id = :tenant_id "
+                                    "AND entity_id = ANY(CAST(:ids AS uuid[]))",
+                           tenant_id=tenant_id, ids=_texts(entity_ids))
+
+
+async def detach_collisions(session: AsyncSession, *, tenant_id: str,
+                            entity_ids: Sequence[uuid.UUID]) -> int:
+    """Active facts of these entities whose (scope, subject, predicate) an active unanchored
+    fact already holds: detaching them would break that key's uniqueness."""
+    return int((await session.execute(text("""
+        SELECT count(*) FROM facts f
+        WHERE f.tenant_id = :tenant_id AND f.entity_id = ANY(CAST(:ids AS uuid[]))
+          AND f.validity = 'active'
+          AND EXISTS (SELECT 1 FROM facts o
+                      WHERE o.tenant_id = f.tenant_id AND o.entity_id IS NULL
+                        AND o.validity = 'active' AND o.scope = f.scope
+                        AND o.subject_key = f.subject_key
+                        AND o.predicate_key = f.predicate_key)"""),
+        {"tenant_id": tenant_id, "ids": _texts(entity_ids)})).scalar_one())
+
+
+async def delete_entities(session: AsyncSession, *, tenant_id: str,
+                          ids: Sequence[uuid.UUID]) -> Counts:
+    """Hard-delete the tenant's entities with these ids (their facts must be gone or
+    detached first: the foreign key is RESTRICT) and their merge events."""
+    if not ids:
+        return {}
+    id_texts = _texts(ids)
+    # merged_into_id is RESTRICT too: cut the tombstones loose within the set first.
+    await session.execute(text(
+        "UPDATE entities SET merged_into_id = NULL WHERE tenant_id = :tenant_id "
+        "AND id = ANY(CAST(:ids AS uuid[])) AND merged_into_id IS NOT NULL"),
+        {"tenant_id": tenant_id, "ids": id_texts})
+    events = await _rowcount(session, """
+        DELETE FROM memory_events
+        WHERE tenant_id = :tenant_id
+          AND (payload ->> 'entity_id' = ANY(CAST(:ids AS text[]))
+               OR (event_type = 'entity_merge'
+                   AND (payload ->> 'source_entity_id' = ANY(CAST(:ids AS text[]))
+                        OR payload ->> 'target_entity_id' = ANY(CAST(:ids AS text[])))))""",
+                             tenant_id=tenant_id, ids=id_texts)
+    entities = await _rowcount(session, "DELETE FROM entities WHERE tenant_id = :tenant_id "
+                                        "AND id = ANY(CAST(:ids AS uuid[]))",
+                               tenant_id=tenant_id, ids=id_texts)
+    return {"entities": entities, "memory_events_deleted": events}
+
+
+async def delete_tenant_events(session: AsyncSession, *, tenant_id: str, limit: int) -> int:
+    """Delete up to `limit` of the tenant's events that are not deletion tombstones."""
+    return await _rowcount(session, """
+        DELETE FROM memory_events WHERE id IN (
+            SELECT id FROM memory_events
+            WHERE tenant_id = :tenant_id AND event_type <> ALL(CAST(:kept AS text[]))
+            LIMIT :limit)""", tenant_id=tenant_id, kept=list(TOMBSTONE_EVENTS), limit=limit)
+
+
+async def delete_tenant_leftovers(session: AsyncSession, *, tenant_id: str) -> Counts:
+    """Once the tenant's memories are gone: its remaining links, rule applications and
+    keyword statistics."""
+    return {
+        "memory_links": await _rowcount(
+            session, "DELETE FROM memory_links WHERE tenant_id = :tenant_id",
+            tenant_id=tenant_id),
+        "rule_applications": await _rowcount(
+            session, "DELETE FROM rule_applications WHERE tenant_id = :tenant_id",
+            tenant_id=tenant_id),
+        "keyword_terms": await _rowcount(
+            session, "DELETE FROM keyword_terms WHERE tenant_id = :tenant_id",
+            tenant_id=tenant_id),
+        "keyword_corpus": await _rowcount(
+            session, "DELETE FROM keyword_corpus WHERE tenant_id = :tenant_id",
+            tenant_id=tenant_id),
+    }

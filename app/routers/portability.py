@@ -1,0 +1,48 @@
+"""/v1/export and /v1/import: a tenant's memories out and back in, as JSON Lines."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from app.deps import EmbedderDep, SessionDep, SessionmakerDep, TenantDep
+from app.errors import problem_responses
+from app.schemas.portability import ImportOut
+from app.services import portability
+from app.services.portability import NDJSON
+from app.services.responses import import_out
+
+router = APIRouter(prefix="/v1", tags=["data rights"])
+
+_RECORDS = ("One JSON object per line with a `kind`: `entity`, `episode`, `fact` (every "
+            "version: `supersedes_id` and `validity` tell the history), `rule` (with its "
+            "counters), `rule_application`, `link`; the other fields are the stored columns. "
+            "Embeddings are not exported: import embeds the content again.")
+
+
+@router.get("/export", response_class=StreamingResponse,
+            responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}},
+                             "description": _RECORDS}, **problem_responses(422)},
+            summary="Export the tenant's memories (JSON Lines)")
+async def export(tenant_id: TenantDep, sessionmaker: SessionmakerDep) -> StreamingResponse:
+    """Stream every entity, episode, fact, rule, rule application and link of the tenant,
+    oldest first within each kind, from one consistent snapshot."""
+    return StreamingResponse(portability.export_lines(sessionmaker, tenant_id=tenant_id),
+                             media_type=NDJSON)
+
+
+@router.post("/import", response_model=ImportOut,
+             openapi_extra={"requestBody": {"required": True, "description": _RECORDS,
+                                            "content": {NDJSON: {"schema": {
+                                                "type": "string"}}}}},
+             responses=problem_responses(409, 413, 422),
+             summary="Import records of an export (JSON Lines)")
+async def import_records(request: Request, session: SessionDep, tenant_id: TenantDep,
+                         embedder: EmbedderDep) -> ImportOut:
+    """Insert the records in one transaction (all or none), keeping their ids, times
+    (created_at, occurred_at, last_confirmed_at, ...) and counters. A line whose `tenant_id`
+    is not the caller's is a 422 naming the line and the field, and so is a malformed line; a
+    record pointing at another tenant's rows is a 422, and so is a body without records; an
+    id that already exists is a 409. Import into a tenant whose copies are gone (after an
+    erasure), or into another database."""
+    counts = await portability.import_lines(session, embedder=embedder, tenant_id=tenant_id,
+                                            body=await request.body())
+    return import_out(counts)

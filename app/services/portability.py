@@ -1,0 +1,233 @@
+"""Export a tenant's memories as JSON Lines, and import them back with ids and times kept.
+
+One line per record, each an object with a `kind`: entity, episode, fact (every version;
+`supersedes_id` and `validity` tell the history), rule (with its counters),
+rule_application, link. The other fields are the stored columns by name, except the
+embeddings and tsvectors, which import makes again from the content with the running model
+(an export stays small and does not tie the data to one model).
+"""
+
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ARRAY, BigInteger, Boolean, Column, DateTime, Float, Integer
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.types import Uuid
+
+from app.embedding import Embedder
+from app.errors import Conflict, DomainError, InvalidInput
+from app.repositories import portability as portability_rows
+from app.repositories.portability import MEMORY_KINDS, SELF_REFERENCES, TABLES
+from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
+from app.scope import Scope, scope_session
+from app.services.embeddings import Embedded, embed_texts, store_passages
+from app.text import preprocess_text
+
+NDJSON = "application/x-ndjson"
+CHECK_VIOLATION = "23514"
+FOREIGN_KEY_VIOLATION = "23503"
+# A JSON value (metadata, tags, aliases, context) as its JSON text, at most.
+MAX_JSON_CHARS = 2 * MAX_METADATA_BYTES
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"cannot export {type(value).__name__}")
+
+
+async def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
+                       tenant_id: str) -> AsyncIterator[bytes]:
+    """The tenant's records, one JSON line each, read in one REPEATABLE READ snapshot (a
+    session of its own: the stream outlives the request's transaction)."""
+    async with sessionmaker() as session:
+        scope_session(session, Scope(tenant_id=tenant_id))
+        # Begins the (read-only, rolled back on close) transaction at that isolation level.
+        await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        for kind in TABLES:
+            async for row in portability_rows.stream_rows(session, kind=kind,
+                                                          tenant_id=tenant_id):
+                line = json.dumps({"kind": kind, **row}, default=_json_value,
+                                  ensure_ascii=False)
+                yield line.encode("utf-8") + b"\n"
+
+
+def _problem(number: int, field: str, message: str) -> InvalidInput:
+    return InvalidInput(f"line {number}: {field}: {message}", field=f"line {number}.{field}")
+
+
+def _text_ok(value: Any, limit: int) -> bool:
+    """JSON text PostgreSQL can store (UTF-8, no NUL) within `limit` characters."""
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return False
+    return "\\u0000" not in encoded and len(encoded) <= limit
+
+
+def _value(column: Column[Any], value: Any, number: int) -> Any:
+    """The stored value of a JSON value, checked against the column's type and the API's
+    bounds (content length, metadata size)."""
+    if value is None:
+        if not column.nullable:
+            raise _problem(number, column.name, "must not be null")
+        return None
+    kind = column.type
+    if isinstance(kind, DateTime):
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                parsed = None
+            if parsed is not None and parsed.tzinfo is not None:
+                return parsed
+        raise _problem(number, column.name, "must be an ISO 8601 date-time with a time zone")
+    if isinstance(kind, Uuid):
+        try:
+            if isinstance(value, str):
+                return uuid.UUID(value)
+        except ValueError:
+            pass
+        raise _problem(number, column.name, "must be a UUID string")
+    ok: bool
+    if isinstance(kind, Boolean):
+        ok = isinstance(value, bool)
+    elif isinstance(kind, Integer):
+        bound = 2**63 if isinstance(kind, BigInteger) else 2**31
+        ok = isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
+    elif isinstance(kind, Float):
+        ok = (isinstance(value, int | float) and not isinstance(value, bool)
+              and _text_ok(value, 400) and math.isfinite(float(value)))
+    elif isinstance(kind, JSONB):
+        ok = _text_ok(value, MAX_JSON_CHARS)
+    elif isinstance(kind, ARRAY):
+        ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)
+              and _text_ok(value, MAX_JSON_CHARS))
+    else:
+        ok = (isinstance(value, str) and len(value) <= MAX_CONTENT_CHARS
+              and _text_ok(value, 12 * MAX_CONTENT_CHARS))
+    if not ok:
+        raise _problem(number, column.name, f"is not a valid {str(kind).lower()} within the "
+                                            "API's bounds")
+    return value
+
+
+def _parse(number: int, raw: bytes, tenant_id: str) -> tuple[str, dict[str, Any]]:
+    try:
+        record = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise _problem(number, "line", "is not a JSON object") from None
+    if not isinstance(record, dict):
+        raise _problem(number, "line", "is not a JSON object")
+    kind = record.pop("kind", None)
+    if kind not in TABLES:
+        raise _problem(number, "kind", f"must be one of {', '.join(TABLES)}")
+    columns = {column.name: column for column in portability_rows.exported_columns(kind)}
+    unknown = sorted(set(record) - set(columns))
+    if unknown:
+        raise _problem(number, unknown[0], f"is not a field of a {kind} record")
+    if record.get("tenant_id", tenant_id) != tenant_id:
+        raise _problem(number, "tenant_id", f"is {record['tenant_id']!r}, not the caller's "
+                                            f"tenant {tenant_id!r}; records never cross "
+                                            "tenants")
+    record["tenant_id"] = tenant_id
+    for name, column in columns.items():
+        needed = not column.nullable and column.server_default is None
+        if name not in record and (needed or name == "id"):
+            raise _problem(number, name, "is required")
+    return kind, {name: _value(columns[name], value, number) for name, value in record.items()}
+
+
+async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: str,
+                       body: bytes) -> dict[str, int]:
+    """Insert the records of an export into the tenant, in the caller's one transaction,
+    keeping ids and every time; counts per kind. A line of another tenant is refused, and so
+    is a record pointing at another tenant's rows."""
+    by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
+    for number, raw in enumerate(body.splitlines(), start=1):
+        if raw.strip():
+            kind, row = _parse(number, raw, tenant_id)
+            by_kind[kind].append(row)
+    if not any(by_kind.values()):
+        raise InvalidInput("the body holds no records: send the lines of an export",
+                           field="body")
+    later: dict[str, list[tuple[uuid.UUID, uuid.UUID]]] = {kind: [] for kind in SELF_REFERENCES}
+    for kind, column in SELF_REFERENCES.items():
+        for row in by_kind[kind]:
+            if row.get(column) is not None:
+                later[kind].append((row["id"], row.pop(column)))
+    memories = [(kind, row) for kind in MEMORY_KINDS for row in by_kind[kind]]
+    embedded = await _embed(session, embedder, tenant_id, [row for _, row in memories])
+    for kind, rows in by_kind.items():
+        # Rows with the same fields go in one statement; missing fields take their defaults.
+        groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(frozenset(row), []).append(row)
+        for group in groups.values():
+            try:
+                await portability_rows.insert_rows(session, kind=kind, rows=group)
+            except IntegrityError as error:
+                raise _refused(kind, error) from None
+    if embedded is not None:
+        for kind in MEMORY_KINDS:
+            indexes = [i for i, (row_kind, _) in enumerate(memories) if row_kind == kind]
+            await store_passages(session, kind, tenant_id=tenant_id,
+                                 memory_ids=[memories[i][1]["id"] for i in indexes],
+                                 embedded=Embedded([embedded.vectors[i] for i in indexes],
+                                                   embedded.version_id,
+                                                   [embedded.passages[i] for i in indexes]))
+    for kind, pairs in later.items():
+        await portability_rows.set_self_references(session, kind=kind, tenant_id=tenant_id,
+                                                   pairs=pairs)
+    outside = await portability_rows.references_outside(session, tenant_id=tenant_id)
+    if outside:
+        raise InvalidInput(f"records point at rows the tenant does not have: "
+                           f"{', '.join(outside)}", field=outside[0])
+    return {kind: len(rows) for kind, rows in by_kind.items()}
+
+
+def _refused(kind: str, error: IntegrityError) -> DomainError:
+    """The problem of a constraint the records broke, naming the kind and the column."""
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    cause = getattr(error.orig, "__cause__", None)
+    constraint = str(getattr(cause, "constraint_name", None) or "")
+    table = TABLES[kind].name
+    column = constraint
+    for prefix in (f"ck_{table}_", f"fk_{table}_", f"uq_{table}_"):
+        if constraint.startswith(prefix):
+            column = constraint.removeprefix(prefix)
+    if sqlstate == CHECK_VIOLATION:
+        return InvalidInput(f"a {kind} record has a {column} the service does not know",
+                            field=f"{kind}.{column}")
+    if sqlstate == FOREIGN_KEY_VIOLATION:
+        column = column.rsplit("_", 1)[0] if "_id_" in column else column
+        return InvalidInput(f"a {kind} record points at a row that does not exist "
+                            f"({column})", field=f"{kind}.{column}")
+    if constraint == f"pk_{table}":
+        return Conflict(f"a {kind} record has an id that already exists", field=f"{kind}.id")
+    return Conflict(f"{kind} records conflict with stored data ({constraint or 'a key'})",
+                    field=kind)
+
+
+async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
+                 rows: list[dict[str, Any]]) -> Embedded | None:
+    """Embed every memory (and the windows of long ones) in one batch, before any SQL (no
+    connection held meanwhile)."""
+    if not rows:
+        return None
+    embedded = await embed_texts(session, embedder, [row["content"] for row in rows],
+                                 tenant_id=tenant_id)
+    for row, vector in zip(rows, embedded.vectors, strict=True):
+        row["embedding"] = vector
+        row["embedding_version_id"] = embedded.version_id
+        row["search_text"] = preprocess_text(row["content"])
+    return embedded

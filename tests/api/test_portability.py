@@ -1,0 +1,139 @@
+"""Export as JSON Lines and import back: ids, times, histories and counters survive."""
+
+import json
+import uuid
+
+from tests.api.test_erasure import plant
+from tests.support.factories import store_episode
+from tests.support.rights import erase
+
+NDJSON = {"Content-Type": "application/x-ndjson"}
+
+
+def _records(body: str) -> list[dict]:
+    return sorted((json.loads(line) for line in body.splitlines()),
+                  key=lambda r: (r["kind"], json.dumps(r, sort_keys=True)))
+
+
+async def test_export_erase_import_gives_back_equal_data(app, settings, client):
+    ids = await plant(client)
+    await store_episode(client, "an old memory", occurred_at="2020-05-01T12:00:00+00:00")
+    exported = await client.get("/v1/export")
+    assert exported.status_code == 200
+    assert exported.headers["content-type"].startswith("application/x-ndjson")
+    before = _records(exported.text)
+
+    await erase(client, app, settings, tenant=True, confirm="default")
+    assert _records((await client.get("/v1/export")).text) == []
+    imported = await client.post("/v1/import", content=exported.content, headers=NDJSON)
+
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["imported"] == {"entity": 2, "episode": 2, "fact": 2, "rule": 1,
+                                           "rule_application": 1, "link": 2}
+    assert _records((await client.get("/v1/export")).text) == before
+    history = (await client.get(f"/v1/facts/{ids['new']}/history")).json()
+    assert [fact["id"] for fact in history] == [ids["new"], ids["old"]]
+    hits = (await client.post("/v1/search", json={"query": "phone mobile",
+                                                  "mode": "semantic"})).json()
+    assert ids["new"] in json.dumps(hits)
+
+
+async def test_export_holds_every_kind_and_no_embeddings(client):
+    await plant(client)
+    records = _records((await client.get("/v1/export")).text)
+    assert {r["kind"] for r in records} == {"entity", "episode", "fact", "rule",
+                                            "rule_application", "link"}
+    assert not [r for r in records if "embedding" in r or "search_vector" in r]
+    [rule] = [r for r in records if r["kind"] == "rule"]
+    assert (rule["applied_count"], rule["harmful_count"]) == (1, 1)
+
+
+def _episode_line(tenant_id: str = "default") -> str:
+    return json.dumps({"kind": "episode", "id": str(uuid.uuid4()), "tenant_id": tenant_id,
+                       "butler": "chat", "content": "hello",
+                       "created_at": "2021-01-01T00:00:00+00:00"})
+
+
+async def test_a_line_of_another_tenant_is_refused_and_nothing_is_imported(client):
+    body = _episode_line() + "\n" + _episode_line("someone-else") + "\n"
+
+    response = await client.post("/v1/import", content=body, headers=NDJSON)
+
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["errors"][0]["field"] == "line 2.tenant_id"
+    assert (await client.get("/v1/episodes")).json()["items"] == []
+
+
+async def test_imported_times_are_the_originals(client):
+    response = await client.post("/v1/import", content=_episode_line(), headers=NDJSON)
+    assert response.status_code == 200, response.text
+    [episode] = (await client.get("/v1/episodes", params={"include_expired": True})).json()[
+        "items"]
+    assert episode["created_at"].startswith("2021-01-01T00:00:00")
+
+
+async def test_a_record_pointing_at_another_tenants_rows_is_refused(tenant_client):
+    owner = await tenant_client("owner")
+    intruder = await tenant_client("intruder")
+    theirs = await store_episode(owner, "private")
+    line = json.dumps({"kind": "fact", "id": str(uuid.uuid4()), "subject": "x",
+                       "predicate": "y", "subject_key": "x", "predicate_key": "y",
+                       "content": "z", "source_episode_id": theirs["id"]})
+
+    response = await intruder.post("/v1/import", content=line, headers=NDJSON)
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "fact.source_episode_id"
+
+
+async def test_malformed_lines_are_422_naming_line_and_field(client):
+    cases = {
+        "": "body",
+        "\n \n": "body",
+        "not json": "line 1.line",
+        json.dumps({"kind": "planet", "id": str(uuid.uuid4())}): "line 1.kind",
+        json.dumps({"kind": "episode", "id": str(uuid.uuid4()), "butler": "b",
+                    "content": "c", "colour": "red"}): "line 1.colour",
+        json.dumps({"kind": "episode", "id": str(uuid.uuid4()), "butler": "b",
+                    "content": 5}): "line 1.content",
+        json.dumps({"kind": "episode", "id": "nope", "butler": "b",
+                    "content": "c"}): "line 1.id",
+        json.dumps({"kind": "episode", "id": str(uuid.uuid4()), "butler": "b",
+                    "content": "c", "created_at": "yesterday"}): "line 1.created_at",
+        json.dumps({"kind": "episode", "id": str(uuid.uuid4()), "butler": "b"}):
+            "line 1.content",
+    }
+    for body, field in cases.items():
+        response = await client.post("/v1/import", content=body, headers=NDJSON)
+        assert response.status_code == 422, (body, response.text)
+        assert response.json()["errors"][0]["field"] == field, body
+
+
+async def test_values_the_database_cannot_hold_are_422_not_500(client):
+    base = {"kind": "fact", "id": str(uuid.uuid4()), "subject": "x", "predicate": "y",
+            "subject_key": "x", "predicate_key": "y", "content": "z"}
+    cases = [(json.dumps(base)[:-1] + ', "confidence": NaN}', "confidence"),
+             (json.dumps({**base, "reference_count": 2**40}), "reference_count"),
+             (json.dumps({**base, "content": "x" * 50_001}), "content"),
+             (json.dumps({**base, "content": "\ud800"}), "content"),
+             (json.dumps({**base, "content": "a\u0000b"}), "content")]
+    for body, field in cases:
+        response = await client.post("/v1/import", content=body, headers=NDJSON)
+        assert response.status_code == 422, (field, response.text)
+        assert response.json()["errors"][0]["field"] == f"line 1.{field}"
+
+
+async def test_broken_constraints_name_the_kind_and_column(client):
+    fact = {"kind": "fact", "id": str(uuid.uuid4()), "subject": "x", "predicate": "y",
+            "subject_key": "x", "predicate_key": "y", "content": "z"}
+    bad_validity = json.dumps({**fact, "validity": "bogus"})
+    missing_entity = json.dumps({**fact, "entity_id": str(uuid.uuid4())})
+    twice = json.dumps(fact) + "\n" + json.dumps(fact)
+
+    for body, status, field in ((bad_validity, 422, "fact.validity"),
+                                (missing_entity, 422, "fact.entity_id"),
+                                (twice, 409, "fact.id")):
+        response = await client.post("/v1/import", content=body, headers=NDJSON)
+        assert response.status_code == status, (field, response.text)
+        assert response.json()["errors"][0]["field"] == field
