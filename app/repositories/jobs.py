@@ -202,3 +202,13 @@ async def progress_of(session: AsyncSession, *, job_id: uuid.UUID) -> dict[str, 
     """The job's committed counts across attempts."""
     value = (await session.execute(select(Job.progress).where(Job.id == job_id))).scalar()
     return {key: int(count) for key, count in (value or {}).items()}
+
+
+async def open_job_exists(session: AsyncSession, *, tenant_id: str, kind: str,
+                          params: dict[str, Any]) -> bool:
+    """True when the tenant has a queued or running job of `kind` whose params contain
+    `params`."""
+    stmt = select(func.count()).select_from(Job).where(
+        Job.tenant_id == tenant_id, Job.kind == kind, Job.status.in_(("queued", "running")),
+        Job.params.contains(params))
+    return bool((await session.execute(stmt)).scalar_one())

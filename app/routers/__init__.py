@@ -2,7 +2,20 @@
 
 from fastapi import APIRouter
 
-from app.routers import entities, episodes, facts, graph, health, jobs, links, rules, search, stats
+from app.routers import (
+    entities,
+    episodes,
+    facts,
+    graph,
+    health,
+    jobs,
+    ledger,
+    links,
+    rules,
+    runs,
+    search,
+    stats,
+)
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -12,6 +25,8 @@ ROUTERS: list[APIRouter] = [
     jobs.router,
     entities.router,
     links.router,
+    runs.router,
+    ledger.router,
     graph.router,
     search.router,
     stats.router,
