@@ -67,11 +67,8 @@ async def _pending(ctx: JobContext, tenant_id: str, ledger: str,
         rows = await ledger_rows.viewer_events(
             session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id,
             global_visibility=GLOBAL, limit=ctx.settings.agent_memory.max_candidates)
-    events = [ledger_event(row) for row in rows]
-    if len(salience.pending_events(events, agent_id)) < \
-            ctx.settings.agent_memory.reflection_threshold:
-        return []
-    return salience.pending_events(events, agent_id)
+    pending = salience.pending_events([ledger_event(row) for row in rows], agent_id)
+    return pending if len(pending) >= ctx.settings.agent_memory.reflection_threshold else []
 
 
 async def run_reflection(ctx: JobContext, *, tenant_id: str, ledger: str,

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.clock import now_utc
 from app.embedding import Embedder
-from app.errors import NotFound
+from app.errors import InvalidInput, NotFound
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import runs as run_rows
 from app.repositories.runs import RunFilters
@@ -46,6 +47,8 @@ class RunDetail:
 async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RunCreate) -> Run:
     """Store a run, embedded by its task and summary."""
+    if data.finished_at is not None and data.finished_at < (data.started_at or now_utc()):
+        raise InvalidInput("finished_at is before started_at", field="finished_at")
     text = run_text(data.task_id, data.summary)
     embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
     values = data.model_dump(exclude={"started_at"}, exclude_none=True)
@@ -74,8 +77,10 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     values = data.model_dump(exclude_unset=True)
     vector: dict[str, object] = {}
     text = None
+    current = await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
+    if data.finished_at is not None and data.finished_at < current.started_at:
+        raise InvalidInput("finished_at is before started_at", field="finished_at")
     if data.summary is not None:
-        current = await require_run(session, tenant_id=tenant_id, run_id=run_id)
         text = run_text(current.task_id, data.summary)
         # The session has run SQL already; the embedding is one short text.
         embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)

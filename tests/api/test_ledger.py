@@ -158,6 +158,28 @@ async def test_a_reflection_is_due_after_every_n_visible_events(client):
     assert dues[:9] == [[]] * 9 and dues[9] == ["alice"]
     found = await context(client, "alice", 10)
     assert (found["pending_events"], found["reflection_due"]) == (10, True)
+    events = (await client.get(f"{LEDGER}/events", params={"limit": 10})).json()["items"]
+    await post(client, f"{LEDGER}/agents/alice/reflections", belief="Things happen",
+               based_on=[e["id"] for e in events])
+    dues = [(await append(client, "alice", f"later {turn}", turn))["reflection_due_for"]
+            for turn in range(11, 21)]
+    assert dues[:9] == [[]] * 9 and dues[9] == ["alice"]
+
+
+async def test_listing_the_ledger_filters_and_pages(client):
+    await append(client, "alice", "one", 1)
+    await append(client, "bob", "two", 2, kind="world.observed")
+    await append(client, "alice", "three", 3, kind="agent.thought")
+    page = (await client.get(f"{LEDGER}/events", params={"limit": 2})).json()
+    assert [e["content"] for e in page["items"]] == ["three", "two"]
+    rest = (await client.get(f"{LEDGER}/events", params={"limit": 2,
+                                                         "cursor": page["next_cursor"]})).json()
+    assert [e["content"] for e in rest["items"]] == ["one"]
+    mine = (await client.get(f"{LEDGER}/events", params={"agent_id": "alice",
+                                                         "kind": "agent.spoke"})).json()
+    assert [e["content"] for e in mine["items"]] == ["one"]
+    other = (await client.get("/v1/ledgers/elsewhere/events")).json()
+    assert other["items"] == []
 
 
 async def test_the_llm_reflects_every_n_visible_events(client, app, settings, llm,

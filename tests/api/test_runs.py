@@ -53,7 +53,7 @@ async def test_token_count_is_estimated_when_not_given(client):
 
 
 async def test_finishing_a_run_sets_its_outcome(client):
-    run = await create_run(client)
+    run = await create_run(client, started_at="2026-11-22T09:00:00+00:00")
     response = await client.patch(f"/v1/runs/{run['id']}", json={
         "success": False, "score_numeric": 0.25, "finished_at": "2026-11-22T10:00:00+00:00"})
     assert response.status_code == 200, response.text
@@ -197,3 +197,23 @@ async def test_pii_scrub_without_a_salt_fails_clearly(client, app, settings):
     job = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()
     assert job["status"] == "failed"
     assert "pii_hash_salt" in job["errors"][0]
+
+
+async def test_a_run_cannot_finish_before_it_started(client):
+    response = await client.post("/v1/runs", json={
+        "task_id": "t", "started_at": "2026-11-22T10:00:00+00:00",
+        "finished_at": "2026-11-22T09:00:00+00:00"})
+    assert response.status_code == 422
+    assert problem_fields(response) == {"finished_at"}
+    run = await create_run(client, started_at="2026-11-22T10:00:00+00:00")
+    response = await client.patch(f"/v1/runs/{run['id']}",
+                                  json={"finished_at": "2026-11-21T10:00:00+00:00"})
+    assert response.status_code == 422
+    assert problem_fields(response) == {"finished_at"}
+
+
+async def test_patching_another_tenants_run_is_a_404(tenant_client):
+    run = await create_run(await tenant_client("tenant-a"))
+    response = await (await tenant_client("tenant-b")).patch(f"/v1/runs/{run['id']}",
+                                                             json={"success": True})
+    assert response.status_code == 404
