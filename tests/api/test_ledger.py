@@ -182,12 +182,20 @@ async def test_listing_the_ledger_filters_and_pages(client):
     assert other["items"] == []
 
 
-async def test_the_llm_reflects_every_n_visible_events(client, app, settings, llm,
-                                                       monkeypatch):
+@pytest.fixture
+def llm_app_settings(app, settings, llm):
+    """The app's settings with the stub LLM and a reflection every 3 events, for one test."""
     ctx = job_context(app, settings, llm_url=llm.base_url)
-    ctx = type(ctx)(ctx.sessionmaker, ctx.settings.model_copy(update={
-        "agent_memory": AgentMemorySettings(reflection_threshold=3)}), ctx.embedder)
-    monkeypatch.setattr(app.state, "settings", ctx.settings)
+    changed = ctx.settings.model_copy(update={
+        "agent_memory": AgentMemorySettings(reflection_threshold=3)})
+    original = app.state.settings
+    app.state.settings = changed
+    yield type(ctx)(ctx.sessionmaker, changed, ctx.embedder)
+    app.state.settings = original
+
+
+async def test_the_llm_reflects_every_n_visible_events(client, llm, llm_app_settings):
+    ctx = llm_app_settings
     llm.reply(completion({"belief": "The square is busy", "based_on": []}),
               completion({"belief": "The square is quiet now", "based_on": []}))
 
