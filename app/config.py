@@ -47,6 +47,13 @@ class RetrievalSettings(BaseModel):
     default_mode: SearchMode = "hybrid"
     score_weights: ScoreWeights = ScoreWeights()
     rrf_k: int = Field(DEFAULT_RRF_K, ge=1, le=1000, description="Reciprocal Rank Fusion constant.")
+    fusion: Literal["rrf", "weighted"] = Field(
+        "rrf", description="How hybrid search fuses its lists: Reciprocal Rank Fusion, or the "
+        "weighted sum of each list's min-max normalised scores.")
+    semantic_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
+    keyword_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
+    time_weight: float = Field(0.25, ge=0, le=1, description="Weighted fusion only: the "
+                               "boost of the episodes inside the query's time window.")
     recall_pool_factor: int = Field(
         3, ge=1, le=10, description="Recall fuses limit * factor candidates before scoring."
     )
@@ -221,6 +228,21 @@ class Settings(BaseSettings):
         description="About the most tokens in one model call (estimated from characters).",
     )
     embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
+    embedding_passage_chars: int = Field(
+        800, ge=200, le=4000,
+        description="Content longer than this is also split into passages of about this many "
+        "characters, each embedded, so text past the model's 256-token window is searchable.",
+    )
+    embedding_passage_overlap: int = Field(
+        160, ge=0, le=1000,
+        description="Characters two neighbouring passages share.",
+    )
+    embedding_context_turns: int = Field(
+        2, ge=0, le=8,
+        description="An episode stored with a session_id is also embedded after this many "
+        "turns stored before it in its butler and session (a `context` passage), so a reply "
+        "like 'yes, on Tuesday' is found by what it answers; 0 turns this off.",
+    )
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)

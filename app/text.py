@@ -42,3 +42,46 @@ def preprocess_search_query(query: str | None) -> str:
     if not query:
         return ""
     return _WHITESPACE.sub(" ", query.replace("\x00", "")).strip()
+
+
+def split_passages(text: str, *, size: int, overlap: int) -> list[tuple[int, int]]:
+    """[start, end) character spans covering `text` in windows of at most `size` characters,
+    neighbours sharing about `overlap`; [] when the text fits one window.
+
+    Windows end at whitespace where one lies in their second half and start at a word, so no
+    word is cut unless it is longer than half a window.
+    """
+    if len(text) <= size:
+        return []
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + size, len(text))
+        if end < len(text):
+            cut = text.rfind(" ", start + size // 2, end)
+            cut = max(cut, *(text.rfind(c, start + size // 2, end) for c in "\n\t"))
+            if cut > start:
+                end = cut
+        spans.append((start, end))
+        if end >= len(text):
+            return spans
+        next_start = max(end - overlap, start + 1)
+        word = text.find(" ", next_start, end)
+        start = word + 1 if word != -1 and overlap > 0 else next_start
+        while start < len(text) and text[start].isspace():
+            start += 1
+        if start >= len(text):
+            return spans
+
+
+# Of each earlier turn a context passage keeps its end, so the turn itself keeps most of
+# the model's 256-token window.
+CONTEXT_CHARS_PER_TURN = 200
+
+
+def context_text(previous: list[str], turn: str) -> str:
+    """A turn after the turns before it (oldest first), each of those cut to its last
+    CONTEXT_CHARS_PER_TURN characters: what a reader of the conversation has in mind."""
+    lead = [text if len(text) <= CONTEXT_CHARS_PER_TURN
+            else "…" + text[-CONTEXT_CHARS_PER_TURN:].lstrip() for text in previous]
+    return "\n".join([*lead, turn])

@@ -7,7 +7,11 @@ recall@k = |evidence dia_ids in the top k| / |evidence dia_ids|, averaged over q
 (the LoCoMo paper's definition; see the data set's README).
 
     python bench/locomo_recall.py /work/shared/data/locomo/locomo_dev.json \
-        --base-url http://127.0.0.1:8000 --turn-format dated
+        --base-url http://127.0.0.1:8000 --turn-format plain --with-time --sessions
+
+`--with-time` stores each LoCoMo session's date as its turns' `occurred_at` and asks at the
+conversation's last date (`reference_time`); `--sessions` gives each LoCoMo session its own
+`session_id`, as a chat client would.
 
 Needs a running Engram (`engram serve`); it only talks HTTP to it.
 """
@@ -18,7 +22,9 @@ import json
 import re
 import sys
 import time
+import uuid
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,11 @@ def turn_text(turn: dict[str, Any], date: str, turn_format: str) -> str:
 
 def conversation_turns(conv: dict[str, Any], turn_format: str) -> list[tuple[str, str]]:
     """(dia_id, content) of every turn, in order."""
+    return [(dia_id, content) for dia_id, content, _, _ in session_turns(conv, turn_format)]
+
+
+def session_turns(conv: dict[str, Any], turn_format: str) -> list[tuple[str, str, int, str]]:
+    """(dia_id, content, session number, session date text) of every turn, in order."""
     turns = []
     sessions = sorted(
         (int(m.group(1)), key) for key in conv
@@ -50,8 +61,17 @@ def conversation_turns(conv: dict[str, Any], turn_format: str) -> list[tuple[str
     for number, key in sessions:
         date = conv.get(f"session_{number}_date_time", "")
         for turn in conv[key]:
-            turns.append((turn["dia_id"], turn_text(turn, date, turn_format)))
+            turns.append((turn["dia_id"], turn_text(turn, date, turn_format), number, date))
     return turns
+
+
+def session_time(date: str) -> str | None:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as ISO 8601 UTC, None if unreadable."""
+    try:
+        parsed = datetime.strptime(date.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC).isoformat()
 
 
 def evidence_ids(qa: dict[str, Any], known: set[str]) -> list[str]:
@@ -78,22 +98,31 @@ async def stored_turns(http: httpx.AsyncClient, scope: str) -> int:
             return count
 
 
-async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str]]) -> float:
+async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str, int, str]],
+                 *, with_time: bool, sessions: bool) -> float:
     """Store the turns as episodes of `scope`; returns seconds spent."""
     start = time.perf_counter()
     for i in range(0, len(turns), BATCH):
-        items = [{"content": content, "butler": scope, "metadata": {"dia_id": dia_id}}
-                 for dia_id, content in turns[i:i + BATCH]]
+        items = []
+        for dia_id, content, number, date in turns[i:i + BATCH]:
+            item: dict[str, Any] = {"content": content, "butler": scope,
+                                    "metadata": {"dia_id": dia_id}}
+            if with_time and (occurred := session_time(date)):
+                item["occurred_at"] = occurred
+            if sessions:
+                item["session_id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope}/{number}"))
+            items.append(item)
         response = await http.post("/v1/episodes/batch", json={"items": items})
         response.raise_for_status()
     return time.perf_counter() - start
 
 
 async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str,
-              limit: int) -> list[str]:
+              limit: int, extra: dict[str, Any]) -> list[str]:
     """The dia_ids of the search results, best first."""
     response = await http.post("/v1/search", json={
         "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": limit,
+        **extra,
     })
     response.raise_for_status()
     return [hit["metadata"].get("dia_id", "") for hit in response.json()["results"]]
@@ -110,13 +139,18 @@ async def run(args: argparse.Namespace) -> None:
     async with httpx.AsyncClient(base_url=args.base_url, timeout=120) as http:
         for sample in data:
             scope = f"locomo-{sample['sample_id']}-{args.turn_format}{args.scope_suffix}"
-            turns = conversation_turns(sample["conversation"], args.turn_format)
+            turns = session_turns(sample["conversation"], args.turn_format)
             if args.reuse and await stored_turns(http, scope) == len(turns):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
-                seconds = await ingest(http, scope, turns)
+                seconds = await ingest(http, scope, turns, with_time=args.with_time,
+                                       sessions=args.sessions)
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
-            known = {dia_id for dia_id, _ in turns}
+            known = {turn[0] for turn in turns}
+            extra: dict[str, Any] = {"fusion": args.fusion} if args.fusion else {}
+            last_date = session_time(turns[-1][3]) if args.with_time else None
+            if last_date:
+                extra["reference_time"] = last_date
             for qa in sample["qa"]:
                 if qa.get("category") not in CATEGORIES:
                     continue
@@ -126,7 +160,7 @@ async def run(args: argparse.Namespace) -> None:
                 for mode in args.modes:
                     start = time.perf_counter()
                     found = await ask(http, question=qa["question"], scope=scope, mode=mode,
-                                      limit=max(KS))
+                                      limit=max(KS), extra=extra)
                     latencies.append(time.perf_counter() - start)
                     for k in KS:
                         hits = sum(1 for e in evidence if e in found[:k])
@@ -169,6 +203,12 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
+    parser.add_argument("--with-time", action="store_true",
+                        help="send session dates as occurred_at; ask at the last date")
+    parser.add_argument("--sessions", action="store_true",
+                        help="give each LoCoMo session its own session_id")
+    parser.add_argument("--fusion", choices=("rrf", "weighted"), default=None,
+                        help="hybrid fusion (default: the server's)")
     parser.add_argument("--reuse", action="store_true",
                         help="skip ingest when the butler already holds all the turns")
     args = parser.parse_args()

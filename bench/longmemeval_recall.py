@@ -24,6 +24,7 @@ import gzip
 import json
 import sys
 import time
+import uuid
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -75,7 +76,7 @@ async def episode_has_occurred_at(http: httpx.AsyncClient) -> bool:
 
 
 async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str, str, bool]],
-                 *, with_time: bool) -> float:
+                 *, with_time: bool, sessions: bool) -> float:
     """Store the turns as episodes of `scope`; returns seconds spent."""
     start = time.perf_counter()
     for i in range(0, len(turns), BATCH):
@@ -85,6 +86,9 @@ async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str
                                     "metadata": {"turn_id": turn_id}}
             if with_time:
                 item["occurred_at"] = session_time(date)
+            if sessions:
+                session = turn_id.rsplit("_", 1)[0]
+                item["session_id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope}/{session}"))
             items.append(item)
         response = await http.post("/v1/episodes/batch", json={"items": items})
         response.raise_for_status()
@@ -92,9 +96,11 @@ async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str
 
 
 async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str,
-              asked_at: str | None = None) -> list[str]:
+              asked_at: str | None = None, fusion: str | None = None) -> list[str]:
     """The turn ids of the search results, best first; `asked_at` is the reference time."""
-    extra = {"reference_time": asked_at} if asked_at else {}
+    extra: dict[str, Any] = {"reference_time": asked_at} if asked_at else {}
+    if fusion:
+        extra["fusion"] = fusion
     response = await http.post("/v1/search", json={
         **extra, "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": K,
     })
@@ -123,13 +129,14 @@ async def run(args: argparse.Namespace) -> None:
             if args.reuse and await stored_turns(http, scope) == len(turns):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
-                seconds = await ingest(http, scope, turns, with_time=with_time)
+                seconds = await ingest(http, scope, turns, with_time=with_time,
+                                       sessions=args.sessions)
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
             for mode in args.modes:
                 start = time.perf_counter()
                 found = await ask(http, question=question["question"], scope=scope, mode=mode,
                                   asked_at=session_time(question["question_date"])
-                                  if with_time else None)
+                                  if with_time else None, fusion=args.fusion)
                 latencies.append(time.perf_counter() - start)
                 hits = len(evidence & set(found[:K]))
                 recall[mode][question["question_type"]].append(hits / len(evidence))
@@ -163,6 +170,10 @@ def main() -> None:
                         help="only the first N questions of each type")
     parser.add_argument("--with-time", action="store_true",
                         help="send session dates as occurred_at (if the server has it)")
+    parser.add_argument("--sessions", action="store_true",
+                        help="give each haystack session its own session_id")
+    parser.add_argument("--fusion", choices=("rrf", "weighted"), default=None,
+                        help="hybrid fusion (default: the server's)")
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
     parser.add_argument("--reuse", action="store_true",
                         help="skip ingest when the butler already holds all the turns")

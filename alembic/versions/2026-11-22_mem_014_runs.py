@@ -10,7 +10,7 @@
 * jobs.kind: `pii_scrub` and `reflection`.
 
 Revision ID: mem_014
-Revises: mem_010
+Revises: mem_011
 Create Date: 2026-11-22
 """
 
@@ -22,7 +22,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 
 revision: str = "mem_014"
-down_revision: str | None = "mem_010"
+down_revision: str | None = "mem_011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

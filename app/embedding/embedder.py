@@ -35,7 +35,9 @@ class Embedder:
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
                  device: str = "cpu", dimensions: int = 384, models_dir: Path | None = None,
-                 chunk_size: int = 32, chunk_tokens: int = 2048, threads: int = 2) -> None:
+                 chunk_size: int = 32, chunk_tokens: int = 2048, threads: int = 2,
+                 passage_chars: int = 800, passage_overlap: int = 160,
+                 context_turns: int = 2) -> None:
         self.model_name = model_name
         self.backend_name = backend
         self.device = device
@@ -44,6 +46,9 @@ class Embedder:
         self.chunk_size = chunk_size
         self.chunk_tokens = chunk_tokens
         self.threads = threads
+        self.passage_chars = passage_chars
+        self.passage_overlap = passage_overlap
+        self.context_turns = context_turns
         self._backend: Backend | None = None
         self._load_lock = threading.Lock()
         self._tokens_since_trim = 0
@@ -184,5 +189,8 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     chunk_size=settings.embedding_chunk_size,
                     chunk_tokens=settings.embedding_chunk_tokens,
                     threads=settings.embedding_threads,
+                    passage_chars=settings.embedding_passage_chars,
+                    passage_overlap=settings.embedding_passage_overlap,
+                    context_turns=settings.embedding_context_turns,
                 )
     return _embedder

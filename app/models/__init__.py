@@ -7,6 +7,7 @@ from app.models.jobs import Job, Worker
 from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
 from app.models.ledger import AgentEvent
 from app.models.memory import Episode, Fact, MemoryLink, Rule
+from app.models.passages import Passage
 from app.models.runs import Run, RunFeedback, RunMessage
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "KeywordTerm",
     "MemoryEvent",
     "MemoryLink",
+    "Passage",
     "Rule",
     "RuleApplication",
     "Run",

@@ -5,8 +5,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, DateTime, bindparam, func, select, text
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Text,
+    bindparam,
+    column,
+    func,
+    select,
+    text,
+    true,
+    values,
+)
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from app.models import Episode
 from app.repositories import pagination
@@ -96,4 +109,60 @@ async def neighbours(session: AsyncSession, *, tenant_id: str, ids: Sequence[uui
         found[pair.hit_id].append(rows[pair.neighbour_id])
     for turns in found.values():
         turns.sort(key=lambda row: row.sequence)
+    return found
+
+
+async def latest_turns(session: AsyncSession, *, tenant_id: str,
+                       sessions: Sequence[tuple[str, uuid.UUID]],
+                       count: int) -> dict[tuple[str, uuid.UUID], list[str]]:
+    """The contents of the last `count` turns stored in each (butler, session_id), oldest
+    first."""
+    if not sessions or count <= 0:
+        return {}
+    keys = values(column("butler", Text), column("session_id", UUID(as_uuid=True)),
+                  name="wanted").data(list(sessions))
+    last = (
+        select(Episode.sequence, Episode.content)
+        .where(Episode.tenant_id == tenant_id, Episode.butler == keys.c.butler,
+               Episode.session_id == keys.c.session_id)
+        .order_by(Episode.sequence.desc())
+        .limit(count)
+        .lateral("last_turns")
+    )
+    rows = (await session.execute(
+        select(keys.c.butler, keys.c.session_id, last.c.sequence, last.c.content)
+        .join(last, true())
+        .order_by(last.c.sequence)
+    )).all()
+    found: dict[tuple[str, uuid.UUID], list[str]] = {}
+    for row in rows:
+        found.setdefault((row.butler, row.session_id), []).append(row.content)
+    return found
+
+
+async def turns_before(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                       count: int) -> dict[uuid.UUID, list[str]]:
+    """For each episode of a session, the contents of the `count` turns stored just before it
+    in its butler and session, oldest first."""
+    if not ids or count <= 0:
+        return {}
+    turn = aliased(Episode)
+    before = (
+        select(turn.sequence, turn.content)
+        .where(turn.tenant_id == Episode.tenant_id, turn.butler == Episode.butler,
+               turn.session_id == Episode.session_id, turn.sequence < Episode.sequence)
+        .order_by(turn.sequence.desc())
+        .limit(count)
+        .lateral("turns_before")
+    )
+    rows = (await session.execute(
+        select(Episode.id, before.c.content)
+        .join(before, true())
+        .where(Episode.tenant_id == tenant_id, Episode.id.in_(list(ids)),
+               Episode.session_id.is_not(None))
+        .order_by(Episode.id, before.c.sequence)
+    )).all()
+    found: dict[uuid.UUID, list[str]] = {}
+    for row in rows:
+        found.setdefault(row.id, []).append(row.content)
     return found

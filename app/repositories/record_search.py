@@ -63,10 +63,11 @@ async def _ranked(session: AsyncSession, parts: list[Select[Any]], limit: int,
     if not parts:
         return []
     pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(name)
-    stmt = (select(pool.c.memory_type, pool.c.id)
+    stmt = (select(pool.c.memory_type, pool.c.id, pool.c.score)
             .order_by(pool.c.score, pool.c.memory_type, pool.c.id).limit(limit))
     rows = (await session.execute(stmt)).all()
-    return [RankedCandidate(row.memory_type, row.id, position)
+    # Scores are ascending distances (or minus ts_rank_cd); candidates carry higher-is-better.
+    return [RankedCandidate(row.memory_type, row.id, position, score=-float(row.score))
             for position, row in enumerate(rows, 1)]
 
 

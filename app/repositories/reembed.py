@@ -12,12 +12,13 @@ Memory = type[Episode] | type[Fact] | type[Rule]
 
 
 async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
-                     limit: int) -> list[tuple[uuid.UUID, str]]:
-    """Up to `limit` (id, content) pairs whose vectors came from another model version."""
-    stmt = (select(model.id, model.content)
+                     limit: int) -> list[tuple[uuid.UUID, str, str]]:
+    """Up to `limit` (id, tenant_id, content) rows whose vectors came from another model
+    version (or that lost their passages)."""
+    stmt = (select(model.id, model.tenant_id, model.content)
             .where(model.embedding_version_id.is_distinct_from(version_id))
             .order_by(model.id).limit(limit).with_for_update(skip_locked=True))
-    return [(row[0], row[1]) for row in await session.execute(stmt)]
+    return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 
 async def store_vectors(session: AsyncSession, model: Memory, *, version_id: int,

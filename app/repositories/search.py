@@ -19,13 +19,15 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    true,
     union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Episode, Fact, Rule
+from app.models import Episode, Fact, Passage, Rule
+from app.models.passages import OWNER_COLUMNS
 from app.repositories import keyword
 from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
@@ -35,11 +37,13 @@ Memory = Episode | Fact | Rule
 
 @dataclass(frozen=True)
 class RankedCandidate:
-    """One row of a candidate list: its type, id and 1-based rank in that list."""
+    """One row of a candidate list: its type, id, 1-based rank in that list and the leg's
+    score (semantic: similarity; keyword: BM25; higher is better)."""
 
     memory_type: str
     memory_id: uuid.UUID
     rank: int
+    score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -95,13 +99,31 @@ def or_tsquery(query: str) -> ColumnElement[Any]:
 
 def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
                   limit: int) -> Select[Any]:
+    """The `limit` memories nearest to `vector`, by their own vector or their best passage's
+    (`score` is the smaller cosine distance)."""
     model = MODELS[memory_type]
     distance = model.embedding.cosine_distance(vector)
-    return (
-        select(literal(memory_type, Text).label("memory_type"), model.id,
-               distance.label("score"))
+    own = (
+        select(model.id.label("id"), distance.label("score"))
         .where(*visibility_filters(memory_type, filters), model.embedding.is_not(None))
         .order_by(distance)
+        .limit(limit)
+    )
+    owner = getattr(Passage, OWNER_COLUMNS[memory_type])
+    passage_distance = Passage.embedding.cosine_distance(vector)
+    windows = (
+        select(owner.label("id"), passage_distance.label("score"))
+        .join(model, model.id == owner)
+        .where(Passage.tenant_id == filters.tenant_id, *visibility_filters(memory_type, filters))
+        .order_by(passage_distance)
+        .limit(limit)
+    )
+    both = union_all(own, windows).subquery(f"{memory_type}_nearest")
+    best = func.min(both.c.score)
+    return (
+        select(literal(memory_type, Text).label("memory_type"), both.c.id, best.label("score"))
+        .group_by(both.c.id)
+        .order_by(best, both.c.id)
         .limit(limit)
     )
 
@@ -146,13 +168,16 @@ async def candidate_lists(
                                                     pool.c.id))
         ranked.append(
             select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
-                   position.label("position"))
+                   position.label("position"), pool.c.score)
             .order_by(position).limit(limit)
         )
     stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
     rows = (await session.execute(stmt)).all()
     def leg(name: str) -> list[RankedCandidate]:
-        return [RankedCandidate(r.memory_type, r.id, r.position) for r in rows if r.leg == name]
+        # Both legs order by ascending score: cosine distance, minus BM25.
+        return [RankedCandidate(r.memory_type, r.id, r.position,
+                                1.0 - r.score if name == "semantic" else -r.score)
+                for r in rows if r.leg == name]
 
     return leg("semantic"), leg("keyword")
 
@@ -174,11 +199,34 @@ async def window_candidates(
     return [RankedCandidate("episode", row.id, position) for position, row in enumerate(rows, 1)]
 
 
+@dataclass(frozen=True)
+class PassageMatch:
+    """The passage of a memory nearest to the query (`window` or `context`)."""
+
+    kind: str
+    ordinal: int
+    start_char: int
+    end_char: int
+    similarity: float
+
+
+@dataclass(frozen=True)
+class LoadedRow:
+    """A row with its similarity to the query (its best passage's, when better) and
+    keyword score."""
+
+    row: Any  # a memory, or a run, run message or reflection (repositories/record_search)
+    similarity: float | None
+    keyword_score: float | None
+    passage: PassageMatch | None
+
+
 async def load_rows(
     session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
     vector: list[float] | None, query: str | None,
-) -> dict[uuid.UUID, tuple[Memory, float | None, float | None]]:
-    """Rows by id with their similarity to `vector` and ts_rank_cd score for `query`."""
+) -> dict[uuid.UUID, LoadedRow]:
+    """Rows by id with their similarity to `vector`, their passage nearest to it, and the
+    ts_rank_cd score for `query`."""
     model = MODELS[memory_type]
     similarity: ColumnElement[Any] = (
         (1 - model.embedding.cosine_distance(vector)) if vector is not None
@@ -188,11 +236,34 @@ async def load_rows(
         func.ts_rank_cd(model.search_vector, or_tsquery(query)) if query is not None
         else literal(None, Float)
     )
-    stmt = select(model, similarity.label("similarity"),
-                  keyword_score.label("keyword_score")).where(
-        model.tenant_id == tenant_id, model.id.in_(list(ids)))
-    result = await session.execute(stmt)
-    return {row[0].id: (row[0], row.similarity, row.keyword_score) for row in result}
+    stmt = select(model, similarity.label("similarity"), keyword_score.label("keyword_score"))
+    if vector is not None:
+        owner = getattr(Passage, OWNER_COLUMNS[memory_type])
+        passage_distance = Passage.embedding.cosine_distance(vector)
+        nearest = (
+            select(Passage.kind, Passage.ordinal, Passage.start_char, Passage.end_char,
+                   (1 - passage_distance).label("passage_similarity"))
+            .where(owner == model.id)
+            .order_by(passage_distance)
+            .limit(1)
+            .lateral("nearest_passage")
+        )
+        stmt = stmt.add_columns(nearest).outerjoin(nearest, true())
+    stmt = stmt.where(model.tenant_id == tenant_id, model.id.in_(list(ids)))
+    loaded = {}
+    for row in await session.execute(stmt):
+        memory, own_similarity = row[0], row.similarity
+        passage = None
+        if vector is not None and row.ordinal is not None:
+            passage = PassageMatch(row.kind, row.ordinal, row.start_char, row.end_char,
+                                   row.passage_similarity)
+        best = own_similarity
+        if passage is not None and (best is None or passage.similarity > best):
+            best = passage.similarity
+        else:
+            passage = None
+        loaded[memory.id] = LoadedRow(memory, best, row.keyword_score, passage)
+    return loaded
 
 
 async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,

@@ -96,15 +96,42 @@ class SearchRequest(RequestModel):
         "one-list modes: they move ahead of the others, keeping their order). `filter`: only "
         "episodes inside it are returned. `off`: the query's words alone. Facts and rules have "
         "no `occurred_at` and are never affected.")
+    fusion: Literal["rrf", "weighted"] | None = Field(
+        None, description="Hybrid mode: how the lists are fused. `rrf`: Reciprocal Rank "
+        "Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max "
+        "normalised score times its configured weight. Default: the configured fusion (rrf).")
+
+
+class PassageOut(ResponseModel):
+    """The part of a memory that matched the query best."""
+
+    kind: Literal["window", "context"] = Field(
+        description="`window`: a span of a long content. `context`: the episode read after "
+        "the turns stored before it in its session (start and end span the whole content).")
+    index: int = Field(description="0-based position of the passage in the memory.")
+    start: int = Field(description="Offset of its first character in `content`.")
+    end: int = Field(description="Offset just past its last character in `content`.")
+    similarity: float = Field(description="1 - cosine distance of the passage to the query.")
 
 
 class Scores(ResponseModel):
     similarity: float | None = Field(
-        None, description="1 - cosine distance to the query (null in keyword mode).")
+        None, description="1 - cosine distance to the query (null in keyword mode): the "
+        "memory's own vector's, or its best passage's when that is higher.")
+    passage: PassageOut | None = Field(
+        None, description="The passage that matched, when it beat the memory's own vector: "
+        "a window of content longer than the model reads (about 800 characters; "
+        "`content[start:end]` is its text), or an episode in the context of its session.")
     rank: float | None = Field(
         None, description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
         "lexeme matches).")
-    rrf_score: float | None = Field(None, description="Hybrid mode only.")
+    rrf_score: float | None = Field(None, description="Hybrid mode with rrf fusion only.")
+    fused_score: float | None = Field(
+        None, description="Hybrid mode only: the score results are ordered by (rrf or "
+        "weighted fusion).")
+    contributions: dict[str, float] | None = Field(
+        None, description="Hybrid mode only: `fused_score` split by signal (`semantic`, "
+        "`keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.")
     semantic_rank: int | None = Field(
         None, description="1-based rank in the semantic list; null when absent from it.")
     keyword_rank: int | None = Field(

@@ -1,19 +1,35 @@
-"""Embedding of memory text together with the embedding_versions bookkeeping."""
+"""Embedding of memory text (and of its passages) with the embedding_versions bookkeeping."""
 
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.embedding import Embedder
 from app.repositories import embedding_versions as embedding_version_rows
+from app.repositories import passages as passage_rows
+from app.text import split_passages
+
+
+@dataclass(frozen=True)
+class PassageVector:
+    """A `window` of a text, or the text read in its `context`, with its vector."""
+
+    kind: str
+    ordinal: int
+    start_char: int
+    end_char: int
+    vector: list[float]
 
 
 @dataclass(frozen=True)
 class Embedded:
-    """Vectors for a list of texts and the embedding_versions row that made them."""
+    """Vectors for a list of texts, the passages of the long ones, and the model's row."""
 
     vectors: list[list[float]]
     version_id: int
+    passages: list[list[PassageVector]]
 
 
 # embedding_versions ids by (database URL, model name, model version, dimensions): each
@@ -22,14 +38,45 @@ _version_ids: dict[tuple[str, str, str, int], int] = {}
 
 
 async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
-                      tenant_id: str) -> Embedded:
-    """Embed `texts` in one batch off the event loop, then find the model version's id.
+                      tenant_id: str, contexts: Sequence[str | None] = ()) -> Embedded:
+    """Embed `texts`, the passages of those longer than one window and their `contexts`
+    (a text read after what came before it; None for none), in one batch off the event
+    loop, then find the model version's id.
 
     The model runs before this function touches the database, so a caller that has not run
     SQL yet holds no connection while it waits. The model serves `tenant_id` in its turn.
     """
-    vectors = await embedder.aembed_batch(list(texts), tenant_id=tenant_id)
-    return Embedded(vectors, await _version_id(session, embedder))
+    spans = [split_passages(text, size=embedder.passage_chars,
+                            overlap=embedder.passage_overlap) for text in texts]
+    windows = [text[start:end] for text, text_spans in zip(texts, spans, strict=True)
+               for start, end in text_spans]
+    in_context = [context for context in contexts if context is not None]
+    vectors = await embedder.aembed_batch([*texts, *windows, *in_context], tenant_id=tenant_id)
+    extra_vectors = iter(vectors[len(texts):])
+    passages = [[PassageVector("window", ordinal, start, end, next(extra_vectors))
+                 for ordinal, (start, end) in enumerate(text_spans)] for text_spans in spans]
+    for index, context in enumerate(contexts):
+        if context is not None:
+            passages[index].append(
+                PassageVector("context", 0, 0, len(texts[index]), next(extra_vectors)))
+    return Embedded(vectors[:len(texts)], await _version_id(session, embedder), passages)
+
+
+async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: str,
+                         memory_ids: Sequence[uuid.UUID], embedded: Embedded,
+                         replace: bool = False) -> None:
+    """Store the passages of `embedded` for the memories it was made for, in order;
+    `replace` first deletes the memories' old passages (new content or a new model)."""
+    if replace:
+        await passage_rows.delete_passages(session, memory_type, memory_ids=memory_ids)
+    rows = [
+        {"tenant_id": tenant_id, "memory_id": memory_id, "kind": p.kind, "ordinal": p.ordinal,
+         "start_char": p.start_char, "end_char": p.end_char, "embedding": p.vector,
+         "embedding_version_id": embedded.version_id}
+        for memory_id, passages in zip(memory_ids, embedded.passages, strict=True)
+        for p in passages
+    ]
+    await passage_rows.insert_passages(session, memory_type, rows)
 
 
 async def _version_id(session: AsyncSession, embedder: Embedder) -> int:

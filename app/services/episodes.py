@@ -13,16 +13,21 @@ from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
 from app.schemas.episodes import EpisodeCreate
 from app.services import events
-from app.services.embeddings import embed_texts
+from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
-from app.text import preprocess_text
+from app.text import context_text, preprocess_text
 
 
 async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           items: list[EpisodeCreate], ttl_days: float) -> list[Episode]:
-    """Store episodes in one transaction, embedded in one batch; they expire after the TTL."""
+    """Store episodes in one transaction, embedded in one batch; they expire after the TTL.
+
+    An episode of a session is also embedded after the turns before it (`context_text`).
+    """
+    contexts = await _contexts(session, tenant_id=tenant_id, items=items,
+                               turns=embedder.context_turns)
     embedded = await embed_texts(session, embedder, [item.content for item in items],
-                                tenant_id=tenant_id)
+                                tenant_id=tenant_id, contexts=contexts)
     rows = [
         {
             "tenant_id": tenant_id,
@@ -41,9 +46,36 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     created = await memory_rows.insert_rows(
         session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days)),
         occurred_at=episode_rows.given_time_or_now("occurred_at_given"))
+    await store_passages(session, "episode", tenant_id=tenant_id,
+                         memory_ids=[row.id for row in created], embedded=embedded)
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
     return created
+
+
+async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[EpisodeCreate],
+                    turns: int) -> list[str | None]:
+    """Each item of a session read after the `turns` turns before it (stored ones, then
+    earlier items of this batch); None for items without a session or a turn before them.
+
+    The stored turns are read on a connection of their own, given back before the model runs.
+    """
+    keys = list(dict.fromkeys((item.butler, item.session_id) for item in items
+                              if item.session_id is not None))
+    if turns <= 0 or not keys:
+        return [None] * len(items)
+    async with AsyncSession(session.bind) as lookup:
+        earlier = await episode_rows.latest_turns(lookup, tenant_id=tenant_id, sessions=keys,
+                                                  count=turns)
+    contexts: list[str | None] = []
+    for item in items:
+        if item.session_id is None:
+            contexts.append(None)
+            continue
+        previous = earlier.setdefault((item.butler, item.session_id), [])
+        contexts.append(context_text(previous[-turns:], item.content) if previous else None)
+        previous.append(item.content)
+    return contexts
 
 
 async def list_episodes(session: AsyncSession, *, tenant_id: str, butler: str | None,

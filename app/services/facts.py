@@ -17,7 +17,7 @@ from app.repositories import memories as memory_rows
 from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
 from app.services import events
-from app.services.embeddings import embed_texts
+from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.lifecycle import decay_rate_for
 from app.text import normalise_key, preprocess_text
@@ -92,6 +92,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "embedding_version_id": embedded.version_id,
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
     }], last_confirmed_at=func.now())
+    await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
+                         embedded=embedded)
 
     happened = [memory_event("fact_created", tenant_id, fact)]
     if previous is not None:

@@ -75,7 +75,7 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     pool = limit * retrieval.recall_pool_factor
     hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                         query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
-                        limit=pool, min_confidence=min_confidence)
+                        limit=pool, min_confidence=min_confidence, fusion="rrf")
     now = now_utc()
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
                         now=now) for hit in hits]

@@ -1,35 +1,64 @@
-"""Re-embed every memory whose vector was made by a different embedding model."""
+"""Re-embed every memory (and its passages) whose vectors were made by another model."""
+
+import uuid
+from collections import defaultdict
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.embedding import Embedder
 from app.models import Episode, Fact, Rule
 from app.repositories import embedding_versions as embedding_version_rows
+from app.repositories import episodes as episode_rows
 from app.repositories import reembed as reembed_rows
+from app.services.embeddings import embed_texts, store_passages
+from app.text import context_text
 
 BATCH_SIZE = 256
 
 
 async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
                       embedder: Embedder) -> dict[str, int]:
-    """Re-embed stale rows of every memory table, one committed batch at a time."""
+    """Re-embed stale rows of every memory table, one committed batch at a time; a row's
+    passages are made anew from its content."""
     async with sessionmaker() as session, session.begin():
         version_id = await embedding_version_rows.ensure_version(
             session, model_name=embedder.model_name, model_version=embedder.model_version,
             dimensions=embedder.dimensions)
     counts: dict[str, int] = {}
-    for name, model in (("episodes", Episode), ("facts", Fact), ("rules", Rule)):
+    for name, memory_type, model in (("episodes", "episode", Episode),
+                                     ("facts", "fact", Fact), ("rules", "rule", Rule)):
         counts[name] = 0
         while True:
             async with sessionmaker() as session, session.begin():
                 rows = await reembed_rows.stale_rows(session, model, version_id=version_id,
-                                                limit=BATCH_SIZE)
+                                                     limit=BATCH_SIZE)
                 if not rows:
                     break
-                vectors = await embedder.aembed_batch([content for _, content in rows])
-                await reembed_rows.store_vectors(
-                    session, model, version_id=version_id,
-                    vectors={row_id: vector for (row_id, _), vector in zip(rows, vectors,
-                                                                           strict=True)})
+                by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
+                for row_id, tenant_id, content in rows:
+                    by_tenant[tenant_id].append((row_id, content))
+                for tenant_id, tenant_rows in by_tenant.items():
+                    await _reembed_rows(session, embedder, memory_type, model,
+                                        tenant_id=tenant_id, rows=tenant_rows)
                 counts[name] += len(rows)
     return counts
+
+
+async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: str,
+                        model: type[Episode] | type[Fact] | type[Rule], *, tenant_id: str,
+                        rows: list[tuple[uuid.UUID, str]]) -> None:
+    """New vectors and passages (windows, and episodes' contexts) for one tenant's rows."""
+    ids = [row_id for row_id, _ in rows]
+    contexts: list[str | None] = [None] * len(rows)
+    if memory_type == "episode":
+        before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
+                                                 count=embedder.context_turns)
+        contexts = [context_text(before[row_id], content) if before.get(row_id) else None
+                    for row_id, content in rows]
+    embedded = await embed_texts(session, embedder, [content for _, content in rows],
+                                 tenant_id=tenant_id, contexts=contexts)
+    await reembed_rows.store_vectors(
+        session, model, version_id=embedded.version_id,
+        vectors=dict(zip(ids, embedded.vectors, strict=True)))
+    await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
+                         embedded=embedded, replace=True)

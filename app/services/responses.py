@@ -126,7 +126,12 @@ def _scores(hit: Hit) -> dict[str, Any]:
     # The API calls the keyword leg's ts_rank_cd score `rank`.
     return {"similarity": hit.similarity, "rank": hit.keyword_score, "rrf_score": hit.rrf_score,
             "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank,
-            "time_rank": hit.time_rank}
+            "time_rank": hit.time_rank, "fused_score": hit.fused_score,
+            "contributions": hit.contributions,
+            "passage": None if hit.passage is None else {
+                "kind": hit.passage.kind, "index": hit.passage.ordinal,
+                "start": hit.passage.start_char, "end": hit.passage.end_char,
+                "similarity": hit.passage.similarity}}
 
 
 def memory_out(row: Episode | Fact | Rule,

@@ -22,5 +22,5 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                         query=request.query, types=request.types, scope=request.scope,
                         mode=mode, limit=request.limit, min_confidence=request.min_confidence,
                         neighbours=request.neighbours, window=window,
-                        time_mode=request.time_mode)
+                        time_mode=request.time_mode, fusion=request.fusion)
     return search_out(mode, hits, window, request.time_mode, now)

@@ -17,7 +17,7 @@ from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
 from app.schemas.rules import RuleCreate
 from app.services import events, lifecycle
-from app.services.embeddings import embed_texts
+from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.memories import load_for_update
 from app.text import preprocess_text
@@ -51,6 +51,8 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "embedding_version_id": embedded.version_id,
         "search_text": preprocess_text(data.content),
     }], last_confirmed_at=func.now())
+    await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
+                         embedded=embedded)
     await events.record(session, [memory_event("rule_created", tenant_id, rule)])
     return rule
 
@@ -107,6 +109,8 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         "original_content": rule.content,
         "needs_inversion": False,
     })
+    await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
+                         embedded=embedded, replace=True)
     await events.record(session, [memory_event("rule_inverted", tenant_id, updated,
                                                from_maturity=previous_maturity)])
     return updated

@@ -13,7 +13,7 @@ from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import record_search
 from app.repositories import search as search_rows
-from app.repositories.search import Filters, RankedCandidate
+from app.repositories.search import Filters, PassageMatch, RankedCandidate
 from app.services.timewindow import TimeWindow
 from app.text import preprocess_search_query
 
@@ -26,7 +26,11 @@ Key = tuple[str, uuid.UUID]
 
 @dataclass(frozen=True)
 class Fused:
-    """A candidate after fusion; a rank is None when the memory is absent from that list."""
+    """A candidate after fusion; a rank is None when the memory is absent from that list.
+
+    `fused_score` orders the results; `contributions` is its sum split by signal
+    (semantic, keyword, time). `rrf_score` is the fused score of RRF fusion.
+    """
 
     memory_type: str
     memory_id: uuid.UUID
@@ -34,6 +38,18 @@ class Fused:
     keyword_rank: int | None
     rrf_score: float | None
     time_rank: int | None = None
+    fused_score: float | None = None
+    contributions: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Weights of weighted score fusion: each signal's min-max normalised score times its
+    weight."""
+
+    semantic: float = 0.5
+    keyword: float = 0.5
+    time: float = 0.25
 
 
 def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
@@ -46,29 +62,54 @@ def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int
 
 def _fusion_order(item: Fused) -> tuple[Any, ...]:
     absent = float("inf")
-    return (-(item.rrf_score or 0.0),
+    return (-(item.fused_score or 0.0),
             item.semantic_rank if item.semantic_rank is not None else absent,
             item.keyword_rank if item.keyword_rank is not None else absent,
             item.memory_type, str(item.memory_id))
 
 
-def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
-         k: int = DEFAULT_RRF_K, boost: Sequence[RankedCandidate] = ()) -> list[Fused]:
-    """RRF of two ranked lists: rrf_score desc, semantic_rank asc, then stable keys.
+def _by_key(candidates: Sequence[RankedCandidate]) -> dict[Key, RankedCandidate]:
+    return {(c.memory_type, c.memory_id): c for c in candidates}
 
-    A `boost` list (the episodes inside the query's time window) adds 1/(k + its rank) to the
-    memories it holds and nothing to the others.
+
+def _normalised(candidates: Sequence[RankedCandidate]) -> dict[Key, float]:
+    """Min-max normalised leg scores: the best 1, the worst 0 (all 1 when they tie)."""
+    if not candidates:
+        return {}
+    low, high = min(c.score for c in candidates), max(c.score for c in candidates)
+    return {(c.memory_type, c.memory_id):
+            (c.score - low) / (high - low) if high > low else 1.0 for c in candidates}
+
+
+def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
+         k: int = DEFAULT_RRF_K, boost: Sequence[RankedCandidate] = (), method: str = "rrf",
+         weights: FusionWeights = FusionWeights()) -> list[Fused]:
+    """Fuse two ranked lists, best first (then semantic_rank, keyword_rank, stable keys).
+
+    `rrf`: 1/(k + rank) per list, a missing rank counting as limit + 1. `weighted`: each
+    list's min-max normalised score times its weight, 0 when missing. A `boost` list (the
+    episodes inside the query's time window) adds 1/(k + its rank) (rrf) or
+    weights.time * (n - rank + 1) / n (weighted) to the memories it holds.
     """
-    semantic_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in semantic}
-    keyword_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in keyword}
-    boost_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in boost}
+    semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
+    semantic_norm, keyword_norm = _normalised(semantic), _normalised(keyword)
+    missing = limit + 1
     fused = []
-    for key in dict.fromkeys([*semantic_ranks, *keyword_ranks, *boost_ranks]):
-        score = rrf_score(semantic_ranks.get(key), keyword_ranks.get(key), limit=limit, k=k)
-        if key in boost_ranks:
-            score += 1.0 / (k + boost_ranks[key])
-        fused.append(Fused(key[0], key[1], semantic_ranks.get(key), keyword_ranks.get(key),
-                           score, boost_ranks.get(key)))
+    for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by]):
+        sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
+        if method == "weighted":
+            parts = {"semantic": weights.semantic * semantic_norm.get(key, 0.0),
+                     "keyword": weights.keyword * keyword_norm.get(key, 0.0),
+                     "time": (weights.time * (len(boost) - tb.rank + 1) / len(boost)
+                              if tb else 0.0)}
+        else:
+            parts = {"semantic": 1.0 / (k + (sem.rank if sem else missing)),
+                     "keyword": 1.0 / (k + (kw.rank if kw else missing)),
+                     "time": 1.0 / (k + tb.rank) if tb else 0.0}
+        total = sum(parts.values())
+        fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
+                           total if method == "rrf" else None, tb.rank if tb else None,
+                           fused_score=total, contributions=parts))
     return sorted(fused, key=_fusion_order)[:limit]
 
 
@@ -99,19 +140,23 @@ class Hit:
     keyword_rank: int | None
     neighbours: tuple[Episode, ...] = ()
     time_rank: int | None = None
+    passage: PassageMatch | None = None
+    fused_score: float | None = None
+    contributions: dict[str, float] | None = None
 
 
 async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
                  scope: str | None, mode: str, limit: int, min_confidence: float,
                  neighbours: int = 0, window: TimeWindow | None = None,
-                 time_mode: str = "boost") -> list[Hit]:
+                 time_mode: str = "boost", fusion: str | None = None) -> list[Hit]:
     """Search the tenant's memories; an empty query (after preprocessing) finds nothing.
 
     With `neighbours` > 0 each episode hit carries up to that many turns stored before and
     after it in the same butler and session. A time `window` boosts the episodes that
     occurred inside it (`time_mode` "boost": a third RRF list in hybrid mode, moved ahead in
-    one-list modes) or keeps only those ("filter").
+    one-list modes) or keeps only those ("filter"). Hybrid mode fuses the lists by `fusion`
+    (rrf or weighted; default: the configured one).
     """
     cleaned = preprocess_search_query(query)
     if not cleaned:
@@ -135,14 +180,20 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         session, filters=filters, window=span, vector=vector, query=keyword_query, limit=limit)
         if span is not None and time_mode == "boost" and "episode" in wanted else [])
     if mode == "hybrid":
-        fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k, boost=boost)
+        fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k, boost=boost,
+                     method=fusion or retrieval.fusion,
+                     weights=FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
+                                           retrieval.time_weight))
     else:
         fused = single_list(semantic if mode == "semantic" else keyword,
                             semantic=mode == "semantic", boost=boost)
     if records:
         fused = await with_records(session, tenant_id=tenant_id, fused=fused, types=records,
                                    mode=mode, vector=vector, query=keyword_query, limit=limit,
-                                   rrf_k=retrieval.rrf_k)
+                                   rrf_k=retrieval.rrf_k, method=fusion or retrieval.fusion,
+                                   weights=FusionWeights(retrieval.semantic_weight,
+                                                         retrieval.keyword_weight,
+                                                         retrieval.time_weight))
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query)
     if neighbours > 0:
@@ -152,7 +203,7 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
 
 def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bool,
                   limit: int) -> list[Fused]:
-    """Two separately ranked result lists as one: by RRF score in hybrid mode, else by rank
+    """Two separately ranked result lists as one: by fused score in hybrid mode, else by rank
     (time-boosted memories still first)."""
     def order(item: Fused) -> tuple[Any, ...]:
         return (False if hybrid else item.time_rank is None, *_fusion_order(item))
@@ -162,12 +213,14 @@ def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bo
 
 async def with_records(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
                        types: Sequence[str], mode: str, vector: list[float] | None,
-                       query: str | None, limit: int, rrf_k: int) -> list[Fused]:
-    """The memories' results merged with those of the record types asked for."""
+                       query: str | None, limit: int, rrf_k: int, method: str,
+                       weights: FusionWeights) -> list[Fused]:
+    """The memories' results merged with those of the record types asked for (fused the same
+    way, each source on its own)."""
     semantic, keyword = await record_search.candidate_lists(
         session, types=types, tenant_id=tenant_id, vector=vector, query=query, limit=limit)
     if mode == "hybrid":
-        found = fuse(semantic, keyword, limit=limit, k=rrf_k)
+        found = fuse(semantic, keyword, limit=limit, k=rrf_k, method=method, weights=weights)
     else:
         found = single_list(semantic if mode == "semantic" else keyword,
                             semantic=mode == "semantic")
@@ -187,7 +240,7 @@ async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequen
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
                     vector: list[float] | None, query: str | None) -> list[Hit]:
     """Fetch the rows of fused results (one query per type), keeping the fused order."""
-    loaded: dict[Key, tuple[Any, float | None, float | None]] = {}
+    loaded: dict[Key, search_rows.LoadedRow] = {}
     for memory_type in ALL_TYPES:
         ids = [f.memory_id for f in fused if f.memory_type == memory_type]
         if ids:
@@ -199,11 +252,15 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
         if ids:
             records = await record_search.load_rows(session, record_type, tenant_id=tenant_id,
                                                     ids=ids, vector=vector, query=query)
-            loaded.update({(record_type, row_id): row for row_id, row in records.items()})
+            loaded.update({(record_type, row_id): search_rows.LoadedRow(row, similarity,
+                                                                        keyword_score, None)
+                           for row_id, (row, similarity, keyword_score) in records.items()})
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in loaded:
-            row, similarity, keyword_score = loaded[(f.memory_type, f.memory_id)]
-            hits.append(Hit(f.memory_type, row, similarity, keyword_score, f.rrf_score,
-                            f.semantic_rank, f.keyword_rank, time_rank=f.time_rank))
+            found = loaded[(f.memory_type, f.memory_id)]
+            hits.append(Hit(f.memory_type, found.row, found.similarity, found.keyword_score,
+                            f.rrf_score, f.semantic_rank, f.keyword_rank,
+                            time_rank=f.time_rank, passage=found.passage,
+                            fused_score=f.fused_score, contributions=f.contributions))
     return hits

@@ -46,9 +46,11 @@ async def test_records_are_not_searched_by_default(client):
     assert {hit["memory_type"] for hit in hits} == {"fact"}
 
 
-async def test_memories_and_records_merge_in_one_answer(client):
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+async def test_memories_and_records_merge_in_one_answer(client, fusion):
     _, _, _, reflection, fact = await _arrange(client)
-    hits = await _search(client, query="lighthouse keeper", types=["fact", "reflection"])
+    hits = await _search(client, query="lighthouse keeper", types=["fact", "reflection"],
+                         fusion=fusion)
     assert {(h["memory_type"], h["id"]) for h in hits} == {("fact", fact["id"]),
                                                            ("reflection", reflection["id"])}
-    assert all(h["rrf_score"] is not None for h in hits)
+    assert all(h["fused_score"] is not None for h in hits)

@@ -141,3 +141,36 @@ async def test_limit_caps_the_results(client):
     for i in range(6):
         await store_episode(client, f"Caroline note number {i} about painting")
     assert len(await search(client, "Caroline painting", limit=4)) == 4
+
+
+async def test_hybrid_hits_explain_each_signals_contribution(client):
+    await store_episode(client, "Melanie painted a sunrise over the lake")
+    await store_episode(client, "The lake froze early this winter")
+
+    results = await search(client, "Melanie painted the lake")
+
+    for hit in results:
+        parts = hit["contributions"]
+        assert set(parts) == {"semantic", "keyword", "time"}
+        assert sum(parts.values()) == pytest.approx(hit["fused_score"])
+        assert hit["fused_score"] == pytest.approx(hit["rrf_score"])
+
+
+async def test_weighted_fusion_orders_by_normalised_weighted_scores(client):
+    painted = await store_episode(client, "Melanie painted a sunrise over the lake")
+    await store_episode(client, "The lake froze early this winter")
+
+    results = await search(client, "Melanie painted the lake", fusion="weighted")
+
+    assert results[0]["id"] == painted["id"]
+    assert results[0]["rrf_score"] is None
+    # The best of both lists gets each list's full weight (0.5 + 0.5 by default).
+    assert results[0]["fused_score"] == pytest.approx(1.0)
+    assert [r["fused_score"] for r in results] == sorted(
+        (r["fused_score"] for r in results), reverse=True)
+
+
+async def test_unknown_fusion_is_a_422_naming_the_field(client):
+    response = await client.post("/v1/search", json={"query": "lake", "fusion": "max"})
+    assert response.status_code == 422
+    assert "fusion" in response.text

@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from app.repositories.search import RankedCandidate
-from app.services.search import fuse, rrf_score, single_list
+from app.services.search import FusionWeights, fuse, rrf_score, single_list
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
@@ -66,3 +66,40 @@ def test_single_list_keeps_the_ranking_and_has_no_rrf():
         (B, 1, None, None), (A, 2, None, None)]
     keyword = single_list(ranked(C), semantic=False)
     assert (keyword[0].semantic_rank, keyword[0].keyword_rank) == (None, 1)
+
+
+def scored(*pairs, memory_type="episode"):
+    return [RankedCandidate(memory_type, memory_id, rank, score)
+            for rank, (memory_id, score) in enumerate(pairs, 1)]
+
+
+def test_rrf_contributions_sum_to_the_fused_score():
+    [first, *_] = fuse(ranked(A, B), ranked(B, A), limit=2)
+
+    assert first.contributions["time"] == 0.0
+    assert sum(first.contributions.values()) == pytest.approx(first.fused_score)
+    assert first.fused_score == pytest.approx(first.rrf_score)
+
+
+def test_weighted_fusion_adds_normalised_scores_times_weights():
+    semantic = scored((A, 0.9), (B, 0.5), (C, 0.1))
+    keyword = scored((C, 12.0), (B, 6.0))
+    fused = fuse(semantic, keyword, limit=3, method="weighted",
+                 weights=FusionWeights(semantic=0.6, keyword=0.4))
+
+    by_id = {f.memory_id: f for f in fused}
+    assert by_id[A].contributions == {"semantic": pytest.approx(0.6), "keyword": 0.0,
+                                      "time": 0.0}
+    assert by_id[B].fused_score == pytest.approx(0.6 * 0.5 + 0.4 * 0.0)
+    assert by_id[C].fused_score == pytest.approx(0.6 * 0.0 + 0.4 * 1.0)
+    assert [f.memory_id for f in fused] == [A, C, B]
+    assert all(f.rrf_score is None for f in fused)
+
+
+def test_weighted_fusion_boosts_the_time_window_by_rank():
+    semantic = scored((A, 0.9), (B, 0.85), (C, 0.1))
+    fused = fuse(semantic, [], limit=2, method="weighted",
+                 boost=scored((B, 0.0)), weights=FusionWeights(semantic=0.5, time=0.25))
+
+    assert [f.memory_id for f in fused] == [B, A]
+    assert fused[0].contributions["time"] == pytest.approx(0.25)

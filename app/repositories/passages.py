@@ -1,0 +1,30 @@
+"""SQL of passages: storing and replacing the embedded windows of long memories."""
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Passage
+from app.models.passages import OWNER_COLUMNS
+
+
+async def insert_passages(session: AsyncSession, memory_type: str,
+                          rows: Sequence[dict[str, Any]]) -> None:
+    """Insert passages of memories of one type; each row names its memory as `memory_id`."""
+    if not rows:
+        return
+    owner = OWNER_COLUMNS[memory_type]
+    values = [{**{k: v for k, v in row.items() if k != "memory_id"}, owner: row["memory_id"]}
+              for row in rows]
+    await session.execute(insert(Passage), values)
+
+
+async def delete_passages(session: AsyncSession, memory_type: str, *,
+                          memory_ids: Sequence[uuid.UUID]) -> None:
+    """Delete every passage of the given memories."""
+    if memory_ids:
+        owner = getattr(Passage, OWNER_COLUMNS[memory_type])
+        await session.execute(delete(Passage).where(owner.in_(list(memory_ids))))

@@ -1,0 +1,143 @@
+"""Long content: passages make text past the model's window searchable and named in hits."""
+
+from app.services.reembed import reembed_all
+from tests.support.factories import store_episode, store_rule
+
+FILLER = [
+    "We talked about the weather in the valley and how the autumn rain came early this year.",
+    "My sister is learning to bake sourdough bread and keeps sending photos of her loaves.",
+    "The football match on Saturday went to extra time and the crowd stayed until the end.",
+    "I repainted the kitchen cupboards a pale green colour over the long weekend.",
+    "Our book club is reading a novel about a lighthouse keeper on a remote island.",
+    "The train into the city was delayed twice because of signal problems near the bridge.",
+    "We planted tomatoes, basil and two rows of lettuce in the raised beds by the fence.",
+    "The neighbours adopted a grey kitten that likes to sleep on our porch in the sun.",
+]
+KEY_SENTENCE = "The spare house key is hidden under the blue flowerpot next to the garage door."
+
+
+def long_text() -> str:
+    """About 3,000 characters of chat with the one useful sentence at the very end."""
+    return " ".join(FILLER * 4) + " " + KEY_SENTENCE
+
+
+async def search(client, query, **fields):
+    response = await client.post("/v1/search", json={"query": query, **fields})
+    assert response.status_code == 200, response.text
+    return response.json()["results"]
+
+
+async def test_a_sentence_at_the_end_of_a_long_episode_is_found_by_meaning(client):
+    content = long_text()
+    long_one = await store_episode(client, content)
+    await store_episode(client, "We bought a new doormat for the front entrance.")
+    await store_episode(client, "The garage roof needs new tiles before winter.")
+
+    [first, *_] = await search(client, "where is the spare key hidden?", mode="semantic",
+                               types=["episode"])
+
+    assert first["id"] == long_one["id"]
+    passage = first["passage"]
+    assert passage is not None and passage["index"] > 0
+    assert KEY_SENTENCE in content[passage["start"]:passage["end"]]
+    assert first["similarity"] == passage["similarity"] > 0.4
+
+
+async def test_short_content_has_no_passage_in_hits(client):
+    await store_episode(client, KEY_SENTENCE)
+
+    [hit] = await search(client, "where is the spare key hidden?", types=["episode"])
+
+    assert hit["passage"] is None
+    assert hit["similarity"] > 0.4
+
+
+async def test_long_rules_are_searchable_by_their_last_passage(client):
+    rule = await store_rule(client, " ".join(FILLER * 3) + " Always deploy the service on "
+                            "Tuesday mornings after the database backup has finished.")
+
+    [first, *_] = await search(client, "when should we deploy the service", types=["rule"],
+                               mode="semantic")
+
+    assert first["id"] == rule["id"] and first["passage"]["index"] > 0
+
+
+async def test_reembed_rebuilds_the_passages_of_stale_memories(client, sql, app):
+    long_one = await store_episode(client, long_text())
+    [before] = await sql("SELECT count(*) AS n FROM passages WHERE episode_id = :id",
+                         id=long_one["id"])
+    assert before["n"] >= 4
+    # What mem_011 leaves for memories stored before passages existed.
+    await sql("DELETE FROM passages")
+    await sql("UPDATE episodes SET embedding_version_id = NULL")
+
+    counts = await reembed_all(app.state.sessionmaker, app.state.embedder)
+
+    assert counts["episodes"] == 1
+    [after] = await sql("SELECT count(*) AS n, min(ordinal) AS first, "
+                        "max(end_char) AS last_char FROM passages WHERE episode_id = :id",
+                        id=long_one["id"])
+    assert after["n"] == before["n"] and after["first"] == 0
+    assert after["last_char"] == len(long_text())
+    [first, *_] = await search(client, "where is the spare key hidden?", mode="semantic")
+    assert first["id"] == long_one["id"]
+
+
+SESSION = "3f1c9a52-6a0e-4f51-9d5b-0f0a4c2e8b11"
+TURNS = ["Caroline: I went to an LGBTQ support group for the first time yesterday.",
+         "Melanie: Oh wow, how did that go?",
+         "Caroline: It was really powerful, everyone there was so accepting."]
+QUESTION = "How did Caroline feel about the support group?"
+
+
+async def test_a_turn_is_found_by_what_came_before_it_in_its_session(client, sql):
+    for turn in TURNS:  # one by one: the context comes from stored turns
+        await store_episode(client, turn, butler="chat", session_id=SESSION)
+    alone = await store_episode(client, TURNS[2], butler="other")
+
+    results = await search(client, QUESTION, mode="semantic", types=["episode"], limit=5)
+
+    by_butler = {(hit["butler"], hit["content"]): hit for hit in results}
+    in_session, standalone = by_butler[("chat", TURNS[2])], by_butler[("other", TURNS[2])]
+    assert in_session["passage"]["kind"] == "context"
+    assert in_session["similarity"] > standalone["similarity"]
+    assert standalone["id"] == alone["id"] and standalone["passage"] is None
+    [first] = await sql("SELECT count(*) AS n FROM passages p JOIN episodes e "
+                        "ON e.id = p.episode_id WHERE e.content = :c", c=TURNS[0])
+    assert first["n"] == 0  # nothing came before the first turn
+
+
+async def test_a_batch_gives_its_turns_the_context_of_earlier_items(client, sql):
+    response = await client.post("/v1/episodes/batch", json={"items": [
+        {"content": turn, "butler": "chat", "session_id": SESSION} for turn in TURNS]})
+    assert response.status_code == 201, response.text
+
+    rows = await sql("SELECT e.content, p.kind FROM passages p JOIN episodes e "
+                     "ON e.id = p.episode_id ORDER BY e.sequence")
+
+    assert [(row["content"], row["kind"]) for row in rows] == [
+        (TURNS[1], "context"), (TURNS[2], "context")]
+    [hit, *_] = await search(client, QUESTION, mode="semantic", types=["episode"])
+    assert hit["passage"] is None or hit["passage"]["kind"] == "context"
+
+
+async def test_episodes_without_a_session_get_no_context(client, sql):
+    for turn in TURNS:
+        await store_episode(client, turn, butler="chat")
+
+    [count] = await sql("SELECT count(*) AS n FROM passages")
+
+    assert count["n"] == 0
+
+
+async def test_reembed_rebuilds_context_passages(client, sql, app):
+    for turn in TURNS:
+        await store_episode(client, turn, butler="chat", session_id=SESSION)
+    await sql("DELETE FROM passages")
+    await sql("UPDATE episodes SET embedding_version_id = NULL")
+
+    await reembed_all(app.state.sessionmaker, app.state.embedder)
+
+    rows = await sql("SELECT e.content FROM passages p JOIN episodes e ON e.id = p.episode_id "
+                     "WHERE p.kind = 'context' ORDER BY e.sequence")
+    assert [row["content"] for row in rows] == TURNS[1:]
