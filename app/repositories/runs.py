@@ -13,6 +13,9 @@ from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
 
+# Nearest rows each leg of the run search reads per result asked for.
+POOL_FACTOR = 4
+
 
 @dataclass(frozen=True)
 class RunFilters:
@@ -122,10 +125,10 @@ async def similar_runs(session: AsyncSession, *, tenant_id: str, filters: RunFil
                        vector: list[float], limit: int) -> list[RunMatch]:
     """Runs by the best cosine similarity of the run or any of its messages to `vector`.
 
-    Each leg takes its `limit * 4` nearest rows through the HNSW index, then the runs are
-    ranked by their best hit.
+    Each leg takes its `limit * POOL_FACTOR` nearest rows through the HNSW index, then the
+    runs are ranked by their best hit.
     """
-    pool = limit * 4
+    pool = limit * POOL_FACTOR
     run_distance = Run.embedding.cosine_distance(vector)
     run_leg = (select(Run.id.label("run_id"), null().cast(UUID(as_uuid=True)).label("message_id"),
                       run_distance.label("distance"))

@@ -4,7 +4,7 @@ import uuid
 
 from fastapi import APIRouter, status
 
-from app.deps import EmbedderDep, SessionDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page
@@ -59,13 +59,14 @@ async def list_runs(session: SessionDep, tenant_id: TenantDep, task_id: Text = N
 @router.post("/search", response_model=RunSearchResponse, responses=problem_responses(422),
              summary="Runs similar to a text, with their feedback")
 async def search_runs(body: RunSearchRequest, session: SessionDep, tenant_id: TenantDep,
-                      embedder: EmbedderDep) -> RunSearchResponse:
+                      embedder: EmbedderDep, settings: SettingsDep) -> RunSearchResponse:
     """Runs ranked by the best cosine similarity of the run itself (task and summary) or any
     of its messages to `query`, each with all its feedback. The failure loop: a critic marks
     a run `success: false` and rates it low; an agent then asks for `success: false` runs
     similar to its task and plans an improvement from their feedback."""
     return run_search_out(await runs.search_runs(session, tenant_id=tenant_id,
-                                                 embedder=embedder, request=body))
+                                                 embedder=embedder,
+                                                 retrieval=settings.retrieval, request=body))
 
 
 @router.post("/lessons", response_model=LessonsOut, responses=problem_responses(422),

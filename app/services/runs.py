@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
+from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, NotFound
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import runs as run_rows
+from app.repositories import search as search_rows
 from app.repositories.runs import RunFilters
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
 from app.services import events
@@ -154,6 +156,7 @@ class RunFound:
 
 
 async def search_runs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                      retrieval: RetrievalSettings,
                       request: RunSearchRequest) -> list[RunFound]:
     """Runs whose own text or messages are most similar to the query, with their feedback.
 
@@ -164,6 +167,10 @@ async def search_runs(session: AsyncSession, *, tenant_id: str, embedder: Embedd
     if not query:
         return []
     vector = await embedder.aembed(query, tenant_id=tenant_id)
+    # Filtered HNSW scans continue past rows the filters drop, as in /v1/search.
+    await search_rows.configure_vector_scan(
+        session, ef_search=max(retrieval.hnsw_ef_search, request.limit * run_rows.POOL_FACTOR),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples)
     filters = RunFilters(task_id=request.task_id, success=request.success,
                          agent_version=request.agent_version, max_rating=request.max_rating)
     matches = await run_rows.similar_runs(session, tenant_id=tenant_id, filters=filters,
