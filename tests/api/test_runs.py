@@ -217,3 +217,16 @@ async def test_patching_another_tenants_run_is_a_404(tenant_client):
     response = await (await tenant_client("tenant-b")).patch(f"/v1/runs/{run['id']}",
                                                              json={"success": True})
     assert response.status_code == 404
+
+
+async def test_links_may_join_runs_and_memories(client):
+    run = await create_run(client)
+    episode = await post(client, "/v1/episodes", content="The user asked for an invoice",
+                         butler="chat")
+    link = await post(client, "/v1/links", source_type="run", source_id=run["id"],
+                      target_type="episode", target_id=episode["id"], relation="derived_from")
+    assert (link["source_type"], link["target_type"]) == ("run", "episode")
+    missing = await client.post("/v1/links", json={
+        "source_type": "run", "source_id": UNKNOWN, "target_type": "episode",
+        "target_id": episode["id"], "relation": "related_to"})
+    assert missing.status_code == 422 and problem_fields(missing) == {"source_id"}
