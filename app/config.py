@@ -1,6 +1,7 @@
 """Settings: read once at start-up from ENGRAM_* variables and an optional TOML file."""
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -134,6 +135,68 @@ class LimitSettings(BaseModel):
         description="Request body bytes one key may have in flight; 0 = unlimited.")
 
 
+DEFAULT_PII_PATTERNS = {
+    "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+    "phone": r"(?<![\w+])\+?\d[\d ().-]{7,}\d(?!\w)",
+    "ipv4": r"\b(?:\d{1,3}\.){3}\d{1,3}\b",
+}
+
+
+class RunSettings(BaseModel):
+    """Task runs (seed 003): the PII scrub job over run messages."""
+
+    pii_patterns: dict[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_PII_PATTERNS),
+        description="Name -> regular expression; each match in a run message is replaced by "
+        "[pii:<name>:<salted hash>].")
+    pii_hash_salt: SecretStr | None = Field(
+        None, description="Salt of the PII hashes; the scrub job refuses to run without one.")
+    pii_batch_size: int = Field(500, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> "RunSettings":
+        for name, pattern in self.pii_patterns.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pii_patterns.{name} is not a regular expression: {exc}"
+                                 ) from None
+        return self
+
+
+# Seed 001's kind-importance table.
+DEFAULT_KIND_IMPORTANCE = {
+    "user.injected": 0.95, "verdict.final": 1.00, "judge.verdict": 0.90,
+    "agent.reflected": 0.85, "clue.found": 0.80, "world.observed": 0.70,
+    "agent.spoke": 0.50, "agent.thought": 0.40, "run.started": 0.30,
+}
+DEFAULT_GLOBAL_KINDS = ("world.observed", "judge.verdict", "user.injected", "run.started",
+                        "agent.reflected")
+
+
+class AgentMemorySettings(BaseModel):
+    """Agent memory views over the event ledger (seed 001)."""
+
+    window: int = Field(8, ge=1, le=200, description="Recent visible events always shown.")
+    salience_k: int = Field(5, ge=0, le=100, description="Salient events added to the window.")
+    w_relevance: float = Field(0.30, ge=0, le=1)
+    w_recency: float = Field(0.40, ge=0, le=1)
+    w_importance: float = Field(0.30, ge=0, le=1)
+    recency_lambda: float = Field(0.1, ge=0, le=10, description="recency = exp(-lambda*dturn)")
+    kind_importance: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_KIND_IMPORTANCE))
+    default_importance: float = Field(0.5, ge=0, le=1,
+                                      description="Importance of a kind not in the table.")
+    global_kinds: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_GLOBAL_KINDS),
+        description="Kinds every agent of the ledger sees.")
+    reflection_threshold: int = Field(
+        10, ge=1, le=10_000, description="A reflection is due after this many visible events "
+        "since the agent's last one.")
+    max_candidates: int = Field(2000, ge=10, le=100_000,
+                                description="Most recent visible events a view reads.")
+
+
 class Settings(BaseSettings):
     """Every tunable of the service; build one with `Settings()` and pass it along."""
 
@@ -229,6 +292,8 @@ class Settings(BaseSettings):
     llm: LLMSettings = LLMSettings()
     jobs: JobSettings = JobSettings()
     limits: LimitSettings = LimitSettings()
+    runs: RunSettings = RunSettings()
+    agent_memory: AgentMemorySettings = AgentMemorySettings()
 
     @classmethod
     def settings_customise_sources(

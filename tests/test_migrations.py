@@ -181,3 +181,14 @@ async def test_mem_012_rls_comes_off_and_back(scratch_engine: AsyncEngine) -> No
     assert await protected() == set()
     await migrations.upgrade(scratch_engine)
     assert "facts" in await protected()
+
+
+async def test_run_and_ledger_tables_name_their_tenant_on_every_insert(scratch_engine):
+    await migrations.upgrade(scratch_engine)
+    async with scratch_engine.connect() as conn:
+        rows = await conn.execute(text(
+            "SELECT table_name, is_nullable, column_default FROM information_schema.columns "
+            "WHERE column_name = 'tenant_id' AND table_schema = 'public'"))
+        columns = {row[0]: (row[1], row[2]) for row in rows}
+    for table in ("runs", "run_messages", "run_feedback", "agent_events"):
+        assert columns[table] == ("NO", None)

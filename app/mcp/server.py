@@ -1,4 +1,5 @@
-"""The MCP server: the spec's 19 tools, served over Streamable HTTP inside the FastAPI app."""
+"""The MCP server: the spec's 19 tools and the run and ledger tools, served over Streamable
+HTTP inside the FastAPI app."""
 
 import asyncio
 from collections.abc import AsyncIterator
@@ -9,7 +10,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 
 from app.config import Settings
-from app.mcp import entity_tools, job_tools, memory_tools, read_tools
+from app.mcp import entity_tools, job_tools, memory_tools, read_tools, run_tools
 from app.mcp.endpoint import McpEndpoint
 from app.mcp.strict_arguments import RejectUnknownArguments
 
@@ -18,6 +19,9 @@ INSTRUCTIONS = """Engram is your long-term memory. Store what you observe as epi
 knowledge as facts (subject / predicate / content) and behavioural guidance as rules. Before a
 task, call memory_context or memory_recall; look things up with memory_search. Give feedback on
 rules you applied (memory_mark_helpful / memory_mark_harmful) and confirm facts that still hold.
+Record task runs with run_create, run_log_messages, run_finish and run_add_feedback; before
+planning a task ask run_search with success=false for similar past failures. In a multi-agent
+ledger, append events with agent_event_append and start each turn with agent_context.
 Results are JSON: ids are UUID strings, times ISO 8601."""
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
@@ -32,7 +36,7 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
     level = log_level.upper() if log_level.upper() in LOG_LEVELS else "INFO"
     server: MCPServer = MCPServer("engram", version=version, instructions=INSTRUCTIONS,
                                   log_level=level)  # type: ignore[arg-type]
-    for module in (memory_tools, read_tools, entity_tools, job_tools):
+    for module in (memory_tools, read_tools, entity_tools, job_tools, run_tools):
         module.register(server)
     server.middleware.append(RejectUnknownArguments(server))
     return server

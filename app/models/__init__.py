@@ -5,11 +5,14 @@ from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
 from app.models.jobs import Job, Worker
 from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
+from app.models.ledger import AgentEvent
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 from app.models.passages import Passage
+from app.models.runs import Run, RunFeedback, RunMessage
 
 __all__ = [
     "EMBEDDING_DIMENSIONS",
+    "AgentEvent",
     "Base",
     "EmbeddingVersion",
     "Entity",
@@ -24,5 +27,8 @@ __all__ = [
     "Passage",
     "Rule",
     "RuleApplication",
+    "Run",
+    "RunFeedback",
+    "RunMessage",
     "Worker",
 ]

@@ -217,3 +217,13 @@ async def delete_tenant_jobs(session: AsyncSession, *, tenant_id: str,
     stmt = delete(Job).where(Job.tenant_id == tenant_id, Job.id != keep,
                              Job.status != "running")
     return int((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
+
+
+async def open_job_exists(session: AsyncSession, *, tenant_id: str, kind: str,
+                          params: dict[str, Any]) -> bool:
+    """True when the tenant has a queued or running job of `kind` whose params contain
+    `params`."""
+    stmt = select(func.count()).select_from(Job).where(
+        Job.tenant_id == tenant_id, Job.kind == kind, Job.status.in_(("queued", "running")),
+        Job.params.contains(params))
+    return bool((await session.execute(stmt)).scalar_one())

@@ -6,7 +6,7 @@ from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import MemoryLink
+from app.models import AgentEvent, MemoryLink, Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.memories import MODELS
 
@@ -48,10 +48,14 @@ async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
 
+LINKABLE = {**MODELS, "run": Run, "run_message": RunMessage, "run_feedback": RunFeedback,
+            "agent_event": AgentEvent}
+
+
 async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: str,
                         memory_id: uuid.UUID) -> bool:
-    """True when the tenant has this episode, fact or rule."""
-    model = MODELS[memory_type]
+    """True when the tenant has this memory (or run record, or ledger event)."""
+    model = LINKABLE[memory_type]
     stmt = select(func.count()).select_from(model).where(model.id == memory_id,
                                                          model.tenant_id == tenant_id)
     return bool((await session.execute(stmt)).scalar_one())

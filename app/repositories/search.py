@@ -215,7 +215,7 @@ class LoadedRow:
     """A row with its similarity to the query (its best passage's, when better) and
     keyword score."""
 
-    row: Memory
+    row: Any  # a memory, or a run, run message or reflection (repositories/record_search)
     similarity: float | None
     keyword_score: float | None
     passage: PassageMatch | None

@@ -9,7 +9,7 @@ from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, Limit
 from app.schemas.common import Page
-from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus
+from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
 from app.services import jobs
 from app.services.responses import job_out
 
@@ -69,6 +69,24 @@ async def queue_cleanup(
     and such episodes accumulate; `/v1/stats` says so."""
     params = (body or CleanupJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
+    return _accepted(response, job_out(job))
+
+
+@router.post("/pii-scrub", status_code=202, response_model=JobOut,
+             response_description=ACCEPTED,
+             responses=problem_responses(422), summary="Queue a PII scrub of run messages")
+async def queue_pii_scrub(
+    response: Response,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    body: Annotated[PiiScrubJobCreate | None, Body()] = None,
+) -> JobOut:
+    """Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
+    by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`;
+    the job fails without one) and re-embed the message. Messages checked once are skipped
+    unless `rescan` is true."""
+    params = (body or PiiScrubJobCreate()).model_dump()
+    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="pii_scrub", params=params)
     return _accepted(response, job_out(job))
 
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response, status
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, Limit
-from app.schemas.common import MemoryType, Page
+from app.schemas.common import LinkEndType, Page
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
 from app.services.responses import link_out
@@ -50,7 +50,7 @@ async def create_link(body: LinkCreate, response: Response, session: SessionDep,
 async def list_links(
     session: SessionDep,
     tenant_id: TenantDep,
-    memory_type: MemoryType,
+    memory_type: LinkEndType,
     memory_id: uuid.UUID,
     direction: Annotated[Direction, Query(description="outgoing: the memory is the source; "
                                                       "incoming: the target.")] = "both",
@@ -69,8 +69,8 @@ async def list_links(
                responses=problem_responses(404, 422), summary="Delete a link",
                description="Delete the edge from source to target (its key); 404 when there "
                "is none.\n" + LINK_LIFECYCLE)
-async def delete_link(session: SessionDep, tenant_id: TenantDep, source_type: MemoryType,
-                      source_id: uuid.UUID, target_type: MemoryType,
+async def delete_link(session: SessionDep, tenant_id: TenantDep, source_type: LinkEndType,
+                      source_id: uuid.UUID, target_type: LinkEndType,
                       target_id: uuid.UUID) -> Response:
     await links.delete_link(session, tenant_id=tenant_id, source_type=source_type,
                             source_id=source_id, target_type=target_type, target_id=target_id)

@@ -29,6 +29,9 @@ RESERVED_METADATA_KEYS = ("forgotten", "needs_inversion", "status", "harmful_rea
                           "original_content", "merged_into")
 
 MemoryType = Literal["episode", "fact", "rule"]
+# What a provenance link may join: the memories, and the records of runs and agent ledgers.
+LinkEndType = Literal["episode", "fact", "rule", "run", "run_message", "run_feedback",
+                      "agent_event"]
 Permanence = Literal["permanent", "stable", "standard", "volatile", "ephemeral"]
 Validity = Literal["active", "superseded", "expired", "retracted"]
 MaturityLevel = Literal["candidate", "established", "proven", "anti_pattern"]

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from app.schemas.common import IsoDatetime, RequestModel, ResponseModel
 
-JobKind = Literal["consolidation", "decay", "cleanup", "erasure"]
+JobKind = Literal["consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection"]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 MAX_CLEANUP_ENTRIES = 10_000_000
 
@@ -40,3 +40,10 @@ class JobOut(ResponseModel):
     started_at: IsoDatetime | None
     finished_at: IsoDatetime | None
     duration_seconds: float | None = Field(description="finished_at - started_at.")
+
+
+class PiiScrubJobCreate(RequestModel):
+    """PII scrub of run messages."""
+
+    rescan: bool = Field(False, description="Check every message again, not only the ones "
+                         "added since the last scrub (after changing the patterns).")

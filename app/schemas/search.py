@@ -9,20 +9,24 @@ from app.config import SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     IsoDatetime,
-    MemoryType,
     Name,
     RequestModel,
     ResponseModel,
 )
 from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut
+from app.schemas.ledger import AgentEventOut
 from app.schemas.rules import RuleOut
+from app.schemas.runs import RunMessageOut, RunOut
 
 MAX_QUERY_CHARS = 4000
 MAX_RESULTS = 100
 MAX_NEIGHBOURS = 5
 TimeMode = Literal["boost", "filter", "off"]
 LIMIT_DESCRIPTION = "Most results; defaults to the configured [retrieval] default_limit (20)."
+# Searchable on request only (never by default): task runs, their messages, reflections.
+RecordType = Literal["run", "run_message", "reflection"]
+SearchType = Literal["episode", "fact", "rule", "run", "run_message", "reflection"]
 
 QueryText = Annotated[
     str,
@@ -67,8 +71,13 @@ class SearchRequest(RequestModel):
     """A search over one or more memory types."""
 
     query: QueryText
-    types: list[MemoryType] | None = Field(
-        None, min_length=1, max_length=3, description="Memory types to search; all by default."
+    types: list[SearchType] | None = Field(
+        None, min_length=1, max_length=6, description="Types to search; by default episode, "
+        "fact and rule. run, run_message and reflection (an agent.reflected ledger event) are "
+        "searched only when named: each such type ranks its own candidates (cosine distance; "
+        "ts_rank_cd of the OR-ed query lexemes for keywords) and the hits are merged with the "
+        "memories' by RRF score (hybrid) or rank (one-list modes). `scope`, `min_confidence` "
+        "and time windows do not apply to them."
     )
     scope: Scope = None
     mode: SearchMode | None = Field(None, description="Defaults to the configured mode "
@@ -148,7 +157,20 @@ class RuleHit(RuleOut, Scores):
     memory_type: Literal["rule"] = "rule"
 
 
-SearchHit = Annotated[EpisodeHit | FactHit | RuleHit, Field(discriminator="memory_type")]
+class RunHit(RunOut, Scores):
+    memory_type: Literal["run"] = "run"
+
+
+class RunMessageHit(RunMessageOut, Scores):
+    memory_type: Literal["run_message"] = "run_message"
+
+
+class ReflectionHit(AgentEventOut, Scores):
+    memory_type: Literal["reflection"] = "reflection"
+
+
+SearchHit = Annotated[EpisodeHit | FactHit | RuleHit | RunHit | RunMessageHit | ReflectionHit,
+                      Field(discriminator="memory_type")]
 
 
 class TimeWindowOut(ResponseModel):

@@ -4,15 +4,42 @@ from datetime import datetime
 from typing import Any
 
 from app.clock import now_utc
-from app.models import Entity, Episode, Fact, Job, MemoryEvent, MemoryLink, Rule
+from app.models import (
+    AgentEvent,
+    Entity,
+    Episode,
+    Fact,
+    Job,
+    MemoryEvent,
+    MemoryLink,
+    Rule,
+    Run,
+    RunFeedback,
+    RunMessage,
+)
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
 from app.schemas.events import EventOut
 from app.schemas.facts import FactOut
 from app.schemas.jobs import JobOut
+from app.schemas.ledger import (
+    AgentContextOut,
+    AgentEventOut,
+    EventAppendOut,
+    ReflectionOut,
+    SalientEventOut,
+)
 from app.schemas.links import LinkOut
 from app.schemas.portability import ImportOut
 from app.schemas.rules import RuleOut
+from app.schemas.runs import (
+    RunDetailOut,
+    RunFeedbackOut,
+    RunMessageOut,
+    RunOut,
+    RunSearchHit,
+    RunSearchResponse,
+)
 from app.schemas.search import (
     ContextItem,
     ContextResponse,
@@ -20,14 +47,19 @@ from app.schemas.search import (
     FactHit,
     RecallFactHit,
     RecallRuleHit,
+    ReflectionHit,
     RuleHit,
+    RunHit,
+    RunMessageHit,
     SearchResponse,
     TimeWindowOut,
 )
 from app.services.context import Context
+from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
 from app.services.recall import Recalled
+from app.services.runs import RunDetail, RunFound
 from app.services.search import Hit
 from app.services.timewindow import TimeWindow
 
@@ -129,8 +161,16 @@ def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
     return dict(memory_out(hit.row, now))
 
 
-def search_hit(hit: Hit, now: datetime) -> EpisodeHit | FactHit | RuleHit:
-    """A search result: the memory's fields and its scores."""
+RECORD_HITS: dict[str, tuple[type[Any], type[Any]]] = {
+    "run": (RunOut, RunHit), "run_message": (RunMessageOut, RunMessageHit),
+    "reflection": (AgentEventOut, ReflectionHit)}
+
+
+def search_hit(hit: Hit, now: datetime) -> Any:
+    """A search result: the memory's (or record's) fields and its scores."""
+    if hit.memory_type in RECORD_HITS:
+        shown, model = RECORD_HITS[hit.memory_type]
+        return model.model_validate({**dict(shown.model_validate(hit.row)), **_scores(hit)})
     values = {**_fields(hit, now), **_scores(hit)}
     if hit.memory_type == "episode":
         return EpisodeHit.model_validate(
@@ -165,3 +205,67 @@ def context_out(context: Context) -> ContextResponse:
                          composite_score=item.composite_score) for item in context.items]
     return ContextResponse(context=context.text, token_budget=context.token_budget,
                            characters=len(context.text), items=items)
+
+
+def run_out(row: Run) -> RunOut:
+    """A run as the API shows it (no embedding)."""
+    return RunOut.model_validate(row)
+
+
+def run_message_out(row: RunMessage) -> RunMessageOut:
+    """A run message as the API shows it."""
+    return RunMessageOut.model_validate(row)
+
+
+def run_feedback_out(row: RunFeedback) -> RunFeedbackOut:
+    """A run's feedback as the API shows it."""
+    return RunFeedbackOut.model_validate(row)
+
+
+def run_detail_out(detail: RunDetail) -> RunDetailOut:
+    """A run with its messages and feedback."""
+    return RunDetailOut.model_validate({
+        **dict(run_out(detail.run)),
+        "messages": [run_message_out(row) for row in detail.messages],
+        "feedback": [run_feedback_out(row) for row in detail.feedback]})
+
+
+def run_search_out(found: list[RunFound]) -> RunSearchResponse:
+    """Similar runs, each with its best message and its feedback."""
+    return RunSearchResponse(results=[RunSearchHit.model_validate({
+        **dict(run_out(item.run)), "similarity": item.similarity,
+        "matched_message": run_message_out(item.message) if item.message else None,
+        "feedback": [run_feedback_out(row) for row in item.feedback]}) for item in found])
+
+
+def agent_event_out(row: AgentEvent) -> AgentEventOut:
+    """A ledger event as the API shows it (no embedding)."""
+    return AgentEventOut.model_validate(row)
+
+
+def event_append_out(appended: Appended) -> EventAppendOut:
+    """An appended event and the agents now due a reflection."""
+    return EventAppendOut.model_validate({**dict(agent_event_out(appended.event)),
+                                          "reflection_due_for": appended.reflection_due_for})
+
+
+def reflection_out(reflection: Reflection) -> ReflectionOut:
+    """A reflection with the events it is based on."""
+    return ReflectionOut.model_validate({**dict(agent_event_out(reflection.event)),
+                                         "based_on": reflection.based_on})
+
+
+def agent_context_out(context: AgentContext) -> AgentContextOut:
+    """An agent's context block and the events in it."""
+    fitted, rows = context.fitted, context.rows
+    return AgentContextOut(
+        context=fitted.text, token_budget=context.token_budget,
+        characters=len(fitted.text),
+        recent=[agent_event_out(rows[e.id]) for e in fitted.recent],
+        salient=[SalientEventOut.model_validate({
+            **dict(agent_event_out(rows[s.event.id])), "relevance": s.relevance,
+            "recency": s.recency, "importance": s.importance, "salience": s.salience})
+            for s in fitted.salient],
+        reflections=[reflection_out(Reflection(rows[e.id], context.based_on.get(e.id, [])))
+                     for e in fitted.reflections],
+        pending_events=context.memory.pending, reflection_due=context.memory.reflection_due)

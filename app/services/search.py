@@ -11,12 +11,15 @@ from app.config import DEFAULT_RRF_K, RetrievalSettings
 from app.embedding import Embedder
 from app.models import Episode
 from app.repositories import episodes as episode_rows
+from app.repositories import record_search
 from app.repositories import search as search_rows
 from app.repositories.search import Filters, PassageMatch, RankedCandidate
 from app.services.timewindow import TimeWindow
 from app.text import preprocess_search_query
 
 ALL_TYPES = ("episode", "fact", "rule")
+# Searched only when named in `types`; ranked by their own source (repositories/record_search).
+RECORD_TYPES = record_search.TYPES
 
 Key = tuple[str, uuid.UUID]
 
@@ -159,6 +162,7 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     if not cleaned:
         return []
     wanted = [t for t in ALL_TYPES if types is None or t in types]
+    records = [t for t in RECORD_TYPES if types is not None and t in types]
     vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
               if mode in ("semantic", "hybrid") else None)
     keyword_query = cleaned if mode in ("keyword", "hybrid") else None
@@ -170,7 +174,8 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     filters = Filters(tenant_id=tenant_id, scope=scope, min_confidence=min_confidence,
                       occurred=span if time_mode == "filter" else None)
     semantic, keyword = await search_rows.candidate_lists(
-        session, types=wanted, filters=filters, vector=vector, query=keyword_query, limit=limit)
+        session, types=wanted, filters=filters, vector=vector, query=keyword_query,
+        limit=limit) if wanted else ([], [])
     boost = (await search_rows.window_candidates(
         session, filters=filters, window=span, vector=vector, query=keyword_query, limit=limit)
         if span is not None and time_mode == "boost" and "episode" in wanted else [])
@@ -182,11 +187,44 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     else:
         fused = single_list(semantic if mode == "semantic" else keyword,
                             semantic=mode == "semantic", boost=boost)
+    if records:
+        fused = await with_records(session, tenant_id=tenant_id, fused=fused, types=records,
+                                   mode=mode, vector=vector, query=keyword_query, limit=limit,
+                                   rrf_k=retrieval.rrf_k, method=fusion or retrieval.fusion,
+                                   weights=FusionWeights(retrieval.semantic_weight,
+                                                         retrieval.keyword_weight,
+                                                         retrieval.time_weight))
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query)
     if neighbours > 0:
         hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits, count=neighbours)
     return hits
+
+
+def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bool,
+                  limit: int) -> list[Fused]:
+    """Two separately ranked result lists as one: by fused score in hybrid mode, else by rank
+    (time-boosted memories still first)."""
+    def order(item: Fused) -> tuple[Any, ...]:
+        return (False if hybrid else item.time_rank is None, *_fusion_order(item))
+
+    return sorted([*first, *second], key=order)[:limit]
+
+
+async def with_records(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
+                       types: Sequence[str], mode: str, vector: list[float] | None,
+                       query: str | None, limit: int, rrf_k: int, method: str,
+                       weights: FusionWeights) -> list[Fused]:
+    """The memories' results merged with those of the record types asked for (fused the same
+    way, each source on its own)."""
+    semantic, keyword = await record_search.candidate_lists(
+        session, types=types, tenant_id=tenant_id, vector=vector, query=query, limit=limit)
+    if mode == "hybrid":
+        found = fuse(semantic, keyword, limit=limit, k=rrf_k, method=method, weights=weights)
+    else:
+        found = single_list(semantic if mode == "semantic" else keyword,
+                            semantic=mode == "semantic")
+    return merge_sources(fused, found, hybrid=mode == "hybrid", limit=limit)
 
 
 async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit],
@@ -209,6 +247,14 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
             rows = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
                                                ids=ids, vector=vector, query=query)
             loaded.update({(memory_type, memory_id): row for memory_id, row in rows.items()})
+    for record_type in RECORD_TYPES:
+        ids = [f.memory_id for f in fused if f.memory_type == record_type]
+        if ids:
+            records = await record_search.load_rows(session, record_type, tenant_id=tenant_id,
+                                                    ids=ids, vector=vector, query=query)
+            loaded.update({(record_type, row_id): search_rows.LoadedRow(row, similarity,
+                                                                        keyword_score, None)
+                           for row_id, (row, similarity, keyword_score) in records.items()})
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in loaded:

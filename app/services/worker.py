@@ -16,6 +16,8 @@ from app.services.consolidation.pipeline import run_consolidation
 from app.services.decay import run_decay_sweep
 from app.services.erasure import run_erasure
 from app.services.jobs import JobContext, JobOutcome
+from app.services.pii import run_pii_scrub
+from app.services.reflection import run_reflection
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +45,25 @@ async def _erasure(ctx: JobContext, job: Job) -> JobOutcome:
     return await run_erasure(ctx, tenant_id=job.tenant_id, job_id=job.id, params=job.params)
 
 
+async def _pii_scrub(ctx: JobContext, job: Job) -> JobOutcome:
+    return await run_pii_scrub(ctx, tenant_id=job.tenant_id,
+                               rescan=bool(job.params.get("rescan", False)))
+
+
+async def _reflection(ctx: JobContext, job: Job) -> JobOutcome:
+    if job.tenant_id is None:
+        return JobOutcome(result={}, errors=["a reflection job needs a tenant"], failed=True)
+    return await run_reflection(ctx, tenant_id=job.tenant_id, ledger=str(job.params["ledger"]),
+                                agent_id=str(job.params["agent_id"]))
+
+
 HANDLERS: dict[str, Handler] = {
     "consolidation": _consolidation,
     "decay": _decay,
     "cleanup": _cleanup,
     "erasure": _erasure,
+    "pii_scrub": _pii_scrub,
+    "reflection": _reflection,
 }
 
 

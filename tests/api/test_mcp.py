@@ -28,6 +28,12 @@ SPEC_TOOLS = {
     "entity_create", "entity_get", "entity_update", "entity_resolve", "entity_merge",
     "memory_run_consolidation", "memory_run_episode_cleanup",
 }
+# Beyond the spec: task runs (seed 003) and agent ledger memory (seed 001).
+RUN_TOOLS = {
+    "run_create", "run_log_messages", "run_finish", "run_add_feedback", "run_get",
+    "run_search", "agent_event_append", "agent_context", "agent_reflect",
+}
+ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +79,11 @@ def error_text(result: CallToolResult) -> str:
     return " ".join(block.text for block in result.content)  # type: ignore[union-attr]
 
 
-async def test_list_tools_returns_exactly_the_spec_tools(mcp_as: Any) -> None:
+async def test_list_tools_returns_the_spec_tools_and_the_run_tools(mcp_as: Any) -> None:
     async with mcp_as("acme") as client:
         listed = (await client.list_tools()).tools
-    assert {tool.name for tool in listed} == SPEC_TOOLS
-    assert len(listed) == 19
+    assert {tool.name for tool in listed} == ALL_TOOLS
+    assert len(listed) == 19 + len(RUN_TOOLS)
     assert all(tool.description and len(tool.description) > 60 for tool in listed)
 
 
@@ -249,11 +255,24 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("entity_merge", {"target_id": SOME_ID, "source_id": SOME_ID}, "source_id"),
     ("memory_run_consolidation", {"dry_run": True}, "dry_run"),
     ("memory_run_episode_cleanup", {"max_entries": -1}, "max_entries"),
+    ("run_create", {"task_id": ""}, "task_id"),
+    ("run_log_messages", {"run_id": SOME_ID, "messages": [{"role": "boss", "content": "x"}]},
+     "role"),
+    ("run_finish", {"run_id": "nope"}, "run_id"),
+    ("run_add_feedback", {"run_id": SOME_ID, "source": "critic", "rating": 2.0}, "rating"),
+    ("run_get", {"run_id": 7}, "run_id"),
+    ("run_search", {"query": "q", "limit": 0}, "limit"),
+    ("agent_event_append", {"ledger_name": "l", "agent_id": "a", "kind": "agent.spoke",
+                            "content": "x", "turn": -1}, "turn"),
+    ("agent_context", {"ledger_name": "l", "agent_id": "a", "turn": 1,
+                       "relevance": "psychic"}, "relevance"),
+    ("agent_reflect", {"ledger_name": "l", "agent_id": "a", "belief": "b", "based_on": []},
+     "based_on"),
 ]
 
 
 def test_every_tool_has_a_bad_argument_case() -> None:
-    assert {tool for tool, _, _ in BAD_ARGUMENTS} == SPEC_TOOLS
+    assert {tool for tool, _, _ in BAD_ARGUMENTS} == ALL_TOOLS
 
 
 async def test_a_bad_argument_is_a_tool_error_naming_it(mcp_as: Any, sql: Any) -> None:
@@ -355,7 +374,7 @@ async def test_engram_mcp_bridges_stdio_to_the_server(
             "subject": "desk", "predicate": "via", "content": "stored through stdio"}))
         refused = error_text(await client.call_tool("memory_store_fact", {
             "subject": "desk", "predicate": "via", "content": "x", "importance": 99}))
-    assert listed == SPEC_TOOLS
+    assert listed == ALL_TOOLS
     assert "importance" in refused
     assert await sql("SELECT id::text AS id, tenant_id FROM facts") == [
         {"id": stored["id"], "tenant_id": "desk"}]
@@ -369,3 +388,44 @@ async def test_a_tool_calls_events_name_the_callers_key(mcp_as: Any, sql: Any) -
     [event] = await sql("SELECT actor, actor_key_id FROM memory_events "
                         "WHERE payload ->> 'memory_id' = :id", id=episode["id"])
     assert (event["actor"], event["actor_key_id"]) == (f"key:{key['id']}", key["id"])
+
+
+async def test_run_tools_record_a_failure_and_find_it_with_its_feedback(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        run = ok(await client.call_tool("run_create", {
+            "task_id": "invoice", "summary": "Sum the invoice lines"}))
+        logged = ok(await client.call_tool("run_log_messages", {"run_id": run["id"], "messages": [
+            {"role": "planner", "content": "Add every line"},
+            {"role": "critic", "content": "VAT was added twice"}]}))
+        finished = ok(await client.call_tool("run_finish", {"run_id": run["id"],
+                                                            "success": False}))
+        ok(await client.call_tool("run_add_feedback", {
+            "run_id": run["id"], "source": "critic", "rating": 0.2,
+            "rationale": "Count VAT once"}))
+        found = ok(await client.call_tool("run_search", {"query": "total of an invoice",
+                                                         "success": False}))
+        read = ok(await client.call_tool("run_get", {"run_id": run["id"]}))
+    assert [m["role"] for m in logged["items"]] == ["planner", "critic"]
+    assert finished["success"] is False and finished["finished_at"] is not None
+    assert found["results"][0]["id"] == run["id"]
+    assert [f["rationale"] for f in found["results"][0]["feedback"]] == ["Count VAT once"]
+    assert len(read["messages"]) == 2
+
+
+async def test_ledger_tools_give_an_agent_its_context_and_take_its_reflection(
+        mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        seen = ok(await client.call_tool("agent_event_append", {
+            "ledger_name": "town", "agent_id": "alice", "kind": "world.observed",
+            "content": "The mill is burning", "turn": 1}))
+        ok(await client.call_tool("agent_event_append", {
+            "ledger_name": "town", "agent_id": "bob", "kind": "agent.thought",
+            "content": "bob's secret", "turn": 1}))
+        reflection = ok(await client.call_tool("agent_reflect", {
+            "ledger_name": "town", "agent_id": "alice", "belief": "The town is in danger",
+            "based_on": [seen["id"]]}))
+        memory = ok(await client.call_tool("agent_context", {
+            "ledger_name": "town", "agent_id": "alice", "turn": 2}))
+    assert seen["visibility"] == "global"
+    assert [r["id"] for r in memory["reflections"]] == [reflection["id"]]
+    assert memory["recent"] == [] and "bob's secret" not in memory["context"]

@@ -22,7 +22,8 @@ A_SECRET = "alphasecret"
 # Words that appear only in tenant A's memories; B never sends them.
 A_WORDS = (A_SECRET, "zebrafinch", "Rottnest", "brownfur", "politely")
 TENANT_TABLES = ("episodes", "facts", "rules", "memory_links", "entities", "memory_events",
-                 "rule_applications", "jobs", "api_keys")
+                 "rule_applications", "jobs", "api_keys", "runs", "run_messages",
+                 "run_feedback", "agent_events")
 
 
 @dataclass
@@ -53,6 +54,8 @@ def query(params: Callable[[dict[str, str]], dict[str, Any]]) -> Callable[..., d
 
 
 NOTHING: Callable[[dict[str, str]], dict[str, Any]] = lambda ids: {}  # noqa: E731
+SHARED_LEDGER: Callable[[dict[str, str]], dict[str, str]] = (  # noqa: E731
+    lambda ids: {"ledger_name": "shared-ledger"})
 
 B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/episodes"): [
@@ -128,6 +131,11 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/search"): [
         Call(body(lambda ids, mode=mode: {"query": "quokka lives", "mode": mode}), OK)
         for mode in ("semantic", "keyword", "hybrid")
+    ] + [
+        Call(body(lambda ids, mode=mode: {
+            "query": "quokka zebrafinch", "mode": mode,
+            "types": ["run", "run_message", "reflection"]}), OK)
+        for mode in ("semantic", "keyword", "hybrid")
     ],
     ("POST", "/v1/recall"): [Call(body(lambda ids: {"topic": "where does the quokka live"}),
                                   OK)],
@@ -162,6 +170,34 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(query(lambda ids: {"memory_id": ids["fact"]}), OK),
         Call(query(lambda ids: {"event_type": "fact_created"}), OK),
     ],
+    ("POST", "/v1/runs"): [Call(body(lambda ids: {"task_id": "shared-task"}), {201})],
+    ("GET", "/v1/runs"): [Call(query(lambda ids: {"task_id": "shared-task"}), OK)],
+    ("POST", "/v1/runs/search"): [
+        Call(body(lambda ids: {"query": "quokka run", "success": False}), OK)],
+    ("POST", "/v1/runs/lessons"): [Call(body(lambda ids: {}), OK),
+                                   Call(body(lambda ids: {"run_id": ids["run"]}), OK)],
+    ("GET", "/v1/runs/{run_id}"): [Call(NOTHING, NOT_FOUND, own("run"))],
+    ("PATCH", "/v1/runs/{run_id}"): [
+        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("run"))],
+    ("POST", "/v1/runs/{run_id}/messages"): [
+        Call(body(lambda ids: {"role": "human", "content": "b"}), NOT_FOUND, own("run"))],
+    ("POST", "/v1/runs/{run_id}/messages/batch"): [
+        Call(body(lambda ids: {"items": [{"role": "human", "content": "b"}]}), NOT_FOUND,
+             own("run"))],
+    ("POST", "/v1/runs/{run_id}/feedback"): [
+        Call(body(lambda ids: {"source": "human", "rating": 1.0}), NOT_FOUND, own("run"))],
+    ("POST", "/v1/jobs/pii-scrub"): [Call(NOTHING, {202})],
+    ("POST", "/v1/ledgers/{ledger_name}/events"): [
+        Call(body(lambda ids: {"agent_id": "alice", "kind": "world.observed",
+                               "content": "b sees rain", "turn": 9}), {201}, SHARED_LEDGER)],
+    ("GET", "/v1/ledgers/{ledger_name}/events"): [Call(NOTHING, OK, SHARED_LEDGER)],
+    ("GET", "/v1/ledgers/{ledger_name}/reflections"): [Call(NOTHING, OK, SHARED_LEDGER)],
+    ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/reflections"): [
+        Call(body(lambda ids: {"belief": "b believes", "based_on": [ids["agent_event"]]}),
+             {422}, lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"})],
+    ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/context"): [
+        Call(body(lambda ids: {"turn": 9, "query": "quokka"}), OK,
+             lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"})],
 }
 
 
@@ -189,8 +225,20 @@ async def seed_tenant_a(client) -> dict[str, str]:
                              "target_type": "episode", "target_id": episode["id"],
                              "relation": "derived_from"})
     job = await post("/v1/jobs/decay")
+    run = await post("/v1/runs", {"task_id": "shared-task", "success": False,
+                                  "summary": f"quokka run zebrafinch {A_SECRET}"})
+    await post(f"/v1/runs/{run['id']}/messages", {"role": "critic",
+                                                  "content": f"quokka brownfur {A_SECRET}"})
+    await post(f"/v1/runs/{run['id']}/feedback", {"source": "critic", "rating": 0.1,
+                                                  "rationale": f"politely {A_SECRET}"})
+    event = await post("/v1/ledgers/shared-ledger/events", {
+        "agent_id": "alice", "kind": "world.observed", "turn": 1,
+        "content": f"quokka Rottnest {A_SECRET}"})
+    reflection = await post("/v1/ledgers/shared-ledger/agents/alice/reflections", {
+        "belief": f"quokka zebrafinch {A_SECRET}", "based_on": [event["id"]]})
     return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
-            "fact": fact["id"], "rule": rule["id"], "job": job["id"]}
+            "fact": fact["id"], "rule": rule["id"], "job": job["id"], "run": run["id"],
+            "agent_event": event["id"], "reflection": reflection["id"]}
 
 
 async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]:

@@ -1,0 +1,131 @@
+"""/v1/runs: task runs with their messages and feedback (seed 003)."""
+
+import uuid
+
+from fastapi import APIRouter, status
+
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.errors import problem_responses
+from app.routers.params import Cursor, Limit, Text
+from app.schemas.common import Page
+from app.schemas.runs import (
+    FeedbackCreate,
+    LessonsOut,
+    LessonsRequest,
+    MessageBatchCreate,
+    MessageBatchOut,
+    MessageCreate,
+    RunCreate,
+    RunDetailOut,
+    RunFeedbackOut,
+    RunMessageOut,
+    RunOut,
+    RunSearchRequest,
+    RunSearchResponse,
+    RunUpdate,
+)
+from app.services import run_lessons, runs
+from app.services.responses import (
+    run_detail_out,
+    run_feedback_out,
+    run_message_out,
+    run_out,
+    run_search_out,
+)
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=RunOut,
+             responses=problem_responses(422), summary="Create a run")
+async def create_run(body: RunCreate, session: SessionDep, tenant_id: TenantDep,
+                     embedder: EmbedderDep) -> RunOut:
+    """Start the record of one task run; it is embedded by `task_id` and `summary`."""
+    return run_out(await runs.create_run(session, tenant_id=tenant_id, embedder=embedder,
+                                         data=body))
+
+
+@router.get("", response_model=Page[RunOut], responses=problem_responses(422),
+            summary="List runs")
+async def list_runs(session: SessionDep, tenant_id: TenantDep, task_id: Text = None,
+                    success: bool | None = None, limit: Limit = 50,
+                    cursor: Cursor = None) -> Page[RunOut]:
+    """The tenant's runs, newest first."""
+    rows, next_cursor = await runs.list_runs(session, tenant_id=tenant_id, task_id=task_id,
+                                             success=success, limit=limit, cursor=cursor)
+    return Page(items=[run_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.post("/search", response_model=RunSearchResponse, responses=problem_responses(422),
+             summary="Runs similar to a text, with their feedback")
+async def search_runs(body: RunSearchRequest, session: SessionDep, tenant_id: TenantDep,
+                      embedder: EmbedderDep, settings: SettingsDep) -> RunSearchResponse:
+    """Runs ranked by the best cosine similarity of the run itself (task and summary) or any
+    of its messages to `query`, each with all its feedback. The failure loop: a critic marks
+    a run `success: false` and rates it low; an agent then asks for `success: false` runs
+    similar to its task and plans an improvement from their feedback."""
+    return run_search_out(await runs.search_runs(session, tenant_id=tenant_id,
+                                                 embedder=embedder,
+                                                 retrieval=settings.retrieval, request=body))
+
+
+@router.post("/lessons", response_model=LessonsOut, responses=problem_responses(422),
+             summary="Turn failed runs' critic feedback into candidate rules")
+async def learn_lessons(body: LessonsRequest, session: SessionDep, tenant_id: TenantDep,
+                        embedder: EmbedderDep) -> LessonsOut:
+    """Each critic feedback with a rationale, rated at most `max_rating`, on a run marked
+    `success: false`, that has not become a rule yet, becomes a candidate rule
+    "When doing task <task_id>: <rationale>" (tag `run-lesson`, in `scope`), linked
+    `derived_from` the feedback and the run; the feedback's `lesson_rule_id` names it.
+    At most 100 per call; call again for more."""
+    rules = await run_lessons.learn_from_failures(session, tenant_id=tenant_id,
+                                                  embedder=embedder, request=body)
+    return LessonsOut(rules_created=len(rules), rule_ids=[rule.id for rule in rules])
+
+
+@router.get("/{run_id}", response_model=RunDetailOut, responses=problem_responses(404, 422),
+            summary="Get a run with its messages and feedback")
+async def get_run(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RunDetailOut:
+    """The run, its messages in append order and its feedback oldest first."""
+    return run_detail_out(await runs.get_run(session, tenant_id=tenant_id, run_id=run_id))
+
+
+@router.patch("/{run_id}", response_model=RunOut, responses=problem_responses(404, 422),
+              summary="Finish a run or correct its outcome")
+async def update_run(run_id: uuid.UUID, body: RunUpdate, session: SessionDep,
+                     tenant_id: TenantDep, embedder: EmbedderDep) -> RunOut:
+    """Set `finished_at`, `score_numeric`, `success` or `summary`; omitted fields stay."""
+    return run_out(await runs.update_run(session, tenant_id=tenant_id, embedder=embedder,
+                                         run_id=run_id, data=body))
+
+
+@router.post("/{run_id}/messages", status_code=status.HTTP_201_CREATED,
+             response_model=RunMessageOut, responses=problem_responses(404, 422),
+             summary="Append a message")
+async def append_message(run_id: uuid.UUID, body: MessageCreate, session: SessionDep,
+                         tenant_id: TenantDep, embedder: EmbedderDep) -> RunMessageOut:
+    """Append one message; `token_count` defaults to an estimate (characters / 4)."""
+    [row] = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
+                                       run_id=run_id, items=[body])
+    return run_message_out(row)
+
+
+@router.post("/{run_id}/messages/batch", status_code=status.HTTP_201_CREATED,
+             response_model=MessageBatchOut, responses=problem_responses(404, 422),
+             summary="Append many messages at once")
+async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, session: SessionDep,
+                          tenant_id: TenantDep, embedder: EmbedderDep) -> MessageBatchOut:
+    """Append up to 1000 messages in one transaction, in order: all or none."""
+    rows = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
+                                      run_id=run_id, items=body.items)
+    return MessageBatchOut(items=[run_message_out(row) for row in rows])
+
+
+@router.post("/{run_id}/feedback", status_code=status.HTTP_201_CREATED,
+             response_model=RunFeedbackOut, responses=problem_responses(404, 422),
+             summary="Add feedback")
+async def add_feedback(run_id: uuid.UUID, body: FeedbackCreate, session: SessionDep,
+                       tenant_id: TenantDep) -> RunFeedbackOut:
+    """A critic's or human's rating (0 worst to 1 best) and rationale."""
+    return run_feedback_out(await runs.add_feedback(session, tenant_id=tenant_id,
+                                                    run_id=run_id, data=body))
