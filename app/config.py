@@ -55,6 +55,11 @@ class RetrievalSettings(BaseModel):
     keyword_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
     time_weight: float = Field(0.25, ge=0, le=1, description="Weighted fusion only: the "
                                "boost of the episodes inside the query's time window.")
+    graph_weight: float = Field(
+        0.2, ge=0, le=1, description="Weighted fusion only: the weight of the graph score of "
+        "memories near the query's entities (seed 004's 0.2 beside vector 0.6 and decay 0.2).")
+    graph_fanout: int = Field(50, ge=1, le=1000, description="Graph search follows at most "
+                              "this many links from each node (the strongest).")
     recall_pool_factor: int = Field(
         3, ge=1, le=10, description="Recall fuses limit * factor candidates before scoring."
     )

@@ -157,4 +157,6 @@ class MemoryLink(Base):
     target_type: Mapped[str] = mapped_column(Text, primary_key=True)
     target_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     relation: Mapped[str] = mapped_column(Text, nullable=False)
+    # In (0, 1]: how strongly the ends are related; graph search multiplies it along a path.
+    strength: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
     created_at: Mapped[datetime] = created_at_column()

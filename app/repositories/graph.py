@@ -164,3 +164,63 @@ async def summaries(session: AsyncSession, *, tenant_id: str,
             for row in result.all():
                 found[(node_type, row.id)] = (row.text, row.state)
     return found
+
+
+# Paths from the root entities over links (either way, weighted by `strength`) and fact ->
+# entity anchors (strength 1), at most :fanout neighbours a node and :hops edges. A memory's
+# graph score is its best path's strength product divided by its length in hops.
+_GRAPH_SCORES_SQL = text("""
+WITH RECURSIVE paths(node_type, node_id, hop, strength, root) AS (
+    SELECT 'entity'::text, e.id, 0, 1.0::double precision, e.id
+    FROM entities AS e
+    WHERE e.tenant_id = :tenant_id AND e.id = ANY (CAST(:roots AS uuid[]))
+    UNION ALL
+    SELECT nb.node_type, nb.node_id, p.hop + 1, p.strength * nb.strength, p.root
+    FROM paths AS p
+    CROSS JOIN LATERAL (
+        SELECT * FROM (
+            SELECT l.target_type AS node_type, l.target_id AS node_id, l.strength
+            FROM memory_links AS l
+            WHERE l.tenant_id = :tenant_id AND l.source_type = p.node_type
+              AND l.source_id = p.node_id
+            UNION ALL
+            SELECT l.source_type, l.source_id, l.strength
+            FROM memory_links AS l
+            WHERE l.tenant_id = :tenant_id AND l.target_type = p.node_type
+              AND l.target_id = p.node_id
+            UNION ALL
+            SELECT 'fact', f.id, 1.0
+            FROM facts AS f
+            WHERE p.node_type = 'entity' AND f.tenant_id = :tenant_id AND f.entity_id = p.node_id
+            UNION ALL
+            SELECT 'entity', f.entity_id, 1.0
+            FROM facts AS f
+            WHERE p.node_type = 'fact' AND f.tenant_id = :tenant_id AND f.id = p.node_id
+              AND f.entity_id IS NOT NULL
+        ) AS edges
+        ORDER BY edges.strength DESC
+        LIMIT :fanout
+    ) AS nb
+    WHERE p.hop < :hops
+)
+SELECT node_type, node_id, hop, strength, root, score FROM (
+    SELECT DISTINCT ON (node_type, node_id) node_type, node_id, hop, strength, root,
+           strength / hop AS score
+    FROM paths
+    WHERE hop > 0 AND node_type = ANY (CAST(:types AS text[]))
+    ORDER BY node_type, node_id, strength / hop DESC, hop
+) AS best
+ORDER BY score DESC, node_type, node_id
+LIMIT :limit
+""")
+
+
+async def graph_scores(session: AsyncSession, *, tenant_id: str, roots: Sequence[uuid.UUID],
+                       types: Sequence[str], hops: int, fanout: int,
+                       limit: int) -> list[Row[Any]]:
+    """The memories of `types` within `hops` of the root entities, best graph score first:
+    (node_type, node_id, hop, strength, root, score)."""
+    result = await session.execute(_GRAPH_SCORES_SQL, {
+        "tenant_id": tenant_id, "roots": list(roots), "types": list(types), "hops": hops,
+        "fanout": fanout, "limit": limit})
+    return list(result.all())

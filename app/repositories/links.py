@@ -1,4 +1,4 @@
-"""memory_links: provenance edges between memories."""
+"""memory_links: provenance edges between memories and typed relations of entities."""
 
 import uuid
 
@@ -6,19 +6,20 @@ from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import AgentEvent, MemoryLink, Run, RunFeedback, RunMessage
+from app.models import AgentEvent, Entity, MemoryLink, Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.memories import MODELS
 
 
 async def create_link(session: AsyncSession, *, tenant_id: str, source_type: str,
                       source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
-                      relation: str) -> bool:
+                      relation: str, strength: float = 1.0) -> bool:
     """Insert an edge; an existing edge is left as it is. True when a row was added."""
     stmt = (
         insert(MemoryLink)
         .values(tenant_id=tenant_id, source_type=source_type, source_id=source_id,
-                target_type=target_type, target_id=target_id, relation=relation)
+                target_type=target_type, target_id=target_id, relation=relation,
+                strength=strength)
         .on_conflict_do_nothing()
     )
     result = await session.execute(stmt)
@@ -48,8 +49,8 @@ async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
 
-LINKABLE = {**MODELS, "run": Run, "run_message": RunMessage, "run_feedback": RunFeedback,
-            "agent_event": AgentEvent}
+LINKABLE = {**MODELS, "entity": Entity, "run": Run, "run_message": RunMessage,
+            "run_feedback": RunFeedback, "agent_event": AgentEvent}
 
 
 async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: str,

@@ -281,3 +281,14 @@ async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id:
     )
     rows: list[Memory] = list((await session.execute(stmt)).scalars())  # type: ignore[arg-type]
     return rows
+
+
+async def visible_ids(session: AsyncSession, memory_type: str, *, filters: Filters,
+                      ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of `ids` that search may show (tenant, scope, lifecycle, confidence)."""
+    if not ids:
+        return set()
+    model = MODELS[memory_type]
+    stmt = select(model.id).where(model.id.in_(list(ids)),
+                                  *visibility_filters(memory_type, filters))
+    return set((await session.execute(stmt)).scalars())

@@ -18,6 +18,7 @@ from app.services import retrieval
 from app.services.context import build_context
 from app.services.recall import recall
 from app.services.responses import context_out, recall_hit
+from app.services.search import graph_query
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 
@@ -45,7 +46,8 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
     reference (reference_count + 1, last_referenced_at = now), as shown in the response."""
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
-                            limit=body.limit, min_confidence=body.min_confidence)
+                            limit=body.limit, min_confidence=body.min_confidence,
+                            graph=graph_query(body.entities, body.graph_hops))
     now = now_utc()
     return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 

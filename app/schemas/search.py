@@ -12,6 +12,7 @@ from app.schemas.common import (
     Name,
     RequestModel,
     ResponseModel,
+    UUIDIn,
 )
 from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut
@@ -67,6 +68,15 @@ applied in SQL before the limit.
 """
 
 
+MAX_GRAPH_ENTITIES = 10
+GRAPH_DESCRIPTION = (
+    "Entities the query is about (hybrid mode): memories within `graph_hops` links of them "
+    "(typed links, provenance links and facts' entity anchors, either way) form one more "
+    "ranked list, by graph score = the best path's product of link strengths / its hops. RRF "
+    "adds 1/(k + graph rank); weighted fusion adds `graph_weight` (0.2) * graph score. Each "
+    "hit names its path (`graph`) and its `contributions` gain `graph`.")
+
+
 class SearchRequest(RequestModel):
     """A search over one or more memory types."""
 
@@ -101,6 +111,20 @@ class SearchRequest(RequestModel):
         None, description="Hybrid mode: how the lists are fused. `rrf`: Reciprocal Rank "
         "Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max "
         "normalised score times its configured weight. Default: the configured fusion (rrf).")
+    entities: list[UUIDIn] | None = Field(
+        None, min_length=1, max_length=MAX_GRAPH_ENTITIES,
+        description=GRAPH_DESCRIPTION)
+    graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
+                            "memory may be to get a graph boost.")
+
+
+class GraphPathOut(ResponseModel):
+    """Why a memory got a graph boost: its best path from one of the query's entities."""
+
+    entity_id: uuid.UUID = Field(description="The query entity the path starts from.")
+    hops: int = Field(description="Links on the path (fact-entity anchors count as links).")
+    strength: float = Field(description="Product of the links' strengths along the path.")
+    score: float = Field(description="strength / hops: the graph score, in (0, 1].")
 
 
 class PassageOut(ResponseModel):
@@ -130,6 +154,9 @@ class Scores(ResponseModel):
     fused_score: float | None = Field(
         None, description="Hybrid mode only: the score results are ordered by (rrf or "
         "weighted fusion).")
+    graph: GraphPathOut | None = Field(
+        None, description="With `entities`: the memory's best path from them (null when it "
+        "is not within `graph_hops`).")
     contributions: dict[str, float] | None = Field(
         None, description="Hybrid mode only: `fused_score` split by signal (`semantic`, "
         "`keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.")
@@ -196,6 +223,12 @@ class RecallRequest(RequestModel):
     scope: Scope = None
     limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description=LIMIT_DESCRIPTION)
     min_confidence: MinConfidence = 0.2
+    entities: list[UUIDIn] | None = Field(
+        None, min_length=1, max_length=MAX_GRAPH_ENTITIES,
+        description=GRAPH_DESCRIPTION + " In recall the graph part of the fused score is left "
+        "out of `relevance` and added to `composite_score` as `graph_weight` * graph score.")
+    graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
+                            "memory may be to get a graph boost.")
 
 
 class RecallScores(ResponseModel):

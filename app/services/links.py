@@ -14,9 +14,9 @@ async def create_link(session: AsyncSession, *, tenant_id: str,
                       data: LinkCreate) -> tuple[MemoryLink, bool]:
     """Create the edge, or return the identical existing one; (link, created).
 
-    Both ends must be memories of the tenant (InvalidInput otherwise). A different relation
-    already joining the same two memories is a Conflict: memory_links holds one edge per
-    ordered pair.
+    Both ends must be memories (or entities) of the tenant (InvalidInput otherwise). A
+    different relation already joining the same two ends is a Conflict: memory_links holds
+    one edge per ordered pair.
     """
     if (data.source_type, data.source_id) == (data.target_type, data.target_id):
         raise InvalidInput("a memory cannot be linked to itself", field="target_id")
@@ -27,7 +27,8 @@ async def create_link(session: AsyncSession, *, tenant_id: str,
             raise InvalidInput(f"{memory_type} {memory_id} does not exist", field=f"{end}_id")
     created = await link_rows.create_link(
         session, tenant_id=tenant_id, source_type=data.source_type, source_id=data.source_id,
-        target_type=data.target_type, target_id=data.target_id, relation=data.relation)
+        target_type=data.target_type, target_id=data.target_id, relation=data.relation,
+        strength=data.strength)
     link = await link_rows.get_link(
         session, tenant_id=tenant_id, source_type=data.source_type, source_id=data.source_id,
         target_type=data.target_type, target_id=data.target_id)

@@ -12,7 +12,7 @@ from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
 from app.repositories import search as search_rows
 from app.services.lifecycle import effective_confidence, recency_score
-from app.services.search import Hit, search
+from app.services.search import GraphQuery, Hit, search
 
 RECALL_TYPES = ("fact", "rule")
 
@@ -66,15 +66,19 @@ def above_floor(hit: Hit, floor: float) -> bool:
     return hit.similarity is None or hit.similarity >= floor
 
 
-def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime) -> Recalled:
-    """The composite score of one hybrid hit."""
+def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime,
+              graph_weight: float = 0.0) -> Recalled:
+    """The composite score of one hybrid hit; a graph path adds graph_weight * its score."""
     row = hit.row
-    relevance = relevance_from_rrf(hit.rrf_score or 0.0, pool=pool, k=k)
+    graph_part = (hit.contributions or {}).get("graph", 0.0)
+    relevance = relevance_from_rrf((hit.rrf_score or 0.0) - graph_part, pool=pool, k=k)
     recency = recency_score(own_time(row), now)
     confidence = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at, now)
     importance = getattr(row, "importance", 5.0)
     score = composite_score(relevance=relevance, importance=importance, recency=recency,
                             confidence=confidence, weights=weights)
+    if hit.graph is not None:
+        score += graph_weight * hit.graph.score
     return Recalled(hit, relevance, recency, confidence, score)
 
 
@@ -86,7 +90,8 @@ def recall_order(item: Recalled) -> tuple[Any, ...]:
 
 async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, topic: str, scope: str | None,
-                 limit: int | None, min_confidence: float, bump: bool = True) -> list[Recalled]:
+                 limit: int | None, min_confidence: float, bump: bool = True,
+                 graph: GraphQuery | None = None) -> list[Recalled]:
     """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
     out those less similar to the topic than the relevance floor; each returned one is
     referenced."""
@@ -94,10 +99,11 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     pool = limit * retrieval.recall_pool_factor
     hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                         query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
-                        limit=pool, min_confidence=min_confidence, fusion="rrf")
+                        limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph)
     now = now_utc()
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
-                        now=now) for hit in hits if above_floor(hit, retrieval.relevance_floor)]
+                        now=now, graph_weight=retrieval.graph_weight)
+              for hit in hits if above_floor(hit, retrieval.relevance_floor)]
     top = sorted(scored, key=recall_order)[:limit]
     if bump:
         await bump_recalled(session, tenant_id=tenant_id, recalled=top)

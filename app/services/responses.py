@@ -140,6 +140,9 @@ def _scores(hit: Hit) -> dict[str, Any]:
     return {"similarity": hit.similarity, "rank": hit.keyword_score, "rrf_score": hit.rrf_score,
             "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank,
             "time_rank": hit.time_rank, "fused_score": hit.fused_score,
+            "graph": None if hit.graph is None else {
+                "entity_id": hit.graph.entity_id, "hops": hit.graph.hops,
+                "strength": hit.graph.strength, "score": hit.graph.score},
             "contributions": hit.contributions,
             "passage": None if hit.passage is None else {
                 "kind": hit.passage.kind, "index": hit.passage.ordinal,

@@ -7,7 +7,7 @@ from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.schemas.search import SearchRequest, SearchResponse
 from app.services.responses import search_out
-from app.services.search import search
+from app.services.search import graph_query, search
 from app.services.timewindow import parse_time_window
 
 
@@ -23,5 +23,6 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                         mode=mode, limit=request.limit or retrieval.default_limit,
                         min_confidence=request.min_confidence,
                         neighbours=request.neighbours, window=window,
-                        time_mode=request.time_mode, fusion=request.fusion)
+                        time_mode=request.time_mode, fusion=request.fusion,
+                        graph=graph_query(request.entities, request.graph_hops))
     return search_out(mode, hits, window, request.time_mode, now)

@@ -11,6 +11,7 @@ from app.config import DEFAULT_RRF_K, RetrievalSettings
 from app.embedding import Embedder
 from app.models import Episode
 from app.repositories import episodes as episode_rows
+from app.repositories import graph as graph_rows
 from app.repositories import record_search
 from app.repositories import search as search_rows
 from app.repositories.search import Filters, PassageMatch, RankedCandidate
@@ -50,6 +51,7 @@ class FusionWeights:
     semantic: float = 0.5
     keyword: float = 0.5
     time: float = 0.25
+    graph: float = 0.2
 
 
 def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
@@ -83,29 +85,38 @@ def _normalised(candidates: Sequence[RankedCandidate]) -> dict[Key, float]:
 
 def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
          k: int = DEFAULT_RRF_K, boost: Sequence[RankedCandidate] = (), method: str = "rrf",
-         weights: FusionWeights = FusionWeights()) -> list[Fused]:
+         weights: FusionWeights = FusionWeights(),
+         graph: Sequence[RankedCandidate] = ()) -> list[Fused]:
     """Fuse two ranked lists, best first (then semantic_rank, keyword_rank, stable keys).
 
     `rrf`: 1/(k + rank) per list, a missing rank counting as limit + 1. `weighted`: each
     list's min-max normalised score times its weight, 0 when missing. A `boost` list (the
     episodes inside the query's time window) adds 1/(k + its rank) (rrf) or
-    weights.time * (n - rank + 1) / n (weighted) to the memories it holds.
+    weights.time * (n - rank + 1) / n (weighted) to the memories it holds. A `graph` list
+    (memories near the query's entities, scored in [0, 1]) adds 1/(k + its rank) (rrf) or
+    weights.graph * its score (weighted).
     """
     semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
+    graph_by = _by_key(graph)
     semantic_norm, keyword_norm = _normalised(semantic), _normalised(keyword)
     missing = limit + 1
     fused = []
-    for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by]):
+    for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by, *graph_by]):
         sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
+        near = graph_by.get(key)
         if method == "weighted":
             parts = {"semantic": weights.semantic * semantic_norm.get(key, 0.0),
                      "keyword": weights.keyword * keyword_norm.get(key, 0.0),
                      "time": (weights.time * (len(boost) - tb.rank + 1) / len(boost)
                               if tb else 0.0)}
+            if graph:
+                parts["graph"] = weights.graph * near.score if near else 0.0
         else:
             parts = {"semantic": 1.0 / (k + (sem.rank if sem else missing)),
                      "keyword": 1.0 / (k + (kw.rank if kw else missing)),
                      "time": 1.0 / (k + tb.rank) if tb else 0.0}
+            if graph:
+                parts["graph"] = 1.0 / (k + near.rank) if near else 0.0
         total = sum(parts.values())
         fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
                            total if method == "rrf" else None, tb.rank if tb else None,
@@ -143,20 +154,46 @@ class Hit:
     passage: PassageMatch | None = None
     fused_score: float | None = None
     contributions: dict[str, float] | None = None
+    graph: "GraphPath | None" = None
+
+
+@dataclass(frozen=True)
+class GraphQuery:
+    """Entities a search is about: memories within `hops` links of them rank higher."""
+
+    entities: tuple[uuid.UUID, ...]
+    hops: int = 2
+
+
+@dataclass(frozen=True)
+class GraphPath:
+    """Why a memory got a graph boost: its best path from one of the query's entities."""
+
+    entity_id: uuid.UUID
+    hops: int
+    strength: float
+    score: float
+
+
+def graph_query(entities: Sequence[uuid.UUID] | None, hops: int) -> GraphQuery | None:
+    """The graph part of a request: None without entities."""
+    return GraphQuery(tuple(dict.fromkeys(entities)), hops) if entities else None
 
 
 async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
                  scope: str | None, mode: str, limit: int, min_confidence: float,
                  neighbours: int = 0, window: TimeWindow | None = None,
-                 time_mode: str = "boost", fusion: str | None = None) -> list[Hit]:
+                 time_mode: str = "boost", fusion: str | None = None,
+                 graph: GraphQuery | None = None) -> list[Hit]:
     """Search the tenant's memories; an empty query (after preprocessing) finds nothing.
 
     With `neighbours` > 0 each episode hit carries up to that many turns stored before and
     after it in the same butler and session. A time `window` boosts the episodes that
     occurred inside it (`time_mode` "boost": a third RRF list in hybrid mode, moved ahead in
     one-list modes) or keeps only those ("filter"). Hybrid mode fuses the lists by `fusion`
-    (rrf or weighted; default: the configured one).
+    (rrf or weighted; default: the configured one); with a `graph` query (hybrid mode) the
+    memories near its entities are a further list, each hit saying its path.
     """
     cleaned = preprocess_search_query(query)
     if not cleaned:
@@ -179,11 +216,14 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     boost = (await search_rows.window_candidates(
         session, filters=filters, window=span, vector=vector, query=keyword_query, limit=limit)
         if span is not None and time_mode == "boost" and "episode" in wanted else [])
+    near, paths = (await graph_candidates(session, filters=filters, types=wanted, graph=graph,
+                                          limit=limit, fanout=retrieval.graph_fanout)
+                   if graph is not None and graph.entities and mode == "hybrid" else ([], {}))
+    weights = FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
+                            retrieval.time_weight, retrieval.graph_weight)
     if mode == "hybrid":
         fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k, boost=boost,
-                     method=fusion or retrieval.fusion,
-                     weights=FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
-                                           retrieval.time_weight))
+                     method=fusion or retrieval.fusion, weights=weights, graph=near)
     else:
         fused = single_list(semantic if mode == "semantic" else keyword,
                             semantic=mode == "semantic", boost=boost)
@@ -191,14 +231,36 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         fused = await with_records(session, tenant_id=tenant_id, fused=fused, types=records,
                                    mode=mode, vector=vector, query=keyword_query, limit=limit,
                                    rrf_k=retrieval.rrf_k, method=fusion or retrieval.fusion,
-                                   weights=FusionWeights(retrieval.semantic_weight,
-                                                         retrieval.keyword_weight,
-                                                         retrieval.time_weight))
+                                   weights=weights)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query)
+    if paths:
+        hits = [replace(hit, graph=paths.get((hit.memory_type, hit.row.id))) for hit in hits]
     if neighbours > 0:
         hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits, count=neighbours)
     return hits
+
+
+async def graph_candidates(
+    session: AsyncSession, *, filters: Filters, types: Sequence[str], graph: GraphQuery,
+    limit: int, fanout: int,
+) -> tuple[list[RankedCandidate], dict[Key, GraphPath]]:
+    """The visible memories within `graph.hops` of its entities, ranked by graph score
+    (best path's strength product / hops), and each one's path."""
+    rows = await graph_rows.graph_scores(
+        session, tenant_id=filters.tenant_id, roots=graph.entities, types=types,
+        hops=graph.hops, fanout=fanout, limit=limit * 4)
+    visible: set[Key] = set()
+    for memory_type in types:
+        ids = [row.node_id for row in rows if row.node_type == memory_type]
+        visible |= {(memory_type, memory_id) for memory_id in await search_rows.visible_ids(
+            session, memory_type, filters=filters, ids=ids)}
+    kept = [row for row in rows if (row.node_type, row.node_id) in visible][:limit]
+    ranked = [RankedCandidate(row.node_type, row.node_id, rank, row.score)
+              for rank, row in enumerate(kept, 1)]
+    paths = {(row.node_type, row.node_id): GraphPath(row.root, row.hop, row.strength, row.score)
+             for row in kept}
+    return ranked, paths
 
 
 def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bool,

@@ -103,3 +103,20 @@ def test_weighted_fusion_boosts_the_time_window_by_rank():
 
     assert [f.memory_id for f in fused] == [B, A]
     assert fused[0].contributions["time"] == pytest.approx(0.25)
+
+
+def test_a_graph_list_adds_its_own_signal_in_both_fusions():
+    graph = scored((C, 0.5))
+    rrf = {f.memory_id: f for f in fuse(ranked(A, B), ranked(A, B), limit=3, graph=graph)}
+    assert rrf[C].contributions["graph"] == pytest.approx(1 / 61)
+    assert rrf[A].contributions["graph"] == 0.0
+
+    weighted = {f.memory_id: f for f in fuse(scored((A, 0.9), (B, 0.1)), [], limit=3,
+                                               method="weighted", graph=graph,
+                                               weights=FusionWeights(graph=0.2))}
+    assert weighted[C].fused_score == pytest.approx(0.2 * 0.5)
+
+
+def test_without_a_graph_list_there_is_no_graph_signal():
+    [first, *_] = fuse(ranked(A), ranked(A), limit=1)
+    assert "graph" not in first.contributions
