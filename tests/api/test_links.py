@@ -48,7 +48,8 @@ async def test_new_link_is_201_with_its_fields(client):
     response = await client.post("/v1/links", json=body(source, target))
     assert response.status_code == 201
     created = response.json()
-    assert {k: v for k, v in created.items() if k != "created_at"} == body(source, target)
+    assert {k: v for k, v in created.items() if k != "created_at"} == {
+        **body(source, target), "strength": 1.0}
 
 
 async def test_repeated_link_is_200_with_the_existing_link(client, sql):
@@ -92,7 +93,7 @@ async def test_unknown_relation_is_422(client):
 
 async def test_unknown_memory_type_is_422(client):
     source = await fact(client)
-    response = await client.post("/v1/links", json=body(source, ("entity", str(uuid.uuid4()))))
+    response = await client.post("/v1/links", json=body(source, ("planet", str(uuid.uuid4()))))
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.target_type"
 
