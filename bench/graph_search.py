@@ -57,7 +57,7 @@ async def seed(url: str, *, entities: int, facts: int, episodes: int, links: int
             "INSERT INTO entities (id, tenant_id, canonical_name, entity_type) "
             "SELECT unnest(CAST(:ids AS uuid[])), :t, unnest(CAST(:names AS text[])), 'person'"),
             {"ids": entity_ids, "t": TENANT,
-             "names": [f"{rng.choice(NAMES)} {i}" for i in range(entities)]})
+             "names": [f"{rng.choice(NAMES)} {i} {uuid.uuid4().hex[:8]}" for i in range(entities)]})
     for start in range(0, facts, 2000):
         n = min(2000, facts - start)
         contents = [sentence(rng) for _ in range(n)]
