@@ -47,8 +47,9 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
                             limit=body.limit, min_confidence=body.min_confidence,
-                            graph=graph_query(body.entities, body.graph_hops))
-    now = now_utc()
+                            graph=graph_query(body.entities, body.graph_hops),
+                            reference_time=body.reference_time)
+    now = body.reference_time or now_utc()
     return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 
 
@@ -76,5 +77,6 @@ async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: T
     context = await build_context(session, tenant_id=tenant_id, embedder=embedder,
                                   retrieval=settings.retrieval,
                                   trigger_prompt=body.trigger_prompt, butler=body.butler,
-                                  token_budget=body.token_budget)
+                                  token_budget=body.token_budget,
+                                  reference_time=body.reference_time)
     return context_out(context)

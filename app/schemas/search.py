@@ -229,6 +229,9 @@ class RecallRequest(RequestModel):
         "out of `relevance` and added to `composite_score` as `graph_weight` * graph score.")
     graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
                             "memory may be to get a graph boost.")
+    reference_time: AwareDatetimeIn | None = Field(
+        None, description="The 'now' that recency and effective confidence are computed at "
+        "(a past moment to ask what was known then); default: the current time.")
 
 
 class RecallScores(ResponseModel):
@@ -265,6 +268,9 @@ class ContextRequest(RequestModel):
         description="At most token_budget * 4 characters; defaults to the configured "
         "context_token_budget (3000).",
     )
+    reference_time: AwareDatetimeIn | None = Field(
+        None, description="The 'now' that recency and effective confidence are computed at "
+        "(a past moment to ask what was known then); default: the current time.")
 
 
 class ContextItem(ResponseModel):

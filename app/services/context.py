@@ -3,6 +3,7 @@
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -90,13 +91,14 @@ class Context:
 
 async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                         retrieval: RetrievalSettings, trigger_prompt: str, butler: str,
-                        token_budget: int | None) -> Context:
+                        token_budget: int | None,
+                        reference_time: datetime | None = None) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
     budget = token_budget or retrieval.context_token_budget
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                             topic=trigger_prompt, scope=butler,
                             limit=retrieval.context_recall_limit, min_confidence=0.2,
-                            bump=False)
+                            bump=False, reference_time=reference_time)
     facts = [r for r in recalled if r.hit.memory_type == "fact"]
     rules = [r for r in recalled if r.hit.memory_type == "rule"]
     fact_lines = [fact_line(subject=r.hit.row.subject, predicate=r.hit.row.predicate,

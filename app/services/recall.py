@@ -91,7 +91,8 @@ def recall_order(item: Recalled) -> tuple[Any, ...]:
 async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, topic: str, scope: str | None,
                  limit: int | None, min_confidence: float, bump: bool = True,
-                 graph: GraphQuery | None = None) -> list[Recalled]:
+                 graph: GraphQuery | None = None,
+                 reference_time: datetime | None = None) -> list[Recalled]:
     """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
     out those less similar to the topic than the relevance floor; each returned one is
     referenced."""
@@ -100,7 +101,7 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                         query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
                         limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph)
-    now = now_utc()
+    now = reference_time or now_utc()
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
                         now=now, graph_weight=retrieval.graph_weight)
               for hit in hits if above_floor(hit, retrieval.relevance_floor)]

@@ -2,6 +2,7 @@
 
 import math
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -138,3 +139,19 @@ async def test_recall_without_limit_uses_the_configured_default_limit(client, se
     assert len(await recall(client, "Mel painting")) == 3
     response = await client.post("/v1/search", json={"query": "Mel painting"})
     assert len(response.json()["results"]) == 3
+
+
+async def test_reference_time_moves_recency_and_is_validated(client):
+    await client.post("/v1/facts", json={"subject": "Ann", "predicate": "drinks",
+                                         "content": "Ann drinks oat milk in her coffee"})
+    later = (datetime.now(UTC) + timedelta(days=14)).isoformat()
+
+    now_hit = (await client.post("/v1/recall", json={"topic": "Ann's coffee"})).json()
+    then = await client.post("/v1/recall", json={"topic": "Ann's coffee",
+                                                 "reference_time": later})
+    assert then.status_code == 200, then.text
+    assert now_hit["results"][0]["recency"] == pytest.approx(1.0, abs=0.01)
+    assert then.json()["results"][0]["recency"] == pytest.approx(0.25, abs=0.01)
+    bad = await client.post("/v1/context", json={"trigger_prompt": "coffee", "butler": "b",
+                                                 "reference_time": 1700000000})
+    assert bad.status_code == 422 and "reference_time" in bad.text
