@@ -2,7 +2,20 @@
 
 from fastapi import APIRouter
 
-from app.routers import entities, episodes, facts, graph, health, jobs, links, rules, search, stats
+from app.routers import (
+    entities,
+    episodes,
+    facts,
+    graph,
+    health,
+    jobs,
+    links,
+    procedures,
+    rules,
+    search,
+    stats,
+    working_memory,
+)
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -15,4 +28,6 @@ ROUTERS: list[APIRouter] = [
     graph.router,
     search.router,
     stats.router,
+    working_memory.router,
+    procedures.router,
 ]

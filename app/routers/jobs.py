@@ -60,7 +60,8 @@ async def queue_cleanup(
     body: Annotated[CleanupJobCreate | None, Body()] = None,
 ) -> JobOut:
     """Delete the tenant's expired episodes, then its oldest consolidated episodes above
-    `max_entries`; unconsolidated episodes are never deleted for capacity.
+    `max_entries`; unconsolidated episodes are never deleted for capacity. Expired working
+    memories are deleted too (`working_memories_deleted`).
 
     Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
     consolidated or explicitly forgotten are deleted. An expired episode that was never

@@ -7,6 +7,8 @@ from app.schemas.common import IsoDatetime, MemoryType, RequestModel, ResponseMo
 
 Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to"]
 Direction = Literal["outgoing", "incoming", "both"]
+# A link may also start at a procedure (its `derived_from` edges to what it was learned from).
+LinkSourceType = Literal["episode", "fact", "rule", "procedure"]
 
 
 class LinkCreate(RequestModel):
@@ -20,7 +22,7 @@ class LinkCreate(RequestModel):
 
 
 class LinkOut(ResponseModel):
-    source_type: MemoryType
+    source_type: LinkSourceType
     source_id: uuid.UUID
     target_type: MemoryType
     target_id: uuid.UUID

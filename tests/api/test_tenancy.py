@@ -17,7 +17,7 @@ A_SECRET = "alphasecret"
 # Words that appear only in tenant A's memories; B never sends them.
 A_WORDS = (A_SECRET, "zebrafinch", "Rottnest", "brownfur", "politely")
 TENANT_TABLES = ("episodes", "facts", "rules", "memory_links", "entities", "memory_events",
-                 "rule_applications", "jobs", "api_keys")
+                 "rule_applications", "jobs", "api_keys", "working_memories", "procedures")
 
 
 @dataclass
@@ -48,6 +48,16 @@ def query(params: Callable[[dict[str, str]], dict[str, Any]]) -> Callable[..., d
 
 
 NOTHING: Callable[[dict[str, str]], dict[str, Any]] = lambda ids: {}  # noqa: E731
+# A's working memory is (shared-agent, shared-session); B names the same key.
+SHARED_SESSION = {"agent_id": "shared-agent", "session_id": "shared-session"}
+SHARED_KEY = {**SHARED_SESSION, "key": "secret-key"}
+WORKING_MEMORY = "/v1/working-memory/{agent_id}/{session_id}"
+SCRATCHPAD_KEY = WORKING_MEMORY + "/scratchpad/{key}"
+PROCEDURE_STEPS = [{"step": 1, "action": "greet"}]
+
+
+def shared(path_values: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    return lambda ids: path_values
 
 B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/episodes"): [
@@ -130,6 +140,43 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(body(lambda ids: {"trigger_prompt": "tell me about the quokka",
                                "butler": "shared-butler"}), OK)],
     ("GET", "/v1/stats"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
+    # B's calls run sorted by method, so its own PUT creates B's record only after the reads
+    # and writes aimed at A's key found nothing.
+    ("DELETE", WORKING_MEMORY): [Call(NOTHING, NOT_FOUND, shared(SHARED_SESSION))],
+    ("GET", WORKING_MEMORY): [Call(NOTHING, NOT_FOUND, shared(SHARED_SESSION))],
+    ("PATCH", WORKING_MEMORY): [
+        Call(lambda ids: {"json": {"scratchpad": {"b": 1}},
+                          "headers": {"Content-Type": "application/merge-patch+json"}},
+             NOT_FOUND, shared(SHARED_SESSION))],
+    ("PUT", WORKING_MEMORY): [
+        Call(body(lambda ids: {"scratchpad": {"b": "own"}}), {201}, shared(SHARED_SESSION))],
+    ("DELETE", SCRATCHPAD_KEY): [Call(NOTHING, NOT_FOUND, shared(SHARED_KEY))],
+    ("GET", SCRATCHPAD_KEY): [Call(NOTHING, NOT_FOUND, shared(SHARED_KEY))],
+    ("PUT", SCRATCHPAD_KEY): [
+        Call(body(lambda ids: {"value": "b"}), {200, 404}, shared(SHARED_KEY))],
+    ("POST", "/v1/procedures"): [
+        Call(body(lambda ids: {"agent_id": "shared-agent", "name": "quokka routine",
+                               "steps": PROCEDURE_STEPS}), {201}),
+        Call(body(lambda ids: {"agent_id": "b", "name": "b", "steps": PROCEDURE_STEPS,
+                               "learned_from": [{"memory_type": "episode",
+                                                 "memory_id": ids["episode"]}]}), {422}),
+    ],
+    ("GET", "/v1/procedures"): [
+        Call(query(lambda ids: {"agent_id": "shared-agent", "include_superseded": "true"}),
+             OK)],
+    ("POST", "/v1/procedures/search"): [
+        Call(body(lambda ids, mode=mode: {"query": "quokka routine", "mode": mode}), OK)
+        for mode in ("semantic", "keyword", "hybrid")
+    ],
+    ("GET", "/v1/procedures/{procedure_id}"): [Call(NOTHING, NOT_FOUND, own("procedure"))],
+    ("PATCH", "/v1/procedures/{procedure_id}"): [
+        Call(body(lambda ids: {"status": "active"}), NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/procedures/{procedure_id}/executions"): [
+        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/procedures/{procedure_id}/versions"): [
+        Call(body(lambda ids: {"steps": PROCEDURE_STEPS}), NOT_FOUND, own("procedure"))],
+    ("GET", "/v1/procedures/{procedure_id}/versions"): [
+        Call(NOTHING, NOT_FOUND, own("procedure"))],
 }
 
 
@@ -157,8 +204,16 @@ async def seed_tenant_a(client) -> dict[str, str]:
                              "target_type": "episode", "target_id": episode["id"],
                              "relation": "derived_from"})
     job = await post("/v1/jobs/decay")
+    response = await client.put("/v1/working-memory/shared-agent/shared-session",
+                                json={"scratchpad": {"secret-key": A_SECRET}})
+    assert response.status_code == 201, response.text
+    procedure = await post("/v1/procedures", {
+        "agent_id": "shared-agent", "name": "quokka routine",
+        "description": f"Feed the quokka politely {A_SECRET}", "steps": PROCEDURE_STEPS,
+        "learned_from": [{"memory_type": "episode", "memory_id": episode["id"]}]})
     return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
-            "fact": fact["id"], "rule": rule["id"], "job": job["id"]}
+            "fact": fact["id"], "rule": rule["id"], "job": job["id"],
+            "procedure": procedure["id"]}
 
 
 async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]:
