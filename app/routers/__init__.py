@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from app.routers import (
+    arcs,
     entities,
     episodes,
     facts,
@@ -30,4 +31,5 @@ ROUTERS: list[APIRouter] = [
     stats.router,
     working_memory.router,
     procedures.router,
+    arcs.router,
 ]

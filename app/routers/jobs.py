@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Response
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, Limit
+from app.schemas.arcs import ArcBoundaryJobCreate
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus
 from app.services import jobs
@@ -70,6 +71,21 @@ async def queue_cleanup(
     and such episodes accumulate; `/v1/stats` says so."""
     params = (body or CleanupJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
+    return _accepted(response, job_out(job))
+
+
+@router.post("/arc-boundaries", status_code=202, response_model=JobOut,
+             response_description=ACCEPTED,
+             responses=problem_responses(422), summary="Queue an arc boundary proposal")
+async def queue_arc_boundaries(body: ArcBoundaryJobCreate, response: Response,
+                               session: SessionDep, tenant_id: TenantDep) -> JobOut:
+    """Cluster the scope's live episodes by occurred_at, cutting wherever two consecutive
+    episodes are more than `gap_minutes` apart (default `arcs.boundary_gap_minutes`, 120), and
+    create one draft arc (type `arcs.proposed_type`) per cluster, its episodes as key events.
+    Clusters smaller than `arcs.min_episodes`, already overlapped by an arc of the scope, or
+    whose last episode is less than one gap old are skipped and counted in the result."""
+    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="arc_boundaries",
+                             params=body.model_dump(exclude_none=True))
     return _accepted(response, job_out(job))
 
 

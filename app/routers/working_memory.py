@@ -50,8 +50,9 @@ def _tagged(response: Response, out: WorkingMemoryOut) -> WorkingMemoryOut:
     return out
 
 
-def require_merge_patch(request: Request) -> None:
-    """415 unless the body is declared application/merge-patch+json."""
+def require_merge_patch(request: Request, tenant_id: TenantDep) -> None:
+    """415 unless the body is declared application/merge-patch+json (checked after the API
+    key, so an anonymous caller gets its 401 first)."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != MERGE_PATCH:
         raise UnsupportedMediaType(f"send the patch as {MERGE_PATCH} (RFC 7396)",

@@ -4,7 +4,8 @@ from datetime import datetime
 from typing import Any
 
 from app.clock import now_utc
-from app.models import Entity, Episode, Fact, Job, MemoryLink, Procedure, Rule, WorkingMemory
+from app.models import Arc, Entity, Episode, Fact, Job, MemoryLink, Procedure, Rule, WorkingMemory
+from app.schemas.arcs import ArcOut, ArcSearchResponse
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut
@@ -24,6 +25,7 @@ from app.schemas.search import (
     TimeWindowOut,
 )
 from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
+from app.services.arcs import ArcHit as FoundArc
 from app.services.context import Context
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
@@ -181,3 +183,16 @@ def procedure_search_out(mode: str, hits: list[FoundProcedure]) -> ProcedureSear
         **dict(procedure_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
         "rrf_score": hit.rrf_score, "semantic_rank": hit.semantic_rank,
         "keyword_rank": hit.keyword_rank}) for hit in hits])
+
+
+def arc_out(row: Arc) -> ArcOut:
+    """An arc as the API shows it (no embedding)."""
+    return ArcOut.model_validate(row)
+
+
+def arc_search_out(mode: str, hits: list[FoundArc]) -> ArcSearchResponse:
+    """The arc search answer: each arc with its scores."""
+    return ArcSearchResponse.model_validate({"mode": mode, "results": [{
+        **dict(arc_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
+        "rrf_score": hit.rrf_score, "semantic_rank": hit.semantic_rank,
+        "keyword_rank": hit.keyword_rank} for hit in hits]})

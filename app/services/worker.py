@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from app.models import Job
 from app.repositories import jobs as job_rows
+from app.services.arc_boundaries import run_arc_boundaries
 from app.services.cleanup import run_episode_cleanup
 from app.services.consolidation.pipeline import run_consolidation
 from app.services.decay import run_decay_sweep
@@ -35,10 +36,17 @@ async def _cleanup(ctx: JobContext, job: Job) -> JobOutcome:
                                      job_id=str(job.id))
 
 
+async def _arc_boundaries(ctx: JobContext, job: Job) -> JobOutcome:
+    assert job.tenant_id is not None  # queued through the API only, for one tenant
+    return await run_arc_boundaries(ctx, tenant_id=job.tenant_id, scope=job.params["scope"],
+                                    gap_minutes=job.params.get("gap_minutes"))
+
+
 HANDLERS: dict[str, Handler] = {
     "consolidation": _consolidation,
     "decay": _decay,
     "cleanup": _cleanup,
+    "arc_boundaries": _arc_boundaries,
 }
 
 

@@ -17,7 +17,8 @@ A_SECRET = "alphasecret"
 # Words that appear only in tenant A's memories; B never sends them.
 A_WORDS = (A_SECRET, "zebrafinch", "Rottnest", "brownfur", "politely")
 TENANT_TABLES = ("episodes", "facts", "rules", "memory_links", "entities", "memory_events",
-                 "rule_applications", "jobs", "api_keys", "working_memories", "procedures")
+                 "rule_applications", "jobs", "api_keys", "working_memories", "procedures",
+                 "arcs")
 
 
 @dataclass
@@ -177,6 +178,26 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(body(lambda ids: {"steps": PROCEDURE_STEPS}), NOT_FOUND, own("procedure"))],
     ("GET", "/v1/procedures/{procedure_id}/versions"): [
         Call(NOTHING, NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/jobs/arc-boundaries"): [Call(body(lambda ids: {"scope": "shared-butler"}),
+                                               {202})],
+    ("POST", "/v1/arcs"): [
+        Call(body(lambda ids: {"title": "b arc", "arc_type": "incident"}), {201}),
+        Call(body(lambda ids: {"title": "b", "arc_type": "incident",
+                               "entity_ids": [ids["entity"]]}), {422}),
+        Call(body(lambda ids: {"title": "b", "arc_type": "incident", "key_events": [
+            {"memory_type": "episode", "memory_id": ids["episode"]}]}), {422}),
+    ],
+    ("GET", "/v1/arcs"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
+    ("POST", "/v1/arcs/search"): [
+        Call(body(lambda ids, mode=mode: {"query": "quokka saga", "mode": mode}), OK)
+        for mode in ("semantic", "keyword", "hybrid")
+    ],
+    ("GET", "/v1/arcs/{arc_id}"): [Call(NOTHING, NOT_FOUND, own("arc"))],
+    ("POST", "/v1/arcs/{arc_id}/events"): [
+        Call(body(lambda ids: {"memory_type": "episode", "memory_id": ids["episode"]}),
+             REJECTED, own("arc"))],
+    ("POST", "/v1/arcs/{arc_id}/close"): [
+        Call(body(lambda ids: {"outcome": "b closes it"}), NOT_FOUND, own("arc"))],
 }
 
 
@@ -211,9 +232,12 @@ async def seed_tenant_a(client) -> dict[str, str]:
         "agent_id": "shared-agent", "name": "quokka routine",
         "description": f"Feed the quokka politely {A_SECRET}", "steps": PROCEDURE_STEPS,
         "learned_from": [{"memory_type": "episode", "memory_id": episode["id"]}]})
+    arc = await post("/v1/arcs", {"title": f"The quokka saga {A_SECRET}",
+                                  "arc_type": "incident", "scope": "shared-scope",
+                                  "entity_ids": [entity["id"]]})
     return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
             "fact": fact["id"], "rule": rule["id"], "job": job["id"],
-            "procedure": procedure["id"]}
+            "procedure": procedure["id"], "arc": arc["id"]}
 
 
 async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]:
