@@ -51,10 +51,13 @@ def _tagged(response: Response, out: WorkingMemoryOut) -> WorkingMemoryOut:
 
 
 def require_merge_patch(request: Request, tenant_id: TenantDep) -> None:
-    """415 unless the body is declared application/merge-patch+json (checked after the API
-    key, so an anonymous caller gets its 401 first)."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != MERGE_PATCH:
+    """415 when the body is declared as anything but application/merge-patch+json (checked
+    after the API key, so an anonymous caller gets its 401 first). Without a Content-Type the
+    body is read as a merge patch; a missing body is the usual 422."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        return
+    if declared.split(";")[0].strip().lower() != MERGE_PATCH:
         raise UnsupportedMediaType(f"send the patch as {MERGE_PATCH} (RFC 7396)",
                                    field="Content-Type")
 
@@ -93,7 +96,8 @@ async def put_working_memory(agent_id: AgentId, session_id: SessionId,
               responses={200: {"headers": ETAG_HEADER}, **problem_responses(404, 412, 415, 422)},
               summary="Merge-patch a working memory",
               description="Apply a JSON Merge Patch (RFC 7396, `Content-Type: "
-                          "application/merge-patch+json`, 415 otherwise) to the document "
+                          "application/merge-patch+json`; another declared type is a 415) to "
+                          "the document "
                           "`{active_context, scratchpad, retrieved_memory_ids, decisions, "
                           "ttl_seconds}`: objects merge key by key, `null` removes a key (a "
                           "top-level `null` resets that member to empty, or the TTL to the "
