@@ -128,6 +128,41 @@ class JobSettings(BaseModel):
     )
 
 
+# Seed 004's seven arc types: the default of `arcs.types`.
+DEFAULT_ARC_TYPES = ("project_phase", "decision_sequence", "interaction_arc", "incident",
+                     "learning_journey", "campaign", "grant_process")
+
+
+class WorkingMemorySettings(BaseModel):
+    """Working memory: one record per (agent, session), extended on every use."""
+
+    ttl_hours: float = Field(
+        24.0, gt=0, le=24 * 365,
+        description="Lifetime of a record after its last use, unless it sets ttl_seconds.")
+
+
+class ArcSettings(BaseModel):
+    """Narrative arcs: the accepted types and the boundary job's defaults."""
+
+    types: list[str] = Field(default_factory=lambda: list(DEFAULT_ARC_TYPES), min_length=1,
+                             description="The arc types a client may use.")
+    proposed_type: str = Field(
+        "interaction_arc", description="The type of the draft arcs the boundary job proposes; "
+                                       "one of `types`.")
+    boundary_gap_minutes: float = Field(
+        120.0, gt=0, le=365 * 24 * 60,
+        description="A gap in occurred_at longer than this between two consecutive episodes "
+                    "of a scope starts a new arc.")
+    min_episodes: int = Field(2, ge=1, le=10_000,
+                              description="Smallest cluster the boundary job proposes.")
+
+    @model_validator(mode="after")
+    def _proposed_type_is_known(self) -> "ArcSettings":
+        if self.proposed_type not in self.types:
+            raise ValueError(f"arcs.proposed_type {self.proposed_type!r} is not in arcs.types")
+        return self
+
+
 class LimitSettings(BaseModel):
     """Per API key limits; past them a request gets a 429 problem with Retry-After."""
 
@@ -299,6 +334,8 @@ class Settings(BaseSettings):
     limits: LimitSettings = LimitSettings()
     runs: RunSettings = RunSettings()
     agent_memory: AgentMemorySettings = AgentMemorySettings()
+    working_memory: WorkingMemorySettings = WorkingMemorySettings()
+    arcs: ArcSettings = ArcSettings()
 
     @classmethod
     def settings_customise_sources(

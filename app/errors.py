@@ -65,6 +65,16 @@ class InvalidInput(DomainError):
     title = "Invalid input"
 
 
+class PreconditionFailed(DomainError):
+    status_code = 412
+    title = "Precondition failed"
+
+
+class UnsupportedMediaType(DomainError):
+    status_code = 415
+    title = "Unsupported media type"
+
+
 class Unauthorized(DomainError):
     status_code = 401
     title = "Unauthorized"

@@ -5,7 +5,7 @@ knows, ...), and every link has a `strength` in (0, 1] (1 by default) that graph
 multiplies along a path. Deleting an entity deletes its links.
 
 Revision ID: mem_016
-Revises: mem_014
+Revises: mem_015
 Create Date: 2026-11-22
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "mem_016"
-down_revision: str | None = "mem_014"
+down_revision: str | None = "mem_015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -23,6 +23,8 @@ OLD_RELATIONS = ("derived_from", "supports", "contradicts", "supersedes", "relat
 ENTITY_RELATIONS = ("works_at", "works_on", "knows", "owns", "member_of", "located_in",
                     "part_of", "mentions")
 OLD_TYPES = ("episode", "fact", "rule", "run", "run_message", "run_feedback", "agent_event")
+# Only a source may be a procedure (mem_015).
+OLD_SOURCES = (*OLD_TYPES, "procedure")
 
 
 def _in(values: Sequence[str]) -> str:
@@ -37,7 +39,7 @@ def _set_check(name: str, condition: str) -> None:
 
 def upgrade() -> None:
     _set_check("relation", f"relation IN {_in(OLD_RELATIONS + ENTITY_RELATIONS)}")
-    _set_check("source_type", f"source_type IN {_in((*OLD_TYPES, 'entity'))}")
+    _set_check("source_type", f"source_type IN {_in((*OLD_SOURCES, 'entity'))}")
     _set_check("target_type", f"target_type IN {_in((*OLD_TYPES, 'entity'))}")
     op.execute("ALTER TABLE memory_links ADD COLUMN strength double precision NOT NULL "
                "DEFAULT 1.0 CONSTRAINT ck_memory_links_strength "
@@ -55,5 +57,5 @@ def downgrade() -> None:
                f"OR source_type = 'entity' OR target_type = 'entity'")
     op.execute("ALTER TABLE memory_links DROP COLUMN strength")
     _set_check("target_type", f"target_type IN {_in(OLD_TYPES)}")
-    _set_check("source_type", f"source_type IN {_in(OLD_TYPES)}")
+    _set_check("source_type", f"source_type IN {_in(OLD_SOURCES)}")
     _set_check("relation", f"relation IN {_in(OLD_RELATIONS)}")

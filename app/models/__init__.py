@@ -1,5 +1,6 @@
 """SQLAlchemy tables. The schema itself is built by the Alembic revisions, never create_all."""
 
+from app.models.arcs import Arc
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
@@ -8,9 +9,12 @@ from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
 from app.models.ledger import AgentEvent
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 from app.models.passages import Passage
+from app.models.procedures import Procedure
 from app.models.runs import Run, RunFeedback, RunMessage
+from app.models.working_memory import WorkingMemory
 
 __all__ = [
+    "Arc",
     "EMBEDDING_DIMENSIONS",
     "AgentEvent",
     "Base",
@@ -25,10 +29,12 @@ __all__ = [
     "MemoryEvent",
     "MemoryLink",
     "Passage",
+    "Procedure",
     "Rule",
     "RuleApplication",
     "Run",
     "RunFeedback",
     "RunMessage",
     "Worker",
+    "WorkingMemory",
 ]

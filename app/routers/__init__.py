@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from app.routers import (
+    arcs,
     entities,
     episodes,
     erasures,
@@ -14,10 +15,12 @@ from app.routers import (
     ledger,
     links,
     portability,
+    procedures,
     rules,
     runs,
     search,
     stats,
+    working_memory,
 )
 
 ROUTERS: list[APIRouter] = [
@@ -36,4 +39,7 @@ ROUTERS: list[APIRouter] = [
     erasures.router,
     portability.router,
     events.router,
+    working_memory.router,
+    procedures.router,
+    arcs.router,
 ]

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Response
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, Limit
+from app.schemas.arcs import ArcBoundaryJobCreate
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
 from app.services import jobs
@@ -60,7 +61,8 @@ async def queue_cleanup(
     body: Annotated[CleanupJobCreate | None, Body()] = None,
 ) -> JobOut:
     """Delete the tenant's expired episodes, then its oldest consolidated episodes above
-    `max_entries`; unconsolidated episodes are never deleted for capacity.
+    `max_entries`; unconsolidated episodes are never deleted for capacity. Expired working
+    memories are deleted too (`working_memories_deleted`).
 
     Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
     consolidated or explicitly forgotten are deleted. An expired episode that was never
@@ -87,6 +89,21 @@ async def queue_pii_scrub(
     unless `rescan` is true."""
     params = (body or PiiScrubJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="pii_scrub", params=params)
+    return _accepted(response, job_out(job))
+
+
+@router.post("/arc-boundaries", status_code=202, response_model=JobOut,
+             response_description=ACCEPTED,
+             responses=problem_responses(422), summary="Queue an arc boundary proposal")
+async def queue_arc_boundaries(body: ArcBoundaryJobCreate, response: Response,
+                               session: SessionDep, tenant_id: TenantDep) -> JobOut:
+    """Cluster the scope's live episodes by occurred_at, cutting wherever two consecutive
+    episodes are more than `gap_minutes` apart (default `arcs.boundary_gap_minutes`, 120), and
+    create one draft arc (type `arcs.proposed_type`) per cluster, its episodes as key events.
+    Clusters smaller than `arcs.min_episodes`, already overlapped by an arc of the scope, or
+    whose last episode is less than one gap old are skipped and counted in the result."""
+    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="arc_boundaries",
+                             params=body.model_dump(exclude_none=True))
     return _accepted(response, job_out(job))
 
 

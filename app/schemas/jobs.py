@@ -7,7 +7,8 @@ from pydantic import Field
 
 from app.schemas.common import IsoDatetime, RequestModel, ResponseModel
 
-JobKind = Literal["consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection"]
+JobKind = Literal["consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection",
+                  "arc_boundaries"]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 MAX_CLEANUP_ENTRIES = 10_000_000
 

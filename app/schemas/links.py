@@ -11,6 +11,8 @@ Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "rel
                    "based_on", "works_at", "works_on", "knows", "owns", "member_of",
                    "located_in", "part_of", "mentions"]
 Direction = Literal["outgoing", "incoming", "both"]
+# A link may also start at a procedure (its `derived_from` edges to what it was learned from).
+LinkSourceType = LinkEndType | Literal["procedure"]
 
 
 class LinkCreate(RequestModel):
@@ -27,7 +29,7 @@ class LinkCreate(RequestModel):
 
 
 class LinkOut(ResponseModel):
-    source_type: LinkEndType
+    source_type: LinkSourceType
     source_id: uuid.UUID
     target_type: LinkEndType
     target_id: uuid.UUID

@@ -1,10 +1,11 @@
-"""Episode cleanup: TTL expiry of consolidated or forgotten episodes, then the capacity limit
-on consolidated episodes only."""
+"""Cleanup: TTL expiry of consolidated or forgotten episodes, then the capacity limit on
+consolidated episodes only, then expired working memories."""
 
 import uuid
 
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import jobs as job_rows
+from app.repositories import working_memory as working_memory_rows
 from app.scope import SYSTEM, Scope
 from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
@@ -43,6 +44,8 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
             capacity_deleted += deleted
             links_deleted += links
     final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
+    working_memories_deleted = await _drain_working_memories(
+        ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id)
     async with ctx.transaction(final) as session:
         remaining = await cleanup_rows.count_episodes(session, tenant_id=tenant_id)
         kept = await cleanup_rows.count_expired_kept(session, tenant_id=tenant_id)
@@ -52,6 +55,8 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
             expired_deleted = done.get("expired_deleted", expired_deleted)
             capacity_deleted = done.get("capacity_deleted", capacity_deleted)
             links_deleted = done.get("links_deleted", links_deleted)
+            working_memories_deleted = done.get("working_memories_deleted",
+                                                working_memories_deleted)
     return JobOutcome(result={
         "expired_deleted": expired_deleted,
         "expired_kept_unconsolidated": kept,
@@ -59,6 +64,7 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
         "remaining": remaining,
         "links_deleted": links_deleted,
         "max_entries": max_entries,
+        "working_memories_deleted": working_memories_deleted,
     })
 
 
@@ -82,3 +88,20 @@ async def _drain(ctx: JobContext, statement: str, *, tenant_id: str, batch_size:
         if episodes < size:
             break
     return episodes_total, links_total
+
+
+async def _drain_working_memories(ctx: JobContext, *, scope: Scope, tenant_id: str | None,
+                                  batch_size: int, job_id: str | None) -> int:
+    """Delete expired working memories, a batch per transaction; how many went."""
+    total = 0
+    for _ in range(MAX_BATCHES):
+        async with ctx.transaction(scope) as session:
+            deleted = await working_memory_rows.delete_expired_batch(
+                session, tenant_id=tenant_id, batch_size=batch_size)
+            if job_id is not None and deleted:
+                await job_rows.add_progress(session, job_id=uuid.UUID(job_id),
+                                            counts={"working_memories_deleted": deleted})
+        total += deleted
+        if deleted < batch_size:
+            break
+    return total

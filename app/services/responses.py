@@ -6,17 +6,21 @@ from typing import Any
 from app.clock import now_utc
 from app.models import (
     AgentEvent,
+    Arc,
     Entity,
     Episode,
     Fact,
     Job,
     MemoryEvent,
     MemoryLink,
+    Procedure,
     Rule,
     Run,
     RunFeedback,
     RunMessage,
+    WorkingMemory,
 )
+from app.schemas.arcs import ArcOut, ArcSearchResponse
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
 from app.schemas.events import EventOut
@@ -31,6 +35,7 @@ from app.schemas.ledger import (
 )
 from app.schemas.links import LinkOut
 from app.schemas.portability import ImportOut
+from app.schemas.procedures import ProcedureHit, ProcedureOut, ProcedureSearchResponse
 from app.schemas.rules import RuleOut
 from app.schemas.runs import (
     RunDetailOut,
@@ -54,14 +59,18 @@ from app.schemas.search import (
     SearchResponse,
     TimeWindowOut,
 )
+from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
+from app.services.arcs import ArcHit as FoundArc
 from app.services.context import Context
 from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
+from app.services.procedures import ProcedureHit as FoundProcedure
 from app.services.recall import Recalled
 from app.services.runs import RunDetail, RunFound
 from app.services.search import Hit
 from app.services.timewindow import TimeWindow
+from app.services.working_memory import etag_of
 
 
 def _columns(row: Fact | Rule) -> dict[str, Any]:
@@ -272,3 +281,43 @@ def agent_context_out(context: AgentContext) -> AgentContextOut:
         reflections=[reflection_out(Reflection(rows[e.id], context.based_on.get(e.id, [])))
                      for e in fitted.reflections],
         pending_events=context.memory.pending, reflection_due=context.memory.reflection_due)
+def working_memory_out(row: WorkingMemory) -> WorkingMemoryOut:
+    """A working memory as the API shows it, with its ETag."""
+    return WorkingMemoryOut.model_validate({
+        "agent_id": row.agent_id, "session_id": row.session_id,
+        "active_context": row.active_context, "scratchpad": row.scratchpad,
+        "retrieved_memory_ids": row.retrieved_memory_ids, "decisions": row.decisions,
+        "ttl_seconds": row.ttl_seconds, "version": row.version, "etag": etag_of(row),
+        "created_at": row.created_at, "updated_at": row.updated_at,
+        "expires_at": row.expires_at})
+
+
+def scratchpad_entry_out(name: str, value: Any) -> ScratchpadEntry:
+    """One scratchpad key and its value."""
+    return ScratchpadEntry(key=name, value=value)
+
+
+def procedure_out(row: Procedure) -> ProcedureOut:
+    """A procedure as the API shows it (no embedding)."""
+    return ProcedureOut.model_validate(row)
+
+
+def procedure_search_out(mode: str, hits: list[FoundProcedure]) -> ProcedureSearchResponse:
+    """The procedure search answer: each procedure with its scores."""
+    return ProcedureSearchResponse(mode=mode, results=[ProcedureHit.model_validate({
+        **dict(procedure_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
+        "rrf_score": hit.rrf_score, "semantic_rank": hit.semantic_rank,
+        "keyword_rank": hit.keyword_rank}) for hit in hits])
+
+
+def arc_out(row: Arc) -> ArcOut:
+    """An arc as the API shows it (no embedding)."""
+    return ArcOut.model_validate(row)
+
+
+def arc_search_out(mode: str, hits: list[FoundArc]) -> ArcSearchResponse:
+    """The arc search answer: each arc with its scores."""
+    return ArcSearchResponse.model_validate({"mode": mode, "results": [{
+        **dict(arc_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
+        "rrf_score": hit.rrf_score, "semantic_rank": hit.semantic_rank,
+        "keyword_rank": hit.keyword_rank} for hit in hits]})

@@ -11,6 +11,7 @@ from app.models import Job
 from app.repositories import jobs as job_rows
 from app.scope import SYSTEM
 from app.services import actors
+from app.services.arc_boundaries import run_arc_boundaries
 from app.services.cleanup import run_episode_cleanup
 from app.services.consolidation.pipeline import run_consolidation
 from app.services.decay import run_decay_sweep
@@ -57,6 +58,12 @@ async def _reflection(ctx: JobContext, job: Job) -> JobOutcome:
                                 agent_id=str(job.params["agent_id"]))
 
 
+async def _arc_boundaries(ctx: JobContext, job: Job) -> JobOutcome:
+    assert job.tenant_id is not None  # queued through the API only, for one tenant
+    return await run_arc_boundaries(ctx, tenant_id=job.tenant_id, scope=job.params["scope"],
+                                    gap_minutes=job.params.get("gap_minutes"))
+
+
 HANDLERS: dict[str, Handler] = {
     "consolidation": _consolidation,
     "decay": _decay,
@@ -64,6 +71,7 @@ HANDLERS: dict[str, Handler] = {
     "erasure": _erasure,
     "pii_scrub": _pii_scrub,
     "reflection": _reflection,
+    "arc_boundaries": _arc_boundaries,
 }
 
 

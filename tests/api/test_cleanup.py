@@ -118,7 +118,7 @@ async def test_cleanup_is_bounded_to_the_callers_tenant(client, app, sql, settin
     job = await _cleanup(client, app, settings, {"max_entries": 0})
     assert job["result"] == {"expired_deleted": 0, "expired_kept_unconsolidated": 0,
                              "capacity_deleted": 1, "remaining": 0, "links_deleted": 0,
-                             "max_entries": 0}
+                             "max_entries": 0, "working_memories_deleted": 0}
     assert await _contents(sql) == ["theirs-consolidated", "theirs-expired"]
 
 

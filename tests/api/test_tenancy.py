@@ -23,7 +23,7 @@ A_SECRET = "alphasecret"
 A_WORDS = (A_SECRET, "zebrafinch", "Rottnest", "brownfur", "politely")
 TENANT_TABLES = ("episodes", "facts", "rules", "memory_links", "entities", "memory_events",
                  "rule_applications", "jobs", "api_keys", "runs", "run_messages",
-                 "run_feedback", "agent_events")
+                 "run_feedback", "agent_events", "working_memories", "procedures", "arcs")
 
 
 @dataclass
@@ -56,6 +56,16 @@ def query(params: Callable[[dict[str, str]], dict[str, Any]]) -> Callable[..., d
 NOTHING: Callable[[dict[str, str]], dict[str, Any]] = lambda ids: {}  # noqa: E731
 SHARED_LEDGER: Callable[[dict[str, str]], dict[str, str]] = (  # noqa: E731
     lambda ids: {"ledger_name": "shared-ledger"})
+# A's working memory is (shared-agent, shared-session); B names the same key.
+SHARED_SESSION = {"agent_id": "shared-agent", "session_id": "shared-session"}
+SHARED_KEY = {**SHARED_SESSION, "key": "secret-key"}
+WORKING_MEMORY = "/v1/working-memory/{agent_id}/{session_id}"
+SCRATCHPAD_KEY = WORKING_MEMORY + "/scratchpad/{key}"
+PROCEDURE_STEPS = [{"step": 1, "action": "greet"}]
+
+
+def shared(path_values: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    return lambda ids: path_values
 
 B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/episodes"): [
@@ -198,6 +208,63 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/context"): [
         Call(body(lambda ids: {"turn": 9, "query": "quokka"}), OK,
              lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"})],
+    # B's calls run sorted by method, so its own PUT creates B's record only after the reads
+    # and writes aimed at A's key found nothing.
+    ("DELETE", WORKING_MEMORY): [Call(NOTHING, NOT_FOUND, shared(SHARED_SESSION))],
+    ("GET", WORKING_MEMORY): [Call(NOTHING, NOT_FOUND, shared(SHARED_SESSION))],
+    ("PATCH", WORKING_MEMORY): [
+        Call(lambda ids: {"json": {"scratchpad": {"b": 1}},
+                          "headers": {"Content-Type": "application/merge-patch+json"}},
+             NOT_FOUND, shared(SHARED_SESSION))],
+    ("PUT", WORKING_MEMORY): [
+        Call(body(lambda ids: {"scratchpad": {"b": "own"}}), {201}, shared(SHARED_SESSION))],
+    ("DELETE", SCRATCHPAD_KEY): [Call(NOTHING, NOT_FOUND, shared(SHARED_KEY))],
+    ("GET", SCRATCHPAD_KEY): [Call(NOTHING, NOT_FOUND, shared(SHARED_KEY))],
+    ("PUT", SCRATCHPAD_KEY): [
+        Call(body(lambda ids: {"value": "b"}), {200, 404}, shared(SHARED_KEY))],
+    ("POST", "/v1/procedures"): [
+        Call(body(lambda ids: {"agent_id": "shared-agent", "name": "quokka routine",
+                               "steps": PROCEDURE_STEPS}), {201}),
+        Call(body(lambda ids: {"agent_id": "b", "name": "b", "steps": PROCEDURE_STEPS,
+                               "learned_from": [{"memory_type": "episode",
+                                                 "memory_id": ids["episode"]}]}), {422}),
+    ],
+    ("GET", "/v1/procedures"): [
+        Call(query(lambda ids: {"agent_id": "shared-agent", "include_superseded": "true"}),
+             OK)],
+    ("POST", "/v1/procedures/search"): [
+        Call(body(lambda ids, mode=mode: {"query": "quokka routine", "mode": mode}), OK)
+        for mode in ("semantic", "keyword", "hybrid")
+    ],
+    ("GET", "/v1/procedures/{procedure_id}"): [Call(NOTHING, NOT_FOUND, own("procedure"))],
+    ("PATCH", "/v1/procedures/{procedure_id}"): [
+        Call(body(lambda ids: {"status": "active"}), NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/procedures/{procedure_id}/executions"): [
+        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/procedures/{procedure_id}/versions"): [
+        Call(body(lambda ids: {"steps": PROCEDURE_STEPS}), NOT_FOUND, own("procedure"))],
+    ("GET", "/v1/procedures/{procedure_id}/versions"): [
+        Call(NOTHING, NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/jobs/arc-boundaries"): [Call(body(lambda ids: {"scope": "shared-butler"}),
+                                               {202})],
+    ("POST", "/v1/arcs"): [
+        Call(body(lambda ids: {"title": "b arc", "arc_type": "incident"}), {201}),
+        Call(body(lambda ids: {"title": "b", "arc_type": "incident",
+                               "entity_ids": [ids["entity"]]}), {422}),
+        Call(body(lambda ids: {"title": "b", "arc_type": "incident", "key_events": [
+            {"memory_type": "episode", "memory_id": ids["episode"]}]}), {422}),
+    ],
+    ("GET", "/v1/arcs"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
+    ("POST", "/v1/arcs/search"): [
+        Call(body(lambda ids, mode=mode: {"query": "quokka saga", "mode": mode}), OK)
+        for mode in ("semantic", "keyword", "hybrid")
+    ],
+    ("GET", "/v1/arcs/{arc_id}"): [Call(NOTHING, NOT_FOUND, own("arc"))],
+    ("POST", "/v1/arcs/{arc_id}/events"): [
+        Call(body(lambda ids: {"memory_type": "episode", "memory_id": ids["episode"]}),
+             REJECTED, own("arc"))],
+    ("POST", "/v1/arcs/{arc_id}/close"): [
+        Call(body(lambda ids: {"outcome": "b closes it"}), NOT_FOUND, own("arc"))],
 }
 
 
@@ -236,9 +303,20 @@ async def seed_tenant_a(client) -> dict[str, str]:
         "content": f"quokka Rottnest {A_SECRET}"})
     reflection = await post("/v1/ledgers/shared-ledger/agents/alice/reflections", {
         "belief": f"quokka zebrafinch {A_SECRET}", "based_on": [event["id"]]})
+    response = await client.put("/v1/working-memory/shared-agent/shared-session",
+                                json={"scratchpad": {"secret-key": A_SECRET}})
+    assert response.status_code == 201, response.text
+    procedure = await post("/v1/procedures", {
+        "agent_id": "shared-agent", "name": "quokka routine",
+        "description": f"Feed the quokka politely {A_SECRET}", "steps": PROCEDURE_STEPS,
+        "learned_from": [{"memory_type": "episode", "memory_id": episode["id"]}]})
+    arc = await post("/v1/arcs", {"title": f"The quokka saga {A_SECRET}",
+                                  "arc_type": "incident", "scope": "shared-scope",
+                                  "entity_ids": [entity["id"]]})
     return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
             "fact": fact["id"], "rule": rule["id"], "job": job["id"], "run": run["id"],
-            "agent_event": event["id"], "reflection": reflection["id"]}
+            "agent_event": event["id"], "reflection": reflection["id"],
+            "procedure": procedure["id"], "arc": arc["id"]}
 
 
 async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]:

@@ -2,6 +2,8 @@
 
 import uuid
 
+import pytest
+
 from app.services.consolidation.parser import (
     NO_JSON_ERROR,
     extract_json_block,
@@ -121,3 +123,24 @@ def test_a_section_that_is_not_a_list_is_reported():
 def test_a_top_level_array_is_not_an_object():
     assert extract_json_block("[1, 2]") is None
     assert parse_consolidation_output("```json\n[1]\n```").parse_errors == [NO_JSON_ERROR]
+
+
+def test_procedures_are_parsed_with_steps_in_order():
+    output = ('{"procedures": [{"name": "deploy", "steps": ["test", {"action": "ship", '
+              '"params_template": {"env": "prod"}, "conditions": "bad"}], '
+              f'"source_episode_ids": ["{ID}"]}}]}}')
+    result = parse_consolidation_output(output)
+    [procedure] = result.procedures
+    assert procedure.name == "deploy"
+    assert [(s.action, s.params_template, s.conditions) for s in procedure.steps] == [
+        ("test", {}, {}), ("ship", {"env": "prod"}, {})]
+    assert procedure.source_episode_ids == [uuid.UUID(ID)]
+    assert result.parse_errors == []
+
+
+@pytest.mark.parametrize("item", ['{"steps": ["a"]}', '{"name": "x", "steps": []}',
+                                  '{"name": "x", "steps": [{"params_template": {}}]}', '"x"'])
+def test_a_malformed_procedure_is_a_parse_error(item):
+    result = parse_consolidation_output(f'{{"procedures": [{item}]}}')
+    assert result.procedures == []
+    assert [error.split(":")[0] for error in result.parse_errors] == ["procedures[0]"]

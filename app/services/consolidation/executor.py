@@ -16,17 +16,20 @@ from app.models import Fact, Rule
 from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows
 from app.schemas.facts import FactCreate
+from app.schemas.procedures import MemoryRef, ProcedureCreate, ProcedureStep
 from app.schemas.rules import RuleCreate
 from app.services import events
 from app.services.consolidation.parser import (
     ConsolidationResult,
     NewFact,
+    NewProcedure,
     NewRule,
     UpdatedFact,
 )
 from app.services.events import memory_event
 from app.services.facts import store_fact
 from app.services.memories import confirm
+from app.services.procedures import create_procedure
 from app.services.rules import store_rule
 
 logger = logging.getLogger(__name__)
@@ -39,6 +42,7 @@ class ExecutionOutcome:
     facts_created: int = 0
     facts_updated: int = 0
     rules_created: int = 0
+    procedures_created: int = 0
     confirmations: int = 0
     links_created: int = 0
     errors: list[str] = field(default_factory=list)
@@ -76,6 +80,9 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
     for index, rule in enumerate(parsed.new_rules):
         await attempt(f"new_rules[{index}]",
                       partial(_new_rule, session, embedder, group, rule, outcome))
+    for index, procedure in enumerate(parsed.procedures):
+        await attempt(f"procedures[{index}]",
+                      partial(_new_procedure, session, embedder, group, procedure, outcome))
     for index, memory_id in enumerate(parsed.confirmations):
         await attempt(f"confirmations[{index}]",
                       partial(_confirm, session, group, memory_id, outcome))
@@ -166,6 +173,24 @@ async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope
     await _link_sources(session, group, source_type="rule", source_id=rule.id,
                         requested=item.source_episode_ids, outcome=outcome)
     outcome.rules_created += 1
+
+
+async def _new_procedure(session: AsyncSession, embedder: Embedder, group: GroupScope,
+                         item: NewProcedure, outcome: ExecutionOutcome) -> None:
+    """Store the proposal as a draft procedure of the butler, learned from its episodes."""
+    sources = _sources(group, item.source_episode_ids)
+    data = ProcedureCreate(
+        agent_id=group.butler, name=item.name, description=item.description,
+        steps=[ProcedureStep(step=number, action=step.action,
+                             params_template=step.params_template, conditions=step.conditions)
+               for number, step in enumerate(item.steps, start=1)],
+        preconditions=item.preconditions, postconditions=item.postconditions,
+        learned_from=[MemoryRef(memory_type="episode", memory_id=episode_id)
+                      for episode_id in sources],
+        status="draft")
+    await create_procedure(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
+    outcome.procedures_created += 1
+    outcome.links_created += len(sources)
 
 
 async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUID,

@@ -41,10 +41,30 @@ class NewRule:
 
 
 @dataclass
+class ProcedureStepItem:
+    action: str
+    params_template: dict[str, Any] = field(default_factory=dict)
+    conditions: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class NewProcedure:
+    """A procedure the model proposes; it is stored as a draft."""
+
+    name: str
+    steps: list[ProcedureStepItem]
+    description: str = ""
+    preconditions: dict[str, Any] = field(default_factory=dict)
+    postconditions: dict[str, Any] = field(default_factory=dict)
+    source_episode_ids: list[uuid.UUID] = field(default_factory=list)
+
+
+@dataclass
 class ConsolidationResult:
     new_facts: list[NewFact] = field(default_factory=list)
     updated_facts: list[UpdatedFact] = field(default_factory=list)
     new_rules: list[NewRule] = field(default_factory=list)
+    procedures: list[NewProcedure] = field(default_factory=list)
     confirmations: list[uuid.UUID] = field(default_factory=list)
     parse_errors: list[str] = field(default_factory=list)
 
@@ -76,6 +96,10 @@ def parse_consolidation_output(output: str | None) -> ConsolidationResult:
         rule = _new_rule(item, f"new_rules[{index}]", result.parse_errors)
         if rule is not None:
             result.new_rules.append(rule)
+    for index, item in enumerate(_entries(data, "procedures", result)):
+        procedure = _new_procedure(item, f"procedures[{index}]", result.parse_errors)
+        if procedure is not None:
+            result.procedures.append(procedure)
     for index, item in enumerate(_entries(data, "confirmations", result)):
         memory_id = _uuid(item)
         if memory_id is None:
@@ -203,6 +227,41 @@ def _new_rule(item: Any, where: str, errors: list[str]) -> NewRule | None:
         return None
     return NewRule(content=content, tags=_tags(item.get("tags")),
                    source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors))
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _step(item: Any) -> ProcedureStepItem | None:
+    if isinstance(item, str) and item.strip():
+        return ProcedureStepItem(action=item.strip())
+    if not isinstance(item, dict) or _text(item, "action") is None:
+        return None
+    return ProcedureStepItem(action=str(_text(item, "action")),
+                             params_template=_object(item.get("params_template")),
+                             conditions=_object(item.get("conditions")))
+
+
+def _new_procedure(item: Any, where: str, errors: list[str]) -> NewProcedure | None:
+    if not isinstance(item, dict):
+        errors.append(f"{where}: expected an object")
+        return None
+    name = _text(item, "name")
+    raw_steps = item.get("steps")
+    if name is None or not isinstance(raw_steps, list) or not raw_steps:
+        errors.append(f"{where}: needs a name and a non-empty list of steps")
+        return None
+    steps = [_step(raw) for raw in raw_steps]
+    if any(step is None for step in steps):
+        errors.append(f"{where}: every step needs an action")
+        return None
+    return NewProcedure(
+        name=name, steps=[step for step in steps if step is not None],
+        description=_text(item, "description") or "",
+        preconditions=_object(item.get("preconditions")),
+        postconditions=_object(item.get("postconditions")),
+        source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors))
 
 
 def _permanence(value: Any) -> Permanence:

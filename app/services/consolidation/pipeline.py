@@ -56,6 +56,7 @@ class Tally:
     facts_created: int = 0
     facts_updated: int = 0
     rules_created: int = 0
+    procedures_created: int = 0
     confirmations: int = 0
     links_created: int = 0
     action_errors: int = 0
@@ -68,6 +69,7 @@ class Tally:
         self.facts_created += outcome.facts_created
         self.facts_updated += outcome.facts_updated
         self.rules_created += outcome.rules_created
+        self.procedures_created += outcome.procedures_created
         self.confirmations += outcome.confirmations
         self.links_created += outcome.links_created
         self.action_errors += len(outcome.errors)
@@ -196,6 +198,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
                 "episodes_consolidated": len(scope.episode_ids),
                 "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
                 "rules_created": outcome.rules_created,
+                "procedures_created": outcome.procedures_created,
                 "confirmations": outcome.confirmations,
                 "links_created": outcome.links_created, "action_errors": len(outcome.errors),
                 "parse_errors": len(parsed.parse_errors)})
@@ -256,7 +259,7 @@ async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
 
 def _has_actions(parsed: ConsolidationResult) -> bool:
     return bool(parsed.new_facts or parsed.updated_facts or parsed.new_rules
-                or parsed.confirmations)
+                or parsed.procedures or parsed.confirmations)
 
 
 def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
@@ -266,6 +269,7 @@ def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
         "facts_created": outcome.facts_created,
         "facts_updated": outcome.facts_updated,
         "rules_created": outcome.rules_created,
+        "procedures_created": outcome.procedures_created,
         "confirmations": outcome.confirmations,
         "errors": len(outcome.errors),
     }

@@ -1,0 +1,140 @@
+"""arcs: insert, lookups, event append, close, search legs, and the episodes' time line."""
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Float, cast, func, insert, literal, select, text, update
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Arc, Episode
+from app.repositories import pagination
+from app.repositories.memories import to_tsvector
+from app.repositories.search import RankedCandidate, or_tsquery
+
+
+def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
+              status: str | None) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = [Arc.tenant_id == tenant_id]
+    if scope is not None:
+        clauses.append(Arc.scope == scope)
+    if arc_type is not None:
+        clauses.append(Arc.arc_type == arc_type)
+    if status is not None:
+        clauses.append(Arc.status == status)
+    return clauses
+
+
+async def insert_arc(session: AsyncSession, *, values: dict[str, Any],
+                     search_text: str) -> Arc:
+    """Insert one arc (with the tsvector of `search_text`) and return it."""
+    stmt = insert(Arc).values(**values, search_vector=to_tsvector(search_text)).returning(Arc)
+    return (await session.execute(stmt)).scalar_one()
+
+
+async def get(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID,
+              for_update: bool = False) -> Arc | None:
+    """One arc of the tenant, optionally locked FOR UPDATE."""
+    stmt = select(Arc).where(Arc.id == arc_id, Arc.tenant_id == tenant_id)
+    if for_update:
+        stmt = stmt.with_for_update().execution_options(populate_existing=True)
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
+                    arc_type: str | None, status: str | None, limit: int,
+                    cursor: str | None) -> tuple[list[Arc], str | None]:
+    """A page of the tenant's arcs, newest first."""
+    stmt = select(Arc).where(*_filtered(tenant_id, scope, arc_type, status))
+    return await pagination.list_page(session, stmt, order=(Arc.created_at, Arc.id),
+                                      limit=limit, cursor=cursor)
+
+
+async def append_event(session: AsyncSession, *, arc_id: uuid.UUID,
+                       event: dict[str, Any]) -> Arc:
+    """Append one key event in a single UPDATE (key_events || [event])."""
+    stmt = (
+        update(Arc).where(Arc.id == arc_id)
+        .values(key_events=Arc.key_events.op("||")(
+                    func.jsonb_build_array(cast(literal(json.dumps(event)), JSONB))),
+                updated_at=func.now())
+        .returning(Arc)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    return (await session.execute(stmt)).scalar_one()
+
+
+async def update_arc(session: AsyncSession, *, arc_id: uuid.UUID, values: dict[str, Any],
+                     search_text: str | None = None) -> Arc:
+    """Apply `values` (and a new tsvector when `search_text` is given) to one arc."""
+    if search_text is not None:
+        values = {**values, "search_vector": to_tsvector(search_text)}
+    stmt = (
+        update(Arc).where(Arc.id == arc_id).values(**values, updated_at=func.now())
+        .returning(Arc)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    return (await session.execute(stmt)).scalar_one()
+
+
+async def semantic_candidates(session: AsyncSession, *, tenant_id: str, scope: str | None,
+                              arc_type: str | None, status: str | None, vector: list[float],
+                              limit: int) -> list[RankedCandidate]:
+    """The arcs nearest to `vector`, best first."""
+    distance = Arc.embedding.cosine_distance(vector)
+    stmt = (select(Arc.id).where(*_filtered(tenant_id, scope, arc_type, status),
+                                 Arc.embedding.is_not(None))
+            .order_by(distance, Arc.id).limit(limit))
+    ids = (await session.execute(stmt)).scalars()
+    return [RankedCandidate("arc", arc_id, rank) for rank, arc_id in enumerate(ids, start=1)]
+
+
+async def keyword_candidates(session: AsyncSession, *, tenant_id: str, scope: str | None,
+                             arc_type: str | None, status: str | None, query: str,
+                             limit: int) -> list[RankedCandidate]:
+    """The arcs matching any of the query's lexemes, by ts_rank_cd, best first."""
+    tsquery = or_tsquery(query)
+    stmt = (select(Arc.id).where(*_filtered(tenant_id, scope, arc_type, status),
+                                 Arc.search_vector.op("@@")(tsquery))
+            .order_by(func.ts_rank_cd(Arc.search_vector, tsquery).desc(), Arc.id).limit(limit))
+    ids = (await session.execute(stmt)).scalars()
+    return [RankedCandidate("arc", arc_id, rank) for rank, arc_id in enumerate(ids, start=1)]
+
+
+async def load_scored(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                      vector: list[float] | None,
+                      query: str | None) -> dict[uuid.UUID, tuple[Arc, Any, Any]]:
+    """Arcs by id with their similarity to `vector` and ts_rank_cd for `query`."""
+    similarity: ColumnElement[Any] = (
+        1 - Arc.embedding.cosine_distance(vector) if vector is not None
+        else literal(None, Float))
+    keyword: ColumnElement[Any] = (
+        func.ts_rank_cd(Arc.search_vector, or_tsquery(query)) if query is not None
+        else literal(None, Float))
+    stmt = select(Arc, similarity.label("similarity"), keyword.label("keyword")).where(
+        Arc.tenant_id == tenant_id, Arc.id.in_(list(ids)))
+    return {row[0].id: (row[0], row.similarity, row.keyword)
+            for row in await session.execute(stmt)}
+
+
+async def episode_times(session: AsyncSession, *, tenant_id: str,
+                        butler: str) -> list[tuple[uuid.UUID, datetime, str]]:
+    """(id, occurred_at, content) of the butler's live episodes, in time order."""
+    stmt = (select(Episode.id, Episode.occurred_at, Episode.content)
+            .where(Episode.tenant_id == tenant_id, Episode.butler == butler,
+                   (Episode.expires_at.is_(None)) | (Episode.expires_at > func.now()))
+            .order_by(Episode.occurred_at, Episode.sequence))
+    return [(row.id, row.occurred_at, row.content) for row in await session.execute(stmt)]
+
+
+async def overlapping_arc_exists(session: AsyncSession, *, tenant_id: str, scope: str,
+                                 start: datetime, end: datetime) -> bool:
+    """True when an arc of the scope (not abandoned) overlaps [start, end]."""
+    stmt = text("SELECT EXISTS (SELECT 1 FROM arcs WHERE tenant_id = :t AND scope = :s "
+                "AND status <> 'abandoned' AND started_at <= :end "
+                "AND coalesce(ended_at, 'infinity') >= :start)")
+    return bool((await session.execute(stmt, {"t": tenant_id, "s": scope, "start": start,
+                                              "end": end})).scalar_one())

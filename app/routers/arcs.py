@@ -1,0 +1,84 @@
+"""/v1/arcs: narrative arcs (seed 004's "episodes"): create, append events, close, search."""
+
+import uuid
+
+from fastapi import APIRouter, status
+
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.errors import problem_responses
+from app.routers.params import Cursor, Limit, Text
+from app.schemas.arcs import (
+    ArcClose,
+    ArcCreate,
+    ArcEventCreate,
+    ArcOut,
+    ArcSearchRequest,
+    ArcSearchResponse,
+    ArcStatus,
+)
+from app.schemas.common import Page
+from app.services import arcs
+from app.services.responses import arc_out, arc_search_out
+
+router = APIRouter(prefix="/v1/arcs", tags=["arcs"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=ArcOut,
+             responses=problem_responses(422), summary="Create an arc")
+async def create_arc(body: ArcCreate, session: SessionDep, tenant_id: TenantDep,
+                     embedder: EmbedderDep, settings: SettingsDep) -> ArcOut:
+    """Start an arc. `arc_type` is one of `arcs.types` (by default project_phase,
+    decision_sequence, interaction_arc, incident, learning_journey, campaign, grant_process);
+    entities and key-event memories must be the tenant's (422 naming the field)."""
+    row = await arcs.create_arc(session, tenant_id=tenant_id, embedder=embedder,
+                                arcs=settings.arcs, data=body)
+    return arc_out(row)
+
+
+@router.get("", response_model=Page[ArcOut], responses=problem_responses(422),
+            summary="List arcs")
+async def list_arcs(session: SessionDep, tenant_id: TenantDep, scope: Text = None,
+                    arc_type: Text = None, status: ArcStatus | None = None, limit: Limit = 50,
+                    cursor: Cursor = None) -> Page[ArcOut]:
+    """Arcs newest first."""
+    rows, next_cursor = await arcs.list_arcs(session, tenant_id=tenant_id, scope=scope,
+                                             arc_type=arc_type, status=status, limit=limit,
+                                             cursor=cursor)
+    return Page(items=[arc_out(row) for row in rows], next_cursor=next_cursor)
+
+
+@router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),
+             summary="Search arcs")
+async def search_arcs(body: ArcSearchRequest, session: SessionDep, tenant_id: TenantDep,
+                      embedder: EmbedderDep, settings: SettingsDep) -> ArcSearchResponse:
+    """Find arcs by title, summary, outcome and lessons: semantic and keyword lists fused by
+    Reciprocal Rank Fusion in `hybrid` mode, like procedure search."""
+    hits = await arcs.search_arcs(session, tenant_id=tenant_id, embedder=embedder,
+                                  retrieval=settings.retrieval, request=body)
+    return arc_search_out(body.mode, hits)
+
+
+@router.get("/{arc_id}", response_model=ArcOut, responses=problem_responses(404, 422),
+            summary="Get an arc")
+async def get_arc(arc_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> ArcOut:
+    """One arc with its key events."""
+    return arc_out(await arcs.get_arc(session, tenant_id=tenant_id, arc_id=arc_id))
+
+
+@router.post("/{arc_id}/events", response_model=ArcOut,
+             responses=problem_responses(404, 409, 422), summary="Append a key event")
+async def append_event(arc_id: uuid.UUID, body: ArcEventCreate, session: SessionDep,
+                       tenant_id: TenantDep) -> ArcOut:
+    """Append a memory of the tenant as a key event; 409 once the arc is closed."""
+    return arc_out(await arcs.append_event(session, tenant_id=tenant_id, arc_id=arc_id,
+                                           data=body))
+
+
+@router.post("/{arc_id}/close", response_model=ArcOut,
+             responses=problem_responses(404, 409, 422), summary="Close an arc")
+async def close_arc(arc_id: uuid.UUID, body: ArcClose, session: SessionDep,
+                    tenant_id: TenantDep, embedder: EmbedderDep) -> ArcOut:
+    """End the arc (completed or abandoned) with its outcome and lessons; 409 when it is
+    already closed."""
+    return arc_out(await arcs.close_arc(session, tenant_id=tenant_id, embedder=embedder,
+                                        arc_id=arc_id, data=body))

@@ -1,0 +1,170 @@
+"""Narrative arcs: create, append an event, close with outcome and lessons, search."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.clock import now_utc
+from app.config import ArcSettings, RetrievalSettings
+from app.embedding import Embedder
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Arc
+from app.repositories import arcs as arc_rows
+from app.repositories import entities as entity_rows
+from app.repositories import links as link_rows
+from app.repositories import search as search_rows
+from app.schemas.arcs import MAX_KEY_EVENTS, ArcClose, ArcCreate, ArcEventCreate, ArcSearchRequest
+from app.services import events
+from app.services.embeddings import embed_texts
+from app.services.search import fuse, single_list
+from app.text import preprocess_search_query, preprocess_text
+
+OPEN_STATUSES = ("draft", "active")
+
+
+def search_text(title: str, summary: str, outcome: str | None, lessons: list[str]) -> str:
+    """The text an arc is embedded and keyword-indexed by."""
+    return preprocess_text(" ".join([f"{title}.", summary, outcome or "", *lessons]))
+
+
+def _event(event_type: str, tenant_id: str, row: Arc, **payload: Any) -> events.Event:
+    return events.Event(event_type, tenant_id, {"arc_id": str(row.id), "scope": row.scope,
+                                                **payload})
+
+
+async def _key_event(session: AsyncSession, tenant_id: str, item: ArcEventCreate,
+                     field: str) -> dict[str, Any]:
+    if not await link_rows.memory_exists(session, tenant_id=tenant_id,
+                                         memory_type=item.memory_type,
+                                         memory_id=item.memory_id):
+        raise InvalidInput(f"{item.memory_type} {item.memory_id} does not exist", field=field)
+    return {"memory_type": item.memory_type, "memory_id": str(item.memory_id),
+            "description": item.description,
+            "occurred_at": (item.occurred_at or now_utc()).isoformat()}
+
+
+async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                     arcs: ArcSettings, data: ArcCreate) -> Arc:
+    """Store an arc; its type must be configured, its entities and events the tenant's."""
+    if data.arc_type not in arcs.types:
+        raise InvalidInput(f"arc_type must be one of {', '.join(arcs.types)}", field="arc_type")
+    text = search_text(data.title, data.summary, None, [])
+    embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
+    for index, entity_id in enumerate(data.entity_ids):
+        if await entity_rows.get(session, tenant_id=tenant_id,
+                                        entity_id=entity_id) is None:
+            raise InvalidInput(f"entity {entity_id} does not exist",
+                               field=f"entity_ids.{index}")
+    key_events = [await _key_event(session, tenant_id, item, f"key_events.{index}.memory_id")
+                  for index, item in enumerate(data.key_events)]
+    row = await arc_rows.insert_arc(session, search_text=text, values={
+        "tenant_id": tenant_id, "scope": data.scope, "title": data.title,
+        "summary": data.summary, "arc_type": data.arc_type,
+        "entity_ids": list(dict.fromkeys(data.entity_ids)),
+        "started_at": data.started_at or now_utc(), "key_events": key_events,
+        "status": data.status, "embedding": embedded.vectors[0],
+        "embedding_version_id": embedded.version_id})
+    await events.record(session, [_event("arc_created", tenant_id, row)])
+    return row
+
+
+async def get_arc(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID) -> Arc:
+    """The tenant's arc; NotFound otherwise."""
+    row = await arc_rows.get(session, tenant_id=tenant_id, arc_id=arc_id)
+    if row is None:
+        raise NotFound(f"arc {arc_id} not found")
+    return row
+
+
+async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
+                    arc_type: str | None, status: str | None, limit: int,
+                    cursor: str | None) -> tuple[list[Arc], str | None]:
+    """A page of the tenant's arcs, newest first."""
+    return await arc_rows.list_arcs(session, tenant_id=tenant_id, scope=scope,
+                                    arc_type=arc_type, status=status, limit=limit,
+                                    cursor=cursor)
+
+
+async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -> Arc:
+    row = await arc_rows.get(session, tenant_id=tenant_id, arc_id=arc_id, for_update=True)
+    if row is None:
+        raise NotFound(f"arc {arc_id} not found")
+    if row.status not in OPEN_STATUSES:
+        raise Conflict(f"arc {arc_id} is {row.status}; a closed arc takes no more changes")
+    return row
+
+
+async def append_event(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID,
+                       data: ArcEventCreate) -> Arc:
+    """Append a key event to an open arc (Conflict once it is closed or full)."""
+    row = await _lock_open(session, tenant_id, arc_id)
+    if len(row.key_events) >= MAX_KEY_EVENTS:
+        raise Conflict(f"arc {arc_id} already holds {MAX_KEY_EVENTS} key events")
+    event = await _key_event(session, tenant_id, data, "memory_id")
+    return await arc_rows.append_event(session, arc_id=row.id, event=event)
+
+
+async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                    arc_id: uuid.UUID, data: ArcClose) -> Arc:
+    """Close an open arc with its outcome and lessons; re-embedded so search finds them."""
+    ended_at: datetime = data.ended_at or now_utc()
+    current = await get_arc(session, tenant_id=tenant_id, arc_id=arc_id)
+    text = search_text(current.title, current.summary, data.outcome, data.lessons)
+    embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
+    row = await _lock_open(session, tenant_id, arc_id)
+    if ended_at < row.started_at:
+        raise InvalidInput("ended_at is before the arc's started_at", field="ended_at")
+    closed = await arc_rows.update_arc(session, arc_id=row.id, search_text=text, values={
+        "status": data.status, "outcome": data.outcome, "lessons": data.lessons,
+        "ended_at": ended_at, "embedding": embedded.vectors[0],
+        "embedding_version_id": embedded.version_id})
+    await events.record(session, [_event("arc_closed", tenant_id, closed, status=data.status)])
+    return closed
+
+
+@dataclass(frozen=True)
+class ArcHit:
+    """A search result: the arc and its scores."""
+
+    row: Arc
+    similarity: float | None
+    keyword_score: float | None
+    rrf_score: float | None
+    semantic_rank: int | None
+    keyword_rank: int | None
+
+
+async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                      retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[ArcHit]:
+    """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
+    cleaned = preprocess_search_query(request.query)
+    if not cleaned:
+        return []
+    mode, limit = request.mode, request.limit
+    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
+              if mode in ("semantic", "hybrid") else None)
+    query = cleaned if mode in ("keyword", "hybrid") else None
+    semantic, keyword = [], []
+    if vector is not None:
+        await search_rows.configure_vector_scan(
+            session, ef_search=max(retrieval.hnsw_ef_search, limit),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        semantic = await arc_rows.semantic_candidates(
+            session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
+            status=request.status, vector=vector, limit=limit)
+    if query is not None:
+        keyword = await arc_rows.keyword_candidates(
+            session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
+            status=request.status, query=query, limit=limit)
+    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k) if mode == "hybrid"
+             else single_list(semantic if mode == "semantic" else keyword,
+                              semantic=mode == "semantic"))
+    loaded = await arc_rows.load_scored(session, tenant_id=tenant_id,
+                                        ids=[f.memory_id for f in fused], vector=vector,
+                                        query=query)
+    return [ArcHit(loaded[f.memory_id][0], loaded[f.memory_id][1], loaded[f.memory_id][2],
+                   f.rrf_score, f.semantic_rank, f.keyword_rank)
+            for f in fused if f.memory_id in loaded]

@@ -1,0 +1,245 @@
+"""Procedural memory: create, version, status, execution tracking and search."""
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import RetrievalSettings
+from app.embedding import Embedder
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Procedure
+from app.repositories import links as link_rows
+from app.repositories import procedures as procedure_rows
+from app.repositories import search as search_rows
+from app.repositories.procedures import ProcedureFilters
+from app.schemas.procedures import (
+    MemoryRef,
+    ProcedureCreate,
+    ProcedureSearchRequest,
+    ProcedureStep,
+    ProcedureVersionCreate,
+)
+from app.services import events
+from app.services.embeddings import embed_texts
+from app.services.search import fuse, single_list
+from app.text import preprocess_search_query, preprocess_text
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What one version of a procedure says (everything but identity and counters)."""
+
+    description: str
+    steps: list[ProcedureStep]
+    preconditions: dict[str, Any]
+    postconditions: dict[str, Any]
+    learned_from: list[MemoryRef]
+    status: str
+
+
+def search_text(name: str, definition: Definition) -> str:
+    """The text a procedure is embedded and keyword-indexed by: name, description, actions."""
+    actions = " ".join(step.action for step in definition.steps)
+    return preprocess_text(f"{name}. {definition.description} {actions}")
+
+
+def _event(event_type: str, tenant_id: str, row: Procedure, **payload: Any) -> events.Event:
+    return events.Event(event_type, tenant_id, {"procedure_id": str(row.id),
+                                                "agent_id": row.agent_id, "name": row.name,
+                                                "version": row.version, **payload})
+
+
+async def _check_sources(session: AsyncSession, tenant_id: str, refs: list[MemoryRef]) -> None:
+    for index, ref in enumerate(refs):
+        if not await link_rows.memory_exists(session, tenant_id=tenant_id,
+                                             memory_type=ref.memory_type,
+                                             memory_id=ref.memory_id):
+            raise InvalidInput(f"{ref.memory_type} {ref.memory_id} does not exist",
+                               field=f"learned_from.{index}.memory_id")
+
+
+async def _insert(session: AsyncSession, *, tenant_id: str, embedder: Embedder, agent_id: str,
+                  name: str, definition: Definition, version: int,
+                  procedure_id: uuid.UUID | None = None) -> Procedure:
+    """Embed, check the sources, insert, and link the procedure to what it was learned from."""
+    text = search_text(name, definition)
+    embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
+    await _check_sources(session, tenant_id, definition.learned_from)
+    values: dict[str, Any] = {
+        "tenant_id": tenant_id, "agent_id": agent_id, "name": name,
+        "description": definition.description,
+        "steps": [step.model_dump(mode="json") for step in definition.steps],
+        "preconditions": definition.preconditions,
+        "postconditions": definition.postconditions,
+        "learned_from": [ref.model_dump(mode="json") for ref in definition.learned_from],
+        "status": definition.status, "version": version,
+        "embedding": embedded.vectors[0], "embedding_version_id": embedded.version_id,
+    }
+    if procedure_id is not None:
+        values["id"] = procedure_id
+    row = await procedure_rows.insert_procedure(session, values=values, search_text=text)
+    for ref in definition.learned_from:
+        await link_rows.create_link(session, tenant_id=tenant_id, source_type="procedure",
+                                    source_id=row.id, target_type=ref.memory_type,
+                                    target_id=ref.memory_id, relation="derived_from")
+    return row
+
+
+async def create_procedure(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                           data: ProcedureCreate) -> Procedure:
+    """Store version 1 of a procedure; Conflict when the agent already has one of this name."""
+    if await procedure_rows.current_named(session, tenant_id=tenant_id,
+                                          agent_id=data.agent_id, name=data.name):
+        raise Conflict(f"agent {data.agent_id!r} already has a procedure named {data.name!r}; "
+                       "add a version to it instead", field="name")
+    definition = Definition(data.description, data.steps, data.preconditions,
+                            data.postconditions, data.learned_from, data.status)
+    row = await _insert(session, tenant_id=tenant_id, embedder=embedder, agent_id=data.agent_id,
+                        name=data.name, definition=definition, version=1)
+    await events.record(session, [_event("procedure_created", tenant_id, row)])
+    return row
+
+
+async def get_procedure(session: AsyncSession, *, tenant_id: str,
+                        procedure_id: uuid.UUID) -> Procedure:
+    """The tenant's procedure; NotFound otherwise."""
+    row = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id)
+    if row is None:
+        raise NotFound(f"procedure {procedure_id} not found")
+    return row
+
+
+async def list_procedures(session: AsyncSession, *, tenant_id: str, agent_id: str | None,
+                          name: str | None, status: str | None, include_superseded: bool,
+                          limit: int, cursor: str | None) -> tuple[list[Procedure], str | None]:
+    """A page of the tenant's procedures, newest first; current versions unless asked."""
+    filters = ProcedureFilters(agent_id=agent_id, name=name, status=status,
+                               include_superseded=include_superseded)
+    return await procedure_rows.list_procedures(session, tenant_id=tenant_id, filters=filters,
+                                                limit=limit, cursor=cursor)
+
+
+async def list_versions(session: AsyncSession, *, tenant_id: str,
+                        procedure_id: uuid.UUID) -> list[Procedure]:
+    """Every version of the procedure's chain, oldest first."""
+    row = await get_procedure(session, tenant_id=tenant_id, procedure_id=procedure_id)
+    return await procedure_rows.versions(session, tenant_id=tenant_id, agent_id=row.agent_id,
+                                         name=row.name)
+
+
+async def create_version(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                         procedure_id: uuid.UUID, data: ProcedureVersionCreate) -> Procedure:
+    """Supersede the procedure by a new version, atomically.
+
+    The old row is locked; only the current version can be superseded (Conflict otherwise,
+    also for the loser of two concurrent calls). The old version becomes deprecated with
+    `superseded_by` set; the new one has version + 1 and inherits what the request omits.
+    """
+    old = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id,
+                                   for_update=True)
+    if old is None:
+        raise NotFound(f"procedure {procedure_id} not found")
+    if old.superseded_by is not None:
+        raise Conflict(f"procedure {procedure_id} (version {old.version}) is already superseded "
+                       f"by {old.superseded_by}; version the latest one")
+    inherited_status = "draft" if old.status == "deprecated" else old.status
+    definition = Definition(
+        description=old.description if data.description is None else data.description,
+        steps=data.steps,
+        preconditions=old.preconditions if data.preconditions is None else data.preconditions,
+        postconditions=(old.postconditions if data.postconditions is None
+                        else data.postconditions),
+        learned_from=([MemoryRef.model_validate(ref, strict=False) for ref in old.learned_from]
+                      if data.learned_from is None else data.learned_from),
+        status=data.status or inherited_status)
+    new_id = uuid.uuid4()
+    # The old row leaves the current-name index first; the deferred foreign key lets it
+    # point at the new row before that row exists.
+    await procedure_rows.update_procedure(session, procedure_id=old.id, values={
+        "superseded_by": new_id, "status": "deprecated"})
+    row = await _insert(session, tenant_id=tenant_id, embedder=embedder, agent_id=old.agent_id,
+                        name=old.name, definition=definition, version=old.version + 1,
+                        procedure_id=new_id)
+    await events.record(session, [_event("procedure_superseded", tenant_id, old,
+                                         superseded_by=str(row.id)),
+                                  _event("procedure_created", tenant_id, row,
+                                         supersedes=str(old.id))])
+    return row
+
+
+async def set_status(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
+                     status: str) -> Procedure:
+    """Move a procedure to `status`; a superseded version cannot leave deprecated."""
+    row = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id,
+                                   for_update=True)
+    if row is None:
+        raise NotFound(f"procedure {procedure_id} not found")
+    if row.status == status:
+        return row
+    if row.superseded_by is not None:
+        raise Conflict(f"procedure {procedure_id} is superseded by {row.superseded_by}; "
+                       "it stays deprecated")
+    updated = await procedure_rows.update_procedure(session, procedure_id=row.id,
+                                                    values={"status": status})
+    await events.record(session, [_event("procedure_status_changed", tenant_id, updated,
+                                         old_status=row.status, new_status=status)])
+    return updated
+
+
+async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
+                           success: bool, duration_ms: int | None) -> Procedure:
+    """Count one execution atomically; NotFound when the tenant has no such procedure."""
+    row = await procedure_rows.record_execution(session, tenant_id=tenant_id,
+                                                procedure_id=procedure_id, success=success,
+                                                duration_ms=duration_ms)
+    if row is None:
+        raise NotFound(f"procedure {procedure_id} not found")
+    return row
+
+
+@dataclass(frozen=True)
+class ProcedureHit:
+    """A search result: the procedure and its scores."""
+
+    row: Procedure
+    similarity: float | None
+    keyword_score: float | None
+    rrf_score: float | None
+    semantic_rank: int | None
+    keyword_rank: int | None
+
+
+async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                            retrieval: RetrievalSettings,
+                            request: ProcedureSearchRequest) -> list[ProcedureHit]:
+    """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
+    cleaned = preprocess_search_query(request.query)
+    if not cleaned:
+        return []
+    mode, limit = request.mode, request.limit
+    filters = ProcedureFilters(agent_id=request.agent_id, status=request.status,
+                               include_superseded=request.include_superseded)
+    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
+              if mode in ("semantic", "hybrid") else None)
+    query = cleaned if mode in ("keyword", "hybrid") else None
+    semantic, keyword = [], []
+    if vector is not None:
+        await search_rows.configure_vector_scan(
+            session, ef_search=max(retrieval.hnsw_ef_search, limit),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        semantic = await procedure_rows.semantic_candidates(
+            session, tenant_id=tenant_id, filters=filters, vector=vector, limit=limit)
+    if query is not None:
+        keyword = await procedure_rows.keyword_candidates(
+            session, tenant_id=tenant_id, filters=filters, query=query, limit=limit)
+    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k) if mode == "hybrid"
+             else single_list(semantic if mode == "semantic" else keyword,
+                              semantic=mode == "semantic"))
+    loaded = await procedure_rows.load_scored(session, tenant_id=tenant_id,
+                                              ids=[f.memory_id for f in fused], vector=vector,
+                                              query=query)
+    return [ProcedureHit(loaded[f.memory_id][0], loaded[f.memory_id][1],
+                         loaded[f.memory_id][2], f.rrf_score, f.semantic_rank, f.keyword_rank)
+            for f in fused if f.memory_id in loaded]
