@@ -1,7 +1,6 @@
 """Narrative arcs: create, append an event, close with outcome and lessons, search."""
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,12 +14,12 @@ from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
-from app.repositories import search as search_rows
+from app.repositories.search import RankedCandidate
 from app.schemas.arcs import MAX_KEY_EVENTS, ArcClose, ArcCreate, ArcEventCreate, ArcSearchRequest
 from app.services import events
 from app.services.embeddings import embed_texts
-from app.services.search import fuse, single_list
-from app.text import preprocess_search_query, preprocess_text
+from app.services.single_type_search import RecordHit, search_records
+from app.text import preprocess_text
 
 OPEN_STATUSES = ("draft", "active")
 
@@ -125,46 +124,25 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
     return closed
 
 
-@dataclass(frozen=True)
-class ArcHit:
-    """A search result: the arc and its scores."""
-
-    row: Arc
-    similarity: float | None
-    keyword_score: float | None
-    rrf_score: float | None
-    semantic_rank: int | None
-    keyword_rank: int | None
-
-
 async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                      retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[ArcHit]:
+                      retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[RecordHit]:
     """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
-    cleaned = preprocess_search_query(request.query)
-    if not cleaned:
-        return []
-    mode, limit = request.mode, request.limit
-    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
-              if mode in ("semantic", "hybrid") else None)
-    query = cleaned if mode in ("keyword", "hybrid") else None
-    semantic, keyword = [], []
-    if vector is not None:
-        await search_rows.configure_vector_scan(
-            session, ef_search=max(retrieval.hnsw_ef_search, limit),
-            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-        semantic = await arc_rows.semantic_candidates(
+    async def semantic(vector: list[float]) -> list[RankedCandidate]:
+        return await arc_rows.semantic_candidates(
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
-            status=request.status, vector=vector, limit=limit)
-    if query is not None:
-        keyword = await arc_rows.keyword_candidates(
+            status=request.status, vector=vector, limit=request.limit)
+
+    async def keyword(query: str) -> list[RankedCandidate]:
+        return await arc_rows.keyword_candidates(
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
-            status=request.status, query=query, limit=limit)
-    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k) if mode == "hybrid"
-             else single_list(semantic if mode == "semantic" else keyword,
-                              semantic=mode == "semantic"))
-    loaded = await arc_rows.load_scored(session, tenant_id=tenant_id,
-                                        ids=[f.memory_id for f in fused], vector=vector,
-                                        query=query)
-    return [ArcHit(loaded[f.memory_id][0], loaded[f.memory_id][1], loaded[f.memory_id][2],
-                   f.rrf_score, f.semantic_rank, f.keyword_rank)
-            for f in fused if f.memory_id in loaded]
+            status=request.status, query=query, limit=request.limit)
+
+    async def load(ids: list[uuid.UUID], vector: list[float] | None,
+                   query: str | None) -> dict[uuid.UUID, Any]:
+        return await arc_rows.load_scored(session, tenant_id=tenant_id, ids=ids,
+                                          vector=vector, query=query)
+
+    return await search_records(session, tenant_id=tenant_id, embedder=embedder,
+                                retrieval=retrieval, query=request.query, mode=request.mode,
+                                limit=request.limit, semantic_leg=semantic,
+                                keyword_leg=keyword, load=load)

@@ -12,8 +12,8 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
-from app.repositories import search as search_rows
 from app.repositories.procedures import ProcedureFilters
+from app.repositories.search import RankedCandidate
 from app.schemas.procedures import (
     MemoryRef,
     ProcedureCreate,
@@ -23,8 +23,8 @@ from app.schemas.procedures import (
 )
 from app.services import events
 from app.services.embeddings import embed_texts
-from app.services.search import fuse, single_list
-from app.text import preprocess_search_query, preprocess_text
+from app.services.single_type_search import RecordHit, search_records
+from app.text import preprocess_text
 
 
 @dataclass(frozen=True)
@@ -199,47 +199,27 @@ async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_i
     return row
 
 
-@dataclass(frozen=True)
-class ProcedureHit:
-    """A search result: the procedure and its scores."""
-
-    row: Procedure
-    similarity: float | None
-    keyword_score: float | None
-    rrf_score: float | None
-    semantic_rank: int | None
-    keyword_rank: int | None
-
-
 async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                             retrieval: RetrievalSettings,
-                            request: ProcedureSearchRequest) -> list[ProcedureHit]:
+                            request: ProcedureSearchRequest) -> list[RecordHit]:
     """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
-    cleaned = preprocess_search_query(request.query)
-    if not cleaned:
-        return []
-    mode, limit = request.mode, request.limit
     filters = ProcedureFilters(agent_id=request.agent_id, status=request.status,
                                include_superseded=request.include_superseded)
-    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
-              if mode in ("semantic", "hybrid") else None)
-    query = cleaned if mode in ("keyword", "hybrid") else None
-    semantic, keyword = [], []
-    if vector is not None:
-        await search_rows.configure_vector_scan(
-            session, ef_search=max(retrieval.hnsw_ef_search, limit),
-            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-        semantic = await procedure_rows.semantic_candidates(
-            session, tenant_id=tenant_id, filters=filters, vector=vector, limit=limit)
-    if query is not None:
-        keyword = await procedure_rows.keyword_candidates(
-            session, tenant_id=tenant_id, filters=filters, query=query, limit=limit)
-    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k) if mode == "hybrid"
-             else single_list(semantic if mode == "semantic" else keyword,
-                              semantic=mode == "semantic"))
-    loaded = await procedure_rows.load_scored(session, tenant_id=tenant_id,
-                                              ids=[f.memory_id for f in fused], vector=vector,
-                                              query=query)
-    return [ProcedureHit(loaded[f.memory_id][0], loaded[f.memory_id][1],
-                         loaded[f.memory_id][2], f.rrf_score, f.semantic_rank, f.keyword_rank)
-            for f in fused if f.memory_id in loaded]
+
+    async def semantic(vector: list[float]) -> list[RankedCandidate]:
+        return await procedure_rows.semantic_candidates(
+            session, tenant_id=tenant_id, filters=filters, vector=vector, limit=request.limit)
+
+    async def keyword(query: str) -> list[RankedCandidate]:
+        return await procedure_rows.keyword_candidates(
+            session, tenant_id=tenant_id, filters=filters, query=query, limit=request.limit)
+
+    async def load(ids: list[uuid.UUID], vector: list[float] | None,
+                   query: str | None) -> dict[uuid.UUID, Any]:
+        return await procedure_rows.load_scored(session, tenant_id=tenant_id, ids=ids,
+                                                vector=vector, query=query)
+
+    return await search_records(session, tenant_id=tenant_id, embedder=embedder,
+                                retrieval=retrieval, query=request.query, mode=request.mode,
+                                limit=request.limit, semantic_leg=semantic,
+                                keyword_leg=keyword, load=load)

@@ -60,15 +60,14 @@ from app.schemas.search import (
     TimeWindowOut,
 )
 from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
-from app.services.arcs import ArcHit as FoundArc
 from app.services.context import Context
 from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
-from app.services.procedures import ProcedureHit as FoundProcedure
 from app.services.recall import Recalled
 from app.services.runs import RunDetail, RunFound
 from app.services.search import Hit
+from app.services.single_type_search import RecordHit
 from app.services.timewindow import TimeWindow
 from app.services.working_memory import etag_of
 
@@ -302,7 +301,7 @@ def procedure_out(row: Procedure) -> ProcedureOut:
     return ProcedureOut.model_validate(row)
 
 
-def procedure_search_out(mode: str, hits: list[FoundProcedure]) -> ProcedureSearchResponse:
+def procedure_search_out(mode: str, hits: list[RecordHit]) -> ProcedureSearchResponse:
     """The procedure search answer: each procedure with its scores."""
     return ProcedureSearchResponse(mode=mode, results=[ProcedureHit.model_validate({
         **dict(procedure_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
@@ -315,7 +314,7 @@ def arc_out(row: Arc) -> ArcOut:
     return ArcOut.model_validate(row)
 
 
-def arc_search_out(mode: str, hits: list[FoundArc]) -> ArcSearchResponse:
+def arc_search_out(mode: str, hits: list[RecordHit]) -> ArcSearchResponse:
     """The arc search answer: each arc with its scores."""
     return ArcSearchResponse.model_validate({"mode": mode, "results": [{
         **dict(arc_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
