@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Settings
+from app.errors import StartupRefused
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
 def _serve(settings: Settings, workers: int) -> None:
     import uvicorn
 
-    from app.main import create_app
+    from app.main import create_app, refuse_unsafe_binding
 
+    # Refused before anything starts: one line on stderr, not a lifespan traceback.
+    refuse_unsafe_binding(settings)
     if workers <= 1:
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                     log_level=settings.log_level)
@@ -102,8 +105,10 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
 
     if args.keys_command == "create":
         minted = await api_keys.create_key(session, tenant_id=args.tenant, name=args.name)
-        print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}")
-        print(f"key:    {minted.secret}\n(shown once: store it now)")
+        # The key alone on stdout, so `KEY=$(engram keys create ...)` captures just it.
+        print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}", file=sys.stderr)
+        print("(the key below is shown once: store it now)", file=sys.stderr)
+        print(minted.secret)
     elif args.keys_command == "list":
         for key in await api_keys.list_keys(session, tenant_id=args.tenant):
             state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
@@ -160,9 +165,20 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _version() -> str:
+    """The installed distribution's version ("unknown" when run from an uninstalled tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("engram")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `engram` console script."""
     parser = argparse.ArgumentParser(prog="engram", description="Engram memory service")
+    parser.add_argument("--version", action="version", version=f"engram {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host")
@@ -194,12 +210,22 @@ def main(argv: list[str] | None = None) -> None:
 
     # Logs go to stderr, so `engram mcp` keeps stdout for the protocol.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # Alembic's plugin and migration chatter is detail, not start-up news.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}
     settings = Settings(**overrides)
     # SIGTERM ends any command like Ctrl-C does, so exit handlers (the embedded PostgreSQL's
     # stop) run; `serve` has uvicorn's own handlers, which end the lifespan the same way.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        _run(settings, args)
+    except StartupRefused as refused:
+        raise SystemExit(f"engram: refused to start: {refused}") from None
+
+
+def _run(settings: Settings, args: argparse.Namespace) -> None:
+    """Run the chosen command."""
     if args.command == "serve":
         _serve(settings, args.workers)
     elif args.command == "migrate":

@@ -243,7 +243,13 @@ def _unexpected_response(request: Request, exc: BaseException) -> JSONResponse:
 def _allowed_methods(request: Request) -> list[str]:
     """Every documented method of every route matching the path (Starlette lists one route's)."""
     methods: set[str] = set()
-    for route in request.app.router.routes:
+    pending: list[Any] = list(request.app.router.routes)
+    while pending:
+        route = pending.pop()
+        # FastAPI keeps an included router as one entry holding its routes.
+        if hasattr(route, "effective_candidates"):
+            pending.extend(route.effective_candidates())
+            continue
         route_methods = getattr(route, "methods", None)
         if route_methods and route.matches(request.scope)[0] != Match.NONE:
             methods |= set(route_methods)

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import migrations
@@ -26,6 +27,7 @@ from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.mcp.server import McpMount
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
+from app.query_guard import reject_unknown_query_params
 from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
@@ -143,6 +145,11 @@ async def refuse_public_binding_without_keys(settings: Settings, db_engine: Asyn
         )
 
 
+def operation_id(route: APIRoute) -> str:
+    """A route's OpenAPI operationId: its endpoint function's name (unique, snake_case)."""
+    return route.name
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; nothing connects until the lifespan starts."""
     app = FastAPI(
@@ -151,6 +158,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Long-term memory service for AI agents.",
         description=DESCRIPTION,
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+        dependencies=[Depends(reject_unknown_query_params)],
     )
     app.state.settings = settings = settings or Settings()
     add_exception_handlers(app)

@@ -64,7 +64,7 @@ async def send_problem(send: Send, status: int, title: str, detail: str, path: s
 
 class InputGuardMiddleware:
     """413 for bodies over `max_body_bytes`, also when they arrive chunked; 422 for NUL in
-    the query string.
+    the query string; 415 for form bodies (every route takes JSON, none takes a form).
 
     PostgreSQL text cannot hold NUL, so no query parameter may carry one to a filter;
     body fields are checked by their own models, which name the field.
@@ -93,6 +93,10 @@ class InputGuardMiddleware:
         if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
             return
+        if media_type(scope) in FORM_MEDIA_TYPES:
+            await send_problem(send, 415, "Unsupported media type",
+                                "send the body as application/json", path, "Content-Type")
+            return
         try:
             body = await self._read_body(receive)
         except BodyTooLarge:
@@ -117,6 +121,17 @@ class InputGuardMiddleware:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+FORM_MEDIA_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+
+
+def media_type(scope: Scope) -> str:
+    """The request's Content-Type without parameters, lower-cased ("" when absent)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-type":
+            return value.decode("latin-1").split(";", 1)[0].strip().lower()
+    return ""
 
 
 def content_length(scope: Scope) -> int | None:

@@ -1,6 +1,7 @@
 """openapi/openapi.json is the schema the app serves; regenerate with `engram openapi`."""
 
 import json
+import re
 from pathlib import Path
 
 from app.config import Settings
@@ -25,3 +26,13 @@ def test_every_operation_documents_its_problems() -> None:
         for method, operation in operations.items():
             assert "422" in operation["responses"], f"{method.upper()} {path}"
             assert operation.get("summary"), f"{method.upper()} {path} has no summary"
+
+
+def test_operation_ids_are_unique_snake_case_function_names() -> None:
+    served = create_app(Settings()).openapi()
+    ids = [operation["operationId"] for operations in served["paths"].values()
+           for operation in operations.values()]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    for operation_id in ids:
+        assert re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", operation_id), operation_id
+    assert served["paths"]["/v1/episodes"]["post"]["operationId"] == "create_episode"

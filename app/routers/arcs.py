@@ -67,8 +67,8 @@ async def get_arc(arc_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) 
 
 @router.post("/{arc_id}/events", response_model=ArcOut,
              responses=problem_responses(404, 409, 422), summary="Append a key event")
-async def append_event(arc_id: uuid.UUID, body: ArcEventCreate, session: SessionDep,
-                       tenant_id: TenantDep) -> ArcOut:
+async def append_arc_event(arc_id: uuid.UUID, body: ArcEventCreate, session: SessionDep,
+                           tenant_id: TenantDep) -> ArcOut:
     """Append a memory of the tenant as a key event; 409 once the arc is closed."""
     return arc_out(await arcs.append_event(session, tenant_id=tenant_id, arc_id=arc_id,
                                            data=body))

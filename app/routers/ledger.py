@@ -34,9 +34,9 @@ AgentId = Annotated[str, Path(min_length=1, max_length=MAX_NAME_CHARS)]
 
 @router.post("/events", status_code=status.HTTP_201_CREATED, response_model=EventAppendOut,
              responses=problem_responses(422), summary="Append an event to the ledger")
-async def append_event(ledger_name: LedgerName, body: EventCreate, session: SessionDep,
-                       tenant_id: TenantDep, embedder: EmbedderDep,
-                       settings: SettingsDep) -> EventAppendOut:
+async def append_ledger_event(ledger_name: LedgerName, body: EventCreate,
+                              session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
+                              settings: SettingsDep) -> EventAppendOut:
     """Append one event (append-only: events are never changed). Its visibility defaults to
     global for the configured kinds and private otherwise. When the event makes agents due a
     reflection (`agent_memory.reflection_threshold` visible events since their last one),
@@ -49,9 +49,9 @@ async def append_event(ledger_name: LedgerName, body: EventCreate, session: Sess
 
 @router.get("/events", response_model=Page[AgentEventOut], responses=problem_responses(422),
             summary="List the ledger's events")
-async def list_events(ledger_name: LedgerName, session: SessionDep, tenant_id: TenantDep,
-                      agent_id: Text = None, kind: Text = None, limit: Limit = 50,
-                      cursor: Cursor = None) -> Page[AgentEventOut]:
+async def list_ledger_events(ledger_name: LedgerName, session: SessionDep,
+                             tenant_id: TenantDep, agent_id: Text = None, kind: Text = None,
+                             limit: Limit = 50, cursor: Cursor = None) -> Page[AgentEventOut]:
     """Every event of the ledger (not one agent's view), newest first."""
     rows, next_cursor = await ledger.list_events(session, tenant_id=tenant_id,
                                                  ledger=ledger_name, agent_id=agent_id,

@@ -84,9 +84,12 @@ async def test_tenant_comes_from_the_key_not_the_request(app, anonymous_client):
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         acme = await api_keys.create_key(session, tenant_id="acme")
     headers = {"Authorization": f"Bearer {acme.secret}"}
-    created = await anonymous_client.post(
-        "/v1/rules?tenant_id=default", headers=headers,
-        json={"content": "Greet in Dutch"})
+    switch = await anonymous_client.post(
+        "/v1/rules?tenant_id=default", headers=headers, json={"content": "Greet in Dutch"})
+    assert switch.status_code == 422  # unknown query parameter, not a tenant switch
+    assert switch.json()["errors"][0]["field"] == "query.tenant_id"
+    created = await anonymous_client.post("/v1/rules", headers=headers,
+                                          json={"content": "Greet in Dutch"})
     assert created.status_code == 201
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         owner = (await session.execute(text("SELECT tenant_id FROM rules WHERE id = :id"),
@@ -100,9 +103,9 @@ async def test_tenant_comes_from_the_key_not_the_request(app, anonymous_client):
 def test_cli_creates_lists_and_revokes_keys(database_url, capsys, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", database_url)
     cli(["keys", "create", "--tenant", "acme", "--name", "laptop"])
-    created = capsys.readouterr().out
-    secret = re.search(r"key:\s+(\S+)", created).group(1)
-    key_id = re.search(r"id:\s+(\S+)", created).group(1)
+    created = capsys.readouterr()
+    secret = created.out.strip()  # the key alone on stdout; the rest on stderr
+    key_id = re.search(r"id:\s+(\S+)", created.err).group(1)
     assert secret.startswith("egk_")
     cli(["keys", "list", "--tenant", "acme"])
     listing = capsys.readouterr().out

@@ -1,0 +1,20 @@
+"""`engram keys create` prints the key alone on stdout, so scripts can capture it."""
+
+import asyncio
+import os
+import subprocess
+import sys
+
+
+async def test_keys_create_prints_only_a_working_key_on_stdout(database_url, anonymous_client):
+    env = {**os.environ, "ENGRAM_DATABASE_URL": database_url, "ENGRAM_MIGRATE_ON_START": "false"}
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "cli"],
+        capture_output=True, text=True, env=env, check=True)
+    [key] = result.stdout.splitlines()
+    assert "tenant: cli" in result.stderr
+    response = await anonymous_client.get("/v1/episodes",
+                                          headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200
+    unauthenticated = await anonymous_client.get("/v1/episodes")
+    assert unauthenticated.status_code == 401
