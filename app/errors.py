@@ -241,8 +241,9 @@ def _unexpected_response(request: Request, exc: BaseException) -> JSONResponse:
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every documented method of every route matching the path (Starlette lists one route's)."""
-    methods: set[str] = set()
+    """Every documented method of the path's most specific matching template (Starlette lists
+    one route's): `/v1/episodes/batch` is its own resource, not `/v1/episodes/{episode_id}`."""
+    by_template: dict[str, set[str]] = {}
     pending: list[Any] = list(request.app.router.routes)
     while pending:
         route = pending.pop()
@@ -252,8 +253,11 @@ def _allowed_methods(request: Request) -> list[str]:
             continue
         route_methods = getattr(route, "methods", None)
         if route_methods and route.matches(request.scope)[0] != Match.NONE:
-            methods |= set(route_methods)
-    return sorted(methods - {"HEAD"})
+            by_template.setdefault(route.path_format, set()).update(route_methods)
+    if not by_template:
+        return []
+    specific = min(by_template, key=lambda template: (template.count("{"), template))
+    return sorted(by_template[specific] - {"HEAD"})
 
 
 def _title(status: int) -> str:

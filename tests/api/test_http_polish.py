@@ -9,6 +9,12 @@ async def test_wrong_method_answers_405_with_the_allowed_methods(client):
     assert "PUT" not in allowed
 
 
+async def test_allow_names_the_literal_resource_not_a_templated_sibling(client):
+    response = await client.put("/v1/episodes/batch")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+
+
 async def test_form_encoded_body_is_415_naming_content_type(client, sql):
     response = await client.post("/v1/episodes", data={"content": "hello", "butler": "chat"})
     assert response.status_code == 415
