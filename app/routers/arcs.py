@@ -15,6 +15,7 @@ from app.schemas.arcs import (
     ArcSearchRequest,
     ArcSearchResponse,
     ArcStatus,
+    ArcUpdate,
 )
 from app.schemas.common import Page
 from app.services import arcs
@@ -63,6 +64,18 @@ async def search_arcs(body: ArcSearchRequest, session: SessionDep, tenant_id: Te
 async def get_arc(arc_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> ArcOut:
     """One arc with its key events."""
     return arc_out(await arcs.get_arc(session, tenant_id=tenant_id, arc_id=arc_id))
+
+
+@router.patch("/{arc_id}", response_model=ArcOut, responses=problem_responses(404, 409, 422),
+              summary="Update an open arc")
+async def update_arc(arc_id: uuid.UUID, body: ArcUpdate, session: SessionDep,
+                     tenant_id: TenantDep, embedder: EmbedderDep,
+                     settings: SettingsDep) -> ArcOut:
+    """Change an open arc: title, summary, type, entities, `started_at`, or `status` between
+    draft and active (a proposed draft is accepted with `{"status": "active"}`). A closed arc
+    is a 409; closing goes through `/close`."""
+    return arc_out(await arcs.update_arc(session, tenant_id=tenant_id, embedder=embedder,
+                                         arcs=settings.arcs, arc_id=arc_id, data=body))
 
 
 @router.post("/{arc_id}/events", response_model=ArcOut,

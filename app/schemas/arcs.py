@@ -49,6 +49,17 @@ class ArcCreate(RequestModel):
     status: Literal["draft", "active"] = "active"
 
 
+class ArcUpdate(RequestModel):
+    """Changes to an open arc; omitted fields stay. A draft becomes active with `status`."""
+
+    title: Name | None = None
+    summary: Summary | None = None
+    arc_type: Name | None = None
+    entity_ids: list[UUIDIn] | None = Field(None, max_length=100)
+    started_at: AwareDatetimeIn | None = None
+    status: Literal["draft", "active"] | None = None
+
+
 class ArcClose(RequestModel):
     """How the arc ended."""
 

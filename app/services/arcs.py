@@ -15,7 +15,14 @@ from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
 from app.repositories.search import RankedCandidate
-from app.schemas.arcs import MAX_KEY_EVENTS, ArcClose, ArcCreate, ArcEventCreate, ArcSearchRequest
+from app.schemas.arcs import (
+    MAX_KEY_EVENTS,
+    ArcClose,
+    ArcCreate,
+    ArcEventCreate,
+    ArcSearchRequest,
+    ArcUpdate,
+)
 from app.services import events
 from app.services.embeddings import embed_texts
 from app.services.single_type_search import RecordHit, search_records
@@ -45,18 +52,26 @@ async def _key_event(session: AsyncSession, tenant_id: str, item: ArcEventCreate
             "occurred_at": (item.occurred_at or now_utc()).isoformat()}
 
 
+def _check_type(arcs: ArcSettings, arc_type: str) -> None:
+    if arc_type not in arcs.types:
+        raise InvalidInput(f"arc_type must be one of {', '.join(arcs.types)}", field="arc_type")
+
+
+async def _check_entities(session: AsyncSession, tenant_id: str,
+                          entity_ids: list[uuid.UUID]) -> None:
+    for index, entity_id in enumerate(entity_ids):
+        if await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id) is None:
+            raise InvalidInput(f"entity {entity_id} does not exist",
+                               field=f"entity_ids.{index}")
+
+
 async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      arcs: ArcSettings, data: ArcCreate) -> Arc:
     """Store an arc; its type must be configured, its entities and events the tenant's."""
-    if data.arc_type not in arcs.types:
-        raise InvalidInput(f"arc_type must be one of {', '.join(arcs.types)}", field="arc_type")
+    _check_type(arcs, data.arc_type)
     text = search_text(data.title, data.summary, None, [])
     embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
-    for index, entity_id in enumerate(data.entity_ids):
-        if await entity_rows.get(session, tenant_id=tenant_id,
-                                        entity_id=entity_id) is None:
-            raise InvalidInput(f"entity {entity_id} does not exist",
-                               field=f"entity_ids.{index}")
+    await _check_entities(session, tenant_id, data.entity_ids)
     key_events = [await _key_event(session, tenant_id, item, f"key_events.{index}.memory_id")
                   for index, item in enumerate(data.key_events)]
     row = await arc_rows.insert_arc(session, search_text=text, values={
@@ -104,6 +119,36 @@ async def append_event(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UU
         raise Conflict(f"arc {arc_id} already holds {MAX_KEY_EVENTS} key events")
     event = await _key_event(session, tenant_id, data, "memory_id")
     return await arc_rows.append_event(session, arc_id=row.id, event=event)
+
+
+async def update_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
+                     arcs: ArcSettings, arc_id: uuid.UUID, data: ArcUpdate) -> Arc:
+    """Change an open arc's title, summary, type, entities, start or draft/active status."""
+    changes = data.model_dump(exclude_unset=True)
+    if None in changes.values():
+        field = next(name for name, value in changes.items() if value is None)
+        raise InvalidInput(f"{field} cannot be null", field=field)
+    if "arc_type" in changes:
+        _check_type(arcs, changes["arc_type"])
+    if "entity_ids" in changes:
+        await _check_entities(session, tenant_id, changes["entity_ids"])
+        changes["entity_ids"] = list(dict.fromkeys(changes["entity_ids"]))
+    current = await get_arc(session, tenant_id=tenant_id, arc_id=arc_id)
+    text = None
+    if {"title", "summary"} & changes.keys():
+        text = search_text(changes.get("title", current.title),
+                           changes.get("summary", current.summary), current.outcome,
+                           current.lessons)
+        embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
+        changes |= {"embedding": embedded.vectors[0],
+                    "embedding_version_id": embedded.version_id}
+    row = await _lock_open(session, tenant_id, arc_id)
+    if not changes:
+        return row
+    updated = await arc_rows.update_arc(session, arc_id=row.id, search_text=text, values=changes)
+    await events.record(session, [_event("arc_updated", tenant_id, updated,
+                                         fields=sorted(data.model_fields_set))])
+    return updated
 
 
 async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder,

@@ -97,6 +97,37 @@ async def test_search_finds_arcs_by_their_lessons(client):
     assert [hit["id"] for hit in only_grants.json()["results"]] == [grant["id"]]
 
 
+async def test_a_proposed_draft_is_edited_and_accepted(client):
+    entity = await create_entity(client, "Harbour Board", "organization")
+    draft = await _arc(client, title="Untitled", status="draft")
+    edited = await client.patch(f"/v1/arcs/{draft['id']}", json={
+        "title": "Harbour permit", "summary": "Permit for the new pier.",
+        "entity_ids": [entity["id"]], "status": "active"})
+    assert edited.status_code == 200, edited.text
+    body = edited.json()
+    assert (body["title"], body["summary"], body["status"], body["entity_ids"]) == (
+        "Harbour permit", "Permit for the new pier.", "active", [entity["id"]])
+    assert body["started_at"] == draft["started_at"]
+    found = await client.post("/v1/arcs/search",
+                              json={"query": "pier permit", "mode": "semantic", "limit": 1})
+    assert [hit["id"] for hit in found.json()["results"]] == [draft["id"]]
+
+
+async def test_a_closed_arc_takes_no_patch_and_bad_patches_name_the_field(client):
+    arc = await _arc(client)
+    for body, field in [({"arc_type": "birthday"}, "arc_type"),
+                        ({"status": "completed"}, "body.status"),
+                        ({"title": None}, "title"),
+                        ({"entity_ids": ["00000000-0000-4000-8000-000000000000"]},
+                         "entity_ids.0")]:
+        response = await client.patch(f"/v1/arcs/{arc['id']}", json=body)
+        assert (response.status_code, field in _fields(response)) == (422, True), body
+    await client.post(f"/v1/arcs/{arc['id']}/close", json={"outcome": "Done."})
+    closed = await client.patch(f"/v1/arcs/{arc['id']}", json={"title": "Renamed"})
+    assert closed.status_code == 409
+    assert (await client.get(f"/v1/arcs/{arc['id']}")).json()["title"] == arc["title"]
+
+
 async def test_unknown_and_foreign_arcs_are_404(client, tenant_client):
     arc = await _arc(client)
     other = await tenant_client("other")

@@ -260,6 +260,8 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         for mode in ("semantic", "keyword", "hybrid")
     ],
     ("GET", "/v1/arcs/{arc_id}"): [Call(NOTHING, NOT_FOUND, own("arc"))],
+    ("PATCH", "/v1/arcs/{arc_id}"): [
+        Call(body(lambda ids: {"title": "b renames it"}), NOT_FOUND, own("arc"))],
     ("POST", "/v1/arcs/{arc_id}/events"): [
         Call(body(lambda ids: {"memory_type": "episode", "memory_id": ids["episode"]}),
              REJECTED, own("arc"))],
