@@ -1,5 +1,6 @@
 """Retrieval tools: search, recall, context and stats."""
 
+import uuid
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -26,8 +27,14 @@ from app.services import retrieval, stats
 from app.services.context import build_context
 from app.services.recall import recall
 from app.services.responses import context_out, recall_hit
+from app.services.search import graph_query
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
+EntitiesArg = Annotated[list[uuid.UUID] | None, Field(
+    description="Entity ids the query is about (up to 10): memories linked to them within "
+                "graph_hops rank higher (hybrid mode only).")]
+GraphHopsArg = Annotated[int, Field(description="Links from the entities a memory may be "
+                                                "to get that boost (1-3).")]
 MinConfidenceArg = Annotated[float, Field(description="Leave out facts and rules whose decayed "
                                                       "confidence is below this (0-1).")]
 
@@ -40,14 +47,19 @@ def register(server: MCPServer) -> None:
                             types: list[MemoryType] | None = None,
                             scope: OptionalScopeArg = None, mode: SearchMode | None = None,
                             limit: LimitArg = 10,
-                            min_confidence: MinConfidenceArg = 0.2) -> JsonObject:
+                            min_confidence: MinConfidenceArg = 0.2,
+                            entities: EntitiesArg = None,
+                            graph_hops: GraphHopsArg = 2) -> JsonObject:
         """Search episodes, facts and rules by meaning and keywords. Use it to look something
         up ('what did Ann say about the trip?'); each hit carries its scores and id. mode:
         hybrid (the default unless the server is configured otherwise), semantic or keyword.
         A time expression in the query ('last week', 'in May 2023') favours episodes from then.
+        With entities (ids from entity_resolve), memories linked to them rank higher.
         For the best facts and rules on a topic, ranked for use, prefer memory_recall."""
         request = build(SearchRequest, query=query, types=types, scope=scope, mode=mode,
-                        limit=limit, min_confidence=min_confidence)
+                        limit=limit, min_confidence=min_confidence,
+                        entities=[str(item) for item in entities] if entities else None,
+                        graph_hops=graph_hops)
 
         async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
             return await retrieval.search_memories(
@@ -58,18 +70,22 @@ def register(server: MCPServer) -> None:
 
     @server.tool()
     async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
-                            limit: LimitArg = 10) -> JsonObject:
+                            limit: LimitArg = 10, entities: EntitiesArg = None,
+                            graph_hops: GraphHopsArg = 2) -> JsonObject:
         """Recall the facts and rules most worth knowing about a topic before you act, ranked
-        by relevance, importance, recency and confidence. Each one returned counts as a
-        reference."""
-        request = build(RecallRequest, topic=topic, scope=scope, limit=limit)
+        by relevance, importance, recency and confidence (and closeness to entities, when
+        given). Each one returned counts as a reference."""
+        request = build(RecallRequest, topic=topic, scope=scope, limit=limit,
+                        entities=[str(item) for item in entities] if entities else None,
+                        graph_hops=graph_hops)
 
         async def work(session: AsyncSession, caller: Caller) -> RecallResponse:
             recalled = await recall(session, tenant_id=caller.tenant_id,
                                     embedder=caller.embedder,
                                     retrieval=caller.settings.retrieval, topic=request.topic,
                                     scope=request.scope, limit=request.limit,
-                                    min_confidence=request.min_confidence)
+                                    min_confidence=request.min_confidence,
+                                    graph=graph_query(request.entities, request.graph_hops))
             now = now_utc()
             return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 

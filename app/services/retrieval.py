@@ -5,6 +5,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.errors import InvalidInput
 from app.schemas.search import SearchRequest, SearchResponse
 from app.services.responses import search_out
 from app.services.search import graph_query, search
@@ -16,6 +17,9 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                           request: SearchRequest) -> SearchResponse:
     """Search with the configured default mode and the time window read from the query."""
     mode = request.mode or retrieval.default_mode
+    if request.entities and mode != "hybrid":
+        raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
+                           field="entities")
     now = now_utc()
     window = parse_time_window(request.query, request.reference_time or now)
     hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,

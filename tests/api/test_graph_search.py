@@ -133,3 +133,12 @@ async def test_too_many_entities_is_a_422_naming_the_field(client):
     response = await client.post("/v1/search", json={
         "query": "x", "entities": ["00000000-0000-4000-8000-000000000001"] * 11})
     assert response.status_code == 422 and "entities" in response.text
+
+
+@pytest.mark.parametrize("mode", ["semantic", "keyword"])
+async def test_entities_outside_hybrid_mode_is_a_422_naming_the_field(client, small_graph,
+                                                                       mode):
+    response = await client.post("/v1/search", json={
+        "query": QUERY, "mode": mode, "entities": [small_graph["ann"]["id"]]})
+    assert response.status_code == 422
+    assert [error["field"] for error in response.json()["errors"]] == ["entities"]

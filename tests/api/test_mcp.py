@@ -189,6 +189,28 @@ async def test_retrieval_tools_find_what_was_stored(mcp_as: Any) -> None:
     assert (stats["facts"]["active"], stats["rules"]["candidate"]) == (1, 1)
 
 
+async def test_search_and_recall_tools_boost_memories_near_an_entity(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        acme = ok(await client.call_tool("entity_create", {
+            "canonical_name": "Acme", "entity_type": "organization"}))
+        moving = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Acme", "predicate": "moves_office", "entity_id": acme["id"],
+            "content": "Acme moves to a new building in March"}))
+        kitchen = ok(await client.call_tool("memory_store_fact", {
+            "subject": "office", "predicate": "kitchen",
+            "content": "The office kitchen gets a new coffee machine"}))
+        query = "coffee machine in the office kitchen"
+        plain = ok(await client.call_tool("memory_search", {"query": query, "types": ["fact"]}))
+        boosted = ok(await client.call_tool("memory_search", {
+            "query": query, "types": ["fact"], "entities": [acme["id"]], "graph_hops": 1}))
+        recalled = ok(await client.call_tool("memory_recall", {
+            "topic": "office move", "entities": [acme["id"]]}))
+    assert plain["results"][0]["id"] == kitchen["id"]
+    assert boosted["results"][0]["id"] == moving["id"]
+    assert boosted["results"][0]["graph"]["hops"] == 1
+    assert recalled["results"][0]["id"] == moving["id"]
+
+
 async def test_entity_tools_create_update_resolve_and_merge(mcp_as: Any) -> None:
     async with mcp_as("acme") as client:
         ann = ok(await client.call_tool("entity_create", {
