@@ -70,7 +70,7 @@ async def main(args: argparse.Namespace) -> None:
                 scope = rng.choice(BUTLERS) if index % 3 else None
                 filters = Filters(tenant_id="default", scope=scope, min_confidence=0.0)
                 leg = (ts_rank_cd_leg(filters, query, 10) if name == "ts_rank_cd" else
-                       bm25_leg("episode", tenant_id="default", scope=scope,
+                       bm25_leg("episode", tenant_id="default", scope=scope, scope_is_global=False,
                                 visibility=visibility_filters("episode", filters),
                                 query=query, limit=10))
                 begin = time.perf_counter()

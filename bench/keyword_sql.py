@@ -48,8 +48,9 @@ async def main(args: argparse.Namespace) -> None:
         for q in questions:
             filters = Filters(tenant_id=args.tenant, scope=q["scope"], min_confidence=0.0)
             leg = bm25_leg("episode", tenant_id=args.tenant, scope=q["scope"],
-                           visibility=visibility_filters("episode", filters), query=q["query"],
-                           limit=args.limit)
+                           scope_is_global=False,
+                           visibility=visibility_filters("episode", filters),
+                           query=q["query"], limit=args.limit)
             start = time.perf_counter()
             rows = (await conn.execute(leg)).all()
             timings.append(1000 * (time.perf_counter() - start))

@@ -40,21 +40,24 @@ POSTINGS_PER_TERM = 100
 RESCORED_PER_LIMIT = 3
 
 
-def query_lexemes(query: str) -> ColumnElement[Any]:
+def query_lexemes(query: str | ColumnElement[str]) -> ColumnElement[Any]:
     """The distinct english lexemes of the query (text[]), as documents are tokenised."""
     return func.tsvector_to_array(
         func.to_tsvector(literal_column("'english'::regconfig"), query))
 
 
-def bm25_leg(memory_type: str, *, tenant_id: str, scope: str | None,
-             visibility: list[ColumnElement[bool]], query: str, limit: int,
+def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
+             scope: ColumnElement[str] | None, scope_is_global: bool,
+             visibility: list[ColumnElement[bool]], query: ColumnElement[str],
+             limit: ColumnElement[int],
              postings_per_term: int = POSTINGS_PER_TERM) -> Select[Any]:
     """The best `limit` visible memories of one type by BM25: (memory_type, id, score).
 
     `score` is minus the BM25 score, so that ascending order is best first like the semantic
     leg's distance. `visibility` are the memory table's filters (tenant, scope, lifecycle);
     `scope` picks the postings index partition: the scope itself, and for facts and rules
-    also 'global'.
+    also 'global' (unless the scope is 'global' itself). Values are SQL expressions (bound
+    parameters), so the statement can be reused.
     """
     model = MODELS[memory_type]
     corpus = (select(cast(KeywordCorpus.doc_count, Float).label("doc_count"),
@@ -71,10 +74,10 @@ def bm25_leg(memory_type: str, *, tenant_id: str, scope: str | None,
              .cte(f"{memory_type}_bm25_terms"))
 
     if scope is None:
-        partitions: list[str | None] = [None]
+        partitions: list[ColumnElement[str] | str | None] = [None]
     else:
-        partitions = [scope] if memory_type == "episode" or scope == "global" else [scope,
-                                                                                    "global"]
+        partitions = ([scope] if memory_type == "episode" or scope_is_global
+                      else [scope, "global"])
     tops = []
     for number, partition in enumerate(partitions):
         posting = KeywordPosting.__table__.alias(f"{memory_type}_posting_{number}")

@@ -1,17 +1,25 @@
 """SQL of retrieval: the semantic and keyword candidate lists, row loading, reference bumps."""
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
+    CompoundSelect,
     Float,
+    Integer,
     Select,
     Text,
+    Uuid,
     and_,
+    any_,
+    bindparam,
     cast,
     func,
     literal,
@@ -23,7 +31,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Passage, Rule
@@ -33,6 +41,7 @@ from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
 
 Memory = Episode | Fact | Rule
+TIMESTAMPTZ = TIMESTAMP(timezone=True)
 
 
 @dataclass(frozen=True)
@@ -56,36 +65,54 @@ class Filters:
     occurred: tuple[datetime, datetime] | None = None  # episodes only: [start, end)
 
 
+def filter_params(filters: Filters) -> dict[str, Any]:
+    """The values of the named parameters `visibility_filters` binds."""
+    start, end = filters.occurred or (None, None)
+    return {"tenant_id": filters.tenant_id, "scope": filters.scope,
+            "min_confidence": filters.min_confidence, "occurred_start": start,
+            "occurred_end": end}
+
+
+def _param(filters: Filters, name: str, type_: Any) -> BindParameter[Any]:
+    return bindparam(name, filter_params(filters)[name], type_=type_)
+
+
 def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement[bool]]:
-    """Tenant, scope and lifecycle filters of one memory type."""
+    """Tenant, scope and lifecycle filters of one memory type.
+
+    Values are named parameters (`filter_params`), so a statement built once serves every
+    request whose filters have the same shape (`CandidateShape`).
+    """
+    tenant = _param(filters, "tenant_id", Text)
+    scope = _param(filters, "scope", Text)
     if memory_type == "episode":
         clauses: list[ColumnElement[bool]] = [
-            Episode.tenant_id == filters.tenant_id,
+            Episode.tenant_id == tenant,
             or_(Episode.expires_at.is_(None), Episode.expires_at > func.now()),
         ]
         if filters.scope is not None:
-            clauses.append(Episode.butler == filters.scope)
+            clauses.append(Episode.butler == scope)
         if filters.occurred is not None:
-            clauses += [Episode.occurred_at >= filters.occurred[0],
-                        Episode.occurred_at < filters.occurred[1]]
+            clauses += [Episode.occurred_at >= _param(filters, "occurred_start", TIMESTAMPTZ),
+                        Episode.occurred_at < _param(filters, "occurred_end", TIMESTAMPTZ)]
         return clauses
     model: type[Fact] | type[Rule] = Fact if memory_type == "fact" else Rule
-    clauses = [model.tenant_id == filters.tenant_id]
+    clauses = [model.tenant_id == tenant]
     if memory_type == "fact":
         clauses.append(Fact.validity == "active")
     else:
         clauses.append(Rule.forgotten_at.is_(None))
     if filters.scope is not None:
-        clauses.append(model.scope.in_(["global", filters.scope]))
+        clauses.append(or_(model.scope == "global", model.scope == scope))
     if filters.min_confidence > 0:
         # In SQL, so the threshold is applied before LIMIT.
         effective = effective_confidence_sql(model.confidence, model.decay_rate,
                                              model.last_confirmed_at)
-        clauses.append(effective >= filters.min_confidence)
+        clauses.append(effective >= _param(filters, "min_confidence", Float))
     return clauses
 
 
-def or_tsquery(query: str) -> ColumnElement[Any]:
+def or_tsquery(query: str | ColumnElement[str]) -> ColumnElement[Any]:
     """The query's english lexemes OR-ed together.
 
     plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
@@ -100,23 +127,27 @@ def or_tsquery(query: str) -> ColumnElement[Any]:
 def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
                   limit: int) -> Select[Any]:
     """The `limit` memories nearest to `vector`, by their own vector or their best passage's
-    (`score` is the smaller cosine distance)."""
+    (`score` is the smaller cosine distance). `vector` and `limit` are the named parameters
+    of the same names."""
     model = MODELS[memory_type]
-    distance = model.embedding.cosine_distance(vector)
+    bound_vector = bindparam("vector", vector, type_=Vector())
+    bound_limit = bindparam("limit", limit, type_=Integer)
+    distance = model.embedding.cosine_distance(bound_vector)
     own = (
         select(model.id.label("id"), distance.label("score"))
         .where(*visibility_filters(memory_type, filters), model.embedding.is_not(None))
         .order_by(distance)
-        .limit(limit)
+        .limit(bound_limit)
     )
     owner = getattr(Passage, OWNER_COLUMNS[memory_type])
-    passage_distance = Passage.embedding.cosine_distance(vector)
+    passage_distance = Passage.embedding.cosine_distance(bound_vector)
     windows = (
         select(owner.label("id"), passage_distance.label("score"))
         .join(model, model.id == owner)
-        .where(Passage.tenant_id == filters.tenant_id, *visibility_filters(memory_type, filters))
+        .where(Passage.tenant_id == _param(filters, "tenant_id", Text),
+               *visibility_filters(memory_type, filters))
         .order_by(passage_distance)
-        .limit(limit)
+        .limit(bound_limit)
     )
     both = union_all(own, windows).subquery(f"{memory_type}_nearest")
     best = func.min(both.c.score)
@@ -124,25 +155,90 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
         select(literal(memory_type, Text).label("memory_type"), both.c.id, best.label("score"))
         .group_by(both.c.id)
         .order_by(best, both.c.id)
-        .limit(limit)
+        .limit(bound_limit)
     )
 
 
 def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int) -> Select[Any]:
-    return keyword.bm25_leg(memory_type, tenant_id=filters.tenant_id, scope=filters.scope,
-                            visibility=visibility_filters(memory_type, filters), query=query,
-                            limit=limit)
+    """The BM25 leg; `query` and `limit` are the named parameters of the same names."""
+    return keyword.bm25_leg(memory_type, tenant_id=_param(filters, "tenant_id", Text),
+                            scope=None if filters.scope is None else _param(filters, "scope",
+                                                                            Text),
+                            scope_is_global=filters.scope == "global",
+                            visibility=visibility_filters(memory_type, filters),
+                            query=bindparam("query", query, type_=Text),
+                            limit=bindparam("limit", limit, type_=Integer))
 
 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
                                 max_scan_tuples: int) -> None:
-    """Let HNSW scans continue past filtered-out rows (pgvector 0.8), for this transaction."""
+    """Let HNSW scans continue past filtered-out rows (pgvector 0.8) and plan every statement
+    for its own values, for this transaction."""
     await session.execute(
+        # Custom plans: a generic plan of a cached statement cannot see the LIMIT and may
+        # trade the HNSW scan of passages for a scan of every row.
         text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
              "set_config('hnsw.ef_search', :ef, true), "
-             "set_config('hnsw.max_scan_tuples', :tuples, true)"),
+             "set_config('hnsw.max_scan_tuples', :tuples, true), "
+             "set_config('plan_cache_mode', 'force_custom_plan', true)"),
         {"ef": str(ef_search), "tuples": str(max_scan_tuples)},
     )
+
+
+@dataclass(frozen=True)
+class CandidateShape:
+    """What the SQL of a candidate statement depends on; every value is a bound parameter."""
+
+    types: tuple[str, ...]
+    semantic: bool
+    keyword: bool
+    scope: Literal["all", "global", "one"]
+    min_confidence: bool
+    occurred: bool
+
+    @classmethod
+    def of(cls, types: Sequence[str], filters: Filters, *, semantic: bool,
+           keyword: bool) -> "CandidateShape":
+        """The shape of a request's candidate statement."""
+        scope: Literal["all", "global", "one"] = (
+            "all" if filters.scope is None else "global" if filters.scope == "global"
+            else "one")
+        return cls(tuple(types), semantic, keyword, scope, filters.min_confidence > 0,
+                   filters.occurred is not None)
+
+
+# Building the statement costs more than running it (tens of ms of SQLAlchemy expression
+# work), so one is built per shape and reused with new parameter values.
+_CANDIDATE_STATEMENTS: dict[CandidateShape, CompoundSelect[Any] | Select[Any]] = {}
+_MAX_CACHED_SHAPES = 256
+
+
+def _candidate_statement(types: Sequence[str], filters: Filters, vector: list[float] | None,
+                         query: str | None, limit: int) -> CompoundSelect[Any] | Select[Any]:
+    shape = CandidateShape.of(types, filters, semantic=vector is not None,
+                              keyword=query is not None)
+    cached = _CANDIDATE_STATEMENTS.get(shape)
+    if cached is not None:
+        return cached
+    legs = []
+    if vector is not None:
+        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit) for t in types]))
+    if query is not None:
+        legs.append(("keyword", [_keyword_leg(t, filters, query, limit) for t in types]))
+    ranked = []
+    for name, parts in legs:
+        pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
+        position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type,
+                                                    pool.c.id))
+        ranked.append(
+            select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
+                   position.label("position"), pool.c.score)
+            .order_by(position).limit(bindparam("limit", limit, type_=Integer))
+        )
+    stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
+    if len(_CANDIDATE_STATEMENTS) < _MAX_CACHED_SHAPES:
+        _CANDIDATE_STATEMENTS[shape] = stmt
+    return stmt
 
 
 async def candidate_lists(
@@ -154,25 +250,11 @@ async def candidate_lists(
     Each leg takes the best `limit` rows of every type, then ranks their union; a leg is
     skipped when its input is None.
     """
-    legs = []
-    if vector is not None:
-        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit) for t in types]))
-    if query is not None:
-        legs.append(("keyword", [_keyword_leg(t, filters, query, limit) for t in types]))
-    if not legs:
+    if vector is None and query is None:
         return [], []
-    ranked = []
-    for name, parts in legs:
-        pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
-        position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type,
-                                                    pool.c.id))
-        ranked.append(
-            select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
-                   position.label("position"), pool.c.score)
-            .order_by(position).limit(limit)
-        )
-    stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
-    rows = (await session.execute(stmt)).all()
+    stmt = _candidate_statement(types, filters, vector, query, limit)
+    params = {**filter_params(filters), "vector": vector, "query": query, "limit": limit}
+    rows = (await session.execute(stmt, params)).all()
     def leg(name: str) -> list[RankedCandidate]:
         # Both legs order by ascending score: cosine distance, minus BM25.
         return [RankedCandidate(r.memory_type, r.id, r.position,
@@ -221,23 +303,21 @@ class LoadedRow:
     passage: PassageMatch | None
 
 
-async def load_rows(
-    session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
-    vector: list[float] | None, query: str | None,
-) -> dict[uuid.UUID, LoadedRow]:
-    """Rows by id with their similarity to `vector`, their passage nearest to it, and the
-    ts_rank_cd score for `query`."""
+@functools.cache
+def _load_statement(memory_type: str, semantic: bool, keyword: bool) -> Select[Any]:
+    """Rows by id (`ids`) with their similarity to `vector` and its nearest passage, and their
+    ts_rank_cd for `query`: one statement per shape, values bound at execution."""
     model = MODELS[memory_type]
+    vector = bindparam("vector", type_=Vector())
     similarity: ColumnElement[Any] = (
-        (1 - model.embedding.cosine_distance(vector)) if vector is not None
-        else literal(None, Float)
+        (1 - model.embedding.cosine_distance(vector)) if semantic else literal(None, Float)
     )
     keyword_score: ColumnElement[Any] = (
-        func.ts_rank_cd(model.search_vector, or_tsquery(query)) if query is not None
-        else literal(None, Float)
+        func.ts_rank_cd(model.search_vector, or_tsquery(bindparam("query", type_=Text)))
+        if keyword else literal(None, Float)
     )
     stmt = select(model, similarity.label("similarity"), keyword_score.label("keyword_score"))
-    if vector is not None:
+    if semantic:
         owner = getattr(Passage, OWNER_COLUMNS[memory_type])
         passage_distance = Passage.embedding.cosine_distance(vector)
         nearest = (
@@ -249,9 +329,20 @@ async def load_rows(
             .lateral("nearest_passage")
         )
         stmt = stmt.add_columns(nearest).outerjoin(nearest, true())
-    stmt = stmt.where(model.tenant_id == tenant_id, model.id.in_(list(ids)))
+    return stmt.where(model.tenant_id == bindparam("tenant_id", type_=Text),
+                      model.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
+
+
+async def load_rows(
+    session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
+    vector: list[float] | None, query: str | None,
+) -> dict[uuid.UUID, LoadedRow]:
+    """Rows by id with their similarity to `vector`, their passage nearest to it, and the
+    ts_rank_cd score for `query`."""
+    stmt = _load_statement(memory_type, vector is not None, query is not None)
+    params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector, "query": query}
     loaded = {}
-    for row in await session.execute(stmt):
+    for row in await session.execute(stmt, params):
         memory, own_similarity = row[0], row.similarity
         passage = None
         if vector is not None and row.ordinal is not None:

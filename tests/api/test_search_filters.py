@@ -37,6 +37,23 @@ async def test_scope_returns_global_and_scoped_facts_and_rules_and_that_butlers_
                      ("episode", made[("episode", "chat")])}
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+async def test_each_search_uses_its_own_values_not_the_previous_searchs(client, mode):
+    """Statements are built once per shape and reused: scope, limit and query must still be
+    this request's."""
+    made = await scoped_memories(client)
+    await post(client, "/v1/episodes", butler="email", content="the printer is jammed again")
+    chat = await search_ids(client, "green tea", scope="chat", limit=20, mode=mode)
+    email = await search_ids(client, "green tea", scope="email", limit=20, mode=mode)
+    assert ("episode", made[("episode", "chat")]) in chat
+    assert ("episode", made[("episode", "chat")]) not in email
+    assert ("episode", made[("episode", "email")]) in email
+    assert len(await search_ids(client, "green tea", scope="email", limit=1, mode=mode)) == 1
+    printer = await search_ids(client, "printer jammed", scope="email", limit=1, mode=mode)
+    assert {memory_type for memory_type, _ in printer} == {"episode"}
+    assert ("episode", made[("episode", "email")]) not in printer
+
+
 async def test_no_scope_searches_every_scope(client):
     made = await scoped_memories(client)
     found = await search_ids(client, "green tea", limit=20)
