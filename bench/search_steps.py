@@ -1,0 +1,108 @@
+"""Where a search's time goes: the whole request beside its floors, on data already stored.
+
+Times, for the same questions one at a time: POST /v1/search through HTTP (hybrid, limit
+10), and in this process the query embedding alone (the server's model settings), the
+candidate lists alone (repositories/search.candidate_lists: the one SQL statement of both
+legs over episodes, facts and rules) and the row loading alone (load_rows per type), both
+as the service's role `engram_app` under row-level security in the tenant's scope.
+
+    engram serve --no-auth --port 8100 &       # over a data directory holding memories
+    ENGRAM_DATA_DIR=... python bench/search_steps.py \
+        --database-url postgresql+asyncpg://postgres@/engram?host=<data_dir>/pgdata/run \
+        --base-url http://127.0.0.1:8100 --scope locomo-conv-26-plain
+"""
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+from app.config import Settings
+from app.embedding import get_embedder
+from app.repositories import search as search_rows
+from app.scope import Scope, scope_session
+
+sys.path.insert(0, str(Path(__file__).parent))
+from speed import question  # noqa: E402
+
+TYPES = ["episode", "fact", "rule"]
+LIMIT = 10
+
+
+def summary(name: str, seconds: list[float]) -> str:
+    """'name: p50 x ms, p95 y ms (n)'."""
+    ms = sorted(s * 1000 for s in seconds)
+    p95 = ms[max(0, round(0.95 * len(ms)) - 1)]
+    return f"{name:38s} p50 {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   (n={len(ms)})"
+
+
+async def run(args: argparse.Namespace) -> None:
+    """Warm up, then time every step over the same questions."""
+    rng = random.Random(11)
+    questions = [question(rng, index) for index in range(args.queries)]
+    embedder = get_embedder(Settings())
+    engine = create_async_engine(args.database_url, pool_size=1)
+    filters = search_rows.Filters(tenant_id=args.tenant, scope=args.scope, min_confidence=0.2)
+    body = {"types": TYPES, "mode": "hybrid", "limit": LIMIT, "scope": args.scope}
+    steps: dict[str, list[float]] = {"search through HTTP": [], "model alone (one query)": [],
+                                     "candidate lists SQL alone": [], "row loading SQL alone": []}
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as http, \
+            AsyncSession(engine) as session:
+        scope_session(session, Scope(tenant_id=args.tenant))
+        for round_number in range(2):  # the first round only warms caches
+            for query in questions:
+                start = time.perf_counter()
+                response = await http.post("/v1/search", json={"query": query, **body})
+                http_seconds = time.perf_counter() - start
+                response.raise_for_status()
+                start = time.perf_counter()
+                vector = await embedder.aembed(query)
+                model_seconds = time.perf_counter() - start
+                await session.execute(text("SET LOCAL ROLE engram_app"))
+                await search_rows.configure_vector_scan(session, ef_search=40,
+                                                        max_scan_tuples=20_000)
+                start = time.perf_counter()
+                semantic, keyword = await search_rows.candidate_lists(
+                    session, types=TYPES, filters=filters, vector=vector, query=query,
+                    limit=LIMIT)
+                sql_seconds = time.perf_counter() - start
+                start = time.perf_counter()
+                for memory_type in TYPES:
+                    ids = [c.memory_id for c in [*semantic, *keyword]
+                           if c.memory_type == memory_type]
+                    if ids:
+                        await search_rows.load_rows(session, memory_type,
+                                                    tenant_id=args.tenant, ids=ids,
+                                                    vector=vector, query=query)
+                load_seconds = time.perf_counter() - start
+                await session.rollback()
+                if round_number:
+                    for name, seconds in zip(steps, (http_seconds, model_seconds, sql_seconds,
+                                                     load_seconds), strict=True):
+                        steps[name].append(seconds)
+    await engine.dispose()
+    embedder.close()
+    for name, seconds in steps.items():
+        print(summary(name, seconds))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", required=True, help="the server's database (owner)")
+    parser.add_argument("--base-url", default="http://127.0.0.1:8100")
+    parser.add_argument("--tenant", default="default")
+    parser.add_argument("--scope", default=None, help="a butler to search (default: all)")
+    parser.add_argument("--queries", type=int, default=100)
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
