@@ -175,4 +175,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits)
     # Outermost: every answer, a 429 included, carries the request id.
     app.add_middleware(RequestIdMiddleware)
+    document_configured_limits(app, settings)
     return app
+
+
+def document_configured_limits(app: FastAPI, settings: Settings) -> None:
+    """Make the OpenAPI document state the limits this instance enforces from settings."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schemas = build()["components"]["schemas"]
+            schemas["EpisodeBatchCreate"]["properties"]["items"]["maxItems"] = (
+                settings.max_batch_size)
+        return app.openapi_schema or build()
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -35,6 +35,8 @@ class EpisodeCreate(RequestModel):
 class EpisodeBatchCreate(RequestModel):
     """Up to `max_batch_size` episodes stored in one transaction."""
 
+    # The schema's maxItems is the configured `max_batch_size` (app.main); 10,000 is its
+    # ceiling.
     items: list[EpisodeCreate] = Field(min_length=1, max_length=10_000)
 
 

@@ -63,6 +63,9 @@ async def test_batch_with_one_bad_item_stores_nothing(client, sql):
 
 
 async def test_batch_over_configured_size_is_rejected(client, settings, sql):
+    schema = (await client.get("/openapi.json")).json()["components"]["schemas"]
+    assert schema["EpisodeBatchCreate"]["properties"]["items"]["maxItems"] == (
+        settings.max_batch_size)
     items = [{"content": f"e{i}", "butler": "chat"} for i in range(settings.max_batch_size + 1)]
     response = await client.post("/v1/episodes/batch", json={"items": items})
     assert response.status_code == 422
