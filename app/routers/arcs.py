@@ -2,10 +2,11 @@
 
 import uuid
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.arcs import (
     ArcClose,
@@ -26,13 +27,15 @@ router = APIRouter(prefix="/v1/arcs", tags=["arcs"])
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ArcOut,
              responses=problem_responses(422), summary="Create an arc")
-async def create_arc(body: ArcCreate, session: SessionDep, tenant_id: TenantDep,
-                     embedder: EmbedderDep, settings: SettingsDep) -> ArcOut:
+async def create_arc(body: ArcCreate, request: Request, response: Response,
+                     session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
+                     settings: SettingsDep) -> ArcOut:
     """Start an arc. `arc_type` is one of `arcs.types` (by default project_phase,
     decision_sequence, interaction_arc, incident, learning_journey, campaign, grant_process);
     entities and key-event memories must be the tenant's (422 naming the field)."""
     row = await arcs.create_arc(session, tenant_id=tenant_id, embedder=embedder,
                                 arcs=settings.arcs, data=body)
+    locate(request, response, f"/v1/arcs/{row.id}")
     return arc_out(row)
 
 

@@ -3,10 +3,11 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.entities import (
@@ -29,8 +30,8 @@ router = APIRouter(prefix="/v1/entities", tags=["entities"])
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=EntityOut,
              responses=problem_responses(409, 422), summary="Create an entity")
-async def create_entity(body: EntityCreate, session: SessionDep,
-                        tenant_id: TenantDep) -> EntityOut:
+async def create_entity(body: EntityCreate, request: Request, response: Response,
+                        session: SessionDep, tenant_id: TenantDep) -> EntityOut:
     """Register an identity anchor for facts.
 
     `entity_type` is one of person, organization, place, other (422 otherwise, listing them).
@@ -39,6 +40,7 @@ async def create_entity(body: EntityCreate, session: SessionDep,
     reserved (422).
     """
     row = await entities.create_entity(session, tenant_id=tenant_id, data=body)
+    locate(request, response, f"/v1/entities/{row.id}")
     return entity_out(row)
 
 

@@ -3,11 +3,12 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
@@ -19,11 +20,13 @@ router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=EpisodeOut,
              responses=problem_responses(422), summary="Store an episode")
-async def create_episode(body: EpisodeCreate, session: SessionDep, tenant_id: TenantDep,
-                         embedder: EmbedderDep, settings: SettingsDep) -> EpisodeOut:
+async def create_episode(body: EpisodeCreate, request: Request, response: Response,
+                         session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
+                         settings: SettingsDep) -> EpisodeOut:
     """Store one observation; it expires after the episode TTL (7 days by default)."""
     [row] = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
                                            items=[body], ttl_days=settings.episode_ttl_days)
+    locate(request, response, f"/v1/episodes/{row.id}")
     return episode_out(row)
 
 

@@ -2,11 +2,12 @@
 
 import uuid
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.facts import FactCreate, FactOut
@@ -21,8 +22,9 @@ router = APIRouter(prefix="/v1/facts", tags=["facts"])
                                                                "existed and was confirmed"},
                         **problem_responses(409, 422)},
              summary="Store a fact")
-async def create_fact(body: FactCreate, response: Response, session: SessionDep,
-                      tenant_id: TenantDep, embedder: EmbedderDep) -> FactOut:
+async def create_fact(body: FactCreate, request: Request, response: Response,
+                      session: SessionDep, tenant_id: TenantDep,
+                      embedder: EmbedderDep) -> FactOut:
     """Store an active fact with confidence 1.0 (201).
 
     An active fact with the same key, (scope, subject, predicate) without `entity_id` or
@@ -35,7 +37,9 @@ async def create_fact(body: FactCreate, response: Response, session: SessionDep,
     confirmed (its decay restarts, a `fact_confirmed` event is written) and returned with 200.
     """
     stored = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
-    if not stored.created:
+    if stored.created:
+        locate(request, response, f"/v1/facts/{stored.fact.id}")
+    else:
         response.status_code = status.HTTP_200_OK
     return fact_out(stored.fact)
 

@@ -3,10 +3,11 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page
 from app.schemas.procedures import (
@@ -27,7 +28,8 @@ router = APIRouter(prefix="/v1/procedures", tags=["procedures"])
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ProcedureOut,
              responses=problem_responses(409, 422), summary="Store a procedure")
-async def create_procedure(body: ProcedureCreate, session: SessionDep, tenant_id: TenantDep,
+async def create_procedure(body: ProcedureCreate, request: Request, response: Response,
+                           session: SessionDep, tenant_id: TenantDep,
                            embedder: EmbedderDep) -> ProcedureOut:
     """Store version 1 of a procedure (a draft unless `status` says active).
 
@@ -37,6 +39,7 @@ async def create_procedure(body: ProcedureCreate, session: SessionDep, tenant_id
     """
     row = await procedures.create_procedure(session, tenant_id=tenant_id, embedder=embedder,
                                             data=body)
+    locate(request, response, f"/v1/procedures/{row.id}")
     return procedure_out(row)
 
 
@@ -113,13 +116,14 @@ async def record_execution(procedure_id: uuid.UUID, body: ExecutionCreate, sessi
              response_model=ProcedureOut, responses=problem_responses(404, 409, 422),
              summary="Supersede a procedure by a new version")
 async def create_version(procedure_id: uuid.UUID, body: ProcedureVersionCreate,
-                         session: SessionDep, tenant_id: TenantDep,
-                         embedder: EmbedderDep) -> ProcedureOut:
+                         request: Request, response: Response, session: SessionDep,
+                         tenant_id: TenantDep, embedder: EmbedderDep) -> ProcedureOut:
     """Store version + 1 of the procedure (same agent and name, fresh counters) and deprecate
     the old one, whose `superseded_by` then names the new one; in one transaction. Only the
     current version can be superseded (409 otherwise)."""
     row = await procedures.create_version(session, tenant_id=tenant_id, embedder=embedder,
                                           procedure_id=procedure_id, data=body)
+    locate(request, response, f"/v1/procedures/{row.id}")
     return procedure_out(row)
 
 

@@ -3,11 +3,12 @@
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.models import Rule
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
@@ -19,10 +20,12 @@ router = APIRouter(prefix="/v1/rules", tags=["rules"])
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RuleOut,
              responses=problem_responses(422), summary="Store a rule")
-async def create_rule(body: RuleCreate, session: SessionDep, tenant_id: TenantDep,
+async def create_rule(body: RuleCreate, request: Request, response: Response,
+                      session: SessionDep, tenant_id: TenantDep,
                       embedder: EmbedderDep) -> RuleOut:
     """Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0."""
     row = await rules.store_rule(session, tenant_id=tenant_id, embedder=embedder, data=body)
+    locate(request, response, f"/v1/rules/{row.id}")
     return rule_out(row)
 
 

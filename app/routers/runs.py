@@ -2,10 +2,11 @@
 
 import uuid
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page
 from app.schemas.runs import (
@@ -38,11 +39,12 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunOut,
              responses=problem_responses(422), summary="Create a run")
-async def create_run(body: RunCreate, session: SessionDep, tenant_id: TenantDep,
-                     embedder: EmbedderDep) -> RunOut:
+async def create_run(body: RunCreate, request: Request, response: Response,
+                     session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep) -> RunOut:
     """Start the record of one task run; it is embedded by `task_id` and `summary`."""
-    return run_out(await runs.create_run(session, tenant_id=tenant_id, embedder=embedder,
-                                         data=body))
+    row = await runs.create_run(session, tenant_id=tenant_id, embedder=embedder, data=body)
+    locate(request, response, f"/v1/runs/{row.id}")
+    return run_out(row)
 
 
 @router.get("", response_model=Page[RunOut], responses=problem_responses(422),
@@ -102,30 +104,39 @@ async def update_run(run_id: uuid.UUID, body: RunUpdate, session: SessionDep,
 @router.post("/{run_id}/messages", status_code=status.HTTP_201_CREATED,
              response_model=RunMessageOut, responses=problem_responses(404, 422),
              summary="Append a message")
-async def append_message(run_id: uuid.UUID, body: MessageCreate, session: SessionDep,
-                         tenant_id: TenantDep, embedder: EmbedderDep) -> RunMessageOut:
-    """Append one message; `token_count` defaults to an estimate (characters / 4)."""
+async def append_message(run_id: uuid.UUID, body: MessageCreate, request: Request,
+                         response: Response, session: SessionDep, tenant_id: TenantDep,
+                         embedder: EmbedderDep) -> RunMessageOut:
+    """Append one message; `token_count` defaults to an estimate (characters / 4). `Location`
+    is the run, which is read with its messages."""
     [row] = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
                                        run_id=run_id, items=[body])
+    locate(request, response, f"/v1/runs/{run_id}")
     return run_message_out(row)
 
 
 @router.post("/{run_id}/messages/batch", status_code=status.HTTP_201_CREATED,
              response_model=MessageBatchOut, responses=problem_responses(404, 422),
              summary="Append many messages at once")
-async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, session: SessionDep,
-                          tenant_id: TenantDep, embedder: EmbedderDep) -> MessageBatchOut:
-    """Append up to 1000 messages in one transaction, in order: all or none."""
+async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, request: Request,
+                          response: Response, session: SessionDep, tenant_id: TenantDep,
+                          embedder: EmbedderDep) -> MessageBatchOut:
+    """Append up to 1000 messages in one transaction, in order: all or none. `Location` is
+    the run, which is read with its messages."""
     rows = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
                                       run_id=run_id, items=body.items)
+    locate(request, response, f"/v1/runs/{run_id}")
     return MessageBatchOut(items=[run_message_out(row) for row in rows])
 
 
 @router.post("/{run_id}/feedback", status_code=status.HTTP_201_CREATED,
              response_model=RunFeedbackOut, responses=problem_responses(404, 422),
              summary="Add feedback")
-async def add_feedback(run_id: uuid.UUID, body: FeedbackCreate, session: SessionDep,
+async def add_feedback(run_id: uuid.UUID, body: FeedbackCreate, request: Request,
+                       response: Response, session: SessionDep,
                        tenant_id: TenantDep) -> RunFeedbackOut:
-    """A critic's or human's rating (0 worst to 1 best) and rationale."""
-    return run_feedback_out(await runs.add_feedback(session, tenant_id=tenant_id,
-                                                    run_id=run_id, data=body))
+    """A critic's or human's rating (0 worst to 1 best) and rationale. `Location` is the run,
+    which is read with its feedback."""
+    row = await runs.add_feedback(session, tenant_id=tenant_id, run_id=run_id, data=body)
+    locate(request, response, f"/v1/runs/{run_id}")
+    return run_feedback_out(row)

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response, s
 
 from app.deps import SessionDep, SettingsDep, TenantDep
 from app.errors import UnsupportedMediaType, problem_responses
+from app.routers.created import locate
 from app.schemas.working_memory import (
     ScratchpadEntry,
     ScratchpadWrite,
@@ -80,14 +81,16 @@ async def get_working_memory(agent_id: AgentId, session_id: SessionId, response:
             description="Create the record (201) or replace all of its fields (200); omitted "
                         "fields become empty." + WRITE_RULES + LIFETIME)
 async def put_working_memory(agent_id: AgentId, session_id: SessionId,
-                             body: WorkingMemoryWrite, response: Response, session: SessionDep,
-                             tenant_id: TenantDep, settings: SettingsDep,
+                             body: WorkingMemoryWrite, request: Request, response: Response,
+                             session: SessionDep, tenant_id: TenantDep, settings: SettingsDep,
                              if_match: IfMatch = None) -> WorkingMemoryOut:
     row = await working_memory.replace(
         session, key=_key(tenant_id, agent_id, session_id), data=body, if_match=if_match,
         default_ttl_hours=settings.working_memory.ttl_hours)
     if row.version == 1:
         response.status_code = status.HTTP_201_CREATED
+        locate(request, response, request.url.path.removeprefix(
+            request.scope.get("root_path", "")))
     return _tagged(response, working_memory_out(row))
 
 
