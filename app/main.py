@@ -23,6 +23,7 @@ from app.db import (
     release_embedded_postgres,
     resolve_database_url,
 )
+from app.docs import mount_docs
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.mcp.server import McpMount
@@ -160,7 +161,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         generate_unique_id_function=operation_id,
         dependencies=[Depends(reject_unknown_query_params)],
+        docs_url=None,
+        redoc_url=None,
     )
+    mount_docs(app, app.title)
     app.state.settings = settings = settings or Settings()
     add_exception_handlers(app)
     for router in ROUTERS:
