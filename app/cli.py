@@ -2,12 +2,15 @@
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
+import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,8 +47,36 @@ def _serve(settings: Settings, workers: int) -> None:
     os.environ["ENGRAM_MIGRATE_ON_START"] = "false"
     os.environ["ENGRAM_HOST"] = settings.host
     os.environ["ENGRAM_AUTH_DISABLED"] = "true" if settings.auth_disabled else "false"
-    uvicorn.run("app.main:create_app", factory=True, workers=workers, host=settings.host,
-                port=settings.port, log_level=settings.log_level)
+    with contextlib.ExitStack() as stack:
+        if not settings.database_url:
+            stack.enter_context(_supervised_embedded_server(settings))
+        uvicorn.run("app.main:create_app", factory=True, workers=workers, host=settings.host,
+                    port=settings.port, log_level=settings.log_level)
+
+
+@contextlib.contextmanager
+def _supervised_embedded_server(settings: Settings) -> Iterator[None]:
+    """While worker processes serve, restart the embedded postmaster whenever it dies (from
+    this parent process, which started it), and release it when they stop."""
+    from app.db import embedded_pgdata
+    from app.embedded_pg import release_server, server_for, supervise
+
+    pgdata = embedded_pgdata(settings)
+    server = server_for(pgdata)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    watch = supervise(server, stop, interval_seconds=settings.embedded_supervise_seconds)
+    thread = threading.Thread(target=loop.run_until_complete, args=(watch,), daemon=True,
+                              name="postmaster-supervisor")
+    thread.start()
+    try:
+        yield
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=30)
+        if not thread.is_alive():
+            loop.close()
+        release_server(pgdata)
 
 
 async def _prepare_database(settings: Settings) -> str:

@@ -87,9 +87,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def served(data_dir: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`engram serve` on the embedded server of `data_dir`, ready; stopped afterwards."""
+@pytest.fixture(params=[1, 2], ids=["one process", "two workers"])
+def served(request: pytest.FixtureRequest, data_dir: Path,
+           tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`engram serve` (one process, or `--workers 2`) on the embedded server of `data_dir`,
+    ready; stopped afterwards."""
     port = _free_port()
     env = {key: value for key, value in os.environ.items()
            if key not in ("DATABASE_URL", "ENGRAM_DATABASE_URL", "ENGRAM_APP_DATABASE_URL")}
@@ -98,7 +100,8 @@ def served(data_dir: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[by
                ENGRAM_CONFIG=str(tmp_path / "none.toml"))
     log = (tmp_path / "serve.log").open("wb")
     process = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
-                                "--no-auth"], cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
+                                "--no-auth", "--workers", str(request.param)],
+                               cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
     base = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:
