@@ -31,6 +31,8 @@ class Passage(Base):
     episode_id: Mapped[uuid.UUID | None] = _owner("episodes")
     fact_id: Mapped[uuid.UUID | None] = _owner("facts")
     rule_id: Mapped[uuid.UUID | None] = _owner("rules")
+    # The owner's scope (an episode's butler), set by trigger trg_passages_scope (mem_019).
+    scope: Mapped[str | None] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text, nullable=False)
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     start_char: Mapped[int] = mapped_column(Integer, nullable=False)

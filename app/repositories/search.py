@@ -124,6 +124,17 @@ def or_tsquery(query: str | ColumnElement[str]) -> ColumnElement[Any]:
     return cast(func.replace(cast(plain, Text), " & ", " | "), TSQUERY)
 
 
+def _passage_scope(memory_type: str, filters: Filters) -> list[ColumnElement[bool]]:
+    """The passages' own copy of the scope filter, which lets a small scope's passages be read
+    through their (tenant_id, scope) index."""
+    if filters.scope is None:
+        return []
+    scope = _param(filters, "scope", Text)
+    if memory_type == "episode":
+        return [Passage.scope == scope]
+    return [or_(Passage.scope == "global", Passage.scope == scope)]
+
+
 def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
                   limit: int) -> Select[Any]:
     """The `limit` memories nearest to `vector`, by their own vector or their best passage's
@@ -145,6 +156,7 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
         select(owner.label("id"), passage_distance.label("score"))
         .join(model, model.id == owner)
         .where(Passage.tenant_id == _param(filters, "tenant_id", Text),
+               *_passage_scope(memory_type, filters),
                *visibility_filters(memory_type, filters))
         .order_by(passage_distance)
         .limit(bound_limit)

@@ -43,6 +43,22 @@ async def test_a_sentence_at_the_end_of_a_long_episode_is_found_by_meaning(clien
     assert first["similarity"] == passage["similarity"] > 0.4
 
 
+async def test_a_scoped_search_finds_passages_of_that_scope_only(client, sql):
+    home = await store_episode(client, long_text(), butler="home")
+    work = await store_episode(client, long_text(), butler="work")
+    rule = await store_rule(client, long_text(), scope="global")
+    rows = await sql("SELECT DISTINCT coalesce(episode_id, rule_id) AS owner, scope "
+                     "FROM passages")
+    assert {(str(row["owner"]), row["scope"]) for row in rows} == {
+        (home["id"], "home"), (work["id"], "work"), (rule["id"], "global")}
+
+    found = await search(client, "where is the spare key hidden?", mode="semantic",
+                         scope="home", types=["episode", "rule"])
+
+    assert {hit["id"] for hit in found} == {home["id"], rule["id"]}
+    assert all(hit["passage"] is not None for hit in found)
+
+
 async def test_short_content_has_no_passage_in_hits(client):
     await store_episode(client, KEY_SENTENCE)
 
