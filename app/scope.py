@@ -52,3 +52,11 @@ async def scoped_transaction(sessionmaker: async_sessionmaker[AsyncSession],
     """A session of its own in one transaction in `scope`: committed on success."""
     async with sessionmaker() as session, session.begin():
         yield scope_session(session, scope)
+
+
+@asynccontextmanager
+async def side_session(session: AsyncSession) -> AsyncIterator[AsyncSession]:
+    """A session of its own in `session`'s scope: a read made before the model runs gives its
+    connection back at once instead of holding the request's transaction open."""
+    async with AsyncSession(session.bind, info=dict(session.info)) as side:
+        yield side

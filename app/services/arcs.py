@@ -23,6 +23,7 @@ from app.schemas.arcs import (
     ArcSearchRequest,
     ArcUpdate,
 )
+from app.scope import side_session
 from app.services import events
 from app.services.embeddings import embed_texts
 from app.services.single_type_search import RecordHit, search_records
@@ -130,10 +131,8 @@ async def update_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         raise InvalidInput(f"{field} cannot be null", field=field)
     if "arc_type" in changes:
         _check_type(arcs, changes["arc_type"])
-    if "entity_ids" in changes:
-        await _check_entities(session, tenant_id, changes["entity_ids"])
-        changes["entity_ids"] = list(dict.fromkeys(changes["entity_ids"]))
-    current = await get_arc(session, tenant_id=tenant_id, arc_id=arc_id)
+    async with side_session(session) as lookup:
+        current = await get_arc(lookup, tenant_id=tenant_id, arc_id=arc_id)
     text = None
     if {"title", "summary"} & changes.keys():
         text = search_text(changes.get("title", current.title),
@@ -142,6 +141,9 @@ async def update_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
         changes |= {"embedding": embedded.vectors[0],
                     "embedding_version_id": embedded.version_id}
+    if "entity_ids" in changes:
+        await _check_entities(session, tenant_id, changes["entity_ids"])
+        changes["entity_ids"] = list(dict.fromkeys(changes["entity_ids"]))
     row = await _lock_open(session, tenant_id, arc_id)
     if not changes:
         return row
@@ -155,7 +157,8 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
                     arc_id: uuid.UUID, data: ArcClose) -> Arc:
     """Close an open arc with its outcome and lessons; re-embedded so search finds them."""
     ended_at: datetime = data.ended_at or now_utc()
-    current = await get_arc(session, tenant_id=tenant_id, arc_id=arc_id)
+    async with side_session(session) as lookup:
+        current = await get_arc(lookup, tenant_id=tenant_id, arc_id=arc_id)
     text = search_text(current.title, current.summary, data.outcome, data.lessons)
     embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
     row = await _lock_open(session, tenant_id, arc_id)

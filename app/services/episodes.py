@@ -12,6 +12,7 @@ from app.repositories import episodes as episode_rows
 from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
 from app.schemas.episodes import EpisodeCreate
+from app.scope import side_session
 from app.services import events
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
@@ -65,7 +66,7 @@ async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[Episod
                               if item.session_id is not None))
     if turns <= 0 or not keys:
         return [None] * len(items)
-    async with AsyncSession(session.bind, info=dict(session.info)) as lookup:
+    async with side_session(session) as lookup:
         earlier = await episode_rows.latest_turns(lookup, tenant_id=tenant_id, sessions=keys,
                                                   count=turns)
     contexts: list[str | None] = []

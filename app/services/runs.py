@@ -15,6 +15,7 @@ from app.repositories import runs as run_rows
 from app.repositories import search as search_rows
 from app.repositories.runs import RunFilters
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
+from app.scope import side_session
 from app.services import events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
@@ -79,14 +80,15 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     values = data.model_dump(exclude_unset=True)
     vector: dict[str, object] = {}
     text = None
+    if data.summary is not None:
+        async with side_session(session) as lookup:
+            task_id = (await require_run(lookup, tenant_id=tenant_id, run_id=run_id)).task_id
+        text = run_text(task_id, data.summary)
+        embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
+        vector = {"embedding": embedded.vectors[0], "embedding_version_id": embedded.version_id}
     current = await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
     if data.finished_at is not None and data.finished_at < current.started_at:
         raise InvalidInput("finished_at is before started_at", field="finished_at")
-    if data.summary is not None:
-        text = run_text(current.task_id, data.summary)
-        # The session has run SQL already; the embedding is one short text.
-        embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
-        vector = {"embedding": embedded.vectors[0], "embedding_version_id": embedded.version_id}
     run = await run_rows.update_run(session, tenant_id=tenant_id, run_id=run_id,
                                     values={**values, **vector}, search_text=text)
     if run is None:

@@ -51,3 +51,30 @@ async def test_a_search_completes_while_a_long_embedding_is_in_flight_on_one_con
         assert next(e for e in record[queued:] if e.kind == "started") == ChunkEvent(
             "started", "light", 1)
         assert (await batch).status_code == 201
+
+
+@pytest.mark.parametrize("kind", ["run summary", "arc close"])
+async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
+        one_connection_app, kind):
+    app = one_connection_app
+    embedder = app.state.embedder
+    heavy, light = await client_for(app, "heavy"), await client_for(app, "light")
+    long_text = LONG_TURN * 14  # about 42,000 characters: dozens of passages to embed
+    async with heavy, light:
+        if kind == "run summary":
+            run = (await heavy.post("/v1/runs", json={"task_id": "t"})).json()
+            rewrite = heavy.patch(f"/v1/runs/{run['id']}", json={"summary": long_text})
+        else:
+            arc = (await heavy.post("/v1/arcs", json={"title": "A", "arc_type": "incident"}))
+            rewrite = heavy.post(f"/v1/arcs/{arc.json()['id']}/close",
+                                 json={"outcome": long_text[:10_000],
+                                       "lessons": [long_text[:10_000]] * 4})
+        started = len(embedder.chunk_record)
+        task = asyncio.create_task(rewrite)
+        while not any(e.kind == "started" and e.tenant_id == "heavy"
+                      for e in embedder.chunk_record[started:]):
+            await asyncio.sleep(0.005)
+        found = await light.post("/v1/search", json={"query": "support group"})
+        assert found.status_code == 200
+        assert not task.done(), "the rewrite was still embedding when the search returned"
+        assert (await task).status_code == 200
