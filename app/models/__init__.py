@@ -6,7 +6,7 @@ from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
 from app.models.jobs import Job, Worker
 from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
-from app.models.ledger import AgentEvent
+from app.models.ledger import AgentEvent, ReflectionConsolidation
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 from app.models.passages import Passage
 from app.models.procedures import Procedure
@@ -17,6 +17,7 @@ __all__ = [
     "Arc",
     "EMBEDDING_DIMENSIONS",
     "AgentEvent",
+    "ReflectionConsolidation",
     "Base",
     "EmbeddingVersion",
     "Entity",

@@ -3,7 +3,8 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Identity, Integer, Text
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Identity, Integer, Text, func
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, created_at_column, uuid_pk
@@ -27,3 +28,15 @@ class AgentEvent(Searchable, Base):
     turn: Mapped[int] = mapped_column(Integer, nullable=False)
     visibility: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = created_at_column()
+
+
+class ReflectionConsolidation(Base):
+    """A reflection the consolidation job has read (mem_020); the event stays in the ledger."""
+
+    __tablename__ = "reflection_consolidations"
+
+    event_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), ForeignKey("agent_events.id", ondelete="CASCADE"), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
+    consolidated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False,
+                                                      server_default=func.now())

@@ -4,9 +4,10 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, case, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from app.models import Episode, Fact, Rule
+from app.models import AgentEvent, Episode, Fact, ReflectionConsolidation, Rule
 
 
 @dataclass(frozen=True)
@@ -143,3 +144,48 @@ async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID],
     statuses = list((await session.execute(stmt)).scalars())
     failed = statuses.count("failed")
     return len(statuses) - failed, failed
+
+
+def _unread_reflections(tenant_id: str | None, kind: str) -> list[ColumnElement[bool]]:
+    read = select(ReflectionConsolidation.event_id).where(
+        ReflectionConsolidation.event_id == AgentEvent.id)
+    clauses: list[ColumnElement[bool]] = [AgentEvent.kind == kind, ~read.exists()]
+    if tenant_id is not None:
+        clauses.append(AgentEvent.tenant_id == tenant_id)
+    return clauses
+
+
+async def reflection_groups(session: AsyncSession, *, tenant_id: str | None,
+                            kind: str) -> list[PendingGroup]:
+    """(tenant, ledger) groups with reflections consolidation has not read, oldest first;
+    `butler` holds the ledger and `episodes` the count."""
+    stmt = (
+        select(AgentEvent.tenant_id, AgentEvent.ledger, func.count())
+        .where(*_unread_reflections(tenant_id, kind))
+        .group_by(AgentEvent.tenant_id, AgentEvent.ledger)
+        .order_by(func.min(AgentEvent.created_at), AgentEvent.tenant_id, AgentEvent.ledger)
+    )
+    rows = await session.execute(stmt)
+    return [PendingGroup(tenant, ledger, int(count)) for tenant, ledger, count in rows]
+
+
+async def unread_reflections(session: AsyncSession, *, tenant_id: str, ledger: str, kind: str,
+                             limit: int) -> list[AgentEvent]:
+    """The ledger's oldest reflections consolidation has not read."""
+    stmt = (
+        select(AgentEvent)
+        .where(*_unread_reflections(tenant_id, kind), AgentEvent.ledger == ledger)
+        .order_by(AgentEvent.position)
+        .limit(limit)
+    )
+    return list((await session.execute(stmt)).scalars())
+
+
+async def mark_reflections_read(session: AsyncSession, *, tenant_id: str,
+                                event_ids: list[uuid.UUID]) -> None:
+    """Record that consolidation has read these reflections."""
+    if event_ids:
+        await session.execute(
+            insert(ReflectionConsolidation)
+            .values([{"event_id": event_id, "tenant_id": tenant_id} for event_id in event_ids])
+            .on_conflict_do_nothing())

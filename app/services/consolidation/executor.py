@@ -50,11 +50,13 @@ class ExecutionOutcome:
 
 @dataclass(frozen=True)
 class GroupScope:
-    """Who the group belongs to and which episodes it holds."""
+    """Who the group belongs to and which records it holds: episodes of a butler, or
+    reflections (`agent_event`) of a ledger, whose name is then the scope."""
 
     tenant_id: str
     butler: str
     episode_ids: list[uuid.UUID]
+    source_type: str = "episode"
 
 
 async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
@@ -102,7 +104,7 @@ def _fact_data(group: GroupScope, item: NewFact, *, scope: str,
         subject=item.subject, predicate=item.predicate, content=item.content,
         importance=item.importance, permanence=item.permanence,
         scope=scope, tags=item.tags, entity_id=entity_id, source_butler=group.butler,
-        source_episode_id=sources[0] if sources else None,
+        source_episode_id=sources[0] if sources and group.source_type == "episode" else None,
         metadata={"origin": "consolidation"},
     )
 
@@ -113,7 +115,7 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
     for episode_id in _sources(group, requested):
         if await link_rows.create_link(session, tenant_id=group.tenant_id,
                                        source_type=source_type, source_id=source_id,
-                                       target_type="episode", target_id=episode_id,
+                                       target_type=group.source_type, target_id=episode_id,
                                        relation="derived_from"):
             outcome.links_created += 1
 
@@ -167,7 +169,8 @@ async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope
     sources = _sources(group, item.source_episode_ids)
     data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
                       source_butler=group.butler,
-                      source_episode_id=sources[0] if sources else None,
+                      source_episode_id=(sources[0] if sources and group.source_type == "episode"
+                                         else None),
                       metadata={"origin": "consolidation"})
     rule = await store_rule(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
     await _link_sources(session, group, source_type="rule", source_id=rule.id,
@@ -178,7 +181,7 @@ async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope
 async def _new_procedure(session: AsyncSession, embedder: Embedder, group: GroupScope,
                          item: NewProcedure, outcome: ExecutionOutcome) -> None:
     """Store the proposal as a draft procedure of the butler, learned from its episodes."""
-    sources = _sources(group, item.source_episode_ids)
+    sources = _sources(group, item.source_episode_ids) if group.source_type == "episode" else []
     data = ProcedureCreate(
         agent_id=group.butler, name=item.name, description=item.description,
         steps=[ProcedureStep(step=number, action=step.action,

@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from app.models import Episode
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
 from app.repositories.consolidation import PendingGroup
@@ -29,6 +28,7 @@ from app.services.consolidation.prompt import (
 )
 from app.services.jobs import JobContext, JobOutcome
 from app.services.llm import ChatClient, ChatMessage, LLMError
+from app.services.salience import REFLECTION_KIND
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,8 @@ MAX_CONTEXT_FACTS = 100
 MAX_CONTEXT_RULES = 50
 MAX_LISTED_GROUPS = 1000
 MAX_ERROR_CHARS = 2000
+# A reflection is already a compacted belief over many events: weigh it above a plain turn.
+REFLECTION_IMPORTANCE = 7.0
 DRY_RUN_REASON = "no LLM configured (llm.base_url is unset): episodes grouped and counted only"
 
 
@@ -53,6 +55,7 @@ class Tally:
     episodes_consolidated: int = 0
     episodes_retrying: int = 0
     episodes_failed: int = 0
+    reflections_consolidated: int = 0
     facts_created: int = 0
     facts_updated: int = 0
     rules_created: int = 0
@@ -87,7 +90,8 @@ class Tally:
 
 async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
                             job_id: uuid.UUID | None = None) -> JobOutcome:
-    """Consolidate pending episodes of one tenant (or all when None), group by group.
+    """Consolidate pending episodes of one tenant (or all when None), group by group, then
+    the reflections (seed 001) consolidation has not read yet, ledger by ledger.
 
     With a job, each group's figures are added to the job's progress in the transaction that
     wrote the group, and the result reports the progress: every attempt's work adds up.
@@ -98,6 +102,9 @@ async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
     skipped: set[tuple[str, str]] = set()
     async with ChatClient(ctx.settings.llm) as client:
         while await _next_group(ctx, client, tenant_id=tenant_id, skipped=skipped, tally=tally):
+            pass
+        while await _next_reflection_group(ctx, client, tenant_id=tenant_id, skipped=skipped,
+                                           tally=tally):
             pass
     failed = tally.groups_failed > 0 and tally.groups_succeeded == 0
     figures = tally.figures()
@@ -177,7 +184,8 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
             limit=ctx.settings.jobs.consolidation_batch_size)
         if not episodes:
             return None
-        prompt = await _prompt(session, group, episodes)
+        prompt = await _prompt(session, group, [
+            EpisodeItem(str(e.id), e.created_at, e.importance, e.content) for e in episodes])
     scope = GroupScope(group.tenant_id, group.butler, [e.id for e in episodes])
     label = f"tenant {scope.tenant_id!r} butler {scope.butler!r}"
     tally.groups_processed += 1
@@ -231,7 +239,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     return True
 
 
-async def _prompt(session: AsyncSession, group: PendingGroup, episodes: list[Episode]) -> str:
+async def _prompt(session: AsyncSession, group: PendingGroup, items: list[EpisodeItem]) -> str:
     """The prompt of one batch, with the butler's existing facts and rules as dedup context."""
     facts = await consolidation_rows.active_facts(
         session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_FACTS)
@@ -239,12 +247,97 @@ async def _prompt(session: AsyncSession, group: PendingGroup, episodes: list[Epi
         session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_RULES)
     return build_prompt(
         butler=group.butler,
-        episodes=[EpisodeItem(str(e.id), e.created_at, e.importance, e.content)
-                  for e in episodes],
+        episodes=items,
         facts=[FactItem(str(f.id), f.scope, f.subject, f.predicate, f.content, f.permanence)
                for f in facts],
         rules=[RuleItem(str(r.id), r.scope, r.maturity, r.content) for r in rules],
     )
+
+
+async def _next_reflection_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | None,
+                                 skipped: set[tuple[str, str]], tally: Tally) -> bool:
+    """Consolidate one batch of a ledger's unread reflections; False when none is left."""
+    async with ctx.transaction(_listing_scope(tenant_id)) as session:
+        groups = await consolidation_rows.reflection_groups(session, tenant_id=tenant_id,
+                                                            kind=REFLECTION_KIND)
+    for group in groups:
+        # The lock and skip keys of a ledger never meet a butler's.
+        held = PendingGroup(group.tenant_id, f"ledger:{group.butler}", group.episodes)
+        if (held.tenant_id, held.butler) in skipped:
+            continue
+        async with ctx.connection() as conn:
+            if not await consolidation_rows.try_lock_group(conn, tenant_id=held.tenant_id,
+                                                           butler=held.butler):
+                continue
+            try:
+                consolidated = await _consolidate_reflections(ctx, client, group=group,
+                                                              tally=tally)
+            finally:
+                await _unlock(conn, held)
+        if consolidated is None:
+            continue
+        if not consolidated:
+            skipped.add((held.tenant_id, held.butler))
+        return True
+    return False
+
+
+async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group: PendingGroup,
+                                   tally: Tally) -> bool | None:
+    """Like an episode batch: each reflection's belief is an item of the prompt, and what the
+    model makes of it is scoped to the ledger and linked `derived_from` the reflection. Read
+    reflections are marked; a failed batch stays unread for the next job."""
+    unit = Scope(tenant_id=group.tenant_id,
+                 job_id=str(tally.job_id) if tally.job_id is not None else None)
+    async with ctx.transaction(unit) as session:
+        reflections = await consolidation_rows.unread_reflections(
+            session, tenant_id=group.tenant_id, ledger=group.butler, kind=REFLECTION_KIND,
+            limit=ctx.settings.jobs.consolidation_batch_size)
+        if not reflections:
+            return None
+        prompt = await _prompt(session, group, [
+            EpisodeItem(str(r.id), r.created_at, REFLECTION_IMPORTANCE,
+                        f"{r.agent_id} reflected: {r.content}") for r in reflections])
+    scope = GroupScope(group.tenant_id, group.butler, [r.id for r in reflections],
+                       source_type="agent_event")
+    label = f"tenant {scope.tenant_id!r} ledger {scope.butler!r}"
+    tally.groups_processed += 1
+    try:
+        parsed = await _ask_model(client, prompt)
+        async with ctx.transaction(unit) as session:
+            outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
+                                                  parsed=parsed)
+            await consolidation_rows.mark_reflections_read(
+                session, tenant_id=scope.tenant_id, event_ids=scope.episode_ids)
+            await events.record(session, [events.Event(
+                "reflections_consolidated", scope.tenant_id,
+                {**_payload(scope, outcome), "ledger": scope.butler,
+                 "reflection_ids": [str(i) for i in scope.episode_ids]},
+                actor="consolidation")])
+            await tally.commit_with(session, {
+                "groups_processed": 1, "groups_succeeded": 1,
+                "reflections_consolidated": len(scope.episode_ids),
+                "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
+                "rules_created": outcome.rules_created,
+                "procedures_created": outcome.procedures_created,
+                "confirmations": outcome.confirmations,
+                "links_created": outcome.links_created, "action_errors": len(outcome.errors),
+                "parse_errors": len(parsed.parse_errors)})
+    except Exception as exc:  # noqa: BLE001 - recorded in the job; the batch stays unread
+        message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
+        logger.warning("consolidation of %s failed: %s", label, message)
+        async with ctx.transaction(unit) as session:
+            await tally.commit_with(session, {"groups_processed": 1, "groups_failed": 1})
+        tally.groups_failed += 1
+        tally.errors.append(f"{label}: {message}")
+        return False
+    tally.add(outcome)
+    tally.groups_succeeded += 1
+    tally.reflections_consolidated += len(scope.episode_ids)
+    tally.parse_errors += len(parsed.parse_errors)
+    tally.errors.extend(f"{label}: parse: {error}" for error in parsed.parse_errors)
+    tally.errors.extend(f"{label}: {error}" for error in outcome.errors)
+    return True
 
 
 async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
