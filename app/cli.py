@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from app.config import Settings
 from app.errors import StartupRefused
+from app.logs import configure_logging
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,7 +31,7 @@ def _serve(settings: Settings, workers: int) -> None:
     refuse_unsafe_binding(settings)
     if workers <= 1:
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                    log_level=settings.log_level)
+                    log_level=settings.log_level, log_config=None)
         return
     # Worker processes build their own app from the environment; the database is resolved
     # (the embedded server started) and migrated once, here, so they neither race nor each
@@ -51,7 +52,7 @@ def _serve(settings: Settings, workers: int) -> None:
         if not settings.database_url:
             stack.enter_context(_supervised_embedded_server(settings))
         uvicorn.run("app.main:create_app", factory=True, workers=workers, host=settings.host,
-                    port=settings.port, log_level=settings.log_level)
+                    port=settings.port, log_level=settings.log_level, log_config=None)
 
 
 @contextlib.contextmanager
@@ -239,13 +240,13 @@ def main(argv: list[str] | None = None) -> None:
     mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
     args = parser.parse_args(argv)
 
-    # Logs go to stderr, so `engram mcp` keeps stdout for the protocol.
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    # Alembic's plugin and migration chatter is detail, not start-up news.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}
     settings = Settings(**overrides)
+    # Logs go to stderr, so `engram mcp` keeps stdout for the protocol.
+    configure_logging(settings.log_format)
+    # Alembic's plugin and migration chatter is detail, not start-up news.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     # SIGTERM ends any command like Ctrl-C does, so exit handlers (the embedded PostgreSQL's
     # stop) run; `serve` has uvicorn's own handlers, which end the lifespan the same way.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -258,6 +258,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     log_level: str = "info"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="'json': one JSON object per log line (time, level, logger, "
+        "message, request_id).")
 
     embedding_model: str = Field(
         PACKAGED_MODEL,

@@ -11,7 +11,7 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import migrations
+from app import metrics, migrations
 from app.config import Settings
 from app.db import (
     EmbeddedSupervisor,
@@ -90,6 +90,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.sessionmaker = make_sessionmaker(db_engine)
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.embedder = embedder
+    metrics.watch(embedder=embedder, engine=db_engine)
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
     if settings.llm.base_url is None:
@@ -165,6 +166,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     mount_docs(app, app.title)
+    metrics.add_metrics_route(app)
     app.state.settings = settings = settings or Settings()
     add_exception_handlers(app)
     for router in ROUTERS:
@@ -177,6 +179,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added last, so it runs first: a throttled request is refused before its body is read.
     app.state.caller_limits = CallerLimits(settings.limits)
     app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits)
+    app.add_middleware(metrics.MetricsMiddleware)
     # Outermost: every answer, a 429 included, carries the request id.
     app.add_middleware(RequestIdMiddleware)
     document_configured_limits(app, settings)

@@ -6,6 +6,7 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import PROBLEM_MEDIA_TYPE, REQUEST_ID_HEADER, request_id_of, unexpected_problem
+from app.logs import current_request_id
 
 
 class RequestIdMiddleware:
@@ -22,6 +23,7 @@ class RequestIdMiddleware:
             return
         request_id = request_id_of(scope.get("headers", []))
         scope.setdefault("state", {})["request_id"] = request_id
+        token = current_request_id.set(request_id)
         header = (REQUEST_ID_HEADER.lower().encode(), request_id.encode())
         started = False
 
@@ -44,6 +46,8 @@ class RequestIdMiddleware:
                 (b"content-length", str(len(encoded)).encode()),
                 *((k.lower().encode(), v.encode()) for k, v in headers.items())]})
             await send_with_id({"type": "http.response.body", "body": encoded})
+        finally:
+            current_request_id.reset(token)
 
 
 class BodyTooLarge(Exception):

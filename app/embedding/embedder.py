@@ -1,6 +1,7 @@
 """The embedder: all-MiniLM-L6-v2 on ONNX Runtime (or torch), shared fairly by tenants."""
 
 import threading
+import time
 from pathlib import Path
 
 from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
@@ -9,6 +10,7 @@ from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
 from app.embedding.memory import release_free_memory
 from app.embedding.scheduler import ChunkEvent, FairScheduler, Vectors
+from app.metrics import MODEL_WAIT_SECONDS
 
 SYSTEM_TENANT = "_system"
 DEFAULT_MODELS_DIR = Path("~/.engram/models")
@@ -158,6 +160,7 @@ class Embedder:
 
         If the caller is cancelled (or a chunk fails), its chunks not yet started are dropped.
         """
+        started = time.perf_counter()
         cleaned = [_normalise(t) for t in texts]
         plan = self._plan(cleaned)
         futures = self._scheduler.submit(
@@ -170,6 +173,7 @@ class Embedder:
         except BaseException:
             self._scheduler.drop(futures)
             raise
+        MODEL_WAIT_SECONDS.observe(time.perf_counter() - started)
         return vectors
 
 

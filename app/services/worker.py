@@ -5,8 +5,10 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable
 
+from app.metrics import JOB_SECONDS, JOBS
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.scope import SYSTEM
@@ -91,6 +93,7 @@ async def run_once(ctx: JobContext) -> Job | None:
     if job is None:
         return None
     logger.info("job %s (%s) started on %s", job.id, job.kind, ctx.worker_id)
+    started = time.perf_counter()
     heartbeat = asyncio.create_task(_keep_lease(ctx, job))
     try:
         with actors.acting_as(actors.for_job(job.id, job.actor_key_id)):
@@ -111,6 +114,8 @@ async def run_once(ctx: JobContext) -> Job | None:
         await job_rows.finish(session, job_id=job.id, worker_id=ctx.worker_id, status=status,
                               result=outcome.result, errors=bounded_errors(outcome.errors))
     logger.info("job %s (%s) %s", job.id, job.kind, status)
+    JOBS.labels(job.kind, status).inc()
+    JOB_SECONDS.labels(job.kind).observe(time.perf_counter() - started)
     return job
 
 

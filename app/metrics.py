@@ -1,0 +1,73 @@
+"""Prometheus metrics at /metrics: requests, the model queue, the database pool and jobs.
+
+Metrics live in the process's default registry (with `--workers N`, each worker process
+answers for itself). Gauges read their value when scraped.
+"""
+
+import time
+from typing import Any
+
+from fastapi import FastAPI, Response
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+REQUESTS = Counter("engram_http_requests_total", "HTTP requests answered.",
+                   ["method", "route", "status"])
+REQUEST_SECONDS = Histogram("engram_http_request_duration_seconds",
+                            "Time to answer an HTTP request.", ["method", "route"],
+                            buckets=LATENCY_BUCKETS)
+MODEL_QUEUE = Gauge("engram_model_queue_chunks", "Model calls waiting in the embedding queue.")
+MODEL_WAIT_SECONDS = Histogram("engram_model_wait_seconds",
+                               "Time an embedding request waited for and ran on the model.",
+                               buckets=LATENCY_BUCKETS)
+POOL_IN_USE = Gauge("engram_db_pool_connections_in_use",
+                    "Database connections checked out of the request pool.")
+POOL_SIZE = Gauge("engram_db_pool_size", "Connections the request pool keeps open.")
+JOBS = Counter("engram_jobs_total", "Background jobs finished.", ["kind", "status"])
+JOB_SECONDS = Histogram("engram_job_duration_seconds", "Time a background job ran.", ["kind"],
+                        buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
+
+
+class MetricsMiddleware:
+    """Count every HTTP answer by method, route template (not the raw path) and status."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            REQUESTS.labels(scope["method"], route, str(status)).inc()
+            REQUEST_SECONDS.labels(scope["method"], route).observe(
+                time.perf_counter() - started)
+
+
+def watch(*, embedder: Any, engine: Any) -> None:
+    """Read the model queue and the pool of this process's app when scraped."""
+    MODEL_QUEUE.set_function(lambda: embedder.pending_chunks)
+    POOL_IN_USE.set_function(lambda: engine.pool.checkedout())
+    POOL_SIZE.set_function(lambda: engine.pool.size())
+
+
+def add_metrics_route(app: FastAPI) -> None:
+    """GET /metrics in the Prometheus text format (no API key, like /healthz)."""
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
