@@ -1,0 +1,251 @@
+"""`EngramClient` (sync) and `AsyncEngramClient` (async): the same methods, the same retries."""
+
+import asyncio
+import logging
+import time
+from typing import Any, TypeVar
+
+import httpx
+
+from engram_client._http import (
+    RETRY_ERRORS,
+    EngramError,
+    RetryPolicy,
+    body_of,
+    headers,
+    without_none,
+)
+from engram_client.models import (
+    ContextBlock,
+    Episode,
+    Fact,
+    Job,
+    Model,
+    RecallResult,
+    Rule,
+    SearchResult,
+)
+
+logger = logging.getLogger("engram_client")
+ModelT = TypeVar("ModelT", bound=Model)
+DEFAULT_TIMEOUT = 30.0
+
+
+def _episode(content: str, butler: str, session_id: str | None, occurred_at: str | None,
+             importance: float | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    return without_none({"content": content, "butler": butler, "session_id": session_id,
+                         "occurred_at": occurred_at, "importance": importance,
+                         "metadata": metadata})
+
+
+def _empty_context(error: Exception) -> ContextBlock:
+    warning = f"Engram unavailable, empty memory context: {error}"
+    logger.warning(warning)
+    return ContextBlock(context="", warning=warning)
+
+
+class EngramClient:
+    """A blocking client. `with EngramClient(url, api_key=...) as engram: engram.search(...)`."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.Client(base_url=base_url, headers=headers(api_key), timeout=timeout,
+                                  transport=transport)
+
+    def __enter__(self) -> "EngramClient":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One API call with retries; the JSON answer, or EngramError."""
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except RETRY_ERRORS:
+                if not self.retry.should_retry(attempt, None):
+                    raise
+            else:
+                if not self.retry.should_retry(attempt, response):
+                    return body_of(response)
+            time.sleep(self.retry.delay(attempt, response))
+            attempt += 1
+
+    def _model(self, model: type[ModelT], method: str, path: str, **kwargs: Any) -> ModelT:
+        return model.model_validate(self.request(method, path, **kwargs))
+
+    def store_episode(self, content: str, *, butler: str, session_id: str | None = None,
+                      occurred_at: str | None = None, importance: float | None = None,
+                      metadata: dict[str, Any] | None = None) -> Episode:
+        """Store one observation."""
+        return self._model(Episode, "POST", "/v1/episodes", json=_episode(
+            content, butler, session_id, occurred_at, importance, metadata))
+
+    def store_episodes(self, items: list[dict[str, Any]]) -> list[Episode]:
+        """Store many observations in one transaction (each item as for `store_episode`)."""
+        body = self.request("POST", "/v1/episodes/batch", json={"items": items})
+        return [Episode.model_validate(item) for item in body["items"]]
+
+    def store_fact(self, subject: str, predicate: str, content: str,
+                   **fields: Any) -> Fact:
+        """Store a fact (a newer one with the same key supersedes the old one)."""
+        return self._model(Fact, "POST", "/v1/facts", json=without_none(
+            {"subject": subject, "predicate": predicate, "content": content, **fields}))
+
+    def store_rule(self, content: str, **fields: Any) -> Rule:
+        """Store a candidate rule."""
+        return self._model(Rule, "POST", "/v1/rules",
+                           json=without_none({"content": content, **fields}))
+
+    def search(self, query: str, **fields: Any) -> SearchResult:
+        """Hybrid (or `mode=`) search; any field of POST /v1/search may be given."""
+        return self._model(SearchResult, "POST", "/v1/search",
+                           json=without_none({"query": query, **fields}))
+
+    def recall(self, topic: str, **fields: Any) -> RecallResult:
+        """Facts and rules about a topic, by composite score."""
+        return self._model(RecallResult, "POST", "/v1/recall",
+                           json=without_none({"topic": topic, **fields}))
+
+    def context(self, trigger_prompt: str, *, butler: str, token_budget: int | None = None,
+                fail_open: bool = True) -> ContextBlock:
+        """The memory block for a prompt. With `fail_open` (the default) an unreachable or
+        failing service gives an empty block with a `warning`, so the agent keeps running."""
+        body = without_none({"trigger_prompt": trigger_prompt, "butler": butler,
+                             "token_budget": token_budget})
+        try:
+            return self._model(ContextBlock, "POST", "/v1/context", json=body)
+        except Exception as error:
+            if not fail_open or not _is_outage(error):
+                raise
+            return _empty_context(error)
+
+    def stats(self, scope: str | None = None) -> dict[str, Any]:
+        """Counts by lifecycle state."""
+        stats: dict[str, Any] = self.request("GET", "/v1/stats",
+                                             params=without_none({"scope": scope}))
+        return stats
+
+    def start_job(self, kind: str, **params: Any) -> Job:
+        """Queue a background job (consolidation, decay, cleanup, ...)."""
+        return self._model(Job, "POST", f"/v1/jobs/{kind}", json=params or None)
+
+    def job(self, job_id: str) -> Job:
+        """A job's state and result."""
+        return self._model(Job, "GET", f"/v1/jobs/{job_id}")
+
+
+class AsyncEngramClient:
+    """The async twin of `EngramClient`: `async with AsyncEngramClient(url) as engram: ...`."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.AsyncClient(base_url=base_url, headers=headers(api_key),
+                                       timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> "AsyncEngramClient":
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One API call with retries; the JSON answer, or EngramError."""
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                response = await self._http.request(method, path, **kwargs)
+            except RETRY_ERRORS:
+                if not self.retry.should_retry(attempt, None):
+                    raise
+            else:
+                if not self.retry.should_retry(attempt, response):
+                    return body_of(response)
+            await asyncio.sleep(self.retry.delay(attempt, response))
+            attempt += 1
+
+    async def _model(self, model: type[ModelT], method: str, path: str,
+                     **kwargs: Any) -> ModelT:
+        return model.model_validate(await self.request(method, path, **kwargs))
+
+    async def store_episode(self, content: str, *, butler: str, session_id: str | None = None,
+                            occurred_at: str | None = None, importance: float | None = None,
+                            metadata: dict[str, Any] | None = None) -> Episode:
+        """Store one observation."""
+        return await self._model(Episode, "POST", "/v1/episodes", json=_episode(
+            content, butler, session_id, occurred_at, importance, metadata))
+
+    async def store_episodes(self, items: list[dict[str, Any]]) -> list[Episode]:
+        """Store many observations in one transaction."""
+        body = await self.request("POST", "/v1/episodes/batch", json={"items": items})
+        return [Episode.model_validate(item) for item in body["items"]]
+
+    async def store_fact(self, subject: str, predicate: str, content: str,
+                         **fields: Any) -> Fact:
+        """Store a fact (a newer one with the same key supersedes the old one)."""
+        return await self._model(Fact, "POST", "/v1/facts", json=without_none(
+            {"subject": subject, "predicate": predicate, "content": content, **fields}))
+
+    async def store_rule(self, content: str, **fields: Any) -> Rule:
+        """Store a candidate rule."""
+        return await self._model(Rule, "POST", "/v1/rules",
+                                 json=without_none({"content": content, **fields}))
+
+    async def search(self, query: str, **fields: Any) -> SearchResult:
+        """Hybrid (or `mode=`) search; any field of POST /v1/search may be given."""
+        return await self._model(SearchResult, "POST", "/v1/search",
+                                 json=without_none({"query": query, **fields}))
+
+    async def recall(self, topic: str, **fields: Any) -> RecallResult:
+        """Facts and rules about a topic, by composite score."""
+        return await self._model(RecallResult, "POST", "/v1/recall",
+                                 json=without_none({"topic": topic, **fields}))
+
+    async def context(self, trigger_prompt: str, *, butler: str,
+                      token_budget: int | None = None, fail_open: bool = True) -> ContextBlock:
+        """The memory block for a prompt; fail-open like `EngramClient.context`."""
+        body = without_none({"trigger_prompt": trigger_prompt, "butler": butler,
+                             "token_budget": token_budget})
+        try:
+            return await self._model(ContextBlock, "POST", "/v1/context", json=body)
+        except Exception as error:
+            if not fail_open or not _is_outage(error):
+                raise
+            return _empty_context(error)
+
+    async def stats(self, scope: str | None = None) -> dict[str, Any]:
+        """Counts by lifecycle state."""
+        stats: dict[str, Any] = await self.request("GET", "/v1/stats",
+                                                   params=without_none({"scope": scope}))
+        return stats
+
+    async def start_job(self, kind: str, **params: Any) -> Job:
+        """Queue a background job."""
+        return await self._model(Job, "POST", f"/v1/jobs/{kind}", json=params or None)
+
+    async def job(self, job_id: str) -> Job:
+        """A job's state and result."""
+        return await self._model(Job, "GET", f"/v1/jobs/{job_id}")
+
+
+def _is_outage(error: Exception) -> bool:
+    """A failure of the service rather than of the request: no connection, a timeout, 5xx."""
+    if isinstance(error, EngramError):
+        return error.status >= 500
+    return isinstance(error, httpx.TransportError)
