@@ -258,6 +258,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     log_level: str = "info"
+    otlp_endpoint: str | None = Field(
+        None, description="OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); "
+        "needs the optional `otel` extra.")
     log_format: Literal["text", "json"] = Field(
         "text", description="'json': one JSON object per log line (time, level, logger, "
         "message, request_id).")

@@ -35,6 +35,7 @@ from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.services.jobs import JobContext
 from app.services.worker import BackgroundJobs
+from app.tracing import configure_tracing
 
 logger = logging.getLogger("engram")
 
@@ -183,6 +184,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost: every answer, a 429 included, carries the request id.
     app.add_middleware(RequestIdMiddleware)
     document_configured_limits(app, settings)
+    configure_tracing(app, settings.otlp_endpoint)
     return app
 
 
