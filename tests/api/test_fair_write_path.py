@@ -58,7 +58,8 @@ async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
         one_connection_app, kind):
     app = one_connection_app
     embedder = app.state.embedder
-    heavy, light = await client_for(app, "heavy"), await client_for(app, "light")
+    writer = f"rewriter-{kind.replace(' ', '-')}"  # a tenant only this test uses
+    heavy, light = await client_for(app, writer), await client_for(app, "light")
     long_text = LONG_TURN * 14  # about 42,000 characters: dozens of passages to embed
     async with heavy, light:
         if kind == "run summary":
@@ -69,10 +70,14 @@ async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
             rewrite = heavy.post(f"/v1/arcs/{arc.json()['id']}/close",
                                  json={"outcome": long_text[:10_000],
                                        "lessons": [long_text[:10_000]] * 4})
-        started = len(embedder.chunk_record)
+        def started() -> int:
+            return sum(1 for e in embedder.chunk_record
+                       if e.tenant_id == writer and e.kind == "started")
+
+        before = started()
         task = asyncio.create_task(rewrite)
-        while not any(e.kind == "started" and e.tenant_id == "heavy"
-                      for e in embedder.chunk_record[started:]):
+        while started() <= before:
+            assert not task.done(), (await task).text
             await asyncio.sleep(0.005)
         found = await light.post("/v1/search", json={"query": "support group"})
         assert found.status_code == 200

@@ -202,14 +202,8 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
                 "episodes_consolidated", scope.tenant_id, _payload(scope, outcome),
                 actor="consolidation")])
             await tally.commit_with(session, {
-                "groups_processed": 1, "groups_succeeded": 1,
                 "episodes_consolidated": len(scope.episode_ids),
-                "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
-                "rules_created": outcome.rules_created,
-                "procedures_created": outcome.procedures_created,
-                "confirmations": outcome.confirmations,
-                "links_created": outcome.links_created, "action_errors": len(outcome.errors),
-                "parse_errors": len(parsed.parse_errors)})
+                **_success_counts(outcome, parsed)})
     except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
         message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
@@ -315,14 +309,8 @@ async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group
                  "reflection_ids": [str(i) for i in scope.episode_ids]},
                 actor="consolidation")])
             await tally.commit_with(session, {
-                "groups_processed": 1, "groups_succeeded": 1,
                 "reflections_consolidated": len(scope.episode_ids),
-                "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
-                "rules_created": outcome.rules_created,
-                "procedures_created": outcome.procedures_created,
-                "confirmations": outcome.confirmations,
-                "links_created": outcome.links_created, "action_errors": len(outcome.errors),
-                "parse_errors": len(parsed.parse_errors)})
+                **_success_counts(outcome, parsed)})
     except Exception as exc:  # noqa: BLE001 - recorded in the job; the batch stays unread
         message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
@@ -353,6 +341,16 @@ async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
 def _has_actions(parsed: ConsolidationResult) -> bool:
     return bool(parsed.new_facts or parsed.updated_facts or parsed.new_rules
                 or parsed.procedures or parsed.confirmations)
+
+
+def _success_counts(outcome: ExecutionOutcome, parsed: ConsolidationResult) -> dict[str, int]:
+    """A succeeded batch's figures for the job's progress."""
+    return {"groups_processed": 1, "groups_succeeded": 1,
+            "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
+            "rules_created": outcome.rules_created,
+            "procedures_created": outcome.procedures_created,
+            "confirmations": outcome.confirmations, "links_created": outcome.links_created,
+            "action_errors": len(outcome.errors), "parse_errors": len(parsed.parse_errors)}
 
 
 def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
