@@ -120,3 +120,11 @@ async def test_a_fact_that_only_confirms_has_no_location(client):
     await _created(client, "POST", "/v1/facts", fact)
     again = await client.post("/v1/facts", json=fact)
     assert again.status_code == 200 and "Location" not in again.headers
+
+
+async def test_a_location_with_non_ascii_path_segments_is_percent_encoded(client):
+    response = await client.put("/v1/working-memory/agent-ü/sessión-𝄞", json={})
+    assert response.status_code == 201, response.text
+    location = response.headers["Location"]
+    assert location.isascii() and "%C3%BC" in location
+    assert (await client.get(location)).status_code == 200
