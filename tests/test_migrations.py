@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -196,7 +197,9 @@ async def test_run_and_ledger_tables_name_their_tenant_on_every_insert(scratch_e
 
 async def test_mem_017_string_session_ids_and_the_refused_downgrade(
         scratch_engine: AsyncEngine) -> None:
-    await migrations.upgrade(scratch_engine, "mem_016")
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    before = str(script.get_revision("mem_017").down_revision)
+    await migrations.upgrade(scratch_engine, before)
     kept = "00000000-0000-0000-0000-0000000000aa"
     async with scratch_engine.begin() as conn:
         await conn.execute(text(
@@ -210,10 +213,10 @@ async def test_mem_017_string_session_ids_and_the_refused_downgrade(
             "VALUES ('default', 'chat', 'new turn', 'chat-42')"))
 
     with pytest.raises(RuntimeError, match="1 episode"):
-        await migrations.downgrade(scratch_engine, "mem_016")
+        await migrations.downgrade(scratch_engine, before)
     async with scratch_engine.begin() as conn:
         await conn.execute(text("DELETE FROM episodes WHERE session_id = 'chat-42'"))
-    await migrations.downgrade(scratch_engine, "mem_016")
+    await migrations.downgrade(scratch_engine, before)
     async with scratch_engine.connect() as conn:
         kind = (await conn.execute(text(
             "SELECT data_type FROM information_schema.columns "

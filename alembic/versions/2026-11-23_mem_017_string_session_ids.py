@@ -8,7 +8,7 @@ The downgrade turns episodes' session ids back into UUIDs; it refuses, naming th
 any episode holds a session id that is not a UUID (erase or rename those sessions first).
 
 Revision ID: mem_017
-Revises: mem_016
+Revises: mem_019 (assigned mem_016; chained after main's head)
 Create Date: 2026-11-23
 """
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "mem_017"
-down_revision: str | None = "mem_016"
+down_revision: str | None = "mem_019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
