@@ -3,6 +3,7 @@
 import asyncio
 import ipaddress
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -72,13 +73,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Connect to PostgreSQL, apply migrations, load the embedding model; dispose at exit."""
     settings: Settings = app.state.settings
     refuse_unsafe_binding(settings)
+    started = phase = time.perf_counter()
     owner_url = await resolve_database_url(settings)
     # The owner runs migrations (and the tests' arrangements); requests and jobs use the
     # app role, which row-level security binds.
     owner_engine = create_engine(owner_url, pool_size=2)
     await check_extensions(owner_engine)
+    phase = log_phase("database ready", phase)
     if settings.migrate_on_start:
         await migrations.upgrade(owner_engine)
+        phase = log_phase("migrations", phase)
     connection = await app_connection(settings, owner_engine, owner_url)
     db_engine = create_engine(connection.url, pool_size=settings.db_pool_size,
                               max_overflow=settings.db_max_overflow, role=connection.role)
@@ -86,6 +90,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
     await asyncio.to_thread(embedder.load)
+    log_phase("model loaded", phase)
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
@@ -99,7 +104,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                        "never turned into facts or rules, and expired episodes are kept "
                        "instead of deleted until they are consolidated.")
     supervisor = EmbeddedSupervisor.start_for(settings)
-    logger.info("engram ready")
+    log_phase("engram ready", started)
     try:
         async with app.state.mcp.running():
             yield
@@ -109,6 +114,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db_engine.dispose()
         await owner_engine.dispose()
         await asyncio.to_thread(release_embedded_postgres, settings)
+
+
+def log_phase(done: str, since: float) -> float:
+    """Log one start-up phase with its duration ("migrations in 0.4 s"); return the time now."""
+    now = time.perf_counter()
+    logger.info("%s in %.1f s", done, now - since)
+    return now
 
 
 def is_loopback(host: str) -> bool:

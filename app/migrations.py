@@ -1,5 +1,6 @@
 """Run the Alembic revisions from inside the service, the CLI and the tests."""
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,16 +14,28 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.rls import SYSTEM_SETTING
 
-ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+# A wheel carries the revisions as app/_alembic (setup.py copies them); an editable install
+# or a checkout runs them from the top-level alembic/ directory.
+PACKAGED_ALEMBIC_DIR = Path(__file__).resolve().parent / "_alembic"
+SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 # The advisory lock every migration run holds for its transaction, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
 
 
+def script_location() -> Path:
+    """The directory holding env.py and versions/: the installed package's, else the source's."""
+    for candidate in (PACKAGED_ALEMBIC_DIR, SOURCE_ALEMBIC_DIR):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"no Alembic revisions in {PACKAGED_ALEMBIC_DIR} or {SOURCE_ALEMBIC_DIR}")
+
+
 def alembic_config() -> Config:
     """An Alembic Config that does not depend on the working directory."""
     config = Config()
-    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    config.set_main_option("script_location", str(script_location()))
     config.attributes["skip_logging_config"] = True
     return config
 
@@ -47,7 +60,15 @@ async def is_at_head(engine: AsyncEngine) -> bool:
     return current == head
 
 
+def quiet_alembic() -> None:
+    """Alembic's per-revision INFO lines are detail: shown only when debugging."""
+    if not logging.getLogger("engram").isEnabledFor(logging.DEBUG):
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
 async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
+    quiet_alembic()
+
     def run_with(connection: Connection) -> None:
         config = alembic_config()
         config.attributes["connection"] = connection

@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -192,3 +193,32 @@ async def test_run_and_ledger_tables_name_their_tenant_on_every_insert(scratch_e
         columns = {row[0]: (row[1], row[2]) for row in rows}
     for table in ("runs", "run_messages", "run_feedback", "agent_events"):
         assert columns[table] == ("NO", None)
+
+
+async def test_mem_017_string_session_ids_and_the_refused_downgrade(
+        scratch_engine: AsyncEngine) -> None:
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    before = str(script.get_revision("mem_017").down_revision)
+    await migrations.upgrade(scratch_engine, before)
+    kept = "00000000-0000-0000-0000-0000000000aa"
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text(
+            "INSERT INTO episodes (tenant_id, butler, content, session_id) "
+            "VALUES ('default', 'chat', 'old turn', :session)"), {"session": kept})
+    await migrations.upgrade(scratch_engine, "mem_017")
+    async with scratch_engine.begin() as conn:
+        assert (await conn.execute(text("SELECT session_id FROM episodes"))).scalar_one() == kept
+        await conn.execute(text(
+            "INSERT INTO episodes (tenant_id, butler, content, session_id) "
+            "VALUES ('default', 'chat', 'new turn', 'chat-42')"))
+
+    with pytest.raises(RuntimeError, match="1 episode"):
+        await migrations.downgrade(scratch_engine, before)
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text("DELETE FROM episodes WHERE session_id = 'chat-42'"))
+    await migrations.downgrade(scratch_engine, before)
+    async with scratch_engine.connect() as conn:
+        kind = (await conn.execute(text(
+            "SELECT data_type FROM information_schema.columns "
+            "WHERE table_name = 'episodes' AND column_name = 'session_id'"))).scalar_one()
+        assert kind == "uuid"

@@ -36,7 +36,7 @@ def register(server: MCPServer) -> None:
 
     @server.tool()
     async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Context,
-                                   session_id: uuid.UUID | None = None,
+                                   session_id: str | None = None,
                                    importance: ImportanceArg = 5.0) -> JsonObject:
         """Record a raw observation from the current conversation (what the user said or did,
         an outcome). Use it freely during a session; episodes expire after a few days unless

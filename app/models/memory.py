@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import (
     EMBEDDING_DIMENSIONS,
+    MAX_SESSION_ID_CHARS,
     Base,
     created_at_column,
     jsonb_column,
@@ -47,7 +48,7 @@ class Episode(Searchable, Base):
     id: Mapped[uuid.UUID] = uuid_pk()
     tenant_id: Mapped[str] = tenant_column()
     butler: Mapped[str] = mapped_column(Text, nullable=False)
-    session_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    session_id: Mapped[str | None] = mapped_column(String(MAX_SESSION_ID_CHARS))
     content: Mapped[str] = mapped_column(Text, nullable=False)
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="5.0")
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")

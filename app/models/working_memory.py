@@ -4,11 +4,17 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, DateTime, Integer, Text, text
+from sqlalchemy import ARRAY, DateTime, Integer, String, Text, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, jsonb_column, uuid_pk
+from app.models.base import (
+    MAX_SESSION_ID_CHARS,
+    Base,
+    created_at_column,
+    jsonb_column,
+    uuid_pk,
+)
 
 
 class WorkingMemory(Base):
@@ -17,7 +23,7 @@ class WorkingMemory(Base):
     id: Mapped[uuid.UUID] = uuid_pk()
     tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
     agent_id: Mapped[str] = mapped_column(Text, nullable=False)
-    session_id: Mapped[str] = mapped_column(Text, nullable=False)
+    session_id: Mapped[str] = mapped_column(String(MAX_SESSION_ID_CHARS), nullable=False)
     active_context: Mapped[dict[str, Any]] = jsonb_column("{}")
     scratchpad: Mapped[dict[str, Any]] = jsonb_column("{}")
     retrieved_memory_ids: Mapped[list[uuid.UUID]] = mapped_column(

@@ -17,7 +17,6 @@ from sqlalchemy import (
     true,
     values,
 )
-from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -30,7 +29,7 @@ class EpisodeFilters:
     """What an episode listing keeps; None means any."""
 
     butler: str | None = None
-    session_id: uuid.UUID | None = None
+    session_id: str | None = None
     consolidation_status: str | None = None
     consolidated: bool | None = None
     include_expired: bool = False
@@ -113,13 +112,13 @@ async def neighbours(session: AsyncSession, *, tenant_id: str, ids: Sequence[uui
 
 
 async def latest_turns(session: AsyncSession, *, tenant_id: str,
-                       sessions: Sequence[tuple[str, uuid.UUID]],
-                       count: int) -> dict[tuple[str, uuid.UUID], list[str]]:
+                       sessions: Sequence[tuple[str, str]],
+                       count: int) -> dict[tuple[str, str], list[str]]:
     """The contents of the last `count` turns stored in each (butler, session_id), oldest
     first."""
     if not sessions or count <= 0:
         return {}
-    keys = values(column("butler", Text), column("session_id", UUID(as_uuid=True)),
+    keys = values(column("butler", Text), column("session_id", Text),
                   name="wanted").data(list(sessions))
     last = (
         select(Episode.sequence, Episode.content)
@@ -134,7 +133,7 @@ async def latest_turns(session: AsyncSession, *, tenant_id: str,
         .join(last, true())
         .order_by(last.c.sequence)
     )).all()
-    found: dict[tuple[str, uuid.UUID], list[str]] = {}
+    found: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         found.setdefault((row.butler, row.session_id), []).append(row.content)
     return found

@@ -20,7 +20,7 @@ class ErasureSelector:
     scope: str | None = None
     subject_key: str | None = None
     entity_ids: tuple[uuid.UUID, ...] | None = None
-    session_id: uuid.UUID | None = None
+    session_id: str | None = None
     whole_tenant: bool = False
 
     def params(self) -> dict[str, Any]:

@@ -50,7 +50,7 @@ async def list_episodes(
     session: SessionDep,
     tenant_id: TenantDep,
     butler: Text = None,
-    session_id: uuid.UUID | None = None,
+    session_id: Text = None,
     consolidation_status: ConsolidationStatus | None = None,
     consolidated: bool | None = None,
     include_expired: Annotated[bool, Query(description="Include expired episodes.")] = False,

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response, s
 
 from app.deps import SessionDep, SettingsDep, TenantDep
 from app.errors import UnsupportedMediaType, problem_responses
+from app.models.base import MAX_SESSION_ID_CHARS
 from app.routers.created import locate
 from app.schemas.working_memory import (
     ScratchpadEntry,
@@ -21,7 +22,8 @@ router = APIRouter(prefix="/v1/working-memory", tags=["working-memory"])
 
 MERGE_PATCH = "application/merge-patch+json"
 AgentId = Annotated[str, Path(min_length=1, max_length=200, description="The agent.")]
-SessionId = Annotated[str, Path(min_length=1, max_length=200, description="The session.")]
+SessionId = Annotated[str, Path(min_length=1, max_length=MAX_SESSION_ID_CHARS,
+                                description="The session: any string up to 200 characters.")]
 ScratchpadKey = Annotated[str, Path(min_length=1, max_length=200,
                                     description="A scratchpad key.")]
 IfMatch = Annotated[str | None, Header(

@@ -16,6 +16,7 @@ from pydantic import (
     Strict,
 )
 
+from app.models.base import MAX_SESSION_ID_CHARS
 from app.text import is_blank
 
 MAX_CONTENT_CHARS = 50_000
@@ -87,6 +88,14 @@ Content = Annotated[
 Name = Annotated[
     str,
     Field(min_length=1, max_length=MAX_NAME_CHARS),
+    AfterValidator(_no_nul),
+    AfterValidator(_not_blank),
+]
+# Agent frameworks name sessions with their own ids (UUIDs, thread ids, "chat-42").
+SessionIdIn = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_SESSION_ID_CHARS,
+          description="The session: any string up to 200 characters (a UUID, a thread id)."),
     AfterValidator(_no_nul),
     AfterValidator(_not_blank),
 ]

@@ -15,7 +15,7 @@ from app.schemas.common import (
     Name,
     RequestModel,
     ResponseModel,
-    UUIDIn,
+    SessionIdIn,
 )
 
 
@@ -24,7 +24,7 @@ class EpisodeCreate(RequestModel):
 
     content: Content
     butler: Name = Field(description="The agent (butler) that observed it; its scope.")
-    session_id: UUIDIn | None = None
+    session_id: SessionIdIn | None = None
     importance: Importance = 5.0
     occurred_at: AwareDatetimeIn | None = Field(
         None, description="When it happened, with a time zone (ISO 8601); defaults to the "
@@ -43,7 +43,7 @@ class EpisodeBatchCreate(RequestModel):
 class EpisodeOut(ResponseModel):
     id: uuid.UUID
     butler: str
-    session_id: uuid.UUID | None
+    session_id: str | None
     content: str
     importance: float
     reference_count: int

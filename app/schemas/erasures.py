@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from app.schemas.common import Name, RequestModel, UUIDIn
+from app.schemas.common import Name, RequestModel, SessionIdIn, UUIDIn
 
 SELECTORS = ("butler", "scope", "subject", "entity_id", "session_id", "tenant")
 Selector = Literal["butler", "scope", "subject", "entity_id", "session_id", "tenant"]
@@ -23,7 +23,7 @@ class ErasureCreate(RequestModel):
     entity_id: UUIDIn | None = Field(
         None, description="The entity, the entities merged into it, and every version of "
                           "their facts.")
-    session_id: UUIDIn | None = Field(
+    session_id: SessionIdIn | None = Field(
         None, description="Episodes of this session and the facts and rules consolidated "
                           "from them.")
     tenant: bool = Field(False, description="Everything of the caller's tenant: memories, "

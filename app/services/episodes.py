@@ -1,6 +1,5 @@
 """Storing and listing episodes."""
 
-import uuid
 from datetime import timedelta
 
 from sqlalchemy import func, literal
@@ -81,7 +80,7 @@ async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[Episod
 
 
 async def list_episodes(session: AsyncSession, *, tenant_id: str, butler: str | None,
-                        session_id: uuid.UUID | None, consolidation_status: str | None,
+                        session_id: str | None, consolidation_status: str | None,
                         consolidated: bool | None, include_expired: bool, limit: int,
                         cursor: str | None) -> tuple[list[Episode], str | None]:
     """A page of the tenant's episodes, newest first; expired ones only on request."""

@@ -61,7 +61,7 @@ def _selector(params: dict[str, Any]) -> ErasureSelector:
         butler=params.get("butler"), scope=params.get("scope"),
         subject_key=normalise_key(subject) if subject is not None else None,
         entity_ids=(uuid.UUID(entity_id),) if entity_id else None,
-        session_id=uuid.UUID(session_id) if session_id else None,
+        session_id=session_id,
         whole_tenant=bool(params.get("tenant")))
 
 

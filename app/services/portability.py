@@ -113,7 +113,9 @@ def _value(column: Column[Any], value: Any, number: int) -> Any:
         ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)
               and _text_ok(value, MAX_JSON_CHARS))
     else:
-        ok = (isinstance(value, str) and len(value) <= MAX_CONTENT_CHARS
+        # varchar(n) columns (session_id) hold at most n characters; text ones the content bound.
+        longest = getattr(kind, "length", None) or MAX_CONTENT_CHARS
+        ok = (isinstance(value, str) and len(value) <= longest
               and _text_ok(value, 12 * MAX_CONTENT_CHARS))
     if not ok:
         raise _problem(number, column.name, f"is not a valid {str(kind).lower()} within the "
