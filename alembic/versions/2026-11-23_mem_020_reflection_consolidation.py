@@ -6,7 +6,7 @@ The ledger is append-only, so the mark lives in a table of its own holding only 
 id (no second copy of the event); deleting or erasing the event deletes its mark.
 
 Revision ID: mem_020
-Revises: mem_019
+Revises: mem_017
 Create Date: 2026-11-23
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 from app.rls import disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_020"
-down_revision: str | None = "mem_019"
+down_revision: str | None = "mem_017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
