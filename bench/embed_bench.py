@@ -9,25 +9,23 @@ and mean cosine of each backend's vectors against torch's.
     python bench/embed_bench.py \
         [--longmemeval /work/shared/data/longmemeval/longmemeval_s_dev.json.gz]
 
-No server needed. int8 is onnxruntime's dynamic quantisation of the exported graph,
-written to a temporary directory; it is measured here only, never used by the service.
+No server needed. int8 is the `onnx-int8` backend: onnxruntime's dynamic quantisation of
+the exported graph (see bench/int8_recall.py for what it costs in recall).
 """
 
 import argparse
 import gzip
 import json
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from app.embedding import Embedder, onnx_export
-from app.embedding.backends import Backend, OnnxBackend
+from app.embedding import Embedder
+from app.embedding.backends import Backend
 from app.embedding.chunking import plan_chunks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,18 +48,6 @@ def long_turns(n: int, seed: int, path: Path | None) -> list[str]:
         turns = sorted({t["content"] for q in data for s in q["haystack_sessions"] for t in s})
         return rng.sample(turns, n)
     return [" ".join(sentence(rng) for _ in range(rng.randint(3, 40))) for _ in range(n)]
-
-
-def int8_backend(onnx_embedder: Embedder, workdir: Path) -> Backend:
-    """ONNX Runtime on the dynamically quantised (QInt8 weights) copy of the export."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    source = onnx_embedder.onnx_dir
-    for name in (onnx_export.TOKENIZER_FILE, onnx_export.META_FILE):
-        shutil.copy(source / name, workdir / name)
-    quantize_dynamic(str(source / onnx_export.MODEL_FILE), str(workdir / "int8.onnx"),
-                     weight_type=QuantType.QInt8)
-    return OnnxBackend(export_dir=workdir, model_file="int8.onnx")
 
 
 def encode_all(backend: Backend, texts: list[str]) -> np.ndarray:
@@ -118,24 +104,22 @@ def main() -> None:
           f"long turns: {len(long)}, median {statistics.median(map(len, long)):.0f} chars "
           f"({'LongMemEval_S dev' if args.longmemeval.is_file() else 'generated'})")
 
-    onnx_embedder = Embedder()
     torch_backend = Embedder(backend="torch").load()
-    with tempfile.TemporaryDirectory() as workdir:
-        backends = {"torch": torch_backend, "onnx": onnx_embedder.load(),
-                    "onnx int8": int8_backend(onnx_embedder, Path(workdir))}
-        reference = {"short": encode_all(torch_backend, short),
-                     "long": encode_all(torch_backend, long)}
-        print("| backend | texts | sentences/s (batches of 32) | query median / p95 | "
-              "cosine vs torch min / mean |")
-        print("|---|---|---|---|---|")
-        for name, backend in backends.items():
-            for label, texts, singles in (("short", short, queries),
-                                          ("long", long, long_queries)):
-                rate = throughput(backend, texts)
-                median, p95 = latency(backend, singles)
-                low, mean = cosines(encode_all(backend, texts), reference[label])
-                print(f"| {name} | {label} | {rate:.0f} | {median:.1f} / {p95:.1f} ms | "
-                      f"{low:.4f} / {mean:.4f} |", flush=True)
+    backends = {"torch": torch_backend, "onnx": Embedder().load(),
+                "onnx int8": Embedder(backend="onnx-int8").load()}
+    reference = {"short": encode_all(torch_backend, short),
+                 "long": encode_all(torch_backend, long)}
+    print("| backend | texts | sentences/s (batches of 32) | query median / p95 | "
+          "cosine vs torch min / mean |")
+    print("|---|---|---|---|---|")
+    for name, backend in backends.items():
+        for label, texts, singles in (("short", short, queries),
+                                      ("long", long, long_queries)):
+            rate = throughput(backend, texts)
+            median, p95 = latency(backend, singles)
+            low, mean = cosines(encode_all(backend, texts), reference[label])
+            print(f"| {name} | {label} | {rate:.0f} | {median:.1f} / {p95:.1f} ms | "
+                  f"{low:.4f} / {mean:.4f} |", flush=True)
 
 
 if __name__ == "__main__":

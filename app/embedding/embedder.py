@@ -59,8 +59,10 @@ class Embedder:
 
     @property
     def model_version(self) -> str:
-        """The version recorded in embedding_versions (the same for both backends)."""
-        return model_files.model_version(self.model_name)
+        """The version recorded in embedding_versions: the same for torch and ONNX, whose
+        vectors are equal; int8 vectors are a version of their own."""
+        version = model_files.model_version(self.model_name)
+        return f"{version}+int8" if self.backend_name == "onnx-int8" else version
 
     @property
     def onnx_dir(self) -> Path:
@@ -101,7 +103,10 @@ class Embedder:
             backend = TorchBackend(model_path=path, device=self.device)
         else:
             export_dir = onnx_export.ensure_export(model_path=path, target=self.onnx_dir)
-            backend = OnnxBackend(export_dir=export_dir, threads=self.threads)
+            model_file = (onnx_export.ensure_int8(export_dir) if self.backend_name == "onnx-int8"
+                          else onnx_export.MODEL_FILE)
+            backend = OnnxBackend(export_dir=export_dir, threads=self.threads,
+                                  model_file=model_file)
         if backend.dimensions != self.dimensions:
             raise RuntimeError(
                 f"embedding model {self.model_name!r} makes {backend.dimensions}-d vectors, "

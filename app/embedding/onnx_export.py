@@ -6,6 +6,7 @@ publishes the result with one atomic rename of a temporary directory.
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL_FILE = "model.onnx"
+INT8_MODEL_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 META_FILE = "export.json"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -39,6 +41,26 @@ def ensure_export(*, model_path: str, target: Path) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def ensure_int8(export_dir: Path) -> str:
+    """The name of the int8 copy of the export's graph, quantising it first if it is missing.
+
+    onnxruntime's dynamic quantisation (QInt8 weights); written beside the graph under a
+    temporary name and renamed into place, so a half-written file is never used.
+    """
+    target = export_dir / INT8_MODEL_FILE
+    if not target.is_file():
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        handle, staging = tempfile.mkstemp(prefix=".int8.", suffix=".onnx", dir=export_dir)
+        os.close(handle)
+        try:
+            quantize_dynamic(str(export_dir / MODEL_FILE), staging, weight_type=QuantType.QInt8)
+            os.replace(staging, target)
+        finally:
+            Path(staging).unlink(missing_ok=True)
+    return INT8_MODEL_FILE
 
 
 def _export_in_child(*, model_path: str, output: Path) -> None:

@@ -1,5 +1,6 @@
 """The ONNX Runtime backend against sentence-transformers on torch, and its cached export."""
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +79,46 @@ def test_an_incomplete_export_directory_is_replaced(tmp_path: Path) -> None:
     embedder.load()
     assert (embedder.onnx_dir / onnx_export.META_FILE).is_file()
     assert len(embedder.embed("complete again")) == 384
+
+
+@pytest.fixture(scope="module")
+def int8_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The int8 graph, quantised from a copy of the shared export (so the test owns it)."""
+    models_dir = tmp_path_factory.mktemp("models")
+    shared = get_embedder()
+    shared.load()
+    embedder = Embedder(backend="onnx-int8", models_dir=models_dir)
+    shutil.copytree(shared.onnx_dir, embedder.onnx_dir,
+                    ignore=shutil.ignore_patterns(onnx_export.INT8_MODEL_FILE))
+    embedder.load()
+    return embedder
+
+
+def test_int8_vectors_keep_each_text_nearest_its_full_precision_vector(
+        int8_embedder: Embedder) -> None:
+    int8 = np.asarray(int8_embedder.embed_batch(list(SAMPLE_TEXTS)))
+    full = np.asarray(get_embedder().embed_batch(list(SAMPLE_TEXTS)))
+    nearest = (int8 @ full.T).argmax(axis=1)
+    assert list(nearest) == list(range(len(SAMPLE_TEXTS)))
+    assert _cosines(int8.tolist(), full.tolist()).mean() >= 0.9
+
+
+def test_int8_vectors_are_a_model_version_of_their_own(int8_embedder: Embedder) -> None:
+    assert int8_embedder.model_version == get_embedder().model_version + "+int8"
+
+
+def test_the_int8_graph_is_quantised_once_and_reused(int8_embedder: Embedder,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = int8_embedder.onnx_dir / onnx_export.INT8_MODEL_FILE
+    before = graph.stat()
+
+    def no_quantisation(*_: object, **__: object) -> None:
+        raise AssertionError("the int8 graph should have been reused")
+
+    monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic", no_quantisation)
+    again = Embedder(backend="onnx-int8", models_dir=int8_embedder.models_dir)
+    again.load()
+    after = graph.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert again.embed("reused") == pytest.approx(int8_embedder.embed("reused"), abs=1e-6)
+    assert sorted(p.name for p in graph.parent.iterdir() if p.name.startswith(".")) == []
