@@ -77,6 +77,15 @@ class Tally:
         self.links_created += outcome.links_created
         self.action_errors += len(outcome.errors)
 
+    def succeeded(self, label: str, outcome: ExecutionOutcome,
+                  parsed: ConsolidationResult) -> None:
+        """Count one group that was written, with its parse and action errors."""
+        self.add(outcome)
+        self.groups_succeeded += 1
+        self.parse_errors += len(parsed.parse_errors)
+        self.errors.extend(f"{label}: parse: {error}" for error in parsed.parse_errors)
+        self.errors.extend(f"{label}: {error}" for error in outcome.errors)
+
     def figures(self) -> dict[str, Any]:
         """Every count, without the error list."""
         return {f.name: getattr(self, f.name) for f in fields(self)
@@ -224,12 +233,8 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
         tally.episodes_failed += failed
         tally.errors.append(f"{label}: {message}")
         return False
-    tally.add(outcome)
-    tally.groups_succeeded += 1
+    tally.succeeded(label, outcome, parsed)
     tally.episodes_consolidated += len(scope.episode_ids)
-    tally.parse_errors += len(parsed.parse_errors)
-    tally.errors.extend(f"{label}: parse: {error}" for error in parsed.parse_errors)
-    tally.errors.extend(f"{label}: {error}" for error in outcome.errors)
     return True
 
 
@@ -319,12 +324,8 @@ async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group
         tally.groups_failed += 1
         tally.errors.append(f"{label}: {message}")
         return False
-    tally.add(outcome)
-    tally.groups_succeeded += 1
+    tally.succeeded(label, outcome, parsed)
     tally.reflections_consolidated += len(scope.episode_ids)
-    tally.parse_errors += len(parsed.parse_errors)
-    tally.errors.extend(f"{label}: parse: {error}" for error in parsed.parse_errors)
-    tally.errors.extend(f"{label}: {error}" for error in outcome.errors)
     return True
 
 
