@@ -11,7 +11,9 @@ ours, because the package's defaults are unsafe for a service:
   `postgres` (migrations) and `engram_app` (requests): no `trust` for anyone;
 * `.handle_pids.json` lists the processes using the server; dead ones are dropped, and the
   last live user stops the server when it exits (the lifespan, SIGTERM/SIGINT, or atexit);
-* `ensure_running()` starts a postmaster that died again (the supervisor calls it).
+* `ensure_running()` starts a postmaster that died again (the supervisor calls it);
+* `engram.conf` (included by postgresql.conf, rewritten at every start) holds Engram's server
+  settings (`SERVER_SETTINGS`): no JIT, larger shared buffers; `ALTER SYSTEM` overrides them.
 """
 
 import asyncio
@@ -36,6 +38,16 @@ from app.rls import APP_ROLE
 logger = logging.getLogger(__name__)
 
 SUPERUSER = "postgres"
+SETTINGS_FILE = "engram.conf"
+# Written into SETTINGS_FILE, which postgresql.conf includes, so ALTER SYSTEM still overrides.
+SERVER_SETTINGS = {
+    # Memory searches are short statements whose cost estimates can pass jit_above_cost;
+    # compiling them would take longer than running them.
+    "jit": "off",
+    # The default 128MB holds about 40k episodes with their vectors and indexes; this holds
+    # a few hundred thousand. The OS page cache still serves what does not fit.
+    "shared_buffers": "512MB",
+}
 IDENT_MAP = "engram"
 SOCKET_NAME = ".s.PGSQL.5432"
 # sun_path holds 108 bytes on Linux (104 on macOS); stay clear of both.
@@ -166,6 +178,17 @@ class EmbeddedPostgres:
         changed_ident = self._write_config_file("pg_ident.conf", ident)
         return changed_hba or changed_ident
 
+    def write_server_settings(self) -> None:
+        """Engram's server settings (SERVER_SETTINGS), read at the next start."""
+        lines = "".join(f"{name} = '{value}'\n" for name, value in SERVER_SETTINGS.items())
+        self._write_config_file(
+            SETTINGS_FILE, f"# Written by Engram at every start; ALTER SYSTEM overrides.\n{lines}")
+        main_file = self.pgdata / "postgresql.conf"
+        include = f"include_if_exists = '{SETTINGS_FILE}'"
+        if include not in main_file.read_text().splitlines():
+            with main_file.open("a") as handle:
+                handle.write(f"\n{include}\n")
+
     # -- the postmaster --------------------------------------------------------------------
 
     def postmaster(self) -> tuple[int, Path | None] | None:
@@ -204,6 +227,7 @@ class EmbeddedPostgres:
                     self._run([_bin("pg_ctl"), "-D", str(self.pgdata), "reload"])
                 return False
             self.write_access_rules()
+            self.write_server_settings()
             self._start_postmaster()
             logger.info("embedded PostgreSQL started in %s (socket in %s)", self.pgdata,
                         self.socket_dir)

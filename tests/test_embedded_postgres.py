@@ -66,6 +66,32 @@ async def test_socket_dir_is_private_and_no_connection_is_trusted(data_dir: Path
         server.release()
 
 
+async def test_engram_settings_apply_and_alter_system_still_overrides_them(
+        data_dir: Path) -> None:
+    server = EmbeddedPostgres(data_dir / "pgdata")
+    server.start()
+    try:
+        conn = await asyncpg.connect(server.url("postgres", "postgres"))
+        try:
+            assert await conn.fetchval("SHOW jit") == "off"
+            assert await conn.fetchval("SHOW shared_buffers") == "512MB"
+            await conn.execute("ALTER SYSTEM SET jit = on")
+            await conn.execute("SELECT pg_reload_conf()")
+        finally:
+            await conn.close()
+        conn = await asyncpg.connect(server.url("postgres", "postgres"))
+        try:
+            assert await conn.fetchval("SHOW jit") == "on"
+            await conn.execute("ALTER SYSTEM RESET jit")
+            await conn.execute("SELECT pg_reload_conf()")
+        finally:
+            await conn.close()
+    finally:
+        server.release()
+    conf = (data_dir / "pgdata" / "postgresql.conf").read_text()
+    assert conf.count("include_if_exists = 'engram.conf'") == 1
+
+
 async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(
         data_dir: Path) -> None:
     pgdata = data_dir / "pgdata"
