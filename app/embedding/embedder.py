@@ -55,7 +55,10 @@ class Embedder:
         self._load_lock = threading.Lock()
         self._tokens_since_trim = 0
         self._trim_lock = threading.Lock()
-        self._scheduler = FairScheduler(self._run_chunk, on_idle=self._after_burst)
+        self._scheduler = FairScheduler(
+            self._run_chunk, on_idle=self._after_burst, max_texts=chunk_size,
+            max_tokens=chunk_tokens,
+            cost=lambda text: estimated_tokens(text, max_seq_length=self.max_seq_length))
 
     @property
     def model_version(self) -> str:

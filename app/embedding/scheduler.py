@@ -5,6 +5,10 @@ model call. The worker takes one chunk from the tenant at the head of the rotati
 then moves on, so a tenant that arrives while another tenant's big batch runs waits for
 at most the chunk in progress. A cancelled request's chunks that have not started are
 dropped.
+
+When the chunk taken leaves room (`max_texts`, `max_tokens`), the next chunks in the
+rotation that fit join the same model call: eight clients' single queries cost one call of
+eight texts, not eight calls, and the rotation order is unchanged.
 """
 
 import asyncio
@@ -39,9 +43,14 @@ class FairScheduler:
     """Runs model calls on one worker thread, serving tenants' queues in turn."""
 
     def __init__(self, run: Callable[[list[str]], Vectors], *,
-                 on_idle: Callable[[], None] | None = None, record_size: int = 1024) -> None:
+                 on_idle: Callable[[], None] | None = None, record_size: int = 1024,
+                 max_texts: int = 1, max_tokens: int = 0,
+                 cost: Callable[[str], int] = len) -> None:
         self._run = run
         self._on_idle = on_idle
+        self._max_texts = max_texts
+        self._max_tokens = max_tokens
+        self._cost = cost
         self._queues: OrderedDict[str, deque[_Chunk]] = OrderedDict()
         self._last_tenant: str | None = None
         self._condition = threading.Condition()
@@ -101,43 +110,70 @@ class FairScheduler:
             self._worker = threading.Thread(target=self._work, name="embedding", daemon=True)
             self._worker.start()
 
-    def _next_chunk(self) -> _Chunk | None:
-        """Block until a chunk is queued and take it from the next tenant in the rotation;
-        None once closed and drained."""
+    def _next_call(self) -> list[_Chunk] | None:
+        """Block until a chunk is queued; take it from the next tenant in the rotation, and
+        the chunks after it in the rotation while they fit one call. None once closed and
+        drained."""
         with self._condition:
-            while True:
+            taken: list[_Chunk] = []
+            while not taken:
                 while not self._queues:
                     if self._closed:
                         return None
                     self._condition.wait()
-                chunk = self._pop_next()
-                if not chunk.future.cancelled():
-                    self.record.append(ChunkEvent("started", chunk.tenant_id, len(chunk.texts)))
-                    return chunk
-                self.record.append(ChunkEvent("dropped", chunk.tenant_id, len(chunk.texts)))
+                self._take(taken, self._pop(self._next_tenant()))
+            while self._queues:
+                tenant_id = self._next_tenant()
+                if not self._fits(taken, self._queues[tenant_id][0]):
+                    break
+                self._take(taken, self._pop(tenant_id))
+            return taken
 
-    def _pop_next(self) -> _Chunk:
-        """The first chunk of the next tenant after the one served last (lock held)."""
+    def _take(self, taken: list[_Chunk], chunk: _Chunk) -> None:
+        """Add `chunk` to the call unless its request was cancelled (lock held)."""
+        kind: EventKind = "dropped" if chunk.future.cancelled() else "started"
+        self.record.append(ChunkEvent(kind, chunk.tenant_id, len(chunk.texts)))
+        if kind == "started":
+            taken.append(chunk)
+
+    def _fits(self, taken: list[_Chunk], chunk: _Chunk) -> bool:
+        """Whether `chunk` joins the call of `taken` within the text and padded-token bounds."""
+        texts = [text for queued in (*taken, chunk) for text in queued.texts]
+        return (len(texts) <= self._max_texts
+                and len(texts) * max(map(self._cost, texts)) <= self._max_tokens)
+
+    def _next_tenant(self) -> str:
+        """The next tenant in the rotation after the one served last (lock held)."""
         head = next(iter(self._queues))
         if head == self._last_tenant and len(self._queues) > 1:
             self._queues.move_to_end(head)
             head = next(iter(self._queues))
-        queue = self._queues[head]
+        return head
+
+    def _pop(self, tenant_id: str) -> _Chunk:
+        """The first chunk of `tenant_id`'s queue (lock held)."""
+        queue = self._queues[tenant_id]
         chunk = queue.popleft()
         if not queue:
-            del self._queues[head]
-        self._last_tenant = head
+            del self._queues[tenant_id]
+        self._last_tenant = tenant_id
         return chunk
 
     def _work(self) -> None:
         while True:
-            chunk = self._next_chunk()
-            if chunk is None:
+            call = self._next_call()
+            if call is None:
                 return
             try:
-                _deliver(chunk, self._run(chunk.texts), None)
-            except Exception as error:  # handed to the awaiting request
-                _deliver(chunk, None, error)
+                vectors = self._run([text for chunk in call for text in chunk.texts])
+            except Exception as error:  # handed to the awaiting requests
+                for chunk in call:
+                    _deliver(chunk, None, error)
+            else:
+                start = 0
+                for chunk in call:
+                    _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
+                    start += len(chunk.texts)
             if self._on_idle is not None and not self.pending_chunks:
                 self._on_idle()
 

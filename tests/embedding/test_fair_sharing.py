@@ -1,6 +1,7 @@
 """Fair sharing of the model thread: tenants served in turn, cancelled chunks dropped."""
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -94,3 +95,32 @@ async def test_closed_embedder_refuses_async_calls(embedder: Embedder) -> None:
     embedder.close()
     with pytest.raises(RuntimeError, match="closed"):
         await embedder.aembed("too late", tenant_id="A")
+
+
+async def test_queued_queries_of_several_tenants_share_one_model_call(
+        embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = embedder.load()
+    encode = backend.encode
+    calls: list[list[str]] = []
+    gate = threading.Event()
+
+    def gated_encode(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        if len(calls) == 1:
+            gate.wait(timeout=30)  # hold H's first chunk until the queries are queued
+        return encode(texts)
+
+    monkeypatch.setattr(backend, "encode", gated_encode)
+    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
+    await _until(lambda: len(calls) == 1)
+    queries = {tenant: f"what did {tenant} say about the support group?" for tenant in "ABC"}
+    asked = [asyncio.create_task(embedder.aembed(text, tenant_id=tenant))
+             for tenant, text in queries.items()]
+    await _until(lambda: all(_count(embedder, "queued", t) == 1 for t in queries))
+    gate.set()
+    vectors = await asyncio.gather(*asked)
+    await big
+    assert calls[1] == list(queries.values())  # one call, in the rotation's order
+    assert len(calls) == 1 + 1 + 16 - 1  # H's chunks each still run alone
+    for vector, text in zip(vectors, queries.values(), strict=True):
+        assert np.allclose(vector, embedder.embed(text), atol=1e-5)
