@@ -17,11 +17,13 @@ from app.services import actors
 from app.services.api_keys import resolve_key
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
+# Dependencies are `async def` even when they do no I/O: FastAPI runs a plain `def`
+# dependency on a worker thread, a hop per request for reading app.state.
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
                               description="The API key in an `X-API-Key` header.")
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     """The settings the app was built with."""
     settings: Settings = request.app.state.settings
     return settings
@@ -74,7 +76,7 @@ async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
     return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id))
 
 
-def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
+async def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
     """The app's sessionmaker, for a response that reads after the request's transaction."""
     maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
     return maker
@@ -101,7 +103,7 @@ async def get_session(request: Request, tenant_id: TenantDep) -> AsyncIterator[A
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
-def request_embedder(request: Request) -> Embedder:
+async def request_embedder(request: Request) -> Embedder:
     """The shared embedder (the embedding model)."""
     embedder: Embedder = request.app.state.embedder
     return embedder

@@ -53,7 +53,7 @@ def _tagged(response: Response, out: WorkingMemoryOut) -> WorkingMemoryOut:
     return out
 
 
-def require_merge_patch(request: Request, tenant_id: TenantDep) -> None:
+async def require_merge_patch(request: Request, tenant_id: TenantDep) -> None:
     """415 when the body is declared as anything but application/merge-patch+json (checked
     after the API key, so an anonymous caller gets its 401 first). Without a Content-Type the
     body is read as a merge patch; a missing body is the usual 422."""
