@@ -91,8 +91,8 @@ def vector_owners(texts: list[str], sessions: list[str], settings: Settings
 
 
 def recall_at_k(backend: Backend, corpora: list[Corpus], settings: Settings
-                ) -> tuple[float, float, int]:
-    """Mean R@10 over all questions, seconds in the model, and texts embedded."""
+                ) -> tuple[list[float], float, int]:
+    """R@10 of each question, seconds in the model, and texts embedded."""
     scores: list[float] = []
     model_seconds = 0.0
     embedded_count = 0
@@ -110,26 +110,42 @@ def recall_at_k(backend: Backend, corpora: list[Corpus], settings: Settings
             np.maximum.at(best, owners, row)
             top = {ids[j] for j in np.argsort(-best)[:K]}
             scores.append(len(evidence & top) / len(evidence))
-    return float(np.mean(scores)), model_seconds, embedded_count
+    return scores, model_seconds, embedded_count
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("locomo", type=Path)
     parser.add_argument("longmemeval", type=Path)
+    parser.add_argument("--sets", default="locomo,longmemeval")
+    parser.add_argument("--graphs", default="fp32,int8")
+    parser.add_argument("--longmemeval-skip", type=int, default=0,
+                        help="leave out the first N LongMemEval questions")
+    parser.add_argument("--longmemeval-questions", type=int,
+                        help="only the first N LongMemEval questions (file order)")
+    parser.add_argument("--per-question", action="store_true",
+                        help="also print each question's R@10")
     args = parser.parse_args()
     settings = Settings()
-    sets = {"LoCoMo dev": list(locomo_corpora(args.locomo)),
-            "LongMemEval dev": list(longmemeval_corpora(args.longmemeval))}
-    backends = {"fp32": Embedder().load(), "int8": Embedder(backend="onnx-int8").load()}
+    wanted = args.sets.split(",")
+    sets = {}
+    if "locomo" in wanted:
+        sets["LoCoMo dev"] = list(locomo_corpora(args.locomo))
+    if "longmemeval" in wanted:
+        sets["LongMemEval dev"] = list(longmemeval_corpora(args.longmemeval))[
+            args.longmemeval_skip:][:args.longmemeval_questions]
+    backends = {graph: Embedder(backend="onnx" if graph == "fp32" else "onnx-int8").load()
+                for graph in args.graphs.split(",")}
     print("| set | questions | graph | dense R@10 | model seconds | texts/s |")
     print("|---|---|---|---|---|---|")
     for set_name, corpora in sets.items():
         questions = sum(len(c[3]) for c in corpora)
         for graph, backend in backends.items():
-            recall, seconds, count = recall_at_k(backend, corpora, settings)
-            print(f"| {set_name} | {questions} | {graph} | {recall:.3f} | {seconds:.1f} "
-                  f"| {count / seconds:.0f} |", flush=True)
+            scores, seconds, count = recall_at_k(backend, corpora, settings)
+            print(f"| {set_name} | {questions} | {graph} | {np.mean(scores):.3f} "
+                  f"| {seconds:.1f} | {count / seconds:.0f} |", flush=True)
+            if args.per_question:
+                print(f"<!-- {graph} per question: {scores} -->", flush=True)
 
 
 if __name__ == "__main__":
