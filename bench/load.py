@@ -6,7 +6,10 @@ Three phases, each printing median and p95:
 2. stall: tenant H posts `--stall-batches` batches of 500 episodes of 49,000 characters each
    while tenant A keeps searching one at a time; H's batch time is printed too;
 3. mixed: `--clients` concurrent clients of tenant A, each alternating a short
-   POST /v1/episodes and a POST /v1/search, for `--seconds`.
+   POST /v1/episodes and a POST /v1/search, for `--seconds`; with `--server-pid`, it also
+   prints where the machine's cores went (Linux /proc): the server's event-loop thread, its
+   other threads (the model), this client, and the rest (PostgreSQL), per request.
+Tenant A first stores `--seed-episodes` short episodes (2,000 by default).
 The floor is the embedding model alone, measured in this process with the server's backend.
 
     engram keys create --tenant a; engram keys create --tenant h
@@ -17,6 +20,7 @@ The floor is the embedding model alone, measured in this process with the server
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import time
@@ -43,6 +47,51 @@ def rss_mb(pid: int | None) -> str:
         if line.startswith("VmRSS:"):
             return f"{int(line.split()[1]) / 1024:.0f} MB"
     return "n/a"
+
+
+def machine_ticks() -> tuple[int, int]:
+    """Busy and total CPU ticks of the whole machine since boot (Linux /proc/stat)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def thread_ticks(pid: int | None) -> dict[str, int]:
+    """CPU ticks of `pid`'s main thread (the event loop) and of its other threads (the model
+    and ONNX Runtime's pool); {} without a pid."""
+    if pid is None:
+        return {}
+    ticks: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue
+        name = "main thread" if task.name == str(pid) else "other threads"
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def cpu_budget(before: tuple[tuple[int, int], dict[str, int], float],
+               elapsed: float, requests: int, server_pid: int | None) -> None:
+    """Where the cores went during the mixed phase, in cores and in CPU ms per request."""
+    (busy0, total0), threads0, client0 = before
+    busy1, total1 = machine_ticks()
+    cores = os.cpu_count() or 1
+    machine = cores * (busy1 - busy0) / max(total1 - total0, 1)
+    hz = os.sysconf("SC_CLK_TCK")
+    parts = {"client (this process)": time.process_time() - client0}
+    for name, ticks in thread_ticks(server_pid).items():
+        spent = (ticks - threads0.get(name, 0)) / hz
+        if spent > 0:
+            parts[f"server, {name}"] = spent
+    parts["rest (PostgreSQL, others)"] = machine * elapsed - sum(parts.values())
+    print(f"mixed: machine busy {machine:.2f} of {cores} cores, "
+          f"{machine * elapsed / requests * 1000:.1f} CPU ms per request")
+    for name, spent in sorted(parts.items(), key=lambda item: -item[1]):
+        print(f"mixed:   {name:28} {spent / elapsed:5.2f} cores  "
+              f"{spent / requests * 1000:5.1f} ms/request")
 
 
 def query(rng: random.Random) -> str:
@@ -85,6 +134,7 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
 async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Random) -> None:
     """Concurrent clients alternating a write and a search."""
     samples: list[float] = []
+    by_kind: dict[str, list[float]] = {"write": [], "search": []}
     deadline = time.perf_counter() + args.seconds
 
     async def client(index: int) -> None:
@@ -100,13 +150,18 @@ async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Rand
                 response = await a.post("/v1/search", json={"query": query(local), "limit": 10})
             response.raise_for_status()
             samples.append(time.perf_counter() - started)
+            by_kind["write" if turn % 2 == 0 else "search"].append(samples[-1])
             turn += 1
 
+    before = (machine_ticks(), thread_ticks(args.server_pid), time.process_time())
     started = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(args.clients)))
     elapsed = time.perf_counter() - started
     print(f"mixed: {args.clients} clients, {len(samples)} requests in {elapsed:.1f} s = "
           f"{len(samples) / elapsed:.1f} req/s  {percentiles(samples)}")
+    for kind, kind_samples in by_kind.items():
+        print(f"mixed: {kind:6} ({len(kind_samples)})  {percentiles(kind_samples)}")
+    cpu_budget(before, elapsed, len(samples), args.server_pid)
 
 
 def model_floor(backend: str | None) -> None:
@@ -135,10 +190,10 @@ async def run(args: argparse.Namespace) -> None:
 
     rng = random.Random(42)
     async with client(args.key_a) as a, client(args.key_h or args.key_a) as h:
-        for i in range(0, 2000, 500):
+        for i in range(0, args.seed_episodes, 500):
             await a.post("/v1/episodes/batch", json={"items": [
                 {"content": f"Note {j}: {' '.join(rng.sample(WORDS, 8))}", "butler": "seed"}
-                for j in range(i, i + 500)]}, timeout=600)
+                for j in range(i, min(i + 500, args.seed_episodes))]}, timeout=600)
         print(f"server RSS before: {rss_mb(args.server_pid)}")
         idle = await search_loop(a, rng, stop=asyncio.Event(), limit=args.searches)
         print(f"idle: A search ({len(idle)} searches)  {percentiles(idle)}")
@@ -156,7 +211,10 @@ def main() -> None:
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
     parser.add_argument("--key-a", help="API key of tenant A (none with --no-auth)")
     parser.add_argument("--key-h", help="API key of tenant H, the heavy one")
-    parser.add_argument("--server-pid", type=int, help="to report the server's RSS")
+    parser.add_argument("--server-pid", type=int,
+                        help="to report the server's RSS and CPU by thread")
+    parser.add_argument("--seed-episodes", type=int, default=2000,
+                        help="short episodes tenant A stores first (0 on a store that has them)")
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--stall-batches", type=int, default=1)
     parser.add_argument("--clients", type=int, default=8)
