@@ -106,16 +106,22 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
             .cte(f"{memory_type}_bm25_pool").prefix_with("MATERIALIZED"))
 
     posting = KeywordPosting.__table__.alias(f"{memory_type}_posting")
-    score = func.sum(terms.c.idf * func.engram_bm25_tf(posting.c.tf, posting.c.doc_len,
-                                                       terms.c.avgdl))
+    # Lateral, so each pooled memory probes the primary key once per query lexeme whatever
+    # the statistics say: as a plain join, stale statistics (a type's postings written
+    # after the last ANALYZE) once made the planner read every posting of the type.
+    exact = (select(func.sum(terms.c.idf * func.engram_bm25_tf(posting.c.tf, posting.c.doc_len,
+                                                               terms.c.avgdl)).label("score"))
+             .select_from(terms)
+             .join(posting, and_(posting.c.memory_type == memory_type,
+                                 posting.c.memory_id == pool.c.memory_id,
+                                 posting.c.term == terms.c.term))
+             .lateral(f"{memory_type}_bm25_exact"))
     return (
         select(literal(memory_type, Text).label("memory_type"),
-               pool.c.memory_id.label("id"), (-score).label("score"))
+               pool.c.memory_id.label("id"), (-exact.c.score).label("score"))
         .select_from(pool)
-        .join(posting, and_(posting.c.memory_type == memory_type,
-                            posting.c.memory_id == pool.c.memory_id))
-        .join(terms, posting.c.term == terms.c.term)
-        .group_by(pool.c.memory_id)
-        .order_by(score.desc(), pool.c.memory_id)
+        .join(exact, true())
+        .where(exact.c.score.is_not(None))
+        .order_by(exact.c.score.desc(), pool.c.memory_id)
         .limit(limit)
     )
