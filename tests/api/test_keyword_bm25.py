@@ -3,7 +3,12 @@ term statistics that the mem_010 triggers keep (after deletes, rewrites, per ten
 
 import uuid
 
+from sqlalchemy import literal
+from sqlalchemy.dialects import postgresql
+
+from app.repositories import keyword
 from tests.api.test_rules import harmful
+from tests.support.factories import store_fact
 
 FILLER = ("the committee reviewed several quarterly reports about regional logistics "
           "warehouses shipping schedules invoices budgets vendors contracts audits and "
@@ -135,3 +140,33 @@ async def test_statistics_are_per_tenant(tenant_client, sql):
     assert await sql("SELECT doc_freq FROM keyword_terms WHERE tenant_id = 'alpha' "
                      "AND term = 'appl'") == [apple_in_alpha]
     assert await keyword_ids(beta, "ladder") == []
+
+
+def _scans(plan, relation):
+    """Every node of an EXPLAIN (FORMAT JSON) plan that reads `relation`."""
+    found = [plan] if plan.get("Relation Name") == relation else []
+    for child in plan.get("Plans", []):
+        found += _scans(child, relation)
+    return found
+
+
+async def test_rescoring_probes_each_pooled_memory_with_stale_statistics(client, sql,
+                                                                         db_engine):
+    """Facts stored after keyword_postings was last analysed (statistics that know of no fact
+    postings) are rescored by primary-key probes, not by reading every fact posting."""
+    for number in range(20):
+        await episode(client, f"apple orchard harvest note {number}")
+    await sql("ANALYZE keyword_postings")
+    for number in range(30):
+        await store_fact(client, "Ann", f"p{number}", f"grows apple trees in orchard {number}")
+    statement = keyword.bm25_leg(
+        "fact", tenant_id=literal("default"), scope=None, scope_is_global=False,
+        visibility=[], query=literal("apple orchard"), limit=literal(10))
+    compiled = statement.compile(dialect=postgresql.dialect(),
+                                 compile_kwargs={"literal_binds": True})
+    [row] = await sql(f"EXPLAIN (FORMAT JSON) {compiled}")
+    scans = _scans(row["QUERY PLAN"][0]["Plan"], "keyword_postings")
+    assert scans
+    for scan in scans:
+        condition = scan.get("Index Cond", "")
+        assert "term" in condition or "memory_id" in condition, scan
