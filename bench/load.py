@@ -3,8 +3,8 @@ mixed concurrent clients.
 
 Three phases, each printing median and p95:
 1. idle: tenant A's searches, one at a time, with nothing else running;
-2. stall: tenant H posts `--stall-batches` batches of 500 episodes of 49,000 characters each
-   while tenant A keeps searching one at a time; H's batch time is printed too;
+2. stall: tenant H posts `--stall-batches` batches of `--stall-items` (500) episodes of 49,000
+   characters each while tenant A keeps searching one at a time; H's batch time is printed;
 3. mixed: `--clients` concurrent clients of tenant A, each alternating a short
    POST /v1/episodes and a POST /v1/search, for `--seconds`; with `--server-pid`, it also
    prints where the machine's cores went (Linux /proc): the server's event-loop thread, its
@@ -115,7 +115,7 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
                 rng: random.Random) -> None:
     """Tenant A's search latency while tenant H's huge batches are embedded."""
     text = ("The quarterly report covers " + " ".join(rng.choices(WORDS, k=8)) + ". ") * 700
-    items = [{"content": text[:49_000], "butler": "bulk"} for _ in range(500)]
+    items = [{"content": text[:49_000], "butler": "bulk"} for _ in range(args.stall_items)]
     stop = asyncio.Event()
     searches = asyncio.create_task(search_loop(a, rng, stop=stop, limit=10**6))
     batch_times = []
@@ -127,7 +127,7 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
     stop.set()
     samples = await searches
     print(f"stall: A search during H's batches ({len(samples)} searches)  {percentiles(samples)}")
-    print(f"stall: H batch of 500 x 49,000 chars: "
+    print(f"stall: H batch of {args.stall_items} x 49,000 chars: "
           f"{', '.join(f'{t:.1f} s' for t in batch_times)}")
 
 
@@ -217,6 +217,8 @@ def main() -> None:
                         help="short episodes tenant A stores first (0 on a store that has them)")
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--stall-batches", type=int, default=1)
+    parser.add_argument("--stall-items", type=int, default=500,
+                        help="episodes per stall batch (500 takes about 40 minutes here)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--backend", help="embedding backend for the floor (default: settings)")

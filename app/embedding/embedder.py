@@ -37,7 +37,7 @@ class Embedder:
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
                  device: str = "cpu", dimensions: int = 384, models_dir: Path | None = None,
-                 chunk_size: int = 32, chunk_tokens: int = 2048, threads: int = 2,
+                 chunk_size: int = 32, chunk_tokens: int = 256, threads: int = 2,
                  passage_chars: int = 800, passage_overlap: int = 160,
                  context_turns: int = 2) -> None:
         self.model_name = model_name

@@ -19,7 +19,8 @@ CHUNK = 4  # 64 texts -> 16 model calls
 def embedder() -> Iterator[Embedder]:
     """A loaded ONNX embedder with small chunks, sharing the default export."""
     shared = get_embedder()
-    small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK)
+    # The text bound alone cuts the calls: the token bound is set out of the way.
+    small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK, chunk_tokens=65_536)
     small_chunks.load()
     yield small_chunks
     small_chunks.close()
