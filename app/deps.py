@@ -17,12 +17,12 @@ from app.services import actors
 from app.services.api_keys import resolve_key
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
-# Dependencies are `async def` even when they do no I/O: FastAPI runs a plain `def`
-# dependency on a worker thread, a hop per request for reading app.state.
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
                               description="The API key in an `X-API-Key` header.")
 
 
+# Dependencies are `async def` even when they do no I/O: FastAPI runs a plain `def`
+# dependency on a worker thread, a hop per request for reading app.state.
 async def get_settings(request: Request) -> Settings:
     """The settings the app was built with."""
     settings: Settings = request.app.state.settings

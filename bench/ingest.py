@@ -47,6 +47,8 @@ def short_items(n: int, seed: int) -> list[Item]:
 
 def long_items(n: int, path: Path, *, sessions: bool) -> list[Item]:
     """The first n LongMemEval_S dev turns, one butler per question."""
+    if n <= 0:
+        return []
     with gzip.open(path, "rt") as handle:
         data = json.load(handle)
     items: list[Item] = []
@@ -113,10 +115,10 @@ def embedded_texts(items: list[Item]) -> tuple[list[str], list[int]]:
 def model_floor(items: list[Item], backend: str | None) -> tuple[float, list[list[float]]]:
     """Episodes/s of the model alone on the texts the service embeds; the content vectors."""
     from app.config import Settings
-    from app.embedding import Embedder
+    from app.embedding import get_embedder
 
     settings = Settings() if backend is None else Settings(embedding_backend=backend)
-    embedder = Embedder(backend=settings.embedding_backend, threads=settings.embedding_threads)
+    embedder = get_embedder(settings)  # built from every setting, as the server builds it
     embedder.load()
     texts, contents = embedded_texts(items)
     started = time.perf_counter()

@@ -150,8 +150,7 @@ def _scans(plan, relation):
     return found
 
 
-async def test_rescoring_probes_each_pooled_memory_with_stale_statistics(client, sql,
-                                                                         db_engine):
+async def test_rescoring_probes_each_pooled_memory_with_stale_statistics(client, sql):
     """Facts stored after keyword_postings was last analysed (statistics that know of no fact
     postings) are rescored by primary-key probes, not by reading every fact posting."""
     for number in range(20):
