@@ -286,7 +286,7 @@ class Settings(BaseSettings):
         256, ge=16, le=65_536,
         description="About the most tokens in one model call (estimated from characters): "
                     "the longest another tenant's search waits. 256 is one full-length text; "
-                    "on 2 cores larger calls embedded no faster (bench/README.md).",
+                    "larger calls embed short texts faster (bench/README.md).",
     )
     embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
     embedding_passage_chars: int = Field(
