@@ -199,6 +199,7 @@ async def run(args: argparse.Namespace) -> None:
         print(f"idle: A search ({len(idle)} searches)  {percentiles(idle)}")
         if args.stall_batches:
             await stall(args, a, h, rng)
+            await asyncio.sleep(2)  # the server gives freed heap back just after answering
             print(f"server RSS after the stall batches: {rss_mb(args.server_pid)}")
         if args.seconds:
             await mixed(args, a, rng)

@@ -8,8 +8,8 @@ from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
 from app.embedding import model_files, onnx_export
 from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
-from app.embedding.memory import release_free_memory
 from app.embedding.scheduler import ChunkEvent, FairScheduler, Vectors
+from app.memory import release_free_memory
 from app.metrics import MODEL_WAIT_SECONDS
 
 SYSTEM_TENANT = "_system"

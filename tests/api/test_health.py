@@ -84,3 +84,17 @@ async def test_body_over_the_limit_is_413(client, settings):
                                  headers={"content-type": "application/json"})
     assert response.status_code == 413
     assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_freed_heap_goes_back_to_the_os_after_a_large_body_only(client, monkeypatch):
+    import app.middleware
+
+    released: list[bool] = []
+    monkeypatch.setattr(app.middleware, "release_free_memory", lambda: released.append(True))
+    small = await client.post("/v1/episodes", json={"content": "x" * 50_001})
+    assert small.status_code == 422
+    assert released == []
+    large = await client.post("/v1/episodes/batch", json={
+        "items": [{"content": "x" * 50_001} for _ in range(21)]})
+    assert large.status_code == 422
+    assert released == [True]

@@ -1,4 +1,4 @@
-"""Giving freed heap memory back to the operating system after large model calls."""
+"""Giving freed heap memory back to the operating system after large model calls and bodies."""
 
 import ctypes
 import ctypes.util
