@@ -289,6 +289,11 @@ class Settings(BaseSettings):
                     "larger calls embed short texts faster (bench/README.md).",
     )
     embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
+    embedding_workers: int = Field(
+        2, ge=1, le=16,
+        description="Model calls run side by side, never two of one tenant's: with 2, another "
+                    "tenant's search need not wait for the call of a big batch in progress.",
+    )
     embedding_passage_chars: int = Field(
         800, ge=200, le=4000,
         description="Content longer than this is also split into passages of about this many "

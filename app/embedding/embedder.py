@@ -3,6 +3,7 @@
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
 from app.embedding import model_files, onnx_export
@@ -23,6 +24,11 @@ _embedder: "Embedder | None" = None
 _embedder_lock = threading.Lock()
 
 
+def _default(setting: str) -> Any:
+    """The default of `Settings.embedding_<setting>`, so the two cannot drift apart."""
+    return Settings.model_fields[f"embedding_{setting}"].default
+
+
 def _normalise(text: str | None) -> str:
     return text if text else " "
 
@@ -30,16 +36,20 @@ def _normalise(text: str | None) -> str:
 class Embedder:
     """Encodes text to normalised vectors; the model is loaded on first use.
 
-    Async calls go through a `FairScheduler`: one model thread, tenants served in turn,
-    at most `chunk_size` texts and about `chunk_tokens` tokens per model call. The sync
-    calls run on the caller's thread.
+    Async calls go through a `FairScheduler`: `workers` model threads, tenants served in
+    turn, at most `chunk_size` texts and about `chunk_tokens` tokens per model call. The
+    sync calls run on the caller's thread.
     """
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
                  device: str = "cpu", dimensions: int = 384, models_dir: Path | None = None,
-                 chunk_size: int = 32, chunk_tokens: int = 256, threads: int = 2,
-                 passage_chars: int = 800, passage_overlap: int = 160,
-                 context_turns: int = 2) -> None:
+                 chunk_size: int = _default("chunk_size"),
+                 chunk_tokens: int = _default("chunk_tokens"),
+                 threads: int = _default("threads"),
+                 passage_chars: int = _default("passage_chars"),
+                 passage_overlap: int = _default("passage_overlap"),
+                 context_turns: int = _default("context_turns"),
+                 workers: int = _default("workers")) -> None:
         self.model_name = model_name
         self.backend_name = backend
         self.device = device
@@ -57,7 +67,7 @@ class Embedder:
         self._trim_lock = threading.Lock()
         self._scheduler = FairScheduler(
             self._run_chunk, on_idle=self._after_burst, max_texts=chunk_size,
-            max_tokens=chunk_tokens,
+            max_tokens=chunk_tokens, workers=workers,
             cost=lambda text: estimated_tokens(text, max_seq_length=self.max_seq_length))
 
     @property
@@ -204,5 +214,6 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     passage_chars=settings.embedding_passage_chars,
                     passage_overlap=settings.embedding_passage_overlap,
                     context_turns=settings.embedding_context_turns,
+                    workers=settings.embedding_workers,
                 )
     return _embedder

@@ -9,6 +9,10 @@ dropped.
 When the chunk taken leaves room (`max_texts`, `max_tokens`), the next chunks in the
 rotation that fit join the same model call: eight clients' single queries cost one call of
 eight texts, not eight calls, and the rotation order is unchanged.
+
+With `workers` > 1, model calls run side by side, but never two of one tenant's: while a
+tenant's big batch holds one worker, the others are left to the other tenants, whose
+searches then start at once instead of after the call in progress.
 """
 
 import asyncio
@@ -40,12 +44,12 @@ class _Chunk:
 
 
 class FairScheduler:
-    """Runs model calls on one worker thread, serving tenants' queues in turn."""
+    """Runs model calls on worker threads, serving tenants' queues in turn."""
 
     def __init__(self, run: Callable[[list[str]], Vectors], *,
                  on_idle: Callable[[], None] | None = None, record_size: int = 1024,
                  max_texts: int = 1, max_tokens: int = 0,
-                 cost: Callable[[str], int] = len) -> None:
+                 cost: Callable[[str], int] = len, workers: int = 1) -> None:
         self._run = run
         self._on_idle = on_idle
         self._max_texts = max_texts
@@ -53,8 +57,10 @@ class FairScheduler:
         self._cost = cost
         self._queues: OrderedDict[str, deque[_Chunk]] = OrderedDict()
         self._last_tenant: str | None = None
+        self._running: set[str] = set()
         self._condition = threading.Condition()
-        self._worker: threading.Thread | None = None
+        self._worker_count = workers
+        self._workers: list[threading.Thread] = []
         self._closed = False
         self.record: deque[ChunkEvent] = deque(maxlen=record_size)
 
@@ -79,7 +85,7 @@ class FairScheduler:
             for chunk in queued:
                 queue.append(chunk)
                 self.record.append(ChunkEvent("queued", tenant_id, len(chunk.texts)))
-            self._condition.notify()
+            self._condition.notify_all()
         return [chunk.future for chunk in queued]
 
     def drop(self, futures: "Sequence[asyncio.Future[Vectors]]") -> None:
@@ -103,30 +109,35 @@ class FairScheduler:
         """Let the worker thread finish the queued chunks and stop; refuse new ones."""
         with self._condition:
             self._closed = True
-            self._condition.notify()
+            self._condition.notify_all()
 
     def _start_worker(self) -> None:
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._work, name="embedding", daemon=True)
-            self._worker.start()
+        """Start the worker threads on first use (lock held)."""
+        while len(self._workers) < self._worker_count:
+            worker = threading.Thread(target=self._work, daemon=True,
+                                      name=f"embedding-{len(self._workers)}")
+            self._workers.append(worker)
+            worker.start()
 
     def _next_call(self) -> list[_Chunk] | None:
-        """Block until a chunk is queued; take it from the next tenant in the rotation, and
-        the chunks after it in the rotation while they fit one call. None once closed and
-        drained."""
+        """Block until a tenant with no call running has a chunk queued; take it, and the
+        chunks after it in the rotation while they fit one call; mark their tenants running.
+        None once closed and drained."""
         with self._condition:
             taken: list[_Chunk] = []
             while not taken:
-                while not self._queues:
-                    if self._closed:
+                tenant_id = self._next_tenant()
+                while tenant_id is None:
+                    if self._closed and not self._queues:
                         return None
                     self._condition.wait()
-                self._take(taken, self._pop(self._next_tenant()))
-            while self._queues:
-                tenant_id = self._next_tenant()
+                    tenant_id = self._next_tenant()
+                self._take(taken, self._pop(tenant_id))
+            while (tenant_id := self._next_tenant()) is not None:
                 if not self._fits(taken, self._queues[tenant_id][0]):
                     break
                 self._take(taken, self._pop(tenant_id))
+            self._running.update(chunk.tenant_id for chunk in taken)
             return taken
 
     def _take(self, taken: list[_Chunk], chunk: _Chunk) -> None:
@@ -142,13 +153,16 @@ class FairScheduler:
         return (len(texts) <= self._max_texts
                 and len(texts) * max(map(self._cost, texts)) <= self._max_tokens)
 
-    def _next_tenant(self) -> str:
-        """The next tenant in the rotation after the one served last (lock held)."""
-        head = next(iter(self._queues))
-        if head == self._last_tenant and len(self._queues) > 1:
-            self._queues.move_to_end(head)
-            head = next(iter(self._queues))
-        return head
+    def _next_tenant(self) -> str | None:
+        """The next tenant in the rotation, after the one served last, with chunks queued
+        and no call running; None if there is none (lock held)."""
+        ready = [tenant_id for tenant_id in self._queues if tenant_id not in self._running]
+        if not ready:
+            return None
+        if ready[0] == self._last_tenant and len(ready) > 1:
+            self._queues.move_to_end(ready[0])
+            return ready[1]
+        return ready[0]
 
     def _pop(self, tenant_id: str) -> _Chunk:
         """The first chunk of `tenant_id`'s queue (lock held)."""
@@ -174,6 +188,9 @@ class FairScheduler:
                 for chunk in call:
                     _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
                     start += len(chunk.texts)
+            with self._condition:
+                self._running.difference_update(chunk.tenant_id for chunk in call)
+                self._condition.notify_all()
             if self._on_idle is not None and not self.pending_chunks:
                 self._on_idle()
 

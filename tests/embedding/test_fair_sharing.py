@@ -1,4 +1,5 @@
-"""Fair sharing of the model thread: tenants served in turn, cancelled chunks dropped."""
+"""Fair sharing of the model threads: tenants served in turn, cancelled chunks dropped, a
+second worker for the other tenants while one tenant's call runs."""
 
 import asyncio
 import threading
@@ -17,10 +18,12 @@ CHUNK = 4  # 64 texts -> 16 model calls
 
 @pytest.fixture
 def embedder() -> Iterator[Embedder]:
-    """A loaded ONNX embedder with small chunks, sharing the default export."""
+    """A loaded ONNX embedder with small chunks and one model worker, so the calls' order is
+    the queue's; it shares the default export."""
     shared = get_embedder()
     # The text bound alone cuts the calls: the token bound is set out of the way.
-    small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK, chunk_tokens=65_536)
+    small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK, chunk_tokens=65_536,
+                            workers=1)
     small_chunks.load()
     yield small_chunks
     small_chunks.close()
@@ -125,3 +128,80 @@ async def test_queued_queries_of_several_tenants_share_one_model_call(
     assert len(calls) == 1 + 1 + 16 - 1  # H's chunks each still run alone
     for vector, text in zip(vectors, queries.values(), strict=True):
         assert np.allclose(vector, embedder.embed(text), atol=1e-5)
+
+
+@pytest.fixture
+def two_workers() -> Iterator[Embedder]:
+    """The small-chunk embedder with two model workers."""
+    shared = get_embedder()
+    embedder = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK, chunk_tokens=65_536,
+                        workers=2)
+    embedder.load()
+    yield embedder
+    embedder.close()
+
+
+class _Tracked:
+    """Wraps a backend's encode: counts calls in progress; holds the first until `gate` is
+    set (by the test, or by a second call starting when `release_on_second`)."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], *,
+                 release_on_second: bool = False) -> None:
+        self.encode = encode
+        self.release_on_second = release_on_second
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most_running = 0
+        self.calls = 0
+        self.gate = threading.Event()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        with self.lock:
+            self.calls += 1
+            first = self.calls == 1
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+            if self.release_on_second and self.calls == 2:
+                self.gate.set()
+        try:
+            if first:
+                self.gate.wait(timeout=30)
+            return self.encode(texts)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+async def test_second_worker_serves_a_search_while_a_big_batch_call_runs(
+        two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = two_workers.load()
+    tracked = _Tracked(backend.encode)
+    monkeypatch.setattr(backend, "encode", tracked)
+    big = asyncio.create_task(two_workers.aembed_batch(BIG_BATCH, tenant_id="H"))
+    await _until(lambda: tracked.calls == 1)
+    try:  # one worker would hold A's query behind H's call until the gate's timeout
+        vector = await asyncio.wait_for(
+            two_workers.aembed("what did Caroline research?", tenant_id="A"), timeout=15)
+        assert tracked.running == 1 and tracked.calls == 2  # H's first call still held
+    finally:
+        tracked.gate.set()
+    await big
+    assert vector == pytest.approx(two_workers.embed("what did Caroline research?"), abs=1e-5)
+
+
+async def test_workers_never_run_two_calls_of_one_tenant_at_once(
+        two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = two_workers.load()
+    encode = backend.encode
+    alone = _Tracked(encode)
+    alone.gate.set()
+    monkeypatch.setattr(backend, "encode", alone)
+    vectors = await two_workers.aembed_batch(BIG_BATCH, tenant_id="H")
+    assert alone.calls == 16 and alone.most_running == 1
+    assert np.allclose(vectors, two_workers.embed_batch(BIG_BATCH), atol=1e-5)
+    # H's first call is held until another starts: it can only be B's.
+    shared = _Tracked(encode, release_on_second=True)
+    monkeypatch.setattr(backend, "encode", shared)
+    await asyncio.gather(two_workers.aembed_batch(BIG_BATCH, tenant_id="H"),
+                         two_workers.aembed_batch(BIG_BATCH, tenant_id="B"))
+    assert shared.calls == 32 and shared.most_running == 2
