@@ -8,16 +8,20 @@ from app.models import EmbeddingVersion
 
 
 async def ensure_version(session: AsyncSession, *, model_name: str, model_version: str,
-                         dimensions: int) -> int:
-    """The id of this model's row, inserting it the first time the model is used."""
-    await session.execute(
+                         dimensions: int) -> tuple[int, bool]:
+    """The id of this model's row, inserting it the first time the model is used, and
+    whether the row was committed before (False when this transaction inserted it)."""
+    inserted = (await session.execute(
         insert(EmbeddingVersion)
         .values(model_name=model_name, model_version=model_version, dimensions=dimensions)
         .on_conflict_do_nothing()
-    )
+        .returning(EmbeddingVersion.id)
+    )).scalar_one_or_none()
+    if inserted is not None:
+        return inserted, False
     stmt = select(EmbeddingVersion.id).where(
         EmbeddingVersion.model_name == model_name,
         EmbeddingVersion.model_version == model_version,
         EmbeddingVersion.dimensions == dimensions,
     )
-    return (await session.execute(stmt)).scalar_one()
+    return (await session.execute(stmt)).scalar_one(), True

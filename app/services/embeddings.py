@@ -33,7 +33,9 @@ class Embedded:
 
 
 # embedding_versions ids by (database URL, model name, model version, dimensions): each
-# process looks a model's row up once per database.
+# process looks a model's row up once per database. Only committed rows are kept: a row
+# this request inserts is invisible to the others until it commits, and gone if it rolls
+# back.
 _version_ids: dict[tuple[str, str, str, int], int] = {}
 
 
@@ -84,8 +86,11 @@ async def _version_id(session: AsyncSession, embedder: Embedder) -> int:
     engine = bind if isinstance(bind, AsyncEngine) or bind is None else bind.engine
     key = (str(engine.url) if engine is not None else "", embedder.model_name,
            embedder.model_version, embedder.dimensions)
-    if key not in _version_ids:
-        _version_ids[key] = await embedding_version_rows.ensure_version(
-            session, model_name=embedder.model_name, model_version=embedder.model_version,
-            dimensions=embedder.dimensions)
-    return _version_ids[key]
+    if key in _version_ids:
+        return _version_ids[key]
+    version_id, committed = await embedding_version_rows.ensure_version(
+        session, model_name=embedder.model_name, model_version=embedder.model_version,
+        dimensions=embedder.dimensions)
+    if committed:
+        _version_ids[key] = version_id
+    return version_id

@@ -22,7 +22,7 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
     """Re-embed stale rows of every memory table (every tenant: system work), one committed
     batch at a time; a row's passages are made anew from its content."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        version_id = await embedding_version_rows.ensure_version(
+        version_id, _ = await embedding_version_rows.ensure_version(
             session, model_name=embedder.model_name, model_version=embedder.model_version,
             dimensions=embedder.dimensions)
     counts: dict[str, int] = {}

@@ -9,10 +9,11 @@ import httpx
 import pytest
 
 from app.config import Settings
+from app.embedding import Embedder
 from app.embedding.scheduler import ChunkEvent
 from app.main import create_app
-from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys
+from app.scope import SYSTEM, Scope, scoped_transaction
+from app.services import api_keys, embeddings
 
 LONG_TURN = "Caroline told Melanie about the support group and the adoption agencies. " * 40
 
@@ -83,3 +84,29 @@ async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
         assert found.status_code == 200
         assert not task.done(), "the rewrite was still embedding when the search returned"
         assert (await task).status_code == 200
+
+
+class _Abandoned(Exception):
+    """Raised to roll a write back after its model version row was inserted."""
+
+
+async def test_a_rolled_back_first_write_leaves_no_model_version_id_behind(
+        app, client, sql, monkeypatch):
+    # A model version the database has never seen: the first write inserts its row.
+    monkeypatch.setattr(Embedder, "model_version", property(lambda self: "rolled-back-test"))
+    monkeypatch.setattr(embeddings, "_version_ids", {})
+    try:
+        with pytest.raises(_Abandoned):
+            async with scoped_transaction(app.state.sessionmaker, Scope("default")) as session:
+                await embeddings.embed_texts(session, app.state.embedder, ["first write"],
+                                             tenant_id="default")
+                raise _Abandoned
+        response = await client.post("/v1/episodes", json={"content": "the next write",
+                                                            "butler": "chat"})
+        assert response.status_code == 201
+        [row] = await sql("SELECT v.model_version FROM episodes e "
+                          "JOIN embedding_versions v ON v.id = e.embedding_version_id")
+        assert row["model_version"] == "rolled-back-test"
+    finally:
+        await sql("TRUNCATE episodes, passages CASCADE")
+        await sql("DELETE FROM embedding_versions WHERE model_version = 'rolled-back-test'")
