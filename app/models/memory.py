@@ -4,7 +4,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -30,6 +29,7 @@ from app.models.base import (
     tenant_column,
     uuid_pk,
 )
+from app.models.vector import Vector
 
 
 class Searchable:

@@ -4,12 +4,12 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import ForeignKey, Integer, Text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import EMBEDDING_DIMENSIONS, Base, created_at_column, tenant_column, uuid_pk
+from app.models.vector import Vector
 
 
 def _owner(table: str) -> Mapped[uuid.UUID | None]:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
@@ -36,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Passage, Rule
 from app.models.passages import OWNER_COLUMNS
+from app.models.vector import Vector
 from app.repositories import keyword
 from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
