@@ -16,17 +16,20 @@ BIG_BATCH = [f"{i} {LONG_TEXT}" for i in range(64)]
 CHUNK = 4  # 64 texts -> 16 model calls
 
 
+def _small_chunks(workers: int) -> Iterator[Embedder]:
+    """A loaded ONNX embedder with small chunks, sharing the default export."""
+    # The text bound alone cuts the calls: the token bound is set out of the way.
+    embedder = Embedder(models_dir=get_embedder().models_dir, chunk_size=CHUNK,
+                        chunk_tokens=65_536, workers=workers)
+    embedder.load()
+    yield embedder
+    embedder.close()
+
+
 @pytest.fixture
 def embedder() -> Iterator[Embedder]:
-    """A loaded ONNX embedder with small chunks and one model worker, so the calls' order is
-    the queue's; it shares the default export."""
-    shared = get_embedder()
-    # The text bound alone cuts the calls: the token bound is set out of the way.
-    small_chunks = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK, chunk_tokens=65_536,
-                            workers=1)
-    small_chunks.load()
-    yield small_chunks
-    small_chunks.close()
+    """Small chunks and one model worker, so the calls' order is the queue's."""
+    yield from _small_chunks(workers=1)
 
 
 def _count(embedder: Embedder, kind: str, tenant_id: str) -> int:
@@ -132,13 +135,8 @@ async def test_queued_queries_of_several_tenants_share_one_model_call(
 
 @pytest.fixture
 def two_workers() -> Iterator[Embedder]:
-    """The small-chunk embedder with two model workers."""
-    shared = get_embedder()
-    embedder = Embedder(models_dir=shared.models_dir, chunk_size=CHUNK, chunk_tokens=65_536,
-                        workers=2)
-    embedder.load()
-    yield embedder
-    embedder.close()
+    """Small chunks and two model workers."""
+    yield from _small_chunks(workers=2)
 
 
 class _Tracked:
