@@ -89,39 +89,37 @@ class InputGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if await self._guard(scope, receive, send) >= RELEASE_AFTER_BODY_BYTES:
-            await asyncio.to_thread(release_free_memory)
-
-    async def _guard(self, scope: Scope, receive: Receive, send: Send) -> int:
-        """Refuse or pass on the request; the size of the body read (0 when none was)."""
         path = scope.get("path", "")
         query = scope.get("query_string", b"")
         if b"%00" in query.lower() or "\x00" in path:
             await send_problem(send, 422, "Invalid input", "NUL characters are not allowed",
                                 path, "query")
-            return 0
+            return
         declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
             await send_problem(send, 413, "Request body too large",
                                 f"the body is limited to {self.max_body_bytes} bytes",
                                 path, "body")
-            return 0
+            return
         if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
-            return 0
+            return
         if media_type(scope) in FORM_MEDIA_TYPES:
             await send_problem(send, 415, "Unsupported media type",
                                 "send the body as application/json", path, "Content-Type")
-            return 0
+            return
         try:
             body = await self._read_body(receive)
         except BodyTooLarge:
             await send_problem(send, 413, "Request body too large",
                                 f"the body is limited to {self.max_body_bytes} bytes",
                                 path, "body")
-            return 0
+            return
+        size = len(body)
         await self.app(scope, _replay(body, receive), send)
-        return len(body)
+        del body  # its pages too can go back
+        if size >= RELEASE_AFTER_BODY_BYTES:
+            await asyncio.to_thread(release_free_memory)
 
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []

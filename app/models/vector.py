@@ -20,14 +20,12 @@ class Vector(VECTOR):
     cache_ok = True
 
     def bind_processor(self, dialect: Dialect) -> Any:
-        """Format lists and arrays with one %-operation; anything else as pgvector does."""
+        """Format lists with one %-operation; anything else as pgvector does."""
         fallback = super().bind_processor(dialect)
 
         def process(value: Any) -> str | None:
             if isinstance(value, list | tuple):
                 return _template(len(value)) % tuple(value)
-            if hasattr(value, "ndim") and value.ndim == 1:
-                return _template(len(value)) % tuple(value.tolist())
             result: str | None = fallback(value)
             return result
 
