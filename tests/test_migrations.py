@@ -222,3 +222,42 @@ async def test_mem_017_string_session_ids_and_the_refused_downgrade(
             "SELECT data_type FROM information_schema.columns "
             "WHERE table_name = 'episodes' AND column_name = 'session_id'"))).scalar_one()
         assert kind == "uuid"
+
+
+async def test_mem_021_counts_each_scope_from_the_postings_and_comes_off(
+        scratch_engine: AsyncEngine) -> None:
+    await migrations.upgrade(scratch_engine, "mem_020")
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text(
+            "INSERT INTO episodes (tenant_id, butler, content, search_vector) "
+            "SELECT tenant_id, butler, content, to_tsvector('english', content) FROM (VALUES "
+            "('a', 'chat', 'apple pie and apple tart'), ('a', 'chat', 'a pear'), "
+            "('a', 'work', 'apple budget'), ('b', 'chat', 'apple'), ('a', 'chat', 'a')"
+            ") AS turns (tenant_id, butler, content)"))
+        await conn.execute(text(
+            "INSERT INTO facts (tenant_id, scope, subject, predicate, subject_key, "
+            "predicate_key, content, search_vector) VALUES "
+            "('a', 'global', 'Ann', 'likes', 'ann', 'likes', 'Ann likes apple pie', "
+            "to_tsvector('english', 'Ann likes apple pie'))"))
+    await migrations.upgrade(scratch_engine)
+
+    async def rows(sql: str) -> list[tuple[object, ...]]:
+        async with scratch_engine.connect() as conn:
+            return [tuple(row) for row in await conn.execute(text(sql))]
+
+    assert await rows("SELECT tenant_id, scope, term, doc_freq FROM keyword_scope_terms "
+                      "WHERE term = 'appl' ORDER BY 1, 2") == [
+        ("a", "chat", "appl", 1), ("a", "global", "appl", 1), ("a", "work", "appl", 1),
+        ("b", "chat", "appl", 1)]
+    assert await rows("SELECT tenant_id, scope, doc_count, total_len FROM keyword_scope_corpus "
+                      "ORDER BY 1, 2") == [
+        ("a", "chat", 2, 5), ("a", "global", 1, 4), ("a", "work", 1, 2), ("b", "chat", 1, 1)]
+
+    await migrations.downgrade(scratch_engine, "mem_020")
+    assert "keyword_scope_terms" not in await _tables(scratch_engine)
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text(
+            "INSERT INTO episodes (tenant_id, butler, content, search_vector) "
+            "VALUES ('a', 'chat', 'apple', to_tsvector('english', 'apple'))"))
+    assert await rows("SELECT doc_freq FROM keyword_terms "
+                      "WHERE tenant_id = 'a' AND term = 'appl'") == [(4,)]

@@ -5,7 +5,13 @@ from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
 from app.models.jobs import Job, Worker
-from app.models.keyword import KeywordCorpus, KeywordPosting, KeywordTerm
+from app.models.keyword import (
+    KeywordCorpus,
+    KeywordPosting,
+    KeywordScopeCorpus,
+    KeywordScopeTerm,
+    KeywordTerm,
+)
 from app.models.ledger import AgentEvent, ReflectionConsolidation
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 from app.models.passages import Passage
@@ -26,6 +32,8 @@ __all__ = [
     "Job",
     "KeywordCorpus",
     "KeywordPosting",
+    "KeywordScopeCorpus",
+    "KeywordScopeTerm",
     "KeywordTerm",
     "MemoryEvent",
     "MemoryLink",

@@ -1,7 +1,7 @@
-"""The keyword (BM25) index: postings and per-tenant term statistics.
+"""The keyword (BM25) index: postings, and term statistics per tenant and per scope.
 
-Written only by the triggers of revision mem_010 (in the writer's own transaction); the
-application only reads these tables.
+Written only by the triggers of revisions mem_010 and mem_021 (in the writer's own
+transaction); the application only reads these tables.
 """
 
 import uuid
@@ -46,3 +46,25 @@ class KeywordCorpus(Base):
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     doc_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
     total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class KeywordScopeCorpus(Base):
+    """One scope's count of indexed memories and their total length (revision mem_021)."""
+
+    __tablename__ = "keyword_scope_corpus"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class KeywordScopeTerm(Base):
+    """How many of one scope's memories hold a lexeme (revision mem_021)."""
+
+    __tablename__ = "keyword_scope_terms"
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    term: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)

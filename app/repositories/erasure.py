@@ -4,7 +4,7 @@ Each removes the rows and everything that holds their content or points at them,
 caller's transaction, and returns counts per table:
 - memory_links touching them (both ends; the mem_005 delete trigger would do it too, it is
   done here first so that it can be counted);
-- keyword_postings, keyword_terms and keyword_corpus: kept by the mem_010 delete triggers
+- keyword_postings and the keyword statistics: kept by the mem_010 and mem_021 delete triggers
   (postings are counted before);
 - rule_applications (reason and context): deleted before their rules;
 - memory_events: the events of the memory (payload memory_id) are deleted; an episode's id
@@ -238,5 +238,11 @@ async def delete_tenant_leftovers(session: AsyncSession, *, tenant_id: str) -> C
             tenant_id=tenant_id),
         "keyword_corpus": await _rowcount(
             session, "DELETE FROM keyword_corpus WHERE tenant_id = :tenant_id",
+            tenant_id=tenant_id),
+        "keyword_scope_terms": await _rowcount(
+            session, "DELETE FROM keyword_scope_terms WHERE tenant_id = :tenant_id",
+            tenant_id=tenant_id),
+        "keyword_scope_corpus": await _rowcount(
+            session, "DELETE FROM keyword_scope_corpus WHERE tenant_id = :tenant_id",
             tenant_id=tenant_id),
     }

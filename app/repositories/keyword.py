@@ -3,7 +3,10 @@
 score(d) = sum over the query's lexemes t in d of
     idf(t) * engram_bm25_tf(tf, doc_len, avgdl),
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5)),
-with N, df and avgdl from the tenant's own corpus (keyword_corpus, keyword_terms) and
+with N, df and avgdl from the searched corpus: the tenant's (keyword_corpus, keyword_terms) for
+a search of every scope, else the searched scopes' (keyword_scope_corpus, keyword_scope_terms,
+summed over the scope and, for facts and rules, 'global'), so that a scoped search weighs its
+words by what that scope holds, not by what the tenant's other scopes hold; and
 engram_bm25_tf = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl)), k1 = 1.2, b = 0.75.
 Query and documents are tokenised by the same `to_tsvector('english', ...)`.
 
@@ -18,6 +21,7 @@ reaches the list only through a lexeme it ranks high for, which is what BM25 rew
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     ColumnElement,
     Float,
     Select,
@@ -28,12 +32,19 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    or_,
     select,
     true,
     union_all,
 )
 
-from app.models import KeywordCorpus, KeywordPosting, KeywordTerm
+from app.models import (
+    KeywordCorpus,
+    KeywordPosting,
+    KeywordScopeCorpus,
+    KeywordScopeTerm,
+    KeywordTerm,
+)
 from app.repositories.memories import MODELS
 
 POSTINGS_PER_TERM = 100
@@ -44,6 +55,39 @@ def query_lexemes(query: str | ColumnElement[str]) -> ColumnElement[Any]:
     """The distinct english lexemes of the query (text[]), as documents are tokenised."""
     return func.tsvector_to_array(
         func.to_tsvector(literal_column("'english'::regconfig"), query))
+
+
+def _term_statistics(memory_type: str, tenant_id: ColumnElement[str],
+                     scopes: list[ColumnElement[str] | str] | None,
+                     query: ColumnElement[str]) -> CTE:
+    """A CTE of the query's lexemes found in the corpus: (term, idf, avgdl) from the tenant's
+    statistics (`scopes` None) or those of `scopes`, summed."""
+    if scopes is None:
+        corpus = (select(cast(KeywordCorpus.doc_count, Float).label("doc_count"),
+                         cast(KeywordCorpus.total_len, Float).label("total_len"))
+                  .where(KeywordCorpus.tenant_id == tenant_id))
+        found = (select(KeywordTerm.term, KeywordTerm.doc_freq)
+                 .where(KeywordTerm.tenant_id == tenant_id,
+                        KeywordTerm.term == any_(query_lexemes(query))))
+    else:
+        corpus_in_scopes, terms_in_scopes = (
+            or_(*(table.scope == scope for scope in scopes))
+            for table in (KeywordScopeCorpus, KeywordScopeTerm))
+        corpus = (select(cast(func.sum(KeywordScopeCorpus.doc_count), Float).label("doc_count"),
+                         cast(func.sum(KeywordScopeCorpus.total_len), Float).label("total_len"))
+                  .where(KeywordScopeCorpus.tenant_id == tenant_id, corpus_in_scopes))
+        found = (select(KeywordScopeTerm.term,
+                        func.sum(KeywordScopeTerm.doc_freq).label("doc_freq"))
+                 .where(KeywordScopeTerm.tenant_id == tenant_id, terms_in_scopes,
+                        KeywordScopeTerm.term == any_(query_lexemes(query)))
+                 .group_by(KeywordScopeTerm.term))
+    stats = corpus.cte(f"{memory_type}_bm25_corpus")
+    df = found.subquery(f"{memory_type}_bm25_df")
+    idf = func.ln(1 + (stats.c.doc_count - df.c.doc_freq + 0.5) / (df.c.doc_freq + 0.5))
+    avgdl = stats.c.total_len / func.greatest(stats.c.doc_count, 1)
+    return (select(df.c.term, idf.label("idf"), avgdl.label("avgdl"))
+            .select_from(df).join(stats, true())
+            .cte(f"{memory_type}_bm25_terms"))
 
 
 def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
@@ -60,24 +104,11 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     parameters), so the statement can be reused.
     """
     model = MODELS[memory_type]
-    corpus = (select(cast(KeywordCorpus.doc_count, Float).label("doc_count"),
-                     (cast(KeywordCorpus.total_len, Float)
-                      / func.greatest(KeywordCorpus.doc_count, 1)).label("avgdl"))
-              .where(KeywordCorpus.tenant_id == tenant_id)
-              .cte(f"{memory_type}_bm25_corpus"))
-    idf = func.ln(1 + (corpus.c.doc_count - KeywordTerm.doc_freq + 0.5)
-                  / (KeywordTerm.doc_freq + 0.5))
-    terms = (select(KeywordTerm.term, idf.label("idf"), corpus.c.avgdl)
-             .join(corpus, true())
-             .where(KeywordTerm.tenant_id == tenant_id,
-                    KeywordTerm.term == any_(query_lexemes(query)))
-             .cte(f"{memory_type}_bm25_terms"))
-
-    if scope is None:
-        partitions: list[ColumnElement[str] | str | None] = [None]
-    else:
-        partitions = ([scope] if memory_type == "episode" or scope_is_global
-                      else [scope, "global"])
+    scopes: list[ColumnElement[str] | str] | None = None
+    if scope is not None:
+        scopes = [scope] if memory_type == "episode" or scope_is_global else [scope, "global"]
+    terms = _term_statistics(memory_type, tenant_id, scopes, query)
+    partitions: list[ColumnElement[str] | str | None] = [None] if scopes is None else [*scopes]
     tops = []
     for number, partition in enumerate(partitions):
         posting = KeywordPosting.__table__.alias(f"{memory_type}_posting_{number}")

@@ -1,5 +1,6 @@
 """The BM25 keyword leg: ordering on small corpora with known answers, and the postings and
-term statistics that the mem_010 triggers keep (after deletes, rewrites, per tenant)."""
+term statistics (per tenant and per scope) that the mem_010 and mem_021 triggers keep (after
+deletes, rewrites, per tenant)."""
 
 import uuid
 
@@ -36,7 +37,12 @@ async def stored_index(sql):
                       "ORDER BY tenant_id, term")
     corpus = await sql("SELECT tenant_id, doc_count, total_len FROM keyword_corpus "
                        "WHERE doc_count > 0 ORDER BY tenant_id")
-    return postings, terms, corpus
+    scope_terms = await sql("SELECT tenant_id, scope, term, doc_freq FROM keyword_scope_terms "
+                            "ORDER BY tenant_id, scope, term")
+    scope_corpus = await sql("SELECT tenant_id, scope, doc_count, total_len "
+                             "FROM keyword_scope_corpus WHERE doc_count > 0 "
+                             "ORDER BY tenant_id, scope")
+    return postings, terms, corpus, scope_terms, scope_corpus
 
 
 async def recomputed_index(sql):
@@ -60,7 +66,15 @@ async def recomputed_index(sql):
         SELECT tenant_id, count(*) AS doc_count,
                sum(engram_tsvector_length(search_vector)) AS total_len
         FROM ({documents}) d WHERE length(search_vector) > 0 GROUP BY 1 ORDER BY 1""")
-    return postings, terms, corpus
+    scope_terms = await sql(f"""
+        SELECT d.tenant_id, d.scope, lex.lexeme AS term, count(*) AS doc_freq
+        FROM ({documents}) d, unnest(d.search_vector) lex
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3""")
+    scope_corpus = await sql(f"""
+        SELECT tenant_id, scope, count(*) AS doc_count,
+               sum(engram_tsvector_length(search_vector)) AS total_len
+        FROM ({documents}) d WHERE length(search_vector) > 0 GROUP BY 1, 2 ORDER BY 1, 2""")
+    return postings, terms, corpus, scope_terms, scope_corpus
 
 
 async def test_term_frequency_saturates(client):
@@ -140,6 +154,22 @@ async def test_statistics_are_per_tenant(tenant_client, sql):
     assert await sql("SELECT doc_freq FROM keyword_terms WHERE tenant_id = 'alpha' "
                      "AND term = 'appl'") == [apple_in_alpha]
     assert await keyword_ids(beta, "ladder") == []
+
+
+async def test_scoped_search_weighs_words_by_its_own_scope(client):
+    # In "orchard", pears are common and apples rare; another butler of the same tenant then
+    # fills up with apples. A search within "orchard" must rank as before; a search of every
+    # scope weighs the words by the whole tenant.
+    apple = await episode(client, "an apple on the table", butler="orchard")
+    pear = await episode(client, "a pear on the table", butler="orchard")
+    for number in range(3):
+        await episode(client, f"pear crate {number} loaded onto the cart", butler="orchard")
+    assert (await keyword_ids(client, "apple pear", scope="orchard"))[:2] == [apple, pear]
+    for number in range(20):
+        await episode(client, f"apple strudel recipe {number}", butler="bakery")
+    assert (await keyword_ids(client, "apple pear", scope="orchard"))[:2] == [apple, pear]
+    everywhere = await keyword_ids(client, "apple pear", types=["episode"])
+    assert everywhere.index(pear) < everywhere.index(apple)
 
 
 def _scans(plan, relation):
