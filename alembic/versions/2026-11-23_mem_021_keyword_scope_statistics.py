@@ -9,6 +9,8 @@ Two tables now keep the same numbers per (tenant, scope) beside the tenant's:
 * `keyword_scope_corpus`: (tenant_id, scope) -> doc_count, total_len;
 * `keyword_scope_terms`: (tenant_id, scope, term) -> doc_freq.
 
+A scope's rows go when its last document does, so an erased butler leaves no row naming it.
+
 The mem_010 trigger functions are replaced by versions that also write these. They still
 write the tenant's `keyword_corpus` row first, so the tenant's keyword writers stay
 serialised by that one row lock and cannot deadlock on scope rows either. Postings keep the
@@ -85,6 +87,8 @@ def _remove_from_scopes(source: str) -> str:
             AND (t.tenant_id, t.scope, t.term) IN (
                 SELECT DISTINCT src.tenant_id, src.scope, lexeme
                 FROM {source} AS src, unnest(src.search_vector) AS lex);
+        DELETE FROM keyword_scope_corpus AS c WHERE c.doc_count <= 0
+            AND (c.tenant_id, c.scope) IN (SELECT tenant_id, scope FROM {source} AS src);
     """
 
 

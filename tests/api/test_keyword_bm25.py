@@ -40,8 +40,7 @@ async def stored_index(sql):
     scope_terms = await sql("SELECT tenant_id, scope, term, doc_freq FROM keyword_scope_terms "
                             "ORDER BY tenant_id, scope, term")
     scope_corpus = await sql("SELECT tenant_id, scope, doc_count, total_len "
-                             "FROM keyword_scope_corpus WHERE doc_count > 0 "
-                             "ORDER BY tenant_id, scope")
+                             "FROM keyword_scope_corpus ORDER BY tenant_id, scope")
     return postings, terms, corpus, scope_terms, scope_corpus
 
 
@@ -116,7 +115,7 @@ async def test_keyword_leg_finds_a_match_among_many_common_postings(client):
 
 async def test_index_follows_inserts_and_deletes(client, sql):
     kept = await episode(client, "the orchard blossoms in april")
-    gone = await episode(client, "the orchard was sold in may, orchard and all")
+    gone = await episode(client, "the orchard was sold in may, orchard and all", butler="sold")
     await client.post("/v1/facts", json={"subject": "Ann", "predicate": "owns",
                                          "content": "Ann owns the orchard"})
     await sql("DELETE FROM episodes WHERE id = :id", id=uuid.UUID(gone))
