@@ -171,6 +171,24 @@ async def test_scoped_search_weighs_words_by_its_own_scope(client):
     assert everywhere.index(pear) < everywhere.index(apple)
 
 
+async def test_scoped_fact_search_counts_its_scope_and_the_global_facts(client):
+    # Within "garden" plus the global facts, pears are common and apples rare, however many
+    # apple facts another scope holds.
+    async def fact(content, scope, number):
+        return (await store_fact(client, "Ann", f"note {number}", content, scope=scope))["id"]
+
+    apple = await fact("an apple on the table", "garden", 1)
+    pear = await fact("a pear on the table", "garden", 2)
+    for number in range(3):
+        await fact(f"pear crate {number} loaded onto the cart", "global", 10 + number)
+    for number in range(20):
+        await fact(f"apple strudel recipe {number}", "bakery", 20 + number)
+    found = await keyword_ids(client, "apple pear", scope="garden", types=["fact"])
+    assert found[:2] == [apple, pear]
+    everywhere = await keyword_ids(client, "apple pear", types=["fact"])
+    assert everywhere.index(pear) < everywhere.index(apple)
+
+
 def _scans(plan, relation):
     """Every node of an EXPLAIN (FORMAT JSON) plan that reads `relation`."""
     found = [plan] if plan.get("Relation Name") == relation else []
