@@ -84,6 +84,20 @@ def evidence_ids(qa: dict[str, Any], known: set[str]) -> list[str]:
     return ids
 
 
+async def reuse_or_refuse(http: httpx.AsyncClient, scope: str, expected: int,
+                          reuse: bool) -> bool:
+    """True to reuse the butler's stored turns (`reuse` and all of them there), False to store
+    them into an empty butler; exits when the butler holds other episodes, which a second
+    ingest would duplicate."""
+    held = await stored_turns(http, scope)
+    if reuse and held == expected:
+        return True
+    if held:
+        raise SystemExit(f"butler {scope} already holds {held} episodes (expected {expected} "
+                         "for --reuse): pick a new --scope-suffix")
+    return False
+
+
 async def stored_turns(http: httpx.AsyncClient, scope: str) -> int:
     """How many episodes the butler `scope` holds."""
     count, cursor = 0, None
@@ -140,7 +154,7 @@ async def run(args: argparse.Namespace) -> None:
         for sample in data:
             scope = f"locomo-{sample['sample_id']}-{args.turn_format}{args.scope_suffix}"
             turns = session_turns(sample["conversation"], args.turn_format)
-            if args.reuse and await stored_turns(http, scope) == len(turns):
+            if await reuse_or_refuse(http, scope, len(turns), args.reuse):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
                 seconds = await ingest(http, scope, turns, with_time=args.with_time,

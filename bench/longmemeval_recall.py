@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from locomo_recall import stored_turns  # a sibling script: run as python bench/...
+from locomo_recall import reuse_or_refuse  # a sibling script: run as python bench/...
 
 MODES = ("semantic", "keyword", "hybrid")
 K = 10
@@ -126,7 +126,7 @@ async def run(args: argparse.Namespace) -> None:
             evidence = {turn_id for turn_id, _, _, is_evidence in turns if is_evidence}
             if not evidence:
                 continue
-            if args.reuse and await stored_turns(http, scope) == len(turns):
+            if await reuse_or_refuse(http, scope, len(turns), args.reuse):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
                 seconds = await ingest(http, scope, turns, with_time=with_time,
