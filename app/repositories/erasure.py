@@ -223,26 +223,13 @@ async def delete_tenant_events(session: AsyncSession, *, tenant_id: str, limit: 
             LIMIT :limit)""", tenant_id=tenant_id, kept=list(TOMBSTONE_EVENTS), limit=limit)
 
 
+TENANT_LEFTOVERS = ("memory_links", "rule_applications", "keyword_terms", "keyword_corpus",
+                    "keyword_scope_terms", "keyword_scope_corpus")
+
+
 async def delete_tenant_leftovers(session: AsyncSession, *, tenant_id: str) -> Counts:
     """Once the tenant's memories are gone: its remaining links, rule applications and
     keyword statistics."""
-    return {
-        "memory_links": await _rowcount(
-            session, "DELETE FROM memory_links WHERE tenant_id = :tenant_id",
-            tenant_id=tenant_id),
-        "rule_applications": await _rowcount(
-            session, "DELETE FROM rule_applications WHERE tenant_id = :tenant_id",
-            tenant_id=tenant_id),
-        "keyword_terms": await _rowcount(
-            session, "DELETE FROM keyword_terms WHERE tenant_id = :tenant_id",
-            tenant_id=tenant_id),
-        "keyword_corpus": await _rowcount(
-            session, "DELETE FROM keyword_corpus WHERE tenant_id = :tenant_id",
-            tenant_id=tenant_id),
-        "keyword_scope_terms": await _rowcount(
-            session, "DELETE FROM keyword_scope_terms WHERE tenant_id = :tenant_id",
-            tenant_id=tenant_id),
-        "keyword_scope_corpus": await _rowcount(
-            session, "DELETE FROM keyword_scope_corpus WHERE tenant_id = :tenant_id",
-            tenant_id=tenant_id),
-    }
+    return {table: await _rowcount(session, f"DELETE FROM {table} WHERE tenant_id = :tenant_id",
+                                   tenant_id=tenant_id)
+            for table in TENANT_LEFTOVERS}
