@@ -39,14 +39,29 @@ def percentiles(samples: list[float]) -> str:
     return f"p50 {statistics.median(ordered) * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms"
 
 
-def rss_mb(pid: int | None) -> str:
-    """The server's resident memory, when its pid is known."""
+def rss_megabytes(pid: int | None) -> float | None:
+    """The server's resident memory in MB, when its pid is known."""
     if pid is None:
-        return "n/a"
+        return None
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
-            return f"{int(line.split()[1]) / 1024:.0f} MB"
-    return "n/a"
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def rss_mb(pid: int | None) -> str:
+    """The server's resident memory as text ("n/a" when unknown)."""
+    megabytes = rss_megabytes(pid)
+    return "n/a" if megabytes is None else f"{megabytes:.0f} MB"
+
+
+async def peak_rss(pid: int | None, stop: asyncio.Event) -> float | None:
+    """The highest resident memory of the server seen twice a second until `stop`."""
+    peak = rss_megabytes(pid)
+    while peak is not None and not stop.is_set():
+        await asyncio.sleep(0.5)
+        peak = max(peak, rss_megabytes(pid) or 0)
+    return peak
 
 
 def machine_ticks() -> tuple[int, int]:
@@ -118,6 +133,7 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
     items = [{"content": text[:49_000], "butler": "bulk"} for _ in range(args.stall_items)]
     stop = asyncio.Event()
     searches = asyncio.create_task(search_loop(a, rng, stop=stop, limit=10**6))
+    peak = asyncio.create_task(peak_rss(args.server_pid, stop))
     batch_times = []
     for _ in range(args.stall_batches):
         started = time.perf_counter()
@@ -127,6 +143,8 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
         batch_times.append(time.perf_counter() - started)
     stop.set()
     samples = await searches
+    if (peak_megabytes := await peak) is not None:
+        print(f"stall: server RSS peak during the batches: {peak_megabytes:.0f} MB")
     print(f"stall: A search during H's batches ({len(samples)} searches)  {percentiles(samples)}")
     print(f"stall: H batch of {args.stall_items} x 49,000 chars: "
           f"{', '.join(f'{t:.1f} s' for t in batch_times)}")

@@ -1,6 +1,6 @@
 """The embedding embedder with the packaged all-MiniLM-L6-v2 model."""
 
-import math
+import numpy as np
 
 from app.embedding import Embedder, get_embedder
 
@@ -9,18 +9,18 @@ def test_engine_is_a_shared_singleton() -> None:
     assert get_embedder() is get_embedder()
 
 
-def test_embed_gives_384_unit_floats() -> None:
+def test_embed_gives_a_384_float32_unit_vector() -> None:
     vector = get_embedder().embed("Caroline adopted a dog")
-    assert len(vector) == 384
-    assert all(isinstance(x, float) for x in vector)
-    assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-4)
+    assert vector.shape == (384,)
+    assert vector.dtype == np.float32
+    assert np.isclose(np.linalg.norm(vector), 1.0, rtol=1e-4)
 
 
 def test_none_and_empty_are_embedded_as_a_space() -> None:
     embedder = get_embedder()
     space = embedder.embed(" ")
-    assert embedder.embed(None) == space
-    assert embedder.embed("") == space
+    assert np.array_equal(embedder.embed(None), space)
+    assert np.array_equal(embedder.embed(""), space)
 
 
 def test_batch_matches_single_and_empty_batch_is_empty() -> None:
@@ -39,10 +39,7 @@ def test_related_sentences_are_closer_than_unrelated() -> None:
     dog, puppy, tax = embedder.embed_batch(["I walked my dog", "my puppy loves walks",
                                           "file the tax return"])
 
-    def cosine(a: list[float], b: list[float]) -> float:
-        return sum(x * y for x, y in zip(a, b, strict=True))
-
-    assert cosine(dog, puppy) > cosine(dog, tax) + 0.2
+    assert np.dot(dog, puppy) > np.dot(dog, tax) + 0.2
 
 
 def test_engine_is_lazy() -> None:

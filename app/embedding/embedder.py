@@ -5,11 +5,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
 from app.embedding import model_files, onnx_export
 from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
-from app.embedding.scheduler import ChunkEvent, FairScheduler, Vectors
+from app.embedding.scheduler import ChunkEvent, FairScheduler
+from app.embedding.vectors import EmbeddingVector, Vectors
 from app.memory import release_free_memory
 from app.metrics import MODEL_WAIT_SECONDS
 
@@ -19,6 +22,7 @@ DEFAULT_MAX_SEQ_LENGTH = 256
 # Freed heap goes back to the OS once this much work has run since the last time and the
 # queue is empty: after a big batch, not after every query (a trim costs 5-200 ms).
 TRIM_AFTER_TOKENS = 8192
+_EMPTY: EmbeddingVector = np.empty(0, dtype=np.float32)
 
 _embedder: "Embedder | None" = None
 _embedder_lock = threading.Lock()
@@ -142,7 +146,7 @@ class Embedder:
         work = sum(estimated_tokens(t, max_seq_length=backend.max_seq_length) for t in texts)
         with self._trim_lock:
             self._tokens_since_trim += work
-        return [vector.tolist() for vector in vectors]
+        return list(vectors.astype(np.float32, copy=False))
 
     def _after_burst(self) -> None:
         """Give freed memory back to the OS if a lot of work ran since the last time."""
@@ -153,14 +157,14 @@ class Embedder:
         if due:
             release_free_memory()
 
-    def embed(self, text: str | None) -> list[float]:
-        """Encode one text (None or empty becomes a single space) to a 384-d list."""
+    def embed(self, text: str | None) -> EmbeddingVector:
+        """Encode one text (None or empty becomes a single space) to a 384-d float32 row."""
         return self.embed_batch([text])[0]
 
     def embed_batch(self, texts: list[str | None]) -> Vectors:
         """Encode many texts on this thread, in bounded model calls; [] gives []."""
         cleaned = [_normalise(t) for t in texts]
-        vectors: list[list[float]] = [[] for _ in cleaned]
+        vectors: Vectors = [_EMPTY] * len(cleaned)
         for indexes in self._plan(cleaned):
             for index, vector in zip(indexes, self._run_chunk([cleaned[i] for i in indexes]),
                                      strict=True):
@@ -168,7 +172,7 @@ class Embedder:
         self._after_burst()
         return vectors
 
-    async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT) -> list[float]:
+    async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT) -> EmbeddingVector:
         """`embed` on the model thread, in `tenant_id`'s turn."""
         return (await self.aembed_batch([text], tenant_id=tenant_id))[0]
 
@@ -183,7 +187,7 @@ class Embedder:
         plan = self._plan(cleaned)
         futures = self._scheduler.submit(
             tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan])
-        vectors: list[list[float]] = [[] for _ in cleaned]
+        vectors: Vectors = [_EMPTY] * len(cleaned)
         try:
             for indexes, future in zip(plan, futures, strict=True):
                 for index, vector in zip(indexes, await future, strict=True):

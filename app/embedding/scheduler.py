@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Vectors = list[list[float]]
+from app.embedding.vectors import Vectors
+
 EventKind = Literal["queued", "started", "dropped"]
 
 

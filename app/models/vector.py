@@ -3,6 +3,7 @@
 from functools import cache
 from typing import Any
 
+import numpy as np
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy.engine import Dialect
 
@@ -20,10 +21,12 @@ class Vector(VECTOR):
     cache_ok = True
 
     def bind_processor(self, dialect: Dialect) -> Any:
-        """Format lists with one %-operation; anything else as pgvector does."""
+        """Format lists and arrays with one %-operation; anything else as pgvector does."""
         fallback = super().bind_processor(dialect)
 
         def process(value: Any) -> str | None:
+            if isinstance(value, np.ndarray) and value.ndim == 1:
+                value = value.tolist()
             if isinstance(value, list | tuple):
                 return _template(len(value)) % tuple(value)
             result: str | None = fallback(value)

@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, Float, cast, func, insert, literal, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
@@ -81,7 +82,7 @@ async def update_arc(session: AsyncSession, *, arc_id: uuid.UUID, values: dict[s
 
 
 async def semantic_candidates(session: AsyncSession, *, tenant_id: str, scope: str | None,
-                              arc_type: str | None, status: str | None, vector: list[float],
+                              arc_type: str | None, status: str | None, vector: EmbeddingVector,
                               limit: int) -> list[RankedCandidate]:
     """The arcs nearest to `vector`, best first."""
     distance = Arc.embedding.cosine_distance(vector)
@@ -105,7 +106,7 @@ async def keyword_candidates(session: AsyncSession, *, tenant_id: str, scope: st
 
 
 async def load_scored(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                      vector: list[float] | None,
+                      vector: EmbeddingVector | None,
                       query: str | None) -> dict[uuid.UUID, tuple[Arc, Any, Any]]:
     """Arcs by id with their similarity to `vector` and ts_rank_cd for `query`."""
     similarity: ColumnElement[Any] = (

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Float, and_, bindparam, func, insert, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, MemoryLink
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
@@ -101,7 +102,7 @@ async def add_links(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> No
 
 
 async def similarities(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                       vector: list[float]) -> dict[uuid.UUID, float]:
+                       vector: EmbeddingVector) -> dict[uuid.UUID, float]:
     """Cosine similarity of each event's embedding to `vector` (0 without an embedding)."""
     if not ids:
         return {}

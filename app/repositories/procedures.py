@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Float, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import Procedure
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
@@ -116,7 +117,7 @@ async def update_procedure(session: AsyncSession, *, procedure_id: uuid.UUID,
 
 
 async def semantic_candidates(session: AsyncSession, *, tenant_id: str,
-                              filters: ProcedureFilters, vector: list[float],
+                              filters: ProcedureFilters, vector: EmbeddingVector,
                               limit: int) -> list[RankedCandidate]:
     """The procedures nearest to `vector`, best first."""
     distance = Procedure.embedding.cosine_distance(vector)
@@ -141,7 +142,7 @@ async def keyword_candidates(session: AsyncSession, *, tenant_id: str,
 
 
 async def load_scored(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                      vector: list[float] | None,
+                      vector: EmbeddingVector | None,
                       query: str | None) -> dict[uuid.UUID, tuple[Procedure, Any, Any]]:
     """Procedures by id with their similarity to `vector` and ts_rank_cd for `query`."""
     similarity: ColumnElement[Any] = (

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Float, Select, Text, func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, Run, RunMessage
 from app.repositories.search import RankedCandidate, or_tsquery
 
@@ -39,7 +40,7 @@ SOURCES = {"run": Source(Run), "run_message": Source(RunMessage),
 TYPES = tuple(SOURCES)
 
 
-def _semantic(search_type: str, tenant_id: str, vector: list[float], limit: int) -> Select[Any]:
+def _semantic(search_type: str, tenant_id: str, vector: EmbeddingVector, limit: int) -> Select[Any]:
     source = SOURCES[search_type]
     distance = source.model.embedding.cosine_distance(vector)
     return (select(literal(search_type, Text).label("memory_type"), source.model.id,
@@ -73,7 +74,7 @@ async def _ranked(session: AsyncSession, parts: list[Select[Any]], limit: int,
 
 async def candidate_lists(
     session: AsyncSession, *, types: Sequence[str], tenant_id: str,
-    vector: list[float] | None, query: str | None, limit: int,
+    vector: EmbeddingVector | None, query: str | None, limit: int,
 ) -> tuple[list[RankedCandidate], list[RankedCandidate]]:
     """The semantic and keyword candidate lists of the record types (each at most `limit`)."""
     semantic = await _ranked(session, [_semantic(t, tenant_id, vector, limit) for t in types],
@@ -85,7 +86,7 @@ async def candidate_lists(
 
 async def load_rows(
     session: AsyncSession, search_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
-    vector: list[float] | None, query: str | None,
+    vector: EmbeddingVector | None, query: str | None,
 ) -> dict[uuid.UUID, tuple[Record, float | None, float | None]]:
     """Rows by id with their similarity to `vector` and ts_rank_cd score for `query`."""
     source = SOURCES[search_type]

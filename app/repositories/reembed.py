@@ -6,6 +6,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Rule
 
 Memory = type[Episode] | type[Fact] | type[Rule]
@@ -22,7 +23,7 @@ async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
 
 
 async def store_vectors(session: AsyncSession, model: Memory, *, version_id: int,
-                        vectors: dict[uuid.UUID, list[float]]) -> None:
+                        vectors: dict[uuid.UUID, EmbeddingVector]) -> None:
     """Write new vectors and their version in one executemany."""
     table: Any = model.__table__
     stmt = (update(table).where(table.c.id == bindparam("row_id"))

@@ -9,6 +9,7 @@ from sqlalchemy import Float, bindparam, exists, func, insert, null, select, uni
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
@@ -122,7 +123,7 @@ class RunMatch:
 
 
 async def similar_runs(session: AsyncSession, *, tenant_id: str, filters: RunFilters,
-                       vector: list[float], limit: int) -> list[RunMatch]:
+                       vector: EmbeddingVector, limit: int) -> list[RunMatch]:
     """Runs by the best cosine similarity of the run or any of its messages to `vector`.
 
     Each leg takes its `limit * POOL_FACTOR` nearest rows through the HNSW index, then the
@@ -195,7 +196,7 @@ async def mark_scrubbed(session: AsyncSession, *, ids: Sequence[uuid.UUID]) -> N
 
 
 async def rewrite_message(session: AsyncSession, *, message_id: uuid.UUID, old_content: str,
-                          content: str, vector: list[float], version_id: int,
+                          content: str, vector: EmbeddingVector, version_id: int,
                           search_text: str) -> bool:
     """Replace a message's content (and its vectors) unless it changed since it was read."""
     stmt = (update(RunMessage)

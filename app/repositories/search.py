@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Passage, Rule
 from app.models.passages import OWNER_COLUMNS
 from app.models.vector import Vector
@@ -135,7 +136,7 @@ def _passage_scope(memory_type: str, filters: Filters) -> list[ColumnElement[boo
     return [or_(Passage.scope == "global", Passage.scope == scope)]
 
 
-def _semantic_leg(memory_type: str, filters: Filters, vector: list[float],
+def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
                   limit: int) -> Select[Any]:
     """The `limit` memories nearest to `vector`, by their own vector or their best passage's
     (`score` is the smaller cosine distance). `vector` and `limit` are the named parameters
@@ -225,7 +226,7 @@ _CANDIDATE_STATEMENTS: dict[CandidateShape, CompoundSelect[Any] | Select[Any]] =
 _MAX_CACHED_SHAPES = 256
 
 
-def _candidate_statement(types: Sequence[str], filters: Filters, vector: list[float] | None,
+def _candidate_statement(types: Sequence[str], filters: Filters, vector: EmbeddingVector | None,
                          query: str | None, limit: int) -> CompoundSelect[Any] | Select[Any]:
     shape = CandidateShape.of(types, filters, semantic=vector is not None,
                               keyword=query is not None)
@@ -255,7 +256,7 @@ def _candidate_statement(types: Sequence[str], filters: Filters, vector: list[fl
 
 async def candidate_lists(
     session: AsyncSession, *, types: Sequence[str], filters: Filters,
-    vector: list[float] | None, query: str | None, limit: int,
+    vector: EmbeddingVector | None, query: str | None, limit: int,
 ) -> tuple[list[RankedCandidate], list[RankedCandidate]]:
     """The semantic and keyword candidate lists (each at most `limit` long) in one statement.
 
@@ -278,7 +279,7 @@ async def candidate_lists(
 
 async def window_candidates(
     session: AsyncSession, *, filters: Filters, window: tuple[datetime, datetime],
-    vector: list[float] | None, query: str | None, limit: int,
+    vector: EmbeddingVector | None, query: str | None, limit: int,
 ) -> list[RankedCandidate]:
     """Episodes that occurred inside `window`, ranked like the semantic leg (the keyword leg
     without a vector)."""
@@ -347,7 +348,7 @@ def _load_statement(memory_type: str, semantic: bool, keyword: bool) -> Select[A
 
 async def load_rows(
     session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
-    vector: list[float] | None, query: str | None,
+    vector: EmbeddingVector | None, query: str | None,
 ) -> dict[uuid.UUID, LoadedRow]:
     """Rows by id with their similarity to `vector`, their passage nearest to it, and the
     ts_rank_cd score for `query`."""

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import ArcSettings, RetrievalSettings
 from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Arc
 from app.repositories import arcs as arc_rows
@@ -175,7 +176,7 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
 async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                       retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[RecordHit]:
     """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
-    async def semantic(vector: list[float]) -> list[RankedCandidate]:
+    async def semantic(vector: EmbeddingVector) -> list[RankedCandidate]:
         return await arc_rows.semantic_candidates(
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
             status=request.status, vector=vector, limit=request.limit)
@@ -185,7 +186,7 @@ async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedd
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
             status=request.status, query=query, limit=request.limit)
 
-    async def load(ids: list[uuid.UUID], vector: list[float] | None,
+    async def load(ids: list[uuid.UUID], vector: EmbeddingVector | None,
                    query: str | None) -> dict[uuid.UUID, Any]:
         return await arc_rows.load_scored(session, tenant_id=tenant_id, ids=ids,
                                           vector=vector, query=query)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector, Vectors
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import passages as passage_rows
 from app.text import split_passages
@@ -20,14 +21,14 @@ class PassageVector:
     ordinal: int
     start_char: int
     end_char: int
-    vector: list[float]
+    vector: EmbeddingVector
 
 
 @dataclass(frozen=True)
 class Embedded:
     """Vectors for a list of texts, the passages of the long ones, and the model's row."""
 
-    vectors: list[list[float]]
+    vectors: Vectors
     version_id: int
     passages: list[list[PassageVector]]
 

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import AgentMemorySettings, Settings
 from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector
 from app.errors import InvalidInput
 from app.models import AgentEvent
 from app.repositories import jobs as job_rows
@@ -108,7 +109,7 @@ class Reflection:
 
 async def write_reflection(session: AsyncSession, *, tenant_id: str, ledger: str,
                            agent_id: str, belief: str, based_on: Sequence[uuid.UUID],
-                           turn: int | None, vector: list[float],
+                           turn: int | None, vector: EmbeddingVector,
                            embedding_version_id: int) -> Reflection:
     """Append an `agent.reflected` event (globally visible) linked `based_on` its sources.
 

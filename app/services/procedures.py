@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Procedure
 from app.repositories import links as link_rows
@@ -206,7 +207,7 @@ async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: 
     filters = ProcedureFilters(agent_id=request.agent_id, status=request.status,
                                include_superseded=request.include_superseded)
 
-    async def semantic(vector: list[float]) -> list[RankedCandidate]:
+    async def semantic(vector: EmbeddingVector) -> list[RankedCandidate]:
         return await procedure_rows.semantic_candidates(
             session, tenant_id=tenant_id, filters=filters, vector=vector, limit=request.limit)
 
@@ -214,7 +215,7 @@ async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: 
         return await procedure_rows.keyword_candidates(
             session, tenant_id=tenant_id, filters=filters, query=query, limit=request.limit)
 
-    async def load(ids: list[uuid.UUID], vector: list[float] | None,
+    async def load(ids: list[uuid.UUID], vector: EmbeddingVector | None,
                    query: str | None) -> dict[uuid.UUID, Any]:
         return await procedure_rows.load_scored(session, tenant_id=tenant_id, ids=ids,
                                                 vector=vector, query=query)

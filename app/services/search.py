@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import DEFAULT_RRF_K, RetrievalSettings
 from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector
 from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import graph as graph_rows
@@ -274,7 +275,7 @@ def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bo
 
 
 async def with_records(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
-                       types: Sequence[str], mode: str, vector: list[float] | None,
+                       types: Sequence[str], mode: str, vector: EmbeddingVector | None,
                        query: str | None, limit: int, rrf_k: int, method: str,
                        weights: FusionWeights) -> list[Fused]:
     """The memories' results merged with those of the record types asked for (fused the same
@@ -300,7 +301,7 @@ async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequen
 
 
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
-                    vector: list[float] | None, query: str | None) -> list[Hit]:
+                    vector: EmbeddingVector | None, query: str | None) -> list[Hit]:
     """Fetch the rows of fused results (one query per type), keeping the fused order."""
     loaded: dict[Key, search_rows.LoadedRow] = {}
     for memory_type in ALL_TYPES:

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector
 from app.repositories import search as search_rows
 from app.repositories.search import RankedCandidate
 from app.services.search import fuse, single_list
@@ -16,7 +17,7 @@ from app.text import preprocess_search_query
 
 Leg = Callable[[Any], Awaitable[list[RankedCandidate]]]
 # (ids, vector, query) -> {id: (row, similarity, keyword score)}
-Loader = Callable[[list[uuid.UUID], list[float] | None, str | None],
+Loader = Callable[[list[uuid.UUID], EmbeddingVector | None, str | None],
                   Awaitable[dict[uuid.UUID, tuple[Any, float | None, float | None]]]]
 
 
