@@ -1,19 +1,20 @@
 """Which tenant a transaction works for, told to PostgreSQL when it begins (see app/rls.py)."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import TextClause, event, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from app.rls import JOB_SETTING, SYSTEM_SETTING, TENANT_SETTING
 
 SCOPE_KEY = "engram_scope"
-_APPLY = text("SELECT set_config(:tenant_key, :tenant, true), "
-              "set_config(:system_key, :system, true), set_config(:job_key, :job, true)")
+_PENDING_KEY = "engram_pending_settings"
+_BEGUN_KEY = "engram_begun"
 
 
 @dataclass(frozen=True)
@@ -34,16 +35,45 @@ def scope_session(session: AsyncSession, scope: Scope) -> AsyncSession:
     return session
 
 
+async def set_local(session: AsyncSession, settings: Mapping[str, str]) -> None:
+    """Set PostgreSQL `settings` for the rest of the session's transaction: in the statement
+    that begins it if it has not begun on the server yet (no round trip of its own)."""
+    if session.info.get(_BEGUN_KEY):
+        await session.execute(_set_config_statement(len(settings)), _parameters(settings))
+    else:
+        session.info[_PENDING_KEY] = {**session.info.get(_PENDING_KEY, {}), **settings}
+
+
+@cache
+def _set_config_statement(count: int) -> TextClause:
+    return text("SELECT " + ", ".join(f"set_config(:key{i}, :value{i}, true)"
+                                      for i in range(count)))
+
+
+def _parameters(settings: Mapping[str, str]) -> dict[str, str]:
+    parameters: dict[str, str] = {}
+    for index, (key, value) in enumerate(settings.items()):
+        parameters |= {f"key{index}": key, f"value{index}": value}
+    return parameters
+
+
 @event.listens_for(Session, "after_begin")
 def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
+    session.info[_BEGUN_KEY] = True
     scope: Scope | None = session.info.get(SCOPE_KEY)
-    if scope is None:
-        return
-    connection.execute(_APPLY, {
-        "tenant_key": TENANT_SETTING, "tenant": scope.tenant_id or "",
-        "system_key": SYSTEM_SETTING, "system": "on" if scope.system else "off",
-        "job_key": JOB_SETTING, "job": scope.job_id or "",
-    })
+    settings = {} if scope is None else {
+        TENANT_SETTING: scope.tenant_id or "", SYSTEM_SETTING: "on" if scope.system else "off",
+        JOB_SETTING: scope.job_id or ""}
+    settings |= session.info.pop(_PENDING_KEY, {})
+    if settings:
+        connection.execute(_set_config_statement(len(settings)), _parameters(settings))
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_transaction(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_BEGUN_KEY, None)
+        session.info.pop(_PENDING_KEY, None)
 
 
 @asynccontextmanager
@@ -58,5 +88,5 @@ async def scoped_transaction(sessionmaker: async_sessionmaker[AsyncSession],
 async def side_session(session: AsyncSession) -> AsyncIterator[AsyncSession]:
     """A session of its own in `session`'s scope: a read made before the model runs gives its
     connection back at once instead of holding the request's transaction open."""
-    async with AsyncSession(session.bind, info=dict(session.info)) as side:
+    async with AsyncSession(session.bind, info={SCOPE_KEY: session.info.get(SCOPE_KEY)}) as side:
         yield side

@@ -25,7 +25,6 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
-    text,
     true,
     union_all,
     update,
@@ -40,6 +39,7 @@ from app.models.vector import Vector
 from app.repositories import keyword
 from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
+from app.scope import set_local
 
 Memory = Episode | Fact | Rule
 TIMESTAMPTZ = TIMESTAMP(timezone=True)
@@ -186,16 +186,14 @@ def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int) -> 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
                                 max_scan_tuples: int) -> None:
     """Let HNSW scans continue past filtered-out rows (pgvector 0.8) and plan every statement
-    for its own values, for this transaction."""
-    await session.execute(
-        # Custom plans: a generic plan of a cached statement cannot see the LIMIT and may
-        # trade the HNSW scan of passages for a scan of every row.
-        text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-             "set_config('hnsw.ef_search', :ef, true), "
-             "set_config('hnsw.max_scan_tuples', :tuples, true), "
-             "set_config('plan_cache_mode', 'force_custom_plan', true)"),
-        {"ef": str(ef_search), "tuples": str(max_scan_tuples)},
-    )
+    for its own values, for this transaction (set with its first statement if it has not
+    begun)."""
+    # Custom plans: a generic plan of a cached statement cannot see the LIMIT and may trade
+    # the HNSW scan of passages for a scan of every row.
+    await set_local(session, {"hnsw.iterative_scan": "relaxed_order",
+                              "hnsw.ef_search": str(ef_search),
+                              "hnsw.max_scan_tuples": str(max_scan_tuples),
+                              "plan_cache_mode": "force_custom_plan"})
 
 
 @dataclass(frozen=True)

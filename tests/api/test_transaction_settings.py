@@ -1,0 +1,73 @@
+"""Settings local to a transaction ride on the statement that begins it (one round trip less)."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event, text
+
+from app.rls import TENANT_SETTING
+from app.scope import Scope, scoped_transaction, set_local
+from tests.support.http import post
+
+SHOW = text(f"SELECT current_setting('hnsw.ef_search', true), "
+            f"current_setting('{TENANT_SETTING}', true)")
+
+
+@contextmanager
+def statements_sent(app: Any) -> Iterator[list[str]]:
+    """The SQL statements the app's engine sends while the block runs."""
+    sent: list[str] = []
+    engine = app.state.sessionmaker.kw["bind"].sync_engine
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+async def test_settings_before_the_first_statement_go_with_the_scope(app):
+    with statements_sent(app) as sent:
+        async with scoped_transaction(app.state.sessionmaker, Scope(tenant_id="t1")) as session:
+            await set_local(session, {"hnsw.ef_search": "77"})
+            row = (await session.execute(SHOW)).one()
+    assert tuple(row) == ("77", "t1")
+    assert len([s for s in sent if "set_config" in s]) == 1
+    assert len(sent) == 2
+
+
+async def test_settings_after_the_first_statement_apply_at_once(app):
+    async with scoped_transaction(app.state.sessionmaker, Scope(tenant_id="t1")) as session:
+        await session.execute(text("SELECT 1"))
+        await set_local(session, {"hnsw.ef_search": "55"})
+        assert (await session.execute(SHOW)).one()[0] == "55"
+
+
+async def test_settings_end_with_their_transaction(app):
+    async with app.state.sessionmaker() as session:
+        async with session.begin():
+            await set_local(session, {"hnsw.ef_search": "66"})
+        async with session.begin():
+            await session.execute(text("SELECT 1"))
+            default = (await session.execute(SHOW)).one()[0]
+        async with session.begin():
+            await set_local(session, {"hnsw.ef_search": "44"})
+            assert (await session.execute(SHOW)).one()[0] == "44"
+    assert default != "66"
+
+
+async def test_a_hybrid_search_sets_scope_and_scan_settings_in_one_statement(app, client):
+    await post(client, "/v1/episodes", content="Caroline went to a support group",
+               butler="b1")
+    with statements_sent(app) as sent:
+        response = await client.post("/v1/search", json={"query": "support group",
+                                                         "mode": "hybrid"})
+    assert response.status_code == 200, response.text
+    assert response.json()["results"]
+    settings = [s for s in sent if "set_config" in s]
+    assert len(settings) == 1
+    assert sent[0] == settings[0]
