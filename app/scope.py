@@ -1,4 +1,5 @@
-"""Which tenant a transaction works for, told to PostgreSQL when it begins (see app/rls.py)."""
+"""Which tenant a transaction works for, told to PostgreSQL when it begins (see app/rls.py),
+with any other settings local to the transaction asked for before then (`set_local`)."""
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
