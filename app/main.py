@@ -28,6 +28,7 @@ from app.docs import mount_docs
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.mcp.server import McpMount
+from app.memory import share_one_malloc_arena
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.query_guard import reject_unknown_query_params
 from app.ratelimit import CallerLimits, RateLimitMiddleware
@@ -73,6 +74,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Connect to PostgreSQL, apply migrations, load the embedding model; dispose at exit."""
     settings: Settings = app.state.settings
     refuse_unsafe_binding(settings)
+    share_one_malloc_arena()
     started = phase = time.perf_counter()
     owner_url = await resolve_database_url(settings)
     # The owner runs migrations (and the tests' arrangements); requests and jobs use the
