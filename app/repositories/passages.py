@@ -4,7 +4,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert
+from sqlalchemy import bindparam, delete, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Passage
@@ -16,10 +16,8 @@ async def insert_passages(session: AsyncSession, memory_type: str,
     """Insert passages of memories of one type; each row names its memory as `memory_id`."""
     if not rows:
         return
-    owner = OWNER_COLUMNS[memory_type]
-    values = [{**{k: v for k, v in row.items() if k != "memory_id"}, owner: row["memory_id"]}
-              for row in rows]
-    await session.execute(insert(Passage), values)
+    stmt = insert(Passage).values({OWNER_COLUMNS[memory_type]: bindparam("memory_id")})
+    await session.execute(stmt, rows)
 
 
 async def delete_passages(session: AsyncSession, memory_type: str, *,

@@ -1,8 +1,10 @@
 """Embedding of memory text (and of its passages) with the embedding_versions bookkeeping."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -12,8 +14,13 @@ from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import passages as passage_rows
 from app.text import split_passages
 
+# A batch of long texts has tens of thousands of passages. Their rows are built and sent this
+# many at a time: each row's bound values (its vector as text among them) live until its
+# statement is sent, and Python keeps the small-object arenas of such a peak for good.
+PASSAGE_ROWS_PER_STATEMENT = 1_000
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class PassageVector:
     """A `window` of a text, or the text read in its `context`, with its vector."""
 
@@ -72,14 +79,20 @@ async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: 
     `replace` first deletes the memories' old passages (new content or a new model)."""
     if replace:
         await passage_rows.delete_passages(session, memory_type, memory_ids=memory_ids)
-    rows = [
+    rows = (
         {"tenant_id": tenant_id, "memory_id": memory_id, "kind": p.kind, "ordinal": p.ordinal,
          "start_char": p.start_char, "end_char": p.end_char, "embedding": p.vector,
          "embedding_version_id": embedded.version_id}
         for memory_id, passages in zip(memory_ids, embedded.passages, strict=True)
         for p in passages
-    ]
-    await passage_rows.insert_passages(session, memory_type, rows)
+    )
+    for statement_rows in _slices(rows, PASSAGE_ROWS_PER_STATEMENT):
+        await passage_rows.insert_passages(session, memory_type, statement_rows)
+
+
+def _slices(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    while statement_rows := list(islice(rows, size)):
+        yield statement_rows
 
 
 async def _version_id(session: AsyncSession, embedder: Embedder) -> int:

@@ -1,6 +1,8 @@
 """Long content: passages make text past the model's window searchable and named in hits."""
 
+from app.services import embeddings
 from app.services.reembed import reembed_all
+from app.text import split_passages
 from tests.support.factories import store_episode, store_rule
 
 FILLER = [
@@ -97,6 +99,29 @@ async def test_reembed_rebuilds_the_passages_of_stale_memories(client, sql, app)
     assert after["last_char"] == len(long_text())
     [first, *_] = await search(client, "where is the spare key hidden?", mode="semantic")
     assert first["id"] == long_one["id"]
+
+
+async def test_a_batch_whose_passages_take_several_statements_stores_every_one(
+        client, sql, app, monkeypatch):
+    monkeypatch.setattr(embeddings, "PASSAGE_ROWS_PER_STATEMENT", 3)
+    texts = [long_text(), "Before the rest. " + long_text(), long_text() + " The end."]
+    response = await client.post("/v1/episodes/batch",
+                                 json={"items": [{"content": text, "butler": "notes"}
+                                                  for text in texts]})
+    assert response.status_code == 201, response.text
+    ids = [item["id"] for item in response.json()["items"]]
+
+    rows = await sql("SELECT episode_id, ordinal, start_char, end_char FROM passages "
+                     "WHERE kind = 'window' ORDER BY episode_id, ordinal")
+
+    embedder = app.state.embedder
+    expected = {(episode_id, ordinal, start, end)
+                for episode_id, text in zip(ids, texts, strict=True)
+                for ordinal, (start, end) in enumerate(split_passages(
+                    text, size=embedder.passage_chars, overlap=embedder.passage_overlap))}
+    assert len(expected) > 3 * 3
+    assert {(str(row["episode_id"]), row["ordinal"], row["start_char"], row["end_char"])
+            for row in rows} == expected
 
 
 SESSION = "3f1c9a52-6a0e-4f51-9d5b-0f0a4c2e8b11"
