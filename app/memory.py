@@ -1,8 +1,10 @@
 """Giving freed heap memory back to the operating system after large model calls and bodies."""
 
+import asyncio
 import ctypes
 import ctypes.util
 import os
+import time
 from functools import cache
 from typing import Any
 
@@ -33,6 +35,22 @@ def release_free_memory() -> bool:
     if libc is None:
         return False
     libc.malloc_trim(0)
+    return True
+
+
+_next_release_at = 0.0
+
+
+def release_free_memory_later(delay_seconds: float) -> bool:
+    """Trim once more `delay_seconds` from now, in a worker thread of the running loop;
+    False when a trim is already due by then."""
+    global _next_release_at
+    now = time.monotonic()
+    if _next_release_at > now:
+        return False
+    _next_release_at = now + delay_seconds
+    loop = asyncio.get_running_loop()
+    loop.call_later(delay_seconds, loop.run_in_executor, None, release_free_memory)
     return True
 
 
