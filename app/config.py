@@ -288,11 +288,21 @@ class Settings(BaseSettings):
                     "the longest another tenant's search waits. 256 is one full-length text; "
                     "larger calls embed short texts faster (bench/README.md).",
     )
-    embedding_threads: int = Field(2, ge=1, le=64, description="ONNX Runtime intra-op threads.")
+    embedding_threads: int = Field(
+        1, ge=1, le=64,
+        description="ONNX Runtime intra-op threads of one model call. Calls side by side use "
+                    "two cores better than two threads within one call (bench/README.md).",
+    )
     embedding_workers: int = Field(
         2, ge=1, le=16,
         description="Model calls run side by side, never two of one tenant's: with 2, another "
                     "tenant's search need not wait for the call of a big batch in progress.",
+    )
+    embedding_background_workers: int = Field(
+        1, ge=0, le=16,
+        description="Model threads at the lowest CPU priority that run a big batch's further "
+                    "chunks beside its call on a worker: the batch uses cores nothing else "
+                    "wants. Single queries never run there.",
     )
     embedding_passage_chars: int = Field(
         800, ge=200, le=4000,

@@ -40,7 +40,8 @@ def _normalise(text: str | None) -> str:
 class Embedder:
     """Encodes text to normalised vectors; the model is loaded on first use.
 
-    Async calls go through a `FairScheduler`: `workers` model threads, tenants served in
+    Async calls go through a `FairScheduler`: `workers` model threads (and `background_workers`
+    for a big batch's further chunks, at low CPU priority), tenants served in
     turn, at most `chunk_size` texts and about `chunk_tokens` tokens per model call. The
     sync calls run on the caller's thread.
     """
@@ -53,7 +54,8 @@ class Embedder:
                  passage_chars: int = _default("passage_chars"),
                  passage_overlap: int = _default("passage_overlap"),
                  context_turns: int = _default("context_turns"),
-                 workers: int = _default("workers")) -> None:
+                 workers: int = _default("workers"),
+                 background_workers: int = _default("background_workers")) -> None:
         self.model_name = model_name
         self.backend_name = backend
         self.device = device
@@ -71,7 +73,7 @@ class Embedder:
         self._trim_lock = threading.Lock()
         self._scheduler = FairScheduler(
             self._run_chunk, on_idle=self._after_burst, max_texts=chunk_size,
-            max_tokens=chunk_tokens, workers=workers,
+            max_tokens=chunk_tokens, workers=workers, background_workers=background_workers,
             cost=lambda text: estimated_tokens(text, max_seq_length=self.max_seq_length))
 
     @property
@@ -219,5 +221,6 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     passage_overlap=settings.embedding_passage_overlap,
                     context_turns=settings.embedding_context_turns,
                     workers=settings.embedding_workers,
+                    background_workers=settings.embedding_background_workers,
                 )
     return _embedder

@@ -1,7 +1,7 @@
-"""Fair sharing of the one model thread: per-tenant queues of bounded chunks, round robin.
+"""Fair sharing of the model's threads: per-tenant queues of bounded chunks, round robin.
 
 A request's texts are cut into chunks of at most `chunk_size` texts; each chunk is one
-model call. The worker takes one chunk from the tenant at the head of the rotation and
+model call. A worker takes one chunk from the tenant at the head of the rotation and
 then moves on, so a tenant that arrives while another tenant's big batch runs waits for
 at most the chunk in progress. A cancelled request's chunks that have not started are
 dropped.
@@ -13,9 +13,17 @@ eight texts, not eight calls, and the rotation order is unchanged.
 With `workers` > 1, model calls run side by side, but never two of one tenant's: while a
 tenant's big batch holds one worker, the others are left to the other tenants, whose
 searches then start at once instead of after the call in progress.
+
+`background_workers` run only a big batch's further chunks (queued work of a tenant that
+would not fit one call), beside its call on a worker, at the lowest CPU priority (nice 19):
+on an idle machine the batch then uses a second core, while any other work, another
+tenant's search included, takes that core first. A tenant's single queries never go there;
+they wait to share its next call, which costs less than several small calls.
 """
 
 import asyncio
+import logging
+import os
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
@@ -25,6 +33,9 @@ from typing import Literal
 from app.embedding.vectors import Vectors
 
 EventKind = Literal["queued", "started", "dropped"]
+LOWEST_PRIORITY = 19
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,7 +61,8 @@ class FairScheduler:
     def __init__(self, run: Callable[[list[str]], Vectors], *,
                  on_idle: Callable[[], None] | None = None, record_size: int = 1024,
                  max_texts: int = 1, max_tokens: int = 0,
-                 cost: Callable[[str], int] = len, workers: int = 1) -> None:
+                 cost: Callable[[str], int] = len, workers: int = 1,
+                 background_workers: int = 0) -> None:
         self._run = run
         self._on_idle = on_idle
         self._max_texts = max_texts
@@ -58,9 +70,11 @@ class FairScheduler:
         self._cost = cost
         self._queues: OrderedDict[str, deque[_Chunk]] = OrderedDict()
         self._last_tenant: str | None = None
-        self._running: set[str] = set()
+        self._running: set[str] = set()  # tenants with a call on a worker
+        self._background: set[str] = set()  # tenants with a call on a background worker
         self._condition = threading.Condition()
         self._worker_count = workers
+        self._background_count = background_workers
         self._workers: list[threading.Thread] = []
         self._closed = False
         self.record: deque[ChunkEvent] = deque(maxlen=record_size)
@@ -114,32 +128,37 @@ class FairScheduler:
 
     def _start_worker(self) -> None:
         """Start the worker threads on first use (lock held)."""
-        while len(self._workers) < self._worker_count:
-            worker = threading.Thread(target=self._work, daemon=True,
-                                      name=f"embedding-{len(self._workers)}")
+        while len(self._workers) < self._worker_count + self._background_count:
+            background = len(self._workers) >= self._worker_count
+            name = f"embedding-{'background-' if background else ''}{len(self._workers)}"
+            worker = threading.Thread(target=self._work, args=(background,), daemon=True,
+                                      name=name)
             self._workers.append(worker)
             worker.start()
 
-    def _next_call(self) -> list[_Chunk] | None:
-        """Block until a tenant with no call running has a chunk queued; take it, and the
+    def _next_call(self, background: bool) -> list[_Chunk] | None:
+        """Block until a tenant this worker may serve has a chunk queued; take it, and the
         chunks after it in the rotation while they fit one call; mark their tenants running.
         None once closed and drained."""
         with self._condition:
             taken: list[_Chunk] = []
             while not taken:
-                tenant_id = self._next_tenant()
+                tenant_id = self._next_tenant(background)
                 while tenant_id is None:
                     if self._closed and not self._queues:
                         return None
                     self._condition.wait()
-                    tenant_id = self._next_tenant()
+                    tenant_id = self._next_tenant(background)
                 self._take(taken, self._pop(tenant_id))
-            while (tenant_id := self._next_tenant()) is not None:
+            while (tenant_id := self._next_tenant(background)) is not None:
                 if not self._fits(taken, self._queues[tenant_id][0]):
                     break
                 self._take(taken, self._pop(tenant_id))
-            self._running.update(chunk.tenant_id for chunk in taken)
+            self._running_set(background).update(chunk.tenant_id for chunk in taken)
             return taken
+
+    def _running_set(self, background: bool) -> set[str]:
+        return self._background if background else self._running
 
     def _take(self, taken: list[_Chunk], chunk: _Chunk) -> None:
         """Add `chunk` to the call unless its request was cancelled (lock held)."""
@@ -154,16 +173,24 @@ class FairScheduler:
         return (len(texts) <= self._max_texts
                 and len(texts) * max(map(self._cost, texts)) <= self._max_tokens)
 
-    def _next_tenant(self) -> str | None:
+    def _next_tenant(self, background: bool = False) -> str | None:
         """The next tenant in the rotation, after the one served last, with chunks queued
-        and no call running; None if there is none (lock held)."""
-        ready = [tenant_id for tenant_id in self._queues if tenant_id not in self._running]
+        and no call running on this kind of worker (on a background worker, only a batch:
+        queued work that would not fit one call); None if there is none (lock held)."""
+        ready = [tenant_id for tenant_id in self._queues
+                 if tenant_id not in self._running_set(background)
+                 and (not background or self._batch_queued(tenant_id))]
         if not ready:
             return None
         if ready[0] == self._last_tenant and len(ready) > 1:
             self._queues.move_to_end(ready[0])
             return ready[1]
         return ready[0]
+
+    def _batch_queued(self, tenant_id: str) -> bool:
+        """Whether the tenant's first two queued chunks would not fit one call (lock held)."""
+        queue = self._queues[tenant_id]
+        return len(queue) > 1 and not self._fits([queue[0]], queue[1])
 
     def _pop(self, tenant_id: str) -> _Chunk:
         """The first chunk of `tenant_id`'s queue (lock held)."""
@@ -174,9 +201,11 @@ class FairScheduler:
         self._last_tenant = tenant_id
         return chunk
 
-    def _work(self) -> None:
+    def _work(self, background: bool) -> None:
+        if background:
+            _lower_priority()
         while True:
-            call = self._next_call()
+            call = self._next_call(background)
             if call is None:
                 return
             try:
@@ -190,10 +219,19 @@ class FairScheduler:
                     _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
                     start += len(chunk.texts)
             with self._condition:
-                self._running.difference_update(chunk.tenant_id for chunk in call)
+                self._running_set(background).difference_update(
+                    chunk.tenant_id for chunk in call)
                 self._condition.notify_all()
             if self._on_idle is not None and not self.pending_chunks:
                 self._on_idle()
+
+
+def _lower_priority() -> None:
+    """Give the calling thread the lowest CPU priority (Linux schedules threads apart)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
+    except (AttributeError, OSError) as error:  # other systems: a normal-priority thread
+        logger.warning("background model worker keeps its CPU priority: %s", error)
 
 
 def _deliver(chunk: _Chunk, vectors: Vectors | None, error: Exception | None) -> None:

@@ -1,7 +1,9 @@
 """Fair sharing of the model threads: tenants served in turn, cancelled chunks dropped, a
-second worker for the other tenants while one tenant's call runs."""
+second worker for the other tenants while one tenant's call runs, a background worker at
+low priority for a batch's further chunks."""
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterator
 
@@ -16,11 +18,12 @@ BIG_BATCH = [f"{i} {LONG_TEXT}" for i in range(64)]
 CHUNK = 4  # 64 texts -> 16 model calls
 
 
-def _small_chunks(workers: int) -> Iterator[Embedder]:
+def _small_chunks(workers: int, background_workers: int = 0) -> Iterator[Embedder]:
     """A loaded ONNX embedder with small chunks, sharing the default export."""
     # The text bound alone cuts the calls: the token bound is set out of the way.
     embedder = Embedder(models_dir=get_embedder().models_dir, chunk_size=CHUNK,
-                        chunk_tokens=65_536, workers=workers)
+                        chunk_tokens=65_536, workers=workers,
+                        background_workers=background_workers)
     embedder.load()
     yield embedder
     embedder.close()
@@ -203,3 +206,59 @@ async def test_workers_never_run_two_calls_of_one_tenant_at_once(
     await asyncio.gather(two_workers.aembed_batch(BIG_BATCH, tenant_id="H"),
                          two_workers.aembed_batch(BIG_BATCH, tenant_id="B"))
     assert shared.calls == 32 and shared.most_running == 2
+
+
+@pytest.fixture
+def with_background() -> Iterator[Embedder]:
+    """Small chunks, one model worker and one background worker."""
+    yield from _small_chunks(workers=1, background_workers=1)
+
+
+def _priority() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+async def test_background_worker_runs_a_batch_beside_its_call_at_low_priority(
+        with_background: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = with_background.load()
+    # H's first call is held until another starts: with one worker, only the background
+    # worker can start it.
+    shared = _Tracked(backend.encode, release_on_second=True)
+    priorities: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        priorities.append(_priority())
+        return shared(texts)
+
+    monkeypatch.setattr(backend, "encode", encode)
+    vectors = await with_background.aembed_batch(BIG_BATCH, tenant_id="H")
+    assert shared.calls == 16 and shared.most_running == 2
+    assert set(priorities) == {_priority(), 19}
+    assert np.allclose(vectors, with_background.embed_batch(BIG_BATCH), atol=1e-5)
+
+
+async def test_single_queries_wait_to_share_a_call_instead_of_the_background_worker(
+        with_background: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = with_background.load()
+    tracked = _Tracked(backend.encode)
+    sizes: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        sizes.append(len(texts))
+        return tracked(texts)
+
+    monkeypatch.setattr(backend, "encode", encode)
+    first = asyncio.create_task(with_background.aembed("the first query", tenant_id="A"))
+    await _until(lambda: tracked.calls == 1)
+    queries = [f"query {i} about the adoption agencies" for i in range(3)]
+    rest = [asyncio.create_task(with_background.aembed(q, tenant_id=t))
+            for q, t in zip(queries, ["A", "A", "B"], strict=True)]
+    await _until(lambda: with_background.pending_chunks == 3)
+    await asyncio.sleep(0.05)  # time for an idle background worker to take one (it must not)
+    assert tracked.calls == 1
+    tracked.gate.set()
+    await first
+    vectors = await asyncio.gather(*rest)
+    assert sizes == [1, 3] and tracked.most_running == 1
+    for vector, text in zip(vectors, queries, strict=True):
+        assert vector == pytest.approx(with_background.embed(text), abs=1e-5)
