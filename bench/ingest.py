@@ -10,7 +10,7 @@ in flight:
 Floors, measured in this process in the same run on the same texts:
 * model: the server's embedding backend on every text the service embeds for those
   episodes (the content, its windows when longer than the passage size, its context
-  passage), in the service's model calls;
+  passage), in the service's model calls through its scheduler (workers, one tenant);
 * SQL (with `--database-url`, the owner's URL): the same batches INSERTed into `episodes`
   with precomputed vectors, one statement per batch with its triggers, rolled back.
 
@@ -112,8 +112,10 @@ def embedded_texts(items: list[Item]) -> tuple[list[str], list[int]]:
     return texts, contents
 
 
-def model_floor(items: list[Item], backend: str | None) -> tuple[float, list[list[float]]]:
-    """Episodes/s of the model alone on the texts the service embeds; the content vectors."""
+async def model_floor(items: list[Item],
+                      backend: str | None) -> tuple[float, list[list[float]]]:
+    """Episodes/s of the model alone on the texts the service embeds, through the service's
+    scheduler (its model calls and workers, one tenant); the content vectors."""
     from app.config import Settings
     from app.embedding import get_embedder
 
@@ -122,7 +124,7 @@ def model_floor(items: list[Item], backend: str | None) -> tuple[float, list[lis
     embedder.load()
     texts, contents = embedded_texts(items)
     started = time.perf_counter()
-    vectors = embedder.embed_batch(texts)
+    vectors = await embedder.aembed_batch(texts, tenant_id="floor")
     rate = len(items) / (time.perf_counter() - started)
     return rate, [vectors[i] for i in contents]
 
@@ -170,7 +172,7 @@ async def run(args: argparse.Namespace) -> None:
                 continue
             http_rate = await post_batches(http, items, batch=args.batch,
                                            concurrency=args.concurrency)
-            model_rate, vectors = model_floor(items, args.backend)
+            model_rate, vectors = await model_floor(items, args.backend)
             sql_rate = (f"{await sql_floor(args.database_url, items, vectors, args.batch):.0f}/s"
                         if args.database_url else "-")
             mean_chars = sum(len(item["content"]) for item in items) / len(items)

@@ -11,9 +11,11 @@ Three phases, each printing median and p95:
    other threads (the model), this client, and the rest (PostgreSQL), per request.
 Tenant A first stores `--seed-episodes` short episodes (2,000 by default).
 The floor is the embedding model alone, measured in this process with the server's backend.
+Eight fast clients of one key pass the default limit of 100 requests a second per key, so a
+capacity run starts the server without it (a 429 stops the run and says so):
 
     engram keys create --tenant a; engram keys create --tenant h
-    engram serve --port 8732 &
+    ENGRAM_LIMITS__REQUESTS_PER_SECOND=0 engram serve --port 8732 &
     python bench/load.py --base-url http://127.0.0.1:8732 --key-a KEY_A --key-h KEY_H \
         --server-pid $(pgrep -f 'engram serve')
 """
@@ -30,6 +32,14 @@ import httpx
 
 WORDS = ("garden hiking pottery guitar museum concert sourdough kayak library puzzle train "
          "birthday recipe camera bicycle marathon lake mountain island festival").split()
+
+
+def checked(response: httpx.Response) -> None:
+    """Raise for an error answer; a 429 ends the run with the setting that lifts the limit."""
+    if response.status_code == 429:
+        raise SystemExit("the server's per-key rate limit answered 429: start it with "
+                         "ENGRAM_LIMITS__REQUESTS_PER_SECOND=0 for a capacity run")
+    response.raise_for_status()
 
 
 def percentiles(samples: list[float]) -> str:
@@ -121,7 +131,7 @@ async def search_loop(http: httpx.AsyncClient, rng: random.Random, *, stop: asyn
     while not stop.is_set() and len(samples) < limit:
         started = time.perf_counter()
         response = await http.post("/v1/search", json={"query": query(rng), "limit": 10})
-        response.raise_for_status()
+        checked(response)
         samples.append(time.perf_counter() - started)
     return samples
 
@@ -139,7 +149,7 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
         started = time.perf_counter()
         # No timeout: 500 items of 49,000 characters are about 40 minutes of the model here.
         response = await h.post("/v1/episodes/batch", json={"items": items}, timeout=None)
-        response.raise_for_status()
+        checked(response)
         batch_times.append(time.perf_counter() - started)
     stop.set()
     samples = await searches
@@ -167,7 +177,7 @@ async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Rand
                     "butler": "mixed"})
             else:
                 response = await a.post("/v1/search", json={"query": query(local), "limit": 10})
-            response.raise_for_status()
+            checked(response)
             samples.append(time.perf_counter() - started)
             by_kind["write" if turn % 2 == 0 else "search"].append(samples[-1])
             turn += 1
