@@ -173,7 +173,7 @@ class FairScheduler:
         return (len(texts) <= self._max_texts
                 and len(texts) * max(map(self._cost, texts)) <= self._max_tokens)
 
-    def _next_tenant(self, background: bool = False) -> str | None:
+    def _next_tenant(self, background: bool) -> str | None:
         """The next tenant in the rotation, after the one served last, with chunks queued
         and no call running on this kind of worker (on a background worker, only a batch:
         queued work that would not fit one call); None if there is none (lock held)."""

@@ -142,9 +142,14 @@ def two_workers() -> Iterator[Embedder]:
     yield from _small_chunks(workers=2)
 
 
+def _priority() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
 class _Tracked:
-    """Wraps a backend's encode: counts calls in progress; holds the first until `gate` is
-    set (by the test, or by a second call starting when `release_on_second`)."""
+    """Wraps a backend's encode: counts calls in progress and records each call's size and
+    thread priority; holds the first until `gate` is set (by the test, or by a second call
+    starting when `release_on_second`)."""
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *,
                  release_on_second: bool = False) -> None:
@@ -154,11 +159,15 @@ class _Tracked:
         self.running = 0
         self.most_running = 0
         self.calls = 0
+        self.sizes: list[int] = []
+        self.priorities: list[int] = []
         self.gate = threading.Event()
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         with self.lock:
             self.calls += 1
+            self.sizes.append(len(texts))
+            self.priorities.append(_priority())
             first = self.calls == 1
             self.running += 1
             self.most_running = max(self.most_running, self.running)
@@ -214,26 +223,16 @@ def with_background() -> Iterator[Embedder]:
     yield from _small_chunks(workers=1, background_workers=1)
 
 
-def _priority() -> int:
-    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-
 async def test_background_worker_runs_a_batch_beside_its_call_at_low_priority(
         with_background: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = with_background.load()
     # H's first call is held until another starts: with one worker, only the background
     # worker can start it.
     shared = _Tracked(backend.encode, release_on_second=True)
-    priorities: list[int] = []
-
-    def encode(texts: list[str]) -> np.ndarray:
-        priorities.append(_priority())
-        return shared(texts)
-
-    monkeypatch.setattr(backend, "encode", encode)
+    monkeypatch.setattr(backend, "encode", shared)
     vectors = await with_background.aembed_batch(BIG_BATCH, tenant_id="H")
     assert shared.calls == 16 and shared.most_running == 2
-    assert set(priorities) == {_priority(), 19}
+    assert set(shared.priorities) == {_priority(), 19}
     assert np.allclose(vectors, with_background.embed_batch(BIG_BATCH), atol=1e-5)
 
 
@@ -241,13 +240,7 @@ async def test_single_queries_wait_to_share_a_call_instead_of_the_background_wor
         with_background: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = with_background.load()
     tracked = _Tracked(backend.encode)
-    sizes: list[int] = []
-
-    def encode(texts: list[str]) -> np.ndarray:
-        sizes.append(len(texts))
-        return tracked(texts)
-
-    monkeypatch.setattr(backend, "encode", encode)
+    monkeypatch.setattr(backend, "encode", tracked)
     first = asyncio.create_task(with_background.aembed("the first query", tenant_id="A"))
     await _until(lambda: tracked.calls == 1)
     queries = [f"query {i} about the adoption agencies" for i in range(3)]
@@ -259,6 +252,6 @@ async def test_single_queries_wait_to_share_a_call_instead_of_the_background_wor
     tracked.gate.set()
     await first
     vectors = await asyncio.gather(*rest)
-    assert sizes == [1, 3] and tracked.most_running == 1
+    assert tracked.sizes == [1, 3] and tracked.most_running == 1
     for vector, text in zip(vectors, queries, strict=True):
         assert vector == pytest.approx(with_background.embed(text), abs=1e-5)
