@@ -1,10 +1,10 @@
 """Where a search's time goes: the whole request beside its floors, on data already stored.
 
 Times, for the same questions one at a time: POST /v1/search through HTTP (hybrid, limit
-10), and in this process the query embedding alone (the server's model settings), the
-candidate lists alone (repositories/search.candidate_lists: the one SQL statement of both
-legs over episodes, facts and rules) and the row loading alone (load_rows per type), both
-as the service's role `engram_app` under row-level security in the tenant's scope.
+10), and in this process the query embedding alone (the server's model settings) and the
+search statement alone (repositories/search.search_candidates: the one SQL statement of
+both legs over episodes, facts and rules with every candidate's row), as the service's role
+`engram_app` under row-level security in the tenant's scope.
 
     engram serve --no-auth --port 8100 &       # over a data directory holding memories
     ENGRAM_DATA_DIR=... python bench/search_steps.py \
@@ -52,7 +52,7 @@ async def run(args: argparse.Namespace) -> None:
     filters = search_rows.Filters(tenant_id=args.tenant, scope=args.scope, min_confidence=0.2)
     body = {"types": TYPES, "mode": "hybrid", "limit": LIMIT, "scope": args.scope}
     steps: dict[str, list[float]] = {"search through HTTP": [], "model alone (one query)": [],
-                                     "candidate lists SQL alone": [], "row loading SQL alone": []}
+                                     "search statement SQL alone": []}
     async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as http, \
             AsyncSession(engine) as session:
         scope_session(session, Scope(tenant_id=args.tenant))
@@ -69,23 +69,14 @@ async def run(args: argparse.Namespace) -> None:
                 await search_rows.configure_vector_scan(session, ef_search=40,
                                                         max_scan_tuples=20_000)
                 start = time.perf_counter()
-                semantic, keyword = await search_rows.candidate_lists(
+                await search_rows.search_candidates(
                     session, types=TYPES, filters=filters, vector=vector, query=query,
                     limit=LIMIT)
                 sql_seconds = time.perf_counter() - start
-                start = time.perf_counter()
-                for memory_type in TYPES:
-                    ids = [c.memory_id for c in [*semantic, *keyword]
-                           if c.memory_type == memory_type]
-                    if ids:
-                        await search_rows.load_rows(session, memory_type,
-                                                    tenant_id=args.tenant, ids=ids,
-                                                    vector=vector, query=query)
-                load_seconds = time.perf_counter() - start
                 await session.rollback()
                 if round_number:
-                    for name, seconds in zip(steps, (http_seconds, model_seconds, sql_seconds,
-                                                     load_seconds), strict=True):
+                    for name, seconds in zip(steps, (http_seconds, model_seconds, sql_seconds),
+                                             strict=True):
                         steps[name].append(seconds)
     await engine.dispose()
     embedder.close()

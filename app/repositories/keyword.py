@@ -57,7 +57,7 @@ def query_lexemes(query: str | ColumnElement[str]) -> ColumnElement[Any]:
         func.to_tsvector(literal_column("'english'::regconfig"), query))
 
 
-def _term_statistics(memory_type: str, tenant_id: ColumnElement[str],
+def _term_statistics(prefix: str, tenant_id: ColumnElement[str],
                      scopes: list[ColumnElement[str] | str] | None,
                      query: ColumnElement[str]) -> CTE:
     """A CTE of the query's lexemes found in the corpus: (term, idf, avgdl) from the tenant's
@@ -81,37 +81,39 @@ def _term_statistics(memory_type: str, tenant_id: ColumnElement[str],
                  .where(KeywordScopeTerm.tenant_id == tenant_id, terms_in_scopes,
                         KeywordScopeTerm.term == any_(query_lexemes(query)))
                  .group_by(KeywordScopeTerm.term))
-    stats = corpus.cte(f"{memory_type}_bm25_corpus")
-    df = found.subquery(f"{memory_type}_bm25_df")
+    stats = corpus.cte(f"{prefix}_bm25_corpus")
+    df = found.subquery(f"{prefix}_bm25_df")
     idf = func.ln(1 + (stats.c.doc_count - df.c.doc_freq + 0.5) / (df.c.doc_freq + 0.5))
     avgdl = stats.c.total_len / func.greatest(stats.c.doc_count, 1)
     return (select(df.c.term, idf.label("idf"), avgdl.label("avgdl"))
             .select_from(df).join(stats, true())
-            .cte(f"{memory_type}_bm25_terms"))
+            .cte(f"{prefix}_bm25_terms"))
 
 
 def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
              scope: ColumnElement[str] | None, scope_is_global: bool,
              visibility: list[ColumnElement[bool]], query: ColumnElement[str],
-             limit: ColumnElement[int],
-             postings_per_term: int = POSTINGS_PER_TERM) -> Select[Any]:
+             limit: ColumnElement[int], postings_per_term: int = POSTINGS_PER_TERM,
+             prefix: str | None = None) -> Select[Any]:
     """The best `limit` visible memories of one type by BM25: (memory_type, id, score).
 
     `score` is minus the BM25 score, so that ascending order is best first like the semantic
     leg's distance. `visibility` are the memory table's filters (tenant, scope, lifecycle);
     `scope` picks the postings index partition: the scope itself, and for facts and rules
     also 'global' (unless the scope is 'global' itself). Values are SQL expressions (bound
-    parameters), so the statement can be reused.
+    parameters), so the statement can be reused. `prefix` (default: the type) names its CTEs,
+    which must differ between two legs of one statement.
     """
     model = MODELS[memory_type]
+    prefix = prefix or memory_type
     scopes: list[ColumnElement[str] | str] | None = None
     if scope is not None:
         scopes = [scope] if memory_type == "episode" or scope_is_global else [scope, "global"]
-    terms = _term_statistics(memory_type, tenant_id, scopes, query)
+    terms = _term_statistics(prefix, tenant_id, scopes, query)
     partitions: list[ColumnElement[str] | str | None] = [None] if scopes is None else [*scopes]
     tops = []
     for number, partition in enumerate(partitions):
-        posting = KeywordPosting.__table__.alias(f"{memory_type}_posting_{number}")
+        posting = KeywordPosting.__table__.alias(f"{prefix}_posting_{number}")
         clauses = [posting.c.tenant_id == tenant_id, posting.c.memory_type == memory_type,
                    posting.c.term == terms.c.term]
         if partition is not None:
@@ -121,22 +123,22 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
                .where(*clauses, *visibility)
                .order_by(posting.c.impact.desc())
                .limit(postings_per_term)
-               .lateral(f"{memory_type}_top_{number}"))
+               .lateral(f"{prefix}_top_{number}"))
         tops.append(
             select(top.c.memory_id, terms.c.term,
                    (terms.c.idf * func.engram_bm25_tf(top.c.tf, top.c.doc_len, terms.c.avgdl))
                    .label("weight"))
             .select_from(terms).join(top, true()))
-    found = (union_all(*tops) if len(tops) > 1 else tops[0]).subquery(f"{memory_type}_found")
+    found = (union_all(*tops) if len(tops) > 1 else tops[0]).subquery(f"{prefix}_found")
     partial = func.sum(found.c.weight)
     pool = (select(found.c.memory_id)
             .group_by(found.c.memory_id)
             .order_by(partial.desc(), found.c.memory_id)
             .limit(limit * RESCORED_PER_LIMIT)
             # Materialised, so the planner cannot re-run it once per query lexeme.
-            .cte(f"{memory_type}_bm25_pool").prefix_with("MATERIALIZED"))
+            .cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED"))
 
-    posting = KeywordPosting.__table__.alias(f"{memory_type}_posting")
+    posting = KeywordPosting.__table__.alias(f"{prefix}_posting")
     # Lateral, so each pooled memory probes the primary key once per query lexeme whatever
     # the statistics say: as a plain join, stale statistics (a type's postings written
     # after the last ANALYZE) once made the planner read every posting of the type.
@@ -146,7 +148,7 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
              .join(posting, and_(posting.c.memory_type == memory_type,
                                  posting.c.memory_id == pool.c.memory_id,
                                  posting.c.term == terms.c.term))
-             .lateral(f"{memory_type}_bm25_exact"))
+             .lateral(f"{prefix}_bm25_exact"))
     return (
         select(literal(memory_type, Text).label("memory_type"),
                pool.c.memory_id.label("id"), (-exact.c.score).label("score"))

@@ -10,7 +10,6 @@ from typing import Any, Literal
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
-    CompoundSelect,
     Float,
     Integer,
     Select,
@@ -31,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Passage, Rule
@@ -172,7 +172,8 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
     )
 
 
-def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int) -> Select[Any]:
+def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int,
+                 prefix: str | None = None) -> Select[Any]:
     """The BM25 leg; `query` and `limit` are the named parameters of the same names."""
     return keyword.bm25_leg(memory_type, tenant_id=_param(filters, "tenant_id", Text),
                             scope=None if filters.scope is None else _param(filters, "scope",
@@ -180,7 +181,7 @@ def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int) -> 
                             scope_is_global=filters.scope == "global",
                             visibility=visibility_filters(memory_type, filters),
                             query=bindparam("query", query, type_=Text),
-                            limit=bindparam("limit", limit, type_=Integer))
+                            limit=bindparam("limit", limit, type_=Integer), prefix=prefix)
 
 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
@@ -206,90 +207,17 @@ class CandidateShape:
     scope: Literal["all", "global", "one"]
     min_confidence: bool
     occurred: bool
+    window: bool
 
     @classmethod
     def of(cls, types: Sequence[str], filters: Filters, *, semantic: bool,
-           keyword: bool) -> "CandidateShape":
+           keyword: bool, window: bool) -> "CandidateShape":
         """The shape of a request's candidate statement."""
         scope: Literal["all", "global", "one"] = (
             "all" if filters.scope is None else "global" if filters.scope == "global"
             else "one")
         return cls(tuple(types), semantic, keyword, scope, filters.min_confidence > 0,
-                   filters.occurred is not None)
-
-
-# Building the statement costs more than running it (tens of ms of SQLAlchemy expression
-# work), so one is built per shape and reused with new parameter values.
-_CANDIDATE_STATEMENTS: dict[CandidateShape, CompoundSelect[Any] | Select[Any]] = {}
-_MAX_CACHED_SHAPES = 256
-
-
-def _candidate_statement(types: Sequence[str], filters: Filters, vector: EmbeddingVector | None,
-                         query: str | None, limit: int) -> CompoundSelect[Any] | Select[Any]:
-    shape = CandidateShape.of(types, filters, semantic=vector is not None,
-                              keyword=query is not None)
-    cached = _CANDIDATE_STATEMENTS.get(shape)
-    if cached is not None:
-        return cached
-    legs = []
-    if vector is not None:
-        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit) for t in types]))
-    if query is not None:
-        legs.append(("keyword", [_keyword_leg(t, filters, query, limit) for t in types]))
-    ranked = []
-    for name, parts in legs:
-        pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
-        position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type,
-                                                    pool.c.id))
-        ranked.append(
-            select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
-                   position.label("position"), pool.c.score)
-            .order_by(position).limit(bindparam("limit", limit, type_=Integer))
-        )
-    stmt = union_all(*ranked) if len(ranked) > 1 else ranked[0]
-    if len(_CANDIDATE_STATEMENTS) < _MAX_CACHED_SHAPES:
-        _CANDIDATE_STATEMENTS[shape] = stmt
-    return stmt
-
-
-async def candidate_lists(
-    session: AsyncSession, *, types: Sequence[str], filters: Filters,
-    vector: EmbeddingVector | None, query: str | None, limit: int,
-) -> tuple[list[RankedCandidate], list[RankedCandidate]]:
-    """The semantic and keyword candidate lists (each at most `limit` long) in one statement.
-
-    Each leg takes the best `limit` rows of every type, then ranks their union; a leg is
-    skipped when its input is None.
-    """
-    if vector is None and query is None:
-        return [], []
-    stmt = _candidate_statement(types, filters, vector, query, limit)
-    params = {**filter_params(filters), "vector": vector, "query": query, "limit": limit}
-    rows = (await session.execute(stmt, params)).all()
-    def leg(name: str) -> list[RankedCandidate]:
-        # Both legs order by ascending score: cosine distance, minus BM25.
-        return [RankedCandidate(r.memory_type, r.id, r.position,
-                                1.0 - r.score if name == "semantic" else -r.score)
-                for r in rows if r.leg == name]
-
-    return leg("semantic"), leg("keyword")
-
-
-async def window_candidates(
-    session: AsyncSession, *, filters: Filters, window: tuple[datetime, datetime],
-    vector: EmbeddingVector | None, query: str | None, limit: int,
-) -> list[RankedCandidate]:
-    """Episodes that occurred inside `window`, ranked like the semantic leg (the keyword leg
-    without a vector)."""
-    inside = replace(filters, occurred=window)
-    if vector is not None:
-        leg = _semantic_leg("episode", inside, vector, limit)
-    elif query is not None:
-        leg = _keyword_leg("episode", inside, query, limit)
-    else:
-        return []
-    rows = (await session.execute(leg)).all()
-    return [RankedCandidate("episode", row.id, position) for position, row in enumerate(rows, 1)]
+                   filters.occurred is not None, window)
 
 
 @dataclass(frozen=True)
@@ -312,6 +240,169 @@ class LoadedRow:
     similarity: float | None
     keyword_score: float | None
     passage: PassageMatch | None
+
+
+LEGS = ("semantic", "keyword", "time")
+PASSAGE_COLUMNS = ("kind", "ordinal", "start_char", "end_char", "similarity")
+_CANDIDATE_COLUMNS = 2 + 2 * len(LEGS)  # memory_type, id, then each leg's rank and score
+
+# Building the statement costs more than running it (tens of ms of SQLAlchemy expression
+# work), so one is built per shape and reused with new parameter values.
+_CANDIDATE_STATEMENTS: dict[CandidateShape, Select[Any]] = {}
+_MAX_CACHED_SHAPES = 256
+
+
+def _ranked_legs(types: Sequence[str], filters: Filters, vector: EmbeddingVector | None,
+                 query: str | None, limit: int,
+                 window: tuple[datetime, datetime] | None) -> list[Select[Any]]:
+    """Each leg's best `limit` memories, ranked: (leg, memory_type, id, position, score).
+
+    The semantic and keyword legs take the best `limit` rows of every type, then rank their
+    union. The time leg ranks the episodes that occurred inside `window` like the semantic
+    leg (like the keyword leg without a vector)."""
+    legs = []
+    if vector is not None:
+        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit) for t in types]))
+    if query is not None:
+        legs.append(("keyword", [_keyword_leg(t, filters, query, limit) for t in types]))
+    if window is not None:
+        inside = replace(filters, occurred=window)
+        legs.append(("time", [_semantic_leg("episode", inside, vector, limit)
+                              if vector is not None else
+                              _keyword_leg("episode", inside, query or "", limit,
+                                           prefix="time_episode")]))
+    ranked = []
+    for name, parts in legs:
+        pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
+        position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type,
+                                                    pool.c.id))
+        ranked.append(
+            select(literal(name, Text).label("leg"), pool.c.memory_type, pool.c.id,
+                   position.label("position"), pool.c.score)
+            .order_by(position).limit(bindparam("limit", limit, type_=Integer))
+        )
+    return ranked
+
+
+def _first(columns: Sequence[ColumnElement[Any]]) -> ColumnElement[Any]:
+    return columns[0] if len(columns) == 1 else func.coalesce(*columns)
+
+
+def _candidate_statement(types: Sequence[str], filters: Filters, vector: EmbeddingVector | None,
+                         query: str | None, limit: int,
+                         window: tuple[datetime, datetime] | None) -> Select[Any]:
+    """One row per memory in any leg: its rank and score in each leg, and its row with its
+    similarity to `vector`, its nearest passage and its ts_rank_cd for `query`."""
+    shape = CandidateShape.of(types, filters, semantic=vector is not None,
+                              keyword=query is not None, window=window is not None)
+    cached = _CANDIDATE_STATEMENTS.get(shape)
+    if cached is not None:
+        return cached
+    ranked = _ranked_legs(types, filters, vector, query, limit, window)
+    found = (union_all(*ranked) if len(ranked) > 1 else ranked[0]).subquery("found")
+    per_leg = []
+    for name in LEGS:
+        in_leg = found.c.leg == name
+        per_leg += [func.min(found.c.position).filter(in_leg).label(f"{name}_rank"),
+                    func.min(found.c.score).filter(in_leg).label(f"{name}_leg_score")]
+    candidate = (select(found.c.memory_type, found.c.id, *per_leg)
+                 .group_by(found.c.memory_type, found.c.id).subquery("candidate"))
+    bound_vector = bindparam("vector", vector, type_=Vector())
+    tenant = _param(filters, "tenant_id", Text)
+    similarities, keyword_scores = [], []
+    passages: list[list[ColumnElement[Any]]] = []
+    stmt = select(*candidate.c)
+    for memory_type in types:
+        row = aliased(MODELS[memory_type], name=f"{memory_type}_row")
+        stmt = stmt.add_columns(row).outerjoin(row, and_(candidate.c.memory_type == memory_type,
+                                                         row.id == candidate.c.id,
+                                                         row.tenant_id == tenant))
+        if query is not None:
+            keyword_scores.append(func.ts_rank_cd(
+                row.search_vector, or_tsquery(bindparam("query", query, type_=Text))))
+        if vector is not None:
+            similarities.append(1 - row.embedding.cosine_distance(bound_vector))
+            owner = getattr(Passage, OWNER_COLUMNS[memory_type])
+            passage_distance = Passage.embedding.cosine_distance(bound_vector)
+            nearest = (
+                select(Passage.kind, Passage.ordinal, Passage.start_char, Passage.end_char,
+                       (1 - passage_distance).label("similarity"))
+                .where(owner == row.id)
+                .order_by(passage_distance)
+                .limit(1)
+                .lateral(f"{memory_type}_passage")
+            )
+            stmt = stmt.outerjoin(nearest, true())
+            passages.append([nearest.c[name] for name in PASSAGE_COLUMNS])
+    stmt = stmt.add_columns(
+        (_first(similarities) if similarities else literal(None, Float)).label("similarity"),
+        (_first(keyword_scores) if keyword_scores else literal(None, Float))
+        .label("keyword_score"),
+        *(_first([columns[index] for columns in passages]).label(f"passage_{name}")
+          for index, name in enumerate(PASSAGE_COLUMNS) if passages))
+    if len(_CANDIDATE_STATEMENTS) < _MAX_CACHED_SHAPES:
+        _CANDIDATE_STATEMENTS[shape] = stmt
+    return stmt
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """A search's candidate lists (the time leg: episodes inside the query's window) and the
+    row of every memory in them."""
+
+    semantic: list[RankedCandidate]
+    keyword: list[RankedCandidate]
+    window: list[RankedCandidate]
+    rows: dict[tuple[str, uuid.UUID], LoadedRow]
+
+
+NO_CANDIDATES = Candidates([], [], [], {})
+
+
+async def search_candidates(
+    session: AsyncSession, *, types: Sequence[str], filters: Filters,
+    vector: EmbeddingVector | None, query: str | None, limit: int,
+    window: tuple[datetime, datetime] | None = None,
+) -> Candidates:
+    """The candidate lists (each at most `limit` long) and their rows, in one statement.
+
+    A leg is skipped when its input is None; the time leg runs when `window` is given.
+    """
+    if not types or (vector is None and query is None):
+        return NO_CANDIDATES
+    stmt = _candidate_statement(types, filters, vector, query, limit, window)
+    start, end = window or filters.occurred or (None, None)
+    params = {**filter_params(filters), "occurred_start": start, "occurred_end": end,
+              "vector": vector, "query": query, "limit": limit}
+    lists: dict[str, list[RankedCandidate]] = {name: [] for name in LEGS}
+    rows: dict[tuple[str, uuid.UUID], LoadedRow] = {}
+    for found in await session.execute(stmt, params):
+        key = (found.memory_type, found.id)
+        for name in LEGS:
+            rank = getattr(found, f"{name}_rank")
+            if rank is not None:
+                lists[name].append(RankedCandidate(*key, rank, _leg_score(
+                    name, getattr(found, f"{name}_leg_score"))))
+        for memory in found[_CANDIDATE_COLUMNS:_CANDIDATE_COLUMNS + len(types)]:
+            if memory is not None:
+                rows[key] = loaded_row(memory, found.similarity, found.keyword_score,
+                                       _passage(found, vector))
+    for ranked in lists.values():
+        ranked.sort(key=lambda c: c.rank)
+    return Candidates(lists["semantic"], lists["keyword"], lists["time"], rows)
+
+
+def _leg_score(leg: str, score: float) -> float:
+    """A leg's score, higher is better: every leg orders by ascending cosine distance or minus
+    BM25. (The time leg's order is all fusion reads of it.)"""
+    return 1.0 - score if leg == "semantic" else -score if leg == "keyword" else 0.0
+
+
+def _passage(found: Any, vector: EmbeddingVector | None) -> PassageMatch | None:
+    if vector is None or found.passage_ordinal is None:
+        return None
+    return PassageMatch(found.passage_kind, found.passage_ordinal, found.passage_start_char,
+                        found.passage_end_char, found.passage_similarity)
 
 
 @functools.cache
@@ -354,18 +445,21 @@ async def load_rows(
     params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector, "query": query}
     loaded = {}
     for row in await session.execute(stmt, params):
-        memory, own_similarity = row[0], row.similarity
         passage = None
         if vector is not None and row.ordinal is not None:
             passage = PassageMatch(row.kind, row.ordinal, row.start_char, row.end_char,
                                    row.passage_similarity)
-        best = own_similarity
-        if passage is not None and (best is None or passage.similarity > best):
-            best = passage.similarity
-        else:
-            passage = None
-        loaded[memory.id] = LoadedRow(memory, best, row.keyword_score, passage)
+        loaded[row[0].id] = loaded_row(row[0], row.similarity, row.keyword_score, passage)
     return loaded
+
+
+def loaded_row(memory: Any, own_similarity: float | None, keyword_score: float | None,
+               passage: PassageMatch | None) -> LoadedRow:
+    """A row with its best similarity: its own, or its passage's when better (and then that
+    passage)."""
+    if passage is not None and (own_similarity is None or passage.similarity > own_similarity):
+        return LoadedRow(memory, passage.similarity, keyword_score, passage)
+    return LoadedRow(memory, own_similarity, keyword_score, None)
 
 
 async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,

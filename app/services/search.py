@@ -1,7 +1,7 @@
 """Search: Reciprocal Rank Fusion (pure functions) and the search workflow."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -211,12 +211,10 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     span = (window.start, window.end) if window is not None and time_mode != "off" else None
     filters = Filters(tenant_id=tenant_id, scope=scope, min_confidence=min_confidence,
                       occurred=span if time_mode == "filter" else None)
-    semantic, keyword = await search_rows.candidate_lists(
-        session, types=wanted, filters=filters, vector=vector, query=keyword_query,
-        limit=limit) if wanted else ([], [])
-    boost = (await search_rows.window_candidates(
-        session, filters=filters, window=span, vector=vector, query=keyword_query, limit=limit)
-        if span is not None and time_mode == "boost" and "episode" in wanted else [])
+    found = await search_rows.search_candidates(
+        session, types=wanted, filters=filters, vector=vector, query=keyword_query, limit=limit,
+        window=span if time_mode == "boost" and "episode" in wanted else None)
+    semantic, keyword, boost = found.semantic, found.keyword, found.window
     near, paths = (await graph_candidates(session, filters=filters, types=wanted, graph=graph,
                                           limit=limit, fanout=retrieval.graph_fanout)
                    if graph is not None and graph.entities and mode == "hybrid" else ([], {}))
@@ -234,7 +232,7 @@ async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                                    rrf_k=retrieval.rrf_k, method=fusion or retrieval.fusion,
                                    weights=weights)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
-                           query=keyword_query)
+                           query=keyword_query, loaded=found.rows)
     if paths:
         hits = [replace(hit, graph=paths.get((hit.memory_type, hit.row.id))) for hit in hits]
     if neighbours > 0:
@@ -301,27 +299,30 @@ async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequen
 
 
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
-                    vector: EmbeddingVector | None, query: str | None) -> list[Hit]:
-    """Fetch the rows of fused results (one query per type), keeping the fused order."""
-    loaded: dict[Key, search_rows.LoadedRow] = {}
+                    vector: EmbeddingVector | None, query: str | None,
+                    loaded: Mapping[Key, search_rows.LoadedRow]) -> list[Hit]:
+    """The fused results with their rows, in fused order: those already `loaded` with the
+    candidate lists, the others (graph neighbours, records) fetched with one query per type."""
+    rows = dict(loaded)
     for memory_type in ALL_TYPES:
-        ids = [f.memory_id for f in fused if f.memory_type == memory_type]
+        ids = [f.memory_id for f in fused
+               if f.memory_type == memory_type and (memory_type, f.memory_id) not in rows]
         if ids:
-            rows = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
+            more = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
                                                ids=ids, vector=vector, query=query)
-            loaded.update({(memory_type, memory_id): row for memory_id, row in rows.items()})
+            rows.update({(memory_type, memory_id): row for memory_id, row in more.items()})
     for record_type in RECORD_TYPES:
         ids = [f.memory_id for f in fused if f.memory_type == record_type]
         if ids:
             records = await record_search.load_rows(session, record_type, tenant_id=tenant_id,
                                                     ids=ids, vector=vector, query=query)
-            loaded.update({(record_type, row_id): search_rows.LoadedRow(row, similarity,
-                                                                        keyword_score, None)
-                           for row_id, (row, similarity, keyword_score) in records.items()})
+            rows.update({(record_type, row_id): search_rows.LoadedRow(row, similarity,
+                                                                      keyword_score, None)
+                         for row_id, (row, similarity, keyword_score) in records.items()})
     hits = []
     for f in fused:
-        if (f.memory_type, f.memory_id) in loaded:
-            found = loaded[(f.memory_type, f.memory_id)]
+        if (f.memory_type, f.memory_id) in rows:
+            found = rows[(f.memory_type, f.memory_id)]
             hits.append(Hit(f.memory_type, found.row, found.similarity, found.keyword_score,
                             f.rrf_score, f.semantic_rank, f.keyword_rank,
                             time_rank=f.time_rank, passage=found.passage,

@@ -4,10 +4,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import event, text
 
 from app.rls import TENANT_SETTING
 from app.scope import Scope, scoped_transaction, set_local
+from tests.support.factories import store_episode, store_fact, store_rule
 from tests.support.http import post
 
 SHOW = text(f"SELECT current_setting('hnsw.ef_search', true), "
@@ -71,3 +73,25 @@ async def test_a_hybrid_search_sets_scope_and_scan_settings_in_one_statement(app
     settings = [s for s in sent if "set_config" in s]
     assert len(settings) == 1
     assert sent[0] == settings[0]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+async def test_a_search_is_one_statement_after_the_settings(app, client, mode):
+    """Candidate lists, the time window's episodes and every hit's row come in one round
+    trip, whatever the types asked for."""
+    await store_episode(client, "Caroline: we went on a long hike up Mount Diablo",
+                        occurred_at="2023-05-08T10:00:00Z")
+    await store_episode(client, "Caroline: we went on a long hike up Half Dome",
+                        occurred_at="2023-06-20T10:00:00Z")
+    await store_fact(client, "Caroline", "likes", "Caroline likes a long hike")
+    await store_rule(client, "Suggest a hike when Caroline asks about weekends")
+    with statements_sent(app) as sent:
+        response = await client.post("/v1/search", json={
+            "query": "which long hike did Caroline do in May 2023", "mode": mode})
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert {hit["memory_type"] for hit in results} == {"episode", "fact", "rule"}
+    top_episode = next(hit for hit in results if hit["memory_type"] == "episode")
+    assert "Mount Diablo" in top_episode["content"] and top_episode["time_rank"] == 1
+    assert all(hit["content"] for hit in results)
+    assert len(sent) == 2 and "set_config" in sent[0]
