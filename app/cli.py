@@ -1,4 +1,4 @@
-"""The `engram` command: serve, migrate, keys, reembed, openapi, mcp."""
+"""The `engram` command: serve, migrate, keys, reembed, reindex, openapi, mcp."""
 
 import argparse
 import asyncio
@@ -168,6 +168,22 @@ def _reembed(settings: Settings) -> None:
     asyncio.run(run())
 
 
+def _reindex(settings: Settings) -> None:
+    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.services.reindex import reindex_all
+
+    async def run() -> None:
+        engine = create_engine(await resolve_database_url(settings), pool_size=1)
+        try:
+            count = await reindex_all(make_sessionmaker(engine),
+                                      context_turns=settings.embedding_context_turns)
+        finally:
+            await engine.dispose()
+        print(f"episodes: {count} keyword texts rebuilt")
+
+    asyncio.run(run())
+
+
 def _openapi(output: Path | None) -> None:
     from app.main import create_app
 
@@ -231,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("key_id", type=uuid.UUID)
     commands.add_parser("reembed", help="re-embed memories made by another embedding model")
+    commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
+                                        "(the turns before each one)")
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
     openapi.add_argument("--output", type=Path)
     mcp = commands.add_parser(
@@ -266,6 +284,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
         _keys(settings, args)
     elif args.command == "reembed":
         _reembed(settings)
+    elif args.command == "reindex":
+        _reindex(settings)
     elif args.command == "mcp":
         _mcp(settings, args.url, args.api_key)
     else:

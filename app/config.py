@@ -317,7 +317,8 @@ class Settings(BaseSettings):
         2, ge=0, le=8,
         description="An episode stored with a session_id is also embedded after this many "
         "turns stored before it in its butler and session (a `context` passage), so a reply "
-        "like 'yes, on Tuesday' is found by what it answers; 0 turns this off.",
+        "like 'yes, on Tuesday' is found by what it answers. Its keyword text holds those "
+        "turns too (its own words counted twice). 0 turns both off.",
     )
 
     default_tenant: str = "default"

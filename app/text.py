@@ -85,3 +85,9 @@ def context_text(previous: list[str], turn: str) -> str:
     lead = [text if len(text) <= CONTEXT_CHARS_PER_TURN
             else "…" + text[-CONTEXT_CHARS_PER_TURN:].lstrip() for text in previous]
     return "\n".join([*lead, turn])
+
+
+def keyword_text(turn: str, context: str | None) -> str:
+    """What the keyword index reads of an episode: the turn, then its context (the turns
+    before it and the turn again), so the turn's own words weigh more than its neighbours'."""
+    return turn if context is None else f"{turn}\n{context}"

@@ -1,13 +1,15 @@
-"""SQL particular to episodes: the listing and existence checks."""
+"""SQL particular to episodes: the listing, existence checks and neighbouring turns."""
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import (
     ColumnElement,
     DateTime,
+    Table,
     Text,
     bindparam,
     column,
@@ -15,6 +17,7 @@ from sqlalchemy import (
     select,
     text,
     true,
+    update,
     values,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,6 +25,7 @@ from sqlalchemy.orm import aliased
 
 from app.models import Episode
 from app.repositories import pagination
+from app.repositories.memories import to_tsvector
 
 
 @dataclass(frozen=True)
@@ -165,3 +169,60 @@ async def turns_before(session: AsyncSession, *, tenant_id: str, ids: Sequence[u
     for row in rows:
         found.setdefault(row.id, []).append(row.content)
     return found
+
+
+async def turns_after(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                      count: int) -> list[uuid.UUID]:
+    """The ids of the `count` turns stored just after each of these episodes in its butler
+    and session (each id once)."""
+    if not ids or count <= 0:
+        return []
+    turn = aliased(Episode)
+    after = (
+        select(turn.id)
+        .where(turn.tenant_id == Episode.tenant_id, turn.butler == Episode.butler,
+               turn.session_id == Episode.session_id, turn.sequence > Episode.sequence)
+        .order_by(turn.sequence)
+        .limit(count)
+        .lateral("turns_after")
+    )
+    rows = await session.execute(
+        select(after.c.id).distinct()
+        .select_from(Episode)
+        .join(after, true())
+        .where(Episode.tenant_id == tenant_id, Episode.id.in_(list(ids)),
+               Episode.session_id.is_not(None)))
+    return list(rows.scalars())
+
+
+async def contents(session: AsyncSession, *, tenant_id: str,
+                   ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The content of each of these episodes."""
+    rows = await session.execute(select(Episode.id, Episode.content)
+                                 .where(Episode.tenant_id == tenant_id,
+                                        Episode.id.in_(list(ids))))
+    return {row.id: row.content for row in rows}
+
+
+async def set_search_texts(session: AsyncSession, *, tenant_id: str,
+                           texts: dict[uuid.UUID, str]) -> None:
+    """Replace these episodes' tsvectors by those of the given texts (their keyword postings
+    follow, by trigger)."""
+    if not texts:
+        return
+    table = cast(Table, Episode.__table__)
+    stmt = (update(table)
+            .where(table.c.tenant_id == tenant_id, table.c.id == bindparam("episode_id"))
+            .values(search_vector=to_tsvector(bindparam("search_text"))))
+    await session.execute(stmt, [{"episode_id": episode_id, "search_text": search_text}
+                                 for episode_id, search_text in texts.items()])
+
+
+async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,
+                           limit: int) -> list[tuple[uuid.UUID, str]]:
+    """Up to `limit` (id, tenant_id) of episodes with a session, by id, after `after`."""
+    stmt = (select(Episode.id, Episode.tenant_id).where(Episode.session_id.is_not(None))
+            .order_by(Episode.id).limit(limit))
+    if after is not None:
+        stmt = stmt.where(Episode.id > after)
+    return [(row.id, row.tenant_id) for row in await session.execute(stmt)]

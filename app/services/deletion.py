@@ -15,7 +15,7 @@ from app.models import Episode, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows
 from app.repositories.erasure import Counts
-from app.services import events
+from app.services import episodes, events
 from app.services.events import Memory, type_name
 from app.services.memories import load_for_update
 
@@ -23,16 +23,18 @@ FactsOfEntity = Literal["detach", "delete"]
 
 
 async def delete_memory(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                        memory_id: uuid.UUID) -> Counts:
+                        memory_id: uuid.UUID, context_turns: int = 0) -> Counts:
     """Delete an episode, a rule, or a fact with every version of its history; NotFound
-    when the tenant has no such memory."""
+    when the tenant has no such memory. (An episode's next `context_turns` turns lose it
+    from their keyword text.)"""
     await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     ids = [memory_id]
     if model is Fact:
         ids = await erasure_rows.fact_versions(session, tenant_id=tenant_id, ids=ids)
         counts = await erasure_rows.delete_facts(session, tenant_id=tenant_id, ids=ids)
     elif model is Episode:
-        counts = await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
+        counts = await episodes.delete_episodes(session, tenant_id=tenant_id, ids=ids,
+                                                context_turns=context_turns)
     else:
         counts = await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
     name = type_name(model)

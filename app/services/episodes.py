@@ -1,5 +1,7 @@
 """Storing and listing episodes."""
 
+import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 
 from sqlalchemy import func, literal
@@ -8,21 +10,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding import Embedder
 from app.models import Episode
 from app.repositories import episodes as episode_rows
+from app.repositories import erasure as erasure_rows
 from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
+from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate
 from app.scope import side_session
 from app.services import events
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
-from app.text import context_text, preprocess_text
+from app.text import context_text, keyword_text, preprocess_text
 
 
 async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           items: list[EpisodeCreate], ttl_days: float) -> list[Episode]:
     """Store episodes in one transaction, embedded in one batch; they expire after the TTL.
 
-    An episode of a session is also embedded after the turns before it (`context_text`).
+    An episode of a session is also embedded after the turns before it (`context_text`), and
+    its keyword text holds them too (`keyword_text`).
     """
     contexts = await _contexts(session, tenant_id=tenant_id, items=items,
                                turns=embedder.context_turns)
@@ -38,10 +43,10 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
             "metadata_": item.metadata,
             "embedding": vector,
             "embedding_version_id": embedded.version_id,
-            "search_text": preprocess_text(item.content),
+            "search_text": preprocess_text(keyword_text(item.content, context)),
             "occurred_at_given": item.occurred_at,
         }
-        for item, vector in zip(items, embedded.vectors, strict=True)
+        for item, vector, context in zip(items, embedded.vectors, contexts, strict=True)
     ]
     created = await memory_rows.insert_rows(
         session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days)),
@@ -51,6 +56,36 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
     return created
+
+
+async def delete_episodes(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                          context_turns: int) -> Counts:
+    """Hard-delete episodes with their trace; the turns that had one of them in their context
+    get their keyword text again, without it."""
+    after = await episode_rows.turns_after(session, tenant_id=tenant_id, ids=ids,
+                                           count=context_turns)
+    counts = await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
+    deleted = set(ids)
+    await refresh_keyword_text(session, tenant_id=tenant_id,
+                               ids=[i for i in after if i not in deleted],
+                               context_turns=context_turns)
+    return counts
+
+
+async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
+                               ids: Sequence[uuid.UUID], context_turns: int) -> None:
+    """Rebuild these episodes' keyword text from their content and the turns now before
+    them."""
+    if not ids:
+        return
+    before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
+                                             count=context_turns)
+    contents = await episode_rows.contents(session, tenant_id=tenant_id, ids=ids)
+    await episode_rows.set_search_texts(session, tenant_id=tenant_id, texts={
+        episode_id: preprocess_text(keyword_text(
+            content, context_text(before[episode_id], content) if before.get(episode_id)
+            else None))
+        for episode_id, content in contents.items()})
 
 
 async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[EpisodeCreate],
