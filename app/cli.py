@@ -176,7 +176,8 @@ def _reindex(settings: Settings) -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)
         try:
             count = await reindex_all(make_sessionmaker(engine),
-                                      context_turns=settings.embedding_context_turns)
+                                      context_turns=settings.embedding_context_turns,
+                                      keyword_context=settings.keyword_context)
         finally:
             await engine.dispose()
         print(f"episodes: {count} keyword texts rebuilt")

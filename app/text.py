@@ -87,7 +87,8 @@ def context_text(previous: list[str], turn: str) -> str:
     return "\n".join([*lead, turn])
 
 
-def keyword_text(turn: str, context: str | None) -> str:
-    """What the keyword index reads of an episode: the turn, then its context (the turns
-    before it and the turn again), so the turn's own words weigh more than its neighbours'."""
-    return turn if context is None else f"{turn}\n{context}"
+def keyword_text(turn: str, context: str | None, *, in_session: bool) -> str:
+    """What the keyword index reads of an episode. Of a session: the turn, then its context
+    (the turns before it and the turn again; the turn alone for a session's first turn), so
+    in every turn its own words weigh twice its neighbours'. Otherwise the turn."""
+    return f"{turn}\n{context or turn}" if in_session else turn

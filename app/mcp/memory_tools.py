@@ -48,7 +48,8 @@ def register(server: MCPServer) -> None:
         async def work(session: AsyncSession, caller: Caller) -> EpisodeOut:
             [row] = await episodes.create_episodes(
                 session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
-                ttl_days=caller.settings.episode_ttl_days)
+                ttl_days=caller.settings.episode_ttl_days,
+                keyword_context=caller.settings.keyword_context)
             return episode_out(row)
 
         return await call(ctx, work)

@@ -25,7 +25,8 @@ async def create_episode(body: EpisodeCreate, request: Request, response: Respon
                          settings: SettingsDep) -> EpisodeOut:
     """Store one observation; it expires after the episode TTL (7 days by default)."""
     [row] = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
-                                           items=[body], ttl_days=settings.episode_ttl_days)
+                                           items=[body], ttl_days=settings.episode_ttl_days,
+                                           keyword_context=settings.keyword_context)
     locate(request, response, f"/v1/episodes/{row.id}")
     return episode_out(row)
 
@@ -40,7 +41,8 @@ async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
         raise InvalidInput(f"a batch holds at most {settings.max_batch_size} episodes",
                            field="items")
     rows = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
-                                          items=body.items, ttl_days=settings.episode_ttl_days)
+                                          items=body.items, ttl_days=settings.episode_ttl_days,
+                                          keyword_context=settings.keyword_context)
     return EpisodeBatchOut(items=[episode_out(row) for row in rows])
 
 
@@ -94,5 +96,6 @@ async def delete_episode(episode_id: uuid.UUID, session: SessionDep, tenant_id: 
     in its session no longer find it by its words. A content-free `episode_deleted` event
     records the id and the key. 404 when the tenant has none."""
     await deletion.delete_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id,
-                                 context_turns=settings.embedding_context_turns)
+                                 context_turns=settings.embedding_context_turns,
+                                 keyword_context=settings.keyword_context)
     return Response(status_code=204)

@@ -56,9 +56,9 @@ Search episodes, facts and rules of the caller's tenant.
   filtered searches still fill `limit`.
 * **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's english full-text lexemes, with idf and
   average length from the tenant's own memories. Any query text is safe (no operator syntax
-  is interpreted), and a memory needs only some of the query's words, not all. An episode
-  stored with a `session_id` is also found by the words of the turns just before it in its
-  session (`ENGRAM_EMBEDDING_CONTEXT_TURNS`, 2); its own words count twice. `rank`
+  is interpreted), and a memory needs only some of the query's words, not all. With the
+  server setting `ENGRAM_KEYWORD_CONTEXT` (off by default), an episode stored with a
+  `session_id` is also found by the words of the turns just before it in its session. `rank`
   reports `ts_rank_cd` of the OR-ed query lexemes; the order is BM25's (`keyword_rank`).
 * **hybrid** (default): Reciprocal Rank Fusion of the two lists, each `limit` long:
   `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from

@@ -23,10 +23,11 @@ FactsOfEntity = Literal["detach", "delete"]
 
 
 async def delete_memory(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                        memory_id: uuid.UUID, context_turns: int = 0) -> Counts:
+                        memory_id: uuid.UUID, context_turns: int = 0,
+                        keyword_context: bool = False) -> Counts:
     """Delete an episode, a rule, or a fact with every version of its history; NotFound
-    when the tenant has no such memory. (An episode's next `context_turns` turns lose it
-    from their keyword text.)"""
+    when the tenant has no such memory. (An episode's next `context_turns` turns get their
+    keyword text again, with `keyword_context` or without.)"""
     await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     ids = [memory_id]
     if model is Fact:
@@ -34,7 +35,8 @@ async def delete_memory(session: AsyncSession, model: type[Memory], *, tenant_id
         counts = await erasure_rows.delete_facts(session, tenant_id=tenant_id, ids=ids)
     elif model is Episode:
         counts = await episodes.delete_episodes(session, tenant_id=tenant_id, ids=ids,
-                                                context_turns=context_turns)
+                                                context_turns=context_turns,
+                                                keyword_context=keyword_context)
     else:
         counts = await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
     name = type_name(model)

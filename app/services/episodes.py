@@ -23,11 +23,12 @@ from app.text import context_text, keyword_text, preprocess_text
 
 
 async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                          items: list[EpisodeCreate], ttl_days: float) -> list[Episode]:
+                          items: list[EpisodeCreate], ttl_days: float,
+                          keyword_context: bool) -> list[Episode]:
     """Store episodes in one transaction, embedded in one batch; they expire after the TTL.
 
-    An episode of a session is also embedded after the turns before it (`context_text`), and
-    its keyword text holds them too (`keyword_text`).
+    An episode of a session is also embedded after the turns before it (`context_text`);
+    with `keyword_context` its keyword text holds them too (`keyword_text`).
     """
     contexts = await _contexts(session, tenant_id=tenant_id, items=items,
                                turns=embedder.context_turns)
@@ -43,7 +44,10 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
             "metadata_": item.metadata,
             "embedding": vector,
             "embedding_version_id": embedded.version_id,
-            "search_text": preprocess_text(keyword_text(item.content, context)),
+            "search_text": preprocess_text(keyword_text(
+                item.content, context,
+                in_session=keyword_context and item.session_id is not None
+                and embedder.context_turns > 0)),
             "occurred_at_given": item.occurred_at,
         }
         for item, vector, context in zip(items, embedded.vectors, contexts, strict=True)
@@ -59,23 +63,24 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
 
 
 async def delete_episodes(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                          context_turns: int) -> Counts:
-    """Hard-delete episodes with their trace; the turns that had one of them in their context
-    get their keyword text again, without it."""
+                          context_turns: int, keyword_context: bool) -> Counts:
+    """Hard-delete episodes with their trace; the turns that may have had one of them in
+    their keyword text get it again, without it."""
     after = await episode_rows.turns_after(session, tenant_id=tenant_id, ids=ids,
                                            count=context_turns)
     counts = await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
     deleted = set(ids)
     await refresh_keyword_text(session, tenant_id=tenant_id,
                                ids=[i for i in after if i not in deleted],
-                               context_turns=context_turns)
+                               context_turns=context_turns, keyword_context=keyword_context)
     return counts
 
 
 async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
-                               ids: Sequence[uuid.UUID], context_turns: int) -> None:
-    """Rebuild these episodes' keyword text from their content and the turns now before
-    them."""
+                               ids: Sequence[uuid.UUID], context_turns: int,
+                               keyword_context: bool) -> None:
+    """Rebuild these episodes' keyword text (episodes of a session): their content, with
+    `keyword_context` followed by the turns now before them."""
     if not ids:
         return
     before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
@@ -83,8 +88,8 @@ async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
     contents = await episode_rows.contents(session, tenant_id=tenant_id, ids=ids)
     await episode_rows.set_search_texts(session, tenant_id=tenant_id, texts={
         episode_id: preprocess_text(keyword_text(
-            content, context_text(before[episode_id], content) if before.get(episode_id)
-            else None))
+            content, context_text(before.get(episode_id, []), content),
+            in_session=keyword_context and context_turns > 0))
         for episode_id, content in contents.items()})
 
 

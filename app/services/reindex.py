@@ -1,5 +1,5 @@
-"""Rebuild the keyword text of every episode of a session, for data stored before episodes'
-keyword text held the turns before them (or under another `embedding_context_turns`)."""
+"""Rebuild the keyword text of every episode of a session after `keyword_context` or
+`embedding_context_turns` changed."""
 
 from collections import defaultdict
 
@@ -13,7 +13,7 @@ BATCH_SIZE = 500
 
 
 async def reindex_all(sessionmaker: async_sessionmaker[AsyncSession], *,
-                      context_turns: int) -> int:
+                      context_turns: int, keyword_context: bool) -> int:
     """Rebuild every session episode's keyword text (every tenant: system work), one
     committed batch at a time; the number of episodes."""
     done, after = 0, None
@@ -27,6 +27,7 @@ async def reindex_all(sessionmaker: async_sessionmaker[AsyncSession], *,
                 by_tenant[tenant_id].append(episode_id)
             for tenant_id, ids in by_tenant.items():
                 await refresh_keyword_text(session, tenant_id=tenant_id, ids=ids,
-                                           context_turns=context_turns)
+                                           context_turns=context_turns,
+                                           keyword_context=keyword_context)
         done += len(rows)
         after = rows[-1][0]

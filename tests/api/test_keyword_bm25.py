@@ -216,3 +216,17 @@ async def test_rescoring_probes_each_pooled_memory_with_stale_statistics(client,
     for scan in scans:
         condition = scan.get("Index Cond", "")
         assert "term" in condition or "memory_id" in condition, scan
+
+
+async def test_by_default_a_turn_is_found_by_its_own_words_only(client):
+    """keyword_context is off by default: a session's turns are not found by their
+    neighbours' words."""
+    first = await client.post("/v1/episodes", json={
+        "content": "Caroline: I went to a support group yesterday", "butler": "chat",
+        "session_id": "s1"})
+    assert first.status_code == 201, first.text
+    reply = await client.post("/v1/episodes", json={
+        "content": "Melanie: how did it go?", "butler": "chat", "session_id": "s1"})
+    assert reply.status_code == 201, reply.text
+
+    assert await keyword_ids(client, "support group") == [first.json()["id"]]

@@ -1,4 +1,7 @@
-"""An episode of a session is found by keyword through the turns just before it too."""
+"""With `keyword_context`, an episode of a session is found by keyword through the turns just
+before it too."""
+
+import pytest
 
 from app.services.reindex import reindex_all
 from tests.support.factories import store_episode
@@ -10,6 +13,12 @@ TURNS = ["Caroline: I went to an LGBTQ support group for the first time yesterda
          "Caroline: It was really powerful, everyone there was so accepting.",
          "Melanie: I'm baking a lemon cake for the weekend.",
          "Caroline: Yum, save me a slice!"]
+
+
+@pytest.fixture(autouse=True)
+def keyword_context_on(app, monkeypatch):
+    """The app under test has keyword_context on (it is off by default)."""
+    monkeypatch.setattr(app.state.settings, "keyword_context", True)
 
 
 async def keyword_search(client, query, **fields):
@@ -81,8 +90,32 @@ async def test_reindex_gives_turns_stored_without_context_their_neighbours_words
     assert [hit["content"] for hit in await keyword_search(client, "support group")] == [
         TURNS[0]]
 
-    assert await reindex_all(app.state.sessionmaker, context_turns=2) == len(TURNS)
+    assert await reindex_all(app.state.sessionmaker, context_turns=2,
+                             keyword_context=True) == len(TURNS)
 
     results = await keyword_search(client, "support group")
     assert [hit["content"] for hit in results] == TURNS[:3]
     assert alone["id"] not in {hit["id"] for hit in results}
+
+
+async def test_a_session_s_first_turn_weighs_its_own_words_like_any_later_turn(client):
+    turn = "Caroline: we adopted a puppy from the shelter near the lake last spring"
+    first = await store_episode(client, turn, butler="chat", session_id="first")
+    await store_episode(client, "Melanie: hi", butler="chat", session_id="second")
+    later = await store_episode(client, turn, butler="chat", session_id="second")
+
+    [top, second] = await keyword_search(client, "puppy")
+
+    # The same words; the later turn's document is longer by its neighbour's.
+    assert (top["id"], second["id"]) == (first["id"], later["id"])
+    assert top["keyword_rank"] == 1
+
+
+async def test_reindex_with_keyword_context_off_gives_turns_their_own_words_only(
+        app, client):
+    await store_turns(client)
+
+    await reindex_all(app.state.sessionmaker, context_turns=2, keyword_context=False)
+
+    assert [hit["content"] for hit in await keyword_search(client, "support group")] == [
+        TURNS[0]]
