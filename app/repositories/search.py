@@ -30,7 +30,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import QueryableAttribute, aliased
+from sqlalchemy.sql.selectable import LateralFromClause
 
 from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Passage, Rule
@@ -243,7 +244,7 @@ class LoadedRow:
 
 
 LEGS = ("semantic", "keyword", "time")
-PASSAGE_COLUMNS = ("kind", "ordinal", "start_char", "end_char", "similarity")
+PASSAGE_COLUMNS = ("kind", "ordinal", "start_char", "end_char", "passage_similarity")
 _CANDIDATE_COLUMNS = 2 + 2 * len(LEGS)  # memory_type, id, then each leg's rank and score
 
 # Building the statement costs more than running it (tens of ms of SQLAlchemy expression
@@ -322,23 +323,15 @@ def _candidate_statement(types: Sequence[str], filters: Filters, vector: Embeddi
                 row.search_vector, or_tsquery(bindparam("query", query, type_=Text))))
         if vector is not None:
             similarities.append(1 - row.embedding.cosine_distance(bound_vector))
-            owner = getattr(Passage, OWNER_COLUMNS[memory_type])
-            passage_distance = Passage.embedding.cosine_distance(bound_vector)
-            nearest = (
-                select(Passage.kind, Passage.ordinal, Passage.start_char, Passage.end_char,
-                       (1 - passage_distance).label("similarity"))
-                .where(owner == row.id)
-                .order_by(passage_distance)
-                .limit(1)
-                .lateral(f"{memory_type}_passage")
-            )
+            nearest = _nearest_passage(memory_type, row.id, bound_vector,
+                                       f"{memory_type}_passage")
             stmt = stmt.outerjoin(nearest, true())
             passages.append([nearest.c[name] for name in PASSAGE_COLUMNS])
     stmt = stmt.add_columns(
         (_first(similarities) if similarities else literal(None, Float)).label("similarity"),
         (_first(keyword_scores) if keyword_scores else literal(None, Float))
         .label("keyword_score"),
-        *(_first([columns[index] for columns in passages]).label(f"passage_{name}")
+        *(_first([columns[index] for columns in passages]).label(name)
           for index, name in enumerate(PASSAGE_COLUMNS) if passages))
     if len(_CANDIDATE_STATEMENTS) < _MAX_CACHED_SHAPES:
         _CANDIDATE_STATEMENTS[shape] = stmt
@@ -399,10 +392,22 @@ def _leg_score(leg: str, score: float) -> float:
 
 
 def _passage(found: Any, vector: EmbeddingVector | None) -> PassageMatch | None:
-    if vector is None or found.passage_ordinal is None:
+    """The nearest passage a row was read with (`PASSAGE_COLUMNS`), if any."""
+    if vector is None or found.ordinal is None:
         return None
-    return PassageMatch(found.passage_kind, found.passage_ordinal, found.passage_start_char,
-                        found.passage_end_char, found.passage_similarity)
+    return PassageMatch(found.kind, found.ordinal, found.start_char, found.end_char,
+                        found.passage_similarity)
+
+
+def _nearest_passage(memory_type: str, owner_id: QueryableAttribute[Any],
+                     vector: BindParameter[Any], name: str) -> LateralFromClause:
+    """A lateral subquery: the passage of memory `owner_id` nearest to `vector`
+    (`PASSAGE_COLUMNS`), none when it has none."""
+    owner = getattr(Passage, OWNER_COLUMNS[memory_type])
+    distance = Passage.embedding.cosine_distance(vector)
+    return (select(Passage.kind, Passage.ordinal, Passage.start_char, Passage.end_char,
+                   (1 - distance).label("passage_similarity"))
+            .where(owner == owner_id).order_by(distance).limit(1).lateral(name))
 
 
 @functools.cache
@@ -420,16 +425,7 @@ def _load_statement(memory_type: str, semantic: bool, keyword: bool) -> Select[A
     )
     stmt = select(model, similarity.label("similarity"), keyword_score.label("keyword_score"))
     if semantic:
-        owner = getattr(Passage, OWNER_COLUMNS[memory_type])
-        passage_distance = Passage.embedding.cosine_distance(vector)
-        nearest = (
-            select(Passage.kind, Passage.ordinal, Passage.start_char, Passage.end_char,
-                   (1 - passage_distance).label("passage_similarity"))
-            .where(owner == model.id)
-            .order_by(passage_distance)
-            .limit(1)
-            .lateral("nearest_passage")
-        )
+        nearest = _nearest_passage(memory_type, model.id, vector, "nearest_passage")
         stmt = stmt.add_columns(nearest).outerjoin(nearest, true())
     return stmt.where(model.tenant_id == bindparam("tenant_id", type_=Text),
                       model.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
@@ -445,11 +441,8 @@ async def load_rows(
     params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector, "query": query}
     loaded = {}
     for row in await session.execute(stmt, params):
-        passage = None
-        if vector is not None and row.ordinal is not None:
-            passage = PassageMatch(row.kind, row.ordinal, row.start_char, row.end_char,
-                                   row.passage_similarity)
-        loaded[row[0].id] = loaded_row(row[0], row.similarity, row.keyword_score, passage)
+        loaded[row[0].id] = loaded_row(row[0], row.similarity, row.keyword_score,
+                                       _passage(row, vector))
     return loaded
 
 
