@@ -87,8 +87,9 @@ def context_text(previous: list[str], turn: str) -> str:
     return "\n".join([*lead, turn])
 
 
-def keyword_text(turn: str, context: str | None, *, in_session: bool) -> str:
-    """What the keyword index reads of an episode. Of a session: the turn, then its context
-    (the turns before it and the turn again; the turn alone for a session's first turn), so
-    in every turn its own words weigh twice its neighbours'. Otherwise the turn."""
-    return f"{turn}\n{context or turn}" if in_session else turn
+def keyword_text(turn: str, context: str | None, *, with_context: bool) -> str:
+    """What the keyword index reads of an episode. With context (an episode of a session,
+    keyword context on): the turn, then its context (the turns before it and the turn again;
+    the turn alone for a session's first turn), so in every turn its own words weigh twice
+    its neighbours'. Otherwise the turn."""
+    return f"{turn}\n{context or turn}" if with_context else turn

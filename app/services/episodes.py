@@ -46,7 +46,7 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
             "embedding_version_id": embedded.version_id,
             "search_text": preprocess_text(keyword_text(
                 item.content, context,
-                in_session=keyword_context and item.session_id is not None
+                with_context=keyword_context and item.session_id is not None
                 and embedder.context_turns > 0)),
             "occurred_at_given": item.occurred_at,
         }
@@ -83,13 +83,14 @@ async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
     `keyword_context` followed by the turns now before them."""
     if not ids:
         return
-    before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
-                                             count=context_turns)
+    with_context = keyword_context and context_turns > 0
+    before = (await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
+                                              count=context_turns) if with_context else {})
     contents = await episode_rows.contents(session, tenant_id=tenant_id, ids=ids)
     await episode_rows.set_search_texts(session, tenant_id=tenant_id, texts={
         episode_id: preprocess_text(keyword_text(
             content, context_text(before.get(episode_id, []), content),
-            in_session=keyword_context and context_turns > 0))
+            with_context=with_context))
         for episode_id, content in contents.items()})
 
 
