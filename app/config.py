@@ -320,11 +320,11 @@ class Settings(BaseSettings):
         "like 'yes, on Tuesday' is found by what it answers; 0 turns this off.",
     )
     keyword_context: bool = Field(
-        False, description="An episode stored with a session_id is also found by keyword "
-        "through the words of the embedding_context_turns turns before it (its own words "
-        "counted twice). Off by default: on the LoCoMo dev set (short chat turns) it raised "
-        "hybrid recall@10 from 0.696 to 0.728, on the LongMemEval dev set (long turns) it "
-        "lowered it from 0.875 to 0.819 (bench/README.md). `engram reindex` applies a change "
+        False, description="An episode stored with a session_id, of at most 400 characters, is "
+        "also found by keyword through the words of the embedding_context_turns turns before "
+        "it (its own words counted twice). Off by default: on the LoCoMo dev set (short chat "
+        "turns) it raised hybrid recall@10 from 0.694 to 0.726, on the LongMemEval dev set it "
+        "lowered it from 0.875 to 0.833 (bench/README.md). `engram reindex` applies a change "
         "to stored episodes.",
     )
 

@@ -87,9 +87,16 @@ def context_text(previous: list[str], turn: str) -> str:
     return "\n".join([*lead, turn])
 
 
+# A turn longer than this stands on its own in the keyword index: on LongMemEval a long
+# assistant reply that took its question's words outranked the question (bench/README.md).
+KEYWORD_CONTEXT_MAX_CHARS = 400
+
+
 def keyword_text(turn: str, context: str | None, *, with_context: bool) -> str:
     """What the keyword index reads of an episode. With context (an episode of a session,
-    keyword context on): the turn, then its context (the turns before it and the turn again;
-    the turn alone for a session's first turn), so in every turn its own words weigh twice
-    its neighbours'. Otherwise the turn."""
-    return f"{turn}\n{context or turn}" if with_context else turn
+    keyword context on) and a turn of at most KEYWORD_CONTEXT_MAX_CHARS: the turn, then its
+    context (the turns before it and the turn again; the turn alone for a session's first
+    turn), so its own words weigh twice its neighbours'. Otherwise the turn."""
+    if not with_context or len(turn) > KEYWORD_CONTEXT_MAX_CHARS:
+        return turn
+    return f"{turn}\n{context or turn}"

@@ -4,6 +4,7 @@ before it too."""
 import pytest
 
 from app.services.reindex import reindex_all
+from app.text import KEYWORD_CONTEXT_MAX_CHARS
 from tests.support.factories import store_episode
 from tests.support.rights import marker_hits
 
@@ -119,3 +120,19 @@ async def test_reindex_with_keyword_context_off_gives_turns_their_own_words_only
 
     assert [hit["content"] for hit in await keyword_search(client, "support group")] == [
         TURNS[0]]
+
+
+async def test_a_long_turn_is_found_by_its_own_words_only(client):
+    question = await store_episode(client, "Caroline: which kayak should I rent at the lake?",
+                                   butler="chat", session_id=SESSION)
+    long_reply = await store_episode(
+        client, "Melanie: " + "Here is what I would look at before renting anything. " * 8,
+        butler="chat", session_id=SESSION)
+    short_reply = await store_episode(client, "Caroline: thanks, that helps!",
+                                      butler="chat", session_id=SESSION)
+    assert len(long_reply["content"]) > KEYWORD_CONTEXT_MAX_CHARS
+
+    found = [hit["id"] for hit in await keyword_search(client, "kayak")]
+
+    # A long turn stands on its own; a short one is read with the turns before it.
+    assert found == [question["id"], short_reply["id"]]
