@@ -144,16 +144,19 @@ async def latest_turns(session: AsyncSession, *, tenant_id: str,
 
 
 async def turns_before(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                       count: int) -> dict[uuid.UUID, list[str]]:
+                       count: int, excluding: Sequence[uuid.UUID] = ()
+                       ) -> dict[uuid.UUID, list[str]]:
     """For each episode of a session, the contents of the `count` turns stored just before it
-    in its butler and session, oldest first."""
+    in its butler and session (other than those of `excluding`), oldest first."""
     if not ids or count <= 0:
         return {}
     turn = aliased(Episode)
+    others = [turn.id.not_in(list(excluding))] if excluding else []
     before = (
         select(turn.sequence, turn.content)
         .where(turn.tenant_id == Episode.tenant_id, turn.butler == Episode.butler,
-               turn.session_id == Episode.session_id, turn.sequence < Episode.sequence)
+               turn.session_id == Episode.session_id, turn.sequence < Episode.sequence,
+               *others)
         .order_by(turn.sequence.desc())
         .limit(count)
         .lateral("turns_before")

@@ -21,8 +21,9 @@ async def insert_passages(session: AsyncSession, memory_type: str,
 
 
 async def delete_passages(session: AsyncSession, memory_type: str, *,
-                          memory_ids: Sequence[uuid.UUID]) -> None:
-    """Delete every passage of the given memories."""
+                          memory_ids: Sequence[uuid.UUID], kind: str | None = None) -> None:
+    """Delete every passage of the given memories (only those of `kind`, when given)."""
     if memory_ids:
         owner = getattr(Passage, OWNER_COLUMNS[memory_type])
-        await session.execute(delete(Passage).where(owner.in_(list(memory_ids))))
+        of_kind = [Passage.kind == kind] if kind is not None else []
+        await session.execute(delete(Passage).where(owner.in_(list(memory_ids)), *of_kind))

@@ -90,12 +90,12 @@ async def forget_episode(episode_id: uuid.UUID, session: SessionDep,
 @router.delete("/{episode_id}", status_code=204, response_class=Response,
                responses=problem_responses(404, 422), summary="Delete an episode for good")
 async def delete_episode(episode_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
-                         settings: SettingsDep) -> Response:
+                         embedder: EmbedderDep, settings: SettingsDep) -> Response:
     """Hard-delete the episode: its links, keyword postings and audit events go too (facts
     and rules consolidated from it stay, without a source_episode_id), and the turns after it
-    in its session no longer find it by its words. A content-free `episode_deleted` event
-    records the id and the key. 404 when the tenant has none."""
-    await deletion.delete_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id,
-                                 context_turns=settings.embedding_context_turns,
-                                 keyword_context=settings.keyword_context)
+    in its session no longer find it by its words, nor read it in their context passages. A
+    content-free `episode_deleted` event records the id and the key. 404 when the tenant has
+    none."""
+    await deletion.delete_episode(session, tenant_id=tenant_id, episode_id=episode_id,
+                                  embedder=embedder, keyword_context=settings.keyword_context)
     return Response(status_code=204)

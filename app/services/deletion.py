@@ -10,12 +10,14 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.embedding import Embedder
 from app.errors import Conflict, NotFound
 from app.models import Episode, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows
 from app.repositories.erasure import Counts
 from app.services import episodes, events
+from app.services.embeddings import replace_context_passages
 from app.services.events import Memory, type_name
 from app.services.memories import load_for_update
 
@@ -43,6 +45,20 @@ async def delete_memory(session: AsyncSession, model: type[Memory], *, tenant_id
     await events.record(session, [events.Event(f"{name}_deleted", tenant_id, {
         "memory_type": name, "memory_id": str(memory_id),
         "deleted_ids": [str(i) for i in ids]})])
+    return counts
+
+
+async def delete_episode(session: AsyncSession, *, tenant_id: str, episode_id: uuid.UUID,
+                         embedder: Embedder, keyword_context: bool) -> Counts:
+    """Delete an episode (`delete_memory`); the turns after it get their context passages
+    made again without it, embedded before this session's first statement."""
+    renewed = await episodes.renew_contexts(session, embedder, tenant_id=tenant_id,
+                                            ids=[episode_id])
+    counts = await delete_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id,
+                                 context_turns=embedder.context_turns,
+                                 keyword_context=keyword_context)
+    await replace_context_passages(session, embedder, tenant_id=tenant_id,
+                                   passages=renewed.passages)
     return counts
 
 

@@ -91,6 +91,22 @@ async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: 
         await passage_rows.insert_passages(session, memory_type, statement_rows)
 
 
+async def replace_context_passages(session: AsyncSession, embedder: Embedder, *,
+                                   tenant_id: str,
+                                   passages: dict[uuid.UUID, PassageVector | None]) -> None:
+    """Give these episodes the given context passages in place of theirs (none for None)."""
+    if not passages:
+        return
+    await passage_rows.delete_passages(session, "episode", memory_ids=list(passages),
+                                       kind="context")
+    kept = {episode_id: passage for episode_id, passage in passages.items() if passage}
+    if kept:
+        embedded = Embedded([], await _version_id(session, embedder),
+                            [[passage] for passage in kept.values()])
+        await store_passages(session, "episode", tenant_id=tenant_id, memory_ids=list(kept),
+                             embedded=embedded)
+
+
 def _slices(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
     while statement_rows := list(islice(rows, size)):
         yield statement_rows

@@ -2,6 +2,7 @@
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import func, literal
@@ -17,7 +18,7 @@ from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate
 from app.scope import side_session
 from app.services import events
-from app.services.embeddings import embed_texts, store_passages
+from app.services.embeddings import PassageVector, embed_texts, store_passages
 from app.services.events import memory_event
 from app.text import context_text, keyword_text, preprocess_text
 
@@ -60,6 +61,40 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
     return created
+
+
+@dataclass(frozen=True)
+class RenewedContexts:
+    """The turns after episodes about to be deleted, each with its context passage made
+    without them (None when no turn is left before it)."""
+
+    passages: dict[uuid.UUID, PassageVector | None] = field(default_factory=dict)
+
+
+async def renew_contexts(session: AsyncSession, embedder: Embedder, *, tenant_id: str,
+                         ids: Sequence[uuid.UUID]) -> RenewedContexts:
+    """The context passages of the turns after `ids`, read and embedded anew without them.
+
+    Read on a connection of its own, given back before the model runs, so a caller that has
+    run no SQL yet holds no connection while it waits.
+    """
+    turns = embedder.context_turns
+    if turns <= 0 or not ids:
+        return RenewedContexts()
+    async with side_session(session) as lookup:
+        after = [episode_id for episode_id in await episode_rows.turns_after(
+            lookup, tenant_id=tenant_id, ids=ids, count=turns) if episode_id not in ids]
+        before = await episode_rows.turns_before(lookup, tenant_id=tenant_id, ids=after,
+                                                 count=turns, excluding=ids)
+        contents = await episode_rows.contents(lookup, tenant_id=tenant_id, ids=after)
+    texts = {episode_id: context_text(before[episode_id], content)
+             for episode_id, content in contents.items() if before.get(episode_id)}
+    vectors = dict(zip(texts, await embedder.aembed_batch(list(texts.values()),
+                                                          tenant_id=tenant_id)
+                       if texts else [], strict=True))
+    return RenewedContexts({
+        episode_id: PassageVector("context", 0, 0, len(content), vectors[episode_id])
+        if episode_id in vectors else None for episode_id, content in contents.items()})
 
 
 async def delete_episodes(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],

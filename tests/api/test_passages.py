@@ -1,8 +1,12 @@
 """Long content: passages make text past the model's window searchable and named in hits."""
 
+import json
+
+import numpy as np
+
 from app.services import embeddings
 from app.services.reembed import reembed_all
-from app.text import split_passages
+from app.text import context_text, split_passages
 from tests.support.factories import store_episode, store_rule
 
 FILLER = [
@@ -182,3 +186,44 @@ async def test_reembed_rebuilds_context_passages(client, sql, app):
     rows = await sql("SELECT e.content FROM passages p JOIN episodes e ON e.id = p.episode_id "
                      "WHERE p.kind = 'context' ORDER BY e.sequence")
     assert [row["content"] for row in rows] == TURNS[1:]
+
+
+async def context_passages(sql):
+    """(content, context passage vector) of every episode that has one, in session order."""
+    rows = await sql("SELECT e.content, p.embedding::text AS vector FROM passages p "
+                     "JOIN episodes e ON e.id = p.episode_id WHERE p.kind = 'context' "
+                     "ORDER BY e.sequence")
+    return [(row["content"], json.loads(row["vector"])) for row in rows]
+
+
+async def test_deleting_a_turn_takes_it_out_of_the_next_turns_context_passages(
+        client, sql, app):
+    turns = ["Caroline: we adopted a grey kitten from the shelter last week.",
+             "Melanie: my new phone number is 555 0142, write it down.",
+             "Caroline: done, saved it!",
+             "Melanie: see you at the lake on Friday then."]
+    stored = [await store_episode(client, turn, butler="chat", session_id=SESSION)
+              for turn in turns]
+
+    response = await client.delete(f"/v1/episodes/{stored[1]['id']}")
+
+    assert response.status_code == 204
+    read_without_it = {turns[2]: context_text([turns[0]], turns[2]),
+                       turns[3]: context_text([turns[0], turns[2]], turns[3])}
+    passages = await context_passages(sql)
+    assert [content for content, _ in passages] == [turns[2], turns[3]]
+    for content, vector in passages:
+        expected = await app.state.embedder.aembed(read_without_it[content])
+        assert float(np.dot(vector, expected)) > 0.9999, content
+
+
+async def test_deleting_a_session_s_first_turn_leaves_the_next_one_without_context(
+        client, sql):
+    first = await store_episode(client, TURNS[0], butler="chat", session_id=SESSION)
+    for turn in TURNS[1:]:
+        await store_episode(client, turn, butler="chat", session_id=SESSION)
+
+    response = await client.delete(f"/v1/episodes/{first['id']}")
+
+    assert response.status_code == 204
+    assert [content for content, _ in await context_passages(sql)] == [TURNS[2]]
