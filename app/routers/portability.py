@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from app.deps import EmbedderDep, SessionDep, SessionmakerDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, SessionmakerDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.schemas.portability import ImportOut
 from app.services import portability
@@ -36,13 +36,16 @@ async def export(tenant_id: TenantDep, sessionmaker: SessionmakerDep) -> Streami
              responses=problem_responses(409, 413, 422),
              summary="Import records of an export (JSON Lines)")
 async def import_records(request: Request, session: SessionDep, tenant_id: TenantDep,
-                         embedder: EmbedderDep) -> ImportOut:
+                         embedder: EmbedderDep, settings: SettingsDep) -> ImportOut:
     """Insert the records in one transaction (all or none), keeping their ids, times
     (created_at, occurred_at, last_confirmed_at, ...) and counters. A line whose `tenant_id`
     is not the caller's is a 422 naming the line and the field, and so is a malformed line; a
     record pointing at another tenant's rows is a 422, and so is a body without records; an
-    id that already exists is a 409. Import into a tenant whose copies are gone (after an
-    erasure), or into another database."""
+    id that already exists is a 409. Embeddings and the keyword index are made anew; an
+    episode of a session is read after the imported turns before it, as when it was stored.
+    Import into a tenant whose copies are gone (after an erasure), or into another
+    database."""
     counts = await portability.import_lines(session, embedder=embedder, tenant_id=tenant_id,
-                                            body=await request.body())
+                                            body=await request.body(),
+                                            keyword_context=settings.keyword_context)
     return import_out(counts)

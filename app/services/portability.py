@@ -10,6 +10,7 @@ embeddings and tsvectors, which import makes again from the content with the run
 import json
 import math
 import uuid
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,7 @@ from app.repositories.portability import MEMORY_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
 from app.scope import Scope, scope_session
 from app.services.embeddings import Embedded, embed_texts, store_passages
-from app.text import preprocess_text
+from app.text import context_text, keyword_text, preprocess_text
 
 NDJSON = "application/x-ndjson"
 CHECK_VIOLATION = "23514"
@@ -150,10 +151,11 @@ def _parse(number: int, raw: bytes, tenant_id: str) -> tuple[str, dict[str, Any]
 
 
 async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: str,
-                       body: bytes) -> dict[str, int]:
+                       body: bytes, keyword_context: bool = False) -> dict[str, int]:
     """Insert the records of an export into the tenant, in the caller's one transaction,
     keeping ids and every time; counts per kind. A line of another tenant is refused, and so
-    is a record pointing at another tenant's rows."""
+    is a record pointing at another tenant's rows. An episode of a session is embedded (and
+    with `keyword_context` indexed) after the imported turns before it, as if stored anew."""
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
     for number, raw in enumerate(body.splitlines(), start=1):
         if raw.strip():
@@ -168,7 +170,8 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
             if row.get(column) is not None:
                 later[kind].append((row["id"], row.pop(column)))
     memories = [(kind, row) for kind in MEMORY_KINDS for row in by_kind[kind]]
-    embedded = await _embed(session, embedder, tenant_id, [row for _, row in memories])
+    embedded = await _embed(session, embedder, tenant_id, memories,
+                            keyword_context=keyword_context)
     for kind, rows in by_kind.items():
         # Rows with the same fields go in one statement; missing fields take their defaults.
         groups: dict[frozenset[str], list[dict[str, Any]]] = {}
@@ -221,15 +224,42 @@ def _refused(kind: str, error: IntegrityError) -> DomainError:
 
 
 async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
-                 rows: list[dict[str, Any]]) -> Embedded | None:
-    """Embed every memory (and the windows of long ones) in one batch, before any SQL (no
-    connection held meanwhile)."""
-    if not rows:
+                 memories: list[tuple[str, dict[str, Any]]], *,
+                 keyword_context: bool) -> Embedded | None:
+    """Embed every memory (the windows of long ones, the contexts of session turns) in one
+    batch, before any SQL (no connection held meanwhile)."""
+    if not memories:
         return None
+    rows = [row for _, row in memories]
+    contexts = _session_contexts(memories, turns=embedder.context_turns)
     embedded = await embed_texts(session, embedder, [row["content"] for row in rows],
-                                 tenant_id=tenant_id)
-    for row, vector in zip(rows, embedded.vectors, strict=True):
+                                 tenant_id=tenant_id, contexts=contexts)
+    for (kind, row), vector, context in zip(memories, embedded.vectors, contexts, strict=True):
         row["embedding"] = vector
         row["embedding_version_id"] = embedded.version_id
-        row["search_text"] = preprocess_text(row["content"])
+        row["search_text"] = preprocess_text(keyword_text(
+            row["content"], context, with_context=keyword_context and kind == "episode"
+            and row.get("session_id") is not None and embedder.context_turns > 0))
     return embedded
+
+
+def _session_contexts(memories: list[tuple[str, dict[str, Any]]], *,
+                      turns: int) -> list[str | None]:
+    """Each imported episode of a session read after the `turns` imported turns before it in
+    its butler and session (by `sequence`, then line order); None for the others."""
+    contexts: list[str | None] = [None] * len(memories)
+    if turns <= 0:
+        return contexts
+    sessions: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    for index, (kind, row) in enumerate(memories):
+        if kind == "episode" and row.get("session_id") is not None:
+            sessions[(row.get("butler"), row["session_id"])].append(index)
+    for indexes in sessions.values():
+        indexes.sort(key=lambda i: (memories[i][1].get("sequence") is None,
+                                    memories[i][1].get("sequence") or 0, i))
+        for position, index in enumerate(indexes):
+            previous = [memories[i][1]["content"] for i in indexes[max(0, position - turns):
+                                                                    position]]
+            if previous:
+                contexts[index] = context_text(previous, memories[index][1]["content"])
+    return contexts

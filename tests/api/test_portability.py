@@ -137,3 +137,36 @@ async def test_broken_constraints_name_the_kind_and_column(client):
         response = await client.post("/v1/import", content=body, headers=NDJSON)
         assert response.status_code == status, (field, response.text)
         assert response.json()["errors"][0]["field"] == field
+
+
+async def _session_index(sql):
+    """(content, tsvector, context passage vector or None) of every episode, in order."""
+    rows = await sql("SELECT e.content, e.search_vector::text AS words, p.embedding::text AS "
+                     "context FROM episodes e LEFT JOIN passages p ON p.episode_id = e.id "
+                     "AND p.kind = 'context' ORDER BY e.sequence")
+    return [(row["content"], row["words"], json.loads(row["context"]) if row["context"] else None)
+            for row in rows]
+
+
+async def test_imported_turns_are_indexed_as_when_they_were_stored(
+        app, settings, client, sql, monkeypatch):
+    monkeypatch.setattr(app.state.settings, "keyword_context", True)
+    turns = ["Caroline: we adopted a grey kitten from the shelter last week.",
+             "Melanie: how is she settling in?",
+             "Caroline: she sleeps on the porch all day.",
+             "Melanie: lucky cat!"]
+    for turn in turns:
+        await store_episode(client, turn, butler="chat", session_id="s1")
+    stored = await _session_index(sql)
+    exported = await client.get("/v1/export")
+    await erase(client, app, settings, tenant=True, confirm="default")
+
+    imported = await client.post("/v1/import", content=exported.content, headers=NDJSON)
+
+    assert imported.status_code == 200, imported.text
+    again = await _session_index(sql)
+    assert [(content, words) for content, words, _ in again] == [
+        (content, words) for content, words, _ in stored]
+    assert [context is None for *_, context in again] == [True, False, False, False]
+    for (*_, before), (*_, after) in zip(stored[1:], again[1:], strict=True):
+        assert sum(a * b for a, b in zip(before, after, strict=True)) > 0.9999
