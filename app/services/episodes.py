@@ -84,6 +84,8 @@ async def renew_contexts(session: AsyncSession, embedder: Embedder, *, tenant_id
     async with side_session(session) as lookup:
         after = [episode_id for episode_id in await episode_rows.turns_after(
             lookup, tenant_id=tenant_id, ids=ids, count=turns) if episode_id not in ids]
+        if not after:
+            return RenewedContexts()
         before = await episode_rows.turns_before(lookup, tenant_id=tenant_id, ids=after,
                                                  count=turns, excluding=ids)
         contents = await episode_rows.contents(lookup, tenant_id=tenant_id, ids=after)
