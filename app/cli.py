@@ -152,7 +152,7 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
         raise SystemExit(f"no live key with id {args.key_id}")
 
 
-def _reembed(settings: Settings) -> None:
+def _reembed(settings: Settings, every: bool) -> None:
     from app.db import create_engine, make_sessionmaker, resolve_database_url
     from app.embedding import get_embedder
     from app.services.reembed import reembed_all
@@ -160,7 +160,8 @@ def _reembed(settings: Settings) -> None:
     async def run() -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)
         try:
-            counts = await reembed_all(make_sessionmaker(engine), get_embedder(settings))
+            counts = await reembed_all(make_sessionmaker(engine), get_embedder(settings),
+                                       every=every)
         finally:
             await engine.dispose()
         print(", ".join(f"{name}: {count} re-embedded" for name, count in counts.items()))
@@ -247,7 +248,11 @@ def main(argv: list[str] | None = None) -> None:
     listing.add_argument("--tenant")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("key_id", type=uuid.UUID)
-    commands.add_parser("reembed", help="re-embed memories made by another embedding model")
+    reembed = commands.add_parser("reembed",
+                                  help="re-embed memories made by another embedding model")
+    reembed.add_argument("--all", action="store_true", dest="every",
+                         help="re-embed every memory (after changing ENGRAM_EMBEDDING_PASSAGE_"
+                              "CHARS, ..._PASSAGE_OVERLAP or ..._CONTEXT_TURNS)")
     commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
                                         "(the turns before each one)")
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
@@ -284,7 +289,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
     elif args.command == "keys":
         _keys(settings, args)
     elif args.command == "reembed":
-        _reembed(settings)
+        _reembed(settings, args.every)
     elif args.command == "reindex":
         _reindex(settings)
     elif args.command == "mcp":

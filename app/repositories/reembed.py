@@ -1,4 +1,4 @@
-"""SQL for re-embedding memories made by another embedding model."""
+"""SQL for re-embedding memories made by another embedding model (or all of them)."""
 
 import uuid
 from typing import Any
@@ -19,6 +19,17 @@ async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
     stmt = (select(model.id, model.tenant_id, model.content)
             .where(model.embedding_version_id.is_distinct_from(version_id))
             .order_by(model.id).limit(limit).with_for_update(skip_locked=True))
+    return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
+
+
+async def rows_after(session: AsyncSession, model: Memory, *, after: uuid.UUID | None,
+                     limit: int) -> list[tuple[uuid.UUID, str, str]]:
+    """Up to `limit` (id, tenant_id, content) rows by id, after `after`, whatever made their
+    vectors."""
+    stmt = select(model.id, model.tenant_id, model.content)
+    if after is not None:
+        stmt = stmt.where(model.id > after)
+    stmt = stmt.order_by(model.id).limit(limit).with_for_update()
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 

@@ -1,4 +1,5 @@
-"""Re-embed every memory (and its passages) whose vectors were made by another model."""
+"""Re-embed every memory (and its passages) whose vectors were made by another model, or
+every memory."""
 
 import uuid
 from collections import defaultdict
@@ -17,10 +18,11 @@ from app.text import context_text
 BATCH_SIZE = 256
 
 
-async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
-                      embedder: Embedder) -> dict[str, int]:
+async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, *,
+                      every: bool = False) -> dict[str, int]:
     """Re-embed stale rows of every memory table (every tenant: system work), one committed
-    batch at a time; a row's passages are made anew from its content."""
+    batch at a time; a row's passages are made anew from its content. With `every`, every
+    row, stale or not (after a change of the passage or context settings)."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         version_id, _ = await embedding_version_rows.ensure_version(
             session, model_name=embedder.model_name, model_version=embedder.model_version,
@@ -28,11 +30,13 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
     counts: dict[str, int] = {}
     for name, memory_type, model in (("episodes", "episode", Episode),
                                      ("facts", "fact", Fact), ("rules", "rule", Rule)):
-        counts[name] = 0
+        counts[name], after = 0, None
         while True:
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                rows = await reembed_rows.stale_rows(session, model, version_id=version_id,
-                                                     limit=BATCH_SIZE)
+                rows = (await reembed_rows.rows_after(session, model, after=after,
+                                                      limit=BATCH_SIZE) if every else
+                        await reembed_rows.stale_rows(session, model, version_id=version_id,
+                                                      limit=BATCH_SIZE))
                 if not rows:
                     break
                 by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
@@ -42,6 +46,7 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession],
                     await _reembed_rows(session, embedder, memory_type, model,
                                         tenant_id=tenant_id, rows=tenant_rows)
                 counts[name] += len(rows)
+                after = rows[-1][0]
     return counts
 
 

@@ -227,3 +227,17 @@ async def test_deleting_a_session_s_first_turn_leaves_the_next_one_without_conte
 
     assert response.status_code == 204
     assert [content for content, _ in await context_passages(sql)] == [TURNS[2]]
+
+
+async def test_reembed_all_applies_a_new_context_turns_setting(client, sql, app, monkeypatch):
+    for turn in TURNS:
+        await store_episode(client, turn, butler="chat", session_id=SESSION)
+    monkeypatch.setattr(app.state.embedder, "context_turns", 1)
+    assert (await reembed_all(app.state.sessionmaker, app.state.embedder))["episodes"] == 0
+
+    counts = await reembed_all(app.state.sessionmaker, app.state.embedder, every=True)
+
+    assert counts == {"episodes": len(TURNS), "facts": 0, "rules": 0}
+    [(content, vector)] = [(c, v) for c, v in await context_passages(sql) if c == TURNS[2]]
+    expected = await app.state.embedder.aembed(context_text([TURNS[1]], TURNS[2]))
+    assert float(np.dot(vector, expected)) > 0.9999
