@@ -146,14 +146,28 @@ async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[Episod
     async with side_session(session) as lookup:
         earlier = await episode_rows.latest_turns(lookup, tenant_id=tenant_id, sessions=keys,
                                                   count=turns)
+    return session_contexts(
+        [((item.butler, item.session_id) if item.session_id is not None else None,
+          item.content) for item in items], turns=turns, earlier=earlier)
+
+
+SessionKey = tuple[str, str]
+
+
+def session_contexts(turns_in_order: Sequence[tuple[SessionKey | None, str]], *, turns: int,
+                     earlier: dict[SessionKey, list[str]] | None = None) -> list[str | None]:
+    """Each (session, content) turn read after the `turns` turns before it in its session:
+    those of `earlier` (oldest first), then those before it in the list; None for a turn
+    without a session or without a turn before it."""
+    previous_by_session = {key: list(texts) for key, texts in (earlier or {}).items()}
     contexts: list[str | None] = []
-    for item in items:
-        if item.session_id is None:
+    for key, content in turns_in_order:
+        if key is None:
             contexts.append(None)
             continue
-        previous = earlier.setdefault((item.butler, item.session_id), [])
-        contexts.append(context_text(previous[-turns:], item.content) if previous else None)
-        previous.append(item.content)
+        previous = previous_by_session.setdefault(key, [])
+        contexts.append(context_text(previous[-turns:], content) if previous else None)
+        previous.append(content)
     return contexts
 
 

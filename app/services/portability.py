@@ -10,7 +10,6 @@ embeddings and tsvectors, which import makes again from the content with the run
 import json
 import math
 import uuid
-from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
@@ -28,7 +27,8 @@ from app.repositories.portability import MEMORY_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
 from app.scope import Scope, scope_session
 from app.services.embeddings import Embedded, embed_texts, store_passages
-from app.text import context_text, keyword_text, preprocess_text
+from app.services.episodes import session_contexts
+from app.text import keyword_text, preprocess_text
 
 NDJSON = "application/x-ndjson"
 CHECK_VIOLATION = "23514"
@@ -250,16 +250,13 @@ def _session_contexts(memories: list[tuple[str, dict[str, Any]]], *,
     contexts: list[str | None] = [None] * len(memories)
     if turns <= 0:
         return contexts
-    sessions: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-    for index, (kind, row) in enumerate(memories):
-        if kind == "episode" and row.get("session_id") is not None:
-            sessions[(row.get("butler"), row["session_id"])].append(index)
-    for indexes in sessions.values():
-        indexes.sort(key=lambda i: (memories[i][1].get("sequence") is None,
-                                    memories[i][1].get("sequence") or 0, i))
-        for position, index in enumerate(indexes):
-            previous = [memories[i][1]["content"] for i in indexes[max(0, position - turns):
-                                                                    position]]
-            if previous:
-                contexts[index] = context_text(previous, memories[index][1]["content"])
+    order = sorted((index for index, (kind, row) in enumerate(memories)
+                    if kind == "episode" and row.get("session_id") is not None),
+                   key=lambda i: (memories[i][1].get("sequence") is None,
+                                  memories[i][1].get("sequence") or 0, i))
+    found = session_contexts([((str(memories[i][1].get("butler")),
+                                str(memories[i][1]["session_id"])), memories[i][1]["content"])
+                              for i in order], turns=turns)
+    for index, context in zip(order, found, strict=True):
+        contexts[index] = context
     return contexts
