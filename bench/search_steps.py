@@ -2,7 +2,7 @@
 
 Times, for the same questions one at a time: POST /v1/search through HTTP (hybrid, limit
 10), and in this process the query embedding alone (the server's model settings) and the
-search statement alone (repositories/search.search_candidates: the one SQL statement of
+search statement alone (retrieval/candidates.search_candidates: the one SQL statement of
 both legs over episodes, facts and rules with every candidate's row), as the service's role
 `engram_app` under row-level security in the tenant's scope.
 
@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from app.config import Settings
 from app.embedding import get_embedder
-from app.repositories import search as search_rows
+from app.retrieval import candidates as search_rows
 from app.scope import Scope, scope_session
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -12,6 +12,10 @@ from app.clock import now_utc
 from app.config import SearchMode
 from app.mcp.args import ButlerArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.retrieval import requests as retrieval
+from app.retrieval.context import build_context
+from app.retrieval.recall import recall
+from app.retrieval.search import graph_query
 from app.schemas.common import MemoryType
 from app.schemas.search import (
     ContextRequest,
@@ -23,11 +27,8 @@ from app.schemas.search import (
     SearchResponse,
 )
 from app.schemas.stats import StatsOut
-from app.services import retrieval, stats
-from app.services.context import build_context
-from app.services.recall import recall
+from app.services import stats
 from app.services.responses import context_out, recall_hit
-from app.services.search import graph_query
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(

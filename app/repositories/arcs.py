@@ -14,7 +14,7 @@ from app.embedding.vectors import EmbeddingVector
 from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
-from app.repositories.search import RankedCandidate, or_tsquery
+from app.retrieval.candidates import RankedCandidate, or_tsquery
 
 
 def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,

@@ -12,7 +12,7 @@ from app.embedding.vectors import EmbeddingVector
 from app.models import Procedure
 from app.repositories import pagination
 from app.repositories.memories import to_tsvector
-from app.repositories.search import RankedCandidate, or_tsquery
+from app.retrieval.candidates import RankedCandidate, or_tsquery
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,10 @@ from fastapi import APIRouter
 from app.clock import now_utc
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.retrieval import requests as retrieval
+from app.retrieval.context import build_context
+from app.retrieval.recall import recall
+from app.retrieval.search import graph_query
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
     ContextRequest,
@@ -14,11 +18,7 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
-from app.services import retrieval
-from app.services.context import build_context
-from app.services.recall import recall
 from app.services.responses import context_out, recall_hit
-from app.services.search import graph_query
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 

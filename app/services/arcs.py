@@ -15,7 +15,8 @@ from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
-from app.repositories.search import RankedCandidate
+from app.retrieval.candidates import RankedCandidate
+from app.retrieval.records import RecordHit, search_records
 from app.schemas.arcs import (
     MAX_KEY_EVENTS,
     ArcClose,
@@ -27,7 +28,6 @@ from app.schemas.arcs import (
 from app.scope import side_session
 from app.services import events
 from app.services.embeddings import embed_texts
-from app.services.single_type_search import RecordHit, search_records
 from app.text import preprocess_text
 
 OPEN_STATUSES = ("draft", "active")

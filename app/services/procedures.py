@@ -14,7 +14,8 @@ from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
 from app.repositories.procedures import ProcedureFilters
-from app.repositories.search import RankedCandidate
+from app.retrieval.candidates import RankedCandidate
+from app.retrieval.records import RecordHit, search_records
 from app.schemas.procedures import (
     MemoryRef,
     ProcedureCreate,
@@ -24,7 +25,6 @@ from app.schemas.procedures import (
 )
 from app.services import events
 from app.services.embeddings import embed_texts
-from app.services.single_type_search import RecordHit, search_records
 from app.text import preprocess_text
 
 

@@ -20,6 +20,11 @@ from app.models import (
     RunMessage,
     WorkingMemory,
 )
+from app.retrieval.context import Context
+from app.retrieval.recall import Recalled
+from app.retrieval.records import RecordHit
+from app.retrieval.search import Hit
+from app.retrieval.timewindow import TimeWindow
 from app.schemas.arcs import ArcOut, ArcSearchResponse
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
@@ -60,15 +65,10 @@ from app.schemas.search import (
     TimeWindowOut,
 )
 from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
-from app.services.context import Context
 from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
-from app.services.recall import Recalled
 from app.services.runs import RunDetail, RunFound
-from app.services.search import Hit
-from app.services.single_type_search import RecordHit
-from app.services.timewindow import TimeWindow
 from app.services.working_memory import etag_of
 
 

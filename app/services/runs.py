@@ -12,8 +12,8 @@ from app.embedding import Embedder
 from app.errors import InvalidInput, NotFound
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import runs as run_rows
-from app.repositories import search as search_rows
 from app.repositories.runs import RunFilters
+from app.retrieval import candidates as search_rows
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
 from app.scope import side_session
 from app.services import events

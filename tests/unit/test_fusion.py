@@ -4,8 +4,8 @@ import uuid
 
 import pytest
 
-from app.repositories.search import RankedCandidate
-from app.services.search import FusionWeights, fuse, rrf_score, single_list
+from app.retrieval.candidates import RankedCandidate
+from app.retrieval.fusion import FusionWeights, fuse, rrf_score, single_list
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 

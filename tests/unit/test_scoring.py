@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from app.config import ScoreWeights
-from app.services.context import HEADER, assemble, fact_line, rule_line
-from app.services.recall import (
+from app.retrieval.context import HEADER, assemble, fact_line, rule_line
+from app.retrieval.recall import (
     above_floor,
     composite_score,
     own_time,
@@ -17,7 +17,7 @@ from app.services.recall import (
     relevance_from_rrf,
     score_hit,
 )
-from app.services.search import Hit
+from app.retrieval.search import Hit
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 WEIGHTS = ScoreWeights()

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from app.services.timewindow import parse_time_window
+from app.retrieval.timewindow import parse_time_window
 
 # A Wednesday.
 REFERENCE = datetime(2023, 6, 14, 15, 30, tzinfo=UTC)

@@ -6,10 +6,10 @@ from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput
+from app.retrieval.search import graph_query, search
+from app.retrieval.timewindow import parse_time_window
 from app.schemas.search import SearchRequest, SearchResponse
 from app.services.responses import search_out
-from app.services.search import graph_query, search
-from app.services.timewindow import parse_time_window
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,

@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
-from app.repositories import search as search_rows
+from app.retrieval import candidates as search_rows
+from app.retrieval.search import GraphQuery, Hit, search
 from app.services.lifecycle import effective_confidence, recency_score
-from app.services.search import GraphQuery, Hit, search
 
 RECALL_TYPES = ("fact", "rule")
 

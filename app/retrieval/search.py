@@ -1,4 +1,4 @@
-"""Search: Reciprocal Rank Fusion (pure functions) and the search workflow."""
+"""The search workflow: candidate lists, fusion or reranking, rows, neighbours, graph paths."""
 
 import uuid
 from collections.abc import Mapping, Sequence
@@ -7,137 +7,22 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import DEFAULT_RRF_K, RetrievalSettings
+from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
 from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import graph as graph_rows
-from app.repositories import record_search
-from app.repositories import search as search_rows
-from app.repositories.search import Filters, PassageMatch, RankedCandidate
-from app.services.timewindow import TimeWindow
+from app.retrieval import candidates as search_rows
+from app.retrieval import record_sql
+from app.retrieval.candidates import Filters, PassageMatch, RankedCandidate
+from app.retrieval.fusion import Fused, FusionWeights, Key, fuse, merge_sources, single_list
+from app.retrieval.timewindow import TimeWindow
 from app.text import preprocess_search_query
 
 ALL_TYPES = ("episode", "fact", "rule")
-# Searched only when named in `types`; ranked by their own source (repositories/record_search).
-RECORD_TYPES = record_search.TYPES
-
-Key = tuple[str, uuid.UUID]
-
-
-@dataclass(frozen=True)
-class Fused:
-    """A candidate after fusion; a rank is None when the memory is absent from that list.
-
-    `fused_score` orders the results; `contributions` is its sum split by signal
-    (semantic, keyword, time). `rrf_score` is the fused score of RRF fusion.
-    """
-
-    memory_type: str
-    memory_id: uuid.UUID
-    semantic_rank: int | None
-    keyword_rank: int | None
-    rrf_score: float | None
-    time_rank: int | None = None
-    fused_score: float | None = None
-    contributions: dict[str, float] | None = None
-
-
-@dataclass(frozen=True)
-class FusionWeights:
-    """Weights of weighted score fusion: each signal's min-max normalised score times its
-    weight."""
-
-    semantic: float = 0.5
-    keyword: float = 0.5
-    time: float = 0.25
-    graph: float = 0.2
-
-
-def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
-              k: int = DEFAULT_RRF_K) -> float:
-    """1/(k + semantic_rank) + 1/(k + keyword_rank); a missing rank counts as limit + 1."""
-    missing = limit + 1
-    return (1.0 / (k + (semantic_rank if semantic_rank is not None else missing))
-            + 1.0 / (k + (keyword_rank if keyword_rank is not None else missing)))
-
-
-def _fusion_order(item: Fused) -> tuple[Any, ...]:
-    absent = float("inf")
-    return (-(item.fused_score or 0.0),
-            item.semantic_rank if item.semantic_rank is not None else absent,
-            item.keyword_rank if item.keyword_rank is not None else absent,
-            item.memory_type, str(item.memory_id))
-
-
-def _by_key(candidates: Sequence[RankedCandidate]) -> dict[Key, RankedCandidate]:
-    return {(c.memory_type, c.memory_id): c for c in candidates}
-
-
-def _normalised(candidates: Sequence[RankedCandidate]) -> dict[Key, float]:
-    """Min-max normalised leg scores: the best 1, the worst 0 (all 1 when they tie)."""
-    if not candidates:
-        return {}
-    low, high = min(c.score for c in candidates), max(c.score for c in candidates)
-    return {(c.memory_type, c.memory_id):
-            (c.score - low) / (high - low) if high > low else 1.0 for c in candidates}
-
-
-def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
-         k: int = DEFAULT_RRF_K, boost: Sequence[RankedCandidate] = (), method: str = "rrf",
-         weights: FusionWeights = FusionWeights(),
-         graph: Sequence[RankedCandidate] = ()) -> list[Fused]:
-    """Fuse two ranked lists, best first (then semantic_rank, keyword_rank, stable keys).
-
-    `rrf`: 1/(k + rank) per list, a missing rank counting as limit + 1. `weighted`: each
-    list's min-max normalised score times its weight, 0 when missing. A `boost` list (the
-    episodes inside the query's time window) adds 1/(k + its rank) (rrf) or
-    weights.time * (n - rank + 1) / n (weighted) to the memories it holds. A `graph` list
-    (memories near the query's entities, scored in [0, 1]) adds 1/(k + its rank) (rrf) or
-    weights.graph * its score (weighted).
-    """
-    semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
-    graph_by = _by_key(graph)
-    semantic_norm, keyword_norm = _normalised(semantic), _normalised(keyword)
-    missing = limit + 1
-    fused = []
-    for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by, *graph_by]):
-        sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
-        near = graph_by.get(key)
-        if method == "weighted":
-            parts = {"semantic": weights.semantic * semantic_norm.get(key, 0.0),
-                     "keyword": weights.keyword * keyword_norm.get(key, 0.0),
-                     "time": (weights.time * (len(boost) - tb.rank + 1) / len(boost)
-                              if tb else 0.0)}
-            if graph:
-                parts["graph"] = weights.graph * near.score if near else 0.0
-        else:
-            parts = {"semantic": 1.0 / (k + (sem.rank if sem else missing)),
-                     "keyword": 1.0 / (k + (kw.rank if kw else missing)),
-                     "time": 1.0 / (k + tb.rank) if tb else 0.0}
-            if graph:
-                parts["graph"] = 1.0 / (k + near.rank) if near else 0.0
-        total = sum(parts.values())
-        fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
-                           total if method == "rrf" else None, tb.rank if tb else None,
-                           fused_score=total, contributions=parts))
-    return sorted(fused, key=_fusion_order)[:limit]
-
-
-def single_list(candidates: Sequence[RankedCandidate], *, semantic: bool,
-                boost: Sequence[RankedCandidate] = ()) -> list[Fused]:
-    """A one-mode result: the list as ranked, without fusion; members of `boost` (the
-    episodes inside the query's time window) move ahead, keeping their order."""
-    boost_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in boost}
-    listed = [
-        Fused(c.memory_type, c.memory_id, c.rank if semantic else None,
-              None if semantic else c.rank, None,
-              boost_ranks.get((c.memory_type, c.memory_id)))
-        for c in candidates
-    ]
-    return sorted(listed, key=lambda item: item.time_rank is None)
-
+# Searched only when named in `types`; ranked by their own source (record_sql.py).
+RECORD_TYPES = record_sql.TYPES
 
 @dataclass(frozen=True)
 class Hit:
@@ -262,23 +147,13 @@ async def graph_candidates(
     return ranked, paths
 
 
-def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bool,
-                  limit: int) -> list[Fused]:
-    """Two separately ranked result lists as one: by fused score in hybrid mode, else by rank
-    (time-boosted memories still first)."""
-    def order(item: Fused) -> tuple[Any, ...]:
-        return (False if hybrid else item.time_rank is None, *_fusion_order(item))
-
-    return sorted([*first, *second], key=order)[:limit]
-
-
 async def with_records(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
                        types: Sequence[str], mode: str, vector: EmbeddingVector | None,
                        query: str | None, limit: int, rrf_k: int, method: str,
                        weights: FusionWeights) -> list[Fused]:
     """The memories' results merged with those of the record types asked for (fused the same
     way, each source on its own)."""
-    semantic, keyword = await record_search.candidate_lists(
+    semantic, keyword = await record_sql.candidate_lists(
         session, types=types, tenant_id=tenant_id, vector=vector, query=query, limit=limit)
     if mode == "hybrid":
         found = fuse(semantic, keyword, limit=limit, k=rrf_k, method=method, weights=weights)
@@ -314,7 +189,7 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
     for record_type in RECORD_TYPES:
         ids = [f.memory_id for f in fused if f.memory_type == record_type]
         if ids:
-            records = await record_search.load_rows(session, record_type, tenant_id=tenant_id,
+            records = await record_sql.load_rows(session, record_type, tenant_id=tenant_id,
                                                     ids=ids, vector=vector, query=query)
             rows.update({(record_type, row_id): search_rows.LoadedRow(row, similarity,
                                                                       keyword_score, None)

@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
-from app.repositories import search as search_rows
-from app.repositories.search import RankedCandidate
-from app.services.search import fuse, single_list
+from app.retrieval import candidates as search_rows
+from app.retrieval.candidates import RankedCandidate
+from app.retrieval.fusion import fuse, single_list
 from app.text import preprocess_search_query
 
 Leg = Callable[[Any], Awaitable[list[RankedCandidate]]]

@@ -37,9 +37,9 @@ from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Passage, Rule
 from app.models.passages import OWNER_COLUMNS
 from app.models.vector import Vector
-from app.repositories import keyword
 from app.repositories.confidence import effective_confidence_sql
 from app.repositories.memories import MODELS
+from app.retrieval import keyword
 from app.scope import set_local
 
 Memory = Episode | Fact | Rule
@@ -237,7 +237,7 @@ class LoadedRow:
     """A row with its similarity to the query (its best passage's, when better) and
     keyword score."""
 
-    row: Any  # a memory, or a run, run message or reflection (repositories/record_search)
+    row: Any  # a memory, or a run, run message or reflection (retrieval/record_sql.py)
     similarity: float | None
     keyword_score: float | None
     passage: PassageMatch | None

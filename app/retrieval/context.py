@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
-from app.services.recall import Recalled, bump_recalled, recall
+from app.retrieval.recall import Recalled, bump_recalled, recall
 
 CHARS_PER_TOKEN = 4
 HEADER = "# Memory Context\n"
