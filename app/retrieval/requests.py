@@ -6,7 +6,8 @@ from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput
-from app.retrieval.search import graph_query, search
+from app.retrieval.plan import graph_query, plan_search
+from app.retrieval.search import search
 from app.retrieval.timewindow import parse_time_window
 from app.schemas.search import SearchRequest, SearchResponse
 from app.services.responses import search_out
@@ -22,11 +23,13 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                            field="entities")
     now = now_utc()
     window = parse_time_window(request.query, request.reference_time or now)
-    hits = await search(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                        query=request.query, types=request.types, scope=request.scope,
-                        mode=mode, limit=request.limit or retrieval.default_limit,
-                        min_confidence=request.min_confidence,
-                        neighbours=request.neighbours, window=window,
-                        time_mode=request.time_mode, fusion=request.fusion,
-                        graph=graph_query(request.entities, request.graph_hops))
+    plan = plan_search(retrieval, query=request.query, types=request.types,
+                       scope=request.scope, mode=mode,
+                       limit=request.limit or retrieval.default_limit,
+                       min_confidence=request.min_confidence, fusion=request.fusion,
+                       window=window, time_mode=request.time_mode,
+                       graph=graph_query(request.entities, request.graph_hops),
+                       neighbours=request.neighbours)
+    hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
+                        retrieval=retrieval)
     return search_out(mode, hits, window, request.time_mode, now)

@@ -16,13 +16,19 @@ from app.repositories import graph as graph_rows
 from app.retrieval import candidates as search_rows
 from app.retrieval import record_sql
 from app.retrieval.candidates import Filters, PassageMatch, RankedCandidate
-from app.retrieval.fusion import Fused, FusionWeights, Key, fuse, merge_sources, single_list
-from app.retrieval.timewindow import TimeWindow
-from app.text import preprocess_search_query
+from app.retrieval.fusion import (
+    Fused,
+    Key,
+    Known,
+    fuse,
+    fuse_learned,
+    known_row,
+    merge_sources,
+    single_list,
+)
+from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
 
-ALL_TYPES = ("episode", "fact", "rule")
-# Searched only when named in `types`; ranked by their own source (record_sql.py).
-RECORD_TYPES = record_sql.TYPES
+__all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
 @dataclass(frozen=True)
 class Hit:
@@ -44,14 +50,6 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class GraphQuery:
-    """Entities a search is about: memories within `hops` links of them rank higher."""
-
-    entities: tuple[uuid.UUID, ...]
-    hops: int = 2
-
-
-@dataclass(frozen=True)
 class GraphPath:
     """Why a memory got a graph boost: its best path from one of the query's entities."""
 
@@ -61,68 +59,79 @@ class GraphPath:
     score: float
 
 
-def graph_query(entities: Sequence[uuid.UUID] | None, hops: int) -> GraphQuery | None:
-    """The graph part of a request: None without entities."""
-    return GraphQuery(tuple(dict.fromkeys(entities)), hops) if entities else None
+async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
+                 embedder: Embedder, retrieval: RetrievalSettings) -> list[Hit]:
+    """Search the tenant's memories as `plan` says; an empty query finds nothing.
 
-
-async def search(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                 retrieval: RetrievalSettings, query: str, types: Sequence[str] | None,
-                 scope: str | None, mode: str, limit: int, min_confidence: float,
-                 neighbours: int = 0, window: TimeWindow | None = None,
-                 time_mode: str = "boost", fusion: str | None = None,
-                 graph: GraphQuery | None = None) -> list[Hit]:
-    """Search the tenant's memories; an empty query (after preprocessing) finds nothing.
-
-    With `neighbours` > 0 each episode hit carries up to that many turns stored before and
-    after it in the same butler and session. A time `window` boosts the episodes that
-    occurred inside it (`time_mode` "boost": a third RRF list in hybrid mode, moved ahead in
-    one-list modes) or keeps only those ("filter"). Hybrid mode fuses the lists by `fusion`
-    (rrf or weighted; default: the configured one); with a `graph` query (hybrid mode) the
-    memories near its entities are a further list, each hit saying its path.
+    With `plan.neighbours` > 0 each episode hit carries up to that many turns stored before
+    and after it in the same butler and session. A time window boosts the episodes that
+    occurred inside it (time_mode "boost": a further list in hybrid mode, a signal of learned
+    fusion, moved ahead in one-list modes) or keeps only those ("filter"). Hybrid mode fuses
+    the lists by `plan.fusion`; with a graph query (hybrid mode) the memories near its
+    entities are a further list, each hit saying its path.
     """
-    cleaned = preprocess_search_query(query)
-    if not cleaned:
+    if not plan.query:
         return []
-    wanted = [t for t in ALL_TYPES if types is None or t in types]
-    records = [t for t in RECORD_TYPES if types is not None and t in types]
-    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
-              if mode in ("semantic", "hybrid") else None)
-    keyword_query = cleaned if mode in ("keyword", "hybrid") else None
+    vector = (await embedder.aembed(plan.query, tenant_id=tenant_id)
+              if plan.semantic else None)
+    keyword_query = plan.query if plan.keyword else None
     if vector is not None:
         await search_rows.configure_vector_scan(
-            session, ef_search=max(retrieval.hnsw_ef_search, limit),
+            session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-    span = (window.start, window.end) if window is not None and time_mode != "off" else None
-    filters = Filters(tenant_id=tenant_id, scope=scope, min_confidence=min_confidence,
-                      occurred=span if time_mode == "filter" else None)
+    span = plan.span
+    filters = Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
+                      occurred=span if plan.time_mode == "filter" else None)
     found = await search_rows.search_candidates(
-        session, types=wanted, filters=filters, vector=vector, query=keyword_query, limit=limit,
-        window=span if time_mode == "boost" and "episode" in wanted else None)
+        session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
+        limit=plan.depth,
+        window=span if plan.time_mode == "boost" and "episode" in plan.types else None)
     semantic, keyword, boost = found.semantic, found.keyword, found.window
-    near, paths = (await graph_candidates(session, filters=filters, types=wanted, graph=graph,
-                                          limit=limit, fanout=retrieval.graph_fanout)
-                   if graph is not None and graph.entities and mode == "hybrid" else ([], {}))
-    weights = FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
-                            retrieval.time_weight, retrieval.graph_weight)
-    if mode == "hybrid":
-        fused = fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k, boost=boost,
-                     method=fusion or retrieval.fusion, weights=weights, graph=near)
+    near, paths = (await graph_candidates(session, filters=filters, types=plan.types,
+                                          graph=plan.graph, limit=plan.limit,
+                                          fanout=retrieval.graph_fanout)
+                   if plan.graph is not None and plan.graph.entities and plan.mode == "hybrid"
+                   else ([], {}))
+    rows = dict(found.rows)
+    if plan.learned:
+        rows.update(await missing_rows(session, tenant_id=tenant_id, keys=rows_wanted(near),
+                                       have=rows, vector=vector, query=keyword_query))
+        fused = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
+                             depth=plan.depth, boost=boost, window=span, graph=near,
+                             weights=plan.weights)
+    elif plan.mode == "hybrid":
+        fused = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, boost=boost,
+                     method=plan.fusion, weights=plan.weights, graph=near)
     else:
-        fused = single_list(semantic if mode == "semantic" else keyword,
-                            semantic=mode == "semantic", boost=boost)
-    if records:
-        fused = await with_records(session, tenant_id=tenant_id, fused=fused, types=records,
-                                   mode=mode, vector=vector, query=keyword_query, limit=limit,
-                                   rrf_k=retrieval.rrf_k, method=fusion or retrieval.fusion,
-                                   weights=weights)
+        fused = single_list(semantic if plan.mode == "semantic" else keyword,
+                            semantic=plan.mode == "semantic", boost=boost)
+    if plan.records:
+        fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,
+                                   vector=vector, query=keyword_query, rows=rows)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
-                           query=keyword_query, loaded=found.rows)
+                           query=keyword_query, loaded=rows)
     if paths:
         hits = [replace(hit, graph=paths.get((hit.memory_type, hit.row.id))) for hit in hits]
-    if neighbours > 0:
-        hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits, count=neighbours)
+    if plan.neighbours > 0:
+        hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits,
+                                     count=plan.neighbours)
     return hits
+
+
+def rows_wanted(*lists: Sequence[RankedCandidate]) -> list[Key]:
+    """The keys of the candidates of `lists`, once each."""
+    return list(dict.fromkeys((c.memory_type, c.memory_id) for ranked in lists
+                              for c in ranked))
+
+
+def known_rows(rows: Mapping[Key, search_rows.LoadedRow]) -> dict[Key, Known]:
+    """The loaded rows learned fusion can score (those with a similarity)."""
+    out = {}
+    for key, loaded in rows.items():
+        known = known_row(key[0], loaded)
+        if known is not None:
+            out[key] = known
+    return out
 
 
 async def graph_candidates(
@@ -147,20 +156,27 @@ async def graph_candidates(
     return ranked, paths
 
 
-async def with_records(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
-                       types: Sequence[str], mode: str, vector: EmbeddingVector | None,
-                       query: str | None, limit: int, rrf_k: int, method: str,
-                       weights: FusionWeights) -> list[Fused]:
+async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
+                       fused: Sequence[Fused], vector: EmbeddingVector | None,
+                       query: str | None, rows: dict[Key, search_rows.LoadedRow]) -> list[Fused]:
     """The memories' results merged with those of the record types asked for (fused the same
-    way, each source on its own)."""
+    way, each source on its own); learned fusion first loads their rows into `rows`."""
     semantic, keyword = await record_sql.candidate_lists(
-        session, types=types, tenant_id=tenant_id, vector=vector, query=query, limit=limit)
-    if mode == "hybrid":
-        found = fuse(semantic, keyword, limit=limit, k=rrf_k, method=method, weights=weights)
+        session, types=plan.records, tenant_id=tenant_id, vector=vector, query=query,
+        limit=plan.depth)
+    if plan.learned:
+        rows.update(await missing_rows(session, tenant_id=tenant_id,
+                                       keys=rows_wanted(semantic, keyword), have=rows,
+                                       vector=vector, query=query))
+        found = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
+                             depth=plan.depth, weights=plan.weights)
+    elif plan.mode == "hybrid":
+        found = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, method=plan.fusion,
+                     weights=plan.weights)
     else:
-        found = single_list(semantic if mode == "semantic" else keyword,
-                            semantic=mode == "semantic")
-    return merge_sources(fused, found, hybrid=mode == "hybrid", limit=limit)
+        found = single_list(semantic if plan.mode == "semantic" else keyword,
+                            semantic=plan.mode == "semantic")
+    return merge_sources(fused, found, hybrid=plan.mode == "hybrid", limit=plan.limit)
 
 
 async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit],
@@ -173,27 +189,37 @@ async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequen
             if hit.memory_type == "episode" else hit for hit in hits]
 
 
+async def missing_rows(session: AsyncSession, *, tenant_id: str, keys: Sequence[Key],
+                       have: Mapping[Key, search_rows.LoadedRow],
+                       vector: EmbeddingVector | None,
+                       query: str | None) -> dict[Key, search_rows.LoadedRow]:
+    """The rows of those `keys` not in `have`, one query per type."""
+    rows: dict[Key, search_rows.LoadedRow] = {}
+    for memory_type in (*MEMORY_TYPES, *RECORD_TYPES):
+        ids = [key[1] for key in keys if key[0] == memory_type and key not in have]
+        if not ids:
+            continue
+        if memory_type in MEMORY_TYPES:
+            more = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
+                                               ids=ids, vector=vector, query=query)
+        else:
+            more = {row_id: search_rows.LoadedRow(row, similarity, keyword_score, None)
+                    for row_id, (row, similarity, keyword_score) in (await record_sql.load_rows(
+                        session, memory_type, tenant_id=tenant_id, ids=ids, vector=vector,
+                        query=query)).items()}
+        rows.update({(memory_type, row_id): row for row_id, row in more.items()})
+    return rows
+
+
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
                     vector: EmbeddingVector | None, query: str | None,
                     loaded: Mapping[Key, search_rows.LoadedRow]) -> list[Hit]:
     """The fused results with their rows, in fused order: those already `loaded` with the
     candidate lists, the others (graph neighbours, records) fetched with one query per type."""
     rows = dict(loaded)
-    for memory_type in ALL_TYPES:
-        ids = [f.memory_id for f in fused
-               if f.memory_type == memory_type and (memory_type, f.memory_id) not in rows]
-        if ids:
-            more = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
-                                               ids=ids, vector=vector, query=query)
-            rows.update({(memory_type, memory_id): row for memory_id, row in more.items()})
-    for record_type in RECORD_TYPES:
-        ids = [f.memory_id for f in fused if f.memory_type == record_type]
-        if ids:
-            records = await record_sql.load_rows(session, record_type, tenant_id=tenant_id,
-                                                    ids=ids, vector=vector, query=query)
-            rows.update({(record_type, row_id): search_rows.LoadedRow(row, similarity,
-                                                                      keyword_score, None)
-                         for row_id, (row, similarity, keyword_score) in records.items()})
+    rows.update(await missing_rows(session, tenant_id=tenant_id,
+                                   keys=[(f.memory_type, f.memory_id) for f in fused],
+                                   have=rows, vector=vector, query=query))
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in rows:

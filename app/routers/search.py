@@ -7,8 +7,8 @@ from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
+from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
-from app.retrieval.search import graph_query
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
     ContextRequest,

@@ -141,6 +141,10 @@ class ProcedureHit(ProcedureOut):
     rrf_score: float | None
     semantic_rank: int | None
     keyword_rank: int | None
+    fused_score: float | None = Field(
+        None, description="Hybrid mode only: the score results are ordered by.")
+    contributions: dict[str, float] | None = Field(
+        None, description="Hybrid mode only: `fused_score` split by signal, as in /v1/search.")
 
 
 class ProcedureSearchResponse(ResponseModel):

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from app.config import SearchMode
+from app.config import Fusion, SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     IsoDatetime,
@@ -60,10 +60,18 @@ Search episodes, facts and rules of the caller's tenant.
   server setting `ENGRAM_KEYWORD_CONTEXT` (off by default), an episode stored with a
   `session_id` is also found by the words of the turns just before it in its session. `rank`
   reports `ts_rank_cd` of the OR-ed query lexemes; the order is BM25's (`keyword_rank`).
-* **hybrid** (default): Reciprocal Rank Fusion of the two lists, each `limit` long:
-  `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
-  one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
-  `rrf_score` desc, then `semantic_rank` asc.
+* **hybrid** (default): both lists, fused by `fusion`:
+  - `learned` (default): each list is read 50 deep (or `limit`, if larger) and every candidate
+    is scored by a linear model of its signals (similarity and BM25 score, each against the
+    best of the lists; its ranks; its session's best similarity and keyword score; its
+    length; whether it lies in the query's time window), trained to tell the turns that
+    answer a question from the rest. `fused_score` is that model's probability;
+    `contributions` holds each signal's part of it (in logits).
+  - `rrf`: Reciprocal Rank Fusion of the two lists, each `limit` long:
+    `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
+    one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
+    `rrf_score` desc, then `semantic_rank` asc.
+  - `weighted`: each list's min-max normalised score times its configured weight.
 
 Only active facts, rules not forgotten and episodes not expired are searched; every filter is
 applied in SQL before the limit.
@@ -109,10 +117,12 @@ class SearchRequest(RequestModel):
         "one-list modes: they move ahead of the others, keeping their order). `filter`: only "
         "episodes inside it are returned. `off`: the query's words alone. Facts and rules have "
         "no `occurred_at` and are never affected.")
-    fusion: Literal["rrf", "weighted"] | None = Field(
-        None, description="Hybrid mode: how the lists are fused. `rrf`: Reciprocal Rank "
+    fusion: Fusion | None = Field(
+        None, description="Hybrid mode: how the lists are fused. `learned`: deeper lists "
+        "ordered by a learned model of each candidate's signals. `rrf`: Reciprocal Rank "
         "Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max "
-        "normalised score times its configured weight. Default: the configured fusion (rrf).")
+        "normalised score times its configured weight. Default: the configured fusion "
+        "(learned).")
     entities: list[UUIDIn] | None = Field(
         None, min_length=1, max_length=MAX_GRAPH_ENTITIES,
         description=GRAPH_DESCRIPTION)
@@ -154,14 +164,16 @@ class Scores(ResponseModel):
         "lexeme matches).")
     rrf_score: float | None = Field(None, description="Hybrid mode with rrf fusion only.")
     fused_score: float | None = Field(
-        None, description="Hybrid mode only: the score results are ordered by (rrf or "
-        "weighted fusion).")
+        None, description="Hybrid mode only: the score results are ordered by (learned, rrf "
+        "or weighted fusion).")
     graph: GraphPathOut | None = Field(
         None, description="With `entities`: the memory's best path from them (null when it "
         "is not within `graph_hops`).")
     contributions: dict[str, float] | None = Field(
-        None, description="Hybrid mode only: `fused_score` split by signal (`semantic`, "
-        "`keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.")
+        None, description="Hybrid mode only: `fused_score` split by signal. rrf and "
+        "weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still "
+        "adds its floor in rrf). learned: each signal's part of the model's logit "
+        "(`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.")
     semantic_rank: int | None = Field(
         None, description="1-based rank in the semantic list; null when absent from it.")
     keyword_rank: int | None = Field(

@@ -176,15 +176,15 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
 async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                       retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[RecordHit]:
     """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
-    async def semantic(vector: EmbeddingVector) -> list[RankedCandidate]:
+    async def semantic(vector: EmbeddingVector, depth: int) -> list[RankedCandidate]:
         return await arc_rows.semantic_candidates(
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
-            status=request.status, vector=vector, limit=request.limit)
+            status=request.status, vector=vector, limit=depth)
 
-    async def keyword(query: str) -> list[RankedCandidate]:
+    async def keyword(query: str, depth: int) -> list[RankedCandidate]:
         return await arc_rows.keyword_candidates(
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
-            status=request.status, query=query, limit=request.limit)
+            status=request.status, query=query, limit=depth)
 
     async def load(ids: list[uuid.UUID], vector: EmbeddingVector | None,
                    query: str | None) -> dict[uuid.UUID, Any]:

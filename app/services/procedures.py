@@ -207,13 +207,13 @@ async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: 
     filters = ProcedureFilters(agent_id=request.agent_id, status=request.status,
                                include_superseded=request.include_superseded)
 
-    async def semantic(vector: EmbeddingVector) -> list[RankedCandidate]:
+    async def semantic(vector: EmbeddingVector, depth: int) -> list[RankedCandidate]:
         return await procedure_rows.semantic_candidates(
-            session, tenant_id=tenant_id, filters=filters, vector=vector, limit=request.limit)
+            session, tenant_id=tenant_id, filters=filters, vector=vector, limit=depth)
 
-    async def keyword(query: str) -> list[RankedCandidate]:
+    async def keyword(query: str, depth: int) -> list[RankedCandidate]:
         return await procedure_rows.keyword_candidates(
-            session, tenant_id=tenant_id, filters=filters, query=query, limit=request.limit)
+            session, tenant_id=tenant_id, filters=filters, query=query, limit=depth)
 
     async def load(ids: list[uuid.UUID], vector: EmbeddingVector | None,
                    query: str | None) -> dict[uuid.UUID, Any]:

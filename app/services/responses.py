@@ -306,7 +306,8 @@ def procedure_search_out(mode: str, hits: list[RecordHit]) -> ProcedureSearchRes
     return ProcedureSearchResponse(mode=mode, results=[ProcedureHit.model_validate({
         **dict(procedure_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
         "rrf_score": hit.rrf_score, "semantic_rank": hit.semantic_rank,
-        "keyword_rank": hit.keyword_rank}) for hit in hits])
+        "keyword_rank": hit.keyword_rank, "fused_score": hit.fused_score,
+        "contributions": hit.contributions}) for hit in hits])
 
 
 def arc_out(row: Arc) -> ArcOut:
@@ -319,4 +320,5 @@ def arc_search_out(mode: str, hits: list[RecordHit]) -> ArcSearchResponse:
     return ArcSearchResponse.model_validate({"mode": mode, "results": [{
         **dict(arc_out(hit.row)), "similarity": hit.similarity, "rank": hit.keyword_score,
         "rrf_score": hit.rrf_score, "semantic_rank": hit.semantic_rank,
-        "keyword_rank": hit.keyword_rank} for hit in hits]})
+        "keyword_rank": hit.keyword_rank, "fused_score": hit.fused_score,
+        "contributions": hit.contributions} for hit in hits]})

@@ -38,7 +38,8 @@ async def test_memories_near_the_query_entity_rank_higher_and_say_why(client, sm
     plain = await search(client, QUERY, types=["fact"])
     assert plain[0]["id"] == small_graph["kitchen"]["id"]
 
-    boosted = await search(client, QUERY, types=["fact"], entities=[small_graph["ann"]["id"]])
+    boosted = await search(client, QUERY, types=["fact"], entities=[small_graph["ann"]["id"]],
+                           fusion="rrf")
 
     first, second = boosted
     assert first["id"] == small_graph["moving"]["id"]

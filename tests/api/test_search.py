@@ -14,7 +14,7 @@ async def search(client, query, **fields):
 async def test_result_carries_type_fields_and_scores_but_no_embedding(client):
     stored = await store_fact(client, "Caroline", "researched",
                               "Caroline researched adoption agencies")
-    [hit] = await search(client, "adoption agencies Caroline researched")
+    [hit] = await search(client, "adoption agencies Caroline researched", fusion="rrf")
     assert hit["memory_type"] == "fact"
     assert hit["id"] == stored["id"]
     assert (hit["subject"], hit["predicate"]) == ("Caroline", "researched")
@@ -34,7 +34,7 @@ async def test_default_mode_is_hybrid(client):
 
 async def test_missing_keyword_rank_counts_as_limit_plus_one(client):
     await store_episode(client, "I bought a new car last spring")
-    [hit] = await search(client, "automobile purchase", limit=5)
+    [hit] = await search(client, "automobile purchase", limit=5, fusion="rrf")
     assert hit["keyword_rank"] is None
     assert hit["semantic_rank"] == 1
     assert hit["rrf_score"] == pytest.approx(1 / 61 + 1 / 66)
@@ -45,7 +45,8 @@ async def test_rrf_tie_is_broken_by_semantic_rank(client):
     await store_episode(client, "The Eiffel Tower stands in Paris, France")
     keyword_only = await store_episode(
         client, "The shutdown delayed my tax refund, said the government")
-    results = await search(client, "Which city is the French seat of government?", limit=2)
+    results = await search(client, "Which city is the French seat of government?", limit=2,
+                           fusion="rrf")
     first, second = results
     assert (first["semantic_rank"], first["keyword_rank"]) == (1, None)
     assert second["id"] == keyword_only["id"]
@@ -58,7 +59,7 @@ async def test_hybrid_orders_by_rrf_score_descending(client):
     for text in ("Melanie paints sunsets at the lake", "Melanie runs a pottery class",
                  "Caroline went to a support group", "The weather was rainy"):
         await store_episode(client, text)
-    results = await search(client, "Melanie painting", limit=4)
+    results = await search(client, "Melanie painting", limit=4, fusion="rrf")
     scores = [r["rrf_score"] for r in results]
     assert scores == sorted(scores, reverse=True)
     assert results[0]["content"] == "Melanie paints sunsets at the lake"
@@ -147,7 +148,7 @@ async def test_hybrid_hits_explain_each_signals_contribution(client):
     await store_episode(client, "Melanie painted a sunrise over the lake")
     await store_episode(client, "The lake froze early this winter")
 
-    results = await search(client, "Melanie painted the lake")
+    results = await search(client, "Melanie painted the lake", fusion="rrf")
 
     for hit in results:
         parts = hit["contributions"]

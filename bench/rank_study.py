@@ -1,0 +1,173 @@
+"""Second-stage ranking over the union of both legs' deep lists, learned on held-out folds.
+
+    python bench/rank_study.py --cache /tmp/study-cache [--depth 50]
+"""
+
+import argparse
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from fusion_study import Legs, load, order, recall_at, rrf, table
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from app.retrieval.rerank import SIGNALS, Candidate, signals
+from app.retrieval.timewindow import parse_time_window
+
+FEATURES = list(SIGNALS)
+
+
+def pool_of(legs: Legs, depth: int) -> np.ndarray:
+    """Indexes in either leg's top `depth` (keyword: only turns with a match)."""
+    sem_top = order(legs.sem)[:depth]
+    kw_top = order(legs.bm25)[:depth]
+    kw_top = kw_top[legs.bm25[kw_top] > 0]
+    return np.unique(np.concatenate([sem_top, kw_top]))
+
+
+def candidates(legs: Legs, pool: np.ndarray, depth: int) -> list[Candidate]:
+    """The pool as the service's second stage sees it."""
+    sem_rank = np.empty(len(legs.sem), dtype=int)
+    sem_rank[order(legs.sem)] = np.arange(1, len(legs.sem) + 1)
+    kw_rank = np.empty(len(legs.bm25), dtype=int)
+    kw_rank[order(legs.bm25)] = np.arange(1, len(legs.bm25) + 1)
+    window = time_window(legs)
+    out = []
+    for i in pool:
+        turn = legs.scope.turns[i]
+        in_kw = kw_rank[i] <= depth and legs.bm25[i] > 0
+        out.append(Candidate(
+            similarity=float(legs.sem[i]), own_similarity=float(legs.sem_own[i]),
+            keyword=float(legs.bm25[i]) if in_kw else 0.0,
+            semantic_rank=int(sem_rank[i]) if sem_rank[i] <= depth else None,
+            keyword_rank=int(kw_rank[i]) if in_kw else None,
+            group=int(legs.scope.session[i]), length=len(turn.content),
+            in_window=window is not None and window[0] <= turn.occurred_at < window[1]))
+    return out
+
+
+_WINDOWS: dict[str, tuple[float, float] | None] = {}
+
+
+def time_window(legs: Legs) -> tuple[float, float] | None:
+    """The time window the question names, as the service reads it, in epoch seconds."""
+    q = legs.question
+    if q.qid not in _WINDOWS:
+        found = parse_time_window(q.text, datetime.fromtimestamp(q.asked_at, UTC))
+        _WINDOWS[q.qid] = (None if found is None
+                           else (found.start.timestamp(), found.end.timestamp()))
+    return _WINDOWS[q.qid]
+
+
+def features(legs: Legs, pool: np.ndarray, depth: int) -> np.ndarray:
+    """One row of the service's signals per pool member."""
+    return signals(candidates(legs, pool, depth), depth=depth)
+
+
+def folds(all_legs: list[Legs], k: int) -> list[int]:
+    """A fold number per question, whole scopes together (LoCoMo questions share one)."""
+    scopes = sorted({legs.question.scope for legs in all_legs})
+    rng = np.random.default_rng(7)
+    fold_of = {s: int(f) for s, f in zip(scopes, rng.permutation(len(scopes)) % k,
+                                         strict=True)}
+    return [fold_of[legs.question.scope] for legs in all_legs]
+
+
+def question_weight(all_legs: list[Legs], index: int) -> float:
+    """Each benchmark weighs the same in training, and each of its questions the same
+    (whatever their pool size and evidence count)."""
+    bench = all_legs[index].question.bench
+    return 1 / sum(1 for legs in all_legs if legs.question.bench == bench)
+
+
+def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline:
+    """A logistic model on standardised signals, each question weighing the same."""
+    model = make_pipeline(StandardScaler(),
+                          LogisticRegression(C=c, max_iter=4000, class_weight="balanced"))
+    model.fit(x, y, logisticregression__sample_weight=weights)
+    return model
+
+
+def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
+            c: float = 1.0) -> dict[str, np.ndarray]:
+    """Each question's ranking by a logistic model trained on the other folds."""
+    pools = [pool_of(legs, depth) for legs in all_legs]
+    xs = [features(legs, pool, depth)[:, cols] for legs, pool in zip(all_legs, pools,
+                                                                      strict=True)]
+    ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
+    fold = folds(all_legs, k)
+    out: dict[str, np.ndarray] = {}
+    for f in range(k):
+        train = [i for i in range(len(all_legs)) if fold[i] != f]
+        weights = np.concatenate([np.full(len(ys[i]), question_weight(all_legs, i) /
+                                          max(ys[i].sum(), 1)) for i in train])
+        model = fit(np.concatenate([xs[i] for i in train]),
+                    np.concatenate([ys[i] for i in train]), weights, c)
+        for i in range(len(all_legs)):
+            if fold[i] == f:
+                scores = model.decision_function(xs[i])
+                out[all_legs[i].question.qid] = pools[i][order(scores)]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--depth", type=int, default=50)
+    parser.add_argument("--passages", action="store_true")
+    parser.add_argument("--more-cache", type=Path, action="append", default=[])
+    parser.add_argument("--emit", action="store_true",
+                        help="print the model trained on every question")
+    args = parser.parse_args()
+    all_legs = load(args.cache, args.data, args.passages, args.more_cache)
+    print(f"{len(all_legs)} questions", file=sys.stderr)
+    rows: dict[str, Callable[[Legs], float]] = {
+        "semantic": lambda L: recall_at(L, order(L.sem), 10),
+        "keyword": lambda L: recall_at(L, order(L.bm25), 10),
+        "RRF 10": lambda L: recall_at(L, rrf(L), 10),
+    }
+    everything = list(range(len(FEATURES)))
+
+    def without(*names: str) -> list[int]:
+        return [i for i in everything if FEATURES[i] not in names]
+
+    variants = {
+        "all signals": everything,
+        "legs only": without("session_similarity_gap", "session_keyword", "log_length",
+                             "own_gap", "passage_lift", "in_window"),
+        "no session": without("session_similarity_gap", "session_keyword"),
+        "no time window": without("in_window"),
+        "no spread": without("similarity_x_spread", "keyword_x_spread"),
+    }
+    for name, cols in variants.items():
+        ranked = learned(all_legs, args.depth, cols)
+        rows[f"learned: {name}"] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
+    table(rows, all_legs)
+    if args.emit:
+        emit(all_legs, args.depth)
+
+
+def emit(all_legs: list[Legs], depth: int, c: float = 1.0) -> None:
+    """The model trained on every question, as the constants of app/retrieval/rerank.py."""
+    pools = [pool_of(legs, depth) for legs in all_legs]
+    xs = [features(legs, pool, depth) for legs, pool in zip(all_legs, pools, strict=True)]
+    ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
+    weights = np.concatenate([np.full(len(y), question_weight(all_legs, i) / max(y.sum(), 1))
+                              for i, y in enumerate(ys)])
+    model = fit(np.concatenate(xs), np.concatenate(ys), weights, c)
+    scaler, logistic = model.steps[0][1], model.steps[1][1]
+
+    def numbers(values: np.ndarray) -> str:
+        return "(" + ", ".join(f"{v:.6g}" for v in values) + ")"
+
+    print(f"means={numbers(scaler.mean_)},\nscales={numbers(scaler.scale_)},\n"
+          f"weights={numbers(logistic.coef_[0])},\nbias={logistic.intercept_[0]:.6g}")
+
+
+if __name__ == "__main__":
+    main()

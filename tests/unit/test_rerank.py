@@ -1,0 +1,101 @@
+"""Learned fusion: each signal is read from the right place and moves the order it should."""
+
+import math
+import uuid
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from app.retrieval import rerank
+from app.retrieval.candidates import RankedCandidate
+from app.retrieval.fusion import Known, fuse_learned
+from app.retrieval.rerank import SIGNALS, Candidate, Model, signals
+
+A, B, C = (uuid.UUID(int=i) for i in range(1, 4))
+MAY = datetime(2023, 5, 1, tzinfo=UTC)
+JUNE = datetime(2023, 6, 1, tzinfo=UTC)
+
+
+def only(signal: str, weight: float = 1.0) -> Model:
+    """A model that reads one signal alone."""
+    n = len(SIGNALS)
+    return Model(means=(0.0,) * n, scales=(1.0,) * n,
+                 weights=tuple(weight if name == signal else 0.0 for name in SIGNALS),
+                 bias=0.0)
+
+
+def ranked(*ids: uuid.UUID, scores: tuple[float, ...] = ()) -> list[RankedCandidate]:
+    return [RankedCandidate("episode", memory_id, rank, scores[rank - 1] if scores else 0.0)
+            for rank, memory_id in enumerate(ids, 1)]
+
+
+def known(similarity: float = 0.5, *, own: float | None = None, group: object = None,
+          length: int = 100, occurred_at: datetime | None = None) -> Known:
+    return Known(similarity, similarity if own is None else own, group or object(), length,
+                 occurred_at)
+
+
+def order(fused) -> list[uuid.UUID]:
+    return [f.memory_id for f in fused]
+
+
+def test_signals_against_the_best_of_the_lists():
+    rows = signals([Candidate(0.8, 0.6, 4.0, 1, 2, "s1", 99),
+                    Candidate(0.5, 0.5, 8.0, 2, 1, "s1", 9),
+                    Candidate(0.3, 0.3, 0.0, 3, None, "s2", 0, in_window=True)], depth=50)
+    value = {name: rows[:, i] for i, name in enumerate(SIGNALS)}
+    assert value["similarity_gap"] == pytest.approx([0.0, -0.3, -0.5])
+    assert value["keyword"] == pytest.approx([0.5, 1.0, 0.0])
+    assert value["keyword_rrf"] == pytest.approx([1 / 62, 1 / 61, 1 / 111])
+    assert value["session_similarity_gap"] == pytest.approx([0.0, 0.0, -0.5])
+    assert value["session_keyword"] == pytest.approx([1.0, 1.0, 0.0])
+    assert value["passage_lift"] == pytest.approx([0.2, 0.0, 0.0])
+    assert value["log_length"] == pytest.approx([math.log(100), math.log(10), 0.0])
+    assert value["in_window"] == pytest.approx([0.0, 0.0, 1.0])
+    # The keyword list's first result against its last (fewer than ten here): (8 - 4) / 8.
+    assert value["keyword_x_spread"] == pytest.approx([0.25, 0.5, 0.0])
+
+
+def test_each_signal_reaches_the_order():
+    lists = ranked(A, B, C, scores=(0.9, 0.5, 0.1)), ranked(C, B, scores=(7.0, 3.0))
+    rows = {("episode", A): known(0.9), ("episode", B): known(0.5, length=5000),
+            ("episode", C): known(0.1, occurred_at=MAY)}
+    by = {signal: order(fuse_learned(*lists, known=rows, limit=3, depth=50,
+                                     window=(MAY, JUNE), model=only(signal)))
+          for signal in ("similarity", "keyword", "log_length", "in_window")}
+    assert by["similarity"] == [A, B, C]
+    assert by["keyword"] == [C, B, A]
+    assert by["log_length"][0] == B
+    assert by["in_window"][0] == C
+
+
+def test_a_session_lifts_its_turns():
+    s1, s2 = ("butler", "s1"), ("butler", "s2")
+    rows = {("episode", A): known(0.5, group=s2), ("episode", B): known(0.5, group=s1),
+            ("episode", C): known(0.9, group=s1)}
+    fused = fuse_learned(ranked(C, A, B, scores=(0.9, 0.5, 0.5)), [], known=rows, limit=3,
+                         depth=50, model=only("session_similarity_gap"))
+    assert order(fused)[-1] == A
+
+
+def test_contributions_add_up_to_the_score():
+    rows = {("episode", A): known(0.7), ("episode", B): known(0.4)}
+    model = rerank.MODEL
+    for hit in fuse_learned(ranked(A, B, scores=(0.7, 0.4)), ranked(B, scores=(2.0,)),
+                            known=rows, limit=2, depth=50, model=model):
+        logit = sum(hit.contributions.values()) + model.bias
+        assert hit.fused_score == pytest.approx(1 / (1 + math.exp(-logit)))
+        assert set(hit.contributions) == set(SIGNALS)
+
+
+def test_a_candidate_without_a_row_is_left_out():
+    fused = fuse_learned(ranked(A, B), [], known={("episode", A): known()}, limit=5, depth=50)
+    assert order(fused) == [A]
+
+
+def test_the_shipped_model_has_one_number_per_signal():
+    n = len(SIGNALS)
+    model = rerank.MODEL
+    assert len(model.means) == len(model.scales) == len(model.weights) == n
+    assert np.all(np.array(model.scales) > 0)
