@@ -94,7 +94,8 @@ async def mark_harmful(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
 
     proven -> established below 0.8, established -> candidate below 0.6; harmful >= 3 with
     effectiveness < 0.3 sets `needs_inversion`. The reason is kept with the application
-    (rule_applications) and read back by `invert`.
+    (rule_applications), shown in the rule's `metadata.harmful_reasons` (oldest first) and
+    read back by `invert`.
     """
     reason, context = (body.reason, body.context) if body else (None, {})
     row = await rules.mark_harmful(session, tenant_id=tenant_id, rule_id=rule_id, reason=reason,

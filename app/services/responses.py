@@ -65,6 +65,7 @@ from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
 from app.services.recall import Recalled
+from app.services.rule_reasons import ShownRule
 from app.services.runs import RunDetail, RunFound
 from app.services.search import Hit
 from app.services.single_type_search import RecordHit
@@ -89,11 +90,15 @@ def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
                                    "fading": row.fading_since is not None})
 
 
-def rule_out(row: Rule, now: datetime | None = None) -> RuleOut:
-    """A rule as the API shows it, with its decayed confidence and lifecycle flags."""
-    return RuleOut.model_validate({**_with_confidence(row, now),
-                                   "fading": row.fading_since is not None,
-                                   "forgotten": row.forgotten_at is not None})
+def rule_out(rule: Rule | ShownRule, now: datetime | None = None) -> RuleOut:
+    """A rule as the API shows it, with its decayed confidence and lifecycle flags; the
+    reasons of its harmful marks, when it has any, in `metadata.harmful_reasons`."""
+    row, reasons = (rule.row, rule.harmful_reasons) if isinstance(rule, ShownRule) else (rule, [])
+    values = {**_with_confidence(row, now), "fading": row.fading_since is not None,
+              "forgotten": row.forgotten_at is not None}
+    if reasons:
+        values["metadata_"] = {**row.metadata_, "harmful_reasons": reasons}
+    return RuleOut.model_validate(values)
 
 
 def episode_out(row: Episode) -> EpisodeOut:
@@ -158,7 +163,7 @@ def _scores(hit: Hit) -> dict[str, Any]:
                 "similarity": hit.passage.similarity}}
 
 
-def memory_out(row: Episode | Fact | Rule,
+def memory_out(row: Episode | Fact | Rule | ShownRule,
                now: datetime | None = None) -> EpisodeOut | FactOut | RuleOut:
     """An episode, fact or rule row as the API shows it."""
     if isinstance(row, Episode):

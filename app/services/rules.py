@@ -20,6 +20,7 @@ from app.services import events, lifecycle
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.memories import load_for_update
+from app.services.rule_reasons import ShownRule, shown, shown_one
 from app.text import preprocess_text
 
 
@@ -58,7 +59,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
 
 
 async def mark_helpful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
-                       context: dict[str, Any]) -> Rule:
+                       context: dict[str, Any]) -> ShownRule:
     """Count a helpful application: effectiveness = success / applied, then maybe promote."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
     outcome = lifecycle.after_helpful(
@@ -73,8 +74,9 @@ async def mark_helpful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
 
 
 async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
-                       reason: str | None, context: dict[str, Any]) -> Rule:
-    """Count a harmful application with the 4x penalty, then maybe demote or flag inversion."""
+                       reason: str | None, context: dict[str, Any]) -> ShownRule:
+    """Count a harmful application with the 4x penalty, then maybe demote or flag inversion;
+    a reason joins the rule's harmful reasons."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
     outcome = lifecycle.after_harmful(
         maturity=rule.maturity, applied_count=rule.applied_count,
@@ -87,7 +89,7 @@ async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
 
 
 async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                 rule_id: uuid.UUID) -> Rule:
+                 rule_id: uuid.UUID) -> ShownRule:
     """Rewrite a rule flagged `needs_inversion` as an anti-pattern, keeping the original."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
     if not rule.needs_inversion:
@@ -97,7 +99,8 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
             f"{lifecycle.INVERSION_MAX_EFFECTIVENESS})"
         )
     previous_maturity = rule.maturity
-    reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_id=rule.id)
+    reasons = (await event_rows.harmful_reasons(session, tenant_id=tenant_id,
+                                                rule_ids=[rule.id])).get(rule.id, [])
     content = lifecycle.anti_pattern_content(rule.content, reasons)
     embedded = await embed_texts(session, embedder, [content], tenant_id=tenant_id)
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
@@ -113,16 +116,17 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                          embedded=embedded, replace=True)
     await events.record(session, [memory_event("rule_inverted", tenant_id, updated,
                                                from_maturity=previous_maturity)])
-    return updated
+    return ShownRule(updated, reasons)
 
 
 async def list_rules(session: AsyncSession, *, tenant_id: str, scope: str | None,
                      maturity: str | None, include_forgotten: bool, limit: int,
-                     cursor: str | None) -> tuple[list[Rule], str | None]:
+                     cursor: str | None) -> tuple[list[ShownRule], str | None]:
     """A page of the tenant's rules, newest first; forgotten ones only on request."""
     filters = RuleFilters(scope=scope, maturity=maturity, include_forgotten=include_forgotten)
-    return await rule_rows.list_rules(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                      cursor=cursor)
+    rows, next_cursor = await rule_rows.list_rules(session, tenant_id=tenant_id,
+                                                   filters=filters, limit=limit, cursor=cursor)
+    return await shown(session, tenant_id=tenant_id, rows=rows), next_cursor
 
 
 async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID) -> Rule:
@@ -134,7 +138,7 @@ async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUI
 
 async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
                           outcome: lifecycle.FeedbackOutcome, needs_inversion: bool, kind: str,
-                          reason: str | None, context: dict[str, Any]) -> Rule:
+                          reason: str | None, context: dict[str, Any]) -> ShownRule:
     previous_maturity = rule.maturity
     was_flagged = rule.needs_inversion
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
@@ -158,4 +162,4 @@ async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
     if needs_inversion and not was_flagged:
         happened.append(memory_event("rule_inversion_flagged", tenant_id, updated))
     await events.record(session, happened)
-    return updated
+    return await shown_one(session, tenant_id=tenant_id, row=updated)

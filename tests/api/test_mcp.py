@@ -164,6 +164,8 @@ async def test_rule_feedback_tools_count_applications(mcp_as: Any, sql: Any) -> 
     assert [(r["outcome"], r["reason"]) for r in reasons] == [
         ("helpful", None), ("harmful", "too terse for a legal question")]
     assert got["harmful_count"] == 1
+    for shown in (harmed, got):
+        assert shown["metadata"] == {"harmful_reasons": ["too terse for a legal question"]}
 
 
 async def test_retrieval_tools_find_what_was_stored(mcp_as: Any) -> None:
