@@ -7,6 +7,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
+from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import Conflict, InvalidInput
 from app.models import Rule
@@ -17,6 +18,7 @@ from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
 from app.schemas.rules import RuleCreate
 from app.services import events, lifecycle
+from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.memories import load_for_update
@@ -25,8 +27,9 @@ from app.text import preprocess_text
 
 
 async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: RuleCreate) -> Rule:
-    """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
+                     data: RuleCreate, auto_links: AutoLinkSettings | None = None) -> Rule:
+    """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0; linked
+    `related_to` its most similar facts and rules (`auto_links`)."""
     # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
@@ -54,6 +57,8 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     }], last_confirmed_at=func.now())
     await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
                          embedded=embedded)
+    await link_new(session, tenant_id=tenant_id, memory_type="rule", memory_id=rule.id,
+                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
     await events.record(session, [memory_event("rule_created", tenant_id, rule)])
     return rule
 
