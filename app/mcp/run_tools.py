@@ -8,7 +8,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.schemas.common import Content, Metadata, Name, Reason
 from app.schemas.ledger import (
@@ -96,15 +95,16 @@ def register(server: MCPServer) -> None:
     async def run_finish(run_id: RunIdArg, ctx: Context, success: bool | None = None,
                          score_numeric: float | None = None,
                          summary: Content | None = None) -> JsonObject:
-        """Mark a run finished now, with its outcome: success true or false, a score, a
-        summary of what happened (it is embedded, so similar runs are found by it)."""
-        request = build(RunUpdate, finished_at=now_utc().isoformat(), success=success,
-                        score_numeric=score_numeric, summary=summary)
+        """Mark a run finished now (a finished run keeps its time), with its outcome: success
+        true or false, a score, a summary of what happened (it is embedded, so similar runs
+        are found by it)."""
+        request = build(RunUpdate, success=success, score_numeric=score_numeric,
+                        summary=summary)
 
         async def work(session: AsyncSession, caller: Caller) -> RunOut:
             return run_out(await runs.update_run(session, tenant_id=caller.tenant_id,
                                                  embedder=caller.embedder, run_id=run_id,
-                                                 data=request))
+                                                 data=request, finish=True))
 
         return await call(ctx, work)
 
