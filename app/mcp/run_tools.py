@@ -190,8 +190,8 @@ def register(server: MCPServer) -> None:
     async def agent_reflect(ledger_name: LedgerArg, agent_id: AgentArg, belief: Content,
                             based_on: list[uuid.UUID], ctx: Context) -> JsonObject:
         """Post a reflection: one high-level belief synthesising events the agent has seen
-        (their ids in based_on). Every agent sees it, and the agent's recent window then
-        leaves those events out."""
+        (their ids in based_on). Every agent sees it, and the agent's recent window and
+        salient events then leave those events out."""
         request = build(ReflectionCreate, belief=belief, based_on=[str(i) for i in based_on])
 
         async def work(session: AsyncSession, caller: Caller) -> ReflectionOut:
