@@ -1,5 +1,6 @@
 """The one mapper from rows to response models: every router shapes its answer here."""
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from app.models import (
     WorkingMemory,
 )
 from app.schemas.arcs import ArcOut, ArcSearchResponse
+from app.schemas.data_rights import DeletedOut, ExportPageOut
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
 from app.schemas.events import EventOut
@@ -133,6 +135,17 @@ def event_out(row: MemoryEvent) -> EventOut:
 def import_out(counts: dict[str, int]) -> ImportOut:
     """What an import inserted, per record kind."""
     return ImportOut(imported=counts)
+
+
+def deleted_out(node_type: str, node_id: uuid.UUID, counts: dict[str, int]) -> DeletedOut:
+    """The receipt of a hard delete."""
+    return DeletedOut.model_validate({"type": node_type, "id": node_id, "deleted": counts})
+
+
+def export_page_out(records: list[dict[str, Any]], next_offset: int | None) -> ExportPageOut:
+    """A page of the export and the cursor of the next one."""
+    return ExportPageOut(records=records,
+                         next_cursor=None if next_offset is None else str(next_offset))
 
 
 def job_out(job: Job) -> JobOut:
