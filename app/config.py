@@ -135,6 +135,19 @@ DEFAULT_ARC_TYPES = ("project_phase", "decision_sequence", "interaction_arc", "i
                      "learning_journey", "campaign", "grant_process")
 
 
+class AutoLinkSettings(BaseModel):
+    """related_to links from each new fact or rule to the most similar live facts and rules
+    of its tenant and scope, made in the transaction that stores it."""
+
+    enabled: bool = True
+    threshold: float = Field(
+        0.75, gt=0, le=1,
+        description="Least cosine similarity of a link (its strength). With the packaged "
+                    "model paraphrases score about 0.8-0.9 ('Ann works at Acme' / 'Ann is "
+                    "employed by Acme Corp' 0.88), facts about different people 0.3-0.5.")
+    max_links: int = Field(5, ge=1, le=50, description="Most links made for one memory.")
+
+
 class WorkingMemorySettings(BaseModel):
     """Working memory: one record per (agent, session), extended on every use."""
 
@@ -364,6 +377,7 @@ class Settings(BaseSettings):
     )
 
     retrieval: RetrievalSettings = RetrievalSettings()
+    auto_links: AutoLinkSettings = AutoLinkSettings()
     llm: LLMSettings = LLMSettings()
     jobs: JobSettings = JobSettings()
     limits: LimitSettings = LimitSettings()

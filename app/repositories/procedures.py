@@ -84,14 +84,17 @@ async def versions(session: AsyncSession, *, tenant_id: str, agent_id: str,
 
 async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
                            success: bool, duration_ms: int | None) -> Procedure | None:
-    """Count one execution in a single UPDATE ... RETURNING (None when absent).
+    """Count one execution of a current (not superseded) version in a single UPDATE ...
+    RETURNING (None when absent or superseded).
 
-    The counters are incremented by the database, so concurrent executions never lose one.
+    The counters are incremented by the database, so concurrent executions never lose one;
+    a version superseded while the UPDATE waits for its row is not counted.
     """
     timed = duration_ms is not None
     stmt = (
         update(Procedure)
-        .where(Procedure.id == procedure_id, Procedure.tenant_id == tenant_id)
+        .where(Procedure.id == procedure_id, Procedure.tenant_id == tenant_id,
+               Procedure.superseded_by.is_(None))
         .values(execution_count=Procedure.execution_count + 1,
                 success_count=Procedure.success_count + (1 if success else 0),
                 timed_count=Procedure.timed_count + (1 if timed else 0),

@@ -46,11 +46,12 @@ async def touch_live(session: AsyncSession, *, tenant_id: str, agent_id: str,
 
 
 async def upsert(session: AsyncSession, *, tenant_id: str, agent_id: str, session_id: str,
-                 values: dict[str, Any]) -> WorkingMemory:
+                 values: dict[str, Any], create_only: bool = False) -> WorkingMemory | None:
     """Create the record, or replace every writable field of the existing one.
 
     Replacing an expired (not yet cleaned up) record starts it afresh: version 1, new id,
-    new created_at.
+    new created_at. With `create_only` a live record is left as it is and None returned, in
+    the same statement, so of two concurrent creations exactly one succeeds.
     """
     table = WorkingMemory.__table__
     inserted = insert(WorkingMemory).values(
@@ -71,8 +72,9 @@ async def upsert(session: AsyncSession, *, tenant_id: str, agent_id: str, sessio
               "revision": func.gen_random_uuid(),
               "updated_at": func.now(),
               "expires_at": inserted.excluded.expires_at},
+        where=expired if create_only else None,
     ).returning(WorkingMemory).execution_options(populate_existing=True)
-    return (await session.execute(stmt)).scalar_one()
+    return (await session.execute(stmt)).scalar_one_or_none()
 
 
 async def write(session: AsyncSession, *, record_id: uuid.UUID,

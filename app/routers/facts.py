@@ -4,7 +4,7 @@ import uuid
 
 from fastapi import APIRouter, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
 from app.routers.created import locate
@@ -23,8 +23,8 @@ router = APIRouter(prefix="/v1/facts", tags=["facts"])
                         **problem_responses(409, 422)},
              summary="Store a fact")
 async def create_fact(body: FactCreate, request: Request, response: Response,
-                      session: SessionDep, tenant_id: TenantDep,
-                      embedder: EmbedderDep) -> FactOut:
+                      session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
+                      settings: SettingsDep) -> FactOut:
     """Store an active fact with confidence 1.0 (201).
 
     An active fact with the same key, (scope, subject, predicate) without `entity_id` or
@@ -35,8 +35,13 @@ async def create_fact(body: FactCreate, request: Request, response: Response,
 
     When the active fact of the key has the same content, nothing new is stored: that fact is
     confirmed (its decay restarts, a `fact_confirmed` event is written) and returned with 200.
+
+    A new fact is linked `related_to` (strength: the cosine similarity) the live facts and
+    rules of its scope that are at least `[auto_links] threshold` similar, the nearest
+    `max_links` of them.
     """
-    stored = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body)
+    stored = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body,
+                                    auto_links=settings.auto_links)
     if stored.created:
         locate(request, response, f"/v1/facts/{stored.fact.id}")
     else:

@@ -24,19 +24,23 @@ async def get_graph(
     tenant_id: TenantDep,
     hops: Annotated[int, Query(ge=1, le=3, description="Edges to follow (1-3).")] = 1,
     relations: Annotated[list[GraphRelation] | None, Query(
-        max_length=6, description="Relations to follow; all when omitted. `about` joins a "
-                                  "fact to the entity it is anchored to.")] = None,
+        max_length=len(ALL_RELATIONS),
+        description="Relations to follow; all when omitted: provenance links, typed entity "
+                    "relations (`works_at`, `knows`, ...) and `about`, which joins a fact to "
+                    "the entity it is anchored to.")] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Maximum number of nodes, "
                                                           "the root included.")] = 100,
 ) -> GraphOut:
-    """Breadth-first walk from the node over memory links (both directions) and fact-entity
+    """Breadth-first walk from the node over memory links (both directions), typed
+    entity-to-entity relations (the paths graph-aware search boosts along) and fact-entity
     anchors: an entity's facts are its neighbours and a fact's entity is its neighbour.
 
     Each node is visited once, so cycles end; nodes carry their hop, a short summary and their
-    state (a forgotten memory stays in the graph, marked). Each edge carries its relation and
-    hop (1 + the hop of its nearer end); edges are directed as stored (`about`: fact -> entity).
-    Within a hop, nodes are taken in (type, id) order until `limit`; `truncated` tells when the
-    limit cut the neighbourhood short. Links to rows that no longer exist are skipped.
+    state (a forgotten memory stays in the graph, marked). Each edge carries its relation,
+    strength and hop (1 + the hop of its nearer end); edges are directed as stored (`about`:
+    fact -> entity). Within a hop, nodes are taken in (type, id) order until `limit`;
+    `truncated` tells when the limit cut the neighbourhood short. Links to rows that no longer
+    exist are skipped.
     """
     return await neighbourhood(session, tenant_id=tenant_id, node_type=node_type,
                                node_id=node_id, hops=hops,

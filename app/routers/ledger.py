@@ -79,7 +79,8 @@ async def post_reflection(ledger_name: LedgerName, agent_id: AgentId, body: Refl
                           embedder: EmbedderDep) -> ReflectionOut:
     """Append an `agent.reflected` event (globally visible) whose belief is `based_on` events
     of this ledger the agent can see; each source gets a `based_on` link. The agent's recent
-    window then leaves those events out (compaction)."""
+    window and salient events then leave those events out (compaction: the reflection
+    stands for them)."""
     reflection = await ledger.post_reflection(session, tenant_id=tenant_id, embedder=embedder,
                                               ledger=ledger_name, agent_id=agent_id,
                                               data=body)
@@ -95,7 +96,8 @@ async def agent_context(ledger_name: LedgerName, agent_id: AgentId, body: AgentC
 
     * `recent`: the last `window` (8) visible events, without reflections and without the
       events the agent's own reflections are based on;
-    * `salient`: the top `k` of the other visible events by
+    * `salient`: the top `k` of the other visible events (again without those the agent's
+      own reflections are based on) by
       `w_rel*relevance + w_rec*exp(-lambda*(turn - event turn)) + w_imp*importance(kind)`
       (0.30, 0.40, 0.30, lambda 0.1; relevance is keyword Jaccard with `query`, or cosine
       similarity with `relevance: semantic`), returned in chronological order;

@@ -100,12 +100,13 @@ async def update_procedure(procedure_id: uuid.UUID, body: ProcedureUpdate, sessi
 
 
 @router.post("/{procedure_id}/executions", response_model=ProcedureOut,
-             responses=problem_responses(404, 422), summary="Record an execution")
+             responses=problem_responses(404, 409, 422), summary="Record an execution")
 async def record_execution(procedure_id: uuid.UUID, body: ExecutionCreate, session: SessionDep,
                            tenant_id: TenantDep) -> ProcedureOut:
     """Count one run: `execution_count` + 1, `success_count` + 1 on success, and the duration
     into `avg_duration_ms` when given. One atomic UPDATE, so concurrent reports never lose a
-    count."""
+    count. A superseded (deprecated) version counts nothing: 409 naming the version and its
+    successor."""
     row = await procedures.record_execution(session, tenant_id=tenant_id,
                                             procedure_id=procedure_id, success=body.success,
                                             duration_ms=body.duration_ms)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, TenantDep
+from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Rule
 from app.routers.created import locate
@@ -21,10 +21,13 @@ router = APIRouter(prefix="/v1/rules", tags=["rules"])
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RuleOut,
              responses=problem_responses(422), summary="Store a rule")
 async def create_rule(body: RuleCreate, request: Request, response: Response,
-                      session: SessionDep, tenant_id: TenantDep,
-                      embedder: EmbedderDep) -> RuleOut:
-    """Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0."""
-    row = await rules.store_rule(session, tenant_id=tenant_id, embedder=embedder, data=body)
+                      session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
+                      settings: SettingsDep) -> RuleOut:
+    """Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0. It is linked
+    `related_to` (strength: the cosine similarity) the live facts and rules of its scope that
+    are at least `[auto_links] threshold` similar, the nearest `max_links` of them."""
+    row = await rules.store_rule(session, tenant_id=tenant_id, embedder=embedder, data=body,
+                                 auto_links=settings.auto_links)
     locate(request, response, f"/v1/rules/{row.id}")
     return rule_out(row)
 
@@ -94,7 +97,8 @@ async def mark_harmful(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenan
 
     proven -> established below 0.8, established -> candidate below 0.6; harmful >= 3 with
     effectiveness < 0.3 sets `needs_inversion`. The reason is kept with the application
-    (rule_applications) and read back by `invert`.
+    (rule_applications), shown in the rule's `metadata.harmful_reasons` (oldest first) and
+    read back by `invert`.
     """
     reason, context = (body.reason, body.context) if body else (None, {})
     row = await rules.mark_harmful(session, tenant_id=tenant_id, rule_id=rule_id, reason=reason,

@@ -96,7 +96,11 @@ async def get_run(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) 
               summary="Finish a run or correct its outcome")
 async def update_run(run_id: uuid.UUID, body: RunUpdate, session: SessionDep,
                      tenant_id: TenantDep, embedder: EmbedderDep) -> RunOut:
-    """Set `finished_at`, `score_numeric`, `success` or `summary`; omitted fields stay."""
+    """Set `finished_at`, `score_numeric`, `success` or `summary`; omitted fields stay.
+
+    Giving an unfinished run its outcome (`success`, true or false) finishes it now unless
+    `finished_at` says when, as the MCP tool `run_finish` does; a finished run keeps its
+    time."""
     return run_out(await runs.update_run(session, tenant_id=tenant_id, embedder=embedder,
                                          run_id=run_id, data=body))
 

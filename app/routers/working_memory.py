@@ -29,6 +29,10 @@ ScratchpadKey = Annotated[str, Path(min_length=1, max_length=200,
 IfMatch = Annotated[str | None, Header(
     max_length=2000, description="Write only if the record's ETag is one of these (or `*` "
                                  "for any existing record); 412 otherwise.")]
+IfNoneMatch = Annotated[str | None, Header(
+    max_length=2000, description="`*`: create only, 412 when a live record exists (of two "
+                                 "concurrent creations exactly one succeeds); a list of ETags: "
+                                 "412 when the record's is one of them.")]
 ETAG_HEADER = {"ETag": {"description": "The record's entity tag.", "schema": {"type": "string"}}}
 LIFETIME = """
 
@@ -81,14 +85,17 @@ async def get_working_memory(agent_id: AgentId, session_id: SessionId, response:
                        **problem_responses(404, 412, 422)},
             summary="Create or replace a working memory",
             description="Create the record (201) or replace all of its fields (200); omitted "
-                        "fields become empty." + WRITE_RULES + LIFETIME)
+                        "fields become empty. `If-None-Match: *` makes it a create: a second "
+                        "agent creating the same session gets a 412 instead of overwriting "
+                        "the first." + WRITE_RULES + LIFETIME)
 async def put_working_memory(agent_id: AgentId, session_id: SessionId,
                              body: WorkingMemoryWrite, request: Request, response: Response,
                              session: SessionDep, tenant_id: TenantDep, settings: SettingsDep,
-                             if_match: IfMatch = None) -> WorkingMemoryOut:
+                             if_match: IfMatch = None,
+                             if_none_match: IfNoneMatch = None) -> WorkingMemoryOut:
     row = await working_memory.replace(
         session, key=_key(tenant_id, agent_id, session_id), data=body, if_match=if_match,
-        default_ttl_hours=settings.working_memory.ttl_hours)
+        if_none_match=if_none_match, default_ttl_hours=settings.working_memory.ttl_hours)
     if row.version == 1:
         response.status_code = status.HTTP_201_CREATED
         locate(request, response, request.url.path.removeprefix(

@@ -48,3 +48,13 @@ class PiiScrubJobCreate(RequestModel):
 
     rescan: bool = Field(False, description="Check every message again, not only the ones "
                          "added since the last scrub (after changing the patterns).")
+
+
+class JobListRequest(RequestModel):
+    """Which of the tenant's jobs to list, newest first."""
+
+    kind: JobKind | None = None
+    status: JobStatus | None = None
+    limit: int = Field(20, ge=1, le=200, description="Page size (1-200).")
+    cursor: str | None = Field(None, max_length=512,
+                               description="`next_cursor` of the previous page.")

@@ -79,4 +79,8 @@ class RuleOut(ResponseModel):
                                               "marks and effectiveness under 0.3.")
     original_content: str | None = Field(description="The content before inversion.")
     tags: list[str]
-    metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    metadata: dict[str, Any] = Field(
+        validation_alias=AliasChoices("metadata_", "metadata"),
+        description="The client's own object, plus `harmful_reasons` once a harmful mark "
+                    "gave a reason: every such reason, oldest first (read-only; a client "
+                    "cannot write that key).")

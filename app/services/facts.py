@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, NotFound
 from app.models import Fact
@@ -17,6 +18,7 @@ from app.repositories import memories as memory_rows
 from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
 from app.services import events
+from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.lifecycle import decay_rate_for
@@ -38,12 +40,14 @@ class StoredFact:
 
 
 async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: FactCreate) -> StoredFact:
+                     data: FactCreate,
+                     auto_links: AutoLinkSettings | None = None) -> StoredFact:
     """Store an active fact; an active fact with the same key becomes superseded, atomically.
 
     The key is (scope, subject, predicate) without an entity, (entity_id, scope, predicate)
     with one, subject and predicate compared as normalised keys (`normalise_key`). An active
     fact with the same key and the same content is confirmed instead (its decay restarts).
+    A new fact is linked `related_to` its most similar facts and rules (`auto_links`).
     """
     decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
@@ -94,6 +98,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     }], last_confirmed_at=func.now())
     await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
                          embedded=embedded)
+    await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
+                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
 
     happened = [memory_event("fact_created", tenant_id, fact)]
     if previous is not None:

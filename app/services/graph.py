@@ -49,7 +49,7 @@ async def neighbourhood(session: AsyncSession, *, tenant_id: str, node_type: str
         source, target = (row.source_type, row.source_id), (row.target_type, row.target_id)
         edges.append(GraphEdge(source_type=row.source_type, source_id=row.source_id,
                                target_type=row.target_type, target_id=row.target_id,
-                               relation=row.relation,
+                               relation=row.relation, strength=row.strength,
                                hop=edge_hop(hop_of[source], hop_of[target])))
     if "about" in relations:
         for row in await graph_rows.anchors_among(
@@ -59,7 +59,7 @@ async def neighbourhood(session: AsyncSession, *, tenant_id: str, node_type: str
             source, target = ("fact", row.fact_id), ("entity", row.entity_id)
             edges.append(GraphEdge(source_type="fact", source_id=row.fact_id,
                                    target_type="entity", target_id=row.entity_id,
-                                   relation="about",
+                                   relation="about", strength=1.0,
                                    hop=edge_hop(hop_of[source], hop_of[target])))
     edges = [edge for edge in edges if edge.hop <= hops]
     edges.sort(key=lambda e: (e.hop, e.source_type, str(e.source_id), e.target_type,

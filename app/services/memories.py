@@ -1,4 +1,7 @@
-"""Operations common to every memory type: get with reference bump, confirm, forget."""
+"""Operations common to every memory type: get with reference bump, confirm, forget.
+
+Each returns the row, a rule with its harmful reasons (`rule_reasons.ShownRule`).
+"""
 
 import uuid
 from typing import Any
@@ -11,6 +14,7 @@ from app.models import Episode, Fact, Rule
 from app.repositories import memories as memory_rows
 from app.services import events
 from app.services.events import Memory, memory_event, type_name
+from app.services.rule_reasons import shown_one
 
 
 def model_for(memory_type: str) -> type[Memory]:
@@ -25,6 +29,12 @@ async def get_memory(session: AsyncSession, model: type[Memory], *, tenant_id: s
                                            memory_id=memory_id)
     if row is None:
         raise NotFound(f"{type_name(model)} {memory_id} not found")
+    return await _shown(session, tenant_id, row)
+
+
+async def _shown(session: AsyncSession, tenant_id: str, row: Memory) -> Any:
+    if isinstance(row, Rule):
+        return await shown_one(session, tenant_id=tenant_id, row=row)
     return row
 
 
@@ -52,7 +62,7 @@ async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,
     )
     await events.record(session, [memory_event(f"{type_name(model)}_confirmed", tenant_id,
                                                updated)])
-    return updated
+    return await _shown(session, tenant_id, updated)
 
 
 async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
@@ -69,11 +79,11 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
         values = {"forgotten_at": func.now()}
         already = row.forgotten_at is not None
     if already:
-        return row
+        return await _shown(session, tenant_id, row)
     updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
     await events.record(session, [memory_event(f"{type_name(model)}_forgotten", tenant_id,
                                                updated)])
-    return updated
+    return await _shown(session, tenant_id, updated)
 
 
 def _require_live(row: Memory) -> None:

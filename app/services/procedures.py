@@ -191,13 +191,19 @@ async def set_status(session: AsyncSession, *, tenant_id: str, procedure_id: uui
 
 async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
                            success: bool, duration_ms: int | None) -> Procedure:
-    """Count one execution atomically; NotFound when the tenant has no such procedure."""
+    """Count one execution atomically; NotFound when the tenant has no such procedure,
+    Conflict when this version is superseded (executions count on the current one)."""
     row = await procedure_rows.record_execution(session, tenant_id=tenant_id,
                                                 procedure_id=procedure_id, success=success,
                                                 duration_ms=duration_ms)
-    if row is None:
+    if row is not None:
+        return row
+    old = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id)
+    if old is None:
         raise NotFound(f"procedure {procedure_id} not found")
-    return row
+    raise Conflict(f"procedure {procedure_id} is version {old.version} of {old.name!r}, "
+                   f"deprecated and superseded by {old.superseded_by}; record executions "
+                   "on the current version", field="procedure_id")
 
 
 async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: Embedder,

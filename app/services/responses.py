@@ -1,5 +1,6 @@
 """The one mapper from rows to response models: every router shapes its answer here."""
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ from app.retrieval.records import RecordHit
 from app.retrieval.search import Hit
 from app.retrieval.timewindow import TimeWindow
 from app.schemas.arcs import ArcOut, ArcSearchResponse
+from app.schemas.data_rights import DeletedOut, ExportPageOut
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
 from app.schemas.events import EventOut
@@ -68,6 +70,7 @@ from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
 from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
+from app.services.rule_reasons import ShownRule
 from app.services.runs import RunDetail, RunFound
 from app.services.working_memory import etag_of
 
@@ -89,11 +92,15 @@ def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
                                    "fading": row.fading_since is not None})
 
 
-def rule_out(row: Rule, now: datetime | None = None) -> RuleOut:
-    """A rule as the API shows it, with its decayed confidence and lifecycle flags."""
-    return RuleOut.model_validate({**_with_confidence(row, now),
-                                   "fading": row.fading_since is not None,
-                                   "forgotten": row.forgotten_at is not None})
+def rule_out(rule: Rule | ShownRule, now: datetime | None = None) -> RuleOut:
+    """A rule as the API shows it, with its decayed confidence and lifecycle flags; the
+    reasons of its harmful marks, when it has any, in `metadata.harmful_reasons`."""
+    row, reasons = (rule.row, rule.harmful_reasons) if isinstance(rule, ShownRule) else (rule, [])
+    values = {**_with_confidence(row, now), "fading": row.fading_since is not None,
+              "forgotten": row.forgotten_at is not None}
+    if reasons:
+        values["metadata_"] = {**row.metadata_, "harmful_reasons": reasons}
+    return RuleOut.model_validate(values)
 
 
 def episode_out(row: Episode) -> EpisodeOut:
@@ -130,6 +137,17 @@ def import_out(counts: dict[str, int]) -> ImportOut:
     return ImportOut(imported=counts)
 
 
+def deleted_out(node_type: str, node_id: uuid.UUID, counts: dict[str, int]) -> DeletedOut:
+    """The receipt of a hard delete."""
+    return DeletedOut.model_validate({"type": node_type, "id": node_id, "deleted": counts})
+
+
+def export_page_out(records: list[dict[str, Any]], next_offset: int | None) -> ExportPageOut:
+    """A page of the export and the cursor of the next one."""
+    return ExportPageOut(records=records,
+                         next_cursor=None if next_offset is None else str(next_offset))
+
+
 def job_out(job: Job) -> JobOut:
     """A job as the API shows it, with its duration once finished."""
     duration = None
@@ -158,7 +176,7 @@ def _scores(hit: Hit) -> dict[str, Any]:
                 "similarity": hit.passage.similarity}}
 
 
-def memory_out(row: Episode | Fact | Rule,
+def memory_out(row: Episode | Fact | Rule | ShownRule,
                now: datetime | None = None) -> EpisodeOut | FactOut | RuleOut:
     """An episode, fact or rule row as the API shows it."""
     if isinstance(row, Episode):

@@ -7,6 +7,7 @@ from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
+from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import Conflict, InvalidInput
 from app.models import Rule
@@ -17,15 +18,18 @@ from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
 from app.schemas.rules import RuleCreate
 from app.services import events, lifecycle
+from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.memories import load_for_update
+from app.services.rule_reasons import ShownRule, shown, shown_one
 from app.text import preprocess_text
 
 
 async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: RuleCreate) -> Rule:
-    """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0."""
+                     data: RuleCreate, auto_links: AutoLinkSettings | None = None) -> Rule:
+    """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0; linked
+    `related_to` its most similar facts and rules (`auto_links`)."""
     # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
@@ -53,12 +57,14 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     }], last_confirmed_at=func.now())
     await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
                          embedded=embedded)
+    await link_new(session, tenant_id=tenant_id, memory_type="rule", memory_id=rule.id,
+                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
     await events.record(session, [memory_event("rule_created", tenant_id, rule)])
     return rule
 
 
 async def mark_helpful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
-                       context: dict[str, Any]) -> Rule:
+                       context: dict[str, Any]) -> ShownRule:
     """Count a helpful application: effectiveness = success / applied, then maybe promote."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
     outcome = lifecycle.after_helpful(
@@ -73,8 +79,9 @@ async def mark_helpful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
 
 
 async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
-                       reason: str | None, context: dict[str, Any]) -> Rule:
-    """Count a harmful application with the 4x penalty, then maybe demote or flag inversion."""
+                       reason: str | None, context: dict[str, Any]) -> ShownRule:
+    """Count a harmful application with the 4x penalty, then maybe demote or flag inversion;
+    a reason joins the rule's harmful reasons."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
     outcome = lifecycle.after_harmful(
         maturity=rule.maturity, applied_count=rule.applied_count,
@@ -87,7 +94,7 @@ async def mark_harmful(session: AsyncSession, *, tenant_id: str, rule_id: uuid.U
 
 
 async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                 rule_id: uuid.UUID) -> Rule:
+                 rule_id: uuid.UUID) -> ShownRule:
     """Rewrite a rule flagged `needs_inversion` as an anti-pattern, keeping the original."""
     rule = await _live_rule(session, tenant_id=tenant_id, rule_id=rule_id)
     if not rule.needs_inversion:
@@ -97,7 +104,8 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
             f"{lifecycle.INVERSION_MAX_EFFECTIVENESS})"
         )
     previous_maturity = rule.maturity
-    reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_id=rule.id)
+    reasons = (await event_rows.harmful_reasons(session, tenant_id=tenant_id,
+                                                rule_ids=[rule.id])).get(rule.id, [])
     content = lifecycle.anti_pattern_content(rule.content, reasons)
     embedded = await embed_texts(session, embedder, [content], tenant_id=tenant_id)
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
@@ -113,16 +121,17 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                          embedded=embedded, replace=True)
     await events.record(session, [memory_event("rule_inverted", tenant_id, updated,
                                                from_maturity=previous_maturity)])
-    return updated
+    return ShownRule(updated, reasons)
 
 
 async def list_rules(session: AsyncSession, *, tenant_id: str, scope: str | None,
                      maturity: str | None, include_forgotten: bool, limit: int,
-                     cursor: str | None) -> tuple[list[Rule], str | None]:
+                     cursor: str | None) -> tuple[list[ShownRule], str | None]:
     """A page of the tenant's rules, newest first; forgotten ones only on request."""
     filters = RuleFilters(scope=scope, maturity=maturity, include_forgotten=include_forgotten)
-    return await rule_rows.list_rules(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                      cursor=cursor)
+    rows, next_cursor = await rule_rows.list_rules(session, tenant_id=tenant_id,
+                                                   filters=filters, limit=limit, cursor=cursor)
+    return await shown(session, tenant_id=tenant_id, rows=rows), next_cursor
 
 
 async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID) -> Rule:
@@ -134,7 +143,7 @@ async def _live_rule(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUI
 
 async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
                           outcome: lifecycle.FeedbackOutcome, needs_inversion: bool, kind: str,
-                          reason: str | None, context: dict[str, Any]) -> Rule:
+                          reason: str | None, context: dict[str, Any]) -> ShownRule:
     previous_maturity = rule.maturity
     was_flagged = rule.needs_inversion
     updated = await memory_rows.update_row(session, Rule, memory_id=rule.id, values={
@@ -158,4 +167,4 @@ async def _apply_feedback(session: AsyncSession, *, tenant_id: str, rule: Rule,
     if needs_inversion and not was_flagged:
         happened.append(memory_event("rule_inversion_flagged", tenant_id, updated))
     await events.record(session, happened)
-    return updated
+    return await shown_one(session, tenant_id=tenant_id, row=updated)

@@ -75,8 +75,12 @@ async def require_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUI
 
 
 async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     run_id: uuid.UUID, data: RunUpdate) -> Run:
-    """Set the outcome fields given; a new summary re-embeds the run."""
+                     run_id: uuid.UUID, data: RunUpdate, finish: bool = False) -> Run:
+    """Set the outcome fields given; a new summary re-embeds the run.
+
+    An unfinished run given its outcome (`success`), or asked to `finish`, is finished now
+    unless `finished_at` says when; a finished run keeps its time.
+    """
     values = data.model_dump(exclude_unset=True)
     vector: dict[str, object] = {}
     text = None
@@ -89,6 +93,9 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     current = await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
     if data.finished_at is not None and data.finished_at < current.started_at:
         raise InvalidInput("finished_at is before started_at", field="finished_at")
+    if ("finished_at" not in values and current.finished_at is None
+            and (finish or data.success is not None)):
+        values["finished_at"] = max(now_utc(), current.started_at)
     run = await run_rows.update_run(session, tenant_id=tenant_id, run_id=run_id,
                                     values={**values, **vector}, search_text=text)
     if run is None:

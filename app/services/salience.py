@@ -2,9 +2,10 @@
 
 Three layers, all computed from the same list of ledger events:
 * visibility: an agent sees its own events and the events marked globally visible;
+* compaction: a reflection replaces the events it summarises, so the events the agent's own
+  reflections are based on leave both lists below (the reflection shows instead);
 * the recent window: the last `window` visible events, leaving out reflections (they have a
-  section of their own) and the events the agent's own reflections are based on
-  (compaction: a reflection replaces the events it summarises);
+  section of their own);
 * salience top-k: score = w_rel*relevance + w_rec*exp(-lambda*dturn) + w_imp*importance(kind)
   over the other visible events, best k returned in chronological order.
 A reflection is due once the agent has seen `threshold` visible events since its last one.
@@ -149,14 +150,14 @@ def view(events: Sequence[LedgerEvent], *, agent_id: str, current_turn: int, que
     """The agent's memory at `current_turn`: recent window, salient events, reflections.
 
     `based_on` maps a reflection's id to the events it summarises; the events behind the
-    agent's own reflections leave the recent window (they may still be salient).
+    agent's own reflections leave the recent window and the salient events alike.
     """
     seen = visible(events, agent_id)
     reflections = [e for e in seen if e.kind == REFLECTION_KIND]
     covered = {event_id for r in reflections if r.agent_id == agent_id
                for event_id in based_on.get(r.id, ())}
-    raw = [e for e in seen if e.kind != REFLECTION_KIND]
-    recent = [e for e in raw if e.id not in covered][-window:]
+    raw = [e for e in seen if e.kind != REFLECTION_KIND and e.id not in covered]
+    recent = raw[-window:]
     in_window = {e.id for e in recent}
     salient = top_k([e for e in raw if e.id not in in_window], query=query,
                     current_turn=current_turn, k=k, weights=weights, relevance=relevance)

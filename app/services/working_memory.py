@@ -41,7 +41,7 @@ def if_match_holds(if_match: str | None, row: WorkingMemory | None) -> bool:
         return True
     if row is None:
         return False
-    tags = [tag.strip() for tag in if_match.split(",")]
+    tags = _tags(if_match)
     return "*" in tags or etag_of(row) in tags
 
 
@@ -49,6 +49,33 @@ def _require(if_match: str | None, row: WorkingMemory | None) -> None:
     if not if_match_holds(if_match, row):
         raise PreconditionFailed("If-Match does not match the working memory's current ETag; "
                                  "read it again and retry", field="If-Match")
+
+
+def _opaque(tag: str) -> str:
+    return tag.removeprefix("W/")
+
+
+def _tags(header: str) -> list[str]:
+    return [tag.strip() for tag in header.split(",")]
+
+
+def _create_only(if_none_match: str | None) -> bool:
+    return if_none_match is not None and "*" in _tags(if_none_match)
+
+
+def if_none_match_holds(if_none_match: str | None, row: WorkingMemory | None) -> bool:
+    """RFC 9110 If-None-Match: absent holds; `*` holds only while there is no record;
+    otherwise no listed tag may equal the record's by weak comparison."""
+    if if_none_match is None or row is None:
+        return True
+    tags = _tags(if_none_match)
+    return "*" not in tags and _opaque(etag_of(row)) not in {_opaque(tag) for tag in tags}
+
+
+def _exists(key: Key) -> PreconditionFailed:
+    return PreconditionFailed(f"the working memory of agent {key.agent_id!r} session "
+                              f"{key.session_id!r} exists, or its ETag is listed in "
+                              "If-None-Match", field="If-None-Match")
 
 
 def _ttl(data: WorkingMemoryWrite, default_ttl_hours: float) -> int:
@@ -89,13 +116,23 @@ async def _lock_existing(session: AsyncSession, key: Key,
 
 
 async def replace(session: AsyncSession, *, key: Key, data: WorkingMemoryWrite,
-                  if_match: str | None, default_ttl_hours: float) -> WorkingMemory:
-    """Create the record or replace all of it; with If-Match only over that version."""
-    if if_match is not None:
-        _require(if_match, await _lock(session, key))
-    return await wm_rows.upsert(session, tenant_id=key.tenant_id, agent_id=key.agent_id,
-                                session_id=key.session_id,
-                                values=_values(data, default_ttl_hours))
+                  if_match: str | None, default_ttl_hours: float,
+                  if_none_match: str | None = None) -> WorkingMemory:
+    """Create the record or replace all of it; with If-Match only over that version, with
+    If-None-Match only when no record (`*`) or none of those versions is there."""
+    if if_match is not None or if_none_match is not None:
+        row = await _lock(session, key)
+        _require(if_match, row)
+        if not if_none_match_holds(if_none_match, row):
+            raise _exists(key)
+    written = await wm_rows.upsert(session, tenant_id=key.tenant_id, agent_id=key.agent_id,
+                                   session_id=key.session_id,
+                                   values=_values(data, default_ttl_hours),
+                                   create_only=_create_only(if_none_match))
+    if written is None:
+        # Another writer created the record after the check above.
+        raise _exists(key)
+    return written
 
 
 def _document(row: WorkingMemory) -> dict[str, Any]:

@@ -18,3 +18,17 @@ async def test_keys_create_prints_only_a_working_key_on_stdout(database_url, ano
     assert response.status_code == 200
     unauthenticated = await anonymous_client.get("/v1/episodes")
     assert unauthenticated.status_code == 401
+
+
+async def test_keys_create_with_the_embedded_server_and_no_runtime_dir_warns_of_nothing(
+        tmp_path):
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("XDG_RUNTIME_DIR", "DATABASE_URL", "ENGRAM_DATABASE_URL")}
+    env["ENGRAM_DATA_DIR"] = str(tmp_path / "data")
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "cli"],
+        capture_output=True, text=True, env=env, check=True)
+    [key] = result.stdout.splitlines()
+    assert key.startswith("egk_")
+    assert "Warning" not in result.stderr, result.stderr
+    assert "tenant: cli" in result.stderr

@@ -2,7 +2,15 @@
 
 import uuid
 
+import pytest
+
 from tests.support.factories import create_entity, ref, store_episode, store_fact, store_rule
+
+
+@pytest.fixture(autouse=True)
+def _no_automatic_links(app, monkeypatch):
+    """Every link of these graphs is made by the test itself."""
+    monkeypatch.setattr(app.state.settings.auto_links, "enabled", False)
 
 
 async def episode(client, content="we talked about chess"):
@@ -124,6 +132,28 @@ async def test_entity_neighbours_are_its_facts_and_then_their_links(client):
     assert edge_set(one) == {(likes, ann, "about", 1), (lives, ann, "about", 1)}
     two = await graph(client, ann, hops=2)
     assert node_hops(two)[source] == 2
+
+
+async def test_typed_entity_relations_are_nodes_and_edges_to_the_requested_hops(client):
+    ann, acme, bob = await entity(client), await entity(client, "Acme"), await entity(client, "Bob")
+    policy = await fact(client, "pays on Fridays")
+    for source, target, relation, strength in ((ann, acme, "works_at", 0.9),
+                                               (bob, ann, "knows", 0.5),
+                                               (acme, policy, "related_to", 1.0)):
+        response = await client.post("/v1/links", json={
+            "source_type": source[0], "source_id": source[1], "target_type": target[0],
+            "target_id": target[1], "relation": relation, "strength": strength})
+        assert response.status_code == 201, response.text
+    one = await graph(client, ann)
+    assert node_hops(one) == {ann: 0, acme: 1, bob: 1}
+    assert edge_set(one) == {(ann, acme, "works_at", 1), (bob, ann, "knows", 1)}
+    strengths = {e["relation"]: e["strength"] for e in one["edges"]}
+    assert strengths == {"works_at": 0.9, "knows": 0.5}
+    two = await graph(client, ann, hops=2)
+    assert node_hops(two) == {ann: 0, acme: 1, bob: 1, policy: 2}
+    assert (acme, policy, "related_to", 2) in edge_set(two)
+    only_work = await graph(client, ann, relations=["works_at"])
+    assert node_hops(only_work) == {ann: 0, acme: 1}
 
 
 async def test_fact_shows_its_entity_as_neighbour(client):

@@ -116,6 +116,8 @@ async def test_an_agent_posts_a_reflection_that_everyone_sees_and_that_compacts(
 
     alice = await context(client, "alice", 4)
     assert [e["turn"] for e in alice["recent"]] == [4]
+    assert alice["salient"] == []
+    assert "day 1" not in alice["context"] and "day 4" in alice["context"]
     assert [r["content"] for r in alice["reflections"]] == ["The baker resents me"]
     assert alice["reflections"][0]["based_on"] == reflection["based_on"]
     bob = await context(client, "bob", 4)

@@ -17,7 +17,9 @@ from mcp.types import CallToolResult
 
 from app.config import Settings
 from app.main import create_app
+from app.services import worker
 from tests.conftest import REPO_ROOT
+from tests.support.jobs import job_context
 from tests.support.live_server import serve_in_thread
 
 SPEC_TOOLS = {
@@ -33,7 +35,10 @@ RUN_TOOLS = {
     "run_create", "run_log_messages", "run_finish", "run_add_feedback", "run_get",
     "run_search", "agent_event_append", "agent_context", "agent_reflect",
 }
-ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS
+# Beyond the spec: following jobs, and deletion, erasure and export as REST offers them.
+JOB_TOOLS = {"job_get", "job_list"}
+DATA_TOOLS = {"memory_delete", "entity_delete", "memory_erase", "memory_export"}
+ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +84,11 @@ def error_text(result: CallToolResult) -> str:
     return " ".join(block.text for block in result.content)  # type: ignore[union-attr]
 
 
-async def test_list_tools_returns_the_spec_tools_and_the_run_tools(mcp_as: Any) -> None:
+async def test_list_tools_returns_the_spec_tools_and_the_others(mcp_as: Any) -> None:
     async with mcp_as("acme") as client:
         listed = (await client.list_tools()).tools
     assert {tool.name for tool in listed} == ALL_TOOLS
-    assert len(listed) == 19 + len(RUN_TOOLS)
+    assert len(listed) == 19 + len(RUN_TOOLS) + len(JOB_TOOLS) + len(DATA_TOOLS)
     assert all(tool.description and len(tool.description) > 60 for tool in listed)
 
 
@@ -164,6 +169,8 @@ async def test_rule_feedback_tools_count_applications(mcp_as: Any, sql: Any) -> 
     assert [(r["outcome"], r["reason"]) for r in reasons] == [
         ("helpful", None), ("harmful", "too terse for a legal question")]
     assert got["harmful_count"] == 1
+    for shown in (harmed, got):
+        assert shown["metadata"] == {"harmful_reasons": ["too terse for a legal question"]}
 
 
 async def test_retrieval_tools_find_what_was_stored(mcp_as: Any) -> None:
@@ -253,6 +260,122 @@ async def test_job_tools_queue_the_jobs_rest_lists(
     assert {job["id"] for job in listed} == {consolidation["id"], cleanup["id"], small["id"]}
 
 
+async def test_job_tools_follow_a_queued_job_to_its_result(
+    mcp_as: Any, app: Any, settings: Settings,
+    tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
+) -> None:
+    async with mcp_as("acme") as client:
+        queued = ok(await client.call_tool("memory_run_episode_cleanup", {"max_entries": 5}))
+        consolidation = ok(await client.call_tool("memory_run_consolidation", {}))
+        waiting = ok(await client.call_tool("job_get", {"job_id": queued["id"]}))
+        await worker.drain(job_context(app, settings))
+        done = ok(await client.call_tool("job_get", {"job_id": queued["id"]}))
+        first = ok(await client.call_tool("job_list", {"limit": 1}))
+        second = ok(await client.call_tool("job_list", {"limit": 1,
+                                                        "cursor": first["next_cursor"]}))
+        cleanups = ok(await client.call_tool("job_list", {"kind": "cleanup"}))
+    async with mcp_as("other") as stranger:
+        hidden = error_text(await stranger.call_tool("job_get", {"job_id": queued["id"]}))
+    assert waiting["status"] == "queued"
+    assert (done["status"], done["kind"]) == ("succeeded", "cleanup")
+    rest = await tenant_client("acme")
+    assert done == (await rest.get(f"/v1/jobs/{queued['id']}")).json()
+    assert done["result"] is not None and done["finished_at"] is not None
+    assert [job["id"] for job in first["items"]] == [consolidation["id"]]
+    assert [job["id"] for job in second["items"]] == [queued["id"]]
+    assert second["next_cursor"] is None
+    assert [job["id"] for job in cleanups["items"]] == [queued["id"]]
+    assert "not found" in hidden
+
+
+async def test_delete_tools_delete_for_good(
+    mcp_as: Any, tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]], sql: Any,
+) -> None:
+    async with mcp_as("acme") as client:
+        old = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "city", "content": "Ann lives in Paris"}))
+        new = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "city", "content": "Ann lives in Lyon"}))
+        episode = ok(await client.call_tool("memory_store_episode", {
+            "content": "Ann said she moved", "butler": "chat"}))
+        rule = ok(await client.call_tool("memory_store_rule", {"content": "Ask before moving"}))
+        ann = ok(await client.call_tool("entity_create", {"canonical_name": "Ann",
+                                                          "entity_type": "person"}))
+        async with mcp_as("other") as stranger:
+            refused = error_text(await stranger.call_tool("memory_delete", {
+                "memory_type": "fact", "memory_id": new["id"]}))
+        fact_gone = ok(await client.call_tool("memory_delete", {"memory_type": "fact",
+                                                                "memory_id": new["id"]}))
+        episode_gone = ok(await client.call_tool("memory_delete", {
+            "memory_type": "episode", "memory_id": episode["id"]}))
+        rule_gone = ok(await client.call_tool("memory_delete", {"memory_type": "rule",
+                                                                "memory_id": rule["id"]}))
+        entity_gone = ok(await client.call_tool("entity_delete", {"entity_id": ann["id"]}))
+        again = error_text(await client.call_tool("memory_delete", {"memory_type": "fact",
+                                                                    "memory_id": old["id"]}))
+    assert "not found" in refused
+    assert (fact_gone["type"], fact_gone["id"], fact_gone["deleted"]["facts"]) == (
+        "fact", new["id"], 2)
+    assert (episode_gone["deleted"]["episodes"], rule_gone["deleted"]["rules"]) == (1, 1)
+    assert (entity_gone["type"], entity_gone["deleted"]["entities"]) == ("entity", 1)
+    assert "not found" in again  # the whole history went with the newest version
+    rest = await tenant_client("acme")
+    for path in (f"/v1/facts/{old['id']}", f"/v1/episodes/{episode['id']}",
+                 f"/v1/rules/{rule['id']}", f"/v1/entities/{ann['id']}"):
+        assert (await rest.get(path)).status_code == 404, path
+    assert [row["event_type"] for row in await sql(
+        "SELECT event_type FROM memory_events WHERE event_type LIKE '%_deleted' "
+        "ORDER BY created_at")] == ["fact_deleted", "episode_deleted", "rule_deleted",
+                                    "entity_deleted"]
+
+
+async def test_erase_tool_confirms_a_tenant_erasure_as_rest_does(
+    mcp_as: Any, app: Any, settings: Settings,
+    tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
+) -> None:
+    async with mcp_as("acme") as client:
+        ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "city", "content": "Ann lives in Lyon"}))
+        kept = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Bob", "predicate": "city", "content": "Bob lives in Nice"}))
+        unconfirmed = error_text(await client.call_tool("memory_erase", {"tenant": True}))
+        misspelt = error_text(await client.call_tool("memory_erase", {"tenant": True,
+                                                                      "confirm": "acme2"}))
+        by_subject = ok(await client.call_tool("memory_erase", {"subject": "ann"}))
+        await worker.drain(job_context(app, settings))
+        receipt = ok(await client.call_tool("job_get", {"job_id": by_subject["id"]}))
+        everything = ok(await client.call_tool("memory_erase", {"tenant": True,
+                                                                "confirm": "acme"}))
+    assert "confirm" in unconfirmed and "confirm" in misspelt
+    assert (by_subject["kind"], by_subject["status"]) == ("erasure", "queued")
+    assert (receipt["status"], receipt["result"]["deleted"]["facts"]) == ("succeeded", 1)
+    rest = await tenant_client("acme")
+    facts = (await rest.get("/v1/facts")).json()["items"]
+    assert [fact["id"] for fact in facts] == [kept["id"]]
+    assert everything["params"] == {"tenant": True}
+
+
+async def test_export_tool_pages_through_the_rest_export(
+    mcp_as: Any, tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
+) -> None:
+    async with mcp_as("acme") as client:
+        for number in range(3):
+            ok(await client.call_tool("memory_store_episode", {
+                "content": f"observation {number}", "butler": "chat"}))
+        ok(await client.call_tool("memory_store_rule", {"content": "Be brief"}))
+        pages = [ok(await client.call_tool("memory_export", {"limit": 2}))]
+        while pages[-1]["next_cursor"] is not None:
+            pages.append(ok(await client.call_tool("memory_export", {
+                "limit": 2, "cursor": pages[-1]["next_cursor"]})))
+        whole = ok(await client.call_tool("memory_export", {}))
+    rest = await tenant_client("acme")
+    streamed = [json.loads(line) for line in (await rest.get("/v1/export")).text.splitlines()]
+    assert [record for page in pages for record in page["records"]] == streamed
+    assert whole == {"records": streamed, "next_cursor": None}
+    assert [len(page["records"]) for page in pages] == [2, 2]
+    assert {record["kind"] for record in streamed} == {"episode", "rule"}
+
+
 SOME_ID = str(uuid.uuid4())
 # One bad argument per tool; the error must name it.
 BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
@@ -290,6 +413,12 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
                        "relevance": "psychic"}, "relevance"),
     ("agent_reflect", {"ledger_name": "l", "agent_id": "a", "belief": "b", "based_on": []},
      "based_on"),
+    ("job_get", {"job_id": "nope"}, "job_id"),
+    ("job_list", {"limit": 0}, "limit"),
+    ("memory_delete", {"memory_type": "entity", "memory_id": SOME_ID}, "memory_type"),
+    ("entity_delete", {"entity_id": SOME_ID, "facts": "keep"}, "facts"),
+    ("memory_erase", {"butler": "b", "scope": "s"}, "exactly one"),
+    ("memory_export", {"limit": 1001}, "limit"),
 ]
 
 

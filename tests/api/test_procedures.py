@@ -172,6 +172,23 @@ async def test_new_version_supersedes_the_old_one(client):
         v2["id"], "deprecated", 1)
 
 
+async def test_an_execution_of_a_superseded_version_is_a_409_naming_it(client):
+    v1 = await _procedure(client, status="active")
+    await client.post(f"/v1/procedures/{v1['id']}/executions", json={"success": True})
+    v2 = await post(client, f"/v1/procedures/{v1['id']}/versions", steps=DEPLOY_STEPS[:2])
+    response = await client.post(f"/v1/procedures/{v1['id']}/executions",
+                                 json={"success": False, "duration_ms": 10})
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["errors"][0]["field"] == "procedure_id"
+    assert "version 1" in problem["detail"] and v2["id"] in problem["detail"]
+    old = (await client.get(f"/v1/procedures/{v1['id']}")).json()
+    assert (old["execution_count"], old["success_count"]) == (1, 1)
+    current = await client.post(f"/v1/procedures/{v2['id']}/executions", json={"success": True})
+    assert current.json()["execution_count"] == 1
+
+
 async def test_version_chain_lists_every_version_in_order(client):
     v1 = await _procedure(client)
     v2 = await post(client, f"/v1/procedures/{v1['id']}/versions", steps=DEPLOY_STEPS[:2])

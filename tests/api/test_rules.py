@@ -58,7 +58,7 @@ async def test_harmful_mark_uses_four_times_penalty(client):
     assert after["applied_count"] == 4
     assert after["harmful_count"] == 1
     assert after["effectiveness_score"] == pytest.approx(3 / (3 + 4 * 1 + 0.01))
-    assert after["metadata"] == {}
+    assert after["metadata"] == {"harmful_reasons": ["user asked for English"]}
 
 
 async def test_rule_application_records_reason_and_context(client, sql):
@@ -162,13 +162,33 @@ async def test_inversion_rewrites_content_and_keeps_original(client, sql):
     )
     assert inverted["original_content"] == "Always reply in French"
     assert inverted["needs_inversion"] is False
-    assert inverted["metadata"] == {}
+    assert inverted["metadata"] == {"harmful_reasons": ["user speaks German",
+                                                        "confused the user"]}
     [after] = await sql("SELECT embedding::text AS e, search_vector::text AS sv FROM rules "
                         "WHERE id = :id", id=uuid.UUID(rule["id"]))
     assert after["e"] != before["e"]
     assert "'anti'" in after["sv"] and "'german'" in after["sv"]
     [event] = await sql("SELECT payload FROM memory_events WHERE event_type = 'rule_inverted'")
     assert event["payload"]["from_maturity"] == "candidate"
+
+
+async def test_harmful_reasons_show_in_the_rules_metadata_oldest_first(client):
+    rule = await store_rule(client, content="Reply in French", metadata={"team": "support"})
+    first = await harmful(client, rule["id"], reason="user speaks German")
+    assert first["metadata"] == {"team": "support", "harmful_reasons": ["user speaks German"]}
+    await harmful(client, rule["id"])
+    await helpful(client, rule["id"])
+    await harmful(client, rule["id"], reason="confused the user")
+    expected = {"team": "support",
+                "harmful_reasons": ["user speaks German", "confused the user"]}
+    read = (await client.get(f"/v1/rules/{rule['id']}")).json()
+    [listed] = (await client.get("/v1/rules")).json()["items"]
+    confirmed = (await client.post(f"/v1/rules/{rule['id']}/confirm")).json()
+    forgotten = (await client.post(f"/v1/rules/{rule['id']}/forget")).json()
+    for shown in (read, listed, confirmed, forgotten):
+        assert shown["metadata"] == expected
+    other = await store_rule(client, content="Be brief")
+    assert (await helpful(client, other["id"]))["metadata"] == {}
 
 
 async def test_inverting_an_unflagged_rule_is_409(client):

@@ -1,5 +1,6 @@
 """Task runs (seed 003) through HTTP: records, messages, feedback, search, lessons, PII."""
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import SecretStr
@@ -59,6 +60,21 @@ async def test_finishing_a_run_sets_its_outcome(client):
     assert response.status_code == 200, response.text
     assert (response.json()["success"], response.json()["score_numeric"]) == (False, 0.25)
     assert response.json()["finished_at"].startswith("2026-11-22T10:00:00")
+
+
+async def test_an_outcome_finishes_an_unfinished_run_now(client):
+    run = await create_run(client)
+    assert run["finished_at"] is None
+    before = datetime.now(UTC)
+    failed = await client.patch(f"/v1/runs/{run['id']}", json={"success": False})
+    assert failed.status_code == 200, failed.text
+    finished_at = datetime.fromisoformat(failed.json()["finished_at"])
+    assert before - timedelta(seconds=1) <= finished_at <= datetime.now(UTC)
+    again = await client.patch(f"/v1/runs/{run['id']}", json={"success": True})
+    assert again.json()["finished_at"] == failed.json()["finished_at"]
+    scored = await create_run(client)
+    only_score = await client.patch(f"/v1/runs/{scored['id']}", json={"score_numeric": 0.5})
+    assert only_score.json()["finished_at"] is None
 
 
 async def test_listing_runs_pages_and_filters(client):

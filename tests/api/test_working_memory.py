@@ -156,6 +156,47 @@ async def test_if_match_without_a_record_is_412(client):
     assert (await client.get(BASE)).status_code == 404
 
 
+async def test_if_none_match_star_creates_once_and_refuses_an_existing_record(client):
+    created = await client.put(BASE, json={"scratchpad": {"owner": "first"}},
+                               headers={"If-None-Match": "*"})
+    assert created.status_code == 201
+    again = await client.put(BASE, json={"scratchpad": {"owner": "second"}},
+                             headers={"If-None-Match": "*"})
+    assert again.status_code == 412
+    assert again.headers["content-type"] == "application/problem+json"
+    assert _field(again) == "If-None-Match"
+    assert (await client.get(BASE)).json()["scratchpad"] == {"owner": "first"}
+
+
+async def test_two_concurrent_creations_one_wins(client):
+    responses = await asyncio.gather(*(
+        client.put(BASE, json={"scratchpad": {"owner": name}}, headers={"If-None-Match": "*"})
+        for name in ("a", "b")))
+    assert sorted(r.status_code for r in responses) == [201, 412]
+    [winner] = [r for r in responses if r.status_code == 201]
+    assert (await client.get(BASE)).json()["scratchpad"] == winner.json()["scratchpad"]
+
+
+async def test_if_none_match_star_creates_over_an_expired_record(client, sql):
+    await _put(client, scratchpad={"old": True})
+    await sql("UPDATE working_memories SET expires_at = now() - interval '1 second'")
+    created = await client.put(BASE, json={"scratchpad": {"new": True}},
+                               headers={"If-None-Match": "*"})
+    assert created.status_code == 201
+    assert created.json()["version"] == 1
+
+
+async def test_if_none_match_with_the_records_etag_is_412(client):
+    etag = (await _put(client, scratchpad={"n": 1})).json()["etag"]
+    same = await client.put(BASE, json={"scratchpad": {"n": 2}},
+                            headers={"If-None-Match": f'"other", W/{etag}'})
+    assert same.status_code == 412
+    other = await client.put(BASE, json={"scratchpad": {"n": 3}},
+                             headers={"If-None-Match": '"other"'})
+    assert other.status_code == 200
+    assert other.json()["scratchpad"] == {"n": 3}
+
+
 async def test_weak_etags_never_match(client):
     etag = (await _put(client)).json()["etag"]
     response = await _patch(client, {"scratchpad": {"a": 1}}, headers={"If-Match": f"W/{etag}"})

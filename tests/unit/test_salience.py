@@ -82,6 +82,17 @@ def test_own_reflection_compacts_the_recent_window():
     assert [e.position for e in view.reflections] == [6]
 
 
+def test_reflected_events_are_not_salient_either():
+    events = [event(n) for n in range(1, 12)]
+    reflection = event(12, kind=salience.REFLECTION_KIND, visibility="global")
+    view = salience.view([*events, reflection], agent_id="alice", current_turn=12, query="",
+                         window=2, k=5, weights=WEIGHTS,
+                         based_on={reflection.id: [e.id for e in events[:6]]},
+                         reflection_threshold=100)
+    assert [e.position for e in view.recent] == [10, 11]
+    assert [s.event.position for s in view.salient] == [7, 8, 9]
+
+
 def test_the_window_keeps_the_last_n_visible_events():
     events = [event(n) for n in range(1, 12)]
     view = salience.view(events, agent_id="alice", current_turn=11, query="", window=8, k=2,
