@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy import Column, Table, bindparam, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Entity, Episode, Fact, MemoryLink, Rule, RuleApplication
+from app.models import Entity, Episode, Fact, MemoryLink, Procedure, Rule, RuleApplication
+from app.repositories.links import LINKABLE
 from app.repositories.memories import to_tsvector
 
 # The record kinds, in the order an import can insert them (references point backwards;
@@ -25,6 +26,7 @@ MEMORY_KINDS = ("episode", "fact", "rule")
 NOT_EXPORTED = frozenset({"embedding", "search_vector", "embedding_version_id"})
 SELF_REFERENCES = {"entity": "merged_into_id", "fact": "supersedes_id"}
 EXPORT_BATCH = 500
+LINK_ENDS: dict[str, Any] = {**LINKABLE, "procedure": Procedure}
 
 
 def exported_columns(kind: str) -> list[Column[Any]]:
@@ -79,6 +81,14 @@ def _outside(table: str, column: str, target: str) -> str:
             f"(SELECT 1 FROM {target} x WHERE x.id = f.{column} AND x.tenant_id = :t)")
 
 
+def _link_end(side: str) -> str:
+    """True when the link's `side` end is a row of the tenant, of the table its type names."""
+    return "(" + " OR ".join(
+        f"(l.{side}_type = '{end}' AND EXISTS (SELECT 1 FROM {model.__tablename__} x "
+        f"WHERE x.id = l.{side}_id AND x.tenant_id = :t))"
+        for end, model in LINK_ENDS.items()) + ")"
+
+
 _FOREIGN_REFERENCES = {
     "fact.entity_id": _outside("facts", "entity_id", "entities"),
     "fact.source_episode_id": _outside("facts", "source_episode_id", "episodes"),
@@ -86,20 +96,14 @@ _FOREIGN_REFERENCES = {
     "rule.source_episode_id": _outside("rules", "source_episode_id", "episodes"),
     "entity.merged_into_id": _outside("entities", "merged_into_id", "entities"),
     "rule_application.rule_id": _outside("rule_applications", "rule_id", "rules"),
-    "link": """SELECT count(*) FROM memory_links l WHERE l.tenant_id = :t AND NOT (
-                   EXISTS (SELECT 1 FROM episodes WHERE id = l.source_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM facts WHERE id = l.source_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM rules WHERE id = l.source_id AND tenant_id = :t))
-               OR NOT (
-                   EXISTS (SELECT 1 FROM episodes WHERE id = l.target_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM facts WHERE id = l.target_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM rules WHERE id = l.target_id AND tenant_id = :t))""",
+    "link": (f"SELECT count(*) FROM memory_links l WHERE l.tenant_id = :t "
+             f"AND NOT ({_link_end('source')} AND {_link_end('target')})"),
 }
 
 
 async def references_outside(session: AsyncSession, *, tenant_id: str) -> list[str]:
     """The reference fields through which the tenant's rows point outside the tenant (or a
-    link at a memory the tenant does not have)."""
+    link at a row the tenant does not have)."""
     found = []
     for field, query in _FOREIGN_REFERENCES.items():
         if (await session.execute(text(query), {"t": tenant_id})).scalar_one():
