@@ -223,6 +223,28 @@ async def delete_tenant_events(session: AsyncSession, *, tenant_id: str, limit: 
             LIMIT :limit)""", tenant_id=tenant_id, kept=list(TOMBSTONE_EVENTS), limit=limit)
 
 
+# A whole tenant's records beside its memories, children before their parents, with the
+# memory type their tombstones name: task runs, the agent ledgers, procedures, arcs and
+# working memories.
+TENANT_RECORDS = {"run_feedback": "run_feedback", "run_messages": "run_message",
+                  "runs": "run", "reflection_consolidations": "reflection_consolidation",
+                  "agent_events": "agent_event", "procedures": "procedure", "arcs": "arc",
+                  "working_memories": "working_memory"}
+_KEYS = {"reflection_consolidations": "event_id"}
+
+
+async def delete_tenant_records(session: AsyncSession, *, tenant_id: str, table: str,
+                                limit: int) -> list[uuid.UUID]:
+    """Delete up to `limit` of the tenant's rows of one of `TENANT_RECORDS`; their ids (the
+    links of deleted runs, messages, feedback, events and procedures go by trigger)."""
+    key = _KEYS.get(table, "id")
+    rows = await session.execute(text(f"""
+        DELETE FROM {table} WHERE {key} IN (
+            SELECT {key} FROM {table} WHERE tenant_id = :tenant_id LIMIT :limit)
+        RETURNING {key}"""), {"tenant_id": tenant_id, "limit": limit})
+    return [row[0] for row in rows]
+
+
 TENANT_LEFTOVERS = ("memory_links", "rule_applications", "keyword_terms", "keyword_corpus",
                     "keyword_scope_terms", "keyword_scope_corpus")
 

@@ -27,8 +27,9 @@ class ErasureCreate(RequestModel):
         None, description="Episodes of this session and the facts and rules consolidated "
                           "from them.")
     tenant: bool = Field(False, description="Everything of the caller's tenant: memories, "
-                                            "entities, links, events, jobs, keyword "
-                                            "statistics. API keys stay.")
+                                            "entities, links, runs, agent ledgers, "
+                                            "procedures, arcs, working memories, events, "
+                                            "jobs, keyword statistics. API keys stay.")
     confirm: Name | None = Field(
         None, description="Required with `tenant: true`: the tenant id itself, spelled out.")
 

@@ -7,7 +7,9 @@
    (`memories_erased`: type and ids) and adds the batch's counts to the job's progress. A
    failed or interrupted job is claimed again and selects what is left: nothing is half
    done, nothing is done twice, and the counts add up across attempts.
-3. A whole tenant then loses its remaining events (the tombstones stay), links, keyword
+3. A whole tenant then loses its runs (with their messages and feedback), agent ledgers
+   (with the reflections' read marks), procedures, arcs and working memories, batch by
+   batch with tombstones, then its remaining events (the tombstones stay), links, keyword
    statistics and other finished or queued jobs.
 4. The last transaction writes `erasure_completed` (the selector's name and the counts),
    and replaces the job's params by the selector's name: the values asked for (a subject,
@@ -147,6 +149,19 @@ async def run_erasure(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
 
 async def _erase_tenant_rest(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
                              batch_size: int) -> None:
+    for table, record_type in erasure_rows.TENANT_RECORDS.items():
+        for _ in range(MAX_BATCHES):
+            async with ctx.transaction(Scope(tenant_id=tenant_id,
+                                             job_id=str(job_id))) as session:
+                ids = await erasure_rows.delete_tenant_records(
+                    session, tenant_id=tenant_id, table=table, limit=batch_size)
+                if not ids:
+                    break
+                await events.record(session, [events.Event("memories_erased", tenant_id, {
+                    "job_id": str(job_id), "memory_type": record_type,
+                    "memory_ids": [str(i) for i in ids]})])
+                await job_rows.add_progress(session, job_id=job_id,
+                                            counts={table: len(ids), "batches": 1})
     for _ in range(MAX_BATCHES):
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
             deleted = await erasure_rows.delete_tenant_events(session, tenant_id=tenant_id,

@@ -29,8 +29,10 @@ async def test_export_erase_import_gives_back_equal_data(app, settings, client):
     imported = await client.post("/v1/import", content=exported.content, headers=NDJSON)
 
     assert imported.status_code == 200, imported.text
-    assert imported.json()["imported"] == {"entity": 2, "episode": 2, "fact": 2, "rule": 1,
-                                           "rule_application": 1, "link": 2}
+    assert imported.json()["imported"] == {
+        "entity": 2, "episode": 2, "fact": 2, "rule": 1, "rule_application": 1, "run": 0,
+        "run_message": 0, "run_feedback": 0, "agent_event": 0, "reflection_consolidation": 0,
+        "procedure": 0, "arc": 0, "working_memory": 0, "link": 2}
     assert _records((await client.get("/v1/export")).text) == before
     history = (await client.get(f"/v1/facts/{ids['new']}/history")).json()
     assert [fact["id"] for fact in history] == [ids["new"], ids["old"]]
@@ -204,3 +206,17 @@ async def test_a_link_to_another_tenants_entity_is_refused(tenant_client):
 
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "link"
+
+
+async def test_a_message_of_another_tenants_run_is_refused(tenant_client):
+    owner = await tenant_client("owner")
+    intruder = await tenant_client("intruder")
+    theirs = await post(owner, "/v1/runs", task_id="private-task")
+    line = json.dumps({"kind": "run_message", "id": str(uuid.uuid4()), "run_id": theirs["id"],
+                       "role": "human", "content": "hello", "token_count": 1})
+
+    response = await intruder.post("/v1/import", content=line, headers=NDJSON)
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "run_message.run_id"
+    assert (await owner.get(f"/v1/runs/{theirs['id']}")).json()["messages"] == []
