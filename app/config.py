@@ -330,6 +330,12 @@ class Settings(BaseSettings):
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
+    unconsolidated_grace_days: float = Field(
+        30.0, gt=0, le=3650,
+        description="An expired episode that was never consolidated (nor forgotten) is "
+        "deleted by the cleanup job this many days after it expired, so storage stays bounded "
+        "without an LLM; each deletion's event lists the episodes. Until then capacity "
+        "cleanup may take it once the tenant is over max_entries.")
     max_batch_size: int = Field(500, ge=1, le=10_000)
     db_pool_size: int = Field(10, ge=1, le=200)
     db_max_overflow: int | None = Field(
