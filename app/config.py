@@ -190,7 +190,9 @@ class RunSettings(BaseModel):
         description="Name -> regular expression; each match in a run message is replaced by "
         "[pii:<name>:<salted hash>].")
     pii_hash_salt: SecretStr | None = Field(
-        None, description="Salt of the PII hashes; the scrub job refuses to run without one.")
+        None, description="Salt of the PII hashes of every tenant. Unset: each tenant gets a "
+        "random salt the first time one is needed, kept in the database (pii_salts), the "
+        "same after a restart and in every process.")
     pii_batch_size: int = Field(500, ge=1, le=10_000)
 
     @model_validator(mode="after")

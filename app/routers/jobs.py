@@ -88,8 +88,9 @@ async def queue_pii_scrub(
     body: Annotated[PiiScrubJobCreate | None, Body()] = None,
 ) -> JobOut:
     """Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
-    by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`;
-    the job fails without one) and re-embed the message. Messages checked once are skipped
+    by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`,
+    else the tenant's own random salt, made once and kept in the database) and re-embed the
+    message. Messages checked once are skipped
     unless `rescan` is true."""
     params = (body or PiiScrubJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="pii_scrub", params=params)
