@@ -2,7 +2,8 @@
 
 1. `request_erasure` checks the request (a whole tenant needs `confirm` = the tenant id; an
    entity must exist) and queues an `erasure` job whose params hold the selector.
-2. `run_erasure` erases facts (with their whole histories), rules, episodes, then entities,
+2. `run_erasure` erases facts (with their whole histories), rules, procedures (with every
+   version), episodes, then entities,
    each batch in one transaction that also writes the batch's content-free tombstone event
    (`memories_erased`: type and ids) and adds the batch's counts to the job's progress. A
    failed or interrupted job is claimed again and selects what is left: nothing is half
@@ -84,6 +85,13 @@ async def _rules(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]
     return ids, await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
 
 
+async def _procedures(session: AsyncSession, tenant_id: str,
+                      ids: Sequence[uuid.UUID]) -> Erased:
+    versions = await erasure_rows.procedure_versions(session, tenant_id=tenant_id, ids=ids)
+    return versions, await erasure_rows.delete_procedures(session, tenant_id=tenant_id,
+                                                          ids=versions)
+
+
 async def _episodes(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
     return ids, await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
 
@@ -92,12 +100,13 @@ async def _entities(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UU
     return ids, await erasure_rows.delete_entities(session, tenant_id=tenant_id, ids=ids)
 
 
-# (memory type of the tombstone, batch selection, deletion), in the order they run: facts
-# and rules before the episodes they were consolidated from, entities once their facts are
-# gone.
+# (memory type of the tombstone, batch selection, deletion), in the order they run: facts,
+# rules and procedures before the episodes they were consolidated from, entities once their
+# facts are gone.
 PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Erased]]], ...] = (
     ("fact", batch_rows.next_facts, _facts),
     ("rule", batch_rows.next_rules, _rules),
+    ("procedure", batch_rows.next_procedures, _procedures),
     ("episode", batch_rows.next_episodes, _episodes),
     ("entity", batch_rows.next_entities, _entities),
 )
