@@ -16,7 +16,7 @@ NOT_EXPORTED = {
     "api_keys": "credentials stay with the tenant and are never exported",
     "pii_salts": "the secret of the tenant's PII hashes stays with the tenant, like its keys",
     "jobs": "the work queue, not data",
-    "memory_events": "the audit trail of the service, kept as tombstones on erasure",
+    "memory_events": "the service's record of what happened, kept as tombstones on erasure",
     "passages": "made again from the content on import",
     "keyword_postings": "made again from the content on import",
     "keyword_terms": "made again from the content on import",
