@@ -205,7 +205,9 @@ class RunSettings(BaseModel):
         description="Name -> regular expression; each match in a run message is replaced by "
         "[pii:<name>:<salted hash>].")
     pii_hash_salt: SecretStr | None = Field(
-        None, description="Salt of the PII hashes; the scrub job refuses to run without one.")
+        None, description="Salt of the PII hashes of every tenant. Unset: each tenant gets a "
+        "random salt the first time one is needed, kept in the database (pii_salts), the "
+        "same after a restart and in every process.")
     pii_batch_size: int = Field(500, ge=1, le=10_000)
 
     @model_validator(mode="after")
@@ -345,6 +347,12 @@ class Settings(BaseSettings):
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
+    unconsolidated_grace_days: float = Field(
+        30.0, gt=0, le=3650,
+        description="An expired episode that was never consolidated (nor forgotten) is "
+        "deleted by the cleanup job this many days after it expired, so storage stays bounded "
+        "without an LLM; each deletion's event lists the episodes. Until then capacity "
+        "cleanup may take it once the tenant is over max_entries.")
     max_batch_size: int = Field(500, ge=1, le=10_000)
     db_pool_size: int = Field(10, ge=1, le=200)
     db_max_overflow: int | None = Field(

@@ -103,8 +103,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     background.start()
     if settings.llm.base_url is None:
         logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
-                       "never turned into facts or rules, and expired episodes are kept "
-                       "instead of deleted until they are consolidated.")
+                       "never turned into facts or rules, and cleanup deletes expired "
+                       "episodes unconsolidated once unconsolidated_grace_days "
+                       f"({settings.unconsolidated_grace_days:g}) have passed.")
     supervisor = EmbeddedSupervisor.start_for(settings)
     log_phase("engram ready", started)
     try:

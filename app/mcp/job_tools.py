@@ -40,9 +40,11 @@ def register(server: MCPServer) -> None:
     @server.tool()
     async def memory_run_episode_cleanup(ctx: Context,
                                          max_entries: MaxEntriesArg = 10_000) -> JsonObject:
-        """Queue episode cleanup: expired episodes are deleted, then the oldest consolidated ones
-        beyond max_entries. Unconsolidated episodes are never deleted for capacity. Returns the
-        queued job; a worker runs it shortly."""
+        """Queue episode cleanup: expired consolidated or forgotten episodes are deleted, and
+        expired unconsolidated ones once the server's unconsolidated_grace_days have passed;
+        then, beyond max_entries, the oldest consolidated ones and after them the oldest
+        expired ones. An episode that has not expired is never deleted for capacity. Returns
+        the queued job; a worker runs it shortly."""
         params = build(CleanupJobCreate, max_entries=max_entries).model_dump()
 
         async def work(session: AsyncSession, caller: Caller) -> JobOut:

@@ -15,6 +15,7 @@ from app.models.keyword import (
 from app.models.ledger import AgentEvent, ReflectionConsolidation
 from app.models.memory import Episode, Fact, MemoryLink, Rule
 from app.models.passages import Passage
+from app.models.pii import PiiSalt
 from app.models.procedures import Procedure
 from app.models.runs import Run, RunFeedback, RunMessage
 from app.models.working_memory import WorkingMemory
@@ -38,6 +39,7 @@ __all__ = [
     "MemoryEvent",
     "MemoryLink",
     "Passage",
+    "PiiSalt",
     "Procedure",
     "Rule",
     "RuleApplication",

@@ -6,14 +6,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 # Deletes a batch of episodes, the memory_links rows touching them, and appends one
-# memory_events row per tenant summarising the batch. {victims} selects the batch.
+# memory_events row per tenant summarising the batch (with the ids of the episodes deleted
+# without ever being consolidated). {victims} selects the batch.
 _DELETE_BATCH = """
 WITH victims AS (
     {victims}
 ),
 deleted AS (
     DELETE FROM episodes e USING victims v WHERE e.id = v.id
-    RETURNING e.id, e.tenant_id
+    RETURNING e.id, e.tenant_id, e.consolidated
 ),
 links_as_target AS (
     DELETE FROM memory_links l USING deleted d
@@ -29,7 +30,11 @@ logged AS (
     INSERT INTO memory_events (event_type, actor, actor_key_id, tenant_id, payload)
     SELECT 'episodes_deleted', 'episode_cleanup', CAST(:actor_key_id AS uuid), d.tenant_id,
            jsonb_build_object('reason', CAST(:reason AS text), 'count', count(*),
-                              'job_id', CAST(:job_id AS text))
+                              'job_id', CAST(:job_id AS text),
+                              'unconsolidated', count(*) FILTER (WHERE NOT d.consolidated),
+                              'unconsolidated_episode_ids',
+                              coalesce(jsonb_agg(d.id) FILTER (WHERE NOT d.consolidated),
+                                       '[]'::jsonb))
     FROM deleted d GROUP BY d.tenant_id
     RETURNING 1
 )
@@ -50,7 +55,18 @@ EXPIRED_BATCH = _DELETE_BATCH.format(victims=f"""
     FOR UPDATE SKIP LOCKED
 """)
 
-# Capacity deletes only consolidated episodes, oldest first, of one tenant.
+# An expired episode never consolidated nor forgotten goes `grace_seconds` after it expired
+# (unconsolidated_grace_days): without an LLM nothing is consolidated, and storage must end.
+GRACE_BATCH = _DELETE_BATCH.format(victims="""
+    SELECT id FROM episodes
+    WHERE expires_at < now() - make_interval(secs => CAST(:grace_seconds AS double precision))
+      AND NOT consolidated AND forgotten_at IS NULL
+      AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
+    LIMIT :batch_size
+    FOR UPDATE SKIP LOCKED
+""")
+
+# Capacity deletes consolidated episodes, oldest first, of one tenant.
 CAPACITY_BATCH = _DELETE_BATCH.format(victims="""
     SELECT id FROM episodes
     WHERE tenant_id = CAST(:tenant_id AS text) AND consolidated
@@ -59,14 +75,25 @@ CAPACITY_BATCH = _DELETE_BATCH.format(victims="""
     FOR UPDATE SKIP LOCKED
 """)
 
+# Then, still over capacity, expired unconsolidated ones, oldest first; an episode that has
+# not expired is never deleted for capacity.
+CAPACITY_EXPIRED_BATCH = _DELETE_BATCH.format(victims="""
+    SELECT id FROM episodes
+    WHERE tenant_id = CAST(:tenant_id AS text) AND NOT consolidated AND expires_at < now()
+    ORDER BY created_at, id
+    LIMIT :batch_size
+    FOR UPDATE SKIP LOCKED
+""")
+
 
 async def delete_batch(session: AsyncSession, statement: str, *, tenant_id: str | None,
                        batch_size: int, reason: str, job_id: str | None,
-                       actor_key_id: uuid.UUID | None = None) -> tuple[int, int]:
+                       actor_key_id: uuid.UUID | None = None,
+                       grace_seconds: float = 0.0) -> tuple[int, int]:
     """Run one batch; (episodes deleted, links deleted). Its event names `actor_key_id`."""
     row = (await session.execute(text(statement), {
         "tenant_id": tenant_id, "batch_size": batch_size, "reason": reason, "job_id": job_id,
-        "actor_key_id": actor_key_id,
+        "actor_key_id": actor_key_id, "grace_seconds": grace_seconds,
     })).one()
     return int(row.episodes), int(row.links)
 
@@ -78,7 +105,8 @@ async def tenants_with_episodes(session: AsyncSession) -> list[str]:
 
 
 async def count_expired_kept(session: AsyncSession, *, tenant_id: str | None) -> int:
-    """Expired episodes kept because they were neither consolidated nor forgotten."""
+    """Expired episodes kept because they were neither consolidated nor forgotten (they are
+    within their grace period)."""
     stmt = text("SELECT count(*) FROM episodes WHERE expires_at < now() AND NOT consolidated "
                 "AND forgotten_at IS NULL AND (CAST(:tenant_id AS text) IS NULL "
                 "OR tenant_id = CAST(:tenant_id AS text))")

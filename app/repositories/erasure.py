@@ -8,7 +8,9 @@ caller's transaction, and returns counts per table:
   (postings are counted before);
 - rule_applications (reason and context): deleted before their rules;
 - memory_events: the events of the memory (payload memory_id) are deleted; an episode's id
-  leaves the episode_ids lists of consolidation events, which also lose their error text.
+  leaves the episode_ids lists of consolidation events, which also lose their error text;
+- the arcs' key events, the procedures' learned_from entries and the working memories'
+  retrieved ids naming the memory (and the arcs' entity_ids naming a deleted entity).
 Facts that name a deleted episode as their source keep living (source_episode_id becomes
 NULL by its foreign key); a deleted fact's successor loses its supersedes_id the same way.
 """
@@ -36,10 +38,40 @@ async def _rowcount(session: AsyncSession, statement: str, **params: object) -> 
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+async def _drop_references(session: AsyncSession, *, tenant_id: str, memory_type: str,
+                           ids: Sequence[uuid.UUID]) -> int:
+    """Take these memories out of the arcs' key events, the procedures' learned_from lists
+    and the working memories' retrieved ids that name them; how many rows changed."""
+    params = {"tenant_id": tenant_id, "memory_type": memory_type, "ids": _texts(ids)}
+    changed = 0
+    for table, column in (("arcs", "key_events"), ("procedures", "learned_from")):
+        changed += await _rowcount(session, f"""
+            UPDATE {table} SET {column} = (
+                SELECT coalesce(jsonb_agg(item ORDER BY ordinal), '[]'::jsonb)
+                FROM jsonb_array_elements({column}) WITH ORDINALITY AS x(item, ordinal)
+                WHERE NOT (item ->> 'memory_type' = :memory_type
+                           AND item ->> 'memory_id' = ANY(CAST(:ids AS text[]))))
+            WHERE tenant_id = :tenant_id AND EXISTS (
+                SELECT 1 FROM jsonb_array_elements({column}) AS item
+                WHERE item ->> 'memory_type' = :memory_type
+                  AND item ->> 'memory_id' = ANY(CAST(:ids AS text[])))""", **params)
+    changed += await _rowcount(session, """
+        UPDATE working_memories SET revision = gen_random_uuid(), retrieved_memory_ids = ARRAY(
+            SELECT kept FROM unnest(retrieved_memory_ids) WITH ORDINALITY AS x(kept, ordinal)
+            WHERE kept <> ALL(CAST(:ids AS uuid[])) ORDER BY ordinal)
+        WHERE tenant_id = :tenant_id
+          AND retrieved_memory_ids && CAST(:ids AS uuid[])""",
+                               tenant_id=tenant_id, ids=_texts(ids))
+    return changed
+
+
 async def _remove_trace(session: AsyncSession, *, tenant_id: str, memory_type: str,
                         ids: Sequence[uuid.UUID]) -> Counts:
-    """Delete the links and events of these memories; count their keyword postings."""
+    """Delete the links and events of these memories and the references arcs, procedures
+    and working memories hold to them; count their keyword postings."""
     id_texts = _texts(ids)
+    references = await _drop_references(session, tenant_id=tenant_id,
+                                         memory_type=memory_type, ids=ids)
     links = await _rowcount(session, """
         DELETE FROM memory_links
         WHERE tenant_id = :tenant_id
@@ -55,7 +87,7 @@ async def _remove_trace(session: AsyncSession, *, tenant_id: str, memory_type: s
         WHERE tenant_id = :tenant_id AND payload ->> 'memory_id' = ANY(CAST(:ids AS text[]))""",
                              tenant_id=tenant_id, ids=id_texts)
     return {"memory_links": links, "keyword_postings": int(postings),
-            "memory_events_deleted": events}
+            "memory_events_deleted": events, "references_dropped": references}
 
 
 async def _scrub_episode_lists(session: AsyncSession, *, tenant_id: str,
@@ -208,10 +240,17 @@ async def delete_entities(session: AsyncSession, *, tenant_id: str,
                    AND (payload ->> 'source_entity_id' = ANY(CAST(:ids AS text[]))
                         OR payload ->> 'target_entity_id' = ANY(CAST(:ids AS text[])))))""",
                              tenant_id=tenant_id, ids=id_texts)
+    references = await _rowcount(session, """
+        UPDATE arcs SET entity_ids = ARRAY(
+            SELECT kept FROM unnest(entity_ids) WITH ORDINALITY AS x(kept, ordinal)
+            WHERE kept <> ALL(CAST(:ids AS uuid[])) ORDER BY ordinal)
+        WHERE tenant_id = :tenant_id AND entity_ids && CAST(:ids AS uuid[])""",
+                                 tenant_id=tenant_id, ids=id_texts)
     entities = await _rowcount(session, "DELETE FROM entities WHERE tenant_id = :tenant_id "
                                         "AND id = ANY(CAST(:ids AS uuid[]))",
                                tenant_id=tenant_id, ids=id_texts)
-    return {"entities": entities, "memory_events_deleted": events}
+    return {"entities": entities, "memory_events_deleted": events,
+            "references_dropped": references}
 
 
 async def delete_tenant_events(session: AsyncSession, *, tenant_id: str, limit: int) -> int:
@@ -221,6 +260,64 @@ async def delete_tenant_events(session: AsyncSession, *, tenant_id: str, limit: 
             SELECT id FROM memory_events
             WHERE tenant_id = :tenant_id AND event_type <> ALL(CAST(:kept AS text[]))
             LIMIT :limit)""", tenant_id=tenant_id, kept=list(TOMBSTONE_EVENTS), limit=limit)
+
+
+# A whole tenant's records beside its memories, children before their parents, with the
+# memory type their tombstones name: task runs, the agent ledgers, procedures, arcs and
+# working memories.
+TENANT_RECORDS = {"run_feedback": "run_feedback", "run_messages": "run_message",
+                  "runs": "run", "reflection_consolidations": "reflection_consolidation",
+                  "agent_events": "agent_event", "procedures": "procedure", "arcs": "arc",
+                  "working_memories": "working_memory"}
+_KEYS = {"reflection_consolidations": "event_id"}
+
+
+async def delete_tenant_records(session: AsyncSession, *, tenant_id: str, table: str,
+                                limit: int) -> list[uuid.UUID]:
+    """Delete up to `limit` of the tenant's rows of one of `TENANT_RECORDS`; their ids (the
+    links of deleted runs, messages, feedback, events and procedures go by trigger)."""
+    key = _KEYS.get(table, "id")
+    rows = await session.execute(text(f"""
+        DELETE FROM {table} WHERE {key} IN (
+            SELECT {key} FROM {table} WHERE tenant_id = :tenant_id LIMIT :limit)
+        RETURNING {key}"""), {"tenant_id": tenant_id, "limit": limit})
+    return [row[0] for row in rows]
+
+
+async def procedure_versions(session: AsyncSession, *, tenant_id: str,
+                             ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """Every version of these procedures: the ones they superseded and the ones that
+    superseded them, transitively."""
+    if not ids:
+        return []
+    rows = await session.execute(text("""
+        WITH RECURSIVE chain(id) AS (
+            SELECT id FROM procedures
+            WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
+          UNION
+            SELECT CASE WHEN p.id = c.id THEN p.superseded_by ELSE p.id END
+            FROM chain c JOIN procedures p ON p.id = c.id OR p.superseded_by = c.id
+            WHERE p.tenant_id = :tenant_id AND p.superseded_by IS NOT NULL
+        )
+        SELECT id FROM chain"""), {"tenant_id": tenant_id, "ids": _texts(ids)})
+    return [row[0] for row in rows]
+
+
+async def delete_procedures(session: AsyncSession, *, tenant_id: str,
+                            ids: Sequence[uuid.UUID]) -> Counts:
+    """Hard-delete the tenant's procedures with these ids and their events (their links go
+    by trigger)."""
+    if not ids:
+        return {}
+    events = await _rowcount(session, """
+        DELETE FROM memory_events
+        WHERE tenant_id = :tenant_id
+          AND payload ->> 'procedure_id' = ANY(CAST(:ids AS text[]))""",
+                             tenant_id=tenant_id, ids=_texts(ids))
+    procedures = await _rowcount(session, "DELETE FROM procedures WHERE tenant_id = :tenant_id "
+                                          "AND id = ANY(CAST(:ids AS uuid[]))",
+                                 tenant_id=tenant_id, ids=_texts(ids))
+    return {"procedures": procedures, "memory_events_deleted": events}
 
 
 TENANT_LEFTOVERS = ("memory_links", "rule_applications", "keyword_terms", "keyword_corpus",

@@ -40,13 +40,20 @@ def _episodes(sel: ErasureSelector, alias: str) -> str | None:
     return None
 
 
-def _derived(sel: ErasureSelector, alias: str) -> list[str]:
-    """Facts and rules consolidated from the episodes the selector erases go with them."""
+def _derived(sel: ErasureSelector, alias: str, memory_type: str) -> list[str]:
+    """Facts, rules and procedures consolidated from the episodes the selector erases go
+    with them: those naming one as their source, and those linked `derived_from` one."""
     episodes = _episodes(sel, "e")
     if episodes is None or sel.whole_tenant:
         return []
+    linked = (f"EXISTS (SELECT 1 FROM memory_links l JOIN episodes e ON e.id = l.target_id "
+              f"WHERE l.tenant_id = :tenant_id AND l.source_type = '{memory_type}' "
+              f"AND l.source_id = {alias}.id AND l.target_type = 'episode' "
+              f"AND l.relation = 'derived_from' AND e.tenant_id = :tenant_id AND {episodes})")
+    if memory_type == "procedure":
+        return [linked]
     return [f"{alias}.source_episode_id IN (SELECT e.id FROM episodes e "
-            f"WHERE e.tenant_id = :tenant_id AND {episodes})"]
+            f"WHERE e.tenant_id = :tenant_id AND {episodes})", linked]
 
 
 def _facts(sel: ErasureSelector) -> list[str]:
@@ -56,7 +63,7 @@ def _facts(sel: ErasureSelector) -> list[str]:
            "f.subject_key = :subject_key": sel.subject_key,
            "f.entity_id = ANY(CAST(:entity_ids AS uuid[]))": sel.entity_ids}
     return [condition for condition, value in own.items() if value is not None] + _derived(
-        sel, "f")
+        sel, "f", "fact")
 
 
 def _rules(sel: ErasureSelector) -> list[str]:
@@ -64,7 +71,7 @@ def _rules(sel: ErasureSelector) -> list[str]:
         return ["TRUE"]
     own = {"r.source_butler = :butler": sel.butler, "r.scope = :scope": sel.scope}
     return [condition for condition, value in own.items() if value is not None] + _derived(
-        sel, "r")
+        sel, "r", "rule")
 
 
 def _entities(sel: ErasureSelector) -> list[str]:
@@ -97,6 +104,14 @@ async def next_rules(session: AsyncSession, *, tenant_id: str, sel: ErasureSelec
     """Up to `limit` rules the selector erases."""
     return await _ids(session, "rules r", _rules(sel), "", tenant_id=tenant_id, sel=sel,
                       limit=limit)
+
+
+async def next_procedures(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
+                          limit: int) -> list[uuid.UUID]:
+    """Up to `limit` procedures learned from the episodes the selector erases (before their
+    other versions are added); a whole tenant's go with its other records."""
+    return await _ids(session, "procedures p", _derived(sel, "p", "procedure"), "",
+                      tenant_id=tenant_id, sel=sel, limit=limit)
 
 
 async def next_episodes(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,

@@ -7,7 +7,23 @@ from typing import Any
 from sqlalchemy import Column, Table, bindparam, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Entity, Episode, Fact, MemoryLink, Rule, RuleApplication
+from app.models import (
+    AgentEvent,
+    Arc,
+    Entity,
+    Episode,
+    Fact,
+    MemoryLink,
+    Procedure,
+    ReflectionConsolidation,
+    Rule,
+    RuleApplication,
+    Run,
+    RunFeedback,
+    RunMessage,
+    WorkingMemory,
+)
+from app.repositories.links import LINKABLE
 from app.repositories.memories import to_tsvector
 
 # The record kinds, in the order an import can insert them (references point backwards;
@@ -18,26 +34,58 @@ TABLES: dict[str, Table] = {
     "fact": Fact.__table__,  # type: ignore[dict-item]
     "rule": Rule.__table__,  # type: ignore[dict-item]
     "rule_application": RuleApplication.__table__,  # type: ignore[dict-item]
+    "run": Run.__table__,  # type: ignore[dict-item]
+    "run_message": RunMessage.__table__,  # type: ignore[dict-item]
+    "run_feedback": RunFeedback.__table__,  # type: ignore[dict-item]
+    "agent_event": AgentEvent.__table__,  # type: ignore[dict-item]
+    "reflection_consolidation": ReflectionConsolidation.__table__,  # type: ignore[dict-item]
+    "procedure": Procedure.__table__,  # type: ignore[dict-item]
+    "arc": Arc.__table__,  # type: ignore[dict-item]
+    "working_memory": WorkingMemory.__table__,  # type: ignore[dict-item]
     "link": MemoryLink.__table__,  # type: ignore[dict-item]
 }
 MEMORY_KINDS = ("episode", "fact", "rule")
+# Kinds with an embedding and a tsvector but no passages: import makes both from their text.
+RECORD_KINDS = ("run", "run_message", "agent_event", "procedure", "arc")
 # Derived from content (re-made on import) or process-local: never exported.
 NOT_EXPORTED = frozenset({"embedding", "search_vector", "embedding_version_id"})
 SELF_REFERENCES = {"entity": "merged_into_id", "fact": "supersedes_id"}
+# Export order of the kinds whose rows a generated `position` orders: import inserts them in
+# line order, so they get new positions in the same order.
+ORDER_COLUMNS = {"run_message": "position", "agent_event": "position",
+                 "reflection_consolidation": "consolidated_at"}
 EXPORT_BATCH = 500
+# A line's `kind` names its record kind, so a column named `kind` travels under another name.
+RENAMED_FIELDS = {("agent_event", "kind"): "event_kind"}
+LINK_ENDS: dict[str, Any] = {**LINKABLE, "procedure": Procedure}
+
+
+def _exported(column: Column[Any]) -> bool:
+    # Identity and computed columns are made by PostgreSQL, never written.
+    return (column.name not in NOT_EXPORTED and column.identity is None
+            and column.computed is None)
 
 
 def exported_columns(kind: str) -> list[Column[Any]]:
     """The columns of a kind that export writes and import reads."""
-    return [column for column in TABLES[kind].columns if column.name not in NOT_EXPORTED]
+    return [column for column in TABLES[kind].columns if _exported(column)]
+
+
+def exported_fields(kind: str) -> dict[str, Column[Any]]:
+    """The exported columns of a kind by the name of their field in a line."""
+    return {RENAMED_FIELDS.get((kind, column.name), column.name): column
+            for column in exported_columns(kind)}
 
 
 async def stream_rows(session: AsyncSession, *, kind: str,
                       tenant_id: str) -> AsyncIterator[dict[str, Any]]:
-    """The tenant's rows of a kind, oldest first, as {column name: value}."""
+    """The tenant's rows of a kind, oldest first (append order where there is one), as
+    {column name: value}."""
     table = TABLES[kind]
-    order = [table.c.created_at, *table.primary_key.columns]
-    stmt = (select(*exported_columns(kind)).where(table.c.tenant_id == tenant_id)
+    first = table.c[ORDER_COLUMNS.get(kind, "created_at")]
+    order = [first, *table.primary_key.columns]
+    fields = [column.label(name) for name, column in exported_fields(kind).items()]
+    stmt = (select(*fields).where(table.c.tenant_id == tenant_id)
             .order_by(*order).execution_options(yield_per=EXPORT_BATCH))
     result = await session.stream(stmt)
     async for row in result.mappings():
@@ -46,12 +94,13 @@ async def stream_rows(session: AsyncSession, *, kind: str,
 
 async def insert_rows(session: AsyncSession, *, kind: str,
                       rows: Sequence[dict[str, Any]]) -> None:
-    """Insert rows of a kind, keys being column names; a memory's rows also carry
-    `search_text` (for its tsvector), `embedding` and `embedding_version_id`."""
+    """Insert rows of a kind in order, keys being column names; the rows of a memory or of
+    a searchable record also carry `search_text` (for its tsvector), `embedding` and
+    `embedding_version_id`."""
     if not rows:
         return
     stmt = insert(TABLES[kind])
-    if kind in MEMORY_KINDS:
+    if kind in MEMORY_KINDS or kind in RECORD_KINDS:
         stmt = stmt.values(search_vector=to_tsvector(bindparam("search_text")))
     await session.execute(stmt, list(rows))
 
@@ -79,6 +128,14 @@ def _outside(table: str, column: str, target: str) -> str:
             f"(SELECT 1 FROM {target} x WHERE x.id = f.{column} AND x.tenant_id = :t)")
 
 
+def _link_end(side: str) -> str:
+    """True when the link's `side` end is a row of the tenant, of the table its type names."""
+    return "(" + " OR ".join(
+        f"(l.{side}_type = '{end}' AND EXISTS (SELECT 1 FROM {model.__tablename__} x "
+        f"WHERE x.id = l.{side}_id AND x.tenant_id = :t))"
+        for end, model in LINK_ENDS.items()) + ")"
+
+
 _FOREIGN_REFERENCES = {
     "fact.entity_id": _outside("facts", "entity_id", "entities"),
     "fact.source_episode_id": _outside("facts", "source_episode_id", "episodes"),
@@ -86,20 +143,20 @@ _FOREIGN_REFERENCES = {
     "rule.source_episode_id": _outside("rules", "source_episode_id", "episodes"),
     "entity.merged_into_id": _outside("entities", "merged_into_id", "entities"),
     "rule_application.rule_id": _outside("rule_applications", "rule_id", "rules"),
-    "link": """SELECT count(*) FROM memory_links l WHERE l.tenant_id = :t AND NOT (
-                   EXISTS (SELECT 1 FROM episodes WHERE id = l.source_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM facts WHERE id = l.source_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM rules WHERE id = l.source_id AND tenant_id = :t))
-               OR NOT (
-                   EXISTS (SELECT 1 FROM episodes WHERE id = l.target_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM facts WHERE id = l.target_id AND tenant_id = :t)
-                   OR EXISTS (SELECT 1 FROM rules WHERE id = l.target_id AND tenant_id = :t))""",
+    "run_message.run_id": _outside("run_messages", "run_id", "runs"),
+    "run_feedback.run_id": _outside("run_feedback", "run_id", "runs"),
+    "run_feedback.lesson_rule_id": _outside("run_feedback", "lesson_rule_id", "rules"),
+    "reflection_consolidation.event_id": _outside("reflection_consolidations", "event_id",
+                                                  "agent_events"),
+    "procedure.superseded_by": _outside("procedures", "superseded_by", "procedures"),
+    "link": (f"SELECT count(*) FROM memory_links l WHERE l.tenant_id = :t "
+             f"AND NOT ({_link_end('source')} AND {_link_end('target')})"),
 }
 
 
 async def references_outside(session: AsyncSession, *, tenant_id: str) -> list[str]:
     """The reference fields through which the tenant's rows point outside the tenant (or a
-    link at a memory the tenant does not have)."""
+    link at a row the tenant does not have)."""
     found = []
     for field, query in _FOREIGN_REFERENCES.items():
         if (await session.execute(text(query), {"t": tenant_id})).scalar_one():

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from sqlalchemy import Float, cast, extract, func, select
+from sqlalchemy import Float, and_, cast, extract, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
@@ -12,21 +12,28 @@ SECONDS_PER_HOUR = 3600.0
 
 async def episode_counts(session: AsyncSession, *, tenant_id: str,
                          butler: str | None) -> dict[str, Any]:
-    """total, unconsolidated and backlog_age_hours of the tenant's (butler's) episodes."""
+    """total, unconsolidated, backlog_age_hours, oldest_unconsolidated_at and
+    expired_unconsolidated of the tenant's (butler's) episodes."""
     pending = Episode.consolidation_status == "pending"
     oldest = func.min(Episode.created_at).filter(pending)
+    expired_unconsolidated = and_(~Episode.consolidated, Episode.forgotten_at.is_(None),
+                                  Episode.expires_at < func.now())
     stmt = select(
         func.count().label("total"),
         func.count().filter(pending).label("unconsolidated"),
         func.coalesce(
             func.greatest(0.0, cast(extract("epoch", func.now() - oldest), Float)), 0.0,
         ).label("backlog_seconds"),
+        oldest.label("oldest"),
+        func.count().filter(expired_unconsolidated).label("expired_unconsolidated"),
     ).where(Episode.tenant_id == tenant_id)
     if butler is not None:
         stmt = stmt.where(Episode.butler == butler)
     row = (await session.execute(stmt)).one()
     return {"total": row.total, "unconsolidated": row.unconsolidated,
-            "backlog_age_hours": row.backlog_seconds / SECONDS_PER_HOUR}
+            "backlog_age_hours": row.backlog_seconds / SECONDS_PER_HOUR,
+            "oldest_unconsolidated_at": row.oldest,
+            "expired_unconsolidated": row.expired_unconsolidated}
 
 
 async def fact_counts(session: AsyncSession, *, tenant_id: str,

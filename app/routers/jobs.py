@@ -60,15 +60,19 @@ async def queue_cleanup(
     tenant_id: TenantDep,
     body: Annotated[CleanupJobCreate | None, Body()] = None,
 ) -> JobOut:
-    """Delete the tenant's expired episodes, then its oldest consolidated episodes above
-    `max_entries`; unconsolidated episodes are never deleted for capacity. Expired working
-    memories are deleted too (`working_memories_deleted`).
+    """Delete the tenant's expired episodes, then, above `max_entries`, its oldest
+    consolidated episodes and after them its oldest expired unconsolidated ones; an episode
+    that has not expired is never deleted for capacity (`capacity_deleted`, of which
+    `capacity_unconsolidated_deleted`). Expired working memories are deleted too
+    (`working_memories_deleted`).
 
     Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
-    consolidated or explicitly forgotten are deleted. An expired episode that was never
-    consolidated is kept until consolidation takes it; the result counts these as
-    `expired_kept_unconsolidated`. Without an LLM (`[llm] base_url`) nothing is consolidated
-    and such episodes accumulate; `/v1/stats` says so."""
+    consolidated or explicitly forgotten are deleted (`expired_deleted`). An expired episode
+    that was never consolidated gets a grace period (the server's `unconsolidated_grace_days`,
+    30 by default) for consolidation to take it, then goes too (`unconsolidated_deleted`);
+    meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
+    `episodes_deleted` event lists the episodes deleted unconsolidated
+    (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting."""
     params = (body or CleanupJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
     return _accepted(response, job_out(job))
@@ -84,8 +88,9 @@ async def queue_pii_scrub(
     body: Annotated[PiiScrubJobCreate | None, Body()] = None,
 ) -> JobOut:
     """Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
-    by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`;
-    the job fails without one) and re-embed the message. Messages checked once are skipped
+    by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`,
+    else the tenant's own random salt, made once and kept in the database) and re-embed the
+    message. Messages checked once are skipped
     unless `rescan` is true."""
     params = (body or PiiScrubJobCreate()).model_dump()
     job = await jobs.enqueue(session, tenant_id=tenant_id, kind="pii_scrub", params=params)

@@ -1,4 +1,4 @@
-"""/v1/export and /v1/import: a tenant's memories out and back in, as JSON Lines."""
+"""/v1/export and /v1/import: a tenant's records out and back in, as JSON Lines."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
@@ -14,17 +14,22 @@ router = APIRouter(prefix="/v1", tags=["data rights"])
 
 _RECORDS = ("One JSON object per line with a `kind`: `entity`, `episode`, `fact` (every "
             "version: `supersedes_id` and `validity` tell the history), `rule` (with its "
-            "counters), `rule_application`, `link`; the other fields are the stored columns. "
-            "Embeddings are not exported: import embeds the content again.")
+            "counters), `rule_application`, `run`, `run_message`, `run_feedback`, "
+            "`agent_event` (its own kind in `event_kind`; a reflection is one), "
+            "`reflection_consolidation`, `procedure` (every version), `arc`, `working_memory`, "
+            "`link`; the other fields are the stored columns. Embeddings are not exported: "
+            "import embeds the content again. Messages and ledger events are exported in "
+            "append order without their `position`: import appends them in that order.")
 
 
 @router.get("/export", response_class=StreamingResponse,
             responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}},
                              "description": _RECORDS}, **problem_responses(422)},
-            summary="Export the tenant's memories (JSON Lines)")
+            summary="Export the tenant's records (JSON Lines)")
 async def export(tenant_id: TenantDep, sessionmaker: SessionmakerDep) -> StreamingResponse:
-    """Stream every entity, episode, fact, rule, rule application and link of the tenant,
-    oldest first within each kind, from one consistent snapshot."""
+    """Stream every record of the tenant (memories, entities, runs, ledgers, procedures,
+    arcs, working memories, links), oldest first within each kind, from one consistent
+    snapshot."""
     return StreamingResponse(portability.export_lines(sessionmaker, tenant_id=tenant_id),
                              media_type=NDJSON)
 

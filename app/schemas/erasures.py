@@ -15,8 +15,9 @@ class ErasureCreate(RequestModel):
 
     butler: Name | None = Field(
         None, description="Episodes observed by this butler, the facts and rules whose "
-                          "source_butler it is, and the facts and rules consolidated from "
-                          "those episodes.")
+                          "source_butler it is, and the facts, rules and procedures "
+                          "consolidated from those episodes (their source, or linked "
+                          "derived_from one).")
     scope: Name | None = Field(None, description="Facts and rules of this scope.")
     subject: Name | None = Field(
         None, description="Facts about this subject (compared case-folded), every version.")
@@ -24,11 +25,12 @@ class ErasureCreate(RequestModel):
         None, description="The entity, the entities merged into it, and every version of "
                           "their facts.")
     session_id: SessionIdIn | None = Field(
-        None, description="Episodes of this session and the facts and rules consolidated "
-                          "from them.")
+        None, description="Episodes of this session and the facts, rules and procedures "
+                          "consolidated from them (their source, or linked derived_from one).")
     tenant: bool = Field(False, description="Everything of the caller's tenant: memories, "
-                                            "entities, links, events, jobs, keyword "
-                                            "statistics. API keys stay.")
+                                            "entities, links, runs, agent ledgers, "
+                                            "procedures, arcs, working memories, events, "
+                                            "jobs, keyword statistics. API keys stay.")
     confirm: Name | None = Field(
         None, description="Required with `tenant: true`: the tenant id itself, spelled out.")
 

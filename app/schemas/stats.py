@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from app.schemas.common import ResponseModel
+from app.schemas.common import IsoDatetime, ResponseModel
 
 
 class EpisodeStats(ResponseModel):
@@ -10,6 +10,13 @@ class EpisodeStats(ResponseModel):
     unconsolidated: int = Field(description="Episodes with consolidation_status 'pending'.")
     backlog_age_hours: float = Field(
         description="Hours since the oldest pending episode was created; 0 with no backlog.")
+    oldest_unconsolidated_at: IsoDatetime | None = Field(
+        description="When the oldest episode waiting for consolidation (pending) was stored; "
+                    "null with no backlog.")
+    expired_unconsolidated: int = Field(
+        description="Episodes past their TTL that were never consolidated (nor forgotten): "
+                    "cleanup deletes each `unconsolidated_grace_days` after it expired, and "
+                    "may take them earlier when the tenant is over capacity.")
 
 
 class FactStats(ResponseModel):
@@ -36,6 +43,7 @@ class StatsOut(ResponseModel):
     rules: RuleStats
     consolidation_configured: bool = Field(
         description="False when no LLM is configured ([llm] base_url): episodes are then never "
-                    "turned into facts and rules, and expired ones are kept, not deleted.")
+                    "turned into facts and rules, and cleanup deletes expired ones "
+                    "`unconsolidated_grace_days` after they expired.")
     warnings: list[str] = Field(default_factory=list,
                                 description="Conditions an operator should know about.")

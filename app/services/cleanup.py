@@ -1,7 +1,8 @@
-"""Cleanup: TTL expiry of consolidated or forgotten episodes, then the capacity limit on
-consolidated episodes only, then expired working memories."""
+"""Cleanup: TTL expiry of consolidated or forgotten episodes, expiry of unconsolidated ones
+after their grace period, then the capacity limit, then expired working memories."""
 
 import uuid
+from dataclasses import dataclass
 
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import jobs as job_rows
@@ -9,40 +10,58 @@ from app.repositories import working_memory as working_memory_rows
 from app.scope import SYSTEM, Scope
 from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
+from app.services.lifecycle import SECONDS_PER_DAY
 
 # A safety stop: at most this many batches per phase and tenant in one job.
 MAX_BATCHES = 100_000
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One kind of deletion: its statement, the reason its events give, and the counters of
+    the job's result it adds to."""
+
+    statement: str
+    reason: str
+    counters: tuple[str, ...]
+
+
+EXPIRED = Phase(cleanup_rows.EXPIRED_BATCH, "expired", ("expired_deleted",))
+GRACE = Phase(cleanup_rows.GRACE_BATCH, "unconsolidated_grace", ("unconsolidated_deleted",))
+CAPACITY = Phase(cleanup_rows.CAPACITY_BATCH, "capacity", ("capacity_deleted",))
+CAPACITY_EXPIRED = Phase(cleanup_rows.CAPACITY_EXPIRED_BATCH, "capacity_unconsolidated",
+                         ("capacity_deleted", "capacity_unconsolidated_deleted"))
+COUNTERS = ("expired_deleted", "unconsolidated_deleted", "capacity_deleted",
+            "capacity_unconsolidated_deleted", "links_deleted")
+
+
 async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_entries: int,
                               job_id: str | None = None) -> JobOutcome:
-    """Delete expired episodes that were consolidated or forgotten, then the oldest
-    consolidated ones above `max_entries`.
+    """Delete expired episodes that were consolidated or forgotten, then expired ones never
+    consolidated once `unconsolidated_grace_days` have passed since they expired, then, above
+    `max_entries`, the oldest consolidated episodes and after them the oldest expired
+    unconsolidated ones (an episode that has not expired is never deleted for capacity).
 
     Each batch of `jobs.cleanup_batch_size` rows is its own transaction, so a large backlog
-    never holds one long lock. The limit applies per tenant. An episode that was never
-    consolidated is deleted only after an explicit forget: expired ones are kept (and
-    counted as `expired_kept_unconsolidated`) until consolidation takes them.
+    never holds one long lock. The limit applies per tenant. Each batch's event lists the
+    episodes it deleted without their ever being consolidated.
     """
     batch_size = ctx.settings.jobs.cleanup_batch_size
+    grace_seconds = ctx.settings.unconsolidated_grace_days * SECONDS_PER_DAY
     async with ctx.transaction(SYSTEM) as session:
         tenants = ([tenant_id] if tenant_id is not None
                    else await cleanup_rows.tenants_with_episodes(session))
-    expired_deleted = capacity_deleted = links_deleted = 0
+    totals = dict.fromkeys(COUNTERS, 0)
     for tenant in tenants:
-        deleted, links = await _drain(ctx, cleanup_rows.EXPIRED_BATCH, tenant_id=tenant,
-                                      batch_size=batch_size, limit=None, reason="expired",
-                                      job_id=job_id)
-        expired_deleted += deleted
-        links_deleted += links
-        async with ctx.transaction(Scope(tenant_id=tenant)) as session:
-            excess = await cleanup_rows.count_episodes(session, tenant_id=tenant) - max_entries
-        if excess > 0:
-            deleted, links = await _drain(ctx, cleanup_rows.CAPACITY_BATCH, tenant_id=tenant,
-                                          batch_size=batch_size, limit=excess,
-                                          reason="capacity", job_id=job_id)
-            capacity_deleted += deleted
-            links_deleted += links
+        for phase in (EXPIRED, GRACE):
+            await _drain(ctx, phase, tenant_id=tenant, batch_size=batch_size, limit=None,
+                         job_id=job_id, grace_seconds=grace_seconds, totals=totals)
+        for phase in (CAPACITY, CAPACITY_EXPIRED):
+            async with ctx.transaction(Scope(tenant_id=tenant)) as session:
+                excess = await cleanup_rows.count_episodes(session, tenant_id=tenant) - max_entries
+            if excess > 0:
+                await _drain(ctx, phase, tenant_id=tenant, batch_size=batch_size, limit=excess,
+                             job_id=job_id, grace_seconds=grace_seconds, totals=totals)
     final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
     working_memories_deleted = await _drain_working_memories(
         ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id)
@@ -52,42 +71,45 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
         if job_id is not None:
             # Earlier attempts' deletions were committed with their counts: report them all.
             done = await job_rows.progress_of(session, job_id=uuid.UUID(job_id))
-            expired_deleted = done.get("expired_deleted", expired_deleted)
-            capacity_deleted = done.get("capacity_deleted", capacity_deleted)
-            links_deleted = done.get("links_deleted", links_deleted)
+            totals = {name: done.get(name, count) for name, count in totals.items()}
             working_memories_deleted = done.get("working_memories_deleted",
                                                 working_memories_deleted)
     return JobOutcome(result={
-        "expired_deleted": expired_deleted,
+        "expired_deleted": totals["expired_deleted"],
         "expired_kept_unconsolidated": kept,
-        "capacity_deleted": capacity_deleted,
+        "unconsolidated_deleted": totals["unconsolidated_deleted"],
+        "capacity_deleted": totals["capacity_deleted"],
+        "capacity_unconsolidated_deleted": totals["capacity_unconsolidated_deleted"],
         "remaining": remaining,
-        "links_deleted": links_deleted,
+        "links_deleted": totals["links_deleted"],
         "max_entries": max_entries,
         "working_memories_deleted": working_memories_deleted,
     })
 
 
-async def _drain(ctx: JobContext, statement: str, *, tenant_id: str, batch_size: int,
-                 limit: int | None, reason: str, job_id: str | None) -> tuple[int, int]:
-    """Delete batch after batch (one transaction each) until none is left or `limit` is met."""
-    episodes_total = links_total = 0
+async def _drain(ctx: JobContext, phase: Phase, *, tenant_id: str, batch_size: int,
+                 limit: int | None, job_id: str | None, grace_seconds: float,
+                 totals: dict[str, int]) -> None:
+    """Delete batch after batch (one transaction each) until none is left or `limit` is met;
+    add the counts to `totals`."""
+    episodes_total = 0
     for _ in range(MAX_BATCHES):
         size = batch_size if limit is None else min(batch_size, limit - episodes_total)
         if size <= 0:
             break
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=job_id)) as session:
             episodes, links = await cleanup_rows.delete_batch(
-                session, statement, tenant_id=tenant_id, batch_size=size, reason=reason,
-                job_id=job_id, actor_key_id=actors.current().key_id)
+                session, phase.statement, tenant_id=tenant_id, batch_size=size,
+                reason=phase.reason, job_id=job_id, actor_key_id=actors.current().key_id,
+                grace_seconds=grace_seconds)
+            counts = {**dict.fromkeys(phase.counters, episodes), "links_deleted": links}
             if job_id is not None:
-                await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts={
-                    f"{reason}_deleted": episodes, "links_deleted": links})
+                await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts=counts)
+        for name, count in counts.items():
+            totals[name] += count
         episodes_total += episodes
-        links_total += links
         if episodes < size:
             break
-    return episodes_total, links_total
 
 
 async def _drain_working_memories(ctx: JobContext, *, scope: Scope, tenant_id: str | None,

@@ -2,12 +2,15 @@
 
 1. `request_erasure` checks the request (a whole tenant needs `confirm` = the tenant id; an
    entity must exist) and queues an `erasure` job whose params hold the selector.
-2. `run_erasure` erases facts (with their whole histories), rules, episodes, then entities,
+2. `run_erasure` erases facts (with their whole histories), rules, procedures (with every
+   version), episodes, then entities,
    each batch in one transaction that also writes the batch's content-free tombstone event
    (`memories_erased`: type and ids) and adds the batch's counts to the job's progress. A
    failed or interrupted job is claimed again and selects what is left: nothing is half
    done, nothing is done twice, and the counts add up across attempts.
-3. A whole tenant then loses its remaining events (the tombstones stay), links, keyword
+3. A whole tenant then loses its runs (with their messages and feedback), agent ledgers
+   (with the reflections' read marks), procedures, arcs and working memories, batch by
+   batch with tombstones, then its remaining events (the tombstones stay), links, keyword
    statistics and other finished or queued jobs.
 4. The last transaction writes `erasure_completed` (the selector's name and the counts),
    and replaces the job's params by the selector's name: the values asked for (a subject,
@@ -82,6 +85,13 @@ async def _rules(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]
     return ids, await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
 
 
+async def _procedures(session: AsyncSession, tenant_id: str,
+                      ids: Sequence[uuid.UUID]) -> Erased:
+    versions = await erasure_rows.procedure_versions(session, tenant_id=tenant_id, ids=ids)
+    return versions, await erasure_rows.delete_procedures(session, tenant_id=tenant_id,
+                                                          ids=versions)
+
+
 async def _episodes(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
     return ids, await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
 
@@ -90,12 +100,13 @@ async def _entities(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UU
     return ids, await erasure_rows.delete_entities(session, tenant_id=tenant_id, ids=ids)
 
 
-# (memory type of the tombstone, batch selection, deletion), in the order they run: facts
-# and rules before the episodes they were consolidated from, entities once their facts are
-# gone.
+# (memory type of the tombstone, batch selection, deletion), in the order they run: facts,
+# rules and procedures before the episodes they were consolidated from, entities once their
+# facts are gone.
 PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Erased]]], ...] = (
     ("fact", batch_rows.next_facts, _facts),
     ("rule", batch_rows.next_rules, _rules),
+    ("procedure", batch_rows.next_procedures, _procedures),
     ("episode", batch_rows.next_episodes, _episodes),
     ("entity", batch_rows.next_entities, _entities),
 )
@@ -147,6 +158,19 @@ async def run_erasure(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
 
 async def _erase_tenant_rest(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
                              batch_size: int) -> None:
+    for table, record_type in erasure_rows.TENANT_RECORDS.items():
+        for _ in range(MAX_BATCHES):
+            async with ctx.transaction(Scope(tenant_id=tenant_id,
+                                             job_id=str(job_id))) as session:
+                ids = await erasure_rows.delete_tenant_records(
+                    session, tenant_id=tenant_id, table=table, limit=batch_size)
+                if not ids:
+                    break
+                await events.record(session, [events.Event("memories_erased", tenant_id, {
+                    "job_id": str(job_id), "memory_type": record_type,
+                    "memory_ids": [str(i) for i in ids]})])
+                await job_rows.add_progress(session, job_id=job_id,
+                                            counts={table: len(ids), "batches": 1})
     for _ in range(MAX_BATCHES):
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
             deleted = await erasure_rows.delete_tenant_events(session, tenant_id=tenant_id,

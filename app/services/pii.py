@@ -1,17 +1,23 @@
 """The PII scrub job: configured regular expressions over run messages, matches replaced by
 a salted hash so equal values stay recognisable without being readable.
 
+The salt is `runs.pii_hash_salt` when configured; otherwise each tenant's own random salt,
+made the first time one is needed and kept in the database (`pii_salts`), so it is the
+same after a restart and in every process.
+
 Each batch is read in one transaction, scrubbed and re-embedded with none open, and written
 in another; a message that changed in between is left for the next run.
 """
 
 import hashlib
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
 from app.embedding.embedder import SYSTEM_TENANT
+from app.repositories import pii_salts as salt_rows
 from app.repositories import runs as run_rows
 from app.scope import SYSTEM, Scope
 from app.services import events
@@ -52,14 +58,35 @@ class Scrubber:
         return text, total
 
 
+SALT_BYTES = 32
+
+
+class Scrubbers:
+    """The scrubber of each tenant, its salt read (or made) once per job."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self._ctx = ctx
+        self._by_tenant: dict[str, Scrubber] = {}
+
+    async def of(self, tenant_id: str) -> Scrubber:
+        """The tenant's scrubber: the configured salt, else the tenant's kept one."""
+        if tenant_id not in self._by_tenant:
+            settings = self._ctx.settings.runs
+            if settings.pii_hash_salt is not None:
+                salt = settings.pii_hash_salt.get_secret_value()
+            else:
+                async with self._ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+                    salt = await salt_rows.ensure_salt(
+                        session, tenant_id=tenant_id, candidate=secrets.token_hex(SALT_BYTES))
+            self._by_tenant[tenant_id] = Scrubber.of(settings.pii_patterns, salt)
+        return self._by_tenant[tenant_id]
+
+
 async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
                         rescan: bool) -> JobOutcome:
     """Scrub the tenant's run messages not yet checked (all of them with `rescan`)."""
     settings = ctx.settings.runs
-    if settings.pii_hash_salt is None:
-        return JobOutcome(result={}, errors=["runs.pii_hash_salt is not set: no PII scrub "
-                                             "without a salt"], failed=True)
-    scrubber = Scrubber.of(settings.pii_patterns, settings.pii_hash_salt.get_secret_value())
+    scrubbers = Scrubbers(ctx)
     checked = rewritten = matches = 0
     after = 0
     # One tenant's messages, or (a job without a tenant) every tenant's.
@@ -74,7 +101,7 @@ async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
         after = batch[-1].position
         changed = []
         for row in batch:
-            text, count = scrubber.scrub(row.content)
+            text, count = (await scrubbers.of(row.tenant_id)).scrub(row.content)
             if count:
                 changed.append((row, text))
                 matches += count

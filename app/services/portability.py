@@ -1,10 +1,14 @@
-"""Export a tenant's memories as JSON Lines, and import them back with ids and times kept.
+"""Export a tenant's records as JSON Lines, and import them back with ids and times kept.
 
-One line per record, each an object with a `kind`: entity, episode, fact (every version;
-`supersedes_id` and `validity` tell the history), rule (with its counters),
-rule_application, link. The other fields are the stored columns by name, except the
-embeddings and tsvectors, which import makes again from the content with the running model
-(an export stays small and does not tie the data to one model).
+One line per record, each an object with a `kind` (`repositories/portability.TABLES`):
+entity, episode, fact (every version; `supersedes_id` and `validity` tell the history), rule
+(with its counters), rule_application, run, run_message, run_feedback, agent_event (a
+reflection is one), reflection_consolidation, procedure (every version), arc,
+working_memory, link. The other fields are the stored columns by name, except what
+PostgreSQL or the model makes: embeddings and tsvectors (import makes them again from the
+content with the running model, so an export stays small and does not tie the data to one
+model), the append `position` of messages and ledger events (import appends them in the
+export's order) and a procedure's computed success rate and mean duration.
 """
 
 import json
@@ -23,11 +27,14 @@ from sqlalchemy.types import Uuid
 from app.embedding import Embedder
 from app.errors import Conflict, DomainError, InvalidInput
 from app.repositories import portability as portability_rows
-from app.repositories.portability import MEMORY_KINDS, SELF_REFERENCES, TABLES
+from app.repositories.portability import MEMORY_KINDS, RECORD_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
 from app.scope import Scope, scope_session
+from app.services.arcs import search_text as arc_text
 from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.episodes import session_contexts
+from app.services.procedures import procedure_text
+from app.services.runs import run_text
 from app.text import keyword_text, preprocess_text
 
 NDJSON = "application/x-ndjson"
@@ -113,6 +120,8 @@ def _value(column: Column[Any], value: Any, number: int) -> Any:
     elif isinstance(kind, ARRAY):
         ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)
               and _text_ok(value, MAX_JSON_CHARS))
+        if ok and isinstance(kind.item_type, Uuid):
+            return [_value(Column(column.name, kind.item_type), v, number) for v in value]
     else:
         # varchar(n) columns (session_id) hold at most n characters; text ones the content bound.
         longest = getattr(kind, "length", None) or MAX_CONTENT_CHARS
@@ -134,7 +143,7 @@ def _parse(number: int, raw: bytes, tenant_id: str) -> tuple[str, dict[str, Any]
     kind = record.pop("kind", None)
     if kind not in TABLES:
         raise _problem(number, "kind", f"must be one of {', '.join(TABLES)}")
-    columns = {column.name: column for column in portability_rows.exported_columns(kind)}
+    columns = portability_rows.exported_fields(kind)
     unknown = sorted(set(record) - set(columns))
     if unknown:
         raise _problem(number, unknown[0], f"is not a field of a {kind} record")
@@ -147,7 +156,15 @@ def _parse(number: int, raw: bytes, tenant_id: str) -> tuple[str, dict[str, Any]
         needed = not column.nullable and column.server_default is None
         if name not in record and (needed or name == "id"):
             raise _problem(number, name, "is required")
-    return kind, {name: _value(columns[name], value, number) for name, value in record.items()}
+    return kind, {columns[name].name: _value(_named(columns[name], name), value, number)
+                  for name, value in record.items()}
+
+
+def _named(column: Column[Any], field: str) -> Column[Any]:
+    """The column, or a copy named as the export's field when that differs (for problems)."""
+    if column.name == field:
+        return column
+    return Column(field, column.type, nullable=column.nullable)
 
 
 async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: str,
@@ -155,7 +172,9 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
     """Insert the records of an export into the tenant, in the caller's one transaction,
     keeping ids and every time; counts per kind. A line of another tenant is refused, and so
     is a record pointing at another tenant's rows. An episode of a session is embedded (and
-    with `keyword_context` indexed) after the imported turns before it, as if stored anew."""
+    with `keyword_context` indexed) after the imported turns before it, as if stored anew;
+    runs, messages, ledger events, procedures and arcs are embedded and indexed by the text
+    they are when stored."""
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
     for number, raw in enumerate(body.splitlines(), start=1):
         if raw.strip():
@@ -170,14 +189,13 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
             if row.get(column) is not None:
                 later[kind].append((row["id"], row.pop(column)))
     memories = [(kind, row) for kind in MEMORY_KINDS for row in by_kind[kind]]
-    embedded = await _embed(session, embedder, tenant_id, memories,
+    records = [(kind, row) for kind in RECORD_KINDS for row in by_kind[kind]]
+    embedded = await _embed(session, embedder, tenant_id, memories, records,
                             keyword_context=keyword_context)
     for kind, rows in by_kind.items():
-        # Rows with the same fields go in one statement; missing fields take their defaults.
-        groups: dict[frozenset[str], list[dict[str, Any]]] = {}
-        for row in rows:
-            groups.setdefault(frozenset(row), []).append(row)
-        for group in groups.values():
+        # Neighbouring rows with the same fields go in one statement (missing fields take
+        # their defaults), in line order: messages and ledger events are appended in it.
+        for group in _runs_of_same_fields(rows):
             try:
                 await portability_rows.insert_rows(session, kind=kind, rows=group)
             except IntegrityError as error:
@@ -223,24 +241,65 @@ def _refused(kind: str, error: IntegrityError) -> DomainError:
                     field=kind)
 
 
+def _runs_of_same_fields(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The rows cut wherever the set of fields changes, order kept."""
+    groups: list[list[dict[str, Any]]] = []
+    for row in rows:
+        if groups and groups[-1][0].keys() == row.keys():
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
+def _record_text(kind: str, row: dict[str, Any]) -> tuple[str, str]:
+    """(the text embedded, the text keyword-indexed) of a run, message, ledger event,
+    procedure or arc, as when it is stored."""
+    if kind == "run":
+        text = run_text(row["task_id"], row.get("summary"))
+        return text, text
+    if kind == "procedure":
+        steps = row.get("steps")
+        actions = [str(step.get("action", "")) for step in steps or []
+                   if isinstance(step, dict)] if isinstance(steps, list) else []
+        text = procedure_text(row["name"], row.get("description") or "", actions)
+        return text, text
+    if kind == "arc":
+        lessons = row.get("lessons")
+        text = arc_text(row["title"], row.get("summary") or "", row.get("outcome"),
+                        [str(lesson) for lesson in lessons]
+                        if isinstance(lessons, list) else [])
+        return text, text
+    return row["content"], preprocess_text(row["content"])
+
+
 async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
-                 memories: list[tuple[str, dict[str, Any]]], *,
+                 memories: list[tuple[str, dict[str, Any]]],
+                 records: list[tuple[str, dict[str, Any]]], *,
                  keyword_context: bool) -> Embedded | None:
-    """Embed every memory (the windows of long ones, the contexts of session turns) in one
-    batch, before any SQL (no connection held meanwhile)."""
-    if not memories:
+    """Embed every memory (the windows of long ones, the contexts of session turns) and
+    every searchable record in one batch, before any SQL (no connection held meanwhile);
+    the memories' part, for their passages."""
+    if not memories and not records:
         return None
-    rows = [row for _, row in memories]
     contexts = _session_contexts(memories, turns=embedder.context_turns)
-    embedded = await embed_texts(session, embedder, [row["content"] for row in rows],
-                                 tenant_id=tenant_id, contexts=contexts)
-    for (kind, row), vector, context in zip(memories, embedded.vectors, contexts, strict=True):
-        row["embedding"] = vector
-        row["embedding_version_id"] = embedded.version_id
+    texts = [_record_text(kind, row) for kind, row in records]
+    embedded = await embed_texts(
+        session, embedder, [row["content"] for _, row in memories] + [t for t, _ in texts],
+        tenant_id=tenant_id, contexts=contexts)
+    vectors = iter(embedded.vectors)
+    for (kind, row), context in zip(memories, contexts, strict=True):
+        row["embedding"] = next(vectors)
         row["search_text"] = preprocess_text(keyword_text(
             row["content"], context, with_context=keyword_context and kind == "episode"
             and row.get("session_id") is not None and embedder.context_turns > 0))
-    return embedded
+    for (_, row), (_, search_text) in zip(records, texts, strict=True):
+        row["embedding"] = next(vectors)
+        row["search_text"] = search_text
+    for _, row in memories + records:
+        row["embedding_version_id"] = embedded.version_id
+    count = len(memories)
+    return Embedded(embedded.vectors[:count], embedded.version_id, embedded.passages[:count])
 
 
 def _session_contexts(memories: list[tuple[str, dict[str, Any]]], *,

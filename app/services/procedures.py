@@ -42,8 +42,12 @@ class Definition:
 
 def search_text(name: str, definition: Definition) -> str:
     """The text a procedure is embedded and keyword-indexed by: name, description, actions."""
-    actions = " ".join(step.action for step in definition.steps)
-    return preprocess_text(f"{name}. {definition.description} {actions}")
+    return procedure_text(name, definition.description, [step.action for step in definition.steps])
+
+
+def procedure_text(name: str, description: str, actions: list[str]) -> str:
+    """The text of a procedure with this name, description and step actions."""
+    return preprocess_text(f"{name}. {description} {' '.join(actions)}")
 
 
 def _event(event_type: str, tenant_id: str, row: Procedure, **payload: Any) -> events.Event:

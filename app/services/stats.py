@@ -6,7 +6,8 @@ from app.repositories import stats as stats_rows
 from app.schemas.stats import EpisodeStats, FactStats, RuleStats, StatsOut
 
 CONSOLIDATION_OFF = ("consolidation is not configured ([llm] base_url is unset): episodes are "
-                     "never turned into facts or rules, and expired episodes are kept")
+                     "never turned into facts or rules, and cleanup deletes expired episodes "
+                     "unconsolidated once unconsolidated_grace_days have passed")
 
 
 async def memory_stats(session: AsyncSession, *, tenant_id: str, scope: str | None,

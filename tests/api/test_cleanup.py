@@ -117,8 +117,10 @@ async def test_cleanup_is_bounded_to_the_callers_tenant(client, app, sql, settin
     await _arrange(sql, ("mine", True, 1, False))
     job = await _cleanup(client, app, settings, {"max_entries": 0})
     assert job["result"] == {"expired_deleted": 0, "expired_kept_unconsolidated": 0,
-                             "capacity_deleted": 1, "remaining": 0, "links_deleted": 0,
-                             "max_entries": 0, "working_memories_deleted": 0}
+                             "unconsolidated_deleted": 0, "capacity_deleted": 1,
+                             "capacity_unconsolidated_deleted": 0, "remaining": 0,
+                             "links_deleted": 0, "max_entries": 0,
+                             "working_memories_deleted": 0}
     assert await _contents(sql) == ["theirs-consolidated", "theirs-expired"]
 
 
@@ -163,3 +165,47 @@ async def test_cleanup_progress_is_committed_batch_by_batch(client, app, sql, se
     job = await _cleanup(client, app, settings, cleanup_batch_size=2)
     [row] = await sql("SELECT progress FROM jobs WHERE id = CAST(:id AS uuid)", id=job["id"])
     assert row["progress"]["expired_deleted"] == job["result"]["expired_deleted"] == 5
+
+
+async def _unconsolidated(client, sql, content, *, expired_days_ago):
+    [episode_id] = await add_episodes(client, "assistant", content)
+    await sql("UPDATE episodes SET expires_at = now() - make_interval(days => :days) "
+              "WHERE id = CAST(:id AS uuid)", days=expired_days_ago, id=episode_id)
+    return episode_id
+
+
+async def test_an_unconsolidated_episode_goes_once_its_grace_after_expiry_has_passed(
+        client, app, sql, settings):
+    assert settings.unconsolidated_grace_days == 30
+    gone = await _unconsolidated(client, sql, "expired long ago", expired_days_ago=31)
+    kept = await _unconsolidated(client, sql, "expired lately", expired_days_ago=29)
+
+    job = await _cleanup(client, app, settings)
+
+    assert (job["result"]["unconsolidated_deleted"], job["result"]["expired_kept_unconsolidated"],
+            job["result"]["remaining"]) == (1, 1, 1)
+    assert (await client.get(f"/v1/episodes/{gone}")).status_code == 404
+    assert (await client.get(f"/v1/episodes/{kept}")).status_code == 200
+    [event] = (await client.get("/v1/events", params={"event_type": "episodes_deleted"})).json()[
+        "items"]
+    assert (event["payload"]["reason"], event["payload"]["unconsolidated_episode_ids"]) == (
+        "unconsolidated_grace", [gone])
+
+
+async def test_over_capacity_expired_unconsolidated_episodes_go_after_consolidated_ones(
+        client, app, sql, settings):
+    await _arrange(sql, ("consolidated", True, 1, False), ("fresh", False, 0, False))
+    older = await _unconsolidated(client, sql, "expired first", expired_days_ago=2)
+    await _unconsolidated(client, sql, "expired next", expired_days_ago=1)
+    await sql("UPDATE episodes SET created_at = now() - interval '9 days' "
+              "WHERE id = CAST(:id AS uuid)", id=older)
+
+    job = await _cleanup(client, app, settings, {"max_entries": 2})
+
+    assert (job["result"]["capacity_deleted"], job["result"]["capacity_unconsolidated_deleted"],
+            job["result"]["remaining"]) == (2, 1, 2)
+    assert await _contents(sql) == ["expired next", "fresh"]
+    events = (await client.get("/v1/events", params={"event_type": "episodes_deleted"})).json()[
+        "items"]
+    assert {e["payload"]["reason"]: e["payload"]["unconsolidated_episode_ids"]
+            for e in events} == {"capacity": [], "capacity_unconsolidated": [older]}

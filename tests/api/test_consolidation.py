@@ -213,3 +213,23 @@ async def test_api_key_is_sent_as_a_bearer_token(client, app, settings, llm):
     await run_job(client, ctx, "consolidation")
     assert llm.headers[0]["authorization"] == "Bearer sk-test-123"
     assert llm.requests[0]["messages"][0]["role"] == "system"
+
+
+async def test_facts_and_rules_without_named_sources_derive_from_the_whole_batch(
+        client, app, sql, settings, llm):
+    batch = await add_episodes(client, "assistant", "I just moved to Lyon.",
+                               "Keep answers short please.")
+    llm.reply(completion({
+        "new_facts": [{"subject": "user", "predicate": "city",
+                       "content": "The user lives in Lyon."}],
+        "new_rules": [{"content": "Keep answers short.",
+                       "source_episode_ids": ["00000000-0000-4000-8000-000000000000"]}],
+    }))
+    job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
+    assert job["result"]["links_created"] == 4
+    [fact] = (await client.get("/v1/facts", params={"predicate": "city"})).json()["items"]
+    [rule] = (await client.get("/v1/rules", params={"scope": "assistant"})).json()["items"]
+    assert await _derived_from(sql, fact["id"]) == sorted(batch)
+    assert await _derived_from(sql, rule["id"]) == sorted(batch)
+    assert fact["source_episode_id"] in batch
+    assert rule["source_episode_id"] in batch

@@ -143,3 +143,40 @@ async def test_patching_metadata_with_null_removes_the_key(client):
                                   json={"metadata": {"phone": None, "tags": {"b": None}}})
     assert response.status_code == 200
     assert response.json()["metadata"] == {"city": "Oslo", "tags": {"a": 1}}
+
+
+async def test_a_deleted_memory_leaves_the_arcs_procedures_and_working_memories_naming_it(
+        client):
+    gone = await store_episode(client, "Ann called")
+    kept = await store_episode(client, "Bob called")
+    events = [{"memory_type": "episode", "memory_id": episode["id"], "description": "a call"}
+              for episode in (gone, kept)]
+    arc = await post(client, "/v1/arcs", title="Calls", arc_type="interaction_arc",
+                     key_events=events)
+    refs = [{"memory_type": "episode", "memory_id": episode["id"]} for episode in (gone, kept)]
+    procedure = await post(client, "/v1/procedures", agent_id="a", name="call_back",
+                           steps=[{"step": 1, "action": "dial"}], learned_from=refs)
+    put = await client.put("/v1/working-memory/a/s", json={
+        "retrieved_memory_ids": [gone["id"], kept["id"]]})
+    assert put.status_code == 201
+
+    assert (await client.delete(f"/v1/episodes/{gone['id']}")).status_code == 204
+
+    arc = (await client.get(f"/v1/arcs/{arc['id']}")).json()
+    assert [event["memory_id"] for event in arc["key_events"]] == [kept["id"]]
+    procedure = (await client.get(f"/v1/procedures/{procedure['id']}")).json()
+    assert [ref["memory_id"] for ref in procedure["learned_from"]] == [kept["id"]]
+    memory = await client.get("/v1/working-memory/a/s")
+    assert memory.json()["retrieved_memory_ids"] == [kept["id"]]
+    assert memory.headers["etag"] != put.headers["etag"]
+
+
+async def test_a_deleted_entity_leaves_the_arcs_naming_it(client):
+    gone = await create_entity(client, "Ann")
+    kept = await create_entity(client, "Bob")
+    arc = await post(client, "/v1/arcs", title="Ann and Bob", arc_type="interaction_arc",
+                     entity_ids=[gone["id"], kept["id"]])
+
+    assert (await client.delete(f"/v1/entities/{gone['id']}")).status_code == 204
+
+    assert (await client.get(f"/v1/arcs/{arc['id']}")).json()["entity_ids"] == [kept["id"]]

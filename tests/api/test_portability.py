@@ -4,7 +4,8 @@ import json
 import uuid
 
 from tests.api.test_erasure import plant
-from tests.support.factories import store_episode
+from tests.support.factories import create_entity, store_episode
+from tests.support.http import post
 from tests.support.rights import erase
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
@@ -28,8 +29,10 @@ async def test_export_erase_import_gives_back_equal_data(app, settings, client):
     imported = await client.post("/v1/import", content=exported.content, headers=NDJSON)
 
     assert imported.status_code == 200, imported.text
-    assert imported.json()["imported"] == {"entity": 2, "episode": 2, "fact": 2, "rule": 1,
-                                           "rule_application": 1, "link": 2}
+    assert imported.json()["imported"] == {
+        "entity": 2, "episode": 2, "fact": 2, "rule": 1, "rule_application": 1, "run": 0,
+        "run_message": 0, "run_feedback": 0, "agent_event": 0, "reflection_consolidation": 0,
+        "procedure": 0, "arc": 0, "working_memory": 0, "link": 2}
     assert _records((await client.get("/v1/export")).text) == before
     history = (await client.get(f"/v1/facts/{ids['new']}/history")).json()
     assert [fact["id"] for fact in history] == [ids["new"], ids["old"]]
@@ -170,3 +173,50 @@ async def test_imported_turns_are_indexed_as_when_they_were_stored(
     assert [context is None for *_, context in again] == [True, False, False, False]
     for (*_, before), (*_, after) in zip(stored[1:], again[1:], strict=True):
         assert sum(a * b for a, b in zip(before, after, strict=True)) > 0.9999
+
+
+async def test_a_tenant_with_entity_relations_imports_its_own_export(app, settings, client):
+    ann = await create_entity(client, "Ann Example")
+    acme = await create_entity(client, "Acme", entity_type="organization")
+    bob = await create_entity(client, "Bob Example")
+    for source, target, relation in ((ann, acme, "works_at"), (ann, bob, "knows")):
+        await post(client, "/v1/links", source_type="entity", source_id=source["id"],
+                   target_type="entity", target_id=target["id"], relation=relation,
+                   strength=0.5)
+    exported = await client.get("/v1/export")
+    await erase(client, app, settings, tenant=True, confirm="default")
+
+    imported = await client.post("/v1/import", content=exported.content, headers=NDJSON)
+
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["imported"]["link"] == 2
+    assert _records((await client.get("/v1/export")).text) == _records(exported.text)
+
+
+async def test_a_link_to_another_tenants_entity_is_refused(tenant_client):
+    owner = await tenant_client("owner")
+    intruder = await tenant_client("intruder")
+    theirs = await create_entity(owner, "Private Person")
+    mine = await create_entity(intruder, "Me")
+    line = json.dumps({"kind": "link", "source_type": "entity", "source_id": mine["id"],
+                       "target_type": "entity", "target_id": theirs["id"],
+                       "relation": "knows", "created_at": "2021-01-01T00:00:00+00:00"})
+
+    response = await intruder.post("/v1/import", content=line, headers=NDJSON)
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "link"
+
+
+async def test_a_message_of_another_tenants_run_is_refused(tenant_client):
+    owner = await tenant_client("owner")
+    intruder = await tenant_client("intruder")
+    theirs = await post(owner, "/v1/runs", task_id="private-task")
+    line = json.dumps({"kind": "run_message", "id": str(uuid.uuid4()), "run_id": theirs["id"],
+                       "role": "human", "content": "hello", "token_count": 1})
+
+    response = await intruder.post("/v1/import", content=line, headers=NDJSON)
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "run_message.run_id"
+    assert (await owner.get(f"/v1/runs/{theirs['id']}")).json()["messages"] == []

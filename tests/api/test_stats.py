@@ -2,6 +2,7 @@
 
 import logging
 import uuid
+from datetime import datetime
 
 import pytest
 
@@ -19,7 +20,8 @@ async def stats(client, **params):
 async def test_empty_store_has_zero_everywhere(client):
     assert await stats(client) == {
         "scope": None,
-        "episodes": {"total": 0, "unconsolidated": 0, "backlog_age_hours": 0.0},
+        "episodes": {"total": 0, "unconsolidated": 0, "backlog_age_hours": 0.0,
+                     "oldest_unconsolidated_at": None, "expired_unconsolidated": 0},
         "facts": {"active": 0, "fading": 0, "superseded": 0, "expired": 0, "retracted": 0},
         "rules": {"candidate": 0, "established": 0, "proven": 0, "anti_pattern": 0,
                   "forgotten": 0},
@@ -49,10 +51,15 @@ async def test_episode_figures(client, sql):
               "created_at = now() - interval '30 hours' WHERE id = :id", id=uuid.UUID(ids[0]))
     await sql("UPDATE episodes SET created_at = now() - interval '5 hours' WHERE id = :id",
               id=uuid.UUID(ids[1]))
+    await sql("UPDATE episodes SET expires_at = now() - interval '1 hour' WHERE id = :id",
+              id=uuid.UUID(ids[2]))
     figures = (await stats(client))["episodes"]
     assert figures["total"] == 3
     assert figures["unconsolidated"] == 2
     assert figures["backlog_age_hours"] == pytest.approx(5.0, abs=0.01)
+    [oldest] = await sql("SELECT created_at FROM episodes WHERE id = :id", id=uuid.UUID(ids[1]))
+    assert datetime.fromisoformat(figures["oldest_unconsolidated_at"]) == oldest["created_at"]
+    assert figures["expired_unconsolidated"] == 1
 
 
 async def test_fact_figures_by_validity_with_fading_split_out(client, sql):

@@ -92,9 +92,11 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
 
 
 def _sources(group: GroupScope, requested: list[uuid.UUID]) -> list[uuid.UUID]:
-    """Only the requested episodes that belong to this batch."""
+    """The requested records that belong to this batch; every record of the batch when the
+    model names none of them, so nothing consolidated is left without provenance."""
     batch = set(group.episode_ids)
-    return [episode_id for episode_id in requested if episode_id in batch]
+    named = [episode_id for episode_id in requested if episode_id in batch]
+    return named or list(group.episode_ids)
 
 
 def _fact_data(group: GroupScope, item: NewFact, *, scope: str,
