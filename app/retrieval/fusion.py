@@ -109,14 +109,14 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
                  known: Mapping[Key, Known], limit: int, depth: int,
                  boost: Sequence[RankedCandidate] = (),
                  window: tuple[datetime, datetime] | None = None,
-                 graph: Sequence[RankedCandidate] = (),
-                 weights: FusionWeights = FusionWeights(),
+                 graph: Sequence[RankedCandidate] = (), k: int = DEFAULT_RRF_K,
                  model: rerank.Model | None = None) -> list[Fused]:
     """Every candidate of the lists ordered by the learned model (rerank.py), best first.
 
-    Its score is the model's probability that the memory answers the query, plus
-    weights.graph * its graph score when a graph list is given; `contributions` holds each
-    signal's part of the model's logit. A candidate whose row is not `known` is left out.
+    Its score is the model's probability that the memory answers the query; `contributions`
+    holds each signal's part of the model's logit. With a `graph` list, that order and the
+    graph list are fused by RRF (`contributions`: `learned` and `graph`). A candidate whose
+    row is not `known` is left out.
     """
     semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
     graph_by = _by_key(graph)
@@ -135,17 +135,32 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
     scores, parts = rerank.rank(candidates, model or rerank.MODEL, depth=depth)
     fused = []
     for index, key in enumerate(keys):
-        sem, kw, tb, near = (semantic_by.get(key), keyword_by.get(key), boost_by.get(key),
-                             graph_by.get(key))
+        sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
         contributions = {name: float(parts[index][i]) for i, name in enumerate(rerank.SIGNALS)}
-        total = float(scores[index])
-        if graph:
-            contributions["graph"] = weights.graph * near.score if near else 0.0
-            total += contributions["graph"]
         fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
-                           None, tb.rank if tb else None, fused_score=total,
+                           None, tb.rank if tb else None, fused_score=float(scores[index]),
                            contributions=contributions))
-    return sorted(fused, key=_fusion_order)[:limit]
+    ordered = sorted(fused, key=_fusion_order)
+    if graph:
+        ordered = _with_graph(ordered, graph_by, limit=limit, k=k)
+    return ordered[:limit]
+
+
+def _with_graph(ordered: Sequence[Fused], graph_by: Mapping[Key, RankedCandidate], *,
+                limit: int, k: int) -> list[Fused]:
+    """The learned order and the graph list fused by RRF (a missing rank counts as
+    limit + 1), as rrf fusion treats the graph list: a memory near the query's entities moves
+    ahead of one as relevant but not near them."""
+    missing = limit + 1
+    out = []
+    for position, item in enumerate(ordered, start=1):
+        near = graph_by.get((item.memory_type, item.memory_id))
+        parts = {"learned": 1.0 / (k + position),
+                 "graph": 1.0 / (k + (near.rank if near else missing))}
+        out.append(Fused(item.memory_type, item.memory_id, item.semantic_rank,
+                         item.keyword_rank, None, item.time_rank,
+                         fused_score=sum(parts.values()), contributions=parts))
+    return sorted(out, key=_fusion_order)
 
 
 def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,

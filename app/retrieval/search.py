@@ -98,7 +98,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                                        have=rows, vector=vector, query=keyword_query))
         fused = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
                              depth=plan.depth, boost=boost, window=span, graph=near,
-                             weights=plan.weights)
+                             k=plan.rrf_k)
     elif plan.mode == "hybrid":
         fused = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, boost=boost,
                      method=plan.fusion, weights=plan.weights, graph=near)
@@ -169,7 +169,7 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
                                        keys=rows_wanted(semantic, keyword), have=rows,
                                        vector=vector, query=query))
         found = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
-                             depth=plan.depth, weights=plan.weights)
+                             depth=plan.depth)
     elif plan.mode == "hybrid":
         found = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, method=plan.fusion,
                      weights=plan.weights)

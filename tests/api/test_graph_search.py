@@ -143,3 +143,15 @@ async def test_entities_outside_hybrid_mode_is_a_422_naming_the_field(client, sm
         "query": QUERY, "mode": mode, "entities": [small_graph["ann"]["id"]]})
     assert response.status_code == 422
     assert [error["field"] for error in response.json()["errors"]] == ["entities"]
+
+
+async def test_learned_fusion_fuses_its_order_with_the_graph_list(client, small_graph):
+    boosted = await search(client, QUERY, types=["fact"], entities=[small_graph["ann"]["id"]])
+
+    first, second = boosted
+    assert first["id"] == small_graph["moving"]["id"]
+    assert first["contributions"]["graph"] == pytest.approx(1 / 61)
+    assert second["contributions"] == {"learned": pytest.approx(1 / 61),
+                                       "graph": pytest.approx(1 / 63)}
+    for hit in boosted:
+        assert sum(hit["contributions"].values()) == pytest.approx(hit["fused_score"])
