@@ -1,7 +1,11 @@
 """EngramStore, LangGraph's BaseStore kept in Engram, against a live server: every store
 operation sync and async, Engram's versions and search, and a graph that remembers."""
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -27,6 +31,7 @@ from app.main import create_app
 from engram_client import EngramError, RetryPolicy
 from engram_client.langgraph import EngramStore
 from tests.support.live_server import serve_in_thread
+from tests.support.readme import examples
 
 FAST = RetryPolicy(retries=2, base_delay=0.01, max_delay=0.05)
 
@@ -328,3 +333,13 @@ async def test_a_graph_remembers_in_one_thread_and_recalls_in_another(store):
     second = graph.get_state({"configurable": {"thread_id": "second"}}).values
     assert second["message"] == "What colour does Ann like?"
     assert len(store.search(("memories", "ann"))) == 2
+
+
+async def test_the_readme_example_runs_as_written(live_url, api_key_for):
+    [example] = examples("Clients", "python")
+    key = await api_key_for("langgraph-readme")
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", example], capture_output=True, text=True,
+        timeout=300, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Ann's favourite colour is green"

@@ -15,6 +15,7 @@ import pytest
 from app.config import JobSettings, Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
+from tests.support.readme import examples
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 GENERATED = PACKAGE / "src" / "generated" / "openapi.ts"
@@ -77,3 +78,18 @@ def test_the_checked_in_types_match_the_openapi_document(installed, tmp_path):
                                         "checked in", "regenerated", n=1))
     assert expected == actual, ("clients/typescript/src/generated/openapi.ts is out of date; "
                                 f"run `npm run generate` there:\n{diff[:4000]}")
+
+
+async def test_the_readme_example_runs_as_written(installed, compiled, live_url, api_key_for,
+                                                  tmp_path):
+    [example] = examples("Clients", "ts")
+    project = tmp_path / "project"
+    (project / "node_modules").mkdir(parents=True)
+    (project / "node_modules" / "engram-client").symlink_to(PACKAGE)
+    (project / "example.mjs").write_text(example)
+    key = await api_key_for("typescript-readme")
+    result = await asyncio.to_thread(
+        subprocess.run, ["node", "example.mjs"], cwd=project, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Ann lives in Lyon."
