@@ -1,6 +1,6 @@
 // Problem details from a live Engram, and retries of busy answers from a scripted server.
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 
 import { EngramClient, EngramError } from "../src/index.js";
 import { liveClient, scriptedServer, unique } from "./support.js";
@@ -31,8 +31,8 @@ describe("problem details", () => {
 });
 
 /** A server answering with `statuses` in turn, then 200 with an empty search answer. */
-function scripted(statuses: number[], retryAfter: string | null) {
-  return scriptedServer((n) => {
+function scripted(t: TestContext, statuses: number[], retryAfter: string | null) {
+  return scriptedServer(t, (n) => {
     const status = statuses[n] ?? 200;
     if (status === 200) return { status, body: { mode: "hybrid", results: [] } };
     const headers: Record<string, string> = retryAfter === null ? {}
@@ -42,8 +42,8 @@ function scripted(statuses: number[], retryAfter: string | null) {
 }
 
 describe("retries", () => {
-  it("waits as long as Retry-After says, then succeeds", async () => {
-    const { url, arrivals, authorizations } = await scripted([429, 503], "1");
+  it("waits as long as Retry-After says, then succeeds", async (t) => {
+    const { url, arrivals, authorizations } = await scripted(t, [429, 503], "1");
     const client = new EngramClient({ baseUrl: url, apiKey: "egk_test",
       retry: { retries: 3, baseDelayMs: 1 } });
     const answer = await client.search({ query: "x" });
@@ -54,16 +54,16 @@ describe("retries", () => {
     assert.ok(arrivals[2]! - arrivals[1]! >= 950);
   });
 
-  it("never waits longer than maxDelayMs, whatever Retry-After says", async () => {
-    const { url, arrivals } = await scripted([429], "3600");
+  it("never waits longer than maxDelayMs, whatever Retry-After says", async (t) => {
+    const { url, arrivals } = await scripted(t, [429], "3600");
     const client = new EngramClient({ baseUrl: url, retry: { maxDelayMs: 50 } });
     await client.search({ query: "x" });
     assert.equal(arrivals.length, 2);
     assert.ok(arrivals[1]! - arrivals[0]! < 1000);
   });
 
-  it("stops after the bound and throws the last problem", async () => {
-    const { url, arrivals } = await scripted([429, 429, 429, 429], null);
+  it("stops after the bound and throws the last problem", async (t) => {
+    const { url, arrivals } = await scripted(t, [429, 429, 429, 429], null);
     const client = new EngramClient({ baseUrl: url, retry: { retries: 2, baseDelayMs: 1 } });
     await assert.rejects(client.search({ query: "x" }),
       (error: unknown) => error instanceof EngramError && error.status === 429
@@ -71,8 +71,8 @@ describe("retries", () => {
     assert.equal(arrivals.length, 3);
   });
 
-  it("does not retry a 422", async () => {
-    const { url, arrivals } = await scripted([422], null);
+  it("does not retry a 422", async (t) => {
+    const { url, arrivals } = await scripted(t, [422], null);
     const client = new EngramClient({ baseUrl: url, retry: { baseDelayMs: 1 } });
     await assert.rejects(client.search({ query: "x" }),
       (error: unknown) => error instanceof EngramError && error.status === 422);

@@ -23,9 +23,9 @@ describe("jobs", () => {
     assert.equal(done.params.max_entries, 5000);
   });
 
-  it("gives up waiting after the bound", async () => {
+  it("gives up waiting after the bound", async (t) => {
     const job = { id: "4f5c0d6e-0000-4000-8000-000000000001", kind: "decay", status: "running" };
-    const { url, arrivals } = await scriptedServer(() => ({ status: 200, body: job }));
+    const { url, arrivals } = await scriptedServer(t, () => ({ status: 200, body: job }));
     const client = new EngramClient({ baseUrl: url });
     const started = Date.now();
     await assert.rejects(client.waitForJob(job.id, { timeoutMs: 300, intervalMs: 50 }),

@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { after } from "node:test";
+import type { TestContext } from "node:test";
 
 import { EngramClient } from "../src/index.js";
 
@@ -22,8 +22,8 @@ export function unique(prefix: string): string {
 }
 
 /** A local HTTP server answering each request with `answer(n)` (n counts from 0); records
- * when each request came and its Authorization header. Closed when the test file ends. */
-export async function scriptedServer(answer: (n: number) => { status: number;
+ * when each request came and its Authorization header. Closed when the test `t` ends. */
+export async function scriptedServer(t: TestContext, answer: (n: number) => { status: number;
   headers?: Record<string, string>; body: unknown }): Promise<{ url: string;
   arrivals: number[]; authorizations: (string | undefined)[] }> {
   const arrivals: number[] = [];
@@ -38,7 +38,10 @@ export async function scriptedServer(answer: (n: number) => { status: number;
     response.end(JSON.stringify(body));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  after(() => server.close());
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, arrivals, authorizations };
 }
