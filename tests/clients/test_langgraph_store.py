@@ -133,6 +133,10 @@ async def test_keys_and_namespaces_are_exact(store):
     assert {i.namespace for i in store.search(("foo",))} == {("foo",)}
     assert store.get(("users", "alice\n"), "k").value == {"v": 2}
     assert set(store.list_namespaces(suffix=("alice",))) == {("users", "alice")}
+    for namespace in [("user_1",), ("userX1",), ("star*",), ("starX",), ("a%b",), ("axxb",)]:
+        store.put(namespace, "k", {"v": 1})
+    for namespace in [("user_1",), ("star*",), ("a%b",)]:
+        assert {i.namespace for i in store.search(namespace)} == {namespace}
 
 
 async def test_batch_runs_operations_in_order_with_one_result_each(store):
@@ -240,6 +244,9 @@ async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
     assert {i.key for i in first} | {i.key for i in second} == {"doc1", "doc2", "doc3", "doc4"}
     for query in ("", "car " * 100, "car!@#$%^&*()"):
         assert len(store.search(("test",), query=query)) == 4
+    store.put(("test",), "doc4", {"text": "yellow submarine", "color": "yellow", "score": 3.5})
+    assert store.search(("test",), query="submarine")[0].key == "doc4"
+    assert store.search(("test",), query="blue car", filter={"color": "blue"}) == []
     everywhere = store.search((), query="red apple", limit=10)
     assert {i.key for i in everywhere[:2]} == {"doc1", "doc5"}
     assert len(everywhere) == 5
