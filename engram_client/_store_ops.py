@@ -117,13 +117,13 @@ def search(prefix: Namespace, query: str | None, wanted: dict[str, Any] | None, 
     namespaces = sorted({mapping.namespace_of(fact) or () for fact in under})
     if not namespaces:
         return []
-    depth = MAX_SEARCH_RESULTS if wanted else min(MAX_SEARCH_RESULTS, offset + limit)
     scopes: list[str | None] = ([mapping.scope_of(ns) for ns in namespaces]
                                 if len(namespaces) <= MAX_SCOPED_SEARCHES else [None])
     ranked: list[tuple[dict[str, Any], float | None]] = []
     for scope in scopes:
-        body = {"query": query, "types": ["fact"], "limit": depth, "min_confidence": 0.0,
-                "scope": scope, "mode": mode}
+        # The most hits: other scopes' (and 'global') facts and the filter may drop some.
+        body = {"query": query, "types": ["fact"], "limit": MAX_SEARCH_RESULTS,
+                "min_confidence": 0.0, "scope": scope, "mode": mode}
         answer = yield Call("POST", "/v1/search",
                             json={k: v for k, v in body.items() if v is not None})
         for hit in answer["results"]:

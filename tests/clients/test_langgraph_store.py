@@ -252,6 +252,19 @@ async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
     assert len(everywhere) == 5
 
 
+async def test_a_query_over_many_namespaces_searches_the_tenant_and_keeps_the_prefix(store):
+    topics = ["tennis on Sundays", "knitting scarves", "baking sourdough", "chess openings",
+              "watching birds", "growing tomatoes", "learning Welsh", "climbing walls",
+              "playing the cello", "collecting stamps"]
+    for n, topic in enumerate(topics):
+        store.put(("hobbies", f"user{n}"), "hobby", {"text": f"This user enjoys {topic}."})
+    store.put(("other",), "hobby", {"text": "This user enjoys baking sourdough."})
+    found = store.search(("hobbies",), query="bread baking", limit=3)
+    assert found[0].namespace == ("hobbies", "user2")
+    assert len(found) == 3 and all(i.namespace[0] == "hobbies" for i in found)
+    assert len(store.search(("hobbies",), query="hobby", limit=20)) == 10
+
+
 async def test_search_finds_non_ascii_text(store):
     for key, text in [("1", "这是中文"), ("2", "これは日本語です"), ("3", "이건 한국어야"),
                       ("4", "Это русский"), ("5", "यह रूसी है")]:
