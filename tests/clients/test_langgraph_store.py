@@ -251,6 +251,11 @@ async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
     assert {i.key for i in everywhere[:2]} == {"doc1", "doc5"}
     assert len(everywhere) == 5
 
+    store.search_mode = "semantic"
+    semantic = store.search(("test",), query="green apple")
+    assert semantic[0].key == "doc3" and 0.3 < semantic[0].score <= 1.0  # a cosine
+    assert [i.score for i in semantic] == sorted((i.score for i in semantic), reverse=True)
+
 
 async def test_a_query_over_many_namespaces_searches_the_tenant_and_keeps_the_prefix(store):
     topics = ["tennis on Sundays", "knitting scarves", "baking sourdough", "chess openings",
