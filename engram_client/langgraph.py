@@ -1,0 +1,200 @@
+"""`EngramStore`: LangGraph's long-term memory store (`BaseStore`) kept in Engram.
+
+Install with `pip install 'engram[langgraph]'`, then
+`graph.compile(store=EngramStore("http://127.0.0.1:8000", api_key="egk_..."))`.
+
+How each BaseStore feature maps onto Engram:
+
+- **item** (namespace, key, value): one Engram fact per version. Its scope is the namespace's
+  labels joined by '.', its subject the key (with a digest appended when Engram's
+  case-folded comparison of subjects would mix it up with another key), its predicate
+  `langgraph item`, its content the value as JSON text, its permanence `permanent` (items
+  never decay), and its metadata the exact namespace and key.
+- **put** on an existing key stores a new version: Engram supersedes the old fact and keeps
+  it, so `history(namespace, key)` reads every version, newest first (and
+  `GET /v1/facts/{id}/history` shows them too). Putting the same value again confirms the
+  item instead of adding a version (its `updated_at` moves).
+- **get** returns the active version; values survive byte for byte as JSON (key order,
+  Unicode, numbers). `created_at` is the first version's time, `updated_at` the latest's.
+- **delete** (and a put of `None`) deletes the item and every version for good.
+- **search** with a query is Engram's search (hybrid by default, or `search_mode`) inside
+  each namespace under the prefix, one search per namespace (up to 8; beyond, one search
+  of the tenant, filtered); `score` is Engram's fused score (hybrid) or its one list's
+  score, and results from several namespaces are merged by it. A query search sees the
+  first 100 hits per namespace: `offset + limit` (and what a filter keeps) stop there.
+  Without a query, items come newest first.
+- **filter**: equality of top-level and nested fields, and `$eq`, `$ne`, `$gt`, `$gte`,
+  `$lt`, `$lte`, applied here to the values Engram returns.
+- **list_namespaces**: prefix and suffix (with '*' for one label), max_depth, limit, offset.
+- **batch / abatch**: the operations run in order, each seeing the ones before it.
+
+What it cannot do:
+
+- **TTL**: Engram's facts do not expire (only episodes do), so `supports_ttl` is False and
+  a put with a `ttl` raises NotImplementedError; `refresh_ttl` is ignored.
+- **index**: Engram embeds and keyword-indexes every item's whole value; `index` fields
+  and `index=False` are ignored, and there is no `index` configuration to give.
+- Listing (search without a query, list_namespaces) and finding a query's namespaces read
+  every item's active fact, 200 per request: fine for an agent's memories, slow for
+  millions of items.
+- Limits of Engram's facts apply: a key or namespace of at most about 200 characters, a
+  value of at most 50,000 characters of JSON; beyond them Engram answers 422
+  (`EngramError`).
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from engram_client import _store_ops as ops
+from engram_client._http import EngramError, RetryPolicy
+from engram_client.client import DEFAULT_TIMEOUT, AsyncEngramClient, EngramClient
+
+__all__ = ["EngramStore"]
+
+
+class EngramStore(BaseStore):
+    """A LangGraph store whose items are Engram facts (see the module's documentation)."""
+
+    supports_ttl = False
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
+                 search_mode: str | None = None) -> None:
+        self.search_mode = search_mode
+        self.client = EngramClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
+        self.aclient = AsyncEngramClient(base_url, api_key=api_key, timeout=timeout,
+                                         retry=retry)
+
+    def __enter__(self) -> "EngramStore":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "EngramStore":
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    def close(self) -> None:
+        """Close the blocking client's connections."""
+        self.client.close()
+
+    async def aclose(self) -> None:
+        """Close both clients' connections."""
+        self.client.close()
+        await self.aclient.aclose()
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations in order; one result each (None for a put)."""
+        return [self._run(self._steps(op)) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations in order, without blocking the event loop."""
+        return [await self._arun(self._steps(op)) for op in ops]
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
+        """Every version of an item, newest first; empty when it does not exist."""
+        _check_labels(namespace)
+        return [_item(fields) for fields in self._run(ops.history(namespace, key))]
+
+    async def ahistory(self, namespace: tuple[str, ...], key: str) -> list[Item]:
+        """Every version of an item, newest first (async)."""
+        _check_labels(namespace)
+        return [_item(fields) for fields in await self._arun(ops.history(namespace, key))]
+
+    def _steps(self, op: Op) -> ops.Steps:
+        if isinstance(op, GetOp):
+            _check_labels(op.namespace)
+            return _mapped(ops.get(tuple(op.namespace), op.key),
+                           lambda fields: None if fields is None else _item(fields))
+        if isinstance(op, PutOp):
+            _check_put(op)
+            return ops.put(tuple(op.namespace), op.key, op.value)
+        if isinstance(op, SearchOp):
+            _check_labels(op.namespace_prefix)
+            return _mapped(ops.search(tuple(op.namespace_prefix), op.query, op.filter, op.limit,
+                                      op.offset, self.search_mode),
+                           lambda found: [_search_item(fields, score) for fields, score in found])
+        if isinstance(op, ListNamespacesOp):
+            conditions = op.match_conditions or ()
+            for condition in conditions:
+                _check_labels(condition.path)
+            prefixes = [tuple(c.path) for c in conditions if c.match_type == "prefix"]
+            suffixes = [tuple(c.path) for c in conditions if c.match_type == "suffix"]
+            return ops.list_namespaces(prefixes, suffixes, op.max_depth, op.limit, op.offset)
+        raise ValueError(f"unknown operation {type(op).__name__}")
+
+    def _run(self, steps: ops.Steps) -> Any:
+        try:
+            call = next(steps)
+            while True:
+                try:
+                    answer = self.client.request(call.method, call.path, **call.kwargs)
+                except EngramError as error:
+                    call = steps.throw(error)
+                else:
+                    call = steps.send(answer)
+        except StopIteration as done:
+            return done.value
+
+    async def _arun(self, steps: ops.Steps) -> Any:
+        try:
+            call = next(steps)
+            while True:
+                try:
+                    answer = await self.aclient.request(call.method, call.path, **call.kwargs)
+                except EngramError as error:
+                    call = steps.throw(error)
+                else:
+                    call = steps.send(answer)
+        except StopIteration as done:
+            return done.value
+
+
+def _mapped(steps: ops.Steps, convert: Any) -> ops.Steps:
+    """The same calls; the result passed through `convert`."""
+    return convert((yield from steps))
+
+
+def _item(fields: dict[str, Any]) -> Item:
+    return Item(value=fields["value"], key=fields["key"], namespace=fields["namespace"],
+                created_at=fields["created_at"], updated_at=fields["updated_at"])
+
+
+def _search_item(fields: dict[str, Any], score: float | None) -> SearchItem:
+    return SearchItem(namespace=fields["namespace"], key=fields["key"], value=fields["value"],
+                      created_at=fields["created_at"], updated_at=fields["updated_at"],
+                      score=score)
+
+
+def _check_labels(namespace: tuple[str, ...]) -> None:
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"namespace labels must be non-empty strings without '.' or NUL: {namespace!r}")
+
+
+def _check_put(op: PutOp) -> None:
+    if not op.namespace:
+        raise InvalidNamespaceError("namespace cannot be empty")
+    _check_labels(op.namespace)
+    if op.namespace[0] == "langgraph":
+        raise InvalidNamespaceError(f'root label cannot be "langgraph": {op.namespace!r}')
+    if op.ttl is not None:
+        raise NotImplementedError("TTL is not supported by EngramStore: Engram's facts do not "
+                                  "expire; put without a ttl")
