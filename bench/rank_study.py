@@ -4,6 +4,7 @@
 """
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from fusion_study import Legs, load, order, recall_at, rrf, table
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -19,6 +21,7 @@ from app.retrieval.rerank import SIGNALS, Candidate, signals
 from app.retrieval.timewindow import parse_time_window
 
 FEATURES = list(SIGNALS)
+TREES = 60
 
 
 def pool_of(legs: Legs, depth: int) -> np.ndarray:
@@ -84,6 +87,12 @@ def question_weight(all_legs: list[Legs], index: int) -> float:
     return 1 / sum(1 for legs in all_legs if legs.question.bench == bench)
 
 
+def trees() -> HistGradientBoostingClassifier:
+    """The shipped model's kind and size."""
+    return HistGradientBoostingClassifier(max_iter=TREES, max_depth=3, learning_rate=0.1,
+                                          class_weight="balanced", random_state=0)
+
+
 def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline:
     """A logistic model on standardised signals, each question weighing the same."""
     model = make_pipeline(StandardScaler(),
@@ -93,8 +102,9 @@ def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline
 
 
 def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
-            c: float = 1.0) -> dict[str, np.ndarray]:
-    """Each question's ranking by a logistic model trained on the other folds."""
+            kind: str = "trees") -> dict[str, np.ndarray]:
+    """Each question's ranking by a model (trees, or linear: logistic) trained on the other
+    folds."""
     pools = [pool_of(legs, depth) for legs in all_legs]
     xs = [features(legs, pool, depth)[:, cols] for legs, pool in zip(all_legs, pools,
                                                                       strict=True)]
@@ -105,8 +115,11 @@ def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
         train = [i for i in range(len(all_legs)) if fold[i] != f]
         weights = np.concatenate([np.full(len(ys[i]), question_weight(all_legs, i) /
                                           max(ys[i].sum(), 1)) for i in train])
-        model = fit(np.concatenate([xs[i] for i in train]),
-                    np.concatenate([ys[i] for i in train]), weights, c)
+        x, y = np.concatenate([xs[i] for i in train]), np.concatenate([ys[i] for i in train])
+        if kind == "trees":
+            model = trees().fit(x, y, sample_weight=weights)
+        else:
+            model = fit(x, y, weights, 1.0)
         for i in range(len(all_legs)):
             if fold[i] == f:
                 scores = model.decision_function(xs[i])
@@ -122,7 +135,8 @@ def main() -> None:
     parser.add_argument("--passages", action="store_true")
     parser.add_argument("--more-cache", type=Path, action="append", default=[])
     parser.add_argument("--emit", action="store_true",
-                        help="print the model trained on every question")
+                        help="write the model trained on every question to "
+                        "app/retrieval/ranker.json")
     args = parser.parse_args()
     all_legs = load(args.cache, args.data, args.passages, args.more_cache)
     print(f"{len(all_legs)} questions", file=sys.stderr)
@@ -137,36 +151,59 @@ def main() -> None:
         return [i for i in everything if FEATURES[i] not in names]
 
     variants = {
-        "all signals": everything,
-        "legs only": without("session_similarity_gap", "session_keyword", "log_length",
-                             "own_gap", "passage_lift", "in_window"),
-        "no session": without("session_similarity_gap", "session_keyword"),
-        "no time window": without("in_window"),
-        "no spread": without("similarity_x_spread", "keyword_x_spread"),
+        "trees, all signals": everything,
+        "trees, no session": without("session_similarity_gap", "session_keyword"),
+        "trees, no time window": without("in_window"),
+        "trees, no length": without("log_length"),
     }
+    ranked = learned(all_legs, args.depth, everything, kind="linear")
+    rows["linear (logistic), all signals"] = lambda L, r=ranked: recall_at(
+        L, r[L.question.qid], 10)
     for name, cols in variants.items():
         ranked = learned(all_legs, args.depth, cols)
-        rows[f"learned: {name}"] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
+        rows[name] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
     table(rows, all_legs)
     if args.emit:
-        emit(all_legs, args.depth)
+        emit(all_legs, args.depth, Path(__file__).parent.parent / "app/retrieval/ranker.json")
 
 
-def emit(all_legs: list[Legs], depth: int, c: float = 1.0) -> None:
-    """The model trained on every question, as the constants of app/retrieval/rerank.py."""
+def emit(all_legs: list[Legs], depth: int, path: Path) -> None:
+    """Write the model trained on every question where app/retrieval/rerank.py reads it."""
     pools = [pool_of(legs, depth) for legs in all_legs]
     xs = [features(legs, pool, depth) for legs, pool in zip(all_legs, pools, strict=True)]
     ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
     weights = np.concatenate([np.full(len(y), question_weight(all_legs, i) / max(y.sum(), 1))
                               for i, y in enumerate(ys)])
-    model = fit(np.concatenate(xs), np.concatenate(ys), weights, c)
-    scaler, logistic = model.steps[0][1], model.steps[1][1]
+    model = trees()
+    model.fit(np.concatenate(xs), np.concatenate(ys), sample_weight=weights)
+    exported = [export_tree(predictor.nodes) for [predictor] in model._predictors]
+    path.write_text(json.dumps({
+        "signals": list(SIGNALS), "bias": float(model._baseline_prediction.ravel()[0]),
+        "trained_on": f"{len(all_legs)} questions, depth {depth}", "trees": exported}) + "\n")
+    print(f"wrote {path}: {len(exported)} trees", file=sys.stderr)
 
-    def numbers(values: np.ndarray) -> str:
-        return "(" + ", ".join(f"{v:.6g}" for v in values) + ")"
 
-    print(f"means={numbers(scaler.mean_)},\nscales={numbers(scaler.scale_)},\n"
-          f"weights={numbers(logistic.coef_[0])},\nbias={logistic.intercept_[0]:.6g}")
+def export_tree(nodes: np.ndarray) -> dict[str, list[float]]:
+    """One fitted tree as arrays; an inner node's value is the count-weighted mean of its
+    children's, so the value changes along a path attribute the score to signals."""
+    value = [float(v) for v in nodes["value"]]
+    count = [float(c) for c in nodes["count"]]
+
+    def settle(node: int) -> None:
+        if nodes["is_leaf"][node]:
+            return
+        left, right = int(nodes["left"][node]), int(nodes["right"][node])
+        settle(left)
+        settle(right)
+        total = count[left] + count[right]
+        count[node] = total
+        value[node] = (value[left] * count[left] + value[right] * count[right]) / max(total, 1)
+
+    settle(0)
+    return {"feature": [int(f) for f in nodes["feature_idx"]],
+            "threshold": [round(float(t), 6) for t in nodes["num_threshold"]],
+            "left": [int(n) for n in nodes["left"]], "right": [int(n) for n in nodes["right"]],
+            "value": [round(v, 6) for v in value], "leaf": [bool(b) for b in nodes["is_leaf"]]}
 
 
 if __name__ == "__main__":

@@ -114,7 +114,8 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
     """Every candidate of the lists ordered by the learned model (rerank.py), best first.
 
     Its score is the model's probability that the memory answers the query; `contributions`
-    holds each signal's part of the model's logit. With a `graph` list, that order and the
+    holds each signal's part of the model's logit and `base`, the logit before any signal
+    (they add up to the logit). With a `graph` list, that order and the
     graph list are fused by RRF (`contributions`: `learned` and `graph`). A candidate whose
     row is not `known` is left out.
     """
@@ -132,11 +133,14 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
             keyword=kw.score if kw else 0.0, semantic_rank=sem.rank if sem else None,
             keyword_rank=kw.rank if kw else None, group=row.group, length=row.length,
             in_window=inside))
-    scores, parts = rerank.rank(candidates, model or rerank.MODEL, depth=depth)
+    model = model or rerank.shipped_model()
+    scores, parts = rerank.rank(candidates, model, depth=depth)
     fused = []
     for index, key in enumerate(keys):
         sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
-        contributions = {name: float(parts[index][i]) for i, name in enumerate(rerank.SIGNALS)}
+        contributions = {"base": model.base}
+        contributions.update((name, float(parts[index][i]))
+                             for i, name in enumerate(rerank.SIGNALS))
         fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
                            None, tb.rank if tb else None, fused_score=float(scores[index]),
                            contributions=contributions))

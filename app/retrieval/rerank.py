@@ -1,16 +1,19 @@
-"""Learned fusion: both legs' deep lists ordered by a linear model of each candidate's signals.
+"""Learned fusion: both legs' deep lists ordered by a model of each candidate's signals.
 
 Each candidate of either list gets a few signals (its similarity and keyword score, each
 against the best of the lists, its ranks, its session's best, its length, whether it lies in
-the query's time window); the score is a weighted sum of the standardised signals, the weights
-those of a logistic model trained to tell evidence turns from the rest on the LongMemEval and
-LoCoMo development sets (bench/rank_study.py prints them). A memory without a session (a fact,
-a rule) is its own session.
+the query's time window); a small ensemble of boosted trees (`ranker.json`), trained to tell
+the turns that answer a question from the rest on the LongMemEval and LoCoMo development sets
+(`bench/rank_study.py --emit` writes it), turns them into a probability. A memory without a
+session (a fact, a rule) is its own session.
 """
 
+import functools
+import json
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -77,20 +80,76 @@ def signals(candidates: Sequence[Candidate], *, depth: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Model:
-    """A linear model over standardised signals: sum of weight * (signal - mean) / scale."""
+    """Boosted regression trees over the signals: the logit is `bias` plus one leaf value per
+    tree. Arrays are (trees, nodes); a row goes left where its signal is <= the threshold.
+    An inner node's value is the count-weighted mean of its leaves', so each split's change
+    of value is that signal's part of the score (Saabas' attribution)."""
 
-    means: tuple[float, ...]
-    scales: tuple[float, ...]
-    weights: tuple[float, ...]
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    leaf: np.ndarray
     bias: float
 
+    @classmethod
+    def load(cls, path: Path) -> "Model":
+        """The model written by bench/rank_study.py --emit."""
+        data = json.loads(path.read_text())
+        if data["signals"] != list(SIGNALS):
+            raise ValueError(f"{path} was trained on other signals: {data['signals']}")
+        trees = data["trees"]
+        width = max(len(tree["value"]) for tree in trees)
+
+        def table(name: str, dtype: type, fill: float) -> np.ndarray:
+            out = np.full((len(trees), width), fill, dtype=dtype)
+            for index, tree in enumerate(trees):
+                out[index, :len(tree[name])] = tree[name]
+            return out
+
+        return cls(table("feature", np.int64, 0), table("threshold", np.float64, 0.0),
+                   table("left", np.int64, 0), table("right", np.int64, 0),
+                   table("value", np.float64, 0.0), table("leaf", np.bool_, True),
+                   float(data["bias"]))
+
+    def _paths(self, rows: np.ndarray) -> list[np.ndarray]:
+        """The node each row is at in each tree, level by level from the roots."""
+        trees = np.arange(self.value.shape[0])[None, :]
+        node = np.zeros((len(rows), self.value.shape[0]), dtype=np.int64)
+        levels = [node]
+        while not self.leaf[trees, node].all():
+            feature = self.feature[trees, node]
+            goes_left = rows[np.arange(len(rows))[:, None], feature] <= self.threshold[trees, node]
+            step = np.where(goes_left, self.left[trees, node], self.right[trees, node])
+            node = np.where(self.leaf[trees, node], node, step)
+            levels.append(node)
+        return levels
+
     def contributions(self, rows: np.ndarray) -> np.ndarray:
-        """Each signal's part of each row's score (same shape as `rows`)."""
-        return ((rows - np.array(self.means)) / np.array(self.scales)) * np.array(self.weights)
+        """Each signal's part of each row's logit (same shape as `rows`); with the roots'
+        values and the bias they add up to the logit."""
+        trees = np.arange(self.value.shape[0])[None, :]
+        parts = np.zeros(rows.shape)
+        levels = self._paths(rows)
+        for parent, child in zip(levels, levels[1:], strict=False):
+            moved = parent != child
+            change = np.where(moved, self.value[trees, child] - self.value[trees, parent], 0.0)
+            feature = self.feature[trees, parent]
+            for column in range(rows.shape[1]):
+                parts[:, column] += (change * (feature == column)).sum(axis=1)
+        return parts
+
+    @property
+    def base(self) -> float:
+        """The logit of a row that no split moves: the bias and every root's value."""
+        return self.bias + float(self.value[:, 0].sum())
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
-        """The model's score of each row: the probability that it is evidence."""
-        logits = self.contributions(rows).sum(axis=1) + self.bias
+        """The probability that each row is evidence."""
+        trees = np.arange(self.value.shape[0])[None, :]
+        leaves = self._paths(rows)[-1]
+        logits = self.value[trees, leaves].sum(axis=1) + self.bias
         return 1 / (1 + np.exp(-logits))
 
 
@@ -103,13 +162,10 @@ def rank(candidates: Sequence[Candidate], model: "Model", *,
     return model.scores(rows), model.contributions(rows)
 
 
-# Trained by `python bench/rank_study.py --emit` on both development sets.
-MODEL = Model(
-    means=(0.407541, -0.223347, 0.191993, 0.0108244, 0.0108115, 3.35687, 3.36051, -0.141544,
-           0.419698, 4.70081, -0.132639, 0.0963871, -0.256221, 0.0328736, 0.0162483),
-    scales=(0.13145, 0.126821, 0.24129, 0.00220743, 0.00220737, 0.828025, 0.827914, 0.114252,
-            0.30496, 0.685881, 0.0936346, 0.121696, 0.140328, 0.0686913, 0.126429),
-    weights=(0.14095, 0.18637, 0.064629, -0.0178064, -0.560238, -0.289393, -0.677696,
-             0.343665, 0.775466, 0.816448, 0.415668, 0.241371, 0.182855, -0.0294657, 0.231843),
-    bias=-2.16418,
-)
+MODEL_FILE = Path(__file__).with_name("ranker.json")
+
+
+@functools.cache
+def shipped_model() -> Model:
+    """The model shipped with Engram (`ranker.json`), read once."""
+    return Model.load(MODEL_FILE)

@@ -247,7 +247,7 @@ async def test_search_finds_procedures_by_meaning_and_words(client):
     hybrid = (await client.post("/v1/procedures/search",
                                 json={"query": "deploy to staging"})).json()["results"][0]
     assert (hybrid["semantic_rank"], hybrid["keyword_rank"]) == (1, 1)
-    assert set(hybrid["contributions"]) == set(SIGNALS)
+    assert set(hybrid["contributions"]) == {"base", *SIGNALS}
     assert 0 < hybrid["fused_score"] < 1
 
 

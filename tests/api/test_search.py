@@ -1,7 +1,10 @@
 """POST /v1/search: result shape, RRF scores and ordering, the OR keyword leg, hostile input."""
 
+import math
+
 import pytest
 
+from app.retrieval.rerank import SIGNALS
 from tests.support.factories import store_episode, store_fact
 
 
@@ -175,3 +178,21 @@ async def test_unknown_fusion_is_a_422_naming_the_field(client):
     response = await client.post("/v1/search", json={"query": "lake", "fusion": "max"})
     assert response.status_code == 422
     assert "fusion" in response.text
+
+
+async def test_default_hybrid_search_is_learned_and_explains_each_score(client):
+    await store_episode(client, "Melanie painted a sunrise over the lake")
+    await store_episode(client, "The lake froze early this winter")
+    await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes")
+
+    results = await search(client, "Melanie painted the lake")
+
+    assert results[0]["content"] == "Melanie painted a sunrise over the lake"
+    scores = [hit["fused_score"] for hit in results]
+    assert scores == sorted(scores, reverse=True)
+    for hit in results:
+        assert hit["rrf_score"] is None
+        assert set(hit["contributions"]) == {"base", *SIGNALS}
+        logit = sum(hit["contributions"].values())
+        assert hit["fused_score"] == pytest.approx(1 / (1 + math.exp(-logit)))
+

@@ -17,12 +17,12 @@ MAY = datetime(2023, 5, 1, tzinfo=UTC)
 JUNE = datetime(2023, 6, 1, tzinfo=UTC)
 
 
-def only(signal: str, weight: float = 1.0) -> Model:
-    """A model that reads one signal alone."""
-    n = len(SIGNALS)
-    return Model(means=(0.0,) * n, scales=(1.0,) * n,
-                 weights=tuple(weight if name == signal else 0.0 for name in SIGNALS),
-                 bias=0.0)
+def only(signal: str, threshold: float) -> Model:
+    """One tree that scores a candidate 1 when `signal` is above `threshold`, else 0."""
+    return Model(feature=np.array([[SIGNALS.index(signal), 0, 0]]),
+                 threshold=np.array([[threshold, 0.0, 0.0]]), left=np.array([[1, 0, 0]]),
+                 right=np.array([[2, 0, 0]]), value=np.array([[0.5, 0.0, 1.0]]),
+                 leaf=np.array([[False, True, True]]), bias=0.0)
 
 
 def ranked(*ids: uuid.UUID, scores: tuple[float, ...] = ()) -> list[RankedCandidate]:
@@ -61,13 +61,11 @@ def test_each_signal_reaches_the_order():
     lists = ranked(A, B, C, scores=(0.9, 0.5, 0.1)), ranked(C, B, scores=(7.0, 3.0))
     rows = {("episode", A): known(0.9), ("episode", B): known(0.5, length=5000),
             ("episode", C): known(0.1, occurred_at=MAY)}
-    by = {signal: order(fuse_learned(*lists, known=rows, limit=3, depth=50,
-                                     window=(MAY, JUNE), model=only(signal)))
-          for signal in ("similarity", "keyword", "log_length", "in_window")}
-    assert by["similarity"] == [A, B, C]
-    assert by["keyword"] == [C, B, A]
-    assert by["log_length"][0] == B
-    assert by["in_window"][0] == C
+    first = {signal: order(fuse_learned(*lists, known=rows, limit=3, depth=50,
+                                        window=(MAY, JUNE), model=only(signal, threshold)))[0]
+             for signal, threshold in (("similarity", 0.7), ("keyword", 0.9),
+                                       ("log_length", 6.0), ("in_window", 0.5))}
+    assert first == {"similarity": A, "keyword": C, "log_length": B, "in_window": C}
 
 
 def test_a_session_lifts_its_turns():
@@ -75,18 +73,19 @@ def test_a_session_lifts_its_turns():
     rows = {("episode", A): known(0.5, group=s2), ("episode", B): known(0.5, group=s1),
             ("episode", C): known(0.9, group=s1)}
     fused = fuse_learned(ranked(C, A, B, scores=(0.9, 0.5, 0.5)), [], known=rows, limit=3,
-                         depth=50, model=only("session_similarity_gap"))
+                         depth=50, model=only("session_similarity_gap", -0.1))
     assert order(fused)[-1] == A
 
 
 def test_contributions_add_up_to_the_score():
     rows = {("episode", A): known(0.7), ("episode", B): known(0.4)}
-    model = rerank.MODEL
+    model = rerank.shipped_model()
     for hit in fuse_learned(ranked(A, B, scores=(0.7, 0.4)), ranked(B, scores=(2.0,)),
                             known=rows, limit=2, depth=50, model=model):
-        logit = sum(hit.contributions.values()) + model.bias
+        logit = sum(hit.contributions.values())
         assert hit.fused_score == pytest.approx(1 / (1 + math.exp(-logit)))
-        assert set(hit.contributions) == set(SIGNALS)
+        assert set(hit.contributions) == {"base", *SIGNALS}
+        assert hit.contributions["base"] == pytest.approx(model.base)
 
 
 def test_a_candidate_without_a_row_is_left_out():
@@ -94,8 +93,15 @@ def test_a_candidate_without_a_row_is_left_out():
     assert order(fused) == [A]
 
 
-def test_the_shipped_model_has_one_number_per_signal():
-    n = len(SIGNALS)
-    model = rerank.MODEL
-    assert len(model.means) == len(model.scales) == len(model.weights) == n
-    assert np.all(np.array(model.scales) > 0)
+def test_the_shipped_model_reads_every_signal_it_was_trained_on():
+    model = rerank.shipped_model()
+    inner = ~model.leaf
+    assert set(model.feature[inner].tolist()) <= set(range(len(SIGNALS)))
+    assert (model.left[inner] > 0).all() and (model.right[inner] > 0).all()
+
+
+def test_a_model_of_other_signals_is_refused(tmp_path):
+    stale = tmp_path / "ranker.json"
+    stale.write_text('{"signals": ["similarity"], "bias": 0, "trees": []}')
+    with pytest.raises(ValueError, match="other signals"):
+        Model.load(stale)
