@@ -221,7 +221,7 @@ def main() -> None:
                         help="send session dates as occurred_at; ask at the last date")
     parser.add_argument("--sessions", action="store_true",
                         help="give each LoCoMo session its own session_id")
-    parser.add_argument("--fusion", choices=("rrf", "weighted"), default=None,
+    parser.add_argument("--fusion", choices=("learned", "rrf", "weighted"), default=None,
                         help="hybrid fusion (default: the server's)")
     parser.add_argument("--reuse", action="store_true",
                         help="skip ingest when the butler already holds all the turns")

@@ -172,7 +172,7 @@ def main() -> None:
                         help="send session dates as occurred_at (if the server has it)")
     parser.add_argument("--sessions", action="store_true",
                         help="give each haystack session its own session_id")
-    parser.add_argument("--fusion", choices=("rrf", "weighted"), default=None,
+    parser.add_argument("--fusion", choices=("learned", "rrf", "weighted"), default=None,
                         help="hybrid fusion (default: the server's)")
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
     parser.add_argument("--reuse", action="store_true",

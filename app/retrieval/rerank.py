@@ -103,7 +103,7 @@ class Model:
         width = max(len(tree["value"]) for tree in trees)
 
         def table(name: str, dtype: type, fill: float) -> np.ndarray:
-            out = np.full((len(trees), width), fill, dtype=dtype)
+            out: np.ndarray = np.full((len(trees), width), fill, dtype=dtype)
             for index, tree in enumerate(trees):
                 out[index, :len(tree[name])] = tree[name]
             return out

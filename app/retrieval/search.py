@@ -12,6 +12,7 @@ from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
 from app.models import Episode
 from app.repositories import episodes as episode_rows
+from app.repositories import events as event_rows
 from app.repositories import graph as graph_rows
 from app.retrieval import candidates as search_rows
 from app.retrieval import record_sql
@@ -47,6 +48,7 @@ class Hit:
     fused_score: float | None = None
     contributions: dict[str, float] | None = None
     graph: "GraphPath | None" = None
+    harmful_reasons: tuple[str, ...] = ()  # a rule's, oldest first
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                            query=keyword_query, loaded=rows)
     if paths:
         hits = [replace(hit, graph=paths.get((hit.memory_type, hit.row.id))) for hit in hits]
+    hits = await with_harmful_reasons(session, tenant_id=tenant_id, hits=hits)
     if plan.neighbours > 0:
         hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits,
                                      count=plan.neighbours)
@@ -177,6 +180,18 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
         found = single_list(semantic if plan.mode == "semantic" else keyword,
                             semantic=plan.mode == "semantic")
     return merge_sources(fused, found, hybrid=plan.mode == "hybrid", limit=plan.limit)
+
+
+async def with_harmful_reasons(session: AsyncSession, *, tenant_id: str,
+                               hits: Sequence[Hit]) -> list[Hit]:
+    """The hits, each rule with the reasons of its harmful marks (one statement, only when a
+    rule was found)."""
+    rule_ids = [hit.row.id for hit in hits if hit.memory_type == "rule"]
+    if not rule_ids:
+        return list(hits)
+    reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_ids=rule_ids)
+    return [replace(hit, harmful_reasons=tuple(reasons.get(hit.row.id, [])))
+            if hit.memory_type == "rule" else hit for hit in hits]
 
 
 async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit],

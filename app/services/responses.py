@@ -187,6 +187,8 @@ def memory_out(row: Episode | Fact | Rule | ShownRule,
 
 
 def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
+    if hit.memory_type == "rule":
+        return dict(rule_out(ShownRule(hit.row, list(hit.harmful_reasons)), now))
     return dict(memory_out(hit.row, now))
 
 

@@ -184,8 +184,12 @@ async def test_harmful_reasons_show_in_the_rules_metadata_oldest_first(client):
     read = (await client.get(f"/v1/rules/{rule['id']}")).json()
     [listed] = (await client.get("/v1/rules")).json()["items"]
     confirmed = (await client.post(f"/v1/rules/{rule['id']}/confirm")).json()
+    [found] = (await client.post("/v1/search", json={"query": "reply in French",
+                                                     "types": ["rule"]})).json()["results"]
+    [recalled] = (await client.post("/v1/recall", json={"topic": "reply in French"})
+                  ).json()["results"]
     forgotten = (await client.post(f"/v1/rules/{rule['id']}/forget")).json()
-    for shown in (read, listed, confirmed, forgotten):
+    for shown in (read, listed, confirmed, found, recalled, forgotten):
         assert shown["metadata"] == expected
     other = await store_rule(client, content="Be brief")
     assert (await helpful(client, other["id"]))["metadata"] == {}
