@@ -495,9 +495,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Export the tenant's memories (JSON Lines)
-         * @description Stream every entity, episode, fact, rule, rule application and link of the tenant,
-         *     oldest first within each kind, from one consistent snapshot.
+         * Export the tenant's records (JSON Lines)
+         * @description Stream every record of the tenant (memories, entities, runs, ledgers, procedures,
+         *     arcs, working memories, links), oldest first within each kind, from one consistent
+         *     snapshot.
          */
         get: operations["export"];
         put?: never;
@@ -533,6 +534,10 @@ export interface paths {
          *
          *     When the active fact of the key has the same content, nothing new is stored: that fact is
          *     confirmed (its decay restarts, a `fact_confirmed` event is written) and returned with 200.
+         *
+         *     A new fact is linked `related_to` (strength: the cosine similarity) the live facts and
+         *     rules of its scope that are at least `[auto_links] threshold` similar, the nearest
+         *     `max_links` of them.
          */
         post: operations["create_fact"];
         delete?: never;
@@ -636,14 +641,16 @@ export interface paths {
         };
         /**
          * Neighbourhood of a memory or entity
-         * @description Breadth-first walk from the node over memory links (both directions) and fact-entity
+         * @description Breadth-first walk from the node over memory links (both directions), typed
+         *     entity-to-entity relations (the paths graph-aware search boosts along) and fact-entity
          *     anchors: an entity's facts are its neighbours and a fact's entity is its neighbour.
          *
          *     Each node is visited once, so cycles end; nodes carry their hop, a short summary and their
-         *     state (a forgotten memory stays in the graph, marked). Each edge carries its relation and
-         *     hop (1 + the hop of its nearer end); edges are directed as stored (`about`: fact -> entity).
-         *     Within a hop, nodes are taken in (type, id) order until `limit`; `truncated` tells when the
-         *     limit cut the neighbourhood short. Links to rows that no longer exist are skipped.
+         *     state (a forgotten memory stays in the graph, marked). Each edge carries its relation,
+         *     strength and hop (1 + the hop of its nearer end); edges are directed as stored (`about`:
+         *     fact -> entity). Within a hop, nodes are taken in (type, id) order until `limit`;
+         *     `truncated` tells when the limit cut the neighbourhood short. Links to rows that no longer
+         *     exist are skipped.
          */
         get: operations["get_graph"];
         put?: never;
@@ -736,15 +743,19 @@ export interface paths {
         put?: never;
         /**
          * Queue an episode cleanup
-         * @description Delete the tenant's expired episodes, then its oldest consolidated episodes above
-         *     `max_entries`; unconsolidated episodes are never deleted for capacity. Expired working
-         *     memories are deleted too (`working_memories_deleted`).
+         * @description Delete the tenant's expired episodes, then, above `max_entries`, its oldest
+         *     consolidated episodes and after them its oldest expired unconsolidated ones; an episode
+         *     that has not expired is never deleted for capacity (`capacity_deleted`, of which
+         *     `capacity_unconsolidated_deleted`). Expired working memories are deleted too
+         *     (`working_memories_deleted`).
          *
          *     Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
-         *     consolidated or explicitly forgotten are deleted. An expired episode that was never
-         *     consolidated is kept until consolidation takes it; the result counts these as
-         *     `expired_kept_unconsolidated`. Without an LLM (`[llm] base_url`) nothing is consolidated
-         *     and such episodes accumulate; `/v1/stats` says so.
+         *     consolidated or explicitly forgotten are deleted (`expired_deleted`). An expired episode
+         *     that was never consolidated gets a grace period (the server's `unconsolidated_grace_days`,
+         *     30 by default) for consolidation to take it, then goes too (`unconsolidated_deleted`);
+         *     meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
+         *     `episodes_deleted` event lists the episodes deleted unconsolidated
+         *     (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting.
          */
         post: operations["queue_cleanup"];
         delete?: never;
@@ -811,8 +822,9 @@ export interface paths {
         /**
          * Queue a PII scrub of run messages
          * @description Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
-         *     by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`;
-         *     the job fails without one) and re-embed the message. Messages checked once are skipped
+         *     by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`,
+         *     else the tenant's own random salt, made once and kept in the database) and re-embed the
+         *     message. Messages checked once are skipped
          *     unless `rescan` is true.
          */
         post: operations["queue_pii_scrub"];
@@ -857,7 +869,8 @@ export interface paths {
          *
          *     * `recent`: the last `window` (8) visible events, without reflections and without the
          *       events the agent's own reflections are based on;
-         *     * `salient`: the top `k` of the other visible events by
+         *     * `salient`: the top `k` of the other visible events (again without those the agent's
+         *       own reflections are based on) by
          *       `w_rel*relevance + w_rec*exp(-lambda*(turn - event turn)) + w_imp*importance(kind)`
          *       (0.30, 0.40, 0.30, lambda 0.1; relevance is keyword Jaccard with `query`, or cosine
          *       similarity with `relevance: semantic`), returned in chronological order;
@@ -886,7 +899,8 @@ export interface paths {
          * Post an agent's reflection
          * @description Append an `agent.reflected` event (globally visible) whose belief is `based_on` events
          *     of this ledger the agent can see; each source gets a `based_on` link. The agent's recent
-         *     window then leaves those events out (compaction).
+         *     window and salient events then leave those events out (compaction: the reflection
+         *     stands for them).
          */
         post: operations["post_reflection"];
         delete?: never;
@@ -1079,7 +1093,8 @@ export interface paths {
          * Record an execution
          * @description Count one run: `execution_count` + 1, `success_count` + 1 on success, and the duration
          *     into `avg_duration_ms` when given. One atomic UPDATE, so concurrent reports never lose a
-         *     count.
+         *     count. A superseded (deprecated) version counts nothing: 409 naming the version and its
+         *     successor.
          */
         post: operations["record_execution"];
         delete?: never;
@@ -1157,7 +1172,9 @@ export interface paths {
         put?: never;
         /**
          * Store a rule
-         * @description Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0.
+         * @description Store a candidate rule: confidence 0.5, decay_rate 0.01, effectiveness 0. It is linked
+         *     `related_to` (strength: the cosine similarity) the live facts and rules of its scope that
+         *     are at least `[auto_links] threshold` similar, the nearest `max_links` of them.
          */
         post: operations["create_rule"];
         delete?: never;
@@ -1247,7 +1264,8 @@ export interface paths {
          *
          *     proven -> established below 0.8, established -> candidate below 0.6; harmful >= 3 with
          *     effectiveness < 0.3 sets `needs_inversion`. The reason is kept with the application
-         *     (rule_applications) and read back by `invert`.
+         *     (rule_applications), shown in the rule's `metadata.harmful_reasons` (oldest first) and
+         *     read back by `invert`.
          */
         post: operations["mark_harmful"];
         delete?: never;
@@ -1390,6 +1408,10 @@ export interface paths {
         /**
          * Finish a run or correct its outcome
          * @description Set `finished_at`, `score_numeric`, `success` or `summary`; omitted fields stay.
+         *
+         *     Giving an unfinished run its outcome (`success`, true or false) finishes it now unless
+         *     `finished_at` says when, as the MCP tool `run_finish` does; a finished run keeps its
+         *     time.
          */
         patch: operations["update_run"];
         trace?: never;
@@ -1479,10 +1501,18 @@ export interface paths {
          *       server setting `ENGRAM_KEYWORD_CONTEXT` (off by default), an episode stored with a
          *       `session_id` is also found by the words of the turns just before it in its session. `rank`
          *       reports `ts_rank_cd` of the OR-ed query lexemes; the order is BM25's (`keyword_rank`).
-         *     * **hybrid** (default): Reciprocal Rank Fusion of the two lists, each `limit` long:
-         *       `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
-         *       one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
-         *       `rrf_score` desc, then `semantic_rank` asc.
+         *     * **hybrid** (default): both lists, fused by `fusion`:
+         *       - `learned` (default): each list is read 50 deep (or `limit`, if larger) and every candidate
+         *         is scored by a linear model of its signals (similarity and BM25 score, each against the
+         *         best of the lists; its ranks; its session's best similarity and keyword score; its
+         *         length; whether it lies in the query's time window), trained to tell the turns that
+         *         answer a question from the rest. `fused_score` is that model's probability;
+         *         `contributions` holds each signal's part of it (in logits).
+         *       - `rrf`: Reciprocal Rank Fusion of the two lists, each `limit` long:
+         *         `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
+         *         one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
+         *         `rrf_score` desc, then `semantic_rank` asc.
+         *       - `weighted`: each list's min-max normalised score times its configured weight.
          *
          *     Only active facts, rules not forgotten and episodes not expired are searched; every filter is
          *     applied in SQL before the limit.
@@ -1535,7 +1565,7 @@ export interface paths {
         get: operations["get_working_memory"];
         /**
          * Create or replace a working memory
-         * @description Create the record (201) or replace all of its fields (200); omitted fields become empty.
+         * @description Create the record (201) or replace all of its fields (200); omitted fields become empty. `If-None-Match: *` makes it a create: a second agent creating the same session gets a 412 instead of overwriting the first.
          *
          *     `If-Match` is optional and honoured on every write: with it the write happens only over that
          *     version (412 when the ETag is stale or no record exists). It is not required (no 428): PATCH
@@ -1810,12 +1840,24 @@ export interface components {
         ArcHit: {
             /** Arc Type */
             arc_type: string;
+            /**
+             * Contributions
+             * @description Hybrid mode only: `fused_score` split by signal, as in /v1/search.
+             */
+            contributions?: {
+                [key: string]: number;
+            } | null;
             /** Created At */
             created_at: string;
             /** Ended At */
             ended_at: string | null;
             /** Entity Ids */
             entity_ids: string[];
+            /**
+             * Fused Score
+             * @description Hybrid mode only: the score results are ordered by.
+             */
+            fused_score?: number | null;
             /**
              * Id
              * Format: uuid
@@ -2172,7 +2214,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -2183,7 +2225,7 @@ export interface components {
             expires_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -2318,6 +2360,16 @@ export interface components {
              * @description Hours since the oldest pending episode was created; 0 with no backlog.
              */
             backlog_age_hours: number;
+            /**
+             * Expired Unconsolidated
+             * @description Episodes past their TTL that were never consolidated (nor forgotten): cleanup deletes each `unconsolidated_grace_days` after it expired, and may take them earlier when the tenant is over capacity.
+             */
+            expired_unconsolidated: number;
+            /**
+             * Oldest Unconsolidated At
+             * @description When the oldest episode waiting for consolidation (pending) was stored; null with no backlog.
+             */
+            oldest_unconsolidated_at: string | null;
             /** Total */
             total: number;
             /**
@@ -2333,7 +2385,7 @@ export interface components {
         ErasureCreate: {
             /**
              * Butler
-             * @description Episodes observed by this butler, the facts and rules whose source_butler it is, and the facts and rules consolidated from those episodes.
+             * @description Episodes observed by this butler, the facts and rules whose source_butler it is, and the facts, rules and procedures consolidated from those episodes (their source, or linked derived_from one).
              */
             butler?: string | null;
             /**
@@ -2353,7 +2405,7 @@ export interface components {
             scope?: string | null;
             /**
              * Session Id
-             * @description Episodes of this session and the facts and rules consolidated from them.
+             * @description Episodes of this session and the facts, rules and procedures consolidated from them (their source, or linked derived_from one).
              */
             session_id?: string | null;
             /**
@@ -2363,7 +2415,7 @@ export interface components {
             subject?: string | null;
             /**
              * Tenant
-             * @description Everything of the caller's tenant: memories, entities, links, events, jobs, keyword statistics. API keys stay.
+             * @description Everything of the caller's tenant: memories, entities, links, runs, agent ledgers, procedures, arcs, working memories, events, jobs, keyword statistics. API keys stay.
              * @default false
              */
             tenant?: boolean;
@@ -2532,7 +2584,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -2555,7 +2607,7 @@ export interface components {
             fading: boolean;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -2751,7 +2803,7 @@ export interface components {
              * Relation
              * @enum {string}
              */
-            relation: "derived_from" | "supports" | "contradicts" | "supersedes" | "related_to" | "about";
+            relation: "derived_from" | "supports" | "contradicts" | "supersedes" | "related_to" | "works_at" | "works_on" | "knows" | "owns" | "member_of" | "located_in" | "part_of" | "mentions" | "about";
             /**
              * Source Id
              * Format: uuid
@@ -2762,6 +2814,11 @@ export interface components {
              * @enum {string}
              */
             source_type: "episode" | "fact" | "rule" | "entity";
+            /**
+             * Strength
+             * @description The link's strength in (0, 1], which graph-aware search multiplies along a path (`about`: 1).
+             */
+            strength: number;
             /**
              * Target Id
              * Format: uuid
@@ -2895,7 +2952,7 @@ export interface components {
         ImportOut: {
             /**
              * Imported
-             * @description Records inserted per kind: entity, episode, fact, rule, rule_application, link.
+             * @description Records inserted per kind: entity, episode, fact, rule, rule_application, run, run_message, run_feedback, agent_event, reflection_consolidation, procedure, arc, working_memory, link.
              */
             imported: {
                 [key: string]: number;
@@ -3402,12 +3459,24 @@ export interface components {
              * @description Mean duration of the timed executions.
              */
             avg_duration_ms: number | null;
+            /**
+             * Contributions
+             * @description Hybrid mode only: `fused_score` split by signal, as in /v1/search.
+             */
+            contributions?: {
+                [key: string]: number;
+            } | null;
             /** Created At */
             created_at: string;
             /** Description */
             description: string;
             /** Execution Count */
             execution_count: number;
+            /**
+             * Fused Score
+             * @description Hybrid mode only: the score results are ordered by.
+             */
+            fused_score?: number | null;
             /**
              * Id
              * Format: uuid
@@ -3679,7 +3748,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -3702,7 +3771,7 @@ export interface components {
             fading: boolean;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -3859,7 +3928,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -3889,7 +3958,7 @@ export interface components {
             forgotten_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -3924,7 +3993,10 @@ export interface components {
              * @enum {string}
              */
             memory_type: "rule";
-            /** Metadata */
+            /**
+             * Metadata
+             * @description The client's own object, plus `harmful_reasons` once a harmful mark gave a reason: every such reason, oldest first (read-only; a client cannot write that key).
+             */
             metadata: {
                 [key: string]: unknown;
             };
@@ -4019,7 +4091,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4028,7 +4100,7 @@ export interface components {
             created_at: string;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4216,7 +4288,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4246,7 +4318,7 @@ export interface components {
             forgotten_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4281,7 +4353,10 @@ export interface components {
              * @enum {string}
              */
             memory_type: "rule";
-            /** Metadata */
+            /**
+             * Metadata
+             * @description The client's own object, plus `harmful_reasons` once a harmful mark gave a reason: every such reason, oldest first (read-only; a client cannot write that key).
+             */
             metadata: {
                 [key: string]: unknown;
             };
@@ -4391,7 +4466,10 @@ export interface components {
              * @enum {string}
              */
             maturity: "candidate" | "established" | "proven" | "anti_pattern";
-            /** Metadata */
+            /**
+             * Metadata
+             * @description The client's own object, plus `harmful_reasons` once a harmful mark gave a reason: every such reason, oldest first (read-only; a client cannot write that key).
+             */
             metadata: {
                 [key: string]: unknown;
             };
@@ -4544,7 +4622,7 @@ export interface components {
             agent_version: string | null;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4555,7 +4633,7 @@ export interface components {
             finished_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4627,7 +4705,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal (`semantic`, `keyword`, `time`); a signal the memory is absent from still adds its floor in rrf.
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4636,7 +4714,7 @@ export interface components {
             created_at: string;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (rrf or weighted fusion).
+             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4933,9 +5011,9 @@ export interface components {
             entities?: string[] | null;
             /**
              * Fusion
-             * @description Hybrid mode: how the lists are fused. `rrf`: Reciprocal Rank Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max normalised score times its configured weight. Default: the configured fusion (rrf).
+             * @description Hybrid mode: how the lists are fused. `learned`: deeper lists ordered by a learned model of each candidate's signals. `rrf`: Reciprocal Rank Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max normalised score times its configured weight. Default: the configured fusion (learned).
              */
-            fusion?: ("rrf" | "weighted") | null;
+            fusion?: ("learned" | "rrf" | "weighted") | null;
             /**
              * Graph Hops
              * @description How many links from `entities` a memory may be to get a graph boost.
@@ -5008,7 +5086,7 @@ export interface components {
         StatsOut: {
             /**
              * Consolidation Configured
-             * @description False when no LLM is configured ([llm] base_url): episodes are then never turned into facts and rules, and expired ones are kept, not deleted.
+             * @description False when no LLM is configured ([llm] base_url): episodes are then never turned into facts and rules, and cleanup deletes expired ones `unconsolidated_grace_days` after they expired.
              */
             consolidation_configured: boolean;
             episodes: components["schemas"]["EpisodeStats"];
@@ -7016,7 +7094,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description One JSON object per line with a `kind`: `entity`, `episode`, `fact` (every version: `supersedes_id` and `validity` tell the history), `rule` (with its counters), `rule_application`, `link`; the other fields are the stored columns. Embeddings are not exported: import embeds the content again. */
+            /** @description One JSON object per line with a `kind`: `entity`, `episode`, `fact` (every version: `supersedes_id` and `validity` tell the history), `rule` (with its counters), `rule_application`, `run`, `run_message`, `run_feedback`, `agent_event` (its own kind in `event_kind`; a reflection is one), `reflection_consolidation`, `procedure` (every version), `arc`, `working_memory`, `link`; the other fields are the stored columns. Embeddings are not exported: import embeds the content again. Messages and ledger events are exported in append order without their `position`: import appends them in that order. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7609,8 +7687,8 @@ export interface operations {
             query?: {
                 /** @description Edges to follow (1-3). */
                 hops?: number;
-                /** @description Relations to follow; all when omitted. `about` joins a fact to the entity it is anchored to. */
-                relations?: ("derived_from" | "supports" | "contradicts" | "supersedes" | "related_to" | "about")[] | null;
+                /** @description Relations to follow; all when omitted: provenance links, typed entity relations (`works_at`, `knows`, ...) and `about`, which joins a fact to the entity it is anchored to. */
+                relations?: ("derived_from" | "supports" | "contradicts" | "supersedes" | "related_to" | "works_at" | "works_on" | "knows" | "owns" | "member_of" | "located_in" | "part_of" | "mentions" | "about")[] | null;
                 /** @description Maximum number of nodes, the root included. */
                 limit?: number;
             };
@@ -7693,7 +7771,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description One JSON object per line with a `kind`: `entity`, `episode`, `fact` (every version: `supersedes_id` and `validity` tell the history), `rule` (with its counters), `rule_application`, `link`; the other fields are the stored columns. Embeddings are not exported: import embeds the content again. */
+        /** @description One JSON object per line with a `kind`: `entity`, `episode`, `fact` (every version: `supersedes_id` and `validity` tell the history), `rule` (with its counters), `rule_application`, `run`, `run_message`, `run_feedback`, `agent_event` (its own kind in `event_kind`; a reflection is one), `reflection_consolidation`, `procedure` (every version), `arc`, `working_memory`, `link`; the other fields are the stored columns. Embeddings are not exported: import embeds the content again. Messages and ledger events are exported in append order without their `position`: import appends them in that order. */
         requestBody: {
             content: {
                 "application/x-ndjson": string;
@@ -9254,6 +9332,16 @@ export interface operations {
             };
             /** @description Problem */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11083,6 +11171,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the record's ETag is one of these (or `*` for any existing record); 412 otherwise. */
                 "if-match"?: string | null;
+                /** @description `*`: create only, 412 when a live record exists (of two concurrent creations exactly one succeeds); a list of ETags: 412 when the record's is one of them. */
+                "if-none-match"?: string | null;
             };
             path: {
                 /** @description The agent. */
