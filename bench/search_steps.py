@@ -1,10 +1,11 @@
 """Where a search's time goes: the whole request beside its floors, on data already stored.
 
 Times, for the same questions one at a time: POST /v1/search through HTTP (hybrid, limit
-10), and in this process the query embedding alone (the server's model settings) and the
-search statement alone (retrieval/candidates.search_candidates: the one SQL statement of
-both legs over episodes, facts and rules with every candidate's row), as the service's role
-`engram_app` under row-level security in the tenant's scope.
+10, the given fusion), and in this process the query embedding alone (the server's model
+settings) and the search statement alone (retrieval/candidates.search_candidates: the one SQL
+statement of both legs over episodes, facts and rules with every candidate's row, as deep as
+the fusion reads them), as the service's role `engram_app` under row-level security in the
+tenant's scope.
 
     engram serve --no-auth --port 8100 &       # over a data directory holding memories
     ENGRAM_DATA_DIR=... python bench/search_steps.py \
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from app.config import Settings
 from app.embedding import get_embedder
 from app.retrieval import candidates as search_rows
+from app.retrieval import rerank
 from app.scope import Scope, scope_session
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -50,7 +52,10 @@ async def run(args: argparse.Namespace) -> None:
     embedder = get_embedder(Settings())
     engine = create_async_engine(args.database_url, pool_size=1)
     filters = search_rows.Filters(tenant_id=args.tenant, scope=args.scope, min_confidence=0.2)
-    body = {"types": TYPES, "mode": "hybrid", "limit": LIMIT, "scope": args.scope}
+    body = {"types": TYPES, "mode": "hybrid", "limit": LIMIT, "scope": args.scope,
+            "fusion": args.fusion}
+    # Learned fusion reads each list rerank.DEPTH deep; its statement is timed at that depth.
+    depth = max(LIMIT, rerank.DEPTH) if args.fusion == "learned" else LIMIT
     steps: dict[str, list[float]] = {"search through HTTP": [], "model alone (one query)": [],
                                      "search statement SQL alone": []}
     async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as http, \
@@ -66,12 +71,12 @@ async def run(args: argparse.Namespace) -> None:
                 vector = await embedder.aembed(query)
                 model_seconds = time.perf_counter() - start
                 await session.execute(text("SET LOCAL ROLE engram_app"))
-                await search_rows.configure_vector_scan(session, ef_search=40,
+                await search_rows.configure_vector_scan(session, ef_search=max(40, depth),
                                                         max_scan_tuples=20_000)
                 start = time.perf_counter()
                 await search_rows.search_candidates(
                     session, types=TYPES, filters=filters, vector=vector, query=query,
-                    limit=LIMIT)
+                    limit=depth)
                 sql_seconds = time.perf_counter() - start
                 await session.rollback()
                 if round_number:
@@ -92,6 +97,8 @@ def main() -> None:
     parser.add_argument("--tenant", default="default")
     parser.add_argument("--scope", default=None, help="a butler to search (default: all)")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--fusion", choices=("learned", "rrf"), default="learned",
+                        help="the fusion searched with; the SQL floor is timed at its depth")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -164,8 +164,11 @@ async def run(args: argparse.Namespace) -> None:
         def scope_of(i: int) -> str | None:
             return None if i % 3 == 0 else BUTLERS[i % len(BUTLERS)]
 
-        await timed("search hybrid", args.queries, lambda i: http.post("/v1/search", json={
-            "query": questions[i], "mode": "hybrid", "limit": 10, "scope": scope_of(i)}))
+        for fusion in args.fusion:
+            await timed(f"search hybrid ({fusion})", args.queries,
+                        lambda i, f=fusion: http.post("/v1/search", json={
+                            "query": questions[i], "mode": "hybrid", "limit": 10,
+                            "scope": scope_of(i), "fusion": f}))
         await timed("recall", args.queries, lambda i: http.post("/v1/recall", json={
             "topic": questions[i] + " recall", "limit": 10, "scope": scope_of(i)}))
         await timed("context", args.queries, lambda i: http.post("/v1/context", json={
@@ -183,6 +186,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-seed", action="store_true", help="only time the queries")
+    parser.add_argument("--fusion", nargs="+", default=["learned", "rrf"],
+                        choices=("learned", "rrf", "weighted"), help="hybrid fusions to time")
     asyncio.run(run(parser.parse_args()))
 
 

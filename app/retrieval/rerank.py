@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 # How deep each leg's list is read before the second stage orders the union.
-DEPTH = 50
+DEPTH = 30
 RRF_K = 60
 
 

@@ -61,7 +61,7 @@ Search episodes, facts and rules of the caller's tenant.
   `session_id` is also found by the words of the turns just before it in its session. `rank`
   reports `ts_rank_cd` of the OR-ed query lexemes; the order is BM25's (`keyword_rank`).
 * **hybrid** (default): both lists, fused by `fusion`:
-  - `learned` (default): each list is read 50 deep (or `limit`, if larger) and every candidate
+  - `learned` (default): each list is read 30 deep (or `limit`, if larger) and every candidate
     is scored by a linear model of its signals (similarity and BM25 score, each against the
     best of the lists; its ranks; its session's best similarity and keyword score; its
     length; whether it lies in the query's time window), trained to tell the turns that
