@@ -233,3 +233,21 @@ async def test_facts_and_rules_without_named_sources_derive_from_the_whole_batch
     assert await _derived_from(sql, rule["id"]) == sorted(batch)
     assert fact["source_episode_id"] in batch
     assert rule["source_episode_id"] in batch
+
+
+async def test_a_consolidated_fact_is_linked_to_its_near_duplicates(client, app, sql, settings,
+                                                                   llm):
+    earlier = await store_fact(client, "user", "drink", "The user likes green tea a lot.",
+                               scope="assistant")
+    [tea] = await add_episodes(client, "assistant", "I like green tea.")
+    llm.reply(completion({"new_facts": [{
+        "subject": "user", "predicate": "favourite_drink", "content": "The user likes green tea.",
+        "source_episode_ids": [tea]}]}))
+    await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
+    [made] = (await client.get("/v1/facts", params={"predicate": "favourite_drink"})).json()[
+        "items"]
+    links = await sql("SELECT target_id::text AS target, strength FROM memory_links "
+                      "WHERE source_id = CAST(:id AS uuid) AND relation = 'related_to'",
+                      id=made["id"])
+    assert [row["target"] for row in links] == [earlier["id"]]
+    assert links[0]["strength"] >= settings.auto_links.threshold

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import NotFound
 from app.models import Fact, Rule
@@ -60,9 +61,11 @@ class GroupScope:
 
 
 async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
-                                group: GroupScope,
-                                parsed: ConsolidationResult) -> ExecutionOutcome:
-    """Run every action of `parsed`; one failing action never stops the others."""
+                                group: GroupScope, parsed: ConsolidationResult,
+                                auto_links: AutoLinkSettings | None = None) -> ExecutionOutcome:
+    """Run every action of `parsed`; one failing action never stops the others. New facts
+    and rules are linked `related_to` their most similar ones as stored ones are
+    (`auto_links`)."""
     outcome = ExecutionOutcome()
 
     async def attempt(label: str, action: Callable[[], Awaitable[None]]) -> None:
@@ -75,13 +78,13 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
 
     for index, item in enumerate(parsed.new_facts):
         await attempt(f"new_facts[{index}]",
-                      partial(_new_fact, session, embedder, group, item, outcome))
+                      partial(_new_fact, session, embedder, group, item, outcome, auto_links))
     for index, updated in enumerate(parsed.updated_facts):
         await attempt(f"updated_facts[{index}]",
                       partial(_updated_fact, session, embedder, group, updated, outcome))
     for index, rule in enumerate(parsed.new_rules):
         await attempt(f"new_rules[{index}]",
-                      partial(_new_rule, session, embedder, group, rule, outcome))
+                      partial(_new_rule, session, embedder, group, rule, outcome, auto_links))
     for index, procedure in enumerate(parsed.procedures):
         await attempt(f"procedures[{index}]",
                       partial(_new_procedure, session, embedder, group, procedure, outcome))
@@ -123,9 +126,11 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
 
 
 async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
-                    item: NewFact, outcome: ExecutionOutcome) -> None:
+                    item: NewFact, outcome: ExecutionOutcome,
+                    auto_links: AutoLinkSettings | None) -> None:
     data = _fact_data(group, item, scope=group.butler, entity_id=None)
-    stored = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
+    stored = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data,
+                              auto_links=auto_links)
     await _link_sources(session, group, source_type="fact", source_id=stored.fact.id,
                         requested=item.source_episode_ids, outcome=outcome)
     # An identical active fact is confirmed, not created again.
@@ -167,14 +172,16 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
 
 
 async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,
-                    item: NewRule, outcome: ExecutionOutcome) -> None:
+                    item: NewRule, outcome: ExecutionOutcome,
+                    auto_links: AutoLinkSettings | None) -> None:
     sources = _sources(group, item.source_episode_ids)
     data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
                       source_butler=group.butler,
                       source_episode_id=(sources[0] if sources and group.source_type == "episode"
                                          else None),
                       metadata={"origin": "consolidation"})
-    rule = await store_rule(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
+    rule = await store_rule(session, tenant_id=group.tenant_id, embedder=embedder, data=data,
+                            auto_links=auto_links)
     await _link_sources(session, group, source_type="rule", source_id=rule.id,
                         requested=item.source_episode_ids, outcome=outcome)
     outcome.rules_created += 1

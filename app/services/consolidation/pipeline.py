@@ -205,6 +205,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
                 session, episode_ids=scope.episode_ids)
             scope = GroupScope(scope.tenant_id, scope.butler, still_pending)
             outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
+                                                  auto_links=ctx.settings.auto_links,
                                                   parsed=parsed)
             await consolidation_rows.mark_consolidated(session, episode_ids=scope.episode_ids)
             await events.record(session, [events.Event(
@@ -305,6 +306,7 @@ async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group
         parsed = await _ask_model(client, prompt)
         async with ctx.transaction(unit) as session:
             outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
+                                                  auto_links=ctx.settings.auto_links,
                                                   parsed=parsed)
             await consolidation_rows.mark_reflections_read(
                 session, tenant_id=scope.tenant_id, event_ids=scope.episode_ids)
