@@ -115,9 +115,9 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
 
     Its score is the model's probability that the memory answers the query; `contributions`
     holds each signal's part of the model's logit and `base`, the logit before any signal
-    (they add up to the logit). With a `graph` list, that order and the
-    graph list are fused by RRF (`contributions`: `learned` and `graph`). A candidate whose
-    row is not `known` is left out.
+    (they add up to the logit). With a `boost` (time window) or `graph` list, that order and
+    those lists are fused by RRF (`contributions`: `learned`, `time`, `graph`). A candidate
+    whose row is not `known` is left out.
     """
     semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
     graph_by = _by_key(graph)
@@ -145,22 +145,26 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
                            None, tb.rank if tb else None, fused_score=float(scores[index]),
                            contributions=contributions))
     ordered = sorted(fused, key=_fusion_order)
-    if graph:
-        ordered = _with_graph(ordered, graph_by, limit=limit, k=k)
+    lists = {name: by for name, by in (("time", boost_by), ("graph", graph_by)) if by}
+    if lists:
+        ordered = _with_lists(ordered, lists, limit=limit, k=k)
     return ordered[:limit]
 
 
-def _with_graph(ordered: Sequence[Fused], graph_by: Mapping[Key, RankedCandidate], *,
-                limit: int, k: int) -> list[Fused]:
-    """The learned order and the graph list fused by RRF (a missing rank counts as
-    limit + 1), as rrf fusion treats the graph list: a memory near the query's entities moves
-    ahead of one as relevant but not near them."""
+def _with_lists(ordered: Sequence[Fused], lists: Mapping[str, Mapping[Key, RankedCandidate]],
+                *, limit: int, k: int) -> list[Fused]:
+    """The learned order and further ranked `lists` (the time window's episodes, the graph's
+    memories) fused by RRF, a missing rank counting as limit + 1, as rrf fusion treats them:
+    a memory inside the query's time window, or near its entities, moves ahead of one as
+    relevant but not."""
     missing = limit + 1
     out = []
     for position, item in enumerate(ordered, start=1):
-        near = graph_by.get((item.memory_type, item.memory_id))
-        parts = {"learned": 1.0 / (k + position),
-                 "graph": 1.0 / (k + (near.rank if near else missing))}
+        key = (item.memory_type, item.memory_id)
+        parts = {"learned": 1.0 / (k + position)}
+        for name, ranked in lists.items():
+            found = ranked.get(key)
+            parts[name] = 1.0 / (k + (found.rank if found else missing))
         out.append(Fused(item.memory_type, item.memory_id, item.semantic_rank,
                          item.keyword_rank, None, item.time_rank,
                          fused_score=sum(parts.values()), contributions=parts))

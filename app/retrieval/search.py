@@ -185,8 +185,9 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
 async def with_harmful_reasons(session: AsyncSession, *, tenant_id: str,
                                hits: Sequence[Hit]) -> list[Hit]:
     """The hits, each rule with the reasons of its harmful marks (one statement, only when a
-    rule was found)."""
-    rule_ids = [hit.row.id for hit in hits if hit.memory_type == "rule"]
+    rule that was marked harmful was found)."""
+    rule_ids = [hit.row.id for hit in hits
+                if hit.memory_type == "rule" and hit.row.harmful_count > 0]
     if not rule_ids:
         return list(hits)
     reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_ids=rule_ids)

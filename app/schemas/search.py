@@ -62,11 +62,13 @@ Search episodes, facts and rules of the caller's tenant.
   reports `ts_rank_cd` of the OR-ed query lexemes; the order is BM25's (`keyword_rank`).
 * **hybrid** (default): both lists, fused by `fusion`:
   - `learned` (default): each list is read 30 deep (or `limit`, if larger) and every candidate
-    is scored by a linear model of its signals (similarity and BM25 score, each against the
-    best of the lists; its ranks; its session's best similarity and keyword score; its
-    length; whether it lies in the query's time window), trained to tell the turns that
-    answer a question from the rest. `fused_score` is that model's probability;
-    `contributions` holds each signal's part of it (in logits).
+    is scored by a small boosted-tree model of its signals (similarity and BM25 score, each
+    against the best of the lists; its ranks; its session's best similarity and keyword
+    score; its length; whether it lies in the query's time window), trained to tell the
+    turns that answer a question from the rest. `fused_score` is that model's probability;
+    `contributions` holds each signal's part of it (in logits). With a time window in the
+    query or `entities`, that order and the window's episodes or the graph list are fused
+    by RRF instead (`contributions`: `learned`, `time`, `graph`).
   - `rrf`: Reciprocal Rank Fusion of the two lists, each `limit` long:
     `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
     one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
@@ -172,8 +174,9 @@ class Scores(ResponseModel):
     contributions: dict[str, float] | None = Field(
         None, description="Hybrid mode only: `fused_score` split by signal. rrf and "
         "weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still "
-        "adds its floor in rrf). learned: each signal's part of the model's logit "
-        "(`similarity`, `keyword`, `session_similarity_gap`, ...). `graph` with `entities`.")
+        "adds its floor in rrf). learned: `base` and each signal's part of the model's "
+        "logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time "
+        "window or `entities`, `learned`, `time` and `graph` (RRF parts).")
     semantic_rank: int | None = Field(
         None, description="1-based rank in the semantic list; null when absent from it.")
     keyword_rank: int | None = Field(
