@@ -154,17 +154,18 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
 def _with_lists(ordered: Sequence[Fused], lists: Mapping[str, Mapping[Key, RankedCandidate]],
                 *, limit: int, k: int) -> list[Fused]:
     """The learned order and further ranked `lists` (the time window's episodes, the graph's
-    memories) fused by RRF, a missing rank counting as limit + 1, as rrf fusion treats them:
-    a memory inside the query's time window, or near its entities, moves ahead of one as
-    relevant but not."""
-    missing = limit + 1
+    memories) fused by RRF, as rrf fusion treats them: a memory inside the query's time
+    window, or near its entities, moves ahead of one as relevant but not. A memory missing
+    from a list counts as ranked just past its end (and past `limit`)."""
+    missing = {name: max(limit, *(c.rank for c in ranked.values())) + 1
+               for name, ranked in lists.items()}
     out = []
     for position, item in enumerate(ordered, start=1):
         key = (item.memory_type, item.memory_id)
         parts = {"learned": 1.0 / (k + position)}
         for name, ranked in lists.items():
             found = ranked.get(key)
-            parts[name] = 1.0 / (k + (found.rank if found else missing))
+            parts[name] = 1.0 / (k + (found.rank if found else missing[name]))
         out.append(Fused(item.memory_type, item.memory_id, item.semantic_rank,
                          item.keyword_rank, None, item.time_rank,
                          fused_score=sum(parts.values()), contributions=parts))

@@ -9,7 +9,7 @@ import pytest
 
 from app.retrieval import rerank
 from app.retrieval.candidates import RankedCandidate
-from app.retrieval.fusion import Known, fuse_learned
+from app.retrieval.fusion import Fused, Known, _with_lists, fuse_learned
 from app.retrieval.rerank import SIGNALS, Candidate, Model, signals
 
 A, B, C = (uuid.UUID(int=i) for i in range(1, 4))
@@ -105,3 +105,15 @@ def test_a_model_of_other_signals_is_refused(tmp_path):
     stale.write_text('{"signals": ["similarity"], "bias": 0, "trees": []}')
     with pytest.raises(ValueError, match="other signals"):
         Model.load(stale)
+
+
+def test_a_window_episode_never_scores_below_one_outside_the_window():
+    # The window's list is read as deep as the legs (30), deeper than the limit (10).
+    inside = [uuid.UUID(int=100 + i) for i in range(30)]
+    outside = uuid.UUID(int=999)
+    ordered = [Fused("episode", key, None, None, None) for key in [outside, *inside]]
+    fused = _with_lists(ordered, {"time": {("episode", c.memory_id): c
+                                           for c in ranked(*inside)}}, limit=10, k=60)
+    parts = {f.memory_id: f.contributions["time"] for f in fused}
+    assert parts[outside] < min(parts[key] for key in inside)
+    assert parts[outside] == pytest.approx(1 / (60 + 31))
