@@ -85,7 +85,8 @@ GRAPH_DESCRIPTION = (
     "Entities the query is about (hybrid mode): memories within `graph_hops` links of them "
     "(typed links, provenance links and facts' entity anchors, either way) form one more "
     "ranked list, by graph score = the best path's product of link strengths / its hops. RRF "
-    "adds 1/(k + graph rank); weighted fusion adds `graph_weight` (0.2) * graph score. Each "
+    "adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted "
+    "fusion adds `graph_weight` (0.2) * graph score. Each "
     "hit names its path (`graph`) and its `contributions` gain `graph`.")
 
 
@@ -98,7 +99,7 @@ class SearchRequest(RequestModel):
         "fact and rule. run, run_message and reflection (an agent.reflected ledger event) are "
         "searched only when named: each such type ranks its own candidates (cosine distance; "
         "ts_rank_cd of the OR-ed query lexemes for keywords) and the hits are merged with the "
-        "memories' by RRF score (hybrid) or rank (one-list modes). `scope`, `min_confidence` "
+        "memories' by fused score (hybrid) or rank (one-list modes). `scope`, `min_confidence` "
         "and time windows do not apply to them."
     )
     scope: Scope = None

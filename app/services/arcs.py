@@ -175,7 +175,7 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
 
 async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                       retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[RecordHit]:
-    """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
+    """Semantic and keyword legs fused as memories are (the configured fusion), or one leg alone."""
     async def semantic(vector: EmbeddingVector, depth: int) -> list[RankedCandidate]:
         return await arc_rows.semantic_candidates(
             session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,

@@ -213,7 +213,7 @@ async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_i
 async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                             retrieval: RetrievalSettings,
                             request: ProcedureSearchRequest) -> list[RecordHit]:
-    """Semantic and keyword legs fused by RRF (the memories' fusion), or one leg alone."""
+    """Semantic and keyword legs fused as memories are (the configured fusion), or one leg alone."""
     filters = ProcedureFilters(agent_id=request.agent_id, status=request.status,
                                include_superseded=request.include_superseded)
 

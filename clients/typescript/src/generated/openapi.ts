@@ -3874,7 +3874,7 @@ export interface components {
         RecallRequest: {
             /**
              * Entities
-             * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`. In recall the graph part of the fused score is left out of `relevance` and added to `composite_score` as `graph_weight` * graph score.
+             * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`. In recall the graph part of the fused score is left out of `relevance` and added to `composite_score` as `graph_weight` * graph score.
              */
             entities?: string[] | null;
             /**
@@ -5008,7 +5008,7 @@ export interface components {
         SearchRequest: {
             /**
              * Entities
-             * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`.
+             * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`.
              */
             entities?: string[] | null;
             /**
@@ -5068,7 +5068,7 @@ export interface components {
             time_mode?: "boost" | "filter" | "off";
             /**
              * Types
-             * @description Types to search; by default episode, fact and rule. run, run_message and reflection (an agent.reflected ledger event) are searched only when named: each such type ranks its own candidates (cosine distance; ts_rank_cd of the OR-ed query lexemes for keywords) and the hits are merged with the memories' by RRF score (hybrid) or rank (one-list modes). `scope`, `min_confidence` and time windows do not apply to them.
+             * @description Types to search; by default episode, fact and rule. run, run_message and reflection (an agent.reflected ledger event) are searched only when named: each such type ranks its own candidates (cosine distance; ts_rank_cd of the OR-ed query lexemes for keywords) and the hits are merged with the memories' by fused score (hybrid) or rank (one-list modes). `scope`, `min_confidence` and time windows do not apply to them.
              */
             types?: ("episode" | "fact" | "rule" | "run" | "run_message" | "reflection")[] | null;
         };
