@@ -97,10 +97,11 @@ def known_row(memory_type: str, loaded: LoadedRow) -> Known | None:
 
 
 def text_of(row: Any) -> str:
-    """The searchable text of a row: its content, a run's task, or a reflection's summary."""
-    for name in ("content", "text", "task", "summary", "title", "description"):
+    """The text a row is known by: its content (memories, run messages, reflections), else
+    its summary (runs, arcs), title (arcs) or description (procedures), the first not empty."""
+    for name in ("content", "summary", "title", "description"):
         value = getattr(row, name, None)
-        if isinstance(value, str):
+        if isinstance(value, str) and value:
             return value
     return ""
 

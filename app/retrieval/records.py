@@ -11,8 +11,8 @@ from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
 from app.retrieval import candidates as search_rows
-from app.retrieval.candidates import RankedCandidate
-from app.retrieval.fusion import Known, fuse, fuse_learned, single_list, text_of
+from app.retrieval.candidates import LoadedRow, RankedCandidate
+from app.retrieval.fusion import fuse, fuse_learned, known_row, single_list
 from app.retrieval.plan import plan_search
 
 Leg = Callable[[Any, int], Awaitable[list[RankedCandidate]]]  # (vector or query, depth)
@@ -46,9 +46,8 @@ async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Emb
     cleaned = plan.query
     if not cleaned:
         return []
-    vector = (await embedder.aembed(cleaned, tenant_id=tenant_id)
-              if mode in ("semantic", "hybrid") else None)
-    keyword_query = cleaned if mode in ("keyword", "hybrid") else None
+    vector = await embedder.aembed(cleaned, tenant_id=tenant_id) if plan.semantic else None
+    keyword_query = cleaned if plan.keyword else None
     semantic: list[RankedCandidate] = []
     keyword: list[RankedCandidate] = []
     if vector is not None:
@@ -63,11 +62,10 @@ async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Emb
         loaded = await load(ids, vector, keyword_query)
         known = {}
         for c in [*semantic, *keyword]:
-            row, similarity, _ = loaded.get(c.memory_id, (None, None, None))
-            if row is not None and similarity is not None:
-                known[(c.memory_type, c.memory_id)] = Known(
-                    similarity, similarity, (c.memory_type, c.memory_id), len(text_of(row)),
-                    None)
+            if c.memory_id in loaded:
+                row = known_row(c.memory_type, LoadedRow(*loaded[c.memory_id], None))
+                if row is not None:
+                    known[(c.memory_type, c.memory_id)] = row
         fused = fuse_learned(semantic, keyword, known=known, limit=limit, depth=plan.depth)
     else:
         fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k,
