@@ -120,23 +120,31 @@ async def delete_episodes(session: AsyncSession, *, tenant_id: str,
     return counts
 
 
+async def _version_chain(session: AsyncSession, *, table: str, link: str, tenant_id: str,
+                         ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """Every row of `table` in the version chains of `ids`, followed both ways along `link`
+    (the column naming the version a row replaces or is replaced by), transitively."""
+    if not ids:
+        return []
+    rows = await session.execute(text(f"""
+        WITH RECURSIVE chain(id) AS (
+            SELECT id FROM {table}
+            WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
+          UNION
+            SELECT CASE WHEN v.id = c.id THEN v.{link} ELSE v.id END
+            FROM chain c JOIN {table} v ON v.id = c.id OR v.{link} = c.id
+            WHERE v.tenant_id = :tenant_id AND v.{link} IS NOT NULL
+        )
+        SELECT id FROM chain"""), {"tenant_id": tenant_id, "ids": _texts(ids)})
+    return [row[0] for row in rows]
+
+
 async def fact_versions(session: AsyncSession, *, tenant_id: str,
                         ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
     """Every version in the supersession chains of these facts: what they superseded and
     what superseded them, transitively."""
-    if not ids:
-        return []
-    rows = await session.execute(text("""
-        WITH RECURSIVE chain(id) AS (
-            SELECT id FROM facts
-            WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
-          UNION
-            SELECT CASE WHEN f.id = c.id THEN f.supersedes_id ELSE f.id END
-            FROM chain c JOIN facts f ON f.id = c.id OR f.supersedes_id = c.id
-            WHERE f.tenant_id = :tenant_id AND f.supersedes_id IS NOT NULL
-        )
-        SELECT id FROM chain"""), {"tenant_id": tenant_id, "ids": _texts(ids)})
-    return [row[0] for row in rows]
+    return await _version_chain(session, table="facts", link="supersedes_id",
+                                tenant_id=tenant_id, ids=ids)
 
 
 async def delete_facts(session: AsyncSession, *, tenant_id: str,
@@ -288,19 +296,8 @@ async def procedure_versions(session: AsyncSession, *, tenant_id: str,
                              ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
     """Every version of these procedures: the ones they superseded and the ones that
     superseded them, transitively."""
-    if not ids:
-        return []
-    rows = await session.execute(text("""
-        WITH RECURSIVE chain(id) AS (
-            SELECT id FROM procedures
-            WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
-          UNION
-            SELECT CASE WHEN p.id = c.id THEN p.superseded_by ELSE p.id END
-            FROM chain c JOIN procedures p ON p.id = c.id OR p.superseded_by = c.id
-            WHERE p.tenant_id = :tenant_id AND p.superseded_by IS NOT NULL
-        )
-        SELECT id FROM chain"""), {"tenant_id": tenant_id, "ids": _texts(ids)})
-    return [row[0] for row in rows]
+    return await _version_chain(session, table="procedures", link="superseded_by",
+                                tenant_id=tenant_id, ids=ids)
 
 
 async def delete_procedures(session: AsyncSession, *, tenant_id: str,
