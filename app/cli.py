@@ -155,7 +155,7 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
 def _reembed(settings: Settings, every: bool) -> None:
     from app.db import create_engine, make_sessionmaker, resolve_database_url
     from app.embedding import get_embedder
-    from app.services.reembed import reembed_all
+    from app.services.background.reembed import reembed_all
 
     async def run() -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)
@@ -171,7 +171,7 @@ def _reembed(settings: Settings, every: bool) -> None:
 
 def _reindex(settings: Settings) -> None:
     from app.db import create_engine, make_sessionmaker, resolve_database_url
-    from app.services.reindex import reindex_all
+    from app.services.background.reindex import reindex_all
 
     async def run() -> None:
         engine = create_engine(await resolve_database_url(settings), pool_size=1)

@@ -27,16 +27,16 @@ from app.db import (
 from app.docs import mount_docs
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
+from app.heap import share_one_malloc_arena
 from app.mcp.server import McpMount
-from app.memory import share_one_malloc_arena
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.query_guard import reject_unknown_query_params
 from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
+from app.services.background.worker import BackgroundJobs
 from app.services.jobs import JobContext
-from app.services.worker import BackgroundJobs
 from app.tracing import configure_tracing
 
 logger = logging.getLogger("engram")

@@ -13,7 +13,7 @@ from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
 from app.embedding.scheduler import ChunkEvent, FairScheduler
 from app.embedding.vectors import EmbeddingVector, Vectors
-from app.memory import release_free_memory
+from app.heap import release_free_memory
 from app.metrics import MODEL_WAIT_SECONDS
 
 SYSTEM_TENANT = "_system"

@@ -14,7 +14,8 @@ from app.schemas.common import Name
 from app.schemas.data_rights import DeletedOut, ExportPageOut, ExportPageRequest
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.services import deletion, erasure, memories
+from app.services import deletion, memories
+from app.services.background import erasure
 from app.services.export_pages import export_page
 from app.services.responses import deleted_out, export_page_out, job_out
 

@@ -15,8 +15,6 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 EMBEDDING_DIMENSIONS = 384
-# Session ids are the callers' own strings (a UUID, a framework's thread id), this long at most.
-MAX_SESSION_ID_CHARS = 200
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

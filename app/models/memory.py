@@ -19,9 +19,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.constants import MAX_SESSION_ID_CHARS
 from app.models.base import (
     EMBEDDING_DIMENSIONS,
-    MAX_SESSION_ID_CHARS,
     Base,
     created_at_column,
     jsonb_column,

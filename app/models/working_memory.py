@@ -8,8 +8,8 @@ from sqlalchemy import ARRAY, DateTime, Integer, String, Text, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.constants import MAX_SESSION_ID_CHARS
 from app.models.base import (
-    MAX_SESSION_ID_CHARS,
     Base,
     created_at_column,
     jsonb_column,

@@ -16,7 +16,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 
-from app.services.lifecycle import SECONDS_PER_DAY
+from app.constants import SECONDS_PER_DAY
 
 
 def effective_confidence_sql(confidence: SQLColumnExpression[Any],

@@ -13,7 +13,7 @@ from app.embedding import Embedder
 from app.retrieval import candidates as search_rows
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.search import Hit, search
-from app.services.lifecycle import effective_confidence, recency_score
+from app.services.formulas.lifecycle import effective_confidence, recency_score
 
 RECALL_TYPES = ("fact", "rule")
 

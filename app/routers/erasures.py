@@ -6,7 +6,7 @@ from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.services import erasure
+from app.services.background import erasure
 from app.services.responses import job_out
 
 router = APIRouter(prefix="/v1/erasures", tags=["data rights"])

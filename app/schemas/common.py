@@ -16,7 +16,7 @@ from pydantic import (
     Strict,
 )
 
-from app.models.base import MAX_SESSION_ID_CHARS
+from app.constants import MAX_SESSION_ID_CHARS
 from app.text import is_blank
 
 MAX_CONTENT_CHARS = 50_000

@@ -13,8 +13,8 @@ from app.repositories import facts as fact_rows
 from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
-from app.services import resolve
-from app.services.resolve import Candidate
+from app.services.formulas import resolve
+from app.services.formulas.resolve import Candidate
 
 CANDIDATE_CAP = 100
 

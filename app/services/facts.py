@@ -21,7 +21,7 @@ from app.services import events
 from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
-from app.services.lifecycle import decay_rate_for
+from app.services.formulas.lifecycle import decay_rate_for
 from app.text import normalise_key, preprocess_text
 
 

@@ -15,10 +15,11 @@ from app.repositories import jobs as job_rows
 from app.repositories import ledger as ledger_rows
 from app.repositories.ledger import EVENT_TYPE, EventFilters
 from app.schemas.ledger import AgentContextRequest, EventCreate, ReflectionCreate
-from app.services import events, salience
+from app.services import events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
-from app.services.salience import GLOBAL, REFLECTION_KIND, LedgerEvent, SalienceWeights
+from app.services.formulas import salience
+from app.services.formulas.salience import GLOBAL, REFLECTION_KIND, LedgerEvent, SalienceWeights
 from app.text import preprocess_search_query, preprocess_text
 
 BASED_ON = "based_on"

@@ -67,8 +67,8 @@ from app.schemas.search import (
     TimeWindowOut,
 )
 from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
+from app.services.formulas.lifecycle import effective_confidence
 from app.services.ledger import AgentContext, Appended, Reflection
-from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
 from app.services.rule_reasons import ShownRule
 from app.services.runs import RunDetail, RunFound

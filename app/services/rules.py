@@ -17,10 +17,11 @@ from app.repositories import memories as memory_rows
 from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
 from app.schemas.rules import RuleCreate
-from app.services import events, lifecycle
+from app.services import events
 from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
+from app.services.formulas import lifecycle
 from app.services.memories import load_for_update
 from app.services.rule_reasons import ShownRule, shown, shown_one
 from app.text import preprocess_text

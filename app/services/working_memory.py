@@ -15,7 +15,7 @@ from app.errors import InvalidInput, NotFound, PreconditionFailed
 from app.models import WorkingMemory
 from app.repositories import working_memory as wm_rows
 from app.schemas.working_memory import ScratchpadWrite, WorkingMemoryWrite
-from app.services.merge_patch import apply_merge_patch
+from app.services.formulas.merge_patch import apply_merge_patch
 
 SECONDS_PER_HOUR = 3600
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.services import worker
+from app.services.background import worker
 from tests.support.jobs import add_episodes, job_context, run_job
 
 

@@ -7,7 +7,7 @@ from sqlalchemy import column, select, text, values
 from sqlalchemy.types import DateTime, Float
 
 from app.repositories.confidence import effective_confidence_sql, effective_confidence_text
-from app.services.lifecycle import effective_confidence
+from app.services.formulas.lifecycle import effective_confidence
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from app.services import worker
+from app.services.background import worker
 from tests.support.jobs import job_context, run_job
 
 

@@ -7,7 +7,7 @@ import httpx
 
 from app.config import JobSettings
 from app.main import create_app
-from app.services import scheduler
+from app.services.background import scheduler
 from app.services.llm import backoff_delay
 from tests.support.jobs import job_context
 

@@ -3,7 +3,7 @@ before it too."""
 
 import pytest
 
-from app.services.reindex import reindex_all
+from app.services.background.reindex import reindex_all
 from app.text import KEYWORD_CONTEXT_MAX_CHARS
 from tests.support.factories import store_episode
 from tests.support.rights import marker_hits

@@ -17,7 +17,7 @@ from mcp.types import CallToolResult
 
 from app.config import Settings
 from app.main import create_app
-from app.services import worker
+from app.services.background import worker
 from tests.conftest import REPO_ROOT
 from tests.support.jobs import job_context
 from tests.support.live_server import serve_in_thread

@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from app.services import embeddings
-from app.services.reembed import reembed_all
+from app.services.background.reembed import reembed_all
 from app.text import context_text, split_passages
 from tests.support.factories import store_episode, store_rule
 

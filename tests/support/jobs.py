@@ -6,7 +6,7 @@ import httpx
 from pydantic import SecretStr
 
 from app.config import JobSettings, LLMSettings, Settings
-from app.services import worker
+from app.services.background import worker
 from app.services.jobs import JobContext
 from tests.support.factories import store_episode
 

@@ -5,9 +5,7 @@ import uuid
 import pytest
 
 from app.repositories.entities import escape_like
-from app.services.graph import edge_hop, shorten
-from app.services.merge import merge_aliases
-from app.services.resolve import (
+from app.services.formulas.resolve import (
     Candidate,
     apply_boosts,
     graph_boost,
@@ -16,6 +14,8 @@ from app.services.resolve import (
     rank,
     tokenize,
 )
+from app.services.graph import edge_hop, shorten
+from app.services.merge import merge_aliases
 
 
 def candidate(name, match="prefix", entity_id=None):

@@ -4,6 +4,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.constants import SECONDS_PER_DAY
+
 PERMANENCE_DECAY_RATES: dict[str, float] = {
     "permanent": 0.0,
     "stable": 0.002,
@@ -26,7 +28,6 @@ PROVEN_MIN_AGE_DAYS = 30
 INVERSION_MIN_HARMFUL = 3
 INVERSION_MAX_EFFECTIVENESS = 0.3
 HARMFUL_WEIGHT = 4
-SECONDS_PER_DAY = 86_400.0
 
 
 def decay_rate_for(permanence: str) -> float:

@@ -3,8 +3,8 @@
 from app.repositories import decay as decay_rows
 from app.scope import SYSTEM, Scope
 from app.services import actors
+from app.services.formulas.lifecycle import EXPIRED_BELOW, FADING_BELOW
 from app.services.jobs import JobContext, JobOutcome
-from app.services.lifecycle import EXPIRED_BELOW, FADING_BELOW
 
 
 async def run_decay_sweep(ctx: JobContext, *, tenant_id: str | None,

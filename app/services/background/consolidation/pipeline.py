@@ -12,23 +12,26 @@ from app.repositories import jobs as job_rows
 from app.repositories.consolidation import PendingGroup
 from app.scope import SYSTEM, Scope
 from app.services import events
-from app.services.consolidation.executor import (
+from app.services.background.consolidation.executor import (
     ExecutionOutcome,
     GroupScope,
     describe_error,
     execute_consolidation,
 )
-from app.services.consolidation.parser import ConsolidationResult, parse_consolidation_output
-from app.services.consolidation.prompt import (
+from app.services.background.consolidation.parser import (
+    ConsolidationResult,
+    parse_consolidation_output,
+)
+from app.services.background.consolidation.prompt import (
     SYSTEM_MESSAGE,
     EpisodeItem,
     FactItem,
     RuleItem,
     build_prompt,
 )
+from app.services.formulas.salience import REFLECTION_KIND
 from app.services.jobs import JobContext, JobOutcome
 from app.services.llm import ChatClient, ChatMessage, LLMError
-from app.services.salience import REFLECTION_KIND
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from app.schemas.facts import FactCreate
 from app.schemas.procedures import MemoryRef, ProcedureCreate, ProcedureStep
 from app.schemas.rules import RuleCreate
 from app.services import events
-from app.services.consolidation.parser import (
+from app.services.background.consolidation.parser import (
     ConsolidationResult,
     NewFact,
     NewProcedure,

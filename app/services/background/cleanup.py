@@ -4,13 +4,13 @@ after their grace period, then the capacity limit, then expired working memories
 import uuid
 from dataclasses import dataclass
 
+from app.constants import SECONDS_PER_DAY
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import jobs as job_rows
 from app.repositories import working_memory as working_memory_rows
 from app.scope import SYSTEM, Scope
 from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
-from app.services.lifecycle import SECONDS_PER_DAY
 
 # A safety stop: at most this many batches per phase and tenant in one job.
 MAX_BATCHES = 100_000

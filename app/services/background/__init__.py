@@ -1,0 +1,1 @@
+"""Background job runners: the worker and scheduler, and each job kind they run."""

@@ -1,0 +1,1 @@
+"""Pure formulas with no database: lifecycle maths, salience, resolution scoring, merge patch."""
