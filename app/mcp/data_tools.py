@@ -3,13 +3,14 @@ POST /v1/erasures and GET /v1/export do."""
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import EntityIdArg, MemoryIdArg, MemoryTypeArg
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.toolset import ToolSet
 from app.schemas.common import Name
 from app.schemas.data_rights import DeletedOut, ExportPageOut, ExportPageRequest
 from app.schemas.erasures import ErasureCreate
@@ -25,76 +26,79 @@ FactsArg = Annotated[deletion.FactsOfEntity, Field(
 SelectorArg = Annotated[Name | None, Field(description="Selector (give exactly one).")]
 
 
-def register(server: MCPServer) -> None:
-    """Add the delete, erase and export tools."""
+tools = ToolSet()
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
-    async def memory_delete(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
-                            ctx: Context) -> JsonObject:
-        """Delete a memory for good when the user wants it gone (not merely wrong: then use
-        memory_forget). A fact goes with every version of its history; its links, keyword
-        index and audit events go too, leaving one content-free tombstone event. Returns the
-        rows deleted per table."""
-        model = memories.model_for(memory_type)
 
-        async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
-            if memory_type == "episode":
-                counts = await deletion.delete_episode(
-                    session, tenant_id=caller.tenant_id, episode_id=memory_id,
-                    embedder=caller.embedder, keyword_context=caller.settings.keyword_context)
-            else:
-                counts = await deletion.delete_memory(session, model,
-                                                      tenant_id=caller.tenant_id,
-                                                      memory_id=memory_id)
-            return deleted_out(memory_type, memory_id, counts)
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def memory_delete(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
+                        ctx: Context) -> JsonObject:
+    """Delete a memory for good when the user wants it gone (not merely wrong: then use
+    memory_forget). A fact goes with every version of its history; its links, keyword
+    index and audit events go too, leaving one content-free tombstone event. Returns the
+    rows deleted per table."""
+    model = memories.model_for(memory_type)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
+        if memory_type == "episode":
+            counts = await deletion.delete_episode(
+                session, tenant_id=caller.tenant_id, episode_id=memory_id,
+                embedder=caller.embedder, keyword_context=caller.settings.keyword_context)
+        else:
+            counts = await deletion.delete_memory(session, model,
+                                                  tenant_id=caller.tenant_id,
+                                                  memory_id=memory_id)
+        return deleted_out(memory_type, memory_id, counts)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
-    async def entity_delete(entity_id: EntityIdArg, ctx: Context,
-                            facts: FactsArg = "detach") -> JsonObject:
-        """Delete an entity for good, with the entities merged into it; its facts are detached
-        (the default) or deleted. Returns the rows deleted (and facts detached) per table."""
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
-            counts = await deletion.delete_entity(session, tenant_id=caller.tenant_id,
-                                                  entity_id=entity_id, facts=facts)
-            return deleted_out("entity", entity_id, counts)
 
-        return await call(ctx, work)
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def entity_delete(entity_id: EntityIdArg, ctx: Context,
+                        facts: FactsArg = "detach") -> JsonObject:
+    """Delete an entity for good, with the entities merged into it; its facts are detached
+    (the default) or deleted. Returns the rows deleted (and facts detached) per table."""
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
-    async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: SelectorArg = None,
-                           subject: SelectorArg = None, entity_id: EntityIdArg | None = None,
-                           session_id: str | None = None, tenant: bool = False,
-                           confirm: Name | None = None) -> JsonObject:
-        """Erase everything one selector matches, for good, as a job: butler (its episodes
-        and what came from them), scope (facts and rules), subject (facts, every version),
-        entity_id, session_id, or tenant=true with confirm set to your tenant id (everything
-        of the tenant). Returns the queued job; follow it with job_get (its result counts
-        what was deleted)."""
-        request = build(ErasureCreate, butler=butler, scope=scope, subject=subject,
-                        entity_id=None if entity_id is None else str(entity_id),
-                        session_id=session_id, tenant=tenant, confirm=confirm)
+    async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
+        counts = await deletion.delete_entity(session, tenant_id=caller.tenant_id,
+                                              entity_id=entity_id, facts=facts)
+        return deleted_out("entity", entity_id, counts)
 
-        async def work(session: AsyncSession, caller: Caller) -> JobOut:
-            return job_out(await erasure.request_erasure(session, tenant_id=caller.tenant_id,
-                                                         request=request))
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def memory_export(ctx: Context, limit: int = 500,
-                            cursor: str | None = None) -> JsonObject:
-        """Export the tenant's memories a page at a time: the records of GET /v1/export
-        (entities, episodes, facts with every version, rules, rule applications, links; no
-        embeddings), each with its kind. Pass next_cursor back as cursor until it is null."""
-        request = build(ExportPageRequest, limit=limit, cursor=cursor)
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: SelectorArg = None,
+                       subject: SelectorArg = None, entity_id: EntityIdArg | None = None,
+                       session_id: str | None = None, tenant: bool = False,
+                       confirm: Name | None = None) -> JsonObject:
+    """Erase everything one selector matches, for good, as a job: butler (its episodes
+    and what came from them), scope (facts and rules), subject (facts, every version),
+    entity_id, session_id, or tenant=true with confirm set to your tenant id (everything
+    of the tenant). Returns the queued job; follow it with job_get (its result counts
+    what was deleted)."""
+    request = build(ErasureCreate, butler=butler, scope=scope, subject=subject,
+                    entity_id=None if entity_id is None else str(entity_id),
+                    session_id=session_id, tenant=tenant, confirm=confirm)
 
-        async def work(session: AsyncSession, caller: Caller) -> ExportPageOut:
-            records, next_offset = await export_page(
-                caller.sessionmaker, tenant_id=caller.tenant_id,
-                offset=int(request.cursor or 0), limit=request.limit)
-            return export_page_out(records, next_offset)
+    async def work(session: AsyncSession, caller: Caller) -> JobOut:
+        return job_out(await erasure.request_erasure(session, tenant_id=caller.tenant_id,
+                                                     request=request))
 
-        return await call(ctx, work)
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def memory_export(ctx: Context, limit: int = 500,
+                        cursor: str | None = None) -> JsonObject:
+    """Export the tenant's memories a page at a time: the records of GET /v1/export
+    (entities, episodes, facts with every version, rules, rule applications, links; no
+    embeddings), each with its kind. Pass next_cursor back as cursor until it is null."""
+    request = build(ExportPageRequest, limit=limit, cursor=cursor)
+
+    async def work(session: AsyncSession, caller: Caller) -> ExportPageOut:
+        records, next_offset = await export_page(
+            caller.sessionmaker, tenant_id=caller.tenant_id,
+            offset=int(request.cursor or 0), limit=request.limit)
+        return export_page_out(records, next_offset)
+
+    return await call(ctx, work)

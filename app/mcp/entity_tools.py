@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import EntityIdArg, MetadataArg, TenantArg
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.toolset import ToolSet
 from app.schemas.common import Name
 from app.schemas.entities import (
     Aliases,
@@ -45,85 +46,89 @@ def _check_tenant(tenant_id: str | None, caller: Caller) -> None:
                         "tenant; leave tenant_id out or pass the key's own tenant")
 
 
-def register(server: MCPServer) -> None:
-    """Add the entity tools."""
+tools = ToolSet()
 
-    @server.tool()
-    async def entity_create(canonical_name: NameArg, entity_type: EntityType, ctx: Context,
-                            tenant_id: TenantArg = None, aliases: AliasesArg = None,
-                            metadata: MetadataArg = None) -> JsonObject:
-        """Register a person, organization, place or other thing that facts can be anchored to
-        (pass its id as entity_id to memory_store_fact). Call entity_resolve first: a second
-        entity with the same name and type is refused."""
-        data = build(EntityCreate, canonical_name=canonical_name, entity_type=entity_type,
-                     aliases=aliases, metadata=metadata)
 
-        async def work(session: AsyncSession, caller: Caller) -> EntityOut:
-            _check_tenant(tenant_id, caller)
-            row = await entities.create_entity(session, tenant_id=caller.tenant_id, data=data)
-            return entity_out(row)
+@tools.add()
+async def entity_create(canonical_name: NameArg, entity_type: EntityType, ctx: Context,
+                        tenant_id: TenantArg = None, aliases: AliasesArg = None,
+                        metadata: MetadataArg = None) -> JsonObject:
+    """Register a person, organization, place or other thing that facts can be anchored to
+    (pass its id as entity_id to memory_store_fact). Call entity_resolve first: a second
+    entity with the same name and type is refused."""
+    data = build(EntityCreate, canonical_name=canonical_name, entity_type=entity_type,
+                 aliases=aliases, metadata=metadata)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> EntityOut:
+        _check_tenant(tenant_id, caller)
+        row = await entities.create_entity(session, tenant_id=caller.tenant_id, data=data)
+        return entity_out(row)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def entity_get(entity_id: EntityIdArg, ctx: Context) -> JsonObject:
-        """Read an entity by id; a merged one says in metadata.merged_into where it went."""
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> EntityOut:
-            row = await entities.get_entity(session, tenant_id=caller.tenant_id,
-                                            entity_id=entity_id)
-            return entity_out(row)
 
-        return await call(ctx, work)
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def entity_get(entity_id: EntityIdArg, ctx: Context) -> JsonObject:
+    """Read an entity by id; a merged one says in metadata.merged_into where it went."""
 
-    @server.tool()
-    async def entity_update(entity_id: EntityIdArg, ctx: Context,
-                            canonical_name: NameArg | None = None, aliases: AliasesArg = None,
-                            metadata: MetadataArg = None) -> JsonObject:
-        """Rename an entity, replace its aliases (pass the whole list) or add metadata keys
-        (merged into what is stored). Arguments left out stay as they are."""
-        data = build(EntityUpdate, canonical_name=canonical_name, aliases=aliases,
-                     metadata=metadata)
+    async def work(session: AsyncSession, caller: Caller) -> EntityOut:
+        row = await entities.get_entity(session, tenant_id=caller.tenant_id,
+                                        entity_id=entity_id)
+        return entity_out(row)
 
-        async def work(session: AsyncSession, caller: Caller) -> EntityOut:
-            row = await entities.update_entity(session, tenant_id=caller.tenant_id,
-                                               entity_id=entity_id, data=data)
-            return entity_out(row)
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def entity_resolve(name: NameArg, ctx: Context, tenant_id: TenantArg = None,
-                             entity_type: EntityType | None = None,
-                             context_hints: ContextHints | None = None,
-                             enable_fuzzy: bool = False) -> JsonObject:
-        """Find which known entity a name refers to ('Ann', 'the Smiths'), ranked: exact name,
-        alias, prefix/substring, then with enable_fuzzy similar spellings. Use it before
-        creating an entity or anchoring a fact. context_hints ({"topic": ..., "mentioned_with":
-        [...], "domain_scores": {entity_id: score}}) re-rank the candidates. Never creates."""
-        request = build(ResolveRequest, name=name, entity_type=entity_type,
-                        context_hints=context_hints, enable_fuzzy=enable_fuzzy)
+@tools.add()
+async def entity_update(entity_id: EntityIdArg, ctx: Context,
+                        canonical_name: NameArg | None = None, aliases: AliasesArg = None,
+                        metadata: MetadataArg = None) -> JsonObject:
+    """Rename an entity, replace its aliases (pass the whole list) or add metadata keys
+    (merged into what is stored). Arguments left out stay as they are."""
+    data = build(EntityUpdate, canonical_name=canonical_name, aliases=aliases,
+                 metadata=metadata)
 
-        async def work(session: AsyncSession, caller: Caller) -> ResolveResult:
-            _check_tenant(tenant_id, caller)
-            candidates = await entities.resolve_name(session, tenant_id=caller.tenant_id,
-                                                     request=request)
-            return ResolveResult(candidates=[ResolveCandidate.model_validate(candidate)
-                                             for candidate in candidates])
+    async def work(session: AsyncSession, caller: Caller) -> EntityOut:
+        row = await entities.update_entity(session, tenant_id=caller.tenant_id,
+                                           entity_id=entity_id, data=data)
+        return entity_out(row)
 
-        return await call(ctx, work)
+    return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
-    async def entity_merge(target_id: EntityIdArg, source_id: EntityIdArg,
-                           ctx: Context) -> JsonObject:
-        """Merge a duplicate entity (source_id) into the one to keep (target_id): its facts move
-        to the target (conflicts settled by confidence), its names become aliases and it is
-        left as a tombstone. Use it when two entities turn out to be the same."""
-        request = build(MergeRequest, source_id=source_id)
 
-        async def work(session: AsyncSession, caller: Caller) -> MergeOut:
-            result = await merge_entities(session, tenant_id=caller.tenant_id,
-                                          target_id=target_id, source_id=request.source_id)
-            return merge_out(result)
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def entity_resolve(name: NameArg, ctx: Context, tenant_id: TenantArg = None,
+                         entity_type: EntityType | None = None,
+                         context_hints: ContextHints | None = None,
+                         enable_fuzzy: bool = False) -> JsonObject:
+    """Find which known entity a name refers to ('Ann', 'the Smiths'), ranked: exact name,
+    alias, prefix/substring, then with enable_fuzzy similar spellings. Use it before
+    creating an entity or anchoring a fact. context_hints ({"topic": ..., "mentioned_with":
+    [...], "domain_scores": {entity_id: score}}) re-rank the candidates. Never creates."""
+    request = build(ResolveRequest, name=name, entity_type=entity_type,
+                    context_hints=context_hints, enable_fuzzy=enable_fuzzy)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> ResolveResult:
+        _check_tenant(tenant_id, caller)
+        candidates = await entities.resolve_name(session, tenant_id=caller.tenant_id,
+                                                 request=request)
+        return ResolveResult(candidates=[ResolveCandidate.model_validate(candidate)
+                                         for candidate in candidates])
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(destructive_hint=True))
+async def entity_merge(target_id: EntityIdArg, source_id: EntityIdArg,
+                       ctx: Context) -> JsonObject:
+    """Merge a duplicate entity (source_id) into the one to keep (target_id): its facts move
+    to the target (conflicts settled by confidence), its names become aliases and it is
+    left as a tombstone. Use it when two entities turn out to be the same."""
+    request = build(MergeRequest, source_id=source_id)
+
+    async def work(session: AsyncSession, caller: Caller) -> MergeOut:
+        result = await merge_entities(session, tenant_id=caller.tenant_id,
+                                      target_id=target_id, source_id=request.source_id)
+        return merge_out(result)
+
+    return await call(ctx, work)

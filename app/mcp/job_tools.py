@@ -4,12 +4,13 @@ jobs back, as GET /v1/jobs does."""
 import uuid
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.toolset import ToolSet
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
 from app.services import jobs
@@ -21,63 +22,66 @@ JobIdArg = Annotated[uuid.UUID, Field(description="The job's id (a UUID), as the
                                                   "queued it returned.")]
 
 
-def register(server: MCPServer) -> None:
-    """Add the job tools."""
+tools = ToolSet()
 
-    @server.tool()
-    async def memory_run_consolidation(ctx: Context) -> JsonObject:
-        """Queue consolidation: pending episodes are distilled into facts and rules by the
-        configured LLM (a dry run that only counts without one). Use it after a session with
-        many new episodes. Returns the queued job; a worker runs it shortly."""
 
-        async def work(session: AsyncSession, caller: Caller) -> JobOut:
-            job = await jobs.enqueue(session, tenant_id=caller.tenant_id, kind="consolidation",
-                                     params={})
-            return job_out(job)
+@tools.add()
+async def memory_run_consolidation(ctx: Context) -> JsonObject:
+    """Queue consolidation: pending episodes are distilled into facts and rules by the
+    configured LLM (a dry run that only counts without one). Use it after a session with
+    many new episodes. Returns the queued job; a worker runs it shortly."""
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> JobOut:
+        job = await jobs.enqueue(session, tenant_id=caller.tenant_id, kind="consolidation",
+                                 params={})
+        return job_out(job)
 
-    @server.tool()
-    async def memory_run_episode_cleanup(ctx: Context,
-                                         max_entries: MaxEntriesArg = 10_000) -> JsonObject:
-        """Queue episode cleanup: expired consolidated or forgotten episodes are deleted, and
-        expired unconsolidated ones once the server's unconsolidated_grace_days have passed;
-        then, beyond max_entries, the oldest consolidated ones and after them the oldest
-        expired ones. An episode that has not expired is never deleted for capacity. Returns
-        the queued job; a worker runs it shortly."""
-        params = build(CleanupJobCreate, max_entries=max_entries).model_dump()
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> JobOut:
-            job = await jobs.enqueue(session, tenant_id=caller.tenant_id, kind="cleanup",
-                                     params=params)
-            return job_out(job)
 
-        return await call(ctx, work)
+@tools.add()
+async def memory_run_episode_cleanup(ctx: Context,
+                                     max_entries: MaxEntriesArg = 10_000) -> JsonObject:
+    """Queue episode cleanup: expired consolidated or forgotten episodes are deleted, and
+    expired unconsolidated ones once the server's unconsolidated_grace_days have passed;
+    then, beyond max_entries, the oldest consolidated ones and after them the oldest
+    expired ones. An episode that has not expired is never deleted for capacity. Returns
+    the queued job; a worker runs it shortly."""
+    params = build(CleanupJobCreate, max_entries=max_entries).model_dump()
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def job_get(job_id: JobIdArg, ctx: Context) -> JsonObject:
-        """Read one job: status (queued, running, succeeded, failed), timings, result figures
-        and errors. Use it to follow a job that memory_run_consolidation,
-        memory_run_episode_cleanup or memory_erase queued, until it has succeeded or failed."""
+    async def work(session: AsyncSession, caller: Caller) -> JobOut:
+        job = await jobs.enqueue(session, tenant_id=caller.tenant_id, kind="cleanup",
+                                 params=params)
+        return job_out(job)
 
-        async def work(session: AsyncSession, caller: Caller) -> JobOut:
-            return job_out(await jobs.get_job(session, tenant_id=caller.tenant_id,
-                                              job_id=job_id))
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def job_list(ctx: Context, kind: JobKind | None = None,
-                       status: JobStatus | None = None, limit: int = 20,
-                       cursor: str | None = None) -> JsonObject:
-        """List the tenant's jobs, newest first (consolidation, decay, cleanup, erasure, ...),
-        optionally of one kind or status; limit 1-200 a page, next_cursor gives the next."""
-        request = build(JobListRequest, kind=kind, status=status, limit=limit, cursor=cursor)
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def job_get(job_id: JobIdArg, ctx: Context) -> JsonObject:
+    """Read one job: status (queued, running, succeeded, failed), timings, result figures
+    and errors. Use it to follow a job that memory_run_consolidation,
+    memory_run_episode_cleanup or memory_erase queued, until it has succeeded or failed."""
 
-        async def work(session: AsyncSession, caller: Caller) -> Page[JobOut]:
-            rows, next_cursor = await jobs.list_jobs(
-                session, tenant_id=caller.tenant_id, kind=request.kind, status=request.status,
-                limit=request.limit, cursor=request.cursor)
-            return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
+    async def work(session: AsyncSession, caller: Caller) -> JobOut:
+        return job_out(await jobs.get_job(session, tenant_id=caller.tenant_id,
+                                          job_id=job_id))
 
-        return await call(ctx, work)
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def job_list(ctx: Context, kind: JobKind | None = None,
+                   status: JobStatus | None = None, limit: int = 20,
+                   cursor: str | None = None) -> JsonObject:
+    """List the tenant's jobs, newest first (consolidation, decay, cleanup, erasure, ...),
+    optionally of one kind or status; limit 1-200 a page, next_cursor gives the next."""
+    request = build(JobListRequest, kind=kind, status=status, limit=limit, cursor=cursor)
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[JobOut]:
+        rows, next_cursor = await jobs.list_jobs(
+            session, tenant_id=caller.tenant_id, kind=request.kind, status=request.status,
+            limit=request.limit, cursor=request.cursor)
+        return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
+
+    return await call(ctx, work)

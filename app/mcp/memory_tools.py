@@ -2,7 +2,7 @@
 
 import uuid
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,6 +21,7 @@ from app.mcp.args import (
     TagsArg,
 )
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.toolset import ToolSet
 from app.schemas.common import Permanence
 from app.schemas.episodes import EpisodeCreate, EpisodeOut
 from app.schemas.facts import FactCreate, FactOut
@@ -31,139 +32,146 @@ from app.services.responses import episode_out, fact_out, memory_out, rule_out
 MemoryOut = EpisodeOut | FactOut | RuleOut
 
 
-def register(server: MCPServer) -> None:
-    """Add the store, get, confirm, forget and feedback tools."""
+tools = ToolSet()
 
-    @server.tool()
-    async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Context,
-                                   session_id: str | None = None,
-                                   importance: ImportanceArg = 5.0) -> JsonObject:
-        """Record a raw observation from the current conversation (what the user said or did,
-        an outcome). Use it freely during a session; episodes expire after a few days unless
-        consolidation distils them into facts and rules. For durable knowledge use
-        memory_store_fact; for behavioural guidance use memory_store_rule."""
-        item = build(EpisodeCreate, content=content, butler=butler, session_id=session_id,
-                     importance=importance)
 
-        async def work(session: AsyncSession, caller: Caller) -> EpisodeOut:
-            [row] = await episodes.create_episodes(
-                session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
-                ttl_days=caller.settings.episode_ttl_days,
-                keyword_context=caller.settings.keyword_context)
-            return episode_out(row)
+@tools.add()
+async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Context,
+                               session_id: str | None = None,
+                               importance: ImportanceArg = 5.0) -> JsonObject:
+    """Record a raw observation from the current conversation (what the user said or did,
+    an outcome). Use it freely during a session; episodes expire after a few days unless
+    consolidation distils them into facts and rules. For durable knowledge use
+    memory_store_fact; for behavioural guidance use memory_store_rule."""
+    item = build(EpisodeCreate, content=content, butler=butler, session_id=session_id,
+                 importance=importance)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> EpisodeOut:
+        [row] = await episodes.create_episodes(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
+            ttl_days=caller.settings.episode_ttl_days,
+            keyword_context=caller.settings.keyword_context)
+        return episode_out(row)
 
-    @server.tool()
-    async def memory_store_fact(subject: SubjectArg, predicate: PredicateArg, content: ContentArg,
-                                ctx: Context, importance: ImportanceArg = 5.0,
-                                permanence: Permanence = "standard", scope: ScopeArg = "global",
-                                tags: TagsArg = None,
-                                entity_id: uuid.UUID | None = None) -> JsonObject:
-        """Remember a durable fact as subject / predicate / content, e.g. ('Ann', 'favourite
-        colour', 'green'). Use it when you learn something that should outlive the session.
-        A newer fact with the same subject and predicate in the same scope (or the same
-        entity_id and predicate) supersedes the old one, so store corrections the same way.
-        permanence sets how fast confidence decays: permanent, stable, standard, volatile,
-        ephemeral."""
-        data = build(FactCreate, subject=subject, predicate=predicate, content=content,
-                     importance=importance, permanence=permanence, scope=scope, tags=tags,
-                     entity_id=entity_id)
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> FactOut:
-            stored = await facts.store_fact(session, tenant_id=caller.tenant_id,
-                                            embedder=caller.embedder, data=data,
-                                            auto_links=caller.settings.auto_links)
-            return fact_out(stored.fact)
 
-        return await call(ctx, work)
+@tools.add()
+async def memory_store_fact(subject: SubjectArg, predicate: PredicateArg, content: ContentArg,
+                            ctx: Context, importance: ImportanceArg = 5.0,
+                            permanence: Permanence = "standard", scope: ScopeArg = "global",
+                            tags: TagsArg = None,
+                            entity_id: uuid.UUID | None = None) -> JsonObject:
+    """Remember a durable fact as subject / predicate / content, e.g. ('Ann', 'favourite
+    colour', 'green'). Use it when you learn something that should outlive the session.
+    A newer fact with the same subject and predicate in the same scope (or the same
+    entity_id and predicate) supersedes the old one, so store corrections the same way.
+    permanence sets how fast confidence decays: permanent, stable, standard, volatile,
+    ephemeral."""
+    data = build(FactCreate, subject=subject, predicate=predicate, content=content,
+                 importance=importance, permanence=permanence, scope=scope, tags=tags,
+                 entity_id=entity_id)
 
-    @server.tool()
-    async def memory_store_rule(content: ContentArg, ctx: Context, scope: ScopeArg = "global",
-                                tags: TagsArg = None) -> JsonObject:
-        """Remember a behavioural rule ('Always confirm the date before booking'). Use it when
-        you learn how to act, not what is true. Rules start as candidates and mature with
-        memory_mark_helpful / memory_mark_harmful feedback."""
-        data = build(RuleCreate, content=content, scope=scope, tags=tags)
+    async def work(session: AsyncSession, caller: Caller) -> FactOut:
+        stored = await facts.store_fact(session, tenant_id=caller.tenant_id,
+                                        embedder=caller.embedder, data=data,
+                                        auto_links=caller.settings.auto_links)
+        return fact_out(stored.fact)
 
-        async def work(session: AsyncSession, caller: Caller) -> RuleOut:
-            row = await rules.store_rule(session, tenant_id=caller.tenant_id,
-                                         embedder=caller.embedder, data=data,
-                                         auto_links=caller.settings.auto_links)
-            return rule_out(row)
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool()
-    async def memory_get(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
-                         ctx: Context) -> JsonObject:
-        """Read one memory by type and id (ids come from search, recall or store results).
-        Reading counts as a reference, which keeps the memory relevant."""
-        model = memories.model_for(memory_type)
+@tools.add()
+async def memory_store_rule(content: ContentArg, ctx: Context, scope: ScopeArg = "global",
+                            tags: TagsArg = None) -> JsonObject:
+    """Remember a behavioural rule ('Always confirm the date before booking'). Use it when
+    you learn how to act, not what is true. Rules start as candidates and mature with
+    memory_mark_helpful / memory_mark_harmful feedback."""
+    data = build(RuleCreate, content=content, scope=scope, tags=tags)
 
-        async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
-            row = await memories.get_memory(session, model, tenant_id=caller.tenant_id,
-                                            memory_id=memory_id)
-            return memory_out(row)
+    async def work(session: AsyncSession, caller: Caller) -> RuleOut:
+        row = await rules.store_rule(session, tenant_id=caller.tenant_id,
+                                     embedder=caller.embedder, data=data,
+                                     auto_links=caller.settings.auto_links)
+        return rule_out(row)
 
-        return await call(ctx, work)
+    return await call(ctx, work)
 
-    @server.tool()
-    async def memory_confirm(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
-                             ctx: Context) -> JsonObject:
-        """Confirm that a fact or rule is still true, restarting its confidence decay. Use it
-        when the user or the world corroborates a memory you relied on. Episodes cannot be
-        confirmed."""
-        model = memories.model_for(memory_type)
 
-        async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
-            row = await memories.confirm(session, model, tenant_id=caller.tenant_id,
-                                         memory_id=memory_id)
-            return memory_out(row)
+@tools.add()
+async def memory_get(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
+                     ctx: Context) -> JsonObject:
+    """Read one memory by type and id (ids come from search, recall or store results).
+    Reading counts as a reference, which keeps the memory relevant."""
+    model = memories.model_for(memory_type)
 
-        return await call(ctx, work)
-
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
-    async def memory_forget(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
-                            ctx: Context) -> JsonObject:
-        """Forget a memory that is wrong or that the user asks you to forget: an episode
-        expires now, a fact is retracted, a rule is flagged forgotten. It then leaves search
-        and recall. To correct a fact, store the new one instead (it supersedes the old)."""
-        model = memories.model_for(memory_type)
-
-        async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
-            row = await memories.forget(session, model, tenant_id=caller.tenant_id,
+    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
+        row = await memories.get_memory(session, model, tenant_id=caller.tenant_id,
                                         memory_id=memory_id)
-            return memory_out(row)
+        return memory_out(row)
 
-        return await call(ctx, work)
+    return await call(ctx, work)
 
-    @server.tool()
-    async def memory_mark_helpful(rule_id: RuleIdArg, ctx: Context,
-                                  context: ContextArg = None) -> JsonObject:
-        """Report that following a rule helped. Use it after applying a rule that worked;
-        enough successes promote it (candidate -> established -> proven)."""
-        feedback = build(HelpfulFeedback, context=context)
 
-        async def work(session: AsyncSession, caller: Caller) -> RuleOut:
-            row = await rules.mark_helpful(session, tenant_id=caller.tenant_id,
-                                           rule_id=rule_id, context=feedback.context)
-            return rule_out(row)
+@tools.add()
+async def memory_confirm(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
+                         ctx: Context) -> JsonObject:
+    """Confirm that a fact or rule is still true, restarting its confidence decay. Use it
+    when the user or the world corroborates a memory you relied on. Episodes cannot be
+    confirmed."""
+    model = memories.model_for(memory_type)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
+        row = await memories.confirm(session, model, tenant_id=caller.tenant_id,
+                                     memory_id=memory_id)
+        return memory_out(row)
 
-    @server.tool()
-    async def memory_mark_harmful(rule_id: RuleIdArg, ctx: Context, reason: ReasonArg = None,
-                                  context: ContextArg = None) -> JsonObject:
-        """Report that following a rule did harm, with the reason. Harm weighs four times a
-        success: it demotes the rule, and repeated harm flags it for inversion into an
-        anti-pattern."""
-        feedback = build(HarmfulFeedback, reason=reason, context=context)
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> RuleOut:
-            row = await rules.mark_harmful(session, tenant_id=caller.tenant_id,
-                                           rule_id=rule_id, reason=feedback.reason,
-                                           context=feedback.context)
-            return rule_out(row)
 
-        return await call(ctx, work)
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
+async def memory_forget(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
+                        ctx: Context) -> JsonObject:
+    """Forget a memory that is wrong or that the user asks you to forget: an episode
+    expires now, a fact is retracted, a rule is flagged forgotten. It then leaves search
+    and recall. To correct a fact, store the new one instead (it supersedes the old)."""
+    model = memories.model_for(memory_type)
+
+    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
+        row = await memories.forget(session, model, tenant_id=caller.tenant_id,
+                                    memory_id=memory_id)
+        return memory_out(row)
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def memory_mark_helpful(rule_id: RuleIdArg, ctx: Context,
+                              context: ContextArg = None) -> JsonObject:
+    """Report that following a rule helped. Use it after applying a rule that worked;
+    enough successes promote it (candidate -> established -> proven)."""
+    feedback = build(HelpfulFeedback, context=context)
+
+    async def work(session: AsyncSession, caller: Caller) -> RuleOut:
+        row = await rules.mark_helpful(session, tenant_id=caller.tenant_id,
+                                       rule_id=rule_id, context=feedback.context)
+        return rule_out(row)
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def memory_mark_harmful(rule_id: RuleIdArg, ctx: Context, reason: ReasonArg = None,
+                              context: ContextArg = None) -> JsonObject:
+    """Report that following a rule did harm, with the reason. Harm weighs four times a
+    success: it demotes the rule, and repeated harm flags it for inversion into an
+    anti-pattern."""
+    feedback = build(HarmfulFeedback, reason=reason, context=context)
+
+    async def work(session: AsyncSession, caller: Caller) -> RuleOut:
+        row = await rules.mark_harmful(session, tenant_id=caller.tenant_id,
+                                       rule_id=rule_id, reason=feedback.reason,
+                                       context=feedback.context)
+        return rule_out(row)
+
+    return await call(ctx, work)

@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -12,6 +12,7 @@ from app.clock import now_utc
 from app.config import SearchMode
 from app.mcp.args import ButlerArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.toolset import ToolSet
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
@@ -40,87 +41,90 @@ MinConfidenceArg = Annotated[float, Field(description="Leave out facts and rules
                                                       "confidence is below this (0-1).")]
 
 
-def register(server: MCPServer) -> None:
-    """Add the retrieval tools."""
+tools = ToolSet()
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def memory_search(query: QueryText, ctx: Context,
-                            types: list[MemoryType] | None = None,
-                            scope: OptionalScopeArg = None, mode: SearchMode | None = None,
-                            limit: LimitArg = 10,
-                            min_confidence: MinConfidenceArg = 0.2,
-                            entities: EntitiesArg = None,
-                            graph_hops: GraphHopsArg = 2) -> JsonObject:
-        """Search episodes, facts and rules by meaning and keywords. Use it to look something
-        up ('what did Ann say about the trip?'); each hit carries its scores and id. mode:
-        hybrid (the default unless the server is configured otherwise), semantic or keyword.
-        A time expression in the query ('last week', 'in May 2023') favours episodes from then.
-        With entities (ids from entity_resolve), memories linked to them rank higher.
-        For the best facts and rules on a topic, ranked for use, prefer memory_recall."""
-        request = build(SearchRequest, query=query, types=types, scope=scope, mode=mode,
-                        limit=limit, min_confidence=min_confidence,
-                        entities=[str(item) for item in entities] if entities else None,
-                        graph_hops=graph_hops)
 
-        async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
-            return await retrieval.search_memories(
-                session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-                retrieval=caller.settings.retrieval, request=request)
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def memory_search(query: QueryText, ctx: Context,
+                        types: list[MemoryType] | None = None,
+                        scope: OptionalScopeArg = None, mode: SearchMode | None = None,
+                        limit: LimitArg = 10,
+                        min_confidence: MinConfidenceArg = 0.2,
+                        entities: EntitiesArg = None,
+                        graph_hops: GraphHopsArg = 2) -> JsonObject:
+    """Search episodes, facts and rules by meaning and keywords. Use it to look something
+    up ('what did Ann say about the trip?'); each hit carries its scores and id. mode:
+    hybrid (the default unless the server is configured otherwise), semantic or keyword.
+    A time expression in the query ('last week', 'in May 2023') favours episodes from then.
+    With entities (ids from entity_resolve), memories linked to them rank higher.
+    For the best facts and rules on a topic, ranked for use, prefer memory_recall."""
+    request = build(SearchRequest, query=query, types=types, scope=scope, mode=mode,
+                    limit=limit, min_confidence=min_confidence,
+                    entities=[str(item) for item in entities] if entities else None,
+                    graph_hops=graph_hops)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
+        return await retrieval.search_memories(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            retrieval=caller.settings.retrieval, request=request)
 
-    @server.tool()
-    async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
-                            limit: LimitArg = 10, entities: EntitiesArg = None,
-                            graph_hops: GraphHopsArg = 2) -> JsonObject:
-        """Recall the facts and rules most worth knowing about a topic before you act, ranked
-        by relevance, importance, recency and confidence (and closeness to entities, when
-        given). Each one returned counts as a reference."""
-        request = build(RecallRequest, topic=topic, scope=scope, limit=limit,
-                        entities=[str(item) for item in entities] if entities else None,
-                        graph_hops=graph_hops)
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> RecallResponse:
-            recalled = await recall(session, tenant_id=caller.tenant_id,
-                                    embedder=caller.embedder,
-                                    retrieval=caller.settings.retrieval, topic=request.topic,
-                                    scope=request.scope, limit=request.limit,
-                                    min_confidence=request.min_confidence,
-                                    graph=graph_query(request.entities, request.graph_hops))
-            now = now_utc()
-            return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 
-        return await call(ctx, work)
+@tools.add()
+async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
+                        limit: LimitArg = 10, entities: EntitiesArg = None,
+                        graph_hops: GraphHopsArg = 2) -> JsonObject:
+    """Recall the facts and rules most worth knowing about a topic before you act, ranked
+    by relevance, importance, recency and confidence (and closeness to entities, when
+    given). Each one returned counts as a reference."""
+    request = build(RecallRequest, topic=topic, scope=scope, limit=limit,
+                    entities=[str(item) for item in entities] if entities else None,
+                    graph_hops=graph_hops)
 
-    @server.tool()
-    async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Context,
-                             token_budget: int | None = None) -> JsonObject:
-        """Build a '# Memory Context' block (key facts and active rules) to put in your system
-        prompt at the start of a task. trigger_prompt is the task or user message; the block
-        stays within token_budget (default: the server's context_token_budget, 3000)."""
-        request = build(ContextRequest, trigger_prompt=trigger_prompt, butler=butler,
-                        token_budget=token_budget)
+    async def work(session: AsyncSession, caller: Caller) -> RecallResponse:
+        recalled = await recall(session, tenant_id=caller.tenant_id,
+                                embedder=caller.embedder,
+                                retrieval=caller.settings.retrieval, topic=request.topic,
+                                scope=request.scope, limit=request.limit,
+                                min_confidence=request.min_confidence,
+                                graph=graph_query(request.entities, request.graph_hops))
+        now = now_utc()
+        return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 
-        async def work(session: AsyncSession, caller: Caller) -> ContextResponse:
-            context = await build_context(session, tenant_id=caller.tenant_id,
-                                          embedder=caller.embedder,
-                                          retrieval=caller.settings.retrieval,
-                                          trigger_prompt=request.trigger_prompt,
-                                          butler=request.butler,
-                                          token_budget=request.token_budget)
-            return context_out(context)
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def memory_stats(ctx: Context, scope: OptionalScopeArg = None) -> JsonObject:
-        """Count memories by lifecycle state (episodes and consolidation backlog, facts by
-        validity, rules by maturity). Use it to check the memory's health or before deciding
-        to run consolidation or cleanup."""
+@tools.add()
+async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Context,
+                         token_budget: int | None = None) -> JsonObject:
+    """Build a '# Memory Context' block (key facts and active rules) to put in your system
+    prompt at the start of a task. trigger_prompt is the task or user message; the block
+    stays within token_budget (default: the server's context_token_budget, 3000)."""
+    request = build(ContextRequest, trigger_prompt=trigger_prompt, butler=butler,
+                    token_budget=token_budget)
 
-        async def work(session: AsyncSession, caller: Caller) -> StatsOut:
-            return await stats.memory_stats(
-                session, tenant_id=caller.tenant_id, scope=scope,
-                consolidation_configured=caller.settings.llm.base_url is not None)
+    async def work(session: AsyncSession, caller: Caller) -> ContextResponse:
+        context = await build_context(session, tenant_id=caller.tenant_id,
+                                      embedder=caller.embedder,
+                                      retrieval=caller.settings.retrieval,
+                                      trigger_prompt=request.trigger_prompt,
+                                      butler=request.butler,
+                                      token_budget=request.token_budget)
+        return context_out(context)
 
-        return await call(ctx, work)
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def memory_stats(ctx: Context, scope: OptionalScopeArg = None) -> JsonObject:
+    """Count memories by lifecycle state (episodes and consolidation backlog, facts by
+    validity, rules by maturity). Use it to check the memory's health or before deciding
+    to run consolidation or cleanup."""
+
+    async def work(session: AsyncSession, caller: Caller) -> StatsOut:
+        return await stats.memory_stats(
+            session, tenant_id=caller.tenant_id, scope=scope,
+            consolidation_configured=caller.settings.llm.base_url is not None)
+
+    return await call(ctx, work)

@@ -3,12 +3,13 @@
 import uuid
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.toolset import ToolSet
 from app.schemas.common import Content, Metadata, Name, Reason
 from app.schemas.ledger import (
     AgentContextOut,
@@ -55,148 +56,156 @@ MessagesArg = Annotated[list[dict[str, Any]], Field(
                 "token_count?}.")]
 
 
-def register(server: MCPServer) -> None:
-    """Add the run and ledger tools."""
+tools = ToolSet()
 
-    @server.tool()
-    async def run_create(task_id: Name, ctx: Context, summary: Content | None = None,
-                         agent_version: Name | None = None, task_version: Name | None = None,
-                         rubric_version: Name | None = None,
-                         meta: Metadata | None = None) -> JsonObject:
-        """Start the record of a task run before working on it; log its messages with
-        run_log_messages, finish it with run_finish and let a critic or human judge it with
-        run_add_feedback. Returns the run with its id."""
-        request = build(RunCreate, task_id=task_id, summary=summary,
-                        agent_version=agent_version, task_version=task_version,
-                        rubric_version=rubric_version, meta=meta)
 
-        async def work(session: AsyncSession, caller: Caller) -> RunOut:
-            return run_out(await runs.create_run(session, tenant_id=caller.tenant_id,
-                                                 embedder=caller.embedder, data=request))
+@tools.add()
+async def run_create(task_id: Name, ctx: Context, summary: Content | None = None,
+                     agent_version: Name | None = None, task_version: Name | None = None,
+                     rubric_version: Name | None = None,
+                     meta: Metadata | None = None) -> JsonObject:
+    """Start the record of a task run before working on it; log its messages with
+    run_log_messages, finish it with run_finish and let a critic or human judge it with
+    run_add_feedback. Returns the run with its id."""
+    request = build(RunCreate, task_id=task_id, summary=summary,
+                    agent_version=agent_version, task_version=task_version,
+                    rubric_version=rubric_version, meta=meta)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> RunOut:
+        return run_out(await runs.create_run(session, tenant_id=caller.tenant_id,
+                                             embedder=caller.embedder, data=request))
 
-    @server.tool()
-    async def run_log_messages(run_id: RunIdArg, messages: MessagesArg,
-                               ctx: Context) -> JsonObject:
-        """Append messages (planner, executor, critic or human) to a run, in order, all or
-        none; token_count is estimated when left out."""
-        request = build(MessageBatchCreate, items=messages)
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> MessageBatchOut:
-            rows = await runs.append_messages(session, tenant_id=caller.tenant_id,
-                                              embedder=caller.embedder, run_id=run_id,
-                                              items=request.items)
-            return MessageBatchOut(items=[run_message_out(row) for row in rows])
 
-        return await call(ctx, work)
+@tools.add()
+async def run_log_messages(run_id: RunIdArg, messages: MessagesArg,
+                           ctx: Context) -> JsonObject:
+    """Append messages (planner, executor, critic or human) to a run, in order, all or
+    none; token_count is estimated when left out."""
+    request = build(MessageBatchCreate, items=messages)
 
-    @server.tool()
-    async def run_finish(run_id: RunIdArg, ctx: Context, success: bool | None = None,
-                         score_numeric: float | None = None,
-                         summary: Content | None = None) -> JsonObject:
-        """Mark a run finished now (a finished run keeps its time), with its outcome: success
-        true or false, a score, a summary of what happened (it is embedded, so similar runs
-        are found by it)."""
-        request = build(RunUpdate, success=success, score_numeric=score_numeric,
-                        summary=summary)
+    async def work(session: AsyncSession, caller: Caller) -> MessageBatchOut:
+        rows = await runs.append_messages(session, tenant_id=caller.tenant_id,
+                                          embedder=caller.embedder, run_id=run_id,
+                                          items=request.items)
+        return MessageBatchOut(items=[run_message_out(row) for row in rows])
 
-        async def work(session: AsyncSession, caller: Caller) -> RunOut:
-            return run_out(await runs.update_run(session, tenant_id=caller.tenant_id,
-                                                 embedder=caller.embedder, run_id=run_id,
-                                                 data=request, finish=True))
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool()
-    async def run_add_feedback(run_id: RunIdArg, source: FeedbackSource, rating: float,
-                               ctx: Context, rationale: Reason | None = None) -> JsonObject:
-        """Judge a run: source critic or human, rating from 0 (worst) to 1 (best) and the
-        rationale. A low-rated failed run's critic rationale is what later runs learn from."""
-        request = build(FeedbackCreate, source=source, rating=rating, rationale=rationale)
+@tools.add()
+async def run_finish(run_id: RunIdArg, ctx: Context, success: bool | None = None,
+                     score_numeric: float | None = None,
+                     summary: Content | None = None) -> JsonObject:
+    """Mark a run finished now (a finished run keeps its time), with its outcome: success
+    true or false, a score, a summary of what happened (it is embedded, so similar runs
+    are found by it)."""
+    request = build(RunUpdate, success=success, score_numeric=score_numeric,
+                    summary=summary)
 
-        async def work(session: AsyncSession, caller: Caller) -> RunFeedbackOut:
-            return run_feedback_out(await runs.add_feedback(
-                session, tenant_id=caller.tenant_id, run_id=run_id, data=request))
+    async def work(session: AsyncSession, caller: Caller) -> RunOut:
+        return run_out(await runs.update_run(session, tenant_id=caller.tenant_id,
+                                             embedder=caller.embedder, run_id=run_id,
+                                             data=request, finish=True))
 
-        return await call(ctx, work)
+    return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def run_get(run_id: RunIdArg, ctx: Context) -> JsonObject:
-        """Read one run with all its messages (in the order they were logged) and every feedback
-        it received."""
 
-        async def work(session: AsyncSession, caller: Caller) -> RunDetailOut:
-            return run_detail_out(await runs.get_run(session, tenant_id=caller.tenant_id,
-                                                     run_id=run_id))
+@tools.add()
+async def run_add_feedback(run_id: RunIdArg, source: FeedbackSource, rating: float,
+                           ctx: Context, rationale: Reason | None = None) -> JsonObject:
+    """Judge a run: source critic or human, rating from 0 (worst) to 1 (best) and the
+    rationale. A low-rated failed run's critic rationale is what later runs learn from."""
+    request = build(FeedbackCreate, source=source, rating=rating, rationale=rationale)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> RunFeedbackOut:
+        return run_feedback_out(await runs.add_feedback(
+            session, tenant_id=caller.tenant_id, run_id=run_id, data=request))
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def run_search(query: QueryText, ctx: Context, success: bool | None = None,
-                         task_id: Name | None = None, limit: int = 10) -> JsonObject:
-        """Past runs similar to a task description, each with its feedback. Before planning,
-        ask with success=false for similar past failures and plan around what their critics
-        said."""
-        request = build(RunSearchRequest, query=query, success=success, task_id=task_id,
-                        limit=limit)
+    return await call(ctx, work)
 
-        async def work(session: AsyncSession, caller: Caller) -> RunSearchResponse:
-            return run_search_out(await runs.search_runs(
-                session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-                retrieval=caller.settings.retrieval, request=request))
 
-        return await call(ctx, work)
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def run_get(run_id: RunIdArg, ctx: Context) -> JsonObject:
+    """Read one run with all its messages (in the order they were logged) and every feedback
+    it received."""
 
-    @server.tool()
-    async def agent_event_append(ledger_name: LedgerArg, agent_id: AgentArg, kind: Name,
-                                 content: Content, turn: TurnArg, ctx: Context,
-                                 visibility: Visibility | None = None) -> JsonObject:
-        """Append an event to a shared ledger (kinds such as agent.spoke, agent.thought,
-        world.observed, clue.found). world.observed, judge.verdict, user.injected and
-        run.started are seen by every agent, other kinds only by their agent, unless
-        visibility says otherwise. The answer names the agents now due a reflection."""
-        request = build(EventCreate, agent_id=agent_id, kind=kind, content=content, turn=turn,
-                        visibility=visibility)
+    async def work(session: AsyncSession, caller: Caller) -> RunDetailOut:
+        return run_detail_out(await runs.get_run(session, tenant_id=caller.tenant_id,
+                                                 run_id=run_id))
 
-        async def work(session: AsyncSession, caller: Caller) -> EventAppendOut:
-            return event_append_out(await ledger.append_event(
-                session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-                settings=caller.settings, ledger=ledger_name, data=request))
+    return await call(ctx, work)
 
-        return await call(ctx, work)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def agent_context(ledger_name: LedgerArg, agent_id: AgentArg, turn: TurnArg,
-                            ctx: Context, query: str = "",
-                            relevance: RelevanceMode = "keyword",
-                            token_budget: int | None = None) -> JsonObject:
-        """What the agent remembers at this turn: its recent events, the most salient older
-        ones (relevance to the query, recency, importance of the kind) and every reflection,
-        as a prompt-ready text within the token budget. Call it at the start of each turn;
-        when reflection_due is true, post a belief with agent_reflect."""
-        request = build(AgentContextRequest, turn=turn, query=query, relevance=relevance,
-                        token_budget=token_budget)
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def run_search(query: QueryText, ctx: Context, success: bool | None = None,
+                     task_id: Name | None = None, limit: int = 10) -> JsonObject:
+    """Past runs similar to a task description, each with its feedback. Before planning,
+    ask with success=false for similar past failures and plan around what their critics
+    said."""
+    request = build(RunSearchRequest, query=query, success=success, task_id=task_id,
+                    limit=limit)
 
-        async def work(session: AsyncSession, caller: Caller) -> AgentContextOut:
-            return agent_context_out(await ledger.agent_context(
-                session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-                settings=caller.settings, ledger=ledger_name, agent_id=agent_id,
-                request=request))
+    async def work(session: AsyncSession, caller: Caller) -> RunSearchResponse:
+        return run_search_out(await runs.search_runs(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            retrieval=caller.settings.retrieval, request=request))
 
-        return await call(ctx, work)
+    return await call(ctx, work)
 
-    @server.tool()
-    async def agent_reflect(ledger_name: LedgerArg, agent_id: AgentArg, belief: Content,
-                            based_on: list[uuid.UUID], ctx: Context) -> JsonObject:
-        """Post a reflection: one high-level belief synthesising events the agent has seen
-        (their ids in based_on). Every agent sees it, and the agent's recent window and
-        salient events then leave those events out."""
-        request = build(ReflectionCreate, belief=belief, based_on=[str(i) for i in based_on])
 
-        async def work(session: AsyncSession, caller: Caller) -> ReflectionOut:
-            return reflection_out(await ledger.post_reflection(
-                session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-                ledger=ledger_name, agent_id=agent_id, data=request))
+@tools.add()
+async def agent_event_append(ledger_name: LedgerArg, agent_id: AgentArg, kind: Name,
+                             content: Content, turn: TurnArg, ctx: Context,
+                             visibility: Visibility | None = None) -> JsonObject:
+    """Append an event to a shared ledger (kinds such as agent.spoke, agent.thought,
+    world.observed, clue.found). world.observed, judge.verdict, user.injected and
+    run.started are seen by every agent, other kinds only by their agent, unless
+    visibility says otherwise. The answer names the agents now due a reflection."""
+    request = build(EventCreate, agent_id=agent_id, kind=kind, content=content, turn=turn,
+                    visibility=visibility)
 
-        return await call(ctx, work)
+    async def work(session: AsyncSession, caller: Caller) -> EventAppendOut:
+        return event_append_out(await ledger.append_event(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            settings=caller.settings, ledger=ledger_name, data=request))
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def agent_context(ledger_name: LedgerArg, agent_id: AgentArg, turn: TurnArg,
+                        ctx: Context, query: str = "",
+                        relevance: RelevanceMode = "keyword",
+                        token_budget: int | None = None) -> JsonObject:
+    """What the agent remembers at this turn: its recent events, the most salient older
+    ones (relevance to the query, recency, importance of the kind) and every reflection,
+    as a prompt-ready text within the token budget. Call it at the start of each turn;
+    when reflection_due is true, post a belief with agent_reflect."""
+    request = build(AgentContextRequest, turn=turn, query=query, relevance=relevance,
+                    token_budget=token_budget)
+
+    async def work(session: AsyncSession, caller: Caller) -> AgentContextOut:
+        return agent_context_out(await ledger.agent_context(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            settings=caller.settings, ledger=ledger_name, agent_id=agent_id,
+            request=request))
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def agent_reflect(ledger_name: LedgerArg, agent_id: AgentArg, belief: Content,
+                        based_on: list[uuid.UUID], ctx: Context) -> JsonObject:
+    """Post a reflection: one high-level belief synthesising events the agent has seen
+    (their ids in based_on). Every agent sees it, and the agent's recent window and
+    salient events then leave those events out."""
+    request = build(ReflectionCreate, belief=belief, based_on=[str(i) for i in based_on])
+
+    async def work(session: AsyncSession, caller: Caller) -> ReflectionOut:
+        return reflection_out(await ledger.post_reflection(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            ledger=ledger_name, agent_id=agent_id, data=request))
+
+    return await call(ctx, work)

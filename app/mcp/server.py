@@ -42,7 +42,7 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
                                   log_level=level)  # type: ignore[arg-type]
     for module in (memory_tools, read_tools, entity_tools, job_tools, data_tools,
                    run_tools):
-        module.register(server)
+        module.tools.register(server)
     server.middleware.append(RejectUnknownArguments(server))
     return server
 
