@@ -35,13 +35,13 @@ class ScoreWeights(BaseModel):
         return self
 
 
-# The spec's Reciprocal Rank Fusion constant: the setting's default, and the default of the
-# pure fusion functions when a caller passes no setting.
+# The Reciprocal Rank Fusion constant (60, as in the RRF paper): the setting's default, and
+# the default of the pure fusion functions when a caller passes no setting.
 DEFAULT_RRF_K = 60
 
 
 class RetrievalSettings(BaseModel):
-    """Retrieval defaults of the spec's RetrievalConfig."""
+    """Retrieval defaults: context budget, fusion, graph and time signals."""
 
     context_token_budget: int = Field(3000, ge=1, le=100_000)
     default_limit: int = Field(
@@ -59,7 +59,7 @@ class RetrievalSettings(BaseModel):
                                "boost of the episodes inside the query's time window.")
     graph_weight: float = Field(
         0.2, ge=0, le=1, description="Weighted fusion only: the weight of the graph score of "
-        "memories near the query's entities (seed 004's 0.2 beside vector 0.6 and decay 0.2).")
+        "memories near the query's entities (0.2 beside vector 0.6 and decay 0.2).")
     graph_fanout: int = Field(50, ge=1, le=1000, description="Graph search follows at most "
                               "this many links from each node (the strongest).")
     recall_pool_factor: int = Field(
@@ -130,7 +130,7 @@ class JobSettings(BaseModel):
     )
 
 
-# Seed 004's seven arc types: the default of `arcs.types`.
+# The seven narrative arc types: the default of `arcs.types`.
 DEFAULT_ARC_TYPES = ("project_phase", "decision_sequence", "interaction_arc", "incident",
                      "learning_journey", "campaign", "grant_process")
 
@@ -198,7 +198,7 @@ DEFAULT_PII_PATTERNS = {
 
 
 class RunSettings(BaseModel):
-    """Task runs (seed 003): the PII scrub job over run messages."""
+    """Task runs: the PII scrub job over run messages."""
 
     pii_patterns: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_PII_PATTERNS),
@@ -221,7 +221,7 @@ class RunSettings(BaseModel):
         return self
 
 
-# Seed 001's kind-importance table.
+# How important each kind of ledger event is, by default.
 DEFAULT_KIND_IMPORTANCE = {
     "user.injected": 0.95, "verdict.final": 1.00, "judge.verdict": 0.90,
     "agent.reflected": 0.85, "clue.found": 0.80, "world.observed": 0.70,
@@ -232,7 +232,7 @@ DEFAULT_GLOBAL_KINDS = ("world.observed", "judge.verdict", "user.injected", "run
 
 
 class AgentMemorySettings(BaseModel):
-    """Agent memory views over the event ledger (seed 001)."""
+    """Agent memory views over the event ledger."""
 
     window: int = Field(8, ge=1, le=200, description="Recent visible events always shown.")
     salience_k: int = Field(5, ge=0, le=100, description="Salient events added to the window.")

@@ -40,7 +40,7 @@ class ResolveResult(BaseModel):
 
 
 def _check_tenant(tenant_id: str | None, caller: Caller) -> None:
-    """The spec's tenant_id argument may only name the caller's own tenant."""
+    """A tool's tenant_id argument may only name the caller's own tenant."""
     if tenant_id is not None and tenant_id != caller.tenant_id:
         raise ToolError("Invalid value for: tenant_id\n- tenant_id: the API key decides the "
                         "tenant; leave tenant_id out or pass the key's own tenant")

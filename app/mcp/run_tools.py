@@ -1,4 +1,4 @@
-"""Run and ledger tools: task runs (seed 003) and an agent's memory per turn (seed 001)."""
+"""Run and ledger tools: task runs and an agent's memory per turn from the event ledger."""
 
 import uuid
 from typing import Annotated, Any

@@ -1,4 +1,4 @@
-"""The MCP server: the spec's 19 tools, the job, data-rights, run and ledger tools, served
+"""The MCP server: the 19 memory tools, the job, data-rights, run and ledger tools, served
 over Streamable HTTP inside the FastAPI app."""
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The agent event ledger (seed 001): append-only; memory views are computed from it."""
+"""The agent event ledger: append-only; memory views are computed from it."""
 
 import uuid
 from datetime import datetime

@@ -1,4 +1,4 @@
-"""Task runs (seed 003): a run, its messages and the feedback it received."""
+"""Task runs: a run, its messages and the feedback it received."""
 
 import uuid
 from datetime import datetime
@@ -18,7 +18,7 @@ def owner_tenant_column() -> Mapped[str]:
 
 
 class Run(Searchable, Base):
-    """One execution of a task by an agent: the episodic record of seed 003."""
+    """One execution of a task by an agent: the episodic record of a task."""
 
     __tablename__ = "runs"
 

@@ -13,20 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding.vectors import EmbeddingVector
 from app.models import Arc, Episode
 from app.repositories import pagination
+from app.repositories.filters import equal_values
 from app.repositories.memories import to_tsvector
 from app.retrieval.candidates import RankedCandidate, or_tsquery
 
 
 def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
               status: str | None) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = [Arc.tenant_id == tenant_id]
-    if scope is not None:
-        clauses.append(Arc.scope == scope)
-    if arc_type is not None:
-        clauses.append(Arc.arc_type == arc_type)
-    if status is not None:
-        clauses.append(Arc.status == status)
-    return clauses
+    return [Arc.tenant_id == tenant_id,
+            *equal_values(Arc, scope=scope, arc_type=arc_type, status=status)]
 
 
 async def insert_arc(session: AsyncSession, *, values: dict[str, Any],

@@ -43,8 +43,8 @@ SELECT (SELECT count(*) FROM deleted) AS episodes,
 """
 
 # TTL deletes only what is safe to lose: consolidated episodes and explicitly forgotten ones.
-# An expired episode that was never consolidated stays until consolidation takes it (a
-# deliberate deviation from the spec, so nothing is lost silently).
+# An expired episode that was never consolidated stays until consolidation takes it (so nothing
+# is lost silently).
 _EXPIRED = """expires_at < now() AND (consolidated OR forgotten_at IS NOT NULL)"""
 
 EXPIRED_BATCH = _DELETE_BATCH.format(victims=f"""

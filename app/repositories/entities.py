@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Entity, Fact
 from app.repositories import pagination
+from app.repositories.filters import equal
 
 LIKE_ESCAPE = "\\"
 
@@ -89,9 +90,8 @@ class EntityFilters:
 async def list_entities(session: AsyncSession, *, tenant_id: str, filters: EntityFilters,
                         limit: int, cursor: str | None) -> tuple[list[Entity], str | None]:
     """A page of the tenant's entities matching `filters`, newest first."""
-    stmt = select(Entity).where(Entity.tenant_id == tenant_id)
-    if filters.entity_type is not None:
-        stmt = stmt.where(Entity.entity_type == filters.entity_type)
+    stmt = select(Entity).where(Entity.tenant_id == tenant_id,
+                                *equal(Entity, filters, "entity_type"))
     if filters.name is not None:
         pattern = "%" + escape_like(filters.name.lower()) + "%"
         stmt = stmt.where(func.lower(Entity.canonical_name).like(pattern, escape=LIKE_ESCAPE))

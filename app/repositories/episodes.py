@@ -25,6 +25,7 @@ from sqlalchemy.orm import aliased
 
 from app.models import Episode
 from app.repositories import pagination
+from app.repositories.filters import equal
 from app.repositories.memories import to_tsvector
 
 
@@ -47,15 +48,8 @@ def not_expired() -> ColumnElement[bool]:
 async def list_episodes(session: AsyncSession, *, tenant_id: str, filters: EpisodeFilters,
                         limit: int, cursor: str | None) -> tuple[list[Episode], str | None]:
     """A page of the tenant's episodes matching `filters`, newest first."""
-    stmt = select(Episode).where(Episode.tenant_id == tenant_id)
-    if filters.butler is not None:
-        stmt = stmt.where(Episode.butler == filters.butler)
-    if filters.session_id is not None:
-        stmt = stmt.where(Episode.session_id == filters.session_id)
-    if filters.consolidation_status is not None:
-        stmt = stmt.where(Episode.consolidation_status == filters.consolidation_status)
-    if filters.consolidated is not None:
-        stmt = stmt.where(Episode.consolidated == filters.consolidated)
+    stmt = select(Episode).where(Episode.tenant_id == tenant_id, *equal(
+        Episode, filters, "butler", "session_id", "consolidation_status", "consolidated"))
     if not filters.include_expired:
         stmt = stmt.where(not_expired())
     return await pagination.list_page(session, stmt, order=(Episode.created_at, Episode.id),

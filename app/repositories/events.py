@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import MemoryEvent, RuleApplication
 from app.repositories import pagination
+from app.repositories.filters import equal
 
 
 async def add_events(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -73,8 +74,7 @@ async def list_events(session: AsyncSession, *, tenant_id: str, filters: EventFi
             and_(MemoryEvent.event_type.in_(_TOMBSTONES_WITH_LISTS),
                  or_(MemoryEvent.payload["memory_ids"].has_key(memory_id),
                      MemoryEvent.payload["deleted_ids"].has_key(memory_id)))))
-    if filters.event_type is not None:
-        stmt = stmt.where(MemoryEvent.event_type == filters.event_type)
+    stmt = stmt.where(*equal(MemoryEvent, filters, "event_type"))
     if filters.since is not None:
         stmt = stmt.where(MemoryEvent.created_at >= filters.since)
     if filters.until is not None:

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Fact
 from app.repositories import pagination
+from app.repositories.filters import equal
 
 MAX_CHAIN = 1000
 
@@ -27,13 +28,8 @@ class FactFilters:
 async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
                      limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
     """A page of the tenant's facts matching `filters`, newest first."""
-    stmt = select(Fact).where(Fact.tenant_id == tenant_id)
-    for column, value in ((Fact.subject_key, filters.subject_key),
-                          (Fact.predicate_key, filters.predicate_key),
-                          (Fact.scope, filters.scope), (Fact.validity, filters.validity),
-                          (Fact.entity_id, filters.entity_id)):
-        if value is not None:
-            stmt = stmt.where(column == value)
+    stmt = select(Fact).where(Fact.tenant_id == tenant_id, *equal(
+        Fact, filters, "subject_key", "predicate_key", "scope", "validity", "entity_id"))
     return await pagination.list_page(session, stmt, order=(Fact.created_at, Fact.id),
                                       limit=limit, cursor=cursor)
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Job, Worker
 from app.repositories import pagination
+from app.repositories.filters import equal
 
 
 async def enqueue(session: AsyncSession, *, tenant_id: str | None, kind: str,
@@ -52,11 +53,7 @@ class JobFilters:
 async def list_jobs(session: AsyncSession, *, tenant_id: str, filters: JobFilters, limit: int,
                     cursor: str | None) -> tuple[list[Job], str | None]:
     """A page of the tenant's jobs matching `filters`, newest first."""
-    stmt = select(Job).where(Job.tenant_id == tenant_id)
-    if filters.kind is not None:
-        stmt = stmt.where(Job.kind == filters.kind)
-    if filters.status is not None:
-        stmt = stmt.where(Job.status == filters.status)
+    stmt = select(Job).where(Job.tenant_id == tenant_id, *equal(Job, filters, "kind", "status"))
     return await pagination.list_page(session, stmt, order=(Job.created_at, Job.id),
                                       limit=limit, cursor=cursor)
 

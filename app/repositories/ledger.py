@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, MemoryLink
 from app.repositories import pagination
+from app.repositories.filters import equal
 from app.repositories.memories import to_tsvector
 
 EVENT_TYPE = "agent_event"
@@ -37,11 +38,8 @@ async def list_events(session: AsyncSession, *, tenant_id: str, ledger: str,
                       cursor: str | None) -> tuple[list[AgentEvent], str | None]:
     """A page of the ledger's events, newest first."""
     stmt = select(AgentEvent).where(AgentEvent.tenant_id == tenant_id,
-                                    AgentEvent.ledger == ledger)
-    if filters.agent_id is not None:
-        stmt = stmt.where(AgentEvent.agent_id == filters.agent_id)
-    if filters.kind is not None:
-        stmt = stmt.where(AgentEvent.kind == filters.kind)
+                                    AgentEvent.ledger == ledger,
+                                    *equal(AgentEvent, filters, "agent_id", "kind"))
     return await pagination.list_page(session, stmt, order=(AgentEvent.created_at,
                                                              AgentEvent.id),
                                       limit=limit, cursor=cursor)

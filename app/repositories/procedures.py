@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding.vectors import EmbeddingVector
 from app.models import Procedure
 from app.repositories import pagination
+from app.repositories.filters import equal
 from app.repositories.memories import to_tsvector
 from app.retrieval.candidates import RankedCandidate, or_tsquery
 
@@ -26,13 +27,8 @@ class ProcedureFilters:
 
 
 def _filtered(tenant_id: str, filters: ProcedureFilters) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = [Procedure.tenant_id == tenant_id]
-    if filters.agent_id is not None:
-        clauses.append(Procedure.agent_id == filters.agent_id)
-    if filters.name is not None:
-        clauses.append(Procedure.name == filters.name)
-    if filters.status is not None:
-        clauses.append(Procedure.status == filters.status)
+    clauses = [Procedure.tenant_id == tenant_id,
+               *equal(Procedure, filters, "agent_id", "name", "status")]
     if not filters.include_superseded:
         clauses.append(Procedure.superseded_by.is_(None))
     return clauses

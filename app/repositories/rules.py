@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Rule
 from app.repositories import pagination
+from app.repositories.filters import equal
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,8 @@ def not_forgotten() -> ColumnElement[bool]:
 async def list_rules(session: AsyncSession, *, tenant_id: str, filters: RuleFilters,
                      limit: int, cursor: str | None) -> tuple[list[Rule], str | None]:
     """A page of the tenant's rules matching `filters`, newest first."""
-    stmt = select(Rule).where(Rule.tenant_id == tenant_id)
-    if filters.scope is not None:
-        stmt = stmt.where(Rule.scope == filters.scope)
-    if filters.maturity is not None:
-        stmt = stmt.where(Rule.maturity == filters.maturity)
+    stmt = select(Rule).where(Rule.tenant_id == tenant_id,
+                              *equal(Rule, filters, "scope", "maturity"))
     if not filters.include_forgotten:
         stmt = stmt.where(not_forgotten())
     return await pagination.list_page(session, stmt, order=(Rule.created_at, Rule.id),

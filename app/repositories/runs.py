@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding.vectors import EmbeddingVector
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
+from app.repositories.filters import equal
 from app.repositories.memories import to_tsvector
 
 # Nearest rows each leg of the run search reads per result asked for.
@@ -29,13 +30,10 @@ class RunFilters:
 
 
 def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
-    clauses: list[Any] = [Run.tenant_id == tenant_id]
-    if filters.task_id is not None:
-        clauses.append(Run.task_id == filters.task_id)
+    clauses: list[Any] = [Run.tenant_id == tenant_id,
+                          *equal(Run, filters, "task_id", "agent_version")]
     if filters.success is not None:
         clauses.append(Run.success.is_(filters.success))
-    if filters.agent_version is not None:
-        clauses.append(Run.agent_version == filters.agent_version)
     if filters.max_rating is not None:
         clauses.append(exists().where(RunFeedback.run_id == Run.id,
                                       RunFeedback.tenant_id == tenant_id,

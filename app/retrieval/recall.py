@@ -21,8 +21,8 @@ RECALL_TYPES = ("fact", "rule")
 def relevance_from_rrf(rrf: float, *, pool: int, k: int = DEFAULT_RRF_K) -> float:
     """RRF rescaled to [0, 1] over the range a candidate of a `pool`-long fusion can reach.
 
-    The spec divides by the best score 2/(k+1), which maps every candidate into about
-    0.86-1.0 and lets importance and recency decide everything. Here the best possible
+    Dividing by the best score 2/(k+1), which would map every candidate into about
+    0.86-1.0 and let importance and recency decide everything. Here the best possible
     candidate (rank 1 in both lists) is 1 and the worst (last in one list, absent from the
     other, i.e. rank pool + 1) is 0.
     """

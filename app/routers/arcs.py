@@ -1,4 +1,4 @@
-"""/v1/arcs: narrative arcs (seed 004's "episodes"): create, append events, close, search."""
+"""/v1/arcs: narrative arcs, stories of related events: create, append events, close, search."""
 
 import uuid
 

@@ -66,7 +66,7 @@ async def queue_cleanup(
     `capacity_unconsolidated_deleted`). Expired working memories are deleted too
     (`working_memories_deleted`).
 
-    Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
+    So that nothing is lost silently, at TTL only episodes that were
     consolidated or explicitly forgotten are deleted (`expired_deleted`). An expired episode
     that was never consolidated gets a grace period (the server's `unconsolidated_grace_days`,
     30 by default) for consolidation to take it, then goes too (`unconsolidated_deleted`);

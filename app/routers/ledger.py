@@ -1,4 +1,4 @@
-"""/v1/ledgers: the agent event ledger and the memory views computed from it (seed 001)."""
+"""/v1/ledgers: the agent event ledger and the memory views computed from it."""
 
 from typing import Annotated
 

@@ -1,4 +1,4 @@
-"""/v1/runs: task runs with their messages and feedback (seed 003)."""
+"""/v1/runs: task runs with their messages and feedback."""
 
 import uuid
 

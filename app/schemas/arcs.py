@@ -39,8 +39,8 @@ class ArcCreate(RequestModel):
     """A new arc, active unless `status` says draft."""
 
     title: Name
-    arc_type: Name = Field(description="One of the configured `arcs.types` (seed 004's seven by "
-                                       "default).")
+    arc_type: Name = Field(description="One of the configured `arcs.types` (by default the "
+                                       "seven narrative arc types).")
     scope: Name = "global"
     summary: Summary = ""
     entity_ids: list[UUIDIn] = Field(default_factory=list, max_length=100)

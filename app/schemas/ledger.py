@@ -1,4 +1,4 @@
-"""Agent event ledger requests and responses (seed 001)."""
+"""Agent event ledger requests and responses."""
 
 import uuid
 from typing import Literal

@@ -1,4 +1,4 @@
-"""Task run requests and responses (seed 003)."""
+"""Task run requests and responses."""
 
 import uuid
 from typing import Annotated, Any, Literal

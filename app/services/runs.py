@@ -1,4 +1,4 @@
-"""Task runs (seed 003): records, messages, feedback and the failure loop's search."""
+"""Task runs: records, messages, feedback and the failure loop's search."""
 
 import math
 import uuid

@@ -1,4 +1,4 @@
-"""Agent memory as a pure view over the event ledger (seed 001); no database here.
+"""Agent memory as a pure view over the event ledger; no database here.
 
 Three layers, all computed from the same list of ledger events:
 * visibility: an agent sees its own events and the events marked globally visible;

@@ -103,7 +103,7 @@ class Tally:
 async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
                             job_id: uuid.UUID | None = None) -> JobOutcome:
     """Consolidate pending episodes of one tenant (or all when None), group by group, then
-    the reflections (seed 001) consolidation has not read yet, ledger by ledger.
+    the ledger's reflections consolidation has not read yet, ledger by ledger.
 
     With a job, each group's figures are added to the job's progress in the transaction that
     wrote the group, and the result reports the progress: every attempt's work adds up.
