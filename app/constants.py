@@ -1,5 +1,11 @@
-"""Values every layer shares; this module imports nothing, so any layer may import it."""
+"""Values and value types every layer shares; it imports nothing of ours, so any layer may
+import it."""
+
+from typing import Literal
 
 SECONDS_PER_DAY = 86_400.0
 # Session ids are the callers' own strings (a UUID, a framework's thread id), this long at most.
 MAX_SESSION_ID_CHARS = 200
+
+SearchMode = Literal["semantic", "keyword", "hybrid"]
+Fusion = Literal["learned", "rrf", "weighted"]

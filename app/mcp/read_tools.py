@@ -9,7 +9,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
-from app.config import SearchMode
+from app.constants import SearchMode
 from app.mcp.args import ButlerArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet

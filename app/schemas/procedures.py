@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, field_validator
 
-from app.config import SearchMode
+from app.constants import SearchMode
 from app.schemas.common import (
     IsoDatetime,
     MemoryType,

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from app.config import Fusion, SearchMode
+from app.constants import Fusion, SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     IsoDatetime,
