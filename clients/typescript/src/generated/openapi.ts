@@ -749,7 +749,7 @@ export interface paths {
          *     `capacity_unconsolidated_deleted`). Expired working memories are deleted too
          *     (`working_memories_deleted`).
          *
-         *     Deviation from the spec, so that nothing is lost silently: at TTL only episodes that were
+         *     So that nothing is lost silently, at TTL only episodes that were
          *     consolidated or explicitly forgotten are deleted (`expired_deleted`). An expired episode
          *     that was never consolidated gets a grace period (the server's `unconsolidated_grace_days`,
          *     30 by default) for consolidation to take it, then goes too (`unconsolidated_deleted`);
@@ -1781,7 +1781,7 @@ export interface components {
         ArcCreate: {
             /**
              * Arc Type
-             * @description One of the configured `arcs.types` (seed 004's seven by default).
+             * @description One of the configured `arcs.types` (by default the seven narrative arc types).
              */
             arc_type: string;
             /** Entity Ids */
