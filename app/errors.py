@@ -3,7 +3,7 @@
 import logging
 import re
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from fastapi import FastAPI, Request
@@ -53,6 +53,16 @@ class DomainError(Exception):
 class NotFound(DomainError):
     status_code = 404
     title = "Not found"
+
+
+Row = TypeVar("Row")
+
+
+def found(row: Row | None, message: str, field: str | None = None) -> Row:
+    """`row`, or NotFound with `message` when there is none."""
+    if row is None:
+        raise NotFound(message, field=field)
+    return row
 
 
 class Conflict(DomainError):

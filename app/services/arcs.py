@@ -10,7 +10,7 @@ from app.clock import now_utc
 from app.config import ArcSettings, RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, found
 from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
@@ -90,9 +90,7 @@ async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
 async def get_arc(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID) -> Arc:
     """The tenant's arc; NotFound otherwise."""
     row = await arc_rows.get(session, tenant_id=tenant_id, arc_id=arc_id)
-    if row is None:
-        raise NotFound(f"arc {arc_id} not found")
-    return row
+    return found(row, f"arc {arc_id} not found")
 
 
 async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
@@ -106,8 +104,7 @@ async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
 
 async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -> Arc:
     row = await arc_rows.get(session, tenant_id=tenant_id, arc_id=arc_id, for_update=True)
-    if row is None:
-        raise NotFound(f"arc {arc_id} not found")
+    row = found(row, f"arc {arc_id} not found")
     if row.status not in OPEN_STATUSES:
         raise Conflict(f"arc {arc_id} is {row.status}; a closed arc takes no more changes")
     return row

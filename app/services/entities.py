@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, found
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import facts as fact_rows
@@ -37,17 +37,14 @@ async def create_entity(session: AsyncSession, *, tenant_id: str, data: EntityCr
 async def get_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID) -> Entity:
     """The entity, tombstoned or not; NotFound when the tenant has none with this id."""
     row = await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id)
-    if row is None:
-        raise NotFound(f"entity {entity_id} not found")
-    return row
+    return found(row, f"entity {entity_id} not found")
 
 
 async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
                         data: EntityUpdate) -> Entity:
     """Replace the name, replace all aliases, merge metadata; updated_at becomes now."""
     row = await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id, for_update=True)
-    if row is None:
-        raise NotFound(f"entity {entity_id} not found")
+    row = found(row, f"entity {entity_id} not found")
     if row.merged_into_id is not None:
         raise Conflict(f"entity {entity_id} was merged into {row.merged_into_id}; "
                        "update the target instead")

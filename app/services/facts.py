@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import AutoLinkSettings
 from app.embedding import Embedder
-from app.errors import InvalidInput, NotFound
+from app.errors import InvalidInput, found
 from app.models import Fact
 from app.repositories import entities as entity_rows
 from app.repositories import episodes as episode_rows
@@ -133,8 +133,7 @@ async def fact_history_chain(session: AsyncSession, *, tenant_id: str,
                              fact_id: uuid.UUID) -> list[Fact]:
     """Every version of the fact's key, newest first; NotFound when the fact is absent."""
     fact = await memory_rows.get(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    if fact is None:
-        raise NotFound(f"fact {fact_id} not found")
+    fact = found(fact, f"fact {fact_id} not found")
     return await fact_rows.supersession_chain(session, tenant_id=tenant_id, fact=fact)
 
 

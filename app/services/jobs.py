@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import (
 
 from app.config import Settings
 from app.embedding import Embedder
-from app.errors import NotFound
+from app.errors import found
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
@@ -66,9 +66,7 @@ async def enqueue(session: AsyncSession, *, tenant_id: str, kind: str,
 async def get_job(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> Job:
     """The tenant's job; NotFound otherwise."""
     job = await job_rows.get(session, tenant_id=tenant_id, job_id=job_id)
-    if job is None:
-        raise NotFound(f"job {job_id} not found")
-    return job
+    return found(job, f"job {job_id} not found")
 
 
 async def list_jobs(session: AsyncSession, *, tenant_id: str, kind: str | None,

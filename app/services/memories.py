@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
 from app.repositories import memories as memory_rows
 from app.services import events
@@ -43,9 +43,7 @@ async def load_for_update(session: AsyncSession, model: type[Memory], *, tenant_
     """The row locked FOR UPDATE; NotFound when absent."""
     row = await memory_rows.get(session, model, tenant_id=tenant_id, memory_id=memory_id,
                                 for_update=True)
-    if row is None:
-        raise NotFound(f"{type_name(model)} {memory_id} not found")
-    return row
+    return found(row, f"{type_name(model)} {memory_id} not found")
 
 
 async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, found
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
@@ -58,10 +58,8 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
         raise InvalidInput("an entity cannot be merged into itself", field="source_id")
     locked = await entity_rows.lock_pair(session, tenant_id=tenant_id, ids=(target_id, source_id))
     target, source = locked.get(target_id), locked.get(source_id)
-    if target is None:
-        raise NotFound(f"entity {target_id} not found")
-    if source is None:
-        raise NotFound(f"entity {source_id} not found")
+    target = found(target, f"entity {target_id} not found")
+    source = found(source, f"entity {source_id} not found")
     if source.merged_into_id is not None:
         raise Conflict(f"entity {source_id} was already merged into {source.merged_into_id}")
     if target.merged_into_id is not None:

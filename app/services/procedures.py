@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, found
 from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
@@ -111,9 +111,7 @@ async def get_procedure(session: AsyncSession, *, tenant_id: str,
                         procedure_id: uuid.UUID) -> Procedure:
     """The tenant's procedure; NotFound otherwise."""
     row = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id)
-    if row is None:
-        raise NotFound(f"procedure {procedure_id} not found")
-    return row
+    return found(row, f"procedure {procedure_id} not found")
 
 
 async def list_procedures(session: AsyncSession, *, tenant_id: str, agent_id: str | None,
@@ -144,8 +142,7 @@ async def create_version(session: AsyncSession, *, tenant_id: str, embedder: Emb
     """
     old = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id,
                                    for_update=True)
-    if old is None:
-        raise NotFound(f"procedure {procedure_id} not found")
+    old = found(old, f"procedure {procedure_id} not found")
     if old.superseded_by is not None:
         raise Conflict(f"procedure {procedure_id} (version {old.version}) is already superseded "
                        f"by {old.superseded_by}; version the latest one")
@@ -179,8 +176,7 @@ async def set_status(session: AsyncSession, *, tenant_id: str, procedure_id: uui
     """Move a procedure to `status`; a superseded version cannot leave deprecated."""
     row = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id,
                                    for_update=True)
-    if row is None:
-        raise NotFound(f"procedure {procedure_id} not found")
+    row = found(row, f"procedure {procedure_id} not found")
     if row.status == status:
         return row
     if row.superseded_by is not None:
@@ -203,8 +199,7 @@ async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_i
     if row is not None:
         return row
     old = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id)
-    if old is None:
-        raise NotFound(f"procedure {procedure_id} not found")
+    old = found(old, f"procedure {procedure_id} not found")
     raise Conflict(f"procedure {procedure_id} is version {old.version} of {old.name!r}, "
                    f"deprecated and superseded by {old.superseded_by}; record executions "
                    "on the current version", field="procedure_id")

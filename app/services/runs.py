@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
-from app.errors import InvalidInput, NotFound
+from app.errors import InvalidInput, found
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import runs as run_rows
 from app.repositories.runs import RunFilters
@@ -69,9 +69,7 @@ async def require_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUI
     """The tenant's run; NotFound (on `run_id`) otherwise."""
     run = await run_rows.get_run(session, tenant_id=tenant_id, run_id=run_id,
                                  for_update=for_update)
-    if run is None:
-        raise NotFound(f"run {run_id} not found", field="run_id")
-    return run
+    return found(run, f"run {run_id} not found", field="run_id")
 
 
 async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
@@ -98,8 +96,7 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         values["finished_at"] = max(now_utc(), current.started_at)
     run = await run_rows.update_run(session, tenant_id=tenant_id, run_id=run_id,
                                     values={**values, **vector}, search_text=text)
-    if run is None:
-        raise NotFound(f"run {run_id} not found", field="run_id")
+    run = found(run, f"run {run_id} not found", field="run_id")
     await events.record(session, [_event("run_updated", tenant_id, run.id,
                                          fields=sorted(values))])
     return run

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import AutoLinkSettings
 from app.embedding import Embedder
-from app.errors import NotFound
+from app.errors import NotFound, found
 from app.models import Fact, Rule
 from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows
@@ -142,8 +142,7 @@ async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupS
                         item: UpdatedFact, outcome: ExecutionOutcome) -> None:
     target = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
                                 memory_id=item.target_id, for_update=True)
-    if target is None:
-        raise NotFound(f"target fact {item.target_id} not found")
+    target = found(target, f"target fact {item.target_id} not found")
     if target.validity != "active":
         raise ValueError(f"target fact {item.target_id} is {target.validity}, not active")
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
