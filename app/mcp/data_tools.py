@@ -18,7 +18,8 @@ from app.schemas.jobs import JobOut
 from app.services import deletion, memories
 from app.services.background import erasure
 from app.services.export_pages import export_page
-from app.services.responses import deleted_out, export_page_out, job_out
+from app.services.responses.data_rights import deleted_out, export_page_out
+from app.services.responses.jobs import job_out
 
 FactsArg = Annotated[deletion.FactsOfEntity, Field(
     description="detach: the entity's facts stay, anchored to no entity; delete: they go too, "

@@ -26,7 +26,7 @@ from app.schemas.entities import (
 )
 from app.services import entities
 from app.services.merge import merge_entities
-from app.services.responses import entity_out, merge_out
+from app.services.responses.entities import entity_out, merge_out
 
 NameArg = Annotated[Name, Field(description="The entity's canonical name, e.g. 'Ann Smith'.")]
 AliasesArg = Annotated[Aliases | None, Field(description="Other names it goes by; on update the "

@@ -14,7 +14,7 @@ from app.mcp.toolset import ToolSet
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
 from app.services import jobs
-from app.services.responses import job_out
+from app.services.responses.jobs import job_out
 
 MaxEntriesArg = Annotated[int, Field(description="Episodes to keep at most; the oldest "
                                                  "consolidated ones are deleted first.")]

@@ -27,7 +27,10 @@ from app.schemas.episodes import EpisodeCreate, EpisodeOut
 from app.schemas.facts import FactCreate, FactOut
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import episodes, facts, memories, rules
-from app.services.responses import episode_out, fact_out, memory_out, rule_out
+from app.services.responses.episodes import episode_out
+from app.services.responses.facts import fact_out
+from app.services.responses.memories import memory_out
+from app.services.responses.rules import rule_out
 
 MemoryOut = EpisodeOut | FactOut | RuleOut
 

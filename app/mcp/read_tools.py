@@ -29,7 +29,7 @@ from app.schemas.search import (
 )
 from app.schemas.stats import StatsOut
 from app.services import stats
-from app.services.responses import context_out, recall_hit
+from app.services.responses.search import context_out, recall_hit
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(

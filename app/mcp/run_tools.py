@@ -36,10 +36,8 @@ from app.schemas.runs import (
     RunUpdate,
 )
 from app.services import ledger, runs
-from app.services.responses import (
-    agent_context_out,
-    event_append_out,
-    reflection_out,
+from app.services.responses.ledger import agent_context_out, event_append_out, reflection_out
+from app.services.responses.runs import (
     run_detail_out,
     run_feedback_out,
     run_message_out,

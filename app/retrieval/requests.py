@@ -10,7 +10,7 @@ from app.retrieval.plan import graph_query, plan_search
 from app.retrieval.search import search
 from app.retrieval.timewindow import parse_time_window
 from app.schemas.search import SearchRequest, SearchResponse
-from app.services.responses import search_out
+from app.services.responses.search import search_out
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,

@@ -20,7 +20,7 @@ from app.schemas.arcs import (
 )
 from app.schemas.common import Page
 from app.services import arcs
-from app.services.responses import arc_out, arc_search_out
+from app.services.responses.arcs import arc_out, arc_search_out
 
 router = APIRouter(prefix="/v1/arcs", tags=["arcs"])
 

@@ -23,7 +23,8 @@ from app.schemas.entities import (
 from app.schemas.facts import FactOut
 from app.services import deletion, entities
 from app.services.merge import merge_entities
-from app.services.responses import entity_out, fact_out, merge_out
+from app.services.responses.entities import entity_out, merge_out
+from app.services.responses.facts import fact_out
 
 router = APIRouter(prefix="/v1/entities", tags=["entities"])
 

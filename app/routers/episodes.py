@@ -13,7 +13,7 @@ from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
 from app.services import deletion, episodes, memories
-from app.services.responses import episode_out
+from app.services.responses.episodes import episode_out
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 

@@ -7,7 +7,7 @@ from app.errors import problem_responses
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
 from app.services.background import erasure
-from app.services.responses import job_out
+from app.services.responses.jobs import job_out
 
 router = APIRouter(prefix="/v1/erasures", tags=["data rights"])
 

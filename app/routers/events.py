@@ -11,7 +11,7 @@ from app.routers.params import Cursor, IsoTime, Limit, Text
 from app.schemas.common import Page
 from app.schemas.events import EventOut
 from app.services import events
-from app.services.responses import event_out
+from app.services.responses.events import event_out
 
 router = APIRouter(prefix="/v1/events", tags=["data rights"])
 

@@ -12,7 +12,7 @@ from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.facts import FactCreate, FactOut
 from app.services import deletion, facts, memories
-from app.services.responses import fact_out
+from app.services.responses.facts import fact_out
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
 

@@ -12,7 +12,7 @@ from app.schemas.arcs import ArcBoundaryJobCreate
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
 from app.services import jobs
-from app.services.responses import job_out
+from app.services.responses.jobs import job_out
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 

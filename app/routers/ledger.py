@@ -18,7 +18,7 @@ from app.schemas.ledger import (
     ReflectionOut,
 )
 from app.services import ledger
-from app.services.responses import (
+from app.services.responses.ledger import (
     agent_context_out,
     agent_event_out,
     event_append_out,

@@ -11,7 +11,7 @@ from app.routers.params import Cursor, Limit
 from app.schemas.common import LinkEndType, Page
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
-from app.services.responses import link_out
+from app.services.responses.links import link_out
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
 

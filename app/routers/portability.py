@@ -8,7 +8,7 @@ from app.errors import problem_responses
 from app.schemas.portability import ImportOut
 from app.services import portability
 from app.services.portability import NDJSON
-from app.services.responses import import_out
+from app.services.responses.data_rights import import_out
 
 router = APIRouter(prefix="/v1", tags=["data rights"])
 

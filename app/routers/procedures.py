@@ -21,7 +21,7 @@ from app.schemas.procedures import (
     ProcedureVersionCreate,
 )
 from app.services import procedures
-from app.services.responses import procedure_out, procedure_search_out
+from app.services.responses.procedures import procedure_out, procedure_search_out
 
 router = APIRouter(prefix="/v1/procedures", tags=["procedures"])
 

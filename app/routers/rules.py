@@ -13,7 +13,7 @@ from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import deletion, memories, rules
-from app.services.responses import rule_out
+from app.services.responses.rules import rule_out
 
 router = APIRouter(prefix="/v1/rules", tags=["rules"])
 

@@ -26,7 +26,7 @@ from app.schemas.runs import (
     RunUpdate,
 )
 from app.services import run_lessons, runs
-from app.services.responses import (
+from app.services.responses.runs import (
     run_detail_out,
     run_feedback_out,
     run_message_out,

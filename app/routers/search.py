@@ -18,7 +18,7 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
-from app.services.responses import context_out, recall_hit
+from app.services.responses.search import context_out, recall_hit
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 

@@ -15,7 +15,7 @@ from app.schemas.working_memory import (
     WorkingMemoryWrite,
 )
 from app.services import working_memory
-from app.services.responses import scratchpad_entry_out, working_memory_out
+from app.services.responses.working_memory import scratchpad_entry_out, working_memory_out
 from app.services.working_memory import Key
 
 router = APIRouter(prefix="/v1/working-memory", tags=["working-memory"])

@@ -1,0 +1,96 @@
+"""Search, recall and context answers: each hit's fields and scores."""
+
+from datetime import datetime
+from typing import Any
+
+from app.retrieval.context import Context
+from app.retrieval.recall import Recalled
+from app.retrieval.search import Hit
+from app.retrieval.timewindow import TimeWindow
+from app.schemas.ledger import AgentEventOut
+from app.schemas.runs import RunMessageOut, RunOut
+from app.schemas.search import (
+    ContextItem,
+    ContextResponse,
+    EpisodeHit,
+    FactHit,
+    RecallFactHit,
+    RecallRuleHit,
+    ReflectionHit,
+    RuleHit,
+    RunHit,
+    RunMessageHit,
+    SearchResponse,
+    TimeWindowOut,
+)
+from app.services.responses.episodes import episode_out
+from app.services.responses.memories import memory_out
+from app.services.responses.rules import rule_out
+from app.services.rule_reasons import ShownRule
+
+
+def _scores(hit: Hit) -> dict[str, Any]:
+    # The API calls the keyword leg's ts_rank_cd score `rank`.
+    return {"similarity": hit.similarity, "rank": hit.keyword_score, "rrf_score": hit.rrf_score,
+            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank,
+            "time_rank": hit.time_rank, "fused_score": hit.fused_score,
+            "graph": None if hit.graph is None else {
+                "entity_id": hit.graph.entity_id, "hops": hit.graph.hops,
+                "strength": hit.graph.strength, "score": hit.graph.score},
+            "contributions": hit.contributions,
+            "passage": None if hit.passage is None else {
+                "kind": hit.passage.kind, "index": hit.passage.ordinal,
+                "start": hit.passage.start_char, "end": hit.passage.end_char,
+                "similarity": hit.passage.similarity}}
+
+
+def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
+    if hit.memory_type == "rule":
+        return dict(rule_out(ShownRule(hit.row, list(hit.harmful_reasons)), now))
+    return dict(memory_out(hit.row, now))
+
+
+RECORD_HITS: dict[str, tuple[type[Any], type[Any]]] = {
+    "run": (RunOut, RunHit), "run_message": (RunMessageOut, RunMessageHit),
+    "reflection": (AgentEventOut, ReflectionHit)}
+
+
+def search_hit(hit: Hit, now: datetime) -> Any:
+    """A search result: the memory's (or record's) fields and its scores."""
+    if hit.memory_type in RECORD_HITS:
+        shown, model = RECORD_HITS[hit.memory_type]
+        return model.model_validate({**dict(shown.model_validate(hit.row)), **_scores(hit)})
+    values = {**_fields(hit, now), **_scores(hit)}
+    if hit.memory_type == "episode":
+        return EpisodeHit.model_validate(
+            {**values, "neighbours": [episode_out(turn) for turn in hit.neighbours]})
+    if hit.memory_type == "fact":
+        return FactHit.model_validate(values)
+    return RuleHit.model_validate(values)
+
+
+def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
+               now: datetime) -> SearchResponse:
+    """The search answer: the hits and the time window read from the query."""
+    read = None if window is None else TimeWindowOut.model_validate({
+        "expression": window.expression, "start": window.start, "end": window.end,
+        "applied_as": time_mode})
+    return SearchResponse(mode=mode, time_window=read,
+                          results=[search_hit(hit, now) for hit in hits])
+
+
+def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
+    """A recall result: search fields plus relevance, recency and composite score."""
+    model = RecallFactHit if item.hit.memory_type == "fact" else RecallRuleHit
+    return model.model_validate({
+        **_fields(item.hit, now), **_scores(item.hit), "relevance": item.relevance,
+        "recency": item.recency, "composite_score": item.composite_score,
+    })
+
+
+def context_out(context: Context) -> ContextResponse:
+    """The context block with the memories placed in it."""
+    items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
+                         composite_score=item.composite_score) for item in context.items]
+    return ContextResponse(context=context.text, token_budget=context.token_budget,
+                           characters=len(context.text), items=items)
