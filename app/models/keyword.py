@@ -38,29 +38,32 @@ class KeywordTerm(Base):
     doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
-class KeywordCorpus(Base):
+class _CorpusSize:
+    """Columns of a corpus: how many memories are indexed and their total length."""
+
+    doc_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class KeywordCorpus(_CorpusSize, Base):
     """The tenant's count of indexed memories and their total length in lexemes."""
 
     __tablename__ = "keyword_corpus"
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    doc_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
-    total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
-class KeywordScopeCorpus(Base):
-    """One scope's count of indexed memories and their total length (revision mem_021)."""
+class KeywordScopeCorpus(_CorpusSize, Base):
+    """One scope's count of indexed memories and their total length."""
 
     __tablename__ = "keyword_scope_corpus"
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     scope: Mapped[str] = mapped_column(Text, primary_key=True)
-    doc_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
-    total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
 class KeywordScopeTerm(Base):
-    """How many of one scope's memories hold a lexeme (revision mem_021)."""
+    """How many of one scope's memories hold a lexeme."""
 
     __tablename__ = "keyword_scope_terms"
 

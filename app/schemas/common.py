@@ -2,6 +2,7 @@
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -60,15 +61,21 @@ def _json_depth(value: Any, depth: int = 0) -> int:
     return depth
 
 
-def _bounded_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    encoded = json.dumps(value, ensure_ascii=False)
-    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise ValueError(f"must serialise to at most {MAX_METADATA_BYTES} bytes of JSON")
-    if "\\u0000" in encoded:
-        raise ValueError("must not contain NUL (\\u0000) characters")
-    if _json_depth(value) > MAX_METADATA_DEPTH:
-        raise ValueError(f"must not nest deeper than {MAX_METADATA_DEPTH} levels")
-    return value
+def bounded_json(max_bytes: int) -> Callable[[Any], Any]:
+    """A validator: the value serialises to at most `max_bytes`, nests at most
+    MAX_METADATA_DEPTH levels and holds no NUL character."""
+
+    def check(value: Any) -> Any:
+        encoded = json.dumps(value, ensure_ascii=False)
+        if len(encoded.encode("utf-8")) > max_bytes:
+            raise ValueError(f"must serialise to at most {max_bytes} bytes of JSON")
+        if "\\u0000" in encoded:
+            raise ValueError("must not contain NUL (\\u0000) characters")
+        if _json_depth(value) > MAX_METADATA_DEPTH:
+            raise ValueError(f"must not nest deeper than {MAX_METADATA_DEPTH} levels")
+        return value
+
+    return check
 
 
 def _no_reserved_keys(value: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +111,7 @@ Reason = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no
 Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul),
                 AfterValidator(_not_blank)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
-Metadata = Annotated[dict[str, Any], AfterValidator(_bounded_metadata)]
+Metadata = Annotated[dict[str, Any], AfterValidator(bounded_json(MAX_METADATA_BYTES))]
 # The metadata of facts, rules and entities: no reserved keys.
 MemoryMetadata = Annotated[Metadata, AfterValidator(_no_reserved_keys)]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]

@@ -76,21 +76,20 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
             logger.warning("consolidation action %s failed: %s", label, exc)
             outcome.errors.append(f"{label}: {describe_error(exc)}")
 
-    for index, item in enumerate(parsed.new_facts):
-        await attempt(f"new_facts[{index}]",
-                      partial(_new_fact, session, embedder, group, item, outcome, auto_links))
-    for index, updated in enumerate(parsed.updated_facts):
-        await attempt(f"updated_facts[{index}]",
-                      partial(_updated_fact, session, embedder, group, updated, outcome))
-    for index, rule in enumerate(parsed.new_rules):
-        await attempt(f"new_rules[{index}]",
-                      partial(_new_rule, session, embedder, group, rule, outcome, auto_links))
-    for index, procedure in enumerate(parsed.procedures):
-        await attempt(f"procedures[{index}]",
-                      partial(_new_procedure, session, embedder, group, procedure, outcome))
-    for index, memory_id in enumerate(parsed.confirmations):
-        await attempt(f"confirmations[{index}]",
-                      partial(_confirm, session, group, memory_id, outcome))
+    actions: tuple[tuple[str, list[Any], Callable[[Any], Callable[[], Awaitable[None]]]], ...] = (
+        ("new_facts", parsed.new_facts,
+         lambda item: partial(_new_fact, session, embedder, group, item, outcome, auto_links)),
+        ("updated_facts", parsed.updated_facts,
+         lambda item: partial(_updated_fact, session, embedder, group, item, outcome)),
+        ("new_rules", parsed.new_rules,
+         lambda item: partial(_new_rule, session, embedder, group, item, outcome, auto_links)),
+        ("procedures", parsed.procedures,
+         lambda item: partial(_new_procedure, session, embedder, group, item, outcome)),
+        ("confirmations", parsed.confirmations,
+         lambda item: partial(_confirm, session, group, item, outcome)))
+    for key, items, action in actions:
+        for index, item in enumerate(items):
+            await attempt(f"{key}[{index}]", action(item))
     return outcome
 
 

@@ -3,6 +3,7 @@
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -84,22 +85,16 @@ def parse_consolidation_output(output: str | None) -> ConsolidationResult:
     if not isinstance(data, dict):
         result.parse_errors.append("Consolidation output JSON is not an object")
         return result
-    for index, item in enumerate(_entries(data, "new_facts", result)):
-        fact = _new_fact(item, f"new_facts[{index}]", result.parse_errors)
-        if fact is not None:
-            result.new_facts.append(fact)
-    for index, item in enumerate(_entries(data, "updated_facts", result)):
-        updated = _updated_fact(item, f"updated_facts[{index}]", result.parse_errors)
-        if updated is not None:
-            result.updated_facts.append(updated)
-    for index, item in enumerate(_entries(data, "new_rules", result)):
-        rule = _new_rule(item, f"new_rules[{index}]", result.parse_errors)
-        if rule is not None:
-            result.new_rules.append(rule)
-    for index, item in enumerate(_entries(data, "procedures", result)):
-        procedure = _new_procedure(item, f"procedures[{index}]", result.parse_errors)
-        if procedure is not None:
-            result.procedures.append(procedure)
+    readers: tuple[tuple[str, Callable[[Any, str, list[str]], Any], list[Any]], ...] = (
+        ("new_facts", _new_fact, result.new_facts),
+        ("updated_facts", _updated_fact, result.updated_facts),
+        ("new_rules", _new_rule, result.new_rules),
+        ("procedures", _new_procedure, result.procedures))
+    for key, read, kept in readers:
+        for index, item in enumerate(_entries(data, key, result)):
+            entry = read(item, f"{key}[{index}]", result.parse_errors)
+            if entry is not None:
+                kept.append(entry)
     for index, item in enumerate(_entries(data, "confirmations", result)):
         memory_id = _uuid(item)
         if memory_id is None:
