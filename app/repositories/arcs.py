@@ -2,20 +2,18 @@
 
 import json
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, cast, func, insert, literal, select, text, update
+from sqlalchemy import ColumnElement, cast, func, insert, literal, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding.vectors import EmbeddingVector
 from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.filters import equal_values
 from app.repositories.memories import to_tsvector
-from app.retrieval.candidates import RankedCandidate, or_tsquery
+from app.retrieval.record_tables import RecordQuery
 
 
 def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
@@ -76,44 +74,11 @@ async def update_arc(session: AsyncSession, *, arc_id: uuid.UUID, values: dict[s
     return (await session.execute(stmt)).scalar_one()
 
 
-async def semantic_candidates(session: AsyncSession, *, tenant_id: str, scope: str | None,
-                              arc_type: str | None, status: str | None, vector: EmbeddingVector,
-                              limit: int) -> list[RankedCandidate]:
-    """The arcs nearest to `vector`, best first."""
-    distance = Arc.embedding.cosine_distance(vector)
-    stmt = (select(Arc.id).where(*_filtered(tenant_id, scope, arc_type, status),
-                                 Arc.embedding.is_not(None))
-            .order_by(distance, Arc.id).limit(limit))
-    ids = (await session.execute(stmt)).scalars()
-    return [RankedCandidate("arc", arc_id, rank) for rank, arc_id in enumerate(ids, start=1)]
+def search_query(*, tenant_id: str, scope: str | None, arc_type: str | None,
+                 status: str | None) -> RecordQuery:
+    """An arc search keeping the tenant's arcs of this scope, type and status (None: any)."""
+    return RecordQuery(Arc, "arc", tenant_id, _filtered(tenant_id, scope, arc_type, status))
 
-
-async def keyword_candidates(session: AsyncSession, *, tenant_id: str, scope: str | None,
-                             arc_type: str | None, status: str | None, query: str,
-                             limit: int) -> list[RankedCandidate]:
-    """The arcs matching any of the query's lexemes, by ts_rank_cd, best first."""
-    tsquery = or_tsquery(query)
-    stmt = (select(Arc.id).where(*_filtered(tenant_id, scope, arc_type, status),
-                                 Arc.search_vector.op("@@")(tsquery))
-            .order_by(func.ts_rank_cd(Arc.search_vector, tsquery).desc(), Arc.id).limit(limit))
-    ids = (await session.execute(stmt)).scalars()
-    return [RankedCandidate("arc", arc_id, rank) for rank, arc_id in enumerate(ids, start=1)]
-
-
-async def load_scored(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                      vector: EmbeddingVector | None,
-                      query: str | None) -> dict[uuid.UUID, tuple[Arc, Any, Any]]:
-    """Arcs by id with their similarity to `vector` and ts_rank_cd for `query`."""
-    similarity: ColumnElement[Any] = (
-        1 - Arc.embedding.cosine_distance(vector) if vector is not None
-        else literal(None, Float))
-    keyword: ColumnElement[Any] = (
-        func.ts_rank_cd(Arc.search_vector, or_tsquery(query)) if query is not None
-        else literal(None, Float))
-    stmt = select(Arc, similarity.label("similarity"), keyword.label("keyword")).where(
-        Arc.tenant_id == tenant_id, Arc.id.in_(list(ids)))
-    return {row[0].id: (row[0], row.similarity, row.keyword)
-            for row in await session.execute(stmt)}
 
 
 async def episode_times(session: AsyncSession, *, tenant_id: str,

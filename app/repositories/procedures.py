@@ -1,19 +1,17 @@
 """procedures: insert, lookups, atomic execution counters, version chain, search legs."""
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, func, insert, literal, select, update
+from sqlalchemy import ColumnElement, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding.vectors import EmbeddingVector
 from app.models import Procedure
 from app.repositories import pagination
 from app.repositories.filters import equal
 from app.repositories.memories import to_tsvector
-from app.retrieval.candidates import RankedCandidate, or_tsquery
+from app.retrieval.record_tables import RecordQuery
 
 
 @dataclass(frozen=True)
@@ -115,44 +113,9 @@ async def update_procedure(session: AsyncSession, *, procedure_id: uuid.UUID,
     return (await session.execute(stmt)).scalar_one()
 
 
-async def semantic_candidates(session: AsyncSession, *, tenant_id: str,
-                              filters: ProcedureFilters, vector: EmbeddingVector,
-                              limit: int) -> list[RankedCandidate]:
-    """The procedures nearest to `vector`, best first."""
-    distance = Procedure.embedding.cosine_distance(vector)
-    stmt = (select(Procedure.id)
-            .where(*_filtered(tenant_id, filters), Procedure.embedding.is_not(None))
-            .order_by(distance, Procedure.id).limit(limit))
-    ids = (await session.execute(stmt)).scalars()
-    return [RankedCandidate("procedure", pid, rank) for rank, pid in enumerate(ids, start=1)]
+def search_query(*, tenant_id: str, filters: ProcedureFilters) -> RecordQuery:
+    """A procedure search keeping the tenant's procedures that match `filters`."""
+    return RecordQuery(Procedure, "procedure", tenant_id, _filtered(tenant_id, filters))
 
-
-async def keyword_candidates(session: AsyncSession, *, tenant_id: str,
-                             filters: ProcedureFilters, query: str,
-                             limit: int) -> list[RankedCandidate]:
-    """The procedures matching any of the query's lexemes, by ts_rank_cd, best first."""
-    tsquery = or_tsquery(query)
-    score = func.ts_rank_cd(Procedure.search_vector, tsquery)
-    stmt = (select(Procedure.id)
-            .where(*_filtered(tenant_id, filters), Procedure.search_vector.op("@@")(tsquery))
-            .order_by(score.desc(), Procedure.id).limit(limit))
-    ids = (await session.execute(stmt)).scalars()
-    return [RankedCandidate("procedure", pid, rank) for rank, pid in enumerate(ids, start=1)]
-
-
-async def load_scored(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                      vector: EmbeddingVector | None,
-                      query: str | None) -> dict[uuid.UUID, tuple[Procedure, Any, Any]]:
-    """Procedures by id with their similarity to `vector` and ts_rank_cd for `query`."""
-    similarity: ColumnElement[Any] = (
-        1 - Procedure.embedding.cosine_distance(vector) if vector is not None
-        else literal(None, Float))
-    keyword: ColumnElement[Any] = (
-        func.ts_rank_cd(Procedure.search_vector, or_tsquery(query)) if query is not None
-        else literal(None, Float))
-    stmt = select(Procedure, similarity.label("similarity"), keyword.label("keyword")).where(
-        Procedure.tenant_id == tenant_id, Procedure.id.in_(list(ids)))
-    rows = await session.execute(stmt)
-    return {row[0].id: (row[0], row.similarity, row.keyword) for row in rows}
 
 

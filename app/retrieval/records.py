@@ -1,7 +1,5 @@
 """Search of one record type on its own (procedures, arcs): two legs, fused like memories."""
 
-import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,16 +7,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
-from app.embedding.vectors import EmbeddingVector
 from app.retrieval import candidates as search_rows
+from app.retrieval import record_tables
 from app.retrieval.candidates import LoadedRow, RankedCandidate
 from app.retrieval.fusion import fuse, fuse_learned, known_row, single_list
 from app.retrieval.plan import plan_search
-
-Leg = Callable[[Any, int], Awaitable[list[RankedCandidate]]]  # (vector or query, depth)
-# (ids, vector, query) -> {id: (row, similarity, keyword score)}
-Loader = Callable[[list[uuid.UUID], EmbeddingVector | None, str | None],
-                  Awaitable[dict[uuid.UUID, tuple[Any, float | None, float | None]]]]
+from app.retrieval.record_tables import RecordQuery
 
 
 @dataclass(frozen=True)
@@ -35,14 +29,13 @@ class RecordHit:
     contributions: dict[str, float] | None = None
 
 
-async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                         retrieval: RetrievalSettings, query: str, mode: str, limit: int,
-                         semantic_leg: Leg, keyword_leg: Leg,
-                         load: Loader) -> list[RecordHit]:
-    """Semantic and keyword legs fused as the memories' are (the configured fusion), or one
-    leg alone; `semantic_leg(vector, depth)`, `keyword_leg(query, depth)` and `load` are the
-    record type's SQL."""
-    plan = plan_search(retrieval, query=query, types=(), scope=None, mode=mode, limit=limit)
+async def search_records(session: AsyncSession, *, embedder: Embedder,
+                         retrieval: RetrievalSettings, record_query: RecordQuery, text: str,
+                         mode: str, limit: int) -> list[RecordHit]:
+    """Semantic and keyword legs over the rows `record_query` keeps, fused as the memories'
+    are (the configured fusion), or one leg alone."""
+    tenant_id = record_query.tenant_id
+    plan = plan_search(retrieval, query=text, types=(), scope=None, mode=mode, limit=limit)
     cleaned = plan.query
     if not cleaned:
         return []
@@ -54,12 +47,14 @@ async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Emb
         await search_rows.configure_vector_scan(
             session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-        semantic = await semantic_leg(vector, plan.depth)
+        semantic = await record_tables.nearest(session, record_query, vector, plan.depth)
     if keyword_query is not None:
-        keyword = await keyword_leg(keyword_query, plan.depth)
+        keyword = await record_tables.matching(session, record_query, keyword_query,
+                                               plan.depth)
     if plan.learned:
         ids = list(dict.fromkeys(c.memory_id for c in [*semantic, *keyword]))
-        loaded = await load(ids, vector, keyword_query)
+        loaded = await record_tables.load_scored(session, record_query, ids, vector,
+                                                 keyword_query)
         known = {}
         for c in [*semantic, *keyword]:
             if c.memory_id in loaded:
@@ -72,7 +67,8 @@ async def search_records(session: AsyncSession, *, tenant_id: str, embedder: Emb
                       method=plan.fusion, weights=plan.weights) if mode == "hybrid"
                  else single_list(semantic if mode == "semantic" else keyword,
                                   semantic=mode == "semantic"))
-        loaded = await load([f.memory_id for f in fused], vector, keyword_query)
+        loaded = await record_tables.load_scored(
+            session, record_query, [f.memory_id for f in fused], vector, keyword_query)
     return [RecordHit(*loaded[f.memory_id], f.rrf_score, f.semantic_rank, f.keyword_rank,
                       f.fused_score, f.contributions)
             for f in fused if f.memory_id in loaded]

@@ -9,13 +9,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import ArcSettings, RetrievalSettings
 from app.embedding import Embedder
-from app.embedding.vectors import EmbeddingVector
 from app.errors import Conflict, InvalidInput, found
 from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
-from app.retrieval.candidates import RankedCandidate
 from app.retrieval.records import RecordHit, search_records
 from app.schemas.arcs import (
     MAX_KEY_EVENTS,
@@ -173,22 +171,8 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
 async def search_arcs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                       retrieval: RetrievalSettings, request: ArcSearchRequest) -> list[RecordHit]:
     """Semantic and keyword legs fused as memories are (the configured fusion), or one leg alone."""
-    async def semantic(vector: EmbeddingVector, depth: int) -> list[RankedCandidate]:
-        return await arc_rows.semantic_candidates(
-            session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
-            status=request.status, vector=vector, limit=depth)
-
-    async def keyword(query: str, depth: int) -> list[RankedCandidate]:
-        return await arc_rows.keyword_candidates(
-            session, tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type,
-            status=request.status, query=query, limit=depth)
-
-    async def load(ids: list[uuid.UUID], vector: EmbeddingVector | None,
-                   query: str | None) -> dict[uuid.UUID, Any]:
-        return await arc_rows.load_scored(session, tenant_id=tenant_id, ids=ids,
-                                          vector=vector, query=query)
-
-    return await search_records(session, tenant_id=tenant_id, embedder=embedder,
-                                retrieval=retrieval, query=request.query, mode=request.mode,
-                                limit=request.limit, semantic_leg=semantic,
-                                keyword_leg=keyword, load=load)
+    query = arc_rows.search_query(tenant_id=tenant_id, scope=request.scope,
+                                  arc_type=request.arc_type, status=request.status)
+    return await search_records(session, embedder=embedder, retrieval=retrieval,
+                                record_query=query, text=request.query, mode=request.mode,
+                                limit=request.limit)

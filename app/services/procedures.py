@@ -8,13 +8,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
-from app.embedding.vectors import EmbeddingVector
 from app.errors import Conflict, InvalidInput, found
 from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
 from app.repositories.procedures import ProcedureFilters
-from app.retrieval.candidates import RankedCandidate
 from app.retrieval.records import RecordHit, search_records
 from app.schemas.procedures import (
     MemoryRef,
@@ -212,20 +210,7 @@ async def search_procedures(session: AsyncSession, *, tenant_id: str, embedder: 
     filters = ProcedureFilters(agent_id=request.agent_id, status=request.status,
                                include_superseded=request.include_superseded)
 
-    async def semantic(vector: EmbeddingVector, depth: int) -> list[RankedCandidate]:
-        return await procedure_rows.semantic_candidates(
-            session, tenant_id=tenant_id, filters=filters, vector=vector, limit=depth)
-
-    async def keyword(query: str, depth: int) -> list[RankedCandidate]:
-        return await procedure_rows.keyword_candidates(
-            session, tenant_id=tenant_id, filters=filters, query=query, limit=depth)
-
-    async def load(ids: list[uuid.UUID], vector: EmbeddingVector | None,
-                   query: str | None) -> dict[uuid.UUID, Any]:
-        return await procedure_rows.load_scored(session, tenant_id=tenant_id, ids=ids,
-                                                vector=vector, query=query)
-
-    return await search_records(session, tenant_id=tenant_id, embedder=embedder,
-                                retrieval=retrieval, query=request.query, mode=request.mode,
-                                limit=request.limit, semantic_leg=semantic,
-                                keyword_leg=keyword, load=load)
+    query = procedure_rows.search_query(tenant_id=tenant_id, filters=filters)
+    return await search_records(session, embedder=embedder, retrieval=retrieval,
+                                record_query=query, text=request.query, mode=request.mode,
+                                limit=request.limit)
