@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, MemoryLink
 from app.repositories import pagination
-from app.repositories.filters import equal
+from app.repositories.filters import equal, rows_by_id
 from app.repositories.memories import to_tsvector
 
 EVENT_TYPE = "agent_event"
@@ -68,11 +68,7 @@ async def ledger_agents(session: AsyncSession, *, tenant_id: str, ledger: str) -
 async def events_by_id(session: AsyncSession, *, tenant_id: str,
                        ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, AgentEvent]:
     """The tenant's events by id."""
-    if not ids:
-        return {}
-    stmt = select(AgentEvent).where(AgentEvent.tenant_id == tenant_id,
-                                    AgentEvent.id.in_(list(ids)))
-    return {row.id: row for row in (await session.execute(stmt)).scalars()}
+    return await rows_by_id(session, AgentEvent, tenant_id=tenant_id, ids=ids)
 
 
 async def based_on(session: AsyncSession, *, tenant_id: str, relation: str,

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.embedding.vectors import EmbeddingVector
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
-from app.repositories.filters import equal
+from app.repositories.filters import equal, rows_by_id
 from app.repositories.memories import to_tsvector
 
 # Nearest rows each leg of the run search reads per result asked for.
@@ -157,20 +157,13 @@ async def similar_runs(session: AsyncSession, *, tenant_id: str, filters: RunFil
 async def get_runs(session: AsyncSession, *, tenant_id: str,
                    run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Run]:
     """The tenant's runs by id."""
-    if not run_ids:
-        return {}
-    stmt = select(Run).where(Run.tenant_id == tenant_id, Run.id.in_(list(run_ids)))
-    return {row.id: row for row in (await session.execute(stmt)).scalars()}
+    return await rows_by_id(session, Run, tenant_id=tenant_id, ids=run_ids)
 
 
 async def get_messages(session: AsyncSession, *, tenant_id: str,
                        message_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RunMessage]:
     """The tenant's messages by id."""
-    if not message_ids:
-        return {}
-    stmt = select(RunMessage).where(RunMessage.tenant_id == tenant_id,
-                                    RunMessage.id.in_(list(message_ids)))
-    return {row.id: row for row in (await session.execute(stmt)).scalars()}
+    return await rows_by_id(session, RunMessage, tenant_id=tenant_id, ids=message_ids)
 
 
 async def messages_to_scrub(session: AsyncSession, *, tenant_id: str | None, after: int,

@@ -16,7 +16,7 @@ from app.schemas.common import (
     ResponseModel,
     UUIDIn,
 )
-from app.schemas.search import QueryText
+from app.schemas.search import QueryText, RecordScores
 
 ArcStatus = Literal["draft", "active", "completed", "abandoned"]
 ClosedStatus = Literal["completed", "abandoned"]
@@ -105,16 +105,8 @@ class ArcOut(ResponseModel):
     updated_at: IsoDatetime
 
 
-class ArcHit(ArcOut):
-    similarity: float | None
-    rank: float | None
-    rrf_score: float | None
-    semantic_rank: int | None
-    keyword_rank: int | None
-    fused_score: float | None = Field(
-        None, description="Hybrid mode only: the score results are ordered by.")
-    contributions: dict[str, float] | None = Field(
-        None, description="Hybrid mode only: `fused_score` split by signal, as in /v1/search.")
+class ArcHit(RecordScores, ArcOut):
+    """An arc with its search scores."""
 
 
 class ArcSearchResponse(ResponseModel):

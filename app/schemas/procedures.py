@@ -14,7 +14,7 @@ from app.schemas.common import (
     ResponseModel,
     UUIDIn,
 )
-from app.schemas.search import QueryText
+from app.schemas.search import QueryText, RecordScores
 from app.schemas.working_memory import JsonObject
 
 ProcedureStatus = Literal["draft", "active", "deprecated"]
@@ -135,16 +135,8 @@ class ProcedureOut(ResponseModel):
     updated_at: IsoDatetime
 
 
-class ProcedureHit(ProcedureOut):
-    similarity: float | None = Field(description="1 - cosine distance; null in keyword mode.")
-    rank: float | None = Field(description="ts_rank_cd of the OR-ed query lexemes.")
-    rrf_score: float | None
-    semantic_rank: int | None
-    keyword_rank: int | None
-    fused_score: float | None = Field(
-        None, description="Hybrid mode only: the score results are ordered by.")
-    contributions: dict[str, float] | None = Field(
-        None, description="Hybrid mode only: `fused_score` split by signal, as in /v1/search.")
+class ProcedureHit(RecordScores, ProcedureOut):
+    """A procedure with its search scores."""
 
 
 class ProcedureSearchResponse(ResponseModel):

@@ -302,3 +302,17 @@ class ContextResponse(ResponseModel):
     token_budget: int
     characters: int = Field(description="Length of `context`; never above token_budget * 4.")
     items: list[ContextItem] = Field(description="The memories in the block, in order.")
+
+
+class RecordScores(ResponseModel):
+    """The scores of a procedure or arc search hit."""
+
+    similarity: float | None = Field(description="1 - cosine distance; null in keyword mode.")
+    rank: float | None = Field(description="ts_rank_cd of the OR-ed query lexemes.")
+    rrf_score: float | None
+    semantic_rank: int | None
+    keyword_rank: int | None
+    fused_score: float | None = Field(
+        None, description="Hybrid mode only: the score results are ordered by.")
+    contributions: dict[str, float] | None = Field(
+        None, description="Hybrid mode only: `fused_score` split by signal, as in /v1/search.")

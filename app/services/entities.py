@@ -2,7 +2,6 @@
 
 import uuid
 from collections import defaultdict
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,6 +13,7 @@ from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
 from app.services.formulas import resolve
+from app.services.formulas.merge_patch import apply_merge_patch
 from app.services.formulas.resolve import Candidate
 
 CANDIDATE_CAP = 100
@@ -58,21 +58,8 @@ async def update_entity(session: AsyncSession, *, tenant_id: str, entity_id: uui
     if data.aliases is not None:
         values["aliases"] = data.aliases
     if data.metadata is not None:
-        values["metadata_"] = merge_patch(row.metadata_, data.metadata)
+        values["metadata_"] = apply_merge_patch(row.metadata_, data.metadata)
     return await entity_rows.update_entity(session, entity_id=entity_id, values=values)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7396 JSON Merge Patch: null removes a key, objects merge, anything else replaces."""
-    if not isinstance(patch, dict):
-        return patch
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = merge_patch(merged.get(key), value)
-    return merged
 
 
 async def resolve_name(session: AsyncSession, *, tenant_id: str,

@@ -1838,7 +1838,10 @@ export interface components {
              */
             occurred_at?: string | null;
         };
-        /** ArcHit */
+        /**
+         * ArcHit
+         * @description An arc with its search scores.
+         */
         ArcHit: {
             /** Arc Type */
             arc_type: string;
@@ -1875,7 +1878,10 @@ export interface components {
             lessons: string[];
             /** Outcome */
             outcome: string | null;
-            /** Rank */
+            /**
+             * Rank
+             * @description ts_rank_cd of the OR-ed query lexemes.
+             */
             rank: number | null;
             /** Rrf Score */
             rrf_score: number | null;
@@ -1883,7 +1889,10 @@ export interface components {
             scope: string;
             /** Semantic Rank */
             semantic_rank: number | null;
-            /** Similarity */
+            /**
+             * Similarity
+             * @description 1 - cosine distance; null in keyword mode.
+             */
             similarity: number | null;
             /** Started At */
             started_at: string;
@@ -3452,7 +3461,10 @@ export interface components {
             /** Steps */
             steps: components["schemas"]["ProcedureStep"][];
         };
-        /** ProcedureHit */
+        /**
+         * ProcedureHit
+         * @description A procedure with its search scores.
+         */
         ProcedureHit: {
             /** Agent Id */
             agent_id: string;
