@@ -2,6 +2,7 @@
 
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -147,18 +148,28 @@ async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | N
     """Consolidate one batch of a group no other worker holds; False when none is left."""
     async with ctx.transaction(_listing_scope(tenant_id)) as session:
         groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
-    for group in groups:
-        key = (group.tenant_id, group.butler)
+    return await _first_free(ctx, [(group, group) for group in groups], skipped,
+                             lambda group: _consolidate_batch(ctx, client, group=group,
+                                                              tally=tally))
+
+
+async def _first_free(ctx: JobContext, groups: list[tuple[PendingGroup, PendingGroup]],
+                      skipped: set[tuple[str, str]],
+                      consolidate: Callable[[PendingGroup], Awaitable[bool | None]]) -> bool:
+    """Consolidate one batch of the first group no other worker holds and not skipped; False
+    when none is left. Each group comes with the group whose key it is locked and skipped by."""
+    for held, group in groups:
+        key = (held.tenant_id, held.butler)
         if key in skipped:
             continue
         async with ctx.connection() as conn:
-            if not await consolidation_rows.try_lock_group(conn, tenant_id=group.tenant_id,
-                                                           butler=group.butler):
+            if not await consolidation_rows.try_lock_group(conn, tenant_id=held.tenant_id,
+                                                           butler=held.butler):
                 continue
             try:
-                consolidated = await _consolidate_batch(ctx, client, group=group, tally=tally)
+                consolidated = await consolidate(group)
             finally:
-                await _unlock(conn, group)
+                await _unlock(conn, held)
         if consolidated is None:
             continue
         if not consolidated:
@@ -263,26 +274,11 @@ async def _next_reflection_group(ctx: JobContext, client: ChatClient, *, tenant_
     async with ctx.transaction(_listing_scope(tenant_id)) as session:
         groups = await consolidation_rows.reflection_groups(session, tenant_id=tenant_id,
                                                             kind=REFLECTION_KIND)
-    for group in groups:
-        # The lock and skip keys of a ledger never meet a butler's.
-        held = PendingGroup(group.tenant_id, f"ledger:{group.butler}", group.episodes)
-        if (held.tenant_id, held.butler) in skipped:
-            continue
-        async with ctx.connection() as conn:
-            if not await consolidation_rows.try_lock_group(conn, tenant_id=held.tenant_id,
-                                                           butler=held.butler):
-                continue
-            try:
-                consolidated = await _consolidate_reflections(ctx, client, group=group,
-                                                              tally=tally)
-            finally:
-                await _unlock(conn, held)
-        if consolidated is None:
-            continue
-        if not consolidated:
-            skipped.add((held.tenant_id, held.butler))
-        return True
-    return False
+    # The lock and skip keys of a ledger never meet a butler's.
+    held = [(PendingGroup(g.tenant_id, f"ledger:{g.butler}", g.episodes), g) for g in groups]
+    return await _first_free(ctx, held, skipped,
+                             lambda group: _consolidate_reflections(ctx, client, group=group,
+                                                                    tally=tally))
 
 
 async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group: PendingGroup,
