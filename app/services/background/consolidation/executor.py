@@ -3,7 +3,7 @@
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
@@ -37,8 +37,8 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ExecutionOutcome:
-    """Counts of what one group's actions wrote, and the errors of the actions that failed."""
+class WriteCounts:
+    """How many memories and links consolidation wrote, by kind."""
 
     facts_created: int = 0
     facts_updated: int = 0
@@ -46,6 +46,17 @@ class ExecutionOutcome:
     procedures_created: int = 0
     confirmations: int = 0
     links_created: int = 0
+
+    def add_counts(self, other: "WriteCounts") -> None:
+        """Add `other`'s counts to these."""
+        for name in (f.name for f in fields(WriteCounts)):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class ExecutionOutcome(WriteCounts):
+    """Counts of what one group's actions wrote, and the errors of the actions that failed."""
+
     errors: list[str] = field(default_factory=list)
 
 

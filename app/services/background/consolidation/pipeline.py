@@ -16,6 +16,7 @@ from app.services import events
 from app.services.background.consolidation.executor import (
     ExecutionOutcome,
     GroupScope,
+    WriteCounts,
     describe_error,
     execute_consolidation,
 )
@@ -50,7 +51,7 @@ class GroupFailed(Exception):
 
 
 @dataclass
-class Tally:
+class Tally(WriteCounts):
     """Figures of one consolidation job."""
 
     groups_processed: int = 0
@@ -60,12 +61,6 @@ class Tally:
     episodes_retrying: int = 0
     episodes_failed: int = 0
     reflections_consolidated: int = 0
-    facts_created: int = 0
-    facts_updated: int = 0
-    rules_created: int = 0
-    procedures_created: int = 0
-    confirmations: int = 0
-    links_created: int = 0
     action_errors: int = 0
     parse_errors: int = 0
     errors: list[str] = field(default_factory=list)
@@ -73,12 +68,7 @@ class Tally:
 
     def add(self, outcome: ExecutionOutcome) -> None:
         """Count what one group wrote."""
-        self.facts_created += outcome.facts_created
-        self.facts_updated += outcome.facts_updated
-        self.rules_created += outcome.rules_created
-        self.procedures_created += outcome.procedures_created
-        self.confirmations += outcome.confirmations
-        self.links_created += outcome.links_created
+        self.add_counts(outcome)
         self.action_errors += len(outcome.errors)
 
     def succeeded(self, label: str, outcome: ExecutionOutcome,
