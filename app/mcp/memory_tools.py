@@ -1,6 +1,8 @@
 """Tools that store memories and act on one memory: store, get, confirm, forget, feedback."""
 
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -106,14 +108,7 @@ async def memory_get(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
                      ctx: Context) -> JsonObject:
     """Read one memory by type and id (ids come from search, recall or store results).
     Reading counts as a reference, which keeps the memory relevant."""
-    model = memories.model_for(memory_type)
-
-    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
-        row = await memories.get_memory(session, model, tenant_id=caller.tenant_id,
-                                        memory_id=memory_id)
-        return memory_out(row)
-
-    return await call(ctx, work)
+    return await _on_memory(ctx, memory_type, memory_id, memories.get_memory)
 
 
 @tools.add()
@@ -122,14 +117,7 @@ async def memory_confirm(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
     """Confirm that a fact or rule is still true, restarting its confidence decay. Use it
     when the user or the world corroborates a memory you relied on. Episodes cannot be
     confirmed."""
-    model = memories.model_for(memory_type)
-
-    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
-        row = await memories.confirm(session, model, tenant_id=caller.tenant_id,
-                                     memory_id=memory_id)
-        return memory_out(row)
-
-    return await call(ctx, work)
+    return await _on_memory(ctx, memory_type, memory_id, memories.confirm)
 
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
@@ -138,14 +126,7 @@ async def memory_forget(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
     """Forget a memory that is wrong or that the user asks you to forget: an episode
     expires now, a fact is retracted, a rule is flagged forgotten. It then leaves search
     and recall. To correct a fact, store the new one instead (it supersedes the old)."""
-    model = memories.model_for(memory_type)
-
-    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
-        row = await memories.forget(session, model, tenant_id=caller.tenant_id,
-                                    memory_id=memory_id)
-        return memory_out(row)
-
-    return await call(ctx, work)
+    return await _on_memory(ctx, memory_type, memory_id, memories.forget)
 
 
 @tools.add()
@@ -176,5 +157,17 @@ async def memory_mark_harmful(rule_id: RuleIdArg, ctx: Context, reason: ReasonAr
                                        rule_id=rule_id, reason=feedback.reason,
                                        context=feedback.context)
         return rule_out(row)
+
+    return await call(ctx, work)
+
+
+async def _on_memory(ctx: Context, memory_type: str, memory_id: uuid.UUID,
+                     action: Callable[..., Awaitable[Any]]) -> JsonObject:
+    """Run a service action on one memory by type and id; the memory as it is after."""
+    model = memories.model_for(memory_type)
+
+    async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
+        row = await action(session, model, tenant_id=caller.tenant_id, memory_id=memory_id)
+        return memory_out(row)
 
     return await call(ctx, work)
