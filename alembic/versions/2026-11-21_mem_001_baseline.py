@@ -64,7 +64,7 @@ def _search_indexes(table: str) -> None:
 def upgrade() -> None:
     op.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
     op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
-    # The spec asks for uuid-ossp; ids use the built-in gen_random_uuid(), so the extension is
+    # No uuid-ossp: ids use the built-in gen_random_uuid(), so the extension is
     # created only where the server ships it (the embedded PostgreSQL does not).
     op.execute(
         "DO $$ BEGIN "

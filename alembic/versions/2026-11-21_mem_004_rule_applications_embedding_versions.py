@@ -1,4 +1,4 @@
-"""mem_004 rule_applications and embedding_versions (the spec's target-state audit tables).
+"""mem_004 rule_applications and embedding_versions (audit tables).
 
 Revision ID: mem_004
 Revises: mem_003

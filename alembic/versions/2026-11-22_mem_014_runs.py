@@ -1,8 +1,8 @@
 """mem_014 runs and the agent event ledger.
 
-* `runs`, `run_messages`, `run_feedback` (seed 003): task runs, their messages by role and the
+* `runs`, `run_messages`, `run_feedback`: task runs, their messages by role and the
   critic's or human's feedback; runs and messages carry an embedding and a tsvector.
-* `agent_events` (seed 001): the append-only ledger that agent memory views are computed
+* `agent_events`: the append-only ledger that agent memory views are computed
   from; a reflection is an event of kind `agent.reflected`, its `based_on` ids are links.
 * Every new table has tenant_id without a server default.
 * memory_links: the new tables may be link ends, and `based_on` is a relation; the

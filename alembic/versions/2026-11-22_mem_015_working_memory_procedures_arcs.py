@@ -1,11 +1,11 @@
-"""mem_015 working memory, procedures and narrative arcs (issue 16, parts 1-3).
+"""mem_015 working memory, procedures and narrative arcs.
 
 * `working_memories`: one record per (tenant, agent_id, session_id); `revision` is a fresh
   random token on every write (the ETag), `expires_at` moves forward on every use.
 * `procedures`: learned multi-step workflows. The name is unique per (tenant, agent) among
   current versions (`superseded_by IS NULL`); every version keeps its own row and counters.
   `success_rate` and `avg_duration_ms` are generated from the exact integer counters.
-* `arcs`: narrative arcs (seed 004's "episodes"; an episode is an observation here).
+* `arcs`: narrative arcs (stories of related events; an episode is an observation here).
 * `memory_links` may start at a procedure (its `derived_from` edges to what it was learned
   from); deleting a procedure or an arc deletes its links like the memory tables do.
 * `jobs.kind` admits `arc_boundaries`.

@@ -1,6 +1,6 @@
 """mem_020 reflection consolidation: which reflections the consolidation job has read.
 
-A reflection (an `agent.reflected` ledger event, seed 001) is input to consolidation like an
+A reflection (an `agent.reflected` ledger event) is input to consolidation like an
 episode: the LLM may turn its belief into facts and rules, linked `derived_from` the event.
 The ledger is append-only, so the mark lives in a table of its own holding only the event's
 id (no second copy of the event); deleting or erasing the event deletes its mark.

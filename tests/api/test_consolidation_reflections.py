@@ -1,4 +1,4 @@
-"""Reflections (seed 001) feed consolidation: the model may turn a belief into facts and
+"""Ledger reflections feed consolidation: the model may turn a belief into facts and
 rules of the ledger's scope, linked `derived_from` the reflection, which is read once."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The agent event ledger (seed 001) through HTTP: visibility, salience, reflections."""
+"""The agent event ledger through HTTP: visibility, salience, reflections."""
 
 from typing import Any
 

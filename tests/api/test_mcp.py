@@ -30,12 +30,12 @@ SPEC_TOOLS = {
     "entity_create", "entity_get", "entity_update", "entity_resolve", "entity_merge",
     "memory_run_consolidation", "memory_run_episode_cleanup",
 }
-# Beyond the spec: task runs (seed 003) and agent ledger memory (seed 001).
+# Beyond the 19 memory tools: task runs and agent ledger memory.
 RUN_TOOLS = {
     "run_create", "run_log_messages", "run_finish", "run_add_feedback", "run_get",
     "run_search", "agent_event_append", "agent_context", "agent_reflect",
 }
-# Beyond the spec: following jobs, and deletion, erasure and export as REST offers them.
+# Beyond the 19 memory tools: following jobs, and deletion, erasure and export as REST offers them.
 JOB_TOOLS = {"job_get", "job_list"}
 DATA_TOOLS = {"memory_delete", "entity_delete", "memory_erase", "memory_export"}
 ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS
@@ -93,7 +93,7 @@ async def test_list_tools_returns_the_spec_tools_and_the_others(mcp_as: Any) -> 
 
 
 def assert_json_memory(memory: dict[str, Any]) -> None:
-    """The spec's serialization: UUIDs as strings, times in ISO 8601 with a zone, no vectors."""
+    """Results serialise UUIDs as strings, times in ISO 8601 with a zone, no vectors."""
     uuid.UUID(memory["id"])
     assert datetime.fromisoformat(memory["created_at"]).tzinfo is not None
     assert not {"embedding", "search_vector"} & set(memory)

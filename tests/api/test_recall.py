@@ -73,7 +73,8 @@ async def test_clearly_more_relevant_memory_outranks_a_more_recent_one(client, s
     results = await recall(client, "Caroline rescue dog Max")
     assert [r["id"] for r in results] == [relevant["id"], recent["id"]]
     assert results[1]["keyword_rank"] is None
-    # The spec's rrf / (2/61) would give the second one relevance > 0.8 and let recency win.
+    # Dividing rrf by its best score 2/61 would give the second one relevance > 0.8 and let
+    # recency win.
     assert results[1]["relevance"] < 0.5
     assert results[1]["recency"] > results[0]["recency"]
 

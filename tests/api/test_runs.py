@@ -1,4 +1,4 @@
-"""Task runs (seed 003) through HTTP: records, messages, feedback, search, lessons, PII."""
+"""Task runs through HTTP: records, messages, feedback, search, lessons, PII."""
 
 from datetime import UTC, datetime, timedelta
 from typing import Any

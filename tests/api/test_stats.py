@@ -1,4 +1,4 @@
-"""GET /v1/stats: every figure of the spec, and the scope filter."""
+"""GET /v1/stats: every documented figure, and the scope filter."""
 
 import logging
 import uuid

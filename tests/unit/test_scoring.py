@@ -37,7 +37,7 @@ def test_relevance_spreads_candidates_far_wider_than_the_spec_normalisation():
     worst = 1 / 90 + 1 / 91
     assert one_list_only == pytest.approx(((1 / 61 + 1 / 91) - worst) / (best - worst))
     assert 0.45 < one_list_only < 0.5
-    # The spec's rrf / (2/61) would give this candidate about 0.84.
+    # Dividing rrf by its best score 2/61 would give this candidate about 0.84.
     assert (1 / 61 + 1 / 91) / best > 0.8
 
 
