@@ -186,7 +186,11 @@ def prune(settings: Settings, root: Path, keep: int) -> list[Path]:
     oldest = kept[0] if kept else None
     if doomed and oldest is not None and oldest.wal_archive_dir is not None \
             and oldest.wal_archive_dir.is_dir():
-        subprocess.run([client_program(settings, "pg_archivecleanup"),
-                        str(oldest.wal_archive_dir), oldest.start_wal_file],
-                       check=True, capture_output=True, text=True)
+        # -b (PostgreSQL 17+, as embedded) also removes the deleted backups' history files.
+        options = [] if settings.database_url else ["-b"]
+        cleanup = subprocess.run([client_program(settings, "pg_archivecleanup"), *options,
+                                  str(oldest.wal_archive_dir), oldest.start_wal_file],
+                                 capture_output=True, text=True)
+        if cleanup.returncode != 0:
+            raise BackupError(f"pg_archivecleanup failed: {cleanup.stderr.strip()}")
     return [backup.path for backup in doomed]

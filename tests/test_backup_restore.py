@@ -4,9 +4,11 @@ equals the export taken at the chosen time, and at the latest archived state."""
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,14 +36,27 @@ def _records(body: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """A directory for data dirs, backups and the WAL archive; the exported model is shared."""
+def scratch() -> Iterator[Path]:
+    """A directory the embedded server's OS user can reach (pytest keeps its own temporary
+    directories private to the user running it), removed afterwards."""
+    parent = REPO_ROOT / ".pytest-backups"
+    parent.mkdir(exist_ok=True)
+    path = Path(tempfile.mkdtemp(dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def home(scratch: Path) -> Path:
+    """Data dirs, backups and the WAL archive; the exported model is shared."""
     models = Settings().resolved_data_dir / "models"
     for name in ("live", "at_time", "latest"):
-        (tmp_path / name).mkdir()
+        (scratch / name).mkdir()
         if models.exists():
-            (tmp_path / name / "models").symlink_to(models)
-    return tmp_path
+            (scratch / name / "models").symlink_to(models)
+    return scratch
 
 
 def _settings(data_dir: Path, archive: Path | None = None) -> Settings:
@@ -145,8 +160,35 @@ async def test_restores_to_a_point_in_time_and_to_the_latest_state(home: Path) -
                                           str(home / "no-backups"), "--pgdata",
                                           str(home / "never"))
         assert missing.returncode != 0 and "no backup directory" in missing.stderr
+        # Nothing was written after this time, so the archive cannot show its state yet.
+        unseen = await asyncio.to_thread(_engram, home / "at_time", "restore", str(backups),
+                                         "--pgdata", str(home / "never"),
+                                         "--to", datetime.now(UTC).isoformat())
+        assert unseen.returncode != 0
+        assert "the WAL archive holds no change after" in unseen.stderr
+        assert not (home / "never").exists()
 
     async with _service(_settings(home / "at_time"), key) as (_, client, _):
         assert await _export(client) == at_noted
     async with _service(_settings(home / "latest"), key) as (_, client, _):
         assert await _export(client) == latest
+
+
+def test_keep_deletes_older_base_backups_and_the_wal_only_they_needed(scratch: Path) -> None:
+    archive, backups = scratch / "wal", scratch / "backups"
+    for _ in range(2):
+        made = _engram(scratch / "data", "backup", str(backups), archive=archive)
+        assert made.returncode == 0, made.stderr
+    first, second = sorted(backups.iterdir())
+    segments = sorted(path.name for path in archive.iterdir())
+    needed = json.loads((second / "engram-backup.json").read_text())["start_wal_file"]
+    assert any(name < needed for name in segments)
+
+    pruned = _engram(scratch / "data", "backup", str(backups), "--keep", "2", archive=archive)
+
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"removed {first}" in pruned.stdout
+    kept = sorted(backups.iterdir())
+    assert first not in kept and second in kept and len(kept) == 2
+    assert all(name >= needed for name in
+               (path.name for path in archive.iterdir()) if not name.endswith(".history"))
