@@ -222,7 +222,9 @@ def _restore(settings: Settings, args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {error}") from None
     for note in restored.notes:
         print(f"postgres: {note}", file=sys.stderr)
-    point = target_time.isoformat() if target_time else "the latest archived state"
+    point = (target_time.isoformat() if target_time
+             else "the latest state in " + str(restored.wal_source) if restored.wal_source
+             else "the end of the base backup (no WAL archive)")
     print(f"restored {pgdata} to {point} from {restored.backup.path}")
 
 

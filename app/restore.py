@@ -8,6 +8,7 @@ so the directory left behind is an ordinary one, and any failure is reported and
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -34,10 +35,12 @@ POLL_SECONDS = 0.2
 
 @dataclass(frozen=True)
 class Restored:
-    """What a restore did: the data directory, the base backup used, the server's notes."""
+    """What a restore did: the data directory, the base backup and WAL archive used, the
+    server's notes."""
 
     pgdata: Path
     backup: BaseBackup
+    wal_source: Path | None
     notes: list[str]
 
 
@@ -98,13 +101,15 @@ def _check_version(backup: BaseBackup) -> None:
                           f"{version.strip()}")
 
 
-def _copy(backup: BaseBackup, pgdata: Path, server: EmbeddedPostgres) -> None:
-    """The backup's files and `recovery.signal` into `pgdata`, owned by the server's OS
-    user, mode 0700."""
+def _copy(backup: BaseBackup, pgdata: Path, server: EmbeddedPostgres, *,
+          archive_recovery: bool) -> None:
+    """The backup's files (and `recovery.signal` for archive recovery) into `pgdata`, owned
+    by the server's OS user, mode 0700."""
     shutil.copytree(backup.path, pgdata, dirs_exist_ok=True,
                     ignore=lambda folder, names: [n for n in names if n in NOT_RESTORED]
                     if Path(folder) == backup.path else [])
-    (pgdata / "recovery.signal").touch()
+    if archive_recovery:
+        (pgdata / "recovery.signal").touch()
     pgdata.chmod(0o700)
     if server.server_user is not None:
         for folder, _, files in os.walk(pgdata):
@@ -138,7 +143,7 @@ async def _wait_for_promotion(server: EmbeddedPostgres, timeout_seconds: float) 
     while time.monotonic() < deadline:
         if not server.is_running():
             raise BackupError("recovery failed")
-        with contextlib.suppress(OSError, asyncpg.PostgresError):
+        with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
             conn = await asyncpg.connect(server.url(SUPERUSER, "postgres"))
             try:
                 if not await conn.fetchval("SELECT pg_is_in_recovery()"):
@@ -150,14 +155,26 @@ async def _wait_for_promotion(server: EmbeddedPostgres, timeout_seconds: float) 
 
 
 def _explain(error: BackupError, notes: list[str], target_time: datetime | None) -> BackupError:
-    if any("before configured recovery target was reached" in note for note in notes):
-        assert target_time is not None
+    if target_time is not None and any(
+            "before configured recovery target was reached" in note for note in notes):
         return BackupError(
             f"the WAL archive holds no change after {target_time.isoformat()} yet, so the "
             "state at that time cannot be told from a later one: restore to the latest state "
             "(omit --to), or retry once the segment is archived (within "
             "ENGRAM_BACKUP__ARCHIVE_TIMEOUT_SECONDS of the writes)")
     return BackupError("; ".join([str(error), *notes[-3:]]))
+
+
+def _undo(pgdata: Path, *, created: bool) -> None:
+    """Leave `pgdata` as it was before the restore: missing, or empty."""
+    if created:
+        shutil.rmtree(pgdata, ignore_errors=True)
+        return
+    for child in pgdata.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink()
 
 
 async def restore(settings: Settings, root: Path, pgdata: Path, *,
@@ -177,7 +194,9 @@ async def restore(settings: Settings, root: Path, pgdata: Path, *,
         settings, source, target_time), server_dirs=(archive,) if archive else ())
     created = not pgdata.exists()
     try:
-        await asyncio.to_thread(_copy, backup, pgdata, server)
+        # Without an archive the backup's own WAL (and backup_label) make it consistent.
+        await asyncio.to_thread(functools.partial(_copy, backup, pgdata, server,
+                                                  archive_recovery=source is not None))
         try:
             await asyncio.to_thread(server.start)
             await _wait_for_promotion(server, timeout_seconds)
@@ -193,11 +212,6 @@ async def restore(settings: Settings, root: Path, pgdata: Path, *,
         EmbeddedPostgres(pgdata, extra_settings=wal_archive.server_settings(settings)
                          ).write_server_settings()
     except BaseException:
-        if created:
-            shutil.rmtree(pgdata, ignore_errors=True)
-        else:
-            for child in pgdata.iterdir():
-                (shutil.rmtree if child.is_dir() and not child.is_symlink() else Path.unlink)(
-                    child)
+        _undo(pgdata, created=created)
         raise
-    return Restored(pgdata=pgdata, backup=backup, notes=_notes(pgdata))
+    return Restored(pgdata=pgdata, backup=backup, wal_source=source, notes=_notes(pgdata))
