@@ -1,4 +1,5 @@
-"""The `engram` command: serve, migrate, keys, reembed, reindex, openapi, mcp."""
+"""The `engram` command: serve, migrate, keys, reembed, reindex, backup, restore, openapi,
+mcp."""
 
 import argparse
 import asyncio
@@ -186,6 +187,47 @@ def _reindex(settings: Settings) -> None:
     asyncio.run(run())
 
 
+def _backup(settings: Settings, directory: Path, keep: int | None) -> None:
+    from app.backup import BackupError, prune, take_backup
+
+    try:
+        backup, warning = asyncio.run(take_backup(settings, directory))
+        removed = prune(settings, directory, keep) if keep else []
+    except BackupError as error:
+        raise SystemExit(f"error: {error}") from None
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    archive = (f"WAL archived in {backup.wal_archive_dir}" if backup.wal_archive_dir
+               else "no WAL archive")
+    print(f"base backup {backup.path} (ended {backup.finished_at.isoformat()}; {archive})")
+    for path in removed:
+        print(f"removed {path}")
+
+
+def _restore(settings: Settings, args: argparse.Namespace) -> None:
+    from app.backup import BackupError
+    from app.db import embedded_pgdata
+    from app.restore import parse_target_time, restore
+
+    if settings.database_url and args.pgdata is None:
+        raise SystemExit("error: engram restore brings back the embedded server's data "
+                         "directory; an external server is restored with its own programs "
+                         "(docs/backups.md), or give --pgdata")
+    pgdata = (args.pgdata or embedded_pgdata(settings)).expanduser().resolve()
+    try:
+        target_time = parse_target_time(args.to) if args.to else None
+        restored = asyncio.run(restore(settings, args.directory.expanduser().resolve(), pgdata,
+                                       target_time=target_time, wal_source=args.wal_archive))
+    except BackupError as error:
+        raise SystemExit(f"error: {error}") from None
+    for note in restored.notes:
+        print(f"postgres: {note}", file=sys.stderr)
+    point = (target_time.isoformat() if target_time
+             else "the latest state in " + str(restored.wal_source) if restored.wal_source
+             else "the end of the base backup (no WAL archive)")
+    print(f"restored {pgdata} to {point} from {restored.backup.path}")
+
+
 def _openapi(output: Path | None) -> None:
     from app.main import create_app
 
@@ -255,6 +297,26 @@ def main(argv: list[str] | None = None) -> None:
                               "CHARS, ..._PASSAGE_OVERLAP or ..._CONTEXT_TURNS)")
     commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
                                         "(the turns before each one)")
+    backup = commands.add_parser(
+        "backup", help="take a base backup (pg_basebackup) into a directory; with "
+                       "ENGRAM_BACKUP__WAL_ARCHIVE_DIR the embedded server archives WAL too")
+    backup.add_argument("directory", type=Path, help="where base backups are kept")
+    backup.add_argument("--keep", type=int, choices=range(1, 1000), metavar="N",
+                        help="then delete all but the newest N base backups and the archived "
+                             "WAL only they needed")
+    restore = commands.add_parser(
+        "restore", help="bring a new embedded data directory back from `engram backup`'s "
+                        "directory and the WAL archive")
+    restore.add_argument("directory", type=Path, help="the directory given to engram backup")
+    restore.add_argument("--to", metavar="TIME",
+                         help="a point in time, ISO 8601 with a zone (2026-11-25T10:00:00Z); "
+                              "default: the latest archived state")
+    restore.add_argument("--pgdata", type=Path,
+                         help="the data directory to create (default: ENGRAM_DATA_DIR/pgdata); "
+                              "it must be missing or empty")
+    restore.add_argument("--wal-archive", type=Path,
+                         help="where the archived WAL is (default: ENGRAM_BACKUP__WAL_ARCHIVE_"
+                              "DIR, else the directory the backup recorded)")
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
     openapi.add_argument("--output", type=Path)
     mcp = commands.add_parser(
@@ -292,6 +354,10 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
         _reembed(settings, args.every)
     elif args.command == "reindex":
         _reindex(settings)
+    elif args.command == "backup":
+        _backup(settings, args.directory.expanduser().resolve(), args.keep)
+    elif args.command == "restore":
+        _restore(settings, args)
     elif args.command == "mcp":
         _mcp(settings, args.url, args.api_key)
     else:

@@ -221,6 +221,24 @@ class RunSettings(BaseModel):
         return self
 
 
+class BackupSettings(BaseModel):
+    """Continuous WAL archiving of the embedded PostgreSQL and the client programs of
+    `engram backup` (docs/backups.md)."""
+
+    wal_archive_dir: Path | None = Field(
+        None, description="The embedded PostgreSQL copies every finished WAL segment into this "
+        "directory (archive_command), so `engram restore` can replay changes made after a base "
+        "backup. Unset: no archiving. Takes effect when the embedded server next starts.")
+    archive_timeout_seconds: int = Field(
+        300, ge=1, le=86_400,
+        description="While there are writes, a WAL segment is archived at least this often: "
+        "the most a restore to the latest state can lose. Each forced switch archives a whole "
+        "16 MB segment.")
+    bin_dir: Path | None = Field(
+        None, description="Directory of pg_basebackup for an external server (DATABASE_URL); "
+        "unset: the one on PATH. The embedded server uses its own.")
+
+
 # How important each kind of ledger event is, by default.
 DEFAULT_KIND_IMPORTANCE = {
     "user.injected": 0.95, "verdict.final": 1.00, "judge.verdict": 0.90,
@@ -393,6 +411,7 @@ class Settings(BaseSettings):
     agent_memory: AgentMemorySettings = AgentMemorySettings()
     working_memory: WorkingMemorySettings = WorkingMemorySettings()
     arcs: ArcSettings = ArcSettings()
+    backup: BackupSettings = BackupSettings()
 
     @classmethod
     def settings_customise_sources(

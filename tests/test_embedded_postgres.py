@@ -56,11 +56,14 @@ async def test_socket_dir_is_private_and_no_connection_is_trusted(data_dir: Path
         assert is_private_dir(server.socket_dir, server.server_uid)
         conn = await asyncpg.connect(server.url("postgres", "postgres"))
         try:
-            rules = await conn.fetch("SELECT type, auth_method FROM pg_hba_file_rules")
+            rules = await conn.fetch(
+                "SELECT type, database, user_name, auth_method FROM pg_hba_file_rules")
             listen = await conn.fetchval("SHOW listen_addresses")
         finally:
             await conn.close()
-        assert [(r["type"], r["auth_method"]) for r in rules] == [("local", "peer")]
+        assert [(r["type"], r["database"], r["user_name"], r["auth_method"])
+                for r in rules] == [("local", ["all"], ["all"], "peer"),
+                                    ("local", ["replication"], ["postgres"], "peer")]
         assert listen == ""
     finally:
         server.release()
