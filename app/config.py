@@ -321,12 +321,12 @@ class Settings(BaseSettings):
         256, ge=16, le=65_536,
         description="About the most tokens in one model call (estimated from characters): "
                     "the longest another tenant's search waits. 256 is one full-length text; "
-                    "larger calls embed short texts faster (bench/README.md).",
+                    "larger calls embed short texts faster (bench/RESULTS.md).",
     )
     embedding_threads: int = Field(
         1, ge=1, le=64,
         description="ONNX Runtime intra-op threads of one model call. Calls side by side use "
-                    "two cores better than two threads within one call (bench/README.md).",
+                    "two cores better than two threads within one call (bench/RESULTS.md).",
     )
     embedding_workers: int = Field(
         2, ge=1, le=16,
@@ -359,7 +359,7 @@ class Settings(BaseSettings):
         "also found by keyword through the words of the embedding_context_turns turns before "
         "it (its own words counted twice). Off by default: on the LoCoMo dev set (short chat "
         "turns) it raised hybrid recall@10 from 0.694 to 0.726, on the LongMemEval dev set it "
-        "lowered it from 0.875 to 0.833 (bench/README.md). `engram reindex` applies a change "
+        "lowered it from 0.875 to 0.833 (bench/RESULTS.md). `engram reindex` applies a change "
         "to stored episodes.",
     )
 

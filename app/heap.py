@@ -61,8 +61,8 @@ def share_one_malloc_arena() -> bool:
     `malloc_trim` gives back the free top of the main arena only. The threads that run the
     model (the embedding thread, ONNX Runtime's) each had an arena of their own, whose free
     top stayed resident after a large batch: 21 MB after 150 texts of 49,000 characters.
-    The model runs as fast with one arena (bench/README.md, "What stays after a big batch,
-    and one malloc arena").
+    The model runs as fast with one arena (bench/journal/2026-11.md, "What stays after a big
+    batch, and one malloc arena").
     """
     libc = _libc()
     if libc is None or not hasattr(libc, "mallopt"):

@@ -88,7 +88,8 @@ def context_text(previous: list[str], turn: str) -> str:
 
 
 # A turn longer than this stands on its own in the keyword index: on LongMemEval a long
-# assistant reply that took its question's words outranked the question (bench/README.md).
+# assistant reply that took its question's words outranked the question
+# (bench/journal/2026-11.md, "Keyword context only for turns of at most 400 characters").
 KEYWORD_CONTEXT_MAX_CHARS = 400
 
 

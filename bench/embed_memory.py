@@ -1,4 +1,4 @@
-"""Resident memory of the embedder before and after one huge batch (the stall test).
+"""Resident memory of the embedder before and after one huge batch (load.py's stall test).
 
 Loads the embedder, warms it up with a few short texts, then embeds N texts of C
 characters each (default 500 x 49,000, 24.5 MB) through `aembed_batch`, as the batch

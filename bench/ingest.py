@@ -5,7 +5,7 @@ in flight:
 * short: generated sentences of at most 200 characters (bench/speed.py's generator);
 * long: LongMemEval_S dev chat turns (`role: content`), in haystack order; with
   `--sessions` each haystack session gets its own `session_id`, as a chat client would
-  send, which adds a context passage per turn (see README: context passages).
+  send, which adds a context passage per turn (see docs/search.md: context passages).
 
 Floors, measured in this process in the same run on the same texts:
 * model: the server's embedding backend on every text the service embeds for those

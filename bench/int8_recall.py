@@ -1,6 +1,6 @@
 """Does int8 quantisation of the model cost recall? Dense R@10 on both dev sets, fp32 vs int8.
 
-The int8 graph is acceptable only if LoCoMo and LongMemEval dev recall drop by less than
+The int8 graph is worth offering only if LoCoMo and LongMemEval dev recall drop by less than
 0.005. This measures the semantic leg as the service builds it, on the model alone (no
 server, no database):
 

@@ -3,7 +3,7 @@
 mem_010 keeps the tenant's document count, total length and document frequencies. A search
 within one scope (a butler's episodes; a scope's facts and rules with the global ones) then
 weighs its words by what every other scope of the tenant holds: thousands of unrelated
-short notes in other butlers lowered LoCoMo keyword R@10 from 0.610 to 0.511 (bench/README.md).
+short notes in other butlers lowered LoCoMo keyword R@10 from 0.610 to 0.511 (bench/journal/2026-11.md).
 Two tables now keep the same numbers per (tenant, scope) beside the tenant's:
 
 * `keyword_scope_corpus`: (tenant_id, scope) -> doc_count, total_len;

@@ -31,7 +31,7 @@ from app.main import create_app
 from engram_client import EngramError, RetryPolicy
 from engram_client.langgraph import EngramStore
 from tests.support.live_server import serve_in_thread
-from tests.support.readme import examples
+from tests.support.readme import CLIENTS, examples
 
 FAST = RetryPolicy(retries=2, base_delay=0.01, max_delay=0.05)
 
@@ -360,8 +360,8 @@ async def test_a_graph_remembers_in_one_thread_and_recalls_in_another(store):
     assert len(store.search(("memories", "ann"))) == 2
 
 
-async def test_the_readme_example_runs_as_written(live_url, api_key_for):
-    [example] = examples("Clients", "python")
+async def test_the_documented_example_runs_as_written(live_url, api_key_for):
+    [example] = examples("LangGraph", "python", CLIENTS)
     key = await api_key_for("langgraph-readme")
     result = await asyncio.to_thread(
         subprocess.run, [sys.executable, "-c", example], capture_output=True, text=True,

@@ -15,7 +15,7 @@ import pytest
 from app.config import JobSettings, Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
-from tests.support.readme import examples
+from tests.support.readme import CLIENTS, examples
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 GENERATED = PACKAGE / "src" / "generated" / "openapi.ts"
@@ -80,9 +80,9 @@ def test_the_checked_in_types_match_the_openapi_document(installed, tmp_path):
                                 f"run `npm run generate` there:\n{diff[:4000]}")
 
 
-async def test_the_readme_example_runs_as_written(installed, compiled, live_url, api_key_for,
+async def test_the_documented_example_runs_as_written(installed, compiled, live_url, api_key_for,
                                                   tmp_path):
-    [example] = examples("Clients", "ts")
+    [example] = examples("TypeScript", "ts", CLIENTS)
     project = tmp_path / "project"
     (project / "node_modules").mkdir(parents=True)
     (project / "node_modules" / "engram-client").symlink_to(PACKAGE)

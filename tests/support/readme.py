@@ -1,14 +1,16 @@
-"""Code examples of README.md, so tests can run them as written."""
+"""Code examples of README.md and the pages under docs/, so tests can run them as written."""
 
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+CLIENTS = ROOT / "docs" / "clients.md"
 
 
-def examples(section: str, language: str) -> list[str]:
-    """The `language` code blocks of the README section titled `section` (a `## ` heading)."""
-    text = README.read_text()
+def examples(section: str, language: str, path: Path = README) -> list[str]:
+    """The `language` code blocks of the section titled `section` (a `## ` heading) of `path`."""
+    text = path.read_text()
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end != -1 else len(text)]
