@@ -14,6 +14,8 @@ from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
 from app.services import resolve
+from app.services.fact_timeline import PointInTime
+from app.services.facts import validity_for
 from app.services.resolve import Candidate
 
 CANDIDATE_CAP = 100
@@ -118,10 +120,13 @@ async def list_entities(session: AsyncSession, *, tenant_id: str, entity_type: s
 
 
 async def list_entity_facts(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
-                            validity: str | None, limit: int,
-                            cursor: str | None) -> tuple[list[Fact], str | None]:
-    """A page of the facts anchored to the entity, newest first; NotFound when it is absent."""
+                            validity: str | None, limit: int, cursor: str | None,
+                            at: PointInTime | None = None) -> tuple[list[Fact], str | None]:
+    """A page of the facts anchored to the entity, newest first (at a point in time, with
+    `at`); NotFound when it is absent."""
     await get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
-    filters = FactFilters(entity_id=entity_id, validity=validity)
+    filters = FactFilters(entity_id=entity_id, validity=validity_for(validity, at),
+                          as_of=None if at is None else at.as_of,
+                          known_at=None if at is None else at.known_at)
     return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
                                       cursor=cursor)

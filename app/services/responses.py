@@ -31,7 +31,7 @@ from app.schemas.data_rights import DeletedOut, ExportPageOut
 from app.schemas.entities import EntityOut, MergeOut
 from app.schemas.episodes import EpisodeOut
 from app.schemas.events import EventOut
-from app.schemas.facts import FactOut
+from app.schemas.facts import FactOut, FactPage
 from app.schemas.jobs import JobOut
 from app.schemas.ledger import (
     AgentContextOut,
@@ -58,6 +58,7 @@ from app.schemas.search import (
     EpisodeHit,
     FactHit,
     RecallFactHit,
+    RecallResponse,
     RecallRuleHit,
     ReflectionHit,
     RuleHit,
@@ -67,6 +68,7 @@ from app.schemas.search import (
     TimeWindowOut,
 )
 from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
+from app.services.fact_timeline import PointInTime
 from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
@@ -90,6 +92,14 @@ def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
     """A fact as the API shows it, with its decayed confidence and fading state."""
     return FactOut.model_validate({**_with_confidence(row, now),
                                    "fading": row.fading_since is not None})
+
+
+def fact_page_out(rows: list[Fact], next_cursor: str | None,
+                  at: PointInTime | None) -> FactPage:
+    """A page of facts, saying which point in time it was read at."""
+    return FactPage(items=[fact_out(row) for row in rows], next_cursor=next_cursor,
+                    as_of=None if at is None else at.as_of,
+                    known_at=None if at is None else at.known_at)
 
 
 def rule_out(rule: Rule | ShownRule, now: datetime | None = None) -> RuleOut:
@@ -212,13 +222,19 @@ def search_hit(hit: Hit, now: datetime) -> Any:
 
 
 def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
-               now: datetime) -> SearchResponse:
-    """The search answer: the hits and the time window read from the query."""
+               now: datetime, at: PointInTime | None = None) -> SearchResponse:
+    """The search answer: the hits, the time window read from the query and the point in
+    time facts were read at."""
     read = None if window is None else TimeWindowOut.model_validate({
         "expression": window.expression, "start": window.start, "end": window.end,
         "applied_as": time_mode})
     return SearchResponse(mode=mode, time_window=read,
-                          results=[search_hit(hit, now) for hit in hits])
+                          results=[search_hit(hit, now) for hit in hits], **_point(at))
+
+
+def _point(at: PointInTime | None) -> dict[str, Any]:
+    return {"as_of": None if at is None else at.as_of,
+            "known_at": None if at is None else at.known_at}
 
 
 def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
@@ -230,12 +246,18 @@ def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
     })
 
 
+def recall_out(recalled: list[Recalled], now: datetime,
+               at: PointInTime | None) -> RecallResponse:
+    """The recall answer and the point in time facts were read at."""
+    return RecallResponse(results=[recall_hit(item, now) for item in recalled], **_point(at))
+
+
 def context_out(context: Context) -> ContextResponse:
     """The context block with the memories placed in it."""
     items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
                          composite_score=item.composite_score) for item in context.items]
     return ContextResponse(context=context.text, token_budget=context.token_budget,
-                           characters=len(context.text), items=items)
+                           characters=len(context.text), items=items, **_point(context.at))
 
 
 def run_out(row: Run) -> RunOut:
