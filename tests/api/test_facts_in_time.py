@@ -1,6 +1,8 @@
 """Facts in time: valid time, record time, and reads at a point in time, through HTTP."""
 
 import asyncio
+import json
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -196,3 +198,18 @@ def _iso(value: str) -> str:
 
 def _day(value: str | None) -> str | None:
     return None if value is None else value[:10]
+
+
+async def test_facts_imported_without_periods_are_believed_since_they_were_stored(client):
+    line = json.dumps({"kind": "fact", "id": str(uuid.uuid4()), "tenant_id": "default",
+                       "subject": "Ann", "predicate": "employer", "subject_key": "ann",
+                       "predicate_key": "employer", "content": "Ann works at Acme",
+                       "created_at": "2021-01-01T00:00:00+00:00",
+                       "valid_from": "2019-01-01T00:00:00+00:00"})
+    response = await client.post("/v1/import", content=line + "\n",
+                                 headers={"Content-Type": "application/x-ndjson"})
+    assert response.status_code == 200, response.text
+    assert await _employers(client, as_of="2020-01-01T00:00:00+00:00",
+                            known_at="2022-01-01T00:00:00+00:00") == ["Ann works at Acme"]
+    assert await _employers(client, as_of="2020-01-01T00:00:00+00:00",
+                            known_at="2020-06-01T00:00:00+00:00") == []
