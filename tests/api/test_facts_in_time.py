@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from tests.support.employer_history import (
     BELIEVED_BEFORE_CORRECTION,
@@ -213,3 +214,20 @@ async def test_facts_imported_without_periods_are_believed_since_they_were_store
                             known_at="2022-01-01T00:00:00+00:00") == ["Ann works at Acme"]
     assert await _employers(client, as_of="2020-01-01T00:00:00+00:00",
                             known_at="2020-06-01T00:00:00+00:00") == []
+
+
+@pytest.mark.parametrize(("index", "condition"), [
+    ("ix_facts_valid_time", "f.recorded_until IS NULL "
+                            "AND tstzrange(f.valid_from, f.valid_until) @> now()"),
+    ("ix_facts_record_time", "tstzrange(f.created_at, f.recorded_until) @> now()"),
+    ("ix_fact_periods_time", "EXISTS (SELECT 1 FROM fact_periods p "
+                             "WHERE tstzrange(p.recorded_at, p.recorded_until) @> now() "
+                             "AND tstzrange(p.valid_from, p.valid_until) @> now())"),
+])
+async def test_reads_at_a_point_in_time_have_a_range_index(db_engine, index, condition):
+    async with db_engine.begin() as conn:
+        await conn.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(row[0] for row in await conn.execute(text(
+            f"EXPLAIN SELECT f.id FROM facts f WHERE {condition}")))
+    assert index in plan, plan
+    assert "@> now()" in plan.split(index, 1)[1].split("\n")[1], plan
