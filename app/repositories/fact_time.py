@@ -80,3 +80,16 @@ async def fill_missing_periods(session: AsyncSession, *, tenant_id: str) -> None
         WHERE f.tenant_id = :t
           AND NOT EXISTS (SELECT 1 FROM fact_periods p WHERE p.fact_id = f.id)"""),
                           {"t": tenant_id})
+
+
+async def believed_periods(session: AsyncSession, *, tenant_id: str,
+                           fact_ids: list[uuid.UUID],
+                           known_at: datetime) -> dict[uuid.UUID, tuple[datetime, datetime | None]]:
+    """The valid period each of the facts was believed to have at `known_at`."""
+    if not fact_ids:
+        return {}
+    stmt = select(FactPeriod.fact_id, FactPeriod.valid_from, FactPeriod.valid_until).where(
+        FactPeriod.tenant_id == tenant_id, FactPeriod.fact_id.in_(fact_ids),
+        _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at))
+    return {row.fact_id: (row.valid_from, row.valid_until)
+            for row in await session.execute(stmt)}

@@ -125,11 +125,9 @@ async def entity_facts(
     """Facts whose `entity_id` is this entity, newest first; active ones unless `validity`
     says otherwise. With `as_of` or `known_at`: the versions that held at `as_of` (default:
     now) as Engram believed at `known_at` (default: now)."""
-    at = point_in_time(as_of, known_at)
-    rows, next_cursor = await entities.list_entity_facts(
+    return fact_page_out(await entities.list_entity_facts(
         session, tenant_id=tenant_id, entity_id=entity_id, validity=validity, limit=limit,
-        cursor=cursor, at=at)
-    return fact_page_out(rows, next_cursor, at)
+        cursor=cursor, at=point_in_time(as_of, known_at)))
 
 
 @router.post("/{target_id}/merge", response_model=MergeOut,

@@ -70,11 +70,10 @@ async def list_facts(
     """Facts newest first; active ones unless `validity` says otherwise. With `as_of` or
     `known_at`: the versions that held at `as_of` (default: now) as Engram believed at
     `known_at` (default: now), whatever their validity today."""
-    at = point_in_time(as_of, known_at)
-    rows, next_cursor = await facts.list_facts(
+    return fact_page_out(await facts.list_facts(
         session, tenant_id=tenant_id, subject=subject, predicate=predicate, scope=scope,
-        validity=validity, entity_id=entity_id, at=at, limit=limit, cursor=cursor)
-    return fact_page_out(rows, next_cursor, at)
+        validity=validity, entity_id=entity_id, at=point_in_time(as_of, known_at), limit=limit,
+        cursor=cursor))
 
 
 @router.get("/{fact_id}", response_model=FactOut, responses=problem_responses(404, 422),

@@ -7,15 +7,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, NotFound
-from app.models import Entity, Fact
+from app.models import Entity
 from app.repositories import entities as entity_rows
-from app.repositories import facts as fact_rows
 from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
 from app.services import resolve
 from app.services.fact_timeline import PointInTime
-from app.services.facts import validity_for
+from app.services.facts import FactListing, listing, validity_for
 from app.services.resolve import Candidate
 
 CANDIDATE_CAP = 100
@@ -121,12 +120,12 @@ async def list_entities(session: AsyncSession, *, tenant_id: str, entity_type: s
 
 async def list_entity_facts(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
                             validity: str | None, limit: int, cursor: str | None,
-                            at: PointInTime | None = None) -> tuple[list[Fact], str | None]:
+                            at: PointInTime | None = None) -> FactListing:
     """A page of the facts anchored to the entity, newest first (at a point in time, with
     `at`); NotFound when it is absent."""
     await get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
     filters = FactFilters(entity_id=entity_id, validity=validity_for(validity, at),
                           as_of=None if at is None else at.as_of,
                           known_at=None if at is None else at.known_at)
-    return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                      cursor=cursor)
+    return await listing(session, tenant_id=tenant_id, filters=filters, at=at, limit=limit,
+                         cursor=cursor)

@@ -143,3 +143,17 @@ def point_in_time(as_of: datetime | None, known_at: datetime | None) -> PointInT
     if as_of is None and known_at is None:
         return None
     return PointInTime(as_of or now_utc(), known_at)
+
+
+Periods = dict[uuid.UUID, tuple[datetime, datetime | None]]
+
+
+async def periods_at(session: AsyncSession, *, tenant_id: str, facts: list[Fact],
+                     at: PointInTime | None) -> Periods:
+    """The valid period each fact was believed to have at `at.known_at`, to show instead of
+    today's; empty for a read as believed now."""
+    if at is None or at.known_at is None:
+        return {}
+    return await time_rows.believed_periods(session, tenant_id=tenant_id,
+                                            fact_ids=[fact.id for fact in facts],
+                                            known_at=at.known_at)

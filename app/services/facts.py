@@ -1,7 +1,7 @@
 """Storing facts with supersession, and their history."""
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -152,11 +152,22 @@ async def fact_history_chain(session: AsyncSession, *, tenant_id: str,
     return await fact_rows.supersession_chain(session, tenant_id=tenant_id, fact=fact)
 
 
+@dataclass(frozen=True)
+class FactListing:
+    """A page of facts read at `at` (None: today), with the valid period each was believed
+    to have at `at.known_at` when that differs from today's."""
+
+    rows: list[Fact]
+    next_cursor: str | None
+    at: PointInTime | None = None
+    periods: fact_timeline.Periods = field(default_factory=dict)
+
+
 async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | None = None,
                      predicate: str | None = None, scope: str | None = None,
                      validity: str | None = None, entity_id: uuid.UUID | None = None,
                      at: PointInTime | None = None,
-                     limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
+                     limit: int, cursor: str | None) -> FactListing:
     """A page of the tenant's facts, newest first; None filters match anything, except
     `validity`, which is `active` unless the read is at a point in time (`at`)."""
     filters = FactFilters(subject_key=None if subject is None else normalise_key(subject),
@@ -164,8 +175,17 @@ async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | No
                           scope=scope, validity=validity_for(validity, at),
                           entity_id=entity_id, as_of=None if at is None else at.as_of,
                           known_at=None if at is None else at.known_at)
-    return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                      cursor=cursor)
+    return await listing(session, tenant_id=tenant_id, filters=filters, at=at, limit=limit,
+                         cursor=cursor)
+
+
+async def listing(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
+                  at: PointInTime | None, limit: int, cursor: str | None) -> FactListing:
+    """A page of the facts `filters` keep, with their periods as believed at `at`."""
+    rows, next_cursor = await fact_rows.list_facts(session, tenant_id=tenant_id,
+                                                   filters=filters, limit=limit, cursor=cursor)
+    periods = await fact_timeline.periods_at(session, tenant_id=tenant_id, facts=rows, at=at)
+    return FactListing(rows, next_cursor, at, periods)
 
 
 def validity_for(validity: str | None, at: PointInTime | None) -> str | None:

@@ -69,6 +69,7 @@ from app.schemas.search import (
 )
 from app.schemas.working_memory import ScratchpadEntry, WorkingMemoryOut
 from app.services.fact_timeline import PointInTime
+from app.services.facts import FactListing
 from app.services.ledger import AgentContext, Appended, Reflection
 from app.services.lifecycle import effective_confidence
 from app.services.merge import MergeResult
@@ -88,16 +89,22 @@ def _with_confidence(row: Fact | Rule, now: datetime | None) -> dict[str, Any]:
     return {**_columns(row), "effective_confidence": eff}
 
 
-def fact_out(row: Fact, now: datetime | None = None) -> FactOut:
-    """A fact as the API shows it, with its decayed confidence and fading state."""
-    return FactOut.model_validate({**_with_confidence(row, now),
-                                   "fading": row.fading_since is not None})
+def fact_out(row: Fact, now: datetime | None = None,
+             period: tuple[datetime, datetime | None] | None = None) -> FactOut:
+    """A fact as the API shows it, with its decayed confidence and fading state; with
+    `period`, the valid period it was believed to have at the read's known_at."""
+    values = {**_with_confidence(row, now), "fading": row.fading_since is not None}
+    if period is not None:
+        values["valid_from"], values["valid_until"] = period
+    return FactOut.model_validate(values)
 
 
-def fact_page_out(rows: list[Fact], next_cursor: str | None,
-                  at: PointInTime | None) -> FactPage:
+def fact_page_out(listing: FactListing) -> FactPage:
     """A page of facts, saying which point in time it was read at."""
-    return FactPage(items=[fact_out(row) for row in rows], next_cursor=next_cursor,
+    at = listing.at
+    return FactPage(items=[fact_out(row, period=listing.periods.get(row.id))
+                           for row in listing.rows],
+                    next_cursor=listing.next_cursor,
                     as_of=None if at is None else at.as_of,
                     known_at=None if at is None else at.known_at)
 
@@ -199,6 +206,8 @@ def memory_out(row: Episode | Fact | Rule | ShownRule,
 def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
     if hit.memory_type == "rule":
         return dict(rule_out(ShownRule(hit.row, list(hit.harmful_reasons)), now))
+    if hit.memory_type == "fact":
+        return dict(fact_out(hit.row, now, hit.period))
     return dict(memory_out(hit.row, now))
 
 

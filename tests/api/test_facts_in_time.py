@@ -100,6 +100,20 @@ async def test_a_hit_says_the_period_its_version_held(client):
         "Ann works at Bluebird", "2021-06-01", "2023-01-01")
 
 
+async def test_a_read_as_known_then_shows_the_period_believed_then(client):
+    _, before_correction = await _tell_the_story(client)
+    as_of = "2022-01-01T00:00:00+00:00"
+    [hit] = (await _search(client, as_of=as_of, known_at=before_correction))["results"]
+    listed = (await client.get("/v1/facts", params={
+        "subject": "Ann", "predicate": "employer", "as_of": as_of,
+        "known_at": before_correction})).json()["items"]
+    for acme in (hit, *listed):
+        assert (acme["content"], _day(acme["valid_from"]), _day(acme["valid_until"])) == (
+            "Ann works at Acme", "2019-01-01", "2023-01-01")
+    [today] = (await _search(client, as_of="2020-01-01T00:00:00+00:00"))["results"]
+    assert (today["content"], _day(today["valid_until"])) == ("Ann works at Acme", "2021-06-01")
+
+
 async def test_each_transition_writes_its_event(client, sql):
     stored, _ = await _tell_the_story(client)
     events = await sql("SELECT event_type, payload FROM memory_events "
