@@ -34,3 +34,15 @@ TenantArg = Annotated[
     Field(max_length=200, description="Optional. The API key decides the tenant; when given, it "
                                       "must be the key's own tenant."),
 ]
+AsOfArg = Annotated[str | None, Field(
+    max_length=64, description="An ISO 8601 time with a zone, e.g. '2023-05-01T00:00:00Z': "
+    "facts are the versions that held then (what was true then). Default: now.")]
+KnownAtArg = Annotated[str | None, Field(
+    max_length=64, description="An ISO 8601 time with a zone: facts as the memory believed "
+    "them then (before later corrections). Default: now.")]
+ValidFromArg = Annotated[str | None, Field(
+    max_length=64, description="When the fact started to hold (ISO 8601 with a zone); "
+    "default: now. Earlier than the current version's start: stored as history.")]
+ValidUntilArg = Annotated[str | None, Field(
+    max_length=64, description="When it stopped holding (ISO 8601 with a zone); default: "
+    "until the next version starts.")]

@@ -21,6 +21,8 @@ from app.mcp.args import (
     ScopeArg,
     SubjectArg,
     TagsArg,
+    ValidFromArg,
+    ValidUntilArg,
 )
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
@@ -66,16 +68,19 @@ async def memory_store_fact(subject: SubjectArg, predicate: PredicateArg, conten
                             ctx: Context, importance: ImportanceArg = 5.0,
                             permanence: Permanence = "standard", scope: ScopeArg = "global",
                             tags: TagsArg = None,
-                            entity_id: uuid.UUID | None = None) -> JsonObject:
+                            entity_id: uuid.UUID | None = None,
+                            valid_from: ValidFromArg = None,
+                            valid_until: ValidUntilArg = None) -> JsonObject:
     """Remember a durable fact as subject / predicate / content, e.g. ('Ann', 'favourite
     colour', 'green'). Use it when you learn something that should outlive the session.
     A newer fact with the same subject and predicate in the same scope (or the same
     entity_id and predicate) supersedes the old one, so store corrections the same way.
     permanence sets how fast confidence decays: permanent, stable, standard, volatile,
-    ephemeral."""
+    ephemeral. valid_from / valid_until say when it held in the world (a fact about an
+    earlier period than the current one goes into its history)."""
     data = build(FactCreate, subject=subject, predicate=predicate, content=content,
                  importance=importance, permanence=permanence, scope=scope, tags=tags,
-                 entity_id=entity_id)
+                 entity_id=entity_id, valid_from=valid_from, valid_until=valid_until)
 
     async def work(session: AsyncSession, caller: Caller) -> FactOut:
         stored = await facts.store_fact(session, tenant_id=caller.tenant_id,

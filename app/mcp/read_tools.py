@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
 from app.constants import SearchMode
-from app.mcp.args import ButlerArg, OptionalScopeArg
+from app.mcp.args import AsOfArg, ButlerArg, KnownAtArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
 from app.retrieval import requests as retrieval
@@ -29,7 +29,8 @@ from app.schemas.search import (
 )
 from app.schemas.stats import StatsOut
 from app.services import stats
-from app.services.responses.search import context_out, recall_hit
+from app.services.fact_timeline import point_in_time
+from app.services.responses.search import context_out, recall_out
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(
@@ -51,17 +52,20 @@ async def memory_search(query: QueryText, ctx: Context,
                         limit: LimitArg = 10,
                         min_confidence: MinConfidenceArg = 0.2,
                         entities: EntitiesArg = None,
-                        graph_hops: GraphHopsArg = 2) -> JsonObject:
+                        graph_hops: GraphHopsArg = 2, as_of: AsOfArg = None,
+                        known_at: KnownAtArg = None) -> JsonObject:
     """Search episodes, facts and rules by meaning and keywords. Use it to look something
     up ('what did Ann say about the trip?'); each hit carries its scores and id. mode:
     hybrid (the default unless the server is configured otherwise), semantic or keyword.
     A time expression in the query ('last week', 'in May 2023') favours episodes from then.
     With entities (ids from entity_resolve), memories linked to them rank higher.
+    With as_of ('where did Ann work in 2021?'), facts are the versions that held then;
+    with known_at, as the memory believed them then.
     For the best facts and rules on a topic, ranked for use, prefer memory_recall."""
     request = build(SearchRequest, query=query, types=types, scope=scope, mode=mode,
                     limit=limit, min_confidence=min_confidence,
                     entities=[str(item) for item in entities] if entities else None,
-                    graph_hops=graph_hops)
+                    graph_hops=graph_hops, as_of=as_of, known_at=known_at)
 
     async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
         return await retrieval.search_memories(
@@ -74,13 +78,16 @@ async def memory_search(query: QueryText, ctx: Context,
 @tools.add()
 async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
                         limit: LimitArg = 10, entities: EntitiesArg = None,
-                        graph_hops: GraphHopsArg = 2) -> JsonObject:
+                        graph_hops: GraphHopsArg = 2, as_of: AsOfArg = None,
+                        known_at: KnownAtArg = None) -> JsonObject:
     """Recall the facts and rules most worth knowing about a topic before you act, ranked
     by relevance, importance, recency and confidence (and closeness to entities, when
-    given). Each one returned counts as a reference."""
+    given). Each one returned counts as a reference. as_of / known_at: the facts that
+    held then, as believed then."""
     request = build(RecallRequest, topic=topic, scope=scope, limit=limit,
                     entities=[str(item) for item in entities] if entities else None,
-                    graph_hops=graph_hops)
+                    graph_hops=graph_hops, as_of=as_of, known_at=known_at)
+    at = point_in_time(request.as_of, request.known_at)
 
     async def work(session: AsyncSession, caller: Caller) -> RecallResponse:
         recalled = await recall(session, tenant_id=caller.tenant_id,
@@ -88,21 +95,23 @@ async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg 
                                 retrieval=caller.settings.retrieval, topic=request.topic,
                                 scope=request.scope, limit=request.limit,
                                 min_confidence=request.min_confidence,
-                                graph=graph_query(request.entities, request.graph_hops))
-        now = now_utc()
-        return RecallResponse(results=[recall_hit(item, now) for item in recalled])
+                                graph=graph_query(request.entities, request.graph_hops),
+                                at=at)
+        return recall_out(recalled, now_utc(), at)
 
     return await call(ctx, work)
 
 
 @tools.add()
 async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Context,
-                         token_budget: int | None = None) -> JsonObject:
+                         token_budget: int | None = None, as_of: AsOfArg = None,
+                         known_at: KnownAtArg = None) -> JsonObject:
     """Build a '# Memory Context' block (key facts and active rules) to put in your system
     prompt at the start of a task. trigger_prompt is the task or user message; the block
-    stays within token_budget (default: the server's context_token_budget, 3000)."""
+    stays within token_budget (default: the server's context_token_budget, 3000).
+    as_of / known_at: the facts that held then, as believed then."""
     request = build(ContextRequest, trigger_prompt=trigger_prompt, butler=butler,
-                    token_budget=token_budget)
+                    token_budget=token_budget, as_of=as_of, known_at=known_at)
 
     async def work(session: AsyncSession, caller: Caller) -> ContextResponse:
         context = await build_context(session, tenant_id=caller.tenant_id,
@@ -110,7 +119,8 @@ async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Cont
                                       retrieval=caller.settings.retrieval,
                                       trigger_prompt=request.trigger_prompt,
                                       butler=request.butler,
-                                      token_budget=request.token_budget)
+                                      token_budget=request.token_budget,
+                                      at=point_in_time(request.as_of, request.known_at))
         return context_out(context)
 
     return await call(ctx, work)

@@ -4,6 +4,7 @@ from app.models.arcs import Arc
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
 from app.models.entity import Entity
+from app.models.fact_periods import FactPeriod
 from app.models.jobs import Job, Worker
 from app.models.keyword import (
     KeywordCorpus,
@@ -30,6 +31,7 @@ __all__ = [
     "Entity",
     "Episode",
     "Fact",
+    "FactPeriod",
     "Job",
     "KeywordCorpus",
     "KeywordPosting",

@@ -109,6 +109,12 @@ class Fact(Searchable, Base):
     fading_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     tags: Mapped[list[str]] = jsonb_column("[]")
     metadata_: Mapped[dict[str, Any]] = metadata_column()
+    # Valid time: when the fact holds in the world ([valid_from, valid_until), NULL: open).
+    valid_from: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False,
+                                                 server_default=func.now())
+    valid_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Record time: believed from created_at until this (NULL: still believed).
+    recorded_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Rule(Searchable, Base):

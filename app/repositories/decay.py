@@ -62,6 +62,8 @@ FACT_SWEEP = _SWEEP.format(
     live="t.validity = 'active'",
     set_clause=(
         "validity = CASE p.transition WHEN 'expired' THEN 'expired' ELSE t.validity END,\n"
+        "        recorded_until = CASE p.transition WHEN 'expired' THEN now()\n"
+        "            ELSE t.recorded_until END,\n"
         "        " + _FADING_CHANGE
     ),
 )

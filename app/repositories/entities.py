@@ -246,10 +246,12 @@ async def active_facts(session: AsyncSession, *, tenant_id: str,
 
 
 async def supersede_facts(session: AsyncSession, *, fact_ids: Sequence[uuid.UUID]) -> None:
-    """Mark facts superseded."""
+    """Mark facts superseded: they lost to a fact about the same period, so they are no
+    longer believed either."""
     if fact_ids:
         await session.execute(
-            update(Fact).where(Fact.id.in_(fact_ids)).values(validity="superseded")
+            update(Fact).where(Fact.id.in_(fact_ids))
+            .values(validity="superseded", recorded_until=func.now())
             .execution_options(synchronize_session=False))
 
 

@@ -2,12 +2,13 @@
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Fact
-from app.repositories import pagination
+from app.repositories import fact_time, pagination
 from app.repositories.filters import equal
 
 MAX_CHAIN = 1000
@@ -16,13 +17,16 @@ MAX_CHAIN = 1000
 @dataclass(frozen=True)
 class FactFilters:
     """What a fact listing keeps; None means any. `scope` matches that scope only; subject and
-    predicate are compared as normalised keys."""
+    predicate are compared as normalised keys. With `as_of`, the versions that held then as
+    believed at `known_at` (None: now)."""
 
     subject_key: str | None = None
     predicate_key: str | None = None
     scope: str | None = None
     validity: str | None = None
     entity_id: uuid.UUID | None = None
+    as_of: datetime | None = None
+    known_at: datetime | None = None
 
 
 async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
@@ -30,6 +34,8 @@ async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilt
     """A page of the tenant's facts matching `filters`, newest first."""
     stmt = select(Fact).where(Fact.tenant_id == tenant_id, *equal(
         Fact, filters, "subject_key", "predicate_key", "scope", "validity", "entity_id"))
+    if filters.as_of is not None:
+        stmt = stmt.where(*fact_time.held_at(filters.as_of, filters.known_at))
     return await pagination.list_page(session, stmt, order=(Fact.created_at, Fact.id),
                                       limit=limit, cursor=cursor)
 
@@ -38,19 +44,6 @@ async def lock_key(session: AsyncSession, key: str) -> None:
     """Serialise writers of one supersession key until the transaction ends."""
     await session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
                           {"key": key})
-
-
-async def find_active_by_key(session: AsyncSession, *, tenant_id: str, scope: str,
-                             subject_key: str, predicate_key: str,
-                             entity_id: uuid.UUID | None) -> Fact | None:
-    """The active fact holding the (normalised) key, locked FOR UPDATE."""
-    stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.scope == scope,
-                              Fact.predicate_key == predicate_key, Fact.validity == "active")
-    if entity_id is None:
-        stmt = stmt.where(Fact.entity_id.is_(None), Fact.subject_key == subject_key)
-    else:
-        stmt = stmt.where(Fact.entity_id == entity_id)
-    return (await session.execute(stmt.with_for_update())).scalar_one_or_none()
 
 
 async def supersession_chain(session: AsyncSession, *, tenant_id: str,

@@ -13,6 +13,7 @@ from app.models import (
     Entity,
     Episode,
     Fact,
+    FactPeriod,
     MemoryLink,
     Procedure,
     ReflectionConsolidation,
@@ -32,6 +33,7 @@ TABLES: dict[str, Table] = {
     "entity": Entity.__table__,  # type: ignore[dict-item]
     "episode": Episode.__table__,  # type: ignore[dict-item]
     "fact": Fact.__table__,  # type: ignore[dict-item]
+    "fact_period": FactPeriod.__table__,  # type: ignore[dict-item]
     "rule": Rule.__table__,  # type: ignore[dict-item]
     "rule_application": RuleApplication.__table__,  # type: ignore[dict-item]
     "run": Run.__table__,  # type: ignore[dict-item]
@@ -53,7 +55,7 @@ SELF_REFERENCES = {"entity": "merged_into_id", "fact": "supersedes_id"}
 # Export order of the kinds whose rows a generated `position` orders: import inserts them in
 # line order, so they get new positions in the same order.
 ORDER_COLUMNS = {"run_message": "position", "agent_event": "position",
-                 "reflection_consolidation": "consolidated_at"}
+                 "reflection_consolidation": "consolidated_at", "fact_period": "recorded_at"}
 EXPORT_BATCH = 500
 # A line's `kind` names its record kind, so a column named `kind` travels under another name.
 RENAMED_FIELDS = {("agent_event", "kind"): "event_kind"}
@@ -140,6 +142,7 @@ _FOREIGN_REFERENCES = {
     "fact.entity_id": _outside("facts", "entity_id", "entities"),
     "fact.source_episode_id": _outside("facts", "source_episode_id", "episodes"),
     "fact.supersedes_id": _outside("facts", "supersedes_id", "facts"),
+    "fact_period.fact_id": _outside("fact_periods", "fact_id", "facts"),
     "rule.source_episode_id": _outside("rules", "source_episode_id", "episodes"),
     "entity.merged_into_id": _outside("entities", "merged_into_id", "entities"),
     "rule_application.rule_id": _outside("rule_applications", "rule_id", "rules"),

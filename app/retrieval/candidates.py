@@ -38,6 +38,7 @@ from app.models import Episode, Fact, Passage, Rule
 from app.models.passages import OWNER_COLUMNS
 from app.models.vector import Vector
 from app.repositories.confidence import effective_confidence_sql
+from app.repositories.fact_time import held_at
 from app.repositories.memories import MODELS
 from app.retrieval import keyword
 from app.scope import set_local
@@ -65,6 +66,10 @@ class Filters:
     scope: str | None
     min_confidence: float
     occurred: tuple[datetime, datetime] | None = None  # episodes only: [start, end)
+    # Facts only: the versions that held at as_of as believed at known_at (None: now);
+    # without as_of, the active ones.
+    as_of: datetime | None = None
+    known_at: datetime | None = None
 
 
 def filter_params(filters: Filters) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def filter_params(filters: Filters) -> dict[str, Any]:
     start, end = filters.occurred or (None, None)
     return {"tenant_id": filters.tenant_id, "scope": filters.scope,
             "min_confidence": filters.min_confidence, "occurred_start": start,
-            "occurred_end": end}
+            "occurred_end": end, "as_of": filters.as_of, "known_at": filters.known_at}
 
 
 def _param(filters: Filters, name: str, type_: Any) -> BindParameter[Any]:
@@ -100,7 +105,11 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
         return clauses
     model: type[Fact] | type[Rule] = Fact if memory_type == "fact" else Rule
     clauses = [model.tenant_id == tenant]
-    if memory_type == "fact":
+    if memory_type == "fact" and filters.as_of is not None:
+        clauses += held_at(_param(filters, "as_of", TIMESTAMPTZ),
+                           None if filters.known_at is None
+                           else _param(filters, "known_at", TIMESTAMPTZ))
+    elif memory_type == "fact":
         clauses.append(Fact.validity == "active")
     else:
         clauses.append(Rule.forgotten_at.is_(None))
@@ -209,6 +218,7 @@ class CandidateShape:
     min_confidence: bool
     occurred: bool
     window: bool
+    fact_time: Literal["now", "as_of", "known_at"] = "now"
 
     @classmethod
     def of(cls, types: Sequence[str], filters: Filters, *, semantic: bool,
@@ -217,8 +227,11 @@ class CandidateShape:
         scope: Literal["all", "global", "one"] = (
             "all" if filters.scope is None else "global" if filters.scope == "global"
             else "one")
+        fact_time: Literal["now", "as_of", "known_at"] = (
+            "now" if filters.as_of is None else "as_of" if filters.known_at is None
+            else "known_at")
         return cls(tuple(types), semantic, keyword, scope, filters.min_confidence > 0,
-                   filters.occurred is not None, window)
+                   filters.occurred is not None, window, fact_time)
 
 
 @dataclass(frozen=True)

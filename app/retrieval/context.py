@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.retrieval.recall import Recalled, bump_recalled, recall
+from app.services.fact_timeline import PointInTime
 
 CHARS_PER_TOKEN = 4
 HEADER = "# Memory Context\n"
@@ -87,18 +88,20 @@ class Context:
     text: str
     token_budget: int
     items: list[Recalled]
+    at: PointInTime | None = None
 
 
 async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                         retrieval: RetrievalSettings, trigger_prompt: str, butler: str,
                         token_budget: int | None,
-                        reference_time: datetime | None = None) -> Context:
+                        reference_time: datetime | None = None,
+                        at: PointInTime | None = None) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
     budget = token_budget or retrieval.context_token_budget
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                             topic=trigger_prompt, scope=butler,
                             limit=retrieval.context_recall_limit, min_confidence=0.2,
-                            bump=False, reference_time=reference_time)
+                            bump=False, reference_time=reference_time, at=at)
     facts = [r for r in recalled if r.hit.memory_type == "fact"]
     rules = [r for r in recalled if r.hit.memory_type == "rule"]
     fact_lines = [fact_line(subject=r.hit.row.subject, predicate=r.hit.row.predicate,
@@ -110,4 +113,4 @@ async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embe
                      fact_share=retrieval.context_fact_share)
     included = [facts[i] for i in block.fact_indexes] + [rules[i] for i in block.rule_indexes]
     await bump_recalled(session, tenant_id=tenant_id, recalled=included)
-    return Context(block.text, budget, included)
+    return Context(block.text, budget, included, at)

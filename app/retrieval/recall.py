@@ -13,6 +13,7 @@ from app.embedding import Embedder
 from app.retrieval import candidates as search_rows
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.search import Hit, search
+from app.services.fact_timeline import PointInTime
 from app.services.formulas.lifecycle import effective_confidence, recency_score
 
 RECALL_TYPES = ("fact", "rule")
@@ -93,14 +94,16 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  retrieval: RetrievalSettings, topic: str, scope: str | None,
                  limit: int | None, min_confidence: float, bump: bool = True,
                  graph: GraphQuery | None = None,
-                 reference_time: datetime | None = None) -> list[Recalled]:
+                 reference_time: datetime | None = None,
+                 at: PointInTime | None = None) -> list[Recalled]:
     """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
     out those less similar to the topic than the relevance floor; each returned one is
     referenced."""
     limit = limit or retrieval.default_limit
     pool = limit * retrieval.recall_pool_factor
     plan = plan_search(retrieval, query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
-                       limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph)
+                       limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph,
+                       at=at)
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
     now = reference_time or now_utc()

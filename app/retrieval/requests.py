@@ -10,6 +10,7 @@ from app.retrieval.plan import graph_query, plan_search
 from app.retrieval.search import search
 from app.retrieval.timewindow import parse_time_window
 from app.schemas.search import SearchRequest, SearchResponse
+from app.services.fact_timeline import point_in_time
 from app.services.responses.search import search_out
 
 
@@ -22,6 +23,7 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
                            field="entities")
     now = now_utc()
+    at = point_in_time(request.as_of, request.known_at)
     window = parse_time_window(request.query, request.reference_time or now)
     plan = plan_search(retrieval, query=request.query, types=request.types,
                        scope=request.scope, mode=mode,
@@ -29,7 +31,7 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        min_confidence=request.min_confidence, fusion=request.fusion,
                        window=window, time_mode=request.time_mode,
                        graph=graph_query(request.entities, request.graph_hops),
-                       neighbours=request.neighbours)
+                       neighbours=request.neighbours, at=at)
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
-    return search_out(mode, hits, window, request.time_mode, now)
+    return search_out(mode, hits, window, request.time_mode, now, at)

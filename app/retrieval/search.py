@@ -3,6 +3,7 @@
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,6 +29,7 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
+from app.services.fact_timeline import periods_at
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
@@ -49,6 +51,8 @@ class Hit:
     contributions: dict[str, float] | None = None
     graph: "GraphPath | None" = None
     harmful_reasons: tuple[str, ...] = ()  # a rule's, oldest first
+    # A fact's valid period as believed at the search's known_at (None: as believed now).
+    period: tuple[datetime, datetime | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,9 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
     span = plan.span
     filters = Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
-                      occurred=span if plan.time_mode == "filter" else None)
+                      occurred=span if plan.time_mode == "filter" else None,
+                      as_of=None if plan.at is None else plan.at.as_of,
+                      known_at=None if plan.at is None else plan.at.known_at)
     found = await search_rows.search_candidates(
         session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
         limit=plan.depth,
@@ -118,6 +124,11 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     if plan.neighbours > 0:
         hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits,
                                      count=plan.neighbours)
+    periods = await periods_at(session, tenant_id=tenant_id, at=plan.at,
+                               facts=[hit.row for hit in hits if hit.memory_type == "fact"])
+    if periods:
+        hits = [replace(hit, period=periods.get(hit.row.id)) if hit.memory_type == "fact"
+                else hit for hit in hits]
     return hits
 
 

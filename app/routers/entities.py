@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import AsOf, Cursor, KnownAt, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.entities import (
     EntityCreate,
@@ -20,11 +20,12 @@ from app.schemas.entities import (
     ResolveCandidate,
     ResolveRequest,
 )
-from app.schemas.facts import FactOut
+from app.schemas.facts import FactPage
 from app.services import deletion, entities
+from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
 from app.services.responses.entities import entity_out, merge_out
-from app.services.responses.facts import fact_out
+from app.services.responses.facts import fact_page_out
 
 router = APIRouter(prefix="/v1/entities", tags=["entities"])
 
@@ -109,22 +110,25 @@ async def update_entity(entity_id: uuid.UUID, body: EntityUpdate, session: Sessi
     return entity_out(row)
 
 
-@router.get("/{entity_id}/facts", response_model=Page[FactOut],
+@router.get("/{entity_id}/facts", response_model=FactPage,
             responses=problem_responses(404, 422), summary="Facts anchored to an entity")
 async def entity_facts(
     entity_id: uuid.UUID,
     session: SessionDep,
     tenant_id: TenantDep,
-    validity: Validity | None = "active",
+    validity: Annotated[Validity | None, Query(
+        description="Default: active (at a point in time: any).")] = None,
+    as_of: AsOf = None,
+    known_at: KnownAt = None,
     limit: Limit = 50,
     cursor: Cursor = None,
-) -> Page[FactOut]:
+) -> FactPage:
     """Facts whose `entity_id` is this entity, newest first; active ones unless `validity`
-    says otherwise."""
-    rows, next_cursor = await entities.list_entity_facts(
+    says otherwise. With `as_of` or `known_at`: the versions that held at `as_of` (default:
+    now) as Engram believed at `known_at` (default: now)."""
+    return fact_page_out(await entities.list_entity_facts(
         session, tenant_id=tenant_id, entity_id=entity_id, validity=validity, limit=limit,
-        cursor=cursor)
-    return Page(items=[fact_out(row) for row in rows], next_cursor=next_cursor)
+        cursor=cursor, at=point_in_time(as_of, known_at)))
 
 
 @router.post("/{target_id}/merge", response_model=MergeOut,

@@ -1,18 +1,20 @@
 """/v1/facts: durable subject/predicate knowledge with decay and supersession."""
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, Text
-from app.schemas.common import Page, Validity
-from app.schemas.facts import FactCreate, FactOut
+from app.routers.params import AsOf, Cursor, KnownAt, Limit, Text
+from app.schemas.common import Validity
+from app.schemas.facts import FactCreate, FactOut, FactPage
 from app.services import deletion, facts, memories
-from app.services.responses.facts import fact_out
+from app.services.fact_timeline import point_in_time
+from app.services.responses.facts import fact_out, fact_page_out
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
 
@@ -49,7 +51,7 @@ async def create_fact(body: FactCreate, request: Request, response: Response,
     return fact_out(stored.fact)
 
 
-@router.get("", response_model=Page[FactOut], responses=problem_responses(422),
+@router.get("", response_model=FactPage, responses=problem_responses(422),
             summary="List facts")
 async def list_facts(
     session: SessionDep,
@@ -57,16 +59,21 @@ async def list_facts(
     subject: Text = None,
     predicate: Text = None,
     scope: Text = None,
-    validity: Validity | None = "active",
+    validity: Annotated[Validity | None, Query(
+        description="Default: active (at a point in time: any).")] = None,
     entity_id: uuid.UUID | None = None,
+    as_of: AsOf = None,
+    known_at: KnownAt = None,
     limit: Limit = 50,
     cursor: Cursor = None,
-) -> Page[FactOut]:
-    """Facts newest first; active ones unless `validity` says otherwise."""
-    rows, next_cursor = await facts.list_facts(
+) -> FactPage:
+    """Facts newest first; active ones unless `validity` says otherwise. With `as_of` or
+    `known_at`: the versions that held at `as_of` (default: now) as Engram believed at
+    `known_at` (default: now), whatever their validity today."""
+    return fact_page_out(await facts.list_facts(
         session, tenant_id=tenant_id, subject=subject, predicate=predicate, scope=scope,
-        validity=validity, entity_id=entity_id, limit=limit, cursor=cursor)
-    return Page(items=[fact_out(row) for row in rows], next_cursor=next_cursor)
+        validity=validity, entity_id=entity_id, at=point_in_time(as_of, known_at), limit=limit,
+        cursor=cursor))
 
 
 @router.get("/{fact_id}", response_model=FactOut, responses=problem_responses(404, 422),
@@ -81,7 +88,9 @@ async def get_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep
             responses=problem_responses(404, 422), summary="Supersession history of a fact")
 async def fact_history(fact_id: uuid.UUID, session: SessionDep,
                        tenant_id: TenantDep) -> list[FactOut]:
-    """Every version of the fact's key linked by supersession, newest first."""
+    """Every version of the fact's key linked by supersession, the latest valid period first;
+    each shows its valid time (`valid_from`, `valid_until`) and record time (`recorded_at`,
+    `recorded_until`)."""
     chain = await facts.fact_history_chain(session, tenant_id=tenant_id, fact_id=fact_id)
     return [fact_out(item) for item in chain]
 

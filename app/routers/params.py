@@ -25,3 +25,7 @@ def _not_a_number(value: Any) -> Any:
 
 # A time in a query string: ISO 8601 with a time zone, never a number.
 IsoTime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
+AsOf = Annotated[IsoTime | None, Query(
+    description="Valid time: the fact versions that held at this moment (default: now).")]
+KnownAt = Annotated[IsoTime | None, Query(
+    description="Record time: as Engram believed them at this moment (default: now).")]

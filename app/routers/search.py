@@ -18,7 +18,8 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
-from app.services.responses.search import context_out, recall_hit
+from app.services.fact_timeline import point_in_time
+from app.services.responses.search import context_out, recall_out
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 
@@ -43,14 +44,15 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
     whose effective confidence is below `min_confidence`, or whose cosine similarity to the
     topic is below `[retrieval] relevance_floor` (0.2), are left out; `limit` defaults to
     `[retrieval] default_limit` (20). Every returned memory counts one
-    reference (reference_count + 1, last_referenced_at = now), as shown in the response."""
+    reference (reference_count + 1, last_referenced_at = now), as shown in the response.
+    With `as_of` or `known_at`, facts are the versions that held then, as believed then."""
+    at = point_in_time(body.as_of, body.known_at)
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
                             limit=body.limit, min_confidence=body.min_confidence,
                             graph=graph_query(body.entities, body.graph_hops),
-                            reference_time=body.reference_time)
-    now = body.reference_time or now_utc()
-    return RecallResponse(results=[recall_hit(item, now) for item in recalled])
+                            reference_time=body.reference_time, at=at)
+    return recall_out(recalled, body.reference_time or now_utc(), at)
 
 
 @router.post("/context", response_model=ContextResponse, responses=problem_responses(422),
@@ -73,10 +75,12 @@ async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: T
     fit is skipped. The text never exceeds `token_budget * 4` characters; facts may use
     `context_fact_share` of it, rules the rest, and a section's unused share goes to the
     other. A section with no line is left out. Whitespace inside a memory is collapsed to
-    single spaces. Each memory placed in the block counts one reference."""
+    single spaces. Each memory placed in the block counts one reference. With `as_of` or
+    `known_at`, facts are the versions that held then, as believed then."""
     context = await build_context(session, tenant_id=tenant_id, embedder=embedder,
                                   retrieval=settings.retrieval,
                                   trigger_prompt=body.trigger_prompt, butler=body.butler,
                                   token_budget=body.token_budget,
-                                  reference_time=body.reference_time)
+                                  reference_time=body.reference_time,
+                                  at=point_in_time(body.as_of, body.known_at))
     return context_out(context)

@@ -6,11 +6,13 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from app.schemas.common import (
+    AwareDatetimeIn,
     Content,
     Importance,
     IsoDatetime,
     MemoryMetadata,
     Name,
+    Page,
     Permanence,
     RequestModel,
     ResponseModel,
@@ -45,6 +47,13 @@ class FactCreate(RequestModel):
         default_factory=dict,
         description="The client's own; the keys forgotten, needs_inversion, status, "
                     "harmful_reasons, original_content and merged_into are reserved (422).")
+    valid_from: AwareDatetimeIn | None = Field(
+        None, description="When the fact started to hold in the world; default: now. A "
+        "version starting before the key's current one is history: it goes in at its place "
+        "and the current version stays current.")
+    valid_until: AwareDatetimeIn | None = Field(
+        None, description="When it stopped holding; default: open-ended, until the next "
+        "version of the key starts.")
 
 
 class FactOut(ResponseModel):
@@ -73,3 +82,24 @@ class FactOut(ResponseModel):
                                      "(validity stays 'active').")
     tags: list[str]
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    valid_from: IsoDatetime = Field(description="Valid time: when the fact started to hold.")
+    valid_until: IsoDatetime | None = Field(
+        description="When it stopped holding (the next version's valid_from, or as stated); "
+                    "null: it still holds.")
+    recorded_at: IsoDatetime = Field(
+        validation_alias=AliasChoices("created_at", "recorded_at"),
+        description="Record time: when Engram stored this version (= created_at).")
+    recorded_until: IsoDatetime | None = Field(
+        description="When Engram stopped believing it (retracted, expired, or corrected for "
+                    "the same period); null: still believed.")
+
+
+class FactPage(Page[FactOut]):
+    """A page of facts; `as_of` and `known_at` say which point in time it was read at."""
+
+    as_of: IsoDatetime | None = Field(
+        None, description="The valid time the page was read at (facts that held then); null: "
+        "no point in time was asked for and the `validity` filter applied.")
+    known_at: IsoDatetime | None = Field(
+        None, description="The record time it was read at (what Engram believed then); null: "
+        "what it believes now.")

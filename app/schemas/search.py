@@ -76,8 +76,27 @@ Search episodes, facts and rules of the caller's tenant.
   - `weighted`: each list's min-max normalised score times its configured weight.
 
 Only active facts, rules not forgotten and episodes not expired are searched; every filter is
-applied in SQL before the limit.
+applied in SQL before the limit. With `as_of` or `known_at`, facts are the versions that held
+at `as_of` as Engram believed at `known_at` (each hit shows its `valid_from` and
+`valid_until`), and the response names the point in time it applied.
 """
+
+AsOf = Annotated[AwareDatetimeIn | None, Field(
+    description="Valid time: facts are the versions that held at this moment (superseded "
+    "ones included), not the active ones. Default: now. Episodes and rules are unaffected.")]
+KnownAt = Annotated[AwareDatetimeIn | None, Field(
+    description="Record time: facts as Engram believed them at this moment (versions stored "
+    "later, or given up by then, are left out). Default: now.")]
+
+
+class PointInTimeOut(ResponseModel):
+    """Which point in time facts were read at."""
+
+    as_of: IsoDatetime | None = Field(
+        None, description="The valid time facts were read at; null when the request named "
+        "neither `as_of` nor `known_at` (active facts).")
+    known_at: IsoDatetime | None = Field(
+        None, description="The record time facts were read at; null: now.")
 
 
 MAX_GRAPH_ENTITIES = 10
@@ -131,6 +150,8 @@ class SearchRequest(RequestModel):
         description=GRAPH_DESCRIPTION)
     graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
                             "memory may be to get a graph boost.")
+    as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 class GraphPathOut(ResponseModel):
@@ -227,7 +248,7 @@ class TimeWindowOut(ResponseModel):
     applied_as: TimeMode
 
 
-class SearchResponse(ResponseModel):
+class SearchResponse(PointInTimeOut):
     mode: SearchMode
     time_window: TimeWindowOut | None = Field(
         None, description="The window read from the query, when there was one.")
@@ -250,6 +271,8 @@ class RecallRequest(RequestModel):
     reference_time: AwareDatetimeIn | None = Field(
         None, description="The 'now' that recency and effective confidence are computed at "
         "(a past moment to ask what was known then); default: the current time.")
+    as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 class RecallScores(ResponseModel):
@@ -272,7 +295,7 @@ class RecallRuleHit(RuleHit, RecallScores):
 RecallHit = Annotated[RecallFactHit | RecallRuleHit, Field(discriminator="memory_type")]
 
 
-class RecallResponse(ResponseModel):
+class RecallResponse(PointInTimeOut):
     results: list[RecallHit]
 
 
@@ -289,6 +312,8 @@ class ContextRequest(RequestModel):
     reference_time: AwareDatetimeIn | None = Field(
         None, description="The 'now' that recency and effective confidence are computed at "
         "(a past moment to ask what was known then); default: the current time.")
+    as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 class ContextItem(ResponseModel):
@@ -297,7 +322,7 @@ class ContextItem(ResponseModel):
     composite_score: float
 
 
-class ContextResponse(ResponseModel):
+class ContextResponse(PointInTimeOut):
     context: str
     token_budget: int
     characters: int = Field(description="Length of `context`; never above token_budget * 4.")

@@ -6,12 +6,13 @@ from collections import defaultdict
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, found
-from app.models import Entity, Fact
+from app.models import Entity
 from app.repositories import entities as entity_rows
-from app.repositories import facts as fact_rows
 from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
+from app.services.fact_timeline import PointInTime
+from app.services.facts import FactListing, listing, validity_for
 from app.services.formulas import resolve
 from app.services.formulas.merge_patch import apply_merge_patch
 from app.services.formulas.resolve import Candidate
@@ -102,10 +103,13 @@ async def list_entities(session: AsyncSession, *, tenant_id: str, entity_type: s
 
 
 async def list_entity_facts(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
-                            validity: str | None, limit: int,
-                            cursor: str | None) -> tuple[list[Fact], str | None]:
-    """A page of the facts anchored to the entity, newest first; NotFound when it is absent."""
+                            validity: str | None, limit: int, cursor: str | None,
+                            at: PointInTime | None = None) -> FactListing:
+    """A page of the facts anchored to the entity, newest first (at a point in time, with
+    `at`); NotFound when it is absent."""
     await get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
-    filters = FactFilters(entity_id=entity_id, validity=validity)
-    return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                      cursor=cursor)
+    filters = FactFilters(entity_id=entity_id, validity=validity_for(validity, at),
+                          as_of=None if at is None else at.as_of,
+                          known_at=None if at is None else at.known_at)
+    return await listing(session, tenant_id=tenant_id, filters=filters, at=at, limit=limit,
+                         cursor=cursor)

@@ -1,26 +1,28 @@
 """Storing facts with supersession, and their history."""
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.clock import now_utc
 from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, found
 from app.models import Fact
 from app.repositories import entities as entity_rows
 from app.repositories import episodes as episode_rows
+from app.repositories import fact_time as time_rows
 from app.repositories import facts as fact_rows
-from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows
 from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
-from app.services import events
+from app.services import events, fact_timeline
 from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
+from app.services.fact_timeline import PointInTime
 from app.services.formulas.lifecycle import decay_rate_for
 from app.text import normalise_key, preprocess_text
 
@@ -42,13 +44,18 @@ class StoredFact:
 async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: FactCreate,
                      auto_links: AutoLinkSettings | None = None) -> StoredFact:
-    """Store an active fact; an active fact with the same key becomes superseded, atomically.
+    """Store a fact version; the key's versions are kept in valid-time order, atomically
+    (`services/fact_timeline`): starting after the others it becomes the active one and the
+    previous active one is superseded; starting earlier it is history.
 
     The key is (scope, subject, predicate) without an entity, (entity_id, scope, predicate)
     with one, subject and predicate compared as normalised keys (`normalise_key`). An active
     fact with the same key and the same content is confirmed instead (its decay restarts).
     A new fact is linked `related_to` its most similar facts and rules (`auto_links`).
     """
+    if data.valid_until is not None and data.valid_until <= (data.valid_from or now_utc()):
+        raise InvalidInput("valid_until must be after valid_from (default: now)",
+                           field="valid_until")
     decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
     # The model runs before the first SQL, so no connection is held while it works.
@@ -59,20 +66,27 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
            if data.entity_id else
            f"fact:{tenant_id}:subject:{data.scope}:{subject_key}:{predicate_key}")
     await fact_rows.lock_key(session, key)
-    previous = await fact_rows.find_active_by_key(
+    versions = await time_rows.believed_versions(
         session, tenant_id=tenant_id, scope=data.scope, subject_key=subject_key,
         predicate_key=predicate_key, entity_id=data.entity_id,
     )
-    if previous is not None and previous.content == data.content:
+    current = next((v for v in versions if v.validity == "active"), None)
+    starts = data.valid_from or now_utc()
+    if (current is not None and current.content == data.content
+            and starts >= current.valid_from):
         confirmed = await memory_rows.update_row(
-            session, Fact, memory_id=previous.id,
+            session, Fact, memory_id=current.id,
             values={"last_confirmed_at": func.now(), "fading_since": None})
         await events.record(session, [memory_event("fact_confirmed", tenant_id, confirmed,
                                                    reason="identical fact stored again")])
         return StoredFact(confirmed, created=False)
-    if previous is not None:
-        await memory_rows.update_row(session, Fact, memory_id=previous.id,
-                                  values={"validity": "superseded"})
+    placement = fact_timeline.place(versions, starts)
+    is_current = placement.following is None
+    superseded = current if is_current else None
+    if superseded is not None:
+        # Out of the active set before the insert (one active fact per key).
+        await memory_rows.update_row(session, Fact, memory_id=superseded.id,
+                                     values={"validity": "superseded"})
 
     [fact] = await memory_rows.insert_rows(session, Fact, [{
         "tenant_id": tenant_id,
@@ -90,24 +104,24 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "entity_id": data.entity_id,
         "source_butler": data.source_butler,
         "source_episode_id": data.source_episode_id,
-        "supersedes_id": previous.id if previous else None,
+        "supersedes_id": placement.predecessor.id if placement.predecessor else None,
+        "validity": "active" if is_current else "superseded",
+        "valid_until": fact_timeline.bounded_until(data.valid_until, placement),
         "metadata_": data.metadata,
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
-    }], last_confirmed_at=func.now())
+    }], last_confirmed_at=func.now(),
+        valid_from=func.now() if data.valid_from is None else data.valid_from)
+    await time_rows.open_period(session, fact)
     await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
                          embedded=embedded)
     await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
                    scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
 
     happened = [memory_event("fact_created", tenant_id, fact)]
-    if previous is not None:
-        await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
-                                    source_id=fact.id, target_type="fact",
-                                    target_id=previous.id, relation="supersedes")
-        happened.append(memory_event("fact_superseded", tenant_id, previous,
-                                     superseded_by=str(fact.id)))
+    happened += await fact_timeline.apply(session, tenant_id=tenant_id, fact=fact,
+                                          placement=placement, superseded=superseded)
     await events.record(session, happened)
     return StoredFact(fact, created=True)
 
@@ -137,13 +151,43 @@ async def fact_history_chain(session: AsyncSession, *, tenant_id: str,
     return await fact_rows.supersession_chain(session, tenant_id=tenant_id, fact=fact)
 
 
+@dataclass(frozen=True)
+class FactListing:
+    """A page of facts read at `at` (None: today), with the valid period each was believed
+    to have at `at.known_at` when that differs from today's."""
+
+    rows: list[Fact]
+    next_cursor: str | None
+    at: PointInTime | None = None
+    periods: fact_timeline.Periods = field(default_factory=dict)
+
+
 async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | None = None,
                      predicate: str | None = None, scope: str | None = None,
                      validity: str | None = None, entity_id: uuid.UUID | None = None,
-                     limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
-    """A page of the tenant's facts, newest first; None filters match anything."""
+                     at: PointInTime | None = None,
+                     limit: int, cursor: str | None) -> FactListing:
+    """A page of the tenant's facts, newest first; None filters match anything, except
+    `validity`, which is `active` unless the read is at a point in time (`at`)."""
     filters = FactFilters(subject_key=None if subject is None else normalise_key(subject),
                           predicate_key=None if predicate is None else normalise_key(predicate),
-                          scope=scope, validity=validity, entity_id=entity_id)
-    return await fact_rows.list_facts(session, tenant_id=tenant_id, filters=filters, limit=limit,
-                                      cursor=cursor)
+                          scope=scope, validity=validity_for(validity, at),
+                          entity_id=entity_id, as_of=None if at is None else at.as_of,
+                          known_at=None if at is None else at.known_at)
+    return await listing(session, tenant_id=tenant_id, filters=filters, at=at, limit=limit,
+                         cursor=cursor)
+
+
+async def listing(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
+                  at: PointInTime | None, limit: int, cursor: str | None) -> FactListing:
+    """A page of the facts `filters` keep, with their periods as believed at `at`."""
+    rows, next_cursor = await fact_rows.list_facts(session, tenant_id=tenant_id,
+                                                   filters=filters, limit=limit, cursor=cursor)
+    periods = await fact_timeline.periods_at(session, tenant_id=tenant_id, facts=rows, at=at)
+    return FactListing(rows, next_cursor, at, periods)
+
+
+def validity_for(validity: str | None, at: PointInTime | None) -> str | None:
+    """The validity a listing keeps: as asked; by default `active`, or any at a point in time
+    (where valid and record time decide)."""
+    return validity if validity is not None or at is not None else "active"

@@ -71,7 +71,7 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
         values: dict[str, Any] = {"expires_at": func.now(), "forgotten_at": func.now()}
         already = row.forgotten_at is not None
     elif isinstance(row, Fact):
-        values = {"validity": "retracted"}
+        values = {"validity": "retracted", "recorded_until": func.now()}
         already = row.validity == "retracted"
     else:
         values = {"forgotten_at": func.now()}

@@ -1,7 +1,9 @@
 """Export a tenant's records as JSON Lines, and import them back with ids and times kept.
 
 One line per record, each an object with a `kind` (`repositories/portability.TABLES`):
-entity, episode, fact (every version; `supersedes_id` and `validity` tell the history), rule
+entity, episode, fact (every version; `supersedes_id` and `validity` tell the history, and
+each carries its valid and record time), fact_period (the valid period each version was
+believed to have, over record time: what `known_at` reads), rule
 (with its counters), rule_application, run, run_message, run_feedback, agent_event (a
 reflection is one), reflection_consolidation, procedure (every version), arc,
 working_memory, link. The other fields are the stored columns by name, except what
@@ -26,6 +28,7 @@ from sqlalchemy.types import Uuid
 
 from app.embedding import Embedder
 from app.errors import Conflict, DomainError, InvalidInput
+from app.repositories import fact_time as time_rows
 from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, RECORD_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
@@ -211,6 +214,8 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
     for kind, pairs in later.items():
         await portability_rows.set_self_references(session, kind=kind, tenant_id=tenant_id,
                                                    pairs=pairs)
+    # Facts of an export made before fact periods existed are believed as they are now.
+    await time_rows.fill_missing_periods(session, tenant_id=tenant_id)
     outside = await portability_rows.references_outside(session, tenant_id=tenant_id)
     if outside:
         raise InvalidInput(f"records point at rows the tenant does not have: "

@@ -1,5 +1,6 @@
 """MCP at /mcp, driven by the SDK's own client over real HTTP against a live server."""
 
+import asyncio
 import json
 import sys
 import uuid
@@ -19,6 +20,7 @@ from app.config import Settings
 from app.main import create_app
 from app.services.background import worker
 from tests.conftest import REPO_ROOT
+from tests.support.employer_history import BELIEVED_BEFORE_CORRECTION, HELD, STORE_ORDER
 from tests.support.jobs import job_context
 from tests.support.live_server import serve_in_thread
 
@@ -580,3 +582,33 @@ async def test_ledger_tools_give_an_agent_its_context_and_take_its_reflection(
     assert seen["visibility"] == "global"
     assert [r["id"] for r in memory["reflections"]] == [reflection["id"]]
     assert memory["recent"] == [] and "bob's secret" not in memory["context"]
+
+
+async def test_facts_in_time_through_the_tools(mcp_as: Any) -> None:
+    async with mcp_as("chronos") as client:
+        for content, valid_from in STORE_ORDER:
+            if content == "Ann works at Bluebird":
+                await asyncio.sleep(0.01)
+                before_correction = datetime.now(UTC).isoformat()
+                await asyncio.sleep(0.01)
+            stored = ok(await client.call_tool("memory_store_fact", {
+                "subject": "Ann", "predicate": "employer", "content": content,
+                "valid_from": valid_from}))
+            assert stored["valid_from"][:10] == valid_from[:10]
+
+        async def employers(**times: str) -> list[str]:
+            found = ok(await client.call_tool("memory_search", {
+                "query": "Ann works at", "types": ["fact"], **times}))
+            return [hit["content"] for hit in found["results"]]
+
+        for as_of, employer in HELD:
+            assert await employers(as_of=as_of) == ([] if employer is None else [employer])
+        for as_of, employer in BELIEVED_BEFORE_CORRECTION:
+            assert await employers(as_of=as_of, known_at=before_correction) == [employer]
+        assert await employers() == ["Ann works at Cyberdyne"]
+        recalled = ok(await client.call_tool("memory_recall", {
+            "topic": "Ann works at", "as_of": "2022-01-01T00:00:00Z"}))
+        assert [hit["content"] for hit in recalled["results"]] == ["Ann works at Bluebird"]
+        assert recalled["as_of"].startswith("2022-01-01T00:00:00")
+        refused = await client.call_tool("memory_search", {"query": "Ann", "as_of": "May"})
+        assert "as_of" in error_text(refused)

@@ -30,7 +30,8 @@ async def test_export_erase_import_gives_back_equal_data(app, settings, client):
 
     assert imported.status_code == 200, imported.text
     assert imported.json()["imported"] == {
-        "entity": 2, "episode": 2, "fact": 2, "rule": 1, "rule_application": 1, "run": 0,
+        "entity": 2, "episode": 2, "fact": 2, "fact_period": 3, "rule": 1,
+        "rule_application": 1, "run": 0,
         "run_message": 0, "run_feedback": 0, "agent_event": 0, "reflection_consolidation": 0,
         "procedure": 0, "arc": 0, "working_memory": 0, "link": 2}
     assert _records((await client.get("/v1/export")).text) == before
@@ -44,7 +45,7 @@ async def test_export_erase_import_gives_back_equal_data(app, settings, client):
 async def test_export_holds_every_kind_and_no_embeddings(client):
     await plant(client)
     records = _records((await client.get("/v1/export")).text)
-    assert {r["kind"] for r in records} == {"entity", "episode", "fact", "rule",
+    assert {r["kind"] for r in records} == {"entity", "episode", "fact", "fact_period", "rule",
                                             "rule_application", "link"}
     assert not [r for r in records if "embedding" in r or "search_vector" in r]
     [rule] = [r for r in records if r["kind"] == "rule"]

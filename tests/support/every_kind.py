@@ -33,7 +33,8 @@ async def _entities(client: Any, marker: str) -> dict[str, Any]:
 
 
 async def _memories(client: Any, marker: str, ann: dict[str, Any]) -> dict[str, Any]:
-    """Episodes of a session, a fact in two versions, a rule with both kinds of feedback."""
+    """Episodes of a session, a fact in three versions (one about an earlier period, stored
+    last), a rule with both kinds of feedback."""
     session_id = str(uuid.uuid4())
     first = await store_episode(client, f"Ann said: call me on {marker}",
                                 session_id=session_id)
@@ -41,10 +42,16 @@ async def _memories(client: Any, marker: str, ann: dict[str, Any]) -> dict[str, 
                                  session_id=session_id)
     loose = await store_episode(client, "The weather was fine", butler="diary")
     old = await store_fact(client, subject="Ann", predicate="phone",
-                           content=f"Ann's phone is {marker}", entity_id=ann["id"])
+                           content=f"Ann's phone is {marker}", entity_id=ann["id"],
+                           valid_from="2020-01-01T00:00:00+00:00")
     new = await store_fact(client, subject="Ann", predicate="phone",
                            content=f"Ann's mobile is {marker}", entity_id=ann["id"],
                            source_episode_id=first["id"])
+    # Learned last, about the years between: history, with the periods it narrowed.
+    await store_fact(client, subject="Ann", predicate="phone", entity_id=ann["id"],
+                     content=f"Ann's work phone was {marker}",
+                     valid_from="2022-01-01T00:00:00+00:00",
+                     valid_until="2023-01-01T00:00:00+00:00")
     rule = await store_rule(client, "Read phone numbers back to the user")
     await _ok(await client.post(f"/v1/rules/{rule['id']}/helpful", json={}))
     await _ok(await client.post(f"/v1/rules/{rule['id']}/harmful",

@@ -15,6 +15,7 @@ from app.schemas.search import (
     EpisodeHit,
     FactHit,
     RecallFactHit,
+    RecallResponse,
     RecallRuleHit,
     ReflectionHit,
     RuleHit,
@@ -23,7 +24,9 @@ from app.schemas.search import (
     SearchResponse,
     TimeWindowOut,
 )
+from app.services.fact_timeline import PointInTime
 from app.services.responses.episodes import episode_out
+from app.services.responses.facts import fact_out
 from app.services.responses.memories import memory_out
 from app.services.responses.rules import rule_out
 from app.services.rule_reasons import ShownRule
@@ -47,6 +50,8 @@ def _scores(hit: Hit) -> dict[str, Any]:
 def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
     if hit.memory_type == "rule":
         return dict(rule_out(ShownRule(hit.row, list(hit.harmful_reasons)), now))
+    if hit.memory_type == "fact":
+        return dict(fact_out(hit.row, now, hit.period))
     return dict(memory_out(hit.row, now))
 
 
@@ -70,13 +75,19 @@ def search_hit(hit: Hit, now: datetime) -> Any:
 
 
 def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
-               now: datetime) -> SearchResponse:
-    """The search answer: the hits and the time window read from the query."""
+               now: datetime, at: PointInTime | None = None) -> SearchResponse:
+    """The search answer: the hits, the time window read from the query and the point in
+    time facts were read at."""
     read = None if window is None else TimeWindowOut.model_validate({
         "expression": window.expression, "start": window.start, "end": window.end,
         "applied_as": time_mode})
     return SearchResponse(mode=mode, time_window=read,
-                          results=[search_hit(hit, now) for hit in hits])
+                          results=[search_hit(hit, now) for hit in hits], **_point(at))
+
+
+def _point(at: PointInTime | None) -> dict[str, Any]:
+    return {"as_of": None if at is None else at.as_of,
+            "known_at": None if at is None else at.known_at}
 
 
 def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
@@ -88,9 +99,15 @@ def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
     })
 
 
+def recall_out(recalled: list[Recalled], now: datetime,
+               at: PointInTime | None) -> RecallResponse:
+    """The recall answer and the point in time facts were read at."""
+    return RecallResponse(results=[recall_hit(item, now) for item in recalled], **_point(at))
+
+
 def context_out(context: Context) -> ContextResponse:
     """The context block with the memories placed in it."""
     items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
                          composite_score=item.composite_score) for item in context.items]
     return ContextResponse(context=context.text, token_budget=context.token_budget,
-                           characters=len(context.text), items=items)
+                           characters=len(context.text), items=items, **_point(context.at))

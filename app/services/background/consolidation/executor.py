@@ -4,6 +4,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -19,7 +20,6 @@ from app.repositories import memories as memory_rows
 from app.schemas.facts import FactCreate
 from app.schemas.procedures import MemoryRef, ProcedureCreate, ProcedureStep
 from app.schemas.rules import RuleCreate
-from app.services import events
 from app.services.background.consolidation.parser import (
     ConsolidationResult,
     NewFact,
@@ -27,7 +27,7 @@ from app.services.background.consolidation.parser import (
     NewRule,
     UpdatedFact,
 )
-from app.services.events import memory_event
+from app.services.fact_timeline import close_superseded
 from app.services.facts import store_fact
 from app.services.memories import confirm
 from app.services.procedures import create_procedure
@@ -69,6 +69,8 @@ class GroupScope:
     butler: str
     episode_ids: list[uuid.UUID]
     source_type: str = "episode"
+    # When each episode occurred: a fact's valid_from when the model gives none.
+    occurred: dict[uuid.UUID, datetime] = field(default_factory=dict)
 
 
 async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
@@ -115,12 +117,17 @@ def _sources(group: GroupScope, requested: list[uuid.UUID]) -> list[uuid.UUID]:
 def _fact_data(group: GroupScope, item: NewFact, *, scope: str,
                entity_id: uuid.UUID | None) -> FactCreate:
     sources = _sources(group, item.source_episode_ids)
+    valid_from = item.valid_from or min(
+        (group.occurred[s] for s in sources if s in group.occurred), default=None)
+    valid_until = item.valid_until
+    if valid_until is not None and valid_from is not None and valid_until <= valid_from:
+        valid_until = None
     return FactCreate(
         subject=item.subject, predicate=item.predicate, content=item.content,
         importance=item.importance, permanence=item.permanence,
         scope=scope, tags=item.tags, entity_id=entity_id, source_butler=group.butler,
         source_episode_id=sources[0] if sources and group.source_type == "episode" else None,
-        metadata={"origin": "consolidation"},
+        metadata={"origin": "consolidation"}, valid_from=valid_from, valid_until=valid_until,
     )
 
 
@@ -158,8 +165,9 @@ async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupS
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
     fact = (await store_fact(session, tenant_id=group.tenant_id, embedder=embedder,
                              data=data)).fact
-    # fact is the target itself when the update repeats its key and content (a confirmation).
-    if fact.id != target.id and fact.supersedes_id != target.id:
+    # fact is the target itself when the update repeats its key and content (a confirmation);
+    # a version about an earlier period is history and leaves the target current.
+    if fact.id != target.id and fact.validity == "active" and fact.supersedes_id != target.id:
         await _supersede(session, group.tenant_id, target=target, fact=fact)
     await _link_sources(session, group, source_type="fact", source_id=fact.id,
                         requested=item.source_episode_ids, outcome=outcome)
@@ -168,16 +176,13 @@ async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupS
 
 async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fact: Fact) -> None:
     """Supersede the named target whose key differs from the new fact's."""
-    values: dict[str, Any] = {"validity": "superseded"}
-    await memory_rows.update_row(session, Fact, memory_id=target.id, values=values)
+    await close_superseded(session, tenant_id=tenant_id, target=target, fact=fact)
     if fact.supersedes_id is None:
         await memory_rows.update_row(session, Fact, memory_id=fact.id,
                                      values={"supersedes_id": target.id})
     await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
                                 source_id=fact.id, target_type="fact", target_id=target.id,
                                 relation="supersedes")
-    await events.record(session, [memory_event("fact_superseded", tenant_id, target,
-                                               superseded_by=str(fact.id))])
 
 
 async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,

@@ -5,6 +5,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, get_args
 
 from app.schemas.common import Permanence
@@ -27,6 +28,8 @@ class NewFact:
     importance: float = DEFAULT_IMPORTANCE
     tags: list[str] = field(default_factory=list)
     source_episode_ids: list[uuid.UUID] = field(default_factory=list)
+    valid_from: datetime | None = None  # when the episodes say the fact started to hold
+    valid_until: datetime | None = None
 
 
 @dataclass
@@ -191,7 +194,24 @@ def _new_fact(item: Any, where: str, errors: list[str]) -> NewFact | None:
         importance=_importance(item.get("importance")),
         tags=_tags(item.get("tags")),
         source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors),
+        valid_from=_time(item.get("valid_from"), f"{where}.valid_from", errors),
+        valid_until=_time(item.get("valid_until"), f"{where}.valid_until", errors),
     )
+
+
+def _time(value: Any, where: str, errors: list[str]) -> datetime | None:
+    """An ISO 8601 time with a time zone (a date alone: its midnight UTC); None otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    errors.append(f"{where}: not an ISO 8601 time: {value!r:.80}")
+    return None
 
 
 def _updated_fact(item: Any, where: str, errors: list[str]) -> UpdatedFact | None:

@@ -198,8 +198,10 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
         if not episodes:
             return None
         prompt = await _prompt(session, group, [
-            EpisodeItem(str(e.id), e.created_at, e.importance, e.content) for e in episodes])
-    scope = GroupScope(group.tenant_id, group.butler, [e.id for e in episodes])
+            EpisodeItem(str(e.id), e.created_at, e.importance, e.content, e.occurred_at)
+            for e in episodes])
+    scope = GroupScope(group.tenant_id, group.butler, [e.id for e in episodes],
+                       occurred={e.id: e.occurred_at for e in episodes})
     label = f"tenant {scope.tenant_id!r} butler {scope.butler!r}"
     tally.groups_processed += 1
     try:
@@ -207,7 +209,8 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
         async with ctx.transaction(unit) as session:
             still_pending = await consolidation_rows.lock_still_pending(
                 session, episode_ids=scope.episode_ids)
-            scope = GroupScope(scope.tenant_id, scope.butler, still_pending)
+            scope = GroupScope(scope.tenant_id, scope.butler, still_pending,
+                               occurred=scope.occurred)
             outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
                                                   auto_links=ctx.settings.auto_links,
                                                   parsed=parsed)

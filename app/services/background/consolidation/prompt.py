@@ -21,6 +21,7 @@ class EpisodeItem:
     created_at: datetime
     importance: float
     content: str
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ def escape(text: str) -> str:
 
 def format_episode(item: EpisodeItem) -> str:
     """One episode: its id and time as attributes, its escaped text inside the tags."""
-    return (f'<episode id="{item.id}" created_at="{item.created_at.isoformat()}" '
+    occurred = ("" if item.occurred_at is None
+                else f' occurred_at="{item.occurred_at.isoformat()}"')
+    return (f'<episode id="{item.id}" created_at="{item.created_at.isoformat()}"{occurred} '
             f'importance="{item.importance:g}">\n'
             f"<episode_content>{escape(item.content)}</episode_content>\n</episode>")
 

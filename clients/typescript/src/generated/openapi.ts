@@ -185,7 +185,8 @@ export interface paths {
          *     fit is skipped. The text never exceeds `token_budget * 4` characters; facts may use
          *     `context_fact_share` of it, rules the rest, and a section's unused share goes to the
          *     other. A section with no line is left out. Whitespace inside a memory is collapsed to
-         *     single spaces. Each memory placed in the block counts one reference.
+         *     single spaces. Each memory placed in the block counts one reference. With `as_of` or
+         *     `known_at`, facts are the versions that held then, as believed then.
          */
         post: operations["memory_context"];
         delete?: never;
@@ -300,7 +301,8 @@ export interface paths {
         /**
          * Facts anchored to an entity
          * @description Facts whose `entity_id` is this entity, newest first; active ones unless `validity`
-         *     says otherwise.
+         *     says otherwise. With `as_of` or `known_at`: the versions that held at `as_of` (default:
+         *     now) as Engram believed at `known_at` (default: now).
          */
         get: operations["entity_facts"];
         put?: never;
@@ -518,7 +520,9 @@ export interface paths {
         };
         /**
          * List facts
-         * @description Facts newest first; active ones unless `validity` says otherwise.
+         * @description Facts newest first; active ones unless `validity` says otherwise. With `as_of` or
+         *     `known_at`: the versions that held at `as_of` (default: now) as Engram believed at
+         *     `known_at` (default: now), whatever their validity today.
          */
         get: operations["list_facts"];
         put?: never;
@@ -621,7 +625,9 @@ export interface paths {
         };
         /**
          * Supersession history of a fact
-         * @description Every version of the fact's key linked by supersession, newest first.
+         * @description Every version of the fact's key linked by supersession, the latest valid period first;
+         *     each shows its valid time (`valid_from`, `valid_until`) and record time (`recorded_at`,
+         *     `recorded_until`).
          */
         get: operations["fact_history"];
         put?: never;
@@ -1149,6 +1155,7 @@ export interface paths {
          *     topic is below `[retrieval] relevance_floor` (0.2), are left out; `limit` defaults to
          *     `[retrieval] default_limit` (20). Every returned memory counts one
          *     reference (reference_count + 1, last_referenced_at = now), as shown in the response.
+         *     With `as_of` or `known_at`, facts are the versions that held then, as believed then.
          */
         post: operations["recall_memories"];
         delete?: never;
@@ -1517,7 +1524,9 @@ export interface paths {
          *       - `weighted`: each list's min-max normalised score times its configured weight.
          *
          *     Only active facts, rules not forgotten and episodes not expired are searched; every filter is
-         *     applied in SQL before the limit.
+         *     applied in SQL before the limit. With `as_of` or `known_at`, facts are the versions that held
+         *     at `as_of` as Engram believed at `known_at` (each hit shows its `valid_from` and
+         *     `valid_until`), and the response names the point in time it applied.
          */
         post: operations["search_memories"];
         delete?: never;
@@ -2059,10 +2068,20 @@ export interface components {
          */
         ContextRequest: {
             /**
+             * As Of
+             * @description Valid time: facts are the versions that held at this moment (superseded ones included), not the active ones. Default: now. Episodes and rules are unaffected.
+             */
+            as_of?: string | null;
+            /**
              * Butler
              * @description The butler the context is for; used as the scope.
              */
             butler: string;
+            /**
+             * Known At
+             * @description Record time: facts as Engram believed them at this moment (versions stored later, or given up by then, are left out). Default: now.
+             */
+            known_at?: string | null;
             /**
              * Reference Time
              * @description The 'now' that recency and effective confidence are computed at (a past moment to ask what was known then); default: the current time.
@@ -2082,6 +2101,11 @@ export interface components {
         /** ContextResponse */
         ContextResponse: {
             /**
+             * As Of
+             * @description The valid time facts were read at; null when the request named neither `as_of` nor `known_at` (active facts).
+             */
+            as_of?: string | null;
+            /**
              * Characters
              * @description Length of `context`; never above token_budget * 4.
              */
@@ -2093,6 +2117,11 @@ export interface components {
              * @description The memories in the block, in order.
              */
             items: components["schemas"]["ContextItem"][];
+            /**
+             * Known At
+             * @description The record time facts were read at; null: now.
+             */
+            known_at?: string | null;
             /** Token Budget */
             token_budget: number;
         };
@@ -2586,6 +2615,16 @@ export interface components {
             subject: string;
             /** Tags */
             tags?: string[];
+            /**
+             * Valid From
+             * @description When the fact started to hold in the world; default: now. A version starting before the key's current one is history: it goes in at its place and the current version stays current.
+             */
+            valid_from?: string | null;
+            /**
+             * Valid Until
+             * @description When it stopped holding; default: open-ended, until the next version of the key starts.
+             */
+            valid_until?: string | null;
         };
         /** FactHit */
         FactHit: {
@@ -2662,6 +2701,16 @@ export interface components {
              * @description ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no lexeme matches).
              */
             rank?: number | null;
+            /**
+             * Recorded At
+             * @description Record time: when Engram stored this version (= created_at).
+             */
+            recorded_at: string;
+            /**
+             * Recorded Until
+             * @description When Engram stopped believing it (retracted, expired, or corrected for the same period); null: still believed.
+             */
+            recorded_until: string | null;
             /** Reference Count */
             reference_count: number;
             /**
@@ -2696,6 +2745,16 @@ export interface components {
              * @description 1-based rank among the episodes inside the query's time window; null when outside it or when the query has no time expression.
              */
             time_rank?: number | null;
+            /**
+             * Valid From
+             * @description Valid time: when the fact started to hold.
+             */
+            valid_from: string;
+            /**
+             * Valid Until
+             * @description When it stopped holding (the next version's valid_from, or as stated); null: it still holds.
+             */
+            valid_until: string | null;
             /**
              * Validity
              * @enum {string}
@@ -2746,6 +2805,16 @@ export interface components {
             permanence: "permanent" | "stable" | "standard" | "volatile" | "ephemeral";
             /** Predicate */
             predicate: string;
+            /**
+             * Recorded At
+             * @description Record time: when Engram stored this version (= created_at).
+             */
+            recorded_at: string;
+            /**
+             * Recorded Until
+             * @description When Engram stopped believing it (retracted, expired, or corrected for the same period); null: still believed.
+             */
+            recorded_until: string | null;
             /** Reference Count */
             reference_count: number;
             /** Scope */
@@ -2761,10 +2830,43 @@ export interface components {
             /** Tags */
             tags: string[];
             /**
+             * Valid From
+             * @description Valid time: when the fact started to hold.
+             */
+            valid_from: string;
+            /**
+             * Valid Until
+             * @description When it stopped holding (the next version's valid_from, or as stated); null: it still holds.
+             */
+            valid_until: string | null;
+            /**
              * Validity
              * @enum {string}
              */
             validity: "active" | "superseded" | "expired" | "retracted";
+        };
+        /**
+         * FactPage
+         * @description A page of facts; `as_of` and `known_at` say which point in time it was read at.
+         */
+        FactPage: {
+            /**
+             * As Of
+             * @description The valid time the page was read at (facts that held then); null: no point in time was asked for and the `validity` filter applied.
+             */
+            as_of?: string | null;
+            /** Items */
+            items: components["schemas"]["FactOut"][];
+            /**
+             * Known At
+             * @description The record time it was read at (what Engram believed then); null: what it believes now.
+             */
+            known_at?: string | null;
+            /**
+             * Next Cursor
+             * @description Opaque cursor of the next page; null on the last page.
+             */
+            next_cursor?: string | null;
         };
         /** FactStats */
         FactStats: {
@@ -3255,16 +3357,6 @@ export interface components {
         Page_EventOut_: {
             /** Items */
             items: components["schemas"]["EventOut"][];
-            /**
-             * Next Cursor
-             * @description Opaque cursor of the next page; null on the last page.
-             */
-            next_cursor?: string | null;
-        };
-        /** Page[FactOut] */
-        Page_FactOut_: {
-            /** Items */
-            items: components["schemas"]["FactOut"][];
             /**
              * Next Cursor
              * @description Opaque cursor of the next page; null on the last page.
@@ -3834,6 +3926,16 @@ export interface components {
              * @description exp(-ln2/7 * days since the memory's own time: last confirmed, else created).
              */
             recency: number;
+            /**
+             * Recorded At
+             * @description Record time: when Engram stored this version (= created_at).
+             */
+            recorded_at: string;
+            /**
+             * Recorded Until
+             * @description When Engram stopped believing it (retracted, expired, or corrected for the same period); null: still believed.
+             */
+            recorded_until: string | null;
             /** Reference Count */
             reference_count: number;
             /**
@@ -3874,6 +3976,16 @@ export interface components {
              */
             time_rank?: number | null;
             /**
+             * Valid From
+             * @description Valid time: when the fact started to hold.
+             */
+            valid_from: string;
+            /**
+             * Valid Until
+             * @description When it stopped holding (the next version's valid_from, or as stated); null: it still holds.
+             */
+            valid_until: string | null;
+            /**
              * Validity
              * @enum {string}
              */
@@ -3885,6 +3997,11 @@ export interface components {
          */
         RecallRequest: {
             /**
+             * As Of
+             * @description Valid time: facts are the versions that held at this moment (superseded ones included), not the active ones. Default: now. Episodes and rules are unaffected.
+             */
+            as_of?: string | null;
+            /**
              * Entities
              * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`. In recall the graph part of the fused score is left out of `relevance` and added to `composite_score` as `graph_weight` * graph score.
              */
@@ -3895,6 +4012,11 @@ export interface components {
              * @default 2
              */
             graph_hops?: number;
+            /**
+             * Known At
+             * @description Record time: facts as Engram believed them at this moment (versions stored later, or given up by then, are left out). Default: now.
+             */
+            known_at?: string | null;
             /**
              * Limit
              * @description Most results; defaults to the configured [retrieval] default_limit (20).
@@ -3924,6 +4046,16 @@ export interface components {
         };
         /** RecallResponse */
         RecallResponse: {
+            /**
+             * As Of
+             * @description The valid time facts were read at; null when the request named neither `as_of` nor `known_at` (active facts).
+             */
+            as_of?: string | null;
+            /**
+             * Known At
+             * @description The record time facts were read at; null: now.
+             */
+            known_at?: string | null;
             /** Results */
             results: (components["schemas"]["RecallFactHit"] | components["schemas"]["RecallRuleHit"])[];
         };
@@ -5019,6 +5151,11 @@ export interface components {
          */
         SearchRequest: {
             /**
+             * As Of
+             * @description Valid time: facts are the versions that held at this moment (superseded ones included), not the active ones. Default: now. Episodes and rules are unaffected.
+             */
+            as_of?: string | null;
+            /**
              * Entities
              * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`.
              */
@@ -5034,6 +5171,11 @@ export interface components {
              * @default 2
              */
             graph_hops?: number;
+            /**
+             * Known At
+             * @description Record time: facts as Engram believed them at this moment (versions stored later, or given up by then, are left out). Default: now.
+             */
+            known_at?: string | null;
             /**
              * Limit
              * @description Most results; defaults to the configured [retrieval] default_limit (20).
@@ -5086,6 +5228,16 @@ export interface components {
         };
         /** SearchResponse */
         SearchResponse: {
+            /**
+             * As Of
+             * @description The valid time facts were read at; null when the request named neither `as_of` nor `known_at` (active facts).
+             */
+            as_of?: string | null;
+            /**
+             * Known At
+             * @description The record time facts were read at; null: now.
+             */
+            known_at?: string | null;
             /**
              * Mode
              * @enum {string}
@@ -6349,7 +6501,12 @@ export interface operations {
     entity_facts: {
         parameters: {
             query?: {
+                /** @description Default: active (at a point in time: any). */
                 validity?: ("active" | "superseded" | "expired" | "retracted") | null;
+                /** @description Valid time: the fact versions that held at this moment (default: now). */
+                as_of?: string | null;
+                /** @description Record time: as Engram believed them at this moment (default: now). */
+                known_at?: string | null;
                 /** @description Page size (1-200). */
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
@@ -6369,7 +6526,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_FactOut_"];
+                    "application/json": components["schemas"]["FactPage"];
                 };
             };
             /** @description Problem */
@@ -7167,8 +7324,13 @@ export interface operations {
                 subject?: string | null;
                 predicate?: string | null;
                 scope?: string | null;
+                /** @description Default: active (at a point in time: any). */
                 validity?: ("active" | "superseded" | "expired" | "retracted") | null;
                 entity_id?: string | null;
+                /** @description Valid time: the fact versions that held at this moment (default: now). */
+                as_of?: string | null;
+                /** @description Record time: as Engram believed them at this moment (default: now). */
+                known_at?: string | null;
                 /** @description Page size (1-200). */
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
@@ -7186,7 +7348,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_FactOut_"];
+                    "application/json": components["schemas"]["FactPage"];
                 };
             };
             /** @description Problem */

@@ -1,0 +1,95 @@
+"""SQL of facts in time: a key's versions, their valid periods, and reads at a point in time."""
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Boolean, ColumnElement, exists, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.models import Fact, FactPeriod
+
+
+def _contains(lower: Any, upper: Any, point: Any) -> ColumnElement[bool]:
+    """tstzrange(lower, upper) @> point: the form the GiST indexes are built on."""
+    return func.tstzrange(lower, upper).op("@>", return_type=Boolean)(point)
+
+
+def held_at(as_of: Any, known_at: Any | None) -> list[ColumnElement[bool]]:
+    """Facts that held at `as_of` (valid time) as Engram believed at `known_at` (record time).
+
+    Without `known_at`, what is believed now: the facts' own columns. With it, the fact was
+    stored by then and not yet given up, and the period it was believed to have at that
+    moment (`fact_periods`) contains `as_of`. Either may be a bound parameter.
+    """
+    if known_at is None:
+        return [Fact.recorded_until.is_(None), _contains(Fact.valid_from, Fact.valid_until, as_of)]
+    period = exists().where(
+        FactPeriod.fact_id == Fact.id, FactPeriod.tenant_id == Fact.tenant_id,
+        _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at),
+        _contains(FactPeriod.valid_from, FactPeriod.valid_until, as_of))
+    return [_contains(Fact.created_at, Fact.recorded_until, known_at), period]
+
+
+async def believed_versions(session: AsyncSession, *, tenant_id: str, scope: str,
+                            subject_key: str, predicate_key: str,
+                            entity_id: uuid.UUID | None) -> list[Fact]:
+    """The versions of a key Engram believes now (active or superseded), in valid-time order
+    (valid_from, then storage), locked FOR UPDATE."""
+    stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.scope == scope,
+                              Fact.predicate_key == predicate_key,
+                              Fact.validity.in_(("active", "superseded")),
+                              Fact.recorded_until.is_(None))
+    if entity_id is None:
+        stmt = stmt.where(Fact.entity_id.is_(None), Fact.subject_key == subject_key)
+    else:
+        stmt = stmt.where(Fact.entity_id == entity_id)
+    stmt = stmt.order_by(Fact.valid_from, Fact.created_at, Fact.id).with_for_update()
+    return list((await session.execute(stmt)).scalars())
+
+
+async def open_period(session: AsyncSession, fact: Fact) -> None:
+    """Record the valid period a new version is believed to have, from now."""
+    await session.execute(FactPeriod.__table__.insert().values(  # type: ignore[attr-defined]
+        tenant_id=fact.tenant_id, fact_id=fact.id, valid_from=fact.valid_from,
+        valid_until=fact.valid_until))
+
+
+async def restate(session: AsyncSession, fact: Fact, *, valid_until: datetime | None,
+                  values: dict[str, Any] | None = None) -> Fact:
+    """Give the fact a new valid_until (and `values`) from now on: the period believed until
+    now is closed, the new one opened."""
+    await session.execute(
+        update(FactPeriod).where(FactPeriod.fact_id == fact.id,
+                                 FactPeriod.recorded_until.is_(None))
+        .values(recorded_until=func.now()).execution_options(synchronize_session=False))
+    updated = (await session.execute(
+        update(Fact).where(Fact.id == fact.id)
+        .values(valid_until=valid_until, **(values or {})).returning(Fact)
+        .execution_options(synchronize_session=False, populate_existing=True))).scalar_one()
+    await open_period(session, updated)
+    return updated
+
+
+async def fill_missing_periods(session: AsyncSession, *, tenant_id: str) -> None:
+    """Give every fact of the tenant without a period its present one, believed since it was
+    stored."""
+    await session.execute(text("""
+        INSERT INTO fact_periods (tenant_id, fact_id, valid_from, valid_until, recorded_at)
+        SELECT f.tenant_id, f.id, f.valid_from, f.valid_until, f.created_at FROM facts f
+        WHERE f.tenant_id = :t
+          AND NOT EXISTS (SELECT 1 FROM fact_periods p WHERE p.fact_id = f.id)"""),
+                          {"t": tenant_id})
+
+
+async def believed_periods(session: AsyncSession, *, tenant_id: str,
+                           fact_ids: list[uuid.UUID],
+                           known_at: datetime) -> dict[uuid.UUID, tuple[datetime, datetime | None]]:
+    """The valid period each of the facts was believed to have at `known_at`."""
+    if not fact_ids:
+        return {}
+    stmt = select(FactPeriod.fact_id, FactPeriod.valid_from, FactPeriod.valid_until).where(
+        FactPeriod.tenant_id == tenant_id, FactPeriod.fact_id.in_(fact_ids),
+        _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at))
+    return {row.fact_id: (row.valid_from, row.valid_until)
+            for row in await session.execute(stmt)}
