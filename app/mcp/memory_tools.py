@@ -20,7 +20,7 @@ from app.mcp.args import (
     SubjectArg,
     TagsArg,
 )
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.schemas.common import Permanence
 from app.schemas.episodes import EpisodeCreate, EpisodeOut
 from app.schemas.facts import FactCreate, FactOut
@@ -106,7 +106,7 @@ def register(server: MCPServer) -> None:
                                             memory_id=memory_id)
             return memory_out(row)
 
-        return await call(ctx, work)
+        return await read_call(ctx, work)
 
     @server.tool()
     async def memory_confirm(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import SearchMode
 from app.mcp.args import ButlerArg, OptionalScopeArg
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, read_call
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
@@ -67,7 +67,7 @@ def register(server: MCPServer) -> None:
                 session, tenant_id=caller.tenant_id, embedder=caller.embedder,
                 retrieval=caller.settings.retrieval, request=request)
 
-        return await call(ctx, work)
+        return await read_call(ctx, work)
 
     @server.tool()
     async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
@@ -90,7 +90,7 @@ def register(server: MCPServer) -> None:
             now = now_utc()
             return RecallResponse(results=[recall_hit(item, now) for item in recalled])
 
-        return await call(ctx, work)
+        return await read_call(ctx, work)
 
     @server.tool()
     async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Context,
@@ -110,7 +110,7 @@ def register(server: MCPServer) -> None:
                                           token_budget=request.token_budget)
             return context_out(context)
 
-        return await call(ctx, work)
+        return await read_call(ctx, work)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def memory_stats(ctx: Context, scope: OptionalScopeArg = None) -> JsonObject:
@@ -123,4 +123,4 @@ def register(server: MCPServer) -> None:
                 session, tenant_id=caller.tenant_id, scope=scope,
                 consolidation_configured=caller.settings.llm.base_url is not None)
 
-        return await call(ctx, work)
+        return await read_call(ctx, work)
