@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import unquote
 
 from prometheus_client import Counter, Gauge
 from sqlalchemy import text
@@ -62,7 +63,7 @@ def lsn_value(lsn: str) -> int:
 
 def replica_name(url: str) -> str:
     """The URL without its password: the replica's name in logs, metrics and /readyz."""
-    return make_url(url).render_as_string(hide_password=True)
+    return unquote(make_url(url).render_as_string(hide_password=True))
 
 
 @dataclass
