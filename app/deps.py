@@ -12,13 +12,13 @@ from starlette.datastructures import State
 from app.config import Settings
 from app.embedding import Embedder
 from app.errors import Unauthorized
-from app.reads import SAFE_METHODS, ReplicaFailed, primary_only, read_transaction, writer_key
+from app.reads import SAFE_METHODS, read_transaction, writer_key
+from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
+from app.reads import primary_only as primary_only
 from app.replicas import ReplicaSet
 from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services import actors
 from app.services.api_keys import resolve_key
-
-__all__ = ["ReplicaFailed", "primary_only", "read_transaction", "writer_key"]
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,

@@ -77,17 +77,17 @@ class Replica:
     lag_seconds: float | None = None
     replayed_lsn: int = 0
     error: str | None = None
+    checked: bool = False
 
     def set_state(self, state: ReplicaState, reason: str | None = None) -> None:
-        """Record a state; log when it changes."""
-        if state != self.state:
+        """Record a state; log the first and every change."""
+        if state != self.state or not self.checked:
             if state == "up":
                 logger.info("read replica %s is up (lag %.3f s)", self.name,
                             self.lag_seconds or 0.0)
             else:
                 logger.warning("read replica %s skipped: %s", self.name, reason or state)
-        self.state = state
-        self.error = reason
+        self.state, self.error, self.checked = state, reason, True
         REPLICA_UP.labels(self.name).set(1 if state == "up" else 0)
 
 
