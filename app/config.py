@@ -1,13 +1,15 @@
 """Settings: read once at start-up from ENGRAM_* variables and an optional TOML file."""
 
+import json
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -272,6 +274,27 @@ class AgentMemorySettings(BaseModel):
                                 description="Most recent visible events a view reads.")
 
 
+class ReplicaSettings(BaseModel):
+    """How reads use the read replicas (`replica_database_urls`)."""
+
+    read_your_writes_seconds: float = Field(
+        30.0, ge=0, le=3600,
+        description="After an API key's write, for this long its reads go to a replica only "
+                    "once the replica has replayed that write (its WAL position); else to the "
+                    "primary. 0 turns this off.")
+    max_lag_seconds: float = Field(
+        5.0, gt=0, le=86_400,
+        description="A replica whose replay is further behind than this is skipped.")
+    check_seconds: float = Field(
+        1.0, gt=0, le=3600, description="How often each replica's health and lag are checked.")
+    connect_timeout_seconds: float = Field(
+        2.0, gt=0, le=60, description="How long a connection to a replica may take.")
+    reference_flush_seconds: float = Field(
+        1.0, gt=0, le=3600,
+        description="How often the references counted by reads served from a replica are "
+                    "written to the primary, in one transaction per tenant.")
+
+
 class Settings(BaseSettings):
     """Every tunable of the service; build one with `Settings()` and pass it along."""
 
@@ -387,6 +410,16 @@ class Settings(BaseSettings):
         "that runs migrations. Unset: the embedded server logs in as engram_app by peer "
         "authentication; with DATABASE_URL a superuser's sessions switch to role engram_app.",
     )
+    replica_database_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="PostgreSQL URLs of streaming read replicas of the primary (comma "
+        "separated, or a JSON list). Search, recall, context, graph and the list and get "
+        "routes read from them; every write goes to the primary.")
+    db_statement_cache_size: int = Field(
+        100, ge=0, le=10_000,
+        description="Prepared statements asyncpg keeps per connection. 0 for PgBouncer in "
+        "transaction mode: every statement is then an unnamed one, prepared again each time.")
+    replicas: ReplicaSettings = ReplicaSettings()
     row_level_security: bool = Field(
         True,
         description="Request transactions are bound to the caller's tenant by row-level "
@@ -412,6 +445,17 @@ class Settings(BaseSettings):
     working_memory: WorkingMemorySettings = WorkingMemorySettings()
     arcs: ArcSettings = ArcSettings()
     backup: BackupSettings = BackupSettings()
+
+    @field_validator("replica_database_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: object) -> object:
+        """A JSON list, or URLs separated by commas."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
 
     @classmethod
     def settings_customise_sources(

@@ -87,13 +87,18 @@ async def resolve_database_url(settings: Settings) -> str:
 
 
 def create_engine(url: str, *, pool_size: int = 10, max_overflow: int | None = None,
-                  role: str | None = None) -> AsyncEngine:
+                  role: str | None = None, statement_cache_size: int = 100,
+                  connect_timeout: float | None = None) -> AsyncEngine:
     """Build the async engine; unix-socket hosts in `?host=` are passed to asyncpg.
 
     `max_overflow` (extra connections past `pool_size` under load) defaults to `pool_size`.
     With `role`, every connection runs as that role from its start (`SET ROLE` at login).
+    `statement_cache_size` 0 sends every statement unnamed (PgBouncer's transaction mode).
     """
-    connect_args: dict[str, Any] = {}
+    connect_args: dict[str, Any] = unnamed_statements() if statement_cache_size == 0 else {
+        "statement_cache_size": statement_cache_size}
+    if connect_timeout is not None:
+        connect_args["timeout"] = connect_timeout
     query = parse_qs(urlsplit(url).query)
     if "host" in query and query["host"][0].startswith("/"):
         connect_args["host"] = query["host"][0]
@@ -106,6 +111,14 @@ def create_engine(url: str, *, pool_size: int = 10, max_overflow: int | None = N
         pool_pre_ping=True,
         connect_args=connect_args,
     )
+
+
+def unnamed_statements() -> dict[str, Any]:
+    """asyncpg arguments for a pooler that may give each transaction another server
+    connection: no statement cache in asyncpg or SQLAlchemy, and the unnamed statement, which
+    asyncpg parses again at each execution, instead of named ones that outlive a transaction."""
+    return {"statement_cache_size": 0, "prepared_statement_cache_size": 0,
+            "prepared_statement_name_func": lambda: ""}
 
 
 async def check_extensions(engine: AsyncEngine) -> None:

@@ -12,6 +12,10 @@ from starlette.datastructures import State
 from app.config import Settings
 from app.embedding import Embedder
 from app.errors import Unauthorized
+from app.reads import SAFE_METHODS, read_transaction, writer_key
+from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
+from app.reads import primary_only as primary_only
+from app.replicas import ReplicaSet
 from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services import actors
 from app.services.api_keys import resolve_key
@@ -96,11 +100,32 @@ async def get_session(request: Request, tenant_id: TenantDep) -> AsyncIterator[A
     scope = request_scope(request.app.state.settings, tenant_id)
     async with scoped_transaction(request.app.state.sessionmaker, scope) as session:
         yield session
+    if request.method not in SAFE_METHODS:
+        await note_write(request.app.state, tenant_id)
+
+
+async def note_write(state: State, tenant_id: str) -> None:
+    """With read replicas: the caller's next reads must see what it just committed."""
+    replicas: ReplicaSet = state.replicas
+    await replicas.note_write(writer_key(tenant_id))
 
 
 # scope="function": the commit happens before the response leaves, so a failed commit
 # is reported to the caller instead of a success.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
+async def get_read_session(request: Request,
+                           tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
+    """One read-only transaction per request in the caller's tenant: on a read replica when
+    one may serve the caller (app/reads.py), else on the primary."""
+    scope = request_scope(request.app.state.settings, tenant_id)
+    async with read_transaction(request.app.state, scope, writer_key(tenant_id)) as session:
+        yield session
+
+
+# For routes that never write, but for the references a read counts (app/services/references).
+ReadSessionDep = Annotated[AsyncSession, Depends(get_read_session, scope="function")]
 
 
 async def request_embedder(request: Request) -> Embedder:

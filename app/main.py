@@ -32,11 +32,14 @@ from app.mcp.server import McpMount
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.query_guard import reject_unknown_query_params
 from app.ratelimit import CallerLimits, RateLimitMiddleware
+from app.reads import ReplicaRetryMiddleware
+from app.replicas import build_replicas
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.services.background.worker import BackgroundJobs
 from app.services.jobs import JobContext
+from app.services.references import ReferenceQueue
 from app.tracing import configure_tracing
 
 logger = logging.getLogger("engram")
@@ -87,7 +90,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         phase = log_phase("migrations", phase)
     connection = await app_connection(settings, owner_engine, owner_url)
     db_engine = create_engine(connection.url, pool_size=settings.db_pool_size,
-                              max_overflow=settings.db_max_overflow, role=connection.role)
+                              max_overflow=settings.db_max_overflow, role=connection.role,
+                              statement_cache_size=settings.db_statement_cache_size)
     await check_app_role(db_engine)
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
@@ -96,6 +100,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
+    app.state.replicas = build_replicas(
+        settings.replica_database_urls, settings.replicas, primary=db_engine,
+        role=connection.role, pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        statement_cache_size=settings.db_statement_cache_size)
+    await app.state.replicas.start()
+    app.state.references = ReferenceQueue(app.state.sessionmaker,
+                                          settings.replicas.reference_flush_seconds)
+    if app.state.replicas.configured:
+        app.state.references.start()
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.embedder = embedder
     metrics.watch(embedder=embedder, engine=db_engine)
@@ -113,6 +127,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             yield
     finally:
         await background.stop()
+        await app.state.references.stop()
+        await app.state.replicas.stop()
         await supervisor.stop()
         await db_engine.dispose()
         await owner_engine.dispose()
@@ -191,6 +207,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # MCP at /mcp: the same services as a second front door (not part of the OpenAPI document).
     app.state.mcp = McpMount(settings, app.version)
     app.router.routes.append(app.state.mcp.route)
+    if settings.replica_database_urls:
+        app.add_middleware(ReplicaRetryMiddleware)
     app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
     # Added last, so it runs first: a throttled request is refused before its body is read.
     app.state.caller_limits = CallerLimits(settings.limits)

@@ -13,7 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
 from app.config import Settings
-from app.deps import request_scope
+from app.deps import (
+    ReplicaFailed,
+    note_write,
+    primary_only,
+    read_transaction,
+    request_scope,
+    writer_key,
+)
 from app.embedding import Embedder
 from app.errors import DomainError
 from app.scope import scoped_transaction
@@ -91,16 +98,22 @@ def describe_domain_error(error: DomainError) -> str:
 
 
 @asynccontextmanager
-async def transaction(caller: Caller) -> AsyncIterator[AsyncSession]:
-    """One transaction for the call, committed before the result is returned.
+async def transaction(caller: Caller, *, read_only: bool = False) -> AsyncIterator[AsyncSession]:
+    """One transaction for the call, committed before the result is returned; with
+    `read_only`, on a read replica when one may serve the caller (app/reads.py).
 
     Domain errors become tool errors with their message; integrity and range errors of the
     database the same tool errors REST answers with 409 and 422.
     """
     scope = request_scope(caller.settings, caller.tenant_id)
     try:
-        async with scoped_transaction(caller.sessionmaker, scope) as session:
-            yield session
+        if read_only:
+            async with read_transaction(caller.state, scope,
+                                        writer_key(caller.tenant_id, caller.actor)) as session:
+                yield session
+        else:
+            async with scoped_transaction(caller.sessionmaker, scope) as session:
+                yield session
     except DomainError as error:
         raise ToolError(describe_domain_error(error)) from None
     except IntegrityError:
@@ -117,4 +130,21 @@ async def call(ctx: Context,
     with actors.acting_as(caller.actor):
         async with transaction(caller) as session:
             response = await work(session, caller)
+        await note_write(caller.state, caller.tenant_id)
+    return response.model_dump(mode="json")
+
+
+async def read_call(ctx: Context,
+                    work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]) -> JsonObject:
+    """`call` for a tool that only reads: on a read replica when one may serve the caller,
+    run again on the primary if the replica fails during the call."""
+    caller = caller_of(ctx)
+    with actors.acting_as(caller.actor):
+        try:
+            async with transaction(caller, read_only=True) as session:
+                response = await work(session, caller)
+        except ReplicaFailed:
+            with primary_only():
+                async with transaction(caller, read_only=True) as session:
+                    response = await work(session, caller)
     return response.model_dump(mode="json")

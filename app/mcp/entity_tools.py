@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import EntityIdArg, MetadataArg, TenantArg
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Name
 from app.schemas.entities import (
@@ -76,7 +76,7 @@ async def entity_get(entity_id: EntityIdArg, ctx: Context) -> JsonObject:
                                         entity_id=entity_id)
         return entity_out(row)
 
-    return await call(ctx, work)
+    return await read_call(ctx, work)
 
 
 @tools.add()

@@ -24,7 +24,7 @@ from app.mcp.args import (
     ValidFromArg,
     ValidUntilArg,
 )
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Permanence
 from app.schemas.episodes import EpisodeCreate, EpisodeOut
@@ -113,7 +113,7 @@ async def memory_get(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
                      ctx: Context) -> JsonObject:
     """Read one memory by type and id (ids come from search, recall or store results).
     Reading counts as a reference, which keeps the memory relevant."""
-    return await _on_memory(ctx, memory_type, memory_id, memories.get_memory)
+    return await _on_memory(ctx, memory_type, memory_id, memories.get_memory, read_only=True)
 
 
 @tools.add()
@@ -167,12 +167,14 @@ async def memory_mark_harmful(rule_id: RuleIdArg, ctx: Context, reason: ReasonAr
 
 
 async def _on_memory(ctx: Context, memory_type: str, memory_id: uuid.UUID,
-                     action: Callable[..., Awaitable[Any]]) -> JsonObject:
-    """Run a service action on one memory by type and id; the memory as it is after."""
+                     action: Callable[..., Awaitable[Any]], *,
+                     read_only: bool = False) -> JsonObject:
+    """Run a service action on one memory by type and id; the memory as it is after. An
+    action that only reads may run on a read replica."""
     model = memories.model_for(memory_type)
 
     async def work(session: AsyncSession, caller: Caller) -> MemoryOut:
         row = await action(session, model, tenant_id=caller.tenant_id, memory_id=memory_id)
         return memory_out(row)
 
-    return await call(ctx, work)
+    return await (read_call if read_only else call)(ctx, work)

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.constants import SearchMode
 from app.mcp.args import AsOfArg, ButlerArg, KnownAtArg, OptionalScopeArg
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, read_call
 from app.mcp.toolset import ToolSet
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
@@ -72,7 +72,7 @@ async def memory_search(query: QueryText, ctx: Context,
             session, tenant_id=caller.tenant_id, embedder=caller.embedder,
             retrieval=caller.settings.retrieval, request=request)
 
-    return await call(ctx, work)
+    return await read_call(ctx, work)
 
 
 @tools.add()
@@ -99,7 +99,7 @@ async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg 
                                 at=at)
         return recall_out(recalled, now_utc(), at)
 
-    return await call(ctx, work)
+    return await read_call(ctx, work)
 
 
 @tools.add()
@@ -123,7 +123,7 @@ async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Cont
                                       at=point_in_time(request.as_of, request.known_at))
         return context_out(context)
 
-    return await call(ctx, work)
+    return await read_call(ctx, work)
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
@@ -137,4 +137,4 @@ async def memory_stats(ctx: Context, scope: OptionalScopeArg = None) -> JsonObje
             session, tenant_id=caller.tenant_id, scope=scope,
             consolidation_configured=caller.settings.llm.base_url is not None)
 
-    return await call(ctx, work)
+    return await read_call(ctx, work)

@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
-from app.retrieval import candidates as search_rows
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.search import Hit, search
+from app.services import references
 from app.services.fact_timeline import PointInTime
 from app.services.formulas.lifecycle import effective_confidence, recency_score
 
@@ -118,7 +118,7 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
 
 async def bump_recalled(session: AsyncSession, *, tenant_id: str,
                         recalled: Sequence[Recalled]) -> None:
-    """One UPDATE per table counting a reference on every recalled memory."""
+    """Count a reference on every recalled memory (one UPDATE per table on the primary)."""
     for memory_type in RECALL_TYPES:
-        ids = [r.hit.row.id for r in recalled if r.hit.memory_type == memory_type]
-        await search_rows.bump_references(session, memory_type, tenant_id=tenant_id, ids=ids)
+        rows = [r.hit.row for r in recalled if r.hit.memory_type == memory_type]
+        await references.count(session, memory_type, tenant_id=tenant_id, rows=rows)

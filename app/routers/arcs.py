@@ -4,7 +4,7 @@ import uuid
 
 from fastapi import APIRouter, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
@@ -41,7 +41,7 @@ async def create_arc(body: ArcCreate, request: Request, response: Response,
 
 @router.get("", response_model=Page[ArcOut], responses=problem_responses(422),
             summary="List arcs")
-async def list_arcs(session: SessionDep, tenant_id: TenantDep, scope: Text = None,
+async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep, scope: Text = None,
                     arc_type: Text = None, status: ArcStatus | None = None, limit: Limit = 50,
                     cursor: Cursor = None) -> Page[ArcOut]:
     """Arcs newest first."""
@@ -53,7 +53,7 @@ async def list_arcs(session: SessionDep, tenant_id: TenantDep, scope: Text = Non
 
 @router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),
              summary="Search arcs")
-async def search_arcs(body: ArcSearchRequest, session: SessionDep, tenant_id: TenantDep,
+async def search_arcs(body: ArcSearchRequest, session: ReadSessionDep, tenant_id: TenantDep,
                       embedder: EmbedderDep, settings: SettingsDep) -> ArcSearchResponse:
     """Find arcs by title, summary, outcome and lessons: semantic and keyword lists fused by
     Reciprocal Rank Fusion in `hybrid` mode, like procedure search."""
@@ -64,7 +64,7 @@ async def search_arcs(body: ArcSearchRequest, session: SessionDep, tenant_id: Te
 
 @router.get("/{arc_id}", response_model=ArcOut, responses=problem_responses(404, 422),
             summary="Get an arc")
-async def get_arc(arc_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> ArcOut:
+async def get_arc(arc_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep) -> ArcOut:
     """One arc with its key events."""
     return arc_out(await arcs.get_arc(session, tenant_id=tenant_id, arc_id=arc_id))
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import SessionDep, TenantDep
+from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.created import locate
 from app.routers.params import AsOf, Cursor, KnownAt, Limit, Text
@@ -49,7 +49,7 @@ async def create_entity(body: EntityCreate, request: Request, response: Response
 @router.get("", response_model=Page[EntityOut], responses=problem_responses(422),
             summary="List entities")
 async def list_entities(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     entity_type: EntityType | None = None,
     name: Annotated[Text, Query(description="Case-insensitive substring of the canonical "
@@ -88,7 +88,7 @@ async def resolve_entity(body: ResolveRequest, session: SessionDep,
 
 @router.get("/{entity_id}", response_model=EntityOut, responses=problem_responses(404, 422),
             summary="Get an entity")
-async def get_entity(entity_id: uuid.UUID, session: SessionDep,
+async def get_entity(entity_id: uuid.UUID, session: ReadSessionDep,
                      tenant_id: TenantDep) -> EntityOut:
     """The entity, including a merged one (its `merged_into_id` names the target)."""
     row = await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
@@ -114,7 +114,7 @@ async def update_entity(entity_id: uuid.UUID, body: EntityUpdate, session: Sessi
             responses=problem_responses(404, 422), summary="Facts anchored to an entity")
 async def entity_facts(
     entity_id: uuid.UUID,
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     validity: Annotated[Validity | None, Query(
         description="Default: active (at a point in time: any).")] = None,

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
 from app.routers.created import locate
@@ -49,7 +49,7 @@ async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
 @router.get("", response_model=Page[EpisodeOut], responses=problem_responses(422),
             summary="List episodes")
 async def list_episodes(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     butler: Text = None,
     session_id: Text = None,
@@ -69,7 +69,7 @@ async def list_episodes(
 
 @router.get("/{episode_id}", response_model=EpisodeOut, responses=problem_responses(404, 422),
             summary="Get an episode (counts as a reference)")
-async def get_episode(episode_id: uuid.UUID, session: SessionDep,
+async def get_episode(episode_id: uuid.UUID, session: ReadSessionDep,
                       tenant_id: TenantDep) -> EpisodeOut:
     """Return the episode and bump its reference_count and last_referenced_at."""
     row = await memories.get_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import SessionDep, TenantDep
+from app.deps import ReadSessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, IsoTime, Limit, Text
 from app.schemas.common import Page
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1/events", tags=["data rights"])
 @router.get("", response_model=Page[EventOut], responses=problem_responses(422),
             summary="List audit events")
 async def list_events(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     memory_id: Annotated[uuid.UUID | None, Query(
         description="Events of this memory, and the deletion tombstones that list it.")] = None,

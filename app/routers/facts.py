@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
 from app.routers.created import locate
@@ -54,7 +54,7 @@ async def create_fact(body: FactCreate, request: Request, response: Response,
 @router.get("", response_model=FactPage, responses=problem_responses(422),
             summary="List facts")
 async def list_facts(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     subject: Text = None,
     predicate: Text = None,
@@ -78,7 +78,7 @@ async def list_facts(
 
 @router.get("/{fact_id}", response_model=FactOut, responses=problem_responses(404, 422),
             summary="Get a fact (counts as a reference)")
-async def get_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
+async def get_fact(fact_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep) -> FactOut:
     """Return the fact and bump its reference_count and last_referenced_at."""
     row = await memories.get_memory(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
     return fact_out(row)
@@ -86,7 +86,7 @@ async def get_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep
 
 @router.get("/{fact_id}/history", response_model=list[FactOut],
             responses=problem_responses(404, 422), summary="Supersession history of a fact")
-async def fact_history(fact_id: uuid.UUID, session: SessionDep,
+async def fact_history(fact_id: uuid.UUID, session: ReadSessionDep,
                        tenant_id: TenantDep) -> list[FactOut]:
     """Every version of the fact's key linked by supersession, the latest valid period first;
     each shows its valid time (`valid_from`, `valid_until`) and record time (`recorded_at`,

@@ -5,7 +5,7 @@ from typing import Annotated, get_args
 
 from fastapi import APIRouter, Query
 
-from app.deps import SessionDep, TenantDep
+from app.deps import ReadSessionDep, TenantDep
 from app.errors import problem_responses
 from app.schemas.graph import GraphOut, GraphRelation, NodeType
 from app.services.graph import neighbourhood
@@ -20,7 +20,7 @@ ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
 async def get_graph(
     node_type: NodeType,
     node_id: uuid.UUID,
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     hops: Annotated[int, Query(ge=1, le=3, description="Edges to follow (1-3).")] = 1,
     relations: Annotated[list[GraphRelation] | None, Query(

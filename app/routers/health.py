@@ -4,7 +4,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.services.health import database_state
 
@@ -15,12 +15,24 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class ReplicaReadiness(BaseModel):
+    name: str = Field(description="The replica's URL without its password.")
+    state: Literal["up", "down", "lagging", "unsafe"] = Field(
+        description="up: serves reads; down: unreachable; lagging: replay further behind "
+                    "than max_lag_seconds; unsafe: its role bypasses row-level security.")
+    lag_seconds: float | None = Field(description="Replay lag at the last check.")
+    error: str | None = Field(description="Why it is skipped, when it is.")
+
+
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     database: bool
     migrations_at_head: bool
     embedding_model: bool
     auth: Literal["required", "disabled"]
+    replicas: list[ReplicaReadiness] = Field(
+        default_factory=list, description="Each read replica; reads skip those not up and "
+        "use the primary when none is, so they do not decide readiness.")
 
 
 @router.get("/healthz", response_model=Health, summary="The process is up")
@@ -42,6 +54,9 @@ async def readyz(request: Request) -> JSONResponse:
     model = request.app.state.embedder.is_loaded
     ready = database and at_head and model
     auth = "disabled" if request.app.state.settings.auth_disabled else "required"
+    replicas = [ReplicaReadiness.model_validate(r)
+                for r in request.app.state.replicas.status()]
     body = Readiness(status="ready" if ready else "not_ready", database=database,
-                     migrations_at_head=at_head, embedding_model=model, auth=auth)
+                     migrations_at_head=at_head, embedding_model=model, auth=auth,
+                     replicas=replicas)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

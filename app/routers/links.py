@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.deps import SessionDep, TenantDep
+from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.params import Cursor, Limit
 from app.schemas.common import LinkEndType, Page
@@ -48,7 +48,7 @@ async def create_link(body: LinkCreate, response: Response, session: SessionDep,
 @router.get("", response_model=Page[LinkOut], responses=problem_responses(404, 422),
             summary="Links of a memory")
 async def list_links(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     memory_type: LinkEndType,
     memory_id: uuid.UUID,

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
@@ -46,7 +46,7 @@ async def create_procedure(body: ProcedureCreate, request: Request, response: Re
 @router.get("", response_model=Page[ProcedureOut], responses=problem_responses(422),
             summary="List procedures")
 async def list_procedures(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     agent_id: Text = None,
     name: Text = None,
@@ -64,7 +64,7 @@ async def list_procedures(
 
 @router.post("/search", response_model=ProcedureSearchResponse,
              responses=problem_responses(422), summary="Search procedures")
-async def search_procedures(body: ProcedureSearchRequest, session: SessionDep,
+async def search_procedures(body: ProcedureSearchRequest, session: ReadSessionDep,
                             tenant_id: TenantDep, embedder: EmbedderDep,
                             settings: SettingsDep) -> ProcedureSearchResponse:
     """Find procedures by meaning and by words (name, description and step actions).
@@ -82,7 +82,7 @@ async def search_procedures(body: ProcedureSearchRequest, session: SessionDep,
 
 @router.get("/{procedure_id}", response_model=ProcedureOut,
             responses=problem_responses(404, 422), summary="Get a procedure")
-async def get_procedure(procedure_id: uuid.UUID, session: SessionDep,
+async def get_procedure(procedure_id: uuid.UUID, session: ReadSessionDep,
                         tenant_id: TenantDep) -> ProcedureOut:
     """One version of a procedure with its execution statistics."""
     return procedure_out(await procedures.get_procedure(session, tenant_id=tenant_id,

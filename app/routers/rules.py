@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Rule
 from app.routers.created import locate
@@ -35,7 +35,7 @@ async def create_rule(body: RuleCreate, request: Request, response: Response,
 @router.get("", response_model=Page[RuleOut], responses=problem_responses(422),
             summary="List rules")
 async def list_rules(
-    session: SessionDep,
+    session: ReadSessionDep,
     tenant_id: TenantDep,
     scope: Text = None,
     maturity: MaturityLevel | None = None,
@@ -52,7 +52,7 @@ async def list_rules(
 
 @router.get("/{rule_id}", response_model=RuleOut, responses=problem_responses(404, 422),
             summary="Get a rule (counts as a reference)")
-async def get_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
+async def get_rule(rule_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep) -> RuleOut:
     """Return the rule and bump its reference_count and last_referenced_at."""
     row = await memories.get_memory(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
     return rule_out(row)

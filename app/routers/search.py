@@ -3,7 +3,7 @@
 from fastapi import APIRouter
 
 from app.clock import now_utc
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, ReadSessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/v1", tags=["retrieval"])
 
 @router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
              summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
-async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: TenantDep,
+async def search_memories(body: SearchRequest, session: ReadSessionDep, tenant_id: TenantDep,
                           embedder: EmbedderDep, settings: SettingsDep) -> SearchResponse:
     return await retrieval.search_memories(session, tenant_id=tenant_id, embedder=embedder,
                                            retrieval=settings.retrieval, request=body)
@@ -34,7 +34,7 @@ async def search_memories(body: SearchRequest, session: SessionDep, tenant_id: T
 
 @router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),
              summary="Facts and rules about a topic, by composite score")
-async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: TenantDep,
+async def recall_memories(body: RecallRequest, session: ReadSessionDep, tenant_id: TenantDep,
                           embedder: EmbedderDep, settings: SettingsDep) -> RecallResponse:
     """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
     `0.4 relevance + 0.3 importance/10 + 0.2 recency + 0.1 effective_confidence` (weights
@@ -57,7 +57,7 @@ async def recall_memories(body: RecallRequest, session: SessionDep, tenant_id: T
 
 @router.post("/context", response_model=ContextResponse, responses=problem_responses(422),
              summary="The memory block for an agent's system prompt")
-async def memory_context(body: ContextRequest, session: SessionDep, tenant_id: TenantDep,
+async def memory_context(body: ContextRequest, session: ReadSessionDep, tenant_id: TenantDep,
                          embedder: EmbedderDep, settings: SettingsDep) -> ContextResponse:
     """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the
     butler's (none less similar to the prompt than the relevance floor), then format them:

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
 from app.repositories import memories as memory_rows
-from app.services import events
+from app.services import events, references
 from app.services.events import Memory, memory_event, type_name
 from app.services.rule_reasons import shown_one
 
@@ -25,8 +25,13 @@ def model_for(memory_type: str) -> type[Memory]:
 async def get_memory(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                      memory_id: uuid.UUID) -> Any:
     """The row, after counting this read as a reference; NotFound when absent."""
-    row = await memory_rows.bump_reference(session, model, tenant_id=tenant_id,
-                                           memory_id=memory_id)
+    if references.on_replica(session):
+        row = await memory_rows.get(session, model, tenant_id=tenant_id, memory_id=memory_id)
+        if row is not None:
+            await references.count(session, type_name(model), tenant_id=tenant_id, rows=[row])
+    else:
+        row = await memory_rows.bump_reference(session, model, tenant_id=tenant_id,
+                                               memory_id=memory_id)
     if row is None:
         raise NotFound(f"{type_name(model)} {memory_id} not found")
     return await _shown(session, tenant_id, row)

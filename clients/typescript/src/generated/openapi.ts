@@ -3836,6 +3836,11 @@ export interface components {
             /** Migrations At Head */
             migrations_at_head: boolean;
             /**
+             * Replicas
+             * @description Each read replica; reads skip those not up and use the primary when none is, so they do not decide readiness.
+             */
+            replicas?: components["schemas"]["ReplicaReadiness"][];
+            /**
              * Status
              * @enum {string}
              */
@@ -4344,6 +4349,30 @@ export interface components {
              * @enum {string}
              */
             visibility: "private" | "global";
+        };
+        /** ReplicaReadiness */
+        ReplicaReadiness: {
+            /**
+             * Error
+             * @description Why it is skipped, when it is.
+             */
+            error: string | null;
+            /**
+             * Lag Seconds
+             * @description Replay lag at the last check.
+             */
+            lag_seconds: number | null;
+            /**
+             * Name
+             * @description The replica's URL without its password.
+             */
+            name: string;
+            /**
+             * State
+             * @description up: serves reads; down: unreachable; lagging: replay further behind than max_lag_seconds; unsafe: its role bypasses row-level security.
+             * @enum {string}
+             */
+            state: "up" | "down" | "lagging" | "unsafe";
         };
         /** ResolveCandidate */
         ResolveCandidate: {

@@ -1,0 +1,126 @@
+"""Reference counts of memories that reads return (recall, context, get).
+
+On the primary a read counts its references in its own transaction, as one UPDATE. A read
+served by a replica cannot write: it shows each count as it will be, keeps the references in
+its session, and the request hands them to the process's `ReferenceQueue`, which adds them up
+and writes them to the primary every `reference_flush_seconds`, one transaction per tenant.
+"""
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm.attributes import set_committed_value
+
+from app.clock import now_utc
+from app.repositories import references as reference_rows
+from app.retrieval import candidates as search_rows
+from app.scope import Scope, scoped_transaction
+
+logger = logging.getLogger(__name__)
+
+# session.info keys: the replica a read session runs on, and the references it counted.
+REPLICA_KEY = "engram_replica"
+PENDING_KEY = "engram_pending_references"
+
+Pending = list[tuple[str, str, uuid.UUID, datetime]]
+
+
+def on_replica(session: AsyncSession) -> bool:
+    """True when `session` reads from a replica (it cannot write)."""
+    return session.info.get(REPLICA_KEY) is not None
+
+
+async def count(session: AsyncSession, memory_type: str, *, tenant_id: str,
+                rows: Sequence[Any]) -> None:
+    """Count one reference on each of `rows` (memories of one type); the rows show it."""
+    if not rows:
+        return
+    if not on_replica(session):
+        await search_rows.bump_references(session, memory_type, tenant_id=tenant_id,
+                                          ids=[row.id for row in rows])
+        return
+    now = now_utc()
+    pending: Pending = session.info.setdefault(PENDING_KEY, [])
+    for row in rows:
+        # Shown, not flushed: the replica's transaction must not write.
+        set_committed_value(row, "reference_count", row.reference_count + 1)
+        set_committed_value(row, "last_referenced_at", now)
+        pending.append((tenant_id, memory_type, row.id, now))
+
+
+def take_pending(session: AsyncSession) -> Pending:
+    """The references a replica read counted (and forget them)."""
+    pending: Pending = session.info.pop(PENDING_KEY, [])
+    return pending
+
+
+class ReferenceQueue:
+    """References waiting to be written to the primary, summed per memory."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession],
+                 interval_seconds: float) -> None:
+        self._sessionmaker = sessionmaker
+        self._interval = interval_seconds
+        self._pending: dict[tuple[str, str, uuid.UUID], tuple[int, datetime]] = {}
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, pending: Pending) -> None:
+        """Queue references (from `take_pending`)."""
+        for tenant_id, memory_type, memory_id, at in pending:
+            key = (tenant_id, memory_type, memory_id)
+            count_so_far, latest = self._pending.get(key, (0, at))
+            self._pending[key] = (count_so_far + 1, max(latest, at))
+
+    @property
+    def waiting(self) -> int:
+        """Memories with references not yet written."""
+        return len(self._pending)
+
+    async def flush(self) -> None:
+        """Write every queued reference now; what fails stays queued for the next flush."""
+        async with self._lock:
+            batch, self._pending = self._pending, {}
+            by_tenant: dict[str, dict[str, list[tuple[uuid.UUID, int, datetime]]]] = (
+                defaultdict(lambda: defaultdict(list)))
+            for (tenant_id, memory_type, memory_id), (n, at) in batch.items():
+                by_tenant[tenant_id][memory_type].append((memory_id, n, at))
+            for tenant_id, by_type in by_tenant.items():
+                try:
+                    async with scoped_transaction(self._sessionmaker,
+                                                  Scope(tenant_id=tenant_id)) as session:
+                        for memory_type, items in by_type.items():
+                            await reference_rows.add_references(
+                                session, memory_type, tenant_id=tenant_id,
+                                ids=[i[0] for i in items], counts=[i[1] for i in items],
+                                at=[i[2] for i in items])
+                except Exception:  # noqa: BLE001 - the primary is away: keep them for later
+                    logger.warning("writing reference counts failed; retrying later",
+                                   exc_info=True)
+                    for memory_type, items in by_type.items():
+                        for memory_id, n, at in items:
+                            self.add([(tenant_id, memory_type, memory_id, at)] * n)
+
+    def start(self) -> None:
+        """Flush every `interval_seconds` in the background."""
+        self._task = asyncio.create_task(self._run(), name="engram-reference-flush")
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            await self.flush()
+
+    async def stop(self) -> None:
+        """Stop the background flushes and write what is queued."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.flush()
