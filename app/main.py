@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics, migrations
 from app.config import Settings
+from app.console import mount_console
 from app.db import (
     EmbeddedSupervisor,
     app_connection,
@@ -191,6 +192,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # MCP at /mcp: the same services as a second front door (not part of the OpenAPI document).
     app.state.mcp = McpMount(settings, app.version)
     app.router.routes.append(app.state.mcp.route)
+    # The web console at /ui: a third front door (not part of the OpenAPI document).
+    mount_console(app)
     app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
     # Added last, so it runs first: a throttled request is refused before its body is read.
     app.state.caller_limits = CallerLimits(settings.limits)

@@ -3,6 +3,7 @@
 from app.models.arcs import Arc
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
+from app.models.console_sessions import ConsoleSession
 from app.models.entity import Entity
 from app.models.jobs import Job, Worker
 from app.models.keyword import (
@@ -26,6 +27,7 @@ __all__ = [
     "AgentEvent",
     "ReflectionConsolidation",
     "Base",
+    "ConsoleSession",
     "EmbeddingVersion",
     "Entity",
     "Episode",

@@ -17,9 +17,10 @@ async def owner_for_hash(session: AsyncSession, key_hash: str) -> tuple[str, uui
 
 
 async def insert(session: AsyncSession, *, tenant_id: str, name: str | None, key_prefix: str,
-                 key_hash: str) -> ApiKey:
+                 key_hash: str, access: str = "write") -> ApiKey:
     """Store a new key's hash."""
-    key = ApiKey(tenant_id=tenant_id, name=name, key_prefix=key_prefix, key_hash=key_hash)
+    key = ApiKey(tenant_id=tenant_id, name=name, key_prefix=key_prefix, key_hash=key_hash,
+                 access=access)
     session.add(key)
     await session.flush()
     return key

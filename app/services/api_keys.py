@@ -41,15 +41,16 @@ def hash_key(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-async def create_key(session: AsyncSession, *, tenant_id: str,
-                     name: str | None = None) -> MintedKey:
-    """Mint a key for `tenant_id` and store its hash."""
+async def create_key(session: AsyncSession, *, tenant_id: str, name: str | None = None,
+                     access: str = "write") -> MintedKey:
+    """Mint a key for `tenant_id` and store its hash; `access` "read" may not change data."""
     if not TENANT_PATTERN.match(tenant_id):
         raise InvalidInput("tenant must be 1-64 letters, digits, '_', '.' or '-'",
                            field="tenant")
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     record = await api_key_rows.insert(session, tenant_id=tenant_id, name=name,
-                                       key_prefix=secret[:12], key_hash=hash_key(secret))
+                                       key_prefix=secret[:12], key_hash=hash_key(secret),
+                                       access=access)
     return MintedKey(record, secret)
 
 
