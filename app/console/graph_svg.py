@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from app.schemas.graph import GraphOut
 
-SIZE = 640
-RING = 130
+SIZE = 480
+RING = 100
 COLOURS = {"entity": "#2f6f9f", "fact": "#3d8b5a", "rule": "#a0652a", "episode": "#7a5aa6"}
 PAGES = {"entity": "entities", "fact": "facts", "rule": "rules", "episode": "episodes"}
 
