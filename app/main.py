@@ -62,6 +62,9 @@ sees another's memories. Errors are RFC 9457 `application/problem+json` document
 
 V1_RESPONSES: dict[int | str, dict[str, Any]] = {
     **problem_responses(400, 401),
+    403: {**problem_responses(403)[403],
+          "description": "The API key is read-only (`engram keys create --read-only`) and "
+                         "the operation changes data"},
     429: {**problem_responses(429)[429],
           "description": "Too many requests or request bytes in flight for this API key; "
                          "retry after the seconds in the Retry-After header",

@@ -22,10 +22,11 @@ TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 @dataclass(frozen=True)
 class KeyOwner:
-    """What a live key resolves to: its tenant and its own id."""
+    """What a live key resolves to: its tenant, its own id, and whether it may write."""
 
     tenant_id: str
     key_id: uuid.UUID
+    access: str = "write"
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ async def resolve_key(sessionmaker: async_sessionmaker[AsyncSession], cache: Ten
         row = await api_key_rows.owner_for_hash(session, key_hash)
     if row is None:
         return None
-    owner = KeyOwner(tenant_id=row[0], key_id=row[1])
+    owner = KeyOwner(tenant_id=row[0], key_id=row[1], access=row[2])
     cache.put(key_hash, owner)
     return owner
 
