@@ -5313,6 +5313,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -5371,6 +5381,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5445,6 +5465,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -5501,6 +5531,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5579,6 +5619,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5675,6 +5725,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -5755,6 +5815,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5849,6 +5919,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -5921,6 +6001,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -5979,6 +6069,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6063,6 +6163,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6119,6 +6229,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6194,6 +6314,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6282,6 +6412,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6380,6 +6520,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -6450,6 +6600,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6551,6 +6711,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6617,6 +6787,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6675,6 +6855,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6757,6 +6947,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -6821,6 +7021,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6903,6 +7113,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -6971,6 +7191,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7063,6 +7293,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -7117,6 +7357,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7189,6 +7439,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7272,6 +7532,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             409: {
                 headers: {
@@ -7338,6 +7608,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7418,6 +7698,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7484,6 +7774,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7576,6 +7876,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7642,6 +7952,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7732,6 +8052,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7801,6 +8131,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7898,6 +8238,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -7956,6 +8306,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8030,6 +8390,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8092,6 +8462,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8146,6 +8526,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8220,6 +8610,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8276,6 +8676,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8364,6 +8774,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8426,6 +8846,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8506,6 +8936,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8567,6 +9007,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8646,6 +9096,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8710,6 +9170,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8803,6 +9273,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             409: {
                 headers: {
@@ -8870,6 +9350,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8960,6 +9450,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9018,6 +9518,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9102,6 +9612,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9158,6 +9678,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9236,6 +9766,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9332,6 +9872,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -9416,6 +9966,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -9486,6 +10046,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9580,6 +10150,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9643,6 +10223,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9717,6 +10307,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9773,6 +10373,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9853,6 +10463,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -9919,6 +10539,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10011,6 +10641,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10081,6 +10721,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10177,6 +10827,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10253,6 +10913,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10350,6 +11020,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -10408,6 +11088,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10482,6 +11172,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -10548,6 +11248,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -10604,6 +11314,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10690,6 +11410,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10760,6 +11490,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10846,6 +11586,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10916,6 +11666,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11000,6 +11760,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -11056,6 +11826,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11125,6 +11905,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11232,6 +12022,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -11312,6 +12112,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11410,6 +12220,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11519,6 +12339,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -11599,6 +12429,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11693,6 +12533,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
