@@ -304,3 +304,64 @@ async def test_with_authentication_disabled_the_console_shows_the_default_tenant
     assert overview.status_code == 200
     assert "Authentication is disabled" in overview.text
     assert "<strong>default</strong>" in overview.text
+
+
+# What tenant B asks of each console route, generated from the route table: a new route
+# missing here fails the test, so none escapes the isolation check.
+def console_routes(app: Any) -> list[tuple[str, str]]:
+    from app.console.render import ConsoleRoute
+    return sorted((method, route.path) for route in app.router.routes
+                  if isinstance(route, ConsoleRoute) for method in route.methods)
+
+
+KINDS = ("episodes", "facts", "rules")
+B_CONSOLE_REQUESTS: dict[tuple[str, str], Any] = {
+    ("GET", "/ui"): {}, ("GET", "/ui/search"): {"q": "alpha secret"},
+    ("GET", "/ui/erase"): {"selector": "subject", "value": "Alpha"},
+    ("POST", "/ui/erase"): {"selector": "subject", "value": "Alpha"},
+    ("GET", "/ui/entities"): {"name": "Alpha"}, ("GET", "/ui/runs"): {"task_id": "alpha-task"},
+    ("GET", "/ui/agents"): {"ledger": "alpha-ledger", "agent_id": "ann"},
+    ("GET", "/ui/data"): {}, ("GET", "/ui/data/export"): {},
+    ("GET", "/ui/entities/{entity_id}"): {}, ("GET", "/ui/entities/{entity_id}/merge"): {},
+    ("POST", "/ui/entities/{entity_id}/merge"): {},
+    ("GET", "/ui/runs/{run_id}"): {}, ("GET", "/ui/jobs/{job_id}"): {},
+    ("GET", "/ui/episodes/{memory_id}"): {}, ("GET", "/ui/facts/{memory_id}"): {},
+    ("GET", "/ui/rules/{memory_id}"): {},
+    ("POST", "/ui/rules/{memory_id}/helpful"): {}, ("POST", "/ui/rules/{memory_id}/harmful"): {},
+    **{("POST", f"/ui/{{kind}}/{{memory_id}}/{verb}"): {}
+       for verb in ("forget", "confirm", "delete", "labels")},
+    ("POST", "/ui/sign-in"): None, ("POST", "/ui/sign-out"): None,  # no tenant data
+}
+
+
+async def test_every_console_route_keeps_tenant_a_out_of_tenant_b_session(
+        app, tenant_client, db_engine, browsers):
+    from tests.api.test_tenancy import seed_tenant_a, snapshot
+
+    missing = [route for route in console_routes(app) if route not in B_CONSOLE_REQUESTS]
+    assert not missing, f"add these console routes to B_CONSOLE_REQUESTS: {missing}"
+    ids = await seed_tenant_a(await tenant_client("tenant-a"))
+    before = await snapshot(db_engine, "tenant-a")
+    b = await browser(app, browsers, (await mint(app, "tenant-b")).secret)
+    token = csrf_of((await b.get("/ui")).text)
+    secrets = ["alphasecret", "zebrafinch", "Rottnest", "brownfur", "politely"]
+    for (method, path), params in B_CONSOLE_REQUESTS.items():
+        if params is None:
+            continue
+        fills = [{"kind": kind, "memory_id": ids[kind[:-1]]} for kind in KINDS] \
+            if "{kind}" in path else [{
+                "memory_id": ids[path.split("/")[2][:-1]] if "{memory_id}" in path else "",
+                "entity_id": ids["entity"], "run_id": ids["run"], "job_id": ids["job"]}]
+        for fill in fills:
+            url = path.format(**fill)
+            if method == "GET":
+                answer = await b.get(url, params={**params, **(
+                    {"source_id": ids["twin"]} if url.endswith("/merge") else {})})
+            else:
+                answer = await b.post(url, data={"csrf_token": token, "source_id": ids["twin"],
+                                                 **params})
+            shown = [i for i in ids.values() if i not in url] + secrets
+            assert not [s for s in shown if s in answer.text], (method, url)
+            if "{" in path:  # episodes are never confirmed nor labelled: 422 before any lookup
+                assert answer.status_code in (404, 422), (method, url, answer.status_code)
+    assert await snapshot(db_engine, "tenant-a") == before
