@@ -137,7 +137,8 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
     from app.services import api_keys
 
     if args.keys_command == "create":
-        minted = await api_keys.create_key(session, tenant_id=args.tenant, name=args.name)
+        minted = await api_keys.create_key(session, tenant_id=args.tenant, name=args.name,
+                                           access="read" if args.read_only else "write")
         # The key alone on stdout, so `KEY=$(engram keys create ...)` captures just it.
         print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}", file=sys.stderr)
         print("(the key below is shown once: store it now)", file=sys.stderr)
@@ -146,7 +147,7 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
         for key in await api_keys.list_keys(session, tenant_id=args.tenant):
             state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
             print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
-                  f"{key.name or '-':<20} {state}")
+                  f"{key.name or '-':<20} {key.access:<5} {state}")
     elif await api_keys.revoke_key(session, key_id=args.key_id):
         print(f"revoked {args.key_id}")
     else:
@@ -286,6 +287,8 @@ def main(argv: list[str] | None = None) -> None:
     create = key_commands.add_parser("create", help="mint a key for a tenant")
     create.add_argument("--tenant", required=True)
     create.add_argument("--name")
+    create.add_argument("--read-only", action="store_true",
+                        help="the key may look but not change anything (web console)")
     listing = key_commands.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--tenant")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")

@@ -11,7 +11,7 @@ from starlette.datastructures import State
 
 from app.config import Settings
 from app.embedding import Embedder
-from app.errors import Unauthorized
+from app.errors import Forbidden, Unauthorized
 from app.reads import SAFE_METHODS, read_transaction, writer_key
 from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
 from app.reads import primary_only as primary_only
@@ -48,16 +48,34 @@ async def get_tenant_id(
     """
     caller = await caller_for_key(request.app.state,
                                   bearer.credentials if bearer else header_key)
+    if not caller.can_write and not only_reads(request):
+        raise Forbidden("this API key is read-only")
     actors.become(caller.actor)
     return caller.tenant_id
 
 
+# POST operations that only read (and count references, as every read does).
+READING_POSTS = frozenset({"search_memories", "recall_memories", "memory_context",
+                           "resolve_entity", "search_runs", "search_procedures", "search_arcs",
+                           "agent_context"})
+
+
+def only_reads(request: Request) -> bool:
+    """True for a request a read-only key may make: GET, HEAD, or a POST that only reads."""
+    if request.method in ("GET", "HEAD"):
+        return True
+    route = request.scope.get("route")
+    return request.method == "POST" and getattr(route, "name", None) in READING_POSTS
+
+
 @dataclass(frozen=True)
 class KeyCaller:
-    """An authenticated caller: its tenant, and the actor its events record."""
+    """An authenticated caller: its tenant, the actor its events record, whether it may
+    change data (a read-only key may not)."""
 
     tenant_id: str
     actor: actors.Actor
+    can_write: bool = True
 
 
 async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
@@ -77,7 +95,7 @@ async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
     owner = await resolve_key(state.sessionmaker, state.tenant_cache, secret)
     if owner is None:
         raise Unauthorized("the API key is unknown or revoked")
-    return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id))
+    return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id), owner.access == "write")
 
 
 async def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:

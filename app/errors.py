@@ -90,6 +90,11 @@ class Unauthorized(DomainError):
     title = "Unauthorized"
 
 
+class Forbidden(DomainError):
+    status_code = 403
+    title = "Forbidden"
+
+
 class StartupRefused(RuntimeError):
     """The service would be unsafe or broken with this configuration; it does not start."""
 

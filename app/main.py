@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import metrics, migrations
 from app.config import Settings
+from app.console import mount_console
 from app.db import (
     EmbeddedSupervisor,
     app_connection,
@@ -64,6 +65,9 @@ sees another's memories. Errors are RFC 9457 `application/problem+json` document
 
 V1_RESPONSES: dict[int | str, dict[str, Any]] = {
     **problem_responses(400, 401),
+    403: {**problem_responses(403)[403],
+          "description": "The API key is read-only (`engram keys create --read-only`) and "
+                         "the operation changes data"},
     429: {**problem_responses(429)[429],
           "description": "Too many requests or request bytes in flight for this API key; "
                          "retry after the seconds in the Retry-After header",
@@ -209,6 +213,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.routes.append(app.state.mcp.route)
     if settings.replica_database_urls:
         app.add_middleware(ReplicaRetryMiddleware)
+    # The web console at /ui: a third front door (not part of the OpenAPI document).
+    mount_console(app)
     app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
     # Added last, so it runs first: a throttled request is refused before its body is read.
     app.state.caller_limits = CallerLimits(settings.limits)

@@ -77,7 +77,8 @@ async def send_problem(send: Send, status: int, title: str, detail: str, path: s
 
 class InputGuardMiddleware:
     """413 for bodies over `max_body_bytes`, also when they arrive chunked; 422 for NUL in
-    the query string; 415 for form bodies (every route takes JSON, none takes a form).
+    the query string; 415 for form bodies (every API route takes JSON; only the web console's
+    pages under /ui/ take forms).
     After a body of `RELEASE_AFTER_BODY_BYTES` or more, freed heap goes back to the OS.
 
     PostgreSQL text cannot hold NUL, so no query parameter may carry one to a filter;
@@ -107,7 +108,7 @@ class InputGuardMiddleware:
         if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
             return
-        if media_type(scope) in FORM_MEDIA_TYPES:
+        if media_type(scope) in FORM_MEDIA_TYPES and not path.startswith(FORM_PATHS):
             await send_problem(send, 415, "Unsupported media type",
                                 "send the body as application/json", path, "Content-Type")
             return
@@ -143,6 +144,8 @@ class InputGuardMiddleware:
 
 
 FORM_MEDIA_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+# The web console's pages post HTML forms.
+FORM_PATHS = ("/ui/",)
 
 
 def media_type(scope: Scope) -> str:

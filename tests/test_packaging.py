@@ -43,6 +43,9 @@ async def test_wheel_ships_the_revisions_and_migrates_from_them(tmp_path):
         shipped = sorted(name.rsplit("/", 1)[1] for name in names
                          if name.startswith("app/_alembic/versions/") and name.endswith(".py"))
         assert shipped == SOURCE_REVISIONS
+        # The web console's templates and stylesheet, so /ui works from the wheel.
+        assert {"app/console/templates/base.html", "app/console/templates/memory.html",
+                "app/console/static/console.css"} <= names
         installed = tmp_path / "installed"
         archive.extractall(installed)
 

@@ -38,6 +38,12 @@ class McpEndpoint:
             response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
             await response(scope, receive, send)
             return
+        if not caller.can_write:
+            # Tools store, correct and forget as much as they read: no read-only key here.
+            refused = problem_response(403, "Forbidden", "this API key is read-only; MCP "
+                                       "needs a key that may write", request)
+            await refused(scope, receive, send)
+            return
         state = scope.setdefault("state", {})
         state[TENANT_SCOPE_KEY] = caller.tenant_id
         state[ACTOR_SCOPE_KEY] = caller.actor

@@ -3,6 +3,7 @@
 from app.models.arcs import Arc
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import EMBEDDING_DIMENSIONS, Base
+from app.models.console_sessions import ConsoleSession
 from app.models.entity import Entity
 from app.models.fact_periods import FactPeriod
 from app.models.jobs import Job, Worker
@@ -27,6 +28,7 @@ __all__ = [
     "AgentEvent",
     "ReflectionConsolidation",
     "Base",
+    "ConsoleSession",
     "EmbeddingVersion",
     "Entity",
     "Episode",

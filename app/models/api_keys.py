@@ -18,4 +18,6 @@ class ApiKey(Base):
     key_prefix: Mapped[str] = mapped_column(Text, nullable=False)
     key_hash: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
     created_at: Mapped[datetime] = created_at_column()
+    # "write" (every operation) or "read" (may look, may not change).
+    access: Mapped[str] = mapped_column(Text, nullable=False, server_default="write")
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -8,18 +8,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models.api_keys import ApiKey
 
 
-async def owner_for_hash(session: AsyncSession, key_hash: str) -> tuple[str, uuid.UUID] | None:
-    """(tenant_id, key id) of a live (not revoked) key with this hash."""
-    stmt = select(ApiKey.tenant_id, ApiKey.id).where(ApiKey.key_hash == key_hash,
-                                                     ApiKey.revoked_at.is_(None))
+async def owner_for_hash(session: AsyncSession,
+                         key_hash: str) -> tuple[str, uuid.UUID, str] | None:
+    """(tenant_id, key id, access) of a live (not revoked) key with this hash."""
+    stmt = select(ApiKey.tenant_id, ApiKey.id, ApiKey.access).where(
+        ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
     row = (await session.execute(stmt)).one_or_none()
-    return None if row is None else (row[0], row[1])
+    return None if row is None else (row[0], row[1], row[2])
 
 
 async def insert(session: AsyncSession, *, tenant_id: str, name: str | None, key_prefix: str,
-                 key_hash: str) -> ApiKey:
+                 key_hash: str, access: str = "write") -> ApiKey:
     """Store a new key's hash."""
-    key = ApiKey(tenant_id=tenant_id, name=name, key_prefix=key_prefix, key_hash=key_hash)
+    key = ApiKey(tenant_id=tenant_id, name=name, key_prefix=key_prefix, key_hash=key_hash,
+                 access=access)
     session.add(key)
     await session.flush()
     return key

@@ -22,10 +22,11 @@ TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 @dataclass(frozen=True)
 class KeyOwner:
-    """What a live key resolves to: its tenant and its own id."""
+    """What a live key resolves to: its tenant, its own id, and whether it may write."""
 
     tenant_id: str
     key_id: uuid.UUID
+    access: str = "write"
 
 
 @dataclass(frozen=True)
@@ -41,15 +42,16 @@ def hash_key(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-async def create_key(session: AsyncSession, *, tenant_id: str,
-                     name: str | None = None) -> MintedKey:
-    """Mint a key for `tenant_id` and store its hash."""
+async def create_key(session: AsyncSession, *, tenant_id: str, name: str | None = None,
+                     access: str = "write") -> MintedKey:
+    """Mint a key for `tenant_id` and store its hash; `access` "read" may not change data."""
     if not TENANT_PATTERN.match(tenant_id):
         raise InvalidInput("tenant must be 1-64 letters, digits, '_', '.' or '-'",
                            field="tenant")
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     record = await api_key_rows.insert(session, tenant_id=tenant_id, name=name,
-                                       key_prefix=secret[:12], key_hash=hash_key(secret))
+                                       key_prefix=secret[:12], key_hash=hash_key(secret),
+                                       access=access)
     return MintedKey(record, secret)
 
 
@@ -106,7 +108,7 @@ async def resolve_key(sessionmaker: async_sessionmaker[AsyncSession], cache: Ten
         row = await api_key_rows.owner_for_hash(session, key_hash)
     if row is None:
         return None
-    owner = KeyOwner(tenant_id=row[0], key_id=row[1])
+    owner = KeyOwner(tenant_id=row[0], key_id=row[1], access=row[2])
     cache.put(key_hash, owner)
     return owner
 

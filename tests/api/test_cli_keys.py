@@ -32,3 +32,21 @@ async def test_keys_create_with_the_embedded_server_and_no_runtime_dir_warns_of_
     assert key.startswith("egk_")
     assert "Warning" not in result.stderr, result.stderr
     assert "tenant: cli" in result.stderr
+
+
+async def test_keys_create_read_only_makes_a_key_that_reads_but_does_not_write(
+        database_url, anonymous_client):
+    env = {**os.environ, "ENGRAM_DATABASE_URL": database_url, "ENGRAM_MIGRATE_ON_START": "false"}
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "cli",
+                         "--read-only"], capture_output=True, text=True, env=env, check=True)
+    [key] = result.stdout.splitlines()
+    headers = {"Authorization": f"Bearer {key}"}
+    assert (await anonymous_client.get("/v1/episodes", headers=headers)).status_code == 200
+    refused = await anonymous_client.post("/v1/episodes", headers=headers,
+                                          json={"content": "x", "butler": "b"})
+    assert refused.status_code == 403
+    listing = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "list", "--tenant", "cli"],
+        capture_output=True, text=True, env=env, check=True)
+    assert " read " in listing.stdout

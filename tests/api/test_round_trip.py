@@ -14,6 +14,7 @@ MARKER = "5550199"
 # Tables with a tenant_id that are not records of an export, and why.
 NOT_EXPORTED = {
     "api_keys": "credentials stay with the tenant and are never exported",
+    "console_sessions": "the web console's signed-in browsers: credentials, like keys",
     "pii_salts": "the secret of the tenant's PII hashes stays with the tenant, like its keys",
     "jobs": "the work queue, not data",
     "memory_events": "the service's record of what happened, kept as tombstones on erasure",

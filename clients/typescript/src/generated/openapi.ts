@@ -5506,6 +5506,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -5564,6 +5574,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5638,6 +5658,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -5694,6 +5724,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5772,6 +5812,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5868,6 +5918,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -5948,6 +6008,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6042,6 +6112,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6114,6 +6194,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6172,6 +6262,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6256,6 +6356,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6312,6 +6422,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6387,6 +6507,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6475,6 +6605,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6578,6 +6718,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -6648,6 +6798,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6749,6 +6909,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6815,6 +6985,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -6873,6 +7053,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6955,6 +7145,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7019,6 +7219,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7101,6 +7311,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7169,6 +7389,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7261,6 +7491,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -7315,6 +7555,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7400,6 +7650,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -7467,6 +7727,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7549,6 +7819,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7613,6 +7893,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7687,6 +7977,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7779,6 +8079,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -7845,6 +8155,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7935,6 +8255,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -8004,6 +8334,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8101,6 +8441,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8159,6 +8509,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8233,6 +8593,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8295,6 +8665,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8349,6 +8729,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8423,6 +8813,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8479,6 +8879,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8567,6 +8977,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8629,6 +9049,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8709,6 +9139,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8770,6 +9210,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8849,6 +9299,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -8913,6 +9373,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9006,6 +9476,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             409: {
                 headers: {
@@ -9073,6 +9553,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9163,6 +9653,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9221,6 +9721,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9305,6 +9815,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9361,6 +9881,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9439,6 +9969,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9535,6 +10075,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -9619,6 +10169,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -9689,6 +10249,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9783,6 +10353,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9846,6 +10426,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9920,6 +10510,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -9976,6 +10576,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10056,6 +10666,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10122,6 +10742,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10214,6 +10844,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10284,6 +10924,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10380,6 +11030,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10456,6 +11116,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10553,6 +11223,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -10611,6 +11291,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10685,6 +11375,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -10751,6 +11451,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -10807,6 +11517,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10893,6 +11613,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -10963,6 +11693,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11049,6 +11789,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -11119,6 +11869,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11203,6 +11963,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             422: {
                 headers: {
@@ -11259,6 +12029,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11328,6 +12108,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11435,6 +12225,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -11515,6 +12315,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11613,6 +12423,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11722,6 +12542,16 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
             /** @description Problem */
             404: {
                 headers: {
@@ -11802,6 +12632,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11896,6 +12736,16 @@ export interface operations {
             };
             /** @description Problem */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,56 @@
+"""/ui/search: the API's search, each hit with its score and per-signal explanation."""
+
+from typing import Any, get_args
+
+from fastapi import APIRouter, Request, Response
+
+from app.config import Fusion, SearchMode
+from app.console.auth import ConsoleDep, DbDep
+from app.console.render import ConsoleRoute, page
+from app.deps import EmbedderDep, SettingsDep
+from app.errors import InvalidInput
+from app.retrieval import requests as retrieval
+from app.schemas.search import SearchRequest, SearchType, TimeMode
+
+router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
+CHOICES = {"modes": get_args(SearchMode), "fusions": get_args(Fusion),
+           "types": get_args(SearchType), "time_modes": get_args(TimeMode)}
+
+
+def _number(value: str | None, kind: type[int] | type[float], field: str) -> Any:
+    if value is None or not value.strip():
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise InvalidInput(f"{field} must be a number", field=field) from None
+
+
+def search_request(params: Any) -> SearchRequest:
+    """The API's search request from the search form's fields."""
+    body: dict[str, Any] = {"query": params.get("q", "")}
+    for name in ("mode", "fusion", "scope", "time_mode"):
+        if params.get(name):
+            body[name] = params.get(name)
+    if types := params.getlist("types"):
+        body["types"] = types
+    if (limit := _number(params.get("limit"), int, "limit")) is not None:
+        body["limit"] = limit
+    floor = _number(params.get("min_confidence"), float, "min_confidence")
+    if floor is not None:
+        body["min_confidence"] = floor
+    return SearchRequest.model_validate(body)
+
+
+@router.get("/search")
+async def search_page(request: Request, console: ConsoleDep, db: DbDep, embedder: EmbedderDep,
+                      settings: SettingsDep) -> Response:
+    """The search form and, with a query, its hits."""
+    params = request.query_params
+    answer = None
+    if params.get("q", "").strip():
+        answer = await retrieval.search_memories(
+            db, tenant_id=console.tenant_id, embedder=embedder, retrieval=settings.retrieval,
+            request=search_request(params))
+    return page(request, "search.html", answer=answer, params=params, choices=CHOICES,
+                chosen_types=params.getlist("types"))

@@ -1,0 +1,49 @@
+"""What merging one entity into another would do, shown before anyone confirms it."""
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Entity, Fact
+from app.repositories import entities as entity_rows
+from app.services.merge import _winner_and_loser, merge_aliases
+
+
+@dataclass(frozen=True)
+class MergePreview:
+    """The two entities, the source's active facts that move, the contests (winner, loser)
+    the merge decides by confidence, and the aliases the target gains."""
+
+    target: Entity
+    source: Entity
+    moving: list[Fact]
+    contests: list[tuple[Fact, Fact]]
+    aliases_added: list[str]
+
+
+async def preview_merge(session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID,
+                        source_id: uuid.UUID) -> MergePreview:
+    """The merge's outcome as `merge_entities` would decide it now; nothing is changed."""
+    if source_id == target_id:
+        raise InvalidInput("an entity cannot be merged into itself", field="source_id")
+    target = await entity_rows.get(session, tenant_id=tenant_id, entity_id=target_id)
+    source = await entity_rows.get(session, tenant_id=tenant_id, entity_id=source_id)
+    if target is None:
+        raise NotFound(f"entity {target_id} not found")
+    if source is None:
+        raise NotFound(f"entity {source_id} not found", field="source_id")
+    for entity in (source, target):
+        if entity.merged_into_id is not None:
+            raise Conflict(f"entity {entity.id} was already merged into {entity.merged_into_id}")
+    moving = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
+    held = {(fact.scope, fact.predicate_key): fact for fact in
+            await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=target_id)}
+    contests = [_winner_and_loser(fact, held[(fact.scope, fact.predicate_key)])
+                for fact in moving if (fact.scope, fact.predicate_key) in held]
+    _, added = merge_aliases(target_name=target.canonical_name,
+                             target_aliases=list(target.aliases),
+                             source_name=source.canonical_name,
+                             source_aliases=list(source.aliases))
+    return MergePreview(target, source, list(moving), contests, added)
