@@ -16,7 +16,9 @@ NULLABLE_TENANT = {"jobs", "memory_events"}
 # Primary and unique keys without the distribution column: (table, columns).
 KEYS_WITHOUT_TENANT = {
     ("agent_events", "id"), ("api_keys", "id"), ("api_keys", "key_hash"), ("arcs", "id"),
-    ("entities", "id"), ("episodes", "id"), ("facts", "id"), ("jobs", "id"),
+    ("console_sessions", "id"), ("console_sessions", "token_hash"),
+    ("entities", "id"), ("episodes", "id"), ("facts", "id"), ("fact_periods", "id"),
+    ("jobs", "id"),
     ("jobs", "kind, scheduled_for"), ("keyword_postings", "memory_type, memory_id, term"),
     ("memory_events", "id"), ("passages", "id"), ("passages", "episode_id, kind, ordinal"),
     ("passages", "fact_id, kind, ordinal"), ("passages", "rule_id, kind, ordinal"),
@@ -27,6 +29,7 @@ KEYS_WITHOUT_TENANT = {
 # Foreign keys between tables that have a tenant_id, none of which includes it:
 # (table, columns, referenced table).
 TENANT_FOREIGN_KEYS = {
+    ("console_sessions", "key_id", "api_keys"), ("fact_periods", "fact_id", "facts"),
     ("entities", "merged_into_id", "entities"), ("facts", "entity_id", "entities"),
     ("facts", "source_episode_id", "episodes"), ("facts", "supersedes_id", "facts"),
     ("passages", "episode_id", "episodes"), ("passages", "fact_id", "facts"),
