@@ -60,8 +60,8 @@ async def entity_page(request: Request, entity_id: uuid.UUID, console: ConsoleDe
                                                limit=LISTED, cursor=None)
     nodes, lines = layout(around)
     return page(request, "entity.html", entity=entity_out(row),
-                facts=[fact_out(fact) for fact in listing.rows], nodes=nodes, lines=lines, size=SIZE,
-                truncated=around.truncated)
+                facts=[fact_out(fact) for fact in listing.rows], nodes=nodes, lines=lines,
+                size=SIZE, truncated=around.truncated)
 
 
 def _source(value: Any) -> uuid.UUID:

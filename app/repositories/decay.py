@@ -62,7 +62,8 @@ FACT_SWEEP = _SWEEP.format(
     live="t.validity = 'active'",
     set_clause=(
         "validity = CASE p.transition WHEN 'expired' THEN 'expired' ELSE t.validity END,\n"
-        "        recorded_until = CASE p.transition WHEN 'expired' THEN now()\n"
+        "        recorded_until = CASE p.transition\n"
+        "            WHEN 'expired' THEN greatest(now(), t.created_at)\n"
         "            ELSE t.recorded_until END,\n"
         "        " + _FADING_CHANGE
     ),

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Entity, Fact
 from app.repositories import pagination
+from app.repositories.fact_time import record_end
 from app.repositories.filters import equal
 
 LIKE_ESCAPE = "\\"
@@ -251,7 +252,7 @@ async def supersede_facts(session: AsyncSession, *, fact_ids: Sequence[uuid.UUID
     if fact_ids:
         await session.execute(
             update(Fact).where(Fact.id.in_(fact_ids))
-            .values(validity="superseded", recorded_until=func.now())
+            .values(validity="superseded", recorded_until=record_end(Fact.created_at))
             .execution_options(synchronize_session=False))
 
 

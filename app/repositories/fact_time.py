@@ -48,6 +48,13 @@ async def believed_versions(session: AsyncSession, *, tenant_id: str, scope: str
     return list((await session.execute(stmt)).scalars())
 
 
+def record_end(started: Any) -> ColumnElement[Any]:
+    """When Engram stops believing a row that it began believing at `started`: now, or
+    `started` itself when this transaction began before the row's own committed (record time
+    never runs backwards)."""
+    return func.greatest(func.now(), started)
+
+
 async def open_period(session: AsyncSession, fact: Fact) -> None:
     """Record the valid period a new version is believed to have, from now."""
     await session.execute(FactPeriod.__table__.insert().values(  # type: ignore[attr-defined]
@@ -62,7 +69,8 @@ async def restate(session: AsyncSession, fact: Fact, *, valid_until: datetime | 
     await session.execute(
         update(FactPeriod).where(FactPeriod.fact_id == fact.id,
                                  FactPeriod.recorded_until.is_(None))
-        .values(recorded_until=func.now()).execution_options(synchronize_session=False))
+        .values(recorded_until=record_end(FactPeriod.recorded_at))
+        .execution_options(synchronize_session=False))
     updated = (await session.execute(
         update(Fact).where(Fact.id == fact.id)
         .values(valid_until=valid_until, **(values or {})).returning(Fact)

@@ -16,7 +16,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
@@ -69,7 +68,7 @@ async def apply(session: AsyncSession, *, tenant_id: str, fact: Fact, placement:
     announced = False
     if replaced is not None:
         await memory_rows.update_row(session, Fact, memory_id=replaced.id, values={
-            "validity": "superseded", "recorded_until": func.now()})
+            "validity": "superseded", "recorded_until": time_rows.record_end(Fact.created_at)})
         happened.append(memory_event("fact_superseded", tenant_id, replaced,
                                      superseded_by=str(fact.id),
                                      reason="corrected for the same valid period"))

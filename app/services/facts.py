@@ -71,6 +71,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         predicate_key=predicate_key, entity_id=data.entity_id,
     )
     current = next((v for v in versions if v.validity == "active"), None)
+    # Taken under the key's lock, so a version stored later never starts before one stored
+    # earlier, whichever transaction began first.
     starts = data.valid_from or now_utc()
     if (current is not None and current.content == data.content
             and starts >= current.valid_from):
@@ -111,8 +113,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
-    }], last_confirmed_at=func.now(),
-        valid_from=func.now() if data.valid_from is None else data.valid_from)
+    }], last_confirmed_at=func.now(), valid_from=starts)
     await time_rows.open_period(session, fact)
     await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
                          embedded=embedded)

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
+from app.repositories import fact_time
 from app.repositories import memories as memory_rows
 from app.services import events, references
 from app.services.events import Memory, memory_event, type_name
@@ -76,7 +77,8 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
         values: dict[str, Any] = {"expires_at": func.now(), "forgotten_at": func.now()}
         already = row.forgotten_at is not None
     elif isinstance(row, Fact):
-        values = {"validity": "retracted", "recorded_until": func.now()}
+        values = {"validity": "retracted",
+                  "recorded_until": fact_time.record_end(Fact.created_at)}
         already = row.validity == "retracted"
     else:
         values = {"forgotten_at": func.now()}
