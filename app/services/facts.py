@@ -2,6 +2,7 @@
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,7 +21,7 @@ from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
 from app.services import events, fact_timeline
 from app.services.auto_links import link_new
-from app.services.embeddings import embed_texts, store_passages
+from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.fact_timeline import PointInTime
 from app.services.formulas.lifecycle import decay_rate_for
@@ -90,7 +91,29 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         await memory_rows.update_row(session, Fact, memory_id=superseded.id,
                                      values={"validity": "superseded"})
 
-    [fact] = await memory_rows.insert_rows(session, Fact, [{
+    row = _fact_row(tenant_id, data, subject_key=subject_key, predicate_key=predicate_key,
+                    decay_rate=decay_rate, embedded=embedded, placement=placement,
+                    is_current=is_current)
+    [fact] = await memory_rows.insert_rows(session, Fact, [row], last_confirmed_at=func.now(),
+                                           valid_from=starts)
+    await time_rows.open_period(session, fact)
+    await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
+                         embedded=embedded)
+    await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
+                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
+
+    happened = [memory_event("fact_created", tenant_id, fact)]
+    happened += await fact_timeline.apply(session, tenant_id=tenant_id, fact=fact,
+                                          placement=placement, superseded=superseded)
+    await events.record(session, happened)
+    return StoredFact(fact, created=True)
+
+
+def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_key: str,
+              decay_rate: float, embedded: Embedded, placement: fact_timeline.Placement,
+              is_current: bool) -> dict[str, Any]:
+    """The columns of a new fact version."""
+    return {
         "tenant_id": tenant_id,
         "subject": data.subject,
         "predicate": data.predicate,
@@ -113,18 +136,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
-    }], last_confirmed_at=func.now(), valid_from=starts)
-    await time_rows.open_period(session, fact)
-    await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
-                         embedded=embedded)
-    await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
-                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
-
-    happened = [memory_event("fact_created", tenant_id, fact)]
-    happened += await fact_timeline.apply(session, tenant_id=tenant_id, fact=fact,
-                                          placement=placement, superseded=superseded)
-    await events.record(session, happened)
-    return StoredFact(fact, created=True)
+    }
 
 
 async def _check_references(session: AsyncSession, *, tenant_id: str, data: FactCreate) -> None:
