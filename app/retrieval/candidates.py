@@ -108,7 +108,7 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
     if memory_type == "fact" and filters.as_of is not None:
         clauses += held_at(_param(filters, "as_of", TIMESTAMPTZ),
                            None if filters.known_at is None
-                           else _param(filters, "known_at", TIMESTAMPTZ))
+                           else _param(filters, "known_at", TIMESTAMPTZ), ranked=True)
     elif memory_type == "fact":
         clauses.append(Fact.validity == "active")
     else:
