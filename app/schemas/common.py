@@ -25,6 +25,8 @@ MAX_NAME_CHARS = 200
 MAX_TAGS = 50
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 8
+# A client document the service stores without reading (working memory).
+MAX_DOCUMENT_BYTES = 64 * 1024
 # Keys the service once kept its own state under; the state now lives in columns, and a
 # client sending one of them gets a 422 so nobody believes it still steers anything.
 RESERVED_METADATA_KEYS = ("forgotten", "needs_inversion", "status", "harmful_reasons",

@@ -5,17 +5,24 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from app.schemas.common import IsoDatetime, RequestModel, ResponseModel, UUIDIn
-from app.schemas.json_values import bounded_json
+from app.schemas.common import (
+    MAX_DOCUMENT_BYTES,
+    IsoDatetime,
+    RequestModel,
+    ResponseModel,
+    UUIDIn,
+    bounded_json,
+)
 
 MAX_RETRIEVED_IDS = 1000
 MAX_DECISIONS = 500
 MIN_TTL_SECONDS = 60
 MAX_TTL_SECONDS = 30 * 24 * 3600
 
-JsonObject = Annotated[dict[str, Any], AfterValidator(bounded_json())]
-JsonValue = Annotated[Any, AfterValidator(bounded_json())]
-Decisions = Annotated[list[Any], Field(max_length=MAX_DECISIONS), AfterValidator(bounded_json())]
+_document = AfterValidator(bounded_json(MAX_DOCUMENT_BYTES))
+JsonObject = Annotated[dict[str, Any], _document]
+JsonValue = Annotated[Any, _document]
+Decisions = Annotated[list[Any], Field(max_length=MAX_DECISIONS), _document]
 
 
 class WorkingMemoryWrite(RequestModel):

@@ -5,7 +5,6 @@ them with no shared secret to configure, signing out ends them everywhere, and t
 joins the key on every request: revoking the key ends its sessions at once.
 """
 
-import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from app.clock import now_utc
 from app.repositories import console_sessions as session_rows
 from app.repositories.console_sessions import FoundSession
 from app.scope import SYSTEM, Scope, scoped_transaction
-from app.services.api_keys import TenantCache, resolve_key
+from app.services.api_keys import TenantCache, hash_key, resolve_key
 
 SESSION_HOURS = 8
 
@@ -30,10 +29,6 @@ class Opened:
     found: FoundSession
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
 async def open_session(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
                        key_id: uuid.UUID | None, access: str) -> Opened:
     """Store a session of `SESSION_HOURS` for the tenant (and key); return its token."""
@@ -41,7 +36,7 @@ async def open_session(sessionmaker: async_sessionmaker[AsyncSession], *, tenant
     csrf = secrets.token_urlsafe(32)
     expires_at = now_utc() + timedelta(hours=SESSION_HOURS)
     async with scoped_transaction(sessionmaker, Scope(tenant_id=tenant_id)) as session:
-        await session_rows.insert(session, tenant_id=tenant_id, token_hash=_hash(token),
+        await session_rows.insert(session, tenant_id=tenant_id, token_hash=hash_key(token),
                                   key_id=key_id, csrf_token=csrf, expires_at=expires_at)
     return Opened(token, FoundSession(tenant_id, key_id, access, csrf, expires_at))
 
@@ -68,7 +63,7 @@ async def find(sessionmaker: async_sessionmaker[AsyncSession], token: str | None
         return None
     # System scope: the token is what tells the tenant, as a key does.
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        return await session_rows.find_live(session, _hash(token),
+        return await session_rows.find_live(session, hash_key(token),
                                             keyless_allowed=keyless_allowed)
 
 
@@ -77,4 +72,4 @@ async def sign_out(sessionmaker: async_sessionmaker[AsyncSession], token: str | 
     if not token:
         return
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        await session_rows.delete_by_hash(session, _hash(token))
+        await session_rows.delete_by_hash(session, hash_key(token))
