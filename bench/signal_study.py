@@ -1,0 +1,203 @@
+"""Would more signals, or another training of the trees, lift the learned second stage?
+
+Adds one candidate signal at a time to the shipped signals (`app/retrieval/rerank.py`) and
+scores the trees on the same held-out folds as `rank_study.py`; then other tree sizes and
+benchmark weights. With `--tokens` (a cache this script fills with the model's per-token
+states of every question and pool turn, about 15 minutes of one core) it also tries MaxSim,
+the token-level similarity of the same MiniLM model.
+
+    python bench/signal_study.py --cache /tmp/study-cache --passages \\
+        [--more-cache DIR ...] [--depth 30] [--tokens /tmp/tokens.pkl]
+"""
+
+import argparse
+import json
+import pickle
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from fusion_study import Legs, load, order, recall_at
+from rank_study import features, folds, pool_of, question_weight
+from sklearn.ensemble import HistGradientBoostingClassifier
+from study_data import sha
+
+Extra = Callable[[Legs, np.ndarray], np.ndarray]
+SPEAKER = re.compile(r"^\s*([^:\n]{1,40}):\s")
+
+
+def adjacent(legs: Legs, pool: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The larger of `values` at the turns just before and after each pool member, in its
+    session (0 where there is none)."""
+    scope, n = legs.scope, len(legs.scope.turns)
+    return np.array([max(values[i - 1] if i > 0 and scope.session[i - 1] == scope.session[i]
+                         else 0.0,
+                         values[i + 1] if i + 1 < n and scope.session[i + 1] == scope.session[i]
+                         else 0.0) for i in pool])
+
+
+def coverage(lexemes: dict[str, dict[str, int]], weighted: bool) -> Extra:
+    """Share of the question's lexemes (idf-weighted or not) each turn holds."""
+    def extra(legs: Legs, pool: np.ndarray) -> np.ndarray:
+        scope, n = legs.scope, len(legs.scope.turns)
+        held, total = np.zeros(n), 0.0
+        for term in lexemes[sha(legs.question.text)]:
+            idx = scope.postings[term][0] if term in scope.postings else np.array([], int)
+            weight = np.log(1 + (n - len(idx) + 0.5) / (len(idx) + 0.5)) if weighted else 1.0
+            held[idx] += weight
+            total += weight
+        return held[pool] / max(total, 1e-9)
+    return extra
+
+
+def speaker_named(legs: Legs, pool: np.ndarray) -> np.ndarray:
+    """1 when the turn's speaker ("Name: ...") is named in the question, -1 when another
+    speaker is, 0 when none is."""
+    question = legs.question.text.lower()
+    speakers = [(m.group(1).strip().lower() if (m := SPEAKER.match(legs.scope.turns[i].content))
+                 else "") for i in pool]
+    named = {s for s in speakers if s and re.search(rf"\b{re.escape(s)}\b", question)}
+    return np.array([1.0 if s in named else -1.0 if named else 0.0 for s in speakers])
+
+
+def feedback_similarity(legs: Legs, pool: np.ndarray) -> np.ndarray:
+    """Similarity to the query moved towards each list's first three turns (Rocchio),
+    against the pool's best."""
+    top = np.concatenate([order(legs.sem)[:3], order(legs.bm25)[:3]])
+    query = legs.qvec + 0.5 * legs.scope.own[top].mean(axis=0)
+    similarity = legs.scope.own[pool] @ (query / np.linalg.norm(query))
+    return similarity - similarity.max()
+
+
+def session_gap(legs: Legs, pool: np.ndarray) -> np.ndarray:
+    """How far below its session's best candidate each turn's similarity is."""
+    similarity, session = legs.sem[pool], legs.scope.session[pool]
+    best = {s: similarity[session == s].max() for s in np.unique(session)}
+    return similarity - np.array([best[s] for s in session])
+
+
+def maxsim(tokens: dict[str, np.ndarray]) -> Extra:
+    """Mean over the question's tokens of their best cosine to the turn's tokens."""
+    def extra(legs: Legs, pool: np.ndarray) -> np.ndarray:
+        query = tokens[legs.question.text][1:-1].astype(np.float32)
+        return np.array([float((query @ tokens[legs.scope.turns[i].content][1:-1]
+                                .astype(np.float32).T).max(axis=1).mean()) for i in pool])
+    return extra
+
+
+def token_states(all_legs: list[Legs], pools: list[np.ndarray], path: Path) -> dict:
+    """Normalised per-token states of every question and pool turn, cached in `path`."""
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from app.config import PACKAGED_MODEL
+    from app.embedding.model_files import model_path, set_offline_environment
+
+    set_offline_environment()
+    torch.set_num_threads(1)
+    model = SentenceTransformer(model_path(PACKAGED_MODEL), device="cpu")
+    texts = sorted({legs.question.text for legs in all_legs}
+                   | {legs.scope.turns[i].content for legs, pool in zip(all_legs, pools,
+                                                                        strict=True)
+                      for i in pool}, key=len)
+    states = {}
+    for start in range(0, len(texts), 64):
+        part = texts[start:start + 64]
+        for text, state in zip(part, model.encode(part, output_value="token_embeddings",
+                                                  convert_to_numpy=False), strict=True):
+            vectors = state.numpy()
+            states[text] = (vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
+                            ).astype(np.float16)
+    path.write_bytes(pickle.dumps(states))
+    return states
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--more-cache", type=Path, action="append", default=[])
+    parser.add_argument("--passages", action="store_true")
+    parser.add_argument("--depth", type=int, default=30)
+    parser.add_argument("--tokens", type=Path, help="token-state cache (filled when missing)")
+    args = parser.parse_args()
+    all_legs = load(args.cache, args.data, args.passages, args.more_cache)
+    lexemes = json.loads((args.cache / "lexemes.json").read_text())
+    pools = [pool_of(legs, args.depth) for legs in all_legs]
+    shipped = [features(legs, pool, args.depth) for legs, pool in zip(all_legs, pools,
+                                                                      strict=True)]
+    extras: dict[str, Extra] = {
+        "question lexemes held": coverage(lexemes, weighted=False),
+        "question lexemes held, idf-weighted": coverage(lexemes, weighted=True),
+        "question's lexeme count": lambda L, p: np.full(len(p), float(len(
+            lexemes[sha(L.question.text)]))),
+        "best similarity of the pool": lambda L, p: np.full(len(p), float(L.sem[p].max())),
+        "best BM25 of the pool": lambda L, p: np.full(len(p), float(L.bm25[p].max())),
+        "similarity below its session's best": session_gap,
+        "neighbour turns' similarity": lambda L, p: adjacent(L, p, L.sem_own) - L.sem_own[p],
+        "neighbour turns' BM25": lambda L, p: adjacent(L, p, L.bm25) / max(L.bm25.max(), 1e-9),
+        "turn is a question": lambda L, p: np.array(
+            [float(L.scope.turns[i].content.rstrip().endswith("?")) for i in p]),
+        "speaker named in the question": speaker_named,
+        "similarity after feedback": feedback_similarity,
+    }
+    if args.tokens:
+        extras["MaxSim of token states"] = maxsim(token_states(all_legs, pools, args.tokens))
+    print(f"{len(all_legs)} questions, depth {args.depth}\n", file=sys.stderr)
+    print("| signals, training | " + " | ".join(GROUPS) + " |")
+    print("|---" * (len(GROUPS) + 1) + "|")
+    report("shipped signals, 60 trees of depth 3", all_legs, pools, shipped)
+    for name, extra in extras.items():
+        rows = [np.column_stack([x, extra(legs, pool)]) for x, legs, pool
+                in zip(shipped, all_legs, pools, strict=True)]
+        report(f"+ {name}", all_legs, pools, rows)
+    for label, kwargs in {"120 trees, learning rate 0.05": {"max_iter": 120,
+                                                            "learning_rate": 0.05},
+                          "100 trees of depth 2": {"max_iter": 100, "max_depth": 2},
+                          "60 trees, at least 50 rows a leaf": {"min_samples_leaf": 50},
+                          "60 trees, L2 1.0": {"l2_regularization": 1.0}}.items():
+        report(label, all_legs, pools, shipped, **kwargs)
+    for weight in (2.0, 4.0):
+        report(f"LoCoMo weighs {weight:g}x", all_legs, pools, shipped, locomo_weight=weight)
+
+
+GROUPS = ("lme", "locomo", "locomo:multi-hop", "locomo:open-domain", "locomo:single-hop",
+          "locomo:temporal")
+
+
+def report(name: str, all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray],
+           locomo_weight: float = 1.0, **tree_args: float) -> None:
+    """One table row: held-out R@10 per benchmark and LoCoMo category."""
+    ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
+    fold = folds(all_legs, 5)
+    ranked: dict[int, np.ndarray] = {}
+    for f in range(5):
+        train = [i for i in range(len(all_legs)) if fold[i] != f]
+        weights = np.concatenate([np.full(len(ys[i]), question_weight(all_legs, i)
+                                          * (locomo_weight if all_legs[i].question.bench
+                                             == "locomo" else 1.0) / max(ys[i].sum(), 1))
+                                  for i in train])
+        settings = {"max_iter": 60, "max_depth": 3, "learning_rate": 0.1, **tree_args}
+        model = HistGradientBoostingClassifier(**settings, class_weight="balanced",
+                                               random_state=0)
+        model.fit(np.concatenate([rows[i] for i in train]),
+                  np.concatenate([ys[i] for i in train]), sample_weight=weights)
+        for i in (i for i in range(len(all_legs)) if fold[i] == f):
+            ranked[i] = pools[i][order(model.decision_function(rows[i]))]
+    found: dict[str, list[float]] = defaultdict(list)
+    for i, legs in enumerate(all_legs):
+        value = recall_at(legs, ranked[i], 10)
+        found[legs.question.bench].append(value)
+        found[f"{legs.question.bench}:{legs.question.qtype}"].append(value)
+    print(f"| {name} | " + " | ".join(f"{np.mean(found[g]):.3f}" for g in GROUPS) + " |",
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()
