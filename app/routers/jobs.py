@@ -13,6 +13,7 @@ from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
 from app.services import jobs
 from app.services.responses.jobs import job_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -123,9 +124,8 @@ async def list_jobs(
     cursor: Cursor = None,
 ) -> Page[JobOut]:
     """The tenant's jobs, newest first."""
-    rows, next_cursor = await jobs.list_jobs(session, tenant_id=tenant_id, kind=kind,
-                                             status=status, limit=limit, cursor=cursor)
-    return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
+    return page_out(await jobs.list_jobs(session, tenant_id=tenant_id, kind=kind,
+                                         status=status, limit=limit, cursor=cursor), job_out)
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),
