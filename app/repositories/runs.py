@@ -14,6 +14,7 @@ from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
 from app.repositories.memories import to_tsvector
+from app.repositories.rows import insert_searchable, one_of_tenant
 
 # A row that belongs to one run: a message or a feedback.
 PartT = TypeVar("PartT", RunMessage, RunFeedback)
@@ -46,17 +47,14 @@ def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
 
 async def insert_run(session: AsyncSession, values: dict[str, Any], *, search_text: str) -> Run:
     """Insert one run (tsvector from `search_text`) and return it."""
-    stmt = insert(Run).values(**values, search_vector=to_tsvector(search_text)).returning(Run)
-    return (await session.execute(stmt)).scalar_one()
+    return await insert_searchable(session, Run, values=values, search_text=search_text)
 
 
 async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
                   for_update: bool = False) -> Run | None:
     """The tenant's run, optionally locked."""
-    stmt = select(Run).where(Run.id == run_id, Run.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return (await session.execute(stmt)).scalar_one_or_none()
+    return await one_of_tenant(session, Run, tenant_id=tenant_id, row_id=run_id,
+                               for_update=for_update)
 
 
 async def update_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
