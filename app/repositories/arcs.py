@@ -13,7 +13,7 @@ from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.filters import equal_values
 from app.repositories.memories import to_tsvector
-from app.repositories.rows import insert_searchable, one_of_tenant, update_stamped
+from app.repositories.rows import update_stamped
 from app.retrieval.record_tables import RecordQuery
 
 
@@ -21,19 +21,6 @@ def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
               status: str | None) -> list[ColumnElement[bool]]:
     return [Arc.tenant_id == tenant_id,
             *equal_values(Arc, scope=scope, arc_type=arc_type, status=status)]
-
-
-async def insert_arc(session: AsyncSession, *, values: dict[str, Any],
-                     search_text: str) -> Arc:
-    """Insert one arc (with the tsvector of `search_text`) and return it."""
-    return await insert_searchable(session, Arc, values=values, search_text=search_text)
-
-
-async def get(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID,
-              for_update: bool = False) -> Arc | None:
-    """One arc of the tenant, optionally locked FOR UPDATE."""
-    return await one_of_tenant(session, Arc, tenant_id=tenant_id, row_id=arc_id,
-                               for_update=for_update)
 
 
 async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,

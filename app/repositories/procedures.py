@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import Procedure
 from app.repositories import pagination
 from app.repositories.filters import equal
-from app.repositories.rows import insert_searchable, one_of_tenant, update_stamped
+from app.repositories.rows import update_stamped
 from app.retrieval.record_tables import RecordQuery
 
 
@@ -30,19 +30,6 @@ def _filtered(tenant_id: str, filters: ProcedureFilters) -> list[ColumnElement[b
     if not filters.include_superseded:
         clauses.append(Procedure.superseded_by.is_(None))
     return clauses
-
-
-async def insert_procedure(session: AsyncSession, *, values: dict[str, Any],
-                           search_text: str) -> Procedure:
-    """Insert one procedure (with the tsvector of `search_text`) and return it."""
-    return await insert_searchable(session, Procedure, values=values, search_text=search_text)
-
-
-async def get(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
-              for_update: bool = False) -> Procedure | None:
-    """One procedure of the tenant, optionally locked FOR UPDATE."""
-    return await one_of_tenant(session, Procedure, tenant_id=tenant_id, row_id=procedure_id,
-                               for_update=for_update)
 
 
 async def current_named(session: AsyncSession, *, tenant_id: str, agent_id: str,

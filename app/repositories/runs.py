@@ -14,7 +14,6 @@ from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
 from app.repositories.memories import to_tsvector
-from app.repositories.rows import insert_searchable, one_of_tenant
 
 # A row that belongs to one run: a message or a feedback.
 PartT = TypeVar("PartT", RunMessage, RunFeedback)
@@ -43,18 +42,6 @@ def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
                                       RunFeedback.tenant_id == tenant_id,
                                       RunFeedback.rating <= filters.max_rating))
     return clauses
-
-
-async def insert_run(session: AsyncSession, values: dict[str, Any], *, search_text: str) -> Run:
-    """Insert one run (tsvector from `search_text`) and return it."""
-    return await insert_searchable(session, Run, values=values, search_text=search_text)
-
-
-async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
-                  for_update: bool = False) -> Run | None:
-    """The tenant's run, optionally locked."""
-    return await one_of_tenant(session, Run, tenant_id=tenant_id, row_id=run_id,
-                               for_update=for_update)
 
 
 async def update_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
