@@ -24,6 +24,19 @@ class HttpMiddleware:
         """Answer one HTTP request."""
         raise NotImplementedError
 
+    async def answered(self, scope: Scope, receive: Receive, send: Send,
+                       failure: type[Exception]) -> bool:
+        """Run the app: False when it raised `failure` before its answer started (the
+        caller answers instead), True when it answered. After the start, `failure` propagates."""
+        tracked = TrackedSend(send)
+        try:
+            await self.app(scope, receive, tracked)
+        except failure:
+            if tracked.started:
+                raise
+            return False
+        return True
+
 
 class TrackedSend:
     """`send`, noting whether the answer has started (after which it cannot be replaced)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.asgi import HttpMiddleware, TrackedSend
+from app.asgi import HttpMiddleware
 from app.config import LimitSettings
 from app.middleware import content_length, send_problem
 
@@ -127,8 +127,6 @@ class RateLimitMiddleware(HttpMiddleware):
             await _too_many(send, path, 1, "too many request bytes in flight for this API key",
                             "body")
             return
-        tracking_send = TrackedSend(send)
-
         async def counting_receive() -> Message:
             # A body without Content-Length is counted as it arrives.
             nonlocal reserved
@@ -141,12 +139,9 @@ class RateLimitMiddleware(HttpMiddleware):
             return message
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BytesOverLimit:
-            if tracking_send.started:
-                raise
-            await _too_many(send, path, 1, "too many request bytes in flight for this API key",
-                            "body")
+            if not await self.answered(scope, counting_receive, send, BytesOverLimit):
+                await _too_many(send, path, 1,
+                                "too many request bytes in flight for this API key", "body")
         finally:
             self.limits.release_bytes(caller, reserved)
 

@@ -22,7 +22,7 @@ from starlette.datastructures import State
 from starlette.types import Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from app.asgi import HttpMiddleware, TrackedSend
+from app.asgi import HttpMiddleware
 from app.errors import is_connection_failure
 from app.replicas import PRIMARY, READS, REPLICA_SKIPPED, Replica, ReplicaSet
 from app.scope import Scope, scope_session, scoped_transaction
@@ -111,19 +111,13 @@ class ReplicaRetryMiddleware(HttpMiddleware):
 
     async def handle(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         received: list[Message] = []
-        sending = TrackedSend(send)
 
         async def recording() -> Message:
             message = await receive()
             received.append(message)
             return message
 
-        try:
-            await self.app(scope, recording, sending)
-        except ReplicaFailed:
-            if sending.started:
-                raise
-        else:
+        if await self.answered(scope, recording, send, ReplicaFailed):
             return
         replay = iter(received)
 
