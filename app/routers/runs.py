@@ -28,6 +28,7 @@ from app.schemas.runs import (
 from app.services import run_lessons, runs
 from app.services.responses.pages import page_out
 from app.services.responses.runs import (
+    message_batch_out,
     run_detail_out,
     run_feedback_out,
     run_message_out,
@@ -130,7 +131,7 @@ async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, request: 
     rows = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
                                       run_id=run_id, items=body.items)
     locate(request, response, f"/v1/runs/{run_id}")
-    return MessageBatchOut(items=[run_message_out(row) for row in rows])
+    return message_batch_out(rows)
 
 
 @router.post("/{run_id}/feedback", status_code=status.HTTP_201_CREATED,
