@@ -9,7 +9,9 @@ from typing import Any
 
 from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from app.asgi import HttpMiddleware
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -30,16 +32,10 @@ JOB_SECONDS = Histogram("engram_job_duration_seconds", "Time a background job ra
                         buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Count every HTTP answer by method, route template (not the raw path) and status."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 

@@ -6,6 +6,7 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.asgi import HttpMiddleware
 from app.errors import PROBLEM_MEDIA_TYPE, REQUEST_ID_HEADER, request_id_of, unexpected_problem
 from app.heap import release_free_memory, release_free_memory_later
 from app.logs import current_request_id
@@ -18,18 +19,12 @@ RELEASE_AFTER_BODY_BYTES = 1 << 20
 RELEASE_AGAIN_AFTER_SECONDS = 1.0
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(HttpMiddleware):
     """Give every request an id (the client's X-Request-ID or a new one), echo it in the
     response header, and answer an exception nothing else handled with one logged problem:
     503 with Retry-After when the database cannot be reached, else 500; both carry the id."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = request_id_of(scope.get("headers", []))
         scope.setdefault("state", {})["request_id"] = request_id
         token = current_request_id.set(request_id)
@@ -75,7 +70,7 @@ async def send_problem(send: Send, status: int, title: str, detail: str, path: s
     await send({"type": "http.response.body", "body": body})
 
 
-class InputGuardMiddleware:
+class InputGuardMiddleware(HttpMiddleware):
     """413 for bodies over `max_body_bytes`, also when they arrive chunked; 422 for NUL in
     the query string; 415 for form bodies (every API route takes JSON; only the web console's
     pages under /ui/ take forms).
@@ -86,13 +81,10 @@ class InputGuardMiddleware:
     """
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_body_bytes = max_body_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         query = scope.get("query_string", b"")
         if b"%00" in query.lower() or "\x00" in path:

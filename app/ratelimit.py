@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.asgi import HttpMiddleware
 from app.config import LimitSettings
 from app.middleware import content_length, send_problem
 
@@ -100,18 +101,19 @@ def caller_of(scope: Scope) -> str:
     return "addr:" + (client[0] if client else "unknown")
 
 
-class RateLimitMiddleware:
+class RateLimitMiddleware(HttpMiddleware):
     """429 with Retry-After past a caller's request rate or bytes in flight."""
 
     def __init__(self, app: ASGIApp, *, limits: CallerLimits) -> None:
-        self.app = app
+        super().__init__(app)
         self.limits = limits
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def applies(self, scope: Scope) -> bool:
+        """HTTP requests under /v1 and /mcp."""
+        return super().applies(scope) and scope.get("path", "").startswith(LIMITED_PREFIXES)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith(LIMITED_PREFIXES):
-            await self.app(scope, receive, send)
-            return
         caller = caller_of(scope)
         wait = self.limits.take_request(caller)
         if wait > 0:
@@ -125,8 +127,6 @@ class RateLimitMiddleware:
             await _too_many(send, path, 1, "too many request bytes in flight for this API key",
                             "body")
             return
-        started = False
-
         async def counting_receive() -> Message:
             # A body without Content-Length is counted as it arrives.
             nonlocal reserved
@@ -138,18 +138,10 @@ class RateLimitMiddleware:
                 reserved += size
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
         try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BytesOverLimit:
-            if started:
-                raise
-            await _too_many(send, path, 1, "too many request bytes in flight for this API key",
-                            "body")
+            if not await self.answered(scope, counting_receive, send, BytesOverLimit):
+                await _too_many(send, path, 1,
+                                "too many request bytes in flight for this API key", "body")
         finally:
             self.limits.release_bytes(caller, reserved)
 

@@ -19,9 +19,10 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import State
-from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
+from app.asgi import HttpMiddleware
 from app.errors import is_connection_failure
 from app.replicas import PRIMARY, READS, REPLICA_SKIPPED, Replica, ReplicaSet
 from app.scope import Scope, scope_session, scoped_transaction
@@ -104,36 +105,19 @@ async def read_transaction(state: State, scope: Scope, key: str) -> AsyncIterato
     state.references.add(references.take_pending(session))
 
 
-class ReplicaRetryMiddleware:
+class ReplicaRetryMiddleware(HttpMiddleware):
     """Run a request again, on the primary alone, when its read failed on a replica before
     any of its answer was sent (the request body is replayed)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         received: list[Message] = []
-        started = False
 
         async def recording() -> Message:
             message = await receive()
             received.append(message)
             return message
 
-        async def sending(message: Message) -> None:
-            nonlocal started
-            started = True
-            await send(message)
-
-        try:
-            await self.app(scope, recording, sending)
-        except ReplicaFailed:
-            if started:
-                raise
-        else:
+        if await self.answered(scope, recording, send, ReplicaFailed):
             return
         replay = iter(received)
 

@@ -8,7 +8,6 @@ replica dead on first use marks it down at once.
 """
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import time
@@ -23,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.config import ReplicaSettings
 from app.db import create_engine, make_sessionmaker, to_async_url
+from app.services.periodic import Periodic
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,8 @@ class ReplicaSet:
         self.writes = RecentWrites(settings.read_your_writes_seconds)
         self._primary = primary
         self._turn = itertools.count()
-        self._task: asyncio.Task[None] | None = None
+        self._watching = Periodic("engram-replica-watch", settings.check_seconds,
+                                  self.check_all)
 
     @property
     def configured(self) -> bool:
@@ -198,19 +199,11 @@ class ReplicaSet:
         if not self.configured:
             return
         await self.check_all()
-        self._task = asyncio.create_task(self._watch(), name="engram-replica-watch")
-
-    async def _watch(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.check_seconds)
-            await self.check_all()
+        self._watching.start()
 
     async def stop(self) -> None:
         """Stop watching and close every replica's connections."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._watching.stop()
         for replica in self.replicas:
             await replica.engine.dispose()
 

@@ -15,6 +15,7 @@ from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
 from app.services import jobs
 from app.services.responses.jobs import job_out
+from app.services.responses.pages import page_out
 
 MaxEntriesArg = Annotated[int, Field(description="Episodes to keep at most; the oldest "
                                                  "consolidated ones are deleted first.")]
@@ -79,9 +80,8 @@ async def job_list(ctx: Context, kind: JobKind | None = None,
     request = build(JobListRequest, kind=kind, status=status, limit=limit, cursor=cursor)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[JobOut]:
-        rows, next_cursor = await jobs.list_jobs(
+        return page_out(await jobs.list_jobs(
             session, tenant_id=caller.tenant_id, kind=request.kind, status=request.status,
-            limit=request.limit, cursor=request.cursor)
-        return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
+            limit=request.limit, cursor=request.cursor), job_out)
 
     return await call(ctx, work)

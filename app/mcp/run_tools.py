@@ -38,9 +38,9 @@ from app.schemas.runs import (
 from app.services import ledger, runs
 from app.services.responses.ledger import agent_context_out, event_append_out, reflection_out
 from app.services.responses.runs import (
+    message_batch_out,
     run_detail_out,
     run_feedback_out,
-    run_message_out,
     run_out,
     run_search_out,
 )
@@ -87,7 +87,7 @@ async def run_log_messages(run_id: RunIdArg, messages: MessagesArg,
         rows = await runs.append_messages(session, tenant_id=caller.tenant_id,
                                           embedder=caller.embedder, run_id=run_id,
                                           items=request.items)
-        return MessageBatchOut(items=[run_message_out(row) for row in rows])
+        return message_batch_out(rows)
 
     return await call(ctx, work)
 

@@ -8,15 +8,13 @@ from sqlalchemy import ARRAY, DateTime, Text, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, jsonb_column, uuid_pk
+from app.models.base import Base, TenantRecord, created_at_column, jsonb_column
 from app.models.memory import Searchable
 
 
-class Arc(Searchable, Base):
+class Arc(TenantRecord, Searchable, Base):
     __tablename__ = "arcs"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
     scope: Mapped[str] = mapped_column(Text, nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False)
     summary: Mapped[str] = mapped_column(Text, nullable=False, server_default="")

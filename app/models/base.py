@@ -41,6 +41,16 @@ def tenant_column() -> Mapped[str]:
     return mapped_column(Text, nullable=False)
 
 
+class TenantRecord:
+    """The first columns of a tenant's record: a generated UUID `id`, then `tenant_id`."""
+
+    # A mixin's columns would follow the table's own; sort_order puts these first.
+    id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), primary_key=True, server_default=text("gen_random_uuid()"),
+        sort_order=-2)
+    tenant_id: Mapped[str] = mapped_column(Text, nullable=False, sort_order=-1)
+
+
 def created_at_column() -> Mapped[datetime]:
     """A creation timestamp defaulting to now()."""
     return mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())

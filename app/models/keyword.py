@@ -28,14 +28,19 @@ class KeywordPosting(Base):
     impact: Mapped[float] = mapped_column(Float, nullable=False)
 
 
-class KeywordTerm(Base):
+class _TermFrequency:
+    """Columns of a lexeme's document frequency (after the owner's key columns)."""
+
+    term: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class KeywordTerm(_TermFrequency, Base):
     """How many of the tenant's memories hold a lexeme (its document frequency)."""
 
     __tablename__ = "keyword_terms"
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    term: Mapped[str] = mapped_column(Text, primary_key=True)
-    doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 class _CorpusSize:
@@ -62,12 +67,10 @@ class KeywordScopeCorpus(_CorpusSize, Base):
     scope: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
-class KeywordScopeTerm(Base):
+class KeywordScopeTerm(_TermFrequency, Base):
     """How many of one scope's memories hold a lexeme."""
 
     __tablename__ = "keyword_scope_terms"
 
     tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     scope: Mapped[str] = mapped_column(Text, primary_key=True)
-    term: Mapped[str] = mapped_column(Text, primary_key=True)
-    doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)

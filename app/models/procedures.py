@@ -8,15 +8,13 @@ from sqlalchemy import BigInteger, Computed, DateTime, Float, ForeignKey, Intege
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, jsonb_column, uuid_pk
+from app.models.base import Base, TenantRecord, created_at_column, jsonb_column
 from app.models.memory import Searchable
 
 
-class Procedure(Searchable, Base):
+class Procedure(TenantRecord, Searchable, Base):
     __tablename__ = "procedures"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
     agent_id: Mapped[str] = mapped_column(Text, nullable=False)
     name: Mapped[str] = mapped_column(Text, nullable=False)
     description: Mapped[str] = mapped_column(Text, nullable=False, server_default="")

@@ -5,7 +5,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, cast, func, insert, literal, select, text, update
+from sqlalchemy import ColumnElement, cast, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,6 +13,7 @@ from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.filters import equal_values
 from app.repositories.memories import to_tsvector
+from app.repositories.rows import update_stamped
 from app.retrieval.record_tables import RecordQuery
 
 
@@ -20,22 +21,6 @@ def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
               status: str | None) -> list[ColumnElement[bool]]:
     return [Arc.tenant_id == tenant_id,
             *equal_values(Arc, scope=scope, arc_type=arc_type, status=status)]
-
-
-async def insert_arc(session: AsyncSession, *, values: dict[str, Any],
-                     search_text: str) -> Arc:
-    """Insert one arc (with the tsvector of `search_text`) and return it."""
-    stmt = insert(Arc).values(**values, search_vector=to_tsvector(search_text)).returning(Arc)
-    return (await session.execute(stmt)).scalar_one()
-
-
-async def get(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID,
-              for_update: bool = False) -> Arc | None:
-    """One arc of the tenant, optionally locked FOR UPDATE."""
-    stmt = select(Arc).where(Arc.id == arc_id, Arc.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update().execution_options(populate_existing=True)
-    return (await session.execute(stmt)).scalar_one_or_none()
 
 
 async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
@@ -66,12 +51,7 @@ async def update_arc(session: AsyncSession, *, arc_id: uuid.UUID, values: dict[s
     """Apply `values` (and a new tsvector when `search_text` is given) to one arc."""
     if search_text is not None:
         values = {**values, "search_vector": to_tsvector(search_text)}
-    stmt = (
-        update(Arc).where(Arc.id == arc_id).values(**values, updated_at=func.now())
-        .returning(Arc)
-        .execution_options(synchronize_session=False, populate_existing=True)
-    )
-    return (await session.execute(stmt)).scalar_one()
+    return await update_stamped(session, Arc, row_id=arc_id, values=values)
 
 
 def search_query(*, tenant_id: str, scope: str | None, arc_type: str | None,

@@ -13,6 +13,7 @@ from app.models import Entity, Fact
 from app.repositories import pagination
 from app.repositories.fact_time import record_end
 from app.repositories.filters import equal
+from app.repositories.rows import update_stamped
 
 LIKE_ESCAPE = "\\"
 
@@ -69,14 +70,7 @@ async def name_taken(session: AsyncSession, *, tenant_id: str, canonical_name: s
 async def update_entity(session: AsyncSession, *, entity_id: uuid.UUID,
                         values: dict[str, Any]) -> Entity:
     """Apply `values` and set updated_at to now; returns the row."""
-    stmt = (
-        update(Entity)
-        .where(Entity.id == entity_id)
-        .values(**values, updated_at=func.now())
-        .returning(Entity)
-        .execution_options(synchronize_session=False, populate_existing=True)
-    )
-    return (await session.execute(stmt)).scalar_one()
+    return await update_stamped(session, Entity, row_id=entity_id, values=values)
 
 
 @dataclass(frozen=True)

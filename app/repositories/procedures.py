@@ -4,13 +4,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, insert, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Procedure
 from app.repositories import pagination
 from app.repositories.filters import equal
-from app.repositories.memories import to_tsvector
+from app.repositories.rows import update_stamped
 from app.retrieval.record_tables import RecordQuery
 
 
@@ -30,24 +30,6 @@ def _filtered(tenant_id: str, filters: ProcedureFilters) -> list[ColumnElement[b
     if not filters.include_superseded:
         clauses.append(Procedure.superseded_by.is_(None))
     return clauses
-
-
-async def insert_procedure(session: AsyncSession, *, values: dict[str, Any],
-                           search_text: str) -> Procedure:
-    """Insert one procedure (with the tsvector of `search_text`) and return it."""
-    stmt = (insert(Procedure).values(**values, search_vector=to_tsvector(search_text))
-            .returning(Procedure))
-    return (await session.execute(stmt)).scalar_one()
-
-
-async def get(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
-              for_update: bool = False) -> Procedure | None:
-    """One procedure of the tenant, optionally locked FOR UPDATE."""
-    stmt = select(Procedure).where(Procedure.id == procedure_id,
-                                   Procedure.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update().execution_options(populate_existing=True)
-    return (await session.execute(stmt)).scalar_one_or_none()
 
 
 async def current_named(session: AsyncSession, *, tenant_id: str, agent_id: str,
@@ -103,14 +85,7 @@ async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_i
 async def update_procedure(session: AsyncSession, *, procedure_id: uuid.UUID,
                            values: dict[str, Any]) -> Procedure:
     """Apply `values` (and updated_at = now()) to one procedure and return it."""
-    stmt = (
-        update(Procedure)
-        .where(Procedure.id == procedure_id)
-        .values(**values, updated_at=func.now())
-        .returning(Procedure)
-        .execution_options(synchronize_session=False, populate_existing=True)
-    )
-    return (await session.execute(stmt)).scalar_one()
+    return await update_stamped(session, Procedure, row_id=procedure_id, values=values)
 
 
 def search_query(*, tenant_id: str, filters: ProcedureFilters) -> RecordQuery:

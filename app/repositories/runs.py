@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Float, bindparam, exists, func, insert, null, select, union_all, update
 from sqlalchemy.dialects.postgresql import UUID
@@ -14,6 +14,9 @@ from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
 from app.repositories.memories import to_tsvector
+
+# A row that belongs to one run: a message or a feedback.
+PartT = TypeVar("PartT", RunMessage, RunFeedback)
 
 # Nearest rows each leg of the run search reads per result asked for.
 POOL_FACTOR = 4
@@ -39,21 +42,6 @@ def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
                                       RunFeedback.tenant_id == tenant_id,
                                       RunFeedback.rating <= filters.max_rating))
     return clauses
-
-
-async def insert_run(session: AsyncSession, values: dict[str, Any], *, search_text: str) -> Run:
-    """Insert one run (tsvector from `search_text`) and return it."""
-    stmt = insert(Run).values(**values, search_vector=to_tsvector(search_text)).returning(Run)
-    return (await session.execute(stmt)).scalar_one()
-
-
-async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
-                  for_update: bool = False) -> Run | None:
-    """The tenant's run, optionally locked."""
-    stmt = select(Run).where(Run.id == run_id, Run.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return (await session.execute(stmt)).scalar_one_or_none()
 
 
 async def update_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
@@ -83,15 +71,21 @@ async def insert_messages(session: AsyncSession,
     return list((await session.execute(stmt, list(rows))).scalars())
 
 
+async def _of_runs(session: AsyncSession, model: type[PartT], *, tenant_id: str,
+                   run_ids: Sequence[uuid.UUID], order: Sequence[Any]) -> list[PartT]:
+    if not run_ids:
+        return []
+    stmt = (select(model)
+            .where(model.tenant_id == tenant_id, model.run_id.in_(list(run_ids)))
+            .order_by(*order))
+    return list((await session.execute(stmt)).scalars())
+
+
 async def messages_of(session: AsyncSession, *, tenant_id: str,
                       run_ids: Sequence[uuid.UUID]) -> list[RunMessage]:
     """The messages of these runs, in append order."""
-    if not run_ids:
-        return []
-    stmt = (select(RunMessage)
-            .where(RunMessage.tenant_id == tenant_id, RunMessage.run_id.in_(list(run_ids)))
-            .order_by(RunMessage.position))
-    return list((await session.execute(stmt)).scalars())
+    return await _of_runs(session, RunMessage, tenant_id=tenant_id, run_ids=run_ids,
+                          order=[RunMessage.position])
 
 
 async def insert_feedback(session: AsyncSession, values: dict[str, Any]) -> RunFeedback:
@@ -103,12 +97,8 @@ async def insert_feedback(session: AsyncSession, values: dict[str, Any]) -> RunF
 async def feedback_of(session: AsyncSession, *, tenant_id: str,
                       run_ids: Sequence[uuid.UUID]) -> list[RunFeedback]:
     """The feedback of these runs, oldest first."""
-    if not run_ids:
-        return []
-    stmt = (select(RunFeedback)
-            .where(RunFeedback.tenant_id == tenant_id, RunFeedback.run_id.in_(list(run_ids)))
-            .order_by(RunFeedback.created_at, RunFeedback.id))
-    return list((await session.execute(stmt)).scalars())
+    return await _of_runs(session, RunFeedback, tenant_id=tenant_id, run_ids=run_ids,
+                          order=[RunFeedback.created_at, RunFeedback.id])
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,21 @@ class Fused:
 
 
 @dataclass(frozen=True)
+class ScoredRow:
+    """A search result: the row and its scores (a rank is None when the row is absent from
+    that list)."""
+
+    row: Any
+    similarity: float | None
+    keyword_score: float | None
+    rrf_score: float | None
+    semantic_rank: int | None
+    keyword_rank: int | None
+    fused_score: float | None = None
+    contributions: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
 class FusionWeights:
     """Weights of weighted score fusion: each signal's min-max normalised score times its
     weight."""

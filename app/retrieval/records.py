@@ -1,7 +1,6 @@
 """Search of one record type on its own (procedures, arcs): two legs, fused like memories."""
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -10,23 +9,14 @@ from app.embedding import Embedder
 from app.retrieval import candidates as search_rows
 from app.retrieval import record_tables
 from app.retrieval.candidates import LoadedRow, RankedCandidate
-from app.retrieval.fusion import fuse, fuse_learned, known_row, single_list
+from app.retrieval.fusion import ScoredRow, fuse, fuse_learned, known_row, single_list
 from app.retrieval.plan import plan_search
 from app.retrieval.record_tables import RecordQuery
 
 
 @dataclass(frozen=True)
-class RecordHit:
-    """A search result: the row and its scores."""
-
-    row: Any
-    similarity: float | None
-    keyword_score: float | None
-    rrf_score: float | None
-    semantic_rank: int | None
-    keyword_rank: int | None
-    fused_score: float | None = None
-    contributions: dict[str, float] | None = None
+class RecordHit(ScoredRow):
+    """A procedure or arc search result: the row and its scores."""
 
 
 async def search_records(session: AsyncSession, *, embedder: Embedder,

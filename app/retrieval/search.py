@@ -2,9 +2,8 @@
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,6 +21,7 @@ from app.retrieval.fusion import (
     Fused,
     Key,
     Known,
+    ScoredRow,
     fuse,
     fuse_learned,
     known_row,
@@ -34,21 +34,13 @@ from app.services.fact_timeline import periods_at
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
 @dataclass(frozen=True)
-class Hit:
-    """A search result: the row with its scores."""
+class Hit(ScoredRow):
+    """A memory or record search result: the row with its scores."""
 
-    memory_type: str
-    row: Any
-    similarity: float | None
-    keyword_score: float | None
-    rrf_score: float | None
-    semantic_rank: int | None
-    keyword_rank: int | None
+    memory_type: str = field(kw_only=True)
     neighbours: tuple[Episode, ...] = ()
     time_rank: int | None = None
     passage: PassageMatch | None = None
-    fused_score: float | None = None
-    contributions: dict[str, float] | None = None
     graph: "GraphPath | None" = None
     harmful_reasons: tuple[str, ...] = ()  # a rule's, oldest first
     # A fact's valid period as believed at the search's known_at (None: as believed now).
@@ -251,8 +243,8 @@ async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fu
     for f in fused:
         if (f.memory_type, f.memory_id) in rows:
             found = rows[(f.memory_type, f.memory_id)]
-            hits.append(Hit(f.memory_type, found.row, found.similarity, found.keyword_score,
-                            f.rrf_score, f.semantic_rank, f.keyword_rank,
-                            time_rank=f.time_rank, passage=found.passage,
-                            fused_score=f.fused_score, contributions=f.contributions))
+            hits.append(Hit(found.row, found.similarity, found.keyword_score, f.rrf_score,
+                            f.semantic_rank, f.keyword_rank, f.fused_score, f.contributions,
+                            memory_type=f.memory_type, time_rank=f.time_rank,
+                            passage=found.passage))
     return hits

@@ -21,6 +21,7 @@ from app.schemas.arcs import (
 from app.schemas.common import Page
 from app.services import arcs
 from app.services.responses.arcs import arc_out, arc_search_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/arcs", tags=["arcs"])
 
@@ -45,10 +46,9 @@ async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep, scope: Text =
                     arc_type: Text = None, status: ArcStatus | None = None, limit: Limit = 50,
                     cursor: Cursor = None) -> Page[ArcOut]:
     """Arcs newest first."""
-    rows, next_cursor = await arcs.list_arcs(session, tenant_id=tenant_id, scope=scope,
-                                             arc_type=arc_type, status=status, limit=limit,
-                                             cursor=cursor)
-    return Page(items=[arc_out(row) for row in rows], next_cursor=next_cursor)
+    return page_out(await arcs.list_arcs(session, tenant_id=tenant_id, scope=scope,
+                                         arc_type=arc_type, status=status, limit=limit,
+                                         cursor=cursor), arc_out)
 
 
 @router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),

@@ -26,6 +26,7 @@ from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
 from app.services.responses.entities import entity_out, merge_out
 from app.services.responses.facts import fact_page_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/entities", tags=["entities"])
 
@@ -60,10 +61,9 @@ async def list_entities(
     cursor: Cursor = None,
 ) -> Page[EntityOut]:
     """Entities newest first; merged (tombstoned) ones only on request."""
-    rows, next_cursor = await entities.list_entities(
+    return page_out(await entities.list_entities(
         session, tenant_id=tenant_id, entity_type=entity_type, name=name,
-        include_merged=include_merged, limit=limit, cursor=cursor)
-    return Page(items=[entity_out(row) for row in rows], next_cursor=next_cursor)
+        include_merged=include_merged, limit=limit, cursor=cursor), entity_out)
 
 
 @router.post("/resolve", response_model=list[ResolveCandidate],

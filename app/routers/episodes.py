@@ -9,11 +9,13 @@ from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, Tenan
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
 from app.routers.created import locate
+from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
-from app.services import deletion, episodes, memories
+from app.services import deletion, episodes
 from app.services.responses.episodes import episode_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
@@ -60,31 +62,17 @@ async def list_episodes(
     cursor: Cursor = None,
 ) -> Page[EpisodeOut]:
     """Episodes newest first; expired ones only on request."""
-    rows, next_cursor = await episodes.list_episodes(
+    return page_out(await episodes.list_episodes(
         session, tenant_id=tenant_id, butler=butler, session_id=session_id,
         consolidation_status=consolidation_status, consolidated=consolidated,
-        include_expired=include_expired, limit=limit, cursor=cursor)
-    return Page(items=[episode_out(row) for row in rows], next_cursor=next_cursor)
+        include_expired=include_expired, limit=limit, cursor=cursor), episode_out)
 
 
-@router.get("/{episode_id}", response_model=EpisodeOut, responses=problem_responses(404, 422),
-            summary="Get an episode (counts as a reference)")
-async def get_episode(episode_id: uuid.UUID, session: ReadSessionDep,
-                      tenant_id: TenantDep) -> EpisodeOut:
-    """Return the episode and bump its reference_count and last_referenced_at."""
-    row = await memories.get_memory(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
-    return episode_out(row)
-
-
-@router.post("/{episode_id}/forget", response_model=EpisodeOut,
-             responses=problem_responses(404, 422), summary="Forget an episode")
-async def forget_episode(episode_id: uuid.UUID, session: SessionDep,
-                         tenant_id: TenantDep) -> EpisodeOut:
-    """Expire the episode now and mark it forgotten; cleanup deletes it later, consolidated
-    or not."""
-    row = await memories.forget(session, Episode, tenant_id=tenant_id, memory_id=episode_id)
-    return episode_out(row)
-
+routes = MemoryRoutes(router, "episode", Episode, EpisodeOut, episode_out)
+routes.get()
+routes.forget(summary="Forget an episode", doc="""
+    Expire the episode now and mark it forgotten; cleanup deletes it later, consolidated
+    or not.""")
 
 
 @router.delete("/{episode_id}", status_code=204, response_class=Response,

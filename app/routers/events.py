@@ -12,6 +12,7 @@ from app.schemas.common import Page
 from app.schemas.events import EventOut
 from app.services import events
 from app.services.responses.events import event_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/events", tags=["data rights"])
 
@@ -32,7 +33,6 @@ async def list_events(
     cursor: Cursor = None,
 ) -> Page[EventOut]:
     """The tenant's events newest first: each names the key that caused it (`actor_key_id`)."""
-    rows, next_cursor = await events.list_events(
+    return page_out(await events.list_events(
         session, tenant_id=tenant_id, memory_id=memory_id, event_type=event_type, since=since,
-        until=until, limit=limit, cursor=cursor)
-    return Page(items=[event_out(row) for row in rows], next_cursor=next_cursor)
+        until=until, limit=limit, cursor=cursor), event_out)

@@ -9,10 +9,11 @@ from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, Tenan
 from app.errors import problem_responses
 from app.models import Fact
 from app.routers.created import locate
+from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import AsOf, Cursor, KnownAt, Limit, Text
 from app.schemas.common import Validity
 from app.schemas.facts import FactCreate, FactOut, FactPage
-from app.services import deletion, facts, memories
+from app.services import facts
 from app.services.fact_timeline import point_in_time
 from app.services.responses.facts import fact_out, fact_page_out
 
@@ -76,12 +77,8 @@ async def list_facts(
         cursor=cursor))
 
 
-@router.get("/{fact_id}", response_model=FactOut, responses=problem_responses(404, 422),
-            summary="Get a fact (counts as a reference)")
-async def get_fact(fact_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep) -> FactOut:
-    """Return the fact and bump its reference_count and last_referenced_at."""
-    row = await memories.get_memory(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return fact_out(row)
+routes = MemoryRoutes(router, "fact", Fact, FactOut, fact_out)
+routes.get()
 
 
 @router.get("/{fact_id}/history", response_model=list[FactOut],
@@ -95,30 +92,10 @@ async def fact_history(fact_id: uuid.UUID, session: ReadSessionDep,
     return [fact_out(item) for item in chain]
 
 
-@router.post("/{fact_id}/confirm", response_model=FactOut,
-             responses=problem_responses(404, 409, 422), summary="Confirm a fact")
-async def confirm_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
-    """Set last_confirmed_at to now, restarting its confidence decay."""
-    row = await memories.confirm(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return fact_out(row)
-
-
-@router.post("/{fact_id}/forget", response_model=FactOut,
-             responses=problem_responses(404, 422), summary="Forget (retract) a fact")
-async def forget_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> FactOut:
-    """Set validity to `retracted`; it no longer appears in search or recall."""
-    row = await memories.forget(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return fact_out(row)
-
-
-
-@router.delete("/{fact_id}", status_code=204, response_class=Response,
-               responses=problem_responses(404, 422),
-               summary="Delete a fact and its history for good")
-async def delete_fact(fact_id: uuid.UUID, session: SessionDep,
-                      tenant_id: TenantDep) -> Response:
-    """Hard-delete the fact and every version of its history (what it superseded and what
+routes.confirm()
+routes.forget(summary="Forget (retract) a fact",
+              doc="Set validity to `retracted`; it no longer appears in search or recall.")
+routes.delete(summary="Delete a fact and its history for good", doc="""
+    Hard-delete the fact and every version of its history (what it superseded and what
     superseded it): their links, keyword postings and audit events go too. A content-free
-    `fact_deleted` event records the ids and the key. 404 when the tenant has none."""
-    await deletion.delete_memory(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
-    return Response(status_code=204)
+    `fact_deleted` event records the ids and the key. 404 when the tenant has none.""")

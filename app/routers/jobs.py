@@ -1,9 +1,11 @@
 """/v1/jobs: durable background jobs (consolidation, decay sweep, episode cleanup)."""
 
 import uuid
-from typing import Annotated
+from functools import partial
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
@@ -13,20 +15,26 @@ from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
 from app.services import jobs
 from app.services.responses.jobs import job_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 ACCEPTED = "Accepted: the job is queued; poll `GET /v1/jobs/{id}` (the Location header)."
 
 
-def _accepted(response: Response, job: JobOut) -> JobOut:
+# A route that queues a job: 202 with the job and its Location.
+queue_route = partial(router.post, status_code=202, response_model=JobOut,
+                      response_description=ACCEPTED, responses=problem_responses(422))
+
+
+async def _queue(response: Response, session: AsyncSession, tenant_id: str, kind: str,
+                 params: dict[str, Any]) -> JobOut:
+    job = job_out(await jobs.enqueue(session, tenant_id=tenant_id, kind=kind, params=params))
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return job
 
 
-@router.post("/consolidation", status_code=202, response_model=JobOut,
-             response_description=ACCEPTED,
-             responses=problem_responses(422), summary="Queue an LLM consolidation job")
+@queue_route("/consolidation", summary="Queue an LLM consolidation job")
 async def queue_consolidation(response: Response, session: SessionDep,
                               tenant_id: TenantDep) -> JobOut:
     """Turn the tenant's pending episodes into facts and rules, one butler group at a time.
@@ -34,26 +42,20 @@ async def queue_consolidation(response: Response, session: SessionDep,
     Without a configured LLM (`llm.base_url` unset) the job is a dry run: it groups and counts
     the pending episodes and says so in its result.
     """
-    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="consolidation", params={})
-    return _accepted(response, job_out(job))
+    return await _queue(response, session, tenant_id, "consolidation", {})
 
 
-@router.post("/decay", status_code=202, response_model=JobOut,
-             response_description=ACCEPTED,
-             responses=problem_responses(422), summary="Queue a decay sweep")
+@queue_route("/decay", summary="Queue a decay sweep")
 async def queue_decay(response: Response, session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Apply decay thresholds to the tenant's facts and rules.
 
     effective_confidence < 0.05 expires a fact or flags a rule forgotten; below 0.2 marks it
     fading (`fading: true`); a fading one back at 0.2 or more loses the flag.
     """
-    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="decay", params={})
-    return _accepted(response, job_out(job))
+    return await _queue(response, session, tenant_id, "decay", {})
 
 
-@router.post("/cleanup", status_code=202, response_model=JobOut,
-             response_description=ACCEPTED,
-             responses=problem_responses(422), summary="Queue an episode cleanup")
+@queue_route("/cleanup", summary="Queue an episode cleanup")
 async def queue_cleanup(
     response: Response,
     session: SessionDep,
@@ -73,14 +75,11 @@ async def queue_cleanup(
     meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
     `episodes_deleted` event lists the episodes deleted unconsolidated
     (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting."""
-    params = (body or CleanupJobCreate()).model_dump()
-    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="cleanup", params=params)
-    return _accepted(response, job_out(job))
+    return await _queue(response, session, tenant_id, "cleanup",
+                        (body or CleanupJobCreate()).model_dump())
 
 
-@router.post("/pii-scrub", status_code=202, response_model=JobOut,
-             response_description=ACCEPTED,
-             responses=problem_responses(422), summary="Queue a PII scrub of run messages")
+@queue_route("/pii-scrub", summary="Queue a PII scrub of run messages")
 async def queue_pii_scrub(
     response: Response,
     session: SessionDep,
@@ -92,14 +91,11 @@ async def queue_pii_scrub(
     else the tenant's own random salt, made once and kept in the database) and re-embed the
     message. Messages checked once are skipped
     unless `rescan` is true."""
-    params = (body or PiiScrubJobCreate()).model_dump()
-    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="pii_scrub", params=params)
-    return _accepted(response, job_out(job))
+    return await _queue(response, session, tenant_id, "pii_scrub",
+                        (body or PiiScrubJobCreate()).model_dump())
 
 
-@router.post("/arc-boundaries", status_code=202, response_model=JobOut,
-             response_description=ACCEPTED,
-             responses=problem_responses(422), summary="Queue an arc boundary proposal")
+@queue_route("/arc-boundaries", summary="Queue an arc boundary proposal")
 async def queue_arc_boundaries(body: ArcBoundaryJobCreate, response: Response,
                                session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Cluster the scope's live episodes by occurred_at, cutting wherever two consecutive
@@ -107,9 +103,8 @@ async def queue_arc_boundaries(body: ArcBoundaryJobCreate, response: Response,
     create one draft arc (type `arcs.proposed_type`) per cluster, its episodes as key events.
     Clusters smaller than `arcs.min_episodes`, already overlapped by an arc of the scope, or
     whose last episode is less than one gap old are skipped and counted in the result."""
-    job = await jobs.enqueue(session, tenant_id=tenant_id, kind="arc_boundaries",
-                             params=body.model_dump(exclude_none=True))
-    return _accepted(response, job_out(job))
+    return await _queue(response, session, tenant_id, "arc_boundaries",
+                        body.model_dump(exclude_none=True))
 
 
 @router.get("", response_model=Page[JobOut], responses=problem_responses(422),
@@ -123,9 +118,8 @@ async def list_jobs(
     cursor: Cursor = None,
 ) -> Page[JobOut]:
     """The tenant's jobs, newest first."""
-    rows, next_cursor = await jobs.list_jobs(session, tenant_id=tenant_id, kind=kind,
-                                             status=status, limit=limit, cursor=cursor)
-    return Page(items=[job_out(row) for row in rows], next_cursor=next_cursor)
+    return page_out(await jobs.list_jobs(session, tenant_id=tenant_id, kind=kind,
+                                         status=status, limit=limit, cursor=cursor), job_out)
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),

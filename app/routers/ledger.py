@@ -24,6 +24,7 @@ from app.services.responses.ledger import (
     event_append_out,
     reflection_out,
 )
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/ledgers/{ledger_name}", tags=["ledgers"])
 
@@ -53,10 +54,10 @@ async def list_ledger_events(ledger_name: LedgerName, session: SessionDep,
                              tenant_id: TenantDep, agent_id: Text = None, kind: Text = None,
                              limit: Limit = 50, cursor: Cursor = None) -> Page[AgentEventOut]:
     """Every event of the ledger (not one agent's view), newest first."""
-    rows, next_cursor = await ledger.list_events(session, tenant_id=tenant_id,
-                                                 ledger=ledger_name, agent_id=agent_id,
-                                                 kind=kind, limit=limit, cursor=cursor)
-    return Page(items=[agent_event_out(row) for row in rows], next_cursor=next_cursor)
+    return page_out(await ledger.list_events(session, tenant_id=tenant_id,
+                                             ledger=ledger_name, agent_id=agent_id,
+                                             kind=kind, limit=limit, cursor=cursor),
+                    agent_event_out)
 
 
 @router.get("/reflections", response_model=Page[ReflectionOut],

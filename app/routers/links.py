@@ -12,6 +12,7 @@ from app.schemas.common import LinkEndType, Page
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
 from app.services.responses.links import link_out
+from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
 
@@ -59,10 +60,9 @@ async def list_links(
     cursor: Cursor = None,
 ) -> Page[LinkOut]:
     """Links leaving and/or entering the memory, newest first; 404 when it does not exist."""
-    rows, next_cursor = await links.list_links(
+    return page_out(await links.list_links(
         session, tenant_id=tenant_id, memory_type=memory_type, memory_id=memory_id,
-        direction=direction, relation=relation, limit=limit, cursor=cursor)
-    return Page(items=[link_out(row) for row in rows], next_cursor=next_cursor)
+        direction=direction, relation=relation, limit=limit, cursor=cursor), link_out)
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT,

@@ -21,6 +21,7 @@ from app.schemas.procedures import (
     ProcedureVersionCreate,
 )
 from app.services import procedures
+from app.services.responses.pages import page_out
 from app.services.responses.procedures import procedure_out, procedure_search_out
 
 router = APIRouter(prefix="/v1/procedures", tags=["procedures"])
@@ -56,10 +57,9 @@ async def list_procedures(
     cursor: Cursor = None,
 ) -> Page[ProcedureOut]:
     """Procedures newest first; current versions only unless asked."""
-    rows, next_cursor = await procedures.list_procedures(
+    return page_out(await procedures.list_procedures(
         session, tenant_id=tenant_id, agent_id=agent_id, name=name, status=status,
-        include_superseded=include_superseded, limit=limit, cursor=cursor)
-    return Page(items=[procedure_out(row) for row in rows], next_cursor=next_cursor)
+        include_superseded=include_superseded, limit=limit, cursor=cursor), procedure_out)
 
 
 @router.post("/search", response_model=ProcedureSearchResponse,

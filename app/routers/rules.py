@@ -9,10 +9,12 @@ from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, Tenan
 from app.errors import problem_responses
 from app.models import Rule
 from app.routers.created import locate
+from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
-from app.services import deletion, memories, rules
+from app.services import rules
+from app.services.responses.pages import page_out
 from app.services.responses.rules import rule_out
 
 router = APIRouter(prefix="/v1/rules", tags=["rules"])
@@ -44,34 +46,16 @@ async def list_rules(
     cursor: Cursor = None,
 ) -> Page[RuleOut]:
     """Rules newest first; forgotten ones only on request."""
-    rows, next_cursor = await rules.list_rules(
+    return page_out(await rules.list_rules(
         session, tenant_id=tenant_id, scope=scope, maturity=maturity,
-        include_forgotten=include_forgotten, limit=limit, cursor=cursor)
-    return Page(items=[rule_out(row) for row in rows], next_cursor=next_cursor)
+        include_forgotten=include_forgotten, limit=limit, cursor=cursor), rule_out)
 
 
-@router.get("/{rule_id}", response_model=RuleOut, responses=problem_responses(404, 422),
-            summary="Get a rule (counts as a reference)")
-async def get_rule(rule_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep) -> RuleOut:
-    """Return the rule and bump its reference_count and last_referenced_at."""
-    row = await memories.get_memory(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return rule_out(row)
-
-
-@router.post("/{rule_id}/confirm", response_model=RuleOut,
-             responses=problem_responses(404, 409, 422), summary="Confirm a rule")
-async def confirm_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
-    """Set last_confirmed_at to now, restarting its confidence decay."""
-    row = await memories.confirm(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return rule_out(row)
-
-
-@router.post("/{rule_id}/forget", response_model=RuleOut,
-             responses=problem_responses(404, 422), summary="Forget a rule")
-async def forget_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RuleOut:
-    """Mark the rule forgotten (`forgotten: true`); it leaves search, recall and listings."""
-    row = await memories.forget(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return rule_out(row)
+routes = MemoryRoutes(router, "rule", Rule, RuleOut, rule_out)
+routes.get()
+routes.confirm()
+routes.forget(summary="Forget a rule", doc="Mark the rule forgotten (`forgotten: true`); it "
+              "leaves search, recall and listings.")
 
 
 @router.post("/{rule_id}/helpful", response_model=RuleOut,
@@ -115,13 +99,7 @@ async def invert_rule(rule_id: uuid.UUID, session: SessionDep, tenant_id: Tenant
     return rule_out(row)
 
 
-
-@router.delete("/{rule_id}", status_code=204, response_class=Response,
-               responses=problem_responses(404, 422), summary="Delete a rule for good")
-async def delete_rule(rule_id: uuid.UUID, session: SessionDep,
-                      tenant_id: TenantDep) -> Response:
-    """Hard-delete the rule: its applications (feedback reasons), links, keyword postings and
+routes.delete(summary="Delete a rule for good", doc="""
+    Hard-delete the rule: its applications (feedback reasons), links, keyword postings and
     audit events go too. A content-free `rule_deleted` event records the id and the key. 404
-    when the tenant has none."""
-    await deletion.delete_memory(session, Rule, tenant_id=tenant_id, memory_id=rule_id)
-    return Response(status_code=204)
+    when the tenant has none.""")

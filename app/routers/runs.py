@@ -26,7 +26,9 @@ from app.schemas.runs import (
     RunUpdate,
 )
 from app.services import run_lessons, runs
+from app.services.responses.pages import page_out
 from app.services.responses.runs import (
+    message_batch_out,
     run_detail_out,
     run_feedback_out,
     run_message_out,
@@ -53,9 +55,8 @@ async def list_runs(session: SessionDep, tenant_id: TenantDep, task_id: Text = N
                     success: bool | None = None, limit: Limit = 50,
                     cursor: Cursor = None) -> Page[RunOut]:
     """The tenant's runs, newest first."""
-    rows, next_cursor = await runs.list_runs(session, tenant_id=tenant_id, task_id=task_id,
-                                             success=success, limit=limit, cursor=cursor)
-    return Page(items=[run_out(row) for row in rows], next_cursor=next_cursor)
+    return page_out(await runs.list_runs(session, tenant_id=tenant_id, task_id=task_id,
+                                         success=success, limit=limit, cursor=cursor), run_out)
 
 
 @router.post("/search", response_model=RunSearchResponse, responses=problem_responses(422),
@@ -130,7 +131,7 @@ async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, request: 
     rows = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
                                       run_id=run_id, items=body.items)
     locate(request, response, f"/v1/runs/{run_id}")
-    return MessageBatchOut(items=[run_message_out(row) for row in rows])
+    return message_batch_out(rows)
 
 
 @router.post("/{run_id}/feedback", status_code=status.HTTP_201_CREATED,

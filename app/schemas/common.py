@@ -116,6 +116,10 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(bounded_json(MAX_METADATA_BYTES))]
 # The metadata of facts, rules and entities: no reserved keys.
 MemoryMetadata = Annotated[Metadata, AfterValidator(_no_reserved_keys)]
+# The metadata a client gives a fact or a rule.
+ClientMetadata = Annotated[MemoryMetadata, Field(
+    description="The client's own; the keys forgotten, needs_inversion, status, "
+                "harmful_reasons, original_content and merged_into are reserved (422).")]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
 

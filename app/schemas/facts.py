@@ -7,10 +7,10 @@ from pydantic import AliasChoices, Field
 
 from app.schemas.common import (
     AwareDatetimeIn,
+    ClientMetadata,
     Content,
     Importance,
     IsoDatetime,
-    MemoryMetadata,
     Name,
     Page,
     Permanence,
@@ -43,10 +43,7 @@ class FactCreate(RequestModel):
     )
     source_butler: Name | None = None
     source_episode_id: UUIDIn | None = None
-    metadata: MemoryMetadata = Field(
-        default_factory=dict,
-        description="The client's own; the keys forgotten, needs_inversion, status, "
-                    "harmful_reasons, original_content and merged_into are reserved (422).")
+    metadata: ClientMetadata = Field(default_factory=dict)
     valid_from: AwareDatetimeIn | None = Field(
         None, description="When the fact started to hold in the world; default: now. A "
         "version starting before the key's current one is history: it goes in at its place "

@@ -6,10 +6,10 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from app.schemas.common import (
+    ClientMetadata,
     Content,
     IsoDatetime,
     MaturityLevel,
-    MemoryMetadata,
     Metadata,
     Name,
     Permanence,
@@ -29,10 +29,7 @@ class RuleCreate(RequestModel):
     tags: Tags = Field(default_factory=list)
     source_butler: Name | None = None
     source_episode_id: UUIDIn | None = None
-    metadata: MemoryMetadata = Field(
-        default_factory=dict,
-        description="The client's own; the keys forgotten, needs_inversion, status, "
-                    "harmful_reasons, original_content and merged_into are reserved (422).")
+    metadata: ClientMetadata = Field(default_factory=dict)
 
 
 class HelpfulFeedback(RequestModel):

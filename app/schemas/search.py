@@ -87,6 +87,9 @@ AsOf = Annotated[AwareDatetimeIn | None, Field(
 KnownAt = Annotated[AwareDatetimeIn | None, Field(
     description="Record time: facts as Engram believed them at this moment (versions stored "
     "later, or given up by then, are left out). Default: now.")]
+ScoredAt = Annotated[AwareDatetimeIn | None, Field(
+    description="The 'now' that recency and effective confidence are computed at (a past "
+    "moment to ask what was known then); default: the current time.")]
 
 
 class PointInTimeOut(ResponseModel):
@@ -268,9 +271,7 @@ class RecallRequest(RequestModel):
         "out of `relevance` and added to `composite_score` as `graph_weight` * graph score.")
     graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
                             "memory may be to get a graph boost.")
-    reference_time: AwareDatetimeIn | None = Field(
-        None, description="The 'now' that recency and effective confidence are computed at "
-        "(a past moment to ask what was known then); default: the current time.")
+    reference_time: ScoredAt = None
     as_of: AsOf = None
     known_at: KnownAt = None
 
@@ -309,9 +310,7 @@ class ContextRequest(RequestModel):
         description="At most token_budget * 4 characters; defaults to the configured "
         "context_token_budget (3000).",
     )
-    reference_time: AwareDatetimeIn | None = Field(
-        None, description="The 'now' that recency and effective confidence are computed at "
-        "(a past moment to ask what was known then); default: the current time.")
+    reference_time: ScoredAt = None
     as_of: AsOf = None
     known_at: KnownAt = None
 

@@ -14,6 +14,7 @@ from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
+from app.repositories import rows as record_rows
 from app.retrieval.records import RecordHit, search_records
 from app.schemas.arcs import (
     MAX_KEY_EVENTS,
@@ -74,7 +75,7 @@ async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     await _check_entities(session, tenant_id, data.entity_ids)
     key_events = [await _key_event(session, tenant_id, item, f"key_events.{index}.memory_id")
                   for index, item in enumerate(data.key_events)]
-    row = await arc_rows.insert_arc(session, search_text=text, values={
+    row = await record_rows.insert_searchable(session, Arc, search_text=text, values={
         "tenant_id": tenant_id, "scope": data.scope, "title": data.title,
         "summary": data.summary, "arc_type": data.arc_type,
         "entity_ids": list(dict.fromkeys(data.entity_ids)),
@@ -87,7 +88,7 @@ async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
 
 async def get_arc(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID) -> Arc:
     """The tenant's arc; NotFound otherwise."""
-    row = await arc_rows.get(session, tenant_id=tenant_id, arc_id=arc_id)
+    row = await record_rows.one_of_tenant(session, Arc, tenant_id=tenant_id, row_id=arc_id)
     return found(row, f"arc {arc_id} not found")
 
 
@@ -101,7 +102,8 @@ async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
 
 
 async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -> Arc:
-    row = await arc_rows.get(session, tenant_id=tenant_id, arc_id=arc_id, for_update=True)
+    row = await record_rows.one_of_tenant(session, Arc, tenant_id=tenant_id, row_id=arc_id,
+                                          for_update=True)
     row = found(row, f"arc {arc_id} not found")
     if row.status not in OPEN_STATUSES:
         raise Conflict(f"arc {arc_id} is {row.status}; a closed arc takes no more changes")

@@ -12,6 +12,7 @@ from app.errors import Conflict, InvalidInput, found
 from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
+from app.repositories import rows as record_rows
 from app.repositories.procedures import ProcedureFilters
 from app.retrieval.records import RecordHit, search_records
 from app.schemas.procedures import (
@@ -82,7 +83,8 @@ async def _insert(session: AsyncSession, *, tenant_id: str, embedder: Embedder, 
     }
     if procedure_id is not None:
         values["id"] = procedure_id
-    row = await procedure_rows.insert_procedure(session, values=values, search_text=text)
+    row = await record_rows.insert_searchable(session, Procedure, values=values,
+                                               search_text=text)
     for ref in definition.learned_from:
         await link_rows.create_link(session, tenant_id=tenant_id, source_type="procedure",
                                     source_id=row.id, target_type=ref.memory_type,
@@ -105,10 +107,11 @@ async def create_procedure(session: AsyncSession, *, tenant_id: str, embedder: E
     return row
 
 
-async def get_procedure(session: AsyncSession, *, tenant_id: str,
-                        procedure_id: uuid.UUID) -> Procedure:
-    """The tenant's procedure; NotFound otherwise."""
-    row = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id)
+async def get_procedure(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
+                        for_update: bool = False) -> Procedure:
+    """The tenant's procedure, optionally locked; NotFound otherwise."""
+    row = await record_rows.one_of_tenant(session, Procedure, tenant_id=tenant_id,
+                                          row_id=procedure_id, for_update=for_update)
     return found(row, f"procedure {procedure_id} not found")
 
 
@@ -138,9 +141,8 @@ async def create_version(session: AsyncSession, *, tenant_id: str, embedder: Emb
     also for the loser of two concurrent calls). The old version becomes deprecated with
     `superseded_by` set; the new one has version + 1 and inherits what the request omits.
     """
-    old = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id,
-                                   for_update=True)
-    old = found(old, f"procedure {procedure_id} not found")
+    old = await get_procedure(session, tenant_id=tenant_id, procedure_id=procedure_id,
+                              for_update=True)
     if old.superseded_by is not None:
         raise Conflict(f"procedure {procedure_id} (version {old.version}) is already superseded "
                        f"by {old.superseded_by}; version the latest one")
@@ -172,9 +174,8 @@ async def create_version(session: AsyncSession, *, tenant_id: str, embedder: Emb
 async def set_status(session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID,
                      status: str) -> Procedure:
     """Move a procedure to `status`; a superseded version cannot leave deprecated."""
-    row = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id,
-                                   for_update=True)
-    row = found(row, f"procedure {procedure_id} not found")
+    row = await get_procedure(session, tenant_id=tenant_id, procedure_id=procedure_id,
+                              for_update=True)
     if row.status == status:
         return row
     if row.superseded_by is not None:
@@ -196,8 +197,7 @@ async def record_execution(session: AsyncSession, *, tenant_id: str, procedure_i
                                                 duration_ms=duration_ms)
     if row is not None:
         return row
-    old = await procedure_rows.get(session, tenant_id=tenant_id, procedure_id=procedure_id)
-    old = found(old, f"procedure {procedure_id} not found")
+    old = await get_procedure(session, tenant_id=tenant_id, procedure_id=procedure_id)
     raise Conflict(f"procedure {procedure_id} is version {old.version} of {old.name!r}, "
                    f"deprecated and superseded by {old.superseded_by}; record executions "
                    "on the current version", field="procedure_id")

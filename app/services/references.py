@@ -7,7 +7,6 @@ and writes them to the primary every `reference_flush_seconds`, one transaction 
 """
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections import defaultdict
@@ -22,6 +21,7 @@ from app.clock import now_utc
 from app.repositories import references as reference_rows
 from app.retrieval import candidates as search_rows
 from app.scope import Scope, scoped_transaction
+from app.services.periodic import Periodic
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +67,9 @@ class ReferenceQueue:
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession],
                  interval_seconds: float) -> None:
         self._sessionmaker = sessionmaker
-        self._interval = interval_seconds
         self._pending: dict[tuple[str, str, uuid.UUID], tuple[int, datetime]] = {}
         self._lock = asyncio.Lock()
-        self._task: asyncio.Task[None] | None = None
+        self._flushing = Periodic("engram-reference-flush", interval_seconds, self.flush)
 
     def add(self, pending: Pending) -> None:
         """Queue references (from `take_pending`)."""
@@ -110,17 +109,9 @@ class ReferenceQueue:
 
     def start(self) -> None:
         """Flush every `interval_seconds` in the background."""
-        self._task = asyncio.create_task(self._run(), name="engram-reference-flush")
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            await self.flush()
+        self._flushing.start()
 
     async def stop(self) -> None:
         """Stop the background flushes and write what is queued."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._flushing.stop()
         await self.flush()

@@ -11,6 +11,7 @@ from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, found
 from app.models import Run, RunFeedback, RunMessage
+from app.repositories import rows as record_rows
 from app.repositories import runs as run_rows
 from app.repositories.runs import RunFilters
 from app.retrieval import candidates as search_rows
@@ -57,7 +58,7 @@ async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     values = data.model_dump(exclude={"started_at"}, exclude_none=True)
     if data.started_at is not None:
         values["started_at"] = data.started_at
-    run = await run_rows.insert_run(session, {
+    run = await record_rows.insert_searchable(session, Run, values={
         **values, "tenant_id": tenant_id, "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id}, search_text=text)
     await events.record(session, [_event("run_created", tenant_id, run.id, task_id=run.task_id)])
@@ -67,8 +68,8 @@ async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
 async def require_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
                       for_update: bool = False) -> Run:
     """The tenant's run; NotFound (on `run_id`) otherwise."""
-    run = await run_rows.get_run(session, tenant_id=tenant_id, run_id=run_id,
-                                 for_update=for_update)
+    run = await record_rows.one_of_tenant(session, Run, tenant_id=tenant_id, row_id=run_id,
+                                          for_update=for_update)
     return found(run, f"run {run_id} not found", field="run_id")
 
 

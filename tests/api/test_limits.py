@@ -45,3 +45,25 @@ async def test_a_revoked_key_works_until_the_cache_entry_is_stale(app, anonymous
         assert (await anonymous_client.get("/v1/facts", headers=headers)).status_code == 401
     finally:
         cache.clock = real_clock
+
+
+async def test_a_chunked_body_past_the_bytes_in_flight_gets_429_naming_the_body(app, client):
+    limits = app.state.caller_limits
+    original = limits.settings
+    limits.settings = LimitSettings(bytes_in_flight=100)
+
+    async def chunks():
+        yield b'{"content": "' + b"x" * 150
+        yield b"y" * 150 + b'", "butler": "b"}'
+
+    try:
+        refused = await client.post("/v1/episodes", content=chunks(),
+                                    headers={"content-type": "application/json"})
+        # What the refused request had in flight was given back: the next body passes.
+        accepted = await client.post("/v1/episodes", json={"content": "x" * 300, "butler": "b"})
+    finally:
+        limits.settings = original
+    assert refused.status_code == 429
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert refused.json()["errors"][0]["field"] == "body"
+    assert accepted.status_code == 201

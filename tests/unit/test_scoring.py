@@ -67,7 +67,7 @@ def _fact_hit(*, rrf: float, importance: float = 5.0, confirmed_days_ago: float 
                            else NOW - timedelta(days=confirmed_days_ago)),
         created_at=created, last_referenced_at=NOW,
     )
-    return Hit("fact", row, similarity, None, rrf, None, None)
+    return Hit(row, similarity, None, rrf, None, None, memory_type="fact")
 
 
 def test_score_hit_combines_relevance_importance_recency_and_decayed_confidence():

@@ -4,7 +4,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from app.clock import now_utc
+from app.models import Arc
 from app.repositories import arcs as arc_rows
+from app.repositories import rows as record_rows
 from app.schemas.arcs import MAX_KEY_EVENTS
 from app.scope import Scope
 from app.services import events
@@ -65,7 +67,7 @@ async def run_arc_boundaries(ctx: JobContext, *, tenant_id: str, scope: str,
                                                      start=start, end=end):
                 counts["already_covered"] += 1
                 continue
-            row = await arc_rows.insert_arc(session, search_text=text, values={
+            row = await record_rows.insert_searchable(session, Arc, search_text=text, values={
                 "tenant_id": tenant_id, "scope": scope, "title": title, "summary": summary,
                 "arc_type": settings.proposed_type, "started_at": start, "ended_at": end,
                 "status": "draft", "embedding": embedded.vectors[0],

@@ -3,6 +3,7 @@
 
 from app.models import Run, RunFeedback, RunMessage
 from app.schemas.runs import (
+    MessageBatchOut,
     RunDetailOut,
     RunFeedbackOut,
     RunMessageOut,
@@ -21,6 +22,11 @@ def run_out(row: Run) -> RunOut:
 def run_message_out(row: RunMessage) -> RunMessageOut:
     """A run message as the API shows it."""
     return RunMessageOut.model_validate(row)
+
+
+def message_batch_out(rows: list[RunMessage]) -> MessageBatchOut:
+    """Messages appended together, in order."""
+    return MessageBatchOut(items=[run_message_out(row) for row in rows])
 
 
 def run_feedback_out(row: RunFeedback) -> RunFeedbackOut:
