@@ -6,7 +6,9 @@ Three phases, each printing median and p95:
 2. stall: tenant H posts `--stall-batches` batches of `--stall-items` (500) episodes of 49,000
    characters each while tenant A keeps searching one at a time; H's batch time is printed;
 3. mixed: `--clients` concurrent clients of tenant A, each alternating a short
-   POST /v1/episodes and a POST /v1/search, for `--seconds`; with `--server-pid`, it also
+   POST /v1/episodes and a read, for `--seconds`; the reads take turns among `--reads`
+   (search, recall, context; search alone by default), `--no-writes` leaves the writes out,
+   and each kind gets its own median and p95; with `--server-pid`, it also
    prints where the machine's cores went (Linux /proc): the server's event-loop thread, its
    other threads (the model), this client, and the rest (PostgreSQL), per request.
 Tenant A first stores `--seed-episodes` short episodes (2,000 by default).
@@ -160,26 +162,36 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
           f"{', '.join(f'{t:.1f} s' for t in batch_times)}")
 
 
+def request_of(kind: str, rng: random.Random, index: int) -> tuple[str, dict[str, object]]:
+    """The path and body of one mixed-phase request of `kind`."""
+    if kind == "write":
+        return "/v1/episodes", {"content": f"Client {index} noted {' '.join(rng.sample(WORDS, 6))}",
+                                "butler": "mixed"}
+    if kind == "recall":
+        return "/v1/recall", {"topic": query(rng), "limit": 10}
+    if kind == "context":
+        return "/v1/context", {"trigger_prompt": query(rng)}
+    return "/v1/search", {"query": query(rng), "limit": 10}
+
+
 async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Random) -> None:
-    """Concurrent clients alternating a write and a search."""
+    """Concurrent clients alternating a write and a read (or reading only)."""
     samples: list[float] = []
-    by_kind: dict[str, list[float]] = {"write": [], "search": []}
+    kinds = [kind for read in args.reads for kind in
+             ([read] if args.no_writes else ["write", read])]
+    by_kind: dict[str, list[float]] = {kind: [] for kind in kinds}
     deadline = time.perf_counter() + args.seconds
 
     async def client(index: int) -> None:
         local = random.Random(index)
-        turn = 0
+        turn = index  # clients start at different kinds
         while time.perf_counter() < deadline:
+            kind = kinds[turn % len(kinds)]
+            path, body = request_of(kind, local, index)
             started = time.perf_counter()
-            if turn % 2 == 0:
-                response = await a.post("/v1/episodes", json={
-                    "content": f"Client {index} noted {' '.join(local.sample(WORDS, 6))}",
-                    "butler": "mixed"})
-            else:
-                response = await a.post("/v1/search", json={"query": query(local), "limit": 10})
-            checked(response)
+            checked(await a.post(path, json=body))
             samples.append(time.perf_counter() - started)
-            by_kind["write" if turn % 2 == 0 else "search"].append(samples[-1])
+            by_kind[kind].append(samples[-1])
             turn += 1
 
     before = (machine_ticks(), thread_ticks(args.server_pid), time.process_time())
@@ -251,6 +263,10 @@ def main() -> None:
                         help="episodes per stall batch (500 takes about 40 minutes here)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--reads", nargs="+", choices=("search", "recall", "context"),
+                        default=["search"], help="the reads of the mixed phase, in turn")
+    parser.add_argument("--no-writes", action="store_true",
+                        help="the mixed phase's clients only read")
     parser.add_argument("--backend", help="embedding backend for the floor (default: settings)")
     asyncio.run(run(parser.parse_args()))
 
