@@ -3,7 +3,7 @@ learned second stage (retrieval/rerank.py) over deeper lists."""
 
 import uuid
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -150,21 +150,32 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
             keyword_rank=kw.rank if kw else None, group=row.group, length=row.length,
             in_window=inside))
     model = model or rerank.shipped_model()
-    scores, parts = rerank.rank(candidates, model, depth=depth)
+    ranked = rerank.rank(candidates, model, depth=depth)
     fused = []
     for index, key in enumerate(keys):
         sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
-        contributions = {"base": model.base}
-        contributions.update((name, float(parts[index][i]))
-                             for i, name in enumerate(rerank.SIGNALS))
         fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
-                           None, tb.rank if tb else None, fused_score=float(scores[index]),
-                           contributions=contributions))
+                           None, tb.rank if tb else None,
+                           fused_score=float(ranked.scores[index])))
     ordered = sorted(fused, key=_fusion_order)
     lists = {name: by for name, by in (("time", boost_by), ("graph", graph_by)) if by}
     if lists:
-        ordered = _with_lists(ordered, lists, limit=limit, k=k)
-    return ordered[:limit]
+        return _with_lists(ordered, lists, limit=limit, k=k)[:limit]
+    return _with_contributions(ordered[:limit], ranked, model,
+                               {key: index for index, key in enumerate(keys)})
+
+
+def _with_contributions(shown: Sequence[Fused], ranked: rerank.Ranked, model: rerank.Model,
+                        index: Mapping[Key, int]) -> list[Fused]:
+    """The `shown` results, each with its signals' parts of the model's logit and `base`
+    (computed for these alone: the others' are never shown)."""
+    parts = ranked.contributions(model, [index[(f.memory_type, f.memory_id)] for f in shown])
+    out = []
+    for item, row in zip(shown, parts, strict=True):
+        contributions = {"base": model.base}
+        contributions.update((name, float(row[i])) for i, name in enumerate(rerank.SIGNALS))
+        out.append(replace(item, contributions=contributions))
+    return out
 
 
 def _with_lists(ordered: Sequence[Fused], lists: Mapping[str, Mapping[Key, RankedCandidate]],

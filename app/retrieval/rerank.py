@@ -61,14 +61,10 @@ def signals(candidates: Sequence[Candidate], *, depth: int) -> np.ndarray:
     spread = ((kw_scores[0] - kw_scores[min(9, len(kw_scores) - 1)]) / kw_scores[0]
               if len(kw_scores) else 0.0)
     kw_norm = kw / best_kw
-    session_sim = np.empty(n)
-    session_kw = np.empty(n)
-    groups: dict[Hashable, list[int]] = {}
-    for index, candidate in enumerate(candidates):
-        groups.setdefault(candidate.group, []).append(index)
-    for members in groups.values():
-        session_sim[members] = sim[members].max()
-        session_kw[members] = kw_norm[members].max()
+    numbers: dict[Hashable, int] = {}
+    group = np.array([numbers.setdefault(c.group, len(numbers)) for c in candidates])
+    session_sim = _group_max(sim, group, len(numbers))
+    session_kw = _group_max(kw_norm, group, len(numbers))
     length = np.array([math.log1p(c.length) for c in candidates])
     window = np.array([1.0 if c.in_window else 0.0 for c in candidates])
     return np.stack([
@@ -76,6 +72,14 @@ def signals(candidates: Sequence[Candidate], *, depth: int) -> np.ndarray:
         np.log(sem_rank), np.log(kw_rank), session_sim - best_sim, session_kw, length,
         (sim - best_sim) * spread, kw_norm * spread, own - best_sim, sim - own, window,
     ], axis=1)
+
+
+def _group_max(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Each value's group's largest value (`group` numbers each value's group from 0)."""
+    best = np.full(groups, -np.inf)
+    np.maximum.at(best, group, values)
+    result: np.ndarray = best[group]
+    return result
 
 
 @dataclass(frozen=True)
@@ -113,31 +117,45 @@ class Model:
                    table("value", np.float64, 0.0), table("leaf", np.bool_, True),
                    float(data["bias"]))
 
-    def _paths(self, rows: np.ndarray) -> list[np.ndarray]:
-        """The node each row is at in each tree, level by level from the roots."""
-        trees = np.arange(self.value.shape[0])[None, :]
-        node = np.zeros((len(rows), self.value.shape[0]), dtype=np.int64)
+    @functools.cached_property
+    def _flat(self) -> tuple[np.ndarray, ...]:
+        """feature, threshold, left, right (as flat indices), value and leaf, one row of all
+        the trees' nodes, indexed by tree * nodes-per-tree + node."""
+        width = self.value.shape[1]
+        offset = (np.arange(self.value.shape[0]) * width)[:, None]
+        return (self.feature.ravel(), self.threshold.ravel(), (self.left + offset).ravel(),
+                (self.right + offset).ravel(), self.value.ravel(), self.leaf.ravel())
+
+    def paths(self, rows: np.ndarray) -> list[np.ndarray]:
+        """The node each row is at in each tree, level by level from the roots (one array of
+        rows x trees per level, each node as its flat index: tree * nodes-per-tree + node)."""
+        feature, threshold, left, right, _, leaf = self._flat
+        node = np.broadcast_to(np.arange(self.value.shape[0]) * self.value.shape[1],
+                               (len(rows), self.value.shape[0]))
+        cell = (np.arange(len(rows)) * rows.shape[1])[:, None]
+        values = rows.ravel()
         levels = [node]
-        while not self.leaf[trees, node].all():
-            feature = self.feature[trees, node]
-            goes_left = rows[np.arange(len(rows))[:, None], feature] <= self.threshold[trees, node]
-            step = np.where(goes_left, self.left[trees, node], self.right[trees, node])
-            node = np.where(self.leaf[trees, node], node, step)
+        at_leaf = leaf[node]
+        while not at_leaf.all():
+            goes_left = values[cell + feature[node]] <= threshold[node]
+            node = np.where(at_leaf, node, np.where(goes_left, left[node], right[node]))
+            at_leaf = leaf[node]
             levels.append(node)
         return levels
 
-    def contributions(self, rows: np.ndarray) -> np.ndarray:
+    def contributions(self, rows: np.ndarray,
+                      levels: Sequence[np.ndarray] | None = None) -> np.ndarray:
         """Each signal's part of each row's logit (same shape as `rows`); with the roots'
-        values and the bias they add up to the logit."""
-        trees = np.arange(self.value.shape[0])[None, :]
+        values and the bias they add up to the logit. `levels`: the rows' `paths`, if known."""
+        feature, _, _, _, value, _ = self._flat
         parts = np.zeros(rows.shape)
-        levels = self._paths(rows)
+        levels = self.paths(rows) if levels is None else levels
+        signal = np.arange(rows.shape[1])[None, :, None]
         for parent, child in zip(levels, levels[1:], strict=False):
-            moved = parent != child
-            change = np.where(moved, self.value[trees, child] - self.value[trees, parent], 0.0)
-            feature = self.feature[trees, parent]
-            for column in range(rows.shape[1]):
-                parts[:, column] += (change * (feature == column)).sum(axis=1)
+            change = np.where(parent != child, value[child] - value[parent], 0.0)
+            # rows x signals x trees: each tree's change under the signal its split read.
+            read = feature[parent][:, None, :] == signal
+            parts += (change[:, None, :] * read).sum(axis=2)
         return parts
 
     @property
@@ -145,21 +163,41 @@ class Model:
         """The logit of a row that no split moves: the bias and every root's value."""
         return self.bias + float(self.value[:, 0].sum())
 
-    def scores(self, rows: np.ndarray) -> np.ndarray:
-        """The probability that each row is evidence."""
-        trees = np.arange(self.value.shape[0])[None, :]
-        leaves = self._paths(rows)[-1]
-        logits = self.value[trees, leaves].sum(axis=1) + self.bias
-        return 1 / (1 + np.exp(-logits))
+    def scores(self, rows: np.ndarray, levels: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """The probability that each row is evidence; `levels`: the rows' `paths`, if known."""
+        value = self._flat[4]
+        leaves = (self.paths(rows) if levels is None else levels)[-1]
+        logits = value[leaves].sum(axis=1) + self.bias
+        result: np.ndarray = 1 / (1 + np.exp(-logits))
+        return result
 
 
-def rank(candidates: Sequence[Candidate], model: "Model", *,
-         depth: int = DEPTH) -> tuple[np.ndarray, np.ndarray]:
-    """Each candidate's score and its per-signal contributions (logit parts)."""
+@dataclass(frozen=True)
+class Ranked:
+    """Candidates as the model saw them: their signals (one row each), the node each row is
+    at in each tree level by level, and each one's score."""
+
+    rows: np.ndarray
+    levels: list[np.ndarray]
+    scores: np.ndarray
+
+    def contributions(self, model: Model, indices: Sequence[int]) -> np.ndarray:
+        """The per-signal contributions of the candidates at `indices` (one row each), as
+        `Model.contributions` of every row gives them, without the others' work."""
+        chosen = np.asarray(indices, dtype=np.int64)
+        if not self.levels:
+            return np.zeros((len(chosen), len(SIGNALS)))
+        return model.contributions(self.rows[chosen], [level[chosen] for level in self.levels])
+
+
+def rank(candidates: Sequence[Candidate], model: Model, *, depth: int = DEPTH) -> Ranked:
+    """Each candidate's signals and score, each tree walked once; contributions are asked of
+    the result for the candidates shown."""
     rows = signals(candidates, depth=depth)
     if len(rows) == 0:
-        return np.zeros(0), rows
-    return model.scores(rows), model.contributions(rows)
+        return Ranked(rows, [], np.zeros(0))
+    levels = model.paths(rows)
+    return Ranked(rows, levels, model.scores(rows, levels))
 
 
 MODEL_FILE = Path(__file__).with_name("ranker.json")

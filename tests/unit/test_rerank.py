@@ -117,3 +117,72 @@ def test_a_window_episode_never_scores_below_one_outside_the_window():
     parts = {f.memory_id: f.contributions["time"] for f in fused}
     assert parts[outside] < min(parts[key] for key in inside)
     assert parts[outside] == pytest.approx(1 / (60 + 31))
+
+
+def walk(model: Model, row: np.ndarray) -> tuple[float, np.ndarray]:
+    """One row through every tree, node by node: its logit and each signal's part of it."""
+    logit, parts = model.bias, np.zeros(len(row))
+    for tree in range(model.value.shape[0]):
+        node = 0
+        while not model.leaf[tree, node]:
+            signal = model.feature[tree, node]
+            child = (model.left if row[signal] <= model.threshold[tree, node]
+                     else model.right)[tree, node]
+            parts[signal] += model.value[tree, child] - model.value[tree, node]
+            node = child
+        logit += model.value[tree, node]
+    return logit, parts
+
+
+def many_candidates(count: int) -> tuple[list[RankedCandidate], list[RankedCandidate],
+                                         dict[tuple[str, uuid.UUID], Known]]:
+    """`count` memories in both lists in different orders, of varied similarity, length and
+    session."""
+    ids = [uuid.UUID(int=1000 + i) for i in range(count)]
+    similarity = {key: 0.2 + (i * 37 % count) / (2 * count) for i, key in enumerate(ids)}
+    semantic = ranked(*sorted(ids, key=lambda key: -similarity[key]),
+                      scores=tuple(sorted(similarity.values(), reverse=True)))
+    by_words = sorted(ids, key=lambda key: key.int * 7 % 11)[:count // 2]
+    keyword = ranked(*by_words, scores=tuple(float(20 - i % 20) for i in range(len(by_words))))
+    rows = {("episode", key): known(similarity[key], own=similarity[key] - (i % 3) / 20,
+                                    group=("chat", i % 5), length=40 + i * 13)
+            for i, key in enumerate(ids)}
+    return semantic, keyword, rows
+
+
+def test_the_model_scores_and_splits_a_row_as_its_trees_walked_one_by_one():
+    model = rerank.shipped_model()
+    semantic, keyword, rows = many_candidates(40)
+    table = signals([Candidate(rows[key].similarity, rows[key].own_similarity, 0.0, rank,
+                               None, rows[key].group, rows[key].length)
+                     for rank, key in enumerate(rows, 1)], depth=30)
+    scores, parts = model.scores(table), model.contributions(table)
+    for index, row in enumerate(table):
+        logit, expected = walk(model, row)
+        assert scores[index] == pytest.approx(1 / (1 + math.exp(-logit)))
+        assert parts[index] == pytest.approx(expected)
+
+
+def test_the_results_shown_carry_the_contributions_of_the_whole_computation():
+    # Only the results shown get their contributions computed; they must be those that
+    # computing every candidate's gives.
+    model = rerank.shipped_model()
+    semantic, keyword, rows = many_candidates(60)
+    shown = fuse_learned(semantic, keyword, known=rows, limit=10, depth=30, model=model)
+    keys = list(dict.fromkeys([*((c.memory_type, c.memory_id) for c in semantic),
+                               *((c.memory_type, c.memory_id) for c in keyword)]))
+    semantic_rank = {(c.memory_type, c.memory_id): c for c in semantic}
+    keyword_rank = {(c.memory_type, c.memory_id): c for c in keyword}
+    table = signals([Candidate(
+        rows[key].similarity, rows[key].own_similarity,
+        keyword_rank[key].score if key in keyword_rank else 0.0,
+        semantic_rank[key].rank if key in semantic_rank else None,
+        keyword_rank[key].rank if key in keyword_rank else None, rows[key].group,
+        rows[key].length) for key in keys], depth=30)
+    every = model.contributions(table)
+    assert len(shown) == 10
+    assert [hit.fused_score for hit in shown] == sorted(model.scores(table), reverse=True)[:10]
+    for hit in shown:
+        full = every[keys.index((hit.memory_type, hit.memory_id))]
+        assert hit.contributions == {"base": model.base,
+                                     **{name: float(full[i]) for i, name in enumerate(SIGNALS)}}
