@@ -162,7 +162,8 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
           f"{', '.join(f'{t:.1f} s' for t in batch_times)}")
 
 
-def request_of(kind: str, rng: random.Random, index: int) -> tuple[str, dict[str, object]]:
+def request_of(kind: str, rng: random.Random, index: int,
+               butler: str) -> tuple[str, dict[str, object]]:
     """The path and body of one mixed-phase request of `kind`."""
     if kind == "write":
         return "/v1/episodes", {"content": f"Client {index} noted {' '.join(rng.sample(WORDS, 6))}",
@@ -170,7 +171,7 @@ def request_of(kind: str, rng: random.Random, index: int) -> tuple[str, dict[str
     if kind == "recall":
         return "/v1/recall", {"topic": query(rng), "limit": 10}
     if kind == "context":
-        return "/v1/context", {"trigger_prompt": query(rng)}
+        return "/v1/context", {"trigger_prompt": query(rng), "butler": butler}
     return "/v1/search", {"query": query(rng), "limit": 10}
 
 
@@ -187,7 +188,7 @@ async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Rand
         turn = index  # clients start at different kinds
         while time.perf_counter() < deadline:
             kind = kinds[turn % len(kinds)]
-            path, body = request_of(kind, local, index)
+            path, body = request_of(kind, local, index, args.butler)
             started = time.perf_counter()
             checked(await a.post(path, json=body))
             samples.append(time.perf_counter() - started)
@@ -265,6 +266,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--reads", nargs="+", choices=("search", "recall", "context"),
                         default=["search"], help="the reads of the mixed phase, in turn")
+    parser.add_argument("--butler", default="seed",
+                        help="the butler a context read assembles for (the seed's by default)")
     parser.add_argument("--no-writes", action="store_true",
                         help="the mixed phase's clients only read")
     parser.add_argument("--backend", help="embedding backend for the floor (default: settings)")
