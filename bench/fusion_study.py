@@ -204,14 +204,20 @@ def headroom(all_legs: list[Legs]) -> None:
     table(rows, all_legs)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
+def study_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The arguments every study script reads: the data, the vector caches, passages."""
+    parser = argparse.ArgumentParser(description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--more-cache", type=Path, action="append", default=[])
     parser.add_argument("--passages", action="store_true",
                         help="the semantic leg also reads window and context passages")
+    return parser
+
+
+def main() -> None:
+    parser = study_parser(__doc__)
     args = parser.parse_args()
     all_legs = load(args.cache, args.data, args.passages, args.more_cache)
     print(f"{len(all_legs)} questions, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n")

@@ -3,7 +3,6 @@
     python bench/rank_study.py --cache /tmp/study-cache [--depth 50]
 """
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from fusion_study import Legs, load, order, recall_at, rrf, table
+from fusion_study import Legs, load, order, recall_at, rrf, study_parser, table
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -128,12 +127,8 @@ def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--cache", type=Path, required=True)
+    parser = study_parser(__doc__)
     parser.add_argument("--depth", type=int, default=50)
-    parser.add_argument("--passages", action="store_true")
-    parser.add_argument("--more-cache", type=Path, action="append", default=[])
     parser.add_argument("--emit", action="store_true",
                         help="write the model trained on every question to "
                         "app/retrieval/ranker.json")

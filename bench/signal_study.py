@@ -10,7 +10,6 @@ the token-level similarity of the same MiniLM model.
         [--more-cache DIR ...] [--depth 30] [--tokens /tmp/tokens.pkl]
 """
 
-import argparse
 import json
 import pickle
 import re
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from fusion_study import Legs, load, order, recall_at
+from fusion_study import Legs, load, order, recall_at, study_parser
 from rank_study import features, folds, pool_of, question_weight
 from sklearn.ensemble import HistGradientBoostingClassifier
 from study_data import sha
@@ -118,12 +117,7 @@ def token_states(all_legs: list[Legs], pools: list[np.ndarray], path: Path) -> d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--more-cache", type=Path, action="append", default=[])
-    parser.add_argument("--passages", action="store_true")
+    parser = study_parser(__doc__)
     parser.add_argument("--depth", type=int, default=30)
     parser.add_argument("--tokens", type=Path, help="token-state cache (filled when missing)")
     args = parser.parse_args()
