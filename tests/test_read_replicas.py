@@ -56,6 +56,12 @@ async def replicated_app(servers: tuple[Cluster, Cluster], tmp_path_factory: Any
         jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
     application = create_app(settings)
     async with application.router.lifespan_context(application):
+        # The start-up check can run before the standby has replayed the migrations (the
+        # app's role does not exist there yet); the watch marks it up once it has.
+        deadline = time.monotonic() + 30
+        while any(r["state"] != "up" for r in application.state.replicas.status()):
+            assert time.monotonic() < deadline, application.state.replicas.status()
+            await asyncio.sleep(0.05)
         yield application
 
 
