@@ -16,7 +16,7 @@ from app.main import create_app
 from app.rls import APP_ROLE
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
-from tests.support.clusters import Cluster, new_primary, private_dir
+from tests.support.clusters import Cluster, create_database, new_primary, private_dir
 from tests.support.pgbouncer import Bouncer, pgbouncer_binary, start_pgbouncer
 
 pytestmark = [pytest.mark.timeout(600),
@@ -32,9 +32,7 @@ async def pooled() -> AsyncIterator[tuple[Cluster, Bouncer]]:
     primary = await asyncio.to_thread(new_primary, private_dir("eg-"))
     bouncer: Bouncer | None = None
     try:
-        admin = await asyncpg.connect(primary.url())
-        await admin.execute("CREATE DATABASE engram")
-        await admin.close()
+        await create_database(primary, "engram")
         bouncer = await asyncio.to_thread(start_pgbouncer, primary, users=[APP_ROLE],
                                           pool_size=SERVER_CONNECTIONS)
         yield primary, bouncer

@@ -3,6 +3,7 @@ embedded PostgreSQL's initdb, pg_basebackup and pg_ctl on private Unix sockets, 
 pointed at both (ENGRAM_REPLICA_DATABASE_URLS)."""
 
 import asyncio
+import inspect
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,7 +18,7 @@ from app.config import JobSettings, ReplicaSettings, Settings
 from app.main import create_app
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
-from tests.support.clusters import Cluster, new_primary, new_standby, private_dir
+from tests.support.clusters import Cluster, create_database, new_primary, new_standby, private_dir
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -31,9 +32,7 @@ async def servers() -> AsyncIterator[tuple[Cluster, Cluster]]:
     primary = await asyncio.to_thread(new_primary, base)
     standby: Cluster | None = None
     try:
-        admin = await asyncpg.connect(primary.url())
-        await admin.execute("CREATE DATABASE engram")
-        await admin.close()
+        await create_database(primary, "engram")
         standby = await asyncio.to_thread(new_standby, primary, base)
         yield primary, standby
     finally:
@@ -58,10 +57,8 @@ async def replicated_app(servers: tuple[Cluster, Cluster], tmp_path_factory: Any
     async with application.router.lifespan_context(application):
         # The start-up check can run before the standby has replayed the migrations (the
         # app's role does not exist there yet); the watch marks it up once it has.
-        deadline = time.monotonic() + 30
-        while any(r["state"] != "up" for r in application.state.replicas.status()):
-            assert time.monotonic() < deadline, application.state.replicas.status()
-            await asyncio.sleep(0.05)
+        await until(lambda: all(r["state"] == "up" for r in application.state.replicas.status()),
+                    "the standby was never marked up")
         yield application
 
 
@@ -103,13 +100,25 @@ async def on(cluster: Cluster, statement: str, *args: Any) -> Any:
         await connection.close()
 
 
+async def until(condition: Callable[[], Any], message: str, seconds: float = 30) -> None:
+    """Poll `condition` (a value, or an awaitable of one) until it is true; fail with
+    `message` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return
+        assert time.monotonic() < deadline, message
+        await asyncio.sleep(0.05)
+
+
 async def caught_up(primary: Cluster, standby: Cluster) -> None:
     """Wait until the standby has replayed everything the primary has written."""
     target = await on(primary, "SELECT pg_current_wal_lsn()::text")
-    deadline = time.monotonic() + 30
-    while not await on(standby, "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", target):
-        assert time.monotonic() < deadline, "the standby did not catch up"
-        await asyncio.sleep(0.05)
+    await until(lambda: on(standby, "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                           target), "the standby did not catch up")
 
 
 async def found(http: httpx.AsyncClient, query: str) -> list[str]:
@@ -133,10 +142,7 @@ async def test_a_write_is_found_by_a_search_the_standby_serves(replicated_app, s
     writer, reader = await key_client(), await key_client()
     await store_fact(writer, "Zebras migrate across the Serengeti in July")
     served = reads_on(standby_name(replicated_app))
-    deadline = time.monotonic() + 30
-    while not await found(reader, "zebras serengeti"):
-        assert time.monotonic() < deadline, "the standby never served the write"
-        await asyncio.sleep(0.05)
+    await until(lambda: found(reader, "zebras serengeti"), "the standby never served the write")
     assert reads_on(standby_name(replicated_app)) > served
     # With replay paused the standby cannot know a new write: the other key's search does not
     # find it, so it was served by the standby; the writing key's own search finds it.
@@ -148,10 +154,8 @@ async def test_a_write_is_found_by_a_search_the_standby_serves(replicated_app, s
         assert await on(primary, "SELECT count(*) FROM facts WHERE content LIKE 'Penguins%'") == 1
     finally:
         await on(standby, "SELECT pg_wal_replay_resume()")
-    deadline = time.monotonic() + 30
-    while not await found(reader, "penguins nest"):
-        assert time.monotonic() < deadline, "the standby did not catch up after resuming"
-        await asyncio.sleep(0.05)
+    await until(lambda: found(reader, "penguins nest"),
+                "the standby did not catch up after resuming")
 
 
 @pytest.mark.parametrize("paused", [False, True])

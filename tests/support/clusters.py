@@ -10,6 +10,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
+
 from app.embedded_pg import ROOT_SERVER_USER, provide_runtime_dir
 
 TIMEOUT_SECONDS = 120
@@ -101,6 +103,15 @@ def new_primary(base: Path) -> Cluster:
         conf.write(PRIMARY_SETTINGS)
     cluster.start()
     return cluster
+
+
+async def create_database(cluster: Cluster, name: str) -> None:
+    """Create database `name` on `cluster` (as postgres)."""
+    admin = await asyncpg.connect(cluster.url())
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
 
 
 def new_standby(primary: Cluster, base: Path) -> Cluster:
