@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from fusion_study import Legs, load, order, recall_at, rrf, study_parser, table
@@ -86,10 +87,10 @@ def question_weight(all_legs: list[Legs], index: int) -> float:
     return 1 / sum(1 for legs in all_legs if legs.question.bench == bench)
 
 
-def trees() -> HistGradientBoostingClassifier:
-    """The shipped model's kind and size."""
-    return HistGradientBoostingClassifier(max_iter=TREES, max_depth=3, learning_rate=0.1,
-                                          class_weight="balanced", random_state=0)
+def trees(**settings: float) -> HistGradientBoostingClassifier:
+    """The shipped model's kind and size (`settings` override its tree settings)."""
+    chosen = {"max_iter": TREES, "max_depth": 3, "learning_rate": 0.1, **settings}
+    return HistGradientBoostingClassifier(**chosen, class_weight="balanced", random_state=0)
 
 
 def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline:
@@ -100,30 +101,39 @@ def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline
     return model
 
 
+Fit = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]  # (rows, labels, weights) -> model
+Weight = Callable[[list[Legs], int], float]
+
+
+def held_out(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray], fit: Fit,
+             k: int = 5, weight: Weight = question_weight) -> dict[int, np.ndarray]:
+    """Each question's pool (by index) ordered by a model `fit` on the other folds, each
+    question weighing `weight` in training."""
+    ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
+    fold = folds(all_legs, k)
+    out: dict[int, np.ndarray] = {}
+    for f in range(k):
+        train = [i for i in range(len(all_legs)) if fold[i] != f]
+        weights = np.concatenate([np.full(len(ys[i]), weight(all_legs, i) /
+                                          max(ys[i].sum(), 1)) for i in train])
+        model = fit(np.concatenate([rows[i] for i in train]),
+                    np.concatenate([ys[i] for i in train]), weights)
+        for i in (i for i in range(len(all_legs)) if fold[i] == f):
+            out[i] = pools[i][order(model.decision_function(rows[i]))]
+    return out
+
+
 def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
             kind: str = "trees") -> dict[str, np.ndarray]:
     """Each question's ranking by a model (trees, or linear: logistic) trained on the other
     folds."""
     pools = [pool_of(legs, depth) for legs in all_legs]
-    xs = [features(legs, pool, depth)[:, cols] for legs, pool in zip(all_legs, pools,
-                                                                      strict=True)]
-    ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
-    fold = folds(all_legs, k)
-    out: dict[str, np.ndarray] = {}
-    for f in range(k):
-        train = [i for i in range(len(all_legs)) if fold[i] != f]
-        weights = np.concatenate([np.full(len(ys[i]), question_weight(all_legs, i) /
-                                          max(ys[i].sum(), 1)) for i in train])
-        x, y = np.concatenate([xs[i] for i in train]), np.concatenate([ys[i] for i in train])
-        if kind == "trees":
-            model = trees().fit(x, y, sample_weight=weights)
-        else:
-            model = fit(x, y, weights, 1.0)
-        for i in range(len(all_legs)):
-            if fold[i] == f:
-                scores = model.decision_function(xs[i])
-                out[all_legs[i].question.qid] = pools[i][order(scores)]
-    return out
+    rows = [features(legs, pool, depth)[:, cols] for legs, pool in zip(all_legs, pools,
+                                                                        strict=True)]
+    model_fit: Fit = ((lambda x, y, w: trees().fit(x, y, sample_weight=w)) if kind == "trees"
+                      else (lambda x, y, w: fit(x, y, w, 1.0)))
+    ranked = held_out(all_legs, pools, rows, model_fit, k)
+    return {all_legs[i].question.qid: ranking for i, ranking in ranked.items()}
 
 
 def main() -> None:

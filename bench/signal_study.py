@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from fusion_study import Legs, load, order, recall_at, study_parser
-from rank_study import features, folds, pool_of, question_weight
-from sklearn.ensemble import HistGradientBoostingClassifier
+from rank_study import features, held_out, pool_of, question_weight, trees
 from study_data import sha
 
 Extra = Callable[[Legs, np.ndarray], np.ndarray]
@@ -168,22 +167,13 @@ GROUPS = ("lme", "locomo", "locomo:multi-hop", "locomo:open-domain", "locomo:sin
 def report(name: str, all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray],
            locomo_weight: float = 1.0, **tree_args: float) -> None:
     """One table row: held-out R@10 per benchmark and LoCoMo category."""
-    ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
-    fold = folds(all_legs, 5)
-    ranked: dict[int, np.ndarray] = {}
-    for f in range(5):
-        train = [i for i in range(len(all_legs)) if fold[i] != f]
-        weights = np.concatenate([np.full(len(ys[i]), question_weight(all_legs, i)
-                                          * (locomo_weight if all_legs[i].question.bench
-                                             == "locomo" else 1.0) / max(ys[i].sum(), 1))
-                                  for i in train])
-        settings = {"max_iter": 60, "max_depth": 3, "learning_rate": 0.1, **tree_args}
-        model = HistGradientBoostingClassifier(**settings, class_weight="balanced",
-                                               random_state=0)
-        model.fit(np.concatenate([rows[i] for i in train]),
-                  np.concatenate([ys[i] for i in train]), sample_weight=weights)
-        for i in (i for i in range(len(all_legs)) if fold[i] == f):
-            ranked[i] = pools[i][order(model.decision_function(rows[i]))]
+    def weight(legs: list[Legs], index: int) -> float:
+        scale = locomo_weight if legs[index].question.bench == "locomo" else 1.0
+        return question_weight(legs, index) * scale
+
+    ranked = held_out(all_legs, pools, rows,
+                      lambda x, y, w: trees(**tree_args).fit(x, y, sample_weight=w),
+                      weight=weight)
     found: dict[str, list[float]] = defaultdict(list)
     for i, legs in enumerate(all_legs):
         value = recall_at(legs, ranked[i], 10)
