@@ -1,6 +1,8 @@
 """/docs (Swagger UI) and /redoc served with their assets from the fastapi-offline package,
 so both render without internet access."""
 
+from collections.abc import Callable
+from functools import partial
 from importlib.resources import files
 
 from fastapi import FastAPI, Request
@@ -16,19 +18,20 @@ def mount_docs(app: FastAPI, title: str) -> None:
     app.mount(ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")),
               name="docs-assets")
 
+    def page(request: Request, render: Callable[..., HTMLResponse], name: str,
+             **assets: str) -> HTMLResponse:
+        """One page, its OpenAPI document and assets (keyword: file) under the root path."""
+        root = request.scope.get("root_path", "")
+        return render(openapi_url=root + (app.openapi_url or "/openapi.json"),
+                      title=f"{title} - {name}",
+                      **{key: f"{root}{ASSETS}/{file}" for key, file in assets.items()})
+
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(
-            openapi_url=root + (app.openapi_url or "/openapi.json"), title=f"{title} - docs",
-            swagger_js_url=f"{root}{ASSETS}/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}{ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{root}{ASSETS}/favicon.png")
+        return page(request, get_swagger_ui_html, "docs", swagger_js_url="swagger-ui-bundle.js",
+                    swagger_css_url="swagger-ui.css", swagger_favicon_url="favicon.png")
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
-        return get_redoc_html(
-            openapi_url=root + (app.openapi_url or "/openapi.json"), title=f"{title} - ReDoc",
-            redoc_js_url=f"{root}{ASSETS}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{ASSETS}/favicon.png", with_google_fonts=False)
+        return page(request, partial(get_redoc_html, with_google_fonts=False), "ReDoc",
+                    redoc_js_url="redoc.standalone.js", redoc_favicon_url="favicon.png")

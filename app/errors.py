@@ -44,15 +44,20 @@ class DomainError(Exception):
     status_code = 400
     title = "Bad request"
 
+    def __init_subclass__(cls, *, status_code: int, title: str, **kwargs: Any) -> None:
+        """Each kind of error names its HTTP status and the problem's title."""
+        super().__init_subclass__(**kwargs)
+        cls.status_code = status_code
+        cls.title = title
+
     def __init__(self, detail: str, *, field: str | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         self.field = field
 
 
-class NotFound(DomainError):
-    status_code = 404
-    title = "Not found"
+class NotFound(DomainError, status_code=404, title="Not found"):
+    """The resource does not exist, or is not the caller's tenant's."""
 
 
 Row = TypeVar("Row")
@@ -65,34 +70,28 @@ def found(row: Row | None, message: str, field: str | None = None) -> Row:
     return row
 
 
-class Conflict(DomainError):
-    status_code = 409
-    title = "Conflict"
+class Conflict(DomainError, status_code=409, title="Conflict"):
+    """A valid request that conflicts with the current state."""
 
 
-class InvalidInput(DomainError):
-    status_code = 422
-    title = "Invalid input"
+class InvalidInput(DomainError, status_code=422, title="Invalid input"):
+    """A value the request may not hold (the field is named)."""
 
 
-class PreconditionFailed(DomainError):
-    status_code = 412
-    title = "Precondition failed"
+class PreconditionFailed(DomainError, status_code=412, title="Precondition failed"):
+    """The request's If-Match does not match the current version."""
 
 
-class UnsupportedMediaType(DomainError):
-    status_code = 415
-    title = "Unsupported media type"
+class UnsupportedMediaType(DomainError, status_code=415, title="Unsupported media type"):
+    """The body is not in a media type the route takes."""
 
 
-class Unauthorized(DomainError):
-    status_code = 401
-    title = "Unauthorized"
+class Unauthorized(DomainError, status_code=401, title="Unauthorized"):
+    """No API key, or one that is unknown or revoked."""
 
 
-class Forbidden(DomainError):
-    status_code = 403
-    title = "Forbidden"
+class Forbidden(DomainError, status_code=403, title="Forbidden"):
+    """The API key may not do this."""
 
 
 class StartupRefused(RuntimeError):

@@ -26,7 +26,7 @@ from app.schemas.entities import (
 )
 from app.services import entities
 from app.services.merge import merge_entities
-from app.services.responses.entities import entity_out, merge_out
+from app.services.responses.entities import entity_out, merge_out, resolve_out
 
 NameArg = Annotated[Name, Field(description="The entity's canonical name, e.g. 'Ann Smith'.")]
 AliasesArg = Annotated[Aliases | None, Field(description="Other names it goes by; on update the "
@@ -112,8 +112,7 @@ async def entity_resolve(name: NameArg, ctx: Context, tenant_id: TenantArg = Non
         _check_tenant(tenant_id, caller)
         candidates = await entities.resolve_name(session, tenant_id=caller.tenant_id,
                                                  request=request)
-        return ResolveResult(candidates=[ResolveCandidate.model_validate(candidate)
-                                         for candidate in candidates])
+        return ResolveResult(candidates=resolve_out(candidates))
 
     return await call(ctx, work)
 

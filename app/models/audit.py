@@ -8,7 +8,7 @@ from sqlalchemy import ForeignKey, Integer, Text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, jsonb_column, tenant_column, uuid_pk
+from app.models.base import Base, TenantRecord, created_at_column, jsonb_column, uuid_pk
 
 
 class MemoryEvent(Base):
@@ -25,11 +25,9 @@ class MemoryEvent(Base):
     created_at: Mapped[datetime] = created_at_column()
 
 
-class RuleApplication(Base):
+class RuleApplication(TenantRecord, Base):
     __tablename__ = "rule_applications"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
     rule_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("rules.id", ondelete="CASCADE"), nullable=False
     )

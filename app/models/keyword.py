@@ -28,19 +28,23 @@ class KeywordPosting(Base):
     impact: Mapped[float] = mapped_column(Float, nullable=False)
 
 
+class _TenantKey:
+    """The tenant's key column, first (a mixin's columns would follow the table's own)."""
+
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True, sort_order=-2)
+
+
+class _ScopeKey(_TenantKey):
+    """The tenant's and then the scope's key columns, first."""
+
+    scope: Mapped[str] = mapped_column(Text, primary_key=True, sort_order=-1)
+
+
 class _TermFrequency:
     """Columns of a lexeme's document frequency (after the owner's key columns)."""
 
     term: Mapped[str] = mapped_column(Text, primary_key=True)
     doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
-
-
-class KeywordTerm(_TermFrequency, Base):
-    """How many of the tenant's memories hold a lexeme (its document frequency)."""
-
-    __tablename__ = "keyword_terms"
-
-    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
 class _CorpusSize:
@@ -50,27 +54,25 @@ class _CorpusSize:
     total_len: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
-class KeywordCorpus(_CorpusSize, Base):
+class KeywordTerm(_TenantKey, _TermFrequency, Base):
+    """How many of the tenant's memories hold a lexeme (its document frequency)."""
+
+    __tablename__ = "keyword_terms"
+
+
+class KeywordCorpus(_TenantKey, _CorpusSize, Base):
     """The tenant's count of indexed memories and their total length in lexemes."""
 
     __tablename__ = "keyword_corpus"
 
-    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
 
-
-class KeywordScopeCorpus(_CorpusSize, Base):
+class KeywordScopeCorpus(_ScopeKey, _CorpusSize, Base):
     """One scope's count of indexed memories and their total length."""
 
     __tablename__ = "keyword_scope_corpus"
 
-    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    scope: Mapped[str] = mapped_column(Text, primary_key=True)
 
-
-class KeywordScopeTerm(_TermFrequency, Base):
+class KeywordScopeTerm(_ScopeKey, _TermFrequency, Base):
     """How many of one scope's memories hold a lexeme."""
 
     __tablename__ = "keyword_scope_terms"
-
-    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    scope: Mapped[str] = mapped_column(Text, primary_key=True)

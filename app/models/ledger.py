@@ -7,18 +7,15 @@ from sqlalchemy import BigInteger, DateTime, ForeignKey, Identity, Integer, Text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, uuid_pk
+from app.models.base import Base, TenantRecord, created_at_column
 from app.models.memory import Searchable
-from app.models.runs import owner_tenant_column
 
 
-class AgentEvent(Searchable, Base):
+class AgentEvent(TenantRecord, Searchable, Base):
     """One event of a ledger; a reflection is an event of kind `agent.reflected`."""
 
     __tablename__ = "agent_events"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = owner_tenant_column()
     ledger: Mapped[str] = mapped_column(Text, nullable=False)
     # Append order within the ledger (turns may repeat).
     position: Mapped[int] = mapped_column(BigInteger, Identity(always=True), nullable=False)

@@ -8,22 +8,15 @@ from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Identity, Intege
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at_column, jsonb_column, uuid_pk
+from app.models.base import Base, TenantRecord, created_at_column, jsonb_column
 from app.models.memory import Searchable
 
 
-def owner_tenant_column() -> Mapped[str]:
-    """tenant_id without a server default: every insert names its tenant."""
-    return mapped_column(Text, nullable=False)
-
-
-class Run(Searchable, Base):
+class Run(TenantRecord, Searchable, Base):
     """One execution of a task by an agent: the episodic record of a task."""
 
     __tablename__ = "runs"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = owner_tenant_column()
     task_id: Mapped[str] = mapped_column(Text, nullable=False)
     summary: Mapped[str | None] = mapped_column(Text)
     agent_version: Mapped[str | None] = mapped_column(Text)
@@ -37,13 +30,11 @@ class Run(Searchable, Base):
     created_at: Mapped[datetime] = created_at_column()
 
 
-class RunMessage(Searchable, Base):
+class RunMessage(TenantRecord, Searchable, Base):
     """One message of a run, by a planner, executor, critic or human."""
 
     __tablename__ = "run_messages"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = owner_tenant_column()
     run_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
     # The order messages were appended in (a batch shares created_at).
@@ -56,13 +47,11 @@ class RunMessage(Searchable, Base):
     created_at: Mapped[datetime] = created_at_column()
 
 
-class RunFeedback(Base):
+class RunFeedback(TenantRecord, Base):
     """A critic's or human's judgement of a run."""
 
     __tablename__ = "run_feedback"
 
-    id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = owner_tenant_column()
     run_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
     source: Mapped[str] = mapped_column(Text, nullable=False)

@@ -31,7 +31,6 @@ from sqlalchemy import (
     cast,
     func,
     literal,
-    literal_column,
     or_,
     select,
     true,
@@ -45,7 +44,7 @@ from app.models import (
     KeywordScopeTerm,
     KeywordTerm,
 )
-from app.repositories.memories import MODELS
+from app.repositories.memories import MODELS, to_tsvector
 
 POSTINGS_PER_TERM = 100
 RESCORED_PER_LIMIT = 3
@@ -53,8 +52,7 @@ RESCORED_PER_LIMIT = 3
 
 def query_lexemes(query: str | ColumnElement[str]) -> ColumnElement[Any]:
     """The distinct english lexemes of the query (text[]), as documents are tokenised."""
-    return func.tsvector_to_array(
-        func.to_tsvector(literal_column("'english'::regconfig"), query))
+    return func.tsvector_to_array(to_tsvector(query))
 
 
 def _term_statistics(prefix: str, tenant_id: ColumnElement[str],

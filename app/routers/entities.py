@@ -24,7 +24,7 @@ from app.schemas.facts import FactPage
 from app.services import deletion, entities
 from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
-from app.services.responses.entities import entity_out, merge_out
+from app.services.responses.entities import entity_out, merge_out, resolve_out
 from app.services.responses.facts import fact_page_out
 from app.services.responses.pages import page_out
 
@@ -82,8 +82,7 @@ async def resolve_entity(body: ResolveRequest, session: SessionDep,
     score descending then canonical name; scores rounded to 4 places. Candidate discovery
     considers at most 100 name matches and 100 fuzzy matches.
     """
-    candidates = await entities.resolve_name(session, tenant_id=tenant_id, request=body)
-    return [ResolveCandidate.model_validate(candidate) for candidate in candidates]
+    return resolve_out(await entities.resolve_name(session, tenant_id=tenant_id, request=body))
 
 
 @router.get("/{entity_id}", response_model=EntityOut, responses=problem_responses(404, 422),

@@ -1,10 +1,11 @@
 """/v1/jobs: durable background jobs (consolidation, decay sweep, episode cleanup)."""
 
 import uuid
+from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Depends, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.deps import SessionDep, TenantDep
@@ -27,41 +28,51 @@ queue_route = partial(router.post, status_code=202, response_model=JobOut,
                       response_description=ACCEPTED, responses=problem_responses(422))
 
 
-async def _queue(response: Response, session: AsyncSession, tenant_id: str, kind: str,
-                 params: dict[str, Any]) -> JobOut:
-    job = job_out(await jobs.enqueue(session, tenant_id=tenant_id, kind=kind, params=params))
-    response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return job
+@dataclass(frozen=True)
+class _Queue:
+    """Queues a job of the caller's tenant; the answer's Location is the job."""
+
+    response: Response
+    session: AsyncSession
+    tenant_id: str
+
+    async def __call__(self, kind: str, params: dict[str, Any]) -> JobOut:
+        job = job_out(await jobs.enqueue(self.session, tenant_id=self.tenant_id, kind=kind,
+                                         params=params))
+        self.response.headers["Location"] = f"/v1/jobs/{job.id}"
+        return job
+
+
+def _queue_of(response: Response, session: SessionDep, tenant_id: TenantDep) -> _Queue:
+    return _Queue(response, session, tenant_id)
+
+
+QueueDep = Annotated[_Queue, Depends(_queue_of, scope="function")]
 
 
 @queue_route("/consolidation", summary="Queue an LLM consolidation job")
-async def queue_consolidation(response: Response, session: SessionDep,
-                              tenant_id: TenantDep) -> JobOut:
+async def queue_consolidation(queue: QueueDep) -> JobOut:
     """Turn the tenant's pending episodes into facts and rules, one butler group at a time.
 
     Without a configured LLM (`llm.base_url` unset) the job is a dry run: it groups and counts
     the pending episodes and says so in its result.
     """
-    return await _queue(response, session, tenant_id, "consolidation", {})
+    return await queue("consolidation", {})
 
 
 @queue_route("/decay", summary="Queue a decay sweep")
-async def queue_decay(response: Response, session: SessionDep, tenant_id: TenantDep) -> JobOut:
+async def queue_decay(queue: QueueDep) -> JobOut:
     """Apply decay thresholds to the tenant's facts and rules.
 
     effective_confidence < 0.05 expires a fact or flags a rule forgotten; below 0.2 marks it
     fading (`fading: true`); a fading one back at 0.2 or more loses the flag.
     """
-    return await _queue(response, session, tenant_id, "decay", {})
+    return await queue("decay", {})
 
 
 @queue_route("/cleanup", summary="Queue an episode cleanup")
-async def queue_cleanup(
-    response: Response,
-    session: SessionDep,
-    tenant_id: TenantDep,
-    body: Annotated[CleanupJobCreate | None, Body()] = None,
-) -> JobOut:
+async def queue_cleanup(queue: QueueDep,
+                        body: Annotated[CleanupJobCreate | None, Body()] = None) -> JobOut:
     """Delete the tenant's expired episodes, then, above `max_entries`, its oldest
     consolidated episodes and after them its oldest expired unconsolidated ones; an episode
     that has not expired is never deleted for capacity (`capacity_deleted`, of which
@@ -75,36 +86,28 @@ async def queue_cleanup(
     meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
     `episodes_deleted` event lists the episodes deleted unconsolidated
     (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting."""
-    return await _queue(response, session, tenant_id, "cleanup",
-                        (body or CleanupJobCreate()).model_dump())
+    return await queue("cleanup", (body or CleanupJobCreate()).model_dump())
 
 
 @queue_route("/pii-scrub", summary="Queue a PII scrub of run messages")
-async def queue_pii_scrub(
-    response: Response,
-    session: SessionDep,
-    tenant_id: TenantDep,
-    body: Annotated[PiiScrubJobCreate | None, Body()] = None,
-) -> JobOut:
+async def queue_pii_scrub(queue: QueueDep,
+                          body: Annotated[PiiScrubJobCreate | None, Body()] = None) -> JobOut:
     """Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
     by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`,
     else the tenant's own random salt, made once and kept in the database) and re-embed the
     message. Messages checked once are skipped
     unless `rescan` is true."""
-    return await _queue(response, session, tenant_id, "pii_scrub",
-                        (body or PiiScrubJobCreate()).model_dump())
+    return await queue("pii_scrub", (body or PiiScrubJobCreate()).model_dump())
 
 
 @queue_route("/arc-boundaries", summary="Queue an arc boundary proposal")
-async def queue_arc_boundaries(body: ArcBoundaryJobCreate, response: Response,
-                               session: SessionDep, tenant_id: TenantDep) -> JobOut:
+async def queue_arc_boundaries(body: ArcBoundaryJobCreate, queue: QueueDep) -> JobOut:
     """Cluster the scope's live episodes by occurred_at, cutting wherever two consecutive
     episodes are more than `gap_minutes` apart (default `arcs.boundary_gap_minutes`, 120), and
     create one draft arc (type `arcs.proposed_type`) per cluster, its episodes as key events.
     Clusters smaller than `arcs.min_episodes`, already overlapped by an arc of the scope, or
     whose last episode is less than one gap old are skipped and counted in the result."""
-    return await _queue(response, session, tenant_id, "arc_boundaries",
-                        body.model_dump(exclude_none=True))
+    return await queue("arc_boundaries", body.model_dump(exclude_none=True))
 
 
 @router.get("", response_model=Page[JobOut], responses=problem_responses(422),

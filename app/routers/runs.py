@@ -1,8 +1,9 @@
 """/v1/runs: task runs with their messages and feedback."""
 
 import uuid
+from functools import partial
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Depends, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
@@ -106,42 +107,41 @@ async def update_run(run_id: uuid.UUID, body: RunUpdate, session: SessionDep,
                                          run_id=run_id, data=body))
 
 
-@router.post("/{run_id}/messages", status_code=status.HTTP_201_CREATED,
-             response_model=RunMessageOut, responses=problem_responses(404, 422),
-             summary="Append a message")
-async def append_message(run_id: uuid.UUID, body: MessageCreate, request: Request,
-                         response: Response, session: SessionDep, tenant_id: TenantDep,
-                         embedder: EmbedderDep) -> RunMessageOut:
+def _locate_run(request: Request, response: Response, run_id: uuid.UUID) -> None:
+    """Point a 201's Location at the run (an error's own response carries none)."""
+    locate(request, response, f"/v1/runs/{run_id}")
+
+
+# A route that adds to a run: 201, and its Location is the run, read with what was added.
+added_to_run = partial(router.post, status_code=status.HTTP_201_CREATED,
+                       responses=problem_responses(404, 422),
+                       dependencies=[Depends(_locate_run)])
+
+
+@added_to_run("/{run_id}/messages", response_model=RunMessageOut, summary="Append a message")
+async def append_message(run_id: uuid.UUID, body: MessageCreate, session: SessionDep,
+                         tenant_id: TenantDep, embedder: EmbedderDep) -> RunMessageOut:
     """Append one message; `token_count` defaults to an estimate (characters / 4). `Location`
     is the run, which is read with its messages."""
     [row] = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
                                        run_id=run_id, items=[body])
-    locate(request, response, f"/v1/runs/{run_id}")
     return run_message_out(row)
 
 
-@router.post("/{run_id}/messages/batch", status_code=status.HTTP_201_CREATED,
-             response_model=MessageBatchOut, responses=problem_responses(404, 422),
-             summary="Append many messages at once")
-async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, request: Request,
-                          response: Response, session: SessionDep, tenant_id: TenantDep,
-                          embedder: EmbedderDep) -> MessageBatchOut:
+@added_to_run("/{run_id}/messages/batch", response_model=MessageBatchOut,
+              summary="Append many messages at once")
+async def append_messages(run_id: uuid.UUID, body: MessageBatchCreate, session: SessionDep,
+                          tenant_id: TenantDep, embedder: EmbedderDep) -> MessageBatchOut:
     """Append up to 1000 messages in one transaction, in order: all or none. `Location` is
     the run, which is read with its messages."""
-    rows = await runs.append_messages(session, tenant_id=tenant_id, embedder=embedder,
-                                      run_id=run_id, items=body.items)
-    locate(request, response, f"/v1/runs/{run_id}")
-    return message_batch_out(rows)
+    return message_batch_out(await runs.append_messages(
+        session, tenant_id=tenant_id, embedder=embedder, run_id=run_id, items=body.items))
 
 
-@router.post("/{run_id}/feedback", status_code=status.HTTP_201_CREATED,
-             response_model=RunFeedbackOut, responses=problem_responses(404, 422),
-             summary="Add feedback")
-async def add_feedback(run_id: uuid.UUID, body: FeedbackCreate, request: Request,
-                       response: Response, session: SessionDep,
+@added_to_run("/{run_id}/feedback", response_model=RunFeedbackOut, summary="Add feedback")
+async def add_feedback(run_id: uuid.UUID, body: FeedbackCreate, session: SessionDep,
                        tenant_id: TenantDep) -> RunFeedbackOut:
     """A critic's or human's rating (0 worst to 1 best) and rationale. `Location` is the run,
     which is read with its feedback."""
-    row = await runs.add_feedback(session, tenant_id=tenant_id, run_id=run_id, data=body)
-    locate(request, response, f"/v1/runs/{run_id}")
-    return run_feedback_out(row)
+    return run_feedback_out(await runs.add_feedback(session, tenant_id=tenant_id,
+                                                    run_id=run_id, data=body))

@@ -10,7 +10,7 @@ from app.schemas.common import (
     AwareDatetimeIn,
     Content,
     IsoDatetime,
-    MemoryType,
+    MemoryRef,
     Name,
     RequestModel,
     ResponseModel,
@@ -26,11 +26,9 @@ Summary = Annotated[str, Field(max_length=10_000)]
 EventText = Annotated[str, Field(max_length=2000)]
 
 
-class ArcEventCreate(RequestModel):
+class ArcEventCreate(MemoryRef):
     """A memory that marks a step of the arc."""
 
-    memory_type: MemoryType
-    memory_id: UUIDIn
     description: EventText = ""
     occurred_at: AwareDatetimeIn | None = Field(None, description="Omitted: now.")
 

@@ -147,6 +147,13 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class MemoryRef(RequestModel):
+    """An episode, fact or rule of the tenant."""
+
+    memory_type: MemoryType
+    memory_id: UUIDIn
+
+
 class ResponseModel(BaseModel):
     """Base of response bodies, readable from ORM rows."""
 

@@ -8,11 +8,10 @@ from pydantic import Field, StrictBool, field_validator
 from app.constants import SearchMode
 from app.schemas.common import (
     IsoDatetime,
-    MemoryType,
+    MemoryRef,
     Name,
     RequestModel,
     ResponseModel,
-    UUIDIn,
 )
 from app.schemas.search import QueryText, RecordScores
 from app.schemas.working_memory import JsonObject
@@ -34,13 +33,6 @@ class ProcedureStep(RequestModel):
     action: Action
     params_template: JsonObject = Field(default_factory=dict)
     conditions: JsonObject = Field(default_factory=dict)
-
-
-class MemoryRef(RequestModel):
-    """An episode, fact or rule of the tenant."""
-
-    memory_type: MemoryType
-    memory_id: UUIDIn
 
 
 Steps = Annotated[list[ProcedureStep], Field(min_length=1, max_length=MAX_STEPS)]

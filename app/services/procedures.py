@@ -15,8 +15,8 @@ from app.repositories import procedures as procedure_rows
 from app.repositories import rows as record_rows
 from app.repositories.procedures import ProcedureFilters
 from app.retrieval.records import RecordHit, search_records
+from app.schemas.common import MemoryRef
 from app.schemas.procedures import (
-    MemoryRef,
     ProcedureCreate,
     ProcedureSearchRequest,
     ProcedureStep,

@@ -122,6 +122,16 @@ async def test_a_fact_that_only_confirms_has_no_location(client):
     assert again.status_code == 200 and "Location" not in again.headers
 
 
+async def test_adding_to_an_unknown_run_is_404_without_a_location(client):
+    missing = "/v1/runs/00000000-0000-4000-8000-000000000000"
+    for path, body in [("/messages", {"role": "planner", "content": "plan"}),
+                       ("/messages/batch", {"items": [{"role": "human", "content": "hi"}]}),
+                       ("/feedback", {"source": "critic", "rating": 0.5})]:
+        response = await client.post(missing + path, json=body)
+        assert response.status_code == 404, (path, response.text)
+        assert "Location" not in response.headers, path
+
+
 async def test_a_location_with_non_ascii_path_segments_is_percent_encoded(client):
     response = await client.put("/v1/working-memory/agent-ü/sessión-𝄞", json={})
     assert response.status_code == 201, response.text

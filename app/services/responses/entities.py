@@ -2,13 +2,19 @@
 
 
 from app.models import Entity
-from app.schemas.entities import EntityOut, MergeOut
+from app.schemas.entities import EntityOut, MergeOut, ResolveCandidate
+from app.services.formulas.resolve import Candidate
 from app.services.merge import MergeResult
 
 
 def entity_out(row: Entity) -> EntityOut:
     """An entity as the API shows it."""
     return EntityOut.model_validate(row)
+
+
+def resolve_out(candidates: list[Candidate]) -> list[ResolveCandidate]:
+    """Ranked candidates of a name, best first."""
+    return [ResolveCandidate.model_validate(candidate) for candidate in candidates]
 
 
 def merge_out(result: MergeResult) -> MergeOut:

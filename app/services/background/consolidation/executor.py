@@ -17,8 +17,9 @@ from app.errors import NotFound, found
 from app.models import Fact, Rule
 from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows
+from app.schemas.common import MemoryRef
 from app.schemas.facts import FactCreate
-from app.schemas.procedures import MemoryRef, ProcedureCreate, ProcedureStep
+from app.schemas.procedures import ProcedureCreate, ProcedureStep
 from app.schemas.rules import RuleCreate
 from app.services.background.consolidation.parser import (
     ConsolidationResult,
