@@ -87,17 +87,18 @@ def context_text(previous: list[str], turn: str) -> str:
     return "\n".join([*lead, turn])
 
 
-# A turn longer than this stands on its own in the keyword index: on LongMemEval a long
-# assistant reply that took its question's words outranked the question
-# (bench/journal/2026-11.md, "Keyword context only for turns of at most 400 characters").
-KEYWORD_CONTEXT_MAX_CHARS = 400
+# A turn longer than this stands on its own in the keyword index and in the semantic list:
+# on LongMemEval a long assistant reply that took its question's words or meaning from the
+# turns before it outranked the question (bench/journal/2026-11.md, "Keyword context only
+# for turns of at most 400 characters", "Passages that rank their memory as a part").
+CONTEXT_MAX_CHARS = 400
 
 
 def keyword_text(turn: str, context: str | None, *, with_context: bool) -> str:
     """What the keyword index reads of an episode. With context (an episode of a session,
-    keyword context on) and a turn of at most KEYWORD_CONTEXT_MAX_CHARS: the turn, then its
+    keyword context on) and a turn of at most CONTEXT_MAX_CHARS: the turn, then its
     context (the turns before it and the turn again; the turn alone for a session's first
     turn), so its own words weigh twice its neighbours'. Otherwise the turn."""
-    if not with_context or len(turn) > KEYWORD_CONTEXT_MAX_CHARS:
+    if not with_context or len(turn) > CONTEXT_MAX_CHARS:
         return turn
     return f"{turn}\n{context or turn}"

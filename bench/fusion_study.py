@@ -35,6 +35,9 @@ from study_data import (  # a sibling script: run as python bench/...
     windows,
 )
 
+from app.retrieval.candidates import WINDOW_DISTANCE_PENALTY
+from app.text import CONTEXT_MAX_CHARS
+
 K1, B = 1.2, 0.75
 
 
@@ -45,6 +48,7 @@ class Scope:
     turns: list[Turn]
     own: np.ndarray  # (n, 384)
     best_passage: list[np.ndarray | None]  # each turn's window and context vectors, or None
+    n_windows: list[int]  # how many of each turn's passage vectors are windows (the first)
     postings: dict[str, tuple[np.ndarray, np.ndarray]]  # lexeme -> (turn indexes, tf)
     doc_len: np.ndarray
     session: np.ndarray  # session number per turn
@@ -60,9 +64,10 @@ class Legs:
     scope: Scope
     qvec: np.ndarray
     sem_own: np.ndarray
-    sem: np.ndarray  # best of own and passages where passages exist, else own
+    sem: np.ndarray  # the semantic list read on its own (retrieval/candidates.AS_PARTS)
     bm25: np.ndarray
     evidence: np.ndarray  # bool
+    sim: np.ndarray  # best of own and every passage: a hit's similarity, learned's pool order
 
 
 def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[str, int]],
@@ -70,14 +75,17 @@ def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[s
     """Arrays of one scope."""
     own = cache.get([t.content for t in turns])
     best: list[np.ndarray | None] = []
+    n_windows: list[int] = []
     if with_passages:
         ctx = contexts(turns)
         for turn, context in zip(turns, ctx, strict=True):
-            texts = windows(turn.content) + ([context] if context else [])
-            texts = [t for t in texts if sha(t) in cache.index]
+            spans = [t for t in windows(turn.content) if sha(t) in cache.index]
+            texts = spans + [t for t in [context] if t and sha(t) in cache.index]
             best.append(cache.get(texts) if texts else None)
+            n_windows.append(len(spans))
     else:
         best = [None] * len(turns)
+        n_windows = [0] * len(turns)
     postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     doc_len = np.zeros(len(turns))
     for i, turn in enumerate(turns):
@@ -87,7 +95,7 @@ def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[s
             postings[term][0].append(i)
             postings[term][1].append(tf)
     sessions: dict[str, int] = {}
-    return Scope(turns, own, best,
+    return Scope(turns, own, best, n_windows,
                  {t: (np.array(a), np.array(b, dtype=float)) for t, (a, b) in postings.items()},
                  doc_len, np.array([sessions.setdefault(t.session, len(sessions)) for t in turns]),
                  np.array([t.occurred_at for t in turns]),
@@ -111,12 +119,18 @@ def bm25(scope: Scope, terms: list[str]) -> np.ndarray:
 def legs_of(question: Question, scope: Scope, qvec: np.ndarray, terms: list[str]) -> Legs:
     """Both legs of one question."""
     sem_own = scope.own @ qvec
-    sem = sem_own.copy()
+    sem, sim = sem_own.copy(), sem_own.copy()
     for i, vectors in enumerate(scope.best_passage):
-        if vectors is not None:
-            sem[i] = max(sem[i], float((vectors @ qvec).max()))
+        if vectors is None:
+            continue
+        scores, n = vectors @ qvec, scope.n_windows[i]
+        sim[i] = max(sim[i], float(scores.max()))
+        if n:
+            sem[i] = max(sem[i], float(scores[:n].max()) - WINDOW_DISTANCE_PENALTY)
+        if len(scores) > n and scope.length[i] <= CONTEXT_MAX_CHARS:
+            sem[i] = max(sem[i], float(scores[n:].max()))
     evidence = np.array([t.turn_id in question.evidence for t in scope.turns])
-    return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence)
+    return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim)
 
 
 def load(cache_dir: Path, data: Path, with_passages: bool,
@@ -189,7 +203,7 @@ def table(rows: dict[str, Callable[[Legs], float]], all_legs: list[Legs]) -> Non
 def headroom(all_legs: list[Legs]) -> None:
     """Each leg's recall at 10, 50 and 100, the union's, RRF and the better-leg oracle."""
     def union(legs: Legs, depth: int) -> float:
-        top = set(order(legs.sem)[:depth]) | set(order(legs.bm25)[:depth])
+        top = set(order(legs.sim)[:depth]) | set(order(legs.bm25)[:depth])
         return float(legs.evidence[list(top)].sum() / legs.evidence.sum())
 
     rows: dict[str, Callable[[Legs], float]] = {}

@@ -26,7 +26,7 @@ TREES = 60
 
 def pool_of(legs: Legs, depth: int) -> np.ndarray:
     """Indexes in either leg's top `depth` (keyword: only turns with a match)."""
-    sem_top = order(legs.sem)[:depth]
+    sem_top = order(legs.sim)[:depth]
     kw_top = order(legs.bm25)[:depth]
     kw_top = kw_top[legs.bm25[kw_top] > 0]
     return np.unique(np.concatenate([sem_top, kw_top]))
@@ -34,8 +34,8 @@ def pool_of(legs: Legs, depth: int) -> np.ndarray:
 
 def candidates(legs: Legs, pool: np.ndarray, depth: int) -> list[Candidate]:
     """The pool as the service's second stage sees it."""
-    sem_rank = np.empty(len(legs.sem), dtype=int)
-    sem_rank[order(legs.sem)] = np.arange(1, len(legs.sem) + 1)
+    sem_rank = np.empty(len(legs.sim), dtype=int)
+    sem_rank[order(legs.sim)] = np.arange(1, len(legs.sim) + 1)
     kw_rank = np.empty(len(legs.bm25), dtype=int)
     kw_rank[order(legs.bm25)] = np.arange(1, len(legs.bm25) + 1)
     window = time_window(legs)
@@ -44,7 +44,7 @@ def candidates(legs: Legs, pool: np.ndarray, depth: int) -> list[Candidate]:
         turn = legs.scope.turns[i]
         in_kw = kw_rank[i] <= depth and legs.bm25[i] > 0
         out.append(Candidate(
-            similarity=float(legs.sem[i]), own_similarity=float(legs.sem_own[i]),
+            similarity=float(legs.sim[i]), own_similarity=float(legs.sem_own[i]),
             keyword=float(legs.bm25[i]) if in_kw else 0.0,
             semantic_rank=int(sem_rank[i]) if sem_rank[i] <= depth else None,
             keyword_rank=int(kw_rank[i]) if in_kw else None,

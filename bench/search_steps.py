@@ -76,7 +76,8 @@ async def run(args: argparse.Namespace) -> None:
                 start = time.perf_counter()
                 await search_rows.search_candidates(
                     session, types=TYPES, filters=filters, vector=vector, query=query,
-                    limit=depth)
+                    limit=depth, passages=search_rows.IN_FULL if args.fusion == "learned"
+                    else search_rows.AS_PARTS)
                 sql_seconds = time.perf_counter() - start
                 await session.rollback()
                 if round_number:

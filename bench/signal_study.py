@@ -64,7 +64,7 @@ def speaker_named(legs: Legs, pool: np.ndarray) -> np.ndarray:
 def feedback_similarity(legs: Legs, pool: np.ndarray) -> np.ndarray:
     """Similarity to the query moved towards each list's first three turns (Rocchio),
     against the pool's best."""
-    top = np.concatenate([order(legs.sem)[:3], order(legs.bm25)[:3]])
+    top = np.concatenate([order(legs.sim)[:3], order(legs.bm25)[:3]])
     query = legs.qvec + 0.5 * legs.scope.own[top].mean(axis=0)
     similarity = legs.scope.own[pool] @ (query / np.linalg.norm(query))
     return similarity - similarity.max()
@@ -72,7 +72,7 @@ def feedback_similarity(legs: Legs, pool: np.ndarray) -> np.ndarray:
 
 def session_gap(legs: Legs, pool: np.ndarray) -> np.ndarray:
     """How far below its session's best candidate each turn's similarity is."""
-    similarity, session = legs.sem[pool], legs.scope.session[pool]
+    similarity, session = legs.sim[pool], legs.scope.session[pool]
     best = {s: similarity[session == s].max() for s in np.unique(session)}
     return similarity - np.array([best[s] for s in session])
 
@@ -130,7 +130,7 @@ def main() -> None:
         "question lexemes held, idf-weighted": coverage(lexemes, weighted=True),
         "question's lexeme count": lambda L, p: np.full(len(p), float(len(
             lexemes[sha(L.question.text)]))),
-        "best similarity of the pool": lambda L, p: np.full(len(p), float(L.sem[p].max())),
+        "best similarity of the pool": lambda L, p: np.full(len(p), float(L.sim[p].max())),
         "best BM25 of the pool": lambda L, p: np.full(len(p), float(L.bm25[p].max())),
         "similarity below its session's best": session_gap,
         "neighbour turns' similarity": lambda L, p: adjacent(L, p, L.sem_own) - L.sem_own[p],

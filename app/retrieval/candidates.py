@@ -18,6 +18,7 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    case,
     cast,
     func,
     literal,
@@ -42,9 +43,35 @@ from app.repositories.fact_time import held_at
 from app.repositories.memories import MODELS
 from app.retrieval import keyword
 from app.scope import set_local
+from app.text import CONTEXT_MAX_CHARS
 
 Memory = Episode | Fact | Rule
 TIMESTAMPTZ = TIMESTAMP(timezone=True)
+
+# How passages rank their memory in the semantic list when it is read on its own (semantic
+# mode, rrf and weighted fusion). A window is a part of its memory, so the memory ranks by
+# the window's distance plus WINDOW_DISTANCE_PENALTY: a memory that matches as a whole goes
+# ahead of a long one with a passage on the question's subject, and a sentence deep in a
+# long memory is still found when its window is nearer than the others by more than that.
+# A context passage (a turn read after its session's earlier turns) ranks only turns of at
+# most CONTEXT_MAX_CHARS: a longer turn's context holds mostly its neighbours. Full lifts put
+# LongMemEval's long replies ahead of the turns that answer (bench/journal/2026-11.md,
+# "Passages that rank their memory as a part").
+WINDOW_DISTANCE_PENALTY = 0.1
+
+
+@dataclass(frozen=True)
+class PassageRanking:
+    """How much a passage may move its memory in the semantic list."""
+
+    window_penalty: float  # added to a window's cosine distance
+    context_max_chars: int  # the longest turn whose context passage counts
+
+
+AS_PARTS = PassageRanking(WINDOW_DISTANCE_PENALTY, CONTEXT_MAX_CHARS)
+# The learned second stage reads a memory's own similarity and its best passage's as two
+# signals, so its pool takes every passage in full.
+IN_FULL = PassageRanking(0.0, 2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -149,8 +176,8 @@ def _passage_scope(memory_type: str, filters: Filters) -> list[ColumnElement[boo
 def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
                   limit: int) -> Select[Any]:
     """The `limit` memories nearest to `vector`, by their own vector or their best passage's
-    (`score` is the smaller cosine distance). `vector` and `limit` are the named parameters
-    of the same names."""
+    (`score` is the smaller cosine distance, a passage's as `PassageRanking` says). `vector`,
+    `limit`, `window_penalty` and `context_max_chars` are named parameters."""
     model = MODELS[memory_type]
     bound_vector = bindparam("vector", vector, type_=Vector())
     bound_limit = bindparam("limit", limit, type_=Integer)
@@ -163,10 +190,14 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
     )
     owner = getattr(Passage, OWNER_COLUMNS[memory_type])
     passage_distance = Passage.embedding.cosine_distance(bound_vector)
+    penalty = case((Passage.kind == "window", bindparam("window_penalty", type_=Float)),
+                   else_=0.0)
+    counted = or_(Passage.kind != "context",
+                  Passage.end_char <= bindparam("context_max_chars", type_=Integer))
     windows = (
-        select(owner.label("id"), passage_distance.label("score"))
+        select(owner.label("id"), (passage_distance + penalty).label("score"))
         .join(model, model.id == owner)
-        .where(Passage.tenant_id == _param(filters, "tenant_id", Text),
+        .where(Passage.tenant_id == _param(filters, "tenant_id", Text), counted,
                *_passage_scope(memory_type, filters),
                *visibility_filters(memory_type, filters))
         .order_by(passage_distance)
@@ -369,18 +400,21 @@ NO_CANDIDATES = Candidates([], [], [], {})
 async def search_candidates(
     session: AsyncSession, *, types: Sequence[str], filters: Filters,
     vector: EmbeddingVector | None, query: str | None, limit: int,
-    window: tuple[datetime, datetime] | None = None,
+    window: tuple[datetime, datetime] | None = None, passages: PassageRanking = AS_PARTS,
 ) -> Candidates:
     """The candidate lists (each at most `limit` long) and their rows, in one statement.
 
-    A leg is skipped when its input is None; the time leg runs when `window` is given.
+    A leg is skipped when its input is None; the time leg runs when `window` is given;
+    `passages` says how far a passage moves its memory in the semantic and time lists.
     """
     if not types or (vector is None and query is None):
         return NO_CANDIDATES
     stmt = _candidate_statement(types, filters, vector, query, limit, window)
     start, end = window or filters.occurred or (None, None)
     params = {**filter_params(filters), "occurred_start": start, "occurred_end": end,
-              "vector": vector, "query": query, "limit": limit}
+              "vector": vector, "query": query, "limit": limit,
+              "window_penalty": passages.window_penalty,
+              "context_max_chars": passages.context_max_chars}
     lists: dict[str, list[RankedCandidate]] = {name: [] for name in LEGS}
     rows: dict[tuple[str, uuid.UUID], LoadedRow] = {}
     for found in await session.execute(stmt, params):

@@ -85,7 +85,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     found = await search_rows.search_candidates(
         session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
         limit=plan.depth,
-        window=span if plan.time_mode == "boost" and "episode" in plan.types else None)
+        window=span if plan.time_mode == "boost" and "episode" in plan.types else None,
+        passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS)
     semantic, keyword, boost = found.semantic, found.keyword, found.window
     near, paths = (await graph_candidates(session, filters=filters, types=plan.types,
                                           graph=plan.graph, limit=plan.limit,

@@ -4,7 +4,7 @@ before it too."""
 import pytest
 
 from app.services.background.reindex import reindex_all
-from app.text import KEYWORD_CONTEXT_MAX_CHARS
+from app.text import CONTEXT_MAX_CHARS
 from tests.support.factories import store_episode
 from tests.support.rights import marker_hits
 
@@ -130,7 +130,7 @@ async def test_a_long_turn_is_found_by_its_own_words_only(client):
         butler="chat", session_id=SESSION)
     short_reply = await store_episode(client, "Caroline: thanks, that helps!",
                                       butler="chat", session_id=SESSION)
-    assert len(long_reply["content"]) > KEYWORD_CONTEXT_MAX_CHARS
+    assert len(long_reply["content"]) > CONTEXT_MAX_CHARS
 
     found = [hit["id"] for hit in await keyword_search(client, "kayak")]
 

@@ -241,3 +241,37 @@ async def test_reembed_all_applies_a_new_context_turns_setting(client, sql, app,
     [(content, vector)] = [(c, v) for c, v in await context_passages(sql) if c == TURNS[2]]
     expected = await app.state.embedder.aembed(context_text([TURNS[1]], TURNS[2]))
     assert float(np.dot(vector, expected)) > 0.9999
+
+
+async def test_a_memory_matching_as_a_whole_ranks_before_a_window_matching_a_little_better(
+        client):
+    long_one = await store_episode(client, long_text())
+    short = await store_episode(client, "I keep my keys on a hook by the door.")
+
+    first, second = await search(client, "where is the spare key hidden?", mode="semantic",
+                                 types=["episode"], limit=2)
+
+    assert [first["id"], second["id"]] == [short["id"], long_one["id"]]
+    # Each hit shows its true similarity: the window's is the higher one.
+    assert second["passage"]["kind"] == "window"
+    assert second["similarity"] == second["passage"]["similarity"] > first["similarity"]
+
+
+async def test_a_long_turn_does_not_rank_by_the_turns_before_it(client):
+    question = await store_episode(client, "Where is the spare key hidden? I need it tonight.",
+                                   session_id="evening")
+    long_reply = await store_episode(client, " ".join(FILLER[:6]), session_id="evening")
+    short_reply = await store_episode(client, "Sure, give me a minute.", session_id="evening")
+    hook = await store_episode(client, "I keep my keys on a hook by the door.")
+
+    found = await search(client, "where is the spare key hidden?", mode="semantic",
+                         types=["episode"])
+
+    # The short reply ranks as read after the question (its context passage); the long
+    # reply, over 400 characters, by its own words, although its context passage (shown
+    # with its similarity) is nearer than the hook.
+    assert [hit["id"] for hit in found] == [question["id"], short_reply["id"], hook["id"],
+                                            long_reply["id"]]
+    assert found[1]["passage"]["kind"] == "context"
+    assert found[3]["passage"]["kind"] == "context"
+    assert found[3]["passage"]["similarity"] > found[2]["similarity"]
