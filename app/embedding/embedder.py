@@ -99,11 +99,6 @@ class Embedder:
         return self._scheduler.pending_chunks
 
     @property
-    def idle(self) -> bool:
-        """No model call queued or running: a query encoded now starts at once."""
-        return self._scheduler.idle
-
-    @property
     def chunk_record(self) -> list[ChunkEvent]:
         """The latest chunks queued, started and dropped, oldest first."""
         return list(self._scheduler.record)

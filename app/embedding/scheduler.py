@@ -85,12 +85,6 @@ class FairScheduler:
         with self._condition:
             return sum(len(queue) for queue in self._queues.values())
 
-    @property
-    def idle(self) -> bool:
-        """No chunk queued and no model call running: a chunk submitted now starts at once."""
-        with self._condition:
-            return not self._queues and not self._running and not self._background
-
     def submit(self, *, tenant_id: str,
                chunks: Sequence[list[str]]) -> "list[asyncio.Future[Vectors]]":
         """Queue `chunks` for `tenant_id`; one future per chunk, resolved on this loop."""

@@ -6,11 +6,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.retrieval import candidates as search_rows
 from app.retrieval import record_tables
 from app.retrieval.candidates import LoadedRow, RankedCandidate
 from app.retrieval.fusion import ScoredRow, fuse, fuse_learned, known_row, single_list
 from app.retrieval.plan import plan_search
-from app.retrieval.query_vector import query_vector
 from app.retrieval.record_tables import RecordQuery
 
 
@@ -29,13 +29,14 @@ async def search_records(session: AsyncSession, *, embedder: Embedder,
     cleaned = plan.query
     if not cleaned:
         return []
-    vector = (await query_vector(session, embedder, cleaned, tenant_id=tenant_id,
-                                 retrieval=retrieval, depth=plan.depth)
-              if plan.semantic else None)
+    vector = await embedder.aembed(cleaned, tenant_id=tenant_id) if plan.semantic else None
     keyword_query = cleaned if plan.keyword else None
     semantic: list[RankedCandidate] = []
     keyword: list[RankedCandidate] = []
     if vector is not None:
+        await search_rows.configure_vector_scan(
+            session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
         semantic = await record_tables.nearest(session, record_query, vector, plan.depth)
     if keyword_query is not None:
         keyword = await record_tables.matching(session, record_query, keyword_query,

@@ -29,7 +29,6 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
-from app.retrieval.query_vector import query_vector
 from app.services.fact_timeline import periods_at
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
@@ -71,10 +70,13 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     """
     if not plan.query:
         return []
-    vector = (await query_vector(session, embedder, plan.query, tenant_id=tenant_id,
-                                 retrieval=retrieval, depth=plan.depth)
+    vector = (await embedder.aembed(plan.query, tenant_id=tenant_id)
               if plan.semantic else None)
     keyword_query = plan.query if plan.keyword else None
+    if vector is not None:
+        await search_rows.configure_vector_scan(
+            session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
     span = plan.span
     filters = Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
                       occurred=span if plan.time_mode == "filter" else None,

@@ -1,7 +1,5 @@
-"""Settings local to a transaction ride on the statement that begins it (one round trip less);
-a search begins its transaction while the model encodes its query, when the model is idle."""
+"""Settings local to a transaction ride on the statement that begins it (one round trip less)."""
 
-import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,8 +7,6 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from app.embedding.scheduler import ChunkEvent
-from app.retrieval.query_vector import query_vector
 from app.rls import TENANT_SETTING
 from app.scope import Scope, scoped_transaction, set_local
 from tests.support.factories import store_episode, store_fact, store_rule
@@ -99,57 +95,3 @@ async def test_a_search_is_one_statement_after_the_settings(app, client, mode):
     assert "Mount Diablo" in top_episode["content"] and top_episode["time_rank"] == 1
     assert all(hit["content"] for hit in results)
     assert len(sent) == 2 and "set_config" in sent[0]
-
-
-LONG_QUERY = "what did Caroline say about the support group and the adoption agencies " * 8
-
-
-async def test_a_search_begins_its_transaction_while_the_idle_model_encodes(app):
-    """The connection, its liveness check and the settings cost no time of their own: they
-    are sent while the query's model call runs."""
-    embedder = app.state.embedder
-    model_busy_at_begin: list[bool] = []
-    engine = app.state.sessionmaker.kw["bind"].sync_engine
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "set_config" in statement:
-            model_busy_at_begin.append(not embedder.idle)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        async with scoped_transaction(app.state.sessionmaker, Scope(tenant_id="t1")) as session:
-            assert embedder.idle
-            vector = await query_vector(session, embedder, LONG_QUERY, tenant_id="t1",
-                                        retrieval=app.state.settings.retrieval, depth=70)
-            row = (await session.execute(SHOW)).one()
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
-    assert model_busy_at_begin == [True]
-    assert tuple(row) == ("70", "t1")
-    assert vector == pytest.approx(embedder.embed(LONG_QUERY), abs=1e-5)
-
-
-async def test_a_search_waiting_for_the_model_holds_no_connection(app):
-    """While other work keeps the model busy, a search's transaction begins only once its
-    query is encoded, so searches queued for the model do not hold the pool's connections."""
-    embedder = app.state.embedder
-    batch = asyncio.create_task(embedder.aembed_batch([f"{i} {LONG_QUERY}" for i in range(96)],
-                                                      tenant_id="busy"))
-    try:
-        while embedder.idle:
-            await asyncio.sleep(0.001)
-        pool = app.state.sessionmaker.kw["bind"].pool
-        held = pool.checkedout()
-        async with scoped_transaction(app.state.sessionmaker, Scope(tenant_id="t1")) as session:
-            search = asyncio.create_task(query_vector(
-                session, embedder, "support group", tenant_id="t1",
-                retrieval=app.state.settings.retrieval, depth=50))
-            while ChunkEvent("queued", "t1", 1) not in embedder.chunk_record:
-                await asyncio.sleep(0.001)
-            assert not search.done()
-            assert pool.checkedout() == held
-            await search
-            assert pool.checkedout() == held
-            assert tuple((await session.execute(SHOW)).one()) == ("50", "t1")
-    finally:
-        await batch

@@ -255,13 +255,3 @@ async def test_single_queries_wait_to_share_a_call_instead_of_the_background_wor
     assert tracked.sizes == [1, 3] and tracked.most_running == 1
     for vector, text in zip(vectors, queries, strict=True):
         assert vector == pytest.approx(with_background.embed(text), abs=1e-5)
-
-
-async def test_the_model_is_idle_only_with_nothing_queued_or_running(embedder: Embedder) -> None:
-    assert embedder.idle
-    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
-    await _until(lambda: _count(embedder, "started", "H") >= 1)
-    assert not embedder.idle
-    await big
-    await _until(lambda: embedder.idle)
-    assert embedder.pending_chunks == 0
