@@ -4,10 +4,13 @@ Adds one candidate signal at a time to the shipped signals (`app/retrieval/reran
 scores the trees on the same held-out folds as `rank_study.py`; then other tree sizes and
 benchmark weights. With `--tokens` (a cache this script fills with the model's per-token
 states of every question and pool turn, about 15 minutes of one core) it also tries MaxSim,
-the token-level similarity of the same MiniLM model.
+the token-level similarity of the same MiniLM model. With `--lambdarank` it also trains the
+trees to order each question's pool (LightGBM's LambdaRank and XE-NDCG objectives) instead
+of telling evidence from the rest; LightGBM is needed for that part only (`pip install
+lightgbm`), Engram itself does not use it.
 
     python bench/signal_study.py --cache /tmp/study-cache --passages \\
-        [--more-cache DIR ...] [--depth 30] [--tokens /tmp/tokens.pkl]
+        [--more-cache DIR ...] [--depth 30] [--tokens /tmp/tokens.pkl] [--lambdarank]
 """
 
 import json
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from fusion_study import Legs, load, order, recall_at, study_parser
-from rank_study import features, held_out, pool_of, question_weight, trees
+from rank_study import features, folds, held_out, pool_of, question_weight, trees
 from study_data import sha
 
 Extra = Callable[[Legs, np.ndarray], np.ndarray]
@@ -119,6 +122,8 @@ def main() -> None:
     parser = study_parser(__doc__)
     parser.add_argument("--depth", type=int, default=30)
     parser.add_argument("--tokens", type=Path, help="token-state cache (filled when missing)")
+    parser.add_argument("--lambdarank", action="store_true",
+                        help="also train ranking objectives (needs lightgbm)")
     args = parser.parse_args()
     all_legs = load(args.cache, args.data, args.passages, args.more_cache)
     lexemes = json.loads((args.cache / "lexemes.json").read_text())
@@ -142,6 +147,9 @@ def main() -> None:
     }
     if args.tokens:
         extras["MaxSim of token states"] = maxsim(token_states(all_legs, pools, args.tokens))
+    for components in (2, 4, 8):
+        extras[f"question's direction, {components} components"] = direction(all_legs,
+                                                                              components)
     print(f"{len(all_legs)} questions, depth {args.depth}\n", file=sys.stderr)
     print("| signals, training | " + " | ".join(GROUPS) + " |")
     print("|---" * (len(GROUPS) + 1) + "|")
@@ -158,6 +166,95 @@ def main() -> None:
         report(label, all_legs, pools, shipped, **kwargs)
     for weight in (2.0, 4.0):
         report(f"LoCoMo weighs {weight:g}x", all_legs, pools, shipped, locomo_weight=weight)
+    ranked = held_out(all_legs, pools, shipped,
+                      lambda x, y, w: trees().fit(x, y, sample_weight=w))
+    for step in (0.5, 1.0, 2.0, 3.0, 5.0):
+        report_orders(f"sessions spread: {step:g} places back per turn of its session "
+                      "ranked before", all_legs, {i: spread_sessions(all_legs[i], ranking, step)
+                                                   for i, ranking in ranked.items()})
+    if args.lambdarank:
+        for label, settings in RANKING_OBJECTIVES.items():
+            report_ranker(label, all_legs, pools, shipped, settings)
+
+
+def direction(all_legs: list[Legs], components: int) -> Extra:
+    """The question's vector along the first principal directions of all the questions'."""
+    vectors = np.stack([legs.qvec for legs in all_legs])
+    mean = vectors.mean(axis=0)
+    axes = np.linalg.svd(vectors - mean, full_matrices=False)[2][:components]
+
+    def extra(legs: Legs, pool: np.ndarray) -> np.ndarray:
+        return np.repeat(((legs.qvec - mean) @ axes.T)[None, :], len(pool), axis=0)
+    return extra
+
+
+def spread_sessions(legs: Legs, ranking: np.ndarray, step: float) -> np.ndarray:
+    """`ranking` with each turn moved `step` places back per turn of its session before it."""
+    seen: dict[int, int] = defaultdict(int)
+    keyed = []
+    for position, turn in enumerate(ranking):
+        session = legs.scope.session[turn]
+        keyed.append((position + step * seen[session], position, turn))
+        seen[session] += 1
+    return np.array([turn for _, _, turn in sorted(keyed)])
+
+
+def report_orders(name: str, all_legs: list[Legs], ranked: dict[int, np.ndarray]) -> None:
+    """One table row for given orders of each question's pool."""
+    found: dict[str, list[float]] = defaultdict(list)
+    for i, legs in enumerate(all_legs):
+        value = recall_at(legs, ranked[i], 10)
+        found[legs.question.bench].append(value)
+        found[f"{legs.question.bench}:{legs.question.qtype}"].append(value)
+    print(f"| {name} | " + " | ".join(f"{np.mean(found[g]):.3f}" for g in GROUPS) + " |",
+          flush=True)
+
+
+RANKING_OBJECTIVES: dict[str, dict[str, float | str]] = {
+    "LambdaRank, 60 trees of depth 3": {},
+    "LambdaRank, cut at 10": {"lambdarank_truncation_level": 10},
+    "LambdaRank, 120 trees, learning rate 0.05": {"n_estimators": 120, "learning_rate": 0.05},
+    "LambdaRank, 200 trees, learning rate 0.05": {"n_estimators": 200, "learning_rate": 0.05},
+    "LambdaRank, 60 trees of depth 4": {"num_leaves": 16, "max_depth": 4},
+    "LambdaRank, 120 trees of depth 4, learning rate 0.05": {
+        "num_leaves": 16, "max_depth": 4, "n_estimators": 120, "learning_rate": 0.05},
+    "LambdaRank, 100 trees, learning rate 0.07": {"n_estimators": 100, "learning_rate": 0.07},
+    "LambdaRank, at least 50 rows a leaf": {"min_child_samples": 50},
+    "LambdaRank, sigmoid 2": {"sigmoid": 2.0},
+    "LambdaRank, sigmoid 0.5": {"sigmoid": 0.5},
+    "LambdaRank, 0.8 of the rows a tree, seed 1": {"subsample": 0.8, "subsample_freq": 1,
+                                                   "random_state": 1},
+    "LambdaRank, 0.8 of the rows a tree, seed 2": {"subsample": 0.8, "subsample_freq": 1,
+                                                   "random_state": 2},
+    "XE-NDCG, 60 trees of depth 3": {"objective": "rank_xendcg"},
+    "XE-NDCG, 200 trees, learning rate 0.05": {"objective": "rank_xendcg", "n_estimators": 200,
+                                               "learning_rate": 0.05},
+}
+
+
+def report_ranker(name: str, all_legs: list[Legs], pools: list[np.ndarray],
+                  rows: list[np.ndarray], settings: dict[str, float | str]) -> None:
+    """One table row for trees trained to order each question's pool (LightGBM)."""
+    import lightgbm
+
+    labels = [legs.evidence[pool].astype(int) for legs, pool in zip(all_legs, pools,
+                                                                     strict=True)]
+    fold = folds(all_legs, 5)
+    ranked: dict[int, np.ndarray] = {}
+    for f in range(5):
+        train = [i for i in range(len(all_legs)) if fold[i] != f]
+        model = lightgbm.LGBMRanker(**{
+            "objective": "lambdarank", "n_estimators": 60, "learning_rate": 0.1,
+            "num_leaves": 8, "max_depth": 3, "min_child_samples": 20, "verbose": -1,
+            "random_state": 0, **settings})
+        model.fit(np.concatenate([rows[i] for i in train]),
+                  np.concatenate([labels[i] for i in train]),
+                  group=[len(labels[i]) for i in train],
+                  sample_weight=np.concatenate([np.full(len(labels[i]), 1000 * question_weight(
+                      all_legs, i)) for i in train]))
+        for i in (i for i in range(len(all_legs)) if fold[i] == f):
+            ranked[i] = pools[i][order(model.predict(rows[i]))]
+    report_orders(name, all_legs, ranked)
 
 
 GROUPS = ("lme", "locomo", "locomo:multi-hop", "locomo:open-domain", "locomo:single-hop",
@@ -174,13 +271,7 @@ def report(name: str, all_legs: list[Legs], pools: list[np.ndarray], rows: list[
     ranked = held_out(all_legs, pools, rows,
                       lambda x, y, w: trees(**tree_args).fit(x, y, sample_weight=w),
                       weight=weight)
-    found: dict[str, list[float]] = defaultdict(list)
-    for i, legs in enumerate(all_legs):
-        value = recall_at(legs, ranked[i], 10)
-        found[legs.question.bench].append(value)
-        found[f"{legs.question.bench}:{legs.question.qtype}"].append(value)
-    print(f"| {name} | " + " | ".join(f"{np.mean(found[g]):.3f}" for g in GROUPS) + " |",
-          flush=True)
+    report_orders(name, all_legs, ranked)
 
 
 if __name__ == "__main__":
