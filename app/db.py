@@ -2,12 +2,14 @@
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -104,13 +106,42 @@ def create_engine(url: str, *, pool_size: int = 10, max_overflow: int | None = N
         connect_args["host"] = query["host"][0]
     if role is not None:
         connect_args["server_settings"] = {"role": role}
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size if max_overflow is None else max_overflow,
-        pool_pre_ping=True,
         connect_args=connect_args,
     )
+    check_liveness_after_idle(engine)
+    return engine
+
+
+# A connection given back to the pool less than this long ago is taken again unchecked.
+LIVENESS_BYPASS_SECONDS = 0.5
+_CHECKED_IN_AT = "engram_checked_in_at"
+
+
+def check_liveness_after_idle(engine: AsyncEngine) -> None:
+    """Check that a pooled connection is alive before handing it out, unless it was in use
+    less than `LIVENESS_BYPASS_SECONDS` ago; a dead one is replaced by a new connection.
+
+    The check costs three round trips; searches and writes back to back would pay them on
+    every request for a connection the previous request just used."""
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _note_checkin(dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKED_IN_AT] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _check_liveness(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        checked_in = record.info.get(_CHECKED_IN_AT)
+        if checked_in is None or time.monotonic() - checked_in < LIVENESS_BYPASS_SECONDS:
+            return
+        try:
+            dbapi_connection.ping()
+        except Exception as error:  # noqa: BLE001 - any failure: the connection is dead
+            raise DisconnectionError(f"pooled connection failed its liveness check: {error}"
+                                     ) from error
 
 
 def unnamed_statements() -> dict[str, Any]:
