@@ -80,6 +80,14 @@ def folds(all_legs: list[Legs], k: int) -> list[int]:
     return [fold_of[legs.question.scope] for legs in all_legs]
 
 
+def splits(all_legs: list[Legs], k: int) -> list[tuple[list[int], list[int]]]:
+    """Per fold, the questions trained on (the other folds) and those ranked (this one)."""
+    fold = folds(all_legs, k)
+    everyone = range(len(all_legs))
+    return [([i for i in everyone if fold[i] != f], [i for i in everyone if fold[i] == f])
+            for f in range(k)]
+
+
 def question_weight(all_legs: list[Legs], index: int) -> float:
     """Each benchmark weighs the same in training, and each of its questions the same
     (whatever their pool size and evidence count)."""
@@ -110,15 +118,13 @@ def held_out(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarra
     """Each question's pool (by index) ordered by a model `fit` on the other folds, each
     question weighing `weight` in training."""
     ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
-    fold = folds(all_legs, k)
     out: dict[int, np.ndarray] = {}
-    for f in range(k):
-        train = [i for i in range(len(all_legs)) if fold[i] != f]
+    for train, ranked in splits(all_legs, k):
         weights = np.concatenate([np.full(len(ys[i]), weight(all_legs, i) /
                                           max(ys[i].sum(), 1)) for i in train])
         model = fit(np.concatenate([rows[i] for i in train]),
                     np.concatenate([ys[i] for i in train]), weights)
-        for i in (i for i in range(len(all_legs)) if fold[i] == f):
+        for i in ranked:
             out[i] = pools[i][order(model.decision_function(rows[i]))]
     return out
 

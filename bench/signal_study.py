@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from fusion_study import Legs, load, order, recall_at, study_parser
-from rank_study import features, folds, held_out, pool_of, question_weight, trees
+from rank_study import features, held_out, pool_of, question_weight, splits, trees
 from study_data import sha
 
 Extra = Callable[[Legs, np.ndarray], np.ndarray]
@@ -239,10 +239,8 @@ def report_ranker(name: str, all_legs: list[Legs], pools: list[np.ndarray],
 
     labels = [legs.evidence[pool].astype(int) for legs, pool in zip(all_legs, pools,
                                                                      strict=True)]
-    fold = folds(all_legs, 5)
     ranked: dict[int, np.ndarray] = {}
-    for f in range(5):
-        train = [i for i in range(len(all_legs)) if fold[i] != f]
+    for train, test in splits(all_legs, 5):
         model = lightgbm.LGBMRanker(**{
             "objective": "lambdarank", "n_estimators": 60, "learning_rate": 0.1,
             "num_leaves": 8, "max_depth": 3, "min_child_samples": 20, "verbose": -1,
@@ -252,7 +250,7 @@ def report_ranker(name: str, all_legs: list[Legs], pools: list[np.ndarray],
                   group=[len(labels[i]) for i in train],
                   sample_weight=np.concatenate([np.full(len(labels[i]), 1000 * question_weight(
                       all_legs, i)) for i in train]))
-        for i in (i for i in range(len(all_legs)) if fold[i] == f):
+        for i in test:
             ranked[i] = pools[i][order(model.predict(rows[i]))]
     report_orders(name, all_legs, ranked)
 
