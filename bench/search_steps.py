@@ -1,11 +1,15 @@
 """Where a search's time goes: the whole request beside its floors, on data already stored.
 
 Times, for the same questions one at a time: POST /v1/search through HTTP (hybrid, limit
-10, the given fusion), and in this process the query embedding alone (the server's model
-settings) and the search statement alone (retrieval/candidates.search_candidates: the one SQL
-statement of both legs over episodes, facts and rules with every candidate's row, as deep as
-the fusion reads them), as the service's role `engram_app` under row-level security in the
-tenant's scope.
+10, the given fusion) with the standard library's `http.client` on one kept-alive connection,
+and the same request through `httpx` (which spends a millisecond or more of its own per
+request: its figure is the service's plus that client's), each question asked by the two
+clients in turns of which goes first; and in this process the query embedding alone (the
+server's model settings) and the search statement alone (retrieval/candidates.
+search_candidates: the one SQL statement of both legs over episodes, facts and rules with every
+candidate's row, as deep as the fusion reads them), as the service's role `engram_app` under
+row-level security in the tenant's scope. Last, each HTTP time over its floors (the model's
+plus the statement's, at the same percentile).
 
     engram serve --no-auth --port 8100 &       # over a data directory holding memories
     ENGRAM_DATA_DIR=... python bench/search_steps.py \
@@ -15,11 +19,14 @@ tenant's scope.
 
 import argparse
 import asyncio
+import http.client
+import json
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 from sqlalchemy import text
@@ -38,11 +45,45 @@ TYPES = ["episode", "fact", "rule"]
 LIMIT = 10
 
 
+def percentile(seconds: list[float], q: float) -> float:
+    """The `q` quantile of `seconds` (the median at 0.5), in ms."""
+    if q == 0.5:
+        return statistics.median(seconds) * 1000
+    ms = sorted(s * 1000 for s in seconds)
+    return ms[max(0, round(q * len(ms)) - 1)]
+
+
 def summary(name: str, seconds: list[float]) -> str:
     """'name: p50 x ms, p95 y ms (n)'."""
-    ms = sorted(s * 1000 for s in seconds)
-    p95 = ms[max(0, round(0.95 * len(ms)) - 1)]
-    return f"{name:38s} p50 {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   (n={len(ms)})"
+    return (f"{name:38s} p50 {percentile(seconds, 0.5):7.1f} ms   "
+            f"p95 {percentile(seconds, 0.95):7.1f} ms   (n={len(seconds)})")
+
+
+class PlainClient:
+    """POSTs JSON over one kept-alive HTTP/1.1 connection with `http.client`, which adds
+    little of its own to a request's time (the benchmark waits for each answer anyway)."""
+
+    def __init__(self, base_url: str) -> None:
+        parts = urlsplit(base_url)
+        self._connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1",
+                                                      parts.port, timeout=60)
+
+    def post(self, path: str, payload: dict[str, object]) -> float:
+        """Seconds from sending the request to having read the whole answer (2xx only)."""
+        data = json.dumps(payload).encode()
+        start = time.perf_counter()
+        self._connection.request("POST", path, body=data,
+                                 headers={"Content-Type": "application/json"})
+        response = self._connection.getresponse()
+        answer = response.read()
+        seconds = time.perf_counter() - start
+        if response.status >= 300:
+            raise RuntimeError(f"POST {path}: {response.status} {answer[:200]!r}")
+        return seconds
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._connection.close()
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -56,17 +97,30 @@ async def run(args: argparse.Namespace) -> None:
             "fusion": args.fusion}
     # Learned fusion reads each list rerank.DEPTH deep; its statement is timed at that depth.
     depth = max(LIMIT, rerank.DEPTH) if args.fusion == "learned" else LIMIT
-    steps: dict[str, list[float]] = {"search through HTTP": [], "model alone (one query)": [],
+    steps: dict[str, list[float]] = {"search through HTTP": [], "same, through httpx": [],
+                                     "model alone (one query)": [],
                                      "search statement SQL alone": []}
+    plain = PlainClient(args.base_url)
     async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as http, \
             AsyncSession(engine) as session:
         scope_session(session, Scope(tenant_id=args.tenant))
+
+        async def through_httpx(payload: dict[str, object]) -> float:
+            start = time.perf_counter()
+            response = await http.post("/v1/search", json=payload)
+            seconds = time.perf_counter() - start
+            response.raise_for_status()
+            return seconds
+
         for round_number in range(2):  # the first round only warms caches
-            for query in questions:
-                start = time.perf_counter()
-                response = await http.post("/v1/search", json={"query": query, **body})
-                http_seconds = time.perf_counter() - start
-                response.raise_for_status()
+            for index, query in enumerate(questions):
+                payload = {"query": query, **body}
+                if index % 2:
+                    http_seconds = plain.post("/v1/search", payload)
+                    httpx_seconds = await through_httpx(payload)
+                else:
+                    httpx_seconds = await through_httpx(payload)
+                    http_seconds = plain.post("/v1/search", payload)
                 start = time.perf_counter()
                 vector = await embedder.aembed(query)
                 model_seconds = time.perf_counter() - start
@@ -81,13 +135,20 @@ async def run(args: argparse.Namespace) -> None:
                 sql_seconds = time.perf_counter() - start
                 await session.rollback()
                 if round_number:
-                    for name, seconds in zip(steps, (http_seconds, model_seconds, sql_seconds),
-                                             strict=True):
+                    for name, seconds in zip(steps, (http_seconds, httpx_seconds,
+                                                     model_seconds, sql_seconds), strict=True):
                         steps[name].append(seconds)
     await engine.dispose()
     embedder.close()
+    plain.close()
     for name, seconds in steps.items():
         print(summary(name, seconds))
+    floors = [percentile(steps["model alone (one query)"], q)
+              + percentile(steps["search statement SQL alone"], q) for q in (0.5, 0.95)]
+    for name in ("search through HTTP", "same, through httpx"):
+        p50, p95 = (percentile(steps[name], q) / floor
+                    for q, floor in zip((0.5, 0.95), floors, strict=True))
+        print(f"{name + ' over its floors':38s} p50 {p50:7.2f} x    p95 {p95:7.2f} x")
 
 
 def main() -> None:
