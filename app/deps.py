@@ -1,5 +1,6 @@
 """Request dependencies: settings, the per-request transaction, the tenant, the embedder."""
 
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -16,9 +17,11 @@ from app.reads import SAFE_METHODS, read_transaction, writer_key
 from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
 from app.reads import primary_only as primary_only
 from app.replicas import ReplicaSet
-from app.scope import SYSTEM, Scope, scoped_transaction
-from app.services import actors
+from app.scope import SYSTEM, Scope, scoped_transaction, set_local
+from app.services import actors, references
 from app.services.api_keys import resolve_key
+
+logger = logging.getLogger(__name__)
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
@@ -144,6 +147,35 @@ async def get_read_session(request: Request,
 
 # For routes that never write, but for the references a read counts (app/services/references).
 ReadSessionDep = Annotated[AsyncSession, Depends(get_read_session, scope="function")]
+
+# PostgreSQL refuses any write in the transaction from its first statement on.
+READ_ONLY = {"transaction_read_only": "on"}
+
+
+async def get_query_session(request: Request,
+                            tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
+    """A read-only transaction per request in the caller's tenant (on a read replica when one
+    may serve the caller), ended after the answer is sent: it wrote nothing, so its end
+    cannot change the answer, and the caller does not wait for it. An error before the
+    answer reaches the caller as usual; a failure to end after it is logged."""
+    scope = request_scope(request.app.state.settings, tenant_id)
+    answered = False
+    try:
+        async with read_transaction(request.app.state, scope, writer_key(tenant_id)) as session:
+            if not references.on_replica(session):  # a replica's transactions are read-only
+                await set_local(session, READ_ONLY)
+            yield session
+            answered = True
+    except Exception as error:
+        if not answered:
+            raise
+        logger.warning("a read-only transaction failed to end after its answer was sent: "
+                       "%s: %s", type(error).__name__, error)
+
+
+# For routes that only read and count no reference (searches): the caller gets the answer
+# before the transaction ends.
+QuerySessionDep = Annotated[AsyncSession, Depends(get_query_session, scope="request")]
 
 
 async def request_embedder(request: Request) -> Embedder:

@@ -4,7 +4,14 @@ import uuid
 
 from fastapi import APIRouter, Request, Response, status
 
-from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
+from app.deps import (
+    EmbedderDep,
+    QuerySessionDep,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+    TenantDep,
+)
 from app.errors import problem_responses
 from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
@@ -53,7 +60,7 @@ async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep, scope: Text =
 
 @router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),
              summary="Search arcs")
-async def search_arcs(body: ArcSearchRequest, session: ReadSessionDep, tenant_id: TenantDep,
+async def search_arcs(body: ArcSearchRequest, session: QuerySessionDep, tenant_id: TenantDep,
                       embedder: EmbedderDep, settings: SettingsDep) -> ArcSearchResponse:
     """Find arcs by title, summary, outcome and lessons: semantic and keyword lists fused by
     Reciprocal Rank Fusion in `hybrid` mode, like procedure search."""

@@ -5,7 +5,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
+from app.deps import (
+    EmbedderDep,
+    QuerySessionDep,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+    TenantDep,
+)
 from app.errors import problem_responses
 from app.routers.created import locate
 from app.routers.params import Cursor, Limit, Text
@@ -64,7 +71,7 @@ async def list_procedures(
 
 @router.post("/search", response_model=ProcedureSearchResponse,
              responses=problem_responses(422), summary="Search procedures")
-async def search_procedures(body: ProcedureSearchRequest, session: ReadSessionDep,
+async def search_procedures(body: ProcedureSearchRequest, session: QuerySessionDep,
                             tenant_id: TenantDep, embedder: EmbedderDep,
                             settings: SettingsDep) -> ProcedureSearchResponse:
     """Find procedures by meaning and by words (name, description and step actions).
