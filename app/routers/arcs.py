@@ -62,8 +62,8 @@ async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep, scope: Text =
              summary="Search arcs")
 async def search_arcs(body: ArcSearchRequest, session: QuerySessionDep, tenant_id: TenantDep,
                       embedder: EmbedderDep, settings: SettingsDep) -> ArcSearchResponse:
-    """Find arcs by title, summary, outcome and lessons: semantic and keyword lists fused by
-    Reciprocal Rank Fusion in `hybrid` mode, like procedure search."""
+    """Find arcs by title, summary, outcome and lessons: in `hybrid` mode the semantic and
+    keyword lists are fused by the configured `[retrieval] fusion`, like procedure search."""
     hits = await arcs.search_arcs(session, tenant_id=tenant_id, embedder=embedder,
                                   retrieval=settings.retrieval, request=body)
     return arc_search_out(body.mode, hits)

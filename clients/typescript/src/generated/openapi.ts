@@ -81,8 +81,8 @@ export interface paths {
         put?: never;
         /**
          * Search arcs
-         * @description Find arcs by title, summary, outcome and lessons: semantic and keyword lists fused by
-         *     Reciprocal Rank Fusion in `hybrid` mode, like procedure search.
+         * @description Find arcs by title, summary, outcome and lessons: in `hybrid` mode the semantic and
+         *     keyword lists are fused by the configured `[retrieval] fusion`, like procedure search.
          */
         post: operations["search_arcs"];
         delete?: never;
@@ -1050,10 +1050,11 @@ export interface paths {
          * @description Find procedures by meaning and by words (name, description and step actions).
          *
          *     `hybrid` (default) fuses the semantic list (cosine similarity of the embeddings) and the
-         *     keyword list (ts_rank_cd of the query's lexemes OR-ed) by Reciprocal Rank Fusion,
-         *     `rrf_score = 1/(k + semantic_rank) + 1/(k + keyword_rank)` with the configured k (60), a
-         *     procedure absent from one list counting as rank `limit + 1` there. Current versions only
-         *     unless `include_superseded`.
+         *     keyword list (ts_rank_cd of the query's lexemes OR-ed) by the configured
+         *     `[retrieval] fusion`: by default the learned model (`fused_score`, with `contributions`);
+         *     with `rrf`, `rrf_score = 1/(k + semantic_rank) + 1/(k + keyword_rank)` with the configured
+         *     k (60), a procedure absent from one list counting as rank `limit + 1` there. Current
+         *     versions only unless `include_superseded`.
          */
         post: operations["search_procedures"];
         delete?: never;
