@@ -91,14 +91,18 @@ def check_page(driver: Any, shots: Path, name: str, width: int = 1280) -> None:
 
 
 def click(driver: Any, *locator: str, within: Any = None) -> None:
-    """Click a link or button and wait until the next page has replaced this one."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
+    """Click a link or button and wait until the next page has loaded in place of this one."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = driver.find_element(By.TAG_NAME, "html")
+    # A mark on the old page's window: it is gone once another document has loaded.
+    # Asking about the old page's elements instead races the navigation, and chromium
+    # may then answer with an inspector error rather than a stale element.
+    driver.execute_script("window.clickedFrom = true")
     (within or driver).find_element(*locator).click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+    WebDriverWait(driver, 20, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return window.clickedFrom === undefined && document.readyState === 'complete'"))
 
 
 def wait_for(driver: Any, condition: Any, what: str, seconds: float = 30) -> None:
