@@ -97,8 +97,9 @@ def question_weight(all_legs: list[Legs], index: int) -> float:
 
 def trees(**settings: float) -> HistGradientBoostingClassifier:
     """The shipped model's kind and size (`settings` override its tree settings)."""
-    chosen = {"max_iter": TREES, "max_depth": 3, "learning_rate": 0.1, **settings}
-    return HistGradientBoostingClassifier(**chosen, class_weight="balanced", random_state=0)
+    chosen = {"max_iter": TREES, "max_depth": 3, "learning_rate": 0.1, "random_state": 0,
+              **settings}
+    return HistGradientBoostingClassifier(**chosen, class_weight="balanced")
 
 
 def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline:
@@ -113,20 +114,28 @@ Fit = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]  # (rows, labels, weig
 Weight = Callable[[list[Legs], int], float]
 
 
-def held_out(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray], fit: Fit,
-             k: int = 5, weight: Weight = question_weight) -> dict[int, np.ndarray]:
-    """Each question's pool (by index) ordered by a model `fit` on the other folds, each
+def held_out_scores(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray],
+                    fit: Fit, k: int = 5,
+                    weight: Weight = question_weight) -> dict[int, np.ndarray]:
+    """Each question's pool (by index) scored by a model `fit` on the other folds, each
     question weighing `weight` in training."""
     ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
     out: dict[int, np.ndarray] = {}
-    for train, ranked in splits(all_legs, k):
+    for train, scored in splits(all_legs, k):
         weights = np.concatenate([np.full(len(ys[i]), weight(all_legs, i) /
                                           max(ys[i].sum(), 1)) for i in train])
         model = fit(np.concatenate([rows[i] for i in train]),
                     np.concatenate([ys[i] for i in train]), weights)
-        for i in ranked:
-            out[i] = pools[i][order(model.decision_function(rows[i]))]
+        for i in scored:
+            out[i] = model.decision_function(rows[i])
     return out
+
+
+def held_out(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray], fit: Fit,
+             k: int = 5, weight: Weight = question_weight) -> dict[int, np.ndarray]:
+    """Each question's pool (by index) ordered by a model `fit` on the other folds."""
+    scores = held_out_scores(all_legs, pools, rows, fit, k, weight)
+    return {i: pools[i][order(values)] for i, values in scores.items()}
 
 
 def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,

@@ -6,8 +6,10 @@ benchmark weights. With `--tokens` (a cache this script fills with the model's p
 states of every question and pool turn, about 15 minutes of one core) it also tries MaxSim,
 the token-level similarity of the same MiniLM model. With `--lambdarank` it also trains the
 trees to order each question's pool (LightGBM's LambdaRank and XE-NDCG objectives) instead
-of telling evidence from the rest; LightGBM is needed for that part only (`pip install
-lightgbm`), Engram itself does not use it.
+of telling evidence from the rest, alone, averaged over seeds and blended with the shipped
+trees; LightGBM is needed for that part only (`pip install lightgbm`), Engram itself does not
+use it. Bagged trees (each trained on resampled rows and a part of the signals) show what
+averaging away the trees' variance gives.
 
     python bench/signal_study.py --cache /tmp/study-cache --passages \\
         [--more-cache DIR ...] [--depth 30] [--tokens /tmp/tokens.pkl] [--lambdarank]
@@ -18,12 +20,13 @@ import pickle
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from fusion_study import Legs, load, order, recall_at, study_parser
-from rank_study import features, held_out, pool_of, question_weight, splits, trees
+from rank_study import features, held_out, held_out_scores, pool_of, question_weight, splits, trees
 from study_data import sha
 
 Extra = Callable[[Legs, np.ndarray], np.ndarray]
@@ -166,6 +169,12 @@ def main() -> None:
         report(label, all_legs, pools, shipped, **kwargs)
     for weight in (2.0, 4.0):
         report(f"LoCoMo weighs {weight:g}x", all_legs, pools, shipped, locomo_weight=weight)
+    for count, share, resample in ((10, 1.0, True), (10, 0.7, False), (20, 0.5, True)):
+        report_orders(f"{count} bagged trees, {share:g} of the signals each"
+                      + (", rows resampled" if resample else ""), all_legs,
+                      held_out(all_legs, pools, shipped,
+                               lambda x, y, w, c=count, f=share, r=resample:
+                               Bagged(c, f, r).fit(x, y, w)))
     ranked = held_out(all_legs, pools, shipped,
                       lambda x, y, w: trees().fit(x, y, sample_weight=w))
     for step in (0.5, 1.0, 2.0, 3.0, 5.0):
@@ -175,6 +184,17 @@ def main() -> None:
     if args.lambdarank:
         for label, settings in RANKING_OBJECTIVES.items():
             report_ranker(label, all_legs, pools, shipped, settings)
+        averaged = ranker_scores(all_legs, pools, shipped, SEEDS_AVERAGED, seeds=range(5))
+        report_orders("LambdaRank, 0.8 of the rows a tree, 5 seeds averaged", all_legs,
+                      {i: pools[i][order(values)] for i, values in averaged.items()})
+        tree_scores = held_out_scores(all_legs, pools, shipped,
+                                      lambda x, y, w: trees().fit(x, y, sample_weight=w))
+        for share in (0.3, 0.5, 0.7):
+            report_orders(f"shipped trees {share:g} + the 5 averaged {1 - share:g}, "
+                          "standardised per question", all_legs, {
+                              i: pools[i][order(share * standard(tree_scores[i])
+                                                + (1 - share) * standard(averaged[i]))]
+                              for i in averaged})
 
 
 def direction(all_legs: list[Legs], components: int) -> Extra:
@@ -232,27 +252,69 @@ RANKING_OBJECTIVES: dict[str, dict[str, float | str]] = {
 }
 
 
-def report_ranker(name: str, all_legs: list[Legs], pools: list[np.ndarray],
-                  rows: list[np.ndarray], settings: dict[str, float | str]) -> None:
-    """One table row for trees trained to order each question's pool (LightGBM)."""
+SEEDS_AVERAGED: dict[str, float | str] = {"subsample": 0.8, "subsample_freq": 1}
+
+
+def ranker_scores(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray],
+                  settings: dict[str, float | str],
+                  seeds: Iterable[int] = (0,)) -> dict[int, np.ndarray]:
+    """Held-out scores of LightGBM rankers, averaged over `seeds`."""
     import lightgbm
 
     labels = [legs.evidence[pool].astype(int) for legs, pool in zip(all_legs, pools,
                                                                      strict=True)]
-    ranked: dict[int, np.ndarray] = {}
+    scores: dict[int, np.ndarray] = {}
     for train, test in splits(all_legs, 5):
-        model = lightgbm.LGBMRanker(**{
-            "objective": "lambdarank", "n_estimators": 60, "learning_rate": 0.1,
-            "num_leaves": 8, "max_depth": 3, "min_child_samples": 20, "verbose": -1,
-            "random_state": 0, **settings})
-        model.fit(np.concatenate([rows[i] for i in train]),
-                  np.concatenate([labels[i] for i in train]),
-                  group=[len(labels[i]) for i in train],
-                  sample_weight=np.concatenate([np.full(len(labels[i]), 1000 * question_weight(
-                      all_legs, i)) for i in train]))
+        models = []
+        for seed in seeds:
+            model = lightgbm.LGBMRanker(**{
+                "objective": "lambdarank", "n_estimators": 60, "learning_rate": 0.1,
+                "num_leaves": 8, "max_depth": 3, "min_child_samples": 20, "verbose": -1,
+                "random_state": seed, **settings})
+            model.fit(np.concatenate([rows[i] for i in train]),
+                      np.concatenate([labels[i] for i in train]),
+                      group=[len(labels[i]) for i in train],
+                      sample_weight=np.concatenate([np.full(
+                          len(labels[i]), 1000 * question_weight(all_legs, i))
+                          for i in train]))
+            models.append(model)
         for i in test:
-            ranked[i] = pools[i][order(model.predict(rows[i]))]
-    report_orders(name, all_legs, ranked)
+            scores[i] = np.mean([model.predict(rows[i]) for model in models], axis=0)
+    return scores
+
+
+def report_ranker(name: str, all_legs: list[Legs], pools: list[np.ndarray],
+                  rows: list[np.ndarray], settings: dict[str, float | str]) -> None:
+    """One table row for trees trained to order each question's pool (LightGBM)."""
+    scores = ranker_scores(all_legs, pools, rows, settings)
+    report_orders(name, all_legs, {i: pools[i][order(values)] for i, values in scores.items()})
+
+
+def standard(values: np.ndarray) -> np.ndarray:
+    """`values` less their mean, over their standard deviation."""
+    return (values - values.mean()) / (values.std() + 1e-9)
+
+
+class Bagged:
+    """`count` shipped-size trees, each on Poisson-resampled rows (if `resample`) and a
+    `share` of the signals; their log-odds averaged."""
+
+    def __init__(self, count: int, share: float, resample: bool) -> None:
+        self.count, self.share, self.resample = count, share, resample
+        self.models: list[Any] = []
+
+    def fit(self, x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> "Bagged":
+        """Train every tree."""
+        rng = np.random.default_rng(7)
+        for seed in range(self.count):
+            times = rng.poisson(1.0, len(weights)) if self.resample else 1.0
+            self.models.append(trees(max_features=self.share, random_state=seed).fit(
+                x, y, sample_weight=weights * times))
+        return self
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        """The trees' mean log-odds."""
+        return np.mean([model.decision_function(x) for model in self.models], axis=0)
 
 
 GROUPS = ("lme", "locomo", "locomo:multi-hop", "locomo:open-domain", "locomo:single-hop",
