@@ -10,6 +10,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import db
+from tests.support.database import terminate_backend
 
 PID = text("SELECT pg_backend_pid()")
 
@@ -27,16 +28,11 @@ async def _pid(engine: AsyncEngine) -> int:
         return int((await conn.execute(PID)).scalar_one())
 
 
-async def _kill(owner: AsyncEngine, pid: int) -> None:
-    async with owner.connect() as conn:
-        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-
-
 async def test_a_connection_that_died_while_idle_is_replaced(one_connection, db_engine,
                                                              monkeypatch):
     monkeypatch.setattr(db, "LIVENESS_BYPASS_SECONDS", 0.05)
     pid = await _pid(one_connection)
-    await _kill(db_engine, pid)
+    await terminate_backend(db_engine, pid)
     await asyncio.sleep(0.1)
     assert await _pid(one_connection) != pid
 
@@ -48,7 +44,7 @@ async def test_a_connection_given_back_just_now_is_reused_unchecked(one_connecti
     monkeypatch.setattr(db, "LIVENESS_BYPASS_SECONDS", 60)
     pid = await _pid(one_connection)
     assert await _pid(one_connection) == pid
-    await _kill(db_engine, pid)
+    await terminate_backend(db_engine, pid)
     with pytest.raises(DBAPIError):
         await _pid(one_connection)
     assert await _pid(one_connection) != pid

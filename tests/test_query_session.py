@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from app.deps import get_query_session
 from app.errors import InvalidInput
+from tests.support.database import terminate_backend
 
 
 @pytest.fixture
@@ -45,8 +46,7 @@ async def test_a_failure_to_end_after_the_answer_is_logged_not_raised(session_of
     wrote nothing loses nothing by failing to end: the failure is logged."""
     session = await anext(session_of)
     pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-    async with db_engine.connect() as owner:
-        await owner.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await terminate_backend(db_engine, pid)
     with caplog.at_level(logging.WARNING, logger="app.deps"):
         with pytest.raises(StopAsyncIteration):
             await anext(session_of)

@@ -10,6 +10,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app.routers import stats as stats_router
+from tests.support.database import terminate_backend
 
 
 def _failing(exc):
@@ -66,9 +67,7 @@ async def test_connection_failure_is_503_with_retry_after(client, monkeypatch, e
 async def test_backend_killed_mid_request_is_503(client, monkeypatch, db_engine):
     async def killed(session, **kwargs):
         pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-        # The owner kills it: the request's role may not signal a backend it switched from.
-        async with db_engine.connect() as conn:
-            await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await terminate_backend(db_engine, pid)
         await session.execute(text("SELECT 1"))
 
     monkeypatch.setattr(stats_router, "memory_stats", killed)

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import replace_database, start_embedded_postgres, to_async_url, to_libpq_url
 
@@ -37,3 +39,8 @@ async def scratch_database(server_url: str, prefix: str, *,
         await admin.close()
 
 
+async def terminate_backend(owner: AsyncEngine, pid: int) -> None:
+    """Kill the server process `pid` as the database's owner (a request's role may not
+    signal a backend it switched from), as a crash or a restart would."""
+    async with owner.connect() as conn:
+        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
