@@ -1,7 +1,7 @@
 """Retrieval tools: search, recall, context and stats."""
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -18,6 +18,7 @@ from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
 from app.schemas.common import MemoryType
+from app.schemas.filters import FILTER_DESCRIPTION, filter_tree
 from app.schemas.search import (
     ContextRequest,
     ContextResponse,
@@ -38,6 +39,7 @@ EntitiesArg = Annotated[list[uuid.UUID] | None, Field(
                 "graph_hops rank higher (hybrid mode only).")]
 GraphHopsArg = Annotated[int, Field(description="Links from the entities a memory may be "
                                                 "to get that boost (1-3).")]
+FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
 MinConfidenceArg = Annotated[float, Field(description="Leave out facts and rules whose decayed "
                                                       "confidence is below this (0-1).")]
 
@@ -53,7 +55,7 @@ async def memory_search(query: QueryText, ctx: Context,
                         min_confidence: MinConfidenceArg = 0.2,
                         entities: EntitiesArg = None,
                         graph_hops: GraphHopsArg = 2, as_of: AsOfArg = None,
-                        known_at: KnownAtArg = None) -> JsonObject:
+                        known_at: KnownAtArg = None, filter: FilterArg = None) -> JsonObject:
     """Search episodes, facts and rules by meaning and keywords. Use it to look something
     up ('what did Ann say about the trip?'); each hit carries its scores and id. mode:
     hybrid (the default unless the server is configured otherwise), semantic or keyword.
@@ -61,11 +63,13 @@ async def memory_search(query: QueryText, ctx: Context,
     With entities (ids from entity_resolve), memories linked to them rank higher.
     With as_of ('where did Ann work in 2021?'), facts are the versions that held then;
     with known_at, as the memory believed them then.
+    filter keeps only the memories it admits, e.g. {"metadata.topic": "travel"} or
+    {"tags": {"$in": ["work"]}, "created_at": {"$gte": "2024-05-01T00:00:00Z"}}.
     For the best facts and rules on a topic, ranked for use, prefer memory_recall."""
     request = build(SearchRequest, query=query, types=types, scope=scope, mode=mode,
                     limit=limit, min_confidence=min_confidence,
                     entities=[str(item) for item in entities] if entities else None,
-                    graph_hops=graph_hops, as_of=as_of, known_at=known_at)
+                    graph_hops=graph_hops, as_of=as_of, known_at=known_at, filter=filter)
 
     async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
         return await retrieval.search_memories(
@@ -79,14 +83,14 @@ async def memory_search(query: QueryText, ctx: Context,
 async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
                         limit: LimitArg = 10, entities: EntitiesArg = None,
                         graph_hops: GraphHopsArg = 2, as_of: AsOfArg = None,
-                        known_at: KnownAtArg = None) -> JsonObject:
+                        known_at: KnownAtArg = None, filter: FilterArg = None) -> JsonObject:
     """Recall the facts and rules most worth knowing about a topic before you act, ranked
     by relevance, importance, recency and confidence (and closeness to entities, when
     given). Each one returned counts as a reference. as_of / known_at: the facts that
     held then, as believed then."""
     request = build(RecallRequest, topic=topic, scope=scope, limit=limit,
                     entities=[str(item) for item in entities] if entities else None,
-                    graph_hops=graph_hops, as_of=as_of, known_at=known_at)
+                    graph_hops=graph_hops, as_of=as_of, known_at=known_at, filter=filter)
     at = point_in_time(request.as_of, request.known_at)
 
     async def work(session: AsyncSession, caller: Caller) -> RecallResponse:
@@ -96,7 +100,7 @@ async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg 
                                 scope=request.scope, limit=request.limit,
                                 min_confidence=request.min_confidence,
                                 graph=graph_query(request.entities, request.graph_hops),
-                                at=at)
+                                at=at, memory_filter=filter_tree(request.filter))
         return recall_out(recalled, now_utc(), at)
 
     return await read_call(ctx, work)
@@ -105,13 +109,14 @@ async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg 
 @tools.add()
 async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Context,
                          token_budget: int | None = None, as_of: AsOfArg = None,
-                         known_at: KnownAtArg = None) -> JsonObject:
+                         known_at: KnownAtArg = None, filter: FilterArg = None) -> JsonObject:
     """Build a '# Memory Context' block (key facts and active rules) to put in your system
     prompt at the start of a task. trigger_prompt is the task or user message; the block
     stays within token_budget (default: the server's context_token_budget, 3000).
     as_of / known_at: the facts that held then, as believed then."""
     request = build(ContextRequest, trigger_prompt=trigger_prompt, butler=butler,
-                    token_budget=token_budget, as_of=as_of, known_at=known_at)
+                    token_budget=token_budget, as_of=as_of, known_at=known_at,
+                    filter=filter)
 
     async def work(session: AsyncSession, caller: Caller) -> ContextResponse:
         context = await build_context(session, tenant_id=caller.tenant_id,
@@ -120,7 +125,8 @@ async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Cont
                                       trigger_prompt=request.trigger_prompt,
                                       butler=request.butler,
                                       token_budget=request.token_budget,
-                                      at=point_in_time(request.as_of, request.known_at))
+                                      at=point_in_time(request.as_of, request.known_at),
+                                      memory_filter=filter_tree(request.filter))
         return context_out(context)
 
     return await read_call(ctx, work)

@@ -27,6 +27,8 @@ from app.models import Episode
 from app.repositories import pagination
 from app.repositories.filters import equal
 from app.repositories.memories import to_tsvector
+from app.repositories.memory_filters import compile_filter
+from app.schemas.filters import MemoryFilter
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class EpisodeFilters:
     consolidation_status: str | None = None
     consolidated: bool | None = None
     include_expired: bool = False
+    memory_filter: MemoryFilter | None = None
 
 
 def not_expired() -> ColumnElement[bool]:
@@ -49,7 +52,8 @@ async def list_episodes(session: AsyncSession, *, tenant_id: str, filters: Episo
                         limit: int, cursor: str | None) -> tuple[list[Episode], str | None]:
     """A page of the tenant's episodes matching `filters`, newest first."""
     stmt = select(Episode).where(Episode.tenant_id == tenant_id, *equal(
-        Episode, filters, "butler", "session_id", "consolidation_status", "consolidated"))
+        Episode, filters, "butler", "session_id", "consolidation_status", "consolidated"),
+        *compile_filter("episode", filters.memory_filter))
     if not filters.include_expired:
         stmt = stmt.where(not_expired())
     return await pagination.list_page(session, stmt, order=(Episode.created_at, Episode.id),

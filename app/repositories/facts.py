@@ -10,6 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import Fact
 from app.repositories import fact_time, pagination
 from app.repositories.filters import equal
+from app.repositories.memory_filters import compile_filter
+from app.schemas.filters import MemoryFilter
 
 MAX_CHAIN = 1000
 
@@ -27,13 +29,15 @@ class FactFilters:
     entity_id: uuid.UUID | None = None
     as_of: datetime | None = None
     known_at: datetime | None = None
+    memory_filter: MemoryFilter | None = None
 
 
 async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
                      limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
     """A page of the tenant's facts matching `filters`, newest first."""
     stmt = select(Fact).where(Fact.tenant_id == tenant_id, *equal(
-        Fact, filters, "subject_key", "predicate_key", "scope", "validity", "entity_id"))
+        Fact, filters, "subject_key", "predicate_key", "scope", "validity", "entity_id"),
+        *compile_filter("fact", filters.memory_filter))
     if filters.as_of is not None:
         stmt = stmt.where(*fact_time.held_at(filters.as_of, filters.known_at))
     return await pagination.list_page(session, stmt, order=(Fact.created_at, Fact.id),

@@ -41,7 +41,9 @@ from app.models.vector import Vector
 from app.repositories.confidence import effective_confidence_sql
 from app.repositories.fact_time import held_at
 from app.repositories.memories import MODELS
+from app.repositories.memory_filters import compile_filter, filter_shape, filter_values
 from app.retrieval import keyword
+from app.schemas.filters import MemoryFilter
 from app.scope import set_local
 from app.text import CONTEXT_MAX_CHARS
 
@@ -97,6 +99,7 @@ class Filters:
     # without as_of, the active ones.
     as_of: datetime | None = None
     known_at: datetime | None = None
+    memory_filter: MemoryFilter | None = None  # the caller's filter (app/schemas/filters.py)
 
 
 def filter_params(filters: Filters) -> dict[str, Any]:
@@ -104,7 +107,8 @@ def filter_params(filters: Filters) -> dict[str, Any]:
     start, end = filters.occurred or (None, None)
     return {"tenant_id": filters.tenant_id, "scope": filters.scope,
             "min_confidence": filters.min_confidence, "occurred_start": start,
-            "occurred_end": end, "as_of": filters.as_of, "known_at": filters.known_at}
+            "occurred_end": end, "as_of": filters.as_of, "known_at": filters.known_at,
+            **filter_values(filters.memory_filter)}
 
 
 def _param(filters: Filters, name: str, type_: Any) -> BindParameter[Any]:
@@ -129,7 +133,7 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
         if filters.occurred is not None:
             clauses += [Episode.occurred_at >= _param(filters, "occurred_start", TIMESTAMPTZ),
                         Episode.occurred_at < _param(filters, "occurred_end", TIMESTAMPTZ)]
-        return clauses
+        return clauses + compile_filter(memory_type, filters.memory_filter)
     model: type[Fact] | type[Rule] = Fact if memory_type == "fact" else Rule
     clauses = [model.tenant_id == tenant]
     if memory_type == "fact" and filters.as_of is not None:
@@ -147,7 +151,7 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
         effective = effective_confidence_sql(model.confidence, model.decay_rate,
                                              model.last_confirmed_at)
         clauses.append(effective >= _param(filters, "min_confidence", Float))
-    return clauses
+    return clauses + compile_filter(memory_type, filters.memory_filter)
 
 
 def or_tsquery(query: str | ColumnElement[str]) -> ColumnElement[Any]:
@@ -250,6 +254,7 @@ class CandidateShape:
     occurred: bool
     window: bool
     fact_time: Literal["now", "as_of", "known_at"] = "now"
+    memory_filter: Any = None  # the caller's filter's shape (memory_filters.filter_shape)
 
     @classmethod
     def of(cls, types: Sequence[str], filters: Filters, *, semantic: bool,
@@ -262,7 +267,8 @@ class CandidateShape:
             "now" if filters.as_of is None else "as_of" if filters.known_at is None
             else "known_at")
         return cls(tuple(types), semantic, keyword, scope, filters.min_confidence > 0,
-                   filters.occurred is not None, window, fact_time)
+                   filters.occurred is not None, window, fact_time,
+                   filter_shape(filters.memory_filter))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.retrieval.recall import Recalled, bump_recalled, recall
+from app.schemas.filters import MemoryFilter
 from app.services.fact_timeline import PointInTime
 
 CHARS_PER_TOKEN = 4
@@ -95,13 +96,15 @@ async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embe
                         retrieval: RetrievalSettings, trigger_prompt: str, butler: str,
                         token_budget: int | None,
                         reference_time: datetime | None = None,
-                        at: PointInTime | None = None) -> Context:
+                        at: PointInTime | None = None,
+                        memory_filter: MemoryFilter | None = None) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
     budget = token_budget or retrieval.context_token_budget
     recalled = await recall(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
                             topic=trigger_prompt, scope=butler,
                             limit=retrieval.context_recall_limit, min_confidence=0.2,
-                            bump=False, reference_time=reference_time, at=at)
+                            bump=False, reference_time=reference_time, at=at,
+                            memory_filter=memory_filter)
     facts = [r for r in recalled if r.hit.memory_type == "fact"]
     rules = [r for r in recalled if r.hit.memory_type == "rule"]
     fact_lines = [fact_line(subject=r.hit.row.subject, predicate=r.hit.row.predicate,

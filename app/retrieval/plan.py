@@ -10,6 +10,7 @@ from app.retrieval import rerank
 from app.retrieval.fusion import FusionWeights
 from app.retrieval.record_sql import TYPES as RECORD_TYPES
 from app.retrieval.timewindow import TimeWindow
+from app.schemas.filters import MemoryFilter
 from app.services.fact_timeline import PointInTime
 from app.text import preprocess_search_query
 
@@ -49,6 +50,7 @@ class SearchPlan:
     graph: GraphQuery | None = None
     neighbours: int = 0
     at: PointInTime | None = None  # facts: the versions that held then, as believed then
+    memory_filter: MemoryFilter | None = None  # only memories it admits are candidates
 
     @property
     def semantic(self) -> bool:
@@ -82,7 +84,8 @@ def plan_search(retrieval: RetrievalSettings, *, query: str, types: Sequence[str
                 scope: str | None, mode: str, limit: int, min_confidence: float = 0.0,
                 fusion: str | None = None, window: TimeWindow | None = None,
                 time_mode: str = "boost", graph: GraphQuery | None = None,
-                neighbours: int = 0, at: PointInTime | None = None) -> SearchPlan:
+                neighbours: int = 0, at: PointInTime | None = None,
+                memory_filter: MemoryFilter | None = None) -> SearchPlan:
     """The plan of a search request; `fusion` None takes the configured one."""
     return SearchPlan(
         query=preprocess_search_query(query),
@@ -93,4 +96,4 @@ def plan_search(retrieval: RetrievalSettings, *, query: str, types: Sequence[str
         weights=FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
                               retrieval.time_weight, retrieval.graph_weight),
         rrf_k=retrieval.rrf_k, window=window, time_mode=time_mode, graph=graph,
-        neighbours=neighbours, at=at)
+        neighbours=neighbours, at=at, memory_filter=memory_filter)

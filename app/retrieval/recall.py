@@ -12,6 +12,7 @@ from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.search import Hit, search
+from app.schemas.filters import MemoryFilter
 from app.services import references
 from app.services.fact_timeline import PointInTime
 from app.services.formulas.lifecycle import effective_confidence, recency_score
@@ -95,7 +96,8 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  limit: int | None, min_confidence: float, bump: bool = True,
                  graph: GraphQuery | None = None,
                  reference_time: datetime | None = None,
-                 at: PointInTime | None = None) -> list[Recalled]:
+                 at: PointInTime | None = None,
+                 memory_filter: MemoryFilter | None = None) -> list[Recalled]:
     """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
     out those less similar to the topic than the relevance floor; each returned one is
     referenced."""
@@ -103,7 +105,7 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     pool = limit * retrieval.recall_pool_factor
     plan = plan_search(retrieval, query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
                        limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph,
-                       at=at)
+                       at=at, memory_filter=memory_filter)
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
     now = reference_time or now_utc()

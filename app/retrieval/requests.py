@@ -9,9 +9,12 @@ from app.errors import InvalidInput
 from app.retrieval.plan import graph_query, plan_search
 from app.retrieval.search import search
 from app.retrieval.timewindow import parse_time_window
-from app.schemas.search import SearchRequest, SearchResponse
+from app.schemas.filters import filter_tree
+from app.schemas.search import RecordType, SearchRequest, SearchResponse
 from app.services.fact_timeline import point_in_time
 from app.services.responses.search import search_out
+
+RECORD_TYPES: tuple[RecordType, ...] = ("run", "run_message", "reflection")
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
@@ -22,6 +25,10 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
     if request.entities and mode != "hybrid":
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
                            field="entities")
+    if request.filter is not None and any(t in RECORD_TYPES for t in request.types or ()):
+        raise InvalidInput("filter applies to episodes, facts and rules; search run, "
+                           "run_message and reflection in a request of their own",
+                           field="filter")
     now = now_utc()
     at = point_in_time(request.as_of, request.known_at)
     window = parse_time_window(request.query, request.reference_time or now)
@@ -31,7 +38,8 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        min_confidence=request.min_confidence, fusion=request.fusion,
                        window=window, time_mode=request.time_mode,
                        graph=graph_query(request.entities, request.graph_hops),
-                       neighbours=request.neighbours, at=at)
+                       neighbours=request.neighbours, at=at,
+                       memory_filter=filter_tree(request.filter))
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
     return search_out(mode, hits, window, request.time_mode, now, at)

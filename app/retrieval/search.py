@@ -81,7 +81,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     filters = Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
                       occurred=span if plan.time_mode == "filter" else None,
                       as_of=None if plan.at is None else plan.at.as_of,
-                      known_at=None if plan.at is None else plan.at.known_at)
+                      known_at=None if plan.at is None else plan.at.known_at,
+                      memory_filter=plan.memory_filter)
     found = await search_rows.search_candidates(
         session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
         limit=plan.depth,

@@ -10,7 +10,7 @@ from app.errors import InvalidInput, problem_responses
 from app.models import Episode
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import Cursor, FilterQuery, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
 from app.services import deletion, episodes
@@ -60,12 +60,14 @@ async def list_episodes(
     include_expired: Annotated[bool, Query(description="Include expired episodes.")] = False,
     limit: Limit = 50,
     cursor: Cursor = None,
+    memory_filter: FilterQuery = None,
 ) -> Page[EpisodeOut]:
     """Episodes newest first; expired ones only on request."""
     return page_out(await episodes.list_episodes(
         session, tenant_id=tenant_id, butler=butler, session_id=session_id,
         consolidation_status=consolidation_status, consolidated=consolidated,
-        include_expired=include_expired, limit=limit, cursor=cursor), episode_out)
+        include_expired=include_expired, limit=limit, cursor=cursor,
+        memory_filter=memory_filter), episode_out)
 
 
 routes = MemoryRoutes(router, "episode", Episode, EpisodeOut, episode_out)

@@ -10,7 +10,7 @@ from app.errors import problem_responses
 from app.models import Fact
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
-from app.routers.params import AsOf, Cursor, KnownAt, Limit, Text
+from app.routers.params import AsOf, Cursor, FilterQuery, KnownAt, Limit, Text
 from app.schemas.common import Validity
 from app.schemas.facts import FactCreate, FactOut, FactPage
 from app.services import facts
@@ -67,6 +67,7 @@ async def list_facts(
     known_at: KnownAt = None,
     limit: Limit = 50,
     cursor: Cursor = None,
+    memory_filter: FilterQuery = None,
 ) -> FactPage:
     """Facts newest first; active ones unless `validity` says otherwise. With `as_of` or
     `known_at`: the versions that held at `as_of` (default: now) as Engram believed at
@@ -74,7 +75,7 @@ async def list_facts(
     return fact_page_out(await facts.list_facts(
         session, tenant_id=tenant_id, subject=subject, predicate=predicate, scope=scope,
         validity=validity, entity_id=entity_id, at=point_in_time(as_of, known_at), limit=limit,
-        cursor=cursor))
+        cursor=cursor, memory_filter=memory_filter))
 
 
 routes = MemoryRoutes(router, "fact", Fact, FactOut, fact_out)

@@ -1,9 +1,13 @@
 """Query parameters shared by the listing routes."""
 
+import json
 from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import Depends, Query
 from pydantic import AwareDatetime, BeforeValidator
+
+from app.errors import InvalidInput
+from app.schemas.filters import FILTER_DESCRIPTION, MemoryFilter, parse_filter
 
 Limit = Annotated[int, Query(ge=1, le=200, description="Page size (1-200).")]
 Cursor = Annotated[
@@ -11,7 +15,25 @@ Cursor = Annotated[
     Query(max_length=512, description="`next_cursor` of the previous page."),
 ]
 Text = Annotated[str | None, Query(min_length=1, max_length=200)]
+MAX_FILTER_QUERY_CHARS = 8000
 
+
+def _memory_filter(filter: Annotated[str | None, Query(
+        max_length=MAX_FILTER_QUERY_CHARS,
+        description="A filter as JSON text (URL-encoded), in the language of `filter` in "
+        "POST /v1/search:\n\n" + FILTER_DESCRIPTION)] = None) -> MemoryFilter | None:
+    if filter is None:
+        return None
+    try:
+        return parse_filter(json.loads(filter))
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"filter: not valid JSON ({exc.msg})", field="query.filter") from None
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="query.filter") from None
+
+
+# The `filter` query parameter of a memory listing, parsed.
+FilterQuery = Annotated[MemoryFilter | None, Depends(_memory_filter)]
 
 
 def _not_a_number(value: Any) -> Any:

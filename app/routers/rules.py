@@ -10,7 +10,7 @@ from app.errors import problem_responses
 from app.models import Rule
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import Cursor, FilterQuery, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import rules
@@ -44,11 +44,13 @@ async def list_rules(
     include_forgotten: Annotated[bool, Query(description="Include forgotten rules.")] = False,
     limit: Limit = 50,
     cursor: Cursor = None,
+    memory_filter: FilterQuery = None,
 ) -> Page[RuleOut]:
     """Rules newest first; forgotten ones only on request."""
     return page_out(await rules.list_rules(
         session, tenant_id=tenant_id, scope=scope, maturity=maturity,
-        include_forgotten=include_forgotten, limit=limit, cursor=cursor), rule_out)
+        include_forgotten=include_forgotten, limit=limit, cursor=cursor,
+        memory_filter=memory_filter), rule_out)
 
 
 routes = MemoryRoutes(router, "rule", Rule, RuleOut, rule_out)

@@ -9,6 +9,7 @@ from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
+from app.schemas.filters import filter_tree
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
     ContextRequest,
@@ -51,7 +52,8 @@ async def recall_memories(body: RecallRequest, session: ReadSessionDep, tenant_i
                             retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
                             limit=body.limit, min_confidence=body.min_confidence,
                             graph=graph_query(body.entities, body.graph_hops),
-                            reference_time=body.reference_time, at=at)
+                            reference_time=body.reference_time, at=at,
+                            memory_filter=filter_tree(body.filter))
     return recall_out(recalled, body.reference_time or now_utc(), at)
 
 
@@ -82,5 +84,6 @@ async def memory_context(body: ContextRequest, session: ReadSessionDep, tenant_i
                                   trigger_prompt=body.trigger_prompt, butler=body.butler,
                                   token_budget=body.token_budget,
                                   reference_time=body.reference_time,
-                                  at=point_in_time(body.as_of, body.known_at))
+                                  at=point_in_time(body.as_of, body.known_at),
+                                  memory_filter=filter_tree(body.filter))
     return context_out(context)

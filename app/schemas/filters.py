@@ -220,6 +220,11 @@ def _scalar(kind: FieldKind, op: str, value: Any, where: str) -> Scalar | dateti
     return value
 
 
+def filter_tree(raw: dict[str, Any] | None) -> MemoryFilter | None:
+    """The tree of a request's (already checked) filter; None without one."""
+    return None if raw is None else parse_filter(raw)
+
+
 def _parsed(raw: dict[str, Any]) -> dict[str, Any]:
     parse_filter(raw)
     return raw

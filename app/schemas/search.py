@@ -16,6 +16,7 @@ from app.schemas.common import (
 )
 from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut
+from app.schemas.filters import FilterIn
 from app.schemas.ledger import AgentEventOut
 from app.schemas.rules import RuleOut
 from app.schemas.runs import RunMessageOut, RunOut
@@ -155,6 +156,7 @@ class SearchRequest(RequestModel):
                             "memory may be to get a graph boost.")
     as_of: AsOf = None
     known_at: KnownAt = None
+    filter: FilterIn = None
 
 
 class GraphPathOut(ResponseModel):
@@ -274,6 +276,7 @@ class RecallRequest(RequestModel):
     reference_time: ScoredAt = None
     as_of: AsOf = None
     known_at: KnownAt = None
+    filter: FilterIn = None
 
 
 class RecallScores(ResponseModel):
@@ -313,6 +316,7 @@ class ContextRequest(RequestModel):
     reference_time: ScoredAt = None
     as_of: AsOf = None
     known_at: KnownAt = None
+    filter: FilterIn = None
 
 
 class ContextItem(ResponseModel):

@@ -16,6 +16,7 @@ from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
 from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate
+from app.schemas.filters import MemoryFilter
 from app.scope import side_session
 from app.services import events
 from app.services.embeddings import PassageVector, embed_texts, store_passages
@@ -174,10 +175,12 @@ def session_contexts(turns_in_order: Sequence[tuple[SessionKey | None, str]], *,
 async def list_episodes(session: AsyncSession, *, tenant_id: str, butler: str | None,
                         session_id: str | None, consolidation_status: str | None,
                         consolidated: bool | None, include_expired: bool, limit: int,
-                        cursor: str | None) -> tuple[list[Episode], str | None]:
+                        cursor: str | None, memory_filter: MemoryFilter | None = None,
+                        ) -> tuple[list[Episode], str | None]:
     """A page of the tenant's episodes, newest first; expired ones only on request."""
     filters = EpisodeFilters(butler=butler, session_id=session_id,
                              consolidation_status=consolidation_status,
-                             consolidated=consolidated, include_expired=include_expired)
+                             consolidated=consolidated, include_expired=include_expired,
+                             memory_filter=memory_filter)
     return await episode_rows.list_episodes(session, tenant_id=tenant_id, filters=filters,
                                             limit=limit, cursor=cursor)

@@ -19,6 +19,7 @@ from app.repositories import facts as fact_rows
 from app.repositories import memories as memory_rows
 from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
+from app.schemas.filters import MemoryFilter
 from app.services import events, fact_timeline
 from app.services.auto_links import link_new
 from app.services.embeddings import Embedded, embed_texts, store_passages
@@ -178,7 +179,7 @@ class FactListing:
 async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | None = None,
                      predicate: str | None = None, scope: str | None = None,
                      validity: str | None = None, entity_id: uuid.UUID | None = None,
-                     at: PointInTime | None = None,
+                     at: PointInTime | None = None, memory_filter: MemoryFilter | None = None,
                      limit: int, cursor: str | None) -> FactListing:
     """A page of the tenant's facts, newest first; None filters match anything, except
     `validity`, which is `active` unless the read is at a point in time (`at`)."""
@@ -186,7 +187,8 @@ async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | No
                           predicate_key=None if predicate is None else normalise_key(predicate),
                           scope=scope, validity=validity_for(validity, at),
                           entity_id=entity_id, as_of=None if at is None else at.as_of,
-                          known_at=None if at is None else at.known_at)
+                          known_at=None if at is None else at.known_at,
+                          memory_filter=memory_filter)
     return await listing(session, tenant_id=tenant_id, filters=filters, at=at, limit=limit,
                          cursor=cursor)
 

@@ -16,6 +16,7 @@ from app.repositories import events as event_rows
 from app.repositories import memories as memory_rows
 from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
+from app.schemas.filters import MemoryFilter
 from app.schemas.rules import RuleCreate
 from app.services import events
 from app.services.auto_links import link_new
@@ -127,9 +128,11 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
 
 async def list_rules(session: AsyncSession, *, tenant_id: str, scope: str | None,
                      maturity: str | None, include_forgotten: bool, limit: int,
-                     cursor: str | None) -> tuple[list[ShownRule], str | None]:
+                     cursor: str | None, memory_filter: MemoryFilter | None = None,
+                     ) -> tuple[list[ShownRule], str | None]:
     """A page of the tenant's rules, newest first; forgotten ones only on request."""
-    filters = RuleFilters(scope=scope, maturity=maturity, include_forgotten=include_forgotten)
+    filters = RuleFilters(scope=scope, maturity=maturity, include_forgotten=include_forgotten,
+                          memory_filter=memory_filter)
     rows, next_cursor = await rule_rows.list_rules(session, tenant_id=tenant_id,
                                                    filters=filters, limit=limit, cursor=cursor)
     return await shown(session, tenant_id=tenant_id, rows=rows), next_cursor

@@ -1,0 +1,153 @@
+"""`filter` on search, recall, context and the memory lists: applied in the database before
+ranking and paging, so the results are the best ones the filter admits."""
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.http import post
+
+TEA = "Ann drinks green tea every morning"
+
+
+async def tea_episodes(client: httpx.AsyncClient) -> dict[str, list[str]]:
+    """Forty close matches tagged `common` and three weaker ones tagged `rare`."""
+    items = [{"content": f"{TEA} ({n})", "butler": "chat", "metadata": {"topic": "common"}}
+             for n in range(40)]
+    items += [{"content": f"Ann once mentioned tea at the office ({n})", "butler": "chat",
+               "metadata": {"topic": "rare", "year": 2020 + n}} for n in range(3)]
+    response = await client.post("/v1/episodes/batch", json={"items": items})
+    assert response.status_code == 201, response.text
+    stored = response.json()["items"]
+    return {"common": [e["id"] for e in stored[:40]], "rare": [e["id"] for e in stored[40:]]}
+
+
+async def search(client: httpx.AsyncClient, **body: Any) -> list[dict[str, Any]]:
+    response = await client.post("/v1/search", json=body)
+    assert response.status_code == 200, response.text
+    results: list[dict[str, Any]] = response.json()["results"]
+    return results
+
+
+@pytest.mark.parametrize(("mode", "fusion"), [("hybrid", "learned"), ("hybrid", "rrf"),
+                                              ("hybrid", "weighted"), ("semantic", None),
+                                              ("keyword", None)])
+async def test_a_selective_filter_still_fills_the_limit_with_what_it_admits(
+        client: httpx.AsyncClient, mode: str, fusion: str | None) -> None:
+    made = await tea_episodes(client)
+    body: dict[str, Any] = {"query": "Ann tea", "mode": mode, "limit": 3,
+                            "filter": {"metadata.topic": "rare"}}
+    if fusion:
+        body["fusion"] = fusion
+    found = await search(client, **body)
+    assert sorted(hit["id"] for hit in found) == sorted(made["rare"])
+    narrower = await search(client, **{**body, "filter": {"metadata.topic": "rare",
+                                                          "metadata.year": {"$gte": 2021}}})
+    assert sorted(hit["id"] for hit in narrower) == sorted(made["rare"][1:])
+
+
+async def test_a_reused_statement_answers_with_this_requests_filter_values(
+        client: httpx.AsyncClient) -> None:
+    made = await tea_episodes(client)
+    for topic in ("rare", "common", "rare"):
+        found = await search(client, query="Ann tea", limit=50,
+                             filter={"metadata.topic": {"$eq": topic}})
+        assert {hit["id"] for hit in found} == set(made[topic])
+
+
+async def test_filters_reach_facts_and_rules_by_their_own_fields(
+        client: httpx.AsyncClient) -> None:
+    work = await post(client, "/v1/facts", subject="Ann", predicate="drink",
+                      content="Ann drinks green tea", tags=["work"], importance=8)
+    home = await post(client, "/v1/facts", subject="Bob", predicate="drink",
+                      content="Bob drinks green tea", tags=["home"], importance=3)
+    rule = await post(client, "/v1/rules", content="Offer green tea", tags=["work"])
+    await post(client, "/v1/episodes", butler="chat", content="we drank green tea")
+    assert {h["id"] for h in await search(client, query="green tea",
+                                          filter={"tags": "work"})} == {work["id"], rule["id"]}
+    assert [h["id"] for h in await search(client, query="green tea", filter={
+        "memory_type": "fact", "importance": {"$lt": 5}})] == [home["id"]]
+    assert {h["id"] for h in await search(client, query="green tea", filter={
+        "$or": [{"subject": "Ann"}, {"$not": {"memory_type": {"$in": ["fact", "episode"]}}}]
+    })} == {work["id"], rule["id"]}
+
+
+async def test_a_time_window_and_a_filter_both_apply(client: httpx.AsyncClient) -> None:
+    items = [{"content": f"Ann drank green tea ({topic})", "butler": "chat",
+              "occurred_at": when, "metadata": {"topic": topic}}
+             for topic, when in [("a", "2023-05-10T10:00:00Z"), ("b", "2023-05-11T10:00:00Z"),
+                                 ("b", "2023-08-11T10:00:00Z")]]
+    stored = (await post(client, "/v1/episodes/batch", items=items))["items"]
+    found = await search(client, query="green tea in May 2023", time_mode="filter",
+                         filter={"metadata.topic": "b"})
+    assert [hit["id"] for hit in found] == [stored[1]["id"]]
+
+
+async def test_recall_and_context_keep_only_what_the_filter_admits(
+        client: httpx.AsyncClient) -> None:
+    kept = await post(client, "/v1/facts", subject="Ann", predicate="drink",
+                      content="Ann drinks green tea", metadata={"source": "crm"})
+    await post(client, "/v1/facts", subject="Ann", predicate="snack",
+               content="Ann eats green tea biscuits", metadata={"source": "chat"})
+    response = await client.post("/v1/recall", json={
+        "topic": "Ann green tea", "filter": {"metadata.source": "crm"}})
+    assert response.status_code == 200, response.text
+    assert [hit["id"] for hit in response.json()["results"]] == [kept["id"]]
+    response = await client.post("/v1/context", json={
+        "trigger_prompt": "What does Ann like with tea?", "butler": "chat",
+        "filter": {"metadata.source": {"$ne": "chat"}}})
+    assert response.status_code == 200, response.text
+    assert [item["id"] for item in response.json()["items"]] == [kept["id"]]
+    assert "biscuits" not in response.json()["context"]
+
+
+async def test_lists_filter_before_paging(client: httpx.AsyncClient) -> None:
+    made = await tea_episodes(client)
+    wanted = json.dumps({"metadata.topic": "rare"})
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params = {"filter": wanted, "limit": 2, **({"cursor": cursor} if cursor else {})}
+        response = await client.get("/v1/episodes", params=params)
+        assert response.status_code == 200, response.text
+        seen += [item["id"] for item in response.json()["items"]]
+        cursor = response.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(made["rare"])
+    fact = await post(client, "/v1/facts", subject="Ann", predicate="city", content="Lyon",
+                      tags=["home"])
+    await post(client, "/v1/facts", subject="Bob", predicate="city", content="Oslo")
+    rule = await post(client, "/v1/rules", content="Be brief", metadata={"team": "ops"})
+    await post(client, "/v1/rules", content="Be kind")
+    facts = await client.get("/v1/facts", params={"filter": '{"tags": {"$contains": "home"}}'})
+    rules = await client.get("/v1/rules", params={"filter": '{"metadata.team": {"$exists": true}}'})
+    assert [item["id"] for item in facts.json()["items"]] == [fact["id"]]
+    assert [item["id"] for item in rules.json()["items"]] == [rule["id"]]
+
+
+@pytest.mark.parametrize(("path", "body", "params"), [
+    ("/v1/search", {"query": "tea", "filter": {"importance": {"$gt": "high"}}}, None),
+    ("/v1/recall", {"topic": "tea", "filter": {"$or": []}}, None),
+    ("/v1/context", {"trigger_prompt": "tea", "butler": "chat", "filter": {"x": 1}}, None),
+    ("/v1/episodes", None, {"filter": '{"metadata.a": {"$near": 1}}'}),
+    ("/v1/facts", None, {"filter": "{not json"}),
+])
+async def test_a_bad_filter_is_a_422_naming_the_field(
+        client: httpx.AsyncClient, path: str, body: Any, params: Any) -> None:
+    response = (await client.post(path, json=body) if body is not None
+                else await client.get(path, params=params))
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    errors = response.json()["errors"]
+    assert any(error["field"].endswith("filter") and "filter" in error["message"]
+               for error in errors), errors
+
+
+async def test_a_filter_with_run_types_is_refused(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/search", json={
+        "query": "tea", "types": ["episode", "run"], "filter": {"butler": "chat"}})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "filter"
