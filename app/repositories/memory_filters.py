@@ -79,8 +79,28 @@ def filter_values(tree: MemoryFilter | None) -> dict[str, Any]:
     """The bound parameters of `tree`'s clause, by name."""
     values: dict[str, Any] = {}
     for number, condition in enumerate(_conditions(tree)):
-        values[f"{PARAM_PREFIX}{number}"] = _bound_value(condition)
+        name = f"{PARAM_PREFIX}{number}"
+        values[name] = _bound_value(condition)
+        if _indexed_equality(condition):
+            values.update(_containments(name, condition))
     return values
+
+
+def _indexed_equality(condition: Condition) -> bool:
+    """An `$eq` the table's GIN index can narrow down (metadata, tags)."""
+    return condition.op == "$eq" and condition.kind in ("json", "tags")
+
+
+def _containments(name: str, condition: Condition) -> dict[str, str]:
+    """The two documents one of which the column contains when the `$eq` holds: the value
+    at the path, or an array holding it."""
+    def nested(leaf: Any) -> str:
+        document = leaf
+        for key in reversed(condition.path):
+            document = {key: document}
+        return json.dumps(document)
+
+    return {f"{name}_scalar": nested(condition.value), f"{name}_array": nested([condition.value])}
 
 
 def _conditions(tree: MemoryFilter | None) -> list[Condition]:
@@ -137,11 +157,17 @@ class _Compiler:
             return _scalar_condition(value, condition, _param(name, condition))
         if column is None:
             return _missing(condition)
-        if condition.kind == "json":
-            return _json_condition(column.op("#>", return_type=JSONB)(literal(list(condition.path),
-                                                           ARRAY(Text))), condition, name)
-        if condition.kind == "tags":
-            return _json_condition(column, condition, name)
+        if condition.kind in ("json", "tags"):
+            value = (column.op("#>", return_type=JSONB)(literal(list(condition.path),
+                                                                ARRAY(Text)))
+                     if condition.kind == "json" else column)
+            clause = _json_condition(value, condition, name)
+            if _indexed_equality(condition):
+                # Implied by the equality; lets the planner narrow rows by the GIN index.
+                contained = [column.op("@>")(cast(bindparam(key, document, type_=Text), JSONB))
+                             for key, document in _containments(name, condition).items()]
+                clause = and_(or_(*contained), clause)
+            return clause
         if condition.op == "$exists":
             present: ColumnElement[bool] = column.is_not(None)
             return present if condition.value else not_(present)
