@@ -100,6 +100,8 @@ class Filters:
     as_of: datetime | None = None
     known_at: datetime | None = None
     memory_filter: MemoryFilter | None = None  # the caller's filter (app/schemas/filters.py)
+    # Types whose vectors are ranked exactly (a selective filter), not through HNSW.
+    exact: frozenset[str] = frozenset()
 
 
 def filter_params(filters: Filters) -> dict[str, Any]:
@@ -186,10 +188,13 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
     bound_vector = bindparam("vector", vector, type_=Vector())
     bound_limit = bindparam("limit", limit, type_=Integer)
     distance = model.embedding.cosine_distance(bound_vector)
+    # An expression the HNSW index cannot answer: the admitted rows are found by their
+    # other indexes and ranked by their exact distance.
+    exact = memory_type in filters.exact
     own = (
         select(model.id.label("id"), distance.label("score"))
         .where(*visibility_filters(memory_type, filters), model.embedding.is_not(None))
-        .order_by(distance)
+        .order_by(distance + 0.0 if exact else distance)
         .limit(bound_limit)
     )
     owner = getattr(Passage, OWNER_COLUMNS[memory_type])
@@ -204,7 +209,7 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
         .where(Passage.tenant_id == _param(filters, "tenant_id", Text), counted,
                *_passage_scope(memory_type, filters),
                *visibility_filters(memory_type, filters))
-        .order_by(passage_distance)
+        .order_by(passage_distance + 0.0 if exact else passage_distance)
         .limit(bound_limit)
     )
     both = union_all(own, windows).subquery(f"{memory_type}_nearest")
@@ -255,6 +260,7 @@ class CandidateShape:
     window: bool
     fact_time: Literal["now", "as_of", "known_at"] = "now"
     memory_filter: Any = None  # the caller's filter's shape (memory_filters.filter_shape)
+    exact: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, types: Sequence[str], filters: Filters, *, semantic: bool,
@@ -268,7 +274,7 @@ class CandidateShape:
             else "known_at")
         return cls(tuple(types), semantic, keyword, scope, filters.min_confidence > 0,
                    filters.occurred is not None, window, fact_time,
-                   filter_shape(filters.memory_filter))
+                   filter_shape(filters.memory_filter), filters.exact)
 
 
 @dataclass(frozen=True)
@@ -524,6 +530,20 @@ async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id:
     )
     rows: list[Memory] = list((await session.execute(stmt)).scalars())  # type: ignore[arg-type]
     return rows
+
+
+async def admitted_counts(session: AsyncSession, types: Sequence[str], *, filters: Filters,
+                          cap: int) -> dict[str, int]:
+    """How many memories of each type search may show, counted up to `cap` (one statement)."""
+    counts = []
+    for memory_type in types:
+        admitted = (select(literal(1)).select_from(MODELS[memory_type])
+                    .where(*visibility_filters(memory_type, filters))
+                    .limit(cap).subquery(f"{memory_type}_admitted"))
+        counts.append(select(func.count()).select_from(admitted)
+                      .scalar_subquery().label(memory_type))
+    row = (await session.execute(select(*counts), filter_params(filters))).one()
+    return {memory_type: int(count) for memory_type, count in zip(types, row, strict=True)}
 
 
 async def visible_ids(session: AsyncSession, memory_type: str, *, filters: Filters,

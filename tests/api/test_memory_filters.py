@@ -31,11 +31,16 @@ async def search(client: httpx.AsyncClient, **body: Any) -> list[dict[str, Any]]
     return results
 
 
+@pytest.mark.parametrize("exact_below", [5000, 0], ids=["exact", "index-walk"])
 @pytest.mark.parametrize(("mode", "fusion"), [("hybrid", "learned"), ("hybrid", "rrf"),
                                               ("hybrid", "weighted"), ("semantic", None),
                                               ("keyword", None)])
 async def test_a_selective_filter_still_fills_the_limit_with_what_it_admits(
-        client: httpx.AsyncClient, mode: str, fusion: str | None) -> None:
+        client: httpx.AsyncClient, settings: Any, monkeypatch: pytest.MonkeyPatch, mode: str,
+        fusion: str | None, exact_below: int) -> None:
+    """Whether the admitted vectors are ranked exactly or found by walking the HNSW index
+    past the rows the filter refuses."""
+    monkeypatch.setattr(settings.retrieval, "filter_exact_below", exact_below)
     made = await tea_episodes(client)
     body: dict[str, Any] = {"query": "Ann tea", "mode": mode, "limit": 3,
                             "filter": {"metadata.topic": "rare"}}
