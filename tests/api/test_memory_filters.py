@@ -7,7 +7,10 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.test_mcp import error_text, live_url, mcp_as, ok
 from tests.support.http import post
+
+__all__ = ["live_url", "mcp_as"]  # fixtures of the MCP tests, used here too
 
 TEA = "Ann drinks green tea every morning"
 
@@ -156,3 +159,26 @@ async def test_a_filter_with_run_types_is_refused(client: httpx.AsyncClient) -> 
         "query": "tea", "types": ["episode", "run"], "filter": {"butler": "chat"}})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "filter"
+
+
+async def test_mcp_search_recall_and_context_take_a_filter(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        crm = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "drink", "content": "Ann drinks green tea",
+            "tags": ["crm"]}))
+        await client.call_tool("memory_store_fact", {
+            "subject": "Ann", "predicate": "snack", "content": "Ann eats green tea biscuits",
+            "tags": ["chat"]})
+        wanted = {"tags": "crm"}
+        found = ok(await client.call_tool("memory_search", {"query": "green tea",
+                                                            "filter": wanted}))
+        recalled = ok(await client.call_tool("memory_recall", {"topic": "green tea",
+                                                               "filter": wanted}))
+        context = ok(await client.call_tool("memory_context", {
+            "trigger_prompt": "green tea", "butler": "chat", "filter": wanted}))
+        refused = error_text(await client.call_tool("memory_search", {
+            "query": "green tea", "filter": {"metadata.source": {"$like": "c%"}}}))
+    assert [hit["id"] for hit in found["results"]] == [crm["id"]]
+    assert [hit["id"] for hit in recalled["results"]] == [crm["id"]]
+    assert [item["id"] for item in context["items"]] == [crm["id"]]
+    assert "filter.metadata.source.$like" in refused
