@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -70,6 +71,14 @@ class PlainClient:
 
     def post(self, path: str, payload: dict[str, object]) -> float:
         """Seconds from sending the request to having read the whole answer (2xx only)."""
+        return self.exchange(path, payload)[0]
+
+    def post_json(self, path: str, payload: dict[str, object]) -> Any:
+        """The parsed answer (2xx only)."""
+        return json.loads(self.exchange(path, payload)[1])
+
+    def exchange(self, path: str, payload: dict[str, object]) -> tuple[float, bytes]:
+        """Seconds from sending the request to having read the whole answer, and the answer."""
         data = json.dumps(payload).encode()
         start = time.perf_counter()
         self._connection.request("POST", path, body=data,
@@ -79,7 +88,7 @@ class PlainClient:
         seconds = time.perf_counter() - start
         if response.status >= 300:
             raise RuntimeError(f"POST {path}: {response.status} {answer[:200]!r}")
-        return seconds
+        return seconds, answer
 
     def close(self) -> None:
         """Close the connection."""

@@ -8,6 +8,10 @@ model embeds then lands near the sentences that share its parts, as with real ve
 vectors are not the model's own for those sentences, so this is a store for latency, never
 for recall.
 
+Each episode's metadata carries four flags for filtered searches (bench/filter_search.py):
+`p50`, `p5`, `p05` and `p005` are true on 50%, 5%, 0.5% and 0.05% of the episodes, by their
+position in the load (the content is random, so a flag is unrelated to what a row says).
+
 The episodes' HNSW index is dropped before the load and built again after it (timed), with
 the given `maintenance_work_mem` and one parallel worker. Episodes are stored as already
 consolidated, so the consolidation job finds nothing to do during the timed runs.
@@ -81,12 +85,16 @@ def batch_rows(rng: random.Random, size: int) -> list[list[object]]:
 
 INSERT = """
     INSERT INTO episodes (tenant_id, butler, content, importance, embedding, search_vector,
-                          embedding_version_id, consolidated, consolidation_status, expires_at)
+                          embedding_version_id, consolidated, consolidation_status, expires_at,
+                          metadata)
     SELECT $1, u.butler, u.content, u.importance,
            l2_normalize(coalesce(n.v + a.v + p.v + t.v + f.v, n.v + a.v + p.v + t.v)),
-           to_tsvector('english', u.content), $2, true, 'consolidated', now() + interval '30 days'
+           to_tsvector('english', u.content), $2, true, 'consolidated', now() + interval '30 days',
+           jsonb_build_object('p50', ($11 + u.n) % 2 = 0, 'p5', ($11 + u.n) % 20 = 1,
+                              'p05', ($11 + u.n) % 200 = 3, 'p005', ($11 + u.n) % 2000 = 7)
     FROM unnest($3::text[], $4::text[], $5::float8[], $6::int[], $7::int[], $8::int[],
-                $9::int[], $10::int[]) AS u(butler, content, importance, ni, ai, pi, ti, fi)
+                $9::int[], $10::int[]) WITH ORDINALITY
+         AS u(butler, content, importance, ni, ai, pi, ti, fi, n)
     JOIN part n ON n.kind = 'name' AND n.i = u.ni
     JOIN part a ON a.kind = 'activity' AND a.i = u.ai
     JOIN part p ON p.kind = 'place' AND p.i = u.pi
@@ -109,7 +117,7 @@ async def run(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         for done in range(0, args.n, args.batch):
             size = min(args.batch, args.n - done)
-            await connection.execute(INSERT, args.tenant, version, *batch_rows(rng, size))
+            await connection.execute(INSERT, args.tenant, version, *batch_rows(rng, size), done)
             if (done + size) % (args.batch * 20) == 0 or done + size == args.n:
                 rate = (done + size) / (time.perf_counter() - started)
                 print(f"  {done + size}/{args.n} episodes, {rate:.0f}/s", file=sys.stderr)
