@@ -1,6 +1,8 @@
 """Working memory tools: one short-lived record per (agent, session) and its scratchpad, as
 /v1/working-memory offers them; `if_match` takes the record's etag as the If-Match header does."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -9,6 +11,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import MAX_SESSION_ID_CHARS
+from app.errors import DomainError
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import ResponseModel
@@ -47,8 +50,27 @@ class WorkingMemoryCleared(ResponseModel):
 tools = ToolSet()
 
 
+# The service names the HTTP request's parts; a tool's error names its arguments.
+ARGUMENT_OF = {"If-Match": "if_match", "If-None-Match": "create_only"}
+
+
 def _key(caller: Caller, agent_id: str, session_id: str) -> Key:
     return Key(tenant_id=caller.tenant_id, agent_id=agent_id, session_id=session_id)
+
+
+@contextmanager
+def _arguments_named(document: str = "body", *, whole: bool = False) -> Iterator[None]:
+    """Errors of the service name the tool's arguments: `document` (with the path inside
+    it, unless `whole`) where the service names the body."""
+    try:
+        yield
+    except DomainError as error:
+        field = error.field or ""
+        if field == "body" or field.startswith("body."):
+            error.field = document if whole else document + field.removeprefix("body")
+        else:
+            error.field = ARGUMENT_OF.get(field, error.field)
+        raise
 
 
 @tools.add()
@@ -85,10 +107,11 @@ async def working_memory_set(agent_id: AgentIdArg, session_id: SessionIdArg, ctx
                  ttl_seconds=ttl_seconds)
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryOut:
-        return working_memory_out(await working_memory.replace(
-            session, key=_key(caller, agent_id, session_id), data=data, if_match=if_match,
-            if_none_match="*" if create_only else None,
-            default_ttl_hours=caller.settings.working_memory.ttl_hours))
+        with _arguments_named():
+            return working_memory_out(await working_memory.replace(
+                session, key=_key(caller, agent_id, session_id), data=data,
+                if_match=if_match, if_none_match="*" if create_only else None,
+                default_ttl_hours=caller.settings.working_memory.ttl_hours))
 
     return await call(ctx, work)
 
@@ -103,9 +126,10 @@ async def working_memory_patch(agent_id: AgentIdArg, session_id: SessionIdArg,
     replaced whole. Concurrent patches of different keys never lose each other's change."""
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryOut:
-        return working_memory_out(await working_memory.merge_patch(
-            session, key=_key(caller, agent_id, session_id), patch=patch, if_match=if_match,
-            default_ttl_hours=caller.settings.working_memory.ttl_hours))
+        with _arguments_named("patch"):
+            return working_memory_out(await working_memory.merge_patch(
+                session, key=_key(caller, agent_id, session_id), patch=patch,
+                if_match=if_match, default_ttl_hours=caller.settings.working_memory.ttl_hours))
 
     return await call(ctx, work)
 
@@ -117,8 +141,9 @@ async def working_memory_clear(agent_id: AgentIdArg, session_id: SessionIdArg, c
     expire on its own). Long-term memories stored meanwhile are not touched."""
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryCleared:
-        await working_memory.delete(session, key=_key(caller, agent_id, session_id),
-                                    if_match=if_match)
+        with _arguments_named():
+            await working_memory.delete(session, key=_key(caller, agent_id, session_id),
+                                        if_match=if_match)
         return WorkingMemoryCleared(agent_id=agent_id, session_id=session_id)
 
     return await call(ctx, work)
@@ -148,9 +173,10 @@ async def scratchpad_set(agent_id: AgentIdArg, session_id: SessionIdArg,
     data = ScratchpadWrite(value=None) if value is None else build(ScratchpadWrite, value=value)
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryOut:
-        return working_memory_out(await working_memory.put_scratchpad_value(
-            session, key=_key(caller, agent_id, session_id), name=key, data=data,
-            if_match=if_match))
+        with _arguments_named("value", whole=True):
+            return working_memory_out(await working_memory.put_scratchpad_value(
+                session, key=_key(caller, agent_id, session_id), name=key, data=data,
+                if_match=if_match))
 
     return await call(ctx, work)
 
@@ -163,7 +189,9 @@ async def scratchpad_delete(agent_id: AgentIdArg, session_id: SessionIdArg,
     not-found error). Returns the record."""
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryOut:
-        return working_memory_out(await working_memory.delete_scratchpad_value(
-            session, key=_key(caller, agent_id, session_id), name=key, if_match=if_match))
+        with _arguments_named():
+            return working_memory_out(await working_memory.delete_scratchpad_value(
+                session, key=_key(caller, agent_id, session_id), name=key,
+                if_match=if_match))
 
     return await call(ctx, work)

@@ -37,6 +37,8 @@ async def test_working_memory_tools_set_patch_and_clear_a_session(
                              patch={"active_context": {"goals": None, "city": "Oslo"}})
         stale = error_text(await client.call_tool("working_memory_patch", {
             **WM, "patch": {"decisions": []}, "if_match": created["etag"]}))
+        short = error_text(await client.call_tool("working_memory_patch", {
+            **WM, "patch": {"ttl_seconds": 5}}))
         noted = await call(client, "scratchpad_set", **WM, key="budget",
                            value={"eur": 900}, if_match=patched["etag"])
         await call(client, "scratchpad_set", **WM, key="empty", value=None)
@@ -52,10 +54,11 @@ async def test_working_memory_tools_set_patch_and_clear_a_session(
     assert (created["version"], created["active_context"], created["decisions"],
             created["retrieved_memory_ids"]) == (1, {"project": "trip", "goals": ["book"]},
                                                   ["fly"], [memory_id])
-    assert "exists" in taken.lower() or "precondition" in taken.lower(), taken
+    assert "Precondition failed (create_only)" in taken, taken
     assert patched["active_context"] == {"project": "trip", "city": "Oslo"}
     assert patched["decisions"] == ["fly"] and patched["version"] == 2
-    assert "precondition" in stale.lower(), stale
+    assert "Precondition failed (if_match)" in stale, stale
+    assert "(patch.ttl_seconds)" in short, short
     assert noted["scratchpad"] == {"budget": {"eur": 900}}
     assert entry == {"key": "budget", "value": {"eur": 900}}
     assert unset == {"key": "empty", "value": None}
