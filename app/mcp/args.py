@@ -46,3 +46,6 @@ ValidFromArg = Annotated[str | None, Field(
 ValidUntilArg = Annotated[str | None, Field(
     max_length=64, description="When it stopped holding (ISO 8601 with a zone); default: "
     "until the next version starts.")]
+PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200).")]
+CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
+                                                                    "previous page.")]

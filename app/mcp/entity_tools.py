@@ -1,4 +1,5 @@
-"""Entity tools: create, get, update, resolve a name, merge two entities."""
+"""Entity tools: create, get, update, resolve a name, merge two entities, list entities and
+an entity's facts."""
 
 from typing import Annotated
 
@@ -8,10 +9,10 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import EntityIdArg, MetadataArg, TenantArg
+from app.mcp.args import CursorArg, EntityIdArg, MetadataArg, PageLimitArg, TenantArg
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
-from app.schemas.common import Name
+from app.schemas.common import AwareDatetimeIn, Name, Page, Validity
 from app.schemas.entities import (
     Aliases,
     ContextHints,
@@ -24,9 +25,13 @@ from app.schemas.entities import (
     ResolveCandidate,
     ResolveRequest,
 )
+from app.schemas.facts import FactPage
 from app.services import entities
+from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
 from app.services.responses.entities import entity_out, merge_out, resolve_out
+from app.services.responses.facts import fact_page_out
+from app.services.responses.pages import page_out
 
 NameArg = Annotated[Name, Field(description="The entity's canonical name, e.g. 'Ann Smith'.")]
 AliasesArg = Annotated[Aliases | None, Field(description="Other names it goes by; on update the "
@@ -131,3 +136,37 @@ async def entity_merge(target_id: EntityIdArg, source_id: EntityIdArg,
         return merge_out(result)
 
     return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def entity_list(ctx: Context, entity_type: EntityType | None = None,
+                      name: Name | None = None, include_merged: bool = False,
+                      limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+    """List known entities newest first, optionally of one type or whose canonical name
+    contains `name` (case-insensitive). To find which entity a name means, prefer
+    entity_resolve. Pass next_cursor back as cursor for the next page."""
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[EntityOut]:
+        return page_out(await entities.list_entities(
+            session, tenant_id=caller.tenant_id, entity_type=entity_type, name=name,
+            include_merged=include_merged, limit=limit, cursor=cursor), entity_out)
+
+    return await read_call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def entity_facts(entity_id: EntityIdArg, ctx: Context, validity: Validity | None = None,
+                       as_of: AwareDatetimeIn | None = None,
+                       known_at: AwareDatetimeIn | None = None, limit: PageLimitArg = 50,
+                       cursor: CursorArg = None) -> JsonObject:
+    """Everything known about an entity: the facts anchored to it, newest first (active ones
+    unless validity says otherwise); with as_of / known_at (ISO 8601 with a zone), the
+    versions that held then, as believed then. Pass next_cursor back as cursor for the next
+    page."""
+
+    async def work(session: AsyncSession, caller: Caller) -> FactPage:
+        return fact_page_out(await entities.list_entity_facts(
+            session, tenant_id=caller.tenant_id, entity_id=entity_id, validity=validity,
+            limit=limit, cursor=cursor, at=point_in_time(as_of, known_at)))
+
+    return await read_call(ctx, work)

@@ -1,13 +1,16 @@
-"""Tools that store memories and act on one memory: store, get, confirm, forget, feedback."""
+"""Tools that store memories and act on one memory: store, get, confirm, forget, feedback,
+inversion."""
 
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
+from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.errors import InvalidInput
 from app.mcp.args import (
     ButlerArg,
     ContentArg,
@@ -27,7 +30,7 @@ from app.mcp.args import (
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Permanence
-from app.schemas.episodes import EpisodeCreate, EpisodeOut
+from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
 from app.schemas.facts import FactCreate, FactOut
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import episodes, facts, memories, rules
@@ -162,6 +165,44 @@ async def memory_mark_harmful(rule_id: RuleIdArg, ctx: Context, reason: ReasonAr
                                        rule_id=rule_id, reason=feedback.reason,
                                        context=feedback.context)
         return rule_out(row)
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def memory_store_episodes(
+    items: Annotated[list[dict[str, Any]], Field(
+        min_length=1, description="The episodes, each {content, butler, session_id?, "
+                                  "importance?, occurred_at?}, in the order they happened.")],
+    ctx: Context,
+) -> JsonObject:
+    """Record many observations at once, all or none, e.g. the turns of a conversation
+    (with their session_id, in order) at the end of a session; up to the server's
+    max_batch_size (500 by default). One at a time: memory_store_episode."""
+    request = build(EpisodeBatchCreate, items=items)
+
+    async def work(session: AsyncSession, caller: Caller) -> EpisodeBatchOut:
+        if len(request.items) > caller.settings.max_batch_size:
+            raise InvalidInput(f"a batch holds at most {caller.settings.max_batch_size} "
+                               "episodes", field="items")
+        rows = await episodes.create_episodes(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            items=request.items, ttl_days=caller.settings.episode_ttl_days,
+            keyword_context=caller.settings.keyword_context)
+        return EpisodeBatchOut(items=[episode_out(row) for row in rows])
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def rule_invert(rule_id: RuleIdArg, ctx: Context) -> JsonObject:
+    """Turn a rule that keeps doing harm into an anti-pattern ('ANTI-PATTERN: Do NOT ...'),
+    so recall warns against it. Only a rule flagged needs_inversion (after repeated
+    memory_mark_harmful) can be inverted."""
+
+    async def work(session: AsyncSession, caller: Caller) -> RuleOut:
+        return rule_out(await rules.invert(session, tenant_id=caller.tenant_id,
+                                           embedder=caller.embedder, rule_id=rule_id))
 
     return await call(ctx, work)
 

@@ -8,12 +8,14 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.mcp.args import CursorArg, PageLimitArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
-from app.schemas.common import Content, Metadata, Name, Reason
+from app.schemas.common import Content, Metadata, Name, Page, Reason
 from app.schemas.ledger import (
     AgentContextOut,
     AgentContextRequest,
+    AgentEventOut,
     EventAppendOut,
     EventCreate,
     ReflectionCreate,
@@ -24,6 +26,8 @@ from app.schemas.ledger import (
 from app.schemas.runs import (
     FeedbackCreate,
     FeedbackSource,
+    LessonsOut,
+    LessonsRequest,
     MessageBatchCreate,
     MessageBatchOut,
     QueryText,
@@ -35,8 +39,14 @@ from app.schemas.runs import (
     RunSearchResponse,
     RunUpdate,
 )
-from app.services import ledger, runs
-from app.services.responses.ledger import agent_context_out, event_append_out, reflection_out
+from app.services import ledger, run_lessons, runs
+from app.services.responses.ledger import (
+    agent_context_out,
+    agent_event_out,
+    event_append_out,
+    reflection_out,
+)
+from app.services.responses.pages import page_out
 from app.services.responses.runs import (
     message_batch_out,
     run_detail_out,
@@ -205,5 +215,71 @@ async def agent_reflect(ledger_name: LedgerArg, agent_id: AgentArg, belief: Cont
         return reflection_out(await ledger.post_reflection(
             session, tenant_id=caller.tenant_id, embedder=caller.embedder,
             ledger=ledger_name, agent_id=agent_id, data=request))
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def run_list(ctx: Context, task_id: Name | None = None, success: bool | None = None,
+                   limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+    """List runs newest first, optionally of one task_id or outcome (success true or
+    false). To find runs like a task, use run_search. Pass next_cursor back as cursor for
+    the next page."""
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[RunOut]:
+        return page_out(await runs.list_runs(session, tenant_id=caller.tenant_id,
+                                             task_id=task_id, success=success, limit=limit,
+                                             cursor=cursor), run_out)
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def run_learn_lessons(ctx: Context, max_rating: float | None = None,
+                            scope: Name | None = None,
+                            run_id: uuid.UUID | None = None) -> JsonObject:
+    """Turn what critics said about failed runs into candidate rules ('When doing task
+    <task_id>: <rationale>'): each critic feedback rated at most max_rating (0.5) on a run
+    with success false, not learned before, becomes a rule in scope (global), linked to
+    its run. Optionally only one run's. Up to 100 a call; call again for more."""
+    request = build(LessonsRequest, max_rating=max_rating, scope=scope,
+                    run_id=None if run_id is None else str(run_id))
+
+    async def work(session: AsyncSession, caller: Caller) -> LessonsOut:
+        learned = await run_lessons.learn_from_failures(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder, request=request)
+        return LessonsOut(rules_created=len(learned), rule_ids=[rule.id for rule in learned])
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def agent_event_list(ledger_name: LedgerArg, ctx: Context,
+                           agent_id: Name | None = None, kind: Name | None = None,
+                           limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+    """Every event of a ledger newest first (the whole log, not one agent's view: for
+    that, agent_context), optionally of one agent or kind. Pass next_cursor back as cursor
+    for the next page."""
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[AgentEventOut]:
+        return page_out(await ledger.list_events(session, tenant_id=caller.tenant_id,
+                                                 ledger=ledger_name, agent_id=agent_id,
+                                                 kind=kind, limit=limit, cursor=cursor),
+                        agent_event_out)
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def agent_reflection_list(ledger_name: LedgerArg, ctx: Context,
+                                agent_id: Name | None = None, limit: PageLimitArg = 50,
+                                cursor: CursorArg = None) -> JsonObject:
+    """The reflections posted in a ledger newest first, optionally of one agent, each with
+    the events it is based on. Pass next_cursor back as cursor for the next page."""
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[ReflectionOut]:
+        return page_out(await ledger.list_reflections(
+            session, tenant_id=caller.tenant_id, ledger=ledger_name, agent_id=agent_id,
+            limit=limit, cursor=cursor), reflection_out)
 
     return await call(ctx, work)

@@ -1,5 +1,6 @@
-"""The MCP server: the 19 memory tools, the job, data-rights, run and ledger tools, served
-over Streamable HTTP inside the FastAPI app."""
+"""The MCP server: the 19 memory tools and the tools for everything else an agent does over
+REST (jobs, data rights, listings, runs, ledgers, working memory, procedures, arcs, links and
+the graph), served over Streamable HTTP inside the FastAPI app."""
 
 import asyncio
 from collections.abc import AsyncIterator
@@ -10,7 +11,19 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 
 from app.config import Settings
-from app.mcp import data_tools, entity_tools, job_tools, memory_tools, read_tools, run_tools
+from app.mcp import (
+    arc_tools,
+    data_tools,
+    entity_tools,
+    graph_tools,
+    job_tools,
+    listing_tools,
+    memory_tools,
+    procedure_tools,
+    read_tools,
+    run_tools,
+    working_memory_tools,
+)
 from app.mcp.endpoint import McpEndpoint
 from app.mcp.strict_arguments import RejectUnknownArguments
 
@@ -26,6 +39,12 @@ through everything stored.
 Record task runs with run_create, run_log_messages, run_finish and run_add_feedback; before
 planning a task ask run_search with success=false for similar past failures. In a multi-agent
 ledger, append events with agent_event_append and start each turn with agent_context.
+Keep a session's scratch state in working memory (working_memory_get / working_memory_set /
+working_memory_patch, scratchpad_set). Store multi-step workflows you learn with
+procedure_store, find them with procedure_search and report outcomes with
+procedure_record_execution. Follow a story of related events with arc_create,
+arc_add_event and arc_close. Link memories with link_create and explore what is connected
+to a memory or entity with graph_neighbourhood.
 Results are JSON: ids are UUID strings, times ISO 8601."""
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
@@ -41,7 +60,8 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
     server: MCPServer = MCPServer("engram", version=version, instructions=INSTRUCTIONS,
                                   log_level=level)  # type: ignore[arg-type]
     for module in (memory_tools, read_tools, entity_tools, job_tools, data_tools,
-                   run_tools):
+                   run_tools, listing_tools, working_memory_tools, procedure_tools, arc_tools,
+                   graph_tools):
         module.tools.register(server)
     server.middleware.append(RejectUnknownArguments(server))
     return server

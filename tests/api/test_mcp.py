@@ -40,7 +40,21 @@ RUN_TOOLS = {
 # Beyond the 19 memory tools: following jobs, and deletion, erasure and export as REST offers them.
 JOB_TOOLS = {"job_get", "job_list"}
 DATA_TOOLS = {"memory_delete", "entity_delete", "memory_erase", "memory_export"}
-ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS
+# Beyond those: every other REST operation an agent would call (tests/test_mcp_coverage.py).
+MORE_TOOLS = {
+    "memory_store_episodes", "rule_invert", "episode_list", "fact_list", "fact_history",
+    "rule_list", "entity_list", "entity_facts",
+    "run_list", "run_learn_lessons", "agent_event_list", "agent_reflection_list",
+    "working_memory_get", "working_memory_set", "working_memory_patch", "working_memory_clear",
+    "scratchpad_get", "scratchpad_set", "scratchpad_delete",
+    "procedure_store", "procedure_search", "procedure_get", "procedure_list",
+    "procedure_record_execution", "procedure_set_status", "procedure_new_version",
+    "procedure_versions",
+    "arc_create", "arc_add_event", "arc_update", "arc_close", "arc_get", "arc_list",
+    "arc_search", "arc_propose",
+    "link_create", "link_list", "link_delete", "graph_neighbourhood",
+}
+ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS | MORE_TOOLS
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +104,8 @@ async def test_list_tools_returns_the_spec_tools_and_the_others(mcp_as: Any) -> 
     async with mcp_as("acme") as client:
         listed = (await client.list_tools()).tools
     assert {tool.name for tool in listed} == ALL_TOOLS
-    assert len(listed) == 19 + len(RUN_TOOLS) + len(JOB_TOOLS) + len(DATA_TOOLS)
+    assert len(listed) == 19 + len(RUN_TOOLS) + len(JOB_TOOLS) + len(DATA_TOOLS) + len(MORE_TOOLS)
+    assert len(listed) == 73
     assert all(tool.description and len(tool.description) > 60 for tool in listed)
 
 
@@ -421,6 +436,53 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("entity_delete", {"entity_id": SOME_ID, "facts": "keep"}, "facts"),
     ("memory_erase", {"butler": "b", "scope": "s"}, "exactly one"),
     ("memory_export", {"limit": 1001}, "limit"),
+    ("memory_store_episodes", {"items": [{"content": "x", "butler": "b", "mood": "x"}]}, "mood"),
+    ("rule_invert", {"rule_id": "nope"}, "rule_id"),
+    ("episode_list", {"consolidation_status": "done"}, "consolidation_status"),
+    ("fact_list", {"as_of": "yesterday"}, "as_of"),
+    ("fact_history", {"fact_id": 3}, "fact_id"),
+    ("rule_list", {"maturity": "wise"}, "maturity"),
+    ("entity_list", {"limit": 201}, "limit"),
+    ("entity_facts", {"entity_id": SOME_ID, "validity": "maybe"}, "validity"),
+    ("run_list", {"cursor": "c" * 513}, "cursor"),
+    ("run_learn_lessons", {"max_rating": 1.5}, "max_rating"),
+    ("agent_event_list", {"ledger_name": ""}, "ledger_name"),
+    ("agent_reflection_list", {"ledger_name": "l", "limit": 0}, "limit"),
+    ("working_memory_get", {"agent_id": "", "session_id": "s"}, "agent_id"),
+    ("working_memory_set", {"agent_id": "a", "session_id": "s", "ttl_seconds": 5},
+     "ttl_seconds"),
+    ("working_memory_patch", {"agent_id": "a", "session_id": "s", "patch": []}, "patch"),
+    ("working_memory_clear", {"agent_id": "a", "session_id": "s", "if_match": "x" * 2001},
+     "if_match"),
+    ("scratchpad_get", {"agent_id": "a", "session_id": "s", "key": ""}, "key"),
+    ("scratchpad_set", {"agent_id": "a", "session_id": "s", "key": "k"}, "value"),
+    ("scratchpad_delete", {"agent_id": "a", "session_id": "x" * 201, "key": "k"}, "session_id"),
+    ("procedure_store", {"agent_id": "a", "name": "n",
+                         "steps": [{"step": 2, "action": "go"}]}, "steps"),
+    ("procedure_search", {"query": "q", "mode": "psychic"}, "mode"),
+    ("procedure_get", {"procedure_id": "nope"}, "procedure_id"),
+    ("procedure_list", {"status": "retired"}, "status"),
+    ("procedure_record_execution", {"procedure_id": SOME_ID, "success": True,
+                                    "duration_ms": -1}, "duration_ms"),
+    ("procedure_set_status", {"procedure_id": SOME_ID, "status": "retired"}, "status"),
+    ("procedure_new_version", {"procedure_id": SOME_ID, "steps": []}, "steps"),
+    ("procedure_versions", {"procedure_id": 5}, "procedure_id"),
+    ("arc_create", {"title": "t", "arc_type": "incident", "started_at": "soon"}, "started_at"),
+    ("arc_add_event", {"arc_id": SOME_ID, "memory_type": "note", "memory_id": SOME_ID},
+     "memory_type"),
+    ("arc_update", {"arc_id": SOME_ID, "status": "completed"}, "status"),
+    ("arc_close", {"arc_id": SOME_ID, "outcome": "   "}, "outcome"),
+    ("arc_get", {"arc_id": "nope"}, "arc_id"),
+    ("arc_list", {"status": "paused"}, "status"),
+    ("arc_search", {"query": "q", "limit": 101}, "limit"),
+    ("arc_propose", {"scope": "b", "gap_minutes": 0}, "gap_minutes"),
+    ("link_create", {"source_type": "fact", "source_id": SOME_ID, "target_type": "fact",
+                     "target_id": SOME_ID, "relation": "likes"}, "relation"),
+    ("link_list", {"memory_type": "fact", "memory_id": SOME_ID, "direction": "up"},
+     "direction"),
+    ("link_delete", {"source_type": "planet", "source_id": SOME_ID, "target_type": "fact",
+                     "target_id": SOME_ID}, "source_type"),
+    ("graph_neighbourhood", {"node_type": "fact", "node_id": SOME_ID, "hops": 4}, "hops"),
 ]
 
 
@@ -435,8 +497,9 @@ async def test_a_bad_argument_is_a_tool_error_naming_it(mcp_as: Any, sql: Any) -
             assert argument in message, (tool, message)
             assert "unexpected" not in message.lower(), (tool, message)
     # Nothing was stored or queued by the refused calls.
-    for table in ("episodes", "facts", "rules", "entities", "jobs"):
-        assert await sql(f"SELECT id FROM {table}") == [], table
+    for table in ("episodes", "facts", "rules", "entities", "jobs", "procedures", "arcs",
+                  "working_memories", "memory_links"):
+        assert await sql(f"SELECT tenant_id FROM {table}") == [], table
 
 
 async def test_a_tenant_cannot_see_or_change_another_tenants_memories(

@@ -1,0 +1,116 @@
+"""Link and graph tools: typed edges between memories and entities, and the neighbourhood of
+a node, as /v1/links and /v1/graph offer them."""
+
+import uuid
+from typing import Annotated, get_args
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.mcp.args import CursorArg, PageLimitArg
+from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.toolset import ToolSet
+from app.schemas.common import LinkEndType, Page, ResponseModel
+from app.schemas.graph import GraphOut, GraphRelation, NodeType
+from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
+from app.services import links
+from app.services.graph import neighbourhood
+from app.services.responses.links import link_out
+from app.services.responses.pages import page_out
+
+ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
+EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, or a run, "
+                                                      "run message, run feedback or agent "
+                                                      "event.")]
+EndIdArg = Annotated[uuid.UUID, Field(description="Its id (a UUID).")]
+
+
+class LinkDeleted(ResponseModel):
+    """The edge that was deleted."""
+
+    source_type: str
+    source_id: uuid.UUID
+    target_type: str
+    target_id: uuid.UUID
+    deleted: bool = True
+
+
+tools = ToolSet()
+
+
+@tools.add(annotations=ToolAnnotations(idempotent_hint=True))
+async def link_create(source_type: EndTypeArg, source_id: EndIdArg, target_type: EndTypeArg,
+                      target_id: EndIdArg, relation: Relation, ctx: Context,
+                      strength: float = 1.0) -> JsonObject:
+    """Link two memories or entities with a directed, typed edge: provenance (derived_from,
+    supports, contradicts, supersedes, related_to, based_on) or a relation between entities
+    (works_at, knows, member_of, ...). strength in (0, 1] weighs graph-aware search. Creating
+    an edge that exists returns it; one edge per ordered pair (delete it to change the
+    relation)."""
+    data = build(LinkCreate, source_type=source_type, source_id=source_id,
+                 target_type=target_type, target_id=target_id, relation=relation,
+                 strength=strength)
+
+    async def work(session: AsyncSession, caller: Caller) -> LinkOut:
+        link, _ = await links.create_link(session, tenant_id=caller.tenant_id, data=data)
+        return link_out(link)
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
+                    direction: Direction = "both", relation: Relation | None = None,
+                    limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+    """The links of one memory or entity, newest first: outgoing (it is the source),
+    incoming (the target) or both, optionally of one relation. Use it to see what a memory
+    was derived from or what supports or contradicts it."""
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[LinkOut]:
+        return page_out(await links.list_links(
+            session, tenant_id=caller.tenant_id, memory_type=memory_type,
+            memory_id=memory_id, direction=direction, relation=relation, limit=limit,
+            cursor=cursor), link_out)
+
+    return await read_call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(destructive_hint=True))
+async def link_delete(source_type: EndTypeArg, source_id: EndIdArg, target_type: EndTypeArg,
+                      target_id: EndIdArg, ctx: Context) -> JsonObject:
+    """Delete the edge from source to target (a wrong or outdated link); the memories stay."""
+
+    async def work(session: AsyncSession, caller: Caller) -> LinkDeleted:
+        await links.delete_link(session, tenant_id=caller.tenant_id, source_type=source_type,
+                                source_id=source_id, target_type=target_type,
+                                target_id=target_id)
+        return LinkDeleted(source_type=source_type, source_id=source_id,
+                           target_type=target_type, target_id=target_id)
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def graph_neighbourhood(
+    node_type: Annotated[NodeType, Field(description="episode, fact, rule or entity.")],
+    node_id: EndIdArg, ctx: Context,
+    hops: Annotated[int, Field(ge=1, le=3, description="Edges to follow (1-3).")] = 1,
+    relations: Annotated[list[GraphRelation] | None, Field(
+        max_length=len(ALL_RELATIONS),
+        description="Relations to follow; all when left out (provenance links, entity "
+                    "relations and about, a fact's anchor to its entity).")] = None,
+    limit: Annotated[int, Field(ge=1, le=500, description="Most nodes, the root "
+                                                          "included (1-500).")] = 100,
+) -> JsonObject:
+    """Explore what is connected to a memory or entity: nodes within `hops` edges (each
+    with its hop, a short summary and its state) and the edges between them. Use it to see
+    everything known around a person or how a fact came about."""
+
+    async def work(session: AsyncSession, caller: Caller) -> GraphOut:
+        return await neighbourhood(session, tenant_id=caller.tenant_id, node_type=node_type,
+                                   node_id=node_id, hops=hops,
+                                   relations=relations or ALL_RELATIONS, max_nodes=limit)
+
+    return await read_call(ctx, work)
