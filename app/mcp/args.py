@@ -1,11 +1,13 @@
 """Tool argument types: the request models' own bounded types, described for an agent."""
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from app.schemas.common import Content, Importance, MemoryType, Metadata, Name, Reason, Tags
+from app.schemas.filters import FILTER_DESCRIPTION, FilterError, MemoryFilter, parse_filter
 
 MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
 MemoryIdArg = Annotated[uuid.UUID, Field(description="The memory's id (a UUID).")]
@@ -49,3 +51,12 @@ ValidUntilArg = Annotated[str | None, Field(
 PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200).")]
 CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
                                                                     "previous page.")]
+FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
+
+
+def filter_of(raw: dict[str, Any] | None) -> MemoryFilter | None:
+    """The tree of a `filter` argument; a malformed one is a tool error naming its path."""
+    try:
+        return None if raw is None else parse_filter(raw)
+    except FilterError as error:
+        raise ToolError(f"Invalid value for: filter\n- {error}") from None

@@ -9,7 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import CursorArg, EntityIdArg, PageLimitArg
+from app.mcp.args import CursorArg, EntityIdArg, FilterArg, PageLimitArg, filter_of
 from app.mcp.calls import Caller, JsonObject, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import (
@@ -56,16 +56,19 @@ async def episode_list(ctx: Context, butler: Name | None = None,
                        session_id: SessionIdIn | None = None,
                        consolidation_status: ConsolidationStatus | None = None,
                        include_expired: bool = False, limit: PageLimitArg = 50,
-                       cursor: CursorArg = None) -> JsonObject:
+                       cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
     """List episodes newest first, e.g. every turn of one session_id or of one butler, or
-    those still pending consolidation. Use memory_search to find episodes by meaning. Pass
+    those still pending consolidation; filter keeps those it admits, e.g.
+    {"metadata.topic": "travel"}. Use memory_search to find episodes by meaning. Pass
     next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[EpisodeOut]:
         return page_out(await episodes.list_episodes(
             session, tenant_id=caller.tenant_id, butler=butler, session_id=session_id,
             consolidation_status=consolidation_status, consolidated=None,
-            include_expired=include_expired, limit=limit, cursor=cursor), episode_out)
+            include_expired=include_expired, limit=limit, cursor=cursor,
+            memory_filter=memory_filter), episode_out)
 
     return await read_call(ctx, work)
 
@@ -75,17 +78,19 @@ async def fact_list(ctx: Context, subject: Name | None = None, predicate: Name |
                     scope: Name | None = None, validity: ValidityArg = None,
                     entity_id: EntityIdArg | None = None, as_of: AsOfTimeArg = None,
                     known_at: KnownAtTimeArg = None, limit: PageLimitArg = 50,
-                    cursor: CursorArg = None) -> JsonObject:
+                    cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
     """List facts newest first by exact subject, predicate, scope or entity_id, e.g.
     everything stored about 'Ann'; with as_of / known_at, the versions that held then, as
-    believed then. Use memory_search to find facts by meaning. Pass next_cursor back as
-    cursor for the next page."""
+    believed then; filter keeps those it admits, e.g. {"tags": "work"}. Use memory_search to
+    find facts by meaning. Pass next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> FactPage:
         return fact_page_out(await facts.list_facts(
             session, tenant_id=caller.tenant_id, subject=subject, predicate=predicate,
             scope=scope, validity=validity, entity_id=entity_id,
-            at=point_in_time(as_of, known_at), limit=limit, cursor=cursor))
+            at=point_in_time(as_of, known_at), limit=limit, cursor=cursor,
+            memory_filter=memory_filter))
 
     return await read_call(ctx, work)
 
@@ -107,15 +112,18 @@ async def fact_history(fact_id: FactIdArg, ctx: Context) -> JsonObject:
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def rule_list(ctx: Context, scope: Name | None = None,
                     maturity: MaturityLevel | None = None, include_forgotten: bool = False,
-                    limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+                    limit: PageLimitArg = 50, cursor: CursorArg = None,
+                    filter: FilterArg = None) -> JsonObject:
     """List rules newest first, optionally of one scope or maturity (candidate,
-    established, proven, anti_pattern), e.g. to review the proven ones. Use memory_recall
-    for the rules that matter to a task. Pass next_cursor back as cursor for the next
-    page."""
+    established, proven, anti_pattern), e.g. to review the proven ones; filter keeps those
+    it admits. Use memory_recall for the rules that matter to a task. Pass next_cursor back
+    as cursor for the next page."""
+    memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[RuleOut]:
         return page_out(await rules.list_rules(
             session, tenant_id=caller.tenant_id, scope=scope, maturity=maturity,
-            include_forgotten=include_forgotten, limit=limit, cursor=cursor), rule_out)
+            include_forgotten=include_forgotten, limit=limit, cursor=cursor,
+            memory_filter=memory_filter), rule_out)
 
     return await read_call(ctx, work)

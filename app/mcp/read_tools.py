@@ -1,7 +1,7 @@
 """Retrieval tools: search, recall, context and stats."""
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
 from app.constants import SearchMode
-from app.mcp.args import AsOfArg, ButlerArg, KnownAtArg, OptionalScopeArg
+from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, read_call
 from app.mcp.toolset import ToolSet
 from app.retrieval import requests as retrieval
@@ -18,7 +18,7 @@ from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
 from app.schemas.common import MemoryType
-from app.schemas.filters import FILTER_DESCRIPTION, filter_tree
+from app.schemas.filters import filter_tree
 from app.schemas.search import (
     ContextRequest,
     ContextResponse,
@@ -39,7 +39,6 @@ EntitiesArg = Annotated[list[uuid.UUID] | None, Field(
                 "graph_hops rank higher (hybrid mode only).")]
 GraphHopsArg = Annotated[int, Field(description="Links from the entities a memory may be "
                                                 "to get that boost (1-3).")]
-FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
 MinConfidenceArg = Annotated[float, Field(description="Leave out facts and rules whose decayed "
                                                       "confidence is below this (0-1).")]
 

@@ -178,6 +178,11 @@ async def test_mcp_search_recall_and_context_take_a_filter(mcp_as: Any) -> None:
             "trigger_prompt": "green tea", "butler": "chat", "filter": wanted}))
         refused = error_text(await client.call_tool("memory_search", {
             "query": "green tea", "filter": {"metadata.source": {"$like": "c%"}}}))
+        listed = ok(await client.call_tool("fact_list", {"filter": wanted}))
+        refused_list = error_text(await client.call_tool("fact_list", {
+            "filter": {"tags": {"$gt": "a"}}}))
+    assert [item["id"] for item in listed["items"]] == [crm["id"]]
+    assert "filter.tags.$gt" in refused_list
     assert [hit["id"] for hit in found["results"]] == [crm["id"]]
     assert [hit["id"] for hit in recalled["results"]] == [crm["id"]]
     assert [item["id"] for item in context["items"]] == [crm["id"]]
