@@ -74,7 +74,7 @@ export class EngramClient {
   }
 
   listEpisodes(query: EpisodeQuery = {}): Promise<Page<Episode>> {
-    return this.request("GET", "/v1/episodes", { query });
+    return this.request("GET", "/v1/episodes", { query: withFilterText(query) });
   }
 
   /** Delete an episode for good. */
@@ -94,7 +94,7 @@ export class EngramClient {
   }
 
   listFacts(query: FactQuery = {}): Promise<Page<Fact>> {
-    return this.request("GET", "/v1/facts", { query });
+    return this.request("GET", "/v1/facts", { query: withFilterText(query) });
   }
 
   /** Every version of the fact's key, newest first. */
@@ -124,7 +124,7 @@ export class EngramClient {
   }
 
   listRules(query: RuleQuery = {}): Promise<Page<Rule>> {
-    return this.request("GET", "/v1/rules", { query });
+    return this.request("GET", "/v1/rules", { query: withFilterText(query) });
   }
 
   /** Feedback: the rule helped (its maturity may rise). */
@@ -249,4 +249,12 @@ export class EngramClient {
 
 function enc(id: string): string {
   return encodeURIComponent(id);
+}
+
+/** A listing's query with its filter object turned into the JSON text the API reads. */
+function withFilterText<Q extends { filter?: unknown }>(query: Q): Record<string, QueryValue> {
+  const { filter, ...rest } = query;
+  const text = filter === undefined || filter === null || typeof filter === "string"
+    ? filter : JSON.stringify(filter);
+  return { ...(rest as Record<string, QueryValue>), ...(text == null ? {} : { filter: text }) };
 }

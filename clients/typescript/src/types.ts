@@ -3,21 +3,25 @@ import type { components, operations, paths } from "./generated/openapi.js";
 
 type Schemas = components["schemas"];
 type Query<Op extends keyof operations> = NonNullable<operations[Op]["parameters"]["query"]>;
+/** A filter over metadata and fields, e.g. `{ "metadata.topic": "travel" }` (see docs/search.md). */
+export type MemoryFilter = Record<string, unknown>;
+/** A listing's query, whose `filter` may be given as an object (sent as JSON text). */
+type Filtered<Q> = Omit<Q, "filter"> & { filter?: MemoryFilter | string | null };
 
 export type Problem = Schemas["Problem"];
 export type ProblemFieldError = Schemas["ProblemError"];
 
 export type EpisodeCreate = Schemas["EpisodeCreate"];
 export type Episode = Schemas["EpisodeOut"];
-export type EpisodeQuery = Query<"list_episodes">;
+export type EpisodeQuery = Filtered<Query<"list_episodes">>;
 
 export type FactCreate = Schemas["FactCreate"];
 export type Fact = Schemas["FactOut"];
-export type FactQuery = Query<"list_facts">;
+export type FactQuery = Filtered<Query<"list_facts">>;
 
 export type RuleCreate = Schemas["RuleCreate"];
 export type Rule = Schemas["RuleOut"];
-export type RuleQuery = Query<"list_rules">;
+export type RuleQuery = Filtered<Query<"list_rules">>;
 export type HelpfulFeedback = Schemas["HelpfulFeedback"];
 export type HarmfulFeedback = Schemas["HarmfulFeedback"];
 

@@ -92,3 +92,22 @@ describe("retrieval", () => {
     assert.match(block.context, /Dee drinks her coffee black/);
   });
 });
+
+describe("filters", () => {
+  it("searches and lists only what a filter admits, in the database", async () => {
+    const butler = unique("filtered");
+    const stored = await engram.storeEpisodes([
+      { content: "Eve: I booked the train to Porto", butler, metadata: { topic: "travel" } },
+      { content: "Eve: the train to work was late", butler, metadata: { topic: "work" } },
+    ]);
+    const travel = stored[0]!;
+    const found = await engram.search({ query: "Eve train", types: ["episode"],
+      filter: { butler, "metadata.topic": "travel" } });
+    assert.deepEqual(found.results.map((hit) => hit.id), [travel.id]);
+    const page = await engram.listEpisodes({ filter: { butler, "metadata.topic": { $ne: "work" } } });
+    assert.deepEqual(page.items.map((episode) => episode.id), [travel.id]);
+    await assert.rejects(engram.listEpisodes({ filter: { "metadata.topic": { $near: 1 } } }),
+      (error: { status?: number; detail?: string | null }) =>
+        error.status === 422 && /filter\.metadata\.topic\.\$near/.test(String(error.detail)));
+  });
+});

@@ -2079,6 +2079,54 @@ export interface components {
              */
             butler: string;
             /**
+             * Filter
+             * @description Only memories this filter admits are searched or listed; it is applied
+             *     in the database before ranking and paging, so the results are the best ones it admits.
+             *
+             *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+             *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+             *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+             *
+             *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+             *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+             *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+             *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+             *
+             *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+             *     * A field is missing when the memory's type has no such field, it is null, or the metadata
+             *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+             *       `$exists: false`.
+             *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+             *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+             *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+             *       kind must match the value's.
+             *     * `$contains`: a substring of a string, or an element of an array.
+             *
+             *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+             *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+             * @example {
+             *       "importance": {
+             *         "$gte": 7
+             *       },
+             *       "metadata.topic": "work"
+             *     }
+             * @example {
+             *       "$or": [
+             *         {
+             *           "tags": "urgent"
+             *         },
+             *         {
+             *           "created_at": {
+             *             "$gte": "2024-05-01T00:00:00Z"
+             *           }
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
+            /**
              * Known At
              * @description Record time: facts as Engram believed them at this moment (versions stored later, or given up by then, are left out). Default: now.
              */
@@ -4013,6 +4061,54 @@ export interface components {
              */
             entities?: string[] | null;
             /**
+             * Filter
+             * @description Only memories this filter admits are searched or listed; it is applied
+             *     in the database before ranking and paging, so the results are the best ones it admits.
+             *
+             *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+             *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+             *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+             *
+             *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+             *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+             *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+             *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+             *
+             *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+             *     * A field is missing when the memory's type has no such field, it is null, or the metadata
+             *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+             *       `$exists: false`.
+             *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+             *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+             *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+             *       kind must match the value's.
+             *     * `$contains`: a substring of a string, or an element of an array.
+             *
+             *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+             *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+             * @example {
+             *       "importance": {
+             *         "$gte": 7
+             *       },
+             *       "metadata.topic": "work"
+             *     }
+             * @example {
+             *       "$or": [
+             *         {
+             *           "tags": "urgent"
+             *         },
+             *         {
+             *           "created_at": {
+             *             "$gte": "2024-05-01T00:00:00Z"
+             *           }
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
+            /**
              * Graph Hops
              * @description How many links from `entities` a memory may be to get a graph boost.
              * @default 2
@@ -5190,6 +5286,54 @@ export interface components {
              * @description Entities the query is about (hybrid mode): memories within `graph_hops` links of them (typed links, provenance links and facts' entity anchors, either way) form one more ranked list, by graph score = the best path's product of link strengths / its hops. RRF adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted fusion adds `graph_weight` (0.2) * graph score. Each hit names its path (`graph`) and its `contributions` gain `graph`.
              */
             entities?: string[] | null;
+            /**
+             * Filter
+             * @description Only memories this filter admits are searched or listed; it is applied
+             *     in the database before ranking and paging, so the results are the best ones it admits.
+             *
+             *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+             *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+             *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+             *
+             *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+             *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+             *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+             *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+             *
+             *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+             *     * A field is missing when the memory's type has no such field, it is null, or the metadata
+             *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+             *       `$exists: false`.
+             *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+             *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+             *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+             *       kind must match the value's.
+             *     * `$contains`: a substring of a string, or an element of an array.
+             *
+             *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+             *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+             * @example {
+             *       "importance": {
+             *         "$gte": 7
+             *       },
+             *       "metadata.topic": "work"
+             *     }
+             * @example {
+             *       "$or": [
+             *         {
+             *           "tags": "urgent"
+             *         },
+             *         {
+             *           "created_at": {
+             *             "$gte": "2024-05-01T00:00:00Z"
+             *           }
+             *         }
+             *       ]
+             *     }
+             */
+            filter?: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Fusion
              * @description Hybrid mode: how the lists are fused. `learned`: deeper lists ordered by a learned model of each candidate's signals. `rrf`: Reciprocal Rank Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max normalised score times its configured weight. Default: the configured fusion (learned).
@@ -6874,6 +7018,35 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only memories this filter admits are searched or listed; it is applied
+                 *     in the database before ranking and paging, so the results are the best ones it admits.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+                 *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+                 *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+                 *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when the memory's type has no such field, it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
@@ -7615,6 +7788,35 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only memories this filter admits are searched or listed; it is applied
+                 *     in the database before ranking and paging, so the results are the best ones it admits.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+                 *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+                 *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+                 *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when the memory's type has no such field, it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
@@ -10399,6 +10601,35 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only memories this filter admits are searched or listed; it is applied
+                 *     in the database before ranking and paging, so the results are the best ones it admits.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+                 *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+                 *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+                 *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when the memory's type has no such field, it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
