@@ -107,7 +107,8 @@ class EngramClient:
                            json=without_none({"content": content, **fields}))
 
     def search(self, query: str, **fields: Any) -> SearchResult:
-        """Hybrid (or `mode=`) search; any field of POST /v1/search may be given."""
+        """Hybrid (or `mode=`) search; any field of POST /v1/search may be given, e.g.
+        `filter={"metadata.topic": "travel"}`."""
         return self._model(SearchResult, "POST", "/v1/search",
                            json=without_none({"query": query, **fields}))
 
@@ -117,11 +118,12 @@ class EngramClient:
                            json=without_none({"topic": topic, **fields}))
 
     def context(self, trigger_prompt: str, *, butler: str, token_budget: int | None = None,
-                fail_open: bool = True) -> ContextBlock:
-        """The memory block for a prompt. With `fail_open` (the default) an unreachable or
-        failing service gives an empty block with a `warning`, so the agent keeps running."""
+                fail_open: bool = True, filter: dict[str, Any] | None = None) -> ContextBlock:
+        """The memory block for a prompt, of the memories `filter` admits (all by default).
+        With `fail_open` (the default) an unreachable or failing service gives an empty
+        block with a `warning`, so the agent keeps running."""
         body = without_none({"trigger_prompt": trigger_prompt, "butler": butler,
-                             "token_budget": token_budget})
+                             "token_budget": token_budget, "filter": filter})
         try:
             return self._model(ContextBlock, "POST", "/v1/context", json=body)
         except Exception as error:
@@ -218,10 +220,12 @@ class AsyncEngramClient:
                                  json=without_none({"topic": topic, **fields}))
 
     async def context(self, trigger_prompt: str, *, butler: str,
-                      token_budget: int | None = None, fail_open: bool = True) -> ContextBlock:
-        """The memory block for a prompt; fail-open like `EngramClient.context`."""
+                      token_budget: int | None = None, fail_open: bool = True,
+                      filter: dict[str, Any] | None = None) -> ContextBlock:
+        """The memory block for a prompt; filtered and fail-open like
+        `EngramClient.context`."""
         body = without_none({"trigger_prompt": trigger_prompt, "butler": butler,
-                             "token_budget": token_budget})
+                             "token_budget": token_budget, "filter": filter})
         try:
             return await self._model(ContextBlock, "POST", "/v1/context", json=body)
         except Exception as error:

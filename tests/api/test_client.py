@@ -120,3 +120,20 @@ def test_retry_after_is_obeyed_up_to_the_cap():
     response: Any = httpx.Response(429, headers={"Retry-After": "30"})
     assert policy.delay(0, response) == 2.0
     assert 0.25 <= policy.delay(0, None) <= 0.5
+
+
+async def test_the_clients_send_filters_to_search_recall_and_context(live_url, api_key_for):
+    key = await api_key_for("client-filter")
+    with EngramClient(live_url, api_key=key, retry=FAST) as engram:
+        kept = engram.store_fact("Ann", "city", "Ann lives in Lyon.", tags=["crm"])
+        engram.store_fact("Ann", "town", "Ann grew up in a town near Lyon.", tags=["chat"])
+        found = engram.search("Where does Ann live?", filter={"tags": "crm"})
+        recalled = engram.recall("Ann Lyon", filter={"tags": {"$in": ["crm"]}})
+        block = engram.context("Write to Ann", butler="chat", filter={"tags": "crm"})
+    async with AsyncEngramClient(live_url, api_key=key, retry=FAST) as engram_async:
+        block_async = await engram_async.context("Write to Ann", butler="chat",
+                                                 filter={"tags": {"$ne": "crm"}})
+    assert [hit.id for hit in found.results] == [kept.id]
+    assert [hit.id for hit in recalled.results] == [kept.id]
+    assert "Lyon." in block.context and "grew up" not in block.context
+    assert "grew up" in block_async.context and "Ann lives in Lyon." not in block_async.context
