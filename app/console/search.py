@@ -1,5 +1,6 @@
 """/ui/search: the API's search, each hit with its score and per-signal explanation."""
 
+import json
 from typing import Any, get_args
 
 from fastapi import APIRouter, Request, Response
@@ -39,6 +40,11 @@ def search_request(params: Any) -> SearchRequest:
     floor = _number(params.get("min_confidence"), float, "min_confidence")
     if floor is not None:
         body["min_confidence"] = floor
+    if (memory_filter := params.get("filter", "").strip()):
+        try:
+            body["filter"] = json.loads(memory_filter)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"filter: not valid JSON ({exc.msg})", field="filter") from None
     return SearchRequest.model_validate(body)
 
 

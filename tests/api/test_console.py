@@ -365,3 +365,19 @@ async def test_every_console_route_keeps_tenant_a_out_of_tenant_b_session(
             if "{" in path:  # episodes are never confirmed nor labelled: 422 before any lookup
                 assert answer.status_code in (404, 422), (method, url, answer.status_code)
     assert await snapshot(db_engine, "tenant-a") == before
+
+
+async def test_search_page_filters_and_names_a_bad_filter(app, client, browsers):
+    await post(client, "/v1/facts", subject="Ann", predicate="city",
+               content="Ann lives in Lyon", tags=["crm"])
+    await post(client, "/v1/facts", subject="Bob", predicate="city",
+               content="Bob lives in Lyon", tags=["chat"])
+    http = await browser(app, browsers, (await mint(app, "default")).secret)
+    found = (await http.get("/ui/search", params={"q": "lives in Lyon",
+                                                  "filter": '{"tags": "crm"}'})).text
+    assert "Ann lives in Lyon" in found and "Bob lives in Lyon" not in found
+    assert "{&#34;tags&#34;: &#34;crm&#34;}" in found  # the form keeps the filter
+    refused = await http.get("/ui/search", params={"q": "Lyon",
+                                                   "filter": '{"tags": {"$gt": "a"}}'})
+    assert refused.status_code == 422
+    assert "filter.tags.$gt" in refused.text
