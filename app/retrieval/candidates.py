@@ -231,7 +231,8 @@ def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int,
                             scope_is_global=filters.scope == "global",
                             visibility=visibility_filters(memory_type, filters),
                             query=bindparam("query", query, type_=Text),
-                            limit=bindparam("limit", limit, type_=Integer), prefix=prefix)
+                            limit=bindparam("limit", limit, type_=Integer), prefix=prefix,
+                            admitted_only=memory_type in filters.exact)
 
 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,

@@ -29,6 +29,7 @@ from sqlalchemy import (
     and_,
     any_,
     cast,
+    exists,
     func,
     literal,
     or_,
@@ -92,7 +93,7 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
              scope: ColumnElement[str] | None, scope_is_global: bool,
              visibility: list[ColumnElement[bool]], query: ColumnElement[str],
              limit: ColumnElement[int], postings_per_term: int = POSTINGS_PER_TERM,
-             prefix: str | None = None) -> Select[Any]:
+             prefix: str | None = None, admitted_only: bool = False) -> Select[Any]:
     """The best `limit` visible memories of one type by BM25: (memory_type, id, score).
 
     `score` is minus the BM25 score, so that ascending order is best first like the semantic
@@ -100,7 +101,9 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     `scope` picks the postings index partition: the scope itself, and for facts and rules
     also 'global' (unless the scope is 'global' itself). Values are SQL expressions (bound
     parameters), so the statement can be reused. `prefix` (default: the type) names its CTEs,
-    which must differ between two legs of one statement.
+    which must differ between two legs of one statement. With `admitted_only` (a filter
+    admits few memories) every visible memory holding a query lexeme is scored exactly,
+    instead of walking each lexeme's postings past the memories the filter refuses.
     """
     model = MODELS[memory_type]
     prefix = prefix or memory_type
@@ -108,6 +111,9 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     if scope is not None:
         scopes = [scope] if memory_type == "episode" or scope_is_global else [scope, "global"]
     terms = _term_statistics(prefix, tenant_id, scopes, query)
+    if admitted_only:
+        return _scored(memory_type, prefix, terms, _admitted_pool(
+            memory_type, prefix, terms, visibility), limit)
     partitions: list[ColumnElement[str] | str | None] = [None] if scopes is None else [*scopes]
     tops = []
     for number, partition in enumerate(partitions):
@@ -135,7 +141,24 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
             .limit(limit * RESCORED_PER_LIMIT)
             # Materialised, so the planner cannot re-run it once per query lexeme.
             .cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED"))
+    return _scored(memory_type, prefix, terms, pool, limit)
 
+
+def _admitted_pool(memory_type: str, prefix: str, terms: CTE,
+                   visibility: list[ColumnElement[bool]]) -> CTE:
+    """Every visible memory holding one of the query's lexemes (probed by primary key)."""
+    model = MODELS[memory_type]
+    posting = KeywordPosting.__table__.alias(f"{prefix}_admitted_posting")
+    holds = exists(select(literal(1)).select_from(posting).where(
+        posting.c.memory_type == memory_type, posting.c.memory_id == model.id,
+        posting.c.term.in_(select(terms.c.term))))
+    return (select(model.id.label("memory_id")).where(*visibility, holds)
+            .cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED"))
+
+
+def _scored(memory_type: str, prefix: str, terms: CTE, pool: CTE,
+            limit: ColumnElement[int]) -> Select[Any]:
+    """The best `limit` memories of `pool` by their exact BM25 score over the query's lexemes."""
     posting = KeywordPosting.__table__.alias(f"{prefix}_posting")
     # Lateral, so each pooled memory probes the primary key once per query lexeme whatever
     # the statistics say: as a plain join, stale statistics (a type's postings written

@@ -83,7 +83,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                       as_of=None if plan.at is None else plan.at.as_of,
                       known_at=None if plan.at is None else plan.at.known_at,
                       memory_filter=plan.memory_filter)
-    if plan.memory_filter is not None and vector is not None and retrieval.filter_exact_below:
+    if plan.memory_filter is not None and retrieval.filter_exact_below:
         counts = await search_rows.admitted_counts(session, plan.types, filters=filters,
                                                    cap=retrieval.filter_exact_below)
         filters = replace(filters, exact=frozenset(

@@ -187,3 +187,22 @@ async def test_mcp_search_recall_and_context_take_a_filter(mcp_as: Any) -> None:
     assert [hit["id"] for hit in recalled["results"]] == [crm["id"]]
     assert [item["id"] for item in context["items"]] == [crm["id"]]
     assert "filter.metadata.source.$like" in refused
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic"])
+async def test_ranking_the_admitted_memories_exactly_orders_them_as_the_index_walk_does(
+        client: httpx.AsyncClient, settings: Any, monkeypatch: pytest.MonkeyPatch,
+        mode: str) -> None:
+    items = [{"content": f"Ann {'drinks ' * (n % 4)}tea with {n} friends", "butler": "chat",
+              "metadata": {"n": n}} for n in range(30)]
+    await post(client, "/v1/episodes/batch", items=items)
+    body = {"query": "Ann drinks tea", "mode": mode, "limit": 8,
+            "filter": {"metadata.n": {"$lt": 12}}}
+    orders = []
+    for exact_below in (5000, 0):
+        monkeypatch.setattr(settings.retrieval, "filter_exact_below", exact_below)
+        found = await search(client, **body)
+        orders.append([(hit["id"], round(hit["rank"] or hit["similarity"], 5))
+                       for hit in found])
+    assert orders[0] == orders[1]
+    assert len(orders[0]) == 8
