@@ -1,8 +1,10 @@
-"""mem_025 indexes for filters: GIN on metadata, on rules' tags.
+"""mem_025 indexes for filters: GIN on metadata, on rules' tags, btree on facts' and rules'
+butler.
 
 A filter's `$eq` on a metadata path or on tags implies that the column contains a small JSON
 document; `jsonb_path_ops` GIN indexes answer that containment, so a selective filter reads
-only the rows it may admit.
+only the rows it may admit. A filter's `butler` is a fact's or rule's `source_butler`
+(episodes' butler, facts' and rules' scope, subject and session already have indexes).
 
 Revision ID: mem_025
 Revises: mem_024
@@ -26,9 +28,13 @@ def upgrade() -> None:
         op.execute(f"CREATE INDEX ix_{table}_metadata ON {table} "
                    "USING gin (metadata jsonb_path_ops)")
     op.execute("CREATE INDEX ix_rules_tags ON rules USING gin (tags)")
+    for table in ("facts", "rules"):
+        op.create_index(f"ix_{table}_tenant_source_butler", table, ["tenant_id", "source_butler"])
 
 
 def downgrade() -> None:
+    for table in ("facts", "rules"):
+        op.drop_index(f"ix_{table}_tenant_source_butler", table_name=table)
     op.execute("DROP INDEX IF EXISTS ix_rules_tags")
     for table in METADATA_TABLES:
         op.execute(f"DROP INDEX IF EXISTS ix_{table}_metadata")
