@@ -77,6 +77,20 @@ async def test_an_outcome_finishes_an_unfinished_run_now(client):
     assert only_score.json()["finished_at"] is None
 
 
+async def test_a_run_created_with_its_outcome_is_finished(client):
+    before = datetime.now(UTC)
+    for success in (True, False):
+        run = await create_run(client, success=success)
+        finished_at = datetime.fromisoformat(run["finished_at"])
+        assert before - timedelta(seconds=1) <= finished_at <= datetime.now(UTC)
+        assert (await client.get(f"/v1/runs/{run['id']}")).json()["finished_at"] == (
+            run["finished_at"])
+    timed = await create_run(client, success=True, started_at="2026-11-20T09:00:00+00:00",
+                             finished_at="2026-11-20T10:00:00+00:00")
+    assert timed["finished_at"].startswith("2026-11-20T10:00:00")
+    assert (await create_run(client))["finished_at"] is None
+
+
 async def test_listing_runs_pages_and_filters(client):
     for number in range(3):
         await create_run(client, task_id=f"task-{number % 2}", success=number != 1)
