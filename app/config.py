@@ -200,7 +200,13 @@ DEFAULT_PII_PATTERNS = {
 
 
 class RunSettings(BaseModel):
-    """Task runs: the PII scrub job over run messages."""
+    """Task runs: how long finished runs are kept, and the PII scrub job."""
+
+    retention_days: float = Field(
+        365.0, ge=0, le=36_500,
+        description="The cleanup job deletes runs finished more than this many days ago, "
+        "with their messages and feedback (rules learned from them stay). 0: runs are kept "
+        "until deleted or erased.")
 
     pii_patterns: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_PII_PATTERNS),

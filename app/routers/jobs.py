@@ -85,7 +85,12 @@ async def queue_cleanup(queue: QueueDep,
     30 by default) for consolidation to take it, then goes too (`unconsolidated_deleted`);
     meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
     `episodes_deleted` event lists the episodes deleted unconsolidated
-    (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting."""
+    (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting.
+
+    Runs finished more than the server's `runs.retention_days` ago (365 by default; the
+    result's `run_retention_days`; 0 keeps runs) go with their messages, feedback,
+    links and events (`runs_deleted`, `run_messages_deleted`, `run_feedback_deleted`); each
+    batch writes a `runs_deleted` event naming them. Rules learned from them stay."""
     return await queue("cleanup", (body or CleanupJobCreate()).model_dump())
 
 
