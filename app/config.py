@@ -107,6 +107,8 @@ class JobSettings(BaseModel):
     decay_interval_hours: float = Field(24.0, gt=0)
     cleanup_interval_hours: float = Field(24.0, gt=0)
     consolidation_interval_hours: float = Field(6.0, gt=0)
+    pii_scrub_interval_hours: float = Field(
+        24.0, gt=0, description="How often the scheduler queues a PII scrub of every tenant.")
     cleanup_max_entries: int = Field(10_000, ge=0)
     consolidation_max_attempts: int = Field(3, ge=1, le=100)
     consolidation_batch_size: int = Field(

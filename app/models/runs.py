@@ -60,4 +60,6 @@ class RunFeedback(TenantRecord, Base):
     # The candidate rule this feedback became (services/run_lessons), if any.
     lesson_rule_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("rules.id", ondelete="SET NULL"))
+    # Set by the PII scrub job when it checked the rationale.
+    scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_at_column()

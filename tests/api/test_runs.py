@@ -206,7 +206,10 @@ async def test_pii_scrub_replaces_matches_with_salted_hashes(client, app, settin
     await worker.drain(ctx)
     job = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()
     assert job["status"] == "succeeded", job
-    assert job["result"] == {"messages_checked": 3, "messages_rewritten": 2, "matches": 3}
+    assert job["result"] == {"messages_checked": 3, "messages_rewritten": 2, "matches": 3,
+                             "feedback_checked": 0, "feedback_rewritten": 0,
+                             "rules_checked": 0, "rules_rewritten": 0,
+                             "episodes_checked": 0, "episodes_rewritten": 0}
     messages = (await client.get(f"/v1/runs/{run['id']}")).json()["messages"]
     first, second, third = (m["content"] for m in messages)
     assert "ann@example.com" not in first and "7946" not in first
