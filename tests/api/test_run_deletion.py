@@ -5,11 +5,13 @@ from typing import Any
 
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
+from app.services.background import worker
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401 - MCP fixtures
 from tests.api.test_runs import create_run
 from tests.support.console import console_client
 from tests.support.factories import store_fact
 from tests.support.http import post
+from tests.support.jobs import job_context
 from tests.support.rights import marker_hits
 
 MARKER = "5517209"
@@ -140,3 +142,27 @@ async def test_the_mcp_tool_deletes_a_run(client, mcp_as):  # noqa: F811
         again = await session.call_tool("run_delete", {"run_id": run_id})
         assert "not found" in error_text(again)
     assert (await client.get(f"/v1/runs/{run_id}")).status_code == 404
+
+
+async def test_the_mcp_erase_tool_takes_every_run_of_a_task(app, settings, client,
+                                                            mcp_as):  # noqa: F811
+    planted = await _planted(client, MARKER)
+    kept = await create_run(client, task_id="other-task")
+    async with mcp_as("default") as session:
+        job = ok(await session.call_tool("memory_erase", {"task_id": "ship-order"}))
+    await worker.drain(job_context(app, settings))
+    finished = (await client.get(f"/v1/jobs/{job['id']}")).json()
+    assert finished["status"] == "succeeded", finished
+    assert finished["result"]["deleted"]["runs"] == 1
+    assert finished["result"]["deleted"]["rules"] == 1  # the lesson learned from it
+    assert finished["params"] == {"selector": "task_id"}
+    assert (await client.get(f"/v1/runs/{planted['run']['id']}")).status_code == 404
+    assert (await client.get(f"/v1/rules/{planted['rule_id']}")).status_code == 404
+    assert (await client.get(f"/v1/runs/{kept['id']}")).status_code == 200
+
+
+async def test_erasing_an_unknown_run_is_a_404_naming_run_id(client):
+    response = await client.post("/v1/erasures", json={
+        "run_id": "00000000-0000-4000-8000-000000000000"})
+    assert response.status_code == 404
+    assert [e["field"] for e in response.json()["errors"]] == ["run_id"]
