@@ -451,7 +451,8 @@ export interface paths {
         /**
          * Erase data by selector
          * @description Hard-delete everything one selector matches: `butler`, `scope`, `subject`,
-         *     `entity_id`, `session_id`, or `tenant: true` with `confirm` set to the tenant id.
+         *     `entity_id`, `session_id`, `run_id`, `task_id`, or `tenant: true` with `confirm` set to
+         *     the tenant id.
          *
          *     Facts go with every version of their history; facts and rules consolidated from erased
          *     episodes go with them; links, keyword postings, rule applications (their reasons) and the
@@ -459,8 +460,9 @@ export interface paths {
          *     job resumes where it stopped. The job's result is the receipt, counts per table
          *     (`deleted`); what stays is content-free tombstone events (`memories_erased` with the ids,
          *     `erasure_completed` with the counts) naming the key that asked. Once finished, the job's
-         *     params keep only the selector's name, not its value. 404 when `entity_id` is not the
-         *     tenant's; 422 for no selector, two selectors, or a wrong `confirm`.
+         *     params keep only the selector's name, not its value. A run goes with its messages,
+         *     feedback, links and events, and the rules learned from it. 404 when `entity_id` or
+         *     `run_id` is not the tenant's; 422 for no selector, two selectors, or a wrong `confirm`.
          */
         post: operations["request_erasure"];
         delete?: never;
