@@ -1,7 +1,8 @@
-"""mem_027 PII scrub marks: when the scrub last checked feedback, rules and episodes.
+"""mem_027 PII scrub marks: when the scrub last checked runs, feedback, rules and episodes.
 
-The PII scrub rewrites run messages (marked since mem_014), and now also run feedback
-rationales, rules (run lessons among them) and episodes (content and metadata). Each gets
+The PII scrub rewrites run messages (marked since mem_014), and now also runs (summary and
+meta), run feedback rationales, rules (run lessons among them) and episodes (content and
+metadata). Each gets
 `scrubbed_at`, set when the scrub checked the row, so a scheduled scrub reads only rows
 stored since; a partial index on the rows not yet checked keeps that read small.
 
@@ -21,7 +22,7 @@ down_revision: str | None = "mem_024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-TABLES = ("run_feedback", "rules", "episodes")
+TABLES = ("runs", "run_feedback", "rules", "episodes")
 
 
 def upgrade() -> None:

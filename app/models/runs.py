@@ -27,6 +27,8 @@ class Run(TenantRecord, Searchable, Base):
     score_numeric: Mapped[float | None] = mapped_column(Float)
     success: Mapped[bool | None] = mapped_column()
     meta: Mapped[dict[str, Any]] = jsonb_column("{}")
+    # Set by the PII scrub job when it checked the summary and meta.
+    scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_at_column()
 
 

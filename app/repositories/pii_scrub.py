@@ -1,4 +1,4 @@
-"""SQL of the PII scrub beyond run messages: feedback rationales, rules and episodes.
+"""SQL of the PII scrub beyond run messages: runs, feedback rationales, rules, episodes.
 
 Each table is read in id order after a keyset, only rows the scrub has not checked yet
 (`scrubbed_at` is null) unless every row is asked for; a rewrite applies only when the
@@ -12,16 +12,16 @@ from typing import Any, TypeVar
 from sqlalchemy import Table, func, select, union, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Episode, Rule, RunFeedback
+from app.models import Episode, Rule, Run, RunFeedback
 from app.repositories.memories import to_tsvector
 
-Scrubbed = TypeVar("Scrubbed", RunFeedback, Rule, Episode)
-SCRUBBED_MODELS: tuple[type[Any], ...] = (RunFeedback, Rule, Episode)
+Scrubbed = TypeVar("Scrubbed", Run, RunFeedback, Rule, Episode)
+SCRUBBED_MODELS: tuple[type[Any], ...] = (Run, RunFeedback, Rule, Episode)
 
 
 async def tenants_to_scrub(session: AsyncSession, *, rescan: bool) -> list[str]:
-    """Every tenant with feedback, rules or episodes the scrub has not checked (any, with
-    `rescan`)."""
+    """Every tenant with runs, feedback, rules or episodes the scrub has not checked (any,
+    with `rescan`)."""
     selects = []
     for model in SCRUBBED_MODELS:
         stmt = select(model.tenant_id)

@@ -99,12 +99,13 @@ async def queue_pii_scrub(queue: QueueDep,
                           body: Annotated[PiiScrubJobCreate | None, Body()] = None) -> JobOut:
     """Replace every match of the configured `runs.pii_patterns` by `[pii:<pattern
     name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`, else the tenant's own
-    random salt, made once and kept in the database) in the tenant's run messages, run
-    feedback rationales, rules (run lessons among them: content, original content, metadata)
-    and episodes (content and metadata), and re-embed and re-index what changed. Rows checked
-    once are skipped unless `rescan` is true. The scheduler runs one for every tenant each
-    `jobs.pii_scrub_interval_hours` (24). The result counts `<kind>_checked` and
-    `<kind>_rewritten` for messages, feedback, rules and episodes, and `matches`."""
+    random salt, made once and kept in the database) in the tenant's run messages, runs
+    (summary and meta), run feedback rationales, rules (run lessons among them: content,
+    original content, metadata) and episodes (content and metadata), and re-embed and
+    re-index what changed. Rows checked once are skipped unless `rescan` is true. The
+    scheduler runs one for every tenant each `jobs.pii_scrub_interval_hours` (24). The
+    result counts `<kind>_checked` and `<kind>_rewritten` for messages, runs, feedback,
+    rules and episodes, and `matches`."""
     return await queue("pii_scrub", (body or PiiScrubJobCreate()).model_dump())
 
 

@@ -18,7 +18,8 @@ QUERY = f"contact {ADDRESS} before shipping"
 
 async def _failed_run(client: Any, task_id: str) -> dict[str, Any]:
     run = await post(client, "/v1/runs", task_id=task_id, success=False,
-                     summary="Shipping the spare parts")
+                     summary=f"Shipping the spare parts to {ADDRESS}",
+                     meta={"requested_by": ADDRESS})
     await post(client, f"/v1/runs/{run['id']}/messages", role="human",
                content=f"Write to {ADDRESS} when it ships")
     await post(client, f"/v1/runs/{run['id']}/feedback", source="critic", rating=0.1,
@@ -27,9 +28,9 @@ async def _failed_run(client: Any, task_id: str) -> dict[str, Any]:
 
 
 async def _plant(client: Any) -> dict[str, Any]:
-    """A run whose lesson is learned before the scrub; a second run learned after it; a
-    rule and episodes (one of a session, one long enough for passages) holding the
-    address in their content and metadata."""
+    """A run (its summary and meta hold the address too) whose lesson is learned before the
+    scrub; a second run learned after it; a rule and episodes (one of a session, one long
+    enough for passages) holding the address in their content and metadata."""
     early = await _failed_run(client, "ship-parts")
     [early_lesson] = (await client.post("/v1/runs/lessons", json={
         "run_id": early["id"]})).json()["rule_ids"]
@@ -89,6 +90,8 @@ async def test_the_scheduled_scrub_leaves_no_raw_address_anywhere(
     token = detail["messages"][0]["content"].split()[2]
     assert token.startswith("[pii:email:")
     assert token in detail["feedback"][0]["rationale"]
+    assert (detail["summary"], detail["meta"]) == (f"Shipping the spare parts to {token}",
+                                                   {"requested_by": token})
     rules = {rule["id"]: rule for rule in answers["rules"]["items"]}
     assert token in rules[planted["early_lesson"]]["content"]  # made before the scrub
     assert rules[planted["rule"]["id"]]["metadata"] == {"owner": token}
@@ -121,8 +124,8 @@ async def test_a_second_scrub_checks_only_what_is_new(client, app, settings):
     ctx = job_context(app, settings)
     await worker.drain(ctx)
     first = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()["result"]
-    assert (first["feedback_rewritten"], first["rules_rewritten"],
-            first["episodes_rewritten"]) == (2, 2, 2)
+    assert (first["runs_rewritten"], first["feedback_rewritten"], first["rules_rewritten"],
+            first["episodes_rewritten"]) == (2, 2, 2, 2)
     await store_episode(client, "Nothing personal here")
 
     again = await client.post("/v1/jobs/pii-scrub")
@@ -130,4 +133,5 @@ async def test_a_second_scrub_checks_only_what_is_new(client, app, settings):
     second = (await client.get(f"/v1/jobs/{again.json()['id']}")).json()["result"]
 
     assert (second["episodes_checked"], second["episodes_rewritten"]) == (1, 0)
-    assert (second["feedback_checked"], second["rules_checked"]) == (0, 0)
+    assert (second["runs_checked"], second["feedback_checked"],
+            second["rules_checked"]) == (0, 0, 0)

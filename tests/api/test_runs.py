@@ -207,6 +207,7 @@ async def test_pii_scrub_replaces_matches_with_salted_hashes(client, app, settin
     job = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()
     assert job["status"] == "succeeded", job
     assert job["result"] == {"messages_checked": 3, "messages_rewritten": 2, "matches": 3,
+                             "runs_checked": 1, "runs_rewritten": 0,
                              "feedback_checked": 0, "feedback_rewritten": 0,
                              "rules_checked": 0, "rules_rewritten": 0,
                              "episodes_checked": 0, "episodes_rewritten": 0}

@@ -1,5 +1,6 @@
 """The PII scrub job: configured regular expressions over every text a person's data can
-reach (run messages, feedback rationales, rules, and episodes' content and metadata), each
+reach (run messages, runs' summary and meta, feedback rationales, rules, and episodes'
+content and metadata), each
 match replaced by a salted hash so equal values stay recognisable without being readable.
 The scheduler queues one for every tenant each `jobs.pii_scrub_interval_hours`.
 
@@ -23,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from app.embedding.embedder import SYSTEM_TENANT
-from app.models import Episode, Rule, RunFeedback
+from app.models import Episode, Rule, Run, RunFeedback
 from app.repositories import episodes as episode_rows
 from app.repositories import pii_salts as salt_rows
 from app.repositories import pii_scrub as scrub_rows
@@ -34,6 +35,7 @@ from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.episodes import refresh_keyword_text
 from app.services.events import Event
 from app.services.jobs import JobContext, JobOutcome
+from app.services.runs import run_text
 from app.text import context_text, preprocess_text
 
 HASH_CHARS = 16
@@ -111,8 +113,8 @@ class Scrubbers:
 
 async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
                         rescan: bool) -> JobOutcome:
-    """Scrub the tenant's (every tenant's, without one) run messages, feedback rationales,
-    rules and episodes not yet checked (all of them with `rescan`)."""
+    """Scrub the tenant's (every tenant's, without one) run messages, runs, feedback
+    rationales, rules and episodes not yet checked (all of them with `rescan`)."""
     result = await _scrub_messages(ctx, tenant_id=tenant_id, rescan=rescan)
     scrubbers = Scrubbers(ctx)
     if tenant_id is not None:
@@ -120,8 +122,8 @@ async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
     else:
         async with ctx.transaction(SYSTEM) as session:
             tenants = await scrub_rows.tenants_to_scrub(session, rescan=rescan)
-    for name, scrub_batch in (("feedback", _feedback_batch), ("rules", _rules_batch),
-                              ("episodes", _episodes_batch)):
+    for name, scrub_batch in (("runs", _runs_batch), ("feedback", _feedback_batch),
+                              ("rules", _rules_batch), ("episodes", _episodes_batch)):
         checked = rewritten = 0
         for tenant in tenants:
             scrubber = await scrubbers.of(tenant)
@@ -187,6 +189,29 @@ class Rewrite:
     context: str | None = None
 
 
+async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
+                      after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+    """Runs: summary and meta; the run is embedded and indexed by its task and summary."""
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        batch = await scrub_rows.rows_to_scrub(session, Run, tenant_id=tenant_id,
+                                               after=after, rescan=rescan,
+                                               limit=ctx.settings.runs.pii_batch_size)
+    if not batch:
+        return None
+    found = []
+    for row in batch:
+        summary, count = (scrubber.scrub(row.summary) if row.summary is not None
+                          else (None, 0))
+        meta, meta_count = scrubber.scrub_json(row.meta)
+        if count + meta_count:
+            found.append(Rewrite(row.id, {"summary": row.summary, "meta": row.meta},
+                                 {"summary": summary, "meta": meta},
+                                 run_text(row.task_id, summary), count + meta_count))
+    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found,
+                                      passages=False)
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
 async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                        after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
     """Rules (run lessons among them): content, original content and metadata."""
@@ -244,9 +269,9 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
 
 
-async def _write(ctx: JobContext, model: type[Rule] | type[Episode], memory_type: str,
-                 tenant_id: str, batch: list[Any], found: list[Rewrite], *,
-                 refresh_turns: int | None = None) -> tuple[int, int]:
+async def _write(ctx: JobContext, model: type[Run] | type[Rule] | type[Episode],
+                 memory_type: str, tenant_id: str, batch: list[Any], found: list[Rewrite], *,
+                 refresh_turns: int | None = None, passages: bool = True) -> tuple[int, int]:
     """Embed the scrubbed texts, then in one transaction rewrite the rows still as read
     with their vectors, passages and keyword text, and mark the rest checked; (rewritten,
     matches)."""
@@ -264,10 +289,11 @@ async def _write(ctx: JobContext, model: type[Rule] | type[Episode], memory_type
                     search_text=preprocess_text(item.text) if refresh_turns is None else None):
                 done.append(index)
         ids = [found[i].row_id for i in done]
-        await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
-                             embedded=Embedded(embedded.vectors, embedded.version_id,
-                                               [embedded.passages[i] for i in done]),
-                             replace=True)
+        if passages:
+            await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
+                                 embedded=Embedded(embedded.vectors, embedded.version_id,
+                                                   [embedded.passages[i] for i in done]),
+                                 replace=True)
         if refresh_turns is not None and ids:
             after = await episode_rows.turns_after(session, tenant_id=tenant_id, ids=ids,
                                                    count=refresh_turns)
