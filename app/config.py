@@ -113,6 +113,8 @@ class JobSettings(BaseModel):
     decay_interval_hours: float = Field(24.0, gt=0)
     cleanup_interval_hours: float = Field(24.0, gt=0)
     consolidation_interval_hours: float = Field(6.0, gt=0)
+    pii_scrub_interval_hours: float = Field(
+        24.0, gt=0, description="How often the scheduler queues a PII scrub of every tenant.")
     cleanup_max_entries: int = Field(10_000, ge=0)
     consolidation_max_attempts: int = Field(3, ge=1, le=100)
     consolidation_batch_size: int = Field(
@@ -206,7 +208,13 @@ DEFAULT_PII_PATTERNS = {
 
 
 class RunSettings(BaseModel):
-    """Task runs: the PII scrub job over run messages."""
+    """Task runs: how long finished runs are kept, and the PII scrub job."""
+
+    retention_days: float = Field(
+        365.0, ge=0, le=36_500,
+        description="The cleanup job deletes runs finished more than this many days ago, "
+        "with their messages and feedback (rules learned from them stay). 0: runs are kept "
+        "until deleted or erased.")
 
     pii_patterns: dict[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_PII_PATTERNS),

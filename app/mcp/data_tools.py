@@ -1,6 +1,7 @@
 """Data-rights tools: hard delete, erasure by selector and export, as DELETE /v1/...,
 POST /v1/erasures and GET /v1/export do."""
 
+import uuid
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
@@ -24,6 +25,7 @@ from app.services.responses.jobs import job_out
 FactsArg = Annotated[deletion.FactsOfEntity, Field(
     description="detach: the entity's facts stay, anchored to no entity; delete: they go too, "
                 "every version of their history.")]
+RunIdArg = Annotated[uuid.UUID, Field(description="A task run's id (a UUID).")]
 SelectorArg = Annotated[Name | None, Field(description="Selector (give exactly one).")]
 
 
@@ -70,16 +72,20 @@ async def entity_delete(entity_id: EntityIdArg, ctx: Context,
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
 async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: SelectorArg = None,
                        subject: SelectorArg = None, entity_id: EntityIdArg | None = None,
-                       session_id: str | None = None, tenant: bool = False,
-                       confirm: Name | None = None) -> JsonObject:
+                       session_id: str | None = None,
+                       run_id: RunIdArg | None = None, task_id: SelectorArg = None,
+                       tenant: bool = False, confirm: Name | None = None) -> JsonObject:
     """Erase everything one selector matches, for good, as a job: butler (its episodes
     and what came from them), scope (facts and rules), subject (facts, every version),
-    entity_id, session_id, or tenant=true with confirm set to your tenant id (everything
-    of the tenant). Returns the queued job; follow it with job_get (its result counts
-    what was deleted)."""
+    entity_id, session_id, run_id (a task run with its messages, feedback and the rules
+    learned from it), task_id (every run of the task), or tenant=true with confirm set to
+    your tenant id (everything of the tenant). Returns the queued job; follow it with
+    job_get (its result counts what was deleted)."""
     request = build(ErasureCreate, butler=butler, scope=scope, subject=subject,
                     entity_id=None if entity_id is None else str(entity_id),
-                    session_id=session_id, tenant=tenant, confirm=confirm)
+                    session_id=session_id,
+                    run_id=None if run_id is None else str(run_id), task_id=task_id,
+                    tenant=tenant, confirm=confirm)
 
     async def work(session: AsyncSession, caller: Caller) -> JobOut:
         return job_out(await erasure.request_erasure(session, tenant_id=caller.tenant_id,

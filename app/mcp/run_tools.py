@@ -12,6 +12,7 @@ from app.mcp.args import CursorArg, PageLimitArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Content, Metadata, Name, Page, Reason
+from app.schemas.data_rights import DeletedOut
 from app.schemas.ledger import (
     AgentContextOut,
     AgentContextRequest,
@@ -40,6 +41,7 @@ from app.schemas.runs import (
     RunUpdate,
 )
 from app.services import ledger, run_lessons, runs
+from app.services.responses.data_rights import deleted_out
 from app.services.responses.ledger import (
     agent_context_out,
     agent_event_out,
@@ -130,6 +132,19 @@ async def run_add_feedback(run_id: RunIdArg, source: FeedbackSource, rating: flo
     async def work(session: AsyncSession, caller: Caller) -> RunFeedbackOut:
         return run_feedback_out(await runs.add_feedback(
             session, tenant_id=caller.tenant_id, run_id=run_id, data=request))
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def run_delete(run_id: RunIdArg, ctx: Context) -> JsonObject:
+    """Delete a task run for good with its messages and feedback, and the links and events
+    naming them, as DELETE /v1/runs/{id} does; rules learned from it stay (memory_erase with
+    run_id takes them too). Returns the rows deleted per table."""
+
+    async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
+        counts = await runs.delete_run(session, tenant_id=caller.tenant_id, run_id=run_id)
+        return deleted_out("run", run_id, counts)
 
     return await call(ctx, work)
 

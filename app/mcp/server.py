@@ -34,8 +34,8 @@ task, call memory_context or memory_recall; look things up with memory_search. G
 rules you applied (memory_mark_helpful / memory_mark_harmful) and confirm facts that still hold.
 Jobs you queue (consolidation, cleanup, memory_erase) run in the background: follow one with
 job_get, or list recent ones with job_list. When the user wants data gone for good, use
-memory_delete or entity_delete (one item) or memory_erase (by selector); memory_export pages
-through everything stored.
+memory_delete, entity_delete or run_delete (one item) or memory_erase (by selector);
+memory_export pages through everything stored.
 Record task runs with run_create, run_log_messages, run_finish and run_add_feedback; before
 planning a task ask run_search with success=false for similar past failures. In a multi-agent
 ledger, append events with agent_event_append and start each turn with agent_context.

@@ -71,6 +71,8 @@ class Episode(Searchable, Base):
     # Set by an explicit forget: cleanup may then delete the episode unconsolidated.
     forgotten_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     metadata_: Mapped[dict[str, Any]] = metadata_column()
+    # Set by the PII scrub job when it checked the content and metadata.
+    scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Fact(Searchable, Base):
@@ -152,6 +154,8 @@ class Rule(Searchable, Base):
     original_content: Mapped[str | None] = mapped_column(Text)
     tags: Mapped[list[str]] = jsonb_column("[]")
     metadata_: Mapped[dict[str, Any]] = metadata_column()
+    # Set by the PII scrub job when it checked the content and metadata.
+    scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class MemoryLink(Base):

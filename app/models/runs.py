@@ -27,6 +27,8 @@ class Run(TenantRecord, Searchable, Base):
     score_numeric: Mapped[float | None] = mapped_column(Float)
     success: Mapped[bool | None] = mapped_column()
     meta: Mapped[dict[str, Any]] = jsonb_column("{}")
+    # Set by the PII scrub job when it checked the summary and meta.
+    scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_at_column()
 
 
@@ -60,4 +62,6 @@ class RunFeedback(TenantRecord, Base):
     # The candidate rule this feedback became (services/run_lessons), if any.
     lesson_rule_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("rules.id", ondelete="SET NULL"))
+    # Set by the PII scrub job when it checked the rationale.
+    scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_at_column()

@@ -25,7 +25,7 @@ Counts = dict[str, int]
 
 # The memory_events types that record a deletion; a tenant's erasure keeps them.
 TOMBSTONE_EVENTS = ("episode_deleted", "fact_deleted", "rule_deleted", "entity_deleted",
-                    "memories_erased", "erasure_completed")
+                    "run_deleted", "runs_deleted", "memories_erased", "erasure_completed")
 CONSOLIDATION_EVENTS = ("episodes_consolidated", "episodes_consolidation_failed")
 
 
@@ -118,6 +118,43 @@ async def delete_episodes(session: AsyncSession, *, tenant_id: str,
         session, "DELETE FROM episodes WHERE tenant_id = :tenant_id "
                  "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
     return counts
+
+
+async def delete_runs(session: AsyncSession, *, tenant_id: str,
+                      ids: Sequence[uuid.UUID]) -> Counts:
+    """Hard-delete the tenant's runs with these ids, their messages and feedback (by their
+    foreign keys), the links touching any of them and the events naming them."""
+    if not ids:
+        return {}
+    id_texts = _texts(ids)
+    params = {"tenant_id": tenant_id, "ids": id_texts}
+    parts = """
+        SELECT 'run' AS kind, id FROM runs
+        WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
+        UNION ALL
+        SELECT 'run_message', id FROM run_messages
+        WHERE tenant_id = :tenant_id AND run_id = ANY(CAST(:ids AS uuid[]))
+        UNION ALL
+        SELECT 'run_feedback', id FROM run_feedback
+        WHERE tenant_id = :tenant_id AND run_id = ANY(CAST(:ids AS uuid[]))"""
+    links = await _rowcount(session, f"""
+        WITH parts AS ({parts})
+        DELETE FROM memory_links l USING parts p
+        WHERE l.tenant_id = :tenant_id
+          AND ((l.source_type = p.kind AND l.source_id = p.id)
+               OR (l.target_type = p.kind AND l.target_id = p.id))""", **params)
+    events = await _rowcount(session, """
+        DELETE FROM memory_events
+        WHERE tenant_id = :tenant_id AND payload ->> 'run_id' = ANY(CAST(:ids AS text[]))""",
+                             **params)
+    messages = await _rowcount(session, "DELETE FROM run_messages WHERE tenant_id = :tenant_id "
+                                        "AND run_id = ANY(CAST(:ids AS uuid[]))", **params)
+    feedback = await _rowcount(session, "DELETE FROM run_feedback WHERE tenant_id = :tenant_id "
+                                        "AND run_id = ANY(CAST(:ids AS uuid[]))", **params)
+    runs = await _rowcount(session, "DELETE FROM runs WHERE tenant_id = :tenant_id "
+                                    "AND id = ANY(CAST(:ids AS uuid[]))", **params)
+    return {"runs": runs, "run_messages": messages, "run_feedback": feedback,
+            "memory_links": links, "memory_events_deleted": events}
 
 
 async def _version_chain(session: AsyncSession, *, table: str, link: str, tenant_id: str,

@@ -21,13 +21,16 @@ class ErasureSelector:
     subject_key: str | None = None
     entity_ids: tuple[uuid.UUID, ...] | None = None
     session_id: str | None = None
+    run_ids: tuple[uuid.UUID, ...] | None = None
+    task_id: str | None = None
     whole_tenant: bool = False
 
     def params(self) -> dict[str, Any]:
         """The bind parameters its conditions use."""
         return {"butler": self.butler, "scope": self.scope, "subject_key": self.subject_key,
                 "entity_ids": [str(i) for i in self.entity_ids or ()],
-                "session_id": self.session_id}
+                "session_id": self.session_id,
+                "run_ids": [str(i) for i in self.run_ids or ()], "task_id": self.task_id}
 
 
 def _episodes(sel: ErasureSelector, alias: str) -> str | None:
@@ -56,6 +59,29 @@ def _derived(sel: ErasureSelector, alias: str, memory_type: str) -> list[str]:
             f"WHERE e.tenant_id = :tenant_id AND {episodes})", linked]
 
 
+def _runs(sel: ErasureSelector, alias: str) -> str | None:
+    if sel.run_ids:
+        return f"{alias}.id = ANY(CAST(:run_ids AS uuid[]))"
+    if sel.task_id is not None:
+        return f"{alias}.task_id = :task_id"
+    return None
+
+
+def _lessons(sel: ErasureSelector) -> list[str]:
+    """Rules learned from the runs the selector erases: named by their feedback's
+    `lesson_rule_id`, or linked `derived_from` one."""
+    runs = _runs(sel, "u")
+    if runs is None:
+        return []
+    return [f"EXISTS (SELECT 1 FROM run_feedback fb JOIN runs u ON u.id = fb.run_id "
+            f"WHERE fb.tenant_id = :tenant_id AND fb.lesson_rule_id = r.id "
+            f"AND u.tenant_id = :tenant_id AND {runs})",
+            f"EXISTS (SELECT 1 FROM memory_links l JOIN runs u ON u.id = l.target_id "
+            f"WHERE l.tenant_id = :tenant_id AND l.source_type = 'rule' "
+            f"AND l.source_id = r.id AND l.target_type = 'run' "
+            f"AND l.relation = 'derived_from' AND u.tenant_id = :tenant_id AND {runs})"]
+
+
 def _facts(sel: ErasureSelector) -> list[str]:
     if sel.whole_tenant:
         return ["TRUE"]
@@ -71,7 +97,7 @@ def _rules(sel: ErasureSelector) -> list[str]:
         return ["TRUE"]
     own = {"r.source_butler = :butler": sel.butler, "r.scope = :scope": sel.scope}
     return [condition for condition, value in own.items() if value is not None] + _derived(
-        sel, "r", "rule")
+        sel, "r", "rule") + _lessons(sel)
 
 
 def _entities(sel: ErasureSelector) -> list[str]:
@@ -130,3 +156,12 @@ async def next_entities(session: AsyncSession, *, tenant_id: str, sel: ErasureSe
               "WHERE t.tenant_id = n.tenant_id AND t.merged_into_id = n.id)")
     return await _ids(session, "entities n", _entities(sel), leaves, tenant_id=tenant_id,
                       sel=sel, limit=limit)
+
+
+async def next_runs(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
+                    limit: int) -> list[uuid.UUID]:
+    """Up to `limit` runs the selector erases (a whole tenant's go with its other
+    records)."""
+    condition = _runs(sel, "u")
+    return await _ids(session, "runs u", [condition] if condition else [], "",
+                      tenant_id=tenant_id, sel=sel, limit=limit)

@@ -46,11 +46,14 @@ async def list_events(session: AsyncSession, *, tenant_id: str, ledger: str,
 
 
 async def viewer_events(session: AsyncSession, *, tenant_id: str, ledger: str, agent_id: str,
-                        global_visibility: str, limit: int) -> list[AgentEvent]:
-    """The latest `limit` events of the ledger that are the agent's own or have
-    `global_visibility`, in ledger order (the SQL side of salience.visible)."""
+                        global_visibility: str, limit: int,
+                        max_turn: int | None = None) -> list[AgentEvent]:
+    """The latest `limit` events of the ledger (of turn `max_turn` or earlier, when given)
+    that are the agent's own or have `global_visibility`, in ledger order (the SQL side of
+    salience.visible)."""
+    turns = [AgentEvent.turn <= max_turn] if max_turn is not None else []
     stmt = (select(AgentEvent)
-            .where(AgentEvent.tenant_id == tenant_id, AgentEvent.ledger == ledger,
+            .where(AgentEvent.tenant_id == tenant_id, AgentEvent.ledger == ledger, *turns,
                    or_(AgentEvent.agent_id == agent_id,
                        AgentEvent.visibility == global_visibility))
             .order_by(AgentEvent.position.desc()).limit(limit))

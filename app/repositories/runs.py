@@ -209,3 +209,25 @@ async def set_lesson_rule(session: AsyncSession, *, feedback_id: uuid.UUID,
     """Record the rule a feedback became."""
     await session.execute(update(RunFeedback).where(RunFeedback.id == feedback_id)
                           .values(lesson_rule_id=rule_id))
+
+
+def _finished_before(seconds: float) -> Any:
+    return Run.finished_at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, seconds)
+
+
+async def tenants_with_runs_finished_before(session: AsyncSession, *,
+                                            seconds: float) -> list[str]:
+    """Every tenant holding a run finished more than `seconds` ago."""
+    stmt = select(Run.tenant_id).distinct().where(_finished_before(seconds)).order_by(
+        Run.tenant_id)
+    return list((await session.execute(stmt)).scalars())
+
+
+async def runs_finished_before(session: AsyncSession, *, tenant_id: str, seconds: float,
+                               limit: int) -> list[uuid.UUID]:
+    """Up to `limit` of the tenant's runs finished more than `seconds` ago, locked (SKIP
+    LOCKED) for the caller's transaction, oldest first."""
+    stmt = (select(Run.id).where(Run.tenant_id == tenant_id, _finished_before(seconds))
+            .order_by(Run.finished_at, Run.id).limit(limit)
+            .with_for_update(skip_locked=True))
+    return list((await session.execute(stmt)).scalars())

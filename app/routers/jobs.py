@@ -85,18 +85,27 @@ async def queue_cleanup(queue: QueueDep,
     30 by default) for consolidation to take it, then goes too (`unconsolidated_deleted`);
     meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
     `episodes_deleted` event lists the episodes deleted unconsolidated
-    (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting."""
+    (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting.
+
+    Runs finished more than the server's `runs.retention_days` ago (365 by default; the
+    result's `run_retention_days`; 0 keeps runs) go with their messages, feedback,
+    links and events (`runs_deleted`, `run_messages_deleted`, `run_feedback_deleted`); each
+    batch writes a `runs_deleted` event naming them. Rules learned from them stay."""
     return await queue("cleanup", (body or CleanupJobCreate()).model_dump())
 
 
-@queue_route("/pii-scrub", summary="Queue a PII scrub of run messages")
+@queue_route("/pii-scrub", summary="Queue a PII scrub")
 async def queue_pii_scrub(queue: QueueDep,
                           body: Annotated[PiiScrubJobCreate | None, Body()] = None) -> JobOut:
-    """Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
-    by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`,
-    else the tenant's own random salt, made once and kept in the database) and re-embed the
-    message. Messages checked once are skipped
-    unless `rescan` is true."""
+    """Replace every match of the configured `runs.pii_patterns` by `[pii:<pattern
+    name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`, else the tenant's own
+    random salt, made once and kept in the database) in the tenant's run messages, runs
+    (summary and meta), run feedback rationales, rules (run lessons among them: content,
+    original content, metadata) and episodes (content and metadata), and re-embed and
+    re-index what changed. Rows checked once are skipped unless `rescan` is true. The
+    scheduler runs one for every tenant each `jobs.pii_scrub_interval_hours` (24). The
+    result counts `<kind>_checked` and `<kind>_rewritten` for messages, runs, feedback,
+    rules and episodes, and `matches`."""
     return await queue("pii_scrub", (body or PiiScrubJobCreate()).model_dump())
 
 

@@ -107,6 +107,19 @@ async def update_run(run_id: uuid.UUID, body: RunUpdate, session: SessionDep,
                                          run_id=run_id, data=body))
 
 
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response,
+               response_model=None, responses=problem_responses(404, 422),
+               summary="Delete a run for good")
+async def delete_run(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> Response:
+    """Delete the run with its messages and feedback, the links to and from any of them
+    (a run lesson's `derived_from` provenance) and their events, in one transaction. What
+    stays is one content-free `run_deleted` event; rules learned from the run stay (erase
+    with `POST /v1/erasures {"run_id": ...}` to take them too). 404 when the tenant has no
+    such run."""
+    await runs.delete_run(session, tenant_id=tenant_id, run_id=run_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 def _locate_run(request: Request, response: Response, run_id: uuid.UUID) -> None:
     """Point a 201's Location at the run (an error's own response carries none)."""
     locate(request, response, f"/v1/runs/{run_id}")

@@ -13,7 +13,7 @@ MAX_EXPORT_PAGE = 1000
 class DeletedOut(ResponseModel):
     """A hard delete done: what was deleted, counted per table."""
 
-    type: Literal["episode", "fact", "rule", "entity"]
+    type: Literal["episode", "fact", "rule", "entity", "run"]
     id: uuid.UUID
     deleted: dict[str, int] = Field(description="Rows deleted (or facts detached) per table.")
 

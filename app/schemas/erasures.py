@@ -6,8 +6,10 @@ from pydantic import Field, model_validator
 
 from app.schemas.common import Name, RequestModel, SessionIdIn, UUIDIn
 
-SELECTORS = ("butler", "scope", "subject", "entity_id", "session_id", "tenant")
-Selector = Literal["butler", "scope", "subject", "entity_id", "session_id", "tenant"]
+SELECTORS = ("butler", "scope", "subject", "entity_id", "session_id", "run_id", "task_id",
+             "tenant")
+Selector = Literal["butler", "scope", "subject", "entity_id", "session_id", "run_id",
+                   "task_id", "tenant"]
 
 
 class ErasureCreate(RequestModel):
@@ -27,6 +29,12 @@ class ErasureCreate(RequestModel):
     session_id: SessionIdIn | None = Field(
         None, description="Episodes of this session and the facts, rules and procedures "
                           "consolidated from them (their source, or linked derived_from one).")
+    run_id: UUIDIn | None = Field(
+        None, description="The task run with its messages and feedback, and the rules "
+                          "learned from it (run lessons).")
+    task_id: Name | None = Field(
+        None, description="Every run of this task with their messages and feedback, and "
+                          "the rules learned from them.")
     tenant: bool = Field(False, description="Everything of the caller's tenant: memories, "
                                             "entities, links, runs, agent ledgers, "
                                             "procedures, arcs, working memories, events, "

@@ -41,8 +41,9 @@ class ReflectionCreate(RequestModel):
 class AgentContextRequest(RequestModel):
     """What an agent remembers at a turn."""
 
-    turn: int = Field(ge=0, le=MAX_TURN, description="The current turn (recency is counted "
-                      "from it).")
+    turn: int = Field(ge=0, le=MAX_TURN, description="The current turn: recency is counted "
+                      "from it and only events of this turn or earlier are read, so a past "
+                      "turn gives the view the agent had then.")
     query: str = Field("", max_length=MAX_QUERY_CHARS,
                        description="The current scene; the relevance term compares with it.")
     relevance: RelevanceMode = Field(

@@ -180,13 +180,16 @@ class AgentContext:
 async def agent_context(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                         settings: Settings, ledger: str, agent_id: str,
                         request: AgentContextRequest) -> AgentContext:
-    """The agent's recent window, salient events and reflections within the token budget."""
+    """The agent's recent window, salient events and reflections within the token budget, as
+    the agent had them at `request.turn`: computed from the events of that turn and earlier
+    only, so asking about a past turn replays it exactly."""
     memory = settings.agent_memory
     query = preprocess_search_query(request.query)
     vector = (await embedder.aembed(query, tenant_id=tenant_id)
               if request.relevance == "semantic" and query else None)
     rows = await ledger_rows.viewer_events(session, tenant_id=tenant_id, ledger=ledger,
                                            agent_id=agent_id, global_visibility=GLOBAL,
+                                           max_turn=request.turn,
                                            limit=memory.max_candidates)
     by_id = {row.id: row for row in rows}
     reflection_ids = [row.id for row in rows if row.kind == REFLECTION_KIND]

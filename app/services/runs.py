@@ -11,8 +11,10 @@ from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, found
 from app.models import Run, RunFeedback, RunMessage
+from app.repositories import erasure as erasure_rows
 from app.repositories import rows as record_rows
 from app.repositories import runs as run_rows
+from app.repositories.erasure import Counts
 from app.repositories.runs import RunFilters
 from app.retrieval import candidates as search_rows
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
@@ -58,6 +60,9 @@ async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     values = data.model_dump(exclude={"started_at"}, exclude_none=True)
     if data.started_at is not None:
         values["started_at"] = data.started_at
+    if data.finished_at is None and data.success is not None:
+        # An outcome finishes a run, as it does on update.
+        values["finished_at"] = max(now_utc(), data.started_at or now_utc())
     run = await record_rows.insert_searchable(session, Run, values={
         **values, "tenant_id": tenant_id, "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id}, search_text=text)
@@ -101,6 +106,16 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     await events.record(session, [_event("run_updated", tenant_id, run.id,
                                          fields=sorted(values))])
     return run
+
+
+async def delete_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID) -> Counts:
+    """Delete the run for good with its messages, feedback, links and events; one
+    content-free `run_deleted` event stays. Rules learned from it stay, without the link."""
+    await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
+    counts = await erasure_rows.delete_runs(session, tenant_id=tenant_id, ids=[run_id])
+    await events.record(session, [Event("run_deleted", tenant_id, {
+        "memory_type": "run", "memory_id": str(run_id)})])
+    return counts
 
 
 async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID) -> RunDetail:

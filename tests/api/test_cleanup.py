@@ -1,8 +1,12 @@
 """Episode cleanup: TTL expiry, capacity on consolidated episodes only, bounded batches."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
+from app.config import RunSettings
 from app.services.background import worker
+from tests.support.http import post
 from tests.support.jobs import add_episodes, job_context, run_job
 
 
@@ -120,7 +124,9 @@ async def test_cleanup_is_bounded_to_the_callers_tenant(client, app, sql, settin
                              "unconsolidated_deleted": 0, "capacity_deleted": 1,
                              "capacity_unconsolidated_deleted": 0, "remaining": 0,
                              "links_deleted": 0, "max_entries": 0,
-                             "working_memories_deleted": 0}
+                             "working_memories_deleted": 0, "runs_deleted": 0,
+                             "run_messages_deleted": 0, "run_feedback_deleted": 0,
+                             "run_retention_days": 365.0}
     assert await _contents(sql) == ["theirs-consolidated", "theirs-expired"]
 
 
@@ -209,3 +215,66 @@ async def test_over_capacity_expired_unconsolidated_episodes_go_after_consolidat
         "items"]
     assert {e["payload"]["reason"]: e["payload"]["unconsolidated_episode_ids"]
             for e in events} == {"capacity": [], "capacity_unconsolidated": [older]}
+
+
+async def _run(client, days_ago: float | None, **fields):
+    """A run started 4000 days ago, finished `days_ago` days ago (None: unfinished), with a
+    message and feedback."""
+    now = datetime.now(UTC)
+    started = now - timedelta(days=4000)
+    finished = None if days_ago is None else (now - timedelta(days=days_ago)).isoformat()
+    run = await post(client, "/v1/runs", task_id="nightly-report",
+                     started_at=started.isoformat(), finished_at=finished, **fields)
+    await post(client, f"/v1/runs/{run['id']}/messages", role="executor", content="Done")
+    await post(client, f"/v1/runs/{run['id']}/feedback", source="critic", rating=0.1,
+               rationale="Late again")
+    return run
+
+
+async def test_cleanup_deletes_runs_finished_longer_ago_than_the_retention(
+        client, app, sql, settings):
+    old = await _run(client, 40, success=False)
+    recent = await _run(client, 10)
+    unfinished = await _run(client, None)
+    lesson = (await client.post("/v1/runs/lessons", json={})).json()["rule_ids"]
+    ctx = job_context(app, settings, cleanup_batch_size=1)
+    ctx = type(ctx)(ctx.sessionmaker, ctx.settings.model_copy(update={
+        "runs": RunSettings(retention_days=30)}), ctx.embedder)
+
+    job = await run_job(client, ctx, "cleanup")
+
+    assert job["status"] == "succeeded", job
+    assert {name: job["result"][name] for name in (
+        "runs_deleted", "run_messages_deleted", "run_feedback_deleted",
+        "run_retention_days")} == {"runs_deleted": 1, "run_messages_deleted": 1,
+                                   "run_feedback_deleted": 1, "run_retention_days": 30}
+    assert (await client.get(f"/v1/runs/{old['id']}")).status_code == 404
+    for kept in (recent, unfinished):
+        assert (await client.get(f"/v1/runs/{kept['id']}")).status_code == 200
+    assert await sql("SELECT id FROM run_messages WHERE run_id = :r", r=old["id"]) == []
+    # The lesson learned from the old run stays a rule, without its link to the run.
+    [rule_id] = lesson
+    links = (await client.get("/v1/links", params={"memory_type": "rule",
+                                                  "memory_id": rule_id})).json()["items"]
+    assert [link for link in links if link["target_type"].startswith("run")] == []
+    [event] = await sql("SELECT payload FROM memory_events WHERE event_type = 'runs_deleted'")
+    assert event["payload"]["run_ids"] == [old["id"]]
+
+
+async def test_a_run_retention_of_0_keeps_every_run(client, app, settings):
+    old = await _run(client, 3000)
+    ctx = job_context(app, settings)
+    ctx = type(ctx)(ctx.sessionmaker, ctx.settings.model_copy(update={
+        "runs": RunSettings(retention_days=0)}), ctx.embedder)
+    job = await run_job(client, ctx, "cleanup")
+    assert (job["result"]["runs_deleted"], job["result"]["run_retention_days"]) == (0, 0)
+    assert (await client.get(f"/v1/runs/{old['id']}")).status_code == 200
+
+
+async def test_the_default_run_retention_is_a_year(client, app, settings):
+    year_old = await _run(client, 366)
+    younger = await _run(client, 300)
+    job = await run_job(client, job_context(app, settings), "cleanup")
+    assert job["result"]["runs_deleted"] == 1
+    assert (await client.get(f"/v1/runs/{year_old['id']}")).status_code == 404
+    assert (await client.get(f"/v1/runs/{younger['id']}")).status_code == 200

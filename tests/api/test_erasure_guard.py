@@ -169,6 +169,51 @@ async def _entity(client: Any, app: Any, settings: Any) -> World:
     return world
 
 
+async def _failed_run(client: Any, task_id: str, marker: str,
+                      fact_id: str) -> dict[str, Any]:
+    """A failed run with messages, critic feedback and the lesson rule it became; a fact
+    that stays links to it."""
+    run = await post(client, "/v1/runs", task_id=task_id, success=False,
+                     summary=f"Called Ann on {marker}")
+    response = await client.post(f"/v1/runs/{run['id']}/messages/batch", json={"items": [
+        {"role": "planner", "content": f"Find Ann's office code {marker}"},
+        {"role": "executor", "content": f"Dialled {marker}, no answer"}]})
+    assert response.status_code == 201, response.text
+    await post(client, f"/v1/runs/{run['id']}/feedback", source="critic", rating=0.1,
+               rationale=f"Ann's phone is {marker}, not the office code")
+    lessons = await client.post("/v1/runs/lessons", json={"run_id": run["id"]})
+    [rule_id] = lessons.json()["rule_ids"]
+    await post(client, "/v1/links", source_type="fact", source_id=fact_id,
+               target_type="run", target_id=run["id"], relation="related_to")
+    return {"run": run, "rule_id": rule_id}
+
+
+async def _run(client: Any, app: Any, settings: Any) -> World:
+    """A run with messages, feedback and its lesson rule; another run of the same task."""
+    bob = await store_fact(client, subject="Bob", predicate="drink",
+                           content=f"Bob drinks green tea {KEPT}")
+    kept = await _failed_run(client, "call-ann", KEPT, bob["id"])
+    gone = await _failed_run(client, "call-ann", GONE, bob["id"])
+    world = World({"run_id": gone["run"]["id"]})
+    world.gone = [("run", gone["run"]["id"]), ("rule", gone["rule_id"])]
+    world.kept = [("run", kept["run"]["id"]), ("rule", kept["rule_id"]), ("fact", bob["id"])]
+    return world
+
+
+async def _task(client: Any, app: Any, settings: Any) -> World:
+    """Two runs of a task (named by the marker too) with their lessons; a run of another."""
+    bob = await store_fact(client, subject="Bob", predicate="drink",
+                           content=f"Bob drinks green tea {KEPT}")
+    kept = await _failed_run(client, "call-bob", KEPT, bob["id"])
+    first = await _failed_run(client, f"call-ann-{GONE}", GONE, bob["id"])
+    second = await _failed_run(client, f"call-ann-{GONE}", GONE, bob["id"])
+    world = World({"task_id": f"call-ann-{GONE}"})
+    world.gone = [("run", first["run"]["id"]), ("rule", first["rule_id"]),
+                  ("run", second["run"]["id"]), ("rule", second["rule_id"])]
+    world.kept = [("run", kept["run"]["id"]), ("rule", kept["rule_id"]), ("fact", bob["id"])]
+    return world
+
+
 async def _tenant(client: Any, app: Any, settings: Any) -> World:
     """Every kind of record."""
     world = World({"tenant": True, "confirm": "default"})
@@ -182,7 +227,8 @@ async def _tenant(client: Any, app: Any, settings: Any) -> World:
 
 
 SCENARIOS = {"session_id": _session, "butler": _butler, "subject": _subject,
-             "scope": _scope, "entity_id": _entity, "tenant": _tenant}
+             "scope": _scope, "entity_id": _entity, "run_id": _run, "task_id": _task,
+             "tenant": _tenant}
 PATHS = {"episode": "/v1/episodes", "fact": "/v1/facts", "rule": "/v1/rules",
          "entity": "/v1/entities", "run": "/v1/runs", "procedure": "/v1/procedures",
          "arc": "/v1/arcs"}

@@ -33,11 +33,12 @@ async def _scheduled(sql):
 async def test_replicas_ticking_together_enqueue_each_slot_once(client, app, sql, settings):
     replicas = [job_context(app, settings, cleanup_max_entries=500) for _ in range(4)]
     created = await asyncio.gather(*(scheduler.tick(r, now=NOON) for r in replicas))
-    assert sum(len(jobs) for jobs in created) == 3
+    assert sum(len(jobs) for jobs in created) == 4
     assert await _scheduled(sql) == [
         ("cleanup", datetime(2026, 11, 21, tzinfo=UTC), None, {"max_entries": 500}),
         ("consolidation", datetime(2026, 11, 21, 12, tzinfo=UTC), None, {}),
         ("decay", datetime(2026, 11, 21, tzinfo=UTC), None, {}),
+        ("pii_scrub", datetime(2026, 11, 21, tzinfo=UTC), None, {}),
     ]
 
 
@@ -52,10 +53,10 @@ async def test_next_slot_of_each_interval_is_enqueued_once_due(client, app, sql,
 
 async def test_intervals_come_from_settings(client, app, sql, settings):
     ctx = job_context(app, settings, decay_interval_hours=1, cleanup_interval_hours=2,
-                      consolidation_interval_hours=3)
+                      consolidation_interval_hours=3, pii_scrub_interval_hours=0.25)
     await scheduler.tick(ctx, now=NOON)
     assert [(kind, slot.hour, slot.minute) for kind, slot, _, _ in await _scheduled(sql)] == [
-        ("cleanup", 12, 0), ("consolidation", 12, 0), ("decay", 13, 0)]
+        ("cleanup", 12, 0), ("consolidation", 12, 0), ("decay", 13, 0), ("pii_scrub", 13, 30)]
 
 
 async def test_scheduled_jobs_are_not_listed_to_tenants(client, app, settings):
@@ -83,11 +84,11 @@ async def test_app_with_scheduler_enabled_enqueues_on_start(client, sql, setting
     background_app = create_app(scheduler_settings)
     async with background_app.router.lifespan_context(background_app):
         for _ in range(200):
-            if len(await _scheduled(sql)) == 3:
+            if len(await _scheduled(sql)) == 4:
                 break
             await asyncio.sleep(0.02)
     assert sorted(kind for kind, *_ in await _scheduled(sql)) == [
-        "cleanup", "consolidation", "decay"]
+        "cleanup", "consolidation", "decay", "pii_scrub"]
 
 
 async def _wait_for_status(http, job_id, wanted, attempts=400):

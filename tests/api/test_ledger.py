@@ -1,5 +1,6 @@
 """The agent event ledger through HTTP: visibility, salience, reflections."""
 
+import json
 from typing import Any
 
 import pytest
@@ -218,3 +219,76 @@ async def test_the_llm_reflects_every_n_visible_events(client, llm, llm_app_sett
     jobs = (await client.get("/v1/jobs", params={"kind": "reflection"})).json()["items"]
     assert [job["result"]["reflected"] for job in jobs] == [1, 1]
     assert len(llm.requests) == 2
+
+
+# (agent, kind, content, turn) in append order; one event of turn 2 arrives late.
+HISTORY = [("alice", "agent.spoke", "I will visit the baker", 1),
+           ("bob", "world.observed", "The market opens at dawn", 1),
+           ("alice", "agent.spoke", "The baker frowned at me", 2),
+           ("bob", "agent.spoke", "Bob hides the bread money", 3),
+           ("alice", "agent.spoke", "The baker frowned again", 3),
+           ("alice", "agent.spoke", "The baker refused my coins", 4),
+           ("bob", "world.observed", "Rain floods the square", 5),
+           ("bob", "world.observed", "A stranger buys all the bread", 2),
+           ("alice", "agent.spoke", "I will try the other baker", 6),
+           ("bob", "agent.spoke", "Bob counts the bread money", 7),
+           ("alice", "agent.spoke", "The other baker smiled", 8),
+           ("bob", "world.observed", "The baker closes his shop", 9)]
+
+
+async def _replay(client: Any, ledger: str, up_to: int) -> dict[str, str]:
+    """Append HISTORY's events of turn `up_to` or earlier to `ledger`, then alice's
+    reflection on her baker events of turns 2-3 when its turn (3) is in; content -> id."""
+    ids = {}
+    for agent, kind, content, turn in HISTORY:
+        if turn <= up_to:
+            event = await post(client, f"/v1/ledgers/{ledger}/events", agent_id=agent,
+                               kind=kind, content=content, turn=turn)
+            ids[content] = event["id"]
+    if up_to >= 3:
+        reflection = await post(client, f"/v1/ledgers/{ledger}/agents/alice/reflections",
+                                belief="The baker resents me",
+                                based_on=[ids["The baker frowned at me"],
+                                          ids["The baker frowned again"]])
+        ids["The baker resents me"] = reflection["id"]
+    return ids
+
+
+# What differs between two ledgers holding the same events: names, places and times.
+LEDGER_OWN = ("ledger", "position", "created_at")
+
+
+def _without_ids(answer: Any, names: dict[str, str]) -> Any:
+    """The answer with every event id replaced by the content it names, and without the
+    fields a ledger of its own gives an event anyway."""
+    text = json.dumps(answer, sort_keys=True)
+    for content, event_id in names.items():
+        text = text.replace(event_id, f"<{content}>")
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in LEDGER_OWN}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(json.loads(text))
+
+
+@pytest.mark.parametrize("relevance", ["keyword", "semantic"])
+async def test_the_context_at_a_past_turn_is_the_one_its_events_alone_give(client, relevance):
+    whole = await _replay(client, "village-whole", 9)
+    for turn in (2, 3, 5, 9):
+        copy = await _replay(client, f"village-upto-{turn}-{relevance}", turn)
+        for agent in ("alice", "bob"):
+            request = {"turn": turn, "query": "the baker and the bread", "window": 3, "k": 2,
+                       "relevance": relevance}
+            past = (await client.post(f"/v1/ledgers/village-whole/agents/{agent}/context",
+                                      json=request)).json()
+            fresh = (await client.post(
+                f"/v1/ledgers/village-upto-{turn}-{relevance}/agents/{agent}/context",
+                json=request)).json()
+            assert past["context"].encode() == fresh["context"].encode(), (turn, agent)
+            assert _without_ids(past, whole) == _without_ids(fresh, copy), (turn, agent)
+            later = [content for _, _, content, t in HISTORY if t > turn]
+            assert [c for c in later if c in past["context"]] == [], (turn, agent)

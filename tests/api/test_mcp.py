@@ -35,7 +35,7 @@ SPEC_TOOLS = {
 # Beyond the 19 memory tools: task runs and agent ledger memory.
 RUN_TOOLS = {
     "run_create", "run_log_messages", "run_finish", "run_add_feedback", "run_get",
-    "run_search", "agent_event_append", "agent_context", "agent_reflect",
+    "run_delete", "run_search", "agent_event_append", "agent_context", "agent_reflect",
 }
 # Beyond the 19 memory tools: following jobs, and deletion, erasure and export as REST offers them.
 JOB_TOOLS = {"job_get", "job_list"}
@@ -423,6 +423,7 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("run_finish", {"run_id": "nope"}, "run_id"),
     ("run_add_feedback", {"run_id": SOME_ID, "source": "critic", "rating": 2.0}, "rating"),
     ("run_get", {"run_id": 7}, "run_id"),
+    ("run_delete", {"run_id": "nope"}, "run_id"),
     ("run_search", {"query": "q", "limit": 0}, "limit"),
     ("agent_event_append", {"ledger_name": "l", "agent_id": "a", "kind": "agent.spoke",
                             "content": "x", "turn": -1}, "turn"),

@@ -77,6 +77,20 @@ async def test_an_outcome_finishes_an_unfinished_run_now(client):
     assert only_score.json()["finished_at"] is None
 
 
+async def test_a_run_created_with_its_outcome_is_finished(client):
+    before = datetime.now(UTC)
+    for success in (True, False):
+        run = await create_run(client, success=success)
+        finished_at = datetime.fromisoformat(run["finished_at"])
+        assert before - timedelta(seconds=1) <= finished_at <= datetime.now(UTC)
+        assert (await client.get(f"/v1/runs/{run['id']}")).json()["finished_at"] == (
+            run["finished_at"])
+    timed = await create_run(client, success=True, started_at="2026-11-20T09:00:00+00:00",
+                             finished_at="2026-11-20T10:00:00+00:00")
+    assert timed["finished_at"].startswith("2026-11-20T10:00:00")
+    assert (await create_run(client))["finished_at"] is None
+
+
 async def test_listing_runs_pages_and_filters(client):
     for number in range(3):
         await create_run(client, task_id=f"task-{number % 2}", success=number != 1)
@@ -192,7 +206,11 @@ async def test_pii_scrub_replaces_matches_with_salted_hashes(client, app, settin
     await worker.drain(ctx)
     job = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()
     assert job["status"] == "succeeded", job
-    assert job["result"] == {"messages_checked": 3, "messages_rewritten": 2, "matches": 3}
+    assert job["result"] == {"messages_checked": 3, "messages_rewritten": 2, "matches": 3,
+                             "runs_checked": 1, "runs_rewritten": 0,
+                             "feedback_checked": 0, "feedback_rewritten": 0,
+                             "rules_checked": 0, "rules_rewritten": 0,
+                             "episodes_checked": 0, "episodes_rewritten": 0}
     messages = (await client.get(f"/v1/runs/{run['id']}")).json()["messages"]
     first, second, third = (m["content"] for m in messages)
     assert "ann@example.com" not in first and "7946" not in first

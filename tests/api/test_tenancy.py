@@ -162,6 +162,8 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(body(lambda ids: {"entity_id": ids["entity"]}), NOT_FOUND),
         Call(body(lambda ids: {"tenant": True, "confirm": "tenant-a"}), {422}),
         Call(body(lambda ids: {"subject": "Quokka"}), {202}),
+        Call(body(lambda ids: {"run_id": ids["run"]}), NOT_FOUND),
+        Call(body(lambda ids: {"task_id": "shared-task"}), {202}),
     ],
     ("GET", "/v1/export"): [Call(NOTHING, OK)],
     ("POST", "/v1/import"): [
@@ -187,6 +189,7 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/runs/lessons"): [Call(body(lambda ids: {}), OK),
                                    Call(body(lambda ids: {"run_id": ids["run"]}), OK)],
     ("GET", "/v1/runs/{run_id}"): [Call(NOTHING, NOT_FOUND, own("run"))],
+    ("DELETE", "/v1/runs/{run_id}"): [Call(NOTHING, NOT_FOUND, own("run"))],
     ("PATCH", "/v1/runs/{run_id}"): [
         Call(body(lambda ids: {"success": True}), NOT_FOUND, own("run"))],
     ("POST", "/v1/runs/{run_id}/messages"): [

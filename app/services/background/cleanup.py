@@ -1,15 +1,18 @@
 """Cleanup: TTL expiry of consolidated or forgotten episodes, expiry of unconsolidated ones
-after their grace period, then the capacity limit, then expired working memories."""
+after their grace period, then the capacity limit, then expired working memories, then
+runs finished longer ago than the run retention."""
 
 import uuid
 from dataclasses import dataclass
 
 from app.constants import SECONDS_PER_DAY
 from app.repositories import cleanup as cleanup_rows
+from app.repositories import erasure as erasure_rows
 from app.repositories import jobs as job_rows
+from app.repositories import runs as run_rows
 from app.repositories import working_memory as working_memory_rows
 from app.scope import SYSTEM, Scope
-from app.services import actors
+from app.services import actors, events
 from app.services.jobs import JobContext, JobOutcome
 
 # A safety stop: at most this many batches per phase and tenant in one job.
@@ -65,6 +68,8 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
     final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
     working_memories_deleted = await _drain_working_memories(
         ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id)
+    runs_deleted = await _drain_runs(ctx, tenant_id=tenant_id, batch_size=batch_size,
+                                     job_id=job_id)
     async with ctx.transaction(final) as session:
         remaining = await cleanup_rows.count_episodes(session, tenant_id=tenant_id)
         kept = await cleanup_rows.count_expired_kept(session, tenant_id=tenant_id)
@@ -74,6 +79,7 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
             totals = {name: done.get(name, count) for name, count in totals.items()}
             working_memories_deleted = done.get("working_memories_deleted",
                                                 working_memories_deleted)
+            runs_deleted = {name: done.get(name, count) for name, count in runs_deleted.items()}
     return JobOutcome(result={
         "expired_deleted": totals["expired_deleted"],
         "expired_kept_unconsolidated": kept,
@@ -84,6 +90,8 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
         "links_deleted": totals["links_deleted"],
         "max_entries": max_entries,
         "working_memories_deleted": working_memories_deleted,
+        **runs_deleted,
+        "run_retention_days": ctx.settings.runs.retention_days,
     })
 
 
@@ -127,3 +135,42 @@ async def _drain_working_memories(ctx: JobContext, *, scope: Scope, tenant_id: s
         if deleted < batch_size:
             break
     return total
+
+
+RUN_COUNTERS = {"runs": "runs_deleted", "run_messages": "run_messages_deleted",
+                "run_feedback": "run_feedback_deleted"}
+
+
+async def _drain_runs(ctx: JobContext, *, tenant_id: str | None, batch_size: int,
+                      job_id: str | None) -> dict[str, int]:
+    """Delete runs finished more than `runs.retention_days` ago with their messages, feedback,
+    links and events, a batch per transaction (each with a `runs_deleted` event naming the
+    runs); the counts per kind."""
+    totals = dict.fromkeys(RUN_COUNTERS.values(), 0)
+    days = ctx.settings.runs.retention_days
+    if days == 0:
+        return totals
+    seconds = days * SECONDS_PER_DAY
+    async with ctx.transaction(SYSTEM) as session:
+        tenants = ([tenant_id] if tenant_id is not None else
+                   await run_rows.tenants_with_runs_finished_before(session, seconds=seconds))
+    for tenant in tenants:
+        for _ in range(MAX_BATCHES):
+            async with ctx.transaction(Scope(tenant_id=tenant, job_id=job_id)) as session:
+                ids = await run_rows.runs_finished_before(session, tenant_id=tenant,
+                                                          seconds=seconds, limit=batch_size)
+                if not ids:
+                    break
+                deleted = await erasure_rows.delete_runs(session, tenant_id=tenant, ids=ids)
+                counts = {name: deleted.get(table, 0) for table, name in RUN_COUNTERS.items()}
+                await events.record(session, [events.Event("runs_deleted", tenant, {
+                    "reason": "retention", "job_id": job_id,
+                    "run_ids": [str(i) for i in ids]})])
+                if job_id is not None:
+                    await job_rows.add_progress(session, job_id=uuid.UUID(job_id),
+                                                counts=counts)
+            for name, count in counts.items():
+                totals[name] += count
+            if len(ids) < batch_size:
+                break
+    return totals

@@ -3,7 +3,7 @@
 1. `request_erasure` checks the request (a whole tenant needs `confirm` = the tenant id; an
    entity must exist) and queues an `erasure` job whose params hold the selector.
 2. `run_erasure` erases facts (with their whole histories), rules, procedures (with every
-   version), episodes, then entities,
+   version), runs (with their messages and feedback), episodes, then entities,
    each batch in one transaction that also writes the batch's content-free tombstone event
    (`memories_erased`: type and ids) and adds the batch's counts to the job's progress. A
    failed or interrupted job is claimed again and selects what is left: nothing is half
@@ -29,6 +29,7 @@ from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows
 from app.repositories import erasure_batches as batch_rows
 from app.repositories import jobs as job_rows
+from app.repositories import runs as run_rows
 from app.repositories.erasure import Counts
 from app.repositories.erasure_batches import ErasureSelector
 from app.schemas.erasures import SELECTORS, ErasureCreate
@@ -51,6 +52,9 @@ async def request_erasure(session: AsyncSession, *, tenant_id: str,
     if request.entity_id is not None and await entity_rows.get(
             session, tenant_id=tenant_id, entity_id=request.entity_id) is None:
         raise NotFound(f"entity {request.entity_id} not found", field="entity_id")
+    if request.run_id is not None and not await run_rows.get_runs(
+            session, tenant_id=tenant_id, run_ids=[request.run_id]):
+        raise NotFound(f"run {request.run_id} not found", field="run_id")
     params = request.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     params.pop("confirm", None)
     return await jobs.enqueue(session, tenant_id=tenant_id, kind="erasure", params=params)
@@ -65,6 +69,8 @@ def _selector(params: dict[str, Any]) -> ErasureSelector:
         subject_key=normalise_key(subject) if subject is not None else None,
         entity_ids=(uuid.UUID(entity_id),) if entity_id else None,
         session_id=session_id,
+        run_ids=(uuid.UUID(params["run_id"]),) if params.get("run_id") else None,
+        task_id=params.get("task_id"),
         whole_tenant=bool(params.get("tenant")))
 
 
@@ -92,6 +98,10 @@ async def _procedures(session: AsyncSession, tenant_id: str,
                                                           ids=versions)
 
 
+async def _runs(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
+    return ids, await erasure_rows.delete_runs(session, tenant_id=tenant_id, ids=ids)
+
+
 async def _episodes(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
     return ids, await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
 
@@ -101,12 +111,13 @@ async def _entities(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UU
 
 
 # (memory type of the tombstone, batch selection, deletion), in the order they run: facts,
-# rules and procedures before the episodes they were consolidated from, entities once their
-# facts are gone.
+# rules and procedures before the episodes or runs they were learned from, entities once
+# their facts are gone.
 PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Erased]]], ...] = (
     ("fact", batch_rows.next_facts, _facts),
     ("rule", batch_rows.next_rules, _rules),
     ("procedure", batch_rows.next_procedures, _procedures),
+    ("run", batch_rows.next_runs, _runs),
     ("episode", batch_rows.next_episodes, _episodes),
     ("entity", batch_rows.next_entities, _entities),
 )

@@ -1,30 +1,42 @@
-"""The PII scrub job: configured regular expressions over run messages, matches replaced by
-a salted hash so equal values stay recognisable without being readable.
+"""The PII scrub job: configured regular expressions over every text a person's data can
+reach (run messages, runs' summary and meta, feedback rationales, rules, and episodes'
+content and metadata), each
+match replaced by a salted hash so equal values stay recognisable without being readable.
+The scheduler queues one for every tenant each `jobs.pii_scrub_interval_hours`.
 
 The salt is `runs.pii_hash_salt` when configured; otherwise each tenant's own random salt,
 made the first time one is needed and kept in the database (`pii_salts`), so it is the
 same after a restart and in every process.
 
 Each batch is read in one transaction, scrubbed and re-embedded with none open, and written
-in another; a message that changed in between is left for the next run.
+in another; a row that changed in between is left for the next run. A rewritten rule or
+episode gets its vector, passages and keyword index anew (an episode's next turns their
+keyword text too, which may quote it).
 """
 
 import hashlib
 import re
 import secrets
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from app.embedding.embedder import SYSTEM_TENANT
+from app.models import Episode, Rule, Run, RunFeedback
+from app.repositories import episodes as episode_rows
 from app.repositories import pii_salts as salt_rows
+from app.repositories import pii_scrub as scrub_rows
 from app.repositories import runs as run_rows
 from app.scope import SYSTEM, Scope
 from app.services import events
-from app.services.embeddings import embed_texts
+from app.services.embeddings import Embedded, embed_texts, store_passages
+from app.services.episodes import refresh_keyword_text
 from app.services.events import Event
 from app.services.jobs import JobContext, JobOutcome
-from app.text import preprocess_text
+from app.services.runs import run_text
+from app.text import context_text, preprocess_text
 
 HASH_CHARS = 16
 
@@ -57,6 +69,23 @@ class Scrubber:
             total += count
         return text, total
 
+    def scrub_json(self, value: Any) -> tuple[Any, int]:
+        """A JSON value with every string in it (object keys too) scrubbed, and how many
+        matches were replaced."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, list):
+            items = [self.scrub_json(item) for item in value]
+            return [item for item, _ in items], sum(count for _, count in items)
+        if isinstance(value, dict):
+            scrubbed, total = {}, 0
+            for key, item in value.items():
+                new_key, key_count = self.scrub(key)
+                scrubbed[new_key], count = self.scrub_json(item)
+                total += key_count + count
+            return scrubbed, total
+        return value, 0
+
 
 SALT_BYTES = 32
 
@@ -84,7 +113,206 @@ class Scrubbers:
 
 async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
                         rescan: bool) -> JobOutcome:
-    """Scrub the tenant's run messages not yet checked (all of them with `rescan`)."""
+    """Scrub the tenant's (every tenant's, without one) run messages, runs, feedback
+    rationales, rules and episodes not yet checked (all of them with `rescan`)."""
+    result = await _scrub_messages(ctx, tenant_id=tenant_id, rescan=rescan)
+    scrubbers = Scrubbers(ctx)
+    if tenant_id is not None:
+        tenants = [tenant_id]
+    else:
+        async with ctx.transaction(SYSTEM) as session:
+            tenants = await scrub_rows.tenants_to_scrub(session, rescan=rescan)
+    for name, scrub_batch in (("runs", _runs_batch), ("feedback", _feedback_batch),
+                              ("rules", _rules_batch), ("episodes", _episodes_batch)):
+        checked = rewritten = 0
+        for tenant in tenants:
+            scrubber = await scrubbers.of(tenant)
+            after: uuid.UUID | None = None
+            while True:
+                done = await scrub_batch(ctx, scrubber, tenant, after, rescan)
+                if done is None:
+                    break
+                after = done.last_id
+                checked += done.checked
+                rewritten += done.rewritten
+                result["matches"] += done.matches
+        result[f"{name}_checked"] = checked
+        result[f"{name}_rewritten"] = rewritten
+    return JobOutcome(result=result)
+
+
+@dataclass(frozen=True)
+class BatchDone:
+    """A batch scrubbed: the last id read, rows checked, rewritten, matches replaced."""
+
+    last_id: uuid.UUID
+    checked: int
+    rewritten: int
+    matches: int
+
+
+async def _feedback_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
+                          after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+    """Rationales: rewritten in place (they have no vector)."""
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        batch = await scrub_rows.rows_to_scrub(session, RunFeedback, tenant_id=tenant_id,
+                                               after=after, rescan=rescan,
+                                               limit=ctx.settings.runs.pii_batch_size)
+        if not batch:
+            return None
+        rewritten = matches = 0
+        changed = []
+        for row in batch:
+            text, count = scrubber.scrub(row.rationale or "")
+            if count and await scrub_rows.rewrite(
+                    session, RunFeedback, row_id=row.id,
+                    expected={"rationale": row.rationale}, values={"rationale": text}):
+                rewritten += 1
+                matches += count
+                changed.append(row)
+        await scrub_rows.mark_checked(session, RunFeedback,
+                                      ids=[r.id for r in batch if r not in changed])
+        await events.record(session, [Event("run_feedback_scrubbed", tenant_id, {
+            "run_id": str(row.run_id), "feedback_id": str(row.id)}) for row in changed])
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A row whose texts matched: the columns as read and as scrubbed, what to embed."""
+
+    row_id: uuid.UUID
+    expected: dict[str, Any]
+    values: dict[str, Any]
+    text: str
+    matches: int
+    context: str | None = None
+
+
+async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
+                      after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+    """Runs: summary and meta; the run is embedded and indexed by its task and summary."""
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        batch = await scrub_rows.rows_to_scrub(session, Run, tenant_id=tenant_id,
+                                               after=after, rescan=rescan,
+                                               limit=ctx.settings.runs.pii_batch_size)
+    if not batch:
+        return None
+    found = []
+    for row in batch:
+        summary, count = (scrubber.scrub(row.summary) if row.summary is not None
+                          else (None, 0))
+        meta, meta_count = scrubber.scrub_json(row.meta)
+        if count + meta_count:
+            found.append(Rewrite(row.id, {"summary": row.summary, "meta": row.meta},
+                                 {"summary": summary, "meta": meta},
+                                 run_text(row.task_id, summary), count + meta_count))
+    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found,
+                                      passages=False)
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
+                       after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+    """Rules (run lessons among them): content, original content and metadata."""
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        batch = await scrub_rows.rows_to_scrub(session, Rule, tenant_id=tenant_id,
+                                               after=after, rescan=rescan,
+                                               limit=ctx.settings.runs.pii_batch_size)
+    if not batch:
+        return None
+    found = []
+    for row in batch:
+        content, count = scrubber.scrub(row.content)
+        original, original_count = (scrubber.scrub(row.original_content)
+                                    if row.original_content is not None else (None, 0))
+        metadata, metadata_count = scrubber.scrub_json(row.metadata_)
+        if count + original_count + metadata_count:
+            found.append(Rewrite(
+                row.id, {"content": row.content, "original_content": row.original_content,
+                         "metadata": row.metadata_},
+                {"content": content, "original_content": original, "metadata": metadata},
+                content, count + original_count + metadata_count))
+    rewritten, matches = await _write(ctx, Rule, "rule", tenant_id, batch, found)
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
+                          after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+    """Episodes: content and metadata; a turn of a session is embedded after the turns
+    before it again (scrubbed too)."""
+    turns = ctx.embedder.context_turns
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        batch = await scrub_rows.rows_to_scrub(session, Episode, tenant_id=tenant_id,
+                                               after=after, rescan=rescan,
+                                               limit=ctx.settings.runs.pii_batch_size)
+        if not batch:
+            return None
+        found = []
+        for row in batch:
+            content, count = scrubber.scrub(row.content)
+            metadata, metadata_count = scrubber.scrub_json(row.metadata_)
+            if count + metadata_count:
+                found.append(Rewrite(row.id, {"content": row.content, "metadata": row.metadata_},
+                                     {"content": content, "metadata": metadata}, content,
+                                     count + metadata_count))
+        in_session = [r.row_id for r in found
+                      if next(b for b in batch if b.id == r.row_id).session_id is not None]
+        before = (await episode_rows.turns_before(session, tenant_id=tenant_id, ids=in_session,
+                                                  count=turns)
+                  if turns > 0 and in_session else {})
+    found = [Rewrite(r.row_id, r.expected, r.values, r.text, r.matches,
+                     context_text([scrubber.scrub(t)[0] for t in before[r.row_id]], r.text)
+                     if before.get(r.row_id) else None) for r in found]
+    rewritten, matches = await _write(ctx, Episode, "episode", tenant_id, batch, found,
+                                      refresh_turns=turns)
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+async def _write(ctx: JobContext, model: type[Run] | type[Rule] | type[Episode],
+                 memory_type: str, tenant_id: str, batch: list[Any], found: list[Rewrite], *,
+                 refresh_turns: int | None = None, passages: bool = True) -> tuple[int, int]:
+    """Embed the scrubbed texts, then in one transaction rewrite the rows still as read
+    with their vectors, passages and keyword text, and mark the rest checked; (rewritten,
+    matches)."""
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        # No SQL has run in this session yet: the model holds no connection.
+        embedded = await embed_texts(session, ctx.embedder, [r.text for r in found],
+                                     tenant_id=tenant_id,
+                                     contexts=[r.context for r in found])
+        done: list[int] = []
+        for index, (item, vector) in enumerate(zip(found, embedded.vectors, strict=True)):
+            if await scrub_rows.rewrite(
+                    session, model, row_id=item.row_id, expected=item.expected,
+                    values={**item.values, "embedding": vector,
+                            "embedding_version_id": embedded.version_id},
+                    search_text=preprocess_text(item.text) if refresh_turns is None else None):
+                done.append(index)
+        ids = [found[i].row_id for i in done]
+        if passages:
+            await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
+                                 embedded=Embedded(embedded.vectors, embedded.version_id,
+                                                   [embedded.passages[i] for i in done]),
+                                 replace=True)
+        if refresh_turns is not None and ids:
+            after = await episode_rows.turns_after(session, tenant_id=tenant_id, ids=ids,
+                                                   count=refresh_turns)
+            await refresh_keyword_text(session, tenant_id=tenant_id,
+                                       ids=list(dict.fromkeys([*ids, *after])),
+                                       context_turns=refresh_turns,
+                                       keyword_context=ctx.settings.keyword_context)
+        found_ids = {r.row_id for r in found}
+        await scrub_rows.mark_checked(session, model,
+                                      ids=[r.id for r in batch if r.id not in found_ids])
+        if ids:
+            await events.record(session, [Event("memories_scrubbed", tenant_id, {
+                "memory_type": memory_type, "memory_ids": [str(i) for i in ids]})])
+    return len(done), sum(found[i].matches for i in done)
+
+
+async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
+                          rescan: bool) -> dict[str, int]:
+    """Scrub the run messages not yet checked (all of them with `rescan`)."""
     settings = ctx.settings.runs
     scrubbers = Scrubbers(ctx)
     checked = rewritten = matches = 0
@@ -120,5 +348,4 @@ async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
             await events.record(session, [Event("run_messages_scrubbed", row.tenant_id, {
                 "run_id": str(row.run_id), "message_id": str(row.id)}) for row, _ in changed])
         checked += len(batch)
-    return JobOutcome(result={"messages_checked": checked, "messages_rewritten": rewritten,
-                              "matches": matches})
+    return {"messages_checked": checked, "messages_rewritten": rewritten, "matches": matches}

@@ -35,6 +35,7 @@ def schedule(settings: JobSettings) -> dict[str, tuple[float, dict[str, Any]]]:
         "cleanup": (settings.cleanup_interval_hours,
                     {"max_entries": settings.cleanup_max_entries}),
         "consolidation": (settings.consolidation_interval_hours, {}),
+        "pii_scrub": (settings.pii_scrub_interval_hours, {}),
     }
 
 

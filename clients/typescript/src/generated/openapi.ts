@@ -451,7 +451,8 @@ export interface paths {
         /**
          * Erase data by selector
          * @description Hard-delete everything one selector matches: `butler`, `scope`, `subject`,
-         *     `entity_id`, `session_id`, or `tenant: true` with `confirm` set to the tenant id.
+         *     `entity_id`, `session_id`, `run_id`, `task_id`, or `tenant: true` with `confirm` set to
+         *     the tenant id.
          *
          *     Facts go with every version of their history; facts and rules consolidated from erased
          *     episodes go with them; links, keyword postings, rule applications (their reasons) and the
@@ -459,8 +460,9 @@ export interface paths {
          *     job resumes where it stopped. The job's result is the receipt, counts per table
          *     (`deleted`); what stays is content-free tombstone events (`memories_erased` with the ids,
          *     `erasure_completed` with the counts) naming the key that asked. Once finished, the job's
-         *     params keep only the selector's name, not its value. 404 when `entity_id` is not the
-         *     tenant's; 422 for no selector, two selectors, or a wrong `confirm`.
+         *     params keep only the selector's name, not its value. A run goes with its messages,
+         *     feedback, links and events, and the rules learned from it. 404 when `entity_id` or
+         *     `run_id` is not the tenant's; 422 for no selector, two selectors, or a wrong `confirm`.
          */
         post: operations["request_erasure"];
         delete?: never;
@@ -762,6 +764,11 @@ export interface paths {
          *     meanwhile the result counts it in `expired_kept_unconsolidated`. Each batch's
          *     `episodes_deleted` event lists the episodes deleted unconsolidated
          *     (`unconsolidated_episode_ids`). `/v1/stats` shows what is waiting.
+         *
+         *     Runs finished more than the server's `runs.retention_days` ago (365 by default; the
+         *     result's `run_retention_days`; 0 keeps runs) go with their messages, feedback,
+         *     links and events (`runs_deleted`, `run_messages_deleted`, `run_feedback_deleted`); each
+         *     batch writes a `runs_deleted` event naming them. Rules learned from them stay.
          */
         post: operations["queue_cleanup"];
         delete?: never;
@@ -826,12 +833,16 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Queue a PII scrub of run messages
-         * @description Replace every match of the configured `runs.pii_patterns` in the tenant's run messages
-         *     by `[pii:<pattern name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`,
-         *     else the tenant's own random salt, made once and kept in the database) and re-embed the
-         *     message. Messages checked once are skipped
-         *     unless `rescan` is true.
+         * Queue a PII scrub
+         * @description Replace every match of the configured `runs.pii_patterns` by `[pii:<pattern
+         *     name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`, else the tenant's own
+         *     random salt, made once and kept in the database) in the tenant's run messages, runs
+         *     (summary and meta), run feedback rationales, rules (run lessons among them: content,
+         *     original content, metadata) and episodes (content and metadata), and re-embed and
+         *     re-index what changed. Rows checked once are skipped unless `rescan` is true. The
+         *     scheduler runs one for every tenant each `jobs.pii_scrub_interval_hours` (24). The
+         *     result counts `<kind>_checked` and `<kind>_rewritten` for messages, runs, feedback,
+         *     rules and episodes, and `matches`.
          */
         post: operations["queue_pii_scrub"];
         delete?: never;
@@ -1410,7 +1421,15 @@ export interface paths {
         get: operations["get_run"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a run for good
+         * @description Delete the run with its messages and feedback, the links to and from any of them
+         *     (a run lesson's `derived_from` provenance) and their events, in one transaction. What
+         *     stays is one content-free `run_deleted` event; rules learned from the run stay (erase
+         *     with `POST /v1/erasures {"run_id": ...}` to take them too). 404 when the tenant has no
+         *     such run.
+         */
+        delete: operations["delete_run"];
         options?: never;
         head?: never;
         /**
@@ -1708,7 +1727,7 @@ export interface components {
             token_budget?: number | null;
             /**
              * Turn
-             * @description The current turn (recency is counted from it).
+             * @description The current turn: recency is counted from it and only events of this turn or earlier are read, so a past turn gives the view the agent had then.
              */
             turn: number;
             /**
@@ -2488,6 +2507,11 @@ export interface components {
              */
             entity_id?: string | null;
             /**
+             * Run Id
+             * @description The task run with its messages and feedback, and the rules learned from it (run lessons).
+             */
+            run_id?: string | null;
+            /**
              * Scope
              * @description Facts and rules of this scope.
              */
@@ -2502,6 +2526,11 @@ export interface components {
              * @description Facts about this subject (compared case-folded), every version.
              */
             subject?: string | null;
+            /**
+             * Task Id
+             * @description Every run of this task with their messages and feedback, and the rules learned from them.
+             */
+            task_id?: string | null;
             /**
              * Tenant
              * @description Everything of the caller's tenant: memories, entities, links, runs, agent ledgers, procedures, arcs, working memories, events, jobs, keyword statistics. API keys stay.
@@ -11736,6 +11765,88 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["RunDetailOut"];
                 };
+            };
+            /** @description Problem */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+        };
+    };
+    delete_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Problem */
             400: {
