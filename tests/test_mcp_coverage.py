@@ -56,6 +56,7 @@ TOOL_FOR_ROUTE: dict[str, str] = {
     "POST /v1/runs/search": "run_search",
     "POST /v1/runs/lessons": "run_learn_lessons",
     "GET /v1/runs/{run_id}": "run_get",
+    "DELETE /v1/runs/{run_id}": "run_delete",
     "PATCH /v1/runs/{run_id}": "run_finish",
     "POST /v1/runs/{run_id}/messages": "run_log_messages",
     "POST /v1/runs/{run_id}/messages/batch": "run_log_messages",

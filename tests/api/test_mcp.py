@@ -105,7 +105,7 @@ async def test_list_tools_returns_the_spec_tools_and_the_others(mcp_as: Any) -> 
         listed = (await client.list_tools()).tools
     assert {tool.name for tool in listed} == ALL_TOOLS
     assert len(listed) == 19 + len(RUN_TOOLS) + len(JOB_TOOLS) + len(DATA_TOOLS) + len(MORE_TOOLS)
-    assert len(listed) == 73
+    assert len(listed) == 74
     assert all(tool.description and len(tool.description) > 60 for tool in listed)
 
 
