@@ -45,5 +45,5 @@ def downgrade() -> None:
         for statement in drop_butler_policy_statements(table):
             op.execute(statement)
     op.execute("DROP FUNCTION IF EXISTS engram_row_visible(text, uuid)")
-    op.drop_constraint("ck_api_keys_butlers", "api_keys")
+    op.drop_constraint("ck_api_keys_butlers", "api_keys", type_="check")
     op.drop_column("api_keys", "butlers")
