@@ -1,5 +1,6 @@
 """Keys limited to butlers: what such a key sees, what it may change, and what it may not do."""
 
+import json
 from typing import Any
 
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
@@ -48,6 +49,12 @@ async def test_a_limited_key_sees_its_butlers_and_the_global_memories_only(
                                         seeded["planner_fact"]["id"],
                                         seeded["global_fact"]["id"]}
     assert seeded["planner_episode"]["id"] in {r["id"] for r in found}
+    # A global memory reads (and counts the reference) like its own.
+    shared = await planner.get(f"/v1/facts/{seeded['global_fact']['id']}")
+    assert shared.status_code == 200 and shared.json()["reference_count"] == 1, shared.text
+    recalled = (await planner.post("/v1/recall", json={"topic": "trip risk rain doubt",
+                                                       "min_confidence": 0})).json()
+    assert "critic" not in json.dumps(recalled)
     # The unlimited key still sees everything.
     assert len((await owner.get("/v1/episodes")).json()["items"]) == 2
 
