@@ -137,17 +137,23 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
     from app.services import api_keys
 
     if args.keys_command == "create":
+        butlers = None if args.butlers is None else [
+            name.strip() for name in args.butlers.split(",") if name.strip()]
         minted = await api_keys.create_key(session, tenant_id=args.tenant, name=args.name,
-                                           access="read" if args.read_only else "write")
+                                           access="read" if args.read_only else "write",
+                                           butlers=butlers)
         # The key alone on stdout, so `KEY=$(engram keys create ...)` captures just it.
         print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}", file=sys.stderr)
+        if minted.record.butlers:
+            print(f"limited to butlers: {', '.join(minted.record.butlers)}", file=sys.stderr)
         print("(the key below is shown once: store it now)", file=sys.stderr)
         print(minted.secret)
     elif args.keys_command == "list":
         for key in await api_keys.list_keys(session, tenant_id=args.tenant):
             state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
+            limit = ",".join(key.butlers) if key.butlers else "*"
             print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
-                  f"{key.name or '-':<20} {key.access:<5} {state}")
+                  f"{key.name or '-':<20} {key.access:<5} {state:<16} {limit}")
     elif await api_keys.revoke_key(session, key_id=args.key_id):
         print(f"revoked {args.key_id}")
     else:
@@ -289,6 +295,9 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--name")
     create.add_argument("--read-only", action="store_true",
                         help="the key may look but not change anything (web console)")
+    create.add_argument("--butlers", metavar="NAME,NAME",
+                        help="limit the key to these butlers' memories (and the global "
+                             "ones); default: every butler of the tenant")
     listing = key_commands.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--tenant")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")

@@ -9,3 +9,6 @@ MAX_SESSION_ID_CHARS = 200
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 Fusion = Literal["learned", "rrf", "weighted"]
+
+# The scope of facts, rules and arcs every butler shares.
+GLOBAL_SCOPE = "global"

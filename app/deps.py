@@ -2,7 +2,7 @@
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
@@ -57,6 +57,11 @@ async def get_tenant_id(
     return caller.tenant_id
 
 
+def route_name(request: Request) -> str | None:
+    """The operation a request reached (its route's name)."""
+    return getattr(request.scope.get("route"), "name", None)
+
+
 # POST operations that only read (and count references, as every read does).
 READING_POSTS = frozenset({"search_memories", "recall_memories", "memory_context",
                            "resolve_entity", "search_runs", "search_procedures", "search_arcs",
@@ -67,8 +72,7 @@ def only_reads(request: Request) -> bool:
     """True for a request a read-only key may make: GET, HEAD, or a POST that only reads."""
     if request.method in ("GET", "HEAD"):
         return True
-    route = request.scope.get("route")
-    return request.method == "POST" and getattr(route, "name", None) in READING_POSTS
+    return request.method == "POST" and route_name(request) in READING_POSTS
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,8 @@ async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
     owner = await resolve_key(state.sessionmaker, state.tenant_cache, secret)
     if owner is None:
         raise Unauthorized("the API key is unknown or revoked")
-    return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id), owner.access == "write")
+    return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id, owner.butlers),
+                     owner.access == "write")
 
 
 async def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
@@ -110,10 +115,17 @@ async def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSess
 TenantDep = Annotated[str, Depends(get_tenant_id)]
 
 
-def request_scope(settings: Settings, tenant_id: str) -> Scope:
-    """The caller's tenant; with `row_level_security` off, a system scope, so only the
-    queries' own WHERE clauses keep tenants apart (for testing those clauses)."""
-    return Scope(tenant_id=tenant_id) if settings.row_level_security else SYSTEM
+def request_scope(settings: Settings, tenant_id: str,
+                  actor: actors.Actor | None = None) -> Scope:
+    """The caller's tenant, limited to the butlers of the caller's key (the current actor
+    unless given); with `row_level_security` off, a system scope, so only the queries' own
+    WHERE clauses keep tenants apart (for testing those clauses), still limited to the
+    key's butlers."""
+    actor = actors.current() if actor is None else actor
+    base = Scope(tenant_id=tenant_id) if settings.row_level_security else SYSTEM
+    if not actor.limited:
+        return base
+    return replace(base, butlers=actor.butlers, key_id=str(actor.key_id))
 
 
 async def get_session(request: Request, tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:

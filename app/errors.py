@@ -241,10 +241,24 @@ def add_exception_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DBAPIError)
     async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        if is_row_policy_refusal(exc):
+            return problem_response(403, "Forbidden", ROW_POLICY_REFUSAL, request)
         return _unexpected_response(request, exc)
 
     # Anything else (OSError of a refused connection, a bug) is caught by RequestIdMiddleware,
     # which answers once and logs once instead of letting the server log a second traceback.
+
+
+# A write row-level security refused: a key limited to butlers aimed outside them.
+ROW_POLICY_REFUSAL = "this API key may not write there: it is outside the butlers it is limited to"
+INSUFFICIENT_PRIVILEGE = "42501"
+
+
+def is_row_policy_refusal(exc: BaseException) -> bool:
+    """True for PostgreSQL refusing a row by a row-level security policy."""
+    orig = getattr(exc, "orig", None)
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return code == INSUFFICIENT_PRIVILEGE and "row-level security" in str(orig)
 
 
 def _unexpected_response(request: Request, exc: BaseException) -> JSONResponse:

@@ -19,6 +19,8 @@ tenant table without the policy.
 
 from typing import Any
 
+from app.constants import GLOBAL_SCOPE
+
 TENANT_SETTING = "engram.tenant_id"
 SYSTEM_SETTING = "engram.system"
 # The job a unit of background work reports its progress to: a system job (tenant_id NULL)
@@ -69,3 +71,105 @@ def disable_tenant_rls(op: Any, table: str) -> None:
     """For migrations (downgrade): drop the tenant policy of `table` and disable RLS."""
     for statement in disable_statements(table):
         op.execute(statement)
+
+
+# Keys limited to butlers (mem_026). A second, RESTRICTIVE set of policies is AND-ed with the
+# tenant policy on every table with a butler dimension: with `engram.butlers` unset or empty
+# (unlimited keys, background jobs, the CLI) they let every row through; with a
+# comma-separated list of butlers a row must belong to one of them (or, where a table has
+# one, to the shared 'global' scope for reading). `engram.key_id` is the limited key itself:
+# audit events and jobs show a limited key only its own. Each setting is read once per
+# statement (an InitPlan), so an unlimited key's scan pays no per-row cost.
+BUTLERS_SETTING = "engram.butlers"
+KEY_SETTING = "engram.key_id"
+BUTLER_POLICY_PREFIX = "butler_limit"
+
+_UNLIMITED = f"(SELECT coalesce(current_setting('{BUTLERS_SETTING}', true), '') = '')"
+# Cast, so `= ANY` takes the array the subquery returns rather than the subquery's rows.
+_KEY_BUTLERS = (f"(SELECT string_to_array(current_setting('{BUTLERS_SETTING}', true), ','))"
+                "::text[]")
+_OWN_KEY = f"(SELECT current_setting('{KEY_SETTING}', true))"
+
+
+def _among(column: str) -> str:
+    return f"{column} = ANY ({_KEY_BUTLERS})"
+
+
+def _among_or_global(column: str) -> str:
+    return f"({column} = '{GLOBAL_SCOPE}' OR {_among(column)})"
+
+
+def _linked(kind: str, row_id: str) -> str:
+    return f"engram_row_visible({kind}, {row_id})"
+
+
+# table -> (what a limited key may read and update, what it may insert and delete).
+BUTLER_LIMITS: dict[str, tuple[str, str]] = {
+    "episodes": (_among("butler"), _among("butler")),
+    "facts": (_among_or_global("scope"), _among("scope")),
+    "rules": (_among_or_global("scope"), _among("scope")),
+    "arcs": (_among_or_global("scope"), _among("scope")),
+    "procedures": (_among("agent_id"), _among("agent_id")),
+    "working_memories": (_among("agent_id"), _among("agent_id")),
+    "agent_events": (f"(visibility = '{GLOBAL_SCOPE}' OR {_among('agent_id')})",
+                     _among("agent_id")),
+    # Copies of a memory's scope, kept by triggers in the writer's transaction.
+    "passages": (_among_or_global("scope"), _among_or_global("scope")),
+    "keyword_postings": (_among_or_global("scope"), _among_or_global("scope")),
+    "keyword_scope_corpus": (_among_or_global("scope"), _among_or_global("scope")),
+    "keyword_scope_terms": (_among_or_global("scope"), _among_or_global("scope")),
+    # Rows that hang off a memory follow it; a link needs both of its ends.
+    "fact_periods": ("EXISTS (SELECT 1 FROM facts f WHERE f.id = fact_id)",) * 2,
+    "rule_applications": ("EXISTS (SELECT 1 FROM rules r WHERE r.id = rule_id)",) * 2,
+    "memory_links": ((f"({_linked('source_type', 'source_id')} AND "
+                      f"{_linked('target_type', 'target_id')})"),) * 2,
+    # Runs belong to no butler: they are the tenant's, for unlimited keys only.
+    "runs": ("false", "false"),
+    "run_messages": ("false", "false"),
+    "run_feedback": ("false", "false"),
+    "memory_events": (f"actor_key_id::text = {_OWN_KEY}",) * 2,
+    "jobs": (f"actor_key_id::text = {_OWN_KEY}",) * 2,
+}
+
+# Whether a row a link or graph edge names is one the transaction may read. SECURITY INVOKER
+# (the default), so the row-level policies of the named table decide.
+ROW_VISIBLE_FUNCTION = """
+CREATE OR REPLACE FUNCTION engram_row_visible(kind text, row_id uuid) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT CASE kind
+        WHEN 'episode' THEN EXISTS (SELECT 1 FROM episodes WHERE id = row_id)
+        WHEN 'fact' THEN EXISTS (SELECT 1 FROM facts WHERE id = row_id)
+        WHEN 'rule' THEN EXISTS (SELECT 1 FROM rules WHERE id = row_id)
+        WHEN 'procedure' THEN EXISTS (SELECT 1 FROM procedures WHERE id = row_id)
+        WHEN 'arc' THEN EXISTS (SELECT 1 FROM arcs WHERE id = row_id)
+        WHEN 'run' THEN EXISTS (SELECT 1 FROM runs WHERE id = row_id)
+        WHEN 'run_message' THEN EXISTS (SELECT 1 FROM run_messages WHERE id = row_id)
+        WHEN 'run_feedback' THEN EXISTS (SELECT 1 FROM run_feedback WHERE id = row_id)
+        WHEN 'agent_event' THEN EXISTS (SELECT 1 FROM agent_events WHERE id = row_id)
+        ELSE true
+    END
+$$
+"""
+
+
+def butler_policy_statements(table: str) -> list[str]:
+    """The DDL of `table`'s restrictive butler policies (idempotent)."""
+    read, write = BUTLER_LIMITS[table]
+    read, write = f"({_UNLIMITED} OR {read})", f"({_UNLIMITED} OR {write})"
+    name = f"{BUTLER_POLICY_PREFIX}_{{}}"
+    clauses = {"select": f"FOR SELECT USING {read}",
+               "insert": f"FOR INSERT WITH CHECK {write}",
+               "update": f"FOR UPDATE USING {read} WITH CHECK {read}",
+               "delete": f"FOR DELETE USING {write}"}
+    statements = []
+    for command, clause in clauses.items():
+        statements.append(f'DROP POLICY IF EXISTS {name.format(command)} ON "{table}"')
+        statements.append(f'CREATE POLICY {name.format(command)} ON "{table}" AS RESTRICTIVE '
+                          f"{clause}")
+    return statements
+
+
+def drop_butler_policy_statements(table: str) -> list[str]:
+    """The DDL that drops `table`'s butler policies."""
+    return [f'DROP POLICY IF EXISTS {BUTLER_POLICY_PREFIX}_{command} ON "{table}"'
+            for command in ("select", "insert", "update", "delete")]

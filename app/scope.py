@@ -11,7 +11,7 @@ from sqlalchemy import TextClause, event, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
 
-from app.rls import JOB_SETTING, SYSTEM_SETTING, TENANT_SETTING
+from app.rls import BUTLERS_SETTING, JOB_SETTING, KEY_SETTING, SYSTEM_SETTING, TENANT_SETTING
 
 SCOPE_KEY = "engram_scope"
 _PENDING_KEY = "engram_pending_settings"
@@ -25,6 +25,9 @@ class Scope:
     tenant_id: str | None = None
     system: bool = False
     job_id: str | None = None
+    # A key limited to butlers (app/rls.py): only their rows, and the key's own events.
+    butlers: tuple[str, ...] = ()
+    key_id: str | None = None
 
 
 SYSTEM = Scope(system=True)
@@ -64,7 +67,8 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
     scope: Scope | None = session.info.get(SCOPE_KEY)
     settings = {} if scope is None else {
         TENANT_SETTING: scope.tenant_id or "", SYSTEM_SETTING: "on" if scope.system else "off",
-        JOB_SETTING: scope.job_id or ""}
+        JOB_SETTING: scope.job_id or "", BUTLERS_SETTING: ",".join(scope.butlers),
+        KEY_SETTING: scope.key_id or ""}
     settings |= session.info.pop(_PENDING_KEY, {})
     if settings:
         connection.execute(_set_config_statement(len(settings)), _parameters(settings))

@@ -34,6 +34,8 @@ class Console:
     can_write: bool
     csrf_token: str
     auth_disabled: bool
+    # The only butlers the session's key reaches (empty: every butler).
+    butlers: tuple[str, ...] = ()
 
 
 def set_cookie(request: Request, response: Response, name: str, value: str,
@@ -57,9 +59,10 @@ async def find_console(request: Request) -> Console | None:
                                         keyless_allowed=settings.auth_disabled)
     if found is None or (settings.auth_disabled and found.tenant_id != settings.default_tenant):
         return None
-    actors.become(actors.for_key(found.key_id) if found.key_id else actors.ANONYMOUS)
+    actors.become(actors.for_key(found.key_id, found.butlers) if found.key_id
+                  else actors.ANONYMOUS)
     console = Console(found.tenant_id, found.access == "write", found.csrf_token,
-                      settings.auth_disabled)
+                      settings.auth_disabled, found.butlers)
     request.state.console = console
     return console
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
@@ -22,7 +22,7 @@ from app.deps import (
     writer_key,
 )
 from app.embedding import Embedder
-from app.errors import DomainError
+from app.errors import ROW_POLICY_REFUSAL, DomainError, is_row_policy_refusal
 from app.scope import scoped_transaction
 from app.services import actors
 
@@ -105,7 +105,7 @@ async def transaction(caller: Caller, *, read_only: bool = False) -> AsyncIterat
     Domain errors become tool errors with their message; integrity and range errors of the
     database the same tool errors REST answers with 409 and 422.
     """
-    scope = request_scope(caller.settings, caller.tenant_id)
+    scope = request_scope(caller.settings, caller.tenant_id, caller.actor)
     try:
         if read_only:
             async with read_transaction(caller.state, scope,
@@ -120,6 +120,10 @@ async def transaction(caller: Caller, *, read_only: bool = False) -> AsyncIterat
         raise ToolError("Conflict: the change conflicts with stored data.") from None
     except DataError:
         raise ToolError("Invalid input: a value is out of range for storage.") from None
+    except DBAPIError as error:
+        if is_row_policy_refusal(error):
+            raise ToolError(f"Forbidden: {ROW_POLICY_REFUSAL}") from None
+        raise
 
 
 async def call(ctx: Context,

@@ -3,7 +3,7 @@
 import uuid
 from datetime import datetime
 
-from sqlalchemy import DateTime, Text
+from sqlalchemy import ARRAY, DateTime, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, created_at_column, uuid_pk
@@ -21,3 +21,5 @@ class ApiKey(Base):
     # "write" (every operation) or "read" (may look, may not change).
     access: Mapped[str] = mapped_column(Text, nullable=False, server_default="write")
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # NULL: every butler of the tenant; else the only butlers the key reaches (mem_026).
+    butlers: Mapped[list[str] | None] = mapped_column(ARRAY(Text))

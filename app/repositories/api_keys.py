@@ -8,20 +8,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models.api_keys import ApiKey
 
 
-async def owner_for_hash(session: AsyncSession,
-                         key_hash: str) -> tuple[str, uuid.UUID, str] | None:
-    """(tenant_id, key id, access) of a live (not revoked) key with this hash."""
-    stmt = select(ApiKey.tenant_id, ApiKey.id, ApiKey.access).where(
+async def owner_for_hash(
+        session: AsyncSession,
+        key_hash: str) -> tuple[str, uuid.UUID, str, list[str] | None] | None:
+    """(tenant_id, key id, access, butlers) of a live (not revoked) key with this hash."""
+    stmt = select(ApiKey.tenant_id, ApiKey.id, ApiKey.access, ApiKey.butlers).where(
         ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
     row = (await session.execute(stmt)).one_or_none()
-    return None if row is None else (row[0], row[1], row[2])
+    return None if row is None else (row[0], row[1], row[2], row[3])
 
 
 async def insert(session: AsyncSession, *, tenant_id: str, name: str | None, key_prefix: str,
-                 key_hash: str, access: str = "write") -> ApiKey:
+                 key_hash: str, access: str = "write",
+                 butlers: list[str] | None = None) -> ApiKey:
     """Store a new key's hash."""
     key = ApiKey(tenant_id=tenant_id, name=name, key_prefix=key_prefix, key_hash=key_hash,
-                 access=access)
+                 access=access, butlers=butlers)
     session.add(key)
     await session.flush()
     return key

@@ -20,6 +20,7 @@ class FoundSession:
     access: str
     csrf_token: str
     expires_at: datetime
+    butlers: tuple[str, ...] = ()
 
 
 async def insert(session: AsyncSession, *, tenant_id: str, token_hash: str,
@@ -35,19 +36,21 @@ async def find_live(session: AsyncSession, token_hash: str, *,
     """The unexpired session of this token hash whose key is not revoked (a keyless session
     only when `keyless_allowed`)."""
     stmt = (select(ConsoleSession.tenant_id, ConsoleSession.key_id, ApiKey.access,
-                   ApiKey.revoked_at, ConsoleSession.csrf_token, ConsoleSession.expires_at)
+                   ApiKey.revoked_at, ConsoleSession.csrf_token, ConsoleSession.expires_at,
+                   ApiKey.butlers)
             .outerjoin(ApiKey, ApiKey.id == ConsoleSession.key_id)
             .where(ConsoleSession.token_hash == token_hash,
                    ConsoleSession.expires_at > func.now()))
     row = (await session.execute(stmt)).one_or_none()
     if row is None:
         return None
-    tenant_id, key_id, access, revoked_at, csrf_token, expires_at = row
+    tenant_id, key_id, access, revoked_at, csrf_token, expires_at, butlers = row
     if key_id is None and not keyless_allowed:
         return None
     if key_id is not None and (revoked_at is not None or access is None):
         return None
-    return FoundSession(tenant_id, key_id, access or "write", csrf_token, expires_at)
+    return FoundSession(tenant_id, key_id, access or "write", csrf_token, expires_at,
+                        tuple(butlers or ()))
 
 
 async def delete_by_hash(session: AsyncSession, token_hash: str) -> None:

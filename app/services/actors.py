@@ -14,10 +14,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Actor:
-    """`name` goes to memory_events.actor, `key_id` to memory_events.actor_key_id."""
+    """`name` goes to memory_events.actor, `key_id` to memory_events.actor_key_id;
+    `butlers` are the only butlers a limited key reaches (empty: every butler)."""
 
     name: str | None
     key_id: uuid.UUID | None
+    butlers: tuple[str, ...] = ()
+
+    @property
+    def limited(self) -> bool:
+        """True for a key limited to some butlers."""
+        return bool(self.butlers)
 
 
 ANONYMOUS = Actor("anonymous", None)
@@ -26,9 +33,9 @@ SYSTEM = Actor(None, None)
 _current: ContextVar[Actor] = ContextVar("engram_actor", default=SYSTEM)
 
 
-def for_key(key_id: uuid.UUID) -> Actor:
-    """A request authenticated with this API key."""
-    return Actor(f"key:{key_id}", key_id)
+def for_key(key_id: uuid.UUID, butlers: tuple[str, ...] = ()) -> Actor:
+    """A request authenticated with this API key (limited to `butlers`, if any)."""
+    return Actor(f"key:{key_id}", key_id, butlers)
 
 
 def for_job(job_id: uuid.UUID, key_id: uuid.UUID | None) -> Actor:

@@ -11,22 +11,28 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.constants import GLOBAL_SCOPE
 from app.errors import InvalidInput
 from app.models.api_keys import ApiKey
 from app.repositories import api_keys as api_key_rows
+from app.schemas.common import MAX_NAME_CHARS
 from app.scope import SYSTEM, scoped_transaction
 
 KEY_PREFIX = "egk_"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# The butlers a key may be limited to travel as one comma-separated setting (app/rls.py).
+MAX_KEY_BUTLERS = 64
 
 
 @dataclass(frozen=True)
 class KeyOwner:
-    """What a live key resolves to: its tenant, its own id, and whether it may write."""
+    """What a live key resolves to: its tenant, its own id, whether it may write, and the
+    butlers it is limited to (empty: every butler)."""
 
     tenant_id: str
     key_id: uuid.UUID
     access: str = "write"
+    butlers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,16 +48,40 @@ def hash_key(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+def key_butlers(names: list[str] | None) -> list[str] | None:
+    """The butlers a new key is limited to, checked and without repeats; None: unlimited."""
+    if names is None:
+        return None
+    butlers = list(dict.fromkeys(names))
+    if not butlers:
+        raise InvalidInput("name at least one butler, or leave the key unlimited",
+                           field="butlers")
+    if len(butlers) > MAX_KEY_BUTLERS:
+        raise InvalidInput(f"a key may be limited to at most {MAX_KEY_BUTLERS} butlers",
+                           field="butlers")
+    for butler in butlers:
+        if (not butler or len(butler) > MAX_NAME_CHARS or "," in butler or "\x00" in butler
+                or butler != butler.strip()):
+            raise InvalidInput(f"invalid butler name {butler!r}: 1-{MAX_NAME_CHARS} "
+                               "characters, no comma, no surrounding spaces", field="butlers")
+    if GLOBAL_SCOPE in butlers:
+        raise InvalidInput(f"'{GLOBAL_SCOPE}' is shared by every key; it is not a butler",
+                           field="butlers")
+    return butlers
+
+
 async def create_key(session: AsyncSession, *, tenant_id: str, name: str | None = None,
-                     access: str = "write") -> MintedKey:
-    """Mint a key for `tenant_id` and store its hash; `access` "read" may not change data."""
+                     access: str = "write", butlers: list[str] | None = None) -> MintedKey:
+    """Mint a key for `tenant_id` and store its hash; `access` "read" may not change data;
+    `butlers` limits it to those butlers' memories (and the global ones)."""
     if not TENANT_PATTERN.match(tenant_id):
         raise InvalidInput("tenant must be 1-64 letters, digits, '_', '.' or '-'",
                            field="tenant")
+    limited_to = key_butlers(butlers)
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     record = await api_key_rows.insert(session, tenant_id=tenant_id, name=name,
                                        key_prefix=secret[:12], key_hash=hash_key(secret),
-                                       access=access)
+                                       access=access, butlers=limited_to)
     return MintedKey(record, secret)
 
 
@@ -108,7 +138,7 @@ async def resolve_key(sessionmaker: async_sessionmaker[AsyncSession], cache: Ten
         row = await api_key_rows.owner_for_hash(session, key_hash)
     if row is None:
         return None
-    owner = KeyOwner(tenant_id=row[0], key_id=row[1], access=row[2])
+    owner = KeyOwner(tenant_id=row[0], key_id=row[1], access=row[2], butlers=tuple(row[3] or ()))
     cache.put(key_hash, owner)
     return owner
 

@@ -25,7 +25,7 @@ from app.schemas.arcs import (
     ArcUpdate,
 )
 from app.scope import side_session
-from app.services import events
+from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
 from app.text import preprocess_text
 
@@ -69,6 +69,7 @@ async def _check_entities(session: AsyncSession, tenant_id: str,
 async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      arcs: ArcSettings, data: ArcCreate) -> Arc:
     """Store an arc; its type must be configured, its entities and events the tenant's."""
+    butler_limits.check_butler(data.scope, "scope")
     _check_type(arcs, data.arc_type)
     text = search_text(data.title, data.summary, None, [])
     embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
@@ -105,6 +106,7 @@ async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -
     row = await record_rows.one_of_tenant(session, Arc, tenant_id=tenant_id, row_id=arc_id,
                                           for_update=True)
     row = found(row, f"arc {arc_id} not found")
+    butler_limits.check_butler(row.scope, "scope")
     if row.status not in OPEN_STATUSES:
         raise Conflict(f"arc {arc_id} is {row.status}; a closed arc takes no more changes")
     return row

@@ -16,7 +16,7 @@ from app.models import Episode, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows
 from app.repositories.erasure import Counts
-from app.services import episodes, events
+from app.services import butler_limits, episodes, events
 from app.services.embeddings import replace_context_passages
 from app.services.events import Memory, type_name
 from app.services.memories import load_for_update
@@ -66,7 +66,9 @@ async def delete_entity(session: AsyncSession, *, tenant_id: str, entity_id: uui
                         facts: FactsOfEntity) -> Counts:
     """Delete an entity and the entities merged into it; their facts are detached (anchored
     to no entity) or deleted with their histories. NotFound when the tenant has no such
-    entity; Conflict when detaching would give two active unanchored facts the same key."""
+    entity; Conflict when detaching would give two active unanchored facts the same key.
+    Its facts may be any butler's: Forbidden for a key limited to butlers."""
+    butler_limits.check_unlimited("deleting an entity")
     if await entity_rows.get(session, tenant_id=tenant_id, entity_id=entity_id,
                              for_update=True) is None:
         raise NotFound(f"entity {entity_id} not found")

@@ -18,7 +18,7 @@ from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate
 from app.schemas.filters import MemoryFilter
 from app.scope import side_session
-from app.services import events
+from app.services import butler_limits, events
 from app.services.embeddings import PassageVector, embed_texts, store_passages
 from app.services.events import memory_event
 from app.text import context_text, keyword_text, preprocess_text
@@ -32,6 +32,9 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     An episode of a session is also embedded after the turns before it (`context_text`);
     with `keyword_context` its keyword text holds them too (`keyword_text`).
     """
+    for index, item in enumerate(items):
+        butler_limits.check_butler(
+            item.butler, "butler" if len(items) == 1 else f"items.{index}.butler")
     contexts = await _contexts(session, tenant_id=tenant_id, items=items,
                                turns=embedder.context_turns)
     embedded = await embed_texts(session, embedder, [item.content for item in items],

@@ -9,7 +9,7 @@ from app.repositories import erasure as erasure_rows
 from app.repositories import graph as graph_rows
 from app.repositories.erasure_batches import ErasureSelector
 from app.schemas.erasures import ErasureCreate
-from app.services import entities
+from app.services import butler_limits, entities
 from app.services.background.erasure import PHASES, _selector
 
 PREVIEW_LIMIT = 200
@@ -39,6 +39,7 @@ class ErasurePreview:
 async def preview_erasure(session: AsyncSession, *, tenant_id: str,
                           request: ErasureCreate) -> ErasurePreview:
     """Name what `request` would erase, without erasing anything (404 for an unknown entity)."""
+    butler_limits.check_unlimited("erasure")
     if request.tenant:
         raise InvalidInput("a whole tenant's erasure is not previewed", field="tenant")
     name = request.selector()

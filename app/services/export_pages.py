@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.services import butler_limits
 from app.services.portability import export_lines
 
 
@@ -18,6 +19,7 @@ async def export_page(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_
     Each page is read from a snapshot of its own: for one consistent copy of a tenant that
     changes meanwhile, stream `GET /v1/export`.
     """
+    butler_limits.check_unlimited("the export of the whole tenant")
     records: list[dict[str, Any]] = []
     # Closed on the way out, so a page that stops early gives its snapshot's connection back.
     stream = cast(AsyncGenerator[bytes, None], export_lines(sessionmaker, tenant_id=tenant_id))

@@ -20,7 +20,7 @@ from app.repositories import memories as memory_rows
 from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate
 from app.schemas.filters import MemoryFilter
-from app.services import events, fact_timeline
+from app.services import butler_limits, events, fact_timeline
 from app.services.auto_links import link_new
 from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.events import memory_event
@@ -55,6 +55,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     fact with the same key and the same content is confirmed instead (its decay restarts).
     A new fact is linked `related_to` its most similar facts and rules (`auto_links`).
     """
+    butler_limits.check_butler(data.scope, "scope")
     if data.valid_until is not None and data.valid_until <= (data.valid_from or now_utc()):
         raise InvalidInput("valid_until must be after valid_from (default: now)",
                            field="valid_until")

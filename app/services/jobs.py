@@ -20,7 +20,7 @@ from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
 from app.scope import Scope, scoped_transaction
-from app.services import actors
+from app.services import actors, butler_limits
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,9 @@ class JobOutcome:
 
 async def enqueue(session: AsyncSession, *, tenant_id: str, kind: str,
                   params: dict[str, Any]) -> Job:
-    """Queue a job of the tenant on behalf of the current actor's key; any worker will run it."""
+    """Queue a job of the tenant on behalf of the current actor's key; any worker will run it.
+    A job works on every butler of the tenant: Forbidden for a key limited to butlers."""
+    butler_limits.check_unlimited(f"a {kind} job")
     return await job_rows.enqueue(session, tenant_id=tenant_id, kind=kind, params=params,
                                   actor_key_id=actors.current().key_id)
 

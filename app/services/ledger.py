@@ -15,7 +15,7 @@ from app.repositories import jobs as job_rows
 from app.repositories import ledger as ledger_rows
 from app.repositories.ledger import EVENT_TYPE, EventFilters
 from app.schemas.ledger import AgentContextRequest, EventCreate, ReflectionCreate
-from app.services import events
+from app.services import actors, butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
 from app.services.formulas import salience
@@ -61,6 +61,7 @@ class Appended:
 async def append_event(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                        settings: Settings, ledger: str, data: EventCreate) -> Appended:
     """Append one event; queue a reflection job for each agent now due one (with an LLM)."""
+    butler_limits.check_butler(data.agent_id, "agent_id")
     if data.kind == REFLECTION_KIND:
         raise InvalidInput(f"{REFLECTION_KIND} events are posted as reflections "
                            "(POST .../agents/{agent_id}/reflections)", field="kind")
@@ -85,7 +86,7 @@ async def append_event(session: AsyncSession, *, tenant_id: str, embedder: Embed
             if not await job_rows.open_job_exists(session, tenant_id=tenant_id,
                                                   kind=REFLECTION_JOB, params=params):
                 await job_rows.enqueue(session, tenant_id=tenant_id, kind=REFLECTION_JOB,
-                                       params=params)
+                                       params=params, actor_key_id=actors.current().key_id)
     await events.record(session, [Event("agent_event_appended", tenant_id, {
         "ledger": ledger, "event_id": str(row.id), "agent_id": row.agent_id, "kind": row.kind})])
     return Appended(row, due)
@@ -144,6 +145,7 @@ async def write_reflection(session: AsyncSession, *, tenant_id: str, ledger: str
 async def post_reflection(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           ledger: str, agent_id: str, data: ReflectionCreate) -> Reflection:
     """An agent's own reflection."""
+    butler_limits.check_butler(agent_id, "agent_id")
     embedded = await embed_texts(session, embedder, [data.belief], tenant_id=tenant_id)
     await ledger_rows.lock_agent(session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id)
     return await write_reflection(session, tenant_id=tenant_id, ledger=ledger,

@@ -13,7 +13,7 @@ from app.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
 from app.repositories import fact_time
 from app.repositories import memories as memory_rows
-from app.services import events, references
+from app.services import butler_limits, events, references
 from app.services.events import Memory, memory_event, type_name
 from app.services.rule_reasons import shown_one
 
@@ -46,10 +46,14 @@ async def _shown(session: AsyncSession, tenant_id: str, row: Memory) -> Any:
 
 async def load_for_update(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                           memory_id: uuid.UUID) -> Any:
-    """The row locked FOR UPDATE; NotFound when absent."""
+    """The row locked FOR UPDATE; NotFound when absent, Forbidden when a key limited to
+    butlers may read it (a global fact or rule) but not change it."""
     row = await memory_rows.get(session, model, tenant_id=tenant_id, memory_id=memory_id,
                                 for_update=True)
-    return found(row, f"{type_name(model)} {memory_id} not found")
+    shown = found(row, f"{type_name(model)} {memory_id} not found")
+    if isinstance(shown, Fact | Rule):
+        butler_limits.check_butler(shown.scope, "scope")
+    return shown
 
 
 async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,

@@ -9,7 +9,7 @@ from app.errors import Conflict, InvalidInput, found
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
-from app.services import events
+from app.services import butler_limits, events
 
 
 @dataclass
@@ -46,7 +46,8 @@ def _winner_and_loser(source_fact: Fact, target_fact: Fact) -> tuple[Fact, Fact]
 
 async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID,
                          source_id: uuid.UUID) -> MergeResult:
-    """Fold the source entity into the target in the caller's transaction.
+    """Fold the source entity into the target in the caller's transaction (it moves facts
+    of every butler: Forbidden for a key limited to butlers).
 
     Both rows are locked FOR UPDATE in id order. Active facts conflicting on (scope, predicate)
     keep the higher confidence (the target wins ties); the loser becomes superseded, the winner's
@@ -54,6 +55,7 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
     anchored to the target, aliases and metadata are merged (target wins), the source is
     tombstoned and an `entity_merge` event is written.
     """
+    butler_limits.check_unlimited("merging entities")
     if source_id == target_id:
         raise InvalidInput("an entity cannot be merged into itself", field="source_id")
     locked = await entity_rows.lock_pair(session, tenant_id=tenant_id, ids=(target_id, source_id))

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
+from app.services import butler_limits
 from app.services.merge import _winner_and_loser, merge_aliases
 
 
@@ -26,6 +27,7 @@ class MergePreview:
 async def preview_merge(session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID,
                         source_id: uuid.UUID) -> MergePreview:
     """The merge's outcome as `merge_entities` would decide it now; nothing is changed."""
+    butler_limits.check_unlimited("merging entities")
     if source_id == target_id:
         raise InvalidInput("an entity cannot be merged into itself", field="source_id")
     target = await entity_rows.get(session, tenant_id=tenant_id, entity_id=target_id)

@@ -33,6 +33,7 @@ from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, RECORD_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
 from app.scope import Scope, scope_session
+from app.services import butler_limits
 from app.services.arcs import search_text as arc_text
 from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.episodes import session_contexts
@@ -55,10 +56,17 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"cannot export {type(value).__name__}")
 
 
-async def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
-                       tenant_id: str) -> AsyncIterator[bytes]:
+def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
+                 tenant_id: str) -> AsyncIterator[bytes]:
     """The tenant's records, one JSON line each, read in one REPEATABLE READ snapshot (a
-    session of its own: the stream outlives the request's transaction)."""
+    session of its own: the stream outlives the request's transaction). Forbidden, before
+    any line, for a key limited to butlers."""
+    butler_limits.check_unlimited("the export of the whole tenant")
+    return _export_lines(sessionmaker, tenant_id=tenant_id)
+
+
+async def _export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
+                        tenant_id: str) -> AsyncIterator[bytes]:
     async with sessionmaker() as session:
         scope_session(session, Scope(tenant_id=tenant_id))
         # Begins the (read-only, rolled back on close) transaction at that isolation level.
@@ -178,6 +186,7 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
     with `keyword_context` indexed) after the imported turns before it, as if stored anew;
     runs, messages, ledger events, procedures and arcs are embedded and indexed by the text
     they are when stored."""
+    butler_limits.check_unlimited("import")
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
     for number, raw in enumerate(body.splitlines(), start=1):
         if raw.strip():

@@ -22,7 +22,7 @@ from app.schemas.procedures import (
     ProcedureStep,
     ProcedureVersionCreate,
 )
-from app.services import events
+from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
 from app.text import preprocess_text
 
@@ -95,6 +95,7 @@ async def _insert(session: AsyncSession, *, tenant_id: str, embedder: Embedder, 
 async def create_procedure(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                            data: ProcedureCreate) -> Procedure:
     """Store version 1 of a procedure; Conflict when the agent already has one of this name."""
+    butler_limits.check_butler(data.agent_id, "agent_id")
     if await procedure_rows.current_named(session, tenant_id=tenant_id,
                                           agent_id=data.agent_id, name=data.name):
         raise Conflict(f"agent {data.agent_id!r} already has a procedure named {data.name!r}; "

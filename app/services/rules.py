@@ -18,7 +18,7 @@ from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
 from app.schemas.filters import MemoryFilter
 from app.schemas.rules import RuleCreate
-from app.services import events
+from app.services import butler_limits, events
 from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
@@ -32,6 +32,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
                      data: RuleCreate, auto_links: AutoLinkSettings | None = None) -> Rule:
     """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0; linked
     `related_to` its most similar facts and rules (`auto_links`)."""
+    butler_limits.check_butler(data.scope, "scope")
     # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     if data.source_episode_id is not None and not await episode_rows.episode_exists(

@@ -15,6 +15,7 @@ from app.repositories import ledger as ledger_rows
 from app.repositories import runs as run_rows
 from app.schemas.rules import RuleCreate
 from app.schemas.runs import LessonsRequest
+from app.services import butler_limits
 from app.services.rules import store_rule
 
 MAX_LESSONS = 100
@@ -29,6 +30,7 @@ def lesson_text(task_id: str, rationale: str) -> str:
 async def learn_from_failures(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                               request: LessonsRequest) -> list[Rule]:
     """Turn up to 100 unlearned critic feedbacks of failed runs into candidate rules."""
+    butler_limits.check_unlimited("learning rules from runs")
     found = await run_rows.unlearned_failures(session, tenant_id=tenant_id,
                                               max_rating=request.max_rating,
                                               run_id=request.run_id, limit=MAX_LESSONS)

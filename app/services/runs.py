@@ -19,7 +19,7 @@ from app.repositories.runs import RunFilters
 from app.retrieval import candidates as search_rows
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
 from app.scope import side_session
-from app.services import events
+from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
 from app.text import preprocess_search_query, preprocess_text
@@ -52,7 +52,9 @@ class RunDetail:
 
 async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RunCreate) -> Run:
-    """Store a run, embedded by its task and summary."""
+    """Store a run, embedded by its task and summary. Runs belong to no butler: Forbidden
+    for a key limited to butlers."""
+    butler_limits.check_unlimited("recording a run")
     if data.finished_at is not None and data.finished_at < (data.started_at or now_utc()):
         raise InvalidInput("finished_at is before started_at", field="finished_at")
     text = run_text(data.task_id, data.summary)

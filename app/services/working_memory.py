@@ -15,6 +15,7 @@ from app.errors import InvalidInput, NotFound, PreconditionFailed
 from app.models import WorkingMemory
 from app.repositories import working_memory as wm_rows
 from app.schemas.working_memory import ScratchpadWrite, WorkingMemoryWrite
+from app.services import butler_limits
 from app.services.formulas.merge_patch import apply_merge_patch
 
 SECONDS_PER_HOUR = 3600
@@ -101,6 +102,7 @@ async def get(session: AsyncSession, *, key: Key) -> WorkingMemory:
 
 
 async def _lock(session: AsyncSession, key: Key) -> WorkingMemory | None:
+    butler_limits.check_butler(key.agent_id, "agent_id")
     return await wm_rows.lock_live(session, tenant_id=key.tenant_id, agent_id=key.agent_id,
                                    session_id=key.session_id)
 
@@ -120,6 +122,7 @@ async def replace(session: AsyncSession, *, key: Key, data: WorkingMemoryWrite,
                   if_none_match: str | None = None) -> WorkingMemory:
     """Create the record or replace all of it; with If-Match only over that version, with
     If-None-Match only when no record (`*`) or none of those versions is there."""
+    butler_limits.check_butler(key.agent_id, "agent_id")
     if if_match is not None or if_none_match is not None:
         row = await _lock(session, key)
         _require(if_match, row)

@@ -50,3 +50,30 @@ async def test_keys_create_read_only_makes_a_key_that_reads_but_does_not_write(
         subprocess.run, [sys.executable, "-m", "app.cli", "keys", "list", "--tenant", "cli"],
         capture_output=True, text=True, env=env, check=True)
     assert " read " in listing.stdout
+
+
+async def test_keys_create_with_butlers_makes_a_key_limited_to_them(database_url, tenant_client,
+                                                                    anonymous_client):
+    owner = await tenant_client("cli")
+    for butler in ("planner", "critic", "scout"):
+        response = await owner.post("/v1/episodes", json={"content": f"{butler} note",
+                                                           "butler": butler})
+        assert response.status_code == 201, response.text
+    env = {**os.environ, "ENGRAM_DATABASE_URL": database_url, "ENGRAM_MIGRATE_ON_START": "false"}
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "cli",
+                         "--butlers", "planner, critic"],
+        capture_output=True, text=True, env=env, check=True)
+    [key] = result.stdout.splitlines()
+    assert "limited to butlers: planner, critic" in result.stderr
+    listed = (await anonymous_client.get("/v1/episodes",
+                                         headers={"Authorization": f"Bearer {key}"})).json()
+    assert sorted(e["butler"] for e in listed["items"]) == ["critic", "planner"]
+    listing = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "list", "--tenant", "cli"],
+        capture_output=True, text=True, env=env, check=True)
+    assert "planner,critic" in listing.stdout
+    refused = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "cli",
+                         "--butlers", "global"], capture_output=True, text=True, env=env)
+    assert refused.returncode != 0 and "not a butler" in refused.stderr

@@ -34,7 +34,7 @@ from app.repositories.erasure import Counts
 from app.repositories.erasure_batches import ErasureSelector
 from app.schemas.erasures import SELECTORS, ErasureCreate
 from app.scope import Scope
-from app.services import events, jobs
+from app.services import butler_limits, events, jobs
 from app.services.jobs import JobContext, JobOutcome
 from app.text import normalise_key
 
@@ -45,7 +45,8 @@ Select = Callable[..., Awaitable[list[uuid.UUID]]]
 
 async def request_erasure(session: AsyncSession, *, tenant_id: str,
                           request: ErasureCreate) -> Job:
-    """Check the request and queue the erasure job."""
+    """Check the request and queue the erasure job (Forbidden for a key limited to butlers)."""
+    butler_limits.check_unlimited("erasure")
     if request.tenant and request.confirm != tenant_id:
         raise InvalidInput("erasing a whole tenant needs confirm set to the tenant id "
                            f"({tenant_id!r})", field="confirm")
