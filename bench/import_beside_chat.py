@@ -10,10 +10,15 @@ time: a hybrid `POST /v1/search` and a single `POST /v1/facts`, `--probes` of ea
    turns, as an app importing a user's history sends them) into the same tenant, until
    the probes are done or each client has posted `--batches` batches.
 
+Probes start at most one every `--interval` seconds (1), as a user's turns come, so the
+import phase spans batches' embedding and their writing alike.
+
 It prints each probe's p50 / p95 / max idle and during the import side by side, with the
-ratio of the p95s (the goal: at most 2), the import's throughput, and what the server's
-connections waited on during the import (pg_stat_activity, sampled every 0.2 s) and the
-longest model queue seen (`engram_model_queue_chunks`). A probe that takes longer than
+ratio of the p95s (the goal: at most 2), the import's throughput, and, sampled every 0.2 s
+during the import: what the server's active connections waited on (pg_stat_activity; a lock
+waiter with the statement it and its blocker run), the age of the oldest open transaction
+that has written (its row locks, the tenant's keyword statistics among them, are held until
+it ends) and the longest model queue (`engram_model_queue_chunks`). A probe that takes longer than
 `--timeout` seconds counts as that long and is reported. Only loopback traffic.
 
     python bench/import_beside_chat.py                # small: about 2-4 minutes
@@ -105,13 +110,16 @@ async def probe(http: httpx.AsyncClient, kind: str, index: int, timeout: float) 
     return time.perf_counter() - started
 
 
-async def probes(http: httpx.AsyncClient, count: int, timeout: float,
-                 offset: int) -> dict[str, list[float]]:
-    """`count` of each probe, alternating, one at a time."""
+async def probes(http: httpx.AsyncClient, count: int, timeout: float, offset: int,
+                 interval: float = 0.0) -> dict[str, list[float]]:
+    """`count` of each probe, alternating, one at a time, one starting every `interval`
+    seconds at most, as a user's chat turns come."""
     times: dict[str, list[float]] = {kind: [] for kind in PROBES}
     for index in range(count):
         for kind in PROBES:
+            started = time.perf_counter()
             times[kind].append(await probe(http, kind, offset + index, timeout))
+            await asyncio.sleep(max(0.0, interval - (time.perf_counter() - started)))
     return times
 
 
@@ -204,7 +212,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> bool:
                     rng, min(250, args.seed - start), f"seed-{start}")}, timeout=600)
                  ).raise_for_status()
             await probes(http, 3, args.timeout, offset=10_000)  # warm the statements
-            idle = await probes(http, args.probes, args.timeout, offset=0)
+            idle = await probes(http, args.probes, args.timeout, offset=0,
+                                interval=args.interval)
             database = None
             run_dir = data_dir / "pgdata" / "run"
             if run_dir.exists():
@@ -221,7 +230,9 @@ async def run(args: argparse.Namespace, data_dir: Path) -> bool:
                          for client in range(args.clients)]
             while queue_peak[0] == 0 and time.perf_counter() - started < 30:
                 await asyncio.sleep(0.05)  # the import is embedding
-            busy = await probes(http, args.probes, args.timeout, offset=1000)
+            busy = await probes(http, args.probes, args.timeout, offset=1000,
+                                interval=args.interval)
+            overlapped = not all(task.done() for task in importers)
             stop.set()
             await asyncio.gather(*importers)
             elapsed = time.perf_counter() - started
@@ -235,6 +246,8 @@ async def run(args: argparse.Namespace, data_dir: Path) -> bool:
         except subprocess.TimeoutExpired:
             server.kill()
     within = report(idle, busy)
+    if not overlapped:
+        print("\nthe import ended before the probes did: raise --batches")
     episodes = len(batch_times) * args.batch
     print(f"\nimport: {len(batch_times)} batches of {args.batch} episodes from {args.clients} "
           f"clients, {episodes / elapsed:.0f} episodes/s, batch p50 "
@@ -260,6 +273,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="clients posting batches")
     parser.add_argument("--batch", type=int, default=250, help="episodes per batch")
     parser.add_argument("--batches", type=int, default=6, help="most batches per client")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help="seconds from one probe's start to the next's, at least")
     parser.add_argument("--timeout", type=float, default=60.0, help="a probe's limit (s)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()

@@ -13,8 +13,10 @@ from app.config import Settings
 from app.embedding import Embedder
 from app.embedding.scheduler import ChunkEvent
 from app.main import create_app
+from app.repositories import episodes as episode_rows
 from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services import api_keys, embeddings
+from tests.api.test_keyword_bm25 import recomputed_index, stored_index
 
 LONG_TURN = "Caroline told Melanie about the support group and the adoption agencies. " * 40
 
@@ -163,3 +165,34 @@ async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
     started = ours("started", bulk=True)
     assert len(started) == len(ours("queued", bulk=True)) > 10
     assert sum(index > ours("started", bulk=False)[-1] for index in started) >= len(started) - 2
+
+
+async def test_a_single_write_does_not_wait_for_a_batch_transaction_that_is_writing(
+        client, sql, monkeypatch):
+    count = episode_rows.count_keyword_documents
+    counting, go_on = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> None:
+        """The batch's last statement waits until the single write is done."""
+        counting.set()
+        await asyncio.wait_for(go_on.wait(), timeout=60)
+        await count(*args, **kwargs)
+
+    monkeypatch.setattr(episode_rows, "count_keyword_documents", held)
+    items = [{"content": f"{i} the orchard was sold in may", "butler": "chat",
+              "session_id": "history"} for i in range(50)]
+    batch = asyncio.create_task(client.post("/v1/episodes/batch", json={"items": items}))
+    try:
+        # The batch has inserted its episodes, passages and events, in its open transaction.
+        await asyncio.wait_for(counting.wait(), timeout=120)
+        stored = await asyncio.wait_for(client.post("/v1/facts", json={
+            "subject": "Ann", "predicate": "owns", "content": "Ann owns the orchard"}),
+            timeout=30)
+        assert stored.status_code == 201, stored.text
+        assert not batch.done()
+    finally:
+        go_on.set()
+    assert (await batch).status_code == 201
+    assert await stored_index(sql) == await recomputed_index(sql)
+    [orchard] = await sql("SELECT doc_freq FROM keyword_terms WHERE term = 'orchard'")
+    assert orchard["doc_freq"] == 51
