@@ -368,7 +368,9 @@ class Settings(BaseSettings):
     embedding_workers: int = Field(
         2, ge=1, le=16,
         description="Model calls run side by side, never two of one tenant's: with 2, another "
-                    "tenant's search need not wait for the call of a big batch in progress.",
+                    "tenant's search need not wait for the call of a big batch in progress "
+                    "(nor does the tenant's own search or single write: it may run beside "
+                    "its batch's call).",
     )
     embedding_background_workers: int = Field(
         1, ge=0, le=16,

@@ -41,9 +41,10 @@ class Embedder:
     """Encodes text to normalised vectors; the model is loaded on first use.
 
     Async calls go through a `FairScheduler`: `workers` model threads (and `background_workers`
-    for a big batch's further chunks, at low CPU priority), tenants served in
-    turn, at most `chunk_size` texts and about `chunk_tokens` tokens per model call. The
-    sync calls run on the caller's thread.
+    for a big batch's further chunks, at low CPU priority), tenants served in turn, a
+    tenant's searches and single writes before its batches' queued chunks, at most
+    `chunk_size` texts and about `chunk_tokens` tokens per model call. The sync calls run on
+    the caller's thread.
     """
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
@@ -178,9 +179,10 @@ class Embedder:
         """`embed` on the model thread, in `tenant_id`'s turn."""
         return (await self.aembed_batch([text], tenant_id=tenant_id))[0]
 
-    async def aembed_batch(self, texts: list[str | None], *,
-                           tenant_id: str = SYSTEM_TENANT) -> Vectors:
-        """`embed_batch` on the model thread, chunk by chunk in `tenant_id`'s turns.
+    async def aembed_batch(self, texts: list[str | None], *, tenant_id: str = SYSTEM_TENANT,
+                           bulk: bool = False) -> Vectors:
+        """`embed_batch` on the model thread, chunk by chunk in `tenant_id`'s turns; `bulk`
+        (a batch of memories, a background job) waits behind the tenant's other calls.
 
         If the caller is cancelled (or a chunk fails), its chunks not yet started are dropped.
         """
@@ -188,7 +190,8 @@ class Embedder:
         cleaned = [_normalise(t) for t in texts]
         plan = self._plan(cleaned)
         futures = self._scheduler.submit(
-            tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan])
+            tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan],
+            bulk=bulk)
         vectors: Vectors = [_EMPTY] * len(cleaned)
         try:
             for indexes, future in zip(plan, futures, strict=True):

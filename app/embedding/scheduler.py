@@ -6,27 +6,35 @@ then moves on, so a tenant that arrives while another tenant's big batch runs wa
 at most the chunk in progress. A cancelled request's chunks that have not started are
 dropped.
 
+Inside a tenant, chunks come in two lanes: a search's query or a single write (`bulk` off)
+is served before the chunks its tenant's batches still have queued (`bulk` on: a batch of
+memories, a background job), so a tenant importing its history still finds and stores at
+once; within a lane, first come first served.
+
 When the chunk taken leaves room (`max_texts`, `max_tokens`), the next chunks in the
 rotation that fit join the same model call: eight clients' single queries cost one call of
 eight texts, not eight calls, and the rotation order is unchanged.
 
 With `workers` > 1, model calls run side by side, but never two of one tenant's: while a
 tenant's big batch holds one worker, the others are left to the other tenants, whose
-searches then start at once instead of after the call in progress.
+searches then start at once instead of after the call in progress. The one exception is the
+tenant's own search or single write: it may start beside its batch's call.
 
-`background_workers` run only a big batch's further chunks (queued work of a tenant that
-would not fit one call), beside its call on a worker, at the lowest CPU priority (nice 19):
+`background_workers` run only a big batch's further chunks (a tenant's queued `bulk` work
+that would not fit one call, with none of its searches or single writes queued), beside its
+call on a worker, at the lowest CPU priority (nice 19):
 on an idle machine the batch then uses a second core, while any other work, another
 tenant's search included, takes that core first. A tenant's single queries never go there;
 they wait to share its next call, which costs less than several small calls.
 """
 
 import asyncio
+import itertools
 import logging
 import os
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,6 +53,7 @@ class ChunkEvent:
     kind: EventKind
     tenant_id: str
     size: int
+    bulk: bool = False
 
 
 @dataclass(eq=False)
@@ -53,6 +62,41 @@ class _Chunk:
     texts: list[str]
     loop: asyncio.AbstractEventLoop
     future: "asyncio.Future[Vectors]"
+    bulk: bool
+
+
+class _TenantQueue:
+    """A tenant's queued chunks: searches' and single writes' first, then its batches'."""
+
+    def __init__(self) -> None:
+        self.first: deque[_Chunk] = deque()
+        self.bulk: deque[_Chunk] = deque()
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.bulk)
+
+    def __iter__(self) -> Iterator[_Chunk]:
+        return itertools.chain(self.first, self.bulk)
+
+    def append(self, chunk: _Chunk) -> None:
+        """Queue `chunk` at the end of its lane."""
+        (self.bulk if chunk.bulk else self.first).append(chunk)
+
+    def head(self) -> _Chunk:
+        """The chunk served next."""
+        return self.first[0] if self.first else self.bulk[0]
+
+    def popleft(self) -> _Chunk:
+        """Take the chunk served next."""
+        return self.first.popleft() if self.first else self.bulk.popleft()
+
+    def without(self, doomed: set[int]) -> "_TenantQueue":
+        """This queue without the chunks whose futures' ids are in `doomed`."""
+        kept = _TenantQueue()
+        for chunk in self:
+            if id(chunk.future) not in doomed:
+                kept.append(chunk)
+        return kept
 
 
 class FairScheduler:
@@ -68,9 +112,10 @@ class FairScheduler:
         self._max_texts = max_texts
         self._max_tokens = max_tokens
         self._cost = cost
-        self._queues: OrderedDict[str, deque[_Chunk]] = OrderedDict()
+        self._queues: OrderedDict[str, _TenantQueue] = OrderedDict()
         self._last_tenant: str | None = None
-        self._running: set[str] = set()  # tenants with a call on a worker
+        # (tenant, bulk) of the chunks of the calls on the workers
+        self._running: set[tuple[str, bool]] = set()
         self._background: set[str] = set()  # tenants with a call on a background worker
         self._condition = threading.Condition()
         self._worker_count = workers
@@ -85,21 +130,23 @@ class FairScheduler:
         with self._condition:
             return sum(len(queue) for queue in self._queues.values())
 
-    def submit(self, *, tenant_id: str,
-               chunks: Sequence[list[str]]) -> "list[asyncio.Future[Vectors]]":
-        """Queue `chunks` for `tenant_id`; one future per chunk, resolved on this loop."""
+    def submit(self, *, tenant_id: str, chunks: Sequence[list[str]],
+               bulk: bool = False) -> "list[asyncio.Future[Vectors]]":
+        """Queue `chunks` for `tenant_id`, behind its searches and single writes when `bulk`;
+        one future per chunk, resolved on this loop."""
         if not chunks:
             return []
         loop = asyncio.get_running_loop()
-        queued = [_Chunk(tenant_id, texts, loop, loop.create_future()) for texts in chunks]
+        queued = [_Chunk(tenant_id, texts, loop, loop.create_future(), bulk)
+                  for texts in chunks]
         with self._condition:
             if self._closed:
                 raise RuntimeError("the embedding scheduler is closed")
             self._start_worker()
-            queue = self._queues.setdefault(tenant_id, deque())
+            queue = self._queues.setdefault(tenant_id, _TenantQueue())
             for chunk in queued:
                 queue.append(chunk)
-                self.record.append(ChunkEvent("queued", tenant_id, len(chunk.texts)))
+                self.record.append(ChunkEvent("queued", tenant_id, len(chunk.texts), bulk))
             self._condition.notify_all()
         return [chunk.future for chunk in queued]
 
@@ -109,10 +156,11 @@ class FairScheduler:
         with self._condition:
             for tenant_id in list(self._queues):
                 queue = self._queues[tenant_id]
-                kept = deque(chunk for chunk in queue if id(chunk.future) not in doomed)
+                kept = queue.without(doomed)
                 for chunk in queue:
                     if id(chunk.future) in doomed:
-                        self.record.append(ChunkEvent("dropped", tenant_id, len(chunk.texts)))
+                        self.record.append(ChunkEvent("dropped", tenant_id, len(chunk.texts),
+                                                     chunk.bulk))
                 if kept:
                     self._queues[tenant_id] = kept
                 else:
@@ -151,19 +199,43 @@ class FairScheduler:
                     tenant_id = self._next_tenant(background)
                 self._take(taken, self._pop(tenant_id))
             while (tenant_id := self._next_tenant(background)) is not None:
-                if not self._fits(taken, self._queues[tenant_id][0]):
+                if not self._fits(taken, self._queues[tenant_id].head()):
                     break
                 self._take(taken, self._pop(tenant_id))
-            self._running_set(background).update(chunk.tenant_id for chunk in taken)
+            self._mark(taken, background, running=True)
             return taken
 
-    def _running_set(self, background: bool) -> set[str]:
-        return self._background if background else self._running
+    def _mark(self, call: list[_Chunk], background: bool, *, running: bool) -> None:
+        """Note the tenants (and lanes) of `call` as running on this kind of worker, or no
+        longer (lock held)."""
+        if background:
+            tenants = {chunk.tenant_id for chunk in call}
+            if running:
+                self._background |= tenants
+            else:
+                self._background -= tenants
+        else:
+            lanes = {(chunk.tenant_id, chunk.bulk) for chunk in call}
+            if running:
+                self._running |= lanes
+            else:
+                self._running -= lanes
+
+    def _ready(self, tenant_id: str, background: bool) -> bool:
+        """Whether this kind of worker may serve `tenant_id`'s next chunk: a background
+        worker only a batch, with no call of the tenant on one; a worker a search or single
+        write with none of the tenant's on a worker, a batch's chunk with no call of the
+        tenant on a worker at all (lock held)."""
+        if background:
+            return tenant_id not in self._background and self._batch_queued(tenant_id)
+        if self._queues[tenant_id].first:
+            return (tenant_id, False) not in self._running
+        return not {(tenant_id, False), (tenant_id, True)} & self._running
 
     def _take(self, taken: list[_Chunk], chunk: _Chunk) -> None:
         """Add `chunk` to the call unless its request was cancelled (lock held)."""
         kind: EventKind = "dropped" if chunk.future.cancelled() else "started"
-        self.record.append(ChunkEvent(kind, chunk.tenant_id, len(chunk.texts)))
+        self.record.append(ChunkEvent(kind, chunk.tenant_id, len(chunk.texts), chunk.bulk))
         if kind == "started":
             taken.append(chunk)
 
@@ -174,12 +246,9 @@ class FairScheduler:
                 and len(texts) * max(map(self._cost, texts)) <= self._max_tokens)
 
     def _next_tenant(self, background: bool) -> str | None:
-        """The next tenant in the rotation, after the one served last, with chunks queued
-        and no call running on this kind of worker (on a background worker, only a batch:
-        queued work that would not fit one call); None if there is none (lock held)."""
-        ready = [tenant_id for tenant_id in self._queues
-                 if tenant_id not in self._running_set(background)
-                 and (not background or self._batch_queued(tenant_id))]
+        """The next tenant in the rotation, after the one served last, whose next chunk this
+        kind of worker may serve (`_ready`); None if there is none (lock held)."""
+        ready = [tenant_id for tenant_id in self._queues if self._ready(tenant_id, background)]
         if not ready:
             return None
         if ready[0] == self._last_tenant and len(ready) > 1:
@@ -188,9 +257,11 @@ class FairScheduler:
         return ready[0]
 
     def _batch_queued(self, tenant_id: str) -> bool:
-        """Whether the tenant's first two queued chunks would not fit one call (lock held)."""
+        """Whether the tenant's queue starts with a batch's chunks and its first two would not
+        fit one call (lock held)."""
         queue = self._queues[tenant_id]
-        return len(queue) > 1 and not self._fits([queue[0]], queue[1])
+        return (not queue.first and len(queue.bulk) > 1
+                and not self._fits([queue.bulk[0]], queue.bulk[1]))
 
     def _pop(self, tenant_id: str) -> _Chunk:
         """The first chunk of `tenant_id`'s queue (lock held)."""
@@ -219,8 +290,7 @@ class FairScheduler:
                     _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
                     start += len(chunk.texts)
             with self._condition:
-                self._running_set(background).difference_update(
-                    chunk.tenant_id for chunk in call)
+                self._mark(call, background, running=False)
                 self._condition.notify_all()
             if self._on_idle is not None and not self.pending_chunks:
                 self._on_idle()

@@ -227,3 +227,15 @@ async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,
     if after is not None:
         stmt = stmt.where(Episode.id > after)
     return [(row.id, row.tenant_id) for row in await session.execute(stmt)]
+
+
+# With this transaction setting on, inserting episodes writes their keyword postings only;
+# `count_keyword_documents` adds their counts (mem_030).
+KEYWORD_COUNTS_LATER = "engram.keyword_counts_later"
+
+
+async def count_keyword_documents(session: AsyncSession, *, ids: Sequence[uuid.UUID]) -> None:
+    """Add the episodes `ids`, inserted with KEYWORD_COUNTS_LATER on, to the tenant's and
+    their scopes' keyword statistics (which lock the tenant's keyword writers until commit)."""
+    await session.execute(text("SELECT engram_keyword_count_episodes(:ids)"),
+                          {"ids": list(ids)})

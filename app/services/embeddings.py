@@ -49,20 +49,24 @@ _version_ids: dict[tuple[str, str, str, int], int] = {}
 
 
 async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
-                      tenant_id: str, contexts: Sequence[str | None] = ()) -> Embedded:
+                      tenant_id: str, contexts: Sequence[str | None] = (),
+                      bulk: bool | None = None) -> Embedded:
     """Embed `texts`, the passages of those longer than one window and their `contexts`
     (a text read after what came before it; None for none), in one batch off the event
     loop, then find the model version's id.
 
     The model runs before this function touches the database, so a caller that has not run
-    SQL yet holds no connection while it waits. The model serves `tenant_id` in its turn.
+    SQL yet holds no connection while it waits. The model serves `tenant_id` in its turn;
+    `bulk` work (by default: more than one text) waits behind the tenant's searches and
+    single writes.
     """
     spans = [split_passages(text, size=embedder.passage_chars,
                             overlap=embedder.passage_overlap) for text in texts]
     windows = [text[start:end] for text, text_spans in zip(texts, spans, strict=True)
                for start, end in text_spans]
     in_context = [context for context in contexts if context is not None]
-    vectors = await embedder.aembed_batch([*texts, *windows, *in_context], tenant_id=tenant_id)
+    vectors = await embedder.aembed_batch([*texts, *windows, *in_context], tenant_id=tenant_id,
+                                          bulk=len(texts) > 1 if bulk is None else bulk)
     extra_vectors = iter(vectors[len(texts):])
     passages = [[PassageVector("window", ordinal, start, end, next(extra_vectors))
                  for ordinal, (start, end) in enumerate(text_spans)] for text_spans in spans]

@@ -17,7 +17,7 @@ from app.repositories.episodes import EpisodeFilters
 from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate
 from app.schemas.filters import MemoryFilter
-from app.scope import side_session
+from app.scope import set_local, side_session
 from app.services import butler_limits, events
 from app.services.embeddings import PassageVector, embed_texts, store_passages
 from app.services.events import memory_event
@@ -39,6 +39,8 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
                                turns=embedder.context_turns)
     embedded = await embed_texts(session, embedder, [item.content for item in items],
                                 tenant_id=tenant_id, contexts=contexts)
+    if len(items) > 1:  # a batch takes the keyword statistics' lock last, just before commit
+        await set_local(session, {episode_rows.KEYWORD_COUNTS_LATER: "on"})
     rows = [
         {
             "tenant_id": tenant_id,
@@ -64,6 +66,8 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
                          memory_ids=[row.id for row in created], embedded=embedded)
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
+    if len(items) > 1:
+        await episode_rows.count_keyword_documents(session, ids=[row.id for row in created])
     return created
 
 

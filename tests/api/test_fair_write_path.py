@@ -2,6 +2,7 @@
 model queue serves other tenants in turn."""
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,8 +13,10 @@ from app.config import Settings
 from app.embedding import Embedder
 from app.embedding.scheduler import ChunkEvent
 from app.main import create_app
+from app.repositories import episodes as episode_rows
 from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services import api_keys, embeddings
+from tests.api.test_keyword_bm25 import recomputed_index, stored_index
 
 LONG_TURN = "Caroline told Melanie about the support group and the adoption agencies. " * 40
 
@@ -110,3 +113,86 @@ async def test_a_rolled_back_first_write_leaves_no_model_version_id_behind(
     finally:
         await sql("TRUNCATE episodes, passages CASCADE")
         await sql("DELETE FROM embedding_versions WHERE model_version = 'rolled-back-test'")
+
+
+async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
+        one_connection_app, monkeypatch):
+    app = one_connection_app
+    embedder = app.state.embedder
+    backend = embedder.load()
+    encode = backend.encode
+    release = threading.Event()
+
+    def held_batch(texts: list[str]) -> Any:
+        """The batch's calls wait (bounded) until the search and the write are in."""
+        if any(LONG_TURN in text for text in texts):
+            release.wait(timeout=60)
+        return encode(texts)
+
+    monkeypatch.setattr(backend, "encode", held_batch)
+    tenant = "importer"  # a tenant only this test uses
+    importer, chat = await client_for(app, tenant), await client_for(app, tenant)
+
+    def ours(kind: str, *, bulk: bool) -> list[int]:
+        return [index for index, e in enumerate(embedder.chunk_record)
+                if (e.kind, e.tenant_id, e.bulk) == (kind, tenant, bulk)]
+
+    async with importer, chat:
+        items = [{"content": f"{i} {LONG_TURN}", "butler": "chat", "session_id": "history"}
+                 for i in range(20)]
+        batch = asyncio.create_task(importer.post("/v1/episodes/batch", json={"items": items}))
+        try:
+            while not ours("started", bulk=True):
+                assert not batch.done(), (await batch).text
+                await asyncio.sleep(0.005)
+            found = await chat.post("/v1/search", json={"query": "support group"})
+            assert found.status_code == 200
+            stored = await chat.post("/v1/facts", json={
+                "subject": "Caroline", "predicate": "plan", "content": "Caroline will adopt."})
+            assert stored.status_code == 201
+        finally:
+            release.set()
+        created = await batch
+        assert created.status_code == 201 and len(created.json()["items"]) == 20
+    record = embedder.chunk_record
+    queued = ours("queued", bulk=False)
+    assert [record[i].size for i in queued] == [1, 1]  # the query, then the fact
+    for index in queued:  # the tenant's next chunk to start after each was its own
+        assert next(e for e in record[index:] if e.kind == "started"
+                    and e.tenant_id == tenant) == ChunkEvent("started", tenant, 1)
+    # The batch was queued first; most of its chunks ran after both.
+    assert ours("queued", bulk=True)[-1] < queued[0]
+    started = ours("started", bulk=True)
+    assert len(started) == len(ours("queued", bulk=True)) > 10
+    assert sum(index > ours("started", bulk=False)[-1] for index in started) >= len(started) - 2
+
+
+async def test_a_single_write_does_not_wait_for_a_batch_transaction_that_is_writing(
+        client, sql, monkeypatch):
+    count = episode_rows.count_keyword_documents
+    counting, go_on = asyncio.Event(), asyncio.Event()
+
+    async def held(*args: Any, **kwargs: Any) -> None:
+        """The batch's last statement waits until the single write is done."""
+        counting.set()
+        await asyncio.wait_for(go_on.wait(), timeout=60)
+        await count(*args, **kwargs)
+
+    monkeypatch.setattr(episode_rows, "count_keyword_documents", held)
+    items = [{"content": f"{i} the orchard was sold in may", "butler": "chat",
+              "session_id": "history"} for i in range(50)]
+    batch = asyncio.create_task(client.post("/v1/episodes/batch", json={"items": items}))
+    try:
+        # The batch has inserted its episodes, passages and events, in its open transaction.
+        await asyncio.wait_for(counting.wait(), timeout=120)
+        stored = await asyncio.wait_for(client.post("/v1/facts", json={
+            "subject": "Ann", "predicate": "owns", "content": "Ann owns the orchard"}),
+            timeout=30)
+        assert stored.status_code == 201, stored.text
+        assert not batch.done()
+    finally:
+        go_on.set()
+    assert (await batch).status_code == 201
+    assert await stored_index(sql) == await recomputed_index(sql)
+    [orchard] = await sql("SELECT doc_freq FROM keyword_terms WHERE term = 'orchard'")
+    assert orchard["doc_freq"] == 51

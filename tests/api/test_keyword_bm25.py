@@ -230,3 +230,16 @@ async def test_by_default_a_turn_is_found_by_its_own_words_only(client):
     assert reply.status_code == 201, reply.text
 
     assert await keyword_ids(client, "support group") == [first.json()["id"]]
+
+
+async def test_a_batch_counts_its_words_as_single_writes_do(client, sql):
+    await episode(client, "the orchard blossoms in april")
+    items = [{"content": content, "butler": butler, "session_id": "s1"} for content, butler in [
+        ("the orchard was sold in may", "chat"), ("orchard orchard ladder", "chat"),
+        ("a ladder in the barn", "farm"), ("and of the", "farm")]]
+    response = await client.post("/v1/episodes/batch", json={"items": items})
+    assert response.status_code == 201, response.text
+    assert await stored_index(sql) == await recomputed_index(sql)
+    [orchard] = await sql("SELECT doc_freq FROM keyword_terms WHERE term = 'orchard'")
+    assert orchard["doc_freq"] == 3
+    assert (await keyword_ids(client, "ladder barn"))[0] == response.json()["items"][2]["id"]

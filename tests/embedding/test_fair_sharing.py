@@ -77,8 +77,46 @@ async def test_two_big_batches_take_turns(embedder: Embedder) -> None:
     assert order == ["B", "H", "B", "H", "B", "H"]
 
 
-async def test_cancelled_request_drops_its_queued_chunks(embedder: Embedder) -> None:
-    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
+async def test_a_tenants_query_is_served_before_its_own_batchs_queued_chunks(
+        embedder: Embedder) -> None:
+    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H", bulk=True))
+    await _until(lambda: _count(embedder, "started", "H") >= 1)
+    query = "what did Caroline research?"
+    vector = await embedder.aembed(query, tenant_id="H")
+    await big
+    record = embedder.chunk_record
+    queued = record.index(ChunkEvent("queued", "H", 1))
+    started = [e for e in record[queued:] if e.kind == "started"]
+    assert started[0] == ChunkEvent("started", "H", 1)
+    # The batch's chunks queued before the query ran after it.
+    assert started[1:] and all(e == ChunkEvent("started", "H", CHUNK, bulk=True)
+                               for e in started[1:])
+    assert vector == pytest.approx(embedder.embed(query), abs=1e-5)
+
+
+async def test_a_tenants_queries_keep_their_order_ahead_of_its_batch(
+        embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = embedder.load()
+    tracked = _Tracked(backend.encode)
+    monkeypatch.setattr(backend, "encode", tracked)
+    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H", bulk=True))
+    await _until(lambda: tracked.calls == 1)  # the batch's first call holds the worker
+    write = asyncio.create_task(embedder.aembed_batch([LONG_TEXT] * 6, tenant_id="H"))
+    await _until(lambda: _count(embedder, "queued", "H") == 16 + 2)
+    search = asyncio.create_task(embedder.aembed("the query after", tenant_id="H"))
+    await _until(lambda: _count(embedder, "queued", "H") == 16 + 3)
+    tracked.gate.set()
+    await asyncio.gather(big, write, search)
+    started = [e for e in embedder.chunk_record if e.kind == "started"]
+    # The single write's two chunks, then the search, then the rest of the batch.
+    assert [(e.size, e.bulk) for e in started[1:4]] == [(CHUNK, False), (2, False),
+                                                         (1, False)]
+    assert all(e.bulk for e in started[4:]) and len(started) == 16 + 3
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+async def test_cancelled_request_drops_its_queued_chunks(embedder: Embedder, bulk: bool) -> None:
+    big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H", bulk=bulk))
     await _until(lambda: _count(embedder, "started", "H") >= 1)
     big.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -199,6 +237,25 @@ async def test_second_worker_serves_a_search_while_a_big_batch_call_runs(
     assert vector == pytest.approx(two_workers.embed("what did Caroline research?"), abs=1e-5)
 
 
+async def test_second_worker_serves_a_tenants_query_beside_its_own_batchs_call(
+        two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = two_workers.load()
+    tracked = _Tracked(backend.encode)
+    monkeypatch.setattr(backend, "encode", tracked)
+    big = asyncio.create_task(two_workers.aembed_batch(BIG_BATCH, tenant_id="H", bulk=True))
+    await _until(lambda: tracked.calls == 1)
+    try:  # waiting for the batch's call in progress would hold the query until the timeout
+        vector = await asyncio.wait_for(
+            two_workers.aembed("what did Caroline research?", tenant_id="H"), timeout=15)
+        # H's first call still held, and no other chunk of the batch started beside it.
+        assert tracked.running == 1 and tracked.calls == 2 and tracked.sizes[1] == 1
+    finally:
+        tracked.gate.set()
+    await big
+    assert tracked.most_running == 2 and tracked.calls == 1 + 16
+    assert vector == pytest.approx(two_workers.embed("what did Caroline research?"), abs=1e-5)
+
+
 async def test_workers_never_run_two_calls_of_one_tenant_at_once(
         two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = two_workers.load()
@@ -230,7 +287,7 @@ async def test_background_worker_runs_a_batch_beside_its_call_at_low_priority(
     # worker can start it.
     shared = _Tracked(backend.encode, release_on_second=True)
     monkeypatch.setattr(backend, "encode", shared)
-    vectors = await with_background.aembed_batch(BIG_BATCH, tenant_id="H")
+    vectors = await with_background.aembed_batch(BIG_BATCH, tenant_id="H", bulk=True)
     assert shared.calls == 16 and shared.most_running == 2
     assert set(shared.priorities) == {_priority(), 19}
     assert np.allclose(vectors, with_background.embed_batch(BIG_BATCH), atol=1e-5)

@@ -62,7 +62,8 @@ async def run_arc_boundaries(ctx: JobContext, *, tenant_id: str, scope: str,
                              members[:SUMMARY_EPISODES])
         text = search_text(title, summary, None, [])
         async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-            embedded = await embed_texts(session, ctx.embedder, [text], tenant_id=tenant_id)
+            embedded = await embed_texts(session, ctx.embedder, [text], tenant_id=tenant_id,
+                                         bulk=True)
             if await arc_rows.overlapping_arc_exists(session, tenant_id=tenant_id, scope=scope,
                                                      start=start, end=end):
                 counts["already_covered"] += 1

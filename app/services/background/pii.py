@@ -336,7 +336,7 @@ async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
         async with ctx.transaction(scope) as session:
             # No SQL has run in this session yet: the model holds no connection.
             embedded = await embed_texts(session, ctx.embedder, [text for _, text in changed],
-                                         tenant_id=tenant_id or SYSTEM_TENANT)
+                                         tenant_id=tenant_id or SYSTEM_TENANT, bulk=True)
             done = {row.id for row, _ in changed}
             for (row, text), vector in zip(changed, embedded.vectors, strict=True):
                 if await run_rows.rewrite_message(

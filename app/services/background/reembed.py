@@ -62,7 +62,7 @@ async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: 
         contexts = [context_text(before[row_id], content) if before.get(row_id) else None
                     for row_id, content in rows]
     embedded = await embed_texts(session, embedder, [content for _, content in rows],
-                                 tenant_id=tenant_id, contexts=contexts)
+                                 tenant_id=tenant_id, contexts=contexts, bulk=True)
     await reembed_rows.store_vectors(
         session, model, version_id=embedded.version_id,
         vectors=dict(zip(ids, embedded.vectors, strict=True)))

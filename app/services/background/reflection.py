@@ -94,7 +94,7 @@ async def run_reflection(ctx: JobContext, *, tenant_id: str, ledger: str,
                           failed=True)
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
         embedded = await embed_texts(session, ctx.embedder, [parsed.belief],
-                                     tenant_id=tenant_id)
+                                     tenant_id=tenant_id, bulk=True)
         await ledger_rows.lock_agent(session, tenant_id=tenant_id, ledger=ledger,
                                      agent_id=agent_id)
         rows = await ledger_rows.viewer_events(
