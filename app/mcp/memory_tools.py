@@ -57,7 +57,8 @@ async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Cont
         [row] = await episodes.create_episodes(
             session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
             ttl_days=caller.settings.episode_ttl_days,
-            keyword_context=caller.settings.keyword_context)
+            keyword_context=caller.settings.keyword_context,
+            mentions=caller.settings.auto_links.mentions)
         return episode_out(row)
 
     return await call(ctx, work)
