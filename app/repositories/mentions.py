@@ -7,44 +7,36 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 # Names are compared by `engram_name_key` (mem_028): lower case, each run of characters that
-# are not letters or digits one space. A memory's text, keyed the same way, gives its word
-# n-grams of 1 to :max_words words; each memory's n-grams probe the indexed name keys of the
-# tenant's live entities (ix_entities_tenant_name_key) and alias keys (ix_entities_alias_keys),
-# so the cost follows the text's length, not the number of entities. A match is a whole-word,
-# case-insensitive occurrence of the name.
+# are not letters or digits one space. A memory's text, keyed the same way (once: `words` is
+# materialised), gives its word n-grams of 1 to :max_words words; each memory's n-grams probe
+# the GIN index of the live entities' name and alias keys (ix_entities_name_keys) once, so
+# the cost follows the text's length, not the number of entities. A match is a whole-word,
+# case-insensitive occurrence of the name or an alias.
 _LINK_MENTIONS = text("""
-WITH memory AS MATERIALIZED (
-    SELECT m.id, g.grams
+WITH texts AS MATERIALIZED (
+    SELECT m.id, string_to_array(engram_name_key(m.body), ' ') AS words
     FROM unnest(CAST(:ids AS uuid[]), CAST(:texts AS text[])) AS m(id, body)
+), memory AS MATERIALIZED (
+    SELECT t.id, g.grams
+    FROM texts AS t
     CROSS JOIN LATERAL (
-        SELECT array_agg(DISTINCT array_to_string(w.words[i:i + n - 1], ' ')) AS grams
-        FROM (SELECT string_to_array(engram_name_key(m.body), ' ') AS words) AS w
-        CROSS JOIN LATERAL generate_series(1, cardinality(w.words)) AS i
-        CROSS JOIN LATERAL generate_series(1, :max_words) AS n
-        WHERE i + n - 1 <= cardinality(w.words)
+        SELECT array_agg(array_to_string(t.words[i:i + n - 1], ' ')) AS grams
+        FROM generate_series(1, cardinality(t.words)) AS i
+        CROSS JOIN generate_series(1, :max_words) AS n
+        WHERE i + n - 1 <= cardinality(t.words)
     ) AS g
     WHERE g.grams IS NOT NULL
-), named AS (
-    SELECT memory.id AS source_id, e.id AS entity_id, 1 AS how, e.canonical_name
-    FROM memory
-    JOIN entities AS e
-      ON e.tenant_id = :tenant_id AND e.merged_into_id IS NULL
-     AND engram_name_key(e.canonical_name) = ANY (memory.grams)
-    UNION ALL
-    SELECT memory.id, e.id, 2, e.canonical_name
-    FROM memory
-    JOIN entities AS e
-      ON e.tenant_id = :tenant_id AND e.merged_into_id IS NULL
-     AND engram_name_keys(e.aliases) && memory.grams
 )
 INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, target_id, relation,
                           strength, reasoning, created_by)
-SELECT DISTINCT ON (source_id, entity_id)
-       :tenant_id, :source_type, source_id, 'entity', entity_id, 'mentions', 1.0,
-       CASE how WHEN 1 THEN 'names ' ELSE 'names an alias of ' END || canonical_name,
+SELECT :tenant_id, :source_type, memory.id, 'entity', e.id, 'mentions', 1.0,
+       CASE WHEN engram_name_key(e.canonical_name) = ANY (memory.grams) THEN 'names '
+            ELSE 'names an alias of ' END || e.canonical_name,
        :created_by
-FROM named
-ORDER BY source_id, entity_id, how
+FROM memory
+JOIN entities AS e
+  ON engram_entity_keys(e.canonical_name, e.aliases) && memory.grams
+ AND e.merged_into_id IS NULL AND e.tenant_id = :tenant_id
 ON CONFLICT DO NOTHING
 """)
 
