@@ -120,3 +120,12 @@ async def test_overlong_reasoning_is_422_naming_it(client):
     assert response.status_code == 422
     assert "body.reasoning" in {error["field"] for error in response.json()["errors"]}
     assert (await fact_now(client, fact["id"]))["contradiction_count"] == 0
+
+
+async def test_a_contradicts_link_to_a_superseded_fact_is_stored_and_counts_nothing(client):
+    old = await store_fact(client, "Globex", "office", "Globex is in Denver")
+    new = await store_fact(client, "Globex", "office", "Globex is in Boulder")
+    await post(client, "/v1/links", **link(ref("fact", new), ref("fact", old), "contradicts"))
+    shown = await fact_now(client, old["id"])
+    assert (shown["validity"], shown["contradiction_count"], shown["confidence"]) == (
+        "superseded", 0, pytest.approx(1.0))
