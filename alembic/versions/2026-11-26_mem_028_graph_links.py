@@ -8,10 +8,11 @@
   `contradiction_count` (`contradicts` links and contradict calls).
 * `engram_name_key(text)`: lower case, every run of characters that are not letters or digits
   one space, trimmed; `engram_entity_keys(name, aliases)` the keys of an entity's name and
-  aliases (the expression written out: an index build resolves functions with an empty
-  search_path). A GIN index of those keys (live entities, `fastupdate` off: entities are
-  written seldom and read on every store, and a pending list is scanned whole on each read)
-  lets a stored memory find the entities it names by its word n-grams.
+  aliases, `engram_entity_heads(name, aliases)` their first words (the expression written
+  out: an index build resolves functions with an empty search_path). A GIN index of the first
+  words (live entities, `fastupdate` off: entities are written seldom and read on every
+  store, and a pending list is scanned whole on each read) gives the entities a stored
+  memory may name from its words; its word n-grams then tell which it does.
 
 Revision ID: mem_028
 Revises: mem_024
@@ -31,7 +32,7 @@ OLD_TYPES = ("episode", "fact", "rule", "run", "run_message", "run_feedback", "a
              "entity")
 OLD_SOURCES = (*OLD_TYPES, "procedure")
 NEW_TYPES = (*OLD_TYPES, "procedure", "arc")
-NAME_FUNCTIONS = ("engram_entity_keys(text, text[])",)
+NAME_FUNCTIONS = ("engram_entity_heads(text, text[])",)
 # The alias lookup's `&&` (overlap); mem_012 marked `@>` (contains) already.
 OVERLAP = "pg_catalog.arrayoverlap(anyarray, anyarray)"
 
@@ -80,8 +81,16 @@ def upgrade() -> None:
             FROM unnest(array_prepend(name, aliases)) AS one
         $$
     """)
-    op.execute("CREATE INDEX ix_entities_name_keys ON entities "
-               "USING gin (engram_entity_keys(canonical_name, aliases)) "
+    op.execute("""
+        CREATE FUNCTION engram_entity_heads(name text, aliases text[]) RETURNS text[]
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+            SELECT array_agg(split_part(
+                btrim(regexp_replace(lower(one), '[^[:alnum:]]+', ' ', 'g')), ' ', 1))
+            FROM unnest(array_prepend(name, aliases)) AS one
+        $$
+    """)
+    op.execute("CREATE INDEX ix_entities_name_heads ON entities "
+               "USING gin (engram_entity_heads(canonical_name, aliases)) "
                "WITH (fastupdate = off) WHERE merged_into_id IS NULL")
     # As mem_012 does for the entity lookups: under row-level security an index is used for a
     # condition only when its functions are LEAKPROOF, which only a superuser may declare
@@ -107,7 +116,8 @@ def _mark_leakproof(names: Sequence[str], marker: str) -> None:
 
 def downgrade() -> None:
     _mark_leakproof((OVERLAP,), "NOT LEAKPROOF")
-    op.execute("DROP INDEX IF EXISTS ix_entities_name_keys")
+    op.execute("DROP INDEX IF EXISTS ix_entities_name_heads")
+    op.execute("DROP FUNCTION IF EXISTS engram_entity_heads(text, text[])")
     op.execute("DROP FUNCTION IF EXISTS engram_entity_keys(text, text[])")
     op.execute("DROP FUNCTION IF EXISTS engram_name_key(text)")
     op.execute("ALTER TABLE facts DROP COLUMN contradiction_count")

@@ -7,36 +7,41 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 # Names are compared by `engram_name_key` (mem_028): lower case, each run of characters that
-# are not letters or digits one space. A memory's text, keyed the same way (once: `words` is
-# materialised), gives its word n-grams of 1 to :max_words words; each memory's n-grams probe
-# the GIN index of the live entities' name and alias keys (ix_entities_name_keys) once, so
-# the cost follows the text's length, not the number of entities. A match is a whole-word,
-# case-insensitive occurrence of the name or an alias.
+# are not letters or digits one space. A memory's text is keyed the same way, once, into
+# words. Its words probe the GIN index of the first words of the live entities' name and
+# alias keys (ix_entities_name_heads) once: the candidates. For memories with a candidate,
+# the word n-grams of 1 to :max_words words tell which candidates it names, a whole-word,
+# case-insensitive occurrence of the name or an alias. The cost follows the text's length,
+# not the number of entities.
 _LINK_MENTIONS = text("""
 WITH texts AS MATERIALIZED (
     SELECT m.id, string_to_array(engram_name_key(m.body), ' ') AS words
     FROM unnest(CAST(:ids AS uuid[]), CAST(:texts AS text[])) AS m(id, body)
+), candidates AS MATERIALIZED (
+    SELECT t.id, t.words, e.id AS entity_id, e.canonical_name, e.aliases
+    FROM texts AS t
+    JOIN entities AS e
+      ON engram_entity_heads(e.canonical_name, e.aliases) && t.words
+     AND e.merged_into_id IS NULL AND e.tenant_id = :tenant_id
 ), memory AS MATERIALIZED (
     SELECT t.id, g.grams
-    FROM texts AS t
+    FROM (SELECT DISTINCT id, words FROM candidates) AS t
     CROSS JOIN LATERAL (
         SELECT array_agg(array_to_string(t.words[i:i + n - 1], ' ')) AS grams
         FROM generate_series(1, cardinality(t.words)) AS i
         CROSS JOIN generate_series(1, :max_words) AS n
         WHERE i + n - 1 <= cardinality(t.words)
     ) AS g
-    WHERE g.grams IS NOT NULL
 )
 INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, target_id, relation,
                           strength, reasoning, created_by)
-SELECT :tenant_id, :source_type, memory.id, 'entity', e.id, 'mentions', 1.0,
-       CASE WHEN engram_name_key(e.canonical_name) = ANY (memory.grams) THEN 'names '
-            ELSE 'names an alias of ' END || e.canonical_name,
+SELECT :tenant_id, :source_type, c.id, 'entity', c.entity_id, 'mentions', 1.0,
+       CASE WHEN engram_name_key(c.canonical_name) = ANY (memory.grams) THEN 'names '
+            ELSE 'names an alias of ' END || c.canonical_name,
        :created_by
-FROM memory
-JOIN entities AS e
-  ON engram_entity_keys(e.canonical_name, e.aliases) && memory.grams
- AND e.merged_into_id IS NULL AND e.tenant_id = :tenant_id
+FROM candidates AS c
+JOIN memory ON memory.id = c.id
+WHERE engram_entity_keys(c.canonical_name, c.aliases) && memory.grams
 ON CONFLICT DO NOTHING
 """)
 
