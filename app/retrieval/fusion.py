@@ -243,9 +243,12 @@ def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate]
 def scaled(fused: Sequence[Fused], factors: Mapping[Key, float]) -> list[Fused]:
     """The results with the fused score of each memory in `factors` multiplied by its factor,
     best first again; `rrf_score` and `contributions` stay as fusion made them."""
-    out = [replace(item, fused_score=item.fused_score * factors[key])
-           if item.fused_score is not None and (key := (item.memory_type, item.memory_id))
-           in factors else item for item in fused]
+    out = []
+    for item in fused:
+        factor = factors.get((item.memory_type, item.memory_id))
+        if factor is not None and item.fused_score is not None:
+            item = replace(item, fused_score=item.fused_score * factor)
+        out.append(item)
     return sorted(out, key=_fusion_order)
 
 

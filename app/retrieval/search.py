@@ -70,7 +70,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     occurred inside it (time_mode "boost": a further list in hybrid mode, a signal of learned
     fusion, moved ahead in one-list modes) or keeps only those ("filter"). Hybrid mode fuses
     the lists by `plan.fusion`; with a graph query (hybrid mode) the memories near its
-    entities are a further list, each hit saying its path.
+    entities are a further list, each hit saying its path. After learned or weighted fusion a
+    fact's fused score is multiplied by `belief.stale_factor` of its effective confidence.
     """
     if not plan.query:
         return []
