@@ -147,9 +147,14 @@ DEFAULT_ARC_TYPES = ("project_phase", "decision_sequence", "interaction_arc", "i
 
 class AutoLinkSettings(BaseModel):
     """related_to links from each new fact or rule to the most similar live facts and rules
-    of its tenant and scope, made in the transaction that stores it."""
+    of its tenant and scope, and `mentions` links from each new episode, fact, rule or run to
+    the entities it names, made in the transaction that stores it."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Make the related_to links.")
+    mentions: bool = Field(
+        True, description="Link a stored episode, fact, rule or run `mentions` to each entity "
+                          "of its tenant whose canonical name or alias it names (whole words, "
+                          "any case).")
     threshold: float = Field(
         0.75, gt=0, le=1,
         description="Least cosine similarity of a link (its strength). With the packaged "

@@ -24,6 +24,7 @@ TOOL_FOR_ROUTE: dict[str, str] = {
     "GET /v1/facts/{fact_id}": "memory_get",
     "GET /v1/facts/{fact_id}/history": "fact_history",
     "POST /v1/facts/{fact_id}/confirm": "memory_confirm",
+    "POST /v1/facts/{fact_id}/contradict": "memory_contradict",
     "POST /v1/facts/{fact_id}/forget": "memory_forget",
     "DELETE /v1/facts/{fact_id}": "memory_delete",
     "POST /v1/rules": "memory_store_rule",

@@ -8,8 +8,11 @@ from app.schemas.graph import GraphOut
 
 SIZE = 480
 RING = 100
-COLOURS = {"entity": "#2f6f9f", "fact": "#3d8b5a", "rule": "#a0652a", "episode": "#7a5aa6"}
-PAGES = {"entity": "entities", "fact": "facts", "rule": "rules", "episode": "episodes"}
+COLOURS = {"entity": "#2f6f9f", "fact": "#3d8b5a", "rule": "#a0652a", "episode": "#7a5aa6",
+           "run": "#8a4b5e"}
+# The node types the console has a page for; the others (procedures, arcs) are not drawn.
+PAGES = {"entity": "entities", "fact": "facts", "rule": "rules", "episode": "episodes",
+         "run": "runs"}
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,8 @@ class Line:
 def layout(graph: GraphOut) -> tuple[list[Placed], list[Line]]:
     """Positions for every node (ring by hop, evenly spaced) and the edges between them."""
     rings: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for node in graph.nodes:
+    drawn = [node for node in graph.nodes if node.type in PAGES]
+    for node in drawn:
         rings[node.hop].append((node.type, str(node.id)))
     spot: dict[tuple[str, str], tuple[float, float]] = {}
     centre = SIZE / 2
@@ -50,7 +54,7 @@ def layout(graph: GraphOut) -> tuple[list[Placed], list[Line]]:
             radius = RING * hop
             spot[key] = (centre + radius * math.cos(angle), centre + radius * math.sin(angle))
     placed = []
-    for node in graph.nodes:
+    for node in drawn:
         x, y = spot[(node.type, str(node.id))]
         label = node.summary if len(node.summary) <= 28 else node.summary[:27] + "…"
         placed.append(Placed(f"{node.type}:{node.id}", x, y, COLOURS[node.type], label,

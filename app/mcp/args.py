@@ -12,6 +12,7 @@ from app.schemas.filters import FILTER_DESCRIPTION, FilterError, MemoryFilter, p
 MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
 MemoryIdArg = Annotated[uuid.UUID, Field(description="The memory's id (a UUID).")]
 RuleIdArg = Annotated[uuid.UUID, Field(description="The rule's id (a UUID).")]
+FactIdArg = Annotated[uuid.UUID, Field(description="The fact's id (a UUID).")]
 EntityIdArg = Annotated[uuid.UUID, Field(description="The entity's id (a UUID).")]
 ContentArg = Annotated[Content, Field(description="The text to remember (up to 50,000 "
                                                   "characters).")]

@@ -21,9 +21,9 @@ from app.services.responses.links import link_out
 from app.services.responses.pages import page_out
 
 ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
-EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, or a run, "
-                                                      "run message, run feedback or agent "
-                                                      "event.")]
+EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, procedure, "
+                                                      "arc, or a run, run message, run "
+                                                      "feedback or agent event.")]
 EndIdArg = Annotated[uuid.UUID, Field(description="Its id (a UUID).")]
 
 
@@ -43,15 +43,20 @@ tools = ToolSet()
 @tools.add(annotations=ToolAnnotations(idempotent_hint=True))
 async def link_create(source_type: EndTypeArg, source_id: EndIdArg, target_type: EndTypeArg,
                       target_id: EndIdArg, relation: Relation, ctx: Context,
-                      strength: float = 1.0) -> JsonObject:
+                      strength: float = 1.0,
+                      reasoning: Annotated[str | None, Field(
+                          description="Why the link was made (kept with it).")] = None,
+                      created_by: Annotated[str | None, Field(
+                          description="Who made it; default: your API key.")] = None,
+                      ) -> JsonObject:
     """Link two memories or entities with a directed, typed edge: provenance (derived_from,
     supports, contradicts, supersedes, related_to, based_on) or a relation between entities
-    (works_at, knows, member_of, ...). strength in (0, 1] weighs graph-aware search. Creating
-    an edge that exists returns it; one edge per ordered pair (delete it to change the
-    relation)."""
+    (works_at, knows, member_of, ...). strength in (0, 1] weighs graph-aware search. A pair
+    may hold several relations; creating an edge that exists returns it. A supports link
+    counts a validation of a fact, a contradicts link a contradiction."""
     data = build(LinkCreate, source_type=source_type, source_id=source_id,
                  target_type=target_type, target_id=target_id, relation=relation,
-                 strength=strength)
+                 strength=strength, reasoning=reasoning, created_by=created_by)
 
     async def work(session: AsyncSession, caller: Caller) -> LinkOut:
         link, _ = await links.create_link(session, tenant_id=caller.tenant_id, data=data)
@@ -79,13 +84,15 @@ async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True))
 async def link_delete(source_type: EndTypeArg, source_id: EndIdArg, target_type: EndTypeArg,
-                      target_id: EndIdArg, ctx: Context) -> JsonObject:
-    """Delete the edge from source to target (a wrong or outdated link); the memories stay."""
+                      target_id: EndIdArg, ctx: Context,
+                      relation: Relation | None = None) -> JsonObject:
+    """Delete the edges from source to target (only those of `relation`, when given): a
+    wrong or outdated link; the memories stay."""
 
     async def work(session: AsyncSession, caller: Caller) -> LinkDeleted:
         await links.delete_link(session, tenant_id=caller.tenant_id, source_type=source_type,
                                 source_id=source_id, target_type=target_type,
-                                target_id=target_id)
+                                target_id=target_id, relation=relation)
         return LinkDeleted(source_type=source_type, source_id=source_id,
                            target_type=target_type, target_id=target_id)
 
@@ -94,7 +101,8 @@ async def link_delete(source_type: EndTypeArg, source_id: EndIdArg, target_type:
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def graph_neighbourhood(
-    node_type: Annotated[NodeType, Field(description="episode, fact, rule or entity.")],
+    node_type: Annotated[NodeType, Field(description="episode, fact, rule, entity, run, "
+                                                     "procedure or arc.")],
     node_id: EndIdArg, ctx: Context,
     hops: Annotated[int, Field(ge=1, le=3, description="Edges to follow (1-3).")] = 1,
     relations: Annotated[list[GraphRelation] | None, Field(

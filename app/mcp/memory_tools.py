@@ -1,5 +1,5 @@
-"""Tools that store memories and act on one memory: store, get, confirm, forget, feedback,
-inversion."""
+"""Tools that store memories and act on one memory: store, get, confirm, contradict, forget,
+feedback, inversion."""
 
 import uuid
 from collections.abc import Awaitable, Callable
@@ -15,6 +15,7 @@ from app.mcp.args import (
     ButlerArg,
     ContentArg,
     ContextArg,
+    FactIdArg,
     ImportanceArg,
     MemoryIdArg,
     MemoryTypeArg,
@@ -31,9 +32,9 @@ from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Permanence
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
-from app.schemas.facts import FactCreate, FactOut
+from app.schemas.facts import FactContradiction, FactCreate, FactOut
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
-from app.services import episodes, facts, memories, rules
+from app.services import episodes, fact_beliefs, facts, memories, rules
 from app.services.responses.episodes import episode_out
 from app.services.responses.facts import fact_out
 from app.services.responses.memories import memory_out
@@ -60,7 +61,8 @@ async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Cont
         [row] = await episodes.create_episodes(
             session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
             ttl_days=caller.settings.episode_ttl_days,
-            keyword_context=caller.settings.keyword_context)
+            keyword_context=caller.settings.keyword_context,
+            mentions=caller.settings.auto_links.mentions)
         return episode_out(row)
 
     return await call(ctx, work)
@@ -126,6 +128,22 @@ async def memory_confirm(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
     when the user or the world corroborates a memory you relied on. Episodes cannot be
     confirmed."""
     return await _on_memory(ctx, memory_type, memory_id, memories.confirm)
+
+
+@tools.add()
+async def memory_contradict(fact_id: FactIdArg, ctx: Context,
+                            reasoning: ReasonArg = None) -> JsonObject:
+    """Report evidence that an active fact no longer holds, with why. Each contradiction
+    halves the fact's confidence (it ranks lower in search and recall); once contradictions
+    exceed confirmations by three the fact is retracted. When you know what is true now,
+    store that fact instead (it supersedes the old one)."""
+    data = build(FactContradiction, reasoning=reasoning)
+
+    async def work(session: AsyncSession, caller: Caller) -> FactOut:
+        return fact_out(await fact_beliefs.contradict(
+            session, tenant_id=caller.tenant_id, fact_id=fact_id, reasoning=data.reasoning))
+
+    return await call(ctx, work)
 
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))

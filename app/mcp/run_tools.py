@@ -83,7 +83,8 @@ async def run_create(task_id: Name, ctx: Context, summary: Content | None = None
 
     async def work(session: AsyncSession, caller: Caller) -> RunOut:
         return run_out(await runs.create_run(session, tenant_id=caller.tenant_id,
-                                             embedder=caller.embedder, data=request))
+                                             embedder=caller.embedder, data=request,
+                                             mentions=caller.settings.auto_links.mentions))
 
     return await call(ctx, work)
 

@@ -31,7 +31,8 @@ MCP_PATH = "/mcp"
 INSTRUCTIONS = """Engram is your long-term memory. Store what you observe as episodes, durable
 knowledge as facts (subject / predicate / content) and behavioural guidance as rules. Before a
 task, call memory_context or memory_recall; look things up with memory_search. Give feedback on
-rules you applied (memory_mark_helpful / memory_mark_harmful) and confirm facts that still hold.
+rules you applied (memory_mark_helpful / memory_mark_harmful), confirm facts that still hold
+and contradict (memory_contradict) those the evidence goes against.
 Jobs you queue (consolidation, cleanup, memory_erase) run in the background: follow one with
 job_get, or list recent ones with job_list. When the user wants data gone for good, use
 memory_delete, entity_delete or run_delete (one item) or memory_erase (by selector);

@@ -104,6 +104,10 @@ class Fact(Searchable, Base):
     validity: Mapped[str] = mapped_column(Text, nullable=False, server_default="active")
     scope: Mapped[str] = mapped_column(Text, nullable=False, server_default="global")
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    # Confirmations and `supports` links; `contradicts` links and contradict calls.
+    validation_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    contradiction_count: Mapped[int] = mapped_column(Integer, nullable=False,
+                                                     server_default="0")
     created_at: Mapped[datetime] = created_at_column()
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -167,7 +171,14 @@ class MemoryLink(Base):
     source_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     target_type: Mapped[str] = mapped_column(Text, primary_key=True)
     target_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
-    relation: Mapped[str] = mapped_column(Text, nullable=False)
+    # Several relations may join one pair: the relation is part of the key (mem_028).
+    relation: Mapped[str] = mapped_column(Text, primary_key=True)
     # In (0, 1]: how strongly the ends are related; graph search multiplies it along a path.
     strength: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
     created_at: Mapped[datetime] = created_at_column()
+    # Unique; with created_at the listing's total order.
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False,
+                                          server_default=func.gen_random_uuid())
+    reasoning: Mapped[str | None] = mapped_column(Text)
+    # Who made the link: an API key (`key:<id>`), a job (`job:<id>`) or the caller's label.
+    created_by: Mapped[str | None] = mapped_column(Text)

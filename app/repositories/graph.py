@@ -60,8 +60,17 @@ WITH RECURSIVE walk(hop, frontier, visited) AS (
                                            WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
                   WHEN 'rule' THEN EXISTS (SELECT 1 FROM rules AS x
                                            WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
-                  ELSE EXISTS (SELECT 1 FROM entities AS x
-                               WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
+                  WHEN 'entity' THEN EXISTS (SELECT 1 FROM entities AS x
+                                             WHERE x.id = nb.node_id
+                                               AND x.tenant_id = :tenant_id)
+                  WHEN 'run' THEN EXISTS (SELECT 1 FROM runs AS x
+                                          WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
+                  WHEN 'procedure' THEN EXISTS (SELECT 1 FROM procedures AS x
+                                                WHERE x.id = nb.node_id
+                                                  AND x.tenant_id = :tenant_id)
+                  WHEN 'arc' THEN EXISTS (SELECT 1 FROM arcs AS x
+                                          WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
+                  ELSE false
                   END
             ORDER BY node
             LIMIT :max_nodes
@@ -149,6 +158,22 @@ _SUMMARY_SQL = {
                         CASE WHEN merged_into_id IS NOT NULL THEN 'merged'
                              ELSE 'active' END AS state
                  FROM entities
+                  WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",
+    "run": """SELECT id, left(task_id || coalesce(': ' || summary, ''), 300) AS text,
+                     CASE WHEN finished_at IS NULL THEN 'running'
+                          WHEN success THEN 'succeeded'
+                          WHEN NOT success THEN 'failed'
+                          ELSE 'finished' END AS state
+              FROM runs
+                  WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",
+    "procedure": """SELECT id, left(name || coalesce(': ' || nullif(description, ''), ''), 300)
+                           AS text,
+                           status AS state
+                    FROM procedures
+                  WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",
+    "arc": """SELECT id, left(title || coalesce(': ' || nullif(summary, ''), ''), 300) AS text,
+                     status AS state
+              FROM arcs
                   WHERE tenant_id = :tenant_id AND id = ANY (CAST(:ids AS uuid[]))""",
 }
 

@@ -6,20 +6,31 @@ from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import AgentEvent, Entity, MemoryLink, Run, RunFeedback, RunMessage
+from app.models import (
+    AgentEvent,
+    Arc,
+    Entity,
+    MemoryLink,
+    Procedure,
+    Run,
+    RunFeedback,
+    RunMessage,
+)
 from app.repositories import pagination
 from app.repositories.memories import MODELS
 
 
 async def create_link(session: AsyncSession, *, tenant_id: str, source_type: str,
                       source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
-                      relation: str, strength: float = 1.0) -> bool:
-    """Insert an edge; an existing edge is left as it is. True when a row was added."""
+                      relation: str, strength: float = 1.0, reasoning: str | None = None,
+                      created_by: str | None = None) -> bool:
+    """Insert an edge; an existing edge (same ends and relation) is left as it is. True when
+    a row was added."""
     stmt = (
         insert(MemoryLink)
         .values(tenant_id=tenant_id, source_type=source_type, source_id=source_id,
                 target_type=target_type, target_id=target_id, relation=relation,
-                strength=strength)
+                strength=strength, reasoning=reasoning, created_by=created_by)
         .on_conflict_do_nothing()
     )
     result = await session.execute(stmt)
@@ -33,24 +44,31 @@ def _key(source_type: str, source_id: uuid.UUID, target_type: str,
 
 
 async def get_link(session: AsyncSession, *, tenant_id: str, source_type: str,
-                   source_id: uuid.UUID, target_type: str,
-                   target_id: uuid.UUID) -> MemoryLink | None:
-    """The tenant's edge from source to target, if any."""
+                   source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
+                   relation: str) -> MemoryLink | None:
+    """The tenant's edge of `relation` from source to target, if any."""
     stmt = select(MemoryLink).where(MemoryLink.tenant_id == tenant_id,
-                                    *_key(source_type, source_id, target_type, target_id))
+                                    *_key(source_type, source_id, target_type, target_id),
+                                    MemoryLink.relation == relation)
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str,
-                      source_id: uuid.UUID, target_type: str, target_id: uuid.UUID) -> bool:
-    """Delete the tenant's edge from source to target; True when it existed."""
+async def delete_links(session: AsyncSession, *, tenant_id: str, source_type: str,
+                       source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
+                       relation: str | None) -> list[MemoryLink]:
+    """Delete the tenant's edges from source to target (of `relation` only, when given);
+    the deleted rows."""
     stmt = delete(MemoryLink).where(MemoryLink.tenant_id == tenant_id,
                                     *_key(source_type, source_id, target_type, target_id))
-    return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
+    if relation is not None:
+        stmt = stmt.where(MemoryLink.relation == relation)
+    result = await session.execute(stmt.returning(MemoryLink))
+    return list(result.scalars())
 
 
 LINKABLE = {**MODELS, "entity": Entity, "run": Run, "run_message": RunMessage,
-            "run_feedback": RunFeedback, "agent_event": AgentEvent}
+            "run_feedback": RunFeedback, "agent_event": AgentEvent, "procedure": Procedure,
+            "arc": Arc}
 
 
 async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: str,
@@ -72,5 +90,5 @@ async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
     stmt = select(MemoryLink).where(MemoryLink.tenant_id == tenant_id, ends)
     if relation is not None:
         stmt = stmt.where(MemoryLink.relation == relation)
-    order = (MemoryLink.created_at, MemoryLink.source_id, MemoryLink.target_id)
+    order = (MemoryLink.created_at, MemoryLink.id)
     return await pagination.list_page(session, stmt, order=order, limit=limit, cursor=cursor)

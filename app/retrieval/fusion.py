@@ -240,6 +240,18 @@ def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate]
     return sorted(fused, key=_fusion_order)[:limit]
 
 
+def scaled(fused: Sequence[Fused], factors: Mapping[Key, float]) -> list[Fused]:
+    """The results with the fused score of each memory in `factors` multiplied by its factor,
+    best first again; `rrf_score` and `contributions` stay as fusion made them."""
+    out = []
+    for item in fused:
+        factor = factors.get((item.memory_type, item.memory_id))
+        if factor is not None and item.fused_score is not None:
+            item = replace(item, fused_score=item.fused_score * factor)
+        out.append(item)
+    return sorted(out, key=_fusion_order)
+
+
 def single_list(candidates: Sequence[RankedCandidate], *, semantic: bool,
                 boost: Sequence[RankedCandidate] = ()) -> list[Fused]:
     """A one-mode result: the list as ranked, without fusion; members of `boost` (the

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
@@ -26,10 +27,13 @@ from app.retrieval.fusion import (
     fuse_learned,
     known_row,
     merge_sources,
+    scaled,
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
 from app.services.fact_timeline import periods_at
+from app.services.formulas.belief import stale_factor
+from app.services.formulas.lifecycle import effective_confidence
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
@@ -66,7 +70,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     occurred inside it (time_mode "boost": a further list in hybrid mode, a signal of learned
     fusion, moved ahead in one-list modes) or keeps only those ("filter"). Hybrid mode fuses
     the lists by `plan.fusion`; with a graph query (hybrid mode) the memories near its
-    entities are a further list, each hit saying its path.
+    entities are a further list, each hit saying its path. After learned or weighted fusion a
+    fact's fused score is multiplied by `belief.stale_factor` of its effective confidence.
     """
     if not plan.query:
         return []
@@ -112,6 +117,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     else:
         fused = single_list(semantic if plan.mode == "semantic" else keyword,
                             semantic=plan.mode == "semantic", boost=boost)
+    if plan.learned or (plan.mode == "hybrid" and plan.fusion == "weighted"):
+        fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
         fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,
                                    vector=vector, query=keyword_query, rows=rows)
@@ -129,6 +136,21 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         hits = [replace(hit, period=periods.get(hit.row.id)) if hit.memory_type == "fact"
                 else hit for hit in hits]
     return hits
+
+
+def stale_factors(fused: Sequence[Fused],
+                  rows: Mapping[Key, search_rows.LoadedRow]) -> dict[Key, float]:
+    """What each fact's fused score is multiplied by: `belief.stale_factor` of its effective
+    confidence now (a stale fact drops behind an equally relevant fresh one)."""
+    now = now_utc()
+    factors = {}
+    for item in fused:
+        key = (item.memory_type, item.memory_id)
+        if item.memory_type == "fact" and key in rows:
+            row = rows[key].row
+            factors[key] = stale_factor(effective_confidence(
+                row.confidence, row.decay_rate, row.last_confirmed_at, now))
+    return factors
 
 
 def rows_wanted(*lists: Sequence[RankedCandidate]) -> list[Key]:

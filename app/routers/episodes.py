@@ -28,7 +28,8 @@ async def create_episode(body: EpisodeCreate, request: Request, response: Respon
     """Store one observation; it expires after the episode TTL (7 days by default)."""
     [row] = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
                                            items=[body], ttl_days=settings.episode_ttl_days,
-                                           keyword_context=settings.keyword_context)
+                                           keyword_context=settings.keyword_context,
+                                           mentions=settings.auto_links.mentions)
     locate(request, response, f"/v1/episodes/{row.id}")
     return episode_out(row)
 
@@ -44,7 +45,8 @@ async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
                            field="items")
     rows = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
                                           items=body.items, ttl_days=settings.episode_ttl_days,
-                                          keyword_context=settings.keyword_context)
+                                          keyword_context=settings.keyword_context,
+                                          mentions=settings.auto_links.mentions)
     return EpisodeBatchOut(items=[episode_out(row) for row in rows])
 
 

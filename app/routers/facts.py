@@ -12,8 +12,8 @@ from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import AsOf, Cursor, FilterQuery, KnownAt, Limit, Text
 from app.schemas.common import Validity
-from app.schemas.facts import FactCreate, FactOut, FactPage
-from app.services import facts
+from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
+from app.services import fact_beliefs, facts
 from app.services.fact_timeline import point_in_time
 from app.services.responses.facts import fact_out, fact_page_out
 
@@ -94,6 +94,23 @@ async def fact_history(fact_id: uuid.UUID, session: ReadSessionDep,
 
 
 routes.confirm()
+
+
+@router.post("/{fact_id}/contradict", response_model=FactOut,
+             responses=problem_responses(404, 409, 422), summary="Contradict a fact")
+async def contradict_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
+                          body: FactContradiction | None = None) -> FactOut:
+    """Record evidence against an active fact that no memory holds (a `contradicts` link
+    from the memory that does has the same effect): `contradiction_count` grows by one and
+    the confidence halves; once contradictions exceed validations (confirmations, `supports`
+    links) by three the fact is `retracted`. Writes a `fact_contradicted` event (with the
+    confidence before and after, and `reasoning`) and, when it ends the fact, a
+    `fact_retracted` one. 409 when the fact is not active."""
+    return fact_out(await fact_beliefs.contradict(
+        session, tenant_id=tenant_id, fact_id=fact_id,
+        reasoning=None if body is None else body.reasoning))
+
+
 routes.forget(summary="Forget (retract) a fact",
               doc="Set validity to `retracted`; it no longer appears in search or recall.")
 routes.delete(summary="Delete a fact and its history for good", doc="""

@@ -1,4 +1,4 @@
-"""/v1/graph: the neighbourhood of a memory or entity."""
+"""/v1/graph: the neighbourhood of a memory, run, procedure, arc or entity."""
 
 import uuid
 from typing import Annotated, get_args
@@ -16,7 +16,8 @@ ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
 
 
 @router.get("/{node_type}/{node_id}", response_model=GraphOut,
-            responses=problem_responses(404, 422), summary="Neighbourhood of a memory or entity")
+            responses=problem_responses(404, 422),
+            summary="Neighbourhood of a memory, run, procedure, arc or entity")
 async def get_graph(
     node_type: NodeType,
     node_id: uuid.UUID,
@@ -31,7 +32,8 @@ async def get_graph(
     limit: Annotated[int, Query(ge=1, le=500, description="Maximum number of nodes, "
                                                           "the root included.")] = 100,
 ) -> GraphOut:
-    """Breadth-first walk from the node over memory links (both directions), typed
+    """Breadth-first walk from the node (an episode, fact, rule, entity, run, procedure or
+    arc) over memory links (both directions), typed
     entity-to-entity relations (the paths graph-aware search boosts along) and fact-entity
     anchors: an entity's facts are its neighbours and a fact's entity is its neighbour.
 
@@ -40,7 +42,7 @@ async def get_graph(
     strength and hop (1 + the hop of its nearer end); edges are directed as stored (`about`:
     fact -> entity). Within a hop, nodes are taken in (type, id) order until `limit`;
     `truncated` tells when the limit cut the neighbourhood short. Links to rows that no longer
-    exist are skipped.
+    exist are skipped, as are links to run messages, feedback and ledger events (not nodes).
     """
     return await neighbourhood(session, tenant_id=tenant_id, node_type=node_type,
                                node_id=node_id, hops=hops,

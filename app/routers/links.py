@@ -1,4 +1,4 @@
-"""/v1/links: provenance edges between episodes, facts and rules."""
+"""/v1/links: edges between memories, records and entities."""
 
 import uuid
 from typing import Annotated
@@ -17,22 +17,28 @@ from app.services.responses.pages import page_out
 router = APIRouter(prefix="/v1/links", tags=["links"])
 
 LINK_LIFECYCLE = """
-Links follow their memories: when an episode, fact or rule row is deleted (the episode cleanup
-job), every link touching it is deleted in the same statement by a database trigger, so no link
-ever points at a missing row. Forgetting is a state change, not a deletion: links to a forgotten
-episode, retracted fact or forgotten rule are kept (provenance stays explainable) and the graph
-shows the node's state.
+Links follow their ends: when an episode, fact, rule, run, procedure, arc or entity row is
+deleted, every link touching it is deleted in the same statement by a database trigger, so no
+link ever points at a missing row. Forgetting is a state change, not a deletion: links to a
+forgotten episode, retracted fact or forgotten rule are kept (provenance stays explainable) and
+the graph shows the node's state.
 """
 
 CREATE_DESCRIPTION = """Create a directed edge; idempotent.
 
-201 with the new link; 200 with the existing link when the same edge (same relation) exists.
-422 when an end is not a memory of the tenant, or source and target are the same memory.
-409 when the two memories are already linked in this direction with another relation (one
-edge per ordered pair; delete it first).
+A link is keyed by its source, its target and its relation: two memories may be joined by
+several relations (`supports` beside an automatic `related_to`, say). 201 with the new link;
+200 with the existing link when the same edge (same relation) exists. `created_by` defaults to
+the caller's API key (`key:<id>`); `reasoning` says why. Creating a link writes a
+`link_created` event.
+
+A new `contradicts` link to an active fact contradicts it: its `contradiction_count` grows by
+one and its confidence halves; once contradictions exceed validations by three it is
+retracted. A new `supports` link to an active fact adds one to its `validation_count`.
+
+422 when an end is not a memory, record or entity of the tenant, or source and target are the
+same.
 """
-
-
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=LinkOut,
              responses={200: {"model": LinkOut, "description": "The link already existed"},
                         **problem_responses(409, 422)},
@@ -66,12 +72,16 @@ async def list_links(
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT,
-               responses=problem_responses(404, 422), summary="Delete a link",
-               description="Delete the edge from source to target (its key); 404 when there "
-               "is none.\n" + LINK_LIFECYCLE)
+               responses=problem_responses(404, 422), summary="Delete links",
+               description="Delete the edge of `relation` from source to target, or every "
+               "edge from source to target when `relation` is omitted; each deletion writes a "
+               "`link_deleted` event. 404 when there is none. Counts a deleted `contradicts` "
+               "or `supports` link added to a fact stay: they record what happened.\n"
+               + LINK_LIFECYCLE)
 async def delete_link(session: SessionDep, tenant_id: TenantDep, source_type: LinkEndType,
                       source_id: uuid.UUID, target_type: LinkEndType,
-                      target_id: uuid.UUID) -> Response:
+                      target_id: uuid.UUID, relation: Relation | None = None) -> Response:
     await links.delete_link(session, tenant_id=tenant_id, source_type=source_type,
-                            source_id=source_id, target_type=target_type, target_id=target_id)
+                            source_id=source_id, target_type=target_type, target_id=target_id,
+                            relation=relation)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -43,9 +43,12 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=RunOut,
              responses=problem_responses(422), summary="Create a run")
 async def create_run(body: RunCreate, request: Request, response: Response,
-                     session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep) -> RunOut:
-    """Start the record of one task run; it is embedded by `task_id` and `summary`."""
-    row = await runs.create_run(session, tenant_id=tenant_id, embedder=embedder, data=body)
+                     session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
+                     settings: SettingsDep) -> RunOut:
+    """Start the record of one task run; it is embedded by `task_id` and `summary`, and
+    linked `mentions` to the entities they name."""
+    row = await runs.create_run(session, tenant_id=tenant_id, embedder=embedder, data=body,
+                                mentions=settings.auto_links.mentions)
     locate(request, response, f"/v1/runs/{row.id}")
     return run_out(row)
 

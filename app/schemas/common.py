@@ -35,7 +35,7 @@ RESERVED_METADATA_KEYS = ("forgotten", "needs_inversion", "status", "harmful_rea
 MemoryType = Literal["episode", "fact", "rule"]
 # What a provenance link may join: the memories, and the records of runs and agent ledgers.
 LinkEndType = Literal["episode", "fact", "rule", "run", "run_message", "run_feedback",
-                      "agent_event", "entity"]
+                      "agent_event", "entity", "procedure", "arc"]
 Permanence = Literal["permanent", "stable", "standard", "volatile", "ephemeral"]
 Validity = Literal["active", "superseded", "expired", "retracted"]
 MaturityLevel = Literal["candidate", "established", "proven", "anti_pattern"]

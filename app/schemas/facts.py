@@ -14,6 +14,7 @@ from app.schemas.common import (
     Name,
     Page,
     Permanence,
+    Reason,
     RequestModel,
     ResponseModel,
     Tags,
@@ -72,6 +73,10 @@ class FactOut(ResponseModel):
     validity: Validity
     scope: str
     reference_count: int
+    validation_count: int = Field(description="Confirmations (confirm, the same fact stored "
+                                  "again) and `supports` links to this fact.")
+    contradiction_count: int = Field(description="`contradicts` links to this fact and "
+                                     "contradict calls; each halved its confidence.")
     created_at: IsoDatetime
     last_referenced_at: IsoDatetime | None
     last_confirmed_at: IsoDatetime | None
@@ -100,3 +105,10 @@ class FactPage(Page[FactOut]):
     known_at: IsoDatetime | None = Field(
         None, description="The record time it was read at (what Engram believed then); null: "
         "what it believes now.")
+
+
+class FactContradiction(RequestModel):
+    """Evidence against a fact, without a memory to link as its source."""
+
+    reasoning: Reason | None = Field(None, description="Why the fact no longer holds; kept in "
+                                     "the `fact_contradicted` event.")

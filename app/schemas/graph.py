@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-NodeType = Literal["episode", "fact", "rule", "entity"]
+NodeType = Literal["episode", "fact", "rule", "entity", "run", "procedure", "arc"]
 # Provenance links, typed entity-to-entity relations (the paths graph-aware search follows)
 # and `about`, a fact's anchor to its entity.
 GraphRelation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to",
@@ -20,7 +20,8 @@ class GraphNode(BaseModel):
     summary: str = Field(description="At most 160 characters describing the node.")
     state: str = Field(
         description="fact: its validity; episode: active or expired; rule: active or "
-        "forgotten; entity: active or merged."
+        "forgotten; entity: active or merged; run: running, succeeded, failed or finished "
+        "(no verdict); procedure: draft, active or deprecated; arc: its status."
     )
 
 

@@ -5,18 +5,24 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.schemas.common import IsoDatetime, LinkEndType, RequestModel, ResponseModel, UUIDIn
+from app.schemas.common import (
+    IsoDatetime,
+    LinkEndType,
+    Name,
+    Reason,
+    RequestModel,
+    ResponseModel,
+    UUIDIn,
+)
 
 Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to",
                    "based_on", "works_at", "works_on", "knows", "owns", "member_of",
                    "located_in", "part_of", "mentions"]
 Direction = Literal["outgoing", "incoming", "both"]
-# A link may also start at a procedure (its `derived_from` edges to what it was learned from).
-LinkSourceType = LinkEndType | Literal["procedure"]
 
 
 class LinkCreate(RequestModel):
-    """A directed edge between two memories or entities of the tenant: provenance
+    """A directed edge between two memories, records or entities of the tenant: provenance
     (derived_from, supports, ...) or a typed entity relation (works_at, knows, ...)."""
 
     source_type: LinkEndType
@@ -26,13 +32,24 @@ class LinkCreate(RequestModel):
     relation: Relation
     strength: float = Field(1.0, gt=0, le=1, description="How strong the relation is, in "
                             "(0, 1]; graph-aware search multiplies it along a path.")
+    reasoning: Reason | None = Field(None, description="Why the link was made.")
+    created_by: Name | None = Field(None, description="Who made the link (an agent's or a "
+                                    "person's name); the caller's API key (`key:<id>`) when "
+                                    "omitted.")
 
 
 class LinkOut(ResponseModel):
-    source_type: LinkSourceType
+    id: uuid.UUID
+    source_type: LinkEndType
     source_id: uuid.UUID
     target_type: LinkEndType
     target_id: uuid.UUID
     relation: Relation
     strength: float
+    reasoning: str | None
+    created_by: str | None = Field(description="Who made the link: the name given, else the "
+                                   "API key (`key:<id>`) or job (`job:<id>`) that made it; "
+                                   "`system:mentions` for a mention found when a memory was "
+                                   "stored; null for the other links the service makes itself "
+                                   "(supersedes, automatic related_to, provenance).")
     created_at: IsoDatetime

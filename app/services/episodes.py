@@ -21,16 +21,18 @@ from app.scope import set_local, side_session
 from app.services import butler_limits, events
 from app.services.embeddings import PassageVector, embed_texts, store_passages
 from app.services.events import memory_event
+from app.services.mentions import link_mentions
 from app.text import context_text, keyword_text, preprocess_text
 
 
 async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           items: list[EpisodeCreate], ttl_days: float,
-                          keyword_context: bool) -> list[Episode]:
+                          keyword_context: bool, mentions: bool = True) -> list[Episode]:
     """Store episodes in one transaction, embedded in one batch; they expire after the TTL.
 
     An episode of a session is also embedded after the turns before it (`context_text`);
-    with `keyword_context` its keyword text holds them too (`keyword_text`).
+    with `keyword_context` its keyword text holds them too (`keyword_text`). With `mentions`
+    each is linked to the entities it names (`services/mentions`).
     """
     for index, item in enumerate(items):
         butler_limits.check_butler(
@@ -64,6 +66,9 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
         occurred_at=episode_rows.given_time_or_now("occurred_at_given"))
     await store_passages(session, "episode", tenant_id=tenant_id,
                          memory_ids=[row.id for row in created], embedded=embedded)
+    if mentions:
+        await link_mentions(session, tenant_id=tenant_id, memory_type="episode",
+                            ids=[row.id for row in created], texts=[row.content for row in created])
     await events.record(session, [memory_event("episode_created", tenant_id, row,
                                                butler=row.butler) for row in created])
     if len(items) > 1:

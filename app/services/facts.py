@@ -26,6 +26,7 @@ from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.fact_timeline import PointInTime
 from app.services.formulas.lifecycle import decay_rate_for
+from app.services.mentions import link_mentions
 from app.text import normalise_key, preprocess_text
 
 
@@ -53,7 +54,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     The key is (scope, subject, predicate) without an entity, (entity_id, scope, predicate)
     with one, subject and predicate compared as normalised keys (`normalise_key`). An active
     fact with the same key and the same content is confirmed instead (its decay restarts).
-    A new fact is linked `related_to` its most similar facts and rules (`auto_links`).
+    A new fact is linked `related_to` its most similar facts and rules (`auto_links`) and
+    `mentions` the entities its subject, predicate or content names (`services/mentions`).
     """
     butler_limits.check_butler(data.scope, "scope")
     if data.valid_until is not None and data.valid_until <= (data.valid_from or now_utc()):
@@ -81,7 +83,8 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
             and starts >= current.valid_from):
         confirmed = await memory_rows.update_row(
             session, Fact, memory_id=current.id,
-            values={"last_confirmed_at": func.now(), "fading_since": None})
+            values={"last_confirmed_at": func.now(), "fading_since": None,
+                    "validation_count": Fact.validation_count + 1})
         await events.record(session, [memory_event("fact_confirmed", tenant_id, confirmed,
                                                    reason="identical fact stored again")])
         return StoredFact(confirmed, created=False)
@@ -103,6 +106,9 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
                          embedded=embedded)
     await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
                    scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
+    if auto_links is None or auto_links.mentions:
+        await link_mentions(session, tenant_id=tenant_id, memory_type="fact", ids=[fact.id],
+                            texts=[f"{fact.subject} {fact.predicate} {fact.content}"])
 
     happened = [memory_event("fact_created", tenant_id, fact)]
     happened += await fact_timeline.apply(session, tenant_id=tenant_id, fact=fact,

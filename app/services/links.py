@@ -1,6 +1,9 @@
-"""Provenance links: validated, idempotent creation, listing and deletion."""
+"""Links between memories, records and entities: validated, idempotent creation, listing and
+deletion, each change an event; a `contradicts` or `supports` link to a fact changes what is
+believed of it (`fact_beliefs`)."""
 
 import uuid
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -8,15 +11,25 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.models import MemoryLink
 from app.repositories import links as link_rows
 from app.schemas.links import LinkCreate
+from app.services import actors, events, fact_beliefs
+
+
+def link_payload(link: MemoryLink) -> dict[str, Any]:
+    """A link as an event's payload."""
+    return {"source_type": link.source_type, "source_id": str(link.source_id),
+            "target_type": link.target_type, "target_id": str(link.target_id),
+            "relation": link.relation, "strength": link.strength,
+            "created_by": link.created_by, "reasoning": link.reasoning}
 
 
 async def create_link(session: AsyncSession, *, tenant_id: str,
                       data: LinkCreate) -> tuple[MemoryLink, bool]:
-    """Create the edge, or return the identical existing one; (link, created).
+    """Create the edge, or return the existing one with the same ends and relation;
+    (link, created).
 
-    Both ends must be memories (or entities) of the tenant (InvalidInput otherwise). A
-    different relation already joining the same two ends is a Conflict: memory_links holds
-    one edge per ordered pair.
+    Both ends must be memories, records or entities of the tenant (InvalidInput otherwise).
+    Other relations may join the same two ends. `created_by` defaults to the caller. A new
+    `contradicts` link to a fact contradicts it, a new `supports` link strengthens it.
     """
     if (data.source_type, data.source_id) == (data.target_type, data.target_id):
         raise InvalidInput("a memory cannot be linked to itself", field="target_id")
@@ -28,19 +41,33 @@ async def create_link(session: AsyncSession, *, tenant_id: str,
     created = await link_rows.create_link(
         session, tenant_id=tenant_id, source_type=data.source_type, source_id=data.source_id,
         target_type=data.target_type, target_id=data.target_id, relation=data.relation,
-        strength=data.strength)
+        strength=data.strength, reasoning=data.reasoning,
+        created_by=data.created_by or actors.current().name)
     link = await link_rows.get_link(
         session, tenant_id=tenant_id, source_type=data.source_type, source_id=data.source_id,
-        target_type=data.target_type, target_id=data.target_id)
+        target_type=data.target_type, target_id=data.target_id, relation=data.relation)
     if link is None:
-        # The pair is taken by another tenant's link; ids are random UUIDs, so this is
+        # The key is taken by another tenant's link; ids are random UUIDs, so this is
         # practically unreachable, but it must not become a 500.
         raise Conflict("these memories cannot be linked")
-    if link.relation != data.relation:
-        raise Conflict(f"{data.source_type} {data.source_id} is already linked to "
-                       f"{data.target_type} {data.target_id} as {link.relation!r}; "
-                       "delete that link first")
+    if created:
+        await events.record(session, [events.Event("link_created", tenant_id,
+                                                    link_payload(link))])
+        await _believe(session, tenant_id=tenant_id, link=link)
     return link, created
+
+
+async def _believe(session: AsyncSession, *, tenant_id: str, link: MemoryLink) -> None:
+    if link.target_type != "fact":
+        return
+    why = {"link_source_type": link.source_type, "link_source_id": str(link.source_id),
+           "reasoning": link.reasoning}
+    if link.relation == "contradicts":
+        await fact_beliefs.contradict_if_active(session, tenant_id=tenant_id,
+                                                fact_id=link.target_id, **why)
+    elif link.relation == "supports":
+        await fact_beliefs.strengthen(session, tenant_id=tenant_id, fact_id=link.target_id,
+                                      **why)
 
 
 async def require_memory(session: AsyncSession, *, tenant_id: str, memory_type: str,
@@ -52,12 +79,20 @@ async def require_memory(session: AsyncSession, *, tenant_id: str, memory_type: 
 
 
 async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str,
-                      source_id: uuid.UUID, target_type: str, target_id: uuid.UUID) -> None:
-    """Delete one edge; NotFound when the tenant has no such edge."""
-    if not await link_rows.delete_link(session, tenant_id=tenant_id, source_type=source_type,
-                                       source_id=source_id, target_type=target_type,
-                                       target_id=target_id):
-        raise NotFound(f"no link from {source_type} {source_id} to {target_type} {target_id}")
+                      source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
+                      relation: str | None) -> list[MemoryLink]:
+    """Delete the edges from source to target (of `relation` only, when given), each an
+    event; NotFound when the tenant has no such edge."""
+    deleted = await link_rows.delete_links(
+        session, tenant_id=tenant_id, source_type=source_type, source_id=source_id,
+        target_type=target_type, target_id=target_id, relation=relation)
+    if not deleted:
+        of = f" of relation {relation}" if relation else ""
+        raise NotFound(f"no link{of} from {source_type} {source_id} to {target_type} "
+                       f"{target_id}")
+    await events.record(session, [events.Event("link_deleted", tenant_id, link_payload(link))
+                                  for link in deleted])
+    return deleted
 
 
 async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,

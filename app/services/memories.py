@@ -58,16 +58,17 @@ async def load_for_update(session: AsyncSession, model: type[Memory], *, tenant_
 
 async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,
                   memory_id: uuid.UUID) -> Any:
-    """Reset the decay timer of an active fact or a live rule."""
+    """Reset the decay timer of an active fact or a live rule; a fact counts one more
+    validation."""
     if model is Episode:
         raise InvalidInput("episodes cannot be confirmed; only facts and rules decay",
                            field="memory_type")
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     _require_live(row)
-    updated = await memory_rows.update_row(
-        session, model, memory_id=memory_id,
-        values={"last_confirmed_at": func.now(), "fading_since": None},
-    )
+    values: dict[str, Any] = {"last_confirmed_at": func.now(), "fading_since": None}
+    if model is Fact:
+        values["validation_count"] = Fact.validation_count + 1
+    updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
     await events.record(session, [memory_event(f"{type_name(model)}_confirmed", tenant_id,
                                                updated)])
     return await _shown(session, tenant_id, updated)

@@ -24,6 +24,7 @@ from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.formulas import lifecycle
 from app.services.memories import load_for_update
+from app.services.mentions import link_mentions
 from app.services.rule_reasons import ShownRule, shown, shown_one
 from app.text import preprocess_text
 
@@ -31,7 +32,8 @@ from app.text import preprocess_text
 async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RuleCreate, auto_links: AutoLinkSettings | None = None) -> Rule:
     """Store a candidate rule: confidence 0.5, decay 0.01, effectiveness 0, counts 0; linked
-    `related_to` its most similar facts and rules (`auto_links`)."""
+    `related_to` its most similar facts and rules (`auto_links`) and `mentions` the entities it
+    names."""
     butler_limits.check_butler(data.scope, "scope")
     # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
@@ -62,6 +64,9 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
                          embedded=embedded)
     await link_new(session, tenant_id=tenant_id, memory_type="rule", memory_id=rule.id,
                    scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
+    if auto_links is None or auto_links.mentions:
+        await link_mentions(session, tenant_id=tenant_id, memory_type="rule", ids=[rule.id],
+                            texts=[rule.content])
     await events.record(session, [memory_event("rule_created", tenant_id, rule)])
     return rule
 

@@ -22,6 +22,7 @@ from app.scope import side_session
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
+from app.services.mentions import link_mentions
 from app.text import preprocess_search_query, preprocess_text
 
 CHARS_PER_TOKEN = 4
@@ -51,9 +52,9 @@ class RunDetail:
 
 
 async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: RunCreate) -> Run:
-    """Store a run, embedded by its task and summary. Runs belong to no butler: Forbidden
-    for a key limited to butlers."""
+                     data: RunCreate, mentions: bool = True) -> Run:
+    """Store a run, embedded by its task and summary; with `mentions` linked to the entities
+    they name. Runs belong to no butler: Forbidden for a key limited to butlers."""
     butler_limits.check_unlimited("recording a run")
     if data.finished_at is not None and data.finished_at < (data.started_at or now_utc()):
         raise InvalidInput("finished_at is before started_at", field="finished_at")
@@ -68,6 +69,9 @@ async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     run = await record_rows.insert_searchable(session, Run, values={
         **values, "tenant_id": tenant_id, "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id}, search_text=text)
+    if mentions:
+        await link_mentions(session, tenant_id=tenant_id, memory_type="run", ids=[run.id],
+                            texts=[text])
     await events.record(session, [_event("run_created", tenant_id, run.id, task_id=run.task_id)])
     return run
 

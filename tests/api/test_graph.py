@@ -11,6 +11,7 @@ from tests.support.factories import create_entity, ref, store_episode, store_fac
 def _no_automatic_links(app, monkeypatch):
     """Every link of these graphs is made by the test itself."""
     monkeypatch.setattr(app.state.settings.auto_links, "enabled", False)
+    monkeypatch.setattr(app.state.settings.auto_links, "mentions", False)
 
 
 async def episode(client, content="we talked about chess"):

@@ -125,8 +125,9 @@ async def test_deleting_an_entity_deletes_its_links(client, small_graph, sql):
     response = await client.delete(f"/v1/entities/{small_graph['ann']['id']}")
     assert response.status_code == 204
 
-    rows = await sql("SELECT count(*) AS n FROM memory_links WHERE source_type = 'entity' "
-                     "OR target_type = 'entity'")
+    rows = await sql("SELECT count(*) AS n FROM memory_links WHERE (source_type = 'entity' "
+                     "AND source_id = :ann) OR (target_type = 'entity' AND target_id = :ann)",
+                     ann=small_graph["ann"]["id"])
     assert rows[0]["n"] == 0
 
 

@@ -54,7 +54,9 @@ MORE_TOOLS = {
     "arc_search", "arc_propose",
     "link_create", "link_list", "link_delete", "graph_neighbourhood",
 }
-ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS | MORE_TOOLS
+# Beyond the 19 memory tools: evidence against a fact.
+BELIEF_TOOLS = {"memory_contradict"}
+ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS | MORE_TOOLS | BELIEF_TOOLS
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +106,9 @@ async def test_list_tools_returns_the_spec_tools_and_the_others(mcp_as: Any) -> 
     async with mcp_as("acme") as client:
         listed = (await client.list_tools()).tools
     assert {tool.name for tool in listed} == ALL_TOOLS
-    assert len(listed) == 19 + len(RUN_TOOLS) + len(JOB_TOOLS) + len(DATA_TOOLS) + len(MORE_TOOLS)
-    assert len(listed) == 74
+    assert len(listed) == (19 + len(RUN_TOOLS) + len(JOB_TOOLS) + len(DATA_TOOLS)
+                           + len(MORE_TOOLS) + len(BELIEF_TOOLS))
+    assert len(listed) == 75
     assert all(tool.description and len(tool.description) > 60 for tool in listed)
 
 
@@ -166,6 +169,18 @@ async def test_get_confirm_and_forget_act_on_one_memory(mcp_as: Any) -> None:
     assert forgotten["validity"] == "retracted"
     assert datetime.fromisoformat(expired["expires_at"]) <= datetime.now(UTC)
     assert "memory_type" in refused and "cannot be confirmed" in refused
+
+
+async def test_contradict_halves_a_facts_confidence_and_counts(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        fact = ok(await client.call_tool("memory_store_fact", {
+            "subject": "Globex", "predicate": "office", "content": "Globex is in Denver"}))
+        contradicted = ok(await client.call_tool("memory_contradict", {
+            "fact_id": fact["id"], "reasoning": "they moved to Boulder"}))
+        missing = error_text(await client.call_tool("memory_contradict", {
+            "fact_id": str(uuid.uuid4())}))
+    assert (contradicted["confidence"], contradicted["contradiction_count"]) == (0.5, 1)
+    assert "not found" in missing
 
 
 async def test_rule_feedback_tools_count_applications(mcp_as: Any, sql: Any) -> None:
@@ -410,6 +425,7 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("memory_mark_helpful", {"rule_id": SOME_ID, "context": {"deep": "\x00"}}, "context"),
     ("memory_mark_harmful", {"rule_id": SOME_ID, "reason": "x" * 2001}, "reason"),
     ("memory_forget", {"memory_type": "fact"}, "memory_id"),
+    ("memory_contradict", {"fact_id": SOME_ID, "reasoning": "x" * 2001}, "reasoning"),
     ("entity_create", {"canonical_name": "A", "entity_type": "animal"}, "entity_type"),
     ("entity_get", {"entity_id": 42}, "entity_id"),
     ("entity_update", {"entity_id": SOME_ID, "metadata": {"merged_into": SOME_ID}}, "metadata"),

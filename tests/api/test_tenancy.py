@@ -92,6 +92,7 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("GET", "/v1/facts/{fact_id}/history"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/forget"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("POST", "/v1/facts/{fact_id}/contradict"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/rules"): [
         Call(body(lambda ids: {"content": "b rule", "scope": "shared-scope"}), {201}),
         Call(body(lambda ids: {"content": "b rule", "source_episode_id": ids["episode"]}),
@@ -133,10 +134,17 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("DELETE", "/v1/links"): [
         Call(query(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
                                 "target_type": "episode", "target_id": ids["episode"]}),
-             NOT_FOUND)],
+             NOT_FOUND),
+        Call(query(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
+                                "target_type": "episode", "target_id": ids["episode"],
+                                "relation": "derived_from"}), NOT_FOUND)],
     ("GET", "/v1/graph/{node_type}/{node_id}"): [
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "fact", "node_id": ids["fact"]}),
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "entity", "node_id": ids["entity"]}),
+        Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "run", "node_id": ids["run"]}),
+        Call(NOTHING, NOT_FOUND,
+             lambda ids: {"node_type": "procedure", "node_id": ids["procedure"]}),
+        Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "arc", "node_id": ids["arc"]}),
     ],
     ("POST", "/v1/search"): [
         Call(body(lambda ids, mode=mode: {"query": "quokka lives", "mode": mode}), OK)

@@ -598,6 +598,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/facts/{fact_id}/contradict": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Contradict a fact
+         * @description Record evidence against an active fact that no memory holds (a `contradicts` link
+         *     from the memory that does has the same effect): `contradiction_count` grows by one and
+         *     the confidence halves; once contradictions exceed validations (confirmations, `supports`
+         *     links) by three the fact is `retracted`. Writes a `fact_contradicted` event (with the
+         *     confidence before and after, and `reasoning`) and, when it ends the fact, a
+         *     `fact_retracted` one. 409 when the fact is not active.
+         */
+        post: operations["contradict_fact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/facts/{fact_id}/forget": {
         parameters: {
             query?: never;
@@ -648,8 +673,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Neighbourhood of a memory or entity
-         * @description Breadth-first walk from the node over memory links (both directions), typed
+         * Neighbourhood of a memory, run, procedure, arc or entity
+         * @description Breadth-first walk from the node (an episode, fact, rule, entity, run, procedure or
+         *     arc) over memory links (both directions), typed
          *     entity-to-entity relations (the paths graph-aware search boosts along) and fact-entity
          *     anchors: an entity's facts are its neighbours and a fact's entity is its neighbour.
          *
@@ -658,7 +684,7 @@ export interface paths {
          *     strength and hop (1 + the hop of its nearer end); edges are directed as stored (`about`:
          *     fact -> entity). Within a hop, nodes are taken in (type, id) order until `limit`;
          *     `truncated` tells when the limit cut the neighbourhood short. Links to rows that no longer
-         *     exist are skipped.
+         *     exist are skipped, as are links to run messages, feedback and ledger events (not nodes).
          */
         get: operations["get_graph"];
         put?: never;
@@ -991,27 +1017,35 @@ export interface paths {
          * Link two memories
          * @description Create a directed edge; idempotent.
          *
-         *     201 with the new link; 200 with the existing link when the same edge (same relation) exists.
-         *     422 when an end is not a memory of the tenant, or source and target are the same memory.
-         *     409 when the two memories are already linked in this direction with another relation (one
-         *     edge per ordered pair; delete it first).
+         *     A link is keyed by its source, its target and its relation: two memories may be joined by
+         *     several relations (`supports` beside an automatic `related_to`, say). 201 with the new link;
+         *     200 with the existing link when the same edge (same relation) exists. `created_by` defaults to
+         *     the caller's API key (`key:<id>`); `reasoning` says why. Creating a link writes a
+         *     `link_created` event.
          *
-         *     Links follow their memories: when an episode, fact or rule row is deleted (the episode cleanup
-         *     job), every link touching it is deleted in the same statement by a database trigger, so no link
-         *     ever points at a missing row. Forgetting is a state change, not a deletion: links to a forgotten
-         *     episode, retracted fact or forgotten rule are kept (provenance stays explainable) and the graph
-         *     shows the node's state.
+         *     A new `contradicts` link to an active fact contradicts it: its `contradiction_count` grows by
+         *     one and its confidence halves; once contradictions exceed validations by three it is
+         *     retracted. A new `supports` link to an active fact adds one to its `validation_count`.
+         *
+         *     422 when an end is not a memory, record or entity of the tenant, or source and target are the
+         *     same.
+         *
+         *     Links follow their ends: when an episode, fact, rule, run, procedure, arc or entity row is
+         *     deleted, every link touching it is deleted in the same statement by a database trigger, so no
+         *     link ever points at a missing row. Forgetting is a state change, not a deletion: links to a
+         *     forgotten episode, retracted fact or forgotten rule are kept (provenance stays explainable) and
+         *     the graph shows the node's state.
          */
         post: operations["create_link"];
         /**
-         * Delete a link
-         * @description Delete the edge from source to target (its key); 404 when there is none.
+         * Delete links
+         * @description Delete the edge of `relation` from source to target, or every edge from source to target when `relation` is omitted; each deletion writes a `link_deleted` event. 404 when there is none. Counts a deleted `contradicts` or `supports` link added to a fact stay: they record what happened.
          *
-         *     Links follow their memories: when an episode, fact or rule row is deleted (the episode cleanup
-         *     job), every link touching it is deleted in the same statement by a database trigger, so no link
-         *     ever points at a missing row. Forgetting is a state change, not a deletion: links to a forgotten
-         *     episode, retracted fact or forgotten rule are kept (provenance stays explainable) and the graph
-         *     shows the node's state.
+         *     Links follow their ends: when an episode, fact, rule, run, procedure, arc or entity row is
+         *     deleted, every link touching it is deleted in the same statement by a database trigger, so no
+         *     link ever points at a missing row. Forgetting is a state change, not a deletion: links to a
+         *     forgotten episode, retracted fact or forgotten rule are kept (provenance stays explainable) and
+         *     the graph shows the node's state.
          */
         delete: operations["delete_link"];
         options?: never;
@@ -1351,7 +1385,8 @@ export interface paths {
         put?: never;
         /**
          * Create a run
-         * @description Start the record of one task run; it is embedded by `task_id` and `summary`.
+         * @description Start the record of one task run; it is embedded by `task_id` and `summary`, and
+         *     linked `mentions` to the entities they name.
          */
         post: operations["create_run"];
         delete?: never;
@@ -2641,6 +2676,17 @@ export interface components {
             success: boolean;
         };
         /**
+         * FactContradiction
+         * @description Evidence against a fact, without a memory to link as its source.
+         */
+        FactContradiction: {
+            /**
+             * Reasoning
+             * @description Why the fact no longer holds; kept in the `fact_contradicted` event.
+             */
+            reasoning?: string | null;
+        };
+        /**
          * FactCreate
          * @description Durable subject/predicate knowledge; an active fact with the same key is superseded,
          *     an identical one (same key and content) is confirmed instead.
@@ -2710,6 +2756,11 @@ export interface components {
             confidence: number;
             /** Content */
             content: string;
+            /**
+             * Contradiction Count
+             * @description `contradicts` links to this fact and contradict calls; each halved its confidence.
+             */
+            contradiction_count: number;
             /**
              * Contributions
              * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
@@ -2834,6 +2885,11 @@ export interface components {
              */
             valid_until: string | null;
             /**
+             * Validation Count
+             * @description Confirmations (confirm, the same fact stored again) and `supports` links to this fact.
+             */
+            validation_count: number;
+            /**
              * Validity
              * @enum {string}
              */
@@ -2845,6 +2901,11 @@ export interface components {
             confidence: number;
             /** Content */
             content: string;
+            /**
+             * Contradiction Count
+             * @description `contradicts` links to this fact and contradict calls; each halved its confidence.
+             */
+            contradiction_count: number;
             /** Created At */
             created_at: string;
             /** Decay Rate */
@@ -2917,6 +2978,11 @@ export interface components {
              * @description When it stopped holding (the next version's valid_from, or as stated); null: it still holds.
              */
             valid_until: string | null;
+            /**
+             * Validation Count
+             * @description Confirmations (confirm, the same fact stored again) and `supports` links to this fact.
+             */
+            validation_count: number;
             /**
              * Validity
              * @enum {string}
@@ -3004,7 +3070,7 @@ export interface components {
              * Source Type
              * @enum {string}
              */
-            source_type: "episode" | "fact" | "rule" | "entity";
+            source_type: "episode" | "fact" | "rule" | "entity" | "run" | "procedure" | "arc";
             /**
              * Strength
              * @description The link's strength in (0, 1], which graph-aware search multiplies along a path (`about`: 1).
@@ -3019,7 +3085,7 @@ export interface components {
              * Target Type
              * @enum {string}
              */
-            target_type: "episode" | "fact" | "rule" | "entity";
+            target_type: "episode" | "fact" | "rule" | "entity" | "run" | "procedure" | "arc";
         };
         /** GraphNode */
         GraphNode: {
@@ -3035,7 +3101,7 @@ export interface components {
             id: string;
             /**
              * State
-             * @description fact: its validity; episode: active or expired; rule: active or forgotten; entity: active or merged.
+             * @description fact: its validity; episode: active or expired; rule: active or forgotten; entity: active or merged; run: running, succeeded, failed or finished (no verdict); procedure: draft, active or deprecated; arc: its status.
              */
             state: string;
             /**
@@ -3047,7 +3113,7 @@ export interface components {
              * Type
              * @enum {string}
              */
-            type: "episode" | "fact" | "rule" | "entity";
+            type: "episode" | "fact" | "rule" | "entity" | "run" | "procedure" | "arc";
         };
         /** GraphOut */
         GraphOut: {
@@ -3066,7 +3132,7 @@ export interface components {
              * Root Type
              * @enum {string}
              */
-            root_type: "episode" | "fact" | "rule" | "entity";
+            root_type: "episode" | "fact" | "rule" | "entity" | "run" | "procedure" | "arc";
             /**
              * Truncated
              * @description True when the node limit cut the neighbourhood short.
@@ -3239,10 +3305,20 @@ export interface components {
         };
         /**
          * LinkCreate
-         * @description A directed edge between two memories or entities of the tenant: provenance
+         * @description A directed edge between two memories, records or entities of the tenant: provenance
          *     (derived_from, supports, ...) or a typed entity relation (works_at, knows, ...).
          */
         LinkCreate: {
+            /**
+             * Created By
+             * @description Who made the link (an agent's or a person's name); the caller's API key (`key:<id>`) when omitted.
+             */
+            created_by?: string | null;
+            /**
+             * Reasoning
+             * @description Why the link was made.
+             */
+            reasoning?: string | null;
             /**
              * Relation
              * @enum {string}
@@ -3257,7 +3333,7 @@ export interface components {
              * Source Type
              * @enum {string}
              */
-            source_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity";
+            source_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
             /**
              * Strength
              * @description How strong the relation is, in (0, 1]; graph-aware search multiplies it along a path.
@@ -3273,12 +3349,24 @@ export interface components {
              * Target Type
              * @enum {string}
              */
-            target_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity";
+            target_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
         };
         /** LinkOut */
         LinkOut: {
             /** Created At */
             created_at: string;
+            /**
+             * Created By
+             * @description Who made the link: the name given, else the API key (`key:<id>`) or job (`job:<id>`) that made it; `system:mentions` for a mention found when a memory was stored; null for the other links the service makes itself (supersedes, automatic related_to, provenance).
+             */
+            created_by: string | null;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Reasoning */
+            reasoning: string | null;
             /**
              * Relation
              * @enum {string}
@@ -3289,8 +3377,11 @@ export interface components {
              * Format: uuid
              */
             source_id: string;
-            /** Source Type */
-            source_type: ("episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity") | "procedure";
+            /**
+             * Source Type
+             * @enum {string}
+             */
+            source_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
             /** Strength */
             strength: number;
             /**
@@ -3302,7 +3393,7 @@ export interface components {
              * Target Type
              * @enum {string}
              */
-            target_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity";
+            target_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
         };
         /**
          * MemoryRef
@@ -3936,6 +4027,11 @@ export interface components {
             /** Content */
             content: string;
             /**
+             * Contradiction Count
+             * @description `contradicts` links to this fact and contradict calls; each halved its confidence.
+             */
+            contradiction_count: number;
+            /**
              * Contributions
              * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
              */
@@ -4068,6 +4164,11 @@ export interface components {
              * @description When it stopped holding (the next version's valid_from, or as stated); null: it still holds.
              */
             valid_until: string | null;
+            /**
+             * Validation Count
+             * @description Confirmations (confirm, the same fact stored again) and `supports` links to this fact.
+             */
+            validation_count: number;
             /**
              * Validity
              * @enum {string}
@@ -8271,6 +8372,104 @@ export interface operations {
             };
         };
     };
+    contradict_fact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FactContradiction"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactOut"];
+                };
+            };
+            /** @description Problem */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+        };
+    };
     forget_fact: {
         parameters: {
             query?: never;
@@ -8451,7 +8650,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                node_type: "episode" | "fact" | "rule" | "entity";
+                node_type: "episode" | "fact" | "rule" | "entity" | "run" | "procedure" | "arc";
                 node_id: string;
             };
             cookie?: never;
@@ -9568,7 +9767,7 @@ export interface operations {
     list_links: {
         parameters: {
             query: {
-                memory_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity";
+                memory_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
                 memory_id: string;
                 /** @description outgoing: the memory is the source; incoming: the target. */
                 direction?: "outgoing" | "incoming" | "both";
@@ -9755,10 +9954,11 @@ export interface operations {
     delete_link: {
         parameters: {
             query: {
-                source_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity";
+                source_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
                 source_id: string;
-                target_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity";
+                target_type: "episode" | "fact" | "rule" | "run" | "run_message" | "run_feedback" | "agent_event" | "entity" | "procedure" | "arc";
                 target_id: string;
+                relation?: ("derived_from" | "supports" | "contradicts" | "supersedes" | "related_to" | "based_on" | "works_at" | "works_on" | "knows" | "owns" | "member_of" | "located_in" | "part_of" | "mentions") | null;
             };
             header?: never;
             path?: never;
