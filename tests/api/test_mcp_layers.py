@@ -182,7 +182,7 @@ async def test_link_and_graph_tools_connect_and_walk_memories(
         ann = await call(client, "entity_create", canonical_name="Ann", entity_type="person")
         job = await call(client, "memory_store_fact", subject="Ann", predicate="works at",
                          content="Ann works at Acme", entity_id=ann["id"])
-        badge = await call(client, "memory_store_episode", content="Ann wore an Acme badge",
+        badge = await call(client, "memory_store_episode", content="She wore an Acme badge",
                            butler="reception")
         link = await call(client, "link_create", source_type="episode", source_id=badge["id"],
                           target_type="fact", target_id=job["id"], relation="supports",
