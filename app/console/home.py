@@ -29,8 +29,10 @@ from app.services.stats import memory_stats
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 RECENT = 10
-# Where sign-in may send the browser back to: a console page of this site, nothing else.
-NEXT_PAGE = re.compile(r"^/ui(/[A-Za-z0-9_\-/]*)?$")
+# Where sign-in may send the browser back to: a console page of this site with its query
+# (as the browser sent it, percent-encoded), nothing else: no scheme, host, fragment,
+# backslash or space.
+NEXT_PAGE = re.compile(r"^/ui(/[A-Za-z0-9_\-/]*)?(\?[A-Za-z0-9_\-.~%+=&;:,/?!*'()@$]*)?$")
 
 
 def _next(value: object) -> str:

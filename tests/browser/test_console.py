@@ -234,3 +234,23 @@ async def test_a_stored_script_never_runs(live: str, api_key_for: Any) -> None:
             assert driver.find_elements(By.TAG_NAME, "script") == []
             assert "<script>window.__ran" in driver.find_element(By.TAG_NAME, "main").text
 
+
+
+async def test_a_pasted_link_with_a_query_opens_with_its_query_after_sign_in(
+        live: str, api_key_for: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    # The browser blocks this loop; the live server runs on its own thread.
+    secret = await api_key_for("acme")
+    with httpx.Client(base_url=live, headers={"X-API-Key": secret}) as api:
+        assert api.post("/v1/facts", json={"subject": "Ann", "predicate": "city",
+                                           "content": "Ann lives in Lyon"}).status_code == 201
+    link = "/ui/search?q=Where+does+Ann+live+now%3F"
+    with chromium() as driver:
+        driver.get(f"{live}{link}")
+        driver.find_element(By.ID, "api_key").send_keys(secret)
+        click(driver, By.CSS_SELECTOR, "#sign-in button")
+        assert driver.current_url == f"{live}{link}"
+        assert driver.find_element(By.ID, "q").get_attribute("value") == (
+            "Where does Ann live now?")
+        assert "Ann lives in Lyon" in driver.find_element(By.TAG_NAME, "main").text
