@@ -12,8 +12,10 @@ import pytest
 from app.main import create_app
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
+from app.services.background import scheduler, worker
 from tests.support.console import console_client, csrf_of, post_form, sign_in
 from tests.support.http import post
+from tests.support.jobs import job_context
 
 SIGN_IN_TOKEN = re.compile(r'name="csrf_sign_in" value="([^"]+)"')
 NEXT_FIELD = re.compile(r'name="next" value="([^"]*)"')
@@ -414,3 +416,21 @@ async def test_every_console_route_keeps_tenant_a_out_of_tenant_b_session(
             if "{" in path:  # episodes are never confirmed nor labelled: 422 before any lookup
                 assert answer.status_code in (404, 422), (method, url, answer.status_code)
     assert await snapshot(db_engine, "tenant-a") == before
+
+
+async def test_the_overview_shows_scheduled_jobs_without_their_results(app, settings, browsers):
+    key = await mint(app, "acme")
+    http = await browser(app, browsers, key.secret)
+    before = await http.get("/ui")
+    assert "No scheduled decay, cleanup or consolidation has run yet." in before.text
+    ctx = job_context(app, settings)
+    await scheduler.tick(ctx)
+    await worker.drain(ctx)
+    overview = await http.get("/ui")
+    table = overview.text[overview.text.index('id="scheduled"'):]
+    table = table[:table.index("</table>")]
+    for kind in ("decay", "cleanup", "consolidation"):
+        assert f'<td class="nowrap">{kind}</td>' in table, kind
+    assert "succeeded" in table
+    assert "evaluated" not in overview.text  # a result counts every tenant's rows
+    assert "No jobs queued by this tenant yet." in overview.text

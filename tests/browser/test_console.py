@@ -254,3 +254,31 @@ async def test_a_pasted_link_with_a_query_opens_with_its_query_after_sign_in(
         assert driver.find_element(By.ID, "q").get_attribute("value") == (
             "Where does Ann live now?")
         assert "Ann lives in Lyon" in driver.find_element(By.TAG_NAME, "main").text
+
+
+LINES = """
+const range = document.createRange();
+range.selectNodeContents(arguments[0]);
+return new Set(Array.from(range.getClientRects(), r => Math.round(r.top))).size;
+"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+async def test_the_overview_never_breaks_an_event_name_or_a_time(
+        live: str, api_key_for: Any, shots: Path, width: int) -> None:
+    from selenium.webdriver.common.by import By
+
+    # The browser blocks this loop; the live server runs on its own thread.
+    secret = await api_key_for("acme")
+    arrange(live, secret)
+    with chromium(width, 900) as driver:
+        driver.get(f"{live}/ui")
+        driver.find_element(By.ID, "api_key").send_keys(secret)
+        click(driver, By.CSS_SELECTOR, "#sign-in button")
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.events tbody tr")
+        assert rows
+        for row in rows:
+            when, event = row.find_elements(By.TAG_NAME, "td")[:2]
+            for cell in (when, event):
+                assert driver.execute_script(LINES, cell) == 1, cell.text
+        check_page(driver, shots, f"overview-{width}", width)
