@@ -128,9 +128,12 @@ def _notes(pgdata: Path) -> list[str]:
     return [found.group(1) for line in lines if (found := RECOVERY_NOTES.search(line))]
 
 
-def _recovery_settings(settings: Settings, source: Path | None,
-                       target_time: datetime | None) -> dict[str, str]:
-    values = {**wal_archive.server_settings(settings), "recovery_target_action": "promote"}
+def _recovery_settings(source: Path | None, target_time: datetime | None) -> dict[str, str]:
+    # Recovery archives nothing: promotion would put the new timeline's history file and a
+    # .partial segment into the archive, where a server still running on the old timeline
+    # (the original, while a copy is restored beside it) keeps writing; the next restore to
+    # the latest state would then follow a timeline that is not its own.
+    values = {"archive_mode": "off", "recovery_target_action": "promote"}
     if source is not None:
         values["restore_command"] = wal_archive.restore_command(source)
     if target_time is not None:
@@ -152,6 +155,19 @@ async def _wait_for_promotion(server: EmbeddedPostgres, timeout_seconds: float) 
                 await conn.close()
         await asyncio.sleep(POLL_SECONDS)
     raise BackupError(f"recovery did not finish within {timeout_seconds:g} s")
+
+
+def _archive_history_later(pgdata: Path, server: EmbeddedPostgres) -> None:
+    """Mark the new timeline's history file ready, so the restored directory archives it when
+    it is served with archiving on (as the live service), and not before."""
+    status = pgdata / "pg_wal" / "archive_status"
+    histories = sorted((pgdata / "pg_wal").glob("*.history"))
+    if not histories or (status / f"{histories[-1].name}.done").exists():
+        return
+    ready = status / f"{histories[-1].name}.ready"
+    ready.touch()
+    if server.server_user is not None:
+        shutil.chown(ready, server.server_user, server.server_user)
 
 
 def _explain(error: BackupError, notes: list[str], target_time: datetime | None) -> BackupError:
@@ -190,8 +206,8 @@ async def restore(settings: Settings, root: Path, pgdata: Path, *,
     _check_target(pgdata)
     _check_version(backup)
     archive = wal_archive.archive_dir(settings)
-    server = EmbeddedPostgres(pgdata, extra_settings=_recovery_settings(
-        settings, source, target_time), server_dirs=(archive,) if archive else ())
+    server = EmbeddedPostgres(pgdata, extra_settings=_recovery_settings(source, target_time),
+                              server_dirs=(archive,) if archive else ())
     created = not pgdata.exists()
     try:
         # Without an archive the backup's own WAL (and backup_label) make it consistent.
@@ -208,6 +224,7 @@ async def restore(settings: Settings, root: Path, pgdata: Path, *,
         finally:
             await asyncio.to_thread(server.release)
             await asyncio.to_thread(server.stop)  # when it started but never became ready
+        await asyncio.to_thread(_archive_history_later, pgdata, server)
         # The recovery settings are done with; the next start writes the service's own.
         EmbeddedPostgres(pgdata, extra_settings=wal_archive.server_settings(settings)
                          ).write_server_settings()

@@ -141,10 +141,14 @@ async def test_restores_to_a_point_in_time_and_to_the_latest_state(home: Path) -
         latest = await _export(client)
         assert latest != at_noted
 
-        # A copy restored beside the live service archives nowhere (no archive setting).
+        # A copy restored beside the live service, even with the service's own archive
+        # setting, writes nothing into the live archive: the next restore to the latest
+        # state still finds only the live timeline there.
         restored = await asyncio.to_thread(_engram, home / "at_time", "restore", str(backups),
-                                           "--to", noted.isoformat())
+                                           "--to", noted.isoformat(), archive=archive)
         assert restored.returncode == 0, restored.stderr
+        assert [path.name for path in archive.iterdir()
+                if path.name.endswith((".history", ".partial"))] == []
         restored = await asyncio.to_thread(_engram, home / "latest", "restore", str(backups))
         assert restored.returncode == 0, restored.stderr
 
@@ -168,8 +172,16 @@ async def test_restores_to_a_point_in_time_and_to_the_latest_state(home: Path) -
         assert "the WAL archive holds no change after" in unseen.stderr
         assert not (home / "never").exists()
 
-    async with _service(_settings(home / "at_time"), key) as (_, client, _):
+    # Served as the live service (with the archive), the restored copy archives its new
+    # timeline's history, so a later restore follows it.
+    async with _service(_settings(home / "at_time", archive), key) as (_, client, _):
         assert await _export(client) == at_noted
+        history = archive / "00000002.history"
+        for _ in range(300):
+            if history.exists():
+                break
+            await asyncio.sleep(0.1)
+        assert history.exists(), sorted(path.name for path in archive.iterdir())
     async with _service(_settings(home / "latest"), key) as (_, client, _):
         assert await _export(client) == latest
 

@@ -45,6 +45,29 @@ def _postmaster_pid(pgdata: Path) -> int:
     return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
 
 
+def _wait_for_exit(pid: int, what: str = "the postmaster to exit") -> None:
+    """Until process `pid` is gone: `pg_ctl stop -w` returns once postmaster.pid is
+    removed, a moment before the process has exited."""
+    _wait_until(lambda: not pid_alive(pid), 60, what)
+
+
+@pytest.fixture
+def pgdata(data_dir: Path) -> Path:
+    """The module's cluster, initialised (whichever test runs first, or alone) and with no
+    server running."""
+    path = data_dir / "pgdata"
+    running = EmbeddedPostgres(path).postmaster() if (path / "PG_VERSION").exists() else None
+    if running is not None:
+        _wait_for_exit(running[0], "the previous test's server to stop")
+    if not (path / "PG_VERSION").exists():
+        server = EmbeddedPostgres(path)
+        server.start()
+        postmaster = _postmaster_pid(path)
+        server.release()
+        _wait_for_exit(postmaster)
+    return path
+
+
 def _wait_until(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -54,8 +77,8 @@ def _wait_until(condition, timeout: float, what: str) -> None:  # type: ignore[n
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_socket_dir_is_private_and_no_connection_is_trusted(data_dir: Path) -> None:
-    server = EmbeddedPostgres(data_dir / "pgdata")
+async def test_socket_dir_is_private_and_no_connection_is_trusted(pgdata: Path) -> None:
+    server = EmbeddedPostgres(pgdata)
     server.start()
     try:
         assert server.socket_dir is not None
@@ -77,8 +100,8 @@ async def test_socket_dir_is_private_and_no_connection_is_trusted(data_dir: Path
 
 
 async def test_engram_settings_apply_and_alter_system_still_overrides_them(
-        data_dir: Path) -> None:
-    server = EmbeddedPostgres(data_dir / "pgdata")
+        pgdata: Path) -> None:
+    server = EmbeddedPostgres(pgdata)
     server.start()
     try:
         conn = await asyncpg.connect(server.url("postgres", "postgres"))
@@ -98,7 +121,7 @@ async def test_engram_settings_apply_and_alter_system_still_overrides_them(
             await conn.close()
     finally:
         server.release()
-    conf = (data_dir / "pgdata" / "postgresql.conf").read_text()
+    conf = (pgdata / "postgresql.conf").read_text()
     assert conf.count("include_if_exists = 'engram.conf'") == 1
 
 
@@ -110,10 +133,10 @@ def test_shared_buffers_take_a_quarter_of_memory_within_bounds() -> None:
     assert memory is not None and memory > 0
 
 
-async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(data_dir: Path) -> None:
-    pgdata = data_dir / "pgdata"
+async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(pgdata: Path) -> None:
     server = EmbeddedPostgres(pgdata)
     server.start()
+    postmaster = _postmaster_pid(pgdata)
     try:
         conn = await asyncpg.connect(server.url("postgres", "postgres"))
         try:
@@ -126,6 +149,7 @@ async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(data_di
             await conn.close()
     finally:
         server.release()  # the last user stops the server, which records its buffers
+    _wait_for_exit(postmaster)
     assert (pgdata / "autoprewarm.blocks").exists()
     server = EmbeddedPostgres(pgdata)
     server.start()
@@ -150,8 +174,7 @@ async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(data_di
 
 
 async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(
-        data_dir: Path) -> None:
-    pgdata = data_dir / "pgdata"
+        pgdata: Path) -> None:
     dead_pid = 2 ** 22 + 17  # above Linux's largest pid_max: no such process
     assert not pid_alive(dead_pid)
     (pgdata / ".handle_pids.json").write_text(json.dumps([dead_pid]))
@@ -160,7 +183,7 @@ async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(
     postmaster = _postmaster_pid(pgdata)
     assert json.loads((pgdata / ".handle_pids.json").read_text()) == [os.getpid()]
     server.release()
-    assert not pid_alive(postmaster)
+    _wait_for_exit(postmaster)
     assert json.loads((pgdata / ".handle_pids.json").read_text()) == []
 
 
@@ -171,7 +194,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(params=[1, 2], ids=["one process", "two workers"])
-def served(request: pytest.FixtureRequest, data_dir: Path,
+def served(request: pytest.FixtureRequest, data_dir: Path, pgdata: Path,
            tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`engram serve` (one process, or `--workers 2`) on the embedded server of `data_dir`,
     ready; stopped afterwards."""
@@ -198,10 +221,15 @@ def served(request: pytest.FixtureRequest, data_dir: Path,
         _wait_until(ready, 300, "engram serve to be ready")
         yield process, base
     finally:
+        pgdata = data_dir / "pgdata"
+        postmaster = EmbeddedPostgres(pgdata).postmaster()
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
         log.close()
+        # The next test starts its own server on this data directory.
+        if postmaster is not None:
+            _wait_for_exit(postmaster[0])
 
 
 def test_sigterm_of_engram_serve_stops_postgres(served, data_dir: Path) -> None:

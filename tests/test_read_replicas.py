@@ -258,17 +258,24 @@ async def test_killing_the_standby_under_load_loses_no_write_and_answers_no_5xx(
         await asyncio.sleep(2.5)
         await asyncio.to_thread(standby.stop, "immediate")
 
-    await asyncio.gather(kill_standby(), *(client_loop(i, http)
-                                           for i, http in enumerate(clients)))
-    assert [s for s in statuses if s >= 500] == []
-    assert len(acknowledged) > 8
-    stored = await on(primary, "SELECT count(*) FROM episodes WHERE id = ANY($1::uuid[])",
-                      [uuid.UUID(i) for i in acknowledged])
-    assert stored == len(acknowledged)
-    # With the standby gone, reads go to the primary and /readyz names the standby as down.
-    before = reads_on("primary")
-    assert await found(clients[0], "kites")
-    assert reads_on("primary") > before
-    ready = await clients[0].get("/readyz")
-    assert ready.status_code == 200
-    assert [r["state"] for r in ready.json()["replicas"]] == ["down"]
+    try:
+        await asyncio.gather(kill_standby(), *(client_loop(i, http)
+                                               for i, http in enumerate(clients)))
+        assert [s for s in statuses if s >= 500] == []
+        assert len(acknowledged) > 8
+        stored = await on(primary, "SELECT count(*) FROM episodes WHERE id = ANY($1::uuid[])",
+                          [uuid.UUID(i) for i in acknowledged])
+        assert stored == len(acknowledged)
+        # With the standby gone, reads go to the primary and /readyz names it as down.
+        before = reads_on("primary")
+        assert await found(clients[0], "kites")
+        assert reads_on("primary") > before
+        ready = await clients[0].get("/readyz")
+        assert ready.status_code == 200
+        assert [r["state"] for r in ready.json()["replicas"]] == ["down"]
+    finally:
+        # The module's other tests read from the standby, whichever order they run in.
+        await asyncio.to_thread(standby.start)
+        await until(lambda: all(r["state"] == "up"
+                                for r in replicated_app.state.replicas.status()),
+                    "the restarted standby was never marked up", seconds=60)

@@ -20,7 +20,7 @@ from app.console.auth import (
 )
 from app.console.render import ConsoleRoute, page
 from app.deps import request_scope
-from app.scope import scoped_transaction
+from app.scope import SYSTEM, scoped_transaction
 from app.services import console_sessions, events, jobs
 from app.services.console_sessions import SESSION_HOURS
 from app.services.responses.events import event_out
@@ -29,8 +29,10 @@ from app.services.stats import memory_stats
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 RECENT = 10
-# Where sign-in may send the browser back to: a console page of this site, nothing else.
-NEXT_PAGE = re.compile(r"^/ui(/[A-Za-z0-9_\-/]*)?$")
+# Where sign-in may send the browser back to: a console page of this site with its query
+# (as the browser sent it, percent-encoded), nothing else: no scheme, host, fragment,
+# backslash or space.
+NEXT_PAGE = re.compile(r"^/ui(/[A-Za-z0-9_\-/]*)?(\?[A-Za-z0-9_\-.~%+=&;:,/?!*'()@$]*)?$")
 
 
 def _next(value: object) -> str:
@@ -75,8 +77,12 @@ async def _overview(request: Request, tenant_id: str) -> Response:
         event_rows, _ = await events.list_events(db, tenant_id=tenant_id, memory_id=None,
                                                  event_type=None, since=None, until=None,
                                                  limit=RECENT, cursor=None)
+    # The scheduler's jobs belong to no tenant; their kind, state and times are shown, not
+    # their results, which count the rows of every tenant.
+    async with scoped_transaction(request.app.state.sessionmaker, SYSTEM) as db:
+        scheduled = [job_out(j) for j in await jobs.recent_scheduled(db, limit=RECENT)]
     return page(request, "overview.html", stats=stats, jobs=[job_out(j) for j in job_rows],
-                events=[event_out(e) for e in event_rows])
+                scheduled=scheduled, events=[event_out(e) for e in event_rows])
 
 
 @router.post("/sign-in")

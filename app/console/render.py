@@ -93,7 +93,9 @@ class ConsoleRoute(APIRoute):
             except SignInRequired:
                 target = "/ui"
                 if request.method == "GET" and request.url.path != "/ui":
-                    target += "?" + urlencode({"next": request.url.path})
+                    page_query = request.url.query
+                    back = request.url.path + (f"?{page_query}" if page_query else "")
+                    target += "?" + urlencode({"next": back})
                 return RedirectResponse(target, status_code=303)
             except Refused as refused:
                 return error_page(request, 403, "Not allowed", refused.detail)

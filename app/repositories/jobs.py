@@ -58,6 +58,13 @@ async def list_jobs(session: AsyncSession, *, tenant_id: str, filters: JobFilter
                                       limit=limit, cursor=cursor)
 
 
+async def recent_scheduled(session: AsyncSession, *, limit: int) -> list[Job]:
+    """The scheduler's newest system jobs (they serve every tenant), newest first."""
+    stmt = (select(Job).where(Job.tenant_id.is_(None), Job.scheduled_for.is_not(None))
+            .order_by(Job.created_at.desc(), Job.id.desc()).limit(limit))
+    return list((await session.execute(stmt)).scalars())
+
+
 def _lease_until(lease_seconds: float) -> ColumnElement[Any]:
     return func.now() + literal(timedelta(seconds=lease_seconds))
 

@@ -12,6 +12,7 @@ from app.schemas.common import (
     IsoDatetime,
     MemoryRef,
     Name,
+    NoNul,
     RequestModel,
     ResponseModel,
     UUIDIn,
@@ -22,8 +23,8 @@ ArcStatus = Literal["draft", "active", "completed", "abandoned"]
 ClosedStatus = Literal["completed", "abandoned"]
 MAX_KEY_EVENTS = 1000
 MAX_LESSONS = 50
-Summary = Annotated[str, Field(max_length=10_000)]
-EventText = Annotated[str, Field(max_length=2000)]
+Summary = Annotated[str, Field(max_length=10_000), NoNul]
+EventText = Annotated[str, Field(max_length=2000), NoNul]
 
 
 class ArcEventCreate(MemoryRef):

@@ -42,10 +42,13 @@ MaturityLevel = Literal["candidate", "established", "proven", "anti_pattern"]
 ConsolidationStatus = Literal["pending", "consolidated", "failed"]
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL (\\x00) characters")
-    return value
+def drop_nul(value: Any) -> Any:
+    """A string without its NUL characters, which PostgreSQL text cannot hold; else as is."""
+    return value.replace("\x00", "") if isinstance(value, str) else value
+
+
+# Stored text: NUL characters are dropped before the length and blank checks.
+NoNul = BeforeValidator(drop_nul)
 
 
 def _not_blank(value: str) -> str:
@@ -91,13 +94,13 @@ def _no_reserved_keys(value: dict[str, Any]) -> dict[str, Any]:
 Content = Annotated[
     str,
     Field(min_length=1, max_length=MAX_CONTENT_CHARS),
-    AfterValidator(_no_nul),
+    NoNul,
     AfterValidator(_not_blank),
 ]
 Name = Annotated[
     str,
     Field(min_length=1, max_length=MAX_NAME_CHARS),
-    AfterValidator(_no_nul),
+    NoNul,
     AfterValidator(_not_blank),
 ]
 # Agent frameworks name sessions with their own ids (UUIDs, thread ids, "chat-42").
@@ -105,12 +108,12 @@ SessionIdIn = Annotated[
     str,
     Field(min_length=1, max_length=MAX_SESSION_ID_CHARS,
           description="The session: any string up to 200 characters (a UUID, a thread id)."),
-    AfterValidator(_no_nul),
+    NoNul,
     AfterValidator(_not_blank),
 ]
-Reason = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul),
+Reason = Annotated[str, Field(min_length=1, max_length=2000), NoNul,
                   AfterValidator(_not_blank)]
-Tag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul),
+Tag = Annotated[str, Field(min_length=1, max_length=100), NoNul,
                 AfterValidator(_not_blank)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(bounded_json(MAX_METADATA_BYTES))]

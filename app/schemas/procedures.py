@@ -10,6 +10,7 @@ from app.schemas.common import (
     IsoDatetime,
     MemoryRef,
     Name,
+    NoNul,
     RequestModel,
     ResponseModel,
 )
@@ -22,7 +23,7 @@ MAX_STEPS = 100
 MAX_SOURCES = 100
 MAX_DESCRIPTION_CHARS = 10_000
 MAX_DURATION_MS = 30 * 24 * 3600 * 1000
-Description = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS)]
+Description = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS), NoNul]
 Action = Annotated[Name, Field(description="What the step does, e.g. `send_email`.")]
 
 

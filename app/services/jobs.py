@@ -71,6 +71,12 @@ async def get_job(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -
     return found(job, f"job {job_id} not found")
 
 
+async def recent_scheduled(session: AsyncSession, *, limit: int) -> list[Job]:
+    """The scheduler's newest jobs (decay, cleanup, consolidation for every tenant); read in
+    a system transaction."""
+    return await job_rows.recent_scheduled(session, limit=limit)
+
+
 async def list_jobs(session: AsyncSession, *, tenant_id: str, kind: str | None,
                     status: str | None, limit: int,
                     cursor: str | None) -> tuple[list[Job], str | None]:

@@ -1,6 +1,8 @@
 """The web console over HTTP: sign-in, sessions, CSRF, read-only keys, tenant isolation,
 escaping, and its corrections reaching the same rows the API shows."""
 
+import html as html_text
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,8 +12,13 @@ import pytest
 from app.main import create_app
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
+from app.services.background import scheduler, worker
 from tests.support.console import console_client, csrf_of, post_form, sign_in
 from tests.support.http import post
+from tests.support.jobs import job_context
+
+SIGN_IN_TOKEN = re.compile(r'name="csrf_sign_in" value="([^"]+)"')
+NEXT_FIELD = re.compile(r'name="next" value="([^"]*)"')
 
 
 async def mint(app: Any, tenant: str, access: str = "write") -> api_keys.MintedKey:
@@ -47,6 +54,50 @@ async def test_a_page_without_a_session_sends_the_browser_to_sign_in(anonymous_c
     assert answer.status_code == 303
     assert answer.headers["location"] == (
         "/ui?next=%2Fui%2Ffacts%2F00000000-0000-4000-8000-000000000000")
+
+
+async def test_a_link_with_a_query_comes_back_with_its_query_after_sign_in(app, browsers):
+    key = await mint(app, "acme")
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+    browsers.append(http)
+    stored = await http.post("/v1/facts", headers={"X-API-Key": key.secret}, json={
+        "subject": "Ann", "predicate": "city", "content": "Ann lives in Lyon"})
+    assert stored.status_code == 201
+    link = "/ui/search?q=Where+does+Ann+live+now%3F&types=fact"
+    sent = await http.get(link)
+    assert sent.status_code == 303
+    form = await http.get(sent.headers["location"])
+    token = SIGN_IN_TOKEN.search(form.text)
+    back = NEXT_FIELD.search(form.text)
+    assert token and back
+    assert html_text.unescape(back.group(1)) == link
+    signed_in = await http.post("/ui/sign-in", data={
+        "csrf_sign_in": token.group(1), "api_key": key.secret,
+        "next": html_text.unescape(back.group(1))})
+    assert signed_in.status_code == 303
+    assert signed_in.headers["location"] == link
+    page = await http.get(signed_in.headers["location"])
+    assert 'value="Where does Ann live now?"' in page.text
+    assert "Ann lives in Lyon" in page.text
+
+
+@pytest.mark.parametrize("target", [
+    "https://evil.example/ui", "//evil.example/ui", "/ui@evil.example", "/uix",
+    "/ui/search?q=a b", "/ui/search?q=a#x", "/ui\\evil.example", "/ui/search?q=<x>",
+    "javascript:alert(1)", "/ui/search\r\nSet-Cookie: x=1",
+])
+async def test_sign_in_sends_the_browser_nowhere_but_a_console_page(app, browsers, target):
+    key = await mint(app, "acme")
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+    browsers.append(http)
+    form = await http.get("/ui", params={"next": target})
+    assert f'value="{html_text.escape(target)}"' not in form.text
+    token = SIGN_IN_TOKEN.search(form.text)
+    assert token
+    signed_in = await http.post("/ui/sign-in", data={
+        "csrf_sign_in": token.group(1), "api_key": key.secret, "next": target})
+    assert signed_in.status_code == 303
+    assert signed_in.headers["location"] == "/ui"
 
 
 async def test_the_session_cookie_is_httponly_samesite_and_expiring(app, browsers):
@@ -381,3 +432,21 @@ async def test_search_page_filters_and_names_a_bad_filter(app, client, browsers)
                                                    "filter": '{"tags": {"$gt": "a"}}'})
     assert refused.status_code == 422
     assert "filter.tags.$gt" in refused.text
+
+
+async def test_the_overview_shows_scheduled_jobs_without_their_results(app, settings, browsers):
+    key = await mint(app, "acme")
+    http = await browser(app, browsers, key.secret)
+    before = await http.get("/ui")
+    assert "No scheduled decay, cleanup or consolidation has run yet." in before.text
+    ctx = job_context(app, settings)
+    await scheduler.tick(ctx)
+    await worker.drain(ctx)
+    overview = await http.get("/ui")
+    table = overview.text[overview.text.index('id="scheduled"'):]
+    table = table[:table.index("</table>")]
+    for kind in ("decay", "cleanup", "consolidation"):
+        assert f'<td class="nowrap">{kind}</td>' in table, kind
+    assert "succeeded" in table
+    assert "evaluated" not in overview.text  # a result counts every tenant's rows
+    assert "No jobs queued by this tenant yet." in overview.text

@@ -163,7 +163,7 @@ async def test_garbage_cursor_is_422(client):
         ({"butler": "chat"}, "body.content"),
         ({"content": "x"}, "body.butler"),
         ({"content": "   ", "butler": "chat"}, "body.content"),
-        ({"content": "a\x00b", "butler": "chat"}, "body.content"),
+        ({"content": "\x00", "butler": "chat"}, "body.content"),
         ({"content": "x", "butler": "chat", "importance": 11}, "body.importance"),
         ({"content": "x", "butler": "chat", "session_id": "s" * 201}, "body.session_id"),
         ({"content": "x", "butler": "chat", "session_id": ""}, "body.session_id"),

@@ -137,6 +137,18 @@ async def test_store_tools_return_json_memories(mcp_as: Any) -> None:
     assert (rule["maturity"], rule["scope"]) == ("candidate", "travel")
 
 
+async def test_store_tools_drop_nul_from_text(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        episode = ok(await client.call_tool("memory_store_episode", {
+            "content": "Ann booked\x00 the train", "butler": "tra\x00vel"}))
+        fact = ok(await client.call_tool("memory_store_fact", {
+            "subject": "A\x00nn", "predicate": "city", "content": "Ann lives\x00 in Lyon"}))
+        rule = ok(await client.call_tool("memory_store_rule", {"content": "Be\x00 brief"}))
+    assert (episode["content"], episode["butler"]) == ("Ann booked the train", "travel")
+    assert (fact["subject"], fact["content"]) == ("Ann", "Ann lives in Lyon")
+    assert rule["content"] == "Be brief"
+
+
 async def test_store_fact_with_the_same_key_supersedes(mcp_as: Any, sql: Any) -> None:
     async with mcp_as("acme") as client:
         old = ok(await client.call_tool("memory_store_fact", {

@@ -234,3 +234,51 @@ async def test_a_stored_script_never_runs(live: str, api_key_for: Any) -> None:
             assert driver.find_elements(By.TAG_NAME, "script") == []
             assert "<script>window.__ran" in driver.find_element(By.TAG_NAME, "main").text
 
+
+
+async def test_a_pasted_link_with_a_query_opens_with_its_query_after_sign_in(
+        live: str, api_key_for: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    # The browser blocks this loop; the live server runs on its own thread.
+    secret = await api_key_for("acme")
+    with httpx.Client(base_url=live, headers={"X-API-Key": secret}) as api:
+        assert api.post("/v1/facts", json={"subject": "Ann", "predicate": "city",
+                                           "content": "Ann lives in Lyon"}).status_code == 201
+    link = "/ui/search?q=Where+does+Ann+live+now%3F"
+    with chromium() as driver:
+        driver.get(f"{live}{link}")
+        driver.find_element(By.ID, "api_key").send_keys(secret)
+        click(driver, By.CSS_SELECTOR, "#sign-in button")
+        assert driver.current_url == f"{live}{link}"
+        assert driver.find_element(By.ID, "q").get_attribute("value") == (
+            "Where does Ann live now?")
+        assert "Ann lives in Lyon" in driver.find_element(By.TAG_NAME, "main").text
+
+
+LINES = """
+const range = document.createRange();
+range.selectNodeContents(arguments[0]);
+return new Set(Array.from(range.getClientRects(), r => Math.round(r.top))).size;
+"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+async def test_the_overview_never_breaks_an_event_name_or_a_time(
+        live: str, api_key_for: Any, shots: Path, width: int) -> None:
+    from selenium.webdriver.common.by import By
+
+    # The browser blocks this loop; the live server runs on its own thread.
+    secret = await api_key_for("acme")
+    arrange(live, secret)
+    with chromium(width, 900) as driver:
+        driver.get(f"{live}/ui")
+        driver.find_element(By.ID, "api_key").send_keys(secret)
+        click(driver, By.CSS_SELECTOR, "#sign-in button")
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.events tbody tr")
+        assert rows
+        for row in rows:
+            when, event = row.find_elements(By.TAG_NAME, "td")[:2]
+            for cell in (when, event):
+                assert driver.execute_script(LINES, cell) == 1, cell.text
+        check_page(driver, shots, f"overview-{width}", width)
