@@ -5680,7 +5680,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5756,7 +5756,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5832,7 +5832,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5906,7 +5906,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5994,7 +5994,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6092,7 +6092,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6190,7 +6190,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6286,7 +6286,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6368,7 +6368,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6444,7 +6444,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6530,7 +6530,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6604,7 +6604,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6689,7 +6689,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6787,7 +6787,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6892,7 +6892,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6980,7 +6980,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7112,7 +7112,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7188,7 +7188,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7264,7 +7264,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7348,7 +7348,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7430,7 +7430,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7514,7 +7514,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7600,7 +7600,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7694,7 +7694,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7766,7 +7766,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7882,7 +7882,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7967,7 +7967,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8051,7 +8051,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8133,7 +8133,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8217,7 +8217,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8311,7 +8311,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8395,7 +8395,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8487,7 +8487,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8574,7 +8574,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8673,7 +8673,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8749,7 +8749,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8825,7 +8825,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8897,7 +8897,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8969,7 +8969,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9045,7 +9045,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9119,7 +9119,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9209,7 +9209,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9289,7 +9289,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9371,7 +9371,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9450,7 +9450,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9531,7 +9531,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9613,7 +9613,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9708,7 +9708,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9793,7 +9793,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9885,7 +9885,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9961,7 +9961,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10047,7 +10047,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10121,7 +10121,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10209,7 +10209,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10307,7 +10307,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10401,7 +10401,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10489,7 +10489,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10585,7 +10585,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10695,7 +10695,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10771,7 +10771,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10845,7 +10845,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10927,7 +10927,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11011,7 +11011,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11105,7 +11105,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11193,7 +11193,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11291,7 +11291,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11385,7 +11385,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11484,7 +11484,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11560,7 +11560,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11636,7 +11636,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11712,7 +11712,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11786,7 +11786,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11868,7 +11868,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11956,7 +11956,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12044,7 +12044,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12132,7 +12132,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12220,7 +12220,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12306,7 +12306,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12380,7 +12380,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12459,7 +12459,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12568,7 +12568,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12666,7 +12666,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12774,7 +12774,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12885,7 +12885,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12983,7 +12983,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13087,7 +13087,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
