@@ -67,7 +67,9 @@ V1_RESPONSES: dict[int | str, dict[str, Any]] = {
     **problem_responses(400, 401),
     403: {**problem_responses(403)[403],
           "description": "The API key is read-only (`engram keys create --read-only`) and "
-                         "the operation changes data"},
+                         "the operation changes data, or it is limited to butlers "
+                         "(`--butlers`) and the operation writes for another butler or the "
+                         "global scope, changes a run, or works on every butler"},
     429: {**problem_responses(429)[429],
           "description": "Too many requests or request bytes in flight for this API key; "
                          "retry after the seconds in the Retry-After header",

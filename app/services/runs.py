@@ -54,7 +54,8 @@ class RunDetail:
 async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                      data: RunCreate, mentions: bool = True) -> Run:
     """Store a run, embedded by its task and summary; with `mentions` linked to the entities
-    they name. Runs belong to no butler: Forbidden for a key limited to butlers."""
+    they name. Runs belong to no butler: Forbidden for a key limited to butlers, as is every
+    change to a run."""
     butler_limits.check_unlimited("recording a run")
     if data.finished_at is not None and data.finished_at < (data.started_at or now_utc()):
         raise InvalidInput("finished_at is before started_at", field="finished_at")
@@ -91,6 +92,7 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     An unfinished run given its outcome (`success`), or asked to `finish`, is finished now
     unless `finished_at` says when; a finished run keeps its time.
     """
+    butler_limits.check_unlimited("changing a run")
     values = data.model_dump(exclude_unset=True)
     vector: dict[str, object] = {}
     text = None
@@ -117,6 +119,7 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
 async def delete_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID) -> Counts:
     """Delete the run for good with its messages, feedback, links and events; one
     content-free `run_deleted` event stays. Rules learned from it stay, without the link."""
+    butler_limits.check_unlimited("deleting a run")
     await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
     counts = await erasure_rows.delete_runs(session, tenant_id=tenant_id, ids=[run_id])
     await events.record(session, [Event("run_deleted", tenant_id, {
@@ -144,6 +147,7 @@ async def list_runs(session: AsyncSession, *, tenant_id: str, task_id: str | Non
 async def append_messages(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           run_id: uuid.UUID, items: list[MessageCreate]) -> list[RunMessage]:
     """Append messages to the run in one transaction, embedded in one batch."""
+    butler_limits.check_unlimited("recording a run's messages")
     embedded = await embed_texts(session, embedder, [item.content for item in items],
                                  tenant_id=tenant_id)
     # Locked so that concurrent appends to one run keep their batches contiguous.
@@ -163,6 +167,7 @@ async def append_messages(session: AsyncSession, *, tenant_id: str, embedder: Em
 async def add_feedback(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
                        data: FeedbackCreate) -> RunFeedback:
     """Record a critic's or human's feedback on the run."""
+    butler_limits.check_unlimited("recording feedback on a run")
     await require_run(session, tenant_id=tenant_id, run_id=run_id)
     row = await run_rows.insert_feedback(session, {
         "tenant_id": tenant_id, "run_id": run_id, "source": data.source, "rating": data.rating,

@@ -2,13 +2,14 @@
 
 Generated from the route table, the console's routes and the MCP tool list, as the tenancy
 test is: an unlimited key of the tenant stores one of everything for butler alpha (episodes,
-facts, rules, arcs, procedures, working memory, private ledger events, links, runs, a job);
-then a key limited to beta calls every /v1 route, every console page and every MCP tool
-aimed at those rows. Each call must answer as listed (404 for alpha's ids, exactly like unknown
-ones; 403 for a write for alpha or an operation over every butler), no answer may hold any of
-alpha's ids or words, and every one of alpha's rows stays as it was. A route or tool missing
-from the lists fails the test. With the restrictive row-level policies dropped, the same check
-finds leaks: the policies, not the queries, keep butlers apart.
+facts, rules, arcs, procedures, working memory, private ledger events and a reflection based
+on one, links, runs, a job); then a key limited to beta calls every /v1 route, every console
+page and every MCP tool aimed at those rows. Each call must answer as listed (404 for alpha's
+ids, exactly like unknown ones; 403 for a write for alpha or an operation over every butler or
+on a run; a tool the error of the same kind), no answer may hold any of alpha's ids or words,
+and every one of alpha's rows stays as it was. A route or tool missing from the lists fails
+the test. With the restrictive row-level policies dropped, the same checks, over REST and over
+MCP, find leaks: the policies, not the queries, keep butlers apart.
 """
 
 import json
@@ -38,6 +39,8 @@ STEPS = [{"step": 1, "action": "greet"}]
 HIDDEN_SESSION = {"agent_id": HIDDEN, "session_id": "s1"}
 WORKING_MEMORY = "/v1/working-memory/{agent_id}/{session_id}"
 SCRATCHPAD_KEY = WORKING_MEMORY + "/scratchpad/{key}"
+# An id no row has.
+ID = "00000000-0000-4000-8000-000000000000"
 
 # alpha's rows, by table, as the owner reads them before and after.
 HIDDEN_ROWS = {
@@ -47,6 +50,8 @@ HIDDEN_ROWS = {
     "agent_events": f"agent_id = '{HIDDEN}'", "runs": "true", "run_messages": "true",
     "run_feedback": "true", "memory_links": "true", "jobs": "true",
     "passages": f"scope = '{HIDDEN}'", "keyword_postings": f"scope = '{HIDDEN}'",
+    "fact_periods": f"fact_id IN (SELECT id FROM facts WHERE scope = '{HIDDEN}')",
+    "rule_applications": f"rule_id IN (SELECT id FROM rules WHERE scope = '{HIDDEN}')",
 }
 
 
@@ -137,11 +142,16 @@ BETA_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("GET", "/v1/links"): [
         Call(query(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}), {200, 404}),
         Call(query(lambda ids: {"memory_type": "entity", "memory_id": ids["entity"]}),
-             {200, 404})],
+             {200, 404}),
+        Call(query(lambda ids: {"memory_type": "agent_event", "memory_id": ids["reflection"]}),
+             OK)],
     ("DELETE", "/v1/links"): [
         Call(query(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
                                 "target_type": "episode", "target_id": ids["episode"]}),
-             NOT_FOUND)],
+             NOT_FOUND),
+        Call(query(lambda ids: {"source_type": "agent_event", "source_id": ids["reflection"],
+                                "target_type": "agent_event",
+                                "target_id": ids["agent_event"]}), NOT_FOUND)],
     ("GET", "/v1/graph/{node_type}/{node_id}"): [
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "fact", "node_id": ids["fact"]}),
         Call(query(lambda ids: {"hops": 3}), OK,
@@ -172,16 +182,20 @@ BETA_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("GET", "/v1/runs"): [Call(NOTHING, OK)],
     ("POST", "/v1/runs/search"): [Call(body(lambda ids: {"query": "quokka run"}), OK)],
     ("POST", "/v1/runs/lessons"): [Call(body(lambda ids: {}), FORBIDDEN)],
+    # Changing a run is refused before the run is looked up: the same 403 for any id.
     ("GET", "/v1/runs/{run_id}"): [Call(NOTHING, NOT_FOUND, own("run"))],
     ("PATCH", "/v1/runs/{run_id}"): [
-        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("run"))],
+        Call(body(lambda ids: {"success": True}), FORBIDDEN, own("run")),
+        Call(body(lambda ids: {"success": True}), FORBIDDEN, fixed({"run_id": ID}))],
+    ("DELETE", "/v1/runs/{run_id}"): [Call(NOTHING, FORBIDDEN, own("run")),
+                                      Call(NOTHING, FORBIDDEN, fixed({"run_id": ID}))],
     ("POST", "/v1/runs/{run_id}/messages"): [
-        Call(body(lambda ids: {"role": "human", "content": "b"}), NOT_FOUND, own("run"))],
+        Call(body(lambda ids: {"role": "human", "content": "b"}), FORBIDDEN, own("run"))],
     ("POST", "/v1/runs/{run_id}/messages/batch"): [
-        Call(body(lambda ids: {"items": [{"role": "human", "content": "b"}]}), NOT_FOUND,
+        Call(body(lambda ids: {"items": [{"role": "human", "content": "b"}]}), FORBIDDEN,
              own("run"))],
     ("POST", "/v1/runs/{run_id}/feedback"): [
-        Call(body(lambda ids: {"source": "human", "rating": 1.0}), NOT_FOUND, own("run"))],
+        Call(body(lambda ids: {"source": "human", "rating": 1.0}), FORBIDDEN, own("run"))],
     ("POST", "/v1/ledgers/{ledger_name}/events"): [
         Call(body(lambda ids: {"agent_id": HIDDEN, "kind": "world.observed", "content": "b",
                                "turn": 9}), FORBIDDEN, fixed({"ledger_name": "village"})),
@@ -288,58 +302,159 @@ CONSOLE_POSTS: dict[str, tuple[Callable[[dict[str, str]], tuple[str, dict[str, s
 }
 CONSOLE_OTHER = {"/ui/sign-in", "/ui/sign-out", "/ui/static"}
 
-ID = "00000000-0000-4000-8000-000000000000"
-# MCP tool -> argument sets (ids filled in) and whether each must fail.
-MCP_CALLS: dict[str, list[tuple[Callable[[dict[str, str]], dict[str, Any]], bool]]] = {
-    "memory_store_episode": [(lambda ids: {"content": "b", "butler": HIDDEN}, True)],
+# How a tool call must end: with a result, or with a tool error of this kind (the kinds
+# REST answers with 403, 404 and 422), never with an error about its own arguments.
+ANSWERS = None
+REFUSED = "Forbidden"
+UNSEEN = "Not found"
+REJECTED = "Invalid input"
+# MCP tool -> argument sets (ids filled in) and how each must end.
+MCP_CALLS: dict[str, list[tuple[Callable[[dict[str, str]], dict[str, Any]], str | None]]] = {
+    "memory_store_episode": [(lambda ids: {"content": "b", "butler": HIDDEN}, REFUSED)],
     "memory_store_fact": [(lambda ids: {"subject": "Quokka", "predicate": "p",
-                                        "content": "b", "scope": HIDDEN}, True)],
-    "memory_store_rule": [(lambda ids: {"content": "b", "scope": HIDDEN}, True)],
+                                        "content": "b", "scope": HIDDEN}, REFUSED)],
+    "memory_store_rule": [(lambda ids: {"content": "b", "scope": HIDDEN}, REFUSED)],
     "memory_search": [(lambda ids, mode=mode: {"query": "quokka zebrafinch", "mode": mode,
-                                               "min_confidence": 0}, False)
+                                               "min_confidence": 0}, ANSWERS)
                       for mode in ("semantic", "keyword", "hybrid")],
-    "memory_recall": [(lambda ids: {"topic": "quokka zebrafinch"}, False)],
-    "memory_context": [(lambda ids: {"trigger_prompt": "quokka", "butler": HIDDEN}, False)],
-    "memory_stats": [(lambda ids: {}, False)],
-    "memory_get": [(lambda ids, kind=kind: {"memory_type": kind, "memory_id": ids[kind]}, True)
+    "memory_recall": [(lambda ids: {"topic": "quokka zebrafinch"}, ANSWERS)],
+    "memory_context": [(lambda ids: {"trigger_prompt": "quokka", "butler": HIDDEN}, ANSWERS)],
+    "memory_stats": [(lambda ids: {}, ANSWERS)],
+    "memory_get": [(lambda ids, kind=kind: {"memory_type": kind, "memory_id": ids[kind]}, UNSEEN)
                    for kind in ("episode", "fact", "rule")],
-    "memory_confirm": [(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}, True)],
+    "memory_confirm": [(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}, UNSEEN)],
     "memory_forget": [(lambda ids, kind=kind: {"memory_type": kind, "memory_id": ids[kind]},
-                       True) for kind in ("episode", "fact", "rule")],
-    "memory_mark_helpful": [(lambda ids: {"rule_id": ids["rule"]}, True)],
-    "memory_mark_harmful": [(lambda ids: {"rule_id": ids["rule"], "reason": "b"}, True)],
+                       UNSEEN) for kind in ("episode", "fact", "rule")],
+    "memory_mark_helpful": [(lambda ids: {"rule_id": ids["rule"]}, UNSEEN)],
+    "memory_mark_harmful": [(lambda ids: {"rule_id": ids["rule"], "reason": "b"}, UNSEEN)],
     "memory_delete": [(lambda ids, kind=kind: {"memory_type": kind, "memory_id": ids[kind]},
-                       True) for kind in ("episode", "fact", "rule")],
-    "memory_erase": [(lambda ids: {"butler": HIDDEN}, True)],
-    "memory_export": [(lambda ids: {}, True)],
-    "memory_run_consolidation": [(lambda ids: {}, True)],
-    "memory_run_episode_cleanup": [(lambda ids: {"max_entries": 0}, True)],
+                       UNSEEN) for kind in ("episode", "fact", "rule")],
+    "memory_erase": [(lambda ids: {"butler": HIDDEN}, REFUSED)],
+    "memory_export": [(lambda ids: {}, REFUSED)],
+    "memory_run_consolidation": [(lambda ids: {}, REFUSED)],
+    "memory_run_episode_cleanup": [(lambda ids: {"max_entries": 0}, REFUSED)],
     "entity_create": [(lambda ids: {"canonical_name": "Beta Thing",
-                                    "entity_type": "other"}, False)],
-    "entity_get": [(lambda ids: {"entity_id": ids["entity"]}, False)],
+                                    "entity_type": "other"}, ANSWERS)],
+    "entity_get": [(lambda ids: {"entity_id": ids["entity"]}, ANSWERS)],
     "entity_update": [(lambda ids: {"entity_id": ids["entity"],
-                                    "metadata": {"seen_by": "beta"}}, False)],
-    "entity_resolve": [(lambda ids: {"name": "Quokka"}, False)],
+                                    "metadata": {"seen_by": "beta"}}, ANSWERS)],
+    "entity_resolve": [(lambda ids: {"name": "Quokka"}, ANSWERS)],
     "entity_merge": [(lambda ids: {"target_id": ids["entity"], "source_id": ids["twin"]},
-                      True)],
-    "entity_delete": [(lambda ids: {"entity_id": ids["entity"], "facts": "delete"}, True)],
-    "job_get": [(lambda ids: {"job_id": ids["job"]}, True)],
-    "job_list": [(lambda ids: {}, False)],
-    "run_create": [(lambda ids: {"task_id": "t"}, True)],
+                      REFUSED)],
+    "entity_delete": [(lambda ids: {"entity_id": ids["entity"], "facts": "delete"}, REFUSED)],
+    "job_get": [(lambda ids: {"job_id": ids["job"]}, UNSEEN)],
+    "job_list": [(lambda ids: {}, ANSWERS)],
+    "run_create": [(lambda ids: {"task_id": "t"}, REFUSED)],
     "run_log_messages": [(lambda ids: {"run_id": ids["run"], "messages": [
-        {"role": "human", "content": "b"}]}, True)],
-    "run_finish": [(lambda ids: {"run_id": ids["run"], "success": True}, True)],
+        {"role": "human", "content": "b"}]}, REFUSED)],
+    "run_finish": [(lambda ids: {"run_id": ids["run"], "success": True}, REFUSED)],
     "run_add_feedback": [(lambda ids: {"run_id": ids["run"], "source": "human",
-                                       "rating": 1.0}, True)],
-    "run_get": [(lambda ids: {"run_id": ids["run"]}, True)],
-    "run_search": [(lambda ids: {"query": "quokka run"}, False)],
+                                       "rating": 1.0}, REFUSED)],
+    "run_get": [(lambda ids: {"run_id": ids["run"]}, UNSEEN)],
+    "run_search": [(lambda ids: {"query": "quokka run"}, ANSWERS)],
     "agent_event_append": [(lambda ids: {"ledger_name": "village", "agent_id": HIDDEN,
                                          "kind": "world.observed", "content": "b",
-                                         "turn": 9}, True)],
+                                         "turn": 9}, REFUSED)],
     "agent_context": [(lambda ids: {"ledger_name": "village", "agent_id": HIDDEN, "turn": 9,
-                                    "query": "quokka"}, False)],
+                                    "query": "quokka"}, ANSWERS)],
     "agent_reflect": [(lambda ids: {"ledger_name": "village", "agent_id": HIDDEN,
-                                    "belief": "b", "based_on": [ids["agent_event"]]}, True)],
+                                    "belief": "b", "based_on": [ids["agent_event"]]}, REFUSED),
+                      (lambda ids: {"ledger_name": "village", "agent_id": MINE,
+                                    "belief": "b", "based_on": [ids["agent_event"]]}, REJECTED)],
+    "memory_store_episodes": [
+        (lambda ids: {"items": [{"content": "b", "butler": HIDDEN}]}, REFUSED),
+        (lambda ids: {"items": [{"content": "beta turn", "butler": MINE},
+                                {"content": "b", "butler": HIDDEN}]}, REFUSED)],
+    "rule_invert": [(lambda ids: {"rule_id": ids["rule"]}, UNSEEN)],
+    "episode_list": [(lambda ids: {"butler": HIDDEN, "include_expired": True}, ANSWERS),
+                     (lambda ids: {}, ANSWERS)],
+    "fact_list": [(lambda ids: {"scope": HIDDEN}, ANSWERS),
+                  (lambda ids: {"subject": "Quokka", "validity": "retracted"}, ANSWERS),
+                  (lambda ids: {"entity_id": ids["entity"]}, ANSWERS)],
+    "fact_history": [(lambda ids: {"fact_id": ids["fact"]}, UNSEEN)],
+    "rule_list": [(lambda ids: {"scope": HIDDEN, "include_forgotten": True}, ANSWERS),
+                  (lambda ids: {}, ANSWERS)],
+    "entity_list": [(lambda ids: {}, ANSWERS)],
+    "entity_facts": [(lambda ids: {"entity_id": ids["entity"]}, ANSWERS)],
+    "run_list": [(lambda ids: {}, ANSWERS)],
+    "run_delete": [(lambda ids: {"run_id": ids["run"]}, REFUSED),
+                   (lambda ids: {"run_id": ID}, REFUSED)],
+    "run_learn_lessons": [(lambda ids: {}, REFUSED),
+                          (lambda ids: {"run_id": ids["run"]}, REFUSED)],
+    "agent_event_list": [(lambda ids: {"ledger_name": "village"}, ANSWERS),
+                         (lambda ids: {"ledger_name": "village", "agent_id": HIDDEN}, ANSWERS)],
+    "agent_reflection_list": [(lambda ids: {"ledger_name": "village"}, ANSWERS),
+                              (lambda ids: {"ledger_name": "village", "agent_id": HIDDEN},
+                               ANSWERS)],
+    "working_memory_get": [(lambda ids: HIDDEN_SESSION, UNSEEN)],
+    "working_memory_set": [
+        (lambda ids: {**HIDDEN_SESSION, "scratchpad": {"b": 1}}, REFUSED),
+        (lambda ids: {**HIDDEN_SESSION, "scratchpad": {"b": 1}, "create_only": True}, REFUSED),
+        (lambda ids: {**HIDDEN_SESSION, "scratchpad": {"b": 1}, "if_match": "*"}, REFUSED)],
+    "working_memory_patch": [(lambda ids: {**HIDDEN_SESSION, "patch": {"scratchpad": {
+        "b": 1}}}, REFUSED)],
+    "working_memory_clear": [(lambda ids: HIDDEN_SESSION, REFUSED)],
+    "scratchpad_get": [(lambda ids: {**HIDDEN_SESSION, "key": "secret-key"}, UNSEEN)],
+    "scratchpad_set": [(lambda ids: {**HIDDEN_SESSION, "key": "secret-key", "value": "b"},
+                        REFUSED)],
+    "scratchpad_delete": [(lambda ids: {**HIDDEN_SESSION, "key": "secret-key"}, REFUSED)],
+    "procedure_store": [
+        (lambda ids: {"agent_id": HIDDEN, "name": "b", "steps": STEPS}, REFUSED),
+        (lambda ids: {"agent_id": MINE, "name": "b", "steps": STEPS, "learned_from": [
+            {"memory_type": "episode", "memory_id": ids["episode"]}]}, REJECTED)],
+    "procedure_get": [(lambda ids: {"procedure_id": ids["procedure"]}, UNSEEN)],
+    "procedure_list": [(lambda ids: {"agent_id": HIDDEN, "include_superseded": True}, ANSWERS),
+                       (lambda ids: {"name": "quokka routine"}, ANSWERS)],
+    "procedure_search": [(lambda ids, mode=mode: {"query": "quokka routine feed", "mode": mode},
+                          ANSWERS) for mode in ("semantic", "keyword", "hybrid")],
+    "procedure_record_execution": [(lambda ids: {"procedure_id": ids["procedure"],
+                                                 "success": True}, UNSEEN)],
+    "procedure_set_status": [(lambda ids: {"procedure_id": ids["procedure"],
+                                           "status": "deprecated"}, UNSEEN)],
+    "procedure_new_version": [(lambda ids: {"procedure_id": ids["procedure"],
+                                            "steps": STEPS}, UNSEEN)],
+    "procedure_versions": [(lambda ids: {"procedure_id": ids["procedure"]}, UNSEEN)],
+    "arc_create": [
+        (lambda ids: {"title": "b arc", "arc_type": "incident", "scope": HIDDEN}, REFUSED),
+        (lambda ids: {"title": "b", "arc_type": "incident", "scope": MINE, "key_events": [
+            {"memory_type": "episode", "memory_id": ids["episode"]}]}, REJECTED)],
+    "arc_get": [(lambda ids: {"arc_id": ids["arc"]}, UNSEEN)],
+    "arc_list": [(lambda ids: {"scope": HIDDEN}, ANSWERS), (lambda ids: {}, ANSWERS)],
+    "arc_search": [(lambda ids, mode=mode: {"query": "quokka saga", "mode": mode}, ANSWERS)
+                   for mode in ("semantic", "keyword", "hybrid")],
+    "arc_update": [(lambda ids: {"arc_id": ids["arc"], "title": "b renames it"}, UNSEEN)],
+    "arc_add_event": [(lambda ids: {"arc_id": ids["arc"], "memory_type": "episode",
+                                    "memory_id": ids["episode"]}, UNSEEN)],
+    "arc_close": [(lambda ids: {"arc_id": ids["arc"], "outcome": "b closes it"}, UNSEEN)],
+    "arc_propose": [(lambda ids: {"scope": HIDDEN}, REFUSED),
+                    (lambda ids: {"scope": MINE}, REFUSED)],
+    "link_create": [
+        (lambda ids: {"source_type": "fact", "source_id": ids["fact"],
+                      "target_type": "episode", "target_id": ids["episode"],
+                      "relation": "supports"}, REJECTED),
+        (lambda ids: {"source_type": "entity", "source_id": ids["entity"],
+                      "target_type": "episode", "target_id": ids["episode"],
+                      "relation": "mentions"}, REJECTED),
+        (lambda ids: {"source_type": "agent_event", "source_id": ids["agent_event"],
+                      "target_type": "entity", "target_id": ids["entity"],
+                      "relation": "mentions"}, REJECTED)],
+    "link_list": [
+        (lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}, UNSEEN),
+        (lambda ids: {"memory_type": "episode", "memory_id": ids["episode"]}, UNSEEN),
+        (lambda ids: {"memory_type": "entity", "memory_id": ids["entity"]}, ANSWERS),
+        (lambda ids: {"memory_type": "agent_event", "memory_id": ids["agent_event"]}, UNSEEN),
+        (lambda ids: {"memory_type": "agent_event", "memory_id": ids["reflection"]}, ANSWERS)],
+    "link_delete": [(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
+                                  "target_type": "episode", "target_id": ids["episode"]},
+                     UNSEEN),
+                    (lambda ids: {"source_type": "agent_event",
+                                  "source_id": ids["reflection"],
+                                  "target_type": "agent_event",
+                                  "target_id": ids["agent_event"]}, UNSEEN)],
+    "graph_neighbourhood": [
+        (lambda ids, kind=kind: {"node_type": kind, "node_id": ids[kind]}, UNSEEN)
+        for kind in ("fact", "episode", "rule")] + [
+        (lambda ids: {"node_type": "entity", "node_id": ids["entity"], "hops": 3}, ANSWERS)],
 }
 
 
@@ -385,14 +500,21 @@ async def seed_alpha(owner: Any) -> dict[str, str]:
         "description": f"Feed the quokka politely {SECRET}",
         "learned_from": [{"memory_type": "episode", "memory_id": episode["id"]}]})
     arc = await post("/v1/arcs", {"title": f"The quokka saga {SECRET}", "arc_type": "incident",
-                                  "scope": HIDDEN, "entity_ids": [entity["id"]]})
+                                  "scope": HIDDEN, "entity_ids": [entity["id"]],
+                                  "key_events": [{"memory_type": "episode",
+                                                  "memory_id": episode["id"]}]})
+    # A reflection is visible to every agent; the private event it is based on is not.
+    reflection = await post(f"/v1/ledgers/village/agents/{HIDDEN}/reflections", {
+        "belief": "the quokka seems content", "based_on": [event["id"]]})
+    assert reflection["based_on"] == [event["id"]], reflection
     return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
             "fact": fact["id"], "rule": rule["id"], "job": job["id"], "run": run["id"],
-            "agent_event": event["id"], "procedure": procedure["id"], "arc": arc["id"]}
+            "agent_event": event["id"], "procedure": procedure["id"], "arc": arc["id"],
+            "reflection": reflection["id"]}
 
 
-# Entities are shared: their ids may show; everything else of alpha's may not.
-SHARED_KINDS = ("entity", "twin")
+# Entities and reflections are shared: their ids may show; everything else of alpha's may not.
+SHARED_KINDS = ("entity", "twin", "reflection")
 
 
 def leaks_in(answer: str, sent: str, ids: dict[str, str]) -> list[str]:
@@ -508,25 +630,34 @@ async def test_a_key_limited_to_beta_never_reaches_alphas_rows(
     assert await hidden_rows(db_engine) == before
 
 
+async def mcp_problems(url: str, secret: str, ids: dict[str, str]) -> list[str]:
+    """Every MCP tool call of beta's key that failed or succeeded otherwise than listed or
+    showed alpha's rows."""
+    problems = []
+    async with connect(url, {"Authorization": f"Bearer {secret}"}) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert names == set(MCP_CALLS)
+        for tool, calls in MCP_CALLS.items():
+            for arguments_of, expected in calls:
+                arguments = arguments_of(ids)
+                result = await client.call_tool(tool, arguments)
+                answer = " ".join(getattr(block, "text", "") for block in result.content)
+                error = answer.removeprefix(f"Error executing tool {tool}: ")
+                if (result.is_error != (expected is not None)
+                        or (expected is not None and not error.startswith(expected))):
+                    problems.append(f"{tool} {arguments}: expected {expected}, got "
+                                    f"error={result.is_error} {answer[:200]}")
+                problems += [f"{tool}: shows {leak}"
+                             for leak in leaks_in(answer, json.dumps(arguments), ids)]
+    return problems
+
+
 async def test_every_mcp_tool_keeps_a_limited_key_to_its_butlers(
         app, tenant_client, live_url, db_engine):  # noqa: F811
     ids = await seed_alpha(await tenant_client(TENANT))
     before = await hidden_rows(db_engine)
     secret = await mint_limited_key(app, TENANT, [MINE])
-    problems = []
-    async with connect(live_url, {"Authorization": f"Bearer {secret}"}) as client:
-        names = {tool.name for tool in (await client.list_tools()).tools}
-        assert names == set(MCP_CALLS)
-        for tool, calls in MCP_CALLS.items():
-            for arguments_of, must_fail in calls:
-                arguments = arguments_of(ids)
-                result = await client.call_tool(tool, arguments)
-                answer = " ".join(getattr(block, "text", "") for block in result.content)
-                if result.is_error != must_fail:
-                    problems.append(f"{tool} {arguments}: error={result.is_error} {answer[:200]}")
-                problems += [f"{tool}: shows {leak}"
-                             for leak in leaks_in(answer, json.dumps(arguments), ids)]
-    assert problems == []
+    assert await mcp_problems(live_url, secret, ids) == []
     assert await hidden_rows(db_engine) == before
 
 
@@ -540,6 +671,20 @@ async def test_without_the_row_policies_the_guard_finds_leaks(
     assert any(f"shows {SECRET}" in problem for problem in problems), problems
     assert any(problem.startswith(f"DELETE /v1/episodes/{ids['episode']}")
                for problem in problems), problems
+
+
+async def test_without_the_row_policies_the_mcp_guard_finds_leaks(
+        app, tenant_client, live_url, db_engine):  # noqa: F811
+    ids = await seed_alpha(await tenant_client(TENANT))
+    secret = await mint_limited_key(app, TENANT, [MINE])
+    async with policies_dropped(db_engine):
+        problems = await mcp_problems(live_url, secret, ids)
+    # The tools mirroring the REST routes reach alpha's working memory, procedures, arcs,
+    # private ledger events and links as soon as the policies are gone.
+    for tool in ("working_memory_get", "procedure_get", "arc_get", "agent_event_list",
+                 "link_list", "graph_neighbourhood", "fact_history"):
+        assert any(problem.startswith(f"{tool}") for problem in problems), (tool, problems)
+    assert any(f"shows {SECRET}" in problem for problem in problems), problems
 
 
 @pytest.fixture(autouse=True)

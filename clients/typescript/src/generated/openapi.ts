@@ -5781,7 +5781,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5857,7 +5857,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5933,7 +5933,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6007,7 +6007,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6095,7 +6095,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6193,7 +6193,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6291,7 +6291,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6387,7 +6387,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6469,7 +6469,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6545,7 +6545,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6631,7 +6631,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6705,7 +6705,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6790,7 +6790,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6888,7 +6888,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6993,7 +6993,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7081,7 +7081,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7213,7 +7213,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7289,7 +7289,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7365,7 +7365,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7449,7 +7449,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7531,7 +7531,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7615,7 +7615,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7701,7 +7701,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7795,7 +7795,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7867,7 +7867,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7983,7 +7983,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8068,7 +8068,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8152,7 +8152,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8234,7 +8234,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8318,7 +8318,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8510,7 +8510,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8594,7 +8594,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8686,7 +8686,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8773,7 +8773,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8872,7 +8872,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8948,7 +8948,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9024,7 +9024,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9096,7 +9096,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9168,7 +9168,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9244,7 +9244,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9318,7 +9318,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9408,7 +9408,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9488,7 +9488,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9570,7 +9570,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9649,7 +9649,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9730,7 +9730,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9812,7 +9812,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9907,7 +9907,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9993,7 +9993,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10085,7 +10085,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10161,7 +10161,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10247,7 +10247,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10321,7 +10321,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10409,7 +10409,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10507,7 +10507,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10601,7 +10601,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10689,7 +10689,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10785,7 +10785,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10895,7 +10895,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10971,7 +10971,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11045,7 +11045,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11127,7 +11127,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11211,7 +11211,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11305,7 +11305,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11393,7 +11393,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11491,7 +11491,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11585,7 +11585,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11684,7 +11684,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11760,7 +11760,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11836,7 +11836,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11912,7 +11912,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11986,7 +11986,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12068,7 +12068,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12156,7 +12156,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12244,7 +12244,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12332,7 +12332,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12420,7 +12420,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12506,7 +12506,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12580,7 +12580,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12659,7 +12659,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12768,7 +12768,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12866,7 +12866,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12974,7 +12974,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13085,7 +13085,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13183,7 +13183,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13287,7 +13287,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;
