@@ -91,6 +91,8 @@ BETA_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("GET", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("GET", "/v1/facts/{fact_id}/history"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("POST", "/v1/facts/{fact_id}/contradict"): [
+        Call(body(lambda ids: {"reasoning": "beta disagrees"}), NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/forget"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("DELETE", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/rules"): [
@@ -323,6 +325,7 @@ MCP_CALLS: dict[str, list[tuple[Callable[[dict[str, str]], dict[str, Any]], str 
     "memory_get": [(lambda ids, kind=kind: {"memory_type": kind, "memory_id": ids[kind]}, UNSEEN)
                    for kind in ("episode", "fact", "rule")],
     "memory_confirm": [(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}, UNSEEN)],
+    "memory_contradict": [(lambda ids: {"fact_id": ids["fact"], "reasoning": "b"}, UNSEEN)],
     "memory_forget": [(lambda ids, kind=kind: {"memory_type": kind, "memory_id": ids[kind]},
                        UNSEEN) for kind in ("episode", "fact", "rule")],
     "memory_mark_helpful": [(lambda ids: {"rule_id": ids["rule"]}, UNSEEN)],
