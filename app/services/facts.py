@@ -54,13 +54,26 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     fact with the same key and the same content is confirmed instead (its decay restarts).
     A new fact is linked `related_to` its most similar facts and rules (`auto_links`).
     """
+    check_period(data)
+    # The model runs before the first SQL, so no connection is held while it works.
+    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
+    return await store_embedded_fact(session, tenant_id=tenant_id, data=data,
+                                     embedded=embedded, auto_links=auto_links)
+
+
+def check_period(data: FactCreate) -> None:
+    """InvalidInput unless the fact's valid period ends after it starts."""
     if data.valid_until is not None and data.valid_until <= (data.valid_from or now_utc()):
         raise InvalidInput("valid_until must be after valid_from (default: now)",
                            field="valid_until")
+
+
+async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: FactCreate,
+                              embedded: Embedded,
+                              auto_links: AutoLinkSettings | None = None) -> StoredFact:
+    """`store_fact` with the content already embedded (`embedded` holds this one text)."""
     decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
-    # The model runs before the first SQL, so no connection is held while it works.
-    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     await _check_references(session, tenant_id=tenant_id, data=data)
 
     key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{predicate_key}"
