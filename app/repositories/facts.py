@@ -47,6 +47,15 @@ async def lock_key(session: AsyncSession, key: str) -> None:
                           {"key": key})
 
 
+async def lock_keys(session: AsyncSession, keys: Sequence[str]) -> None:
+    """`lock_key` for each key, in the order given, in one statement."""
+    if keys:
+        await session.execute(text(
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) "
+            "FROM unnest(CAST(:keys AS text[])) AS t(k)"),
+            {"keys": list(keys)})
+
+
 async def supersession_chain(session: AsyncSession, *, tenant_id: str,
                              fact: Fact) -> list[Fact]:
     """Every version of the fact's key reachable by supersession, newest first."""

@@ -17,7 +17,7 @@ from app.schemas.fact_bulk import FactRef
 from app.schemas.facts import FactCreate
 from app.services import events
 from app.services.embeddings import Embedded, embed_texts
-from app.services.facts import StoredFact, check_period, store_embedded_fact
+from app.services.facts import StoredFact, check_period, lock_name, store_embedded_fact
 from app.text import normalise_key
 
 Key = tuple[str, str, str]
@@ -74,6 +74,8 @@ async def store_facts(session: AsyncSession, *, tenant_id: str, embedder: Embedd
             check_period(item)
     embedded = await embed_texts(session, embedder, [item.content for item in items],
                                  tenant_id=tenant_id)
+    # Every key locked at once, in one order, so two bulk stores sharing keys never deadlock.
+    await fact_rows.lock_keys(session, sorted({lock_name(tenant_id, item) for item in items}))
     stored = []
     for index, item in enumerate(items):
         one = Embedded([embedded.vectors[index]], embedded.version_id,
