@@ -42,6 +42,8 @@ What it cannot do:
   (`EngramError`).
 """
 
+import asyncio
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -58,6 +60,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from engram_client import _store_batch as batching
 from engram_client import _store_ops as ops
 from engram_client._http import EngramError, RetryPolicy
 from engram_client.client import DEFAULT_TIMEOUT, AsyncEngramClient, EngramClient
@@ -77,6 +80,8 @@ class EngramStore(BaseStore):
         self.client = EngramClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
         self.aclient = AsyncEngramClient(base_url, api_key=api_key, timeout=timeout,
                                          retry=retry)
+        self._queued: list[tuple[list[batching.Op], asyncio.Future[list[Any]]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     def __enter__(self) -> "EngramStore":
         return self
@@ -100,12 +105,50 @@ class EngramStore(BaseStore):
         await self.aclient.aclose()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order; one result each (None for a put)."""
-        return [self._run(self._steps(op)) for op in ops]
+        """Run the operations as if one after another, in a few bulk requests; one result
+        each (None for a put)."""
+        planned = [_planned(op) for op in ops]
+        return _results(planned, self._run(batching.run(planned, self.search_mode)))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order, without blocking the event loop."""
-        return [await self._arun(self._steps(op)) for op in ops]
+        """`batch` without blocking the event loop. Batches that callers start at the same
+        time (each `aget`, `aput`, ... is one) run together as one batch, in the order they
+        were started."""
+        planned = [_planned(op) for op in ops]
+        loop = asyncio.get_running_loop()
+        waiting: asyncio.Future[list[Any]] = loop.create_future()
+        self._queued.append((planned, waiting))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = loop.create_task(self._flush())
+        return _results(planned, await waiting)
+
+    async def _flush(self) -> None:
+        """Run every queued batch as one, and hand each caller its results."""
+        await asyncio.sleep(0)  # let callers started together queue theirs
+        while self._queued:
+            queued, self._queued = self._queued, []
+            try:
+                done = await self._arun(batching.run([op for planned, _ in queued
+                                                      for op in planned], self.search_mode))
+            except Exception:
+                if len(queued) == 1:
+                    _fail(queued[0][1])
+                    continue
+                # One caller's bad operation must not fail the others: each alone.
+                for planned, waiting in queued:
+                    try:
+                        results = await self._arun(batching.run(planned, self.search_mode))
+                    except Exception:
+                        _fail(waiting)
+                    else:
+                        if not waiting.done():
+                            waiting.set_result(results)
+                continue
+            start = 0
+            for planned, waiting in queued:
+                if not waiting.done():
+                    waiting.set_result(done[start:start + len(planned)])
+                start += len(planned)
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
         """Every version of an item, newest first; empty when it does not exist."""
@@ -116,28 +159,6 @@ class EngramStore(BaseStore):
         """Every version of an item, newest first (async)."""
         _check_labels(namespace)
         return [_item(fields) for fields in await self._arun(ops.history(namespace, key))]
-
-    def _steps(self, op: Op) -> ops.Steps:
-        if isinstance(op, GetOp):
-            _check_labels(op.namespace)
-            return _mapped(ops.get(tuple(op.namespace), op.key),
-                           lambda fields: None if fields is None else _item(fields))
-        if isinstance(op, PutOp):
-            _check_put(op)
-            return ops.put(tuple(op.namespace), op.key, op.value)
-        if isinstance(op, SearchOp):
-            _check_labels(op.namespace_prefix)
-            return _mapped(ops.search(tuple(op.namespace_prefix), op.query, op.filter, op.limit,
-                                      op.offset, self.search_mode),
-                           lambda found: [_search_item(fields, score) for fields, score in found])
-        if isinstance(op, ListNamespacesOp):
-            conditions = op.match_conditions or ()
-            for condition in conditions:
-                _check_labels(condition.path)
-            prefixes = [tuple(c.path) for c in conditions if c.match_type == "prefix"]
-            suffixes = [tuple(c.path) for c in conditions if c.match_type == "suffix"]
-            return ops.list_namespaces(prefixes, suffixes, op.max_depth, op.limit, op.offset)
-        raise ValueError(f"unknown operation {type(op).__name__}")
 
     def _run(self, steps: ops.Steps) -> Any:
         try:
@@ -166,9 +187,48 @@ class EngramStore(BaseStore):
             return done.value
 
 
-def _mapped(steps: ops.Steps, convert: Any) -> ops.Steps:
-    """The same calls; the result passed through `convert`."""
-    return convert((yield from steps))
+def _planned(op: Op) -> batching.Op:
+    """The operation checked and in the store's terms."""
+    if isinstance(op, GetOp):
+        _check_labels(op.namespace)
+        return batching.Get(tuple(op.namespace), op.key)
+    if isinstance(op, PutOp):
+        _check_put(op)
+        return batching.Put(tuple(op.namespace), op.key, op.value,
+                            indexed=op.index is not False)
+    if isinstance(op, SearchOp):
+        _check_labels(op.namespace_prefix)
+        return batching.Search(tuple(op.namespace_prefix), op.query, op.filter, op.limit,
+                               op.offset)
+    if isinstance(op, ListNamespacesOp):
+        conditions = op.match_conditions or ()
+        for condition in conditions:
+            _check_labels(condition.path)
+        return batching.ListNamespaces(
+            [tuple(c.path) for c in conditions if c.match_type == "prefix"],
+            [tuple(c.path) for c in conditions if c.match_type == "suffix"],
+            op.max_depth, op.limit, op.offset)
+    raise ValueError(f"unknown operation {type(op).__name__}")
+
+
+def _results(planned: list[batching.Op], done: list[Any]) -> list[Result]:
+    """LangGraph's results from the store's: items, search items, namespaces, None."""
+    results: list[Result] = []
+    for op, result in zip(planned, done, strict=True):
+        if isinstance(op, batching.Get):
+            results.append(None if result is None else _item(result))
+        elif isinstance(op, batching.Search):
+            results.append([_search_item(fields, score) for fields, score in result])
+        else:
+            results.append(result)
+    return results
+
+
+def _fail(waiting: "asyncio.Future[list[Any]]") -> None:
+    """Hand the exception being handled to the caller waiting on `waiting`."""
+    error = sys.exc_info()[1]
+    if not waiting.done() and error is not None:
+        waiting.set_exception(error)
 
 
 def _item(fields: dict[str, Any]) -> Item:
@@ -193,8 +253,6 @@ def _check_put(op: PutOp) -> None:
     if not op.namespace:
         raise InvalidNamespaceError("namespace cannot be empty")
     _check_labels(op.namespace)
-    if op.namespace[0] == "langgraph":
-        raise InvalidNamespaceError(f'root label cannot be "langgraph": {op.namespace!r}')
     if op.ttl is not None:
         raise NotImplementedError("TTL is not supported by EngramStore: Engram's facts do not "
                                   "expire; put without a ttl")

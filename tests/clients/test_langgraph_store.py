@@ -286,14 +286,49 @@ async def test_what_engram_cannot_carry_is_refused(store):
     for namespace in [(), ("langgraph", "x"), ("a.b",), ("a", "")]:
         with pytest.raises(InvalidNamespaceError):
             store.put(namespace, "k", {"v": 1})
-        with pytest.raises(InvalidNamespaceError):
-            store.batch([PutOp(namespace, "k", {"v": 1})])
+        if namespace != ("langgraph", "x"):  # as LangGraph's stores: only put() refuses it
+            with pytest.raises(InvalidNamespaceError):
+                store.batch([PutOp(namespace, "k", {"v": 1})])
     with pytest.raises(InvalidNamespaceError):
         store.batch([GetOp(("a.b",), "k")])
     with pytest.raises(EngramError) as raised:
         store.put(("big",), "k", {"text": "x" * 60_000})
-    assert raised.value.status == 422 and "body.content" in str(raised.value)
+    assert raised.value.status == 422 and "body.items.0.content" in str(raised.value)
     assert store.list_namespaces() == []
+
+
+async def test_batch_may_put_under_the_root_label_langgraph_as_langgraphs_stores_do(store):
+    store.batch([PutOp(("langgraph", "x"), "k", {"v": 1})])
+    assert store.get(("langgraph", "x"), "k").value == {"v": 1}
+    await store.abatch([PutOp(("langgraph", "y"), "k", {"v": 2})])
+    assert (await store.aget(("langgraph", "y"), "k")).value == {"v": 2}
+
+
+async def test_an_item_put_with_index_false_is_never_found_by_a_query(store):
+    store.put(("docs",), "hidden", {"text": "the secret recipe for apple pie"}, index=False)
+    store.put(("docs",), "shown", {"text": "a recipe for apple crumble"})
+    for mode in (None, "semantic", "keyword"):
+        store.search_mode = mode
+        assert [i.key for i in store.search(("docs",), query="apple pie recipe")] == ["shown"]
+        assert [i.key for i in store.search((), query="secret apple pie")] == ["shown"]
+    assert store.get(("docs",), "hidden").value == {"text": "the secret recipe for apple pie"}
+    assert {i.key for i in store.search(("docs",))} == {"hidden", "shown"}
+    store.put(("docs",), "hidden", {"text": "the secret recipe for apple pie, shared"})
+    assert "hidden" in {i.key for i in store.search(("docs",), query="apple pie recipe")}
+
+
+async def test_score_is_the_similarity_comparable_across_queries(store):
+    store.put(("pets",), "cat", {"text": "My cat sleeps on the sofa all afternoon."})
+    store.put(("pets",), "fish", {"text": "Goldfish need a filtered tank."})
+    close = store.search(("pets",), query="Where does my cat sleep?")
+    far = store.search(("pets",), query="quarterly tax filing deadlines")
+    assert close[0].key == "cat"
+    cat_far = next(i for i in far if i.key == "cat")
+    assert close[0].score > cat_far.score
+    found = store.client.search("Where does my cat sleep?", types=["fact"], limit=5,
+                                min_confidence=0.0, scope="pets")
+    assert close[0].score == pytest.approx(found.results[0].similarity)
+    assert [i.score for i in close] == sorted((i.score for i in close), reverse=True)
 
 
 async def test_the_async_operations_do_the_same(store):
