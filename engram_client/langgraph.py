@@ -19,21 +19,33 @@ How each BaseStore feature maps onto Engram:
 - **delete** (and a put of `None`) deletes the item and every version for good.
 - **search** with a query is Engram's search (hybrid by default, or `search_mode`) inside
   each namespace under the prefix, one search per namespace (up to 8; beyond, one search
-  of the tenant, filtered); `score` is Engram's fused score (hybrid) or its one list's
-  score, and results from several namespaces are merged by it. A query search sees the
-  first 100 hits per namespace: `offset + limit` (and what a filter keeps) stop there.
-  Without a query, items come newest first.
+  of the tenant, filtered); `score` is the hit's `similarity` (the cosine of the query to
+  the item's best vector: comparable across queries, unlike the fused score, which only
+  orders one query's hits; in keyword mode, the keyword rank), and results are ordered by
+  it. A query search sees the first 100 hits per namespace: `offset + limit` (and what a
+  filter keeps) stop there. Without a query, items come newest first.
+- **index=False** on a put keeps the item out of query searches (it is still read by `get`
+  and listed by a search without a query). Putting the same value again with another
+  `index` confirms the stored version and keeps its setting; `index` as a list of fields is
+  ignored (Engram indexes the whole value).
 - **filter**: equality of top-level and nested fields, and `$eq`, `$ne`, `$gt`, `$gte`,
   `$lt`, `$lte`, applied here to the values Engram returns.
 - **list_namespaces**: prefix and suffix (with '*' for one label), max_depth, limit, offset.
-- **batch / abatch**: the operations run in order, each seeing the ones before it.
+- **batch / abatch**: results are those of running the operations in order, each seeing
+  the ones before it, but the operations go as a few bulk requests: one bulk read of every
+  item got or put, one read of the store for the listings, one bulk delete and bulk stores
+  of 250 (a put followed by a delete of the same item is never sent); a query search that
+  follows a write starts a new round. `abatch` calls started together (each `aget`, `aput`,
+  `asearch`, ... is one) run as one batch in the order they started; when that batch fails,
+  each call runs again on its own so one bad operation fails only its caller. A put under
+  the root label `langgraph` is refused by `put()` only, as LangGraph's stores do.
 
 What it cannot do:
 
 - **TTL**: Engram's facts do not expire (only episodes do), so `supports_ttl` is False and
   a put with a `ttl` raises NotImplementedError; `refresh_ttl` is ignored.
-- **index**: Engram embeds and keyword-indexes every item's whole value; `index` fields
-  and `index=False` are ignored, and there is no `index` configuration to give.
+- **index**: Engram embeds and keyword-indexes every item's whole value with its own model;
+  there is no `index` configuration (fields, embedding function) to give.
 - Listing (search without a query, list_namespaces) and finding a query's namespaces read
   every item's active fact, 200 per request: fine for an agent's memories, slow for
   millions of items.
