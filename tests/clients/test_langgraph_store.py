@@ -403,3 +403,44 @@ async def test_the_documented_example_runs_as_written(live_url, api_key_for):
         timeout=300, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Ann's favourite colour is green"
+
+
+async def test_calls_started_together_run_as_a_few_bulk_requests_in_order(store):
+    sent: list[str] = []
+
+    async def count(request) -> None:
+        sent.append(f"{request.method} {request.url.path}")
+
+    store.aclient._http.event_hooks["request"].append(count)
+    await store.aput(("old",), "gone", {"v": 0})
+    sent.clear()
+    calls = []
+    for n in range(100):
+        namespace = ("many", str(n % 2))
+        calls += [store.aput(namespace, f"key{n}", {"n": n}),
+                  store.aget(namespace, f"key{n}"),
+                  store.alist_namespaces(prefix=("many",)),
+                  store.asearch(("many",), limit=1000),
+                  store.aput(namespace, f"key{n}", {"n": n, "again": True})]
+    calls += [store.adelete(("old",), "gone"), store.aget(("old",), "gone")]
+    results = await asyncio.gather(*calls)
+    assert len(sent) <= 10, sent
+    assert [results[5 * n + 1].value for n in range(100)] == [{"n": n} for n in range(100)]
+    assert results[2] == [("many", "0")]
+    assert results[5 * 99 + 2] == [("many", "0"), ("many", "1")]
+    assert [len(results[5 * n + 3]) for n in (0, 1, 99)] == [1, 2, 100]
+    assert results[-1] is None
+    assert (await store.aget(("many", "1"), "key99")).value == {"n": 99, "again": True}
+    assert len(await store.asearch(("many",), limit=1000)) == 100
+    assert [v.value for v in await store.ahistory(("many", "0"), "key0")] == [
+        {"n": 0, "again": True}, {"n": 0}]
+
+
+async def test_one_bad_call_among_calls_started_together_fails_only_itself(store):
+    good = store.aput(("ok",), "k", {"v": 1})
+    bad = store.aput(("ok",), "big", {"text": "x" * 60_000})
+    read = store.aget(("ok",), "k")
+    results = await asyncio.gather(good, bad, read, return_exceptions=True)
+    assert results[0] is None
+    assert isinstance(results[1], EngramError) and results[1].status == 422
+    assert results[2].value == {"v": 1}
