@@ -18,7 +18,7 @@ from engram_client._store_mapping import Namespace
 from engram_client._store_ops import Call, Steps
 
 BULK_READ = 1000  # the server's limit on items a bulk request
-BULK_STORE = 250  # a store takes some milliseconds a fact: a request well inside a timeout
+BULK_STORE = 100  # the server's limit on facts a bulk store
 
 Key = tuple[Namespace, str]
 

@@ -32,10 +32,9 @@ ModelT = TypeVar("ModelT", bound=Model)
 DEFAULT_TIMEOUT = 30.0
 # Requests one client has in flight at once; the rest wait their turn in the client.
 DEFAULT_MAX_IN_FLIGHT = 10
-# Items one bulk read or delete carries (the server's limit), and one bulk store: storing takes
-# some milliseconds a fact, so a request stays well inside the timeout.
+# Items one bulk read or delete carries, and one bulk store (the server's limits).
 MAX_BULK_ITEMS = 1000
-STORE_CHUNK = 250
+STORE_CHUNK = 100
 
 
 def _chunks(items: list[Any], size: int = MAX_BULK_ITEMS) -> list[list[Any]]:
@@ -122,7 +121,7 @@ class EngramClient:
             {"subject": subject, "predicate": predicate, "content": content, **fields}))
 
     def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Store facts in order (each as for `store_fact`), 250 a request, each request one
+        """Store facts in order (each as for `store_fact`), 100 a request, each request one
         transaction (all or none: a refused item raises EngramError naming it, and the
         requests before it stay stored). One result per item:
         `{"status": 201 | 200, "fact": {...}}`."""
@@ -258,7 +257,7 @@ class AsyncEngramClient:
             {"subject": subject, "predicate": predicate, "content": content, **fields}))
 
     async def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Store facts in order, 250 a request (see `EngramClient.store_facts`)."""
+        """Store facts in order, 100 a request (see `EngramClient.store_facts`)."""
         results: list[dict[str, Any]] = []
         for chunk in _chunks(items, STORE_CHUNK):
             results += (await self.request("POST", "/v1/facts/bulk",

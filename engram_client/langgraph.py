@@ -34,7 +34,7 @@ How each BaseStore feature maps onto Engram:
 - **batch / abatch**: results are those of running the operations in order, each seeing
   the ones before it, but the operations go as a few bulk requests: one bulk read of every
   item got or put, one read of the store for the listings, one bulk delete and bulk stores
-  of 250 (a put followed by a delete of the same item is never sent); a query search that
+  of 100 (a put followed by a delete of the same item is never sent); a query search that
   follows a write starts a new round. `abatch` calls started together (each `aget`, `aput`,
   `asearch`, ... is one) run as one batch in the order they started; when that batch fails,
   each call runs again on its own so one bad operation fails only its caller. A put under

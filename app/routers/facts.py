@@ -76,7 +76,7 @@ async def store_facts(body: FactBulkCreate, session: SessionDep, tenant_id: Tena
     201 (a new version) or 200 (an identical active fact was confirmed) and the fact. Every
     content is embedded before the transaction's first statement.
 
-    At most 1000 items a request, and a body of at most `max_body_bytes` (32 MiB by
+    At most 100 items a request, and a body of at most `max_body_bytes` (32 MiB by
     default; beyond it 413). Over the item limit the request is a 422 naming `body.items`.
     """
     stored = await fact_bulk.store_facts(session, tenant_id=tenant_id, embedder=embedder,

@@ -9,6 +9,9 @@ from app.schemas.common import Name, RequestModel, ResponseModel, UUIDIn
 from app.schemas.facts import FactCreate, FactOut
 
 MAX_BULK_ITEMS = 1000
+# A store takes some milliseconds a fact (its versions, links and events): 100 keep one
+# request within seconds.
+MAX_BULK_STORE_ITEMS = 100
 
 
 class FactRef(RequestModel):
@@ -38,10 +41,10 @@ class FactRefs(RequestModel):
 
 
 class FactBulkCreate(RequestModel):
-    """Up to 1000 facts stored in one transaction, in order (a later item of the same key
+    """Up to 100 facts stored in one transaction, in order (a later item of the same key
     supersedes or confirms an earlier one)."""
 
-    items: list[FactCreate] = Field(min_length=1, max_length=MAX_BULK_ITEMS)
+    items: list[FactCreate] = Field(min_length=1, max_length=MAX_BULK_STORE_ITEMS)
 
 
 class FactGetResult(ResponseModel):

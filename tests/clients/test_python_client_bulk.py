@@ -57,7 +57,7 @@ async def test_bulk_facts_store_read_and_delete_in_chunks(counted, api_key_for):
     items = [{"subject": f"item {n}", "predicate": "is", "content": f"number {n}",
               "scope": "bulk"} for n in range(300)]
     with EngramClient(url, api_key=key) as engram:
-        stored = engram.store_facts(items)  # two requests
+        stored = engram.store_facts(items)  # three requests
         assert [r["status"] for r in stored] == [201] * 300
         refs = [{"scope": "bulk", "subject": f"ITEM {n}", "predicate": "is"}
                 for n in (0, 299, 300)]

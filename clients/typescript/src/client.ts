@@ -35,10 +35,9 @@ export interface WaitOptions {
 
 const FINISHED = new Set(["succeeded", "failed"]);
 const DEFAULT_MAX_IN_FLIGHT = 10;
-/** Items one bulk read or delete carries (the server's limit), and one bulk store (storing
- * takes some milliseconds a fact, so a request stays well inside the timeout). */
+/** Items one bulk read or delete carries, and one bulk store (the server's limits). */
 const BULK_ITEMS = 1000;
-const BULK_STORE_ITEMS = 250;
+const BULK_STORE_ITEMS = 100;
 const NDJSON = "application/x-ndjson";
 
 /** A client of Engram's REST API (`/v1`). Every method returns the server's JSON answer,
@@ -121,7 +120,7 @@ export class EngramClient {
     await this.request("DELETE", `/v1/facts/${enc(id)}`);
   }
 
-  /** Store facts in order, 250 a request, each request one transaction: all or none (a
+  /** Store facts in order, 100 a request, each request one transaction: all or none (a
    * refused item throws an `EngramError` naming `body.items.<i>.<field>`; earlier requests
    * stay stored). One result per item: status 201 (new version) or 200 (confirmed). */
   async storeFacts(facts: FactCreate[]): Promise<FactPutResult[]> {

@@ -12,7 +12,7 @@ describe("bulk facts", () => {
     const scope = unique("bulk");
     const facts = Array.from({ length: 260 }, (_, n) => ({ subject: `item ${n}`,
       predicate: "is", content: `number ${n}`, scope }));
-    const stored = await engram.storeFacts(facts); // two requests
+    const stored = await engram.storeFacts(facts); // three requests
     assert.deepEqual(stored.map((r) => r.status), facts.map(() => 201));
     const refs = [{ scope, subject: "ITEM 259", predicate: "is" }, { scope, subject: "nobody",
       predicate: "is" }];

@@ -569,7 +569,7 @@ export interface paths {
          *     201 (a new version) or 200 (an identical active fact was confirmed) and the fact. Every
          *     content is embedded before the transaction's first statement.
          *
-         *     At most 1000 items a request, and a body of at most `max_body_bytes` (32 MiB by
+         *     At most 100 items a request, and a body of at most `max_body_bytes` (32 MiB by
          *     default; beyond it 413). Over the item limit the request is a 422 naming `body.items`.
          */
         post: operations["store_facts"];
@@ -2645,7 +2645,7 @@ export interface components {
         };
         /**
          * FactBulkCreate
-         * @description Up to 1000 facts stored in one transaction, in order (a later item of the same key
+         * @description Up to 100 facts stored in one transaction, in order (a later item of the same key
          *     supersedes or confirms an earlier one).
          */
         FactBulkCreate: {
