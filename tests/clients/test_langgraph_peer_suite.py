@@ -51,6 +51,7 @@ def _pointed_at_engram(source: str) -> str:
                      "from conftest import acreate_vector_store as create_vector_store  # noqa\n")
 
 
+@pytest.mark.timeout(3600)
 async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
     assert REPO is not None
     suite = tmp_path / "tests"
@@ -68,7 +69,7 @@ async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
                          "-o", "asyncio_mode=auto", "--rootdir", str(tmp_path),
                          "--durations=0", "--durations-min=1", "-rfE", "--timeout=600", "tests"],
         cwd=tmp_path, capture_output=True, text=True, timeout=3600, env=env)
-    print(result.stdout[-12000:])
+    print(result.stdout[-20000:])
     summary = result.stdout.strip().splitlines()[-1]
     assert "passed" in summary, result.stdout[-3000:] + result.stderr[-3000:]
     assert "test_large_batches_async" not in "\n".join(
