@@ -40,11 +40,14 @@ def value_text(value: Mapping[str, Any]) -> str:
 
 
 def fact_body(namespace: Namespace, key: str, value: Mapping[str, Any],
-              first_created_at: str | None) -> dict[str, Any]:
-    """The POST /v1/facts body that stores a version of the item."""
+              first_created_at: str | None, *, indexed: bool = True) -> dict[str, Any]:
+    """The POST /v1/facts body that stores a version of the item (`indexed` False: query
+    searches leave it out)."""
     marker: dict[str, Any] = {"namespace": list(namespace), "key": key}
     if first_created_at is not None:
         marker["created_at"] = first_created_at
+    if not indexed:
+        marker["index"] = False
     return {"subject": subject_of(key), "predicate": ITEM_PREDICATE, "content": value_text(value),
             "scope": scope_of(namespace), "permanence": "permanent", "metadata": {MARKER: marker}}
 
@@ -91,9 +94,15 @@ def item_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
             "updated_at": updated}
 
 
+def is_indexed(fact: Mapping[str, Any]) -> bool:
+    """Whether query searches may find the item (it was not put with `index=False`)."""
+    return (marker_of(fact) or {}).get("index") is not False
+
+
 def hit_score(hit: Mapping[str, Any]) -> float | None:
-    """The score Engram ranked a search hit by: the fused score, else its one list's."""
-    for name in ("fused_score", "rrf_score", "similarity", "rank"):
+    """A search hit's score, comparable across queries: its similarity (the cosine of the
+    query to the item's best vector); in keyword mode, its keyword rank."""
+    for name in ("similarity", "rank"):
         if hit.get(name) is not None:
             return float(hit[name])
     return None

@@ -129,7 +129,8 @@ def search(prefix: Namespace, query: str | None, wanted: dict[str, Any] | None, 
         for hit in answer["results"]:
             namespace = mapping.namespace_of(hit)
             if namespace is not None and mapping.has_prefix(namespace, prefix) and (
-                    scope is None or mapping.scope_of(namespace) == scope):
+                    scope is None or mapping.scope_of(namespace) == scope) and (
+                    mapping.is_indexed(hit)):
                 fields = mapping.item_fields(hit)
                 if mapping.matches(fields["value"], wanted):
                     ranked.append((fields, mapping.hit_score(hit)))

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import threading
 import time
 from typing import Any, TypeVar
 
@@ -29,6 +30,21 @@ from engram_client.models import (
 logger = logging.getLogger("engram_client")
 ModelT = TypeVar("ModelT", bound=Model)
 DEFAULT_TIMEOUT = 30.0
+# Requests one client has in flight at once; the rest wait their turn in the client.
+DEFAULT_MAX_IN_FLIGHT = 10
+# Items one bulk read or delete carries, and one bulk store (the server's limits).
+MAX_BULK_ITEMS = 1000
+STORE_CHUNK = 100
+
+
+def _chunks(items: list[Any], size: int = MAX_BULK_ITEMS) -> list[list[Any]]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+def _limits(max_in_flight: int) -> httpx.Limits:
+    if max_in_flight < 1:
+        raise ValueError("max_in_flight must be at least 1")
+    return httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
 
 
 def _episode(content: str, butler: str, session_id: str | None, occurred_at: str | None,
@@ -49,10 +65,12 @@ class EngramClient:
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(base_url=base_url, headers=headers(api_key), timeout=timeout,
-                                  transport=transport)
+                                  transport=transport, limits=_limits(max_in_flight))
+        self._slots = threading.BoundedSemaphore(max_in_flight)
 
     def __enter__(self) -> "EngramClient":
         return self
@@ -70,7 +88,8 @@ class EngramClient:
         while True:
             response: httpx.Response | None = None
             try:
-                response = self._http.request(method, path, **kwargs)
+                with self._slots:
+                    response = self._http.request(method, path, **kwargs)
             except RETRY_ERRORS:
                 if not self.retry.should_retry(attempt, None):
                     raise
@@ -100,6 +119,29 @@ class EngramClient:
         """Store a fact (a newer one with the same key supersedes the old one)."""
         return self._model(Fact, "POST", "/v1/facts", json=without_none(
             {"subject": subject, "predicate": predicate, "content": content, **fields}))
+
+    def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store facts in order (each as for `store_fact`), 100 a request, each request one
+        transaction (all or none: a refused item raises EngramError naming it, and the
+        requests before it stay stored). One result per item:
+        `{"status": 201 | 200, "fact": {...}}`."""
+        return [result for chunk in _chunks(items, STORE_CHUNK)
+                for result in self.request("POST", "/v1/facts/bulk",
+                                           json={"items": chunk})["items"]]
+
+    def get_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Read facts by `{"id": ...}` or key `{"scope", "subject", "predicate"}`, 1000 a
+        request. One result per ref: `{"status": 200, "fact": {...}}` or `{"status": 404}`."""
+        return [result for chunk in _chunks(refs)
+                for result in self.request("POST", "/v1/facts/bulk/get",
+                                           json={"items": chunk})["items"]]
+
+    def delete_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Delete facts (each with its history) by id or key, 1000 a request. One result per
+        ref: `{"status": 204, "deleted_ids": [...]}` or `{"status": 404}`."""
+        return [result for chunk in _chunks(refs)
+                for result in self.request("POST", "/v1/facts/bulk/delete",
+                                           json={"items": chunk})["items"]]
 
     def store_rule(self, content: str, **fields: Any) -> Rule:
         """Store a candidate rule."""
@@ -151,10 +193,14 @@ class AsyncEngramClient:
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(base_url=base_url, headers=headers(api_key),
-                                       timeout=timeout, transport=transport)
+                                       timeout=timeout, transport=transport,
+                                       limits=_limits(max_in_flight))
+        self.max_in_flight = max_in_flight
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     async def __aenter__(self) -> "AsyncEngramClient":
         return self
@@ -172,7 +218,8 @@ class AsyncEngramClient:
         while True:
             response: httpx.Response | None = None
             try:
-                response = await self._http.request(method, path, **kwargs)
+                async with self._semaphore():
+                    response = await self._http.request(method, path, **kwargs)
             except RETRY_ERRORS:
                 if not self.retry.should_retry(attempt, None):
                     raise
@@ -181,6 +228,13 @@ class AsyncEngramClient:
                     return body_of(response)
             await asyncio.sleep(self.retry.delay(attempt, response))
             attempt += 1
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        """The running loop's bound on requests in flight (a semaphore serves one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.max_in_flight))
+        return self._slots[1]
 
     async def _model(self, model: type[ModelT], method: str, path: str,
                      **kwargs: Any) -> ModelT:
@@ -203,6 +257,30 @@ class AsyncEngramClient:
         """Store a fact (a newer one with the same key supersedes the old one)."""
         return await self._model(Fact, "POST", "/v1/facts", json=without_none(
             {"subject": subject, "predicate": predicate, "content": content, **fields}))
+
+    async def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store facts in order, 100 a request (see `EngramClient.store_facts`)."""
+        results: list[dict[str, Any]] = []
+        for chunk in _chunks(items, STORE_CHUNK):
+            results += (await self.request("POST", "/v1/facts/bulk",
+                                           json={"items": chunk}))["items"]
+        return results
+
+    async def get_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Read facts by id or key, 1000 a request (see `EngramClient.get_facts`)."""
+        results: list[dict[str, Any]] = []
+        for chunk in _chunks(refs):
+            results += (await self.request("POST", "/v1/facts/bulk/get",
+                                           json={"items": chunk}))["items"]
+        return results
+
+    async def delete_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Delete facts by id or key, 1000 a request (see `EngramClient.delete_facts`)."""
+        results: list[dict[str, Any]] = []
+        for chunk in _chunks(refs):
+            results += (await self.request("POST", "/v1/facts/bulk/delete",
+                                           json={"items": chunk}))["items"]
+        return results
 
     async def store_rule(self, content: str, **fields: Any) -> Rule:
         """Store a candidate rule."""

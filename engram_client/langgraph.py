@@ -19,21 +19,33 @@ How each BaseStore feature maps onto Engram:
 - **delete** (and a put of `None`) deletes the item and every version for good.
 - **search** with a query is Engram's search (hybrid by default, or `search_mode`) inside
   each namespace under the prefix, one search per namespace (up to 8; beyond, one search
-  of the tenant, filtered); `score` is Engram's fused score (hybrid) or its one list's
-  score, and results from several namespaces are merged by it. A query search sees the
-  first 100 hits per namespace: `offset + limit` (and what a filter keeps) stop there.
-  Without a query, items come newest first.
+  of the tenant, filtered); `score` is the hit's `similarity` (the cosine of the query to
+  the item's best vector: comparable across queries, unlike the fused score, which only
+  orders one query's hits; in keyword mode, the keyword rank), and results are ordered by
+  it. A query search sees the first 100 hits per namespace: `offset + limit` (and what a
+  filter keeps) stop there. Without a query, items come newest first.
+- **index=False** on a put keeps the item out of query searches (it is still read by `get`
+  and listed by a search without a query). Putting the same value again with another
+  `index` confirms the stored version and keeps its setting; `index` as a list of fields is
+  ignored (Engram indexes the whole value).
 - **filter**: equality of top-level and nested fields, and `$eq`, `$ne`, `$gt`, `$gte`,
   `$lt`, `$lte`, applied here to the values Engram returns.
 - **list_namespaces**: prefix and suffix (with '*' for one label), max_depth, limit, offset.
-- **batch / abatch**: the operations run in order, each seeing the ones before it.
+- **batch / abatch**: results are those of running the operations in order, each seeing
+  the ones before it, but the operations go as a few bulk requests: one bulk read of every
+  item got or put, one read of the store for the listings, one bulk delete and bulk stores
+  of 100 (a put followed by a delete of the same item is never sent); a query search that
+  follows a write starts a new round. `abatch` calls started together (each `aget`, `aput`,
+  `asearch`, ... is one) run as one batch in the order they started; when that batch fails,
+  each call runs again on its own so one bad operation fails only its caller. A put under
+  the root label `langgraph` is refused by `put()` only, as LangGraph's stores do.
 
 What it cannot do:
 
 - **TTL**: Engram's facts do not expire (only episodes do), so `supports_ttl` is False and
   a put with a `ttl` raises NotImplementedError; `refresh_ttl` is ignored.
-- **index**: Engram embeds and keyword-indexes every item's whole value; `index` fields
-  and `index=False` are ignored, and there is no `index` configuration to give.
+- **index**: Engram embeds and keyword-indexes every item's whole value with its own model;
+  there is no `index` configuration (fields, embedding function) to give.
 - Listing (search without a query, list_namespaces) and finding a query's namespaces read
   every item's active fact, 200 per request: fine for an agent's memories, slow for
   millions of items.
@@ -42,6 +54,8 @@ What it cannot do:
   (`EngramError`).
 """
 
+import asyncio
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -58,6 +72,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from engram_client import _store_batch as batching
 from engram_client import _store_ops as ops
 from engram_client._http import EngramError, RetryPolicy
 from engram_client.client import DEFAULT_TIMEOUT, AsyncEngramClient, EngramClient
@@ -77,6 +92,8 @@ class EngramStore(BaseStore):
         self.client = EngramClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
         self.aclient = AsyncEngramClient(base_url, api_key=api_key, timeout=timeout,
                                          retry=retry)
+        self._queued: list[tuple[list[batching.Op], asyncio.Future[list[Any]]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     def __enter__(self) -> "EngramStore":
         return self
@@ -100,12 +117,50 @@ class EngramStore(BaseStore):
         await self.aclient.aclose()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order; one result each (None for a put)."""
-        return [self._run(self._steps(op)) for op in ops]
+        """Run the operations as if one after another, in a few bulk requests; one result
+        each (None for a put)."""
+        planned = [_planned(op) for op in ops]
+        return _results(planned, self._run(batching.run(planned, self.search_mode)))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order, without blocking the event loop."""
-        return [await self._arun(self._steps(op)) for op in ops]
+        """`batch` without blocking the event loop. Batches that callers start at the same
+        time (each `aget`, `aput`, ... is one) run together as one batch, in the order they
+        were started."""
+        planned = [_planned(op) for op in ops]
+        loop = asyncio.get_running_loop()
+        waiting: asyncio.Future[list[Any]] = loop.create_future()
+        self._queued.append((planned, waiting))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = loop.create_task(self._flush())
+        return _results(planned, await waiting)
+
+    async def _flush(self) -> None:
+        """Run every queued batch as one, and hand each caller its results."""
+        await asyncio.sleep(0)  # let callers started together queue theirs
+        while self._queued:
+            queued, self._queued = self._queued, []
+            try:
+                done = await self._arun(batching.run([op for planned, _ in queued
+                                                      for op in planned], self.search_mode))
+            except Exception:
+                if len(queued) == 1:
+                    _fail(queued[0][1])
+                    continue
+                # One caller's bad operation must not fail the others: each alone.
+                for planned, waiting in queued:
+                    try:
+                        results = await self._arun(batching.run(planned, self.search_mode))
+                    except Exception:
+                        _fail(waiting)
+                    else:
+                        if not waiting.done():
+                            waiting.set_result(results)
+                continue
+            start = 0
+            for planned, waiting in queued:
+                if not waiting.done():
+                    waiting.set_result(done[start:start + len(planned)])
+                start += len(planned)
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
         """Every version of an item, newest first; empty when it does not exist."""
@@ -116,28 +171,6 @@ class EngramStore(BaseStore):
         """Every version of an item, newest first (async)."""
         _check_labels(namespace)
         return [_item(fields) for fields in await self._arun(ops.history(namespace, key))]
-
-    def _steps(self, op: Op) -> ops.Steps:
-        if isinstance(op, GetOp):
-            _check_labels(op.namespace)
-            return _mapped(ops.get(tuple(op.namespace), op.key),
-                           lambda fields: None if fields is None else _item(fields))
-        if isinstance(op, PutOp):
-            _check_put(op)
-            return ops.put(tuple(op.namespace), op.key, op.value)
-        if isinstance(op, SearchOp):
-            _check_labels(op.namespace_prefix)
-            return _mapped(ops.search(tuple(op.namespace_prefix), op.query, op.filter, op.limit,
-                                      op.offset, self.search_mode),
-                           lambda found: [_search_item(fields, score) for fields, score in found])
-        if isinstance(op, ListNamespacesOp):
-            conditions = op.match_conditions or ()
-            for condition in conditions:
-                _check_labels(condition.path)
-            prefixes = [tuple(c.path) for c in conditions if c.match_type == "prefix"]
-            suffixes = [tuple(c.path) for c in conditions if c.match_type == "suffix"]
-            return ops.list_namespaces(prefixes, suffixes, op.max_depth, op.limit, op.offset)
-        raise ValueError(f"unknown operation {type(op).__name__}")
 
     def _run(self, steps: ops.Steps) -> Any:
         try:
@@ -166,9 +199,48 @@ class EngramStore(BaseStore):
             return done.value
 
 
-def _mapped(steps: ops.Steps, convert: Any) -> ops.Steps:
-    """The same calls; the result passed through `convert`."""
-    return convert((yield from steps))
+def _planned(op: Op) -> batching.Op:
+    """The operation checked and in the store's terms."""
+    if isinstance(op, GetOp):
+        _check_labels(op.namespace)
+        return batching.Get(tuple(op.namespace), op.key)
+    if isinstance(op, PutOp):
+        _check_put(op)
+        return batching.Put(tuple(op.namespace), op.key, op.value,
+                            indexed=op.index is not False)
+    if isinstance(op, SearchOp):
+        _check_labels(op.namespace_prefix)
+        return batching.Search(tuple(op.namespace_prefix), op.query, op.filter, op.limit,
+                               op.offset)
+    if isinstance(op, ListNamespacesOp):
+        conditions = op.match_conditions or ()
+        for condition in conditions:
+            _check_labels(condition.path)
+        return batching.ListNamespaces(
+            [tuple(c.path) for c in conditions if c.match_type == "prefix"],
+            [tuple(c.path) for c in conditions if c.match_type == "suffix"],
+            op.max_depth, op.limit, op.offset)
+    raise ValueError(f"unknown operation {type(op).__name__}")
+
+
+def _results(planned: list[batching.Op], done: list[Any]) -> list[Result]:
+    """LangGraph's results from the store's: items, search items, namespaces, None."""
+    results: list[Result] = []
+    for op, result in zip(planned, done, strict=True):
+        if isinstance(op, batching.Get):
+            results.append(None if result is None else _item(result))
+        elif isinstance(op, batching.Search):
+            results.append([_search_item(fields, score) for fields, score in result])
+        else:
+            results.append(result)
+    return results
+
+
+def _fail(waiting: "asyncio.Future[list[Any]]") -> None:
+    """Hand the exception being handled to the caller waiting on `waiting`."""
+    error = sys.exc_info()[1]
+    if not waiting.done() and error is not None:
+        waiting.set_exception(error)
 
 
 def _item(fields: dict[str, Any]) -> Item:
@@ -193,8 +265,6 @@ def _check_put(op: PutOp) -> None:
     if not op.namespace:
         raise InvalidNamespaceError("namespace cannot be empty")
     _check_labels(op.namespace)
-    if op.namespace[0] == "langgraph":
-        raise InvalidNamespaceError(f'root label cannot be "langgraph": {op.namespace!r}')
     if op.ttl is not None:
         raise NotImplementedError("TTL is not supported by EngramStore: Engram's facts do not "
                                   "expire; put without a ttl")

@@ -1,10 +1,11 @@
 """SQL particular to facts: the listing, the supersession key and the supersession chain."""
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Fact
@@ -50,6 +51,15 @@ async def lock_key(session: AsyncSession, key: str) -> None:
                           {"key": key})
 
 
+async def lock_keys(session: AsyncSession, keys: Sequence[str]) -> None:
+    """`lock_key` for each key, in the order given, in one statement."""
+    if keys:
+        await session.execute(text(
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) "
+            "FROM unnest(CAST(:keys AS text[])) AS t(k)"),
+            {"keys": list(keys)})
+
+
 async def supersession_chain(session: AsyncSession, *, tenant_id: str,
                              fact: Fact) -> list[Fact]:
     """Every version of the fact's key reachable by supersession, newest first."""
@@ -75,3 +85,29 @@ async def supersession_chain(session: AsyncSession, *, tenant_id: str,
         older.append(predecessor)
         current = predecessor
     return [*reversed(newer), fact, *older]
+
+
+async def active_by_keys(session: AsyncSession, *, tenant_id: str,
+                         keys: Sequence[tuple[str, str, str]],
+                         for_update: bool = False) -> dict[tuple[str, str, str], Fact]:
+    """The active subject-keyed fact of each (scope, subject_key, predicate_key), by key."""
+    if not keys:
+        return {}
+    stmt = select(Fact).where(
+        Fact.tenant_id == tenant_id, Fact.validity == "active", Fact.entity_id.is_(None),
+        tuple_(Fact.scope, Fact.subject_key, Fact.predicate_key).in_(list(set(keys))))
+    if for_update:
+        stmt = stmt.with_for_update()
+    rows = (await session.execute(stmt)).scalars()
+    return {(row.scope, row.subject_key, row.predicate_key): row for row in rows}
+
+
+async def by_ids(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                 for_update: bool = False) -> dict[uuid.UUID, Fact]:
+    """The tenant's facts with these ids, by id."""
+    if not ids:
+        return {}
+    stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.id.in_(list(set(ids))))
+    if for_update:
+        stmt = stmt.with_for_update()
+    return {row.id: row for row in (await session.execute(stmt)).scalars()}

@@ -12,9 +12,21 @@ from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import AsOf, Cursor, FilterQuery, KnownAt, Limit, Text
 from app.schemas.common import Validity
+from app.schemas.fact_bulk import (
+    FactBulkCreate,
+    FactDeleteResults,
+    FactGetResults,
+    FactPutResults,
+    FactRefs,
+)
 from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
-from app.services import fact_beliefs, facts
+from app.services import fact_beliefs, fact_bulk, facts
 from app.services.fact_timeline import point_in_time
+from app.services.responses.fact_bulk import (
+    delete_results_out,
+    get_results_out,
+    put_results_out,
+)
 from app.services.responses.facts import fact_out, fact_page_out
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
@@ -50,6 +62,59 @@ async def create_fact(body: FactCreate, request: Request, response: Response,
     else:
         response.status_code = status.HTTP_200_OK
     return fact_out(stored.fact)
+
+
+@router.post("/bulk", response_model=FactPutResults, responses=problem_responses(409, 413, 422),
+             summary="Store many facts at once")
+async def store_facts(body: FactBulkCreate, session: SessionDep, tenant_id: TenantDep,
+                      embedder: EmbedderDep, settings: SettingsDep) -> FactPutResults:
+    """Store the facts in order in one transaction, each as `POST /v1/facts` stores one (a
+    later item with the same key supersedes or confirms an earlier one).
+
+    All or none: an item the store refuses (an unknown `entity_id`, an empty valid period)
+    is a 422 naming `body.items.<i>.<field>`, and nothing is stored. Each result has `status`
+    201 (a new version) or 200 (an identical active fact was confirmed) and the fact. Every
+    content is embedded before the transaction's first statement.
+
+    At most 100 items a request, and a body of at most `max_body_bytes` (32 MiB by
+    default; beyond it 413). Over the item limit the request is a 422 naming `body.items`.
+    """
+    stored = await fact_bulk.store_facts(session, tenant_id=tenant_id, embedder=embedder,
+                                         items=body.items, auto_links=settings.auto_links)
+    return put_results_out(stored)
+
+
+@router.post("/bulk/get", response_model=FactGetResults, responses=problem_responses(413, 422),
+             summary="Read many facts at once")
+async def get_facts(body: FactRefs, session: ReadSessionDep,
+                    tenant_id: TenantDep) -> FactGetResults:
+    """The fact each item names, in the order asked: by `id` (any validity), or by key
+    (`scope`, default `global`, `subject` and `predicate`, compared as a stored fact's key
+    is: the key's active fact).
+
+    Each result has `status` 200 and the fact, or 404 and a `detail`: a missing fact fails
+    only its own item. At most 1000 items a request (else 422 naming `body.items`); an item
+    with neither an id nor a key, or with both, is a 422 naming `body.items.<i>`.
+    """
+    refs = body.items
+    return get_results_out(refs, await fact_bulk.get_facts(session, tenant_id=tenant_id,
+                                                            refs=refs))
+
+
+@router.post("/bulk/delete", response_model=FactDeleteResults,
+             responses=problem_responses(413, 422), summary="Delete many facts at once")
+async def delete_facts(body: FactRefs, session: SessionDep,
+                       tenant_id: TenantDep) -> FactDeleteResults:
+    """Delete for good, in one transaction, the fact each item names (by `id`, or by key: the
+    key's active fact) with every version of its history, as `DELETE /v1/facts/{id}` does.
+
+    Each result has `status` 204 with the deleted `id` and `deleted_ids`, or 404 and a
+    `detail` when the tenant has no such fact (that item deletes nothing; the others still
+    go). Items are named as for `POST /v1/facts/bulk/get`, at most 1000 a request.
+    """
+    refs = body.items
+    return delete_results_out(refs, await fact_bulk.delete_facts(session, tenant_id=tenant_id,
+                                                                  refs=refs))
 
 
 @router.get("", response_model=FactPage, responses=problem_responses(422),

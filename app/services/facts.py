@@ -58,19 +58,37 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     `mentions` the entities its subject, predicate or content names (`services/mentions`).
     """
     butler_limits.check_butler(data.scope, "scope")
+    check_period(data)
+    # The model runs before the first SQL, so no connection is held while it works.
+    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
+    return await store_embedded_fact(session, tenant_id=tenant_id, data=data,
+                                     embedded=embedded, auto_links=auto_links)
+
+
+def lock_name(tenant_id: str, data: FactCreate) -> str:
+    """The name of the lock that serialises writers of the fact's supersession key."""
+    predicate_key = normalise_key(data.predicate)
+    if data.entity_id:
+        return f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{predicate_key}"
+    return f"fact:{tenant_id}:subject:{data.scope}:{normalise_key(data.subject)}:{predicate_key}"
+
+
+def check_period(data: FactCreate) -> None:
+    """InvalidInput unless the fact's valid period ends after it starts."""
     if data.valid_until is not None and data.valid_until <= (data.valid_from or now_utc()):
         raise InvalidInput("valid_until must be after valid_from (default: now)",
                            field="valid_until")
+
+
+async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: FactCreate,
+                              embedded: Embedded,
+                              auto_links: AutoLinkSettings | None = None) -> StoredFact:
+    """`store_fact` with the content already embedded (`embedded` holds this one text)."""
     decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
-    # The model runs before the first SQL, so no connection is held while it works.
-    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
     await _check_references(session, tenant_id=tenant_id, data=data)
 
-    key = (f"fact:{tenant_id}:entity:{data.entity_id}:{data.scope}:{predicate_key}"
-           if data.entity_id else
-           f"fact:{tenant_id}:subject:{data.scope}:{subject_key}:{predicate_key}")
-    await fact_rows.lock_key(session, key)
+    await fact_rows.lock_key(session, lock_name(tenant_id, data))
     versions = await time_rows.believed_versions(
         session, tenant_id=tenant_id, scope=data.scope, subject_key=subject_key,
         predicate_key=predicate_key, entity_id=data.entity_id,

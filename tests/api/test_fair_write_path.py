@@ -57,6 +57,29 @@ async def test_a_search_completes_while_a_long_embedding_is_in_flight_on_one_con
         assert (await batch).status_code == 201
 
 
+async def test_a_bulk_fact_store_holds_no_connection_while_the_model_works(
+        one_connection_app):
+    app = one_connection_app
+    embedder = app.state.embedder
+    heavy, light = await client_for(app, "bulk-facts"), await client_for(app, "light")
+    async with heavy, light:
+        items = [{"subject": f"s{i}", "predicate": "p", "content": f"{i} {LONG_TURN}"}
+                 for i in range(50)]
+        task = asyncio.create_task(heavy.post("/v1/facts/bulk", json={"items": items}))
+        deadline = asyncio.get_running_loop().time() + 120
+        while not any(e.kind == "started" and e.tenant_id == "bulk-facts"
+                      for e in embedder.chunk_record):
+            assert not task.done(), (await task).text
+            assert asyncio.get_running_loop().time() < deadline, "the model never started"
+            await asyncio.sleep(0.005)
+        found = await light.post("/v1/search", json={"query": "support group"})
+        assert found.status_code == 200
+        assert not task.done(), "the bulk store was still embedding when the search returned"
+        stored = await task
+        assert stored.status_code == 200, stored.text
+        assert [item["status"] for item in stored.json()["items"]] == [201] * 50
+
+
 @pytest.mark.parametrize("kind", ["run summary", "arc close"])
 async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
         one_connection_app, kind):

@@ -88,6 +88,20 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(query(lambda ids: {"subject": "Shared"}), OK),
         Call(query(lambda ids: {"entity_id": ids["entity"]}), OK),
     ],
+    ("POST", "/v1/facts/bulk"): [
+        Call(body(lambda ids: {"items": [{"subject": "Shared", "predicate": "colour",
+                                          "content": "b says green"}]}), OK),
+        Call(body(lambda ids: {"items": [{"subject": "x", "predicate": "y", "content": "z",
+                                          "entity_id": ids["entity"]}]}), {422}),
+    ],
+    # Each of A's facts is a 404 item in a 200 answer (tenant_b_cannot_reach_tenant_a checks
+    # nothing of A's changed).
+    ("POST", "/v1/facts/bulk/get"): [
+        Call(body(lambda ids: {"items": [{"id": ids["fact"]},
+                                         {"subject": "Quokka", "predicate": "lives_in"}]}), OK)],
+    ("POST", "/v1/facts/bulk/delete"): [
+        Call(body(lambda ids: {"items": [{"id": ids["fact"]},
+                                         {"subject": "Quokka", "predicate": "lives_in"}]}), OK)],
     ("GET", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("GET", "/v1/facts/{fact_id}/history"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("fact"))],

@@ -286,14 +286,49 @@ async def test_what_engram_cannot_carry_is_refused(store):
     for namespace in [(), ("langgraph", "x"), ("a.b",), ("a", "")]:
         with pytest.raises(InvalidNamespaceError):
             store.put(namespace, "k", {"v": 1})
-        with pytest.raises(InvalidNamespaceError):
-            store.batch([PutOp(namespace, "k", {"v": 1})])
+        if namespace != ("langgraph", "x"):  # as LangGraph's stores: only put() refuses it
+            with pytest.raises(InvalidNamespaceError):
+                store.batch([PutOp(namespace, "k", {"v": 1})])
     with pytest.raises(InvalidNamespaceError):
         store.batch([GetOp(("a.b",), "k")])
     with pytest.raises(EngramError) as raised:
         store.put(("big",), "k", {"text": "x" * 60_000})
-    assert raised.value.status == 422 and "body.content" in str(raised.value)
+    assert raised.value.status == 422 and "body.items.0.content" in str(raised.value)
     assert store.list_namespaces() == []
+
+
+async def test_batch_may_put_under_the_root_label_langgraph_as_langgraphs_stores_do(store):
+    store.batch([PutOp(("langgraph", "x"), "k", {"v": 1})])
+    assert store.get(("langgraph", "x"), "k").value == {"v": 1}
+    await store.abatch([PutOp(("langgraph", "y"), "k", {"v": 2})])
+    assert (await store.aget(("langgraph", "y"), "k")).value == {"v": 2}
+
+
+async def test_an_item_put_with_index_false_is_never_found_by_a_query(store):
+    store.put(("docs",), "hidden", {"text": "the secret recipe for apple pie"}, index=False)
+    store.put(("docs",), "shown", {"text": "a recipe for apple crumble"})
+    for mode in (None, "semantic", "keyword"):
+        store.search_mode = mode
+        assert [i.key for i in store.search(("docs",), query="apple pie recipe")] == ["shown"]
+        assert [i.key for i in store.search((), query="secret apple pie")] == ["shown"]
+    assert store.get(("docs",), "hidden").value == {"text": "the secret recipe for apple pie"}
+    assert {i.key for i in store.search(("docs",))} == {"hidden", "shown"}
+    store.put(("docs",), "hidden", {"text": "the secret recipe for apple pie, shared"})
+    assert "hidden" in {i.key for i in store.search(("docs",), query="apple pie recipe")}
+
+
+async def test_score_is_the_similarity_comparable_across_queries(store):
+    store.put(("pets",), "cat", {"text": "My cat sleeps on the sofa all afternoon."})
+    store.put(("pets",), "fish", {"text": "Goldfish need a filtered tank."})
+    close = store.search(("pets",), query="Where does my cat sleep?")
+    far = store.search(("pets",), query="quarterly tax filing deadlines")
+    assert close[0].key == "cat"
+    cat_far = next(i for i in far if i.key == "cat")
+    assert close[0].score > cat_far.score
+    found = store.client.search("Where does my cat sleep?", types=["fact"], limit=5,
+                                min_confidence=0.0, scope="pets")
+    assert close[0].score == pytest.approx(found.results[0].similarity)
+    assert [i.score for i in close] == sorted((i.score for i in close), reverse=True)
 
 
 async def test_the_async_operations_do_the_same(store):
@@ -368,3 +403,44 @@ async def test_the_documented_example_runs_as_written(live_url, api_key_for):
         timeout=300, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Ann's favourite colour is green"
+
+
+async def test_calls_started_together_run_as_a_few_bulk_requests_in_order(store):
+    sent: list[str] = []
+
+    async def count(request) -> None:
+        sent.append(f"{request.method} {request.url.path}")
+
+    store.aclient._http.event_hooks["request"].append(count)
+    await store.aput(("old",), "gone", {"v": 0})
+    sent.clear()
+    calls = []
+    for n in range(100):
+        namespace = ("many", str(n % 2))
+        calls += [store.aput(namespace, f"key{n}", {"n": n}),
+                  store.aget(namespace, f"key{n}"),
+                  store.alist_namespaces(prefix=("many",)),
+                  store.asearch(("many",), limit=1000),
+                  store.aput(namespace, f"key{n}", {"n": n, "again": True})]
+    calls += [store.adelete(("old",), "gone"), store.aget(("old",), "gone")]
+    results = await asyncio.gather(*calls)
+    assert len(sent) <= 10, sent
+    assert [results[5 * n + 1].value for n in range(100)] == [{"n": n} for n in range(100)]
+    assert results[2] == [("many", "0")]
+    assert results[5 * 99 + 2] == [("many", "0"), ("many", "1")]
+    assert [len(results[5 * n + 3]) for n in (0, 1, 99)] == [1, 2, 100]
+    assert results[-1] is None
+    assert (await store.aget(("many", "1"), "key99")).value == {"n": 99, "again": True}
+    assert len(await store.asearch(("many",), limit=1000)) == 100
+    assert [v.value for v in await store.ahistory(("many", "0"), "key0")] == [
+        {"n": 0, "again": True}, {"n": 0}]
+
+
+async def test_one_bad_call_among_calls_started_together_fails_only_itself(store):
+    good = store.aput(("ok",), "k", {"v": 1})
+    bad = store.aput(("ok",), "big", {"text": "x" * 60_000})
+    read = store.aget(("ok",), "k")
+    results = await asyncio.gather(good, bad, read, return_exceptions=True)
+    assert results[0] is None
+    assert isinstance(results[1], EngramError) and results[1].status == 422
+    assert results[2].value == {"v": 1}

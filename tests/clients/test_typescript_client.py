@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import JobSettings, Settings
+from app.config import JobSettings, LimitSettings, Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples
@@ -63,11 +63,21 @@ def live_url(settings: Settings) -> Iterator[str]:
         yield url
 
 
-async def test_the_node_tests_pass_against_a_live_server(compiled, live_url, api_key_for):
+@pytest.fixture(scope="module")
+def throttled_url(settings: Settings) -> Iterator[str]:
+    """A second live server that allows 5 requests a second per key after a burst of 5."""
+    limits = LimitSettings(requests_per_second=5, burst=5)
+    with serve_in_thread(create_app(settings.model_copy(update={"limits": limits}))) as url:
+        yield url
+
+
+async def test_the_node_tests_pass_against_a_live_server(compiled, live_url, throttled_url,
+                                                         api_key_for):
     key = await api_key_for("typescript-client")
     assert compiled, "no compiled Node tests found in dist/test"
     await asyncio.to_thread(_run, "node", "--test", "--test-reporter=spec", *compiled,
-                            ENGRAM_URL=live_url, ENGRAM_API_KEY=key)
+                            ENGRAM_URL=live_url, ENGRAM_API_KEY=key,
+                            ENGRAM_THROTTLED_URL=throttled_url)
 
 
 def test_the_checked_in_types_match_the_openapi_document(installed, tmp_path):

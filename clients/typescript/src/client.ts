@@ -2,7 +2,8 @@ import { JobTimeoutError } from "./errors.js";
 import { DEFAULT_RETRY, Http, type QueryValue, type RetryOptions } from "./http.js";
 import type {
   ContextRequest, ContextResponse, Entity, EntityCreate, EntityQuery, Episode, EpisodeCreate,
-  EpisodeQuery, ExportRecord, Fact, FactCreate, FactQuery, HarmfulFeedback, HelpfulFeedback,
+  EpisodeQuery, ExportRecord, Fact, FactCreate, FactDeleteResult, FactGetResult, FactPutResult,
+  FactQuery, FactRef, HarmfulFeedback, HelpfulFeedback,
   ImportResult, Job, JobKind, JobParams, Link, LinkCreate, LinkQuery, LinkSelector,
   MergeResult, Page, RecallRequest, RecallResponse, ResolveCandidate, ResolveRequest, Rule,
   RuleCreate, RuleQuery, SearchRequest, SearchResponse, ErasureRequest,
@@ -17,6 +18,8 @@ export interface EngramClientOptions {
   timeoutMs?: number;
   /** Retries of 429 and 503 answers; see `RetryOptions`. */
   retry?: Partial<RetryOptions>;
+  /** Requests this client has in flight at once (default 10); the rest wait their turn. */
+  maxInFlight?: number;
   /** The `fetch` to use (default: the platform's). */
   fetch?: typeof fetch;
   /** Headers sent with every request (e.g. `X-Request-ID`). */
@@ -31,6 +34,10 @@ export interface WaitOptions {
 }
 
 const FINISHED = new Set(["succeeded", "failed"]);
+const DEFAULT_MAX_IN_FLIGHT = 10;
+/** Items one bulk read or delete carries, and one bulk store (the server's limits). */
+const BULK_ITEMS = 1000;
+const BULK_STORE_ITEMS = 100;
 const NDJSON = "application/x-ndjson";
 
 /** A client of Engram's REST API (`/v1`). Every method returns the server's JSON answer,
@@ -44,6 +51,7 @@ export class EngramClient {
       apiKey: options.apiKey,
       timeoutMs: options.timeoutMs ?? 30_000,
       retry: { ...DEFAULT_RETRY, ...options.retry },
+      maxInFlight: options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
       headers: options.headers ?? {},
     });
@@ -110,6 +118,35 @@ export class EngramClient {
   /** Delete a fact and every version of its history for good. */
   async deleteFact(id: string): Promise<void> {
     await this.request("DELETE", `/v1/facts/${enc(id)}`);
+  }
+
+  /** Store facts in order, 100 a request, each request one transaction: all or none (a
+   * refused item throws an `EngramError` naming `body.items.<i>.<field>`; earlier requests
+   * stay stored). One result per item: status 201 (new version) or 200 (confirmed). */
+  async storeFacts(facts: FactCreate[]): Promise<FactPutResult[]> {
+    return this.inChunks("/v1/facts/bulk", facts, BULK_STORE_ITEMS);
+  }
+
+  /** Read facts by `{ id }` or key `{ scope, subject, predicate }`, 1000 a request. One
+   * result per ref: status 200 with the fact, or 404. */
+  async getFacts(refs: FactRef[]): Promise<FactGetResult[]> {
+    return this.inChunks("/v1/facts/bulk/get", refs, BULK_ITEMS);
+  }
+
+  /** Delete facts (each with its history) by id or key, 1000 a request. One result per ref:
+   * status 204 with `deleted_ids`, or 404 when there was none. */
+  async deleteFacts(refs: FactRef[]): Promise<FactDeleteResult[]> {
+    return this.inChunks("/v1/facts/bulk/delete", refs, BULK_ITEMS);
+  }
+
+  private async inChunks<I, R>(path: string, items: I[], size: number): Promise<R[]> {
+    const results: R[] = [];
+    for (let start = 0; start < items.length; start += size) {
+      const answer = await this.request<{ items: R[] }>("POST", path,
+        { json: { items: items.slice(start, start + size) } });
+      results.push(...answer.items);
+    }
+    return results;
   }
 
   // Rules: behavioural guidance whose maturity follows feedback.

@@ -19,6 +19,8 @@ export interface HttpOptions {
   apiKey?: string | undefined;
   timeoutMs: number;
   retry: RetryOptions;
+  /** Requests in flight at once; the others wait their turn in the client. */
+  maxInFlight: number;
   fetch: typeof fetch;
   headers: Record<string, string>;
 }
@@ -32,25 +34,62 @@ export interface CallOptions {
   text?: { body: string; contentType: string } | undefined;
 }
 
-/** Sends requests with authentication, a timeout per attempt and bounded retries. */
+/** At most `size` holders at once; the others wait in arrival order. */
+export class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    if (!Number.isInteger(size) || size < 1) throw new RangeError("maxInFlight must be >= 1");
+    this.free = size;
+  }
+
+  async acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+/** Sends requests with authentication, a timeout per attempt, bounded retries and at most
+ * `maxInFlight` requests at once (a retry waits without holding its place). */
 export class Http {
-  constructor(private readonly options: HttpOptions) {}
+  private readonly slots: Slots;
+
+  constructor(private readonly options: HttpOptions) {
+    this.slots = new Slots(options.maxInFlight);
+  }
 
   /** One call: the parsed answer (JSON, or text for other content types; undefined for 204). */
   async call(method: string, path: string, call: CallOptions = {}): Promise<unknown> {
     const url = this.url(path, call.query);
     const init = this.init(method, call);
     for (let attempt = 0; ; attempt++) {
-      const response = await this.options.fetch(url, {
-        ...init,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-      });
-      if (RETRY_STATUSES.has(response.status) && attempt < this.options.retry.retries) {
-        await response.body?.cancel();
-        await sleep(retryDelay(response, attempt, this.options.retry));
-        continue;
+      let wait: number | null = null;
+      await this.slots.acquire();
+      try {
+        const response = await this.options.fetch(url, {
+          ...init,
+          signal: AbortSignal.timeout(this.options.timeoutMs),
+        });
+        if (RETRY_STATUSES.has(response.status) && attempt < this.options.retry.retries) {
+          await response.body?.cancel();
+          wait = retryDelay(response, attempt, this.options.retry);
+        } else {
+          return await read(response);
+        }
+      } finally {
+        this.slots.release();
       }
-      return read(response);
+      await sleep(wait ?? 0);
     }
   }
 

@@ -18,6 +18,10 @@ export type EpisodeQuery = Filtered<Query<"list_episodes">>;
 export type FactCreate = Schemas["FactCreate"];
 export type Fact = Schemas["FactOut"];
 export type FactQuery = Filtered<Query<"list_facts">>;
+export type FactRef = Schemas["FactRef"];
+export type FactGetResult = Schemas["FactGetResult"];
+export type FactPutResult = Schemas["FactPutResult"];
+export type FactDeleteResult = Schemas["FactDeleteResult"];
 
 export type RuleCreate = Schemas["RuleCreate"];
 export type Rule = Schemas["RuleOut"];

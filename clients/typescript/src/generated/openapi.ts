@@ -552,6 +552,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/facts/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store many facts at once
+         * @description Store the facts in order in one transaction, each as `POST /v1/facts` stores one (a
+         *     later item with the same key supersedes or confirms an earlier one).
+         *
+         *     All or none: an item the store refuses (an unknown `entity_id`, an empty valid period)
+         *     is a 422 naming `body.items.<i>.<field>`, and nothing is stored. Each result has `status`
+         *     201 (a new version) or 200 (an identical active fact was confirmed) and the fact. Every
+         *     content is embedded before the transaction's first statement.
+         *
+         *     At most 100 items a request, and a body of at most `max_body_bytes` (32 MiB by
+         *     default; beyond it 413). Over the item limit the request is a 422 naming `body.items`.
+         */
+        post: operations["store_facts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts/bulk/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete many facts at once
+         * @description Delete for good, in one transaction, the fact each item names (by `id`, or by key: the
+         *     key's active fact) with every version of its history, as `DELETE /v1/facts/{id}` does.
+         *
+         *     Each result has `status` 204 with the deleted `id` and `deleted_ids`, or 404 and a
+         *     `detail` when the tenant has no such fact (that item deletes nothing; the others still
+         *     go). Items are named as for `POST /v1/facts/bulk/get`, at most 1000 a request.
+         */
+        post: operations["delete_facts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts/bulk/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read many facts at once
+         * @description The fact each item names, in the order asked: by `id` (any validity), or by key
+         *     (`scope`, default `global`, `subject` and `predicate`, compared as a stored fact's key
+         *     is: the key's active fact).
+         *
+         *     Each result has `status` 200 and the fact, or 404 and a `detail`: a missing fact fails
+         *     only its own item. At most 1000 items a request (else 422 naming `body.items`); an item
+         *     with neither an id nor a key, or with both, is a 422 naming `body.items.<i>`.
+         */
+        post: operations["get_facts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/facts/{fact_id}": {
         parameters: {
             query?: never;
@@ -2676,6 +2756,15 @@ export interface components {
             success: boolean;
         };
         /**
+         * FactBulkCreate
+         * @description Up to 100 facts stored in one transaction, in order (a later item of the same key
+         *     supersedes or confirms an earlier one).
+         */
+        FactBulkCreate: {
+            /** Items */
+            items: components["schemas"]["FactCreate"][];
+        };
+        /**
          * FactContradiction
          * @description Evidence against a fact, without a memory to link as its source.
          */
@@ -2749,6 +2838,54 @@ export interface components {
              * @description When it stopped holding; default: open-ended, until the next version of the key starts.
              */
             valid_until?: string | null;
+        };
+        /**
+         * FactDeleteResult
+         * @description One item of a bulk delete: 204 deleted (with every version of its history), or 404
+         *     when the tenant had no such fact (nothing to do).
+         */
+        FactDeleteResult: {
+            /**
+             * Deleted Ids
+             * @description Every version deleted with it.
+             */
+            deleted_ids?: string[];
+            /** Detail */
+            detail?: string | null;
+            /**
+             * Id
+             * @description The fact the item named.
+             */
+            id?: string | null;
+            /**
+             * Status
+             * @enum {integer}
+             */
+            status: 204 | 404;
+        };
+        /** FactDeleteResults */
+        FactDeleteResults: {
+            /** Items */
+            items: components["schemas"]["FactDeleteResult"][];
+        };
+        /**
+         * FactGetResult
+         * @description One item of a bulk read: 200 with the fact, or 404 with no fact.
+         */
+        FactGetResult: {
+            /** Detail */
+            detail?: string | null;
+            fact?: components["schemas"]["FactOut"] | null;
+            /**
+             * Status
+             * @enum {integer}
+             */
+            status: 200 | 404;
+        };
+        /** FactGetResults */
+        FactGetResults: {
+            /** Items */
+            items: components["schemas"]["FactGetResult"][];
         };
         /** FactHit */
         FactHit: {
@@ -3011,6 +3148,47 @@ export interface components {
              * @description Opaque cursor of the next page; null on the last page.
              */
             next_cursor?: string | null;
+        };
+        /**
+         * FactPutResult
+         * @description One item of a bulk store: 201 a new version, 200 an identical active fact confirmed.
+         */
+        FactPutResult: {
+            fact: components["schemas"]["FactOut"];
+            /**
+             * Status
+             * @enum {integer}
+             */
+            status: 200 | 201;
+        };
+        /** FactPutResults */
+        FactPutResults: {
+            /** Items */
+            items: components["schemas"]["FactPutResult"][];
+        };
+        /**
+         * FactRef
+         * @description One fact: by `id`, or by key (`subject` and `predicate`, with `scope`, default
+         *     `global`): the key's active fact, compared as a stored fact's key is (case-folded, NFKC,
+         *     whitespace collapsed). Keys anchored on an entity are reached by id.
+         */
+        FactRef: {
+            /** Id */
+            id?: string | null;
+            /** Predicate */
+            predicate?: string | null;
+            /** Scope */
+            scope?: string | null;
+            /** Subject */
+            subject?: string | null;
+        };
+        /**
+         * FactRefs
+         * @description Up to 1000 facts by id or key.
+         */
+        FactRefs: {
+            /** Items */
+            items: components["schemas"]["FactRef"][];
         };
         /** FactStats */
         FactStats: {
@@ -8112,6 +8290,274 @@ export interface operations {
             };
         };
     };
+    store_facts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FactBulkCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactPutResults"];
+                };
+            };
+            /** @description Problem */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+        };
+    };
+    delete_facts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FactRefs"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactDeleteResults"];
+                };
+            };
+            /** @description Problem */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+        };
+    };
+    get_facts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FactRefs"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactGetResults"];
+                };
+            };
+            /** @description Problem */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+        };
+    };
     get_fact: {
         parameters: {
             query?: never;
@@ -8416,7 +8862,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data */
+            /** @description The API key is read-only (`engram keys create --read-only`) and the operation changes data, or it is limited to butlers (`--butlers`) and the operation writes for another butler or the global scope, changes a run, or works on every butler */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -1,0 +1,76 @@
+"""LangGraph's own store tests (its SQLite store's, sync and async) run against a live Engram
+through EngramStore, with the default rate limit.
+
+Opt-in: set LANGGRAPH_REPO to a checkout of github.com/langchain-ai/langgraph. The tests are
+copied to a temporary directory with their store fixtures pointed at EngramStore
+(tests/support/langgraph_peer_conftest.py); nothing of theirs is kept here. The run prints
+the pass count and the slowest tests.
+"""
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings
+from app.main import create_app
+from tests.support.live_server import serve_in_thread
+
+REPO = os.environ.get("LANGGRAPH_REPO")
+SUITE = Path("libs/checkpoint-sqlite/tests")
+FILES = ("test_store.py", "test_async_store.py")
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = 200
+
+pytestmark = pytest.mark.skipif(not REPO, reason="set LANGGRAPH_REPO to a langgraph checkout")
+
+
+@pytest.fixture(scope="module")
+def live_url(settings: Settings) -> Iterator[str]:
+    """A live server with the default limits (100 requests a second per key)."""
+    assert settings.limits.requests_per_second == 100
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
+
+
+def _pointed_at_engram(source: str) -> str:
+    """The test module with its own store fixtures renamed away, so the harness's are used."""
+    source = re.sub(r"^(async )?def (store|create_vector_store)\(", r"\1def _sqlite_\2(",
+                    source, flags=re.M)
+    return source + ("\n\nfrom conftest import store  # noqa\n"
+                     "from conftest import create_vector_store  # noqa\n"
+                     if "async def _sqlite_create_vector_store" not in source else
+                     "\n\nfrom conftest import store  # noqa\n"
+                     "from conftest import acreate_vector_store as create_vector_store  # noqa\n")
+
+
+@pytest.mark.timeout(3600)
+async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
+    assert REPO is not None
+    suite = tmp_path / "tests"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    for name in FILES:
+        source = (Path(REPO) / SUITE / name).read_text()
+        (suite / name).write_text(_pointed_at_engram(source))
+    shutil.copy(ROOT / "tests/support/langgraph_peer_conftest.py", tmp_path / "conftest.py")
+    keys = [await api_key_for(f"langgraph-peer-{n}") for n in range(KEYS)]
+    env = {**os.environ, "ENGRAM_URL": live_url, "ENGRAM_PEER_KEYS": json.dumps(keys),
+           "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    result = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                         "-o", "asyncio_mode=auto", "--rootdir", str(tmp_path),
+                         "--durations=0", "--durations-min=1", "-rfE", "--timeout=600", "tests"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=3600, env=env)
+    print(result.stdout[-20000:])
+    summary = result.stdout.strip().splitlines()[-1]
+    assert "passed" in summary, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "test_large_batches_async" not in "\n".join(
+        line for line in result.stdout.splitlines() if line.startswith("FAILED"))
