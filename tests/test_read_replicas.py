@@ -195,7 +195,7 @@ async def test_every_read_route_runs_on_the_standby(replicated_app, servers, key
         "content": "Ann Lee told me about her cello", "butler": "probe"})).json()
     link = await writer.post("/v1/links", json={
         "source_type": "fact", "source_id": fact["id"], "target_type": "entity",
-        "target_id": entity["id"], "relation": "mentions"})
+        "target_id": entity["id"], "relation": "related_to"})
     assert link.status_code == 201, link.text
     await caught_up(primary, standby)
     name = standby_name(replicated_app)

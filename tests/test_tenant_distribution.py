@@ -20,7 +20,7 @@ KEYS_WITHOUT_TENANT = {
     ("entities", "id"), ("episodes", "id"), ("facts", "id"), ("fact_periods", "id"),
     ("jobs", "id"),
     ("jobs", "kind, scheduled_for"), ("keyword_postings", "memory_type, memory_id, term"),
-    ("memory_events", "id"), ("passages", "id"), ("passages", "episode_id, kind, ordinal"),
+    ("memory_events", "id"), ("memory_links", "id"), ("passages", "id"), ("passages", "episode_id, kind, ordinal"),
     ("passages", "fact_id, kind, ordinal"), ("passages", "rule_id, kind, ordinal"),
     ("procedures", "id"), ("reflection_consolidations", "event_id"),
     ("rule_applications", "id"), ("rules", "id"), ("run_feedback", "id"),
@@ -92,14 +92,19 @@ async def test_keys_and_foreign_keys_without_tenant_id(catalog: Any) -> None:
 
 async def test_every_tenant_table_is_bound_by_one_policy_on_tenant_id(catalog: Any) -> None:
     policies = await _set(catalog, """
-        SELECT c.relname, c.relrowsecurity AND c.relforcerowsecurity, p.policyname, p.cmd, p.qual
+        SELECT c.relname, c.relrowsecurity AND c.relforcerowsecurity, p.policyname, p.cmd, p.qual,
+               p.permissive
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         LEFT JOIN pg_policies p ON p.tablename = c.relname AND p.schemaname = n.nspname
         WHERE n.nspname = 'public' AND c.relkind = 'r'
           AND c.relname NOT IN ('alembic_version', 'embedding_versions', 'workers')""")
-    assert {(table, forced, name, command) for table, forced, name, command, _ in policies} == {
-        (table, True, "tenant_isolation", "ALL") for table, *_ in policies}
-    assert all("current_setting('engram.tenant_id'" in qual for *_, qual in policies)
+    permissive = {policy for policy in policies if policy[5] == "PERMISSIVE"}
+    assert {(table, forced, name, command) for table, forced, name, command, *_ in permissive} \
+        == {(table, True, "tenant_isolation", "ALL") for table, *_ in policies}
+    assert all("current_setting('engram.tenant_id'" in qual for *_, qual, _ in permissive)
+    # The others only narrow what the tenant policy admits (keys limited to butlers).
+    assert {name.rsplit("_", 1)[0] for _, _, name, _, _, kind in policies
+            if kind != "PERMISSIVE"} == {"butler_limit"}
 
 
 async def test_sequences_and_trigger_lookups_by_id_alone(catalog: Any) -> None:
