@@ -104,6 +104,9 @@ REST_ONLY: set[str] = {
     "POST /v1/jobs/pii-scrub",
     "POST /v1/import",
     "GET /v1/events",
+    "POST /v1/facts/bulk",
+    "POST /v1/facts/bulk/get",
+    "POST /v1/facts/bulk/delete",
 }
 
 

@@ -89,6 +89,17 @@ BETA_REQUESTS: dict[tuple[str, str], list[Call]] = {
         Call(query(lambda ids: {"subject": "Quokka"}), OK),
         Call(query(lambda ids: {"entity_id": ids["entity"]}), OK)],
     ("GET", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
+    ("POST", "/v1/facts/bulk"): [
+        Call(body(lambda ids: {"items": [{"subject": "Quokka", "predicate": "p",
+                                          "content": "b", "scope": MINE},
+                                         {"subject": "Quokka", "predicate": "p",
+                                          "content": "b", "scope": HIDDEN}]}), FORBIDDEN)],
+    ("POST", "/v1/facts/bulk/get"): [Call(body(lambda ids: {"items": [
+        {"id": ids["fact"]}, {"scope": HIDDEN, "subject": "Quokka", "predicate": "lives_in"}]}),
+        OK)],
+    ("POST", "/v1/facts/bulk/delete"): [Call(body(lambda ids: {"items": [
+        {"id": ids["fact"]}, {"scope": HIDDEN, "subject": "Quokka", "predicate": "lives_in"}]}),
+        OK)],
     ("GET", "/v1/facts/{fact_id}/history"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/contradict"): [
