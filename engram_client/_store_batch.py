@@ -91,8 +91,11 @@ def _segment(batch: Sequence[Op], positions: range, results: list[Any],
         if isinstance(op, Get | Put) and op.namespace:
             keyed.append((op.namespace, op.key))
     current = yield from _current(list(dict.fromkeys(keyed)))
+    # A listing search in a segment that writes reads a snapshot of every item, to see the
+    # segment's own writes in order; without writes, the server filters and pages it.
+    writing = any(isinstance(batch[i], Put) for i in positions)
     snapshot: dict[Key, dict[str, Any]] | None = None
-    if any(isinstance(batch[i], ListNamespaces) or (isinstance(batch[i], Search)
+    if any(isinstance(batch[i], ListNamespaces) or (isinstance(batch[i], Search) and writing
                                                      and not _has_query(batch[i]))
            for i in positions):
         snapshot = {}
@@ -116,7 +119,7 @@ def _segment(batch: Sequence[Op], positions: range, results: list[Any],
             else:
                 fact = current.get(key)
                 results[i] = None if fact is None else mapping.item_fields(fact)
-        elif isinstance(op, Search) and _has_query(op):
+        elif isinstance(op, Search) and (_has_query(op) or not writing):
             results[i] = yield from ops.search(op.prefix, op.query, op.filter, op.limit,
                                                op.offset, mode)
         else:

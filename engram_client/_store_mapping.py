@@ -10,6 +10,11 @@ from typing import Any
 ITEM_PREDICATE = "langgraph item"
 MARKER = "langgraph_store"
 MAX_NAME_CHARS = 200
+# A value whose JSON is at most this long (and nests at most VALUE_COPY_DEPTH levels) is also
+# kept in the fact's metadata, where the server's filter language reaches its fields.
+VALUE_COPY_CHARS = 8_000
+VALUE_COPY_DEPTH = 5
+_SCALARS = (str, int, float)
 _DIGEST_CHARS = 16
 _KEPT_KEY_CHARS = 150
 
@@ -43,11 +48,17 @@ def fact_body(namespace: Namespace, key: str, value: Mapping[str, Any],
               first_created_at: str | None, *, indexed: bool = True) -> dict[str, Any]:
     """The POST /v1/facts body that stores a version of the item (`indexed` False: query
     searches leave it out)."""
-    marker: dict[str, Any] = {"namespace": list(namespace), "key": key}
+    marker: dict[str, Any] = {"namespace": list(namespace), "key": key,
+                              "prefixes": [scope_of(namespace[:n])
+                                           for n in range(1, len(namespace) + 1)]}
     if first_created_at is not None:
         marker["created_at"] = first_created_at
     if not indexed:
         marker["index"] = False
+    text = value_text(value)
+    if len(text) <= VALUE_COPY_CHARS and "\\u0000" not in text and \
+            _depth(value) <= VALUE_COPY_DEPTH:
+        marker["value"] = dict(value)
     return {"subject": subject_of(key), "predicate": ITEM_PREDICATE, "content": value_text(value),
             "scope": scope_of(namespace), "permanence": "permanent", "metadata": {MARKER: marker}}
 
@@ -171,3 +182,61 @@ def _compare(actual: Any, op: str, operand: Any) -> bool:
         return bool(actual <= operand)
     except TypeError:
         return False
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, Mapping):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def server_filter(prefix: Sequence[str], wanted: Mapping[str, Any] | None, *,
+                  indexed_only: bool) -> dict[str, Any]:
+    """An Engram filter admitting at least the items under `prefix` that pass `wanted`
+    (and, with `indexed_only`, were not put with index=False): what the server can decide
+    of a LangGraph filter. The store still checks each item it gets back, so an item the
+    server cannot judge (stored before values were copied, a large value) is let through."""
+    field = f"metadata.{MARKER}"
+    conditions: list[dict[str, Any]] = [{"predicate": ITEM_PREDICATE}]
+    if prefix:
+        conditions.append({"$or": [{f"{field}.prefixes": scope_of(prefix)},
+                                   {f"{field}.prefixes": {"$exists": False}}]})
+    if indexed_only:
+        conditions.append({f"{field}.index": {"$ne": False}})
+    on_value = _value_conditions(wanted or {}, (f"{field}.value",))
+    if on_value:
+        conditions.append({"$or": [{"$and": on_value}, {f"{field}.value": {"$exists": False}}]})
+    return {"$and": conditions}
+
+
+def _value_conditions(wanted: Mapping[str, Any], path: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The conditions of `wanted` the server reads exactly as `matches` does; the others
+    are left to `matches`."""
+    out: list[dict[str, Any]] = []
+    for name, condition in wanted.items():
+        if not isinstance(name, str) or not name or "." in name or name.startswith("$") \
+                or len(path) >= 6:
+            continue
+        field = ".".join((*path, name))
+        if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
+            for op, operand in condition.items():
+                if op == "$eq" and _unambiguous(operand):
+                    out.append({field: operand})
+                elif op in ("$gt", "$gte", "$lt", "$lte") and isinstance(operand, _SCALARS) \
+                        and not isinstance(operand, bool):
+                    out.append({field: {op: operand}})
+        elif isinstance(condition, Mapping):
+            out += _value_conditions(condition, (*path, name))
+        elif _unambiguous(condition):
+            out.append({field: condition})
+    return out[:40]
+
+
+def _unambiguous(operand: Any) -> bool:
+    """A value the server's `$eq` compares as Python's `==` does: a string, or a number
+    Python would not also find equal to a boolean."""
+    if isinstance(operand, bool) or not isinstance(operand, _SCALARS):
+        return False
+    return isinstance(operand, str) or operand not in (0, 1)

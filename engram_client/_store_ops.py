@@ -4,6 +4,7 @@ Each operation yields `Call`s and receives each call's JSON answer (or has the c
 `EngramError` thrown into it), so the sync and async stores share one implementation.
 """
 
+import json
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,8 +15,6 @@ from engram_client._store_mapping import Namespace
 
 PAGE_SIZE = 200
 MAX_SEARCH_RESULTS = 100
-# A query search over more namespaces than this is one tenant-wide search, filtered.
-MAX_SCOPED_SEARCHES = 8
 
 
 @dataclass(frozen=True)
@@ -106,33 +105,39 @@ def list_namespaces(prefixes: list[tuple[str, ...]], suffixes: list[tuple[str, .
 def search(prefix: Namespace, query: str | None, wanted: dict[str, Any] | None, limit: int,
            offset: int, mode: str | None) -> Steps:
     """Items under the prefix passing the filter: ranked by Engram's search when there is a
-    query, newest first otherwise; each as (fields, score)."""
-    facts = yield from all_items()
-    under = [fact for fact in facts if mapping.has_prefix(mapping.namespace_of(fact) or (), prefix)]
+    query, newest first otherwise; each as (fields, score). The server filters by namespace,
+    index and what it can of `wanted` (`mapping.server_filter`), before it ranks or pages."""
+    wanted_here = mapping.server_filter(prefix, wanted, indexed_only=bool(query and query.strip()))
     if not (query and query.strip()):
-        found = [(mapping.item_fields(fact), None) for fact in under]
-        found = [pair for pair in found if mapping.matches(pair[0]["value"], wanted)]
+        found: list[tuple[dict[str, Any], float | None]] = []
+        cursor = None
+        # Pages come newest stored first; enough are read to fill the page asked for.
+        while len(found) < offset + limit:
+            params = {"filter": json.dumps(wanted_here), "limit": PAGE_SIZE,
+                      **({"cursor": cursor} if cursor else {})}
+            page = yield Call("GET", "/v1/facts", params=params)
+            found += [(fields, None) for fact in page["items"]
+                      if (fields := _passing(fact, prefix, wanted)) is not None]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
         found.sort(key=lambda pair: pair[0]["updated_at"], reverse=True)
         return found[offset:offset + limit]
-    namespaces = sorted({mapping.namespace_of(fact) or () for fact in under})
-    if not namespaces:
-        return []
-    scopes: list[str | None] = ([mapping.scope_of(ns) for ns in namespaces]
-                                if len(namespaces) <= MAX_SCOPED_SEARCHES else [None])
-    ranked: list[tuple[dict[str, Any], float | None]] = []
-    for scope in scopes:
-        # The most hits: other scopes' (and 'global') facts and the filter may drop some.
-        body = {"query": query, "types": ["fact"], "limit": MAX_SEARCH_RESULTS,
-                "min_confidence": 0.0, "scope": scope, "mode": mode}
-        answer = yield Call("POST", "/v1/search",
-                            json={k: v for k, v in body.items() if v is not None})
-        for hit in answer["results"]:
-            namespace = mapping.namespace_of(hit)
-            if namespace is not None and mapping.has_prefix(namespace, prefix) and (
-                    scope is None or mapping.scope_of(namespace) == scope) and (
-                    mapping.is_indexed(hit)):
-                fields = mapping.item_fields(hit)
-                if mapping.matches(fields["value"], wanted):
-                    ranked.append((fields, mapping.hit_score(hit)))
+    body = {"query": query, "types": ["fact"], "limit": min(MAX_SEARCH_RESULTS, offset + limit),
+            "min_confidence": 0.0, "mode": mode, "filter": wanted_here}
+    answer = yield Call("POST", "/v1/search", json={k: v for k, v in body.items() if v is not None})
+    ranked = [(fields, mapping.hit_score(hit)) for hit in answer["results"]
+              if mapping.is_indexed(hit)
+              and (fields := _passing(hit, prefix, wanted)) is not None]
     ranked.sort(key=lambda pair: -(pair[1] or 0.0))
     return ranked[offset:offset + limit]
+
+
+def _passing(fact: dict[str, Any], prefix: Namespace,
+             wanted: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The item's fields when the fact is a store item under `prefix` passing `wanted`."""
+    namespace = mapping.namespace_of(fact)
+    if namespace is None or not mapping.has_prefix(namespace, prefix):
+        return None
+    fields = mapping.item_fields(fact)
+    return fields if mapping.matches(fields["value"], wanted) else None

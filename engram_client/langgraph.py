@@ -17,19 +17,23 @@ How each BaseStore feature maps onto Engram:
 - **get** returns the active version; values survive byte for byte as JSON (key order,
   Unicode, numbers). `created_at` is the first version's time, `updated_at` the latest's.
 - **delete** (and a put of `None`) deletes the item and every version for good.
-- **search** with a query is Engram's search (hybrid by default, or `search_mode`) inside
-  each namespace under the prefix, one search per namespace (up to 8; beyond, one search
-  of the tenant, filtered); `score` is the hit's `similarity` (the cosine of the query to
-  the item's best vector: comparable across queries, unlike the fused score, which only
-  orders one query's hits; in keyword mode, the keyword rank), and results are ordered by
-  it. A query search sees the first 100 hits per namespace: `offset + limit` (and what a
-  filter keeps) stop there. Without a query, items come newest first.
+- **search** with a query is one Engram search (hybrid by default, or `search_mode`) whose
+  server-side filter keeps the items under the prefix, not put with index=False, that pass
+  the filter; `score` is the hit's `similarity` (the cosine of the query to the item's best
+  vector: comparable across queries, unlike the fused score, which only orders one query's
+  hits; in keyword mode, the keyword rank), and results are ordered by it. A query search
+  sees the first 100 hits: `offset + limit` stop there. Without a query, items come newest
+  first, read page by page through the same server-side filter until the page asked for is
+  full.
 - **index=False** on a put keeps the item out of query searches (it is still read by `get`
   and listed by a search without a query). Putting the same value again with another
   `index` confirms the stored version and keeps its setting; `index` as a list of fields is
   ignored (Engram indexes the whole value).
 - **filter**: equality of top-level and nested fields, and `$eq`, `$ne`, `$gt`, `$gte`,
-  `$lt`, `$lte`, applied here to the values Engram returns.
+  `$lt`, `$lte`. Each value of at most 8,000 characters of JSON is also kept in its fact's
+  metadata, so the server applies equality and ordering before it ranks or pages (Engram's
+  filter language, docs/search.md); the store checks every item it gets back, which also
+  covers `$ne`, values it could not copy and items stored before values were copied.
 - **list_namespaces**: prefix and suffix (with '*' for one label), max_depth, limit, offset.
 - **batch / abatch**: results are those of running the operations in order, each seeing
   the ones before it, but the operations go as a few bulk requests: one bulk read of every
@@ -46,9 +50,9 @@ What it cannot do:
   a put with a `ttl` raises NotImplementedError; `refresh_ttl` is ignored.
 - **index**: Engram embeds and keyword-indexes every item's whole value with its own model;
   there is no `index` configuration (fields, embedding function) to give.
-- Listing (search without a query, list_namespaces) and finding a query's namespaces read
-  every item's active fact, 200 per request: fine for an agent's memories, slow for
-  millions of items.
+- `list_namespaces`, and a listing search in a batch that also writes (to see the batch's
+  own writes in order), read every item's active fact, 200 per request: fine for an
+  agent's memories, slow for millions of items.
 - Limits of Engram's facts apply: a key or namespace of at most about 200 characters, a
   value of at most 50,000 characters of JSON; beyond them Engram answers 422
   (`EngramError`).

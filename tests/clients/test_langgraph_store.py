@@ -444,3 +444,32 @@ async def test_one_bad_call_among_calls_started_together_fails_only_itself(store
     assert results[0] is None
     assert isinstance(results[1], EngramError) and results[1].status == 422
     assert results[2].value == {"v": 1}
+
+
+async def test_filters_and_pages_are_decided_by_the_server(store):
+    """A filtered listing reads only the items the filter admits, not every item of the
+    store; a filtered query search asks the server for them alone."""
+    await store.abatch([PutOp(("bulk", str(n % 3)), f"k{n}", {"kind": "common", "n": n})
+                        for n in range(450)])
+    rare = [await store.aput(("bulk", "1"), f"rare{n}", {"kind": "rare", "n": 1000 + n,
+                                                         "about": "green tea"})
+            for n in range(3)]
+    assert rare == [None] * 3
+    sent: list[str] = []
+
+    async def count(request) -> None:
+        sent.append(f"{request.method} {request.url.path}?{request.url.query.decode()}")
+
+    store.aclient._http.event_hooks["request"].append(count)
+    listed = await store.asearch(("bulk",), filter={"kind": "rare"}, limit=10)
+    assert sorted(item.key for item in listed) == ["rare0", "rare1", "rare2"]
+    assert [line.split("?")[0] for line in sent] == ["GET /v1/facts"], sent
+    sent.clear()
+    ranged = await store.asearch(("bulk", "1"), filter={"n": {"$gte": 1001}}, limit=10)
+    assert sorted(item.key for item in ranged) == ["rare1", "rare2"]
+    assert len(sent) == 1
+    sent.clear()
+    found = await store.asearch(("bulk",), query="green tea", filter={"kind": "rare"}, limit=2)
+    assert len(found) == 2 and all(item.value["kind"] == "rare" for item in found)
+    assert [line.split("?")[0] for line in sent] == ["POST /v1/search"], sent
+    assert len(await store.asearch(("bulk",), limit=500)) == 453
