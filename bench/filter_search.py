@@ -65,11 +65,8 @@ async def sql_alone(session: AsyncSession, settings: Settings, filters: search_r
         session, ef_search=max(retrieval.hnsw_ef_search, rerank.DEPTH),
         max_scan_tuples=retrieval.hnsw_max_scan_tuples)
     start = time.perf_counter()
-    if filters.memory_filter is not None and retrieval.filter_exact_below:
-        counts = await search_rows.admitted_counts(session, TYPES, filters=filters,
-                                                   cap=retrieval.filter_exact_below)
-        filters = search_rows.Filters(**{**filters.__dict__, "exact": frozenset(
-            t for t, n in counts.items() if n < retrieval.filter_exact_below)})
+    filters = await search_rows.with_exact_types(session, TYPES, filters,
+                                                 below=retrieval.filter_exact_below)
     await search_rows.search_candidates(session, types=TYPES, filters=filters, vector=vector,
                                         query=query, limit=max(LIMIT, rerank.DEPTH),
                                         passages=search_rows.IN_FULL)

@@ -547,6 +547,17 @@ async def admitted_counts(session: AsyncSession, types: Sequence[str], *, filter
     return {memory_type: int(count) for memory_type, count in zip(types, row, strict=True)}
 
 
+async def with_exact_types(session: AsyncSession, types: Sequence[str], filters: Filters, *,
+                           below: int) -> Filters:
+    """`filters` with `exact` naming the types of which the caller's filter admits fewer than
+    `below` memories (their vectors are then ranked exactly); as given without a filter or
+    with `below` 0."""
+    if filters.memory_filter is None or not below:
+        return filters
+    counts = await admitted_counts(session, types, filters=filters, cap=below)
+    return replace(filters, exact=frozenset(t for t, count in counts.items() if count < below))
+
+
 async def visible_ids(session: AsyncSession, memory_type: str, *, filters: Filters,
                       ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
     """Those of `ids` that search may show (tenant, scope, lifecycle, confidence)."""

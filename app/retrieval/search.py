@@ -88,11 +88,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                       as_of=None if plan.at is None else plan.at.as_of,
                       known_at=None if plan.at is None else plan.at.known_at,
                       memory_filter=plan.memory_filter)
-    if plan.memory_filter is not None and retrieval.filter_exact_below:
-        counts = await search_rows.admitted_counts(session, plan.types, filters=filters,
-                                                   cap=retrieval.filter_exact_below)
-        filters = replace(filters, exact=frozenset(
-            t for t, count in counts.items() if count < retrieval.filter_exact_below))
+    filters = await search_rows.with_exact_types(session, plan.types, filters,
+                                                 below=retrieval.filter_exact_below)
     found = await search_rows.search_candidates(
         session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
         limit=plan.depth,
