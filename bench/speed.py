@@ -72,11 +72,22 @@ def sentence(rng: random.Random) -> str:
 
 def question(rng: random.Random, index: int) -> str:
     """A distinct natural-language question (the index keeps every one different)."""
+    return question_with_parts(rng, index)[0]
+
+
+def question_with_parts(rng: random.Random, index: int) -> tuple[str, list[str]]:
+    """`question`'s text and the sentence parts it names (a name, a time, a place, an
+    activity without its verb), which an episode that answers it holds."""
     activity = rng.choice(ACTIVITIES)
-    text = rng.choice(QUESTIONS).format(
-        name=rng.choice(NAMES), time=rng.choice(TIMES), place=rng.choice(PLACES),
-        activity=activity, activity_bare=activity.split(" ", 1)[1])
-    return f"{text} ({index})" if index % 2 else text.replace("?", f" #{index}?")
+    template = rng.choice(QUESTIONS)
+    values = {"name": rng.choice(NAMES), "time": rng.choice(TIMES), "place": rng.choice(PLACES),
+              "activity": activity, "activity_bare": activity.split(" ", 1)[1]}
+    text = template.format(**values)
+    named = [values["activity_bare" if key == "activity" else key]
+             for key in ("name", "time", "place", "activity", "activity_bare")
+             if "{" + key + "}" in template]
+    text = f"{text} ({index})" if index % 2 else text.replace("?", f" #{index}?")
+    return text, named
 
 
 async def seed_episodes(http: httpx.AsyncClient, rng: random.Random, n: int, batch: int,
