@@ -19,17 +19,15 @@ from sqlalchemy import (
     any_,
     bindparam,
     case,
-    cast,
     func,
     literal,
-    literal_column,
     or_,
     select,
     true,
     union_all,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP, TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute, aliased
 from sqlalchemy.sql.selectable import LateralFromClause
@@ -43,6 +41,7 @@ from app.repositories.fact_time import held_at
 from app.repositories.memories import MODELS
 from app.repositories.memory_filters import compile_filter, filter_shape, filter_values
 from app.retrieval import keyword
+from app.retrieval.keyword import or_tsquery
 from app.schemas.filters import MemoryFilter
 from app.scope import set_local
 from app.text import CONTEXT_MAX_CHARS
@@ -154,18 +153,6 @@ def visibility_filters(memory_type: str, filters: Filters) -> list[ColumnElement
                                              model.last_confirmed_at)
         clauses.append(effective >= _param(filters, "min_confidence", Float))
     return clauses + compile_filter(memory_type, filters.memory_filter)
-
-
-def or_tsquery(query: str | ColumnElement[str]) -> ColumnElement[Any]:
-    """The query's english lexemes OR-ed together.
-
-    plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
-    lexemes, so a natural-language question matches almost nothing. Its output joins quoted
-    lexemes with ' & '; a lexeme never holds a space, so replacing ' & ' by ' | ' turns the
-    operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
-    """
-    plain = func.plainto_tsquery(literal_column("'english'::regconfig"), query)
-    return cast(func.replace(cast(plain, Text), " & ", " | "), TSQUERY)
 
 
 def _passage_scope(memory_type: str, filters: Filters) -> list[ColumnElement[bool]]:

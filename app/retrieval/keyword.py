@@ -29,14 +29,15 @@ from sqlalchemy import (
     and_,
     any_,
     cast,
-    exists,
     func,
     literal,
+    literal_column,
     or_,
     select,
     true,
     union_all,
 )
+from sqlalchemy.dialects.postgresql import TSQUERY
 
 from app.models import (
     KeywordCorpus,
@@ -49,6 +50,18 @@ from app.repositories.memories import MODELS, to_tsvector
 
 POSTINGS_PER_TERM = 100
 RESCORED_PER_LIMIT = 3
+
+
+def or_tsquery(query: str | ColumnElement[str]) -> ColumnElement[Any]:
+    """The query's english lexemes OR-ed together.
+
+    plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
+    lexemes, so a natural-language question matches almost nothing. Its output joins quoted
+    lexemes with ' & '; a lexeme never holds a space, so replacing ' & ' by ' | ' turns the
+    operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
+    """
+    plain = func.plainto_tsquery(literal_column("'english'::regconfig"), query)
+    return cast(func.replace(cast(plain, Text), " & ", " | "), TSQUERY)
 
 
 def query_lexemes(query: str | ColumnElement[str]) -> ColumnElement[Any]:
@@ -86,7 +99,7 @@ def _term_statistics(prefix: str, tenant_id: ColumnElement[str],
     avgdl = stats.c.total_len / func.greatest(stats.c.doc_count, 1)
     return (select(df.c.term, idf.label("idf"), avgdl.label("avgdl"))
             .select_from(df).join(stats, true())
-            .cte(f"{prefix}_bm25_terms"))
+            .cte(f"{prefix}_bm25_terms").prefix_with("MATERIALIZED"))
 
 
 def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
@@ -112,8 +125,7 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
         scopes = [scope] if memory_type == "episode" or scope_is_global else [scope, "global"]
     terms = _term_statistics(prefix, tenant_id, scopes, query)
     if admitted_only:
-        return _scored(memory_type, prefix, terms, _admitted_pool(
-            memory_type, prefix, terms, visibility), limit)
+        return _admitted_scored(memory_type, prefix, terms, query, visibility, limit)
     partitions: list[ColumnElement[str] | str | None] = [None] if scopes is None else [*scopes]
     tops = []
     for number, partition in enumerate(partitions):
@@ -144,16 +156,32 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     return _scored(memory_type, prefix, terms, pool, limit)
 
 
-def _admitted_pool(memory_type: str, prefix: str, terms: CTE,
-                   visibility: list[ColumnElement[bool]]) -> CTE:
-    """Every visible memory holding one of the query's lexemes (probed by primary key)."""
+def _admitted_scored(memory_type: str, prefix: str, terms: CTE, query: ColumnElement[str],
+                     visibility: list[ColumnElement[bool]],
+                     limit: ColumnElement[int]) -> Select[Any]:
+    """The best `limit` visible memories holding one of the query's lexemes, each scored
+    exactly from its own tsvector (the counts and length its postings were made from); the
+    full-text GIN index can intersect the lexemes with the filter's index."""
     model = MODELS[memory_type]
-    posting = KeywordPosting.__table__.alias(f"{prefix}_admitted_posting")
-    holds = exists(select(literal(1)).select_from(posting).where(
-        posting.c.memory_type == memory_type, posting.c.memory_id == model.id,
-        posting.c.term.in_(select(terms.c.term))))
-    return (select(model.id.label("memory_id")).where(*visibility, holds)
-            .cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED"))
+    lexeme = (func.unnest(model.search_vector)
+              .table_valued("lexeme", "positions", "weights")
+              .render_derived(name=f"{prefix}_lexeme"))
+    tf = func.coalesce(func.array_length(lexeme.c.positions, 1), 1)
+    score = (select(func.sum(terms.c.idf * func.engram_bm25_tf(
+                tf, func.engram_tsvector_length(model.search_vector), terms.c.avgdl)))
+             .select_from(lexeme)
+             .join(terms, terms.c.term == lexeme.c.lexeme)
+             .scalar_subquery())
+    scored = (select(model.id.label("memory_id"), score.label("score"))
+              .where(*visibility, model.search_vector.op("@@")(or_tsquery(query)))
+              .subquery(f"{prefix}_admitted"))
+    return (
+        select(literal(memory_type, Text).label("memory_type"),
+               scored.c.memory_id.label("id"), (-scored.c.score).label("score"))
+        .where(scored.c.score.is_not(None))
+        .order_by(scored.c.score.desc(), scored.c.memory_id)
+        .limit(limit)
+    )
 
 
 def _scored(memory_type: str, prefix: str, terms: CTE, pool: CTE,
