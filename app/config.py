@@ -84,7 +84,7 @@ class RetrievalSettings(BaseModel):
         20_000, ge=1, description="How far a filtered vector search may walk the index."
     )
     filter_exact_below: int = Field(
-        5_000, ge=0, le=1_000_000,
+        10_000, ge=0, le=1_000_000,
         description="A search whose `filter` admits fewer memories of a type than this ranks "
         "that type's vectors exactly instead of walking the HNSW index, which would have to "
         "pass over most of the index to find enough of them. 0: never.",
