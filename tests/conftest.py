@@ -14,6 +14,7 @@ from app import migrations
 from app.config import JobSettings, Settings
 from app.db import create_engine
 from app.main import create_app
+from app.retrieval.broad_filters import BROAD
 from app.rls import SYSTEM_SETTING
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
@@ -74,6 +75,7 @@ async def _clean_tables(request: pytest.FixtureRequest) -> None:
         if tables:
             await conn.execute(text(
                 "TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"))
+    BROAD.clear()  # what it remembers counted rows just emptied
 
 
 @pytest.fixture

@@ -41,9 +41,10 @@ from app.repositories.fact_time import held_at
 from app.repositories.memories import MODELS
 from app.repositories.memory_filters import compile_filter, filter_shape, filter_values
 from app.retrieval import keyword
+from app.retrieval.broad_filters import BROAD, broad_key
 from app.retrieval.keyword import or_tsquery
 from app.schemas.filters import MemoryFilter
-from app.scope import set_local
+from app.scope import SCOPE_KEY, Scope, set_local
 from app.text import CONTEXT_MAX_CHARS
 
 Memory = Episode | Fact | Rule
@@ -541,7 +542,16 @@ async def with_exact_types(session: AsyncSession, types: Sequence[str], filters:
     with `below` 0."""
     if filters.memory_filter is None or not below:
         return filters
-    counts = await admitted_counts(session, types, filters=filters, cap=below)
+    scope: Scope | None = session.info.get(SCOPE_KEY)
+    params, shape = filter_params(filters), filter_shape(filters.memory_filter)
+    keys = {t: broad_key(t, params, scope.butlers if scope else (), shape, below)
+            for t in types}
+    uncounted = [t for t in types if not BROAD.holds(keys[t])]
+    counts = (await admitted_counts(session, uncounted, filters=filters, cap=below)
+              if uncounted else {})
+    for memory_type, count in counts.items():
+        if count >= below:
+            BROAD.remember(keys[memory_type])
     return replace(filters, exact=frozenset(t for t, count in counts.items() if count < below))
 
 

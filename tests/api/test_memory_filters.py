@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.retrieval import candidates
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok
 from tests.support.http import post
 
@@ -187,6 +188,29 @@ async def test_mcp_search_recall_and_context_take_a_filter(mcp_as: Any) -> None:
     assert [hit["id"] for hit in recalled["results"]] == [crm["id"]]
     assert [item["id"] for item in context["items"]] == [crm["id"]]
     assert "filter.metadata.source.$like" in refused
+
+
+async def test_a_repeated_broad_filter_is_counted_once_and_answers_the_same(
+        client: httpx.AsyncClient, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(settings.retrieval, "filter_exact_below", 4)
+    made = await tea_episodes(client)
+    counted: list[list[str]] = []
+    count = candidates.admitted_counts
+
+    async def counting(session: Any, types: Any, **kwargs: Any) -> dict[str, int]:
+        counted.append(list(types))
+        return await count(session, types, **kwargs)
+
+    monkeypatch.setattr(candidates, "admitted_counts", counting)
+    body = {"query": "Ann tea", "types": ["episode", "fact"], "limit": 3,
+            "filter": {"metadata.topic": "common"}}
+    first, second = await search(client, **body), await search(client, **body)
+    assert counted == [["episode", "fact"], ["fact"]]  # facts admit none: counted each time
+    assert [hit["id"] for hit in first] == [hit["id"] for hit in second]
+    assert {hit["id"] for hit in first} <= set(made["common"])
+    other = await search(client, **{**body, "filter": {"metadata.topic": "rare"}})
+    assert counted[-1] == ["episode", "fact"]  # other values: counted afresh
+    assert sorted(hit["id"] for hit in other) == sorted(made["rare"])
 
 
 @pytest.mark.parametrize("mode", ["keyword", "semantic"])
