@@ -546,13 +546,14 @@ async def with_exact_types(session: AsyncSession, types: Sequence[str], filters:
     params, shape = filter_params(filters), filter_shape(filters.memory_filter)
     keys = {t: broad_key(t, params, scope.butlers if scope else (), shape, below)
             for t in types}
-    uncounted = [t for t in types if not BROAD.holds(keys[t])]
+    known = {t: BROAD.get(keys[t]) for t in types}
+    uncounted = [t for t in types if known[t] is None]
     counts = (await admitted_counts(session, uncounted, filters=filters, cap=below)
               if uncounted else {})
     for memory_type, count in counts.items():
-        if count >= below:
-            BROAD.remember(keys[memory_type])
-    return replace(filters, exact=frozenset(t for t, count in counts.items() if count < below))
+        known[memory_type] = count >= below
+        BROAD.remember(keys[memory_type], count >= below)
+    return replace(filters, exact=frozenset(t for t in types if not known[t]))
 
 
 async def visible_ids(session: AsyncSession, memory_type: str, *, filters: Filters,

@@ -1,4 +1,4 @@
-"""The memory of filters lately counted as broad: it expires and stays bounded."""
+"""The memory of filters lately counted: it expires and stays bounded."""
 
 from app.retrieval.broad_filters import BroadFilters, broad_key
 
@@ -14,18 +14,19 @@ class Clock:
 def test_a_remembered_filter_is_forgotten_after_the_ttl() -> None:
     clock = Clock()
     broad = BroadFilters(ttl=30, capacity=10, clock=clock)
-    broad.remember("a")
+    broad.remember("a", True)
+    broad.remember("b", False)
     clock.now = 29.9
-    assert broad.holds("a")
+    assert (broad.get("a"), broad.get("b"), broad.get("c")) == (True, False, None)
     clock.now = 30.0
-    assert not broad.holds("a")
+    assert broad.get("a") is None
 
 
 def test_past_its_capacity_it_forgets_the_oldest() -> None:
     broad = BroadFilters(ttl=30, capacity=2, clock=Clock())
     for key in ("a", "b", "c"):
-        broad.remember(key)
-    assert [broad.holds(key) for key in ("a", "b", "c")] == [False, True, True]
+        broad.remember(key, True)
+    assert [broad.get(key) for key in ("a", "b", "c")] == [None, True, True]
 
 
 def test_keys_differ_by_tenant_butlers_values_and_threshold() -> None:
