@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
+    CTE,
     BindParameter,
     ColumnElement,
     Float,
@@ -167,11 +168,29 @@ def _passage_scope(memory_type: str, filters: Filters) -> list[ColumnElement[boo
     return [or_(Passage.scope == "global", Passage.scope == scope)]
 
 
+def _admitted_rows(memory_type: str, filters: Filters, vector: EmbeddingVector | None,
+                   query: str | None, name: str) -> CTE:
+    """Every memory of a type that `filters` admit, read once for both lists when they are
+    ranked exactly: (memory_id, distance to `vector`, words: its tsvector when it holds a
+    word of `query`)."""
+    model = MODELS[memory_type]
+    columns: list[ColumnElement[Any]] = [model.id.label("memory_id")]
+    if vector is not None:
+        columns.append(model.embedding.cosine_distance(
+            bindparam("vector", vector, type_=Vector())).label("distance"))
+    if query is not None:
+        holds = model.search_vector.op("@@")(or_tsquery(bindparam("query", query, type_=Text)))
+        columns.append(case((holds, model.search_vector)).label("words"))
+    return (select(*columns).where(*visibility_filters(memory_type, filters))
+            .cte(f"{name}_admitted_rows").prefix_with("MATERIALIZED"))
+
+
 def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
-                  limit: int) -> Select[Any]:
+                  limit: int, admitted: CTE | None = None) -> Select[Any]:
     """The `limit` memories nearest to `vector`, by their own vector or their best passage's
     (`score` is the smaller cosine distance, a passage's as `PassageRanking` says). `vector`,
-    `limit`, `window_penalty` and `context_max_chars` are named parameters."""
+    `limit`, `window_penalty` and `context_max_chars` are named parameters. With `admitted`
+    (`_admitted_rows`), own vectors are ranked from it."""
     model = MODELS[memory_type]
     bound_vector = bindparam("vector", vector, type_=Vector())
     bound_limit = bindparam("limit", limit, type_=Integer)
@@ -183,6 +202,11 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
         select(model.id.label("id"), distance.label("score"))
         .where(*visibility_filters(memory_type, filters), model.embedding.is_not(None))
         .order_by(distance + 0.0 if exact else distance)
+        .limit(bound_limit)
+    ) if admitted is None else (
+        select(admitted.c.memory_id.label("id"), admitted.c.distance.label("score"))
+        .where(admitted.c.distance.is_not(None))
+        .order_by(admitted.c.distance)
         .limit(bound_limit)
     )
     owner = getattr(Passage, OWNER_COLUMNS[memory_type])
@@ -211,8 +235,9 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
 
 
 def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int,
-                 prefix: str | None = None) -> Select[Any]:
-    """The BM25 leg; `query` and `limit` are the named parameters of the same names."""
+                 prefix: str | None = None, admitted: CTE | None = None) -> Select[Any]:
+    """The BM25 leg; `query` and `limit` are the named parameters of the same names. With
+    `admitted` (`_admitted_rows`), only its memories are scored, each exactly."""
     return keyword.bm25_leg(memory_type, tenant_id=_param(filters, "tenant_id", Text),
                             scope=None if filters.scope is None else _param(filters, "scope",
                                                                             Text),
@@ -220,7 +245,7 @@ def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int,
                             visibility=visibility_filters(memory_type, filters),
                             query=bindparam("query", query, type_=Text),
                             limit=bindparam("limit", limit, type_=Integer), prefix=prefix,
-                            admitted_only=memory_type in filters.exact)
+                            admitted=admitted)
 
 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
@@ -308,16 +333,23 @@ def _ranked_legs(types: Sequence[str], filters: Filters, vector: EmbeddingVector
     union. The time leg ranks the episodes that occurred inside `window` like the semantic
     leg (like the keyword leg without a vector)."""
     legs = []
+    admitted = {t: _admitted_rows(t, filters, vector, query, t) for t in filters.exact
+                if t in types}
     if vector is not None:
-        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit) for t in types]))
+        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit, admitted.get(t))
+                                  for t in types]))
     if query is not None:
-        legs.append(("keyword", [_keyword_leg(t, filters, query, limit) for t in types]))
+        legs.append(("keyword", [_keyword_leg(t, filters, query, limit, admitted=admitted.get(t))
+                                 for t in types]))
     if window is not None:
         inside = replace(filters, occurred=window)
         legs.append(("time", [_semantic_leg("episode", inside, vector, limit)
                               if vector is not None else
                               _keyword_leg("episode", inside, query or "", limit,
-                                           prefix="time_episode")]))
+                                           prefix="time_episode",
+                                           admitted=_admitted_rows(
+                                               "episode", inside, None, query, "time_episode")
+                                           if "episode" in filters.exact else None)]))
     ranked = []
     for name, parts in legs:
         pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")

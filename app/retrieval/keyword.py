@@ -38,6 +38,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.sql.expression import FromClause
 
 from app.models import (
     KeywordCorpus,
@@ -106,7 +107,7 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
              scope: ColumnElement[str] | None, scope_is_global: bool,
              visibility: list[ColumnElement[bool]], query: ColumnElement[str],
              limit: ColumnElement[int], postings_per_term: int = POSTINGS_PER_TERM,
-             prefix: str | None = None, admitted_only: bool = False) -> Select[Any]:
+             prefix: str | None = None, admitted: FromClause | None = None) -> Select[Any]:
     """The best `limit` visible memories of one type by BM25: (memory_type, id, score).
 
     `score` is minus the BM25 score, so that ascending order is best first like the semantic
@@ -114,9 +115,10 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     `scope` picks the postings index partition: the scope itself, and for facts and rules
     also 'global' (unless the scope is 'global' itself). Values are SQL expressions (bound
     parameters), so the statement can be reused. `prefix` (default: the type) names its CTEs,
-    which must differ between two legs of one statement. With `admitted_only` (a filter
-    admits few memories) every visible memory holding a query lexeme is scored exactly,
-    instead of walking each lexeme's postings past the memories the filter refuses.
+    which must differ between two legs of one statement. With `admitted` (a filter admits
+    few memories: (memory_id, words), words being the tsvector of those holding a query
+    lexeme) every one of them is scored exactly, instead of walking each lexeme's postings
+    past the memories the filter refuses.
     """
     model = MODELS[memory_type]
     prefix = prefix or memory_type
@@ -124,8 +126,8 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     if scope is not None:
         scopes = [scope] if memory_type == "episode" or scope_is_global else [scope, "global"]
     terms = _term_statistics(prefix, tenant_id, scopes, query)
-    if admitted_only:
-        return _admitted_scored(memory_type, prefix, terms, query, visibility, limit)
+    if admitted is not None:
+        return _admitted_scored(memory_type, prefix, terms, admitted, limit)
     partitions: list[ColumnElement[str] | str | None] = [None] if scopes is None else [*scopes]
     tops = []
     for number, partition in enumerate(partitions):
@@ -156,24 +158,23 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     return _scored(memory_type, prefix, terms, pool, limit)
 
 
-def _admitted_scored(memory_type: str, prefix: str, terms: CTE, query: ColumnElement[str],
-                     visibility: list[ColumnElement[bool]],
+def _admitted_scored(memory_type: str, prefix: str, terms: CTE, admitted: FromClause,
                      limit: ColumnElement[int]) -> Select[Any]:
-    """The best `limit` visible memories holding one of the query's lexemes, each scored
-    exactly from its own tsvector (the counts and length its postings were made from); the
-    full-text GIN index can intersect the lexemes with the filter's index."""
-    model = MODELS[memory_type]
-    lexeme = (func.unnest(model.search_vector)
+    """The best `limit` of the `admitted` memories (memory_id, words: their tsvector when it
+    holds a query lexeme), each scored exactly from its tsvector (the counts and length its
+    postings were made from)."""
+    words = admitted.c.words
+    lexeme = (func.unnest(words)
               .table_valued("lexeme", "positions", "weights")
               .render_derived(name=f"{prefix}_lexeme"))
     tf = func.coalesce(func.array_length(lexeme.c.positions, 1), 1)
     score = (select(func.sum(terms.c.idf * func.engram_bm25_tf(
-                tf, func.engram_tsvector_length(model.search_vector), terms.c.avgdl)))
+                tf, func.engram_tsvector_length(words), terms.c.avgdl)))
              .select_from(lexeme)
              .join(terms, terms.c.term == lexeme.c.lexeme)
              .scalar_subquery())
-    scored = (select(model.id.label("memory_id"), score.label("score"))
-              .where(*visibility, model.search_vector.op("@@")(or_tsquery(query)))
+    scored = (select(admitted.c.memory_id, score.label("score"))
+              .where(words.is_not(None))
               .subquery(f"{prefix}_admitted"))
     return (
         select(literal(memory_type, Text).label("memory_type"),
