@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.models import Entity
 from app.repositories.memory_filters import RECORD_COLUMNS, compile_filter, filter_values
 from app.rls import SYSTEM_SETTING
-from app.schemas.filters import RECORD_FIELDS, parse_filter
+from app.schemas.filters import FIELDS, RECORD_FIELDS, parse_filter
 from tests.api.test_filter_property import WORDS, random_metadata
 from tests.support.filter_eval import admits
 
@@ -109,6 +109,8 @@ def test_each_list_compiles_exactly_the_fields_it_accepts() -> None:
             if field == "metadata":
                 continue
             assert kind != "type"
+            # A name shared with the memories' fields holds the same kind of value.
+            assert FIELDS.get(field, kind) == kind, field
             # Every accepted field parses and compiles for its own list.
             operand = "2024-05-01T00:00:00Z" if kind == "time" else 1 if kind == "number" \
                 else "x"
