@@ -56,7 +56,7 @@ def _episode(content: str, butler: str, session_id: str | None, occurred_at: str
 
 
 # The lists `list_page` reads, each filtered by its own fields (docs/search.md#filters).
-LISTS = ("episodes", "facts", "rules", "entities", "runs", "procedures", "arcs")
+LISTS = ("episodes", "facts", "rules", "entities", "runs", "procedures", "arcs", "links")
 
 
 def _list_params(kind: str, filter: dict[str, Any] | None, limit: int, cursor: str | None,
@@ -190,7 +190,7 @@ class EngramClient:
     def list_page(self, kind: str, *, filter: dict[str, Any] | None = None, limit: int = 50,
                   cursor: str | None = None, **params: Any) -> dict[str, Any]:
         """One page (`items`, `next_cursor`) of a list: `kind` is episodes, facts, rules,
-        entities, runs, procedures or arcs; `filter` keeps what it admits, e.g.
+        entities, runs, procedures, arcs or links; `filter` keeps what it admits, e.g.
         `list_page("runs", filter={"metadata.model": "small"}, task_id="triage")`."""
         page: dict[str, Any] = self.request(
             "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params))

@@ -59,13 +59,16 @@ PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200)
 CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
                                                                     "previous page.")]
 FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
-# The `filter` of the lists of entities, runs, procedures and arcs: only their own fields.
+# The `filter` of the lists of entities, runs, procedures, arcs and links: only their own
+# fields.
 EntityFilterArg = Annotated[dict[str, Any] | None,
                             Field(description=record_filter_description("entity"))]
 RunFilterArg = Annotated[dict[str, Any] | None, Field(description=record_filter_description("run"))]
 ProcedureFilterArg = Annotated[dict[str, Any] | None,
                                Field(description=record_filter_description("procedure"))]
 ArcFilterArg = Annotated[dict[str, Any] | None, Field(description=record_filter_description("arc"))]
+LinkFilterArg = Annotated[dict[str, Any] | None,
+                          Field(description=record_filter_description("link"))]
 
 
 def filter_of(raw: dict[str, Any] | None, record_type: str | None = None) -> MemoryFilter | None:

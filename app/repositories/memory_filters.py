@@ -1,5 +1,5 @@
 """A filter tree (app/schemas/filters.py) compiled to a WHERE clause of one memory table, or
-of the table of one list of records (entities, runs, procedures, arcs).
+of the table of one list of records (entities, runs, procedures, arcs, links).
 
 Every value is a named bound parameter (`filter_values` gives them), and the SQL depends only
 on the tree's shape (`filter_shape`), so a search statement built once per shape serves every
@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.sql.functions import Function
 
-from app.models import Arc, Entity, Episode, Fact, Procedure, Rule, Run
+from app.models import Arc, Entity, Episode, Fact, MemoryLink, Procedure, Rule, Run
 from app.schemas.filters import COMPARISONS, AllOf, Condition, MemoryFilter, Not
 
 PARAM_PREFIX = "filter_"
@@ -77,6 +77,10 @@ RECORD_COLUMNS: dict[str, dict[str, Any]] = {
             "title": Arc.title, "outcome": Arc.outcome, "started_at": Arc.started_at,
             "ended_at": Arc.ended_at, "created_at": Arc.created_at,
             "updated_at": Arc.updated_at},
+    "link": {"relation": MemoryLink.relation, "source_type": MemoryLink.source_type,
+             "target_type": MemoryLink.target_type, "strength": MemoryLink.strength,
+             "reasoning": MemoryLink.reasoning, "created_by": MemoryLink.created_by,
+             "created_at": MemoryLink.created_at},
 }
 _TABLE_COLUMNS = {**_COLUMNS, **RECORD_COLUMNS}
 TIMESTAMPTZ = TIMESTAMP(timezone=True)
@@ -152,7 +156,7 @@ def _bound_value(condition: Condition) -> Any:
 
 def compile_filter(memory_type: str, tree: MemoryFilter | None) -> list[ColumnElement[bool]]:
     """The WHERE clauses of `tree` on `memory_type`'s table (none without a filter); a
-    record type (`entity`, `run`, `procedure`, `arc`) for the lists of those records."""
+    record type (`entity`, `run`, `procedure`, `arc`, `link`) for the lists of those records."""
     if tree is None:
         return []
     compiler = _Compiler(memory_type)

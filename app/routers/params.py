@@ -61,6 +61,7 @@ EntityFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("entit
 RunFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("run"))]
 ProcedureFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("procedure"))]
 ArcFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("arc"))]
+LinkFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("link"))]
 
 
 def _not_a_number(value: Any) -> Any:

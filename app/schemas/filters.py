@@ -69,8 +69,12 @@ RECORD_FIELDS: dict[str, dict[str, FieldKind]] = {
     "arc": {"scope": "text", "arc_type": "text", "status": "text", "title": "text",
             "outcome": "text", "started_at": "time", "ended_at": "time", "created_at": "time",
             "updated_at": "time"},
+    "link": {"relation": "text", "source_type": "text", "target_type": "text",
+             "strength": "number", "reasoning": "text", "created_by": "text",
+             "created_at": "time"},
 }
-LIST_NAMES = {"entity": "entities", "run": "runs", "procedure": "procedures", "arc": "arcs"}
+LIST_NAMES = {"entity": "entities", "run": "runs", "procedure": "procedures", "arc": "arcs",
+              "link": "links"}
 _KINDS: dict[str, FieldKind] = {**{name: kind for fields in RECORD_FIELDS.values()
                                    for name, kind in fields.items() if name != METADATA},
                                 **FIELDS}

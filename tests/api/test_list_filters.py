@@ -1,4 +1,4 @@
-"""`filter` on the lists of entities, runs, procedures and arcs: each list takes its own
+"""`filter` on the lists of entities, runs, procedures, arcs and links: each list takes its own
 fields, applies the filter before paging and refuses a field it does not have."""
 
 import json
@@ -105,6 +105,25 @@ async def test_arcs_filter_by_scope_times_and_status_across_pages(
     assert sorted(not_chat) == sorted(made[n]["id"] for n in (1, 3, 5))
 
 
+async def test_links_of_a_memory_filter_by_strength_and_maker_across_pages(
+        client: httpx.AsyncClient) -> None:
+    ann = await post(client, "/v1/entities", canonical_name="Ann", entity_type="person")
+    known = [await post(client, "/v1/entities", canonical_name=f"Friend {n}",
+                        entity_type="person") for n in range(6)]
+    made = [await post(client, "/v1/links", source_type="entity", source_id=ann["id"],
+                       target_type="entity", target_id=friend["id"], relation="knows",
+                       strength=(n + 1) / 6, created_by="crm" if n % 2 else "chat")
+            for n, friend in enumerate(known)]
+    strong_crm = await every_page(client, "/v1/links", {
+        "strength": {"$gte": 0.5}, "created_by": "crm"},
+        memory_type="entity", memory_id=ann["id"], direction="outgoing")
+    assert sorted(strong_crm) == sorted(made[n]["id"] for n in (3, 5))
+    refused = await client.get("/v1/links", params={
+        "memory_type": "entity", "memory_id": ann["id"], "filter": '{"metadata.x": 1}'})
+    assert refused.status_code == 422
+    assert "unknown field 'metadata.x' for links" in refused.json()["errors"][0]["message"]
+
+
 @pytest.mark.parametrize(("path", "raw", "named"), [
     ("/v1/entities", {"metadata.level": {"$gt": True}}, "filter.metadata.level.$gt"),
     ("/v1/runs", {"score_numeric": {"$gte": "high"}}, "filter.score_numeric.$gte"),
@@ -171,6 +190,15 @@ async def test_mcp_list_tools_take_each_lists_filter(mcp_as: Any) -> None:
             "filter": {"agent_id": {"$in": ["ops", "qa"]}}}))
         arcs = ok(await client.call_tool("arc_list", {"filter": {"arc_type": "incident"}}))
         unknown = error_text(await client.call_tool("arc_list", {"filter": {"tags": "a"}}))
+        ok(await client.call_tool("link_create", {
+            "source_type": "entity", "source_id": entity["id"], "target_type": "arc",
+            "target_id": arc["id"], "relation": "related_to", "strength": 0.2}))
+        link = ok(await client.call_tool("link_create", {
+            "source_type": "entity", "source_id": entity["id"], "target_type": "run",
+            "target_id": run["id"], "relation": "related_to", "strength": 0.9}))
+        links = ok(await client.call_tool("link_list", {
+            "memory_type": "entity", "memory_id": entity["id"],
+            "filter": {"strength": {"$gt": 0.5}, "target_type": "run"}}))
         malformed = error_text(await client.call_tool("run_list", {
             "filter": {"started_at": {"$gt": 3}}}))
     assert [item["id"] for item in entities["items"]] == [entity["id"]]
@@ -179,4 +207,5 @@ async def test_mcp_list_tools_take_each_lists_filter(mcp_as: Any) -> None:
     assert [item["id"] for item in procedures["items"]] == [procedure["id"]]
     assert [item["id"] for item in arcs["items"]] == [arc["id"]]
     assert "filter.tags: unknown field 'tags' for arcs" in unknown
+    assert [item["id"] for item in links["items"]] == [link["id"]]
     assert "filter.started_at.$gt" in malformed

@@ -32,6 +32,14 @@ async def test_list_page_filters_every_list_and_pages(live: str, api_key_for: An
                                                          "tags": ["style"]})
         engram.request("POST", "/v1/rules", json={"content": "Be kind"})
         rules = engram.list_page("rules", filter={"tags": "style"})
+        strong = engram.request("POST", "/v1/links", json={
+            "source_type": "run", "source_id": made[0]["id"], "target_type": "run",
+            "target_id": made[1]["id"], "relation": "related_to", "strength": 0.9})
+        engram.request("POST", "/v1/links", json={
+            "source_type": "run", "source_id": made[0]["id"], "target_type": "run",
+            "target_id": made[2]["id"], "relation": "related_to", "strength": 0.1})
+        links = engram.list_page("links", filter={"strength": {"$gt": 0.5}},
+                                 memory_type="run", memory_id=made[0]["id"])
         with pytest.raises(EngramError) as refused:
             engram.list_page("procedures", filter={"metadata.x": 1})
         with pytest.raises(ValueError, match="unknown list"):
@@ -40,6 +48,7 @@ async def test_list_page_filters_every_list_and_pages(live: str, api_key_for: An
     assert sorted(run["id"] for run in first["items"] + second["items"]) == sorted(
         run["id"] for run in made[:3])
     assert [rule["id"] for rule in rules["items"]] == [kept["id"]]
+    assert [link["id"] for link in links["items"]] == [strong["id"]]
     assert refused.value.status == 422
     assert "unknown field 'metadata.x' for procedures" in str(refused.value)
     async with AsyncEngramClient(live, api_key=key) as engram_async:

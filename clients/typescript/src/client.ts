@@ -243,7 +243,7 @@ export class EngramClient {
   }
 
   listLinks(query: LinkQuery): Promise<Page<Link>> {
-    return this.request("GET", "/v1/links", { query });
+    return this.request("GET", "/v1/links", { query: withFilterText(query) });
   }
 
   async deleteLink(selector: LinkSelector): Promise<void> {

@@ -52,7 +52,7 @@ export type ArcQuery = Filtered<Query<"list_arcs">>;
 
 export type LinkCreate = Schemas["LinkCreate"];
 export type Link = Schemas["LinkOut"];
-export type LinkQuery = Query<"list_links">;
+export type LinkQuery = Filtered<Query<"list_links">>;
 export type LinkSelector = Query<"delete_link">;
 
 export type Job = Schemas["JobOut"];
