@@ -1,6 +1,7 @@
 """`EngramClient` (sync) and `AsyncEngramClient` (async): the same methods, the same retries."""
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -52,6 +53,19 @@ def _episode(content: str, butler: str, session_id: str | None, occurred_at: str
     return without_none({"content": content, "butler": butler, "session_id": session_id,
                          "occurred_at": occurred_at, "importance": importance,
                          "metadata": metadata})
+
+
+# The lists `list_page` reads, each filtered by its own fields (docs/search.md#filters).
+LISTS = ("episodes", "facts", "rules", "entities", "runs", "procedures", "arcs", "links")
+
+
+def _list_params(kind: str, filter: dict[str, Any] | None, limit: int, cursor: str | None,
+                 params: dict[str, Any]) -> dict[str, Any]:
+    """The query of one page of a list; the filter object goes as JSON text."""
+    if kind not in LISTS:
+        raise ValueError(f"unknown list {kind!r}; one of {', '.join(LISTS)}")
+    return without_none({**params, "limit": limit, "cursor": cursor,
+                         "filter": None if filter is None else json.dumps(filter)})
 
 
 def _empty_context(error: Exception) -> ContextBlock:
@@ -172,6 +186,15 @@ class EngramClient:
             if not fail_open or not _is_outage(error):
                 raise
             return _empty_context(error)
+
+    def list_page(self, kind: str, *, filter: dict[str, Any] | None = None, limit: int = 50,
+                  cursor: str | None = None, **params: Any) -> dict[str, Any]:
+        """One page (`items`, `next_cursor`) of a list: `kind` is episodes, facts, rules,
+        entities, runs, procedures, arcs or links; `filter` keeps what it admits, e.g.
+        `list_page("runs", filter={"metadata.model": "small"}, task_id="triage")`."""
+        page: dict[str, Any] = self.request(
+            "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params))
+        return page
 
     def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by lifecycle state."""
@@ -310,6 +333,14 @@ class AsyncEngramClient:
             if not fail_open or not _is_outage(error):
                 raise
             return _empty_context(error)
+
+    async def list_page(self, kind: str, *, filter: dict[str, Any] | None = None,
+                        limit: int = 50, cursor: str | None = None,
+                        **params: Any) -> dict[str, Any]:
+        """One page of a list, filtered like `EngramClient.list_page`."""
+        page: dict[str, Any] = await self.request(
+            "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params))
+        return page
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by lifecycle state."""

@@ -10,7 +10,14 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SearchMode
-from app.mcp.args import CursorArg, MemoryIdArg, MemoryTypeArg, PageLimitArg
+from app.mcp.args import (
+    ArcFilterArg,
+    CursorArg,
+    MemoryIdArg,
+    MemoryTypeArg,
+    PageLimitArg,
+    filter_of,
+)
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.arcs import (
@@ -147,14 +154,18 @@ async def arc_get(arc_id: ArcIdArg, ctx: Context) -> JsonObject:
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def arc_list(ctx: Context, scope: Name | None = None, arc_type: Name | None = None,
                    status: ArcStatus | None = None, limit: PageLimitArg = 50,
-                   cursor: CursorArg = None) -> JsonObject:
+                   cursor: CursorArg = None, filter: ArcFilterArg = None) -> JsonObject:
     """List arcs newest first, optionally of one scope, type or status (draft arcs are
-    proposals waiting to be accepted). Pass next_cursor back as cursor for the next page."""
+    proposals waiting to be accepted); filter keeps those it admits, e.g.
+    {"started_at": {"$gte": "2024-05-01T00:00:00Z"}}. Pass next_cursor back as cursor for
+    the next page."""
+    memory_filter = filter_of(filter, "arc")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[ArcOut]:
         return page_out(await arcs.list_arcs(session, tenant_id=caller.tenant_id, scope=scope,
                                              arc_type=arc_type, status=status, limit=limit,
-                                             cursor=cursor), arc_out)
+                                             cursor=cursor, memory_filter=memory_filter),
+                        arc_out)
 
     return await read_call(ctx, work)
 

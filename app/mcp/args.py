@@ -7,7 +7,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from app.schemas.common import Content, Importance, MemoryType, Metadata, Name, Reason, Tags
-from app.schemas.filters import FILTER_DESCRIPTION, FilterError, MemoryFilter, parse_filter
+from app.schemas.filters import (
+    FILTER_DESCRIPTION,
+    FilterError,
+    MemoryFilter,
+    parse_filter,
+    record_filter_description,
+)
 
 MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
 MemoryIdArg = Annotated[uuid.UUID, Field(description="The memory's id (a UUID).")]
@@ -53,11 +59,22 @@ PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200)
 CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
                                                                     "previous page.")]
 FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
+# The `filter` of the lists of entities, runs, procedures, arcs and links: only their own
+# fields.
+EntityFilterArg = Annotated[dict[str, Any] | None,
+                            Field(description=record_filter_description("entity"))]
+RunFilterArg = Annotated[dict[str, Any] | None, Field(description=record_filter_description("run"))]
+ProcedureFilterArg = Annotated[dict[str, Any] | None,
+                               Field(description=record_filter_description("procedure"))]
+ArcFilterArg = Annotated[dict[str, Any] | None, Field(description=record_filter_description("arc"))]
+LinkFilterArg = Annotated[dict[str, Any] | None,
+                          Field(description=record_filter_description("link"))]
 
 
-def filter_of(raw: dict[str, Any] | None) -> MemoryFilter | None:
-    """The tree of a `filter` argument; a malformed one is a tool error naming its path."""
+def filter_of(raw: dict[str, Any] | None, record_type: str | None = None) -> MemoryFilter | None:
+    """The tree of a `filter` argument (of the list of `record_type` records when given); a
+    malformed one is a tool error naming its path."""
     try:
-        return None if raw is None else parse_filter(raw)
+        return None if raw is None else parse_filter(raw, record_type)
     except FilterError as error:
         raise ToolError(f"Invalid value for: filter\n- {error}") from None

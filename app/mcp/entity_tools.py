@@ -9,7 +9,15 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import CursorArg, EntityIdArg, MetadataArg, PageLimitArg, TenantArg
+from app.mcp.args import (
+    CursorArg,
+    EntityFilterArg,
+    EntityIdArg,
+    MetadataArg,
+    PageLimitArg,
+    TenantArg,
+    filter_of,
+)
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import AwareDatetimeIn, Name, Page, Validity
@@ -141,15 +149,19 @@ async def entity_merge(target_id: EntityIdArg, source_id: EntityIdArg,
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def entity_list(ctx: Context, entity_type: EntityType | None = None,
                       name: Name | None = None, include_merged: bool = False,
-                      limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+                      limit: PageLimitArg = 50, cursor: CursorArg = None,
+                      filter: EntityFilterArg = None) -> JsonObject:
     """List known entities newest first, optionally of one type or whose canonical name
-    contains `name` (case-insensitive). To find which entity a name means, prefer
-    entity_resolve. Pass next_cursor back as cursor for the next page."""
+    contains `name` (case-insensitive); filter keeps those it admits, e.g.
+    {"metadata.team": "search"}. To find which entity a name means, prefer entity_resolve.
+    Pass next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter, "entity")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[EntityOut]:
         return page_out(await entities.list_entities(
             session, tenant_id=caller.tenant_id, entity_type=entity_type, name=name,
-            include_merged=include_merged, limit=limit, cursor=cursor), entity_out)
+            include_merged=include_merged, limit=limit, cursor=cursor,
+            memory_filter=memory_filter), entity_out)
 
     return await read_call(ctx, work)
 

@@ -9,7 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import CursorArg, PageLimitArg
+from app.mcp.args import CursorArg, LinkFilterArg, PageLimitArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import LinkEndType, Page, ResponseModel
@@ -68,16 +68,19 @@ async def link_create(source_type: EndTypeArg, source_id: EndIdArg, target_type:
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
                     direction: Direction = "both", relation: Relation | None = None,
-                    limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+                    limit: PageLimitArg = 50, cursor: CursorArg = None,
+                    filter: LinkFilterArg = None) -> JsonObject:
     """The links of one memory or entity, newest first: outgoing (it is the source),
-    incoming (the target) or both, optionally of one relation. Use it to see what a memory
-    was derived from or what supports or contradicts it."""
+    incoming (the target) or both, optionally of one relation; filter keeps those it
+    admits, e.g. {"strength": {"$gte": 0.5}}. Use it to see what a memory was derived from
+    or what supports or contradicts it."""
+    memory_filter = filter_of(filter, "link")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[LinkOut]:
         return page_out(await links.list_links(
             session, tenant_id=caller.tenant_id, memory_type=memory_type,
             memory_id=memory_id, direction=direction, relation=relation, limit=limit,
-            cursor=cursor), link_out)
+            cursor=cursor, memory_filter=memory_filter), link_out)
 
     return await read_call(ctx, work)
 

@@ -10,7 +10,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SearchMode
-from app.mcp.args import CursorArg, PageLimitArg
+from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Name, Page, ResponseModel
@@ -113,15 +113,18 @@ async def procedure_get(procedure_id: ProcedureIdArg, ctx: Context) -> JsonObjec
 async def procedure_list(ctx: Context, agent_id: Name | None = None, name: Name | None = None,
                          status: ProcedureStatus | None = None,
                          include_superseded: bool = False, limit: PageLimitArg = 50,
-                         cursor: CursorArg = None) -> JsonObject:
+                         cursor: CursorArg = None,
+                         filter: ProcedureFilterArg = None) -> JsonObject:
     """List procedures newest first, optionally of one agent, name or status; current
-    versions only unless include_superseded. Pass next_cursor back as cursor for the next
-    page."""
+    versions only unless include_superseded; filter keeps those it admits, e.g.
+    {"success_rate": {"$gte": 0.8}}. Pass next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter, "procedure")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[ProcedureOut]:
         return page_out(await procedures.list_procedures(
             session, tenant_id=caller.tenant_id, agent_id=agent_id, name=name, status=status,
-            include_superseded=include_superseded, limit=limit, cursor=cursor), procedure_out)
+            include_superseded=include_superseded, limit=limit, cursor=cursor,
+            memory_filter=memory_filter), procedure_out)
 
     return await read_call(ctx, work)
 

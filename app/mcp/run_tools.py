@@ -8,7 +8,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import CursorArg, PageLimitArg
+from app.mcp.args import CursorArg, PageLimitArg, RunFilterArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
 from app.schemas.common import Content, Metadata, Name, Page, Reason
@@ -237,15 +237,18 @@ async def agent_reflect(ledger_name: LedgerArg, agent_id: AgentArg, belief: Cont
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def run_list(ctx: Context, task_id: Name | None = None, success: bool | None = None,
-                   limit: PageLimitArg = 50, cursor: CursorArg = None) -> JsonObject:
+                   limit: PageLimitArg = 50, cursor: CursorArg = None,
+                   filter: RunFilterArg = None) -> JsonObject:
     """List runs newest first, optionally of one task_id or outcome (success true or
-    false). To find runs like a task, use run_search. Pass next_cursor back as cursor for
-    the next page."""
+    false); filter keeps those it admits, e.g. {"score_numeric": {"$lt": 0.5}}. To find
+    runs like a task, use run_search. Pass next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter, "run")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[RunOut]:
         return page_out(await runs.list_runs(session, tenant_id=caller.tenant_id,
                                              task_id=task_id, success=success, limit=limit,
-                                             cursor=cursor), run_out)
+                                             cursor=cursor, memory_filter=memory_filter),
+                        run_out)
 
     return await call(ctx, work)
 

@@ -13,8 +13,10 @@ from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.filters import equal_values
 from app.repositories.memories import to_tsvector
+from app.repositories.memory_filters import compile_filter
 from app.repositories.rows import update_stamped
 from app.retrieval.record_tables import RecordQuery
+from app.schemas.filters import MemoryFilter
 
 
 def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
@@ -25,9 +27,11 @@ def _filtered(tenant_id: str, scope: str | None, arc_type: str | None,
 
 async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
                     arc_type: str | None, status: str | None, limit: int,
-                    cursor: str | None) -> tuple[list[Arc], str | None]:
-    """A page of the tenant's arcs, newest first."""
-    stmt = select(Arc).where(*_filtered(tenant_id, scope, arc_type, status))
+                    cursor: str | None, memory_filter: MemoryFilter | None = None,
+                    ) -> tuple[list[Arc], str | None]:
+    """A page of the tenant's arcs, newest first, those `memory_filter` admits."""
+    stmt = select(Arc).where(*_filtered(tenant_id, scope, arc_type, status),
+                             *compile_filter("arc", memory_filter))
     return await pagination.list_page(session, stmt, order=(Arc.created_at, Arc.id),
                                       limit=limit, cursor=cursor)
 

@@ -13,7 +13,9 @@ from app.models import Entity, Fact
 from app.repositories import pagination
 from app.repositories.fact_time import record_end
 from app.repositories.filters import equal
+from app.repositories.memory_filters import compile_filter
 from app.repositories.rows import update_stamped
+from app.schemas.filters import MemoryFilter
 
 LIKE_ESCAPE = "\\"
 
@@ -80,13 +82,15 @@ class EntityFilters:
     entity_type: str | None = None
     name: str | None = None
     include_merged: bool = False
+    memory_filter: MemoryFilter | None = None  # a listing's `filter` (app/schemas/filters.py)
 
 
 async def list_entities(session: AsyncSession, *, tenant_id: str, filters: EntityFilters,
                         limit: int, cursor: str | None) -> tuple[list[Entity], str | None]:
     """A page of the tenant's entities matching `filters`, newest first."""
     stmt = select(Entity).where(Entity.tenant_id == tenant_id,
-                                *equal(Entity, filters, "entity_type"))
+                                *equal(Entity, filters, "entity_type"),
+                                *compile_filter("entity", filters.memory_filter))
     if filters.name is not None:
         pattern = "%" + escape_like(filters.name.lower()) + "%"
         stmt = stmt.where(func.lower(Entity.canonical_name).like(pattern, escape=LIKE_ESCAPE))

@@ -18,6 +18,8 @@ from app.models import (
 )
 from app.repositories import pagination
 from app.repositories.memories import MODELS
+from app.repositories.memory_filters import compile_filter
+from app.schemas.filters import MemoryFilter
 
 
 async def create_link(session: AsyncSession, *, tenant_id: str, source_type: str,
@@ -82,12 +84,15 @@ async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: s
 
 async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
                      memory_id: uuid.UUID, direction: str, relation: str | None, limit: int,
-                     cursor: str | None) -> tuple[list[MemoryLink], str | None]:
-    """A page of the edges leaving and/or entering one memory, newest first."""
+                     cursor: str | None, memory_filter: MemoryFilter | None = None,
+                     ) -> tuple[list[MemoryLink], str | None]:
+    """A page of the edges leaving and/or entering one memory, newest first, those
+    `memory_filter` admits."""
     outgoing = and_(MemoryLink.source_type == memory_type, MemoryLink.source_id == memory_id)
     incoming = and_(MemoryLink.target_type == memory_type, MemoryLink.target_id == memory_id)
     ends = {"outgoing": outgoing, "incoming": incoming}.get(direction, or_(outgoing, incoming))
-    stmt = select(MemoryLink).where(MemoryLink.tenant_id == tenant_id, ends)
+    stmt = select(MemoryLink).where(MemoryLink.tenant_id == tenant_id, ends,
+                                    *compile_filter("link", memory_filter))
     if relation is not None:
         stmt = stmt.where(MemoryLink.relation == relation)
     order = (MemoryLink.created_at, MemoryLink.id)

@@ -1,4 +1,5 @@
-"""A filter tree (app/schemas/filters.py) compiled to a WHERE clause of one memory table.
+"""A filter tree (app/schemas/filters.py) compiled to a WHERE clause of one memory table, or
+of the table of one list of records (entities, runs, procedures, arcs, links).
 
 Every value is a named bound parameter (`filter_values` gives them), and the SQL depends only
 on the tree's shape (`filter_shape`), so a search statement built once per shape serves every
@@ -32,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
 from sqlalchemy.sql.functions import Function
 
-from app.models import Episode, Fact, Rule
+from app.models import Arc, Entity, Episode, Fact, MemoryLink, Procedure, Rule, Run
 from app.schemas.filters import COMPARISONS, AllOf, Condition, MemoryFilter, Not
 
 PARAM_PREFIX = "filter_"
@@ -54,6 +55,34 @@ _COLUMNS: dict[str, dict[str, Any]] = {
              "created_at": Rule.created_at, "last_confirmed_at": Rule.last_confirmed_at,
              "metadata": Rule.metadata_},
 }
+# The same for the lists of other records, whose filters name only these fields
+# (app/schemas/filters.RECORD_FIELDS); a run's metadata is its `meta`, an entity's aliases
+# (text[]) read as a JSON array, like tags.
+RECORD_COLUMNS: dict[str, dict[str, Any]] = {
+    "entity": {"metadata": Entity.metadata_, "entity_type": Entity.entity_type,
+               "canonical_name": Entity.canonical_name,
+               "aliases": func.to_jsonb(Entity.aliases), "created_at": Entity.created_at,
+               "updated_at": Entity.updated_at},
+    "run": {"metadata": Run.meta, "task_id": Run.task_id, "agent_version": Run.agent_version,
+            "task_version": Run.task_version, "rubric_version": Run.rubric_version,
+            "score_numeric": Run.score_numeric, "started_at": Run.started_at,
+            "finished_at": Run.finished_at, "created_at": Run.created_at},
+    "procedure": {"agent_id": Procedure.agent_id, "name": Procedure.name,
+                  "status": Procedure.status, "version": Procedure.version,
+                  "execution_count": Procedure.execution_count,
+                  "success_rate": Procedure.success_rate,
+                  "last_executed_at": Procedure.last_executed_at,
+                  "created_at": Procedure.created_at, "updated_at": Procedure.updated_at},
+    "arc": {"scope": Arc.scope, "arc_type": Arc.arc_type, "status": Arc.status,
+            "title": Arc.title, "outcome": Arc.outcome, "started_at": Arc.started_at,
+            "ended_at": Arc.ended_at, "created_at": Arc.created_at,
+            "updated_at": Arc.updated_at},
+    "link": {"relation": MemoryLink.relation, "source_type": MemoryLink.source_type,
+             "target_type": MemoryLink.target_type, "strength": MemoryLink.strength,
+             "reasoning": MemoryLink.reasoning, "created_by": MemoryLink.created_by,
+             "created_at": MemoryLink.created_at},
+}
+_TABLE_COLUMNS = {**_COLUMNS, **RECORD_COLUMNS}
 TIMESTAMPTZ = TIMESTAMP(timezone=True)
 
 
@@ -126,7 +155,8 @@ def _bound_value(condition: Condition) -> Any:
 
 
 def compile_filter(memory_type: str, tree: MemoryFilter | None) -> list[ColumnElement[bool]]:
-    """The WHERE clauses of `tree` on `memory_type`'s table (none without a filter)."""
+    """The WHERE clauses of `tree` on `memory_type`'s table (none without a filter); a
+    record type (`entity`, `run`, `procedure`, `arc`, `link`) for the lists of those records."""
     if tree is None:
         return []
     compiler = _Compiler(memory_type)
@@ -149,7 +179,7 @@ class _Compiler:
     def condition(self, condition: Condition) -> ColumnElement[bool]:
         name = f"{PARAM_PREFIX}{self.number}"
         self.number += 1
-        column = _COLUMNS[self.memory_type].get(condition.field)
+        column = _TABLE_COLUMNS[self.memory_type].get(condition.field)
         if condition.field == "memory_type":
             if condition.op == "$exists":
                 return true() if condition.value else false()

@@ -10,8 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import Procedure
 from app.repositories import pagination
 from app.repositories.filters import equal
+from app.repositories.memory_filters import compile_filter
 from app.repositories.rows import update_stamped
 from app.retrieval.record_tables import RecordQuery
+from app.schemas.filters import MemoryFilter
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class ProcedureFilters:
     name: str | None = None
     status: str | None = None
     include_superseded: bool = False
+    memory_filter: MemoryFilter | None = None  # a listing's `filter` (app/schemas/filters.py)
 
 
 def _filtered(tenant_id: str, filters: ProcedureFilters) -> list[ColumnElement[bool]]:
@@ -43,7 +46,8 @@ async def current_named(session: AsyncSession, *, tenant_id: str, agent_id: str,
 async def list_procedures(session: AsyncSession, *, tenant_id: str, filters: ProcedureFilters,
                           limit: int, cursor: str | None) -> tuple[list[Procedure], str | None]:
     """A page of the tenant's procedures matching `filters`, newest first."""
-    stmt = select(Procedure).where(*_filtered(tenant_id, filters))
+    stmt = select(Procedure).where(*_filtered(tenant_id, filters),
+                                   *compile_filter("procedure", filters.memory_filter))
     return await pagination.list_page(session, stmt, order=(Procedure.created_at, Procedure.id),
                                       limit=limit, cursor=cursor)
 

@@ -14,6 +14,8 @@ from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
 from app.repositories.memories import to_tsvector
+from app.repositories.memory_filters import compile_filter
+from app.schemas.filters import MemoryFilter
 
 # A row that belongs to one run: a message or a feedback.
 PartT = TypeVar("PartT", RunMessage, RunFeedback)
@@ -30,6 +32,7 @@ class RunFilters:
     success: bool | None = None
     agent_version: str | None = None
     max_rating: float | None = None
+    memory_filter: MemoryFilter | None = None  # a listing's `filter` (app/schemas/filters.py)
 
 
 def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
@@ -57,7 +60,8 @@ async def update_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID
 async def list_runs(session: AsyncSession, *, tenant_id: str, filters: RunFilters, limit: int,
                     cursor: str | None) -> tuple[list[Run], str | None]:
     """A page of the tenant's runs matching `filters`, newest first."""
-    stmt = select(Run).where(*_where(filters, tenant_id))
+    stmt = select(Run).where(*_where(filters, tenant_id),
+                             *compile_filter("run", filters.memory_filter))
     return await pagination.list_page(session, stmt, order=(Run.created_at, Run.id),
                                       limit=limit, cursor=cursor)
 

@@ -14,7 +14,7 @@ from app.deps import (
 )
 from app.errors import problem_responses
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import ArcFilterQuery, Cursor, Limit, Text
 from app.schemas.arcs import (
     ArcClose,
     ArcCreate,
@@ -51,11 +51,11 @@ async def create_arc(body: ArcCreate, request: Request, response: Response,
             summary="List arcs")
 async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep, scope: Text = None,
                     arc_type: Text = None, status: ArcStatus | None = None, limit: Limit = 50,
-                    cursor: Cursor = None) -> Page[ArcOut]:
-    """Arcs newest first."""
+                    cursor: Cursor = None, memory_filter: ArcFilterQuery = None) -> Page[ArcOut]:
+    """Arcs newest first; `filter` keeps those it admits."""
     return page_out(await arcs.list_arcs(session, tenant_id=tenant_id, scope=scope,
                                          arc_type=arc_type, status=status, limit=limit,
-                                         cursor=cursor), arc_out)
+                                         cursor=cursor, memory_filter=memory_filter), arc_out)
 
 
 @router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),

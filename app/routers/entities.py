@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.routers.created import locate
-from app.routers.params import AsOf, Cursor, KnownAt, Limit, Text
+from app.routers.params import AsOf, Cursor, EntityFilterQuery, KnownAt, Limit, Text
 from app.schemas.common import Page, Validity
 from app.schemas.entities import (
     EntityCreate,
@@ -59,11 +59,14 @@ async def list_entities(
                                                       "entities.")] = False,
     limit: Limit = 50,
     cursor: Cursor = None,
+    memory_filter: EntityFilterQuery = None,
 ) -> Page[EntityOut]:
-    """Entities newest first; merged (tombstoned) ones only on request."""
+    """Entities newest first; merged (tombstoned) ones only on request; `filter` keeps those
+    it admits."""
     return page_out(await entities.list_entities(
         session, tenant_id=tenant_id, entity_type=entity_type, name=name,
-        include_merged=include_merged, limit=limit, cursor=cursor), entity_out)
+        include_merged=include_merged, limit=limit, cursor=cursor,
+        memory_filter=memory_filter), entity_out)
 
 
 @router.post("/resolve", response_model=list[ResolveCandidate],

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
-from app.routers.params import Cursor, Limit
+from app.routers.params import Cursor, Limit, LinkFilterQuery
 from app.schemas.common import LinkEndType, Page
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
@@ -64,11 +64,14 @@ async def list_links(
     relation: Relation | None = None,
     limit: Limit = 50,
     cursor: Cursor = None,
+    memory_filter: LinkFilterQuery = None,
 ) -> Page[LinkOut]:
-    """Links leaving and/or entering the memory, newest first; 404 when it does not exist."""
+    """Links leaving and/or entering the memory, newest first; 404 when it does not exist;
+    `filter` keeps those it admits."""
     return page_out(await links.list_links(
         session, tenant_id=tenant_id, memory_type=memory_type, memory_id=memory_id,
-        direction=direction, relation=relation, limit=limit, cursor=cursor), link_out)
+        direction=direction, relation=relation, limit=limit, cursor=cursor,
+        memory_filter=memory_filter), link_out)
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT,

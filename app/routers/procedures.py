@@ -15,7 +15,7 @@ from app.deps import (
 )
 from app.errors import problem_responses
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import Cursor, Limit, ProcedureFilterQuery, Text
 from app.schemas.common import Page
 from app.schemas.procedures import (
     ExecutionCreate,
@@ -62,11 +62,14 @@ async def list_procedures(
     include_superseded: Annotated[bool, Query(description="Include old versions.")] = False,
     limit: Limit = 50,
     cursor: Cursor = None,
+    memory_filter: ProcedureFilterQuery = None,
 ) -> Page[ProcedureOut]:
-    """Procedures newest first; current versions only unless asked."""
+    """Procedures newest first; current versions only unless asked; `filter` keeps those it
+    admits."""
     return page_out(await procedures.list_procedures(
         session, tenant_id=tenant_id, agent_id=agent_id, name=name, status=status,
-        include_superseded=include_superseded, limit=limit, cursor=cursor), procedure_out)
+        include_superseded=include_superseded, limit=limit, cursor=cursor,
+        memory_filter=memory_filter), procedure_out)
 
 
 @router.post("/search", response_model=ProcedureSearchResponse,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response, status
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, Text
+from app.routers.params import Cursor, Limit, RunFilterQuery, Text
 from app.schemas.common import Page
 from app.schemas.runs import (
     FeedbackCreate,
@@ -57,10 +57,11 @@ async def create_run(body: RunCreate, request: Request, response: Response,
             summary="List runs")
 async def list_runs(session: SessionDep, tenant_id: TenantDep, task_id: Text = None,
                     success: bool | None = None, limit: Limit = 50,
-                    cursor: Cursor = None) -> Page[RunOut]:
-    """The tenant's runs, newest first."""
+                    cursor: Cursor = None, memory_filter: RunFilterQuery = None) -> Page[RunOut]:
+    """The tenant's runs, newest first; `filter` keeps those it admits."""
     return page_out(await runs.list_runs(session, tenant_id=tenant_id, task_id=task_id,
-                                         success=success, limit=limit, cursor=cursor), run_out)
+                                         success=success, limit=limit, cursor=cursor,
+                                         memory_filter=memory_filter), run_out)
 
 
 @router.post("/search", response_model=RunSearchResponse, responses=problem_responses(422),

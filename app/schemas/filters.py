@@ -1,4 +1,4 @@
-"""The filter language of search, recall, context and the memory lists: parsed and checked.
+"""The filter language of search, recall, context and every list: parsed and checked.
 
 A filter is a JSON object. Each key is a field (`butler`, `metadata.topic`, ...) mapped to a
 value (shorthand for `$eq`) or to an object of conditions (`{"$gte": 3, "$lt": 7}`, AND-ed),
@@ -55,6 +55,29 @@ FIELDS: dict[str, FieldKind] = {
     "last_confirmed_at": "time",
 }
 METADATA = "metadata"
+# The fields of each list of records other than memories, with their kinds; `metadata` marks
+# a list whose records have a metadata object. Their columns: app/repositories/memory_filters.py.
+RECORD_FIELDS: dict[str, dict[str, FieldKind]] = {
+    "entity": {METADATA: "json", "entity_type": "text", "canonical_name": "text",
+               "aliases": "tags", "created_at": "time", "updated_at": "time"},
+    "run": {METADATA: "json", "task_id": "text", "agent_version": "text",
+            "task_version": "text", "rubric_version": "text", "score_numeric": "number",
+            "started_at": "time", "finished_at": "time", "created_at": "time"},
+    "procedure": {"agent_id": "text", "name": "text", "status": "text", "version": "number",
+                  "execution_count": "number", "success_rate": "number",
+                  "last_executed_at": "time", "created_at": "time", "updated_at": "time"},
+    "arc": {"scope": "text", "arc_type": "text", "status": "text", "title": "text",
+            "outcome": "text", "started_at": "time", "ended_at": "time", "created_at": "time",
+            "updated_at": "time"},
+    "link": {"relation": "text", "source_type": "text", "target_type": "text",
+             "strength": "number", "reasoning": "text", "created_by": "text",
+             "created_at": "time"},
+}
+LIST_NAMES = {"entity": "entities", "run": "runs", "procedure": "procedures", "arc": "arcs",
+              "link": "links"}
+_KINDS: dict[str, FieldKind] = {**{name: kind for fields in RECORD_FIELDS.values()
+                                   for name, kind in fields.items() if name != METADATA},
+                                **FIELDS}
 COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 OPERATORS = ("$eq", "$ne", *COMPARISONS, "$in", "$nin", "$exists", "$contains")
 Scalar = str | int | float | bool
@@ -73,7 +96,7 @@ class Condition:
     @property
     def kind(self) -> FieldKind:
         """The kind of value the field holds."""
-        return "json" if self.field == METADATA else FIELDS[self.field]
+        return "json" if self.field == METADATA else _KINDS[self.field]
 
 
 @dataclass(frozen=True)
@@ -104,16 +127,27 @@ class FilterError(ValueError):
     """A filter that is not well formed; the message starts with where in it."""
 
 
-def parse_filter(raw: Any) -> MemoryFilter:
-    """The tree of a filter object, or FilterError naming the path and the operator."""
-    parser = _Parser()
+def parse_filter(raw: Any, record_type: str | None = None) -> MemoryFilter:
+    """The tree of a filter object, or FilterError naming the path and the operator.
+
+    Without `record_type` the fields are the memories' (FIELDS); with one (a key of
+    RECORD_FIELDS) only that list's fields, and any other is an error naming the field."""
+    parser = _Parser(record_type)
     tree = parser.node(raw, "filter", 1)
     return tree
 
 
+def record_fields_text(record_type: str) -> str:
+    """The fields a list takes, as its error messages and descriptions name them."""
+    names = [f"{METADATA}.<key>" if name == METADATA else name
+             for name in RECORD_FIELDS[record_type]]
+    return ", ".join(names)
+
+
 class _Parser:
-    def __init__(self) -> None:
+    def __init__(self, record_type: str | None) -> None:
         self.conditions = 0
+        self.record_type = record_type
 
     def node(self, raw: Any, where: str, depth: int) -> MemoryFilter:
         if depth > MAX_FILTER_DEPTH:
@@ -145,14 +179,20 @@ class _Parser:
         return self.condition(field, path, "$eq", value, f"{where}.$eq")
 
     def field(self, key: str, where: str) -> tuple[str, tuple[str, ...]]:
-        if key in FIELDS:
+        fields: dict[str, FieldKind] = (FIELDS if self.record_type is None
+                                        else RECORD_FIELDS[self.record_type])
+        if key in fields and key != METADATA:
             return key, ()
-        if key.startswith(METADATA + "."):
+        if key.startswith(METADATA + ".") and (self.record_type is None or METADATA in fields):
             path = tuple(key.split(".")[1:])
             if not all(path) or len(path) > MAX_METADATA_PATH_SEGMENTS:
                 raise FilterError(f"{where}: a metadata path is 1 to "
                                   f"{MAX_METADATA_PATH_SEGMENTS} non-empty keys joined by '.'")
             return METADATA, path
+        if self.record_type is not None:
+            raise FilterError(f"{where}: unknown field {key!r} for "
+                              f"{LIST_NAMES[self.record_type]}; this list takes "
+                              f"{record_fields_text(self.record_type)}")
         known = ", ".join(FIELDS)
         raise FilterError(f"{where}: unknown field {key!r}; filter on metadata.<key> or one "
                           f"of {known}")
@@ -166,7 +206,7 @@ class _Parser:
         if op not in OPERATORS:
             raise FilterError(f"{where}: unknown operator {op}; use one of "
                               + " ".join(OPERATORS))
-        kind: FieldKind = "json" if field == METADATA else FIELDS[field]
+        kind: FieldKind = "json" if field == METADATA else _KINDS[field]
         return Condition(field, path, op, _operand(kind, op, operand, where))
 
 
@@ -240,19 +280,12 @@ def _from_json_text(raw: Any) -> Any:
     return raw
 
 
-FILTER_DESCRIPTION = """Only memories this filter admits are searched or listed; it is applied
-in the database before ranking and paging, so the results are the best ones it admits.
-
+_SYNTAX = """\
 A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
 Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
 of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
-
-Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-`scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-`importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-`expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
-
-Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+"""
+_OPERATORS = """Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
 * A field is missing when the memory's type has no such field, it is null, or the metadata
   path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
   `$exists: false`.
@@ -265,6 +298,34 @@ Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
 At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
 names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
 """
+FILTER_DESCRIPTION = """Only memories this filter admits are searched or listed; it is applied
+in the database before ranking and paging, so the results are the best ones it admits.
+
+""" + _SYNTAX + """
+Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
+`scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
+`importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
+`expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+
+""" + _OPERATORS
+
+
+_FIELD_NOTES = {"run": " (`metadata.<key>` reads the run's `meta`)",
+                "entity": " (`aliases` is an array: `$eq` and `$contains` match an element)",
+                "arc": " (`scope` is the butler whose episodes the arc clusters)"}
+
+
+def record_filter_description(record_type: str) -> str:
+    """The description of the `filter` of one list of records (entities, runs, ...)."""
+    plural = LIST_NAMES[record_type]
+    fields = ", ".join(f"`{name}`" for name in record_fields_text(record_type).split(", "))
+    times = [name for name, kind in RECORD_FIELDS[record_type].items() if kind == "time"]
+    return (f"Only {plural} this filter admits are listed; it is applied in the database "
+            "before paging, together with the other query parameters.\n\n" + _SYNTAX
+            + f"\nFields of {plural}: {fields}{_FIELD_NOTES.get(record_type, '')}; the "
+            f"times ({', '.join(times)}) are ISO 8601 with a zone. Any other field is a 422 "
+            "naming it and the fields this list takes.\n\n"
+            + _OPERATORS.replace("the memory's type has no such field, ", ""))
 
 FilterIn = Annotated[
     dict[str, Any] | None,

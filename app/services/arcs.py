@@ -24,6 +24,7 @@ from app.schemas.arcs import (
     ArcSearchRequest,
     ArcUpdate,
 )
+from app.schemas.filters import MemoryFilter
 from app.scope import side_session
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
@@ -95,11 +96,12 @@ async def get_arc(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID) -
 
 async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
                     arc_type: str | None, status: str | None, limit: int,
-                    cursor: str | None) -> tuple[list[Arc], str | None]:
+                    cursor: str | None, memory_filter: MemoryFilter | None = None,
+                    ) -> tuple[list[Arc], str | None]:
     """A page of the tenant's arcs, newest first."""
     return await arc_rows.list_arcs(session, tenant_id=tenant_id, scope=scope,
                                     arc_type=arc_type, status=status, limit=limit,
-                                    cursor=cursor)
+                                    cursor=cursor, memory_filter=memory_filter)
 
 
 async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -> Arc:

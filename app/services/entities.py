@@ -11,6 +11,7 @@ from app.repositories import entities as entity_rows
 from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
+from app.schemas.filters import MemoryFilter
 from app.services.fact_timeline import PointInTime
 from app.services.facts import FactListing, listing, validity_for
 from app.services.formulas import resolve
@@ -95,9 +96,11 @@ async def resolve_name(session: AsyncSession, *, tenant_id: str,
 
 async def list_entities(session: AsyncSession, *, tenant_id: str, entity_type: str | None,
                         name: str | None, include_merged: bool, limit: int,
-                        cursor: str | None) -> tuple[list[Entity], str | None]:
+                        cursor: str | None, memory_filter: MemoryFilter | None = None,
+                        ) -> tuple[list[Entity], str | None]:
     """A page of the tenant's entities, newest first; merged ones only on request."""
-    filters = EntityFilters(entity_type=entity_type, name=name, include_merged=include_merged)
+    filters = EntityFilters(entity_type=entity_type, name=name, include_merged=include_merged,
+                            memory_filter=memory_filter)
     return await entity_rows.list_entities(session, tenant_id=tenant_id, filters=filters,
                                            limit=limit, cursor=cursor)
 

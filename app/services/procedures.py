@@ -16,6 +16,7 @@ from app.repositories import rows as record_rows
 from app.repositories.procedures import ProcedureFilters
 from app.retrieval.records import RecordHit, search_records
 from app.schemas.common import MemoryRef
+from app.schemas.filters import MemoryFilter
 from app.schemas.procedures import (
     ProcedureCreate,
     ProcedureSearchRequest,
@@ -118,10 +119,13 @@ async def get_procedure(session: AsyncSession, *, tenant_id: str, procedure_id: 
 
 async def list_procedures(session: AsyncSession, *, tenant_id: str, agent_id: str | None,
                           name: str | None, status: str | None, include_superseded: bool,
-                          limit: int, cursor: str | None) -> tuple[list[Procedure], str | None]:
+                          limit: int, cursor: str | None,
+                          memory_filter: MemoryFilter | None = None,
+                          ) -> tuple[list[Procedure], str | None]:
     """A page of the tenant's procedures, newest first; current versions unless asked."""
     filters = ProcedureFilters(agent_id=agent_id, name=name, status=status,
-                               include_superseded=include_superseded)
+                               include_superseded=include_superseded,
+                               memory_filter=memory_filter)
     return await procedure_rows.list_procedures(session, tenant_id=tenant_id, filters=filters,
                                                 limit=limit, cursor=cursor)
 

@@ -17,6 +17,7 @@ from app.repositories import runs as run_rows
 from app.repositories.erasure import Counts
 from app.repositories.runs import RunFilters
 from app.retrieval import candidates as search_rows
+from app.schemas.filters import MemoryFilter
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
 from app.scope import side_session
 from app.services import butler_limits, events
@@ -136,11 +137,11 @@ async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID) -
 
 
 async def list_runs(session: AsyncSession, *, tenant_id: str, task_id: str | None,
-                    success: bool | None, limit: int,
-                    cursor: str | None) -> tuple[list[Run], str | None]:
+                    success: bool | None, limit: int, cursor: str | None,
+                    memory_filter: MemoryFilter | None = None) -> tuple[list[Run], str | None]:
     """A page of the tenant's runs, newest first."""
-    return await run_rows.list_runs(session, tenant_id=tenant_id,
-                                    filters=RunFilters(task_id=task_id, success=success),
+    filters = RunFilters(task_id=task_id, success=success, memory_filter=memory_filter)
+    return await run_rows.list_runs(session, tenant_id=tenant_id, filters=filters,
                                     limit=limit, cursor=cursor)
 
 

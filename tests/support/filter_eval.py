@@ -1,4 +1,5 @@
-"""A plain Python reading of the filter language, over memories as the API returns them.
+"""A plain Python reading of the filter language, over memories (and the records of the
+other lists: entities, ...) as the API returns them.
 
 It follows the definitions in app/schemas/filters.py and nothing of the SQL compiler, so a
 test can check that the database admits exactly the memories this admits.
@@ -21,11 +22,13 @@ _FIELDS_BY_TYPE = {
              "last_confirmed_at"},
     "rule": {"butler", "scope", "permanence", "maturity", "confidence", "tags", "created_at",
              "last_confirmed_at"},
+    "entity": {"entity_type", "canonical_name", "aliases", "created_at", "updated_at"},
 }
 
 
 def admits(tree: MemoryFilter, memory: dict[str, Any]) -> bool:
-    """Whether `tree` admits `memory` (an API response of an episode, fact or rule)."""
+    """Whether `tree` admits `memory` (an API response of an episode, fact or rule, or of an
+    entity, with its `memory_type` added)."""
     if isinstance(tree, AllOf):
         return all(admits(part, memory) for part in tree.parts)
     if isinstance(tree, AnyOf):

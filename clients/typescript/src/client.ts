@@ -6,7 +6,8 @@ import type {
   FactQuery, FactRef, HarmfulFeedback, HelpfulFeedback,
   ImportResult, Job, JobKind, JobParams, Link, LinkCreate, LinkQuery, LinkSelector,
   MergeResult, Page, RecallRequest, RecallResponse, ResolveCandidate, ResolveRequest, Rule,
-  RuleCreate, RuleQuery, SearchRequest, SearchResponse, ErasureRequest,
+  RuleCreate, RuleQuery, SearchRequest, SearchResponse, ErasureRequest, Arc, ArcQuery,
+  Procedure, ProcedureQuery, Run, RunQuery,
 } from "./types.js";
 
 export interface EngramClientOptions {
@@ -207,7 +208,21 @@ export class EngramClient {
   }
 
   listEntities(query: EntityQuery = {}): Promise<Page<Entity>> {
-    return this.request("GET", "/v1/entities", { query });
+    return this.request("GET", "/v1/entities", { query: withFilterText(query) });
+  }
+
+  // Runs, procedures and arcs: their lists, each filtered by its own fields (docs/search.md).
+
+  listRuns(query: RunQuery = {}): Promise<Page<Run>> {
+    return this.request("GET", "/v1/runs", { query: withFilterText(query) });
+  }
+
+  listProcedures(query: ProcedureQuery = {}): Promise<Page<Procedure>> {
+    return this.request("GET", "/v1/procedures", { query: withFilterText(query) });
+  }
+
+  listArcs(query: ArcQuery = {}): Promise<Page<Arc>> {
+    return this.request("GET", "/v1/arcs", { query: withFilterText(query) });
   }
 
   /** The entities a name may mean, best first. */
@@ -228,7 +243,7 @@ export class EngramClient {
   }
 
   listLinks(query: LinkQuery): Promise<Page<Link>> {
-    return this.request("GET", "/v1/links", { query });
+    return this.request("GET", "/v1/links", { query: withFilterText(query) });
   }
 
   async deleteLink(selector: LinkSelector): Promise<void> {

@@ -38,14 +38,21 @@ export type ContextResponse = Schemas["ContextResponse"];
 
 export type EntityCreate = Schemas["EntityCreate"];
 export type Entity = Schemas["EntityOut"];
-export type EntityQuery = Query<"list_entities">;
+export type EntityQuery = Filtered<Query<"list_entities">>;
 export type ResolveRequest = Schemas["ResolveRequest"];
 export type ResolveCandidate = Schemas["ResolveCandidate"];
 export type MergeResult = Schemas["MergeOut"];
 
+export type Run = Schemas["RunOut"];
+export type RunQuery = Filtered<Query<"list_runs">>;
+export type Procedure = Schemas["ProcedureOut"];
+export type ProcedureQuery = Filtered<Query<"list_procedures">>;
+export type Arc = Schemas["ArcOut"];
+export type ArcQuery = Filtered<Query<"list_arcs">>;
+
 export type LinkCreate = Schemas["LinkCreate"];
 export type Link = Schemas["LinkOut"];
-export type LinkQuery = Query<"list_links">;
+export type LinkQuery = Filtered<Query<"list_links">>;
 export type LinkSelector = Query<"delete_link">;
 
 export type Job = Schemas["JobOut"];

@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * List arcs
-         * @description Arcs newest first.
+         * @description Arcs newest first; `filter` keeps those it admits.
          */
         get: operations["list_arcs"];
         put?: never;
@@ -204,7 +204,8 @@ export interface paths {
         };
         /**
          * List entities
-         * @description Entities newest first; merged (tombstoned) ones only on request.
+         * @description Entities newest first; merged (tombstoned) ones only on request; `filter` keeps those
+         *     it admits.
          */
         get: operations["list_entities"];
         put?: never;
@@ -1089,7 +1090,8 @@ export interface paths {
         };
         /**
          * Links of a memory
-         * @description Links leaving and/or entering the memory, newest first; 404 when it does not exist.
+         * @description Links leaving and/or entering the memory, newest first; 404 when it does not exist;
+         *     `filter` keeps those it admits.
          */
         get: operations["list_links"];
         put?: never;
@@ -1142,7 +1144,8 @@ export interface paths {
         };
         /**
          * List procedures
-         * @description Procedures newest first; current versions only unless asked.
+         * @description Procedures newest first; current versions only unless asked; `filter` keeps those it
+         *     admits.
          */
         get: operations["list_procedures"];
         put?: never;
@@ -1459,7 +1462,7 @@ export interface paths {
         };
         /**
          * List runs
-         * @description The tenant's runs, newest first.
+         * @description The tenant's runs, newest first; `filter` keeps those it admits.
          */
         get: operations["list_runs"];
         put?: never;
@@ -5923,6 +5926,31 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only arcs this filter admits are listed; it is applied in the database before paging, together with the other query parameters.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields of arcs: `scope`, `arc_type`, `status`, `title`, `outcome`, `started_at`, `ended_at`, `created_at`, `updated_at` (`scope` is the butler whose episodes the arc clusters); the times (started_at, ended_at, created_at, updated_at) are ISO 8601 with a zone. Any other field is a 422 naming it and the fields this list takes.
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
@@ -6611,6 +6639,31 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only entities this filter admits are listed; it is applied in the database before paging, together with the other query parameters.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields of entities: `metadata.<key>`, `entity_type`, `canonical_name`, `aliases`, `created_at`, `updated_at` (`aliases` is an array: `$eq` and `$contains` match an element); the times (created_at, updated_at) are ISO 8601 with a zone. Any other field is a 422 naming it and the fields this list takes.
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
@@ -10222,6 +10275,31 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only links this filter admits are listed; it is applied in the database before paging, together with the other query parameters.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields of links: `relation`, `source_type`, `target_type`, `strength`, `reasoning`, `created_by`, `created_at`; the times (created_at) are ISO 8601 with a zone. Any other field is a 422 naming it and the fields this list takes.
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
@@ -10495,6 +10573,31 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only procedures this filter admits are listed; it is applied in the database before paging, together with the other query parameters.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields of procedures: `agent_id`, `name`, `status`, `version`, `execution_count`, `success_rate`, `last_executed_at`, `created_at`, `updated_at`; the times (last_executed_at, created_at, updated_at) are ISO 8601 with a zone. Any other field is a 422 naming it and the fields this list takes.
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
@@ -12094,6 +12197,31 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string | null;
+                /**
+                 * @description A filter as JSON text (URL-encoded), in the language of `filter` in POST /v1/search:
+                 *
+                 *     Only runs this filter admits are listed; it is applied in the database before paging, together with the other query parameters.
+                 *
+                 *     A JSON object like mem0's or MongoDB's: `{"metadata.topic": "work", "importance": {"$gte": 7}}`.
+                 *     Each key is a field mapped to a value (equality) or to an object of operators (AND-ed); keys
+                 *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
+                 *
+                 *     Fields of runs: `metadata.<key>`, `task_id`, `agent_version`, `task_version`, `rubric_version`, `score_numeric`, `started_at`, `finished_at`, `created_at` (`metadata.<key>` reads the run's `meta`); the times (started_at, finished_at, created_at) are ISO 8601 with a zone. Any other field is a 422 naming it and the fields this list takes.
+                 *
+                 *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+                 *     * A field is missing when it is null, or the metadata
+                 *       path is absent or null. A missing field fails every operator except `$ne`, `$nin` and
+                 *       `$exists: false`.
+                 *     * `$eq`: equal (same JSON type; numbers by value), or an array holding an equal element
+                 *       (`{"tags": "urgent"}`). `$in`: `$eq` to one of up to 100 values; `$nin`, `$ne`: the opposite.
+                 *     * `$gt $gte $lt $lte`: numbers by value, strings by code point, times in time; the operand's
+                 *       kind must match the value's.
+                 *     * `$contains`: a substring of a string, or an element of an array.
+                 *
+                 *     At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
+                 *     names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
+                 */
+                filter?: string | null;
             };
             header?: never;
             path?: never;
