@@ -5,8 +5,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.retrieval.candidates import RankedCandidate
-from app.retrieval.fusion import FusionWeights, fuse, rrf_score, session_group, single_list
+from app.retrieval.candidates import LoadedRow, RankedCandidate
+from app.retrieval.fusion import (
+    FusionWeights,
+    fuse,
+    known_row,
+    rrf_score,
+    session_group,
+    single_list,
+)
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
@@ -140,3 +147,13 @@ def test_the_session_group_is_the_given_session_else_the_inferred_one():
     fact = SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
                            inferred_session=inferred)
     assert session_group("fact", fact) == ("fact", fact.id)
+
+
+def test_the_learned_ranker_groups_turns_by_their_inferred_session():
+    inferred = uuid.uuid4()
+    rows = [SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
+                            inferred_session=session, content="turn", occurred_at=None)
+            for session in (inferred, inferred, None)]
+    known = [known_row("episode", LoadedRow(row, 0.5, None, None)) for row in rows]
+    assert known[0] is not None and known[1] is not None and known[2] is not None
+    assert known[0].group == known[1].group != known[2].group
