@@ -409,6 +409,15 @@ class Settings(BaseSettings):
 
     default_tenant: str = "default"
     episode_ttl_days: float = Field(7.0, gt=0, le=3650)
+    episode_session_gap_minutes: float = Field(
+        15.0, ge=0, le=10_080,
+        description="An episode stored without a session_id joins a session of Engram's "
+        "making: that of its butler's episode just before it (by occurred_at) when at most "
+        "this many minutes lie between them, else that of the one just after it within the "
+        "gap, else a new one. Search ranks turns of one session together; an explicit "
+        "session_id always wins. 0 turns this off (each such episode is a session of its "
+        "own).",
+    )
     unconsolidated_grace_days: float = Field(
         30.0, gt=0, le=3650,
         description="An expired episode that was never consolidated (nor forgotten) is "

@@ -62,7 +62,8 @@ async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Cont
             session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
             ttl_days=caller.settings.episode_ttl_days,
             keyword_context=caller.settings.keyword_context,
-            mentions=caller.settings.auto_links.mentions)
+            mentions=caller.settings.auto_links.mentions,
+            session_gap_minutes=caller.settings.episode_session_gap_minutes)
         return episode_out(row)
 
     return await call(ctx, work)
@@ -206,7 +207,8 @@ async def memory_store_episodes(
         rows = await episodes.create_episodes(
             session, tenant_id=caller.tenant_id, embedder=caller.embedder,
             items=request.items, ttl_days=caller.settings.episode_ttl_days,
-            keyword_context=caller.settings.keyword_context)
+            keyword_context=caller.settings.keyword_context,
+            session_gap_minutes=caller.settings.episode_session_gap_minutes)
         return EpisodeBatchOut(items=[episode_out(row) for row in rows])
 
     return await call(ctx, work)

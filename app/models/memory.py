@@ -49,6 +49,8 @@ class Episode(Searchable, Base):
     tenant_id: Mapped[str] = tenant_column()
     butler: Mapped[str] = mapped_column(Text, nullable=False)
     session_id: Mapped[str | None] = mapped_column(String(MAX_SESSION_ID_CHARS))
+    # Stored without a session_id: the session the gap rule gave it (services/episodes).
+    inferred_session: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     content: Mapped[str] = mapped_column(Text, nullable=False)
     importance: Mapped[float] = mapped_column(Float, nullable=False, server_default="5.0")
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")

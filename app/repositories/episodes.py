@@ -80,13 +80,17 @@ _NEIGHBOURS = text("""
     CROSS JOIN LATERAL (
         (SELECT e.id, e.sequence FROM episodes e
          WHERE e.tenant_id = h.tenant_id AND e.butler = h.butler
-           AND e.session_id IS NOT DISTINCT FROM h.session_id AND e.sequence < h.sequence
+           AND e.session_id IS NOT DISTINCT FROM h.session_id
+           AND e.inferred_session IS NOT DISTINCT FROM h.inferred_session
+           AND e.sequence < h.sequence
            AND (e.expires_at IS NULL OR e.expires_at > now())
          ORDER BY e.sequence DESC LIMIT :count)
         UNION ALL
         (SELECT e.id, e.sequence FROM episodes e
          WHERE e.tenant_id = h.tenant_id AND e.butler = h.butler
-           AND e.session_id IS NOT DISTINCT FROM h.session_id AND e.sequence > h.sequence
+           AND e.session_id IS NOT DISTINCT FROM h.session_id
+           AND e.inferred_session IS NOT DISTINCT FROM h.inferred_session
+           AND e.sequence > h.sequence
            AND (e.expires_at IS NULL OR e.expires_at > now())
          ORDER BY e.sequence LIMIT :count)
     ) n
@@ -111,6 +115,50 @@ async def neighbours(session: AsyncSession, *, tenant_id: str, ids: Sequence[uui
     for turns in found.values():
         turns.sort(key=lambda row: row.sequence)
     return found
+
+
+# For each (butler, time): the latest episode with an inferred session at or before it and
+# the earliest after it, one probe each of ix_episodes_inferred_session_time.
+_INFERRED_AROUND = text("""
+    SELECT w.ordinal, b.inferred_session AS before_session, b.occurred_at AS before_at,
+           a.inferred_session AS after_session, a.occurred_at AS after_at
+    FROM unnest(CAST(:butlers AS text[]), CAST(:times AS timestamptz[]))
+         WITH ORDINALITY AS w(butler, at, ordinal)
+    LEFT JOIN LATERAL (
+        SELECT e.inferred_session, e.occurred_at FROM episodes e
+        WHERE e.tenant_id = :tenant_id AND e.butler = w.butler AND e.session_id IS NULL
+          AND e.inferred_session IS NOT NULL AND e.occurred_at <= w.at
+        ORDER BY e.occurred_at DESC LIMIT 1) b ON true
+    LEFT JOIN LATERAL (
+        SELECT e.inferred_session, e.occurred_at FROM episodes e
+        WHERE e.tenant_id = :tenant_id AND e.butler = w.butler AND e.session_id IS NULL
+          AND e.inferred_session IS NOT NULL AND e.occurred_at > w.at
+        ORDER BY e.occurred_at LIMIT 1) a ON true
+    ORDER BY w.ordinal
+""")
+
+
+@dataclass(frozen=True)
+class InferredAround:
+    """The stored episodes with an inferred session just before and just after a time."""
+
+    before: tuple[uuid.UUID, datetime] | None
+    after: tuple[uuid.UUID, datetime] | None
+
+
+async def inferred_around(session: AsyncSession, *, tenant_id: str,
+                          points: Sequence[tuple[str, datetime]]) -> list[InferredAround]:
+    """For each (butler, time), the butler's stored episodes without a session_id nearest
+    before (or at) and after it, with their inferred sessions."""
+    if not points:
+        return []
+    rows = (await session.execute(_INFERRED_AROUND, {
+        "tenant_id": tenant_id, "butlers": [butler for butler, _ in points],
+        "times": [at for _, at in points]})).all()
+    return [InferredAround(
+        (row.before_session, row.before_at) if row.before_session is not None else None,
+        (row.after_session, row.after_at) if row.after_session is not None else None)
+        for row in rows]
 
 
 async def latest_turns(session: AsyncSession, *, tenant_id: str,

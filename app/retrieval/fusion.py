@@ -93,7 +93,7 @@ class Known:
 
     similarity: float
     own_similarity: float
-    group: Hashable  # its conversation session: (butler, session_id), else the memory itself
+    group: Hashable  # its conversation session (`session_group`)
     length: int
     occurred_at: datetime | None  # episodes only
 
@@ -103,12 +103,21 @@ def known_row(memory_type: str, loaded: LoadedRow) -> Known | None:
     if loaded.similarity is None:
         return None
     row = loaded.row
-    session_id = getattr(row, "session_id", None) if memory_type == "episode" else None
-    group: Hashable = ((row.butler, session_id) if session_id is not None
-                       else (memory_type, row.id))
+    group = session_group(memory_type, row)
     own = loaded.own_similarity if loaded.own_similarity is not None else loaded.similarity
     return Known(loaded.similarity, own, group, len(text_of(row)),
                  row.occurred_at if memory_type == "episode" else None)
+
+
+def session_group(memory_type: str, row: Any) -> Hashable:
+    """The conversation session a row belongs to: an episode's (butler, session_id), else
+    the session inferred for it when stored without one, else the memory itself."""
+    if memory_type == "episode":
+        if (session_id := getattr(row, "session_id", None)) is not None:
+            return (row.butler, session_id)
+        if (inferred := getattr(row, "inferred_session", None)) is not None:
+            return ("inferred", inferred)
+    return (memory_type, row.id)
 
 
 def text_of(row: Any) -> str:

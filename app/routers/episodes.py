@@ -29,7 +29,9 @@ async def create_episode(body: EpisodeCreate, request: Request, response: Respon
     [row] = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
                                            items=[body], ttl_days=settings.episode_ttl_days,
                                            keyword_context=settings.keyword_context,
-                                           mentions=settings.auto_links.mentions)
+                                           mentions=settings.auto_links.mentions,
+                                           session_gap_minutes=(
+                                               settings.episode_session_gap_minutes))
     locate(request, response, f"/v1/episodes/{row.id}")
     return episode_out(row)
 
@@ -46,7 +48,9 @@ async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
     rows = await episodes.create_episodes(session, tenant_id=tenant_id, embedder=embedder,
                                           items=body.items, ttl_days=settings.episode_ttl_days,
                                           keyword_context=settings.keyword_context,
-                                          mentions=settings.auto_links.mentions)
+                                          mentions=settings.auto_links.mentions,
+                                          session_gap_minutes=(
+                                              settings.episode_session_gap_minutes))
     return EpisodeBatchOut(items=[episode_out(row) for row in rows])
 
 

@@ -44,6 +44,11 @@ class EpisodeOut(ResponseModel):
     id: uuid.UUID
     butler: str
     session_id: str | None
+    inferred_session: uuid.UUID | None = Field(
+        description="Read-only. Stored without a session_id: the session Engram placed it "
+        "in (its butler's episode just before it within `episode_session_gap_minutes`, else "
+        "just after it, else a new one); search ranks it with the other turns of that "
+        "session. Null when a session_id was given or inference is off.")
     content: str
     importance: float
     reference_count: int

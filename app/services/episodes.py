@@ -8,6 +8,7 @@ from datetime import timedelta
 from sqlalchemy import func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.clock import now_utc
 from app.embedding import Embedder
 from app.models import Episode
 from app.repositories import episodes as episode_rows
@@ -21,14 +22,19 @@ from app.scope import set_local, side_session
 from app.services import butler_limits, events
 from app.services.embeddings import PassageVector, embed_texts, store_passages
 from app.services.events import memory_event
+from app.services.formulas.sessions import Arrival, Stored, assign_sessions
 from app.services.mentions import link_mentions
 from app.text import context_text, keyword_text, preprocess_text
 
 
 async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           items: list[EpisodeCreate], ttl_days: float,
-                          keyword_context: bool, mentions: bool = True) -> list[Episode]:
+                          keyword_context: bool, mentions: bool = True,
+                          session_gap_minutes: float = 0.0) -> list[Episode]:
     """Store episodes in one transaction, embedded in one batch; they expire after the TTL.
+
+    An episode without a session_id gets an inferred session (`inferred_sessions`) when
+    `session_gap_minutes` is above 0.
 
     An episode of a session is also embedded after the turns before it (`context_text`);
     with `keyword_context` its keyword text holds them too (`keyword_text`). With `mentions`
@@ -43,11 +49,14 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
                                 tenant_id=tenant_id, contexts=contexts)
     if len(items) > 1:  # a batch takes the keyword statistics' lock last, just before commit
         await set_local(session, {episode_rows.KEYWORD_COUNTS_LATER: "on"})
+    inferred = await inferred_sessions(session, tenant_id=tenant_id, items=items,
+                                       gap_minutes=session_gap_minutes)
     rows = [
         {
             "tenant_id": tenant_id,
             "butler": item.butler,
             "session_id": item.session_id,
+            "inferred_session": inferred_session,
             "content": item.content,
             "importance": item.importance,
             "metadata_": item.metadata,
@@ -59,7 +68,8 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
                 and embedder.context_turns > 0)),
             "occurred_at_given": item.occurred_at,
         }
-        for item, vector, context in zip(items, embedded.vectors, contexts, strict=True)
+        for item, vector, context, inferred_session
+        in zip(items, embedded.vectors, contexts, inferred, strict=True)
     ]
     created = await memory_rows.insert_rows(
         session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days)),
@@ -74,6 +84,32 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     if len(items) > 1:
         await episode_rows.count_keyword_documents(session, ids=[row.id for row in created])
     return created
+
+
+async def inferred_sessions(session: AsyncSession, *, tenant_id: str,
+                            items: Sequence[EpisodeCreate],
+                            gap_minutes: float) -> list[uuid.UUID | None]:
+    """The session each item without a session_id joins by the gap rule
+    (`formulas/sessions.assign_sessions`), chained within the batch and to the butler's
+    stored episodes; None for items with a session_id, or for all when `gap_minutes` is 0.
+
+    An item without `occurred_at` occurs now. Read in the caller's transaction; two writers
+    at once may each start a session."""
+    wanted = [i for i, item in enumerate(items) if item.session_id is None]
+    if gap_minutes <= 0 or not wanted:
+        return [None] * len(items)
+    now = now_utc()
+    points = [(items[i].butler, items[i].occurred_at or now) for i in wanted]
+    around = await episode_rows.inferred_around(session, tenant_id=tenant_id, points=points)
+    sessions = assign_sessions(
+        [Arrival(butler, at, Stored(*near.before) if near.before else None,
+                 Stored(*near.after) if near.after else None)
+         for (butler, at), near in zip(points, around, strict=True)],
+        gap=timedelta(minutes=gap_minutes))
+    found: list[uuid.UUID | None] = [None] * len(items)
+    for i, inferred in zip(wanted, sessions, strict=True):
+        found[i] = inferred
+    return found
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,17 @@ def assert_json_memory(memory: dict[str, Any]) -> None:
     assert not {"embedding", "search_vector"} & set(memory)
 
 
+async def test_episodes_stored_without_a_session_id_share_an_inferred_one(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        first, second = [ok(await client.call_tool("memory_store_episode", {
+            "content": content, "butler": "mcp-sessions"}))
+            for content in ("Ann: is the train on time?", "Bo: ten minutes late")]
+        [batched] = ok(await client.call_tool("memory_store_episodes", {"items": [
+            {"content": "Ann: thanks", "butler": "mcp-sessions"}]}))["items"]
+    assert first["session_id"] is None and first["inferred_session"] is not None
+    assert second["inferred_session"] == batched["inferred_session"] == first["inferred_session"]
+
+
 async def test_store_tools_return_json_memories(mcp_as: Any) -> None:
     async with mcp_as("acme") as client:
         episode = ok(await client.call_tool("memory_store_episode", {

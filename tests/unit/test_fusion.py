@@ -1,11 +1,19 @@
 """Reciprocal Rank Fusion: arithmetic, the limit + 1 rule and the ordering."""
 
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
-from app.retrieval.candidates import RankedCandidate
-from app.retrieval.fusion import FusionWeights, fuse, rrf_score, single_list
+from app.retrieval.candidates import LoadedRow, RankedCandidate
+from app.retrieval.fusion import (
+    FusionWeights,
+    fuse,
+    known_row,
+    rrf_score,
+    session_group,
+    single_list,
+)
 
 A, B, C, D = (uuid.UUID(int=i) for i in range(1, 5))
 
@@ -120,3 +128,32 @@ def test_a_graph_list_adds_its_own_signal_in_both_fusions():
 def test_without_a_graph_list_there_is_no_graph_signal():
     [first, *_] = fuse(ranked(A), ranked(A), limit=1)
     assert "graph" not in first.contributions
+
+
+def test_the_session_group_is_the_given_session_else_the_inferred_one():
+    inferred = uuid.uuid4()
+    given = SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id="visit-1",
+                            inferred_session=None)
+    guessed = SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
+                              inferred_session=inferred)
+    guessed_too = SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
+                                  inferred_session=inferred)
+    alone = SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
+                            inferred_session=None)
+    assert session_group("episode", given) == ("chat", "visit-1")
+    assert session_group("episode", guessed) == session_group("episode", guessed_too)
+    assert session_group("episode", guessed) != session_group("episode", alone)
+    assert session_group("episode", alone) == ("episode", alone.id)
+    fact = SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
+                           inferred_session=inferred)
+    assert session_group("fact", fact) == ("fact", fact.id)
+
+
+def test_the_learned_ranker_groups_turns_by_their_inferred_session():
+    inferred = uuid.uuid4()
+    rows = [SimpleNamespace(id=uuid.uuid4(), butler="chat", session_id=None,
+                            inferred_session=session, content="turn", occurred_at=None)
+            for session in (inferred, inferred, None)]
+    known = [known_row("episode", LoadedRow(row, 0.5, None, None)) for row in rows]
+    assert known[0] is not None and known[1] is not None and known[2] is not None
+    assert known[0].group == known[1].group != known[2].group

@@ -2464,6 +2464,11 @@ export interface components {
             /** Importance */
             importance: number;
             /**
+             * Inferred Session
+             * @description Read-only. Stored without a session_id: the session Engram placed it in (its butler's episode just before it within `episode_session_gap_minutes`, else just after it, else a new one); search ranks it with the other turns of that session. Null when a session_id was given or inference is off.
+             */
+            inferred_session: string | null;
+            /**
              * Keyword Rank
              * @description 1-based rank in the keyword list; null when absent from it.
              */
@@ -2554,6 +2559,11 @@ export interface components {
             id: string;
             /** Importance */
             importance: number;
+            /**
+             * Inferred Session
+             * @description Read-only. Stored without a session_id: the session Engram placed it in (its butler's episode just before it within `episode_session_gap_minutes`, else just after it, else a new one); search ranks it with the other turns of that session. Null when a session_id was given or inference is off.
+             */
+            inferred_session: string | null;
             /** Last Error */
             last_error: string | null;
             /** Last Referenced At */

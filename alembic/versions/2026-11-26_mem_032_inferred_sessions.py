@@ -1,0 +1,35 @@
+"""mem_032 inferred sessions: episodes stored without a session_id get one of Engram's making.
+
+`episodes.inferred_session` holds the session the gap rule gives an episode stored without a
+session_id (its butler's episodes in time order, a new session after a gap longer than
+`episode_session_gap_minutes`); search groups turns by `coalesce(session_id, inferred)`.
+The partial index answers the write-time lookup of the stored neighbours before and after
+a new episode in one probe each.
+
+Revision ID: mem_032
+Revises: mem_028
+Create Date: 2026-11-26
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision: str = "mem_032"
+down_revision: str | None = "mem_028"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("episodes", sa.Column("inferred_session", postgresql.UUID(as_uuid=True)))
+    op.execute("CREATE INDEX ix_episodes_inferred_session_time ON episodes "
+               "(tenant_id, butler, occurred_at) "
+               "WHERE session_id IS NULL AND inferred_session IS NOT NULL")
+
+
+def downgrade() -> None:
+    op.execute("DROP INDEX IF EXISTS ix_episodes_inferred_session_time")
+    op.drop_column("episodes", "inferred_session")
