@@ -42,8 +42,19 @@ async def database_url() -> AsyncIterator[str]:
 def settings(database_url: str) -> Settings:
     """Settings pointing at the test database."""
     # No background worker or scheduler: tests run jobs explicitly (see tests/api/test_jobs*.py).
+    # No inferred sessions: tests store unrelated memories seconds apart in one butler; those
+    # about sessions without ids turn the gap on (the `inferred_sessions` fixture).
     return Settings(database_url=database_url, migrate_on_start=False,
+                    episode_session_gap_minutes=0,
                     jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+
+
+@pytest.fixture
+def inferred_sessions(app: Any, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Sessions inferred for episodes without ids, with the service's default gap."""
+    gap = Settings.model_fields["episode_session_gap_minutes"].default
+    monkeypatch.setattr(app.state.settings, "episode_session_gap_minutes", gap)
+    return float(gap)
 
 
 @pytest.fixture(scope="session")

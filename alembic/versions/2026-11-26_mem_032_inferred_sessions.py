@@ -28,8 +28,12 @@ def upgrade() -> None:
     op.execute("CREATE INDEX ix_episodes_inferred_session_time ON episodes "
                "(tenant_id, butler, occurred_at) "
                "WHERE session_id IS NULL AND inferred_session IS NOT NULL")
+    # The turns before or after one of an inferred session (context passages, deletion).
+    op.execute("CREATE INDEX ix_episodes_inferred_session_turns ON episodes "
+               "(tenant_id, inferred_session, sequence) WHERE inferred_session IS NOT NULL")
 
 
 def downgrade() -> None:
+    op.execute("DROP INDEX IF EXISTS ix_episodes_inferred_session_turns")
     op.execute("DROP INDEX IF EXISTS ix_episodes_inferred_session_time")
     op.drop_column("episodes", "inferred_session")

@@ -4,22 +4,25 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
     DateTime,
     Table,
     Text,
+    and_,
     bindparam,
     column,
     func,
+    or_,
     select,
     text,
     true,
     update,
     values,
 )
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -189,20 +192,59 @@ async def latest_turns(session: AsyncSession, *, tenant_id: str,
     return found
 
 
+def _same_session(turn: Any) -> ColumnElement[bool]:
+    """`turn` is of the same session as `Episode`: its explicit one, else its inferred one."""
+    return and_(turn.tenant_id == Episode.tenant_id, turn.butler == Episode.butler,
+                or_(and_(Episode.session_id.is_not(None),
+                         turn.session_id == Episode.session_id),
+                    and_(Episode.session_id.is_(None), turn.session_id.is_(None),
+                         turn.inferred_session == Episode.inferred_session)))
+
+
+IN_A_SESSION = or_(Episode.session_id.is_not(None), Episode.inferred_session.is_not(None))
+
+
+async def latest_inferred_turns(session: AsyncSession, *, tenant_id: str,
+                                sessions: Sequence[uuid.UUID],
+                                count: int) -> dict[uuid.UUID, list[str]]:
+    """The contents of the last `count` turns stored in each inferred session, oldest
+    first."""
+    if not sessions or count <= 0:
+        return {}
+    keys = values(column("inferred", UUID(as_uuid=True)), name="wanted_inferred").data(
+        [(key,) for key in sessions])
+    last = (
+        select(Episode.sequence, Episode.content)
+        .where(Episode.tenant_id == tenant_id, Episode.inferred_session == keys.c.inferred,
+               Episode.session_id.is_(None))
+        .order_by(Episode.sequence.desc())
+        .limit(count)
+        .lateral("last_inferred_turns")
+    )
+    rows = (await session.execute(
+        select(keys.c.inferred, last.c.sequence, last.c.content)
+        .join(last, true())
+        .order_by(last.c.sequence)
+    )).all()
+    found: dict[uuid.UUID, list[str]] = {}
+    for row in rows:
+        found.setdefault(row.inferred, []).append(row.content)
+    return found
+
+
 async def turns_before(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
                        count: int, excluding: Sequence[uuid.UUID] = ()
                        ) -> dict[uuid.UUID, list[str]]:
-    """For each episode of a session, the contents of the `count` turns stored just before it
-    in its butler and session (other than those of `excluding`), oldest first."""
+    """For each episode of a session (explicit or inferred), the contents of the `count` turns
+    stored just before it in its butler and session (other than those of `excluding`),
+    oldest first."""
     if not ids or count <= 0:
         return {}
     turn = aliased(Episode)
     others = [turn.id.not_in(list(excluding))] if excluding else []
     before = (
         select(turn.sequence, turn.content)
-        .where(turn.tenant_id == Episode.tenant_id, turn.butler == Episode.butler,
-               turn.session_id == Episode.session_id, turn.sequence < Episode.sequence,
-               *others)
+        .where(_same_session(turn), turn.sequence < Episode.sequence, *others)
         .order_by(turn.sequence.desc())
         .limit(count)
         .lateral("turns_before")
@@ -210,8 +252,7 @@ async def turns_before(session: AsyncSession, *, tenant_id: str, ids: Sequence[u
     rows = (await session.execute(
         select(Episode.id, before.c.content)
         .join(before, true())
-        .where(Episode.tenant_id == tenant_id, Episode.id.in_(list(ids)),
-               Episode.session_id.is_not(None))
+        .where(Episode.tenant_id == tenant_id, Episode.id.in_(list(ids)), IN_A_SESSION)
         .order_by(Episode.id, before.c.sequence)
     )).all()
     found: dict[uuid.UUID, list[str]] = {}
@@ -229,8 +270,7 @@ async def turns_after(session: AsyncSession, *, tenant_id: str, ids: Sequence[uu
     turn = aliased(Episode)
     after = (
         select(turn.id)
-        .where(turn.tenant_id == Episode.tenant_id, turn.butler == Episode.butler,
-               turn.session_id == Episode.session_id, turn.sequence > Episode.sequence)
+        .where(_same_session(turn), turn.sequence > Episode.sequence)
         .order_by(turn.sequence)
         .limit(count)
         .lateral("turns_after")
@@ -239,8 +279,7 @@ async def turns_after(session: AsyncSession, *, tenant_id: str, ids: Sequence[uu
         select(after.c.id).distinct()
         .select_from(Episode)
         .join(after, true())
-        .where(Episode.tenant_id == tenant_id, Episode.id.in_(list(ids)),
-               Episode.session_id.is_not(None)))
+        .where(Episode.tenant_id == tenant_id, Episode.id.in_(list(ids)), IN_A_SESSION))
     return list(rows.scalars())
 
 
@@ -269,8 +308,9 @@ async def set_search_texts(session: AsyncSession, *, tenant_id: str,
 
 async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,
                            limit: int) -> list[tuple[uuid.UUID, str]]:
-    """Up to `limit` (id, tenant_id) of episodes with a session, by id, after `after`."""
-    stmt = (select(Episode.id, Episode.tenant_id).where(Episode.session_id.is_not(None))
+    """Up to `limit` (id, tenant_id) of episodes with a session (explicit or inferred), by
+    id, after `after`."""
+    stmt = (select(Episode.id, Episode.tenant_id).where(IN_A_SESSION)
             .order_by(Episode.id).limit(limit))
     if after is not None:
         stmt = stmt.where(Episode.id > after)

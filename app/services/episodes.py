@@ -1,7 +1,7 @@
 """Storing and listing episodes."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -43,14 +43,16 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     for index, item in enumerate(items):
         butler_limits.check_butler(
             item.butler, "butler" if len(items) == 1 else f"items.{index}.butler")
-    contexts = await _contexts(session, tenant_id=tenant_id, items=items,
+    # Read on a connection of its own, given back before the model runs.
+    async with side_session(session) as lookup:
+        inferred = await inferred_sessions(lookup, tenant_id=tenant_id, items=items,
+                                           gap_minutes=session_gap_minutes)
+    contexts = await _contexts(session, tenant_id=tenant_id, items=items, inferred=inferred,
                                turns=embedder.context_turns)
     embedded = await embed_texts(session, embedder, [item.content for item in items],
                                 tenant_id=tenant_id, contexts=contexts)
     if len(items) > 1:  # a batch takes the keyword statistics' lock last, just before commit
         await set_local(session, {episode_rows.KEYWORD_COUNTS_LATER: "on"})
-    inferred = await inferred_sessions(session, tenant_id=tenant_id, items=items,
-                                       gap_minutes=session_gap_minutes)
     rows = [
         {
             "tenant_id": tenant_id,
@@ -64,8 +66,8 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
             "embedding_version_id": embedded.version_id,
             "search_text": preprocess_text(keyword_text(
                 item.content, context,
-                with_context=keyword_context and item.session_id is not None
-                and embedder.context_turns > 0)),
+                with_context=keyword_context and embedder.context_turns > 0
+                and (item.session_id is not None or inferred_session is not None))),
             "occurred_at_given": item.occurred_at,
         }
         for item, vector, context, inferred_session
@@ -181,26 +183,34 @@ async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
 
 
 async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[EpisodeCreate],
-                    turns: int) -> list[str | None]:
-    """Each item of a session read after the `turns` turns before it (stored ones, then
-    earlier items of this batch); None for items without a session or a turn before them.
+                    inferred: Sequence[uuid.UUID | None], turns: int) -> list[str | None]:
+    """Each item of a session (its own, else its inferred one) read after the `turns` turns
+    before it (stored ones, then earlier items of this batch); None for items without a
+    session or a turn before it.
 
     The stored turns are read on a connection of their own, given back before the model runs
     (a session carrying the request session's `info`, so it works for the same tenant).
     """
-    keys = list(dict.fromkeys((item.butler, item.session_id) for item in items
-                              if item.session_id is not None))
-    if turns <= 0 or not keys:
+    keys: list[Hashable | None] = [
+        (item.butler, item.session_id) if item.session_id is not None else own
+        for item, own in zip(items, inferred, strict=True)]
+    if turns <= 0 or not any(key is not None for key in keys):
         return [None] * len(items)
+    explicit = list(dict.fromkeys(key for key in keys if isinstance(key, tuple)))
+    implicit = list(dict.fromkeys(key for key in keys if isinstance(key, uuid.UUID)))
     async with side_session(session) as lookup:
-        earlier = await episode_rows.latest_turns(lookup, tenant_id=tenant_id, sessions=keys,
-                                                  count=turns)
+        stored = await episode_rows.latest_turns(lookup, tenant_id=tenant_id,
+                                                 sessions=explicit, count=turns)
+        stored_inferred = await episode_rows.latest_inferred_turns(
+            lookup, tenant_id=tenant_id, sessions=implicit, count=turns)
+    earlier: dict[Hashable, list[str]] = dict(stored.items())
+    earlier.update(stored_inferred.items())
     return session_contexts(
-        [((item.butler, item.session_id) if item.session_id is not None else None,
-          item.content) for item in items], turns=turns, earlier=earlier)
+        [(key, item.content) for key, item in zip(keys, items, strict=True)], turns=turns,
+        earlier=earlier)
 
 
-SessionKey = tuple[str, str]
+SessionKey = Hashable  # (butler, session_id), or an inferred session's id
 
 
 def session_contexts(turns_in_order: Sequence[tuple[SessionKey | None, str]], *, turns: int,

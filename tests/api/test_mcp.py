@@ -119,7 +119,8 @@ def assert_json_memory(memory: dict[str, Any]) -> None:
     assert not {"embedding", "search_vector"} & set(memory)
 
 
-async def test_episodes_stored_without_a_session_id_share_an_inferred_one(mcp_as: Any) -> None:
+async def test_episodes_stored_without_a_session_id_share_an_inferred_one(
+        mcp_as: Any, inferred_sessions: float) -> None:
     async with mcp_as("acme") as client:
         first, second = [ok(await client.call_tool("memory_store_episode", {
             "content": content, "butler": "mcp-sessions"}))

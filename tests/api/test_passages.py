@@ -36,8 +36,11 @@ async def search(client, query, **fields):
 async def test_a_sentence_at_the_end_of_a_long_episode_is_found_by_meaning(client):
     content = long_text()
     long_one = await store_episode(client, content)
-    await store_episode(client, "We bought a new doormat for the front entrance.")
-    await store_episode(client, "The garage roof needs new tiles before winter.")
+    # Other butlers: stored after it in its own, they would be read after it (their context).
+    await store_episode(client, "We bought a new doormat for the front entrance.",
+                        butler="home")
+    await store_episode(client, "The garage roof needs new tiles before winter.",
+                        butler="garage")
 
     [first, *_] = await search(client, "where is the spare key hidden?", mode="semantic",
                                types=["episode"])
@@ -166,13 +169,44 @@ async def test_a_batch_gives_its_turns_the_context_of_earlier_items(client, sql)
     assert hit["passage"] is None or hit["passage"]["kind"] == "context"
 
 
-async def test_episodes_without_a_session_get_no_context(client, sql):
-    for turn in TURNS:
-        await store_episode(client, turn, butler="chat")
+async def test_episodes_in_no_session_get_no_context(client, sql, inferred_sessions):
+    for hour, turn in enumerate(TURNS):  # hours apart: past the gap of an inferred session
+        await store_episode(client, turn, butler="chat",
+                            occurred_at=f"2024-03-01T{10 + hour}:00:00Z")
 
     [count] = await sql("SELECT count(*) AS n FROM passages")
 
     assert count["n"] == 0
+
+
+async def test_turns_without_a_session_id_are_read_after_the_turns_before_them(
+        client, sql, inferred_sessions):
+    """Their inferred session gives them context passages as an explicit one does."""
+    for minute, turn in enumerate(TURNS[:2]):
+        await store_episode(client, turn, butler="chat",
+                            occurred_at=f"2024-03-01T10:0{minute}:00Z")
+    response = await client.post("/v1/episodes/batch", json={"items": [
+        {"content": TURNS[2], "butler": "chat", "occurred_at": "2024-03-01T10:02:00Z"}]})
+    assert response.status_code == 201, response.text
+
+    passages = await context_passages(sql)
+
+    assert [content for content, _ in passages] == TURNS[1:]
+
+
+async def test_deleting_a_turn_of_an_inferred_session_renews_the_next_turns_context(
+        client, sql, app, inferred_sessions):
+    stored = [await store_episode(client, turn, butler="chat",
+                                  occurred_at=f"2024-03-01T10:0{minute}:00Z")
+              for minute, turn in enumerate(TURNS)]
+
+    response = await client.delete(f"/v1/episodes/{stored[1]['id']}")
+
+    assert response.status_code == 204
+    [(content, vector)] = await context_passages(sql)
+    assert content == TURNS[2]
+    expected = await app.state.embedder.aembed(context_text([TURNS[0]], TURNS[2]))
+    assert float(np.dot(vector, expected)) > 0.9999
 
 
 async def test_reembed_rebuilds_context_passages(client, sql, app):

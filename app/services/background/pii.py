@@ -257,7 +257,7 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                                      {"content": content, "metadata": metadata}, content,
                                      count + metadata_count))
         in_session = [r.row_id for r in found
-                      if next(b for b in batch if b.id == r.row_id).session_id is not None]
+                      if _in_session(next(b for b in batch if b.id == r.row_id))]
         before = (await episode_rows.turns_before(session, tenant_id=tenant_id, ids=in_session,
                                                   count=turns)
                   if turns > 0 and in_session else {})
@@ -267,6 +267,10 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
     rewritten, matches = await _write(ctx, Episode, "episode", tenant_id, batch, found,
                                       refresh_turns=turns)
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+def _in_session(row: Any) -> bool:
+    return row.session_id is not None or row.inferred_session is not None
 
 
 async def _write(ctx: JobContext, model: type[Run] | type[Rule] | type[Episode],
