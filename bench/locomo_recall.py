@@ -11,7 +11,8 @@ recall@k = |evidence dia_ids in the top k| / |evidence dia_ids|, averaged over q
 
 `--with-time` stores each LoCoMo session's date as its turns' `occurred_at` and asks at the
 conversation's last date (`reference_time`); `--sessions` gives each LoCoMo session its own
-`session_id`, as a chat client would.
+`session_id`, as a chat client would. `--query-style keywords` asks each question as the short
+keyword query an agent would send instead (see `keyword_query`).
 
 Needs a running Engram (`engram serve`); it only talks HTTP to it.
 """
@@ -34,6 +35,19 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = ("semantic", "keyword", "hybrid")
 KS = (5, 10)
 BATCH = 200
+KEYWORD_QUERY_WORDS = 6
+# Question words, auxiliaries, pronouns, articles, prepositions and conjunctions: the words an
+# agent leaves out when it turns a question into a search.
+QUERY_STOPWORDS = frozenset("""
+    a about above after again against all am an and any are as at be been before being below
+    between both but by can could did do does doing done down during each ever few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just kind me might more most much my myself no nor not of off on once only or
+    other our ours ourselves out over own same shall she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up very
+    was we were what whats when where which while who whom whose why will with would you your
+    yours yourself yourselves s t d ll m re ve
+    """.split())
 
 
 def turn_text(turn: dict[str, Any], date: str, turn_format: str) -> str:
@@ -44,6 +58,23 @@ def turn_text(turn: dict[str, Any], date: str, turn_format: str) -> str:
     if turn_format == "dated":
         text = f"[{date}] {text}"
     return text
+
+
+def keyword_query(question: str, max_words: int = KEYWORD_QUERY_WORDS) -> str:
+    """The question as an agent's keyword query: lowercased, split into words (letters, digits,
+    inner hyphens; an apostrophe ends a word, so "Melanie's" gives "melanie"), question words
+    and other stopwords (QUERY_STOPWORDS) dropped, repeats dropped, the first `max_words` kept
+    in question order; the lowercased question itself if no word is left."""
+    words: list[str] = []
+    for word in re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", question.lower()):
+        if word not in QUERY_STOPWORDS and word not in words:
+            words.append(word)
+    return " ".join(words[:max_words]) or question.lower().strip()
+
+
+def query_text(question: str, style: str) -> str:
+    """What is sent as the search query for `question` in the given query style."""
+    return keyword_query(question) if style == "keywords" else question
 
 
 def conversation_turns(conv: dict[str, Any], turn_format: str) -> list[tuple[str, str]]:
@@ -173,7 +204,8 @@ async def run(args: argparse.Namespace) -> None:
                     continue
                 for mode in args.modes:
                     start = time.perf_counter()
-                    found = await ask(http, question=qa["question"], scope=scope, mode=mode,
+                    found = await ask(http, question=query_text(qa["question"], args.query_style),
+                                      scope=scope, mode=mode,
                                       limit=max(KS), extra=extra)
                     latencies.append(time.perf_counter() - start)
                     for k in KS:
@@ -187,7 +219,7 @@ async def run(args: argparse.Namespace) -> None:
 def report(recall: dict[str, dict[int, dict[int, list[float]]]],
            args: argparse.Namespace) -> None:
     """Print recall@k per category and overall for each mode."""
-    print(f"\nturn format: {args.turn_format}")
+    print(f"\nturn format: {args.turn_format}, query style: {args.query_style}")
     header = f"{'mode':<9} {'category':<12} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}"
                                                                for k in KS)
     print(header)
@@ -225,6 +257,8 @@ def main() -> None:
                         help="hybrid fusion (default: the server's)")
     parser.add_argument("--reuse", action="store_true",
                         help="skip ingest when the butler already holds all the turns")
+    parser.add_argument("--query-style", choices=("question", "keywords"), default="question",
+                        help="question: as written; keywords: an agent's short keyword query")
     args = parser.parse_args()
     if Path(args.data).is_dir():
         args.data = str(Path(args.data) / "locomo_dev.json")

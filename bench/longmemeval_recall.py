@@ -13,7 +13,8 @@ questions that have evidence turns (see the data set's README).
 
 `--with-time` sends each session's date as the episode's `occurred_at`, but only when the
 server's episode schema has that field (checked in /openapi.json); otherwise it says so and
-stores the turns without it.
+stores the turns without it. `--query-style keywords` asks each question as the short keyword
+query an agent would send (`keyword_query` in locomo_recall.py).
 
 Needs a running Engram (`engram serve`); it only talks HTTP to it.
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from locomo_recall import reuse_or_refuse  # a sibling script: run as python bench/...
+from locomo_recall import query_text, reuse_or_refuse  # a sibling script: run as python bench/...
 
 MODES = ("semantic", "keyword", "hybrid")
 K = 10
@@ -134,7 +135,8 @@ async def run(args: argparse.Namespace) -> None:
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
             for mode in args.modes:
                 start = time.perf_counter()
-                found = await ask(http, question=question["question"], scope=scope, mode=mode,
+                found = await ask(http, question=query_text(question["question"], args.query_style),
+                                  scope=scope, mode=mode,
                                   asked_at=session_time(question["question_date"])
                                   if with_time else None, fusion=args.fusion)
                 latencies.append(time.perf_counter() - start)
@@ -177,6 +179,8 @@ def main() -> None:
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
     parser.add_argument("--reuse", action="store_true",
                         help="skip ingest when the butler already holds all the turns")
+    parser.add_argument("--query-style", choices=("question", "keywords"), default="question",
+                        help="question: as written; keywords: an agent's short keyword query")
     args = parser.parse_args()
     if Path(args.data).is_dir():
         args.data = str(Path(args.data) / "longmemeval_s_dev.json.gz")
