@@ -1,6 +1,7 @@
 """The filter language in SQL admits exactly what a plain Python reading of it admits."""
 
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -93,19 +94,23 @@ def random_condition(rng: random.Random) -> dict[str, Any]:
     return {field: {op: value}}
 
 
-def random_filter(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+def random_filter(rng: random.Random, depth: int = 0,
+                  condition: Callable[[random.Random], dict[str, Any]] = random_condition,
+                  ) -> dict[str, Any]:
+    """A random tree of `condition`s: negated, merged in one object, or under $and / $or."""
     roll = rng.random()
     if depth >= 3 or roll < 0.45:
-        return random_condition(rng)
+        return condition(rng)
     if roll < 0.6:
-        return {"$not": random_filter(rng, depth + 1)}
+        return {"$not": random_filter(rng, depth + 1, condition)}
     if roll < 0.7:
         merged: dict[str, Any] = {}
         for _ in range(rng.randint(2, 3)):
-            merged.update(random_condition(rng))
+            merged.update(condition(rng))
         return merged
     combinator = rng.choice(["$and", "$or"])
-    return {combinator: [random_filter(rng, depth + 1) for _ in range(rng.randint(1, 3))]}
+    return {combinator: [random_filter(rng, depth + 1, condition)
+                         for _ in range(rng.randint(1, 3))]}
 
 
 async def store_memories(client: httpx.AsyncClient, rng: random.Random) -> list[dict[str, Any]]:
