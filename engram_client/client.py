@@ -139,23 +139,23 @@ class EngramClient:
         transaction (all or none: a refused item raises EngramError naming it, and the
         requests before it stay stored). One result per item:
         `{"status": 201 | 200, "fact": {...}}`."""
-        return [result for chunk in _chunks(items, STORE_CHUNK)
-                for result in self.request("POST", "/v1/facts/bulk",
-                                           json={"items": chunk})["items"]]
+        return self._bulk("/v1/facts/bulk", items, STORE_CHUNK)
 
     def get_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Read facts by `{"id": ...}` or key `{"scope", "subject", "predicate"}`, 1000 a
         request. One result per ref: `{"status": 200, "fact": {...}}` or `{"status": 404}`."""
-        return [result for chunk in _chunks(refs)
-                for result in self.request("POST", "/v1/facts/bulk/get",
-                                           json={"items": chunk})["items"]]
+        return self._bulk("/v1/facts/bulk/get", refs)
 
     def delete_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Delete facts (each with its history) by id or key, 1000 a request. One result per
         ref: `{"status": 204, "deleted_ids": [...]}` or `{"status": 404}`."""
-        return [result for chunk in _chunks(refs)
-                for result in self.request("POST", "/v1/facts/bulk/delete",
-                                           json={"items": chunk})["items"]]
+        return self._bulk("/v1/facts/bulk/delete", refs)
+
+    def _bulk(self, path: str, items: list[dict[str, Any]],
+              size: int = MAX_BULK_ITEMS) -> list[dict[str, Any]]:
+        """Each item's result, from one POST of `path` per `size` items, in order."""
+        return [result for chunk in _chunks(items, size)
+                for result in self.request("POST", path, json={"items": chunk})["items"]]
 
     def store_rule(self, content: str, **fields: Any) -> Rule:
         """Store a candidate rule."""
@@ -283,26 +283,22 @@ class AsyncEngramClient:
 
     async def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store facts in order, 100 a request (see `EngramClient.store_facts`)."""
-        results: list[dict[str, Any]] = []
-        for chunk in _chunks(items, STORE_CHUNK):
-            results += (await self.request("POST", "/v1/facts/bulk",
-                                           json={"items": chunk}))["items"]
-        return results
+        return await self._bulk("/v1/facts/bulk", items, STORE_CHUNK)
 
     async def get_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Read facts by id or key, 1000 a request (see `EngramClient.get_facts`)."""
-        results: list[dict[str, Any]] = []
-        for chunk in _chunks(refs):
-            results += (await self.request("POST", "/v1/facts/bulk/get",
-                                           json={"items": chunk}))["items"]
-        return results
+        return await self._bulk("/v1/facts/bulk/get", refs)
 
     async def delete_facts(self, refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Delete facts by id or key, 1000 a request (see `EngramClient.delete_facts`)."""
+        return await self._bulk("/v1/facts/bulk/delete", refs)
+
+    async def _bulk(self, path: str, items: list[dict[str, Any]],
+                    size: int = MAX_BULK_ITEMS) -> list[dict[str, Any]]:
+        """Each item's result, from one POST of `path` per `size` items, in order."""
         results: list[dict[str, Any]] = []
-        for chunk in _chunks(refs):
-            results += (await self.request("POST", "/v1/facts/bulk/delete",
-                                           json={"items": chunk}))["items"]
+        for chunk in _chunks(items, size):
+            results += (await self.request("POST", path, json={"items": chunk}))["items"]
         return results
 
     async def store_rule(self, content: str, **fields: Any) -> Rule:
