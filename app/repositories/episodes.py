@@ -11,6 +11,7 @@ from sqlalchemy import (
     DateTime,
     Table,
     Text,
+    Values,
     and_,
     bindparam,
     column,
@@ -173,23 +174,40 @@ async def latest_turns(session: AsyncSession, *, tenant_id: str,
         return {}
     keys = values(column("butler", Text), column("session_id", Text),
                   name="wanted").data(list(sessions))
-    last = (
-        select(Episode.sequence, Episode.content)
-        .where(Episode.tenant_id == tenant_id, Episode.butler == keys.c.butler,
-               Episode.session_id == keys.c.session_id)
-        .order_by(Episode.sequence.desc())
-        .limit(count)
-        .lateral("last_turns")
-    )
-    rows = (await session.execute(
-        select(keys.c.butler, keys.c.session_id, last.c.sequence, last.c.content)
-        .join(last, true())
-        .order_by(last.c.sequence)
-    )).all()
     found: dict[tuple[str, str], list[str]] = {}
-    for row in rows:
+    for row in await _last_turns(session, keys, count, Episode.tenant_id == tenant_id,
+                                 Episode.butler == keys.c.butler,
+                                 Episode.session_id == keys.c.session_id):
         found.setdefault((row.butler, row.session_id), []).append(row.content)
     return found
+
+
+async def latest_inferred_turns(session: AsyncSession, *, tenant_id: str,
+                                sessions: Sequence[uuid.UUID],
+                                count: int) -> dict[uuid.UUID, list[str]]:
+    """The contents of the last `count` turns stored in each inferred session, oldest
+    first."""
+    if not sessions or count <= 0:
+        return {}
+    keys = values(column("inferred", UUID(as_uuid=True)), name="wanted_inferred").data(
+        [(key,) for key in sessions])
+    found: dict[uuid.UUID, list[str]] = {}
+    for row in await _last_turns(session, keys, count, Episode.tenant_id == tenant_id,
+                                 Episode.inferred_session == keys.c.inferred,
+                                 Episode.session_id.is_(None)):
+        found.setdefault(row.inferred, []).append(row.content)
+    return found
+
+
+async def _last_turns(session: AsyncSession, keys: Values, count: int,
+                      *where: ColumnElement[bool]) -> Sequence[Any]:
+    """Each row of `keys` with the contents of the last `count` episodes matching `where`
+    (which refers to it), oldest first."""
+    last = (select(Episode.sequence, Episode.content).where(*where)
+            .order_by(Episode.sequence.desc()).limit(count).lateral("last_turns"))
+    return (await session.execute(
+        select(*keys.c, last.c.content).join(last, true()).order_by(last.c.sequence)
+    )).all()
 
 
 def _same_session(turn: Any) -> ColumnElement[bool]:
@@ -202,34 +220,6 @@ def _same_session(turn: Any) -> ColumnElement[bool]:
 
 
 IN_A_SESSION = or_(Episode.session_id.is_not(None), Episode.inferred_session.is_not(None))
-
-
-async def latest_inferred_turns(session: AsyncSession, *, tenant_id: str,
-                                sessions: Sequence[uuid.UUID],
-                                count: int) -> dict[uuid.UUID, list[str]]:
-    """The contents of the last `count` turns stored in each inferred session, oldest
-    first."""
-    if not sessions or count <= 0:
-        return {}
-    keys = values(column("inferred", UUID(as_uuid=True)), name="wanted_inferred").data(
-        [(key,) for key in sessions])
-    last = (
-        select(Episode.sequence, Episode.content)
-        .where(Episode.tenant_id == tenant_id, Episode.inferred_session == keys.c.inferred,
-               Episode.session_id.is_(None))
-        .order_by(Episode.sequence.desc())
-        .limit(count)
-        .lateral("last_inferred_turns")
-    )
-    rows = (await session.execute(
-        select(keys.c.inferred, last.c.sequence, last.c.content)
-        .join(last, true())
-        .order_by(last.c.sequence)
-    )).all()
-    found: dict[uuid.UUID, list[str]] = {}
-    for row in rows:
-        found.setdefault(row.inferred, []).append(row.content)
-    return found
 
 
 async def turns_before(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
