@@ -43,12 +43,13 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
     for index, item in enumerate(items):
         butler_limits.check_butler(
             item.butler, "butler" if len(items) == 1 else f"items.{index}.butler")
-    # Read on a connection of its own, given back before the model runs.
+    # Read on a connection of its own (a session carrying the request session's `info`, so
+    # it works for the same tenant), given back before the model runs.
     async with side_session(session) as lookup:
         inferred = await inferred_sessions(lookup, tenant_id=tenant_id, items=items,
                                            gap_minutes=session_gap_minutes)
-    contexts = await _contexts(session, tenant_id=tenant_id, items=items, inferred=inferred,
-                               turns=embedder.context_turns)
+        contexts = await _contexts(lookup, tenant_id=tenant_id, items=items,
+                                   inferred=inferred, turns=embedder.context_turns)
     embedded = await embed_texts(session, embedder, [item.content for item in items],
                                 tenant_id=tenant_id, contexts=contexts)
     if len(items) > 1:  # a batch takes the keyword statistics' lock last, just before commit
@@ -182,15 +183,11 @@ async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
         for episode_id, content in contents.items()})
 
 
-async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[EpisodeCreate],
+async def _contexts(lookup: AsyncSession, *, tenant_id: str, items: list[EpisodeCreate],
                     inferred: Sequence[uuid.UUID | None], turns: int) -> list[str | None]:
     """Each item of a session (its own, else its inferred one) read after the `turns` turns
-    before it (stored ones, then earlier items of this batch); None for items without a
-    session or a turn before it.
-
-    The stored turns are read on a connection of their own, given back before the model runs
-    (a session carrying the request session's `info`, so it works for the same tenant).
-    """
+    before it (stored ones, read through `lookup`, then earlier items of this batch); None
+    for items without a session or a turn before it."""
     keys: list[Hashable | None] = [
         (item.butler, item.session_id) if item.session_id is not None else own
         for item, own in zip(items, inferred, strict=True)]
@@ -198,11 +195,10 @@ async def _contexts(session: AsyncSession, *, tenant_id: str, items: list[Episod
         return [None] * len(items)
     explicit = list(dict.fromkeys(key for key in keys if isinstance(key, tuple)))
     implicit = list(dict.fromkeys(key for key in keys if isinstance(key, uuid.UUID)))
-    async with side_session(session) as lookup:
-        stored = await episode_rows.latest_turns(lookup, tenant_id=tenant_id,
-                                                 sessions=explicit, count=turns)
-        stored_inferred = await episode_rows.latest_inferred_turns(
-            lookup, tenant_id=tenant_id, sessions=implicit, count=turns)
+    stored = await episode_rows.latest_turns(lookup, tenant_id=tenant_id, sessions=explicit,
+                                             count=turns)
+    stored_inferred = await episode_rows.latest_inferred_turns(
+        lookup, tenant_id=tenant_id, sessions=implicit, count=turns)
     earlier: dict[Hashable, list[str]] = dict(stored.items())
     earlier.update(stored_inferred.items())
     return session_contexts(
