@@ -307,7 +307,7 @@ async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
         row["embedding"] = next(vectors)
         row["search_text"] = preprocess_text(keyword_text(
             row["content"], context, with_context=keyword_context and kind == "episode"
-            and row.get("session_id") is not None and embedder.context_turns > 0))
+            and _session_key(row) is not None and embedder.context_turns > 0))
     for (_, row), (_, search_text) in zip(records, texts, strict=True):
         row["embedding"] = next(vectors)
         row["search_text"] = search_text
@@ -317,19 +317,29 @@ async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
     return Embedded(embedded.vectors[:count], embedded.version_id, embedded.passages[:count])
 
 
+def _session_key(row: dict[str, Any]) -> tuple[str, ...] | None:
+    """An imported episode's session: (butler, session_id), else (butler, "inferred", its
+    inferred session), never equal to a sent one."""
+    if row.get("session_id") is not None:
+        return (str(row.get("butler")), str(row["session_id"]))
+    if row.get("inferred_session") is not None:
+        return (str(row.get("butler")), "inferred", str(row["inferred_session"]))
+    return None
+
+
 def _session_contexts(memories: list[tuple[str, dict[str, Any]]], *,
                       turns: int) -> list[str | None]:
-    """Each imported episode of a session read after the `turns` imported turns before it in
-    its butler and session (by `sequence`, then line order); None for the others."""
+    """Each imported episode of a session (sent or inferred) read after the `turns` imported
+    turns before it in its butler and session (by `sequence`, then line order); None for the
+    others."""
     contexts: list[str | None] = [None] * len(memories)
     if turns <= 0:
         return contexts
     order = sorted((index for index, (kind, row) in enumerate(memories)
-                    if kind == "episode" and row.get("session_id") is not None),
+                    if kind == "episode" and _session_key(row) is not None),
                    key=lambda i: (memories[i][1].get("sequence") is None,
                                   memories[i][1].get("sequence") or 0, i))
-    found = session_contexts([((str(memories[i][1].get("butler")),
-                                str(memories[i][1]["session_id"])), memories[i][1]["content"])
+    found = session_contexts([(_session_key(memories[i][1]), memories[i][1]["content"])
                               for i in order], turns=turns)
     for index, context in zip(order, found, strict=True):
         contexts[index] = context

@@ -3,6 +3,8 @@
 import json
 import uuid
 
+import pytest
+
 from tests.api.test_erasure import plant
 from tests.support.factories import create_entity, store_episode
 from tests.support.http import post
@@ -152,15 +154,17 @@ async def _session_index(sql):
             for row in rows]
 
 
+@pytest.mark.parametrize("session", ["sent", "inferred"])
 async def test_imported_turns_are_indexed_as_when_they_were_stored(
-        app, settings, client, sql, monkeypatch):
+        app, settings, client, sql, monkeypatch, inferred_sessions, session):
     monkeypatch.setattr(app.state.settings, "keyword_context", True)
     turns = ["Caroline: we adopted a grey kitten from the shelter last week.",
              "Melanie: how is she settling in?",
              "Caroline: she sleeps on the porch all day.",
              "Melanie: lucky cat!"]
     for turn in turns:
-        await store_episode(client, turn, butler="chat", session_id="s1")
+        await store_episode(client, turn, butler="chat",
+                            **({"session_id": "s1"} if session == "sent" else {}))
     stored = await _session_index(sql)
     exported = await client.get("/v1/export")
     await erase(client, app, settings, tenant=True, confirm="default")
