@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,6 @@ MAX_NAME_CHARS = 200
 # kept in the fact's metadata, where the server's filter language reaches its fields.
 VALUE_COPY_CHARS = 8_000
 VALUE_COPY_DEPTH = 5
-_SCALARS = (str, int, float)
 _DIGEST_CHARS = 16
 _KEPT_KEY_CHARS = 150
 
@@ -147,12 +147,25 @@ def select_namespaces(namespaces: Iterable[Namespace], *, prefixes: Iterable[Seq
 
 def matches(value: Any, wanted: Mapping[str, Any] | None) -> bool:
     """Whether an item's value passes a store filter: equality of (nested) fields, or the
-    operators $eq, $ne, $gt, $gte, $lt and $lte."""
+    operators $eq, $ne, $gt, $gte, $lt and $lte. A key with dots that the value does not
+    hold as it is reads a nested field ("user.city" is value["user"]["city"])."""
     if not wanted:
         return True
     if not isinstance(value, Mapping):
         return False
-    return all(_field_matches(value.get(name), condition) for name, condition in wanted.items())
+    return all(_field_matches(_at(value, name), condition) for name, condition in wanted.items())
+
+
+def _at(value: Mapping[str, Any], name: str) -> Any:
+    """The field `name` of `value`, or the nested field its dotted path names."""
+    if name in value or not isinstance(name, str) or "." not in name:
+        return value.get(name)
+    found: Any = value
+    for part in name.split("."):
+        if not isinstance(found, Mapping):
+            return None
+        found = found.get(part)
+    return found
 
 
 def _field_matches(actual: Any, condition: Any) -> bool:
@@ -224,7 +237,7 @@ def _value_conditions(wanted: Mapping[str, Any], path: tuple[str, ...]) -> list[
             for op, operand in condition.items():
                 if op == "$eq" and _unambiguous(operand):
                     out.append({field: operand})
-                elif op in ("$gt", "$gte", "$lt", "$lte") and isinstance(operand, _SCALARS) \
+                elif op in ("$gt", "$gte", "$lt", "$lte") and _sendable(operand) \
                         and not isinstance(operand, bool):
                     out.append({field: {op: operand}})
         elif isinstance(condition, Mapping):
@@ -237,6 +250,14 @@ def _value_conditions(wanted: Mapping[str, Any], path: tuple[str, ...]) -> list[
 def _unambiguous(operand: Any) -> bool:
     """A value the server's `$eq` compares as Python's `==` does: a string, or a number
     Python would not also find equal to a boolean."""
-    if isinstance(operand, bool) or not isinstance(operand, _SCALARS):
+    if isinstance(operand, bool) or not _sendable(operand):
         return False
     return isinstance(operand, str) or operand not in (0, 1)
+
+
+def _sendable(operand: Any) -> bool:
+    """A string or number the server's filter takes: no NUL character (stored text holds
+    none), no infinity or NaN; the store's own check judges the others."""
+    if isinstance(operand, str):
+        return "\x00" not in operand
+    return isinstance(operand, int) or isinstance(operand, float) and math.isfinite(operand)

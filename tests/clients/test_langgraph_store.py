@@ -219,6 +219,24 @@ async def test_search_without_a_query_filters_and_pages_newest_first(store):
     assert store.search(("tes",)) == []
 
 
+async def test_filters_the_server_cannot_hold_still_filter(store):
+    """Dotted keys read nested fields; infinities, NaN, huge numbers and NUL characters, which
+    the server's filter refuses, are judged by the store instead of failing the search."""
+    store.put(("items",), "cheap", {"price": 10, "user": {"access-level": "guest"}})
+    store.put(("items",), "dear", {"price": 30, "user.access-level": "admin"})
+    keys = lambda wanted: sorted(i.key for i in store.search(("items",), filter=wanted))  # noqa: E731
+    assert keys({"user.access-level": "guest"}) == ["cheap"]
+    assert keys({"user.access-level": "admin"}) == ["dear"]
+    assert keys({"price": {"$lt": float("inf")}}) == ["cheap", "dear"]
+    assert keys({"price": {"$gt": float("-inf"), "$lt": 20}}) == ["cheap"]
+    assert keys({"price": {"$lt": 10**400}}) == ["cheap", "dear"]
+    assert keys({"price": float("nan")}) == []
+    assert keys({"user.access-level": "guest\x00' OR '1'='1"}) == []
+    assert [i.key for i in store.search(("items",), query="price", filter={
+        "price": {"$gte": float("-inf")}, "user.access-level": "guest"})] == ["cheap"]
+
+
+
 async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
     for key, value in [("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
                        ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
