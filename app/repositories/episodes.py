@@ -47,6 +47,16 @@ class EpisodeFilters:
     memory_filter: MemoryFilter | None = None
 
 
+def in_session(session_id: str) -> ColumnElement[bool]:
+    """Episodes of the session: stored with this id, or placed in it by inference when the id
+    is the UUID of an inferred session."""
+    try:
+        inferred = uuid.UUID(session_id)
+    except ValueError:
+        return Episode.session_id == session_id
+    return or_(Episode.session_id == session_id, Episode.inferred_session == inferred)
+
+
 def not_expired() -> ColumnElement[bool]:
     """Episodes whose TTL has not run out."""
     return Episode.expires_at.is_(None) | (Episode.expires_at > func.now())
@@ -56,8 +66,10 @@ async def list_episodes(session: AsyncSession, *, tenant_id: str, filters: Episo
                         limit: int, cursor: str | None) -> tuple[list[Episode], str | None]:
     """A page of the tenant's episodes matching `filters`, newest first."""
     stmt = select(Episode).where(Episode.tenant_id == tenant_id, *equal(
-        Episode, filters, "butler", "session_id", "consolidation_status", "consolidated"),
+        Episode, filters, "butler", "consolidation_status", "consolidated"),
         *compile_filter("episode", filters.memory_filter))
+    if filters.session_id is not None:
+        stmt = stmt.where(in_session(filters.session_id))
     if not filters.include_expired:
         stmt = stmt.where(not_expired())
     return await pagination.list_page(session, stmt, order=(Episode.created_at, Episode.id),

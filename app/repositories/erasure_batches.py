@@ -29,7 +29,7 @@ class ErasureSelector:
         """The bind parameters its conditions use."""
         return {"butler": self.butler, "scope": self.scope, "subject_key": self.subject_key,
                 "entity_ids": [str(i) for i in self.entity_ids or ()],
-                "session_id": self.session_id,
+                "session_id": self.session_id, "inferred_session": _uuid_or_none(self.session_id),
                 "run_ids": [str(i) for i in self.run_ids or ()], "task_id": self.task_id}
 
 
@@ -39,8 +39,17 @@ def _episodes(sel: ErasureSelector, alias: str) -> str | None:
     if sel.butler is not None:
         return f"{alias}.butler = :butler"
     if sel.session_id is not None:
-        return f"{alias}.session_id = :session_id"
+        return (f"({alias}.session_id = :session_id "
+                f"OR {alias}.inferred_session = CAST(:inferred_session AS uuid))")
     return None
+
+
+def _uuid_or_none(value: str | None) -> str | None:
+    """`value` when it is a UUID (it may name an inferred session), else None."""
+    try:
+        return str(uuid.UUID(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _derived(sel: ErasureSelector, alias: str, memory_type: str) -> list[str]:

@@ -40,7 +40,10 @@ PARAM_PREFIX = "filter_"
 
 # The column behind each first-class field, per memory type; a field a type lacks is missing.
 _COLUMNS: dict[str, dict[str, Any]] = {
-    "episode": {"butler": Episode.butler, "session_id": Episode.session_id,
+    # An episode's session is the one given, else the one inferred for it (its UUID).
+    "episode": {"butler": Episode.butler,
+                "session_id": func.coalesce(Episode.session_id,
+                                            cast(Episode.inferred_session, Text)),
                 "importance": Episode.importance, "created_at": Episode.created_at,
                 "occurred_at": Episode.occurred_at, "expires_at": Episode.expires_at,
                 "metadata": Episode.metadata_},

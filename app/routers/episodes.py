@@ -5,6 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from app.constants import MAX_SESSION_ID_CHARS
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
@@ -60,7 +61,10 @@ async def list_episodes(
     session: ReadSessionDep,
     tenant_id: TenantDep,
     butler: Text = None,
-    session_id: Text = None,
+    session_id: Annotated[str | None, Query(
+        min_length=1, max_length=MAX_SESSION_ID_CHARS,
+        description="Episodes of this session: stored with this id, or placed in it when "
+                    "stored without one (their `inferred_session`).")] = None,
     consolidation_status: ConsolidationStatus | None = None,
     consolidated: bool | None = None,
     include_expired: Annotated[bool, Query(description="Include expired episodes.")] = False,

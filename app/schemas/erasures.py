@@ -27,8 +27,10 @@ class ErasureCreate(RequestModel):
         None, description="The entity, the entities merged into it, and every version of "
                           "their facts.")
     session_id: SessionIdIn | None = Field(
-        None, description="Episodes of this session and the facts, rules and procedures "
-                          "consolidated from them (their source, or linked derived_from one).")
+        None, description="Episodes of this session (stored with this id, or placed in it "
+                          "by inference: their `inferred_session`) and the facts, rules and "
+                          "procedures consolidated from them (their source, or linked "
+                          "derived_from one).")
     run_id: UUIDIn | None = Field(
         None, description="The task run with its messages and feedback, and the rules "
                           "learned from it (run lessons).")

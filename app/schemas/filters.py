@@ -303,9 +303,10 @@ in the database before ranking and paging, so the results are the best ones it a
 
 """ + _SYNTAX + """
 Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-`scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-`importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-`expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+`scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+`permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+`last_confirmed_at` (ISO 8601 with a zone).
 
 """ + _OPERATORS
 

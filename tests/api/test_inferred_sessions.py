@@ -1,11 +1,13 @@
 """Episodes stored without a session_id are placed in sessions by the gap rule."""
 
+import json
 import uuid
 
 import pytest
 
 from tests.support.factories import store_episode
 from tests.support.http import post
+from tests.support.rights import erase
 
 GAP = 15  # minutes, the default of episode_session_gap_minutes
 
@@ -101,3 +103,26 @@ async def test_search_neighbours_stay_inside_the_inferred_session(client):
     [hit] = response.json()["results"]
     assert hit["content"] == "Bo: the opening line about kayaks"
     assert [turn["content"] for turn in hit["neighbours"]] == ["Ann: sounds fun"]
+
+
+async def test_an_inferred_session_is_listed_filtered_and_erased_by_its_id(client, app,
+                                                                           settings):
+    name = butler()
+    first = await at(client, "10:00", name)
+    second = await at(client, "10:05", name)
+    later = await at(client, "12:00", name)
+    given = await at(client, "10:02", name, session_id="visit-9")
+    session = first["inferred_session"]
+    assert second["inferred_session"] == session != later["inferred_session"]
+
+    listed = (await client.get("/v1/episodes", params={"session_id": session})).json()
+    assert {e["id"] for e in listed["items"]} == {first["id"], second["id"]}
+    explicit = (await client.get("/v1/episodes", params={"session_id": "visit-9"})).json()
+    assert [e["id"] for e in explicit["items"]] == [given["id"]]
+    either = json.dumps({"session_id": {"$in": [session, "visit-9"]}})
+    filtered = (await client.get("/v1/episodes", params={"butler": name, "filter": either})).json()
+    assert {e["id"] for e in filtered["items"]} == {first["id"], second["id"], given["id"]}
+
+    await erase(client, app, settings, session_id=session)
+    left = (await client.get("/v1/episodes", params={"butler": name})).json()
+    assert {e["id"] for e in left["items"]} == {later["id"], given["id"]}

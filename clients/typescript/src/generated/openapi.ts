@@ -2225,9 +2225,10 @@ export interface components {
              *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
              *
              *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-             *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-             *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-             *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+             *     `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+             *     `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+             *     times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+             *     `last_confirmed_at` (ISO 8601 with a zone).
              *
              *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
              *     * A field is missing when the memory's type has no such field, it is null, or the metadata
@@ -2646,7 +2647,7 @@ export interface components {
             scope?: string | null;
             /**
              * Session Id
-             * @description Episodes of this session and the facts, rules and procedures consolidated from them (their source, or linked derived_from one).
+             * @description Episodes of this session (stored with this id, or placed in it by inference: their `inferred_session`) and the facts, rules and procedures consolidated from them (their source, or linked derived_from one).
              */
             session_id?: string | null;
             /**
@@ -4391,9 +4392,10 @@ export interface components {
              *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
              *
              *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-             *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-             *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-             *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+             *     `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+             *     `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+             *     times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+             *     `last_confirmed_at` (ISO 8601 with a zone).
              *
              *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
              *     * A field is missing when the memory's type has no such field, it is null, or the metadata
@@ -5617,9 +5619,10 @@ export interface components {
              *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
              *
              *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-             *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-             *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-             *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+             *     `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+             *     `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+             *     times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+             *     `last_confirmed_at` (ISO 8601 with a zone).
              *
              *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
              *     * A field is missing when the memory's type has no such field, it is null, or the metadata
@@ -7380,6 +7383,7 @@ export interface operations {
         parameters: {
             query?: {
                 butler?: string | null;
+                /** @description Episodes of this session: stored with this id, or placed in it when stored without one (their `inferred_session`). */
                 session_id?: string | null;
                 consolidation_status?: ("pending" | "consolidated" | "failed") | null;
                 consolidated?: boolean | null;
@@ -7400,9 +7404,10 @@ export interface operations {
                  *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
                  *
                  *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-                 *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-                 *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-                 *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+                 *     `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+                 *     `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+                 *     times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+                 *     `last_confirmed_at` (ISO 8601 with a zone).
                  *
                  *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
                  *     * A field is missing when the memory's type has no such field, it is null, or the metadata
@@ -8170,9 +8175,10 @@ export interface operations {
                  *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
                  *
                  *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-                 *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-                 *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-                 *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+                 *     `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+                 *     `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+                 *     times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+                 *     `last_confirmed_at` (ISO 8601 with a zone).
                  *
                  *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
                  *     * A field is missing when the memory's type has no such field, it is null, or the metadata
@@ -11400,9 +11406,10 @@ export interface operations {
                  *     of one object are AND-ed; `$and` and `$or` take a list of filters, `$not` one filter.
                  *
                  *     Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
-                 *     `scope`, `session_id`, `subject`, `predicate`, `permanence`, `validity`, `maturity`,
-                 *     `importance`, `confidence` (as stored), `tags`, and the times `created_at`, `occurred_at`,
-                 *     `expires_at`, `valid_from`, `valid_until`, `last_confirmed_at` (ISO 8601 with a zone).
+                 *     `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
+                 *     `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
+                 *     times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
+                 *     `last_confirmed_at` (ISO 8601 with a zone).
                  *
                  *     Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
                  *     * A field is missing when the memory's type has no such field, it is null, or the metadata
