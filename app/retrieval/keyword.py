@@ -24,6 +24,7 @@ from sqlalchemy import (
     CTE,
     ColumnElement,
     Float,
+    Integer,
     Select,
     Text,
     and_,
@@ -168,19 +169,26 @@ def _admitted_scored(memory_type: str, prefix: str, terms: CTE, admitted: FromCl
               .table_valued("lexeme", "positions", "weights")
               .render_derived(name=f"{prefix}_lexeme"))
     tf = func.coalesce(func.array_length(lexeme.c.positions, 1), 1)
+    # The document's length is the sum of its lexemes' counts, as engram_tsvector_length
+    # reckons it, summed here over the lexemes the score already reads.
+    counted = (select(lexeme.c.lexeme, tf.label("tf"),
+                      cast(func.sum(tf).over(), Integer).label("doc_len"))
+               .select_from(lexeme)
+               .subquery(f"{prefix}_counted"))
+    # Lateral, so each memory is scored once: as a scalar subquery its score was computed
+    # again for the filter, the order and the output.
     score = (select(func.sum(terms.c.idf * func.engram_bm25_tf(
-                tf, func.engram_tsvector_length(words), terms.c.avgdl)))
-             .select_from(lexeme)
-             .join(terms, terms.c.term == lexeme.c.lexeme)
-             .scalar_subquery())
-    scored = (select(admitted.c.memory_id, score.label("score"))
-              .where(words.is_not(None))
-              .subquery(f"{prefix}_admitted"))
+                counted.c.tf, counted.c.doc_len, terms.c.avgdl)).label("score"))
+             .select_from(counted)
+             .join(terms, terms.c.term == counted.c.lexeme)
+             .lateral(f"{prefix}_admitted_score"))
     return (
         select(literal(memory_type, Text).label("memory_type"),
-               scored.c.memory_id.label("id"), (-scored.c.score).label("score"))
-        .where(scored.c.score.is_not(None))
-        .order_by(scored.c.score.desc(), scored.c.memory_id)
+               admitted.c.memory_id.label("id"), (-score.c.score).label("score"))
+        .select_from(admitted)
+        .join(score, true())
+        .where(words.is_not(None), score.c.score.is_not(None))
+        .order_by(score.c.score.desc(), admitted.c.memory_id)
         .limit(limit)
     )
 
