@@ -57,8 +57,8 @@ async def episode_list(ctx: Context, butler: Name | None = None,
                        consolidation_status: ConsolidationStatus | None = None,
                        include_expired: bool = False, limit: PageLimitArg = 50,
                        cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
-    """List episodes newest first, e.g. every turn of one session_id or of one butler, or
-    those still pending consolidation; filter keeps those it admits, e.g.
+    """List episodes newest first, e.g. every turn of one session_id (or inferred_session)
+    or of one butler, or those still pending consolidation; filter keeps those it admits, e.g.
     {"metadata.topic": "travel"}. Use memory_search to find episodes by meaning. Pass
     next_cursor back as cursor for the next page."""
     memory_filter = filter_of(filter)
