@@ -77,10 +77,10 @@ async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: Selector
                        tenant: bool = False, confirm: Name | None = None) -> JsonObject:
     """Erase everything one selector matches, for good, as a job: butler (its episodes
     and what came from them), scope (facts and rules), subject (facts, every version),
-    entity_id, session_id (given, or an episode's inferred_session), run_id (a task run with its messages, feedback and the rules
-    learned from it), task_id (every run of the task), or tenant=true with confirm set to
-    your tenant id (everything of the tenant). Returns the queued job; follow it with
-    job_get (its result counts what was deleted)."""
+    entity_id, session_id (given, or an episode's inferred_session), run_id (a task run
+    with its messages, feedback and the rules learned from it), task_id (every run of the
+    task), or tenant=true with confirm set to your tenant id (everything of the tenant).
+    Returns the queued job; follow it with job_get (its result counts what was deleted)."""
     request = build(ErasureCreate, butler=butler, scope=scope, subject=subject,
                     entity_id=None if entity_id is None else str(entity_id),
                     session_id=session_id,

@@ -8,6 +8,7 @@ negates exactly what the condition admits.
 """
 
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, UUID
 from sqlalchemy.sql.functions import Function
 
 from app.models import Arc, Entity, Episode, Fact, MemoryLink, Procedure, Rule, Run
@@ -115,7 +116,25 @@ def filter_values(tree: MemoryFilter | None) -> dict[str, Any]:
         values[name] = _bound_value(condition)
         if _indexed_equality(condition):
             values.update(_containments(name, condition))
+        if _session_equality(condition):
+            values[f"{name}_inferred"] = _session_uuids(condition.value)
     return values
+
+
+def _session_equality(condition: Condition) -> bool:
+    """An `$eq` or `$in` on an episode's session, which its two indexes can narrow down."""
+    return condition.field == "session_id" and condition.op in ("$eq", "$in")
+
+
+def _session_uuids(value: Any) -> list[str]:
+    """Those of the wanted sessions that can be an inferred session's id (UUIDs)."""
+    found = []
+    for one in value if isinstance(value, tuple) else (value,):
+        try:
+            found.append(str(uuid.UUID(str(one))))
+        except ValueError:
+            continue
+    return found
 
 
 def _indexed_equality(condition: Condition) -> bool:
@@ -204,7 +223,16 @@ class _Compiler:
         if condition.op == "$exists":
             present: ColumnElement[bool] = column.is_not(None)
             return present if condition.value else not_(present)
-        return _scalar_condition(column, condition, _param(name, condition))
+        value = _param(name, condition)
+        clause = _scalar_condition(column, condition, value)
+        if self.memory_type == "episode" and _session_equality(condition):
+            # Implied by the equality, in comparisons row-level security lets the planner
+            # answer from the session_id and inferred_session indexes.
+            inferred = bindparam(f"{name}_inferred", _session_uuids(condition.value),
+                                 type_=ARRAY(UUID(as_uuid=False)))
+            given = Episode.session_id == (value if condition.op == "$eq" else func.any(value))
+            clause = and_(or_(given, Episode.inferred_session == func.any(inferred)), clause)
+        return clause
 
 
 def _param(name: str, condition: Condition) -> BindParameter[Any]:

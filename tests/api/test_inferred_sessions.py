@@ -122,6 +122,10 @@ async def test_an_inferred_session_is_listed_filtered_and_erased_by_its_id(clien
     either = json.dumps({"session_id": {"$in": [session, "visit-9"]}})
     filtered = (await client.get("/v1/episodes", params={"butler": name, "filter": either})).json()
     assert {e["id"] for e in filtered["items"]} == {first["id"], second["id"], given["id"]}
+    found = (await client.post("/v1/search", json={
+        "query": "turn at", "types": ["episode"], "scope": name,
+        "filter": {"session_id": session}})).json()["results"]
+    assert {hit["id"] for hit in found} == {first["id"], second["id"]}
 
     await erase(client, app, settings, session_id=session)
     left = (await client.get("/v1/episodes", params={"butler": name})).json()
