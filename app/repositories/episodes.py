@@ -29,7 +29,7 @@ from sqlalchemy.orm import aliased
 
 from app.models import Episode
 from app.repositories import pagination
-from app.repositories.filters import equal
+from app.repositories.filters import equal, uuid_or_none
 from app.repositories.memories import to_tsvector
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
@@ -50,9 +50,8 @@ class EpisodeFilters:
 def in_session(session_id: str) -> ColumnElement[bool]:
     """Episodes of the session: stored with this id, or placed in it by inference when the id
     is the UUID of an inferred session."""
-    try:
-        inferred = uuid.UUID(session_id)
-    except ValueError:
+    inferred = uuid_or_none(session_id)
+    if inferred is None:
         return Episode.session_id == session_id
     return or_(Episode.session_id == session_id, Episode.inferred_session == inferred)
 

@@ -11,6 +11,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.repositories.filters import uuid_or_none
+
 
 @dataclass(frozen=True)
 class ErasureSelector:
@@ -25,11 +27,16 @@ class ErasureSelector:
     task_id: str | None = None
     whole_tenant: bool = False
 
+    def _inferred(self) -> str | None:
+        """The session id as the UUID of an inferred session, if it spells one."""
+        found = None if self.session_id is None else uuid_or_none(self.session_id)
+        return None if found is None else str(found)
+
     def params(self) -> dict[str, Any]:
         """The bind parameters its conditions use."""
         return {"butler": self.butler, "scope": self.scope, "subject_key": self.subject_key,
                 "entity_ids": [str(i) for i in self.entity_ids or ()],
-                "session_id": self.session_id, "inferred_session": _uuid_or_none(self.session_id),
+                "session_id": self.session_id, "inferred_session": self._inferred(),
                 "run_ids": [str(i) for i in self.run_ids or ()], "task_id": self.task_id}
 
 
@@ -42,14 +49,6 @@ def _episodes(sel: ErasureSelector, alias: str) -> str | None:
         return (f"({alias}.session_id = :session_id "
                 f"OR {alias}.inferred_session = CAST(:inferred_session AS uuid))")
     return None
-
-
-def _uuid_or_none(value: str | None) -> str | None:
-    """`value` when it is a UUID (it may name an inferred session), else None."""
-    try:
-        return str(uuid.UUID(value)) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _derived(sel: ErasureSelector, alias: str, memory_type: str) -> list[str]:

@@ -10,6 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 RowT = TypeVar("RowT")
 
 
+def uuid_or_none(value: Any) -> uuid.UUID | None:
+    """`value` as a UUID when it spells one (a session id may name an inferred session)."""
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
 def equal_values(model: Any, **values: Any) -> list[ColumnElement[bool]]:
     """`column = value` for each value given (not None), by the model's column name."""
     return [getattr(model, name) == value for name, value in values.items() if value is not None]

@@ -8,7 +8,6 @@ negates exactly what the condition admits.
 """
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, UUID
 from sqlalchemy.sql.functions import Function
 
 from app.models import Arc, Entity, Episode, Fact, MemoryLink, Procedure, Rule, Run
+from app.repositories.filters import uuid_or_none
 from app.schemas.filters import COMPARISONS, AllOf, Condition, MemoryFilter, Not
 
 PARAM_PREFIX = "filter_"
@@ -128,13 +128,8 @@ def _session_equality(condition: Condition) -> bool:
 
 def _session_uuids(value: Any) -> list[str]:
     """Those of the wanted sessions that can be an inferred session's id (UUIDs)."""
-    found = []
-    for one in value if isinstance(value, tuple) else (value,):
-        try:
-            found.append(str(uuid.UUID(str(one))))
-        except ValueError:
-            continue
-    return found
+    wanted = value if isinstance(value, tuple) else (value,)
+    return [str(found) for one in wanted if (found := uuid_or_none(one)) is not None]
 
 
 def _indexed_equality(condition: Condition) -> bool:
