@@ -4,7 +4,8 @@ through EngramStore, with the default rate limit.
 Opt-in: set LANGGRAPH_REPO to a checkout of github.com/langchain-ai/langgraph. The tests are
 copied to a temporary directory with their store fixtures pointed at EngramStore
 (tests/support/langgraph_peer_conftest.py); nothing of theirs is kept here. The run prints
-the pass count and the slowest tests.
+the pass count and the slowest tests, and fails when any test fails other than those of
+ELSEWHERE, which check what EngramStore does otherwise by design.
 """
 
 import asyncio
@@ -72,5 +73,17 @@ async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
     print(result.stdout[-20000:])
     summary = result.stdout.strip().splitlines()[-1]
     assert "passed" in summary, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "test_large_batches_async" not in "\n".join(
-        line for line in result.stdout.splitlines() if line.startswith("FAILED"))
+    failed = [line.split()[1] for line in result.stdout.splitlines()
+              if line.startswith("FAILED")]
+    assert [name for name in failed if not name.split("::", 1)[1].startswith(ELSEWHERE)] == []
+
+
+# The peer tests that check what EngramStore does otherwise, by design (docs/clients.md): the
+# SQLite store's internals, scores of the tests' character-count embedding, sync calls refused
+# on an event loop's thread, and filter keys refused outside [A-Za-z0-9_.-].
+ELSEWHERE = (
+    "TestSqliteStore::", "test_vector_store_initialization", "test_nonnull_migrations",
+    "test_escape_glob_literal", "test_namespace_match_pattern",
+    "test_list_namespaces_prefix_uses_indexable_condition", "test_scores[",
+    "test_embed_with_path", "test_no_running_loop[", "test_sql_injection_vulnerability[",
+)
