@@ -235,9 +235,11 @@ def _semantic_leg(memory_type: str, filters: Filters, vector: EmbeddingVector,
 
 
 def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int,
-                 prefix: str | None = None, admitted: CTE | None = None) -> Select[Any]:
+                 prefix: str | None = None, admitted: CTE | None = None,
+                 neighbours: CTE | None = None) -> Select[Any]:
     """The BM25 leg; `query` and `limit` are the named parameters of the same names. With
-    `admitted` (`_admitted_rows`), only its memories are scored, each exactly."""
+    `admitted` (`_admitted_rows`), only its memories are scored, each exactly; else the
+    semantic leg's `neighbours` (its `id`s) are scored beside the postings walk's."""
     return keyword.bm25_leg(memory_type, tenant_id=_param(filters, "tenant_id", Text),
                             scope=None if filters.scope is None else _param(filters, "scope",
                                                                             Text),
@@ -245,7 +247,7 @@ def _keyword_leg(memory_type: str, filters: Filters, query: str, limit: int,
                             visibility=visibility_filters(memory_type, filters),
                             query=bindparam("query", query, type_=Text),
                             limit=bindparam("limit", limit, type_=Integer), prefix=prefix,
-                            admitted=admitted)
+                            admitted=admitted, neighbours=neighbours)
 
 
 async def configure_vector_scan(session: AsyncSession, *, ef_search: int,
@@ -330,16 +332,20 @@ def _ranked_legs(types: Sequence[str], filters: Filters, vector: EmbeddingVector
     """Each leg's best `limit` memories, ranked: (leg, memory_type, id, position, score).
 
     The semantic and keyword legs take the best `limit` rows of every type, then rank their
-    union. The time leg ranks the episodes that occurred inside `window` like the semantic
-    leg (like the keyword leg without a vector)."""
+    union; the keyword leg also scores the semantic leg's memories (`{type}_semantic_top`).
+    The time leg ranks the episodes that occurred inside `window` like the semantic leg (like
+    the keyword leg without a vector)."""
     legs = []
     admitted = {t: _admitted_rows(t, filters, vector, query, t) for t in filters.exact
                 if t in types}
+    nearest: dict[str, CTE] = {}
     if vector is not None:
-        legs.append(("semantic", [_semantic_leg(t, filters, vector, limit, admitted.get(t))
-                                  for t in types]))
+        nearest = {t: _semantic_leg(t, filters, vector, limit, admitted.get(t))
+                   .cte(f"{t}_semantic_top").prefix_with("MATERIALIZED") for t in types}
+        legs.append(("semantic", [select(*nearest[t].c) for t in types]))
     if query is not None:
-        legs.append(("keyword", [_keyword_leg(t, filters, query, limit, admitted=admitted.get(t))
+        legs.append(("keyword", [_keyword_leg(t, filters, query, limit, admitted=admitted.get(t),
+                                              neighbours=nearest.get(t))
                                  for t in types]))
     if window is not None:
         inside = replace(filters, occurred=window)

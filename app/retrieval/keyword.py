@@ -11,11 +11,15 @@ engram_bm25_tf = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl)), k1 =
 Query and documents are tokenised by the same `to_tsvector('english', ...)`.
 
 Top candidates without scoring every match: for each query lexeme only its
-`postings_per_term` visible postings of highest impact are read (an ordered btree scan that
-stops there), so a common lexeme costs the same at 1k and 1M memories. The candidates are
-ranked by the part of their score those postings give; the best `rescored` of them are then
-scored exactly over every query lexeme (primary-key probes) and the top `limit` kept. A memory
-reaches the list only through a lexeme it ranks high for, which is what BM25 rewards.
+`postings_per_term` visible postings of highest impact are kept, from at most
+`postings_scanned` read (an ordered btree scan that stops there), so a common lexeme costs
+the same at 1k and 1M memories and a filter that refuses most memories cannot lengthen the
+walk. The candidates are ranked by the part of their score those postings give; the best
+`RESCORED_PER_LIMIT * limit` of them, with the semantic list's memories in a hybrid search,
+are then scored exactly over every query lexeme (primary-key probes) and the top `limit`
+kept. A memory reaches the list through a lexeme it ranks high for, which is what BM25
+rewards, or by its meaning: one holding several common query words ranks high for none of
+them, and is found by its vector.
 """
 
 from typing import Any
@@ -23,6 +27,7 @@ from typing import Any
 from sqlalchemy import (
     CTE,
     ColumnElement,
+    CompoundSelect,
     Float,
     Integer,
     Select,
@@ -36,6 +41,7 @@ from sqlalchemy import (
     or_,
     select,
     true,
+    union,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import TSQUERY
@@ -51,6 +57,7 @@ from app.models import (
 from app.repositories.memories import MODELS, to_tsvector
 
 POSTINGS_PER_TERM = 100
+POSTINGS_SCANNED_PER_TERM = 500
 RESCORED_PER_LIMIT = 3
 
 
@@ -108,7 +115,9 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
              scope: ColumnElement[str] | None, scope_is_global: bool,
              visibility: list[ColumnElement[bool]], query: ColumnElement[str],
              limit: ColumnElement[int], postings_per_term: int = POSTINGS_PER_TERM,
-             prefix: str | None = None, admitted: FromClause | None = None) -> Select[Any]:
+             postings_scanned: int = POSTINGS_SCANNED_PER_TERM,
+             prefix: str | None = None, admitted: FromClause | None = None,
+             neighbours: FromClause | None = None) -> Select[Any]:
     """The best `limit` visible memories of one type by BM25: (memory_type, id, score).
 
     `score` is minus the BM25 score, so that ascending order is best first like the semantic
@@ -119,7 +128,8 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
     which must differ between two legs of one statement. With `admitted` (a filter admits
     few memories: (memory_id, words), words being the tsvector of those holding a query
     lexeme) every one of them is scored exactly, instead of walking each lexeme's postings
-    past the memories the filter refuses.
+    past the memories the filter refuses. Else the `neighbours` (`id`: the semantic leg's
+    memories of this type, visible by the same filters) are scored with the walk's.
     """
     model = MODELS[memory_type]
     prefix = prefix or memory_type
@@ -137,10 +147,19 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
                    posting.c.term == terms.c.term]
         if partition is not None:
             clauses.append(posting.c.scope == partition)
-        top = (select(posting.c.memory_id, posting.c.tf, posting.c.doc_len)
-               .join(model.__table__, model.id == posting.c.memory_id)
-               .where(*clauses, *visibility)
-               .order_by(posting.c.impact.desc())
+        # Read the lexeme's postings of highest impact first, at most `postings_scanned`,
+        # so that a filter refusing most memories bounds the walk instead of lengthening it.
+        scanned = (select(posting.c.memory_id, posting.c.tf, posting.c.doc_len,
+                          posting.c.impact)
+                   .where(*clauses)
+                   .order_by(posting.c.impact.desc())
+                   .limit(postings_scanned)
+                   .correlate(terms)
+                   .lateral(f"{prefix}_scanned_{number}"))
+        top = (select(scanned.c.memory_id, scanned.c.tf, scanned.c.doc_len)
+               .join(model.__table__, model.id == scanned.c.memory_id)
+               .where(*visibility)
+               .order_by(scanned.c.impact.desc())
                .limit(postings_per_term)
                .lateral(f"{prefix}_top_{number}"))
         tops.append(
@@ -150,12 +169,16 @@ def bm25_leg(memory_type: str, *, tenant_id: ColumnElement[str],
             .select_from(terms).join(top, true()))
     found = (union_all(*tops) if len(tops) > 1 else tops[0]).subquery(f"{prefix}_found")
     partial = func.sum(found.c.weight)
-    pool = (select(found.c.memory_id)
-            .group_by(found.c.memory_id)
-            .order_by(partial.desc(), found.c.memory_id)
-            .limit(limit * RESCORED_PER_LIMIT)
-            # Materialised, so the planner cannot re-run it once per query lexeme.
-            .cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED"))
+    walked: Select[Any] | CompoundSelect[Any] = (
+        select(found.c.memory_id)
+        .group_by(found.c.memory_id)
+        .order_by(partial.desc(), found.c.memory_id)
+        .limit(limit * RESCORED_PER_LIMIT))
+    if neighbours is not None:
+        walked = union(select(walked.subquery(f"{prefix}_walked").c.memory_id),
+                       select(neighbours.c.id.label("memory_id")))
+    # Materialised, so the planner cannot re-run it once per query lexeme.
+    pool = walked.cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED")
     return _scored(memory_type, prefix, terms, pool, limit)
 
 

@@ -95,6 +95,19 @@ async def test_keyword_ranks_documents_matching_more_terms_first(client):
     assert results[0]["rank"] > results[1]["rank"]
 
 
+async def test_keyword_list_scores_the_nearest_memories_its_postings_walk_passed_over(client):
+    """Each word's 100 best postings are shorter memories holding that word alone; the memory
+    holding both words is found by its vector, and BM25 ranks it first in the keyword list."""
+    for word in ("kayak", "lantern"):
+        response = await client.post("/v1/episodes/batch", json={
+            "items": [{"content": word, "butler": "chat"} for _ in range(120)]})
+        assert response.status_code in (200, 201), response.text
+    both = await store_episode(client, "kayak lantern")
+    results = await search(client, "kayak lantern", mode="hybrid", limit=20)
+    ranks = {r["id"]: r["keyword_rank"] for r in results}
+    assert ranks.get(both["id"]) == 1
+
+
 @pytest.mark.parametrize("query", ["", "   ", "\x00", "\t\n \x00 "])
 @pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
 async def test_empty_query_returns_no_results(client, query, mode):
