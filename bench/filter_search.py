@@ -17,7 +17,10 @@ The store is seeded by `seed_sql.py`, whose episodes carry the metadata flags `p
   word scored): the target is served >= 0.98 of exact. Many episodes tie (same parts, same
   length), so the overlap of the two top 10s (also printed) is not a quality measure.
 
-    engram serve --no-auth --port 8100 &      # over the seeded data directory
+    # over the seeded data directory, with the background jobs off: the seeded episodes are
+    # consolidated, and cleanup would delete those above the tenant's episode capacity
+    ENGRAM_JOBS__WORKER_ENABLED=false ENGRAM_JOBS__SCHEDULER_ENABLED=false \
+        engram serve --no-auth --port 8100 &
     ENGRAM_DATA_DIR=... python bench/filter_search.py \\
         --database-url postgresql+asyncpg://postgres@/engram?host=<data_dir>/pgdata/run \\
         --base-url http://127.0.0.1:8100
