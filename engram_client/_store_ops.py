@@ -123,7 +123,9 @@ def search(prefix: Namespace, query: str | None, wanted: dict[str, Any] | None, 
                 break
         found.sort(key=lambda pair: pair[0]["updated_at"], reverse=True)
         return found[offset:offset + limit]
-    body = {"query": query, "types": ["fact"], "limit": min(MAX_SEARCH_RESULTS, offset + limit),
+    # Always the same pool, re-ordered by score and sliced: a pool of `offset + limit` hits
+    # would hold another set for each page, and two pages could share an item.
+    body = {"query": query, "types": ["fact"], "limit": MAX_SEARCH_RESULTS,
             "min_confidence": 0.0, "mode": mode, "filter": wanted_here}
     answer = yield Call("POST", "/v1/search", json={k: v for k, v in body.items() if v is not None})
     ranked = [(fields, mapping.hit_score(hit)) for hit in answer["results"]

@@ -22,9 +22,10 @@ How each BaseStore feature maps onto Engram:
   the filter; `score` is the hit's `similarity` (the cosine of the query to the item's best
   vector: comparable across queries, unlike the fused score, which only orders one query's
   hits; in keyword mode, the keyword rank), and results are ordered by it. A query search
-  sees the first 100 hits: `offset + limit` stop there. Without a query, items come newest
-  first, read page by page through the same server-side filter until the page asked for is
-  full.
+  reads Engram's first 100 hits whatever the page, orders them by score and slices the page
+  from them, so pages never share an item; `offset + limit` stop at 100. Without a query,
+  items come newest first, read page by page through the same server-side filter until the
+  page asked for is full.
 - **index=False** on a put keeps the item out of query searches (it is still read by `get`
   and listed by a search without a query). Putting the same value again with another
   `index` confirms the stored version and keeps its setting; `index` as a list of fields is

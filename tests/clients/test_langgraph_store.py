@@ -50,6 +50,17 @@ async def store(live_url, api_key_for) -> AsyncIterator[EngramStore]:
         yield s
 
 
+async def test_query_pages_are_slices_of_one_ranking(store):
+    """Near-identical items, whose order by score differs from Engram's fused order: each
+    page is cut from the same hits, so pages never overlap and follow the full ranking."""
+    for i in range(5):
+        store.put(("pages",), f"doc{i}", {"text": f"test document number {i}"})
+    full = [item.key for item in store.search(("pages",), query="test", limit=10)]
+    pages = [[item.key for item in store.search(("pages",), query="test", limit=2,
+                                                 offset=offset)] for offset in (0, 2, 4)]
+    assert pages == [full[0:2], full[2:4], full[4:5]]
+
+
 def _facts(store: EngramStore, **params: str) -> list[dict]:
     page: dict = store.client.request("GET", "/v1/facts", params=params)
     return page["items"]
