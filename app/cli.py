@@ -194,6 +194,26 @@ def _reindex(settings: Settings) -> None:
     asyncio.run(run())
 
 
+def _infer_sessions(settings: Settings) -> None:
+    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.services.background.session_backfill import infer_missing_sessions
+
+    gap = settings.episode_session_gap_minutes
+    if gap <= 0:
+        raise SystemExit("episode_session_gap_minutes is 0: sessions are not inferred")
+
+    async def run() -> None:
+        engine = create_engine(await resolve_database_url(settings), pool_size=1)
+        try:
+            count = await infer_missing_sessions(make_sessionmaker(engine), gap_minutes=gap)
+        finally:
+            await engine.dispose()
+        print(f"episodes: {count} placed in inferred sessions"
+              + ("; `engram reembed --all` embeds their context passages" if count else ""))
+
+    asyncio.run(run())
+
+
 def _backup(settings: Settings, directory: Path, keep: int | None) -> None:
     from app.backup import BackupError, prune, take_backup
 
@@ -307,6 +327,9 @@ def main(argv: list[str] | None = None) -> None:
     reembed.add_argument("--all", action="store_true", dest="every",
                          help="re-embed every memory (after changing ENGRAM_EMBEDDING_PASSAGE_"
                               "CHARS, ..._PASSAGE_OVERLAP or ..._CONTEXT_TURNS)")
+    commands.add_parser("infer-sessions",
+                        help="place episodes stored without a session_id before sessions were "
+                             "inferred in the sessions the gap rule gives them")
     commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
                                         "(the turns before each one)")
     backup = commands.add_parser(
@@ -366,6 +389,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
         _reembed(settings, args.every)
     elif args.command == "reindex":
         _reindex(settings)
+    elif args.command == "infer-sessions":
+        _infer_sessions(settings)
     elif args.command == "backup":
         _backup(settings, args.directory.expanduser().resolve(), args.keep)
     elif args.command == "restore":

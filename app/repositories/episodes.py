@@ -318,6 +318,38 @@ async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,
     return [(row.id, row.tenant_id) for row in await session.execute(stmt)]
 
 
+@dataclass(frozen=True)
+class Unplaced:
+    """An episode stored with neither a session_id nor an inferred session."""
+
+    id: uuid.UUID
+    tenant_id: str
+    butler: str
+    occurred_at: datetime
+
+
+async def unplaced_episodes(session: AsyncSession, *, limit: int) -> list[Unplaced]:
+    """Up to `limit` episodes without a session_id or an inferred session, oldest first per
+    tenant and butler."""
+    stmt = (select(Episode.id, Episode.tenant_id, Episode.butler, Episode.occurred_at)
+            .where(Episode.session_id.is_(None), Episode.inferred_session.is_(None))
+            .order_by(Episode.tenant_id, Episode.butler, Episode.occurred_at, Episode.id)
+            .limit(limit))
+    return [Unplaced(row.id, row.tenant_id, row.butler, row.occurred_at)
+            for row in await session.execute(stmt)]
+
+
+async def place_episodes(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
+                         sessions: Sequence[uuid.UUID]) -> None:
+    """Give each episode of `ids` (still without a session) the inferred session beside it."""
+    placed = values(column("id", UUID(as_uuid=True)), column("inferred", UUID(as_uuid=True)),
+                    name="placed").data(list(zip(ids, sessions, strict=True)))
+    await session.execute(
+        update(Episode).where(Episode.tenant_id == tenant_id, Episode.id == placed.c.id,
+                              Episode.session_id.is_(None), Episode.inferred_session.is_(None))
+        .values(inferred_session=placed.c.inferred))
+
+
 # With this transaction setting on, inserting episodes writes their keyword postings only;
 # `count_keyword_documents` adds their counts (mem_030).
 KEYWORD_COUNTS_LATER = "engram.keyword_counts_later"

@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -102,17 +102,27 @@ async def inferred_sessions(session: AsyncSession, *, tenant_id: str,
     if gap_minutes <= 0 or not wanted:
         return [None] * len(items)
     now = now_utc()
-    points = [(items[i].butler, items[i].occurred_at or now) for i in wanted]
-    around = await episode_rows.inferred_around(session, tenant_id=tenant_id, points=points)
-    sessions = assign_sessions(
-        [Arrival(butler, at, Stored(*near.before) if near.before else None,
-                 Stored(*near.after) if near.after else None)
-         for (butler, at), near in zip(points, around, strict=True)],
-        gap=timedelta(minutes=gap_minutes))
+    sessions = await gap_sessions(
+        session, tenant_id=tenant_id,
+        points=[(items[i].butler, items[i].occurred_at or now) for i in wanted],
+        gap_minutes=gap_minutes)
     found: list[uuid.UUID | None] = [None] * len(items)
     for i, inferred in zip(wanted, sessions, strict=True):
         found[i] = inferred
     return found
+
+
+async def gap_sessions(session: AsyncSession, *, tenant_id: str,
+                       points: Sequence[tuple[str, datetime]],
+                       gap_minutes: float) -> list[uuid.UUID]:
+    """The session the gap rule gives each (butler, time), chained among the points and to
+    the butler's stored episodes with an inferred session."""
+    around = await episode_rows.inferred_around(session, tenant_id=tenant_id, points=points)
+    return assign_sessions(
+        [Arrival(butler, at, Stored(*near.before) if near.before else None,
+                 Stored(*near.after) if near.after else None)
+         for (butler, at), near in zip(points, around, strict=True)],
+        gap=timedelta(minutes=gap_minutes))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from app.services.background.session_backfill import infer_missing_sessions
 from tests.support.factories import store_episode
 from tests.support.http import post
 from tests.support.rights import erase
@@ -130,3 +131,29 @@ async def test_an_inferred_session_is_listed_filtered_and_erased_by_its_id(clien
     await erase(client, app, settings, session_id=session)
     left = (await client.get("/v1/episodes", params={"butler": name})).json()
     assert {e["id"] for e in left["items"]} == {later["id"], given["id"]}
+
+
+async def test_episodes_stored_before_inference_are_placed_by_the_same_rule(
+        app, client, monkeypatch):
+    monkeypatch.setattr(app.state.settings, "episode_session_gap_minutes", 0)
+    name = butler()
+    early, close, late = [await at(client, when, name) for when in ("10:00", "10:10", "11:00")]
+    given = await at(client, "10:05", name, session_id="given")
+    assert {turn["inferred_session"] for turn in (early, close, late, given)} == {None}
+    monkeypatch.setattr(app.state.settings, "episode_session_gap_minutes", GAP)
+    newer = await at(client, "11:05", name)
+
+    placed = await infer_missing_sessions(app.state.sessionmaker, gap_minutes=GAP)
+
+    assert placed >= 3
+    now = {turn["id"]: (await client.get(f"/v1/episodes/{turn['id']}")).json()
+           for turn in (early, close, late, given)}
+    assert now[early["id"]]["inferred_session"] == now[close["id"]]["inferred_session"]
+    # 50 minutes after the turn before it, 5 before a turn stored with inference on.
+    assert now[late["id"]]["inferred_session"] == newer["inferred_session"]
+    assert now[early["id"]]["inferred_session"] != newer["inferred_session"]
+    assert now[given["id"]]["inferred_session"] is None
+    listed = (await client.get("/v1/episodes", params={
+        "session_id": newer["inferred_session"]})).json()["items"]
+    assert {turn["id"] for turn in listed} == {late["id"], newer["id"]}
+    assert await infer_missing_sessions(app.state.sessionmaker, gap_minutes=GAP) == 0
