@@ -1,5 +1,5 @@
-"""The `engram` command: serve, migrate, keys, reembed, reindex, backup, restore, openapi,
-mcp."""
+"""The `engram` command: serve, migrate, keys, reembed, reindex, infer-sessions, backup,
+restore, openapi, mcp."""
 
 import argparse
 import asyncio
@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from app.errors import StartupRefused
 from app.logs import configure_logging
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 
 def _serve(settings: Settings, workers: int) -> None:
@@ -96,16 +96,24 @@ async def _prepare_database(settings: Settings) -> str:
     return url
 
 
-def _migrate(settings: Settings, revision: str) -> None:
-    from app import migrations
+@contextlib.asynccontextmanager
+async def _database(settings: Settings) -> AsyncIterator["AsyncEngine"]:
+    """An engine of one connection on the service's database, disposed after use."""
     from app.db import create_engine, resolve_database_url
 
+    engine = create_engine(await resolve_database_url(settings), pool_size=1)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def _migrate(settings: Settings, revision: str) -> None:
+    from app import migrations
+
     async def run() -> None:
-        engine = create_engine(await resolve_database_url(settings), pool_size=1)
-        try:
+        async with _database(settings) as engine:
             await migrations.upgrade(engine, revision)
-        finally:
-            await engine.dispose()
 
     asyncio.run(run())
     print(f"database upgraded to {revision}")
@@ -113,22 +121,20 @@ def _migrate(settings: Settings, revision: str) -> None:
 
 def _keys(settings: Settings, args: argparse.Namespace) -> None:
     from app import migrations
-    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.db import make_sessionmaker
     from app.errors import DomainError
     from app.scope import SYSTEM, scoped_transaction
 
     async def run() -> None:
-        engine = create_engine(await resolve_database_url(settings), pool_size=1)
         try:
-            if settings.migrate_on_start:
-                await migrations.upgrade(engine)
-            # Administration spans tenants: a system transaction.
-            async with scoped_transaction(make_sessionmaker(engine), SYSTEM) as session:
-                await _manage_keys(session, args)
+            async with _database(settings) as engine:
+                if settings.migrate_on_start:
+                    await migrations.upgrade(engine)
+                # Administration spans tenants: a system transaction.
+                async with scoped_transaction(make_sessionmaker(engine), SYSTEM) as session:
+                    await _manage_keys(session, args)
         except DomainError as error:
             raise SystemExit(f"error: {error.detail}") from None
-        finally:
-            await engine.dispose()
 
     asyncio.run(run())
 
@@ -161,41 +167,35 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
 
 
 def _reembed(settings: Settings, every: bool) -> None:
-    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.db import make_sessionmaker
     from app.embedding import get_embedder
     from app.services.background.reembed import reembed_all
 
     async def run() -> None:
-        engine = create_engine(await resolve_database_url(settings), pool_size=1)
-        try:
+        async with _database(settings) as engine:
             counts = await reembed_all(make_sessionmaker(engine), get_embedder(settings),
                                        every=every)
-        finally:
-            await engine.dispose()
         print(", ".join(f"{name}: {count} re-embedded" for name, count in counts.items()))
 
     asyncio.run(run())
 
 
 def _reindex(settings: Settings) -> None:
-    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.db import make_sessionmaker
     from app.services.background.reindex import reindex_all
 
     async def run() -> None:
-        engine = create_engine(await resolve_database_url(settings), pool_size=1)
-        try:
+        async with _database(settings) as engine:
             count = await reindex_all(make_sessionmaker(engine),
                                       context_turns=settings.embedding_context_turns,
                                       keyword_context=settings.keyword_context)
-        finally:
-            await engine.dispose()
         print(f"episodes: {count} keyword texts rebuilt")
 
     asyncio.run(run())
 
 
 def _infer_sessions(settings: Settings) -> None:
-    from app.db import create_engine, make_sessionmaker, resolve_database_url
+    from app.db import make_sessionmaker
     from app.services.background.session_backfill import infer_missing_sessions
 
     gap = settings.episode_session_gap_minutes
@@ -203,11 +203,8 @@ def _infer_sessions(settings: Settings) -> None:
         raise SystemExit("episode_session_gap_minutes is 0: sessions are not inferred")
 
     async def run() -> None:
-        engine = create_engine(await resolve_database_url(settings), pool_size=1)
-        try:
+        async with _database(settings) as engine:
             count = await infer_missing_sessions(make_sessionmaker(engine), gap_minutes=gap)
-        finally:
-            await engine.dispose()
         print(f"episodes: {count} placed in inferred sessions"
               + ("; `engram reembed --all` embeds their context passages" if count else ""))
 
