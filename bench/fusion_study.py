@@ -68,6 +68,7 @@ class Legs:
     bm25: np.ndarray
     evidence: np.ndarray  # bool
     sim: np.ndarray  # best of own and every passage: a hit's similarity, learned's pool order
+    covers: list[frozenset[str]] | None = None  # facts and notes: the turns each one cites
 
 
 def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[str, int]],
@@ -89,7 +90,7 @@ def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[s
     postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     doc_len = np.zeros(len(turns))
     for i, turn in enumerate(turns):
-        counts = lexemes[turn.content]
+        counts = lexemes[turn.keyword_text or turn.content]
         doc_len[i] = sum(counts.values())
         for term, tf in counts.items():
             postings[term][0].append(i)
@@ -129,17 +130,24 @@ def legs_of(question: Question, scope: Scope, qvec: np.ndarray, terms: list[str]
             sem[i] = max(sem[i], float(scores[:n].max()) - WINDOW_DISTANCE_PENALTY)
         if len(scores) > n and scope.length[i] <= CONTEXT_MAX_CHARS:
             sem[i] = max(sem[i], float(scores[n:].max()))
+    if any(t.cites for t in scope.turns):
+        covers = [t.cites for t in scope.turns]
+        evidence = np.array([bool(c & question.evidence) for c in covers])
+        return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim,
+                    covers)
     evidence = np.array([t.turn_id in question.evidence for t in scope.turns])
     return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim)
 
 
 def load(cache_dir: Path, data: Path, with_passages: bool,
-         more: list[Path] | None = None) -> list[Legs]:
+         more: list[Path] | None = None, *, ids: bool = True,
+         shapes: bool = False) -> list[Legs]:
     """Every question with evidence, its legs computed (vectors from `cache_dir`, then the
-    `more` cache folders)."""
-    questions, scopes = load_all(data)
+    `more` cache folders); `ids` and `shapes` as `study_data.load_all` reads them."""
+    questions, scopes = load_all(data, ids=ids, shapes=shapes)
     cache = CacheSet([cache_dir, *(more or [])])
-    texts = [t.content for turns in scopes.values() for t in turns] + [q.text for q in questions]
+    texts = ([t.keyword_text or t.content for turns in scopes.values() for t in turns]
+             + [q.text for q in questions])
     lexemes = asyncio.run(lexemes_of(texts, cache_dir / "lexemes.json"))
     built = {}
     out = []
@@ -159,7 +167,11 @@ def order(scores: np.ndarray) -> np.ndarray:
 
 
 def recall_at(legs: Legs, ranking: np.ndarray, k: int) -> float:
-    """Share of the evidence turns in the first k of `ranking`."""
+    """Share of the evidence turns in the first k of `ranking` (facts and notes: share of the
+    evidence turns cited by one of them)."""
+    if legs.covers is not None:
+        cited = frozenset().union(*(legs.covers[i] for i in ranking[:k]))
+        return len(cited & legs.question.evidence) / len(legs.question.evidence)
     return float(legs.evidence[ranking[:k]].sum() / legs.evidence.sum())
 
 

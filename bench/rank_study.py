@@ -1,8 +1,14 @@
 """Second-stage ranking over the union of both legs' deep lists, learned on held-out folds.
 
     python bench/rank_study.py --cache /tmp/study-cache [--depth 50]
+
+`--without-ids` also ranks every turn stored without a session id (sessions by the gap rule),
+`--shapes` LoCoMo's observations stored as facts and summaries stored as notes; each by trees
+trained on the other folds' turns with ids (and, with `--train-shapes W`, on the other folds'
+facts and notes too, each shape weighing W of a benchmark).
 """
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -71,13 +77,23 @@ def features(legs: Legs, pool: np.ndarray, depth: int) -> np.ndarray:
     return signals(candidates(legs, pool, depth), depth=depth)
 
 
-def folds(all_legs: list[Legs], k: int) -> list[int]:
-    """A fold number per question, whole scopes together (LoCoMo questions share one)."""
-    scopes = sorted({legs.question.scope for legs in all_legs})
+def root(legs: Legs) -> str:
+    """The conversation a question is asked of, whatever shape its memories were stored in."""
+    return legs.question.scope.split("#")[0]
+
+
+def scope_folds(all_legs: list[Legs], k: int) -> dict[str, int]:
+    """A fold number per conversation."""
+    scopes = sorted({root(legs) for legs in all_legs})
     rng = np.random.default_rng(7)
-    fold_of = {s: int(f) for s, f in zip(scopes, rng.permutation(len(scopes)) % k,
-                                         strict=True)}
-    return [fold_of[legs.question.scope] for legs in all_legs]
+    return {s: int(f) for s, f in zip(scopes, rng.permutation(len(scopes)) % k, strict=True)}
+
+
+def folds(all_legs: list[Legs], k: int) -> list[int]:
+    """A fold number per question, whole conversations together (LoCoMo questions share
+    one, in every shape)."""
+    fold_of = scope_folds(all_legs, k)
+    return [fold_of[root(legs)] for legs in all_legs]
 
 
 def splits(all_legs: list[Legs], k: int) -> list[tuple[list[int], list[int]]]:
@@ -151,13 +167,109 @@ def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
     return {all_legs[i].question.qid: ranking for i, ranking in ranked.items()}
 
 
+SHAPE_BENCHES = ("locomo-observations", "locomo-summaries")
+
+
+def bench_weights(legs: list[Legs], shape_weight: float) -> Weight:
+    """Each benchmark weighs the same in training (a shape `shape_weight` of one), each of its
+    questions the same."""
+    counts: dict[str, int] = {}
+    for item in legs:
+        counts[item.question.bench] = counts.get(item.question.bench, 0) + 1
+
+    def weight(all_legs: list[Legs], index: int) -> float:
+        bench = all_legs[index].question.bench
+        return (shape_weight if bench in SHAPE_BENCHES else 1.0) / counts[bench]
+
+    return weight
+
+
+def learned_across(train: list[Legs], test: list[Legs], depth: int, cols: list[int],
+                   weight: Weight, k: int = 5) -> dict[str, np.ndarray]:
+    """Each `test` question's ranking by trees trained on the `train` questions of the other
+    folds (folds by conversation, so no shape of a question is trained on while it is ranked)."""
+    fold_of = scope_folds(train + test, k)
+
+    def prepared(group: list[Legs]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        pools = [pool_of(legs, depth) for legs in group]
+        return pools, [features(legs, pool, depth)[:, cols]
+                       for legs, pool in zip(group, pools, strict=True)]
+
+    train_pools, train_rows = prepared(train)
+    test_pools, test_rows = prepared(test)
+    ys = [legs.evidence[pool] for legs, pool in zip(train, train_pools, strict=True)]
+    out: dict[str, np.ndarray] = {}
+    for f in range(k):
+        chosen = [i for i, legs in enumerate(train) if fold_of[root(legs)] != f]
+        weights = np.concatenate([np.full(len(ys[i]), weight(train, i) / max(ys[i].sum(), 1))
+                                  for i in chosen])
+        model = trees().fit(np.concatenate([train_rows[i] for i in chosen]),
+                            np.concatenate([ys[i] for i in chosen]), sample_weight=weights)
+        for j, legs in enumerate(test):
+            if fold_of[root(legs)] == f:
+                out[legs.question.qid] = test_pools[j][order(model.decision_function(
+                    test_rows[j]))]
+    return out
+
+
+def shares_sessions(legs: Legs, depth: int) -> bool:
+    """Whether two of the question's candidates belong to one session (the service's
+    fusion.shares_sessions)."""
+    sessions = legs.scope.session[pool_of(legs, depth)]
+    return len(set(sessions.tolist())) < len(sessions)
+
+
+def without_ids_legs(args: Any) -> list[Legs]:
+    """The turn questions again, their turns stored without session ids, as benchmarks of
+    their own ("lme-noids", "locomo-noids")."""
+    return [dataclasses.replace(legs, question=dataclasses.replace(
+        legs.question, qid=f"{legs.question.qid}~noids", bench=f"{legs.question.bench}-noids"))
+        for legs in load(args.cache, args.data, args.passages, args.more_cache, ids=False)]
+
+
+def across_shapes(args: Any) -> None:
+    """Held-out recall of learned fusion on turns without ids and on facts and notes."""
+    base = load(args.cache, args.data, args.passages, args.more_cache, shapes=args.shapes)
+    turns = [legs for legs in base if legs.question.bench not in SHAPE_BENCHES]
+    test = base + (without_ids_legs(args) if args.without_ids else [])
+    print(f"{len(turns)} turn questions; {len(test)} ranked", file=sys.stderr)
+    rows: dict[str, Callable[[Legs], float]] = {
+        "semantic": lambda L: recall_at(L, order(L.sem), 10),
+        "keyword": lambda L: recall_at(L, order(L.bm25), 10),
+        "RRF 10": lambda L: recall_at(L, rrf(L), 10),
+    }
+    everything = list(range(len(FEATURES)))
+    ranked = learned_across(turns, test, args.depth, everything, bench_weights(turns, 0.0))
+    rows["learned, trained on turns with ids"] = lambda L, r=ranked: recall_at(
+        L, r[L.question.qid], 10)
+    rows["learned as served (RRF where no two candidates share a session)"] = (
+        lambda L, r=ranked: recall_at(L, r[L.question.qid] if shares_sessions(L, args.depth)
+                                      else rrf(L), 10))
+    for shape_weight in args.train_shapes:
+        ranked = learned_across(base, test, args.depth, everything,
+                                bench_weights(base, shape_weight))
+        rows[f"learned, + facts and notes at {shape_weight:g}"] = (
+            lambda L, r=ranked: recall_at(L, r[L.question.qid], 10))
+    table(rows, test)
+
+
 def main() -> None:
     parser = study_parser(__doc__)
     parser.add_argument("--depth", type=int, default=50)
     parser.add_argument("--emit", action="store_true",
                         help="write the model trained on every question to "
                         "app/retrieval/ranker.json")
+    parser.add_argument("--without-ids", action="store_true",
+                        help="also rank the turns stored without session ids")
+    parser.add_argument("--shapes", action="store_true",
+                        help="also rank LoCoMo's observations as facts and summaries as notes")
+    parser.add_argument("--train-shapes", type=float, nargs="*", default=[],
+                        help="also train on the facts and notes, each shape weighing this "
+                        "much of a benchmark (one model per weight)")
     args = parser.parse_args()
+    if args.without_ids or args.shapes:
+        across_shapes(args)
+        return
     all_legs = load(args.cache, args.data, args.passages, args.more_cache)
     print(f"{len(all_legs)} questions", file=sys.stderr)
     rows: dict[str, Callable[[Legs], float]] = {

@@ -22,7 +22,7 @@ import re
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +32,7 @@ LME_FILES = ("longmemeval_s_dev.json.gz", "longmemeval_s_dev2.json.gz")
 LOCOMO_FILE = "locomo_dev.json"
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 PASSAGE_CHARS, PASSAGE_OVERLAP, CONTEXT_TURNS = 800, 160, 2
+SESSION_GAP_SECONDS = 15 * 60  # the service's default episode_session_gap_minutes
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Turn:
     session: str
     occurred_at: float  # seconds since the epoch
     evidence: bool = False
+    cites: frozenset[str] = frozenset()  # the turns a fact or note was drawn from
+    keyword_text: str = ""  # what the keyword index reads, when not the content
 
 
 @dataclass
@@ -131,6 +134,59 @@ def load_locomo(path: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
                 questions.append(Question(f"{scope}#{index}", "locomo",
                                           LOCOMO_CATEGORIES[qa["category"]],
                                           str(qa["question"]), last, scope, evidence))
+    return questions, scopes
+
+
+SHAPES = ("observations", "summaries")
+
+
+def load_locomo_shapes(path: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
+    """LoCoMo's questions asked of its observation sentences stored as facts and of its
+    session summaries stored as notes (as bench/locomo_shapes.py stores them), each memory
+    citing the turns it was drawn from; every memory is its own session."""
+    from locomo_shapes import cited_ids  # a sibling script
+
+    questions, scopes = [], {}
+    for sample in json.loads(path.read_text()):
+        conv = sample["conversation"]
+        base = f"locomo-{sample['sample_id']}"
+        numbers = sorted(int(m.group(1)) for key in conv
+                         if (m := re.fullmatch(r"session_(\d+)", key)))
+        when, last = {}, 0.0
+        for number in numbers:
+            last = _locomo_time(conv.get(f"session_{number}_date_time", "")) or last
+            when[number] = last
+        turns_of = {n: frozenset(t["dia_id"] for t in conv[f"session_{n}"]) for n in numbers}
+        facts: list[Turn] = []
+        for key, by_speaker in sample["observation"].items():
+            number = int(re.fullmatch(r"session_(\d+)_observation", key).group(1))
+            index = 0
+            for speaker, sentences in by_speaker.items():
+                for sentence, citation in sentences:
+                    index += 1
+                    fact_id = f"O{number}.{index}"
+                    facts.append(Turn(fact_id, sentence, f"{base}/{fact_id}",
+                                      when.get(number, last), cites=frozenset(cited_ids(citation)),
+                                      keyword_text=f"{speaker} observation {number}.{index} "
+                                                   f"{sentence}"))
+        notes = [Turn(f"S{number}", text, f"{base}/S{number}", when.get(number, last),
+                     cites=turns_of.get(number, frozenset()))
+                 for key, text in sample["session_summary"].items()
+                 if (number := int(re.fullmatch(r"session_(\d+)_summary", key).group(1)))]
+        known = frozenset().union(*turns_of.values())
+        for shape, memories in zip(SHAPES, (facts, notes), strict=True):
+            scope = f"{base}#{shape}"
+            scopes[scope] = memories
+            for index, qa in enumerate(sample["qa"]):
+                if qa.get("category") not in LOCOMO_CATEGORIES:
+                    continue
+                evidence = set()
+                for item in qa.get("evidence", []):
+                    evidence |= {p for p in re.split(r"[;,\s]+", str(item)) if p in known}
+                if evidence:
+                    questions.append(Question(f"{scope}#{index}", f"locomo-{shape}",
+                                              LOCOMO_CATEGORIES[qa["category"]],
+                                              str(qa["question"]), last, scope, evidence))
     return questions, scopes
 
 
@@ -253,11 +309,32 @@ async def query_lexemes(texts: list[str], cache_file: Path) -> dict[str, list[st
     return {t: sorted(found[t]) for t in texts}
 
 
-def load_all(data: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
-    """Both benchmarks' questions and scopes."""
+def without_ids(turns: list[Turn]) -> list[Turn]:
+    """The turns as the service keeps them when they come without session ids: in time order,
+    each joining the session of the turn before it unless more than the gap lies between."""
+    out: list[Turn] = []
+    session, last = "", None
+    for turn in sorted(turns, key=lambda t: t.occurred_at):
+        if last is None or turn.occurred_at - last > SESSION_GAP_SECONDS:
+            session = f"inferred/{turn.turn_id}"
+        out.append(replace(turn, session=session))
+        last = turn.occurred_at
+    return out
+
+
+def load_all(data: Path, *, ids: bool = True,
+             shapes: bool = False) -> tuple[list[Question], dict[str, list[Turn]]]:
+    """Both benchmarks' questions and scopes (`ids=False`: the turns' sessions by the gap
+    rule; `shapes`: also LoCoMo's observations as facts and summaries as notes)."""
     q1, s1 = load_lme(data / "longmemeval")
     q2, s2 = load_locomo(data / "locomo" / LOCOMO_FILE)
-    return q1 + q2, {**s1, **s2}
+    scopes = {**s1, **s2}
+    if not ids:
+        scopes = {name: without_ids(turns) for name, turns in scopes.items()}
+    if shapes:
+        q3, s3 = load_locomo_shapes(data / "locomo" / LOCOMO_FILE)
+        return q1 + q2 + q3, {**scopes, **s3}
+    return q1 + q2, scopes
 
 
 def main() -> None:
@@ -268,8 +345,14 @@ def main() -> None:
     parser.add_argument("--passages", default="locomo,lme-dev",
                         help="where to embed window and context passages too: locomo, "
                         "lme-dev (the first file), lme (both)")
+    parser.add_argument("--without-ids", action="store_true",
+                        help="also the context passages of the turns stored without session "
+                        "ids (sessions by the gap rule)")
+    parser.add_argument("--shapes", action="store_true",
+                        help="also LoCoMo's observations (as facts) and summaries (as notes)")
     args = parser.parse_args()
     questions, scopes = load_all(args.data)
+    _, inferred = load_all(args.data, ids=False)
     cache = VectorCache(args.cache)
     every_text = [t.content for turns in scopes.values() for t in turns]
     asyncio.run(lexemes_of(every_text + [q.text for q in questions],
@@ -291,7 +374,20 @@ def main() -> None:
             turns = scopes[s]
             texts += [w for t in turns for w in windows(t.content)]
             texts += [c for c in contexts(turns) if c]
+            if args.without_ids:
+                texts += [c for c in contexts(inferred[s]) if c]
         embed_all(cache, texts, label=f"{name} passages")
+    if args.shapes:
+        embed_shapes(cache, args.data, args.cache / "lexemes.json")
+
+
+def embed_shapes(cache: VectorCache, data: Path, lexeme_file: Path) -> None:
+    """The lexemes and vectors (own and windows) of LoCoMo's facts and notes."""
+    _, shaped = load_locomo_shapes(data / "locomo" / LOCOMO_FILE)
+    memories = [t for turns in shaped.values() for t in turns]
+    asyncio.run(lexemes_of([t.keyword_text or t.content for t in memories], lexeme_file))
+    embed_all(cache, [t.content for t in memories]
+              + [w for t in memories for w in windows(t.content)], label="shapes")
 
 
 if __name__ == "__main__":

@@ -27,21 +27,26 @@ def parse_vector(text: str) -> np.ndarray:
 
 async def copy(args: argparse.Namespace) -> None:
     _, scopes = load_all(args.data)
+    _, inferred = load_all(args.data, ids=False)
     cache = VectorCache(args.cache)
     conn = await asyncpg.connect(args.database_url)
     try:
         butlers = [r["butler"] for r in await conn.fetch(
             "SELECT DISTINCT butler FROM episodes WHERE butler LIKE $1", args.butler_like)]
         for butler in butlers:
-            scope = butler.removesuffix("-t").removesuffix("-plain")
+            # Scopes stored without session ids end in -nosess: their context passages are
+            # those of the sessions the gap rule made.
+            bare = butler.removesuffix("-nosess")
+            scope = bare.removesuffix("-t").removesuffix("-plain")
             if scope not in scopes:
                 continue
-            turns = scopes[scope]
+            turns = scopes[scope] if bare == butler else inferred[scope]
             by_id = {t.turn_id: i for i, t in enumerate(turns)}
             context_text = contexts(turns)
             rows = await conn.fetch(
                 "SELECT e.metadata->>'turn_id' AS turn_id, e.metadata->>'dia_id' AS dia_id,"
-                " e.embedding::text AS own, p.kind, p.ordinal, p.embedding::text AS vector"
+                " e.content, e.embedding::text AS own, p.kind, p.ordinal,"
+                " p.embedding::text AS vector"
                 " FROM episodes e LEFT JOIN passages p ON p.episode_id = e.id"
                 " WHERE e.butler = $1", butler)
             texts, vectors = [], []
@@ -50,6 +55,8 @@ async def copy(args: argparse.Namespace) -> None:
                 if index is None:
                     continue
                 turn = turns[index]
+                if row["content"] != turn.content:
+                    continue  # stored otherwise than the study reads it: embedded anew
                 if row["own"]:
                     texts.append(turn.content)
                     vectors.append(parse_vector(row["own"]))
