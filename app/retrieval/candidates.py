@@ -433,6 +433,28 @@ class Candidates:
     rows: dict[tuple[str, uuid.UUID], LoadedRow]
 
 
+    def cut(self, limit: int) -> "Candidates":
+        """The lists cut to their first `limit` (the rows kept whole)."""
+        def first(ranked: list[RankedCandidate]) -> list[RankedCandidate]:
+            return [c for c in ranked if c.rank <= limit]
+
+        return Candidates(first(self.semantic), first(self.keyword), first(self.window),
+                          self.rows)
+
+    def ranked_as_parts(self) -> bool:
+        """Whether each row's similarity is the one `AS_PARTS` ranks it by: no window
+        lifted it, nor the context passage of a turn longer than CONTEXT_MAX_CHARS (read
+        `IN_FULL`, such a row would rank otherwise)."""
+        for loaded in self.rows.values():
+            passage, own = loaded.passage, loaded.own_similarity
+            if passage is None or loaded.similarity is None or (
+                    own is not None and loaded.similarity <= own):
+                continue
+            if passage.kind == "window" or passage.end_char > CONTEXT_MAX_CHARS:
+                return False
+        return True
+
+
 NO_CANDIDATES = Candidates([], [], [], {})
 
 

@@ -120,6 +120,13 @@ def session_group(memory_type: str, row: Any) -> Hashable:
     return (memory_type, row.id)
 
 
+def shares_sessions(known: Mapping[Key, Known]) -> bool:
+    """Whether two of the candidates belong to one session, so the learned stage's session
+    signals have something to read."""
+    groups = [row.group for row in known.values()]
+    return len(set(groups)) < len(groups)
+
+
 def text_of(row: Any) -> str:
     """The text a row is known by: its content (memories, run messages, reflections), else
     its summary (runs, arcs), title (arcs) or description (procedures), the first not empty."""

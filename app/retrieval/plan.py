@@ -64,8 +64,16 @@ class SearchPlan:
 
     @property
     def learned(self) -> bool:
-        """Whether the learned second stage orders the candidates."""
-        return self.mode == "hybrid" and self.fusion == "learned"
+        """Whether the learned second stage orders the candidates: learned fusion of a
+        search that can find episodes (only they come in sessions, whose signals the model
+        reads; facts, rules and records are fused by RRF)."""
+        return self.mode == "hybrid" and self.fusion == "learned" and "episode" in self.types
+
+    @property
+    def fused_by(self) -> str:
+        """How the lists become one ranking when the learned stage does not order them:
+        rrf or weighted (learned fusion falls back to rrf)."""
+        return "rrf" if self.fusion == "learned" else self.fusion
 
     @property
     def depth(self) -> int:

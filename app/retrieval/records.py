@@ -8,8 +8,8 @@ from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.retrieval import candidates as search_rows
 from app.retrieval import record_tables
-from app.retrieval.candidates import LoadedRow, RankedCandidate
-from app.retrieval.fusion import ScoredRow, fuse, fuse_learned, known_row, single_list
+from app.retrieval.candidates import RankedCandidate
+from app.retrieval.fusion import ScoredRow, fuse, single_list
 from app.retrieval.plan import plan_search
 from app.retrieval.record_tables import RecordQuery
 
@@ -41,24 +41,13 @@ async def search_records(session: AsyncSession, *, embedder: Embedder,
     if keyword_query is not None:
         keyword = await record_tables.matching(session, record_query, keyword_query,
                                                plan.depth)
-    if plan.learned:
-        ids = list(dict.fromkeys(c.memory_id for c in [*semantic, *keyword]))
-        loaded = await record_tables.load_scored(session, record_query, ids, vector,
-                                                 keyword_query)
-        known = {}
-        for c in [*semantic, *keyword]:
-            if c.memory_id in loaded:
-                row = known_row(c.memory_type, LoadedRow(*loaded[c.memory_id], None))
-                if row is not None:
-                    known[(c.memory_type, c.memory_id)] = row
-        fused = fuse_learned(semantic, keyword, known=known, limit=limit, depth=plan.depth)
-    else:
-        fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k,
-                      method=plan.fusion, weights=plan.weights) if mode == "hybrid"
-                 else single_list(semantic if mode == "semantic" else keyword,
-                                  semantic=mode == "semantic"))
-        loaded = await record_tables.load_scored(
-            session, record_query, [f.memory_id for f in fused], vector, keyword_query)
+    # Records hold no sessions, whose signals the learned stage reads: it fuses them by RRF.
+    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k,
+                  method=plan.fused_by, weights=plan.weights) if mode == "hybrid"
+             else single_list(semantic if mode == "semantic" else keyword,
+                              semantic=mode == "semantic"))
+    loaded = await record_tables.load_scored(
+        session, record_query, [f.memory_id for f in fused], vector, keyword_query)
     return [RecordHit(*loaded[f.memory_id], f.rrf_score, f.semantic_rank, f.keyword_rank,
                       f.fused_score, f.contributions)
             for f in fused if f.memory_id in loaded]

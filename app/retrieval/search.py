@@ -28,6 +28,7 @@ from app.retrieval.fusion import (
     known_row,
     merge_sources,
     scaled,
+    shares_sessions,
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
@@ -90,11 +91,21 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                       memory_filter=plan.memory_filter)
     filters = await search_rows.with_exact_types(session, plan.types, filters,
                                                  below=retrieval.filter_exact_below)
-    found = await search_rows.search_candidates(
-        session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
-        limit=plan.depth,
-        window=span if plan.time_mode == "boost" and "episode" in plan.types else None,
-        passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS)
+
+    async def candidates(plan: SearchPlan) -> search_rows.Candidates:
+        return await search_rows.search_candidates(
+            session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
+            limit=plan.depth,
+            window=span if plan.time_mode == "boost" and "episode" in plan.types else None,
+            passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS)
+
+    found = await candidates(plan)
+    if plan.learned and not shares_sessions(known_rows(found.rows)):
+        # Memories without sessions between them (notes) give the learned stage's session
+        # signals nothing to read; RRF ranks them better (docs/search.md). Its lists are the
+        # first `limit` of these unless a passage lifted a memory past its rank as a part.
+        plan = replace(plan, fusion="rrf")
+        found = found.cut(plan.limit) if found.ranked_as_parts() else await candidates(plan)
     semantic, keyword, boost = found.semantic, found.keyword, found.window
     near, paths = (await graph_candidates(session, filters=filters, types=plan.types,
                                           graph=plan.graph, limit=plan.limit,
@@ -110,11 +121,11 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                              k=plan.rrf_k)
     elif plan.mode == "hybrid":
         fused = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, boost=boost,
-                     method=plan.fusion, weights=plan.weights, graph=near)
+                     method=plan.fused_by, weights=plan.weights, graph=near)
     else:
         fused = single_list(semantic if plan.mode == "semantic" else keyword,
                             semantic=plan.mode == "semantic", boost=boost)
-    if plan.learned or (plan.mode == "hybrid" and plan.fusion == "weighted"):
+    if plan.mode == "hybrid" and plan.fusion in ("learned", "weighted"):
         fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
         fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,
@@ -192,7 +203,8 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
                        fused: Sequence[Fused], vector: EmbeddingVector | None,
                        query: str | None, rows: dict[Key, search_rows.LoadedRow]) -> list[Fused]:
     """The memories' results merged with those of the record types asked for (fused the same
-    way, each source on its own); learned fusion first loads their rows into `rows`."""
+    way, each source on its own, so their scores compare); learned fusion first loads their
+    rows into `rows`."""
     semantic, keyword = await record_sql.candidate_lists(
         session, types=plan.records, tenant_id=tenant_id, vector=vector, query=query,
         limit=plan.depth)
@@ -203,7 +215,7 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
         found = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
                              depth=plan.depth)
     elif plan.mode == "hybrid":
-        found = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, method=plan.fusion,
+        found = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, method=plan.fused_by,
                      weights=plan.weights)
     else:
         found = single_list(semantic if plan.mode == "semantic" else keyword,

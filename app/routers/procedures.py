@@ -81,10 +81,11 @@ async def search_procedures(body: ProcedureSearchRequest, session: QuerySessionD
 
     `hybrid` (default) fuses the semantic list (cosine similarity of the embeddings) and the
     keyword list (ts_rank_cd of the query's lexemes OR-ed) by the configured
-    `[retrieval] fusion`: by default the learned model (`fused_score`, with `contributions`);
-    with `rrf`, `rrf_score = 1/(k + semantic_rank) + 1/(k + keyword_rank)` with the configured
-    k (60), a procedure absent from one list counting as rank `limit + 1` there. Current
-    versions only unless `include_superseded`.
+    `[retrieval] fusion`: `rrf` (also what `learned` gives: procedures hold no sessions,
+    whose signals the learned model reads): `rrf_score = 1/(k + semantic_rank) +
+    1/(k + keyword_rank)` with the configured k (60), a procedure absent from one list
+    counting as rank `limit + 1` there; or `weighted`. Current versions only unless
+    `include_superseded`.
     """
     hits = await procedures.search_procedures(session, tenant_id=tenant_id, embedder=embedder,
                                               retrieval=settings.retrieval, request=body)

@@ -69,7 +69,9 @@ Search episodes, facts and rules of the caller's tenant.
     turns that answer a question from the rest. `fused_score` is that model's probability;
     `contributions` holds each signal's part of it (in logits). With a time window in the
     query or `entities`, that order and the window's episodes or the graph list are fused
-    by RRF instead (`contributions`: `learned`, `time`, `graph`).
+    by RRF instead (`contributions`: `learned`, `time`, `graph`). When no two candidates
+    share a session (facts or rules alone, notes without sessions), the model has no
+    session to read and the lists are fused as `rrf` fuses them.
   - `rrf`: Reciprocal Rank Fusion of the two lists, each `limit` long:
     `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
     one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by

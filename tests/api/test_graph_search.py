@@ -147,13 +147,26 @@ async def test_entities_outside_hybrid_mode_is_a_422_naming_the_field(client, sm
 
 
 async def test_learned_fusion_fuses_its_order_with_the_graph_list(client, small_graph):
+    # Two turns of one session: the pool has sessions, so the learned stage orders it.
+    for turn in ("Bob: the weekend hike was fun", "Carl: and the weather held up"):
+        await store_episode(client, turn, session_id="s1")
+
+    boosted = await search(client, QUERY, entities=[small_graph["ann"]["id"]])
+
+    by_id = {hit["id"]: hit for hit in boosted}
+    assert boosted[0]["id"] == small_graph["moving"]["id"]
+    assert boosted[0]["contributions"]["graph"] == pytest.approx(1 / 61)
+    # Not near the entity: its graph rank counts as limit + 1 (the default limit is 20).
+    assert by_id[small_graph["kitchen"]["id"]]["contributions"]["graph"] == pytest.approx(1 / 81)
+    for hit in boosted:
+        assert set(hit["contributions"]) == {"learned", "graph"}
+        assert sum(hit["contributions"].values()) == pytest.approx(hit["fused_score"])
+
+
+async def test_facts_alone_are_fused_with_the_graph_list_by_rrf(client, small_graph):
     boosted = await search(client, QUERY, types=["fact"], entities=[small_graph["ann"]["id"]])
 
-    first, second = boosted
-    assert first["id"] == small_graph["moving"]["id"]
-    assert first["contributions"]["graph"] == pytest.approx(1 / 61)
-    # Not near the entity: its graph rank counts as limit + 1 (the default limit is 20).
-    assert second["contributions"] == {"learned": pytest.approx(1 / 61),
-                                       "graph": pytest.approx(1 / 81)}
+    assert boosted[0]["id"] == small_graph["moving"]["id"]
     for hit in boosted:
-        assert sum(hit["contributions"].values()) == pytest.approx(hit["fused_score"])
+        assert set(hit["contributions"]) == {"semantic", "keyword", "time", "graph"}
+        assert hit["fused_score"] == pytest.approx(hit["rrf_score"])

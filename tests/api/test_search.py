@@ -194,8 +194,8 @@ async def test_unknown_fusion_is_a_422_naming_the_field(client):
 
 
 async def test_default_hybrid_search_is_learned_and_explains_each_score(client):
-    await store_episode(client, "Melanie painted a sunrise over the lake")
-    await store_episode(client, "The lake froze early this winter")
+    await store_episode(client, "Melanie painted a sunrise over the lake", session_id="s1")
+    await store_episode(client, "The lake froze early this winter", session_id="s1")
     await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes")
 
     results = await search(client, "Melanie painted the lake")
@@ -209,3 +209,52 @@ async def test_default_hybrid_search_is_learned_and_explains_each_score(client):
         logit = sum(hit["contributions"].values())
         assert hit["fused_score"] == pytest.approx(1 / (1 + math.exp(-logit)))
 
+
+
+@pytest.mark.parametrize("types", [["episode"], ["fact"], None])
+async def test_learned_fusion_ranks_memories_without_sessions_between_them_by_rrf(client, types):
+    # Notes without session ids (no sessions inferred here) and facts share no session, so
+    # the learned stage's session signals have nothing to read: RRF orders them.
+    await store_episode(client, "Melanie painted a sunrise over the lake")
+    await store_episode(client, "The lake froze early this winter")
+    await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes by the lake")
+    body = {"types": types} if types else {}
+
+    learned = await search(client, "Melanie painted the lake", **body)
+    rrf = await search(client, "Melanie painted the lake", fusion="rrf", **body)
+
+    assert [hit["id"] for hit in learned] == [hit["id"] for hit in rrf]
+    for hit in learned:
+        assert set(hit["contributions"]) == {"semantic", "keyword", "time"}
+        assert hit["fused_score"] == pytest.approx(hit["rrf_score"])
+
+
+async def test_long_notes_without_sessions_rank_as_rrf_ranks_their_passages(client):
+    # Windows of long notes lift them in the learned stage's lists, not in rrf's: the
+    # lists are read again as rrf reads them.
+    filler = " ".join(f"Item {i} of the meeting was the budget for the spring." for i in range(20))
+    notes = [f"{filler} Melanie painted a sunrise over the lake.",
+             f"Melanie talked about the lake. {filler}",
+             "The lake froze early this winter"]
+    for note in notes:
+        await store_episode(client, note)
+
+    learned = await search(client, "Melanie painted a sunrise over the lake")
+    rrf = await search(client, "Melanie painted a sunrise over the lake", fusion="rrf")
+
+    assert any(hit["passage"] for hit in rrf)
+    assert [(hit["id"], hit["rrf_score"]) for hit in learned] == [
+        (hit["id"], hit["rrf_score"]) for hit in rrf]
+
+
+async def test_learned_fusion_orders_a_pool_once_two_memories_share_a_session(client):
+    await store_episode(client, "Melanie painted a sunrise over the lake", session_id="s1")
+    await store_episode(client, "The lake froze early this winter", session_id="s1")
+    await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes by the lake")
+
+    results = await search(client, "Melanie painted the lake")
+
+    assert {hit["memory_type"] for hit in results} == {"episode", "fact"}
+    for hit in results:
+        assert hit["rrf_score"] is None
+        assert set(hit["contributions"]) == {"base", *SIGNALS}

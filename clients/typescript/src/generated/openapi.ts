@@ -1179,10 +1179,11 @@ export interface paths {
          *
          *     `hybrid` (default) fuses the semantic list (cosine similarity of the embeddings) and the
          *     keyword list (ts_rank_cd of the query's lexemes OR-ed) by the configured
-         *     `[retrieval] fusion`: by default the learned model (`fused_score`, with `contributions`);
-         *     with `rrf`, `rrf_score = 1/(k + semantic_rank) + 1/(k + keyword_rank)` with the configured
-         *     k (60), a procedure absent from one list counting as rank `limit + 1` there. Current
-         *     versions only unless `include_superseded`.
+         *     `[retrieval] fusion`: `rrf` (also what `learned` gives: procedures hold no sessions,
+         *     whose signals the learned model reads): `rrf_score = 1/(k + semantic_rank) +
+         *     1/(k + keyword_rank)` with the configured k (60), a procedure absent from one list
+         *     counting as rank `limit + 1` there; or `weighted`. Current versions only unless
+         *     `include_superseded`.
          */
         post: operations["search_procedures"];
         delete?: never;
@@ -1654,7 +1655,9 @@ export interface paths {
          *         turns that answer a question from the rest. `fused_score` is that model's probability;
          *         `contributions` holds each signal's part of it (in logits). With a time window in the
          *         query or `entities`, that order and the window's episodes or the graph list are fused
-         *         by RRF instead (`contributions`: `learned`, `time`, `graph`).
+         *         by RRF instead (`contributions`: `learned`, `time`, `graph`). When no two candidates
+         *         share a session (facts or rules alone, notes without sessions), the model has no
+         *         session to read and the lists are fused as `rrf` fuses them.
          *       - `rrf`: Reciprocal Rank Fusion of the two lists, each `limit` long:
          *         `rrf_score = 1/(60 + semantic_rank) + 1/(60 + keyword_rank)`, where a memory missing from
          *         one list counts as rank `limit + 1` there (its rank is reported as null). Ordered by
