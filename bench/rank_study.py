@@ -227,17 +227,20 @@ def without_ids_legs(args: Any) -> list[Legs]:
         for legs in load(args.cache, args.data, args.passages, args.more_cache, ids=False)]
 
 
+def list_rows() -> dict[str, Callable[[Legs], float]]:
+    """R@10 of each list alone and of RRF, the rows every table starts with."""
+    return {"semantic": lambda L: recall_at(L, order(L.sem), 10),
+            "keyword": lambda L: recall_at(L, order(L.bm25), 10),
+            "RRF 10": lambda L: recall_at(L, rrf(L), 10)}
+
+
 def across_shapes(args: Any) -> None:
     """Held-out recall of learned fusion on turns without ids and on facts and notes."""
     base = load(args.cache, args.data, args.passages, args.more_cache, shapes=args.shapes)
     turns = [legs for legs in base if legs.question.bench not in SHAPE_BENCHES]
     test = base + (without_ids_legs(args) if args.without_ids else [])
     print(f"{len(turns)} turn questions; {len(test)} ranked", file=sys.stderr)
-    rows: dict[str, Callable[[Legs], float]] = {
-        "semantic": lambda L: recall_at(L, order(L.sem), 10),
-        "keyword": lambda L: recall_at(L, order(L.bm25), 10),
-        "RRF 10": lambda L: recall_at(L, rrf(L), 10),
-    }
+    rows = list_rows()
     everything = list(range(len(FEATURES)))
     ranked = learned_across(turns, test, args.depth, everything, bench_weights(turns, 0.0))
     rows["learned, trained on turns with ids"] = lambda L, r=ranked: recall_at(
@@ -272,11 +275,7 @@ def main() -> None:
         return
     all_legs = load(args.cache, args.data, args.passages, args.more_cache)
     print(f"{len(all_legs)} questions", file=sys.stderr)
-    rows: dict[str, Callable[[Legs], float]] = {
-        "semantic": lambda L: recall_at(L, order(L.sem), 10),
-        "keyword": lambda L: recall_at(L, order(L.bm25), 10),
-        "RRF 10": lambda L: recall_at(L, rrf(L), 10),
-    }
+    rows = list_rows()
     everything = list(range(len(FEATURES)))
 
     def without(*names: str) -> list[int]:

@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -106,34 +107,49 @@ def load_lme(folder: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
     return questions, scopes
 
 
+def _session_times(conv: dict[str, Any]) -> dict[int, float]:
+    """Each session's number and time, in order (a session without a readable date takes the
+    one before it)."""
+    numbers = sorted(int(m.group(1)) for key in conv
+                     if (m := re.fullmatch(r"session_(\d+)", key)))
+    times, last = {}, 0.0
+    for number in numbers:
+        last = _locomo_time(conv.get(f"session_{number}_date_time", "")) or last
+        times[number] = last
+    return times
+
+
+def _locomo_questions(sample: dict[str, Any], scope: str, bench: str, known: frozenset[str],
+                      asked_at: float) -> list[Question]:
+    """A conversation's questions of categories 1-4 whose evidence names `known` turns."""
+    questions = []
+    for index, qa in enumerate(sample["qa"]):
+        if qa.get("category") not in LOCOMO_CATEGORIES:
+            continue
+        evidence = set()
+        for item in qa.get("evidence", []):
+            evidence |= {p for p in re.split(r"[;,\s]+", str(item)) if p in known}
+        if evidence:
+            questions.append(Question(f"{scope}#{index}", bench,
+                                      LOCOMO_CATEGORIES[qa["category"]], str(qa["question"]),
+                                      asked_at, scope, evidence))
+    return questions
+
+
 def load_locomo(path: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
     """LoCoMo's questions of categories 1-4 with evidence, asked at the conversation's end."""
     questions, scopes = [], {}
     for sample in json.loads(path.read_text()):
         conv = sample["conversation"]
         scope = f"locomo-{sample['sample_id']}"
-        numbers = sorted(int(m.group(1)) for key in conv
-                         if (m := re.fullmatch(r"session_(\d+)", key)))
-        turns: list[Turn] = []
-        last = 0.0
-        for number in numbers:
-            when = _locomo_time(conv.get(f"session_{number}_date_time", "")) or last
-            last = when
-            for turn in conv[f"session_{number}"]:
-                turns.append(Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}",
-                                  f"{scope}/{number}", when))
+        times = _session_times(conv)
+        turns = [Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}",
+                      f"{scope}/{number}", when)
+                 for number, when in times.items() for turn in conv[f"session_{number}"]]
         scopes[scope] = turns
-        known = {t.turn_id for t in turns}
-        for index, qa in enumerate(sample["qa"]):
-            if qa.get("category") not in LOCOMO_CATEGORIES:
-                continue
-            evidence = set()
-            for item in qa.get("evidence", []):
-                evidence |= {p for p in re.split(r"[;,\s]+", str(item)) if p in known}
-            if evidence:
-                questions.append(Question(f"{scope}#{index}", "locomo",
-                                          LOCOMO_CATEGORIES[qa["category"]],
-                                          str(qa["question"]), last, scope, evidence))
+        questions += _locomo_questions(sample, scope, "locomo",
+                                       frozenset(t.turn_id for t in turns),
+                                       next(reversed(times.values()), 0.0))
     return questions, scopes
 
 
@@ -150,13 +166,9 @@ def load_locomo_shapes(path: Path) -> tuple[list[Question], dict[str, list[Turn]
     for sample in json.loads(path.read_text()):
         conv = sample["conversation"]
         base = f"locomo-{sample['sample_id']}"
-        numbers = sorted(int(m.group(1)) for key in conv
-                         if (m := re.fullmatch(r"session_(\d+)", key)))
-        when, last = {}, 0.0
-        for number in numbers:
-            last = _locomo_time(conv.get(f"session_{number}_date_time", "")) or last
-            when[number] = last
-        turns_of = {n: frozenset(t["dia_id"] for t in conv[f"session_{n}"]) for n in numbers}
+        when = _session_times(conv)
+        last = next(reversed(when.values()), 0.0)
+        turns_of = {n: frozenset(t["dia_id"] for t in conv[f"session_{n}"]) for n in when}
         facts: list[Turn] = []
         for key, by_speaker in sample["observation"].items():
             number = int(re.fullmatch(r"session_(\d+)_observation", key).group(1))
@@ -177,16 +189,7 @@ def load_locomo_shapes(path: Path) -> tuple[list[Question], dict[str, list[Turn]
         for shape, memories in zip(SHAPES, (facts, notes), strict=True):
             scope = f"{base}#{shape}"
             scopes[scope] = memories
-            for index, qa in enumerate(sample["qa"]):
-                if qa.get("category") not in LOCOMO_CATEGORIES:
-                    continue
-                evidence = set()
-                for item in qa.get("evidence", []):
-                    evidence |= {p for p in re.split(r"[;,\s]+", str(item)) if p in known}
-                if evidence:
-                    questions.append(Question(f"{scope}#{index}", f"locomo-{shape}",
-                                              LOCOMO_CATEGORIES[qa["category"]],
-                                              str(qa["question"]), last, scope, evidence))
+            questions += _locomo_questions(sample, scope, f"locomo-{shape}", known, last)
     return questions, scopes
 
 

@@ -432,7 +432,6 @@ class Candidates:
     window: list[RankedCandidate]
     rows: dict[tuple[str, uuid.UUID], LoadedRow]
 
-
     def cut(self, limit: int) -> "Candidates":
         """The lists cut to their first `limit` (the rows kept whole)."""
         def first(ranked: list[RankedCandidate]) -> list[RankedCandidate]:

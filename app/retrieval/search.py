@@ -100,10 +100,12 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
             passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS)
 
     found = await candidates(plan)
-    if plan.learned and not shares_sessions(known_rows(found.rows)):
+    known = known_rows(found.rows) if plan.learned else {}
+    if plan.learned and not shares_sessions(known):
         # Memories without sessions between them (notes) give the learned stage's session
-        # signals nothing to read; RRF ranks them better (docs/search.md). Its lists are the
-        # first `limit` of these unless a passage lifted a memory past its rank as a part.
+        # signals nothing to read, and held out it ranked them below RRF (docs/search.md).
+        # RRF's lists are the first `limit` of these unless a passage lifted a memory past
+        # its rank as a part.
         plan = replace(plan, fusion="rrf")
         found = found.cut(plan.limit) if found.ranked_as_parts() else await candidates(plan)
     semantic, keyword, boost = found.semantic, found.keyword, found.window
@@ -114,9 +116,11 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                    else ([], {}))
     rows = dict(found.rows)
     if plan.learned:
-        rows.update(await missing_rows(session, tenant_id=tenant_id, keys=rows_wanted(near),
-                                       have=rows, vector=vector, query=keyword_query))
-        fused = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
+        near_rows = await missing_rows(session, tenant_id=tenant_id, keys=rows_wanted(near),
+                                       have=rows, vector=vector, query=keyword_query)
+        rows.update(near_rows)
+        known.update(known_rows(near_rows))
+        fused = fuse_learned(semantic, keyword, known=known, limit=plan.limit,
                              depth=plan.depth, boost=boost, window=span, graph=near,
                              k=plan.rrf_k)
     elif plan.mode == "hybrid":
