@@ -141,10 +141,11 @@ def legs_of(question: Question, scope: Scope, qvec: np.ndarray, terms: list[str]
 
 def load(cache_dir: Path, data: Path, with_passages: bool,
          more: list[Path] | None = None, *, ids: bool = True,
-         shapes: bool = False) -> list[Legs]:
+         shapes: bool = False, keywords: bool = False) -> list[Legs]:
     """Every question with evidence, its legs computed (vectors from `cache_dir`, then the
-    `more` cache folders); `ids` and `shapes` as `study_data.load_all` reads them."""
-    questions, scopes = load_all(data, ids=ids, shapes=shapes)
+    `more` cache folders); `ids`, `shapes` and `keywords` as `study_data.load_all` reads
+    them."""
+    questions, scopes = load_all(data, ids=ids, shapes=shapes, keywords=keywords)
     cache = CacheSet([cache_dir, *(more or [])])
     texts = ([t.keyword_text or t.content for turns in scopes.values() for t in turns]
              + [q.text for q in questions])

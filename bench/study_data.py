@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from locomo_recall import keyword_query  # a sibling script: run as python bench/...
 
 LME_FILES = ("longmemeval_s_dev.json.gz", "longmemeval_s_dev2.json.gz")
 LOCOMO_FILE = "locomo_dev.json"
@@ -325,15 +326,25 @@ def without_ids(turns: list[Turn]) -> list[Turn]:
     return out
 
 
-def load_all(data: Path, *, ids: bool = True,
-             shapes: bool = False) -> tuple[list[Question], dict[str, list[Turn]]]:
+def as_keywords(questions: list[Question]) -> list[Question]:
+    """The questions as an agent's short keyword queries, each a benchmark of its own
+    ("lme-keywords", "locomo-keywords")."""
+    return [replace(q, qid=f"{q.qid}~keywords", bench=f"{q.bench}-keywords",
+                    text=keyword_query(q.text)) for q in questions]
+
+
+def load_all(data: Path, *, ids: bool = True, shapes: bool = False,
+             keywords: bool = False) -> tuple[list[Question], dict[str, list[Turn]]]:
     """Both benchmarks' questions and scopes (`ids=False`: the turns' sessions by the gap
-    rule; `shapes`: also LoCoMo's observations as facts and summaries as notes)."""
+    rule; `shapes`: also LoCoMo's observations as facts and summaries as notes; `keywords`:
+    the questions asked as keyword queries instead)."""
     q1, s1 = load_lme(data / "longmemeval")
     q2, s2 = load_locomo(data / "locomo" / LOCOMO_FILE)
     scopes = {**s1, **s2}
     if not ids:
         scopes = {name: without_ids(turns) for name, turns in scopes.items()}
+    if keywords:
+        q1, q2 = as_keywords(q1), as_keywords(q2)
     if shapes:
         q3, s3 = load_locomo_shapes(data / "locomo" / LOCOMO_FILE)
         return q1 + q2 + q3, {**scopes, **s3}
@@ -353,8 +364,12 @@ def main() -> None:
                         "ids (sessions by the gap rule)")
     parser.add_argument("--shapes", action="store_true",
                         help="also LoCoMo's observations (as facts) and summaries (as notes)")
+    parser.add_argument("--keywords", action="store_true",
+                        help="also the questions as keyword queries")
     args = parser.parse_args()
     questions, scopes = load_all(args.data)
+    if args.keywords:
+        questions += load_all(args.data, keywords=True)[0]
     _, inferred = load_all(args.data, ids=False)
     cache = VectorCache(args.cache)
     every_text = [t.content for turns in scopes.values() for t in turns]
