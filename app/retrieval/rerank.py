@@ -3,9 +3,8 @@
 Each candidate of either list gets a few signals (its similarity and keyword score, each
 against the best of the lists, its ranks, its session's best, its length, whether it lies in
 the query's time window); a small ensemble of boosted trees (`ranker.json`), trained to tell
-the memories that answer a question from the rest on the LongMemEval and LoCoMo development
-sets (their turns, and LoCoMo's observations and summaries stored as facts and notes;
-`bench/rank_study.py --emit` writes it), turns them into a probability. A memory without a
+the turns that answer a question from the rest on the LongMemEval and LoCoMo development sets
+(`bench/rank_study.py --emit` writes it), turns them into a probability. A memory without a
 session (a fact, a rule) is its own session; a search whose candidates share no session is
 fused by RRF instead (retrieval/search.py).
 """

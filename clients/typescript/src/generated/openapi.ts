@@ -1652,7 +1652,7 @@ export interface paths {
          *         is scored by a small boosted-tree model of its signals (similarity and BM25 score, each
          *         against the best of the lists; its ranks; its session's best similarity and keyword
          *         score; its length; whether it lies in the query's time window), trained to tell the
-         *         memories that answer a question from the rest. `fused_score` is that model's probability;
+         *         turns that answer a question from the rest. `fused_score` is that model's probability;
          *         `contributions` holds each signal's part of it (in logits). With a time window in the
          *         query or `entities`, that order and the window's episodes or the graph list are fused
          *         by RRF instead (`contributions`: `learned`, `time`, `graph`). When no two candidates
