@@ -5,9 +5,8 @@
 `--without-ids` also ranks every turn stored without a session id (sessions by the gap rule),
 `--shapes` LoCoMo's observations stored as facts and summaries stored as notes, `--keywords`
 the questions asked as an agent's keyword queries; each by trees trained on the other folds'
-turns with ids alone, and as shipped: on the other folds' facts and notes too, each shape
-weighing SHAPE_WEIGHT of a benchmark (`--train-shapes W` adds models at other weights).
-`--emit` writes the shipped model, trained on every question, to app/retrieval/ranker.json.
+turns with ids (and, with `--train-shapes W`, on the other folds' facts and notes too, each
+shape weighing W of a benchmark).
 """
 
 import dataclasses
@@ -170,10 +169,6 @@ def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
 
 
 SHAPE_BENCHES = ("locomo-observations", "locomo-summaries")
-# The shipped model trains on both benchmarks' turns and on LoCoMo's facts and notes, each
-# shape weighing half a benchmark: with long notes among its positives it leans less on a
-# memory's length.
-SHAPE_WEIGHT = 0.5
 
 
 def bench_weights(legs: list[Legs], shape_weight: float) -> Weight:
@@ -246,9 +241,10 @@ def list_rows() -> dict[str, Callable[[Legs], float]]:
 
 
 def across_shapes(args: Any) -> None:
-    """Held-out recall of learned fusion, trained on turns alone and as shipped, on turns
-    with and without ids, on facts and notes, and on keyword queries."""
-    base = load(args.cache, args.data, args.passages, args.more_cache, shapes=True)
+    """Held-out recall of learned fusion on turns without ids, on facts and notes, and on
+    keyword queries."""
+    base = load(args.cache, args.data, args.passages, args.more_cache,
+                shapes=args.shapes or bool(args.train_shapes))
     turns = [legs for legs in base if legs.question.bench not in SHAPE_BENCHES]
     test = ((base if args.shapes else turns)
             + (without_ids_legs(args) if args.without_ids else [])
@@ -257,17 +253,16 @@ def across_shapes(args: Any) -> None:
     rows = list_rows()
     everything = list(range(len(FEATURES)))
     ranked = learned_across(turns, test, args.depth, everything, bench_weights(turns, 0.0))
-    rows["learned, trained on turns alone"] = lambda L, r=ranked: recall_at(
+    rows["learned, trained on turns with ids"] = lambda L, r=ranked: recall_at(
         L, r[L.question.qid], 10)
-    for shape_weight in [SHAPE_WEIGHT, *args.train_shapes]:
+    rows["learned as served (RRF where no two candidates share a session)"] = (
+        lambda L, r=ranked: recall_at(L, r[L.question.qid] if shares_sessions(L, args.depth)
+                                      else rrf(L), 10))
+    for shape_weight in args.train_shapes:
         ranked = learned_across(base, test, args.depth, everything,
                                 bench_weights(base, shape_weight))
         rows[f"learned, + facts and notes at {shape_weight:g}"] = (
             lambda L, r=ranked: recall_at(L, r[L.question.qid], 10))
-        if shape_weight == SHAPE_WEIGHT:
-            rows["as served (RRF where no two candidates share a session)"] = (
-                lambda L, r=ranked: recall_at(
-                    L, r[L.question.qid] if shares_sessions(L, args.depth) else rrf(L), 10))
     table(rows, test)
 
 
@@ -275,8 +270,8 @@ def main() -> None:
     parser = study_parser(__doc__)
     parser.add_argument("--depth", type=int, default=50)
     parser.add_argument("--emit", action="store_true",
-                        help="write the model trained on every question (facts and notes "
-                        "too) to app/retrieval/ranker.json")
+                        help="write the model trained on every question to "
+                        "app/retrieval/ranker.json")
     parser.add_argument("--without-ids", action="store_true",
                         help="also rank the turns stored without session ids")
     parser.add_argument("--shapes", action="store_true",
@@ -284,13 +279,9 @@ def main() -> None:
     parser.add_argument("--keywords", action="store_true",
                         help="also rank the turn questions asked as keyword queries")
     parser.add_argument("--train-shapes", type=float, nargs="*", default=[],
-                        help="more models trained on the facts and notes too, each shape "
-                        "weighing this much of a benchmark (one model per weight)")
+                        help="also train on the facts and notes, each shape weighing this "
+                        "much of a benchmark (one model per weight)")
     args = parser.parse_args()
-    if args.emit:
-        shipped = load(args.cache, args.data, args.passages, args.more_cache, shapes=True)
-        emit(shipped, args.depth, Path(__file__).parent.parent / "app/retrieval/ranker.json")
-        return
     if args.without_ids or args.shapes or args.keywords:
         across_shapes(args)
         return
@@ -315,34 +306,24 @@ def main() -> None:
         ranked = learned(all_legs, args.depth, cols)
         rows[name] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
     table(rows, all_legs)
+    if args.emit:
+        emit(all_legs, args.depth, Path(__file__).parent.parent / "app/retrieval/ranker.json")
 
 
 def emit(all_legs: list[Legs], depth: int, path: Path) -> None:
-    """Write the model trained on every question (facts and notes at SHAPE_WEIGHT) where
-    app/retrieval/rerank.py reads it."""
+    """Write the model trained on every question where app/retrieval/rerank.py reads it."""
     pools = [pool_of(legs, depth) for legs in all_legs]
     xs = [features(legs, pool, depth) for legs, pool in zip(all_legs, pools, strict=True)]
     ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
-    weight = bench_weights(all_legs, SHAPE_WEIGHT)
-    weights = np.concatenate([np.full(len(y), weight(all_legs, i) / max(y.sum(), 1))
+    weights = np.concatenate([np.full(len(y), question_weight(all_legs, i) / max(y.sum(), 1))
                               for i, y in enumerate(ys)])
     model = trees()
     model.fit(np.concatenate(xs), np.concatenate(ys), sample_weight=weights)
     exported = [export_tree(predictor.nodes) for [predictor] in model._predictors]
     path.write_text(json.dumps({
         "signals": list(SIGNALS), "bias": float(model._baseline_prediction.ravel()[0]),
-        "trained_on": trained_on(all_legs, depth), "trees": exported}) + "\n")
+        "trained_on": f"{len(all_legs)} questions, depth {depth}", "trees": exported}) + "\n")
     print(f"wrote {path}: {len(exported)} trees", file=sys.stderr)
-
-
-def trained_on(all_legs: list[Legs], depth: int) -> str:
-    """What the model was trained on, for the record in ranker.json."""
-    counts: dict[str, int] = {}
-    for legs in all_legs:
-        counts[legs.question.bench] = counts.get(legs.question.bench, 0) + 1
-    parts = [f"{bench} {n}" + (f" at {SHAPE_WEIGHT:g}" if bench in SHAPE_BENCHES else "")
-             for bench, n in counts.items()]
-    return f"questions: {', '.join(parts)}; depth {depth}"
 
 
 def export_tree(nodes: np.ndarray) -> dict[str, list[float]]:
