@@ -369,7 +369,7 @@ def main() -> None:
     args = parser.parse_args()
     questions, scopes = load_all(args.data)
     if args.keywords:
-        questions += load_all(args.data, keywords=True)[0]
+        questions += as_keywords(questions)
     _, inferred = load_all(args.data, ids=False)
     cache = VectorCache(args.cache)
     every_text = [t.content for turns in scopes.values() for t in turns]
