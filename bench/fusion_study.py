@@ -130,13 +130,10 @@ def legs_of(question: Question, scope: Scope, qvec: np.ndarray, terms: list[str]
             sem[i] = max(sem[i], float(scores[:n].max()) - WINDOW_DISTANCE_PENALTY)
         if len(scores) > n and scope.length[i] <= CONTEXT_MAX_CHARS:
             sem[i] = max(sem[i], float(scores[n:].max()))
-    if any(t.cites for t in scope.turns):
-        covers = [t.cites for t in scope.turns]
-        evidence = np.array([bool(c & question.evidence) for c in covers])
-        return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim,
-                    covers)
-    evidence = np.array([t.turn_id in question.evidence for t in scope.turns])
-    return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim)
+    covers = [t.cites for t in scope.turns] if any(t.cites for t in scope.turns) else None
+    evidence = np.array([bool(c & question.evidence) for c in covers] if covers is not None
+                        else [t.turn_id in question.evidence for t in scope.turns])
+    return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim, covers)
 
 
 def load(cache_dir: Path, data: Path, with_passages: bool,
