@@ -101,6 +101,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
 
     found = await candidates(plan)
     known = known_rows(found.rows) if plan.learned else {}
+    stale_behind = plan.mode == "hybrid" and plan.fusion in ("learned", "weighted")
     if plan.learned and not shares_sessions(known):
         # Memories without sessions between them (notes) give the learned stage's session
         # signals nothing to read, and held out it ranked them below RRF (docs/search.md).
@@ -129,7 +130,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     else:
         fused = single_list(semantic if plan.mode == "semantic" else keyword,
                             semantic=plan.mode == "semantic", boost=boost)
-    if plan.mode == "hybrid" and plan.fusion in ("learned", "weighted"):
+    if stale_behind:
         fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
         fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,

@@ -214,10 +214,12 @@ async def test_default_hybrid_search_is_learned_and_explains_each_score(client):
 @pytest.mark.parametrize("types", [["episode"], ["fact"], None])
 async def test_learned_fusion_ranks_memories_without_sessions_between_them_by_rrf(client, types):
     # Notes without session ids (no sessions inferred here) and facts share no session, so
-    # the learned stage's session signals have nothing to read: RRF orders them.
+    # the learned stage's session signals have nothing to read: RRF orders them. The fact
+    # never decays, so freshness (test_stale_search) leaves RRF's order as it is.
     await store_episode(client, "Melanie painted a sunrise over the lake")
     await store_episode(client, "The lake froze early this winter")
-    await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes by the lake")
+    await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes by the lake",
+                     permanence="permanent")
     body = {"types": types} if types else {}
 
     learned = await search(client, "Melanie painted the lake", **body)

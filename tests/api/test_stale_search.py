@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from tests.support.factories import store_fact
+from tests.support.factories import store_episode, store_fact
 
 QUERY = "Ann drinks green tea every morning"
 # 0.5 + 0.5 * exp(-0.008 * 150): what a standard fact last confirmed 150 days ago keeps.
@@ -24,8 +24,8 @@ async def two_facts(client, sql, stale_content, fresh_content):
     return stale["id"], fresh["id"]
 
 
-async def ranked(client, **fields):
-    response = await client.post("/v1/search", json={"query": QUERY, "types": ["fact"],
+async def ranked(client, types=("fact",), **fields):
+    response = await client.post("/v1/search", json={"query": QUERY, "types": list(types),
                                                      **fields})
     assert response.status_code == 200, response.text
     return response.json()["results"]
@@ -38,6 +38,19 @@ async def test_default_search_ranks_the_fresh_fact_first(client, sql):
     recalled = await client.post("/v1/recall", json={"topic": QUERY})
     assert recalled.status_code == 200, recalled.text
     assert [item["id"] for item in recalled.json()["results"]] == [fresh, stale]
+
+
+async def test_fresh_fact_comes_first_among_notes_without_sessions(client, sql):
+    # Notes without session ids share no session with the facts, so the default fusion
+    # falls back to RRF's lists; the stale fact still goes behind.
+    await store_episode(client, "Ann said green tea keeps her calm in the morning")
+    stale, fresh = await two_facts(client, sql, QUERY, "Every morning Ann drinks green tea")
+    hits = await ranked(client, types=("fact", "episode"))
+    facts = [hit for hit in hits if hit["memory_type"] == "fact"]
+    assert [hit["id"] for hit in facts] == [fresh, stale]
+    for hit in facts:
+        assert hit["fused_score"] == pytest.approx(
+            hit["rrf_score"] * (0.5 + 0.5 * hit["effective_confidence"]), rel=1e-3)
 
 
 async def test_weighted_fusion_scales_a_stale_facts_score(client, sql):
