@@ -71,8 +71,9 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     occurred inside it (time_mode "boost": a further list in hybrid mode, a signal of learned
     fusion, moved ahead in one-list modes) or keeps only those ("filter"). Hybrid mode fuses
     the lists by `plan.fusion`; with a graph query (hybrid mode) the memories near its
-    entities are a further list, each hit saying its path. After learned or weighted fusion a
-    fact's fused score is multiplied by `belief.stale_factor` of its effective confidence.
+    entities are a further list, each hit saying its path. When the plan asks for learned or
+    weighted fusion (even where learned falls back to RRF), a fact's fused score is
+    multiplied by `belief.stale_factor` of its effective confidence.
     """
     if not plan.query:
         return []
