@@ -116,7 +116,17 @@ class JobSettings(BaseModel):
     pii_scrub_interval_hours: float = Field(
         24.0, gt=0, description="How often the scheduler queues a PII scrub of every tenant.")
     cleanup_max_entries: int = Field(10_000, ge=0)
-    consolidation_max_attempts: int = Field(3, ge=1, le=100)
+    consolidation_max_attempts: int = Field(
+        3, ge=1, le=100,
+        description="Failed consolidations after which an episode is marked failed; it is "
+        "still retried, after a backoff.")
+    consolidation_retry_backoff_hours: float = Field(
+        1.0, gt=0, le=720,
+        description="How long consolidation leaves an episode alone after its "
+        "consolidation_max_attempts-th failure; each further failure doubles the wait.")
+    consolidation_retry_max_backoff_hours: float = Field(
+        24.0, gt=0, le=720,
+        description="The longest wait between two attempts at a failed episode.")
     consolidation_batch_size: int = Field(
         50, ge=1, le=500, description="Most episodes of one butler sent in one prompt."
     )

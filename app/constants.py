@@ -4,6 +4,7 @@ import it."""
 from typing import Literal
 
 SECONDS_PER_DAY = 86_400.0
+SECONDS_PER_HOUR = 3_600.0
 # Session ids are the callers' own strings (a UUID, a framework's thread id), this long at most.
 MAX_SESSION_ID_CHARS = 200
 

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -37,7 +38,7 @@ from app.reads import ReplicaRetryMiddleware
 from app.replicas import build_replicas
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys
+from app.services import api_keys, stats
 from app.services.background.worker import BackgroundJobs
 from app.services.jobs import JobContext
 from app.services.references import ReferenceQueue
@@ -119,6 +120,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.embedder = embedder
     metrics.watch(embedder=embedder, engine=db_engine)
+    metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
     if settings.llm.base_url is None:

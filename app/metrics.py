@@ -1,17 +1,23 @@
-"""Prometheus metrics at /metrics: requests, the model queue, the database pool and jobs.
+"""Prometheus metrics at /metrics: requests, the model queue, the database pool, jobs and
+the episodes awaiting consolidation.
 
 Metrics live in the process's default registry (with `--workers N`, each worker process
 answers for itself). Gauges read their value when scraped.
 """
 
+import asyncio
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 from starlette.types import Message, Receive, Scope, Send
 
 from app.asgi import HttpMiddleware
+
+logger = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -28,6 +34,13 @@ POOL_IN_USE = Gauge("engram_db_pool_connections_in_use",
                     "Database connections checked out of the request pool.")
 POOL_SIZE = Gauge("engram_db_pool_size", "Connections the request pool keeps open.")
 JOBS = Counter("engram_jobs_total", "Background jobs finished.", ["kind", "status"])
+CONSOLIDATION_BACKLOG = Gauge(
+    "engram_episodes_awaiting_consolidation",
+    "Episodes of every tenant not consolidated yet (nor forgotten), by consolidation status: "
+    "pending, or failed (retried after a backoff).", ["status"])
+# The backlog's counts are read from the database when scraped, for at most this long.
+BACKLOG_READ_SECONDS = 5.0
+BacklogReader = Callable[[], Awaitable[dict[str, int]]]
 JOB_SECONDS = Histogram("engram_job_duration_seconds", "Time a background job ran.", ["kind"],
                         buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
 
@@ -61,9 +74,28 @@ def watch(*, embedder: Any, engine: Any) -> None:
     POOL_SIZE.set_function(lambda: engine.pool.size())
 
 
+def watch_backlog(app: FastAPI, read: BacklogReader) -> None:
+    """Read the consolidation backlog's counts with `read` when scraped."""
+    app.state.consolidation_backlog = read
+
+
+async def _read_backlog(app: Any) -> None:
+    read: BacklogReader | None = getattr(app.state, "consolidation_backlog", None)
+    if read is None:
+        return
+    try:
+        counts = await asyncio.wait_for(read(), timeout=BACKLOG_READ_SECONDS)
+    except Exception:  # noqa: BLE001 - the scrape answers with the last counts read
+        logger.warning("could not count the episodes awaiting consolidation", exc_info=True)
+        return
+    for status, count in counts.items():
+        CONSOLIDATION_BACKLOG.labels(status).set(count)
+
+
 def add_metrics_route(app: FastAPI) -> None:
     """GET /metrics in the Prometheus text format (no API key, like /healthz)."""
 
     @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        await _read_backlog(request.app)
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -57,6 +57,7 @@ EXPIRED_BATCH = _DELETE_BATCH.format(victims=f"""
 
 # An expired episode never consolidated nor forgotten goes `grace_seconds` after it expired
 # (unconsolidated_grace_days): without an LLM nothing is consolidated, and storage must end.
+# The cleanup job runs this only when no LLM is configured.
 GRACE_BATCH = _DELETE_BATCH.format(victims="""
     SELECT id FROM episodes
     WHERE expires_at < now() - make_interval(secs => CAST(:grace_seconds AS double precision))
@@ -105,8 +106,8 @@ async def tenants_with_episodes(session: AsyncSession) -> list[str]:
 
 
 async def count_expired_kept(session: AsyncSession, *, tenant_id: str | None) -> int:
-    """Expired episodes kept because they were neither consolidated nor forgotten (they are
-    within their grace period)."""
+    """Expired episodes kept because they were neither consolidated nor forgotten (waiting
+    for consolidation, or without an LLM within their grace period)."""
     stmt = text("SELECT count(*) FROM episodes WHERE expires_at < now() AND NOT consolidated "
                 "AND forgotten_at IS NULL AND (CAST(:tenant_id AS text) IS NULL "
                 "OR tenant_id = CAST(:tenant_id AS text))")

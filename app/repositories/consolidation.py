@@ -17,19 +17,27 @@ class PendingGroup:
     episodes: int
 
 
+# Pending and failed episodes both wait for consolidation; a failed one after its backoff.
+AWAITING = ("pending", "failed")
+
+
+def _awaiting() -> list[ColumnElement[bool]]:
+    """Not consolidated and not forgotten, whether expired or not."""
+    return [~Episode.consolidated, Episode.consolidation_status.in_(AWAITING),
+            Episode.forgotten_at.is_(None)]
+
+
 def _pending(tenant_id: str | None) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = [
-        Episode.consolidated.is_(False),
-        Episode.consolidation_status == "pending",
-        or_(Episode.expires_at.is_(None), Episode.expires_at > func.now()),
-    ]
+    clauses = [*_awaiting(),
+               or_(Episode.next_attempt_at.is_(None), Episode.next_attempt_at <= func.now())]
     if tenant_id is not None:
         clauses.append(Episode.tenant_id == tenant_id)
     return clauses
 
 
 async def pending_groups(session: AsyncSession, *, tenant_id: str | None) -> list[PendingGroup]:
-    """(tenant, butler) groups with unexpired pending episodes, oldest backlog first."""
+    """(tenant, butler) groups with episodes due for consolidation (pending, or failed and past
+    their backoff; expired ones too), oldest backlog first."""
     stmt = (
         select(Episode.tenant_id, Episode.butler, func.count())
         .where(*_pending(tenant_id))
@@ -65,7 +73,7 @@ async def unlock_group(conn: AsyncConnection, *, tenant_id: str, butler: str) ->
 
 async def pending_episodes(session: AsyncSession, *, tenant_id: str, butler: str,
                            limit: int) -> list[Episode]:
-    """The group's oldest pending episodes."""
+    """The group's oldest episodes due for consolidation."""
     stmt = (
         select(Episode)
         .where(*_pending(tenant_id), Episode.butler == butler)
@@ -77,11 +85,11 @@ async def pending_episodes(session: AsyncSession, *, tenant_id: str, butler: str
 
 async def lock_still_pending(session: AsyncSession, *,
                              episode_ids: list[uuid.UUID]) -> list[uuid.UUID]:
-    """Lock those of the episodes that are still pending; their ids, oldest first."""
+    """Lock those of the episodes that still wait for consolidation (not consolidated nor
+    forgotten meanwhile); their ids, oldest first."""
     stmt = (
         select(Episode.id)
-        .where(Episode.id.in_(episode_ids), Episode.consolidated.is_(False),
-               Episode.consolidation_status == "pending")
+        .where(Episode.id.in_(episode_ids), *_awaiting())
         .order_by(Episode.created_at, Episode.id)
         .with_for_update()
     )
@@ -115,29 +123,48 @@ async def active_rules(session: AsyncSession, *, tenant_id: str, butler: str,
 
 
 async def mark_consolidated(session: AsyncSession, *, episode_ids: list[uuid.UUID]) -> int:
-    """consolidated = true, consolidation_status = 'consolidated', last_error cleared."""
+    """consolidated = true, consolidation_status = 'consolidated', last_error and
+    next_attempt_at cleared."""
     stmt = (
         update(Episode)
         .where(Episode.id.in_(episode_ids))
-        .values(consolidated=True, consolidation_status="consolidated", last_error=None)
+        .values(consolidated=True, consolidation_status="consolidated", last_error=None,
+                next_attempt_at=None)
         .execution_options(synchronize_session=False)
     )
     return int((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
 
-async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID], error: str,
-                         max_attempts: int) -> tuple[int, int]:
-    """retry_count + 1 and last_error; 'failed' once max_attempts is reached.
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When a failed episode is tried again: at the next job until `max_attempts` failures,
+    then `backoff_seconds` later, doubled with each further failure up to `max_backoff_seconds`."""
 
-    Returns (still pending, now failed).
+    max_attempts: int
+    backoff_seconds: float
+    max_backoff_seconds: float
+
+
+async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID], error: str,
+                         policy: RetryPolicy) -> tuple[int, int]:
+    """retry_count + 1 and last_error; from `policy.max_attempts` failures on, 'failed' with
+    a next_attempt_at that backs off exponentially up to its cap.
+
+    Returns (still pending, failed).
     """
+    attempts = Episode.retry_count + 1
+    doublings = func.least(attempts - policy.max_attempts, 30)
+    wait = func.least(policy.backoff_seconds * func.power(2.0, doublings),
+                      policy.max_backoff_seconds)
+    exhausted = attempts >= policy.max_attempts
     stmt = (
         update(Episode)
-        .where(Episode.id.in_(episode_ids), Episode.consolidated.is_(False),
-               Episode.consolidation_status == "pending")
-        .values(retry_count=Episode.retry_count + 1, last_error=error,
-                consolidation_status=case(
-                    (Episode.retry_count + 1 >= max_attempts, "failed"), else_="pending"))
+        .where(Episode.id.in_(episode_ids), ~Episode.consolidated,
+               Episode.consolidation_status.in_(AWAITING))
+        .values(retry_count=attempts, last_error=error,
+                consolidation_status=case((exhausted, "failed"), else_="pending"),
+                next_attempt_at=case((exhausted, func.now() + func.make_interval(
+                    0, 0, 0, 0, 0, 0, wait)), else_=None))
         .returning(Episode.consolidation_status)
         .execution_options(synchronize_session=False)
     )

@@ -12,15 +12,18 @@ SECONDS_PER_HOUR = 3600.0
 
 async def episode_counts(session: AsyncSession, *, tenant_id: str,
                          butler: str | None) -> dict[str, Any]:
-    """total, unconsolidated, backlog_age_hours, oldest_unconsolidated_at and
-    expired_unconsolidated of the tenant's (butler's) episodes."""
+    """total, unconsolidated, failed, next_retry_at, backlog_age_hours,
+    oldest_unconsolidated_at and expired_unconsolidated of the tenant's (butler's) episodes."""
     pending = Episode.consolidation_status == "pending"
+    failed = and_(Episode.consolidation_status == "failed", Episode.forgotten_at.is_(None))
     oldest = func.min(Episode.created_at).filter(pending)
     expired_unconsolidated = and_(~Episode.consolidated, Episode.forgotten_at.is_(None),
                                   Episode.expires_at < func.now())
     stmt = select(
         func.count().label("total"),
         func.count().filter(pending).label("unconsolidated"),
+        func.count().filter(failed).label("failed"),
+        func.min(Episode.next_attempt_at).filter(failed).label("next_retry_at"),
         func.coalesce(
             func.greatest(0.0, cast(extract("epoch", func.now() - oldest), Float)), 0.0,
         ).label("backlog_seconds"),
@@ -30,10 +33,22 @@ async def episode_counts(session: AsyncSession, *, tenant_id: str,
     if butler is not None:
         stmt = stmt.where(Episode.butler == butler)
     row = (await session.execute(stmt)).one()
-    return {"total": row.total, "unconsolidated": row.unconsolidated,
+    return {"total": row.total, "unconsolidated": row.unconsolidated, "failed": row.failed,
+            "next_retry_at": row.next_retry_at,
             "backlog_age_hours": row.backlog_seconds / SECONDS_PER_HOUR,
             "oldest_unconsolidated_at": row.oldest,
             "expired_unconsolidated": row.expired_unconsolidated}
+
+
+async def awaiting_consolidation(session: AsyncSession) -> dict[str, int]:
+    """Episodes of every tenant not consolidated nor forgotten, by consolidation status
+    (pending, failed)."""
+    stmt = (
+        select(Episode.consolidation_status, func.count())
+        .where(~Episode.consolidated, Episode.forgotten_at.is_(None))
+        .group_by(Episode.consolidation_status)
+    )
+    return {status: int(count) for status, count in await session.execute(stmt)}
 
 
 async def fact_counts(session: AsyncSession, *, tenant_id: str,

@@ -56,6 +56,10 @@ class EpisodeOut(ResponseModel):
     consolidation_status: ConsolidationStatus
     retry_count: int
     last_error: str | None
+    next_attempt_at: IsoDatetime | None = Field(
+        description="Read-only. When consolidation tries this failed episode again (the wait "
+        "doubles with each failure, up to `consolidation_retry_max_backoff_hours`); null when "
+        "it is tried at the next consolidation job, or was consolidated.")
     created_at: IsoDatetime
     occurred_at: IsoDatetime = Field(description="When it happened.")
     sequence: int = Field(description="Storage order; orders the turns of a session.")

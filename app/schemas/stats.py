@@ -8,6 +8,12 @@ from app.schemas.common import IsoDatetime, ResponseModel
 class EpisodeStats(ResponseModel):
     total: int
     unconsolidated: int = Field(description="Episodes with consolidation_status 'pending'.")
+    failed: int = Field(
+        description="Episodes with consolidation_status 'failed': consolidation failed "
+                    "`consolidation_max_attempts` times or more, and tries them again after a "
+                    "backoff until they are consolidated.")
+    next_retry_at: IsoDatetime | None = Field(
+        description="When consolidation next tries a failed episode; null with none failed.")
     backlog_age_hours: float = Field(
         description="Hours since the oldest pending episode was created; 0 with no backlog.")
     oldest_unconsolidated_at: IsoDatetime | None = Field(
@@ -15,8 +21,9 @@ class EpisodeStats(ResponseModel):
                     "null with no backlog.")
     expired_unconsolidated: int = Field(
         description="Episodes past their TTL that were never consolidated (nor forgotten): "
-                    "cleanup deletes each `unconsolidated_grace_days` after it expired, and "
-                    "may take them earlier when the tenant is over capacity.")
+                    "consolidation still takes them; without an LLM configured cleanup "
+                    "deletes each `unconsolidated_grace_days` after it expired. Either way "
+                    "cleanup may take them when the tenant is over capacity.")
 
 
 class FactStats(ResponseModel):

@@ -1,9 +1,10 @@
 """Memory stats for system health monitoring."""
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.repositories import stats as stats_rows
 from app.schemas.stats import EpisodeStats, FactStats, RuleStats, StatsOut
+from app.scope import SYSTEM, scoped_transaction
 
 CONSOLIDATION_OFF = ("consolidation is not configured ([llm] base_url is unset): episodes are "
                      "never turned into facts or rules, and cleanup deletes expired episodes "
@@ -19,3 +20,10 @@ async def memory_stats(session: AsyncSession, *, tenant_id: str, scope: str | No
     return StatsOut(scope=scope, episodes=EpisodeStats(**episodes), facts=FactStats(**facts),
                     rules=RuleStats(**rules), consolidation_configured=consolidation_configured,
                     warnings=[] if consolidation_configured else [CONSOLIDATION_OFF])
+
+
+async def consolidation_backlog(sessionmaker: async_sessionmaker[AsyncSession]) -> dict[str, int]:
+    """Episodes of every tenant waiting for consolidation: 'pending' and 'failed' counts."""
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        counts = await stats_rows.awaiting_consolidation(session)
+    return {status: counts.get(status, 0) for status in ("pending", "failed")}

@@ -20,7 +20,8 @@ async def stats(client, **params):
 async def test_empty_store_has_zero_everywhere(client):
     assert await stats(client) == {
         "scope": None,
-        "episodes": {"total": 0, "unconsolidated": 0, "backlog_age_hours": 0.0,
+        "episodes": {"total": 0, "unconsolidated": 0, "failed": 0, "next_retry_at": None,
+                     "backlog_age_hours": 0.0,
                      "oldest_unconsolidated_at": None, "expired_unconsolidated": 0},
         "facts": {"active": 0, "fading": 0, "superseded": 0, "expired": 0, "retracted": 0},
         "rules": {"candidate": 0, "established": 0, "proven": 0, "anti_pattern": 0,

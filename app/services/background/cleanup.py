@@ -1,6 +1,6 @@
 """Cleanup: TTL expiry of consolidated or forgotten episodes, expiry of unconsolidated ones
-after their grace period, then the capacity limit, then expired working memories, then
-runs finished longer ago than the run retention."""
+after their grace period when no LLM is configured, then the capacity limit, then expired
+working memories, then runs finished longer ago than the run retention."""
 
 import uuid
 from dataclasses import dataclass
@@ -40,10 +40,14 @@ COUNTERS = ("expired_deleted", "unconsolidated_deleted", "capacity_deleted",
 
 async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_entries: int,
                               job_id: str | None = None) -> JobOutcome:
-    """Delete expired episodes that were consolidated or forgotten, then expired ones never
-    consolidated once `unconsolidated_grace_days` have passed since they expired, then, above
-    `max_entries`, the oldest consolidated episodes and after them the oldest expired
-    unconsolidated ones (an episode that has not expired is never deleted for capacity).
+    """Delete expired episodes that were consolidated or forgotten, then, when no LLM is
+    configured, expired ones never consolidated once `unconsolidated_grace_days` have passed
+    since they expired, then, above `max_entries`, the oldest consolidated episodes and after
+    them the oldest expired unconsolidated ones (an episode that has not expired is never
+    deleted for capacity).
+
+    With an LLM configured an unconsolidated episode waits for consolidation however long the
+    model stays down: only the capacity limit or a forget removes it unread.
 
     Each batch of `jobs.cleanup_batch_size` rows is its own transaction, so a large backlog
     never holds one long lock. The limit applies per tenant. Each batch's event lists the
@@ -55,8 +59,9 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
         tenants = ([tenant_id] if tenant_id is not None
                    else await cleanup_rows.tenants_with_episodes(session))
     totals = dict.fromkeys(COUNTERS, 0)
+    expiry = (EXPIRED,) if ctx.settings.llm.base_url else (EXPIRED, GRACE)
     for tenant in tenants:
-        for phase in (EXPIRED, GRACE):
+        for phase in expiry:
             await _drain(ctx, phase, tenant_id=tenant, batch_size=batch_size, limit=None,
                          job_id=job_id, grace_seconds=grace_seconds, totals=totals)
         for phase in (CAPACITY, CAPACITY_EXPIRED):

@@ -8,9 +8,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from app.config import JobSettings
+from app.constants import SECONDS_PER_HOUR
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
-from app.repositories.consolidation import PendingGroup
+from app.repositories.consolidation import PendingGroup, RetryPolicy
 from app.scope import SYSTEM, Scope
 from app.services import events
 from app.services.background.consolidation.executor import (
@@ -44,6 +46,14 @@ MAX_ERROR_CHARS = 2000
 # A reflection is already a compacted belief over many events: weigh it above a plain turn.
 REFLECTION_IMPORTANCE = 7.0
 DRY_RUN_REASON = "no LLM configured (llm.base_url is unset): episodes grouped and counted only"
+
+
+def retry_policy(settings: JobSettings) -> RetryPolicy:
+    """When episodes whose consolidation failed are tried again."""
+    return RetryPolicy(
+        max_attempts=settings.consolidation_max_attempts,
+        backoff_seconds=settings.consolidation_retry_backoff_hours * SECONDS_PER_HOUR,
+        max_backoff_seconds=settings.consolidation_retry_max_backoff_hours * SECONDS_PER_HOUR)
 
 
 class GroupFailed(Exception):
@@ -187,7 +197,8 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     """Prompt with no transaction open, then apply the answer in one transaction.
 
     True when the batch was consolidated, False when it failed (its episodes stay pending
-    with retry_count + 1, or become failed), None when nothing was pending any more.
+    with retry_count + 1, or become failed until their backoff ends), None when nothing was
+    pending any more.
     """
     unit = Scope(tenant_id=group.tenant_id,
                  job_id=str(tally.job_id) if tally.job_id is not None else None)
@@ -227,7 +238,7 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
         async with ctx.transaction(unit) as session:
             retrying, failed = await consolidation_rows.record_failure(
                 session, episode_ids=scope.episode_ids, error=message,
-                max_attempts=ctx.settings.jobs.consolidation_max_attempts)
+                policy=retry_policy(ctx.settings.jobs))
             await events.record(session, [events.Event(
                 "episodes_consolidation_failed", scope.tenant_id,
                 {"butler": scope.butler, "error": message,
