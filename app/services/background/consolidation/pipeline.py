@@ -13,6 +13,7 @@ from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
 from app.repositories import provenance as provenance_rows
 from app.repositories.consolidation import PendingGroup
+from app.repositories.provenance import IdField
 from app.scope import SYSTEM, Scope
 from app.services import events
 from app.services.background.consolidation.executor import (
@@ -282,7 +283,7 @@ class Writes:
     """The event that records who wrote one kind of record, and the payload field naming it."""
 
     event_type: str
-    id_field: str
+    id_field: IdField
 
 
 EPISODE_WRITES = Writes("episode_created", "memory_id")
