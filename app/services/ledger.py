@@ -50,6 +50,16 @@ def visibility_of(kind: str, requested: str | None, settings: AgentMemorySetting
     return GLOBAL if kind in settings.global_kinds else PRIVATE
 
 
+def check_writer(ledger: str, agent_id: str) -> None:
+    """Refuse a limited key a write for an agent, or to a ledger, outside its butlers.
+
+    Consolidation scopes what it learns from a ledger's reflections to the ledger's name, so
+    the ledger is a butler to the limit as the agent is.
+    """
+    butler_limits.check_butler(agent_id, "agent_id")
+    butler_limits.check_butler(ledger, "ledger_name")
+
+
 @dataclass(frozen=True)
 class Appended:
     """An appended event and the agents that are now due a reflection."""
@@ -61,7 +71,7 @@ class Appended:
 async def append_event(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                        settings: Settings, ledger: str, data: EventCreate) -> Appended:
     """Append one event; queue a reflection job for each agent now due one (with an LLM)."""
-    butler_limits.check_butler(data.agent_id, "agent_id")
+    check_writer(ledger, data.agent_id)
     if data.kind == REFLECTION_KIND:
         raise InvalidInput(f"{REFLECTION_KIND} events are posted as reflections "
                            "(POST .../agents/{agent_id}/reflections)", field="kind")
@@ -145,7 +155,7 @@ async def write_reflection(session: AsyncSession, *, tenant_id: str, ledger: str
 async def post_reflection(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           ledger: str, agent_id: str, data: ReflectionCreate) -> Reflection:
     """An agent's own reflection."""
-    butler_limits.check_butler(agent_id, "agent_id")
+    check_writer(ledger, agent_id)
     embedded = await embed_texts(session, embedder, [data.belief], tenant_id=tenant_id)
     await ledger_rows.lock_agent(session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id)
     return await write_reflection(session, tenant_id=tenant_id, ledger=ledger,

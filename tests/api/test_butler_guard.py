@@ -209,12 +209,17 @@ BETA_REQUESTS: dict[tuple[str, str], list[Call]] = {
              own("run"))],
     ("POST", "/v1/runs/{run_id}/feedback"): [
         Call(body(lambda ids: {"source": "human", "rating": 1.0}), FORBIDDEN, own("run"))],
+    # A ledger's reflections consolidate into the scope named after the ledger: a limited
+    # key writes only to ledgers named after its butlers, never `global` or another's.
     ("POST", "/v1/ledgers/{ledger_name}/events"): [
         Call(body(lambda ids: {"agent_id": HIDDEN, "kind": "world.observed", "content": "b",
                                "turn": 9}), FORBIDDEN, fixed({"ledger_name": "village"})),
+        *[Call(body(lambda ids: {"agent_id": MINE, "kind": "world.observed", "content": "b",
+                                 "turn": 9}), FORBIDDEN, fixed({"ledger_name": name}))
+          for name in ("village", "global", HIDDEN)],
         Call(body(lambda ids: {"agent_id": MINE, "kind": "world.observed",
                                "content": "beta sees rain", "turn": 9}), {201},
-             fixed({"ledger_name": "village"}))],
+             fixed({"ledger_name": MINE}))],
     ("GET", "/v1/ledgers/{ledger_name}/events"): [
         Call(NOTHING, OK, fixed({"ledger_name": "village"})),
         Call(query(lambda ids: {"agent_id": HIDDEN}), OK, fixed({"ledger_name": "village"}))],
@@ -223,8 +228,11 @@ BETA_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/reflections"): [
         Call(body(lambda ids: {"belief": "b believes", "based_on": [ids["agent_event"]]}),
              FORBIDDEN, fixed({"ledger_name": "village", "agent_id": HIDDEN})),
+        *[Call(body(lambda ids: {"belief": "b believes", "based_on": [ids["agent_event"]]}),
+               FORBIDDEN, fixed({"ledger_name": name, "agent_id": MINE}))
+          for name in ("village", "global", HIDDEN)],
         Call(body(lambda ids: {"belief": "b believes", "based_on": [ids["agent_event"]]}),
-             {422}, fixed({"ledger_name": "village", "agent_id": MINE}))],
+             {422}, fixed({"ledger_name": MINE, "agent_id": MINE}))],
     ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/context"): [
         Call(body(lambda ids: {"turn": 9, "query": "quokka"}), OK,
              fixed({"ledger_name": "village", "agent_id": HIDDEN})),
@@ -366,14 +374,19 @@ MCP_CALLS: dict[str, list[tuple[Callable[[dict[str, str]], dict[str, Any]], str 
                                        "rating": 1.0}, REFUSED)],
     "run_get": [(lambda ids: {"run_id": ids["run"]}, UNSEEN)],
     "run_search": [(lambda ids: {"query": "quokka run"}, ANSWERS)],
-    "agent_event_append": [(lambda ids: {"ledger_name": "village", "agent_id": HIDDEN,
-                                         "kind": "world.observed", "content": "b",
-                                         "turn": 9}, REFUSED)],
+    "agent_event_append": [(lambda ids, name=name, agent=agent: {
+        "ledger_name": name, "agent_id": agent, "kind": "world.observed", "content": "b",
+        "turn": 9}, REFUSED)
+        for name, agent in (("village", HIDDEN), ("global", MINE), (HIDDEN, MINE))],
     "agent_context": [(lambda ids: {"ledger_name": "village", "agent_id": HIDDEN, "turn": 9,
                                     "query": "quokka"}, ANSWERS)],
     "agent_reflect": [(lambda ids: {"ledger_name": "village", "agent_id": HIDDEN,
                                     "belief": "b", "based_on": [ids["agent_event"]]}, REFUSED),
-                      (lambda ids: {"ledger_name": "village", "agent_id": MINE,
+                      (lambda ids: {"ledger_name": "global", "agent_id": MINE,
+                                    "belief": "b", "based_on": [ids["agent_event"]]}, REFUSED),
+                      (lambda ids: {"ledger_name": HIDDEN, "agent_id": MINE,
+                                    "belief": "b", "based_on": [ids["agent_event"]]}, REFUSED),
+                      (lambda ids: {"ledger_name": MINE, "agent_id": MINE,
                                     "belief": "b", "based_on": [ids["agent_event"]]}, REJECTED)],
     "memory_store_episodes": [
         (lambda ids: {"items": [{"content": "b", "butler": HIDDEN}]}, REFUSED),

@@ -80,6 +80,14 @@ async def test_a_limited_key_writes_only_for_its_butlers(tenant_client, limited_
                             "steps": [{"step": 1, "action": "doubt"}]}, "agent_id"),
         ("/v1/ledgers/trip/events", {"agent_id": "critic", "kind": "world.observed",
                                      "content": "rain", "turn": 1}, "agent_id"),
+        # A ledger's reflections consolidate into the scope of its name.
+        ("/v1/ledgers/global/events", {"agent_id": "planner", "kind": "world.observed",
+                                       "content": "rain", "turn": 1}, "ledger_name"),
+        ("/v1/ledgers/critic/events", {"agent_id": "planner", "kind": "world.observed",
+                                       "content": "rain", "turn": 1}, "ledger_name"),
+        ("/v1/ledgers/global/agents/planner/reflections",
+         {"belief": "rain", "based_on": ["00000000-0000-4000-8000-000000000000"]},
+         "ledger_name"),
         (f"/v1/facts/{seeded['global_fact']['id']}/forget", None, "scope"),
     ]
     for path, body, field in cases:

@@ -55,8 +55,23 @@ class WriteCounts:
 
 
 @dataclass
-class ExecutionOutcome(WriteCounts):
-    """Counts of what one group's actions wrote, and the errors of the actions that failed."""
+class Skipped:
+    """How many actions were skipped: naming a fact or rule the prompt did not show, or
+    writing outside the scopes the writers of the group's records may write."""
+
+    targets_not_shown: int = 0
+    writes_refused: int = 0
+
+    def add_skipped(self, other: "Skipped") -> None:
+        """Add `other`'s counts to these."""
+        self.targets_not_shown += other.targets_not_shown
+        self.writes_refused += other.writes_refused
+
+
+@dataclass
+class ExecutionOutcome(Skipped, WriteCounts):
+    """Counts of what one group's actions wrote or skipped, and the errors of the actions
+    that failed."""
 
     errors: list[str] = field(default_factory=list)
 
@@ -72,6 +87,16 @@ class GroupScope:
     source_type: str = "episode"
     # When each episode occurred: a fact's valid_from when the model gives none.
     occurred: dict[uuid.UUID, datetime] = field(default_factory=dict)
+    # The existing facts and rules the prompt showed: the only ones an update or a
+    # confirmation may name.
+    shown: frozenset[uuid.UUID] = frozenset()
+    # The scopes every key limited to butlers that wrote one of the records may write;
+    # None when no such key wrote any.
+    writable: frozenset[str] | None = None
+
+    def may_write(self, scope: str) -> bool:
+        """Whether what the group's records teach may land in `scope`."""
+        return self.writable is None or scope in self.writable
 
 
 async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
@@ -143,9 +168,33 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
             outcome.links_created += 1
 
 
+def _shown(group: GroupScope, memory_id: uuid.UUID, outcome: ExecutionOutcome,
+           action: str) -> bool:
+    """Whether the prompt showed `memory_id`; else the action is skipped and counted."""
+    if memory_id in group.shown:
+        return True
+    logger.warning("consolidation of %s %r skipped %s of %s: not shown to the model",
+                   group.source_type, group.butler, action, memory_id)
+    outcome.targets_not_shown += 1
+    return False
+
+
+def _writable(group: GroupScope, scope: str, outcome: ExecutionOutcome, action: str) -> bool:
+    """Whether the group may write in `scope`; else the action is skipped and counted."""
+    if group.may_write(scope):
+        return True
+    logger.warning("consolidation of %s %r skipped %s in scope %r: its writers are limited to "
+                   "%s", group.source_type, group.butler, action, scope,
+                   ", ".join(sorted(group.writable or ())))
+    outcome.writes_refused += 1
+    return False
+
+
 async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewFact, outcome: ExecutionOutcome,
                     auto_links: AutoLinkSettings | None) -> None:
+    if not _writable(group, group.butler, outcome, "a new fact"):
+        return
     data = _fact_data(group, item, scope=group.butler, entity_id=None)
     stored = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data,
                               auto_links=auto_links)
@@ -158,11 +207,15 @@ async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope
 
 async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                         item: UpdatedFact, outcome: ExecutionOutcome) -> None:
+    if not _shown(group, item.target_id, outcome, "an update"):
+        return
     target = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
                                 memory_id=item.target_id, for_update=True)
     target = found(target, f"target fact {item.target_id} not found")
     if target.validity != "active":
         raise ValueError(f"target fact {item.target_id} is {target.validity}, not active")
+    if not _writable(group, target.scope, outcome, f"an update of fact {target.id}"):
+        return
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
     fact = (await store_fact(session, tenant_id=group.tenant_id, embedder=embedder,
                              data=data)).fact
@@ -189,6 +242,8 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
 async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewRule, outcome: ExecutionOutcome,
                     auto_links: AutoLinkSettings | None) -> None:
+    if not _writable(group, group.butler, outcome, "a new rule"):
+        return
     sources = _sources(group, item.source_episode_ids)
     data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
                       source_butler=group.butler,
@@ -205,6 +260,8 @@ async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope
 async def _new_procedure(session: AsyncSession, embedder: Embedder, group: GroupScope,
                          item: NewProcedure, outcome: ExecutionOutcome) -> None:
     """Store the proposal as a draft procedure of the butler, learned from its episodes."""
+    if not _writable(group, group.butler, outcome, "a new procedure"):
+        return
     sources = _sources(group, item.source_episode_ids) if group.source_type == "episode" else []
     data = ProcedureCreate(
         agent_id=group.butler, name=item.name, description=item.description,
@@ -223,13 +280,19 @@ async def _new_procedure(session: AsyncSession, embedder: Embedder, group: Group
 async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUID,
                    outcome: ExecutionOutcome) -> None:
     """Confirm the fact with this id, else the rule with it."""
-    try:
-        await confirm(session, Fact, tenant_id=group.tenant_id, memory_id=memory_id)
-    except NotFound:
-        try:
-            await confirm(session, Rule, tenant_id=group.tenant_id, memory_id=memory_id)
-        except NotFound:
-            raise NotFound(f"no fact or rule {memory_id}") from None
+    if not _shown(group, memory_id, outcome, "a confirmation"):
+        return
+    named: Fact | Rule | None = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
+                                                      memory_id=memory_id)
+    if named is None:
+        named = await memory_rows.get(session, Rule, tenant_id=group.tenant_id,
+                                      memory_id=memory_id)
+    if named is None:
+        raise NotFound(f"no fact or rule {memory_id}")
+    if not _writable(group, named.scope, outcome, f"a confirmation of {memory_id}"):
+        return
+    await confirm(session, Fact if isinstance(named, Fact) else Rule,
+                  tenant_id=group.tenant_id, memory_id=memory_id)
     outcome.confirmations += 1
 
 

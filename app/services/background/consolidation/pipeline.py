@@ -3,7 +3,8 @@
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -12,12 +13,15 @@ from app.config import JobSettings
 from app.constants import SECONDS_PER_HOUR
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
+from app.repositories import provenance as provenance_rows
 from app.repositories.consolidation import PendingGroup, RetryPolicy
+from app.repositories.provenance import IdField
 from app.scope import SYSTEM, Scope
 from app.services import events
 from app.services.background.consolidation.executor import (
     ExecutionOutcome,
     GroupScope,
+    Skipped,
     WriteCounts,
     describe_error,
     execute_consolidation,
@@ -61,7 +65,7 @@ class GroupFailed(Exception):
 
 
 @dataclass
-class Tally(WriteCounts):
+class Tally(Skipped, WriteCounts):
     """Figures of one consolidation job."""
 
     groups_processed: int = 0
@@ -79,6 +83,7 @@ class Tally(WriteCounts):
     def add(self, outcome: ExecutionOutcome) -> None:
         """Count what one group wrote."""
         self.add_counts(outcome)
+        self.add_skipped(outcome)
         self.action_errors += len(outcome.errors)
 
     def succeeded(self, label: str, outcome: ExecutionOutcome,
@@ -211,17 +216,19 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
         prompt = await _prompt(session, group, [
             EpisodeItem(str(e.id), e.created_at, e.importance, e.content, e.occurred_at)
             for e in episodes])
+        writable = await _writable(session, group.tenant_id, EPISODE_WRITES,
+                                   [e.id for e in episodes], min(e.created_at for e in episodes))
     scope = GroupScope(group.tenant_id, group.butler, [e.id for e in episodes],
-                       occurred={e.id: e.occurred_at for e in episodes})
+                       occurred={e.id: e.occurred_at for e in episodes}, shown=prompt.shown,
+                       writable=writable)
     label = f"tenant {scope.tenant_id!r} butler {scope.butler!r}"
     tally.groups_processed += 1
     try:
-        parsed = await _ask_model(client, prompt)
+        parsed = await _ask_model(client, prompt.text)
         async with ctx.transaction(unit) as session:
             still_pending = await consolidation_rows.lock_still_pending(
                 session, episode_ids=scope.episode_ids)
-            scope = GroupScope(scope.tenant_id, scope.butler, still_pending,
-                               occurred=scope.occurred)
+            scope = replace(scope, episode_ids=still_pending)
             outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
                                                   auto_links=ctx.settings.auto_links,
                                                   parsed=parsed)
@@ -257,19 +264,54 @@ async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: Pend
     return True
 
 
-async def _prompt(session: AsyncSession, group: PendingGroup, items: list[EpisodeItem]) -> str:
+@dataclass(frozen=True)
+class Prompt:
+    """A batch's prompt and the ids of the existing facts and rules it shows."""
+
+    text: str
+    shown: frozenset[uuid.UUID]
+
+
+async def _prompt(session: AsyncSession, group: PendingGroup,
+                  items: list[EpisodeItem]) -> Prompt:
     """The prompt of one batch, with the butler's existing facts and rules as dedup context."""
     facts = await consolidation_rows.active_facts(
         session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_FACTS)
     rules = await consolidation_rows.active_rules(
         session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_RULES)
-    return build_prompt(
+    text = build_prompt(
         butler=group.butler,
         episodes=items,
         facts=[FactItem(str(f.id), f.scope, f.subject, f.predicate, f.content, f.permanence)
                for f in facts],
         rules=[RuleItem(str(r.id), r.scope, r.maturity, r.content) for r in rules],
     )
+    return Prompt(text, frozenset([f.id for f in facts] + [r.id for r in rules]))
+
+
+@dataclass(frozen=True)
+class Writes:
+    """The event that records who wrote one kind of record, and the payload field naming it."""
+
+    event_type: str
+    id_field: IdField
+
+
+EPISODE_WRITES = Writes("episode_created", "memory_id")
+REFLECTION_WRITES = Writes("agent_reflected", "event_id")
+
+
+async def _writable(session: AsyncSession, tenant_id: str, writes: Writes,
+                    ids: list[uuid.UUID], since: datetime) -> frozenset[str] | None:
+    """The scopes every key limited to butlers that wrote one of `ids` may write (the
+    butlers all of them share); None when no such key wrote any. What consolidation learns
+    from records stays where their writers could have written it themselves."""
+    limits = await provenance_rows.writers_butlers(
+        session, tenant_id=tenant_id, event_type=writes.event_type, id_field=writes.id_field,
+        ids=ids, since=since)
+    if not limits:
+        return None
+    return frozenset.intersection(*(frozenset(butlers) for butlers in limits))
 
 
 async def _next_reflection_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | None,
@@ -301,12 +343,15 @@ async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group
         prompt = await _prompt(session, group, [
             EpisodeItem(str(r.id), r.created_at, REFLECTION_IMPORTANCE,
                         f"{r.agent_id} reflected: {r.content}") for r in reflections])
+        writable = await _writable(session, group.tenant_id, REFLECTION_WRITES,
+                                   [r.id for r in reflections],
+                                   min(r.created_at for r in reflections))
     scope = GroupScope(group.tenant_id, group.butler, [r.id for r in reflections],
-                       source_type="agent_event")
+                       source_type="agent_event", shown=prompt.shown, writable=writable)
     label = f"tenant {scope.tenant_id!r} ledger {scope.butler!r}"
     tally.groups_processed += 1
     try:
-        parsed = await _ask_model(client, prompt)
+        parsed = await _ask_model(client, prompt.text)
         async with ctx.transaction(unit) as session:
             outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
                                                   auto_links=ctx.settings.auto_links,
@@ -356,6 +401,8 @@ def _success_counts(outcome: ExecutionOutcome, parsed: ConsolidationResult) -> d
             "rules_created": outcome.rules_created,
             "procedures_created": outcome.procedures_created,
             "confirmations": outcome.confirmations, "links_created": outcome.links_created,
+            "targets_not_shown": outcome.targets_not_shown,
+            "writes_refused": outcome.writes_refused,
             "action_errors": len(outcome.errors), "parse_errors": len(parsed.parse_errors)}
 
 
@@ -368,5 +415,7 @@ def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
         "rules_created": outcome.rules_created,
         "procedures_created": outcome.procedures_created,
         "confirmations": outcome.confirmations,
+        "targets_not_shown": outcome.targets_not_shown,
+        "writes_refused": outcome.writes_refused,
         "errors": len(outcome.errors),
     }
