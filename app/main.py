@@ -28,7 +28,7 @@ from app.docs import mount_docs
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.heap import share_one_malloc_arena
-from app.hosts import is_loopback
+from app.hosts import LoopbackHostMiddleware, is_loopback
 from app.mcp.server import McpMount
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.query_guard import reject_unknown_query_params
@@ -214,6 +214,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits,
                        known_key=app.state.tenant_cache.knows,
                        auth_disabled=settings.auth_disabled)
+    if settings.auth_disabled:
+        app.add_middleware(LoopbackHostMiddleware)
     app.add_middleware(metrics.MetricsMiddleware)
     # Outermost: every answer, a 429 included, carries the request id.
     app.add_middleware(RequestIdMiddleware)
