@@ -1,4 +1,5 @@
-"""Per-key limits through HTTP: 429 with Retry-After, and revoked keys within the cache bound."""
+"""Limits through HTTP: 429 with Retry-After per key, per address for keys not yet found live
+and for the console, and revoked keys within the cache bound."""
 
 import secrets
 
