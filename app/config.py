@@ -204,7 +204,8 @@ class ArcSettings(BaseModel):
 
 
 class LimitSettings(BaseModel):
-    """Per API key limits; past them a request gets a 429 problem with Retry-After."""
+    """Per API key limits, and per client address for requests that cannot yet be tied to a
+    live key; past them a request gets a 429 problem with Retry-After."""
 
     requests_per_second: float = Field(
         100.0, ge=0, le=100_000, description="Sustained request rate per key; 0 = unlimited.")
@@ -212,7 +213,16 @@ class LimitSettings(BaseModel):
                        description="Requests a key may send at once before the rate applies.")
     bytes_in_flight: int = Field(
         64 * 1024 * 1024, ge=0, le=16 * 1024 * 1024 * 1024,
-        description="Request body bytes one key may have in flight; 0 = unlimited.")
+        description="Request body bytes one key (or address) may have in flight; "
+        "0 = unlimited.")
+    unverified_requests_per_second: float = Field(
+        10.0, ge=0, le=100_000,
+        description="Sustained rate per client address of requests with an API key this "
+        "process has not yet found live (unknown, revoked, or a key's first request) and of "
+        "console sign-ins; 0 = unlimited.")
+    unverified_burst: int = Field(
+        100, ge=1, le=1_000_000,
+        description="Such requests an address may send at once before that rate applies.")
 
 
 DEFAULT_PII_PATTERNS = {

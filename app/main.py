@@ -1,7 +1,6 @@
 """create_app(): lifespan, routers and exception handlers."""
 
 import asyncio
-import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -30,6 +29,7 @@ from app.docs import mount_docs
 from app.embedding import get_embedder
 from app.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.heap import share_one_malloc_arena
+from app.hosts import LoopbackHostMiddleware, is_loopback
 from app.mcp.server import McpMount
 from app.middleware import InputGuardMiddleware, RequestIdMiddleware
 from app.query_guard import reject_unknown_query_params
@@ -117,7 +117,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                                           settings.replicas.reference_flush_seconds)
     if app.state.replicas.configured:
         app.state.references.start()
-    app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.embedder = embedder
     metrics.watch(embedder=embedder, engine=db_engine)
     metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
@@ -148,16 +147,6 @@ def log_phase(done: str, since: float) -> float:
     now = time.perf_counter()
     logger.info("%s in %.1f s", done, now - since)
     return now
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def refuse_unsafe_binding(settings: Settings) -> None:
@@ -221,8 +210,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mount_console(app)
     app.add_middleware(InputGuardMiddleware, max_body_bytes=settings.max_body_bytes)
     # Added last, so it runs first: a throttled request is refused before its body is read.
+    # The key cache tells the limits which keys were found live.
+    app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.caller_limits = CallerLimits(settings.limits)
-    app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits)
+    app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits,
+                       known_key=app.state.tenant_cache.knows,
+                       auth_disabled=settings.auth_disabled)
+    if settings.auth_disabled:
+        app.add_middleware(LoopbackHostMiddleware)
     app.add_middleware(metrics.MetricsMiddleware)
     # Outermost: every answer, a 429 included, carries the request id.
     app.add_middleware(RequestIdMiddleware)

@@ -45,6 +45,15 @@ JOB_SECONDS = Histogram("engram_job_duration_seconds", "Time a background job ra
                         buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
 
 
+# Any other method is labelled "other", so no caller can add label series.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    """The method as a label: one of METHODS, else "other"."""
+    return method if method in METHODS else "other"
+
+
 class MetricsMiddleware(HttpMiddleware):
     """Count every HTTP answer by method, route template (not the raw path) and status."""
 
@@ -62,8 +71,9 @@ class MetricsMiddleware(HttpMiddleware):
             await self.app(scope, receive, send_status)
         finally:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
-            REQUESTS.labels(scope["method"], route, str(status)).inc()
-            REQUEST_SECONDS.labels(scope["method"], route).observe(
+            method = method_label(scope["method"])
+            REQUESTS.labels(method, route, str(status)).inc()
+            REQUEST_SECONDS.labels(method, route).observe(
                 time.perf_counter() - started)
 
 

@@ -1,13 +1,23 @@
 """Per-caller limits: a token bucket of requests and a cap on request bytes in flight.
 
-Past either limit the caller gets a 429 problem with `Retry-After`. The caller is the API key
-(its SHA-256, never the key itself); a request without a key counts against its client
-address. Only /v1 and /mcp are limited; health checks and docs never are.
+Past either limit the caller gets a 429 problem with `Retry-After`. Who a request counts
+against (`caller_of`):
+- an API key this process has found live, by its SHA-256 (never the key itself);
+- any other key, and the console's sign-in, by client address under the strict `unverified_*`
+  limits: such a request may cost a key lookup, so a caller sending a new key each time gets
+  no fresh budget, and lookups of unknown keys stay bounded per address;
+- a request without a key, a console page, and every request with authentication disabled,
+  by client address under the per-key limits.
+An IPv6 address counts by its /64 prefix. The table of callers holds at most `max_callers`,
+forgetting the least recently seen first. Only /v1, /mcp and /ui are limited; health checks,
+metrics and docs never are.
 """
 
 import hashlib
+import ipaddress
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,7 +27,9 @@ from app.asgi import HttpMiddleware
 from app.config import LimitSettings
 from app.middleware import content_length, send_problem
 
-LIMITED_PREFIXES = ("/v1", "/mcp")
+LIMITED_PREFIXES = ("/v1", "/mcp", "/ui")
+CONSOLE_PREFIX = "/ui"
+SIGN_IN_PATH = "/ui/sign-in"
 MAX_CALLERS = 100_000
 
 
@@ -25,7 +37,33 @@ class BytesOverLimit(Exception):
     """A chunked body took the caller past its bytes-in-flight limit while it arrived."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class Caller:
+    """Whom a request counts against: `name` keys its bucket; a `strict` caller has the
+    `unverified_*` rate; `who` ends the 429's detail."""
+
+    name: str
+    strict: bool = False
+    who: str = "with this API key"
+
+    @classmethod
+    def for_key(cls, key_hash: str) -> "Caller":
+        """A key found live, by its hash."""
+        return cls("key:" + key_hash)
+
+    @classmethod
+    def address(cls, address: str) -> "Caller":
+        """A client address under the per-key limits."""
+        return cls("addr:" + address, who="from this address")
+
+    @classmethod
+    def unverified(cls, address: str) -> "Caller":
+        """A client address sending keys not yet found live, or signing in."""
+        return cls("unverified:" + address, strict=True,
+                   who="from this address with API keys not yet verified")
+
+
+@dataclass(slots=True)
 class _Bucket:
     tokens: float
     updated_at: float
@@ -33,44 +71,80 @@ class _Bucket:
 
 
 class CallerLimits:
-    """The state of every caller's limits; pure bookkeeping, testable with a fake clock."""
+    """The state of every caller's limits; pure bookkeeping, testable with a fake clock.
+
+    Tokens are refilled when a caller is next seen, so forgetting the least recently seen
+    caller needs no scan.
+    """
 
     def __init__(self, settings: LimitSettings, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 max_callers: int = MAX_CALLERS) -> None:
         self.settings = settings
         self.clock = clock
-        self._buckets: dict[str, _Bucket] = {}
+        self.max_callers = max_callers
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
 
-    def _bucket(self, caller: str) -> _Bucket:
-        bucket = self._buckets.get(caller)
-        if bucket is None:
-            if len(self._buckets) >= MAX_CALLERS:
-                self._forget_idle()
-            bucket = self._buckets[caller] = _Bucket(float(self.settings.burst), self.clock())
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def clear(self) -> None:
+        """Forget every caller."""
+        self._buckets.clear()
+
+    def rate(self, caller: Caller) -> tuple[float, int]:
+        """The caller's sustained requests per second and burst."""
+        if caller.strict:
+            return (self.settings.unverified_requests_per_second,
+                    self.settings.unverified_burst)
+        return self.settings.requests_per_second, self.settings.burst
+
+    def _bucket(self, caller: Caller) -> _Bucket:
+        bucket = self._buckets.get(caller.name)
+        if bucket is not None:
+            self._buckets.move_to_end(caller.name)
+            return bucket
+        if len(self._buckets) >= self.max_callers:
+            self._forget_least_recent()
+        bucket = self._buckets[caller.name] = _Bucket(float(self.rate(caller)[1]), self.clock())
         return bucket
 
-    def _forget_idle(self) -> None:
-        full = float(self.settings.burst)
-        for caller in [c for c, b in self._buckets.items()
-                       if b.bytes_in_flight == 0 and b.tokens >= full]:
-            del self._buckets[caller]
+    def _forget_least_recent(self) -> None:
+        # A caller with a body in flight is kept (its request is being served), so at most
+        # as many are passed over as there are requests in flight.
+        for _ in range(len(self._buckets)):
+            name, bucket = self._buckets.popitem(last=False)
+            if bucket.bytes_in_flight == 0:
+                return
+            self._buckets[name] = bucket
 
-    def take_request(self, caller: str) -> float:
-        """Spend one request token; 0 when allowed, else the seconds until one is free."""
-        rate = self.settings.requests_per_second
-        if rate <= 0:
-            return 0.0
+    def _refill(self, caller: Caller) -> _Bucket:
+        rate, burst = self.rate(caller)
         bucket = self._bucket(caller)
         now = self.clock()
-        bucket.tokens = min(float(self.settings.burst),
-                            bucket.tokens + (now - bucket.updated_at) * rate)
+        bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.updated_at) * rate)
         bucket.updated_at = now
+        return bucket
+
+    def take_request(self, caller: Caller) -> float:
+        """Spend one request token; 0 when allowed, else the seconds until one is free."""
+        rate = self.rate(caller)[0]
+        if rate <= 0:
+            return 0.0
+        bucket = self._refill(caller)
         if bucket.tokens >= 1.0:
             bucket.tokens -= 1.0
             return 0.0
         return (1.0 - bucket.tokens) / rate
 
-    def reserve_bytes(self, caller: str, size: int) -> bool:
+    def charge(self, caller: Caller) -> None:
+        """Spend one token of a request already allowed on another caller's account (a key's
+        first request, which its address paid for), never refusing it."""
+        if self.rate(caller)[0] > 0:
+            bucket = self._refill(caller)
+            bucket.tokens = max(0.0, bucket.tokens - 1.0)
+
+    def reserve_bytes(self, caller: Caller, size: int) -> bool:
         """Count `size` more bytes in flight; False (nothing counted) past the limit.
 
         A caller with nothing in flight may always send one body (the body-size limit bounds
@@ -83,49 +157,84 @@ class CallerLimits:
         bucket.bytes_in_flight += size
         return True
 
-    def release_bytes(self, caller: str, size: int) -> None:
+    def release_bytes(self, caller: Caller, size: int) -> None:
         """Give back bytes counted by `reserve_bytes`."""
-        bucket = self._buckets.get(caller)
+        bucket = self._buckets.get(caller.name)
         if bucket is not None:
             bucket.bytes_in_flight = max(0, bucket.bytes_in_flight - size)
 
 
-def caller_of(scope: Scope) -> str:
-    """Who a request counts against: its API key's hash, else its client address."""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization" and value[:7].lower() == b"bearer ":
-            return "key:" + hashlib.sha256(value[7:].strip()).hexdigest()
-        if name == b"x-api-key":
-            return "key:" + hashlib.sha256(value.strip()).hexdigest()
+def api_key_of(scope: Scope) -> bytes | None:
+    """The API key as authentication reads it: `Authorization: Bearer <key>`, else
+    `X-API-Key`; the first of each header counts."""
+    headers = dict(reversed(scope.get("headers", [])))
+    scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
+    if scheme.lower() == b"bearer" and credentials.strip():
+        return credentials.strip()
+    return headers.get(b"x-api-key") or None
+
+
+def client_address(scope: Scope) -> str:
+    """The client's address; an IPv6 address as its /64 network, which one host may hold."""
     client = scope.get("client")
-    return "addr:" + (client[0] if client else "unknown")
+    if not client:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(client[0])
+    except ValueError:
+        return str(client[0])
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+def caller_of(scope: Scope, *, known_key: Callable[[str], bool],
+              auth_disabled: bool) -> Caller:
+    """Who a request counts against (see the module's docstring); `known_key` tells whether
+    a key hash was found live, without a lookup."""
+    path = scope.get("path", "")
+    address = client_address(scope)
+    if path == SIGN_IN_PATH:
+        return Caller.unverified(address)
+    if auth_disabled or path.startswith(CONSOLE_PREFIX):
+        return Caller.address(address)
+    secret = api_key_of(scope)
+    if secret is None:
+        return Caller.address(address)
+    key_hash = hashlib.sha256(secret).hexdigest()
+    return Caller.for_key(key_hash) if known_key(key_hash) else Caller.unverified(address)
 
 
 class RateLimitMiddleware(HttpMiddleware):
     """429 with Retry-After past a caller's request rate or bytes in flight."""
 
-    def __init__(self, app: ASGIApp, *, limits: CallerLimits) -> None:
+    def __init__(self, app: ASGIApp, *, limits: CallerLimits,
+                 known_key: Callable[[str], bool], auth_disabled: bool) -> None:
         super().__init__(app)
         self.limits = limits
+        self.known_key = known_key
+        self.auth_disabled = auth_disabled
 
     def applies(self, scope: Scope) -> bool:
-        """HTTP requests under /v1 and /mcp."""
+        """HTTP requests under /v1, /mcp and /ui."""
         return super().applies(scope) and scope.get("path", "").startswith(LIMITED_PREFIXES)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        caller = caller_of(scope)
+        caller = caller_of(scope, known_key=self.known_key, auth_disabled=self.auth_disabled)
         wait = self.limits.take_request(caller)
         if wait > 0:
             await _too_many(send, path, math.ceil(wait),
-                            f"more than {self.limits.settings.requests_per_second:g} requests "
-                            "per second with this API key", "requests")
+                            f"more than {self.limits.rate(caller)[0]:g} requests per second "
+                            f"{caller.who}", "requests")
             return
         declared = content_length(scope)
         reserved = declared or 0
+        too_many_bytes = f"too many request bytes in flight {caller.who}"
         if not self.limits.reserve_bytes(caller, reserved):
-            await _too_many(send, path, 1, "too many request bytes in flight for this API key",
-                            "body")
+            await _too_many(send, path, 1, too_many_bytes, "body")
             return
         async def counting_receive() -> Message:
             # A body without Content-Length is counted as it arrives.
@@ -140,10 +249,19 @@ class RateLimitMiddleware(HttpMiddleware):
 
         try:
             if not await self.answered(scope, counting_receive, send, BytesOverLimit):
-                await _too_many(send, path, 1,
-                                "too many request bytes in flight for this API key", "body")
+                await _too_many(send, path, 1, too_many_bytes, "body")
         finally:
             self.limits.release_bytes(caller, reserved)
+            if caller.strict:
+                self._charge_key_found_live(scope)
+
+    def _charge_key_found_live(self, scope: Scope) -> None:
+        """A key found live by this request counts it, as it counts the key's later ones."""
+        secret = api_key_of(scope)
+        if secret is not None and not self.auth_disabled:
+            key_hash = hashlib.sha256(secret).hexdigest()
+            if self.known_key(key_hash):
+                self.limits.charge(Caller.for_key(key_hash))
 
 
 async def _too_many(send: Send, path: str, retry_after: int, detail: str, field: str) -> None:

@@ -87,6 +87,8 @@ async def _clean_tables(request: pytest.FixtureRequest) -> None:
             await conn.execute(text(
                 "TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"))
     BROAD.clear()  # what it remembers counted rows just emptied
+    # Every in-process client comes from one address: each test starts with its budget.
+    request.getfixturevalue("app").state.caller_limits.clear()
 
 
 @pytest.fixture

@@ -91,14 +91,33 @@ class TenantCache:
     A revoked key therefore keeps working for at most `ttl_seconds` in each process. Only
     known keys are cached; unknown ones are looked up every time. The oldest entries go first
     past `max_entries`.
+
+    Apart from that, it remembers which key hashes were live at their last lookup (`knows`,
+    at most `max_known`, the least recently seen going first), so the rate limits can count
+    a request against its key before any lookup.
     """
 
     def __init__(self, ttl_seconds: float, *, max_entries: int = 10_000,
+                 max_known: int = 100_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
+        self.max_known = max_known
         self.clock = clock
         self._entries: OrderedDict[str, tuple[KeyOwner, float]] = OrderedDict()
+        self._known: OrderedDict[str, None] = OrderedDict()
+
+    def knows(self, key_hash: str) -> bool:
+        """Whether the key was live at its last lookup in this process (no lookup here)."""
+        if key_hash not in self._known:
+            return False
+        self._known.move_to_end(key_hash)
+        return True
+
+    def forget(self, key_hash: str) -> None:
+        """A lookup found the key unknown or revoked."""
+        self._known.pop(key_hash, None)
+        self._entries.pop(key_hash, None)
 
     def get(self, key_hash: str) -> KeyOwner | None:
         """The cached owner of a key hash, or None when absent or stale."""
@@ -112,7 +131,11 @@ class TenantCache:
         return owner
 
     def put(self, key_hash: str, owner: KeyOwner) -> None:
-        """Remember a key's owner for `ttl_seconds`."""
+        """Remember a key's owner for `ttl_seconds`, and that it was live."""
+        self._known[key_hash] = None
+        self._known.move_to_end(key_hash)
+        while len(self._known) > self.max_known:
+            self._known.popitem(last=False)
         if self.ttl_seconds <= 0:
             return
         self._entries[key_hash] = (owner, self.clock() + self.ttl_seconds)
@@ -137,6 +160,7 @@ async def resolve_key(sessionmaker: async_sessionmaker[AsyncSession], cache: Ten
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         row = await api_key_rows.owner_for_hash(session, key_hash)
     if row is None:
+        cache.forget(key_hash)
         return None
     owner = KeyOwner(tenant_id=row[0], key_id=row[1], access=row[2], butlers=tuple(row[3] or ()))
     cache.put(key_hash, owner)

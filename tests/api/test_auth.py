@@ -148,7 +148,7 @@ async def test_auth_disabled_on_loopback_says_so(settings, caplog):
     with caplog.at_level(logging.WARNING):
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
                 ready = (await http.get("/readyz")).json()
                 facts = await http.get("/v1/facts")
     assert ready["auth"] == "disabled"

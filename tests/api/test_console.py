@@ -350,7 +350,7 @@ async def test_with_authentication_disabled_the_console_shows_the_default_tenant
     app = create_app(loopback)
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://t", follow_redirects=True) as http:
+                                     base_url="http://localhost", follow_redirects=True) as http:
             overview = await http.get("/ui")
     assert overview.status_code == 200
     assert "Authentication is disabled" in overview.text

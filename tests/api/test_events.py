@@ -88,7 +88,7 @@ async def test_with_authentication_disabled_events_are_anonymous(settings, sql):
     app = create_app(loopback)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             await store_episode(http, "no key here")
             page = (await http.get("/v1/events")).json()
     [event] = page["items"]

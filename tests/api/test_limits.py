@@ -1,10 +1,14 @@
-"""Per-key limits through HTTP: 429 with Retry-After, and revoked keys within the cache bound."""
+"""Limits through HTTP: 429 with Retry-After per key, per address for keys not yet found live
+and for the console, and revoked keys within the cache bound."""
+
+import secrets
 
 import pytest
 
 from app.config import LimitSettings
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
+from tests.support.console import sign_in
 
 
 @pytest.fixture
@@ -12,8 +16,10 @@ def tight_limits(app):
     limits = app.state.caller_limits
     original = limits.settings
     limits.settings = LimitSettings(requests_per_second=0.5, burst=2)
+    limits.clear()
     yield
     limits.settings = original
+    limits.clear()
 
 
 async def test_past_the_request_rate_a_key_gets_429_with_retry_after(client, tight_limits):
@@ -67,3 +73,43 @@ async def test_a_chunked_body_past_the_bytes_in_flight_gets_429_naming_the_body(
     assert refused.headers["content-type"].startswith("application/problem+json")
     assert refused.json()["errors"][0]["field"] == "body"
     assert accepted.status_code == 201
+
+
+@pytest.fixture
+def strict_unverified(app):
+    """Three requests with keys not yet known valid per address, then next to none."""
+    limits = app.state.caller_limits
+    original = limits.settings
+    limits.settings = LimitSettings(unverified_requests_per_second=0.001, unverified_burst=3)
+    limits.clear()
+    yield limits
+    limits.settings = original
+    limits.clear()
+
+
+async def test_random_keys_are_refused_past_the_address_burst(client, anonymous_client,
+                                                              strict_unverified):
+    # The client's key is verified by its first request (which the address pays for).
+    assert (await client.get("/v1/facts")).status_code == 200
+    statuses = []
+    for _ in range(20):
+        answer = await anonymous_client.get(
+            "/v1/facts", headers={"X-API-Key": "egk_" + secrets.token_urlsafe(32)})
+        statuses.append(answer.status_code)
+    assert statuses == [401] * 2 + [429] * 18
+    assert answer.json()["errors"][0]["field"] == "requests"
+    assert int(answer.headers["retry-after"]) >= 1
+    # A key known valid counts against itself only, so it is still served.
+    assert (await client.get("/v1/facts")).status_code == 200
+    assert len(strict_unverified) <= 3
+
+
+async def test_console_sign_in_is_limited_by_address(anonymous_client, strict_unverified):
+    answers = [(await sign_in(anonymous_client, "egk_" + secrets.token_urlsafe(32))).status_code
+               for _ in range(5)]
+    assert answers == [401] * 3 + [429] * 2
+
+
+async def test_console_pages_are_limited_by_address(anonymous_client, tight_limits):
+    statuses = [(await anonymous_client.get("/ui")).status_code for _ in range(3)]
+    assert statuses == [200, 200, 429]

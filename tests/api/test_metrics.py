@@ -57,3 +57,15 @@ async def test_metrics_need_no_api_key(app):
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                  base_url="http://t") as anonymous:
         assert (await anonymous.get("/metrics")).status_code == 200
+
+
+async def test_unknown_methods_share_one_label(client):
+    for method in ("BREW", "PROPFIND", "X-ANYTHING"):
+        await client.request(method, "/healthz")
+
+    text = (await client.get("/metrics")).text
+
+    assert sample(text, "engram_http_requests_total", method="other", route="/healthz",
+                  status="405") >= 3
+    for method in ("BREW", "PROPFIND", "X-ANYTHING"):
+        assert f'method="{method}"' not in text

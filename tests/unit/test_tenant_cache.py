@@ -37,3 +37,20 @@ def test_the_oldest_entries_go_past_the_size_bound():
     for key, owner in owners.items():
         cache.put(key, owner)
     assert [cache.get(key) for key in owners] == [None, owners["b"], owners["c"]]
+
+
+def test_it_knows_keys_found_live_even_without_caching_their_owners():
+    cache = TenantCache(0.0, max_known=2)
+    cache.put("a", ACME)
+    assert cache.knows("a") and not cache.knows("unknown")
+    cache.forget("a")
+    assert not cache.knows("a")
+
+
+def test_it_knows_at_most_max_known_keys_forgetting_the_least_recently_seen():
+    cache = TenantCache(30.0, max_known=2, clock=Clock())
+    cache.put("a", ACME)
+    cache.put("b", ACME)
+    assert cache.knows("a")  # seen: "b" is now the least recent
+    cache.put("c", ACME)
+    assert [cache.knows(key) for key in ("a", "b", "c")] == [True, False, True]
