@@ -248,6 +248,21 @@ class RunSettings(BaseModel):
         return self
 
 
+class ExportSettings(BaseModel):
+    """GET /v1/export: a snapshot read into a spool file, then sent with no connection held."""
+
+    max_per_tenant: int = Field(
+        2, ge=1, le=100, description="Exports one tenant may have under way at once in each "
+        "process (the snapshot read and the sending); past it a 429 problem with Retry-After.")
+    snapshot_seconds: float = Field(
+        300.0, gt=0, le=86_400, description="How long reading the snapshot may take; past it "
+        "the export answers 503 with Retry-After and its transaction ends.")
+    spool_memory_bytes: int = Field(
+        8 * 1024 * 1024, ge=0, le=1024 * 1024 * 1024,
+        description="Size of an export kept in memory; a larger one is spooled to a temporary "
+        "file (in TMPDIR) until it is sent.")
+
+
 class BackupSettings(BaseModel):
     """Continuous WAL archiving of the embedded PostgreSQL and the client programs of
     `engram backup` (docs/backups.md)."""
@@ -481,6 +496,7 @@ class Settings(BaseSettings):
     working_memory: WorkingMemorySettings = WorkingMemorySettings()
     arcs: ArcSettings = ArcSettings()
     backup: BackupSettings = BackupSettings()
+    export: ExportSettings = ExportSettings()
 
     @field_validator("replica_database_urls", mode="before")
     @classmethod
