@@ -225,8 +225,14 @@ class LimitSettings(BaseModel):
         description="Such requests an address may send at once before that rate applies.")
 
 
+# Each default takes time linear in the text's length. An address is a run of local-part
+# characters, "@", a domain: tried from the start of a run (a possessive run: no retry), or,
+# where a run goes on past an address just replaced, from up to 64 characters before "@" (the
+# longest local part mail allows), so no position is tried against the whole run again.
+_LOCAL = r"[A-Za-z0-9._%+-]"
+_DOMAIN = r"@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
 DEFAULT_PII_PATTERNS = {
-    "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+    "email": rf"(?<!{_LOCAL}){_LOCAL}++{_DOMAIN}|{_LOCAL}{{1,64}}+{_DOMAIN}",
     "phone": r"(?<![\w+])\+?\d[\d ().-]{7,}\d(?!\w)",
     "ipv4": r"\b(?:\d{1,3}\.){3}\d{1,3}\b",
 }
@@ -260,6 +266,21 @@ class RunSettings(BaseModel):
                 raise ValueError(f"pii_patterns.{name} is not a regular expression: {exc}"
                                  ) from None
         return self
+
+
+class ExportSettings(BaseModel):
+    """GET /v1/export: a snapshot read into a spool file, then sent with no connection held."""
+
+    max_per_tenant: int = Field(
+        2, ge=1, le=100, description="Exports one tenant may have under way at once in each "
+        "process (the snapshot read and the sending); past it a 429 problem with Retry-After.")
+    snapshot_seconds: float = Field(
+        300.0, gt=0, le=86_400, description="How long reading the snapshot may take; past it "
+        "the export answers 503 with Retry-After and its transaction ends.")
+    spool_memory_bytes: int = Field(
+        8 * 1024 * 1024, ge=0, le=1024 * 1024 * 1024,
+        description="Size of an export kept in memory; a larger one is spooled to a temporary "
+        "file (in TMPDIR) until it is sent.")
 
 
 class BackupSettings(BaseModel):
@@ -495,6 +516,7 @@ class Settings(BaseSettings):
     working_memory: WorkingMemorySettings = WorkingMemorySettings()
     arcs: ArcSettings = ArcSettings()
     backup: BackupSettings = BackupSettings()
+    export: ExportSettings = ExportSettings()
 
     @field_validator("replica_database_urls", mode="before")
     @classmethod

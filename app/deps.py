@@ -20,6 +20,7 @@ from app.replicas import ReplicaSet
 from app.scope import SYSTEM, Scope, scoped_transaction, set_local
 from app.services import actors, references
 from app.services.api_keys import resolve_key
+from app.services.export_snapshot import ExportSlots
 
 logger = logging.getLogger(__name__)
 
@@ -197,4 +198,13 @@ async def request_embedder(request: Request) -> Embedder:
 
 
 EmbedderDep = Annotated[Embedder, Depends(request_embedder)]
+
+
+async def request_export_slots(request: Request) -> ExportSlots:
+    """The exports each tenant has under way in this process."""
+    slots: ExportSlots = request.app.state.export_slots
+    return slots
+
+
+ExportSlotsDep = Annotated[ExportSlots, Depends(request_export_slots)]
 SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(request_sessionmaker)]

@@ -50,10 +50,12 @@ class DomainError(Exception):
         cls.status_code = status_code
         cls.title = title
 
-    def __init__(self, detail: str, *, field: str | None = None) -> None:
+    def __init__(self, detail: str, *, field: str | None = None,
+                 retry_after: int | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         self.field = field
+        self.retry_after = retry_after
 
 
 class NotFound(DomainError, status_code=404, title="Not found"):
@@ -92,6 +94,14 @@ class Unauthorized(DomainError, status_code=401, title="Unauthorized"):
 
 class Forbidden(DomainError, status_code=403, title="Forbidden"):
     """The API key may not do this."""
+
+
+class TooManyRequests(DomainError, status_code=429, title="Too many requests"):
+    """The caller has too much of this under way; retry after `retry_after` seconds."""
+
+
+class Unavailable(DomainError, status_code=503, title="Service unavailable"):
+    """The work could not be done in its time; retry after `retry_after` seconds."""
 
 
 class StartupRefused(RuntimeError):
@@ -199,6 +209,8 @@ def add_exception_handlers(app: FastAPI) -> None:
         response = problem_response(exc.status_code, exc.title, exc.detail, request, **extra)
         if isinstance(exc, Unauthorized):
             response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
+        if exc.retry_after is not None:
+            response.headers["Retry-After"] = str(exc.retry_after)
         return response
 
     @app.exception_handler(RequestValidationError)

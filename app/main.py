@@ -40,6 +40,7 @@ from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys, stats
 from app.services.background.worker import BackgroundJobs
+from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
 from app.services.references import ReferenceQueue
 from app.tracing import configure_tracing
@@ -198,6 +199,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics.add_metrics_route(app)
     app.state.settings = settings = settings or Settings()
     add_exception_handlers(app)
+    app.state.export_slots = ExportSlots()
     for router in ROUTERS:
         public = router.prefix == "" or not router.prefix.startswith("/v1")
         app.include_router(router, responses=None if public else V1_RESPONSES)

@@ -13,6 +13,7 @@ import pytest
 
 from app.config import JobSettings, Settings
 from app.main import create_app
+from app.repositories import consolidation as consolidation_rows
 from app.rls import APP_ROLE
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
@@ -126,3 +127,29 @@ async def test_tenants_sharing_server_connections_never_see_each_other(pooled, p
         await admin.close()
     assert app_connections <= SERVER_CONNECTIONS
     assert stored == TENANTS * 6
+
+
+async def _advisory_locks(primary: Cluster) -> int:
+    admin = await asyncpg.connect(primary.url(database="engram"))
+    try:
+        return int(await admin.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"))
+    finally:
+        await admin.close()
+
+
+async def test_a_consolidation_group_lock_is_held_by_one_worker_and_released(
+        pooled, pooled_app):
+    primary, _ = pooled
+    engine = pooled_app.state.sessionmaker.kw["bind"]
+    group = {"tenant_id": "tenant-lock", "butler": "chat"}
+    async with engine.connect() as first, engine.connect() as second:
+        assert await consolidation_rows.try_lock_group(first, **group)
+        # Another worker, whatever server connection pgbouncer gives it, finds it taken.
+        for _ in range(3):
+            assert not await consolidation_rows.try_lock_group(second, **group)
+        await consolidation_rows.unlock_group(first, **group)
+        assert await _advisory_locks(primary) == 0
+        assert await consolidation_rows.try_lock_group(second, **group)
+        await consolidation_rows.unlock_group(second, **group)
+    assert await _advisory_locks(primary) == 0

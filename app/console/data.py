@@ -9,7 +9,7 @@ from fastapi.responses import StreamingResponse
 from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
 from app.errors import InvalidInput
-from app.services import events, portability
+from app.services import events, export_snapshot
 from app.services.portability import NDJSON
 from app.services.responses.events import event_out
 
@@ -36,9 +36,13 @@ async def data_page(request: Request, console: ConsoleDep, db: DbDep) -> Respons
 
 @router.get("/data/export")
 async def export(request: Request, console: ConsoleDep) -> StreamingResponse:
-    """Every record of the tenant as JSON Lines (as GET /v1/export), as a file download."""
+    """Every record of the tenant as JSON Lines (as GET /v1/export, with its limits), as a
+    file download."""
+    state = request.app.state
+    snapshot = await export_snapshot.export_snapshot(
+        state.sessionmaker, tenant_id=console.tenant_id, settings=state.settings.export,
+        slots=state.export_slots)
     return StreamingResponse(
-        portability.export_lines(request.app.state.sessionmaker, tenant_id=console.tenant_id),
-        media_type=NDJSON,
+        snapshot.chunks(), media_type=NDJSON,
         headers={"Content-Disposition": f'attachment; filename="engram-{console.tenant_id}'
-                                        '.jsonl"'})
+                                        '.jsonl"', "Content-Length": str(snapshot.size)})

@@ -53,22 +53,26 @@ def _group_key(tenant_id: str, butler: str) -> str:
 
 
 async def try_lock_group(conn: AsyncConnection, *, tenant_id: str, butler: str) -> bool:
-    """Take the group's session-level advisory lock on `conn`; False when another holds it.
+    """Take the group's advisory lock in a transaction left open on `conn`; False (and the
+    transaction ended) when another holds it.
 
-    The lock outlives transactions, so it guards the group while the model is called with no
-    transaction open; it ends with `unlock_group` or when the connection closes.
+    The transaction holds nothing but the lock (no snapshot, no row), so it guards the group
+    while the model is called with no other transaction open; it ends with `unlock_group` or
+    when the connection closes. Being transaction-scoped, the lock stays on one server
+    connection behind a pooler in transaction mode (PgBouncer), where a session-level lock
+    could be released on another.
     """
-    stmt = text("SELECT pg_try_advisory_lock(hashtextextended(:key, 0))")
+    stmt = text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))")
     locked = bool((await conn.execute(stmt, {"key": _group_key(tenant_id, butler)})).scalar_one())
-    await conn.commit()
+    if not locked:
+        await conn.rollback()
     return locked
 
 
 async def unlock_group(conn: AsyncConnection, *, tenant_id: str, butler: str) -> None:
-    """Release the lock taken by `try_lock_group`."""
-    stmt = text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))")
-    await conn.execute(stmt, {"key": _group_key(tenant_id, butler)})
-    await conn.commit()
+    """Release the lock taken by `try_lock_group` (`tenant_id` and `butler` name the group
+    it was taken for): its transaction ends."""
+    await conn.rollback()
 
 
 async def pending_episodes(session: AsyncSession, *, tenant_id: str, butler: str,

@@ -3,10 +3,17 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from app.deps import EmbedderDep, SessionDep, SessionmakerDep, SettingsDep, TenantDep
+from app.deps import (
+    EmbedderDep,
+    ExportSlotsDep,
+    SessionDep,
+    SessionmakerDep,
+    SettingsDep,
+    TenantDep,
+)
 from app.errors import problem_responses
 from app.schemas.portability import ImportOut
-from app.services import portability
+from app.services import export_snapshot, portability
 from app.services.portability import NDJSON
 from app.services.responses.data_rights import import_out
 
@@ -24,14 +31,20 @@ _RECORDS = ("One JSON object per line with a `kind`: `entity`, `episode`, `fact`
 
 @router.get("/export", response_class=StreamingResponse,
             responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}},
-                             "description": _RECORDS}, **problem_responses(422)},
+                             "description": _RECORDS}, **problem_responses(422, 503)},
             summary="Export the tenant's records (JSON Lines)")
-async def export(tenant_id: TenantDep, sessionmaker: SessionmakerDep) -> StreamingResponse:
+async def export(tenant_id: TenantDep, sessionmaker: SessionmakerDep, settings: SettingsDep,
+                 slots: ExportSlotsDep) -> StreamingResponse:
     """Stream every record of the tenant (memories, entities, runs, ledgers, procedures,
     arcs, working memories, links), oldest first within each kind, from one consistent
-    snapshot."""
-    return StreamingResponse(portability.export_lines(sessionmaker, tenant_id=tenant_id),
-                             media_type=NDJSON)
+    snapshot. The snapshot is read whole before the first byte is sent, so a slow reader
+    holds no database connection. A tenant may have `export.max_per_tenant` (2) exports
+    under way at once: past it a 429 with Retry-After; a snapshot that takes longer than
+    `export.snapshot_seconds` (300) to read is a 503 with Retry-After."""
+    snapshot = await export_snapshot.export_snapshot(sessionmaker, tenant_id=tenant_id,
+                                                     settings=settings.export, slots=slots)
+    return StreamingResponse(snapshot.chunks(), media_type=NDJSON,
+                             headers={"Content-Length": str(snapshot.size)})
 
 
 @router.post("/import", response_model=ImportOut,

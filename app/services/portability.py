@@ -16,7 +16,7 @@ export's order) and a procedure's computed success rate and mean duration.
 import json
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +32,7 @@ from app.repositories import fact_time as time_rows
 from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, RECORD_KINDS, SELF_REFERENCES, TABLES
 from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
-from app.scope import Scope, scope_session
+from app.scope import Scope, scope_session, set_local
 from app.services import butler_limits
 from app.services.arcs import search_text as arc_text
 from app.services.embeddings import Embedded, embed_texts, store_passages
@@ -56,19 +56,21 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"cannot export {type(value).__name__}")
 
 
-def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
-                 tenant_id: str) -> AsyncIterator[bytes]:
+def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
+                 local_settings: Mapping[str, str] | None = None) -> AsyncIterator[bytes]:
     """The tenant's records, one JSON line each, read in one REPEATABLE READ snapshot (a
-    session of its own: the stream outlives the request's transaction). Forbidden, before
-    any line, for a key limited to butlers."""
+    session of its own, with PostgreSQL's `local_settings`: the stream outlives the
+    request's transaction). Forbidden, before any line, for a key limited to butlers."""
     butler_limits.check_unlimited("the export of the whole tenant")
-    return _export_lines(sessionmaker, tenant_id=tenant_id)
+    return _export_lines(sessionmaker, tenant_id=tenant_id, local_settings=local_settings or {})
 
 
-async def _export_lines(sessionmaker: async_sessionmaker[AsyncSession], *,
-                        tenant_id: str) -> AsyncIterator[bytes]:
+async def _export_lines(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
+                        local_settings: Mapping[str, str]) -> AsyncIterator[bytes]:
     async with sessionmaker() as session:
         scope_session(session, Scope(tenant_id=tenant_id))
+        if local_settings:
+            await set_local(session, local_settings)
         # Begins the (read-only, rolled back on close) transaction at that isolation level.
         await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
         for kind in TABLES:

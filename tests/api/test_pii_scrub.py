@@ -1,11 +1,14 @@
 """The scheduled PII scrub: an address planted in every text a person's data can reach
 leaves no raw copy on any read path, in the export or in the database."""
 
+import asyncio
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from app.services.background import scheduler, worker
+from app.services.background.pii import Scrubber
 from tests.api.test_mcp import live_url, mcp_as, ok  # noqa: F401 - fixtures of the MCP tests
 from tests.support.factories import store_episode, store_rule
 from tests.support.http import post
@@ -135,3 +138,80 @@ async def test_a_second_scrub_checks_only_what_is_new(client, app, settings):
     assert (second["episodes_checked"], second["episodes_rewritten"]) == (1, 0)
     assert (second["runs_checked"], second["feedback_checked"],
             second["rules_checked"]) == (0, 0, 0)
+
+
+# Texts on which a pattern that retries from every position takes seconds.
+HOSTILE = ("a" * 50_000, ("a1" * 25_000), "a@" + "b" * 49_998)
+
+
+async def _hostile_rows(client: Any, sql: Any) -> list[str]:
+    """Episodes, a rule and a run message holding texts built to slow a regex down."""
+    ids = []
+    for text in HOSTILE:
+        episode = await store_episode(client, "placeholder")
+        await sql("UPDATE episodes SET content = :text WHERE id = :id",
+                  text=text, id=episode["id"])
+        ids.append(episode["id"])
+    rule = await store_rule(client, "placeholder rule")
+    await sql("UPDATE rules SET content = :text WHERE id = :id", text=HOSTILE[0], id=rule["id"])
+    run = await post(client, "/v1/runs", task_id="long-texts", success=True)
+    await post(client, f"/v1/runs/{run['id']}/messages", role="human", content="placeholder")
+    await sql("UPDATE run_messages SET content = :text WHERE run_id = :id",
+              text=HOSTILE[1], id=run["id"])
+    return ids
+
+
+async def test_the_event_loop_keeps_turning_while_long_texts_are_scrubbed(
+        client, app, settings, sql):
+    await _hostile_rows(client, sql)
+    ctx = job_context(app, settings)
+    queued = await client.post("/v1/jobs/pii-scrub")
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(ticker())
+    try:
+        await worker.drain(ctx)
+    finally:
+        done.set()
+        await ticking
+    job = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()
+    assert job["status"] == "succeeded", job
+    assert job["result"]["episodes_checked"] == 3
+    # Other requests are served meanwhile: the loop never stalls for long.
+    assert max(gaps) < 0.5, f"the event loop stalled {max(gaps):.2f} s"
+
+
+async def test_texts_are_scrubbed_off_the_event_loop_with_no_connection_held(
+        client, app, settings, monkeypatch):
+    await _plant(client)
+    pool = app.state.sessionmaker.kw["bind"].pool
+    calls: list[tuple[bool, int]] = []
+    scrub = Scrubber.scrub
+
+    def watched(self: Scrubber, text: str) -> tuple[str, int]:
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        calls.append((on_loop, pool.checkedout()))
+        return scrub(self, text)
+
+    monkeypatch.setattr(Scrubber, "scrub", watched)
+    queued = await client.post("/v1/jobs/pii-scrub")
+    await worker.drain(job_context(app, settings))
+
+    job = (await client.get(f"/v1/jobs/{queued.json()['id']}")).json()
+    assert job["result"]["episodes_rewritten"] == 2, job
+    assert calls, "the scrub ran"
+    assert {on_loop for on_loop, _ in calls} == {False}
+    assert {held for _, held in calls} == {0}

@@ -8,20 +8,22 @@ The salt is `runs.pii_hash_salt` when configured; otherwise each tenant's own ra
 made the first time one is needed and kept in the database (`pii_salts`), so it is the
 same after a restart and in every process.
 
-Each batch is read in one transaction, scrubbed and re-embedded with none open, and written
-in another; a row that changed in between is left for the next run. A rewritten rule or
+Each batch is read in one transaction, scrubbed (in a thread of its own, so the event loop
+serves requests meanwhile) and re-embedded with none open, and written in another; a row that
+changed in between is left for the next run. A rewritten rule or
 episode gets its vector, passages and keyword index anew (an episode's next turns their
 keyword text too, which may quote it).
 """
 
+import asyncio
 import hashlib
 import re
 import secrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from app.embedding.embedder import SYSTEM_TENANT
 from app.models import Episode, Rule, Run, RunFeedback
@@ -151,6 +153,14 @@ class BatchDone:
     matches: int
 
 
+Result = TypeVar("Result")
+
+
+async def _off_loop(work: Callable[[], Result]) -> Result:
+    """Run CPU-bound scrubbing in a thread, so the event loop keeps serving requests."""
+    return await asyncio.to_thread(work)
+
+
 async def _feedback_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                           after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
     """Rationales: rewritten in place (they have no vector)."""
@@ -158,12 +168,13 @@ async def _feedback_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
         batch = await scrub_rows.rows_to_scrub(session, RunFeedback, tenant_id=tenant_id,
                                                after=after, rescan=rescan,
                                                limit=ctx.settings.runs.pii_batch_size)
-        if not batch:
-            return None
-        rewritten = matches = 0
-        changed = []
-        for row in batch:
-            text, count = scrubber.scrub(row.rationale or "")
+    if not batch:
+        return None
+    scrubbed = await _off_loop(lambda: [scrubber.scrub(row.rationale or "") for row in batch])
+    rewritten = matches = 0
+    changed = []
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        for row, (text, count) in zip(batch, scrubbed, strict=True):
             if count and await scrub_rows.rewrite(
                     session, RunFeedback, row_id=row.id,
                     expected={"rationale": row.rationale}, values={"rationale": text}):
@@ -198,6 +209,13 @@ async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                                                limit=ctx.settings.runs.pii_batch_size)
     if not batch:
         return None
+    found = await _off_loop(lambda: _scrub_runs(scrubber, batch))
+    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found,
+                                      passages=False)
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+def _scrub_runs(scrubber: Scrubber, batch: list[Run]) -> list[Rewrite]:
     found = []
     for row in batch:
         summary, count = (scrubber.scrub(row.summary) if row.summary is not None
@@ -207,9 +225,7 @@ async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
             found.append(Rewrite(row.id, {"summary": row.summary, "meta": row.meta},
                                  {"summary": summary, "meta": meta},
                                  run_text(row.task_id, summary), count + meta_count))
-    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found,
-                                      passages=False)
-    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+    return found
 
 
 async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
@@ -221,6 +237,12 @@ async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                                                limit=ctx.settings.runs.pii_batch_size)
     if not batch:
         return None
+    found = await _off_loop(lambda: _scrub_rules(scrubber, batch))
+    rewritten, matches = await _write(ctx, Rule, "rule", tenant_id, batch, found)
+    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+def _scrub_rules(scrubber: Scrubber, batch: list[Rule]) -> list[Rewrite]:
     found = []
     for row in batch:
         content, count = scrubber.scrub(row.content)
@@ -233,8 +255,7 @@ async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                          "metadata": row.metadata_},
                 {"content": content, "original_content": original, "metadata": metadata},
                 content, count + original_count + metadata_count))
-    rewritten, matches = await _write(ctx, Rule, "rule", tenant_id, batch, found)
-    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+    return found
 
 
 async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
@@ -246,27 +267,39 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
         batch = await scrub_rows.rows_to_scrub(session, Episode, tenant_id=tenant_id,
                                                after=after, rescan=rescan,
                                                limit=ctx.settings.runs.pii_batch_size)
-        if not batch:
-            return None
-        found = []
-        for row in batch:
-            content, count = scrubber.scrub(row.content)
-            metadata, metadata_count = scrubber.scrub_json(row.metadata_)
-            if count + metadata_count:
-                found.append(Rewrite(row.id, {"content": row.content, "metadata": row.metadata_},
-                                     {"content": content, "metadata": metadata}, content,
-                                     count + metadata_count))
-        in_session = [r.row_id for r in found
-                      if _in_session(next(b for b in batch if b.id == r.row_id))]
-        before = (await episode_rows.turns_before(session, tenant_id=tenant_id, ids=in_session,
-                                                  count=turns)
-                  if turns > 0 and in_session else {})
-    found = [Rewrite(r.row_id, r.expected, r.values, r.text, r.matches,
-                     context_text([scrubber.scrub(t)[0] for t in before[r.row_id]], r.text)
-                     if before.get(r.row_id) else None) for r in found]
+    if not batch:
+        return None
+    found = await _off_loop(lambda: _scrub_episodes(scrubber, batch))
+    by_id = {row.id: row for row in batch}
+    in_session = [r.row_id for r in found if _in_session(by_id[r.row_id])]
+    if turns > 0 and in_session:
+        async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+            before = await episode_rows.turns_before(session, tenant_id=tenant_id,
+                                                     ids=in_session, count=turns)
+        found = await _off_loop(partial(_with_context, scrubber, found, before))
     rewritten, matches = await _write(ctx, Episode, "episode", tenant_id, batch, found,
                                       refresh_turns=turns)
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
+
+
+def _scrub_episodes(scrubber: Scrubber, batch: list[Episode]) -> list[Rewrite]:
+    found = []
+    for row in batch:
+        content, count = scrubber.scrub(row.content)
+        metadata, metadata_count = scrubber.scrub_json(row.metadata_)
+        if count + metadata_count:
+            found.append(Rewrite(row.id, {"content": row.content, "metadata": row.metadata_},
+                                 {"content": content, "metadata": metadata}, content,
+                                 count + metadata_count))
+    return found
+
+
+def _with_context(scrubber: Scrubber, found: list[Rewrite],
+                  before: dict[uuid.UUID, list[str]]) -> list[Rewrite]:
+    """Each rewrite with the turns before it, scrubbed, to embed it after."""
+    return [Rewrite(r.row_id, r.expected, r.values, r.text, r.matches,
+                    context_text([scrubber.scrub(t)[0] for t in before[r.row_id]], r.text)
+                    if before.get(r.row_id) else None) for r in found]
 
 
 def _in_session(row: Any) -> bool:
@@ -331,9 +364,11 @@ async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
         if not batch:
             break
         after = batch[-1].position
+        by_tenant = {tenant: await scrubbers.of(tenant)
+                     for tenant in dict.fromkeys(row.tenant_id for row in batch)}
+        scrubbed = await _off_loop(partial(_scrub_messages_of, by_tenant, batch))
         changed = []
-        for row in batch:
-            text, count = (await scrubbers.of(row.tenant_id)).scrub(row.content)
+        for row, (text, count) in zip(batch, scrubbed, strict=True):
             if count:
                 changed.append((row, text))
                 matches += count
@@ -353,3 +388,7 @@ async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
                 "run_id": str(row.run_id), "message_id": str(row.id)}) for row, _ in changed])
         checked += len(batch)
     return {"messages_checked": checked, "messages_rewritten": rewritten, "matches": matches}
+
+
+def _scrub_messages_of(by_tenant: dict[str, Scrubber], batch: list[Any]) -> list[tuple[str, int]]:
+    return [by_tenant[row.tenant_id].scrub(row.content) for row in batch]
