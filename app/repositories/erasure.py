@@ -7,12 +7,14 @@ caller's transaction, and returns counts per table:
 - keyword_postings and the keyword statistics: kept by the mem_010 and mem_021 delete triggers
   (postings are counted before);
 - rule_applications (reason and context): deleted before their rules;
-- memory_events: the events of the memory (payload memory_id) are deleted; an episode's id
+- memory_events: the events of the memory (payload memory_id) and those naming it at an end
+  of a link (link_created, link_deleted, what a link did to a fact) are deleted; an episode's id
   leaves the episode_ids lists of consolidation events, which also lose their error text;
 - the arcs' key events, the procedures' learned_from entries and the working memories'
   retrieved ids naming the memory (and the arcs' entity_ids naming a deleted entity).
 Facts that name a deleted episode as their source keep living (source_episode_id becomes
-NULL by its foreign key); a deleted fact's successor loses its supersedes_id the same way.
+NULL by its foreign key, their `origins` stay); a deleted fact's successor loses its
+supersedes_id the same way.
 """
 
 import uuid
@@ -27,6 +29,11 @@ Counts = dict[str, int]
 TOMBSTONE_EVENTS = ("episode_deleted", "fact_deleted", "rule_deleted", "entity_deleted",
                     "run_deleted", "runs_deleted", "memories_erased", "erasure_completed")
 CONSOLIDATION_EVENTS = ("episodes_consolidated", "episodes_consolidation_failed")
+# The ends of a link an event names (link_created, link_deleted, and what a link did to a
+# fact): the expression and condition of ix_memory_events_link_ends (mem_033).
+LINK_ENDS = ("ARRAY[payload ->> 'source_id', payload ->> 'target_id', "
+             "payload ->> 'link_source_id']")
+LINK_KEYS = "payload ?| ARRAY['source_id', 'target_id', 'link_source_id']"
 
 
 def _texts(ids: Sequence[uuid.UUID]) -> list[str]:
@@ -82,9 +89,11 @@ async def _remove_trace(session: AsyncSession, *, tenant_id: str, memory_type: s
         "SELECT count(*) FROM keyword_postings WHERE memory_type = :memory_type "
         "AND memory_id = ANY(CAST(:ids AS uuid[]))"),
         {"memory_type": memory_type, "ids": id_texts})).scalar_one()
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
         DELETE FROM memory_events
-        WHERE tenant_id = :tenant_id AND payload ->> 'memory_id' = ANY(CAST(:ids AS text[]))""",
+        WHERE tenant_id = :tenant_id
+          AND (payload ->> 'memory_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[])))""",
                              tenant_id=tenant_id, ids=id_texts)
     return {"memory_links": links, "keyword_postings": int(postings),
             "memory_events_deleted": events, "references_dropped": references}
@@ -339,14 +348,15 @@ async def procedure_versions(session: AsyncSession, *, tenant_id: str,
 
 async def delete_procedures(session: AsyncSession, *, tenant_id: str,
                             ids: Sequence[uuid.UUID]) -> Counts:
-    """Hard-delete the tenant's procedures with these ids and their events (their links go
-    by trigger)."""
+    """Hard-delete the tenant's procedures with these ids, their events and the events naming
+    them at an end of a link (their links go by trigger)."""
     if not ids:
         return {}
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
         DELETE FROM memory_events
         WHERE tenant_id = :tenant_id
-          AND payload ->> 'procedure_id' = ANY(CAST(:ids AS text[]))""",
+          AND (payload ->> 'procedure_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[])))""",
                              tenant_id=tenant_id, ids=_texts(ids))
     procedures = await _rowcount(session, "DELETE FROM procedures WHERE tenant_id = :tenant_id "
                                           "AND id = ANY(CAST(:ids AS uuid[]))",

@@ -1,0 +1,148 @@
+"""An erasure of a session or butler done after cleanup deleted its episodes takes what was
+learned from them, and the events naming it, exactly as one done the day they were stored."""
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from app.schemas.erasures import ErasureCreate
+from app.scope import Scope, scope_session
+from app.services.erasure_preview import preview_erasure
+from tests.support.factories import store_episode, store_fact
+from tests.support.http import post
+from tests.support.jobs import job_context, run_job
+from tests.support.llm_stub import LLMStub, completion, user_prompt
+from tests.support.rights import erase, marker_hits
+
+GONE = "6402917"
+KEPT = "3318804"
+TOMBSTONES = ("memories_erased", "erasure_completed")
+
+
+def _answer(prompt: str) -> dict[str, Any]:
+    if GONE not in prompt:
+        return {"new_facts": [{"subject": "Bob", "predicate": "drink",
+                               "content": f"Bob drinks green tea {KEPT}"}]}
+    return {"new_facts": [{"subject": "Ann", "predicate": "phone",
+                           "content": f"Ann's phone is {GONE}"}],
+            "new_rules": [{"content": f"Call Ann on {GONE}"}],
+            "procedures": [{"name": "call_ann", "description": f"Dial {GONE}",
+                            "steps": [{"action": "dial"}]}]}
+
+
+async def _plant(client: httpx.AsyncClient, app: Any, settings: Any) -> dict[str, str]:
+    """Two turns of butler `chat`'s session `s-gone`, one of butler `mail`'s `s-kept`,
+    consolidated; a kept fact linked to and from what `s-gone` taught (events naming both
+    ends, with reasoning). The ids of what was learned."""
+    await store_episode(client, f"Bob likes green tea {KEPT}", butler="mail",
+                        session_id="s-kept")
+    await store_episode(client, f"Ann said: call me on {GONE}", butler="chat",
+                        session_id="s-gone")
+    await store_episode(client, f"Ann: dial {GONE} after nine", butler="chat",
+                        session_id="s-gone")
+    stub = await LLMStub().start()
+    stub.responder = lambda body: completion(_answer(user_prompt(body)))
+    try:
+        job = await run_job(client, job_context(app, settings, llm_url=stub.base_url),
+                            "consolidation")
+    finally:
+        await stub.stop()
+    assert job["status"] == "succeeded", job
+    learned = {}
+    for kind, path, params in (("fact", "/v1/facts", {"subject": "Ann"}),
+                               ("rule", "/v1/rules", {"scope": "chat"}),
+                               ("procedure", "/v1/procedures", {"agent_id": "chat"}),
+                               ("bob", "/v1/facts", {"subject": "Bob"})):
+        [item] = (await client.get(path, params=params)).json()["items"]
+        learned[kind] = item["id"]
+    note = await store_fact(client, subject="Carol", predicate="note",
+                            content=f"Carol keeps notes {KEPT}")
+    learned["note"] = note["id"]
+    await post(client, "/v1/links", source_type="fact", source_id=note["id"],
+               target_type="fact", target_id=learned["fact"], relation="related_to",
+               reasoning=f"both mention {GONE}")
+    await post(client, "/v1/links", source_type="rule", source_id=learned["rule"],
+               target_type="fact", target_id=note["id"], relation="supports",
+               reasoning=f"the rule dials {GONE}")
+    return learned
+
+
+async def _age(client: httpx.AsyncClient, app: Any, settings: Any, sql: Any,
+               tenant_id: str) -> None:
+    """Move every episode past its TTL and let cleanup delete them."""
+    await sql("UPDATE episodes SET expires_at = now() - interval '1 day' "
+              "WHERE tenant_id = :tenant_id", tenant_id=tenant_id)
+    job = await run_job(client, job_context(app, settings), "cleanup")
+    assert job["status"] == "succeeded", job
+    assert job["result"]["expired_deleted"] == 3
+    assert await sql("SELECT id FROM episodes WHERE tenant_id = :tenant_id",
+                     tenant_id=tenant_id) == []
+
+
+async def _naming(sql: Any, tenant_id: str, ids: list[str]) -> list[str]:
+    """The types of the tenant's events (tombstones aside) whose payload names any of `ids`."""
+    rows = await sql("SELECT event_type, CAST(payload AS text) AS payload FROM memory_events "
+                     "WHERE tenant_id = :tenant_id", tenant_id=tenant_id)
+    return sorted(row["event_type"] for row in rows if row["event_type"] not in TOMBSTONES
+                  and any(i in row["payload"] for i in ids))
+
+
+async def _left(client: httpx.AsyncClient) -> dict[str, list[str]]:
+    """What the tenant still holds, by kind, as content."""
+    left = {}
+    for kind, path, field in (("fact", "/v1/facts", "content"), ("rule", "/v1/rules", "content"),
+                              ("procedure", "/v1/procedures", "name")):
+        items = (await client.get(path, params={"limit": 100})).json()["items"]
+        left[kind] = sorted(item[field] for item in items)
+    return left
+
+
+def _erased(job: dict[str, Any]) -> dict[str, int]:
+    receipt = job["result"]["deleted"]
+    return {table: receipt.get(table, 0) for table in ("facts", "rules", "procedures")}
+
+
+@pytest.mark.parametrize("selector", [{"session_id": "s-gone"}, {"butler": "chat"}])
+async def test_an_erasure_after_cleanup_takes_what_one_on_day_one_takes(
+        selector, app, settings, tenant_client, sql, db_engine):
+    day_one = await tenant_client("erased-day-one")
+    learned_then = await _plant(day_one, app, settings)
+    job_then = await erase(day_one, app, settings, **selector)
+
+    later = await tenant_client("erased-later")
+    learned = await _plant(later, app, settings)
+    await _age(later, app, settings, sql, "erased-later")
+    doomed = [learned[kind] for kind in ("fact", "rule", "procedure")]
+    assert await _naming(sql, "erased-later", doomed)
+    job = await erase(later, app, settings, **selector)
+
+    assert _erased(job) == _erased(job_then) == {"facts": 1, "rules": 1, "procedures": 1}
+    assert await _left(later) == await _left(day_one) == {
+        "fact": [f"Bob drinks green tea {KEPT}", f"Carol keeps notes {KEPT}"],
+        "rule": [], "procedure": []}
+    for path in ("/v1/facts", "/v1/rules", "/v1/procedures"):
+        kind = path.removeprefix("/v1/").removesuffix("s")
+        assert (await later.get(f"{path}/{learned[kind]}")).status_code == 404
+    assert await _naming(sql, "erased-later", doomed) == []
+    assert await _naming(sql, "erased-day-one", [learned_then[kind] for kind in
+                                                 ("fact", "rule", "procedure")]) == []
+    assert await marker_hits(db_engine, GONE, "erased-later") == {}
+    assert await marker_hits(db_engine, GONE, "erased-day-one") == {}
+    assert KEPT in json.dumps((await later.get(f"/v1/facts/{learned['bob']}")).json())
+
+
+async def test_the_preview_after_cleanup_names_what_was_learned(
+        app, settings, tenant_client, sql):
+    later = await tenant_client("previewed-later")
+    learned = await _plant(later, app, settings)
+    await _age(later, app, settings, sql, "previewed-later")
+    for selector in ({"session_id": "s-gone"}, {"butler": "chat"}):
+        async with app.state.sessionmaker() as session:
+            scope_session(session, Scope(tenant_id="previewed-later"))
+            preview = await preview_erasure(session, tenant_id="previewed-later",
+                                            request=ErasureCreate(**selector))
+        named = {(item.memory_type, item.id) for item in preview.items}
+        assert named == {("fact", learned["fact"]), ("rule", learned["rule"]),
+                         ("procedure", learned["procedure"])}, selector
