@@ -1,12 +1,15 @@
-"""An erasure of a session or butler done after cleanup deleted its episodes takes what was
-learned from them, and the events naming it, exactly as one done the day they were stored."""
+"""An erasure of a session, butler or task done after cleanup deleted its episodes or runs
+takes what was learned from them, and the events naming it, exactly as one done the day
+they were stored."""
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 
+from app.config import RunSettings
 from app.schemas.erasures import ErasureCreate
 from app.scope import Scope, scope_session
 from app.services.erasure_preview import preview_erasure
@@ -146,3 +149,34 @@ async def test_the_preview_after_cleanup_names_what_was_learned(
         named = {(item.memory_type, item.id) for item in preview.items}
         assert named == {("fact", learned["fact"]), ("rule", learned["rule"]),
                          ("procedure", learned["procedure"])}, selector
+
+
+async def _lesson(client: httpx.AsyncClient, task_id: str) -> str:
+    """A failed run of `task_id` finished 40 days ago, criticised; the rule it taught."""
+    now = datetime.now(UTC)
+    run = await post(client, "/v1/runs", task_id=task_id, success=False,
+                     started_at=(now - timedelta(days=41)).isoformat(),
+                     finished_at=(now - timedelta(days=40)).isoformat(),
+                     summary=f"Called Ann on {GONE}")
+    await post(client, f"/v1/runs/{run['id']}/feedback", source="critic", rating=0.1,
+               rationale=f"Ann's phone is {GONE}, not the office code")
+    lessons = await client.post("/v1/runs/lessons", json={"run_id": run["id"]})
+    [rule_id] = lessons.json()["rule_ids"]
+    return str(rule_id)
+
+
+async def test_a_task_erased_after_its_runs_expired_takes_the_rules_they_taught(
+        app, settings, client):
+    gone = await _lesson(client, "call-ann")
+    kept = await _lesson(client, "call-bob")
+    ctx = job_context(app, settings)
+    ctx = type(ctx)(ctx.sessionmaker, ctx.settings.model_copy(update={
+        "runs": RunSettings(retention_days=30)}), ctx.embedder)
+    job = await run_job(client, ctx, "cleanup")
+    assert job["result"]["runs_deleted"] == 2, job
+
+    job = await erase(client, app, settings, task_id="call-ann")
+
+    assert job["result"]["deleted"]["rules"] == 1
+    assert (await client.get(f"/v1/rules/{gone}")).status_code == 404
+    assert (await client.get(f"/v1/rules/{kept}")).status_code == 200
