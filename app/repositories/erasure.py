@@ -129,10 +129,24 @@ async def delete_episodes(session: AsyncSession, *, tenant_id: str,
     return counts
 
 
+async def _forget_runs(session: AsyncSession, *, tenant_id: str,
+                       ids: Sequence[uuid.UUID]) -> None:
+    """Take the runs' ids out of the origins of what was learned from them; their task
+    stays, so an erasure of the task still finds it."""
+    gone = [f"run:{i}" for i in ids]
+    for table in ("facts", "rules", "procedures"):
+        await session.execute(text(f"""
+            UPDATE {table} SET origins = ARRAY(
+                SELECT o FROM unnest(origins) AS o WHERE o <> ALL(CAST(:gone AS text[])))
+            WHERE tenant_id = :tenant_id AND origins <> '{{}}'
+              AND origins && CAST(:gone AS text[])"""), {"tenant_id": tenant_id, "gone": gone})
+
+
 async def delete_runs(session: AsyncSession, *, tenant_id: str,
                       ids: Sequence[uuid.UUID]) -> Counts:
     """Hard-delete the tenant's runs with these ids, their messages and feedback (by their
-    foreign keys), the links touching any of them and the events naming them."""
+    foreign keys), the links touching any of them, the events naming them and their ids
+    in the origins of what was learned from them."""
     if not ids:
         return {}
     id_texts = _texts(ids)
@@ -156,6 +170,7 @@ async def delete_runs(session: AsyncSession, *, tenant_id: str,
         DELETE FROM memory_events
         WHERE tenant_id = :tenant_id AND payload ->> 'run_id' = ANY(CAST(:ids AS text[]))""",
                              **params)
+    await _forget_runs(session, tenant_id=tenant_id, ids=ids)
     messages = await _rowcount(session, "DELETE FROM run_messages WHERE tenant_id = :tenant_id "
                                         "AND run_id = ANY(CAST(:ids AS uuid[]))", **params)
     feedback = await _rowcount(session, "DELETE FROM run_feedback WHERE tenant_id = :tenant_id "

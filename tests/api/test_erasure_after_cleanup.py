@@ -13,6 +13,7 @@ from app.config import RunSettings
 from app.schemas.erasures import ErasureCreate
 from app.scope import Scope, scope_session
 from app.services.erasure_preview import preview_erasure
+from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import store_episode, store_fact
 from tests.support.http import post
 from tests.support.jobs import job_context, run_job
@@ -180,3 +181,16 @@ async def test_a_task_erased_after_its_runs_expired_takes_the_rules_they_taught(
     assert job["result"]["deleted"]["rules"] == 1
     assert (await client.get(f"/v1/rules/{gone}")).status_code == 404
     assert (await client.get(f"/v1/rules/{kept}")).status_code == 200
+
+
+async def test_a_key_limited_to_a_butler_records_where_a_shared_fact_was_learned(
+        app, settings, client, limited_client, sql):  # noqa: F811
+    shared = await store_fact(client, subject="Ann", predicate="phone",
+                              content=f"Ann's phone is {GONE}")
+    chat = await limited_client("default", ["chat"])
+    episode = await store_episode(chat, f"Ann said: call me on {GONE}", butler="chat",
+                                  session_id="s-limited")
+    await post(chat, "/v1/links", source_type="fact", source_id=shared["id"],
+               target_type="episode", target_id=episode["id"], relation="derived_from")
+    [row] = await sql("SELECT origins FROM facts WHERE id = :id", id=shared["id"])
+    assert row["origins"] == ["butler:chat", "session:s-limited"]
