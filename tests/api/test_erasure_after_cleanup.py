@@ -12,6 +12,7 @@ import pytest
 from app.config import RunSettings
 from app.schemas.erasures import ErasureCreate
 from app.scope import Scope, scope_session
+from app.services.background.session_backfill import infer_missing_sessions
 from app.services.erasure_preview import preview_erasure
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import store_episode, store_fact
@@ -194,3 +195,23 @@ async def test_a_key_limited_to_a_butler_records_where_a_shared_fact_was_learned
                target_type="episode", target_id=episode["id"], relation="derived_from")
     [row] = await sql("SELECT origins FROM facts WHERE id = :id", id=shared["id"])
     assert row["origins"] == ["butler:chat", "session:s-limited"]
+
+
+async def test_a_session_given_after_consolidation_still_takes_what_was_learned(
+        app, settings, client, monkeypatch):
+    monkeypatch.setattr(app.state.settings, "episode_session_gap_minutes", 0)
+    episode = await store_episode(client, f"Ann said: call me on {GONE}", butler="placed",
+                                  occurred_at="2024-03-01T10:00:00Z")
+    fact = await store_fact(client, subject="Ann", predicate="phone",
+                            content=f"Ann's phone is {GONE}")
+    await post(client, "/v1/links", source_type="fact", source_id=fact["id"],
+               target_type="episode", target_id=episode["id"], relation="derived_from")
+    assert await infer_missing_sessions(app.state.sessionmaker, gap_minutes=15) >= 1
+    inferred = (await client.get(f"/v1/episodes/{episode['id']}")).json()["inferred_session"]
+    assert inferred is not None
+    assert (await client.delete(f"/v1/episodes/{episode['id']}")).status_code == 204
+
+    job = await erase(client, app, settings, session_id=inferred)
+
+    assert job["result"]["deleted"]["facts"] == 1
+    assert (await client.get(f"/v1/facts/{fact['id']}")).status_code == 404
