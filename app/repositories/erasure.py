@@ -145,8 +145,8 @@ async def _forget_runs(session: AsyncSession, *, tenant_id: str,
 async def delete_runs(session: AsyncSession, *, tenant_id: str,
                       ids: Sequence[uuid.UUID]) -> Counts:
     """Hard-delete the tenant's runs with these ids, their messages and feedback (by their
-    foreign keys), the links touching any of them, the events naming them and their ids
-    in the origins of what was learned from them."""
+    foreign keys), the links touching any of them, the events naming them (at an end of a
+    link too) and their ids in the origins of what was learned from them."""
     if not ids:
         return {}
     id_texts = _texts(ids)
@@ -166,9 +166,13 @@ async def delete_runs(session: AsyncSession, *, tenant_id: str,
         WHERE l.tenant_id = :tenant_id
           AND ((l.source_type = p.kind AND l.source_id = p.id)
                OR (l.target_type = p.kind AND l.target_id = p.id))""", **params)
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
+        WITH parts AS ({parts})
         DELETE FROM memory_events
-        WHERE tenant_id = :tenant_id AND payload ->> 'run_id' = ANY(CAST(:ids AS text[]))""",
+        WHERE tenant_id = :tenant_id
+          AND (payload ->> 'run_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS}
+                   AND {LINK_ENDS} && ARRAY(SELECT CAST(id AS text) FROM parts)))""",
                              **params)
     await _forget_runs(session, tenant_id=tenant_id, ids=ids)
     messages = await _rowcount(session, "DELETE FROM run_messages WHERE tenant_id = :tenant_id "
@@ -292,7 +296,8 @@ async def detach_collisions(session: AsyncSession, *, tenant_id: str,
 async def delete_entities(session: AsyncSession, *, tenant_id: str,
                           ids: Sequence[uuid.UUID]) -> Counts:
     """Hard-delete the tenant's entities with these ids (their facts must be gone or
-    detached first: the foreign key is RESTRICT) and their merge events."""
+    detached first: the foreign key is RESTRICT), their merge events and the events naming
+    them at an end of a link."""
     if not ids:
         return {}
     id_texts = _texts(ids)
@@ -301,10 +306,11 @@ async def delete_entities(session: AsyncSession, *, tenant_id: str,
         "UPDATE entities SET merged_into_id = NULL WHERE tenant_id = :tenant_id "
         "AND id = ANY(CAST(:ids AS uuid[])) AND merged_into_id IS NOT NULL"),
         {"tenant_id": tenant_id, "ids": id_texts})
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
         DELETE FROM memory_events
         WHERE tenant_id = :tenant_id
           AND (payload ->> 'entity_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[]))
                OR (event_type = 'entity_merge'
                    AND (payload ->> 'source_entity_id' = ANY(CAST(:ids AS text[]))
                         OR payload ->> 'target_entity_id' = ANY(CAST(:ids AS text[])))))""",

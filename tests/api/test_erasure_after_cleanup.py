@@ -10,12 +10,13 @@ import httpx
 import pytest
 
 from app.config import RunSettings
+from app.repositories.erasure import TOMBSTONE_EVENTS
 from app.schemas.erasures import ErasureCreate
 from app.scope import Scope, scope_session
 from app.services.background.session_backfill import infer_missing_sessions
 from app.services.erasure_preview import preview_erasure
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
-from tests.support.factories import store_episode, store_fact
+from tests.support.factories import create_entity, store_episode, store_fact
 from tests.support.http import post
 from tests.support.jobs import job_context, run_job
 from tests.support.llm_stub import LLMStub, completion, user_prompt
@@ -23,7 +24,6 @@ from tests.support.rights import erase, marker_hits
 
 GONE = "6402917"
 KEPT = "3318804"
-TOMBSTONES = ("memories_erased", "erasure_completed")
 
 
 def _answer(prompt: str) -> dict[str, Any]:
@@ -90,7 +90,7 @@ async def _naming(sql: Any, tenant_id: str, ids: list[str]) -> list[str]:
     """The types of the tenant's events (tombstones aside) whose payload names any of `ids`."""
     rows = await sql("SELECT event_type, CAST(payload AS text) AS payload FROM memory_events "
                      "WHERE tenant_id = :tenant_id", tenant_id=tenant_id)
-    return sorted(row["event_type"] for row in rows if row["event_type"] not in TOMBSTONES
+    return sorted(row["event_type"] for row in rows if row["event_type"] not in TOMBSTONE_EVENTS
                   and any(i in row["payload"] for i in ids))
 
 
@@ -215,3 +215,22 @@ async def test_a_session_given_after_consolidation_still_takes_what_was_learned(
 
     assert job["result"]["deleted"]["facts"] == 1
     assert (await client.get(f"/v1/facts/{fact['id']}")).status_code == 404
+
+
+async def test_deleting_a_run_or_erasing_an_entity_takes_the_link_events_naming_it(
+        app, settings, client, sql):
+    note = await store_fact(client, subject="Carol", predicate="note",
+                            content=f"Carol keeps notes {KEPT}")
+    run = await post(client, "/v1/runs", task_id="call-ann", summary="Called Ann")
+    entity = await create_entity(client, "Ann Example")
+    for target_type, target in (("run", run), ("entity", entity)):
+        await post(client, "/v1/links", source_type="fact", source_id=note["id"],
+                   target_type=target_type, target_id=target["id"], relation="related_to",
+                   reasoning=f"Ann's phone is {GONE}")
+    assert (await _naming(sql, "default", [run["id"], entity["id"]])).count(
+        "link_created") == 2
+
+    assert (await client.delete(f"/v1/runs/{run['id']}")).status_code == 204
+    await erase(client, app, settings, entity_id=entity["id"])
+
+    assert await _naming(sql, "default", [run["id"], entity["id"]]) == []
