@@ -1,5 +1,6 @@
 """Run the Alembic revisions from inside the service, the CLI and the tests."""
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 # The advisory lock every migration run holds for its session, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
+LOCK_POLL_SECONDS = 0.2
 
 
 def script_location() -> Path:
@@ -76,8 +78,12 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
 
     async with engine.connect() as conn:
         # Held for the session, not a transaction: each revision commits on its own, and one
-        # that builds an index concurrently commits what came before it.
-        await conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        # that builds an index concurrently commits what came before it. Tried, not waited
+        # for: a statement waiting on the lock would be a transaction that index waits for.
+        while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
+                                      {"key": MIGRATION_LOCK_KEY})).scalar_one():
+            await conn.commit()
+            await asyncio.sleep(LOCK_POLL_SECONDS)
         # Revisions that move data work across tenants (row-level security, app/rls.py).
         await conn.execute(text("SELECT set_config(:name, 'on', false)"),
                            {"name": SYSTEM_SETTING})

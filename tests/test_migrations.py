@@ -318,3 +318,20 @@ async def test_mem_033_fills_origins_from_links_and_sources(scratch_engine: Asyn
             "SELECT count(*) FROM information_schema.columns WHERE column_name = 'origins'"
         ))).scalar_one()
     assert columns == 0
+
+
+async def test_two_upgrades_at_once_take_turns(scratch_engine: AsyncEngine) -> None:
+    other = create_engine(scratch_engine.url.render_as_string(hide_password=False),
+                          pool_size=1)
+    try:
+        await asyncio.wait_for(asyncio.gather(migrations.upgrade(scratch_engine),
+                                              migrations.upgrade(other)), timeout=300)
+    finally:
+        await other.dispose()
+    assert await migrations.is_at_head(scratch_engine)
+    async with scratch_engine.connect() as conn:
+        invalid = (await conn.execute(text(
+            "SELECT count(*) FROM pg_index WHERE NOT indisvalid"))).scalar_one()
+        system = (await conn.execute(text(
+            "SELECT coalesce(current_setting('engram.system', true), '')"))).scalar_one()
+    assert (invalid, system) == (0, "")
