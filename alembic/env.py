@@ -18,7 +18,10 @@ target_metadata = Base.metadata
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata)
+    # A transaction per revision: a revision may build an index concurrently
+    # (`autocommit_block`), which commits the revisions before it.
+    context.configure(connection=connection, target_metadata=target_metadata,
+                      transaction_per_migration=True)
     with context.begin_transaction():
         context.run_migrations()
 

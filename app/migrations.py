@@ -1,5 +1,6 @@
 """Run the Alembic revisions from inside the service, the CLI and the tests."""
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -18,9 +19,10 @@ from app.rls import SYSTEM_SETTING
 # or a checkout runs them from the top-level alembic/ directory.
 PACKAGED_ALEMBIC_DIR = Path(__file__).resolve().parent / "_alembic"
 SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
-# The advisory lock every migration run holds for its transaction, so replicas starting
+# The advisory lock every migration run holds for its session, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
+LOCK_POLL_SECONDS = 0.2
 
 
 def script_location() -> Path:
@@ -74,10 +76,24 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
         config.attributes["connection"] = connection
         action(config)
 
-    async with engine.begin() as conn:
-        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                           {"key": MIGRATION_LOCK_KEY})
+    async with engine.connect() as conn:
+        # Held for the session, not a transaction: each revision commits on its own, and one
+        # that builds an index concurrently commits what came before it. Tried, not waited
+        # for: a statement waiting on the lock would be a transaction that index waits for.
+        while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
+                                      {"key": MIGRATION_LOCK_KEY})).scalar_one():
+            await conn.commit()
+            await asyncio.sleep(LOCK_POLL_SECONDS)
         # Revisions that move data work across tenants (row-level security, app/rls.py).
-        await conn.execute(text("SELECT set_config(:name, 'on', true)"),
+        await conn.execute(text("SELECT set_config(:name, 'on', false)"),
                            {"name": SYSTEM_SETTING})
-        await conn.run_sync(run_with)
+        await conn.commit()
+        try:
+            await conn.run_sync(run_with)
+            await conn.commit()
+        finally:
+            await conn.rollback()
+            await conn.execute(text("SELECT set_config(:name, '', false), "
+                                    "pg_advisory_unlock(:key)"),
+                               {"name": SYSTEM_SETTING, "key": MIGRATION_LOCK_KEY})
+            await conn.commit()

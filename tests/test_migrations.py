@@ -162,6 +162,8 @@ async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine
             assert not upgrade.done()
             await holder.execute(text("SELECT pg_advisory_unlock(:key)"),
                                  {"key": migrations.MIGRATION_LOCK_KEY})
+            # An open transaction holds back a revision that builds an index concurrently.
+            await holder.commit()
             await asyncio.wait_for(upgrade, timeout=120)
         finally:
             await other.dispose()
@@ -261,3 +263,75 @@ async def test_mem_021_counts_each_scope_from_the_postings_and_comes_off(
             "VALUES ('a', 'chat', 'apple', to_tsvector('english', 'apple'))"))
     assert await rows("SELECT doc_freq FROM keyword_terms "
                       "WHERE tenant_id = 'a' AND term = 'appl'") == [(4,)]
+
+
+async def test_mem_033_fills_origins_from_links_and_sources(scratch_engine: AsyncEngine) -> None:
+    await migrations.upgrade(scratch_engine, "mem_032")
+    ids = {name: f"00000000-0000-0000-0000-0000000000{n:02d}" for n, name in enumerate(
+        ("told", "guessed", "run", "fact", "rule", "procedure", "alone", "inferred"),
+        start=1)}
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text("SELECT set_config('engram.system', 'on', true)"))
+        await conn.execute(text("""
+            INSERT INTO episodes (id, tenant_id, butler, session_id, inferred_session, content)
+            VALUES (:told, 't', 'chat', 's-1', NULL, 'a'),
+                   (:guessed, 't', 'mail', NULL, :inferred, 'b')"""), ids)
+        await conn.execute(text(
+            "INSERT INTO runs (id, tenant_id, task_id) VALUES (:run, 't', 'task-1')"), ids)
+        await conn.execute(text("""
+            INSERT INTO facts (id, tenant_id, subject, predicate, subject_key, predicate_key,
+                               content, source_episode_id)
+            VALUES (:fact, 't', 'Ann', 'phone', 'ann', 'phone', 'x', :told),
+                   (:alone, 't', 'Bob', 'phone', 'bob', 'phone', 'y', NULL)"""), ids)
+        await conn.execute(text("INSERT INTO rules (id, tenant_id, content) "
+                                "VALUES (:rule, 't', 'r')"), ids)
+        await conn.execute(text("INSERT INTO procedures (id, tenant_id, agent_id, name) "
+                                "VALUES (:procedure, 't', 'chat', 'p')"), ids)
+        await conn.execute(text("""
+            INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, target_id,
+                                      relation)
+            VALUES ('t', 'rule', :rule, 'episode', :guessed, 'derived_from'),
+                   ('t', 'rule', :rule, 'run', :run, 'derived_from'),
+                   ('t', 'procedure', :procedure, 'episode', :told, 'derived_from')"""), ids)
+    await migrations.upgrade(scratch_engine)
+    async with scratch_engine.begin() as conn:
+        await conn.execute(text("SELECT set_config('engram.system', 'on', true)"))
+        origins = {str(row.id): row.origins for row in await conn.execute(text(
+            "SELECT id, origins FROM facts UNION ALL SELECT id, origins FROM rules "
+            "UNION ALL SELECT id, origins FROM procedures"))}
+        indexes = {row.indexname for row in await conn.execute(text(
+            "SELECT c.relname AS indexname FROM pg_index i JOIN pg_class c "
+            "ON c.oid = i.indexrelid WHERE i.indisvalid"))}
+    assert origins == {
+        ids["fact"]: ["butler:chat", "session:s-1"],
+        ids["alone"]: [],
+        ids["rule"]: ["butler:mail", f"run:{ids['run']}", f"session:{ids['inferred']}",
+                      "task:task-1"],
+        ids["procedure"]: ["butler:chat", "session:s-1"]}
+    assert {"ix_facts_origins", "ix_rules_origins", "ix_procedures_origins",
+            "ix_facts_source_episode", "ix_rules_source_episode",
+            "ix_memory_events_link_ends"} <= indexes
+
+    await migrations.downgrade(scratch_engine, "mem_032")
+    async with scratch_engine.connect() as conn:
+        columns = (await conn.execute(text(
+            "SELECT count(*) FROM information_schema.columns WHERE column_name = 'origins'"
+        ))).scalar_one()
+    assert columns == 0
+
+
+async def test_two_upgrades_at_once_take_turns(scratch_engine: AsyncEngine) -> None:
+    other = create_engine(scratch_engine.url.render_as_string(hide_password=False),
+                          pool_size=1)
+    try:
+        await asyncio.wait_for(asyncio.gather(migrations.upgrade(scratch_engine),
+                                              migrations.upgrade(other)), timeout=300)
+    finally:
+        await other.dispose()
+    assert await migrations.is_at_head(scratch_engine)
+    async with scratch_engine.connect() as conn:
+        invalid = (await conn.execute(text(
+            "SELECT count(*) FROM pg_index WHERE NOT indisvalid"))).scalar_one()
+        system = (await conn.execute(text(
+            "SELECT coalesce(current_setting('engram.system', true), '')"))).scalar_one()
+    assert (invalid, system) == (0, "")

@@ -16,7 +16,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import MAX_SESSION_ID_CHARS
@@ -30,6 +30,13 @@ from app.models.base import (
     uuid_pk,
 )
 from app.models.vector import Vector
+
+
+def origins_column() -> Mapped[list[str]]:
+    """Where a derived memory was learned from, as erasure selects it (`butler:<b>`,
+    `session:<id>`, `run:<id>`, `task:<id>`): kept by the mem_033 triggers, only added to,
+    so it outlives the episodes and runs it names."""
+    return mapped_column(ARRAY(Text), nullable=False, server_default="{}")
 
 
 class Searchable:
@@ -99,6 +106,7 @@ class Fact(Searchable, Base):
     source_episode_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("episodes.id", ondelete="SET NULL")
     )
+    origins: Mapped[list[str]] = origins_column()
     supersedes_id: Mapped[uuid.UUID | None] = mapped_column(
         UUID(as_uuid=True), ForeignKey("facts.id", ondelete="SET NULL")
     )
@@ -148,6 +156,7 @@ class Rule(Searchable, Base):
         UUID(as_uuid=True), ForeignKey("episodes.id", ondelete="SET NULL")
     )
     source_butler: Mapped[str | None] = mapped_column(Text)
+    origins: Mapped[list[str]] = origins_column()
     created_at: Mapped[datetime] = created_at_column()
     last_applied_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_evaluated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -9,7 +9,7 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, TenantRecord, created_at_column, jsonb_column
-from app.models.memory import Searchable
+from app.models.memory import Searchable, origins_column
 
 
 class Procedure(TenantRecord, Searchable, Base):
@@ -23,6 +23,7 @@ class Procedure(TenantRecord, Searchable, Base):
     postconditions: Mapped[dict[str, Any]] = jsonb_column("{}")
     # [{"memory_type": ..., "memory_id": ...}]: what the procedure was learned from.
     learned_from: Mapped[list[dict[str, str]]] = jsonb_column("[]")
+    origins: Mapped[list[str]] = origins_column()
     execution_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     success_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     # Executions reported with a duration, and the sum of those durations.

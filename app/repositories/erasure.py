@@ -7,12 +7,14 @@ caller's transaction, and returns counts per table:
 - keyword_postings and the keyword statistics: kept by the mem_010 and mem_021 delete triggers
   (postings are counted before);
 - rule_applications (reason and context): deleted before their rules;
-- memory_events: the events of the memory (payload memory_id) are deleted; an episode's id
+- memory_events: the events of the memory (payload memory_id) and those naming it at an end
+  of a link (link_created, link_deleted, what a link did to a fact) are deleted; an episode's id
   leaves the episode_ids lists of consolidation events, which also lose their error text;
 - the arcs' key events, the procedures' learned_from entries and the working memories'
   retrieved ids naming the memory (and the arcs' entity_ids naming a deleted entity).
 Facts that name a deleted episode as their source keep living (source_episode_id becomes
-NULL by its foreign key); a deleted fact's successor loses its supersedes_id the same way.
+NULL by its foreign key, their `origins` stay); a deleted fact's successor loses its
+supersedes_id the same way.
 """
 
 import uuid
@@ -27,6 +29,11 @@ Counts = dict[str, int]
 TOMBSTONE_EVENTS = ("episode_deleted", "fact_deleted", "rule_deleted", "entity_deleted",
                     "run_deleted", "runs_deleted", "memories_erased", "erasure_completed")
 CONSOLIDATION_EVENTS = ("episodes_consolidated", "episodes_consolidation_failed")
+# The ends of a link an event names (link_created, link_deleted, and what a link did to a
+# fact): the expression and condition of ix_memory_events_link_ends (mem_033).
+LINK_ENDS = ("ARRAY[payload ->> 'source_id', payload ->> 'target_id', "
+             "payload ->> 'link_source_id']")
+LINK_KEYS = "payload ?| ARRAY['source_id', 'target_id', 'link_source_id']"
 
 
 def _texts(ids: Sequence[uuid.UUID]) -> list[str]:
@@ -82,9 +89,11 @@ async def _remove_trace(session: AsyncSession, *, tenant_id: str, memory_type: s
         "SELECT count(*) FROM keyword_postings WHERE memory_type = :memory_type "
         "AND memory_id = ANY(CAST(:ids AS uuid[]))"),
         {"memory_type": memory_type, "ids": id_texts})).scalar_one()
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
         DELETE FROM memory_events
-        WHERE tenant_id = :tenant_id AND payload ->> 'memory_id' = ANY(CAST(:ids AS text[]))""",
+        WHERE tenant_id = :tenant_id
+          AND (payload ->> 'memory_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[])))""",
                              tenant_id=tenant_id, ids=id_texts)
     return {"memory_links": links, "keyword_postings": int(postings),
             "memory_events_deleted": events, "references_dropped": references}
@@ -120,10 +129,24 @@ async def delete_episodes(session: AsyncSession, *, tenant_id: str,
     return counts
 
 
+async def _forget_runs(session: AsyncSession, *, tenant_id: str,
+                       ids: Sequence[uuid.UUID]) -> None:
+    """Take the runs' ids out of the origins of what was learned from them; their task
+    stays, so an erasure of the task still finds it."""
+    gone = [f"run:{i}" for i in ids]
+    for table in ("facts", "rules", "procedures"):
+        await session.execute(text(f"""
+            UPDATE {table} SET origins = ARRAY(
+                SELECT o FROM unnest(origins) AS o WHERE o <> ALL(CAST(:gone AS text[])))
+            WHERE tenant_id = :tenant_id AND origins <> '{{}}'
+              AND origins && CAST(:gone AS text[])"""), {"tenant_id": tenant_id, "gone": gone})
+
+
 async def delete_runs(session: AsyncSession, *, tenant_id: str,
                       ids: Sequence[uuid.UUID]) -> Counts:
     """Hard-delete the tenant's runs with these ids, their messages and feedback (by their
-    foreign keys), the links touching any of them and the events naming them."""
+    foreign keys), the links touching any of them, the events naming them (at an end of a
+    link too) and their ids in the origins of what was learned from them."""
     if not ids:
         return {}
     id_texts = _texts(ids)
@@ -143,10 +166,15 @@ async def delete_runs(session: AsyncSession, *, tenant_id: str,
         WHERE l.tenant_id = :tenant_id
           AND ((l.source_type = p.kind AND l.source_id = p.id)
                OR (l.target_type = p.kind AND l.target_id = p.id))""", **params)
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
+        WITH parts AS ({parts})
         DELETE FROM memory_events
-        WHERE tenant_id = :tenant_id AND payload ->> 'run_id' = ANY(CAST(:ids AS text[]))""",
+        WHERE tenant_id = :tenant_id
+          AND (payload ->> 'run_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS}
+                   AND {LINK_ENDS} && ARRAY(SELECT CAST(id AS text) FROM parts)))""",
                              **params)
+    await _forget_runs(session, tenant_id=tenant_id, ids=ids)
     messages = await _rowcount(session, "DELETE FROM run_messages WHERE tenant_id = :tenant_id "
                                         "AND run_id = ANY(CAST(:ids AS uuid[]))", **params)
     feedback = await _rowcount(session, "DELETE FROM run_feedback WHERE tenant_id = :tenant_id "
@@ -268,7 +296,8 @@ async def detach_collisions(session: AsyncSession, *, tenant_id: str,
 async def delete_entities(session: AsyncSession, *, tenant_id: str,
                           ids: Sequence[uuid.UUID]) -> Counts:
     """Hard-delete the tenant's entities with these ids (their facts must be gone or
-    detached first: the foreign key is RESTRICT) and their merge events."""
+    detached first: the foreign key is RESTRICT), their merge events and the events naming
+    them at an end of a link."""
     if not ids:
         return {}
     id_texts = _texts(ids)
@@ -277,10 +306,11 @@ async def delete_entities(session: AsyncSession, *, tenant_id: str,
         "UPDATE entities SET merged_into_id = NULL WHERE tenant_id = :tenant_id "
         "AND id = ANY(CAST(:ids AS uuid[])) AND merged_into_id IS NOT NULL"),
         {"tenant_id": tenant_id, "ids": id_texts})
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
         DELETE FROM memory_events
         WHERE tenant_id = :tenant_id
           AND (payload ->> 'entity_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[]))
                OR (event_type = 'entity_merge'
                    AND (payload ->> 'source_entity_id' = ANY(CAST(:ids AS text[]))
                         OR payload ->> 'target_entity_id' = ANY(CAST(:ids AS text[])))))""",
@@ -339,14 +369,15 @@ async def procedure_versions(session: AsyncSession, *, tenant_id: str,
 
 async def delete_procedures(session: AsyncSession, *, tenant_id: str,
                             ids: Sequence[uuid.UUID]) -> Counts:
-    """Hard-delete the tenant's procedures with these ids and their events (their links go
-    by trigger)."""
+    """Hard-delete the tenant's procedures with these ids, their events and the events naming
+    them at an end of a link (their links go by trigger)."""
     if not ids:
         return {}
-    events = await _rowcount(session, """
+    events = await _rowcount(session, f"""
         DELETE FROM memory_events
         WHERE tenant_id = :tenant_id
-          AND payload ->> 'procedure_id' = ANY(CAST(:ids AS text[]))""",
+          AND (payload ->> 'procedure_id' = ANY(CAST(:ids AS text[]))
+               OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[])))""",
                              tenant_id=tenant_id, ids=_texts(ids))
     procedures = await _rowcount(session, "DELETE FROM procedures WHERE tenant_id = :tenant_id "
                                           "AND id = ANY(CAST(:ids AS uuid[]))",

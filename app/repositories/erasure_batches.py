@@ -32,9 +32,25 @@ class ErasureSelector:
         found = None if self.session_id is None else uuid_or_none(self.session_id)
         return None if found is None else str(found)
 
+    def origins(self) -> list[str]:
+        """The `origins` entries of what was learned from the rows it erases (a whole
+        tenant's go without them)."""
+        if self.butler is not None:
+            return [f"butler:{self.butler}"]
+        if self.session_id is not None:
+            inferred = self._inferred()
+            also = [f"session:{inferred}"] if inferred not in (None, self.session_id) else []
+            return [f"session:{self.session_id}", *also]
+        if self.run_ids:
+            return [f"run:{i}" for i in self.run_ids]
+        if self.task_id is not None:
+            return [f"task:{self.task_id}"]
+        return []
+
     def params(self) -> dict[str, Any]:
         """The bind parameters its conditions use."""
-        return {"butler": self.butler, "scope": self.scope, "subject_key": self.subject_key,
+        return {"origins": self.origins(), "butler": self.butler, "scope": self.scope,
+                "subject_key": self.subject_key,
                 "entity_ids": [str(i) for i in self.entity_ids or ()],
                 "session_id": self.session_id, "inferred_session": self._inferred(),
                 "run_ids": [str(i) for i in self.run_ids or ()], "task_id": self.task_id}
@@ -51,20 +67,13 @@ def _episodes(sel: ErasureSelector, alias: str) -> str | None:
     return None
 
 
-def _derived(sel: ErasureSelector, alias: str, memory_type: str) -> list[str]:
-    """Facts, rules and procedures consolidated from the episodes the selector erases go
-    with them: those naming one as their source, and those linked `derived_from` one."""
-    episodes = _episodes(sel, "e")
-    if episodes is None or sel.whole_tenant:
+def _learned(sel: ErasureSelector, alias: str) -> list[str]:
+    """Facts, rules and procedures learned from what the selector erases go with it: those
+    whose `origins` name its butler, session, run or task (kept when cleanup has already
+    deleted the episodes or runs they were learned from)."""
+    if not sel.origins():
         return []
-    linked = (f"EXISTS (SELECT 1 FROM memory_links l JOIN episodes e ON e.id = l.target_id "
-              f"WHERE l.tenant_id = :tenant_id AND l.source_type = '{memory_type}' "
-              f"AND l.source_id = {alias}.id AND l.target_type = 'episode' "
-              f"AND l.relation = 'derived_from' AND e.tenant_id = :tenant_id AND {episodes})")
-    if memory_type == "procedure":
-        return [linked]
-    return [f"{alias}.source_episode_id IN (SELECT e.id FROM episodes e "
-            f"WHERE e.tenant_id = :tenant_id AND {episodes})", linked]
+    return [f"({alias}.origins <> '{{}}' AND {alias}.origins && CAST(:origins AS text[]))"]
 
 
 def _runs(sel: ErasureSelector, alias: str) -> str | None:
@@ -75,37 +84,22 @@ def _runs(sel: ErasureSelector, alias: str) -> str | None:
     return None
 
 
-def _lessons(sel: ErasureSelector) -> list[str]:
-    """Rules learned from the runs the selector erases: named by their feedback's
-    `lesson_rule_id`, or linked `derived_from` one."""
-    runs = _runs(sel, "u")
-    if runs is None:
-        return []
-    return [f"EXISTS (SELECT 1 FROM run_feedback fb JOIN runs u ON u.id = fb.run_id "
-            f"WHERE fb.tenant_id = :tenant_id AND fb.lesson_rule_id = r.id "
-            f"AND u.tenant_id = :tenant_id AND {runs})",
-            f"EXISTS (SELECT 1 FROM memory_links l JOIN runs u ON u.id = l.target_id "
-            f"WHERE l.tenant_id = :tenant_id AND l.source_type = 'rule' "
-            f"AND l.source_id = r.id AND l.target_type = 'run' "
-            f"AND l.relation = 'derived_from' AND u.tenant_id = :tenant_id AND {runs})"]
-
-
 def _facts(sel: ErasureSelector) -> list[str]:
     if sel.whole_tenant:
         return ["TRUE"]
     own = {"f.source_butler = :butler": sel.butler, "f.scope = :scope": sel.scope,
            "f.subject_key = :subject_key": sel.subject_key,
            "f.entity_id = ANY(CAST(:entity_ids AS uuid[]))": sel.entity_ids}
-    return [condition for condition, value in own.items() if value is not None] + _derived(
-        sel, "f", "fact")
+    return [condition for condition, value in own.items() if value is not None] + _learned(
+        sel, "f")
 
 
 def _rules(sel: ErasureSelector) -> list[str]:
     if sel.whole_tenant:
         return ["TRUE"]
     own = {"r.source_butler = :butler": sel.butler, "r.scope = :scope": sel.scope}
-    return [condition for condition, value in own.items() if value is not None] + _derived(
-        sel, "r", "rule") + _lessons(sel)
+    return [condition for condition, value in own.items() if value is not None] + _learned(
+        sel, "r")
 
 
 def _entities(sel: ErasureSelector) -> list[str]:
@@ -142,9 +136,9 @@ async def next_rules(session: AsyncSession, *, tenant_id: str, sel: ErasureSelec
 
 async def next_procedures(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
                           limit: int) -> list[uuid.UUID]:
-    """Up to `limit` procedures learned from the episodes the selector erases (before their
+    """Up to `limit` procedures learned from what the selector erases (before their
     other versions are added); a whole tenant's go with its other records."""
-    return await _ids(session, "procedures p", _derived(sel, "p", "procedure"), "",
+    return await _ids(session, "procedures p", _learned(sel, "p"), "",
                       tenant_id=tenant_id, sel=sel, limit=limit)
 
 

@@ -326,12 +326,29 @@ async def _stored_traces(db_engine: Any, world: World) -> dict[str, int]:
                 for name, query in checks.items()}
 
 
+ORIGINS = {"session_id": "session", "butler": "butler", "run_id": "run", "task_id": "task"}
+
+
+async def _origins_left(db_engine: Any, world: World) -> int:
+    """Facts, rules and procedures left whose `origins` still name what was erased."""
+    named = [f"{ORIGINS[name]}:{value}" for name, value in world.selector.items()
+             if name in ORIGINS]
+    async with db_engine.connect() as conn:
+        return int((await conn.execute(text(
+            "SELECT (SELECT count(*) FROM facts WHERE origins && CAST(:named AS text[])) "
+            "+ (SELECT count(*) FROM rules WHERE origins && CAST(:named AS text[])) "
+            "+ (SELECT count(*) FROM procedures WHERE origins && CAST(:named AS text[]))"),
+            {"named": named})).scalar_one())
+
+
 @pytest.mark.parametrize("selector", list(SCENARIOS))
 async def test_nothing_an_erasure_took_comes_back_through_any_read_path(
         selector, app, settings, client, db_engine, mcp_as):  # noqa: F811
     world = await SCENARIOS[selector](client, app, settings)
     before = await _http_reads(client, world)
     assert _leaks(before["search semantic"], world), "the scenario must be findable first"
+    if set(world.selector) & set(ORIGINS):
+        assert await _origins_left(db_engine, world) > 0, "what was learned names its origin"
 
     await erase(client, app, settings, **world.selector)
 
@@ -348,6 +365,7 @@ async def test_nothing_an_erasure_took_comes_back_through_any_read_path(
          "keyword_scope_terms"), 0)
     hits = await marker_hits(db_engine, GONE, "default")
     assert hits == {}
+    assert await _origins_left(db_engine, world) == 0
     for kind, node in world.kept:
         assert (await client.get(f"{PATHS[kind]}/{node}")).status_code == 200, (kind, node)
     if world.kept:

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from tests.api.test_erasure import plant
-from tests.support.factories import create_entity, store_episode
+from tests.support.factories import create_entity, store_episode, store_fact
 from tests.support.http import post
 from tests.support.rights import erase
 
@@ -225,3 +225,26 @@ async def test_a_message_of_another_tenants_run_is_refused(tenant_client):
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "run_message.run_id"
     assert (await owner.get(f"/v1/runs/{theirs['id']}")).json()["messages"] == []
+
+
+async def test_what_was_learned_keeps_its_origins_through_export_and_import(
+        app, settings, client):
+    episode = await store_episode(client, "Ann said: call me on 5550199", butler="chat",
+                                  session_id="s-moved")
+    fact = await store_fact(client, subject="Ann", predicate="phone",
+                            content="Ann's phone is 5550199")
+    await post(client, "/v1/links", source_type="fact", source_id=fact["id"],
+               target_type="episode", target_id=episode["id"], relation="derived_from")
+    assert (await client.delete(f"/v1/episodes/{episode['id']}")).status_code == 204
+    exported = (await client.get("/v1/export")).text
+    [line] = [r for r in _records(exported) if r["kind"] == "fact"]
+    assert line["origins"] == ["butler:chat", "session:s-moved"]
+
+    await erase(client, app, settings, tenant=True, confirm="default")
+    imported = await client.post("/v1/import", content=exported.encode(), headers=NDJSON)
+    assert imported.status_code == 200, imported.text
+    assert _records((await client.get("/v1/export")).text) == _records(exported)
+
+    job = await erase(client, app, settings, session_id="s-moved")
+    assert job["result"]["deleted"]["facts"] == 1
+    assert (await client.get(f"/v1/facts/{fact['id']}")).status_code == 404
