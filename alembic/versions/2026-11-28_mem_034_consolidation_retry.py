@@ -4,10 +4,11 @@
 alone (a backoff that grows with each failure, up to a cap); NULL means at once. Failed
 episodes are no longer final: they are retried until consolidated. The partial index holds
 every episode waiting for consolidation, pending or failed, for the job's pick-up and the
-gauge of the backlog.
+gauge of the backlog; it is built CONCURRENTLY, outside the revision's transaction, so the
+upgrade does not block writes to a large episodes table.
 
 Revision ID: mem_034
-Revises: mem_032
+Revises: mem_033
 Create Date: 2026-11-28
 """
 
@@ -17,17 +18,19 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "mem_034"
-down_revision: str | None = "mem_032"
+down_revision: str | None = "mem_033"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
     op.add_column("episodes", sa.Column("next_attempt_at", sa.DateTime(timezone=True)))
-    op.execute("CREATE INDEX ix_episodes_awaiting_consolidation ON episodes "
-               "(tenant_id, butler, created_at) WHERE NOT consolidated")
+    with op.get_context().autocommit_block():
+        op.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_episodes_awaiting_consolidation "
+                   "ON episodes (tenant_id, butler, created_at) WHERE NOT consolidated")
 
 
 def downgrade() -> None:
-    op.execute("DROP INDEX IF EXISTS ix_episodes_awaiting_consolidation")
+    with op.get_context().autocommit_block():
+        op.execute("DROP INDEX CONCURRENTLY IF EXISTS ix_episodes_awaiting_consolidation")
     op.drop_column("episodes", "next_attempt_at")
