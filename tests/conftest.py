@@ -23,6 +23,8 @@ from tests.support.database import scratch_database, scratch_server_url
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # embedding_versions ids are cached per process (app/services/embeddings.py), like in
 # production, where the row of a model is never deleted.
+pytest_plugins = ["tests.support.tools"]
+
 KEPT_TABLES = {"alembic_version", "embedding_versions"}
 
 
