@@ -1,6 +1,7 @@
 """The Alembic revisions build the schema, tear it down and build it again."""
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -158,7 +159,16 @@ async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine
                               pool_size=1)
         try:
             upgrade = asyncio.create_task(migrations.upgrade(other))
-            await asyncio.sleep(1.0)
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            async with scratch_engine.connect() as watcher:
+                async def blocked() -> bool:
+                    found = (await watcher.execute(text(waiting))).scalar_one()
+                    await watcher.rollback()
+                    return bool(found) or upgrade.done()
+                deadline = time.monotonic() + 60
+                while not await blocked():
+                    assert time.monotonic() < deadline, "the upgrade never asked for the lock"
+                    await asyncio.sleep(0.05)
             assert not upgrade.done()
             await holder.execute(text("SELECT pg_advisory_unlock(:key)"),
                                  {"key": migrations.MIGRATION_LOCK_KEY})
