@@ -21,6 +21,20 @@ SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 # The advisory lock every migration run holds for its transaction, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
+# Functions the revisions mark LEAKPROOF (mem_012, mem_025), so that under row-level security
+# a condition on them may use an index: entity name and alias lookups, metadata and tags
+# containment filters. Only a superuser may mark them; the mark lives in the database's
+# catalog, so a pg_upgrade or a dump restored into a new cluster loses it.
+LEAKPROOF_FUNCTIONS = ("pg_catalog.lower(text)", "pg_catalog.textlike(text, text)",
+                       "pg_catalog.arraycontains(anyarray, anyarray)",
+                       "pg_catalog.jsonb_contains(jsonb, jsonb)", "engram_lower_aliases(text[])",
+                       "similarity_op(text, text)", "word_similarity_commutator_op(text, text)")
+UNMARKED_SQL = text("""
+    SELECT signature FROM unnest(CAST(:signatures AS text[])) AS signature
+    JOIN pg_proc ON pg_proc.oid = to_regprocedure(signature)
+    WHERE NOT pg_proc.proleakproof""")
+
+logger = logging.getLogger(__name__)
 
 
 def script_location() -> Path:
@@ -58,6 +72,31 @@ async def is_at_head(engine: AsyncEngine) -> bool:
             lambda sync_conn: MigrationContext.configure(sync_conn).get_current_revision()
         )
     return current == head
+
+
+async def restore_leakproof_marks(engine: AsyncEngine) -> list[str]:
+    """Mark LEAKPROOF again the functions the revisions marked, where the mark was lost; the
+    signatures still unmarked (the role is not a superuser), each named in a warning."""
+    async with engine.begin() as conn:
+        unmarked = list((await conn.execute(
+            UNMARKED_SQL, {"signatures": list(LEAKPROOF_FUNCTIONS)})).scalars())
+        if not unmarked:
+            return []
+        superuser = (await conn.execute(text(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))).scalar_one()
+        if superuser:
+            for signature in unmarked:
+                await conn.execute(text(f"ALTER FUNCTION {signature} LEAKPROOF"))
+            logger.info("marked LEAKPROOF again (lost, as after a pg_upgrade or a restore): %s",
+                        ", ".join(unmarked))
+            return []
+    logger.warning(
+        "not a superuser: %s not LEAKPROOF, so under row-level security entity name and alias "
+        "lookups and metadata or tags filters read every row of the tenant instead of using "
+        "their indexes (correct, only slower). A superuser can mark them by starting Engram "
+        "once as the owner, or with ALTER FUNCTION ... LEAKPROOF (docs/operations.md).",
+        ", ".join(unmarked))
+    return unmarked
 
 
 def quiet_alembic() -> None:

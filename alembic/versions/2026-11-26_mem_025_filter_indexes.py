@@ -36,6 +36,10 @@ def _mark_leakproof(marker: str) -> None:
         BEGIN
         IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
             EXECUTE 'ALTER FUNCTION {CONTAINMENT} {marker}';
+        ELSE
+            RAISE NOTICE 'not a superuser: jsonb_contains stays {marker} as it was, so under '
+                         'row-level security metadata and tags filters read every row of '
+                         'the tenant instead of using their indexes (docs/operations.md)';
         END IF;
         END $$
     """)
