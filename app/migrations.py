@@ -21,14 +21,14 @@ SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
 # The advisory lock every migration run holds for its transaction, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
-# Functions the revisions mark LEAKPROOF (mem_012, mem_025), so that under row-level security
-# a condition on them may use an index: entity name and alias lookups, metadata and tags
-# containment filters. Only a superuser may mark them; the mark lives in the database's
+# Functions the revisions mark LEAKPROOF (mem_012, mem_025, mem_035), so that under row-level
+# security a condition on them may use an index: entity name and alias lookups, metadata and
+# tags containment filters. Only a superuser may mark them; the mark lives in the database's
 # catalog, so a pg_upgrade or a dump restored into a new cluster loses it.
-LEAKPROOF_FUNCTIONS = ("pg_catalog.lower(text)", "pg_catalog.textlike(text, text)",
-                       "pg_catalog.arraycontains(anyarray, anyarray)",
+LEAKPROOF_FUNCTIONS = ("pg_catalog.lower(text)", "pg_catalog.arraycontains(anyarray, anyarray)",
                        "pg_catalog.jsonb_contains(jsonb, jsonb)", "engram_lower_aliases(text[])",
-                       "similarity_op(text, text)", "word_similarity_commutator_op(text, text)")
+                       "engram_trigrams(text)", "similarity_op(text, text)",
+                       "word_similarity_commutator_op(text, text)")
 UNMARKED_SQL = text("""
     SELECT signature FROM unnest(CAST(:signatures AS text[])) AS signature
     JOIN pg_proc ON pg_proc.oid = to_regprocedure(signature)
