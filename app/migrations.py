@@ -1,5 +1,6 @@
 """Run the Alembic revisions from inside the service, the CLI and the tests."""
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -18,9 +19,13 @@ from app.rls import SYSTEM_SETTING
 # or a checkout runs them from the top-level alembic/ directory.
 PACKAGED_ALEMBIC_DIR = Path(__file__).resolve().parent / "_alembic"
 SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
-# The advisory lock every migration run holds for its transaction, so replicas starting
+# The advisory lock every migration run holds for its session, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
+# How often a run that found the lock taken asks again. It never waits inside PostgreSQL: a
+# statement blocked on the lock holds a snapshot, which the holder's CREATE INDEX
+# CONCURRENTLY waits for, and the deadlock detector would end one of the two.
+LOCK_POLL_SECONDS = 0.25
 # Functions the revisions mark LEAKPROOF (mem_012, mem_025, mem_035), so that under row-level
 # security a condition on them may use an index: entity name and alias lookups, metadata and
 # tags containment filters. Only a superuser may mark them; the mark lives in the database's
@@ -99,6 +104,17 @@ async def restore_leakproof_marks(engine: AsyncEngine) -> list[str]:
     return unmarked
 
 
+def create_index_concurrently(name: str, definition: str, *, unique: bool = False) -> None:
+    """In a revision: build index `name` (`definition`: `ON table ...`) without blocking writes
+    to a table that may be large. The revision's statements before it are committed first; an
+    invalid index left by an interrupted build is dropped and built again."""
+    from alembic import op
+
+    with op.get_context().autocommit_block():
+        op.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        op.execute(f"CREATE {'UNIQUE ' if unique else ''}INDEX CONCURRENTLY {name} {definition}")
+
+
 def quiet_alembic() -> None:
     """Alembic's per-revision INFO lines are detail: shown only when debugging."""
     if not logging.getLogger("engram").isEnabledFor(logging.DEBUG):
@@ -113,10 +129,24 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
         config.attributes["connection"] = connection
         action(config)
 
-    async with engine.begin() as conn:
-        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
-                           {"key": MIGRATION_LOCK_KEY})
-        # Revisions that move data work across tenants (row-level security, app/rls.py).
-        await conn.execute(text("SELECT set_config(:name, 'on', true)"),
-                           {"name": SYSTEM_SETTING})
-        await conn.run_sync(run_with)
+    # Each revision runs in a transaction of its own (alembic/env.py), so one may build an
+    # index CONCURRENTLY between two (`autocommit_block`): the lock and the setting are the
+    # session's, dropped before the connection goes back to the pool.
+    async with engine.connect() as conn:
+        while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
+                                      {"key": MIGRATION_LOCK_KEY})).scalar_one():
+            await conn.commit()
+            await asyncio.sleep(LOCK_POLL_SECONDS)
+        try:
+            # Revisions that move data work across tenants (row-level security, app/rls.py).
+            await conn.execute(text("SELECT set_config(:name, 'on', false)"),
+                               {"name": SYSTEM_SETTING})
+            await conn.commit()
+            await conn.run_sync(run_with)
+            await conn.commit()
+        finally:
+            await conn.rollback()
+            await conn.execute(text("SELECT set_config(:name, '', false), "
+                                    "pg_advisory_unlock(:key)"),
+                               {"name": SYSTEM_SETTING, "key": MIGRATION_LOCK_KEY})
+            await conn.commit()

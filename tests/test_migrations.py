@@ -155,23 +155,32 @@ async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine
     async with scratch_engine.connect() as holder:
         await holder.execute(text("SELECT pg_advisory_lock(:key)"),
                              {"key": migrations.MIGRATION_LOCK_KEY})
+        # The lock is the session's; an open transaction here would hold up the waiting
+        # upgrade's CREATE INDEX CONCURRENTLY once it has the lock.
+        await holder.commit()
         other = create_engine(scratch_engine.url.render_as_string(hide_password=False),
                               pool_size=1)
         try:
             upgrade = asyncio.create_task(migrations.upgrade(other))
-            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            holder_pid = (await holder.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            # The latest statement of the database's other sessions: only the waiting upgrade's
+            # move on, each time it asks for the lock again.
+            asked = ("SELECT max(query_start) FROM pg_stat_activity "
+                     "WHERE datname = current_database() "
+                     f"AND pid NOT IN (pg_backend_pid(), {holder_pid})")
+            seen: set[object] = set()
             async with scratch_engine.connect() as watcher:
-                async def blocked() -> bool:
-                    found = (await watcher.execute(text(waiting))).scalar_one()
-                    await watcher.rollback()
-                    return bool(found) or upgrade.done()
                 deadline = time.monotonic() + 60
-                while not await blocked():
+                # Asked and refused again and again while the holder keeps the lock.
+                while len(seen - {None}) < 4 and not upgrade.done():
+                    seen.add((await watcher.execute(text(asked))).scalar_one())
+                    await watcher.rollback()
                     assert time.monotonic() < deadline, "the upgrade never asked for the lock"
                     await asyncio.sleep(0.05)
             assert not upgrade.done()
             await holder.execute(text("SELECT pg_advisory_unlock(:key)"),
                                  {"key": migrations.MIGRATION_LOCK_KEY})
+            await holder.commit()
             await asyncio.wait_for(upgrade, timeout=120)
         finally:
             await other.dispose()

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from app.migrations import create_index_concurrently
+
 revision: str = "mem_035"
 down_revision: str | None = "mem_032"
 branch_labels: str | Sequence[str] | None = None
@@ -47,16 +49,16 @@ def _mark(leakproof: str, textlike: str) -> None:
 
 def upgrade() -> None:
     op.execute(f"""
-        CREATE FUNCTION {TRIGRAMS} RETURNS text[]
+        CREATE OR REPLACE FUNCTION {TRIGRAMS} RETURNS text[]
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
             SELECT coalesce(array_agg(DISTINCT substr($1, i, 3)), '{{}}')
             FROM generate_series(1, length($1) - 2) AS i
         $$
     """)
-    op.execute("CREATE INDEX ix_entities_name_trigrams ON entities "
-               "USING gin (engram_trigrams(lower(canonical_name)))")
-    op.execute("CREATE INDEX ix_entities_alias_trigrams ON entities "
-               "USING gin (engram_trigrams(alias_search))")
+    create_index_concurrently("ix_entities_name_trigrams",
+                              "ON entities USING gin (engram_trigrams(lower(canonical_name)))")
+    create_index_concurrently("ix_entities_alias_trigrams",
+                              "ON entities USING gin (engram_trigrams(alias_search))")
     _mark("LEAKPROOF", "NOT LEAKPROOF")
 
 
