@@ -280,3 +280,31 @@ async def test_mem_021_counts_each_scope_from_the_postings_and_comes_off(
             "VALUES ('a', 'chat', 'apple', to_tsvector('english', 'apple'))"))
     assert await rows("SELECT doc_freq FROM keyword_terms "
                       "WHERE tenant_id = 'a' AND term = 'appl'") == [(4,)]
+
+
+async def test_an_index_built_on_a_large_table_lets_writes_go_on(
+        scratch_engine: AsyncEngine) -> None:
+    await migrations.upgrade(scratch_engine, "mem_024")
+    url = scratch_engine.url.render_as_string(hide_password=False)
+    other = create_engine(url, pool_size=1)
+    try:
+        async with scratch_engine.connect() as writing, scratch_engine.connect() as later:
+            # A write in progress on episodes when the upgrade starts.
+            await writing.execute(text("LOCK TABLE episodes IN ROW EXCLUSIVE MODE"))
+            upgrade = asyncio.create_task(migrations.upgrade(other, "mem_025"))
+            deadline = time.monotonic() + 60
+            while not (await later.execute(text(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted"))).scalar_one():
+                await later.rollback()
+                assert not upgrade.done() and time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            await later.rollback()
+            # The index build waits for that write; a write that comes later goes through.
+            await later.execute(text("SET lock_timeout = '3s'"))
+            await later.execute(text("UPDATE episodes SET content = content WHERE false"))
+            await later.rollback()
+            await writing.rollback()
+            await asyncio.wait_for(upgrade, timeout=120)
+    finally:
+        await other.dispose()
+    assert "ix_episodes_metadata" in await _indexes(scratch_engine)
