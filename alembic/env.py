@@ -18,8 +18,7 @@ target_metadata = Base.metadata
 
 
 def _run(connection: Connection) -> None:
-    # A transaction per revision: a revision may build an index concurrently
-    # (`autocommit_block`), which commits the revisions before it.
+    # A transaction per revision: one that builds an index CONCURRENTLY commits those before it.
     context.configure(connection=connection, target_metadata=target_metadata,
                       transaction_per_migration=True)
     with context.begin_transaction():

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
@@ -155,6 +156,30 @@ def _start_wal_file(path: Path) -> str:
     raise BackupError(f"{path}/backup_label names no start WAL location")
 
 
+def basebackup_call(pg_basebackup: str, url: str, target: Path
+                    ) -> tuple[list[str], dict[str, str]]:
+    """pg_basebackup's argv and environment: the URL's password travels in PGPASSWORD, never
+    on the command line, where every local user could read it."""
+    parts = urlsplit(url)
+    password = unquote(parts.password) if parts.password is not None else None
+    kept = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, _, value = pair.partition("=")
+        if unquote(name) == "password":
+            password = unquote(value)  # libpq lets the query override the user part
+        else:
+            kept.append(pair)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = userinfo.partition(":")[0] + at + host
+    bare = parts._replace(netloc=netloc, query="&".join(kept)).geturl()
+    env = dict(os.environ)
+    if password is not None:
+        env["PGPASSWORD"] = password
+    argv = [pg_basebackup, "-D", str(target), "-F", "plain", "-X", "stream", "-c", "fast",
+            "-w", "-l", f"engram {target.name}", "-d", bare]
+    return argv, env
+
+
 async def take_backup(settings: Settings, root: Path) -> tuple[BaseBackup, str | None]:
     """Take a base backup under `root`; the backup and a warning for the operator, if any."""
     source = await asyncio.to_thread(_source, settings)
@@ -162,9 +187,9 @@ async def take_backup(settings: Settings, root: Path) -> tuple[BaseBackup, str |
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     started_at = await _server_time(source.url)
     target = _new_backup_dir(root, started_at)
-    command = [source.pg_basebackup, "-D", str(target), "-F", "plain", "-X", "stream",
-               "-c", "fast", "-w", "-l", f"engram {target.name}", "-d", source.url]
-    result = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True)
+    command, env = basebackup_call(source.pg_basebackup, source.url, target)
+    result = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True,
+                                     env=env)
     if result.returncode != 0:
         shutil.rmtree(target, ignore_errors=True)
         raise BackupError(f"pg_basebackup failed: {result.stderr.strip()}")

@@ -13,7 +13,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.config import Settings
 from app.errors import StartupRefused
@@ -21,6 +21,13 @@ from app.logs import configure_logging
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How `engram serve` runs uvicorn: address, logging, the proxies it trusts."""
+    return {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
+            "log_config": None, "proxy_headers": True,
+            "forwarded_allow_ips": settings.forwarded_allow_ips}
 
 
 def _serve(settings: Settings, workers: int) -> None:
@@ -31,8 +38,7 @@ def _serve(settings: Settings, workers: int) -> None:
     # Refused before anything starts: one line on stderr, not a lifespan traceback.
     refuse_unsafe_binding(settings)
     if workers <= 1:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                    log_level=settings.log_level, log_config=None)
+        uvicorn.run(create_app(settings), **uvicorn_options(settings))
         return
     # Worker processes build their own app from the environment; the database is resolved
     # (the embedded server started) and migrated once, here, so they neither race nor each
@@ -52,8 +58,8 @@ def _serve(settings: Settings, workers: int) -> None:
     with contextlib.ExitStack() as stack:
         if not settings.database_url:
             stack.enter_context(_supervised_embedded_server(settings))
-        uvicorn.run("app.main:create_app", factory=True, workers=workers, host=settings.host,
-                    port=settings.port, log_level=settings.log_level, log_config=None)
+        uvicorn.run("app.main:create_app", factory=True, workers=workers,
+                    **uvicorn_options(settings))
 
 
 @contextlib.contextmanager

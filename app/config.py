@@ -375,6 +375,13 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
+    forwarded_allow_ips: str | None = Field(
+        None,
+        description="Addresses (comma separated; networks as 10.0.0.0/8) of the reverse "
+        "proxies whose X-Forwarded-Proto and X-Forwarded-For `engram serve` believes: a "
+        "request from one of them with X-Forwarded-Proto: https counts as HTTPS (the "
+        "console's cookies are then Secure). Unset: uvicorn's FORWARDED_ALLOW_IPS, else "
+        "loopback only. Never `*` unless every client reaches the service through the proxy.")
     log_level: str = "info"
     otlp_endpoint: str | None = Field(
         None, description="OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); "

@@ -96,6 +96,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if settings.migrate_on_start:
         await migrations.upgrade(owner_engine)
         phase = log_phase("migrations", phase)
+    if await migrations.is_at_head(owner_engine):
+        await migrations.restore_leakproof_marks(owner_engine)
     connection = await app_connection(settings, owner_engine, owner_url)
     db_engine = create_engine(connection.url, pool_size=settings.db_pool_size,
                               max_overflow=settings.db_max_overflow, role=connection.role,

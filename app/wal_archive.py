@@ -10,23 +10,27 @@ from pathlib import Path
 
 from app.config import Settings
 
-# Copy under a temporary name, flush it to disk, then rename: a crash never leaves a torn
-# segment under its real name. A segment archived before (the server retries after a crash)
-# counts as done when the copy is identical, and fails loudly when it differs.
-ARCHIVE_COMMAND = ("if test -f {dest}; then cmp -s %p {dest}; "
-                   "else cp %p {part} && sync {part} && mv {part} {dest}; fi")
+# Copy under a temporary name, flush it to disk, rename, then flush the directory: a crash
+# never leaves a torn segment under its real name, nor loses a rename PostgreSQL was told
+# had succeeded. A segment archived before (the server retries after a crash) counts as
+# done when the copy is identical (its directory flushed again), and fails loudly when it
+# differs.
+ARCHIVE_COMMAND = ("if test -f {dest}; then cmp -s %p {dest} && sync {dir}; "
+                   "else cp %p {part} && sync {part} && mv {part} {dest} && sync {dir}; fi")
 RESTORE_COMMAND = "cp {source} %p"
 
 
-def _escaped(path: Path, name: str) -> str:
-    """A shell word for `path`/`name`, with a literal % doubled for PostgreSQL's expansion."""
-    return shlex.quote(str(path).replace("%", "%%") + "/" + name)
+def _escaped(path: Path, name: str = "") -> str:
+    """A shell word for `path`/`name` (or `path` alone), with a literal % doubled for
+    PostgreSQL's expansion."""
+    return shlex.quote(str(path).replace("%", "%%") + ("/" + name if name else ""))
 
 
 def archive_command(archive_dir: Path) -> str:
     """The archive_command that copies segment %f into `archive_dir`."""
     return ARCHIVE_COMMAND.format(dest=_escaped(archive_dir, "%f"),
-                                  part=_escaped(archive_dir, "%f.part"))
+                                  part=_escaped(archive_dir, "%f.part"),
+                                  dir=_escaped(archive_dir))
 
 
 def restore_command(archive_dir: Path) -> str:

@@ -18,12 +18,10 @@ from app.retrieval.broad_filters import BROAD
 from app.rls import SYSTEM_SETTING
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
-from tests.support.database import scratch_database, scratch_server_url
+from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# embedding_versions ids are cached per process (app/services/embeddings.py), like in
-# production, where the row of a model is never deleted.
-KEPT_TABLES = {"alembic_version", "embedding_versions"}
+pytest_plugins = ["tests.support.tools"]
 
 
 @pytest.fixture(scope="session")
@@ -80,15 +78,18 @@ async def _clean_tables(request: pytest.FixtureRequest) -> None:
         return
     engine: AsyncEngine = request.getfixturevalue("db_engine")
     async with engine.begin() as conn:
-        rows = await conn.execute(text(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
-        tables = [row[0] for row in rows if row[0] not in KEPT_TABLES]
-        if tables:
-            await conn.execute(text(
-                "TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"))
+        await conn.execute(text(EMPTY_TABLES))
     BROAD.clear()  # what it remembers counted rows just emptied
     # Every in-process client comes from one address: each test starts with its budget.
     request.getfixturevalue("app").state.caller_limits.clear()
+
+
+@pytest.fixture
+async def leaves_no_rows(database_url: str) -> AsyncIterator[None]:
+    """For a test that writes without the app fixture (a server of its own, the CLI): empty
+    the tables after it, so no later test finds its tenants, keys or memories."""
+    yield
+    await empty_tables(database_url)
 
 
 @pytest.fixture

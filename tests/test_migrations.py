@@ -1,6 +1,7 @@
 """The Alembic revisions build the schema, tear it down and build it again."""
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -154,11 +155,28 @@ async def test_migrations_wait_for_the_advisory_lock(scratch_engine: AsyncEngine
     async with scratch_engine.connect() as holder:
         await holder.execute(text("SELECT pg_advisory_lock(:key)"),
                              {"key": migrations.MIGRATION_LOCK_KEY})
+        # The lock is the session's; an open transaction here would hold up the waiting
+        # upgrade's CREATE INDEX CONCURRENTLY once it has the lock.
+        await holder.commit()
         other = create_engine(scratch_engine.url.render_as_string(hide_password=False),
                               pool_size=1)
         try:
             upgrade = asyncio.create_task(migrations.upgrade(other))
-            await asyncio.sleep(1.0)
+            holder_pid = (await holder.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            # The latest statement of the database's other sessions: only the waiting upgrade's
+            # move on, each time it asks for the lock again.
+            asked = ("SELECT max(query_start) FROM pg_stat_activity "
+                     "WHERE datname = current_database() "
+                     f"AND pid NOT IN (pg_backend_pid(), {holder_pid})")
+            seen: set[object] = set()
+            async with scratch_engine.connect() as watcher:
+                deadline = time.monotonic() + 60
+                # Asked and refused again and again while the holder keeps the lock.
+                while len(seen - {None}) < 4 and not upgrade.done():
+                    seen.add((await watcher.execute(text(asked))).scalar_one())
+                    await watcher.rollback()
+                    assert time.monotonic() < deadline, "the upgrade never asked for the lock"
+                    await asyncio.sleep(0.05)
             assert not upgrade.done()
             await holder.execute(text("SELECT pg_advisory_unlock(:key)"),
                                  {"key": migrations.MIGRATION_LOCK_KEY})
@@ -335,3 +353,31 @@ async def test_two_upgrades_at_once_take_turns(scratch_engine: AsyncEngine) -> N
         system = (await conn.execute(text(
             "SELECT coalesce(current_setting('engram.system', true), '')"))).scalar_one()
     assert (invalid, system) == (0, "")
+
+
+async def test_an_index_built_on_a_large_table_lets_writes_go_on(
+        scratch_engine: AsyncEngine) -> None:
+    await migrations.upgrade(scratch_engine, "mem_024")
+    url = scratch_engine.url.render_as_string(hide_password=False)
+    other = create_engine(url, pool_size=1)
+    try:
+        async with scratch_engine.connect() as writing, scratch_engine.connect() as later:
+            # A write in progress on episodes when the upgrade starts.
+            await writing.execute(text("LOCK TABLE episodes IN ROW EXCLUSIVE MODE"))
+            upgrade = asyncio.create_task(migrations.upgrade(other, "mem_025"))
+            deadline = time.monotonic() + 60
+            while not (await later.execute(text(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted"))).scalar_one():
+                await later.rollback()
+                assert not upgrade.done() and time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            await later.rollback()
+            # The index build waits for that write; a write that comes later goes through.
+            await later.execute(text("SET lock_timeout = '3s'"))
+            await later.execute(text("UPDATE episodes SET content = content WHERE false"))
+            await later.rollback()
+            await writing.rollback()
+            await asyncio.wait_for(upgrade, timeout=120)
+    finally:
+        await other.dispose()
+    assert "ix_episodes_metadata" in await _indexes(scratch_engine)

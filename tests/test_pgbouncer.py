@@ -18,10 +18,11 @@ from app.rls import APP_ROLE
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.clusters import Cluster, create_database, new_primary, private_dir
-from tests.support.pgbouncer import Bouncer, pgbouncer_binary, start_pgbouncer
+from tests.support.pgbouncer import PGBOUNCER_PROGRAM, Bouncer, start_pgbouncer
+from tests.support.tools import needs
 
 pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(pgbouncer_binary() is None, reason="pgbouncer is not installed")]
+              needs(PGBOUNCER_PROGRAM, install="apt-get install pgbouncer")]
 
 SERVER_CONNECTIONS = 2
 TENANTS = 4

@@ -20,6 +20,7 @@ from app.config import LimitSettings, Settings
 from app.db import to_libpq_url
 from app.main import create_app
 from app.services.api_keys import KEY_PREFIX, hash_key
+from tests.support.database import empty_tables
 from tests.support.live_server import serve_in_thread
 
 # Two checks are left out on purpose:
@@ -58,8 +59,9 @@ def live_server(settings: Settings) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def auth_headers(database_url: str, live_server: str) -> dict[str, str]:
-    """A live key of a tenant of its own, inserted straight into api_keys."""
+def auth_headers(database_url: str, live_server: str) -> Iterator[dict[str, str]]:
+    """A live key of a tenant of its own, inserted straight into api_keys; every table is
+    emptied after the run (the key, and what the generated requests stored)."""
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
 
     async def insert() -> None:
@@ -72,7 +74,8 @@ def auth_headers(database_url: str, live_server: str) -> dict[str, str]:
             await conn.close()
 
     asyncio.run(insert())
-    return {"Authorization": f"Bearer {secret}"}
+    yield {"Authorization": f"Bearer {secret}"}
+    asyncio.run(empty_tables(database_url))
 
 
 @schema.parametrize()

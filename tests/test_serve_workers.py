@@ -30,7 +30,7 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def test_two_workers_serve_one_database(database_url, tmp_path):
+def test_two_workers_serve_one_database(database_url, tmp_path, leaves_no_rows):
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "ENGRAM_DATA_DIR": str(tmp_path),
            "ENGRAM_JOBS__WORKER_ENABLED": "false", "ENGRAM_JOBS__SCHEDULER_ENABLED": "false"}

@@ -66,8 +66,9 @@ def _mark_leakproof(leakproof: bool) -> None:
         DECLARE signature text;
         BEGIN
         IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-            RAISE NOTICE 'not a superuser: entity lookups under row-level security cannot '
-                         'use their indexes';
+            RAISE NOTICE 'not a superuser: entity name and alias lookups under row-level '
+                         'security cannot use their indexes and read every entity of the '
+                         'tenant (docs/operations.md)';
             RETURN;
         END IF;
         FOREACH signature IN ARRAY ARRAY[{functions}] LOOP

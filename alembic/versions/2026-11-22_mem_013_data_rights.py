@@ -18,6 +18,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import UUID
 
+from app.migrations import create_index_concurrently
+
 revision: str = "mem_013"
 down_revision: str | None = "mem_012"
 branch_labels: str | Sequence[str] | None = None
@@ -27,13 +29,14 @@ KINDS = ("consolidation", "decay", "cleanup")
 
 
 def upgrade() -> None:
-    op.add_column("memory_events", sa.Column("actor_key_id", UUID(as_uuid=True)))
-    op.add_column("jobs", sa.Column("actor_key_id", UUID(as_uuid=True)))
-    op.execute("CREATE INDEX ix_memory_events_tenant_memory ON memory_events "
-               "(tenant_id, (payload ->> 'memory_id'))")
-    op.execute("ALTER TABLE jobs DROP CONSTRAINT ck_jobs_kind")
+    # Each step may run again: an interrupted index build below leaves them committed.
+    op.execute("ALTER TABLE memory_events ADD COLUMN IF NOT EXISTS actor_key_id uuid")
+    op.execute("ALTER TABLE jobs ADD COLUMN IF NOT EXISTS actor_key_id uuid")
+    op.execute("ALTER TABLE jobs DROP CONSTRAINT IF EXISTS ck_jobs_kind")
     op.execute("ALTER TABLE jobs ADD CONSTRAINT ck_jobs_kind "
                f"CHECK (kind IN {(*KINDS, 'erasure')})")
+    create_index_concurrently("ix_memory_events_tenant_memory",
+                              "ON memory_events (tenant_id, (payload ->> 'memory_id'))")
 
 
 def downgrade() -> None:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from app.migrations import create_index_concurrently
+
 revision: str = "mem_025"
 down_revision: str | None = "mem_024"
 branch_labels: str | Sequence[str] | None = None
@@ -36,6 +38,10 @@ def _mark_leakproof(marker: str) -> None:
         BEGIN
         IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
             EXECUTE 'ALTER FUNCTION {CONTAINMENT} {marker}';
+        ELSE
+            RAISE NOTICE 'not a superuser: jsonb_contains stays {marker} as it was, so under '
+                         'row-level security metadata and tags filters read every row of '
+                         'the tenant instead of using their indexes (docs/operations.md)';
         END IF;
         END $$
     """)
@@ -43,11 +49,12 @@ def _mark_leakproof(marker: str) -> None:
 
 def upgrade() -> None:
     for table in METADATA_TABLES:
-        op.execute(f"CREATE INDEX ix_{table}_metadata ON {table} "
-                   "USING gin (metadata jsonb_path_ops)")
-    op.execute("CREATE INDEX ix_rules_tags ON rules USING gin (tags)")
+        create_index_concurrently(f"ix_{table}_metadata",
+                                  f"ON {table} USING gin (metadata jsonb_path_ops)")
+    create_index_concurrently("ix_rules_tags", "ON rules USING gin (tags)")
     for table in ("facts", "rules"):
-        op.create_index(f"ix_{table}_tenant_source_butler", table, ["tenant_id", "source_butler"])
+        create_index_concurrently(f"ix_{table}_tenant_source_butler",
+                                  f"ON {table} (tenant_id, source_butler)")
     _mark_leakproof("LEAKPROOF")
 
 

@@ -17,6 +17,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
+from app.migrations import create_index_concurrently
+
 revision: str = "mem_027"
 down_revision: str | None = "mem_025"
 branch_labels: str | Sequence[str] | None = None
@@ -26,10 +28,12 @@ TABLES = ("runs", "run_feedback", "rules", "episodes")
 
 
 def upgrade() -> None:
+    # IF NOT EXISTS: an index build below that was interrupted leaves the columns committed.
     for table in TABLES:
-        op.add_column(table, sa.Column("scrubbed_at", sa.DateTime(timezone=True)))
-        op.create_index(f"ix_{table}_not_scrubbed", table, ["id"],
-                        postgresql_where=sa.text("scrubbed_at IS NULL"))
+        op.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS scrubbed_at timestamptz")
+    for table in TABLES:
+        create_index_concurrently(f"ix_{table}_not_scrubbed",
+                                  f"ON {table} (id) WHERE scrubbed_at IS NULL")
 
 
 def downgrade() -> None:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
+from app.migrations import create_index_concurrently
 from sqlalchemy.dialects import postgresql
 
 revision: str = "mem_032"
@@ -24,13 +26,15 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column("episodes", sa.Column("inferred_session", postgresql.UUID(as_uuid=True)))
-    op.execute("CREATE INDEX ix_episodes_inferred_session_time ON episodes "
-               "(tenant_id, butler, occurred_at) "
-               "WHERE session_id IS NULL AND inferred_session IS NOT NULL")
+    # IF NOT EXISTS: an index build below that was interrupted leaves the column committed.
+    op.execute("ALTER TABLE episodes ADD COLUMN IF NOT EXISTS inferred_session uuid")
+    create_index_concurrently("ix_episodes_inferred_session_time",
+                              "ON episodes (tenant_id, butler, occurred_at) "
+                              "WHERE session_id IS NULL AND inferred_session IS NOT NULL")
     # The turns before or after one of an inferred session (context passages, deletion).
-    op.execute("CREATE INDEX ix_episodes_inferred_session_turns ON episodes "
-               "(tenant_id, inferred_session, sequence) WHERE inferred_session IS NOT NULL")
+    create_index_concurrently("ix_episodes_inferred_session_turns",
+                              "ON episodes (tenant_id, inferred_session, sequence) "
+                              "WHERE inferred_session IS NOT NULL")
 
 
 def downgrade() -> None:

@@ -58,11 +58,12 @@ def _not_blank(value: str) -> str:
     return value
 
 
-def _json_depth(value: Any, depth: int = 0) -> int:
+def json_depth(value: Any, depth: int = 0) -> int:
+    """How many levels of objects and arrays `value` nests."""
     if isinstance(value, dict):
-        return max((_json_depth(v, depth + 1) for v in value.values()), default=depth + 1)
+        return max((json_depth(v, depth + 1) for v in value.values()), default=depth + 1)
     if isinstance(value, list):
-        return max((_json_depth(v, depth + 1) for v in value), default=depth + 1)
+        return max((json_depth(v, depth + 1) for v in value), default=depth + 1)
     return depth
 
 
@@ -76,7 +77,7 @@ def bounded_json(max_bytes: int) -> Callable[[Any], Any]:
             raise ValueError(f"must serialise to at most {max_bytes} bytes of JSON")
         if "\\u0000" in encoded:
             raise ValueError("must not contain NUL (\\u0000) characters")
-        if _json_depth(value) > MAX_METADATA_DEPTH:
+        if json_depth(value) > MAX_METADATA_DEPTH:
             raise ValueError(f"must not nest deeper than {MAX_METADATA_DEPTH} levels")
         return value
 

@@ -31,7 +31,12 @@ from app.errors import Conflict, DomainError, InvalidInput
 from app.repositories import fact_time as time_rows
 from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, RECORD_KINDS, SELF_REFERENCES, TABLES
-from app.schemas.common import MAX_CONTENT_CHARS, MAX_METADATA_BYTES
+from app.schemas.common import (
+    MAX_CONTENT_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    json_depth,
+)
 from app.scope import Scope, scope_session, set_local
 from app.services import butler_limits
 from app.services.arcs import search_text as arc_text
@@ -46,6 +51,9 @@ CHECK_VIOLATION = "23514"
 FOREIGN_KEY_VIOLATION = "23503"
 # A JSON value (metadata, tags, aliases, context) as its JSON text, at most.
 MAX_JSON_CHARS = 2 * MAX_METADATA_BYTES
+# Fields a client writes through the API, bounded there to MAX_METADATA_DEPTH levels.
+DEPTH_BOUNDED_FIELDS = frozenset({"metadata", "context", "meta", "active_context",
+                                  "scratchpad", "decisions"})
 
 
 def _json_value(value: Any) -> Any:
@@ -130,6 +138,9 @@ def _value(column: Column[Any], value: Any, number: int) -> Any:
               and _text_ok(value, 400) and math.isfinite(float(value)))
     elif isinstance(kind, JSONB):
         ok = _text_ok(value, MAX_JSON_CHARS)
+        if ok and column.name in DEPTH_BOUNDED_FIELDS and json_depth(value) > MAX_METADATA_DEPTH:
+            raise _problem(number, column.name,
+                           f"must not nest deeper than {MAX_METADATA_DEPTH} levels")
     elif isinstance(kind, ARRAY):
         ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)
               and _text_ok(value, MAX_JSON_CHARS))

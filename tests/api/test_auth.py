@@ -100,7 +100,7 @@ async def test_tenant_comes_from_the_key_not_the_request(app, anonymous_client):
     assert other.status_code == 422  # unknown field, not a tenant switch
 
 
-def test_cli_creates_lists_and_revokes_keys(database_url, capsys, monkeypatch):
+def test_cli_creates_lists_and_revokes_keys(database_url, capsys, monkeypatch, leaves_no_rows):
     monkeypatch.setenv("DATABASE_URL", database_url)
     cli(["keys", "create", "--tenant", "acme", "--name", "laptop"])
     created = capsys.readouterr()
@@ -142,7 +142,7 @@ async def test_public_address_with_a_key_starts(app, settings):
     await _start(settings.model_copy(update={"host": "0.0.0.0"}))
 
 
-async def test_auth_disabled_on_loopback_says_so(settings, caplog):
+async def test_auth_disabled_on_loopback_says_so(settings, caplog, leaves_no_rows):
     loopback = settings.model_copy(update={"host": "127.0.0.1", "auth_disabled": True})
     app = create_app(loopback)
     with caplog.at_level(logging.WARNING):

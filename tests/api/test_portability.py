@@ -248,3 +248,31 @@ async def test_what_was_learned_keeps_its_origins_through_export_and_import(
     job = await erase(client, app, settings, session_id="s-moved")
     assert job["result"]["deleted"]["facts"] == 1
     assert (await client.get(f"/v1/facts/{fact['id']}")).status_code == 404
+
+
+def _nested(levels: int) -> dict:
+    value: dict = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+async def test_imported_metadata_nests_no_deeper_than_a_stored_memorys(client):
+    within = json.loads(_episode_line())
+    within["metadata"] = _nested(8)
+    deeper = json.loads(_episode_line())
+    deeper["metadata"] = _nested(9)
+    stored = await client.post("/v1/episodes", json={"content": "x", "butler": "chat",
+                                                     "metadata": _nested(9)})
+    assert stored.status_code == 422
+
+    response = await client.post("/v1/import", headers=NDJSON,
+                                 content=json.dumps(within) + "\n" + json.dumps(deeper))
+
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["errors"][0]["field"] == "line 2.metadata"
+    assert "nest" in response.json()["detail"]
+    assert (await client.get("/v1/episodes")).json()["items"] == []
+    accepted = await client.post("/v1/import", content=json.dumps(within), headers=NDJSON)
+    assert accepted.status_code == 200, accepted.text

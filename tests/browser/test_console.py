@@ -16,11 +16,12 @@ import pytest
 
 from app.config import JobSettings
 from app.main import create_app
-from tests.support.browser import CHROMEDRIVER, CHROMIUM, chromium
+from tests.support.browser import CHROMIUM_PROGRAM, chromium
 from tests.support.live_server import serve_in_thread
+from tests.support.tools import needs
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
-                                reason="chromium and chromium-driver are not installed")
+pytestmark = needs(CHROMIUM_PROGRAM, "chromedriver",
+                   install="apt-get install chromium chromium-driver")
 WIDTHS = (1280, 390)
 SCRIPT = ('<script>window.__ran = true; document.title = "ran"</script>'
           '<img src="x" onerror="window.__ran = true">')

@@ -1,19 +1,16 @@
 """/docs rendered by a real headless browser (Debian's chromium) with no internet: the
 operations appear. Skipped where chromium is not installed (`apt-get install chromium`)."""
 
-import shutil
 import subprocess
 import tempfile
 
-import pytest
-
 from app.main import create_app
+from tests.support.browser import CHROMIUM, CHROMIUM_PROGRAM
 from tests.support.live_server import serve_in_thread
+from tests.support.tools import needs
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+@needs(CHROMIUM_PROGRAM, install="apt-get install chromium")
 def test_swagger_ui_renders_the_operations_offline(settings):
     assert CHROMIUM is not None
     with serve_in_thread(create_app(settings)) as url, \

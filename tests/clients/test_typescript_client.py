@@ -5,7 +5,6 @@ import asyncio
 import difflib
 import hashlib
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,15 +15,14 @@ from app.config import JobSettings, LimitSettings, Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples
+from tests.support.tools import needs
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 GENERATED = PACKAGE / "src" / "generated" / "openapi.ts"
 # Written into node_modules after `npm ci`: the package-lock.json it installed.
 INSTALLED_LOCK = PACKAGE / "node_modules" / ".installed-lock-sha256"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None,
-    reason="node and npm are not installed (Debian: apt-get install nodejs npm)")
+pytestmark = needs("node", "npm", install="Debian: apt-get install nodejs npm")
 
 
 def _run(*command: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:

@@ -304,7 +304,10 @@ async def test_single_queries_wait_to_share_a_call_instead_of_the_background_wor
     rest = [asyncio.create_task(with_background.aembed(q, tenant_id=t))
             for q, t in zip(queries, ["A", "A", "B"], strict=True)]
     await _until(lambda: with_background.pending_chunks == 3)
-    await asyncio.sleep(0.05)  # time for an idle background worker to take one (it must not)
+    # What an idle background worker asks when woken: no queued single query is its to take.
+    scheduler = with_background._scheduler
+    with scheduler._condition:
+        assert scheduler._next_tenant(background=True) is None
     assert tracked.calls == 1
     tracked.gate.set()
     await first

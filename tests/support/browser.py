@@ -3,14 +3,16 @@
 Selenium Manager never runs: the driver and the browser are given by path.
 """
 
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
+from tests.support.tools import found
+
+CHROMIUM_PROGRAM = "chromium|chromium-browser"
+CHROMIUM = found(CHROMIUM_PROGRAM)
+CHROMEDRIVER = found("chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--hide-scrollbars")

@@ -12,6 +12,30 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import replace_database, start_embedded_postgres, to_async_url, to_libpq_url
 
+# embedding_versions ids are cached per process (app/services/embeddings.py), like in
+# production, where the row of a model is never deleted.
+KEPT_TABLES = ("alembic_version", "embedding_versions")
+# Every other table of the schema emptied, in one statement.
+EMPTY_TABLES = f"""DO $$
+DECLARE names text;
+BEGIN
+  SELECT string_agg(format('%I', tablename), ', ') INTO names FROM pg_tables
+   WHERE schemaname = 'public'
+     AND tablename <> ALL (ARRAY[{", ".join(f"'{t}'" for t in KEPT_TABLES)}]);
+  IF names IS NOT NULL THEN
+    EXECUTE 'TRUNCATE ' || names || ' RESTART IDENTITY CASCADE';
+  END IF;
+END $$"""
+
+
+async def empty_tables(url: str) -> None:
+    """Empty every table of the database at `url` but KEPT_TABLES, as the owner."""
+    conn = await asyncpg.connect(to_libpq_url(url))
+    try:
+        await conn.execute(EMPTY_TABLES)
+    finally:
+        await conn.close()
+
 
 def scratch_server_url(pgdata: Path) -> str:
     """The server for throw-away databases: DATABASE_URL's, else an embedded one in `pgdata`."""

@@ -1,7 +1,6 @@
 """A throw-away PgBouncer in transaction pooling mode in front of a test cluster, reachable
 only on its own Unix socket (trust authentication there, as the cluster's)."""
 
-import os
 import shutil
 import subprocess
 import time
@@ -9,15 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.clusters import Cluster, private_dir, server_user
+from tests.support.tools import found
 
 SOCKET_NAME = ".s.PGSQL.5432"
 
 
+PGBOUNCER_PROGRAM = "pgbouncer|/usr/sbin/pgbouncer|/usr/bin/pgbouncer"
+
+
 def pgbouncer_binary() -> str | None:
     """The installed pgbouncer program, or None."""
-    return shutil.which("pgbouncer") or next(
-        (path for path in ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer") if os.path.exists(path)),
-        None)
+    return found(PGBOUNCER_PROGRAM)
 
 
 @dataclass

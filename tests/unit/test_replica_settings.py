@@ -1,7 +1,8 @@
 """Read replica settings and the read-your-writes bookkeeping."""
 
-import time
+from types import SimpleNamespace
 
+from app import replicas
 from app.config import Settings
 from app.replicas import RecentWrites, lsn_value, replica_name
 
@@ -33,10 +34,13 @@ def test_a_replica_is_named_without_its_password():
     assert name.startswith("postgresql://engram_app:***@standby:5433/engram")
 
 
-def test_a_write_binds_the_keys_reads_for_the_window_only():
-    writes = RecentWrites(window=0.05)
+def test_a_write_binds_the_keys_reads_for_the_window_only(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(replicas, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    writes = RecentWrites(window=5.0)
     writes.note("tenant\x00key:a", 42)
+    clock[0] += 4.9
     assert writes.needed("tenant\x00key:a") == 42
     assert writes.needed("tenant\x00key:b") is None
-    time.sleep(0.06)
+    clock[0] += 0.1
     assert writes.needed("tenant\x00key:a") is None
