@@ -28,6 +28,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from app.migrations import create_index_concurrently
+
 revision: str = "mem_033"
 down_revision: str | None = "mem_032"
 branch_labels: str | Sequence[str] | None = None
@@ -192,16 +194,16 @@ def upgrade() -> None:
         op.execute(trigger)
     for kind, table in (("fact", "facts"), ("rule", "rules"), ("procedure", "procedures")):
         op.execute(_backfill(kind, table))
-    with op.get_context().autocommit_block():
-        for table in TABLES:
-            op.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_{table}_origins "
-                       f"ON {table} USING gin (origins) WHERE origins <> '{{}}'")
-        for table in SOURCED:
-            # Also what the episodes' foreign key reads when cleanup deletes an episode.
-            op.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_{table}_source_episode "
-                       f"ON {table} (source_episode_id) WHERE source_episode_id IS NOT NULL")
-        op.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_memory_events_link_ends "
-                   f"ON memory_events USING gin (({LINK_ENDS})) WHERE {LINK_KEYS}")
+    for table in TABLES:
+        create_index_concurrently(f"ix_{table}_origins",
+                                  f"ON {table} USING gin (origins) WHERE origins <> '{{}}'")
+    for table in SOURCED:
+        # Also what the episodes' foreign key reads when cleanup deletes an episode.
+        create_index_concurrently(f"ix_{table}_source_episode",
+                                  f"ON {table} (source_episode_id) "
+                                  "WHERE source_episode_id IS NOT NULL")
+    create_index_concurrently("ix_memory_events_link_ends",
+                              f"ON memory_events USING gin (({LINK_ENDS})) WHERE {LINK_KEYS}")
 
 
 def downgrade() -> None:

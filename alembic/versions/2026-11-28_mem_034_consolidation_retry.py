@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.migrations import create_index_concurrently
+
 revision: str = "mem_034"
 down_revision: str | None = "mem_033"
 branch_labels: str | Sequence[str] | None = None
@@ -25,9 +27,8 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("episodes", sa.Column("next_attempt_at", sa.DateTime(timezone=True)))
-    with op.get_context().autocommit_block():
-        op.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS ix_episodes_awaiting_consolidation "
-                   "ON episodes (tenant_id, butler, created_at) WHERE NOT consolidated")
+    create_index_concurrently("ix_episodes_awaiting_consolidation",
+                              "ON episodes (tenant_id, butler, created_at) WHERE NOT consolidated")
 
 
 def downgrade() -> None:

@@ -12,7 +12,7 @@ few rows found, after the row-level security filter. Marks need a superuser; wit
 lookups read every entity of the tenant (a NOTICE says so).
 
 Revision ID: mem_035
-Revises: mem_032
+Revises: mem_034
 Create Date: 2026-11-28
 """
 
@@ -23,7 +23,7 @@ from alembic import op
 from app.migrations import create_index_concurrently
 
 revision: str = "mem_035"
-down_revision: str | None = "mem_032"
+down_revision: str | None = "mem_034"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
