@@ -473,6 +473,10 @@ class Settings(BaseSettings):
         "without an LLM; each deletion's event lists the episodes. Until then capacity "
         "cleanup may take it once the tenant is over max_entries.")
     max_batch_size: int = Field(500, ge=1, le=10_000)
+    max_import_records: int = Field(
+        100_000, ge=1, le=1_000_000,
+        description="Records (lines) one POST /v1/import may hold; more is a 422 before any "
+        "is parsed or embedded. An import is one transaction, embedded whole.")
     db_pool_size: int = Field(10, ge=1, le=200)
     db_max_overflow: int | None = Field(
         None, ge=0, le=200, description="Connections past db_pool_size under load; default: "

@@ -62,8 +62,9 @@ async def import_records(request: Request, session: SessionDep, tenant_id: Tenan
     id that already exists is a 409. Embeddings and the keyword index are made anew; an
     episode of a session is read after the imported turns before it, as when it was stored.
     Import into a tenant whose copies are gone (after an erasure), or into another
-    database."""
+    database. A body holds at most `max_import_records` (100,000) records: more is a 422."""
     counts = await portability.import_lines(session, embedder=embedder, tenant_id=tenant_id,
                                             body=await request.body(),
+                                            max_records=settings.max_import_records,
                                             keyword_context=settings.keyword_context)
     return import_out(counts)

@@ -193,16 +193,21 @@ def _named(column: Column[Any], field: str) -> Column[Any]:
 
 
 async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: str,
-                       body: bytes, keyword_context: bool = False) -> dict[str, int]:
+                       body: bytes, max_records: int,
+                       keyword_context: bool = False) -> dict[str, int]:
     """Insert the records of an export into the tenant, in the caller's one transaction,
     keeping ids and every time; counts per kind. A line of another tenant is refused, and so
     is a record pointing at another tenant's rows. An episode of a session is embedded (and
     with `keyword_context` indexed) after the imported turns before it, as if stored anew;
     runs, messages, ledger events, procedures and arcs are embedded and indexed by the text
-    they are when stored."""
+    they are when stored. More than `max_records` records is a 422 before any is read."""
     butler_limits.check_unlimited("import")
+    lines = body.splitlines()
+    if sum(1 for raw in lines if raw.strip()) > max_records:
+        raise InvalidInput(f"an import holds at most {max_records} records (lines); import "
+                           "a smaller export, or raise max_import_records", field="body")
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
-    for number, raw in enumerate(body.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
         if raw.strip():
             kind, row = _parse(number, raw, tenant_id)
             by_kind[kind].append(row)

@@ -71,6 +71,21 @@ async def test_a_line_of_another_tenant_is_refused_and_nothing_is_imported(clien
     assert (await client.get("/v1/episodes")).json()["items"] == []
 
 
+async def test_an_import_holds_at_most_max_import_records(app, client, monkeypatch):
+    monkeypatch.setattr(app.state.settings, "max_import_records", 2)
+    three = "\n".join(_episode_line() for _ in range(3))
+
+    response = await client.post("/v1/import", content=three, headers=NDJSON)
+
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["errors"][0]["field"] == "body"
+    assert "at most 2 records" in response.json()["detail"]
+    assert (await client.get("/v1/episodes")).json()["items"] == []
+    two = "\n".join(_episode_line() for _ in range(2)) + "\n\n"
+    assert (await client.post("/v1/import", content=two, headers=NDJSON)).status_code == 200
+
+
 async def test_imported_times_are_the_originals(client):
     response = await client.post("/v1/import", content=_episode_line(), headers=NDJSON)
     assert response.status_code == 200, response.text

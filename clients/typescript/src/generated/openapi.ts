@@ -503,7 +503,10 @@ export interface paths {
          * Export the tenant's records (JSON Lines)
          * @description Stream every record of the tenant (memories, entities, runs, ledgers, procedures,
          *     arcs, working memories, links), oldest first within each kind, from one consistent
-         *     snapshot.
+         *     snapshot. The snapshot is read whole before the first byte is sent, so a slow reader
+         *     holds no database connection. A tenant may have `export.max_per_tenant` (2) exports
+         *     under way at once: past it a 429 with Retry-After; a snapshot that takes longer than
+         *     `export.snapshot_seconds` (300) to read is a 503 with Retry-After.
          */
         get: operations["export"];
         put?: never;
@@ -794,7 +797,7 @@ export interface paths {
          *     id that already exists is a 409. Embeddings and the keyword index are made anew; an
          *     episode of a session is read after the imported turns before it, as when it was stored.
          *     Import into a tenant whose copies are gone (after an erasure), or into another
-         *     database.
+         *     database. A body holds at most `max_import_records` (100,000) records: more is a 422.
          */
         post: operations["import_records"];
         delete?: never;
@@ -2496,6 +2499,11 @@ export interface components {
              */
             neighbours?: components["schemas"]["EpisodeOut"][];
             /**
+             * Next Attempt At
+             * @description Read-only. When consolidation tries this failed episode again (the wait doubles with each failure, up to `consolidation_retry_max_backoff_hours`); null when it is tried at the next consolidation job, or was consolidated.
+             */
+            next_attempt_at: string | null;
+            /**
              * Occurred At
              * @description When it happened.
              */
@@ -2577,6 +2585,11 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
+             * Next Attempt At
+             * @description Read-only. When consolidation tries this failed episode again (the wait doubles with each failure, up to `consolidation_retry_max_backoff_hours`); null when it is tried at the next consolidation job, or was consolidated.
+             */
+            next_attempt_at: string | null;
+            /**
              * Occurred At
              * @description When it happened.
              */
@@ -2602,9 +2615,19 @@ export interface components {
             backlog_age_hours: number;
             /**
              * Expired Unconsolidated
-             * @description Episodes past their TTL that were never consolidated (nor forgotten): cleanup deletes each `unconsolidated_grace_days` after it expired, and may take them earlier when the tenant is over capacity.
+             * @description Episodes past their TTL that were never consolidated (nor forgotten): consolidation still takes them; without an LLM configured cleanup deletes each `unconsolidated_grace_days` after it expired. Either way cleanup may take them when the tenant is over capacity.
              */
             expired_unconsolidated: number;
+            /**
+             * Failed
+             * @description Episodes with consolidation_status 'failed': consolidation failed `consolidation_max_attempts` times or more, and tries them again after a backoff until they are consolidated.
+             */
+            failed: number;
+            /**
+             * Next Retry At
+             * @description When consolidation next tries a failed episode; null with none failed.
+             */
+            next_retry_at: string | null;
             /**
              * Oldest Unconsolidated At
              * @description When the oldest episode waiting for consolidation (pending) was stored; null with no backlog.
@@ -8141,6 +8164,16 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "application/problem+json": unknown;
+                };
+            };
+            /** @description Problem */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
