@@ -217,9 +217,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The key cache tells the limits which keys were found live.
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.caller_limits = CallerLimits(settings.limits)
+    async def live_key(secret: bytes) -> bool:
+        owner = await api_keys.resolve_key(app.state.sessionmaker, app.state.tenant_cache,
+                                           secret.decode("latin-1"))
+        return owner is not None
+
     app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits,
                        known_key=app.state.tenant_cache.knows,
-                       auth_disabled=settings.auth_disabled)
+                       auth_disabled=settings.auth_disabled, live_key=live_key)
     if settings.auth_disabled:
         app.add_middleware(LoopbackHostMiddleware)
     app.add_middleware(metrics.MetricsMiddleware)

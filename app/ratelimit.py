@@ -18,7 +18,7 @@ import ipaddress
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,6 +28,8 @@ from app.config import LimitSettings
 from app.middleware import content_length, send_problem
 
 LIMITED_PREFIXES = ("/v1", "/mcp", "/ui")
+# Every request under these needs an API key while authentication is on.
+KEYED_PREFIXES = ("/v1", "/mcp")
 CONSOLE_PREFIX = "/ui"
 SIGN_IN_PATH = "/ui/sign-in"
 MAX_CALLERS = 100_000
@@ -207,15 +209,28 @@ def caller_of(scope: Scope, *, known_key: Callable[[str], bool],
     return Caller.for_key(key_hash) if known_key(key_hash) else Caller.unverified(address)
 
 
+def has_body(scope: Scope) -> bool:
+    """Whether the request announces a body: a Content-Length above 0, or a chunked one."""
+    declared = content_length(scope)
+    if declared is not None:
+        return declared > 0
+    return any(name == b"transfer-encoding" for name, _ in scope.get("headers", []))
+
+
 class RateLimitMiddleware(HttpMiddleware):
-    """429 with Retry-After past a caller's request rate or bytes in flight."""
+    """429 with Retry-After past a caller's request rate or bytes in flight; 401, before its
+    body is read, for a request with a body under /v1 or /mcp whose API key is missing or not
+    live (`live_key` looks it up), so no caller without a valid key can make the service read
+    large bodies."""
 
     def __init__(self, app: ASGIApp, *, limits: CallerLimits,
-                 known_key: Callable[[str], bool], auth_disabled: bool) -> None:
+                 known_key: Callable[[str], bool], auth_disabled: bool,
+                 live_key: Callable[[bytes], Awaitable[bool]] | None = None) -> None:
         super().__init__(app)
         self.limits = limits
         self.known_key = known_key
         self.auth_disabled = auth_disabled
+        self.live_key = live_key
 
     def applies(self, scope: Scope) -> bool:
         """HTTP requests under /v1, /mcp and /ui."""
@@ -229,6 +244,8 @@ class RateLimitMiddleware(HttpMiddleware):
             await _too_many(send, path, math.ceil(wait),
                             f"more than {self.limits.rate(caller)[0]:g} requests per second "
                             f"{caller.who}", "requests")
+            return
+        if await self._refused_before_body(scope, caller, send):
             return
         declared = content_length(scope)
         reserved = declared or 0
@@ -254,6 +271,25 @@ class RateLimitMiddleware(HttpMiddleware):
             self.limits.release_bytes(caller, reserved)
             if caller.strict:
                 self._charge_key_found_live(scope)
+
+    async def _refused_before_body(self, scope: Scope, caller: Caller, send: Send) -> bool:
+        """Answer 401 (True) for a request with a body under /v1 or /mcp whose key is missing,
+        or was not found live before and is not now."""
+        path = scope.get("path", "")
+        if (self.live_key is None or self.auth_disabled or not path.startswith(KEYED_PREFIXES)
+                or not has_body(scope)):
+            return False
+        secret = api_key_of(scope)
+        if secret is None:
+            detail = ("an API key is required: send 'Authorization: Bearer <key>' "
+                      "or 'X-API-Key: <key>'")
+        elif not caller.strict or await self.live_key(secret):
+            return False
+        else:
+            detail = "the API key is unknown or revoked"
+        await send_problem(send, 401, "Unauthorized", detail, path, "Authorization",
+                           headers=[(b"www-authenticate", b'Bearer realm="engram"')])
+        return True
 
     def _charge_key_found_live(self, scope: Scope) -> None:
         """A key found live by this request counts it, as it counts the key's later ones."""

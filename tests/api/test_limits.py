@@ -113,3 +113,23 @@ async def test_console_sign_in_is_limited_by_address(anonymous_client, strict_un
 async def test_console_pages_are_limited_by_address(anonymous_client, tight_limits):
     statuses = [(await anonymous_client.get("/ui")).status_code for _ in range(3)]
     assert statuses == [200, 200, 429]
+
+
+async def test_a_body_without_a_live_key_is_refused_before_it_is_read(client, anonymous_client):
+    pulled: list[int] = []
+
+    async def chunks():
+        for index in range(4):
+            pulled.append(index)
+            yield b"x" * 1024
+
+    for key in ({}, {"X-API-Key": "egk_" + secrets.token_urlsafe(32)}):
+        pulled.clear()
+        answer = await anonymous_client.post(
+            "/v1/episodes", content=chunks(), headers={"content-type": "application/json", **key})
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"] == 'Bearer realm="engram"'
+        assert answer.json()["errors"][0]["field"] == "Authorization"
+        assert pulled == []
+    stored = await client.post("/v1/episodes", json={"content": "read", "butler": "b"})
+    assert stored.status_code == 201
