@@ -2,7 +2,7 @@
 
 Two phases, each printing the legitimate tenant's search p50 and p95:
 1. idle: tenant A searches one query at a time with nothing else running;
-2. attack: the same searches while, at once and for `--seconds`,
+2. attack: the same searches while a second process, at once and for `--seconds`, runs
    - `--flooders` clients send requests with a new random API key each time (`--max-flood`
      requests in all),
    - `--uploaders` clients post bodies just under the body limit with random keys, and as
@@ -24,6 +24,7 @@ address is the server's own loopback one.
 import argparse
 import asyncio
 import collections
+import json
 import random
 import secrets
 import sys
@@ -121,22 +122,15 @@ def loopback_only(base_url: str) -> None:
         raise SystemExit(f"{host!r} is not a loopback address: this run attacks only loopback")
 
 
-async def run(args: argparse.Namespace) -> None:
-    loopback_only(args.base_url)
-    rng = random.Random(args.seed)
+async def attack(args: argparse.Namespace) -> None:
+    """Every hostile client at once for `--seconds`; prints the answers' counts as JSON."""
     statuses: Counts = collections.Counter()
+    deadline = time.monotonic() + args.seconds
+    budget = [args.max_flood]
     timeout = httpx.Timeout(args.seconds + 60)
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=timeout) as legit, \
-            httpx.AsyncClient(base_url=args.base_url, timeout=timeout, limits=limits) as hostile:
-        await searches(legit, args.key_a, rng, 10, 0, collections.Counter())  # warm up
-        idle = await searches(legit, args.key_a, rng, args.queries, 10, statuses)
-        print(f"idle:   {percentiles(idle)}   server {rss_mb(args.server_pid)}")
-
-        deadline = time.monotonic() + args.seconds
-        budget = [args.max_flood]
-        stop = asyncio.Event()
-        rss = asyncio.create_task(peak_rss(args.server_pid, stop))
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=timeout,
+                                 limits=limits) as hostile:
         attackers = [flood(hostile, deadline, budget, statuses) for _ in range(args.flooders)]
         attackers += [huge_bodies(hostile, deadline, args.body_bytes, with_key, statuses)
                       for _ in range(args.uploaders) for with_key in (True, False)]
@@ -144,14 +138,34 @@ async def run(args: argparse.Namespace) -> None:
                       for _ in range(args.slow_uploaders)]
         attackers += [slow_export(hostile, args.key_h, deadline, statuses)
                       for _ in range(args.slow_readers)]
-        attack = asyncio.gather(*attackers)
+        await asyncio.gather(*attackers)
+    print(json.dumps(statuses))
+
+
+async def run(args: argparse.Namespace) -> None:
+    """Idle searches, then the same searches while a second process attacks."""
+    loopback_only(args.base_url)
+    rng = random.Random(args.seed)
+    statuses: Counts = collections.Counter()
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as legit:
+        await searches(legit, args.key_a, rng, 10, 0, collections.Counter())  # warm up
+        idle = await searches(legit, args.key_a, rng, args.queries, 10, statuses)
+        print(f"idle:   {percentiles(idle)}   server {rss_mb(args.server_pid)}")
+
+        # The attackers run in a process of their own, so their work on this side of the
+        # socket never delays the legitimate searches' own event loop.
+        attacker = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--attack", *sys.argv[1:], stdout=asyncio.subprocess.PIPE)
+        stop = asyncio.Event()
+        rss = asyncio.create_task(peak_rss(args.server_pid, stop))
+        counts = asyncio.create_task(attacker.communicate())
         under_attack: list[float] = []
-        while time.monotonic() < deadline - 1:
+        while not counts.done():
             under_attack += await searches(legit, args.key_a, rng, 10,
                                            10 + args.queries + len(under_attack), statuses)
-        await attack
         stop.set()
         peak = await rss
+    statuses.update(json.loads((await counts)[0]))
     print(f"attack: {percentiles(under_attack)}   ({len(under_attack)} searches over "
           f"{args.seconds:.0f} s)")
     idle_p95 = sorted(idle)[int(0.95 * len(idle))]
@@ -180,7 +194,10 @@ def main() -> None:
     parser.add_argument("--slow-uploaders", type=int, default=20)
     parser.add_argument("--slow-readers", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--attack", action="store_true",
+                        help="be the attacking process (the run starts it itself)")
+    args = parser.parse_args()
+    asyncio.run(attack(args) if args.attack else run(args))
 
 
 if __name__ == "__main__":
