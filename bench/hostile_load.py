@@ -11,8 +11,9 @@ Two phases, each printing the legitimate tenant's search p50 and p95:
    - `--slow-readers` clients of tenant H (a valid key) open `GET /v1/export` and read it
      one small chunk a second.
 The attack prints how each kind of request was answered (status counts), the server's peak
-resident memory, and every 5xx. Every request loop is bounded in count and in time, and every
-address is the server's own loopback one.
+resident memory, the cores the server and the attacking process used, and every 5xx. Every
+request loop is bounded in count and in time, and every address is the server's own loopback
+one.
 
     engram keys create --tenant default   # KEY_A: the store seeded by seed_sql.py
     engram keys create --tenant h         # KEY_H: the slow export readers
@@ -25,7 +26,9 @@ import argparse
 import asyncio
 import collections
 import json
+import os
 import random
+import resource
 import secrets
 import sys
 import time
@@ -37,7 +40,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load import peak_rss, percentiles, rss_mb  # noqa: E402
+from load import peak_rss, percentiles, rss_mb, thread_ticks  # noqa: E402
 from speed import question  # noqa: E402
 
 Counts = collections.Counter[str]
@@ -156,6 +159,7 @@ async def run(args: argparse.Namespace) -> None:
         # socket never delays the legitimate searches' own event loop.
         attacker = await asyncio.create_subprocess_exec(
             sys.executable, __file__, "--attack", *sys.argv[1:], stdout=asyncio.subprocess.PIPE)
+        server_ticks = sum(thread_ticks(args.server_pid).values())
         stop = asyncio.Event()
         rss = asyncio.create_task(peak_rss(args.server_pid, stop))
         counts = asyncio.create_task(attacker.communicate())
@@ -165,13 +169,19 @@ async def run(args: argparse.Namespace) -> None:
                                            10 + args.queries + len(under_attack), statuses)
         stop.set()
         peak = await rss
+        hz = os.sysconf("SC_CLK_TCK")
+        server_cpu = (sum(thread_ticks(args.server_pid).values()) - server_ticks) / hz
     statuses.update(json.loads((await counts)[0]))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    attacker_cpu = children.ru_utime + children.ru_stime
     print(f"attack: {percentiles(under_attack)}   ({len(under_attack)} searches over "
           f"{args.seconds:.0f} s)")
     idle_p95 = sorted(idle)[int(0.95 * len(idle))]
     attack_p95 = sorted(under_attack)[min(len(under_attack) - 1, int(0.95 * len(under_attack)))]
     print(f"p95 under attack / idle: {attack_p95 / idle_p95:.2f}x")
     print("server peak memory: " + ("n/a" if peak is None else f"{peak:.0f} MB"))
+    print(f"cores used over the attack: server {server_cpu / args.seconds:.2f}, "
+          f"attacking process {attacker_cpu / args.seconds:.2f} (of {os.cpu_count()})")
     for label, count in sorted(statuses.items()):
         print(f"  {label:40} {count:7d}")
     fives = sum(count for label, count in statuses.items() if label.split()[-1].startswith("5"))
