@@ -65,20 +65,20 @@ FUNCTIONS = [
     """,
     # Provenance is kept whoever wrote the link: a key limited to butlers included.
     """
-    CREATE FUNCTION engram_add_origins(kind text, row_id uuid, added text[])
+    CREATE FUNCTION engram_add_origins(tenant text, kind text, row_id uuid, added text[])
     RETURNS void LANGUAGE plpgsql SET engram.butlers = '' AS $$
     BEGIN
         IF added IS NULL OR cardinality(added) = 0 THEN
             RETURN;
         ELSIF kind = 'fact' THEN
             UPDATE facts SET origins = engram_merge_origins(origins, added)
-            WHERE id = row_id AND NOT origins @> added;
+            WHERE tenant_id = tenant AND id = row_id AND NOT origins @> added;
         ELSIF kind = 'rule' THEN
             UPDATE rules SET origins = engram_merge_origins(origins, added)
-            WHERE id = row_id AND NOT origins @> added;
+            WHERE tenant_id = tenant AND id = row_id AND NOT origins @> added;
         ELSIF kind = 'procedure' THEN
             UPDATE procedures SET origins = engram_merge_origins(origins, added)
-            WHERE id = row_id AND NOT origins @> added;
+            WHERE tenant_id = tenant AND id = row_id AND NOT origins @> added;
         END IF;
     END $$
     """,
@@ -87,13 +87,13 @@ FUNCTIONS = [
     LANGUAGE plpgsql SET engram.butlers = '' AS $$
     BEGIN
         IF NEW.target_type = 'episode' THEN
-            PERFORM engram_add_origins(NEW.source_type, NEW.source_id, (
+            PERFORM engram_add_origins(NEW.tenant_id, NEW.source_type, NEW.source_id, (
                 SELECT engram_episode_origins(e.butler, e.session_id, e.inferred_session)
-                FROM episodes e WHERE e.id = NEW.target_id));
+                FROM episodes e WHERE e.tenant_id = NEW.tenant_id AND e.id = NEW.target_id));
         ELSE
-            PERFORM engram_add_origins(NEW.source_type, NEW.source_id, (
+            PERFORM engram_add_origins(NEW.tenant_id, NEW.source_type, NEW.source_id, (
                 SELECT engram_run_origins(u.id, u.task_id) FROM runs u
-                WHERE u.id = NEW.target_id));
+                WHERE u.tenant_id = NEW.tenant_id AND u.id = NEW.target_id));
         END IF;
         RETURN NULL;
     END $$
@@ -104,7 +104,8 @@ FUNCTIONS = [
     BEGIN
         NEW.origins := engram_merge_origins(NEW.origins, (
             SELECT engram_episode_origins(e.butler, e.session_id, e.inferred_session)
-            FROM episodes e WHERE e.id = NEW.source_episode_id));
+            FROM episodes e
+            WHERE e.tenant_id = NEW.tenant_id AND e.id = NEW.source_episode_id));
         RETURN NEW;
     END $$
     """,
@@ -115,13 +116,13 @@ FUNCTIONS = [
         added text[] := engram_episode_origins(NEW.butler, NEW.session_id,
                                                NEW.inferred_session);
     BEGIN
-        PERFORM engram_add_origins(l.source_type, l.source_id, added)
+        PERFORM engram_add_origins(NEW.tenant_id, l.source_type, l.source_id, added)
         FROM memory_links l
         WHERE l.target_type = 'episode' AND l.target_id = NEW.id
           AND l.relation = 'derived_from' AND l.tenant_id = NEW.tenant_id;
-        PERFORM engram_add_origins('fact', f.id, added)
+        PERFORM engram_add_origins(NEW.tenant_id, 'fact', f.id, added)
         FROM facts f WHERE f.source_episode_id = NEW.id AND f.tenant_id = NEW.tenant_id;
-        PERFORM engram_add_origins('rule', r.id, added)
+        PERFORM engram_add_origins(NEW.tenant_id, 'rule', r.id, added)
         FROM rules r WHERE r.source_episode_id = NEW.id AND r.tenant_id = NEW.tenant_id;
         RETURN NULL;
     END $$
@@ -215,7 +216,7 @@ def downgrade() -> None:
     for table in SOURCED:
         op.execute(f"DROP TRIGGER IF EXISTS trg_{table}_source_origins ON {table}")
     for name in ("engram_episode_origins_moved()", "engram_source_origins()",
-                 "engram_link_origins()", "engram_add_origins(text, uuid, text[])",
+                 "engram_link_origins()", "engram_add_origins(text, text, uuid, text[])",
                  "engram_merge_origins(text[], text[])", "engram_run_origins(uuid, text)",
                  "engram_episode_origins(text, text, uuid)"):
         op.execute(f"DROP FUNCTION IF EXISTS {name}")
