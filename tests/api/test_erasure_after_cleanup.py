@@ -18,8 +18,7 @@ from app.services.erasure_preview import preview_erasure
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import create_entity, store_episode, store_fact
 from tests.support.http import post
-from tests.support.jobs import job_context, run_job
-from tests.support.llm_stub import LLMStub, completion, user_prompt
+from tests.support.jobs import consolidate, job_context, run_job
 from tests.support.rights import erase, marker_hits
 
 GONE = "6402917"
@@ -47,14 +46,7 @@ async def _plant(client: httpx.AsyncClient, app: Any, settings: Any) -> dict[str
                         session_id="s-gone")
     await store_episode(client, f"Ann: dial {GONE} after nine", butler="chat",
                         session_id="s-gone")
-    stub = await LLMStub().start()
-    stub.responder = lambda body: completion(_answer(user_prompt(body)))
-    try:
-        job = await run_job(client, job_context(app, settings, llm_url=stub.base_url),
-                            "consolidation")
-    finally:
-        await stub.stop()
-    assert job["status"] == "succeeded", job
+    await consolidate(client, app, settings, _answer)
     learned = {}
     for kind, path, params in (("fact", "/v1/facts", {"subject": "Ann"}),
                                ("rule", "/v1/rules", {"scope": "chat"}),

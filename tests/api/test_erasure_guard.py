@@ -3,7 +3,6 @@ in every mode and type, recall, context, graph, export, the ledger views, reads 
 the MCP tools, nor as passages, keyword postings or keyword statistics."""
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,8 +13,7 @@ from tests.api.test_mcp import live_url, mcp_as, ok  # noqa: F401 - fixtures of 
 from tests.support.every_kind import plant_every_kind
 from tests.support.factories import create_entity, store_episode, store_fact, store_rule
 from tests.support.http import post
-from tests.support.jobs import job_context, run_job
-from tests.support.llm_stub import LLMStub, completion, user_prompt
+from tests.support.jobs import consolidate
 from tests.support.rights import erase, marker_hits
 
 GONE = "7310442"
@@ -34,20 +32,6 @@ class World:
         self.kept: list[tuple[str, str]] = []
 
 
-async def _consolidate(client: Any, app: Any, settings: Any,
-                       answer: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    """One consolidation job; the stub answers each prompt with `answer(prompt)`."""
-    stub = await LLMStub().start()
-    stub.responder = lambda body: completion(answer(user_prompt(body)))
-    try:
-        job = await run_job(client, job_context(app, settings, llm_url=stub.base_url),
-                            "consolidation")
-    finally:
-        await stub.stop()
-    assert job["status"] == "succeeded", job
-    return job
-
-
 async def _one(client: Any, path: str, **params: Any) -> dict[str, Any]:
     [item] = (await client.get(path, params=params)).json()["items"]
     result: dict[str, Any] = item
@@ -62,7 +46,7 @@ async def _session(client: Any, app: Any, settings: Any) -> World:
     first = await store_episode(client, f"Ann said: call me on {GONE}", session_id="s-erased")
     second = await store_episode(client, f"Ann: my office code is {GONE}",
                                  session_id="s-erased")
-    await _consolidate(client, app, settings, lambda prompt: {
+    await consolidate(client, app, settings, lambda prompt: {
         "new_facts": [{"subject": "Ann", "predicate": "phone",
                        "content": f"Ann's phone is {GONE}"},
                       {"subject": "Bob", "predicate": "drink",
@@ -105,7 +89,7 @@ async def _butler(client: Any, app: Any, settings: Any) -> World:
         return {"new_facts": [{"subject": "Ann", "predicate": "phone",
                                "content": f"Ann's phone is {GONE}"}]}
 
-    await _consolidate(client, app, settings, answer)
+    await consolidate(client, app, settings, answer)
     fact = await _one(client, "/v1/facts", subject="Ann")
     bob = await _one(client, "/v1/facts", subject="Bob")
     world.gone = [("episode", gone["id"]), ("fact", fact["id"]), ("rule", rule["id"])]

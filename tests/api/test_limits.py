@@ -2,6 +2,7 @@
 and for the console, and revoked keys within the cache bound."""
 
 import secrets
+from contextlib import contextmanager
 
 import pytest
 
@@ -11,15 +12,24 @@ from app.services import api_keys
 from tests.support.console import sign_in
 
 
-@pytest.fixture
-def tight_limits(app):
+@contextmanager
+def limits_set(app, **settings):
+    """The app's limits with `settings` (the rest default) and no caller remembered."""
     limits = app.state.caller_limits
     original = limits.settings
-    limits.settings = LimitSettings(requests_per_second=0.5, burst=2)
+    limits.settings = LimitSettings(**settings)
     limits.clear()
-    yield
-    limits.settings = original
-    limits.clear()
+    try:
+        yield limits
+    finally:
+        limits.settings = original
+        limits.clear()
+
+
+@pytest.fixture
+def tight_limits(app):
+    with limits_set(app, requests_per_second=0.5, burst=2):
+        yield
 
 
 async def test_past_the_request_rate_a_key_gets_429_with_retry_after(client, tight_limits):
@@ -78,13 +88,8 @@ async def test_a_chunked_body_past_the_bytes_in_flight_gets_429_naming_the_body(
 @pytest.fixture
 def strict_unverified(app):
     """Three requests with keys not yet known valid per address, then next to none."""
-    limits = app.state.caller_limits
-    original = limits.settings
-    limits.settings = LimitSettings(unverified_requests_per_second=0.001, unverified_burst=3)
-    limits.clear()
-    yield limits
-    limits.settings = original
-    limits.clear()
+    with limits_set(app, unverified_requests_per_second=0.001, unverified_burst=3) as limits:
+        yield limits
 
 
 async def test_random_keys_are_refused_past_the_address_burst(client, anonymous_client,

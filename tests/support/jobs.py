@@ -1,5 +1,6 @@
 """Helpers for job tests: a worker context with chosen settings, enqueue-and-run."""
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -9,6 +10,7 @@ from app.config import JobSettings, LLMSettings, Settings
 from app.services.background import worker
 from app.services.jobs import JobContext
 from tests.support.factories import store_episode
+from tests.support.llm_stub import LLMStub, completion, user_prompt
 
 
 def job_context(app: Any, settings: Settings, *, llm_url: str | None = None,
@@ -33,6 +35,21 @@ async def run_job(client: httpx.AsyncClient, ctx: JobContext, kind: str,
     finished = await client.get(f"/v1/jobs/{response.json()['id']}")
     assert finished.status_code == 200
     job: dict[str, Any] = finished.json()
+    return job
+
+
+async def consolidate(client: httpx.AsyncClient, app: Any, settings: Settings,
+                      answer: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """One consolidation job that succeeds; the stub LLM answers each prompt with
+    `answer(prompt)`."""
+    stub = await LLMStub().start()
+    stub.responder = lambda body: completion(answer(user_prompt(body)))
+    try:
+        job = await run_job(client, job_context(app, settings, llm_url=stub.base_url),
+                            "consolidation")
+    finally:
+        await stub.stop()
+    assert job["status"] == "succeeded", job
     return job
 
 
