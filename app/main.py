@@ -73,8 +73,10 @@ V1_RESPONSES: dict[int | str, dict[str, Any]] = {
                          "(`--butlers`) and the operation writes for another butler or the "
                          "global scope, changes a run, or works on every butler"},
     429: {**problem_responses(429)[429],
-          "description": "Too many requests or request bytes in flight for this API key; "
-                         "retry after the seconds in the Retry-After header",
+          "description": "Too many requests or request bytes in flight for this API key "
+                         "(for a key this process has not yet found live, or none, from "
+                         "this client address); retry after the seconds in the Retry-After "
+                         "header",
           "headers": {"Retry-After": {"description": "Seconds to wait before retrying",
                                       "schema": {"type": "integer"}}}},
 }

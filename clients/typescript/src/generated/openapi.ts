@@ -6046,7 +6046,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6122,7 +6122,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6198,7 +6198,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6282,7 +6282,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6380,7 +6380,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6478,7 +6478,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6576,7 +6576,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6652,7 +6652,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6759,7 +6759,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6845,7 +6845,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -6921,7 +6921,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7005,7 +7005,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7100,7 +7100,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7198,7 +7198,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7293,7 +7293,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7391,7 +7391,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7505,7 +7505,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7581,7 +7581,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7667,7 +7667,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7751,7 +7751,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7833,7 +7833,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -7917,7 +7917,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8003,7 +8003,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8087,7 +8087,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8159,7 +8159,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8286,7 +8286,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8381,7 +8381,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8477,7 +8477,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8563,7 +8563,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8649,7 +8649,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8733,7 +8733,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8815,7 +8815,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -8909,7 +8909,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9007,7 +9007,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9091,7 +9091,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9175,7 +9175,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9267,7 +9267,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9364,7 +9364,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9443,7 +9443,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9519,7 +9519,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9595,7 +9595,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9667,7 +9667,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9739,7 +9739,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9815,7 +9815,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9899,7 +9899,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -9979,7 +9979,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10059,7 +10059,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10141,7 +10141,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10220,7 +10220,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10301,7 +10301,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10418,7 +10418,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10513,7 +10513,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10599,7 +10599,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10706,7 +10706,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10792,7 +10792,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10868,7 +10868,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -10952,7 +10952,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11050,7 +11050,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11148,7 +11148,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11232,7 +11232,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11330,7 +11330,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11406,7 +11406,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11517,7 +11517,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11593,7 +11593,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11677,7 +11677,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11759,7 +11759,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11853,7 +11853,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -11937,7 +11937,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12035,7 +12035,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12133,7 +12133,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12227,7 +12227,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12331,7 +12331,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12407,7 +12407,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12483,7 +12483,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12559,7 +12559,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12643,7 +12643,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12725,7 +12725,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12813,7 +12813,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12901,7 +12901,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -12989,7 +12989,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13077,7 +13077,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13153,7 +13153,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13227,7 +13227,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13316,7 +13316,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13435,7 +13435,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13533,7 +13533,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13651,7 +13651,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13742,7 +13742,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13850,7 +13850,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -13954,7 +13954,7 @@ export interface operations {
                     "application/problem+json": unknown;
                 };
             };
-            /** @description Too many requests or request bytes in flight for this API key; retry after the seconds in the Retry-After header */
+            /** @description Too many requests or request bytes in flight for this API key (for a key this process has not yet found live, or none, from this client address); retry after the seconds in the Retry-After header */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
