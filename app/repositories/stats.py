@@ -5,9 +5,8 @@ from typing import Any
 from sqlalchemy import Float, and_, cast, extract, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.constants import SECONDS_PER_HOUR
 from app.models import Episode, Fact, Rule
-
-SECONDS_PER_HOUR = 3600.0
 
 
 async def episode_counts(session: AsyncSession, *, tenant_id: str,

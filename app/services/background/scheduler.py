@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.config import JobSettings
+from app.constants import SECONDS_PER_HOUR
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.scope import SYSTEM
@@ -19,7 +20,6 @@ from app.services.jobs import JobContext
 
 logger = logging.getLogger(__name__)
 
-SECONDS_PER_HOUR = 3600.0
 
 
 def slot_start(now: datetime, interval_hours: float) -> datetime:
