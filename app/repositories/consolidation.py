@@ -21,14 +21,15 @@ class PendingGroup:
 AWAITING = ("pending", "failed")
 
 
-def _awaiting() -> list[ColumnElement[bool]]:
-    """Not consolidated and not forgotten, whether expired or not."""
+def awaiting() -> list[ColumnElement[bool]]:
+    """Episodes waiting for consolidation: pending or failed, not consolidated and not
+    forgotten, whether expired or not."""
     return [~Episode.consolidated, Episode.consolidation_status.in_(AWAITING),
             Episode.forgotten_at.is_(None)]
 
 
 def _pending(tenant_id: str | None) -> list[ColumnElement[bool]]:
-    clauses = [*_awaiting(),
+    clauses = [*awaiting(),
                or_(Episode.next_attempt_at.is_(None), Episode.next_attempt_at <= func.now())]
     if tenant_id is not None:
         clauses.append(Episode.tenant_id == tenant_id)
@@ -93,7 +94,7 @@ async def lock_still_pending(session: AsyncSession, *,
     forgotten meanwhile); their ids, oldest first."""
     stmt = (
         select(Episode.id)
-        .where(Episode.id.in_(episode_ids), *_awaiting())
+        .where(Episode.id.in_(episode_ids), *awaiting())
         .order_by(Episode.created_at, Episode.id)
         .with_for_update()
     )

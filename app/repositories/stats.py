@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SECONDS_PER_HOUR
 from app.models import Episode, Fact, Rule
+from app.repositories import consolidation as consolidation_rows
 
 
 async def episode_counts(session: AsyncSession, *, tenant_id: str,
@@ -44,7 +45,7 @@ async def awaiting_consolidation(session: AsyncSession) -> dict[str, int]:
     (pending, failed)."""
     stmt = (
         select(Episode.consolidation_status, func.count())
-        .where(~Episode.consolidated, Episode.forgotten_at.is_(None))
+        .where(*consolidation_rows.awaiting())
         .group_by(Episode.consolidation_status)
     )
     return {status: int(count) for status, count in await session.execute(stmt)}
