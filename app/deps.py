@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
 from app.config import Settings
+from app.credentials import MISSING_KEY, UNKNOWN_KEY
 from app.embedding import Embedder
 from app.errors import Forbidden, Unauthorized
 from app.reads import SAFE_METHODS, read_transaction, writer_key
@@ -98,11 +99,10 @@ async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
     if settings.auth_disabled:
         return KeyCaller(settings.default_tenant, actors.ANONYMOUS)
     if not secret:
-        raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>' "
-                           "or 'X-API-Key: <key>'")
+        raise Unauthorized(MISSING_KEY)
     owner = await resolve_key(state.sessionmaker, state.tenant_cache, secret)
     if owner is None:
-        raise Unauthorized("the API key is unknown or revoked")
+        raise Unauthorized(UNKNOWN_KEY)
     return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id, owner.butlers),
                      owner.access == "write")
 

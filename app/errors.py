@@ -16,6 +16,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from app.credentials import CHALLENGE
+
 logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -208,7 +210,7 @@ def add_exception_handlers(app: FastAPI) -> None:
             extra["errors"] = [{"field": exc.field, "message": exc.detail}]
         response = problem_response(exc.status_code, exc.title, exc.detail, request, **extra)
         if isinstance(exc, Unauthorized):
-            response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
+            response.headers["WWW-Authenticate"] = CHALLENGE
         if exc.retry_after is not None:
             response.headers["Retry-After"] = str(exc.retry_after)
         return response

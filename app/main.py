@@ -219,9 +219,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The key cache tells the limits which keys were found live.
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.caller_limits = CallerLimits(settings.limits)
-    async def live_key(secret: bytes) -> bool:
+    async def live_key(secret: str) -> bool:
         owner = await api_keys.resolve_key(app.state.sessionmaker, app.state.tenant_cache,
-                                           secret.decode("latin-1"))
+                                           secret)
         return owner is not None
 
     app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits,

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.asgi import HttpMiddleware
 from app.config import LimitSettings
+from app.credentials import CHALLENGE, MISSING_KEY, UNKNOWN_KEY, api_key_of
 from app.middleware import content_length, send_problem
 
 LIMITED_PREFIXES = ("/v1", "/mcp", "/ui")
@@ -166,14 +167,9 @@ class CallerLimits:
             bucket.bytes_in_flight = max(0, bucket.bytes_in_flight - size)
 
 
-def api_key_of(scope: Scope) -> bytes | None:
-    """The API key as authentication reads it: `Authorization: Bearer <key>`, else
-    `X-API-Key`; the first of each header counts."""
-    headers = dict(reversed(scope.get("headers", [])))
-    scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
-    if scheme.lower() == b"bearer" and credentials.strip():
-        return credentials.strip()
-    return headers.get(b"x-api-key") or None
+def key_hash_of(secret: str) -> str:
+    """A key's SHA-256, as the key cache and the database keep it."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
 def client_address(scope: Scope) -> str:
@@ -202,10 +198,10 @@ def caller_of(scope: Scope, *, known_key: Callable[[str], bool],
         return Caller.unverified(address)
     if auth_disabled or path.startswith(CONSOLE_PREFIX):
         return Caller.address(address)
-    secret = api_key_of(scope)
+    secret = api_key_of(scope.get("headers", []))
     if secret is None:
         return Caller.address(address)
-    key_hash = hashlib.sha256(secret).hexdigest()
+    key_hash = key_hash_of(secret)
     return Caller.for_key(key_hash) if known_key(key_hash) else Caller.unverified(address)
 
 
@@ -225,7 +221,7 @@ class RateLimitMiddleware(HttpMiddleware):
 
     def __init__(self, app: ASGIApp, *, limits: CallerLimits,
                  known_key: Callable[[str], bool], auth_disabled: bool,
-                 live_key: Callable[[bytes], Awaitable[bool]] | None = None) -> None:
+                 live_key: Callable[[str], Awaitable[bool]] | None = None) -> None:
         super().__init__(app)
         self.limits = limits
         self.known_key = known_key
@@ -279,23 +275,22 @@ class RateLimitMiddleware(HttpMiddleware):
         if (self.live_key is None or self.auth_disabled or not path.startswith(KEYED_PREFIXES)
                 or not has_body(scope)):
             return False
-        secret = api_key_of(scope)
+        secret = api_key_of(scope.get("headers", []))
         if secret is None:
-            detail = ("an API key is required: send 'Authorization: Bearer <key>' "
-                      "or 'X-API-Key: <key>'")
+            detail = MISSING_KEY
         elif not caller.strict or await self.live_key(secret):
             return False
         else:
-            detail = "the API key is unknown or revoked"
+            detail = UNKNOWN_KEY
         await send_problem(send, 401, "Unauthorized", detail, path, "Authorization",
-                           headers=[(b"www-authenticate", b'Bearer realm="engram"')])
+                           headers=[(b"www-authenticate", CHALLENGE.encode())])
         return True
 
     def _charge_key_found_live(self, scope: Scope) -> None:
         """A key found live by this request counts it, as it counts the key's later ones."""
-        secret = api_key_of(scope)
+        secret = api_key_of(scope.get("headers", []))
         if secret is not None and not self.auth_disabled:
-            key_hash = hashlib.sha256(secret).hexdigest()
+            key_hash = key_hash_of(secret)
             if self.known_key(key_hash):
                 self.limits.charge(Caller.for_key(key_hash))
 

@@ -1,22 +1,13 @@
 """The /mcp endpoint: authenticate like REST, then hand the request to the MCP transport."""
 
-from fastapi.security.utils import get_authorization_scheme_param
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from app.credentials import CHALLENGE, api_key_of
 from app.deps import caller_for_key
 from app.errors import Unauthorized, problem_response
 from app.mcp.calls import ACTOR_SCOPE_KEY, TENANT_SCOPE_KEY
-
-
-def api_key_of(headers: Headers) -> str | None:
-    """The API key as REST reads it: `Authorization: Bearer <key>`, else `X-API-Key`."""
-    scheme, credentials = get_authorization_scheme_param(headers.get("authorization"))
-    if scheme.lower() == "bearer" and credentials:
-        return credentials
-    return headers.get("x-api-key") or None
 
 
 class McpEndpoint:
@@ -32,10 +23,10 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         try:
-            caller = await caller_for_key(request.app.state, api_key_of(request.headers))
+            caller = await caller_for_key(request.app.state, api_key_of(scope["headers"]))
         except Unauthorized as error:
             response = problem_response(error.status_code, error.title, error.detail, request)
-            response.headers["WWW-Authenticate"] = 'Bearer realm="engram"'
+            response.headers["WWW-Authenticate"] = CHALLENGE
             await response(scope, receive, send)
             return
         if not caller.can_write:
