@@ -95,15 +95,13 @@ async def export_snapshot(sessionmaker: async_sessionmaker[AsyncSession], *, ten
     try:
         size = await asyncio.wait_for(_spool(sessionmaker, tenant_id, spool, settings),
                                       settings.snapshot_seconds)
-    except (TimeoutError, _SnapshotCanceled):
+    except BaseException as error:
         spool.close()
         give_back()
-        raise Unavailable(f"reading the export took longer than {settings.snapshot_seconds:g} "
-                          "s (export.snapshot_seconds)", retry_after=RETRY_AFTER_SECONDS
-                          ) from None
-    except BaseException:
-        spool.close()
-        give_back()
+        if isinstance(error, TimeoutError | _SnapshotCanceled):
+            raise Unavailable(f"reading the export took longer than "
+                              f"{settings.snapshot_seconds:g} s (export.snapshot_seconds)",
+                              retry_after=RETRY_AFTER_SECONDS) from None
         raise
     return Snapshot(spool, size, give_back)
 
