@@ -175,7 +175,7 @@ async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> Non
 def _reembed(settings: Settings, every: bool) -> None:
     from app.db import make_sessionmaker
     from app.embedding import get_embedder
-    from app.services.background.reembed import reembed_all
+    from app.worker.reembed import reembed_all
 
     async def run() -> None:
         async with _database(settings) as engine:
@@ -188,7 +188,7 @@ def _reembed(settings: Settings, every: bool) -> None:
 
 def _reindex(settings: Settings) -> None:
     from app.db import make_sessionmaker
-    from app.services.background.reindex import reindex_all
+    from app.worker.reindex import reindex_all
 
     async def run() -> None:
         async with _database(settings) as engine:
@@ -202,7 +202,7 @@ def _reindex(settings: Settings) -> None:
 
 def _infer_sessions(settings: Settings) -> None:
     from app.db import make_sessionmaker
-    from app.services.background.session_backfill import infer_missing_sessions
+    from app.worker.session_backfill import infer_missing_sessions
 
     gap = settings.episode_session_gap_minutes
     if gap <= 0:

@@ -39,11 +39,11 @@ from app.replicas import build_replicas
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys, stats
-from app.services.background.worker import BackgroundJobs
 from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
 from app.services.references import ReferenceQueue
 from app.tracing import configure_tracing
+from app.worker.worker import BackgroundJobs
 
 logger = logging.getLogger("engram")
 

@@ -31,9 +31,9 @@ from app import migrations  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import create_engine, make_sessionmaker, resolve_database_url  # noqa: E402
 from app.embedding import get_embedder  # noqa: E402
-from app.services.background.cleanup import run_episode_cleanup  # noqa: E402
-from app.services.background.pii import run_pii_scrub  # noqa: E402
 from app.services.jobs import JobContext  # noqa: E402
+from app.worker.cleanup import run_episode_cleanup  # noqa: E402
+from app.worker.pii import run_pii_scrub  # noqa: E402
 
 SYSTEM = "SELECT set_config('engram.system', 'on', true)"
 TENANT = "bench"

@@ -7,8 +7,8 @@ from app.console.auth import ChangeDep, ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
 from app.errors import InvalidInput
 from app.schemas.erasures import ErasureCreate
-from app.services.background import erasure
 from app.services.erasure_preview import PREVIEW_LIMIT, preview_erasure
+from app.worker import erasure
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 SELECTORS = {"subject": "Facts about a subject (every version)",

@@ -17,10 +17,10 @@ from app.schemas.data_rights import DeletedOut, ExportPageOut, ExportPageRequest
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
 from app.services import deletion, memories
-from app.services.background import erasure
 from app.services.export_pages import export_page
 from app.services.responses.data_rights import deleted_out, export_page_out
 from app.services.responses.jobs import job_out
+from app.worker import erasure
 
 FactsArg = Annotated[deletion.FactsOfEntity, Field(
     description="detach: the entity's facts stay, anchored to no entity; delete: they go too, "

@@ -6,8 +6,8 @@ from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.services.background import erasure
 from app.services.responses.jobs import job_out
+from app.worker import erasure
 
 router = APIRouter(prefix="/v1/erasures", tags=["data rights"])
 

@@ -10,7 +10,7 @@ from app.repositories import graph as graph_rows
 from app.repositories.erasure_batches import ErasureSelector
 from app.schemas.erasures import ErasureCreate
 from app.services import butler_limits, entities
-from app.services.background.erasure import PHASES, _selector
+from app.worker.erasure import PHASES, _selector
 
 PREVIEW_LIMIT = 200
 

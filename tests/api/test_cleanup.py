@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.config import RunSettings
-from app.services.background import worker
+from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import add_episodes, job_context, run_job
 

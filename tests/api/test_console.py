@@ -12,7 +12,7 @@ import pytest
 from app.main import create_app
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
-from app.services.background import scheduler, worker
+from app.worker import scheduler, worker
 from tests.support.console import console_client, csrf_of, post_form, sign_in
 from tests.support.http import post
 from tests.support.jobs import job_context

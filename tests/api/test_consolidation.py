@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from app.services.background.consolidation.pipeline import DRY_RUN_REASON
+from app.worker.consolidation.pipeline import DRY_RUN_REASON
 from tests.support.factories import store_fact, store_rule
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, completion, episode_ids, user_prompt

@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.services.background import worker
-from app.services.background.consolidation.parser import NO_JSON_ERROR
+from app.worker import worker
+from app.worker.consolidation.parser import NO_JSON_ERROR
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, Reply, completion, user_prompt
 

@@ -3,7 +3,7 @@ the facts and rules the prompt showed may be updated or confirmed."""
 
 import pytest
 
-from app.services.background.consolidation import pipeline
+from app.worker.consolidation import pipeline
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import store_fact, store_rule
 from tests.support.http import post

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from app.repositories import consolidation as consolidation_rows
-from app.services.background import worker
+from app.worker import worker
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, Reply, completion, episode_ids, user_prompt
 

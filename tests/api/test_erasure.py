@@ -5,8 +5,8 @@ import uuid
 import pytest
 
 from app.repositories import erasure as erasure_rows
-from app.services.background import worker
-from app.services.background.erasure import run_erasure
+from app.worker import worker
+from app.worker.erasure import run_erasure
 from tests.support.factories import create_entity, store_episode, store_fact, store_rule
 from tests.support.http import post
 from tests.support.jobs import job_context

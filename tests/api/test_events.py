@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from app.main import create_app
-from app.services.background import worker
+from app.worker import worker
 from tests.support.factories import store_episode, store_fact
 from tests.support.jobs import job_context
 from tests.support.rights import key_id_of

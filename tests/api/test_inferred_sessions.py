@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from app.services.background.session_backfill import infer_missing_sessions
+from app.worker.session_backfill import infer_missing_sessions
 from tests.support.factories import store_episode
 from tests.support.http import post
 from tests.support.rights import erase

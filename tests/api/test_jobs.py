@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from app.services.background import worker
+from app.worker import worker
 from tests.support.jobs import job_context, run_job
 
 

@@ -7,8 +7,8 @@ import httpx
 
 from app.config import JobSettings
 from app.main import create_app
-from app.services.background import scheduler
-from app.services.llm import backoff_delay
+from app.worker import scheduler
+from app.worker.llm import backoff_delay
 from tests.support.jobs import job_context
 
 NOON = datetime(2026, 11, 21, 13, 37, tzinfo=UTC)

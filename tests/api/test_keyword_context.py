@@ -3,8 +3,8 @@ before it too."""
 
 import pytest
 
-from app.services.background.reindex import reindex_all
 from app.text import CONTEXT_MAX_CHARS
+from app.worker.reindex import reindex_all
 from tests.support.factories import store_episode
 from tests.support.rights import marker_hits
 

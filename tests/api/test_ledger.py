@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from app.config import AgentMemorySettings
-from app.services.background import worker
+from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import job_context
 from tests.support.llm_stub import LLMStub, completion, user_prompt

@@ -18,7 +18,7 @@ from mcp.types import CallToolResult
 
 from app.config import Settings
 from app.main import create_app
-from app.services.background import worker
+from app.worker import worker
 from tests.conftest import REPO_ROOT
 from tests.support.employer_history import BELIEVED_BEFORE_CORRECTION, HELD, STORE_ORDER
 from tests.support.jobs import job_context

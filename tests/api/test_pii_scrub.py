@@ -7,8 +7,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from app.services.background import scheduler, worker
-from app.services.background.pii import Scrubber
+from app.worker import scheduler, worker
+from app.worker.pii import Scrubber
 from tests.api.test_mcp import live_url, mcp_as, ok  # noqa: F401 - fixtures of the MCP tests
 from tests.support.factories import store_episode, store_rule
 from tests.support.http import post

@@ -1,6 +1,6 @@
 """Re-embedding memories whose vectors came from another model version."""
 
-from app.services.background.reembed import reembed_all
+from app.worker.reembed import reembed_all
 
 
 async def test_reembed_rewrites_only_stale_vectors(client, sql, app):

@@ -5,7 +5,7 @@ from typing import Any
 
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
-from app.services.background import worker
+from app.worker import worker
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401 - MCP fixtures
 from tests.api.test_runs import create_run
 from tests.support.console import console_client

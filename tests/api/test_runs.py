@@ -6,7 +6,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from app.config import RunSettings
-from app.services.background import worker
+from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import job_context
 

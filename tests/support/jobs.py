@@ -7,8 +7,8 @@ import httpx
 from pydantic import SecretStr
 
 from app.config import JobSettings, LLMSettings, Settings
-from app.services.background import worker
 from app.services.jobs import JobContext
+from app.worker import worker
 from tests.support.factories import store_episode
 from tests.support.llm_stub import LLMStub, completion, user_prompt
 

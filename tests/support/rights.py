@@ -4,7 +4,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.services.background import worker
+from app.worker import worker
 from tests.support.jobs import job_context
 
 # Column types whose text a person's data can sit in.

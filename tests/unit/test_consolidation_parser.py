@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from app.services.background.consolidation.parser import (
+from app.worker.consolidation.parser import (
     NO_JSON_ERROR,
     extract_json_block,
     parse_consolidation_output,

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from app.config import DEFAULT_PII_PATTERNS
-from app.services.background.pii import Scrubber
+from app.worker.pii import Scrubber
 
 # A bound an old machine meets with room to spare for 50,000 characters of a linear pattern
 # (a few milliseconds); a pattern that retries from every position takes seconds.

@@ -13,13 +13,13 @@ from typing import Any
 from app.errors import InvalidInput
 from app.repositories import ledger as ledger_rows
 from app.scope import Scope
-from app.services.background.consolidation.parser import extract_json_block
 from app.services.embeddings import embed_texts
 from app.services.formulas import salience
 from app.services.formulas.salience import GLOBAL, LedgerEvent
 from app.services.jobs import JobContext, JobOutcome
 from app.services.ledger import ledger_event, write_reflection
-from app.services.llm import ChatClient, ChatMessage, LLMError
+from app.worker.consolidation.parser import extract_json_block
+from app.worker.llm import ChatClient, ChatMessage, LLMError
 
 MAX_BELIEF_CHARS = 2000
 SYSTEM_PROMPT = (

@@ -13,14 +13,14 @@ from app.models import Job
 from app.repositories import jobs as job_rows
 from app.scope import SYSTEM
 from app.services import actors
-from app.services.background.arc_boundaries import run_arc_boundaries
-from app.services.background.cleanup import run_episode_cleanup
-from app.services.background.consolidation.pipeline import run_consolidation
-from app.services.background.decay import run_decay_sweep
-from app.services.background.erasure import run_erasure
-from app.services.background.pii import run_pii_scrub
-from app.services.background.reflection import run_reflection
 from app.services.jobs import JobContext, JobOutcome
+from app.worker.arc_boundaries import run_arc_boundaries
+from app.worker.cleanup import run_episode_cleanup
+from app.worker.consolidation.pipeline import run_consolidation
+from app.worker.decay import run_decay_sweep
+from app.worker.erasure import run_erasure
+from app.worker.pii import run_pii_scrub
+from app.worker.reflection import run_reflection
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ class BackgroundJobs:
 
     def start(self) -> "BackgroundJobs":
         """Start the tasks `jobs.worker_enabled` and `jobs.scheduler_enabled` ask for."""
-        from app.services.background.scheduler import run_scheduler
+        from app.worker.scheduler import run_scheduler
 
         if self._ctx.settings.jobs.worker_enabled:
             self._tasks.append(asyncio.create_task(run_worker(self._ctx, self._stop),

@@ -21,18 +21,18 @@ from app.schemas.common import MemoryRef
 from app.schemas.facts import FactCreate
 from app.schemas.procedures import ProcedureCreate, ProcedureStep
 from app.schemas.rules import RuleCreate
-from app.services.background.consolidation.parser import (
+from app.services.fact_timeline import close_superseded
+from app.services.facts import store_fact
+from app.services.memories import confirm
+from app.services.procedures import create_procedure
+from app.services.rules import store_rule
+from app.worker.consolidation.parser import (
     ConsolidationResult,
     NewFact,
     NewProcedure,
     NewRule,
     UpdatedFact,
 )
-from app.services.fact_timeline import close_superseded
-from app.services.facts import store_fact
-from app.services.memories import confirm
-from app.services.procedures import create_procedure
-from app.services.rules import store_rule
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,9 @@ from app.repositories.consolidation import PendingGroup, RetryPolicy
 from app.repositories.provenance import IdField
 from app.scope import SYSTEM, Scope
 from app.services import events
-from app.services.background.consolidation.executor import (
+from app.services.formulas.salience import REFLECTION_KIND
+from app.services.jobs import JobContext, JobOutcome
+from app.worker.consolidation.executor import (
     ExecutionOutcome,
     GroupScope,
     Skipped,
@@ -26,20 +28,18 @@ from app.services.background.consolidation.executor import (
     describe_error,
     execute_consolidation,
 )
-from app.services.background.consolidation.parser import (
+from app.worker.consolidation.parser import (
     ConsolidationResult,
     parse_consolidation_output,
 )
-from app.services.background.consolidation.prompt import (
+from app.worker.consolidation.prompt import (
     SYSTEM_MESSAGE,
     EpisodeItem,
     FactItem,
     RuleItem,
     build_prompt,
 )
-from app.services.formulas.salience import REFLECTION_KIND
-from app.services.jobs import JobContext, JobOutcome
-from app.services.llm import ChatClient, ChatMessage, LLMError
+from app.worker.llm import ChatClient, ChatMessage, LLMError
 
 logger = logging.getLogger(__name__)
 
