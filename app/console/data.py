@@ -9,9 +9,9 @@ from fastapi.responses import StreamingResponse
 from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
 from app.errors import InvalidInput
+from app.responses.events import event_out
 from app.services import events, export_snapshot
 from app.services.portability import NDJSON
-from app.services.responses.events import event_out
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 LISTED = 100

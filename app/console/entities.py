@@ -11,13 +11,13 @@ from app.console.auth import ChangeDep, ConsoleDep, DbDep
 from app.console.graph_svg import SIZE, layout
 from app.console.render import ConsoleRoute, page
 from app.errors import InvalidInput
+from app.responses.entities import entity_out
+from app.responses.facts import fact_out
 from app.schemas.entities import EntityType, ResolveCandidate, ResolveRequest
 from app.schemas.graph import GraphRelation
 from app.services import entities, graph
 from app.services.merge import merge_entities
 from app.services.merge_preview import preview_merge
-from app.services.responses.entities import entity_out
-from app.services.responses.facts import fact_out
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 LISTED = 100

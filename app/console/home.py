@@ -20,11 +20,11 @@ from app.console.auth import (
 )
 from app.console.render import ConsoleRoute, page
 from app.deps import request_scope
+from app.responses.events import event_out
+from app.responses.jobs import job_out
 from app.scope import SYSTEM, scoped_transaction
 from app.services import console_sessions, events, jobs
 from app.services.console_sessions import SESSION_HOURS
-from app.services.responses.events import event_out
-from app.services.responses.jobs import job_out
 from app.services.stats import memory_stats
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)

@@ -13,14 +13,14 @@ from app.console.render import ConsoleRoute, page
 from app.deps import EmbedderDep, SettingsDep
 from app.errors import InvalidInput, NotFound
 from app.models import Episode, Fact, Rule
+from app.responses.events import event_out
+from app.responses.facts import fact_out
+from app.responses.links import link_out
+from app.responses.memories import memory_out
 from app.schemas.common import RESERVED_METADATA_KEYS
 from app.schemas.memory_labels import LabelsUpdate
 from app.services import deletion, memories, memory_edits, rules
 from app.services.memory_views import memory_view
-from app.services.responses.events import event_out
-from app.services.responses.facts import fact_out
-from app.services.responses.links import link_out
-from app.services.responses.memories import memory_out
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 MODELS: dict[str, Any] = {"episodes": Episode, "facts": Fact, "rules": Rule}

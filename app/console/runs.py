@@ -10,11 +10,11 @@ from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
 from app.deps import EmbedderDep, SettingsDep
 from app.errors import InvalidInput
+from app.responses.ledger import agent_context_out
+from app.responses.runs import run_detail_out, run_out
 from app.schemas.common import MAX_NAME_CHARS
 from app.schemas.ledger import AgentContextRequest
 from app.services import ledger, runs
-from app.services.responses.ledger import agent_context_out
-from app.services.responses.runs import run_detail_out, run_out
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 LISTED = 100

@@ -20,6 +20,9 @@ from app.mcp.args import (
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.arcs import arc_out, arc_search_out
+from app.responses.jobs import job_out
+from app.responses.pages import page_out
 from app.schemas.arcs import (
     MAX_KEY_EVENTS,
     MAX_LESSONS,
@@ -40,9 +43,6 @@ from app.schemas.common import Content, Name, Page
 from app.schemas.jobs import JobOut
 from app.schemas.search import QueryText
 from app.services import arcs, jobs
-from app.services.responses.arcs import arc_out, arc_search_out
-from app.services.responses.jobs import job_out
-from app.services.responses.pages import page_out
 
 ArcIdArg = Annotated[uuid.UUID, Field(description="The arc's id (a UUID).")]
 ArcTypeArg = Annotated[Name, Field(

@@ -12,14 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.mcp.args import EntityIdArg, MemoryIdArg, MemoryTypeArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
+from app.responses.data_rights import deleted_out, export_page_out
+from app.responses.jobs import job_out
 from app.schemas.common import Name
 from app.schemas.data_rights import DeletedOut, ExportPageOut, ExportPageRequest
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
 from app.services import deletion, memories
 from app.services.export_pages import export_page
-from app.services.responses.data_rights import deleted_out, export_page_out
-from app.services.responses.jobs import job_out
 from app.worker import erasure
 
 FactsArg = Annotated[deletion.FactsOfEntity, Field(

@@ -20,6 +20,9 @@ from app.mcp.args import (
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.entities import entity_out, merge_out, resolve_out
+from app.responses.facts import fact_page_out
+from app.responses.pages import page_out
 from app.schemas.common import AwareDatetimeIn, Name, Page, Validity
 from app.schemas.entities import (
     Aliases,
@@ -37,9 +40,6 @@ from app.schemas.facts import FactPage
 from app.services import entities
 from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
-from app.services.responses.entities import entity_out, merge_out, resolve_out
-from app.services.responses.facts import fact_page_out
-from app.services.responses.pages import page_out
 
 NameArg = Annotated[Name, Field(description="The entity's canonical name, e.g. 'Ann Smith'.")]
 AliasesArg = Annotated[Aliases | None, Field(description="Other names it goes by; on update the "

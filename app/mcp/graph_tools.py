@@ -12,13 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.mcp.args import CursorArg, LinkFilterArg, PageLimitArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.links import link_out
+from app.responses.pages import page_out
 from app.schemas.common import LinkEndType, Page, ResponseModel
 from app.schemas.graph import GraphOut, GraphRelation, NodeType
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
 from app.services.graph import neighbourhood
-from app.services.responses.links import link_out
-from app.services.responses.pages import page_out
 
 ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
 EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, procedure, "

@@ -11,11 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
+from app.responses.jobs import job_out
+from app.responses.pages import page_out
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
 from app.services import jobs
-from app.services.responses.jobs import job_out
-from app.services.responses.pages import page_out
 
 MaxEntriesArg = Annotated[int, Field(description="Episodes to keep at most; the oldest "
                                                  "consolidated ones are deleted first.")]

@@ -12,6 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.mcp.args import CursorArg, EntityIdArg, FilterArg, PageLimitArg, filter_of
 from app.mcp.calls import Caller, JsonObject, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.episodes import episode_out
+from app.responses.facts import fact_out, fact_page_out
+from app.responses.pages import page_out
+from app.responses.rules import rule_out
 from app.schemas.common import (
     AwareDatetimeIn,
     ConsolidationStatus,
@@ -27,10 +31,6 @@ from app.schemas.facts import FactOut, FactPage
 from app.schemas.rules import RuleOut
 from app.services import episodes, facts, rules
 from app.services.fact_timeline import point_in_time
-from app.services.responses.episodes import episode_out
-from app.services.responses.facts import fact_out, fact_page_out
-from app.services.responses.pages import page_out
-from app.services.responses.rules import rule_out
 
 FactIdArg = Annotated[uuid.UUID, Field(description="The fact's id (a UUID).")]
 ValidityArg = Annotated[Validity | None, Field(

@@ -30,15 +30,15 @@ from app.mcp.args import (
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.episodes import episode_out
+from app.responses.facts import fact_out
+from app.responses.memories import memory_out
+from app.responses.rules import rule_out
 from app.schemas.common import Permanence
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
 from app.schemas.facts import FactContradiction, FactCreate, FactOut
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import episodes, fact_beliefs, facts, memories, rules
-from app.services.responses.episodes import episode_out
-from app.services.responses.facts import fact_out
-from app.services.responses.memories import memory_out
-from app.services.responses.rules import rule_out
 
 MemoryOut = EpisodeOut | FactOut | RuleOut
 

@@ -13,6 +13,8 @@ from app.constants import SearchMode
 from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.pages import page_out
+from app.responses.procedures import procedure_out, procedure_search_out
 from app.schemas.common import Name, Page, ResponseModel
 from app.schemas.procedures import (
     MAX_SOURCES,
@@ -30,8 +32,6 @@ from app.schemas.procedures import (
 )
 from app.schemas.search import QueryText
 from app.services import procedures
-from app.services.responses.pages import page_out
-from app.services.responses.procedures import procedure_out, procedure_search_out
 
 ProcedureIdArg = Annotated[uuid.UUID, Field(description="The procedure's id (a UUID).")]
 StepsArg = Annotated[list[dict[str, Any]], Field(

@@ -13,6 +13,7 @@ from app.constants import SearchMode
 from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.search import context_out, recall_out
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
@@ -31,7 +32,6 @@ from app.schemas.search import (
 from app.schemas.stats import StatsOut
 from app.services import stats
 from app.services.fact_timeline import point_in_time
-from app.services.responses.search import context_out, recall_out
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(

@@ -11,6 +11,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.mcp.args import CursorArg, PageLimitArg, RunFilterArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
+from app.responses.data_rights import deleted_out
+from app.responses.ledger import (
+    agent_context_out,
+    agent_event_out,
+    event_append_out,
+    reflection_out,
+)
+from app.responses.pages import page_out
+from app.responses.runs import (
+    message_batch_out,
+    run_detail_out,
+    run_feedback_out,
+    run_out,
+    run_search_out,
+)
 from app.schemas.common import Content, Metadata, Name, Page, Reason
 from app.schemas.data_rights import DeletedOut
 from app.schemas.ledger import (
@@ -41,21 +56,6 @@ from app.schemas.runs import (
     RunUpdate,
 )
 from app.services import ledger, run_lessons, runs
-from app.services.responses.data_rights import deleted_out
-from app.services.responses.ledger import (
-    agent_context_out,
-    agent_event_out,
-    event_append_out,
-    reflection_out,
-)
-from app.services.responses.pages import page_out
-from app.services.responses.runs import (
-    message_batch_out,
-    run_detail_out,
-    run_feedback_out,
-    run_out,
-    run_search_out,
-)
 
 RunIdArg = Annotated[uuid.UUID, Field(description="The run's id (a UUID).")]
 LedgerArg = Annotated[Name, Field(description="The shared ledger, e.g. one simulation.")]

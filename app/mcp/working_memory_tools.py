@@ -14,6 +14,7 @@ from app.constants import MAX_SESSION_ID_CHARS
 from app.errors import DomainError
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
+from app.responses.working_memory import scratchpad_entry_out, working_memory_out
 from app.schemas.common import ResponseModel
 from app.schemas.working_memory import (
     ScratchpadEntry,
@@ -22,7 +23,6 @@ from app.schemas.working_memory import (
     WorkingMemoryWrite,
 )
 from app.services import working_memory
-from app.services.responses.working_memory import scratchpad_entry_out, working_memory_out
 from app.services.working_memory import Key
 
 AgentIdArg = Annotated[str, Field(min_length=1, max_length=200,

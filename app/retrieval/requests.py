@@ -6,13 +6,13 @@ from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput
+from app.responses.search import search_out
 from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
 from app.retrieval.search import search
 from app.retrieval.timewindow import parse_time_window
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest, SearchResponse
 from app.services.fact_timeline import point_in_time
-from app.services.responses.search import search_out
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,

@@ -13,6 +13,8 @@ from app.deps import (
     TenantDep,
 )
 from app.errors import problem_responses
+from app.responses.arcs import arc_out, arc_search_out
+from app.responses.pages import page_out
 from app.routers.created import locate
 from app.routers.params import ArcFilterQuery, Cursor, Limit, Text
 from app.schemas.arcs import (
@@ -27,8 +29,6 @@ from app.schemas.arcs import (
 )
 from app.schemas.common import Page
 from app.services import arcs
-from app.services.responses.arcs import arc_out, arc_search_out
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/arcs", tags=["arcs"])
 

@@ -7,6 +7,9 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
+from app.responses.entities import entity_out, merge_out, resolve_out
+from app.responses.facts import fact_page_out
+from app.responses.pages import page_out
 from app.routers.created import locate
 from app.routers.params import AsOf, Cursor, EntityFilterQuery, KnownAt, Limit, Text
 from app.schemas.common import Page, Validity
@@ -24,9 +27,6 @@ from app.schemas.facts import FactPage
 from app.services import deletion, entities
 from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
-from app.services.responses.entities import entity_out, merge_out, resolve_out
-from app.services.responses.facts import fact_page_out
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/entities", tags=["entities"])
 

@@ -9,14 +9,14 @@ from app.constants import MAX_SESSION_ID_CHARS
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
+from app.responses.episodes import episode_out
+from app.responses.pages import page_out
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import Cursor, FilterQuery, Limit, Text
 from app.schemas.common import ConsolidationStatus, Page
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
 from app.services import deletion, episodes
-from app.services.responses.episodes import episode_out
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 

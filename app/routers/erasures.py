@@ -4,9 +4,9 @@ from fastapi import APIRouter, Response
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
+from app.responses.jobs import job_out
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.services.responses.jobs import job_out
 from app.worker import erasure
 
 router = APIRouter(prefix="/v1/erasures", tags=["data rights"])

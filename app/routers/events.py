@@ -7,12 +7,12 @@ from fastapi import APIRouter, Query
 
 from app.deps import ReadSessionDep, TenantDep
 from app.errors import problem_responses
+from app.responses.events import event_out
+from app.responses.pages import page_out
 from app.routers.params import Cursor, IsoTime, Limit, Text
 from app.schemas.common import Page
 from app.schemas.events import EventOut
 from app.services import events
-from app.services.responses.events import event_out
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/events", tags=["data rights"])
 

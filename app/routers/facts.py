@@ -8,6 +8,12 @@ from fastapi import APIRouter, Query, Request, Response, status
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Fact
+from app.responses.fact_bulk import (
+    delete_results_out,
+    get_results_out,
+    put_results_out,
+)
+from app.responses.facts import fact_out, fact_page_out
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import AsOf, Cursor, FilterQuery, KnownAt, Limit, Text
@@ -22,12 +28,6 @@ from app.schemas.fact_bulk import (
 from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
 from app.services import fact_beliefs, fact_bulk, facts
 from app.services.fact_timeline import point_in_time
-from app.services.responses.fact_bulk import (
-    delete_results_out,
-    get_results_out,
-    put_results_out,
-)
-from app.services.responses.facts import fact_out, fact_page_out
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
 

@@ -10,13 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
+from app.responses.jobs import job_out
+from app.responses.pages import page_out
 from app.routers.params import Cursor, Limit
 from app.schemas.arcs import ArcBoundaryJobCreate
 from app.schemas.common import Page
 from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
 from app.services import jobs
-from app.services.responses.jobs import job_out
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 

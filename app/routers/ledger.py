@@ -6,6 +6,13 @@ from fastapi import APIRouter, Path, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.responses.ledger import (
+    agent_context_out,
+    agent_event_out,
+    event_append_out,
+    reflection_out,
+)
+from app.responses.pages import page_out
 from app.routers.params import Cursor, Limit, Text
 from app.schemas.common import MAX_NAME_CHARS, Page
 from app.schemas.ledger import (
@@ -18,13 +25,6 @@ from app.schemas.ledger import (
     ReflectionOut,
 )
 from app.services import ledger
-from app.services.responses.ledger import (
-    agent_context_out,
-    agent_event_out,
-    event_append_out,
-    reflection_out,
-)
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/ledgers/{ledger_name}", tags=["ledgers"])
 

@@ -7,12 +7,12 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
+from app.responses.links import link_out
+from app.responses.pages import page_out
 from app.routers.params import Cursor, Limit, LinkFilterQuery
 from app.schemas.common import LinkEndType, Page
 from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
 from app.services import links
-from app.services.responses.links import link_out
-from app.services.responses.pages import page_out
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
 

@@ -12,10 +12,10 @@ from app.deps import (
     TenantDep,
 )
 from app.errors import problem_responses
+from app.responses.data_rights import import_out
 from app.schemas.portability import ImportOut
 from app.services import export_snapshot, portability
 from app.services.portability import NDJSON
-from app.services.responses.data_rights import import_out
 
 router = APIRouter(prefix="/v1", tags=["data rights"])
 

@@ -14,6 +14,8 @@ from app.deps import (
     TenantDep,
 )
 from app.errors import problem_responses
+from app.responses.pages import page_out
+from app.responses.procedures import procedure_out, procedure_search_out
 from app.routers.created import locate
 from app.routers.params import Cursor, Limit, ProcedureFilterQuery, Text
 from app.schemas.common import Page
@@ -28,8 +30,6 @@ from app.schemas.procedures import (
     ProcedureVersionCreate,
 )
 from app.services import procedures
-from app.services.responses.pages import page_out
-from app.services.responses.procedures import procedure_out, procedure_search_out
 
 router = APIRouter(prefix="/v1/procedures", tags=["procedures"])
 

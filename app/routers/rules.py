@@ -8,14 +8,14 @@ from fastapi import APIRouter, Query, Request, Response, status
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
 from app.models import Rule
+from app.responses.pages import page_out
+from app.responses.rules import rule_out
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
 from app.routers.params import Cursor, FilterQuery, Limit, Text
 from app.schemas.common import MaturityLevel, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import rules
-from app.services.responses.pages import page_out
-from app.services.responses.rules import rule_out
 
 router = APIRouter(prefix="/v1/rules", tags=["rules"])
 

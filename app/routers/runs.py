@@ -7,6 +7,15 @@ from fastapi import APIRouter, Depends, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.responses.pages import page_out
+from app.responses.runs import (
+    message_batch_out,
+    run_detail_out,
+    run_feedback_out,
+    run_message_out,
+    run_out,
+    run_search_out,
+)
 from app.routers.created import locate
 from app.routers.params import Cursor, Limit, RunFilterQuery, Text
 from app.schemas.common import Page
@@ -27,15 +36,6 @@ from app.schemas.runs import (
     RunUpdate,
 )
 from app.services import run_lessons, runs
-from app.services.responses.pages import page_out
-from app.services.responses.runs import (
-    message_batch_out,
-    run_detail_out,
-    run_feedback_out,
-    run_message_out,
-    run_out,
-    run_search_out,
-)
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from app.clock import now_utc
 from app.deps import EmbedderDep, QuerySessionDep, ReadSessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.responses.search import context_out, recall_out
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
@@ -20,7 +21,6 @@ from app.schemas.search import (
     SearchResponse,
 )
 from app.services.fact_timeline import point_in_time
-from app.services.responses.search import context_out, recall_out
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response, s
 from app.constants import MAX_SESSION_ID_CHARS
 from app.deps import SessionDep, SettingsDep, TenantDep
 from app.errors import UnsupportedMediaType, problem_responses
+from app.responses.working_memory import scratchpad_entry_out, working_memory_out
 from app.routers.created import locate
 from app.schemas.working_memory import (
     ScratchpadEntry,
@@ -15,7 +16,6 @@ from app.schemas.working_memory import (
     WorkingMemoryWrite,
 )
 from app.services import working_memory
-from app.services.responses.working_memory import scratchpad_entry_out, working_memory_out
 from app.services.working_memory import Key
 
 router = APIRouter(prefix="/v1/working-memory", tags=["working-memory"])

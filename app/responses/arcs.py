@@ -2,9 +2,9 @@
 
 
 from app.models import Arc
+from app.responses.records import record_scores
 from app.retrieval.records import RecordHit
 from app.schemas.arcs import ArcOut, ArcSearchResponse
-from app.services.responses.records import record_scores
 
 
 def arc_out(row: Arc) -> ArcOut:

@@ -3,9 +3,9 @@
 from datetime import datetime
 
 from app.models import Fact
+from app.responses.confidence import with_confidence
 from app.schemas.facts import FactOut, FactPage
 from app.services.facts import FactListing
-from app.services.responses.confidence import with_confidence
 
 
 def fact_out(row: Fact, now: datetime | None = None,

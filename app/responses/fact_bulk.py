@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 from app.models import Fact
+from app.responses.facts import fact_out
 from app.schemas.fact_bulk import (
     FactDeleteResult,
     FactDeleteResults,
@@ -14,7 +15,6 @@ from app.schemas.fact_bulk import (
 )
 from app.services.fact_bulk import Deleted
 from app.services.facts import StoredFact
-from app.services.responses.facts import fact_out
 
 
 def _missing(ref: FactRef) -> str:

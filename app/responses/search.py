@@ -3,6 +3,10 @@
 from datetime import datetime
 from typing import Any
 
+from app.responses.episodes import episode_out
+from app.responses.facts import fact_out
+from app.responses.memories import memory_out
+from app.responses.rules import rule_out
 from app.retrieval.context import Context
 from app.retrieval.recall import Recalled
 from app.retrieval.search import Hit
@@ -25,10 +29,6 @@ from app.schemas.search import (
     TimeWindowOut,
 )
 from app.services.fact_timeline import PointInTime
-from app.services.responses.episodes import episode_out
-from app.services.responses.facts import fact_out
-from app.services.responses.memories import memory_out
-from app.services.responses.rules import rule_out
 from app.services.rule_reasons import ShownRule
 
 

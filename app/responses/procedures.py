@@ -2,9 +2,9 @@
 
 
 from app.models import Procedure
+from app.responses.records import record_scores
 from app.retrieval.records import RecordHit
 from app.schemas.procedures import ProcedureHit, ProcedureOut, ProcedureSearchResponse
-from app.services.responses.records import record_scores
 
 
 def procedure_out(row: Procedure) -> ProcedureOut:

@@ -3,12 +3,12 @@
 from datetime import datetime
 
 from app.models import Episode, Fact, Rule
+from app.responses.episodes import episode_out
+from app.responses.facts import fact_out
+from app.responses.rules import rule_out
 from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut
 from app.schemas.rules import RuleOut
-from app.services.responses.episodes import episode_out
-from app.services.responses.facts import fact_out
-from app.services.responses.rules import rule_out
 from app.services.rule_reasons import ShownRule
 
 

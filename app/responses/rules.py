@@ -3,8 +3,8 @@
 from datetime import datetime
 
 from app.models import Rule
+from app.responses.confidence import with_confidence
 from app.schemas.rules import RuleOut
-from app.services.responses.confidence import with_confidence
 from app.services.rule_reasons import ShownRule
 
 
