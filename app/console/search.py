@@ -10,6 +10,7 @@ from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
 from app.deps import EmbedderDep, SettingsDep
 from app.errors import InvalidInput
+from app.responses.search import search_answer_out
 from app.retrieval import requests as retrieval
 from app.schemas.search import SearchRequest, SearchType, TimeMode
 
@@ -55,8 +56,8 @@ async def search_page(request: Request, console: ConsoleDep, db: DbDep, embedder
     params = request.query_params
     answer = None
     if params.get("q", "").strip():
-        answer = await retrieval.search_memories(
+        answer = search_answer_out(await retrieval.search_memories(
             db, tenant_id=console.tenant_id, embedder=embedder, retrieval=settings.retrieval,
-            request=search_request(params))
+            request=search_request(params)))
     return page(request, "search.html", answer=answer, params=params, choices=CHOICES,
                 chosen_types=params.getlist("types"))

@@ -13,7 +13,7 @@ from app.constants import SearchMode
 from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, read_call
 from app.mcp.toolset import ToolSet
-from app.responses.search import context_out, recall_out
+from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
@@ -71,9 +71,9 @@ async def memory_search(query: QueryText, ctx: Context,
                     graph_hops=graph_hops, as_of=as_of, known_at=known_at, filter=filter)
 
     async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
-        return await retrieval.search_memories(
+        return search_answer_out(await retrieval.search_memories(
             session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-            retrieval=caller.settings.retrieval, request=request)
+            retrieval=caller.settings.retrieval, request=request))
 
     return await read_call(ctx, work)
 

@@ -9,6 +9,7 @@ from app.responses.memories import memory_out
 from app.responses.rules import rule_out
 from app.retrieval.context import Context
 from app.retrieval.recall import Recalled
+from app.retrieval.requests import SearchAnswer
 from app.retrieval.search import Hit
 from app.retrieval.timewindow import TimeWindow
 from app.schemas.ledger import AgentEventOut
@@ -72,6 +73,12 @@ def search_hit(hit: Hit, now: datetime) -> Any:
     if hit.memory_type == "fact":
         return FactHit.model_validate(values)
     return RuleHit.model_validate(values)
+
+
+def search_answer_out(answer: SearchAnswer) -> SearchResponse:
+    """A memory search's answer as the API returns it."""
+    return search_out(answer.mode, answer.hits, answer.window, answer.time_mode, answer.now,
+                      answer.at)
 
 
 def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,

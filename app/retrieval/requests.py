@@ -1,23 +1,37 @@
 """A search request answered end to end, for every surface that offers search (REST, MCP)."""
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput
-from app.responses.search import search_out
 from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
-from app.retrieval.search import search
-from app.retrieval.timewindow import parse_time_window
+from app.retrieval.search import Hit, search
+from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.schemas.filters import filter_tree
-from app.schemas.search import SearchRequest, SearchResponse
-from app.services.fact_timeline import point_in_time
+from app.schemas.search import SearchRequest
+from app.services.fact_timeline import PointInTime, point_in_time
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    """What a search found, with what it read from the request, for the doors to map."""
+
+    mode: str
+    hits: list[Hit]
+    window: TimeWindow | None
+    time_mode: str
+    now: datetime
+    at: PointInTime | None
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           retrieval: RetrievalSettings,
-                          request: SearchRequest) -> SearchResponse:
+                          request: SearchRequest) -> SearchAnswer:
     """Search with the configured default mode and the time window read from the query."""
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
@@ -40,4 +54,4 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        memory_filter=filter_tree(request.filter))
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
-    return search_out(mode, hits, window, request.time_mode, now, at)
+    return SearchAnswer(mode, hits, window, request.time_mode, now, at)

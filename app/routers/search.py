@@ -5,7 +5,7 @@ from fastapi import APIRouter
 from app.clock import now_utc
 from app.deps import EmbedderDep, QuerySessionDep, ReadSessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
-from app.responses.search import context_out, recall_out
+from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
@@ -29,8 +29,9 @@ router = APIRouter(prefix="/v1", tags=["retrieval"])
              summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
 async def search_memories(body: SearchRequest, session: QuerySessionDep, tenant_id: TenantDep,
                           embedder: EmbedderDep, settings: SettingsDep) -> SearchResponse:
-    return await retrieval.search_memories(session, tenant_id=tenant_id, embedder=embedder,
-                                           retrieval=settings.retrieval, request=body)
+    return search_answer_out(await retrieval.search_memories(
+        session, tenant_id=tenant_id, embedder=embedder, retrieval=settings.retrieval,
+        request=body))
 
 
 @router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),
