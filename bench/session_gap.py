@@ -3,7 +3,7 @@
 Every turn of LoCoMo (per conversation) and LongMemEval_S (per question's haystack) gets the
 `occurred_at` that bench/locomo_recall.py and bench/longmemeval_recall.py send with
 `--with-time` (its session's date), its session id is dropped, and the turns are chained into
-sessions by the rule Engram applies at write time (`app/services/formulas/sessions.py`) for
+sessions by the rule Engram applies at write time (`app/formulas/sessions.py`) for
 each gap. Printed per data set and gap: pairwise precision and recall of "same session" (over
 turn pairs of one conversation), their F1, the adjusted Rand index, and inferred sessions per
 true session. Pure Python, no server, no model.
@@ -30,7 +30,7 @@ from locomo_recall import session_time as locomo_time  # a sibling script: pytho
 from locomo_recall import session_turns
 from longmemeval_recall import session_time as longmemeval_time
 
-from app.services.formulas.sessions import chain
+from app.formulas.sessions import chain
 
 GAPS = (5, 15, 30, 60, 120, 240, 720)
 Conversation = list[tuple[Hashable, datetime]]  # (true session, occurred_at) per turn

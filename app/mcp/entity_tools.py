@@ -9,6 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.formulas.fact_time import point_in_time
 from app.mcp.args import (
     CursorArg,
     EntityFilterArg,
@@ -38,7 +39,6 @@ from app.schemas.entities import (
 )
 from app.schemas.facts import FactPage
 from app.services import entities
-from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
 
 NameArg = Annotated[Name, Field(description="The entity's canonical name, e.g. 'Ann Smith'.")]

@@ -9,6 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.formulas.fact_time import point_in_time
 from app.mcp.args import CursorArg, EntityIdArg, FilterArg, PageLimitArg, filter_of
 from app.mcp.calls import Caller, JsonObject, read_call
 from app.mcp.toolset import ToolSet
@@ -30,7 +31,6 @@ from app.schemas.episodes import EpisodeOut
 from app.schemas.facts import FactOut, FactPage
 from app.schemas.rules import RuleOut
 from app.services import episodes, facts, rules
-from app.services.fact_timeline import point_in_time
 
 FactIdArg = Annotated[uuid.UUID, Field(description="The fact's id (a UUID).")]
 ValidityArg = Annotated[Validity | None, Field(

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
 from app.constants import SearchMode
+from app.formulas.fact_time import point_in_time
 from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg
 from app.mcp.calls import Caller, JsonObject, build, read_call
 from app.mcp.toolset import ToolSet
@@ -31,7 +32,6 @@ from app.schemas.search import (
 )
 from app.schemas.stats import StatsOut
 from app.services import stats
-from app.services.fact_timeline import point_in_time
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Boolean, ColumnElement, exists, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.formulas.fact_time import Periods, PointInTime
 from app.models import Fact, FactPeriod
 
 
@@ -113,3 +114,13 @@ async def believed_periods(session: AsyncSession, *, tenant_id: str,
         _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at))
     return {row.fact_id: (row.valid_from, row.valid_until)
             for row in await session.execute(stmt)}
+
+
+async def periods_at(session: AsyncSession, *, tenant_id: str, facts: list[Fact],
+                     at: PointInTime | None) -> Periods:
+    """The valid period each fact was believed to have at `at.known_at`, to show instead of
+    today's; empty for a read as believed now."""
+    if at is None or at.known_at is None:
+        return {}
+    return await believed_periods(session, tenant_id=tenant_id,
+                                  fact_ids=[fact.id for fact in facts], known_at=at.known_at)

@@ -4,8 +4,8 @@ from datetime import datetime
 from typing import Any
 
 from app.clock import now_utc
+from app.formulas.lifecycle import effective_confidence
 from app.models import Fact, Rule
-from app.services.formulas.lifecycle import effective_confidence
 
 
 def _columns(row: Fact | Rule) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """Entities and merge receipts as the API shows them."""
 
 
+from app.formulas.resolve import Candidate
 from app.models import Entity
 from app.schemas.entities import EntityOut, MergeOut, ResolveCandidate
-from app.services.formulas.resolve import Candidate
 from app.services.merge import MergeResult
 
 

@@ -3,6 +3,7 @@
 from datetime import datetime
 from typing import Any
 
+from app.formulas.fact_time import PointInTime
 from app.responses.episodes import episode_out
 from app.responses.facts import fact_out
 from app.responses.memories import memory_out
@@ -29,7 +30,6 @@ from app.schemas.search import (
     SearchResponse,
     TimeWindowOut,
 )
-from app.services.fact_timeline import PointInTime
 from app.services.rule_reasons import ShownRule
 
 

@@ -9,9 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.formulas.fact_time import PointInTime
 from app.retrieval.recall import Recalled, bump_recalled, recall
 from app.schemas.filters import MemoryFilter
-from app.services.fact_timeline import PointInTime
 
 CHARS_PER_TOKEN = 4
 HEADER = "# Memory Context\n"

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.config import RetrievalSettings
+from app.formulas.fact_time import PointInTime
 from app.retrieval import rerank
 from app.retrieval.fusion import FusionWeights
 from app.retrieval.record_sql import TYPES as RECORD_TYPES
 from app.retrieval.timewindow import TimeWindow
 from app.schemas.filters import MemoryFilter
-from app.services.fact_timeline import PointInTime
 from app.text import preprocess_search_query
 
 MEMORY_TYPES = ("episode", "fact", "rule")

@@ -10,12 +10,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
+from app.formulas.fact_time import PointInTime
+from app.formulas.lifecycle import effective_confidence, recency_score
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.search import Hit, search
 from app.schemas.filters import MemoryFilter
 from app.services import references
-from app.services.fact_timeline import PointInTime
-from app.services.formulas.lifecycle import effective_confidence, recency_score
 
 RECALL_TYPES = ("fact", "rule")
 

@@ -9,12 +9,12 @@ from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput
+from app.formulas.fact_time import PointInTime, point_in_time
 from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
 from app.retrieval.search import Hit, search
 from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest
-from app.services.fact_timeline import PointInTime, point_in_time
 
 
 @dataclass(frozen=True)

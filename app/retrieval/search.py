@@ -11,10 +11,13 @@ from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
+from app.formulas.belief import stale_factor
+from app.formulas.lifecycle import effective_confidence
 from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import events as event_rows
 from app.repositories import graph as graph_rows
+from app.repositories.fact_time import periods_at
 from app.retrieval import candidates as search_rows
 from app.retrieval import record_sql
 from app.retrieval.candidates import Filters, PassageMatch, RankedCandidate
@@ -32,9 +35,6 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
-from app.services.fact_timeline import periods_at
-from app.services.formulas.belief import stale_factor
-from app.services.formulas.lifecycle import effective_confidence
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
+from app.formulas.fact_time import point_in_time
 from app.responses.entities import entity_out, merge_out, resolve_out
 from app.responses.facts import fact_page_out
 from app.responses.pages import page_out
@@ -25,7 +26,6 @@ from app.schemas.entities import (
 )
 from app.schemas.facts import FactPage
 from app.services import deletion, entities
-from app.services.fact_timeline import point_in_time
 from app.services.merge import merge_entities
 
 router = APIRouter(prefix="/v1/entities", tags=["entities"])

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.formulas.fact_time import point_in_time
 from app.models import Fact
 from app.responses.fact_bulk import (
     delete_results_out,
@@ -27,7 +28,6 @@ from app.schemas.fact_bulk import (
 )
 from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
 from app.services import fact_beliefs, fact_bulk, facts
-from app.services.fact_timeline import point_in_time
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
 

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from app.clock import now_utc
 from app.deps import EmbedderDep, QuerySessionDep, ReadSessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
+from app.formulas.fact_time import point_in_time
 from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
@@ -20,7 +21,6 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
-from app.services.fact_timeline import point_in_time
 
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 

@@ -6,17 +6,17 @@ from collections import defaultdict
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, found
+from app.formulas import resolve
+from app.formulas.fact_time import PointInTime
+from app.formulas.merge_patch import apply_merge_patch
+from app.formulas.resolve import Candidate
 from app.models import Entity
 from app.repositories import entities as entity_rows
 from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
 from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
 from app.schemas.filters import MemoryFilter
-from app.services.fact_timeline import PointInTime
 from app.services.facts import FactListing, listing, validity_for
-from app.services.formulas import resolve
-from app.services.formulas.merge_patch import apply_merge_patch
-from app.services.formulas.resolve import Candidate
 
 CANDIDATE_CAP = 100
 

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
 from app.embedding import Embedder
+from app.formulas.sessions import Arrival, Stored, assign_sessions
 from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import erasure as erasure_rows
@@ -22,7 +23,6 @@ from app.scope import set_local, side_session
 from app.services import butler_limits, events
 from app.services.embeddings import PassageVector, embed_texts, store_passages
 from app.services.events import memory_event
-from app.services.formulas.sessions import Arrival, Stored, assign_sessions
 from app.services.mentions import link_mentions
 from app.text import context_text, keyword_text, preprocess_text
 

@@ -13,12 +13,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, NotFound
+from app.formulas.belief import after_contradiction
 from app.models import Fact
 from app.repositories import fact_time
 from app.repositories import memories as memory_rows
 from app.services import events
 from app.services.events import memory_event
-from app.services.formulas.belief import after_contradiction
 
 
 async def strengthen(session: AsyncSession, *, tenant_id: str, fact_id: uuid.UUID,

@@ -13,12 +13,11 @@ the next one starts (or until its own `valid_until`, when that is earlier).
 """
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
+from app.formulas.fact_time import Placement
 from app.models import Fact
 from app.repositories import fact_time as time_rows
 from app.repositories import links as link_rows
@@ -27,38 +26,7 @@ from app.services import events
 from app.services.events import Event, memory_event
 
 
-@dataclass(frozen=True)
-class Placement:
-    """The neighbours of a new version in valid time."""
-
-    previous: Fact | None  # the last version starting before it
-    replaced: Fact | None  # a version starting at the same moment: corrected by it
-    following: Fact | None  # the first version starting after it; None: it is current
-
-    @property
-    def predecessor(self) -> Fact | None:
-        """The version the new one follows in the history."""
-        return self.replaced or self.previous
-
-
-def place(versions: list[Fact], valid_from: datetime) -> Placement:
-    """The place of a version starting at `valid_from` among `versions` (valid-time order)."""
-    before = [v for v in versions if v.valid_from < valid_from]
-    same = [v for v in versions if v.valid_from == valid_from]
-    after = [v for v in versions if v.valid_from > valid_from]
-    return Placement(before[-1] if before else None, same[-1] if same else None,
-                     after[0] if after else None)
-
-
-def bounded_until(stated: datetime | None, placement: Placement) -> datetime | None:
-    """The new version's valid_until: the stated one, cut where its successor starts."""
-    if placement.following is None:
-        return stated
-    start = placement.following.valid_from
-    return start if stated is None or stated > start else stated
-
-
-async def apply(session: AsyncSession, *, tenant_id: str, fact: Fact, placement: Placement,
+async def apply(session: AsyncSession, *, tenant_id: str, fact: Fact, placement: Placement[Fact],
                 superseded: Fact | None) -> list[Event]:
     """Close or correct the neighbours of the stored version `fact` and thread it into the
     supersession chain; the events of each transition. `superseded`: the version that was
@@ -126,33 +94,3 @@ async def close_superseded(session: AsyncSession, *, tenant_id: str, target: Fac
 
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-@dataclass(frozen=True)
-class PointInTime:
-    """A read at a point in time: the facts that held at `as_of` as believed at `known_at`
-    (None: now)."""
-
-    as_of: datetime
-    known_at: datetime | None
-
-
-def point_in_time(as_of: datetime | None, known_at: datetime | None) -> PointInTime | None:
-    """The point a read asks for; None when it names neither time (today's read)."""
-    if as_of is None and known_at is None:
-        return None
-    return PointInTime(as_of or now_utc(), known_at)
-
-
-Periods = dict[uuid.UUID, tuple[datetime, datetime | None]]
-
-
-async def periods_at(session: AsyncSession, *, tenant_id: str, facts: list[Fact],
-                     at: PointInTime | None) -> Periods:
-    """The valid period each fact was believed to have at `at.known_at`, to show instead of
-    today's; empty for a read as believed now."""
-    if at is None or at.known_at is None:
-        return {}
-    return await time_rows.believed_periods(session, tenant_id=tenant_id,
-                                            fact_ids=[fact.id for fact in facts],
-                                            known_at=at.known_at)

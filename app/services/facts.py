@@ -11,6 +11,9 @@ from app.clock import now_utc
 from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, found
+from app.formulas import fact_time
+from app.formulas.fact_time import PointInTime
+from app.formulas.lifecycle import decay_rate_for
 from app.models import Fact
 from app.repositories import entities as entity_rows
 from app.repositories import episodes as episode_rows
@@ -24,8 +27,6 @@ from app.services import butler_limits, events, fact_timeline
 from app.services.auto_links import link_new
 from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.events import memory_event
-from app.services.fact_timeline import PointInTime
-from app.services.formulas.lifecycle import decay_rate_for
 from app.services.mentions import link_mentions
 from app.text import normalise_key, preprocess_text
 
@@ -106,7 +107,7 @@ async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: Fa
         await events.record(session, [memory_event("fact_confirmed", tenant_id, confirmed,
                                                    reason="identical fact stored again")])
         return StoredFact(confirmed, created=False)
-    placement = fact_timeline.place(versions, starts)
+    placement = fact_time.place(versions, starts)
     is_current = placement.following is None
     superseded = current if is_current else None
     if superseded is not None:
@@ -136,7 +137,7 @@ async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: Fa
 
 
 def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_key: str,
-              decay_rate: float, embedded: Embedded, placement: fact_timeline.Placement,
+              decay_rate: float, embedded: Embedded, placement: fact_time.Placement[Fact],
               is_current: bool) -> dict[str, Any]:
     """The columns of a new fact version."""
     return {
@@ -157,7 +158,7 @@ def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_k
         "source_episode_id": data.source_episode_id,
         "supersedes_id": placement.predecessor.id if placement.predecessor else None,
         "validity": "active" if is_current else "superseded",
-        "valid_until": fact_timeline.bounded_until(data.valid_until, placement),
+        "valid_until": fact_time.bounded_until(data.valid_until, placement),
         "metadata_": data.metadata,
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
@@ -198,7 +199,7 @@ class FactListing:
     rows: list[Fact]
     next_cursor: str | None
     at: PointInTime | None = None
-    periods: fact_timeline.Periods = field(default_factory=dict)
+    periods: fact_time.Periods = field(default_factory=dict)
 
 
 async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | None = None,
@@ -223,7 +224,7 @@ async def listing(session: AsyncSession, *, tenant_id: str, filters: FactFilters
     """A page of the facts `filters` keep, with their periods as believed at `at`."""
     rows, next_cursor = await fact_rows.list_facts(session, tenant_id=tenant_id,
                                                    filters=filters, limit=limit, cursor=cursor)
-    periods = await fact_timeline.periods_at(session, tenant_id=tenant_id, facts=rows, at=at)
+    periods = await time_rows.periods_at(session, tenant_id=tenant_id, facts=rows, at=at)
     return FactListing(rows, next_cursor, at, periods)
 
 

@@ -10,6 +10,8 @@ from app.config import AgentMemorySettings, Settings
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
 from app.errors import InvalidInput
+from app.formulas import salience
+from app.formulas.salience import GLOBAL, REFLECTION_KIND, LedgerEvent, SalienceWeights
 from app.models import AgentEvent
 from app.repositories import jobs as job_rows
 from app.repositories import ledger as ledger_rows
@@ -18,8 +20,6 @@ from app.schemas.ledger import AgentContextRequest, EventCreate, ReflectionCreat
 from app.services import actors, butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
-from app.services.formulas import salience
-from app.services.formulas.salience import GLOBAL, REFLECTION_KIND, LedgerEvent, SalienceWeights
 from app.text import preprocess_search_query, preprocess_text
 
 BASED_ON = "based_on"

@@ -10,6 +10,7 @@ from app.clock import now_utc
 from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import Conflict, InvalidInput
+from app.formulas import lifecycle
 from app.models import Rule
 from app.repositories import episodes as episode_rows
 from app.repositories import events as event_rows
@@ -22,7 +23,6 @@ from app.services import butler_limits, events
 from app.services.auto_links import link_new
 from app.services.embeddings import embed_texts, store_passages
 from app.services.events import memory_event
-from app.services.formulas import lifecycle
 from app.services.memories import load_for_update
 from app.services.mentions import link_mentions
 from app.services.rule_reasons import ShownRule, shown, shown_one

@@ -13,11 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SECONDS_PER_HOUR
 from app.errors import InvalidInput, NotFound, PreconditionFailed
+from app.formulas.merge_patch import apply_merge_patch
 from app.models import WorkingMemory
 from app.repositories import working_memory as wm_rows
 from app.schemas.working_memory import ScratchpadWrite, WorkingMemoryWrite
 from app.services import butler_limits
-from app.services.formulas.merge_patch import apply_merge_patch
 
 
 @dataclass(frozen=True)

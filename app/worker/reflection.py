@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.errors import InvalidInput
+from app.formulas import salience
+from app.formulas.salience import GLOBAL, LedgerEvent
 from app.repositories import ledger as ledger_rows
 from app.scope import Scope
 from app.services.embeddings import embed_texts
-from app.services.formulas import salience
-from app.services.formulas.salience import GLOBAL, LedgerEvent
 from app.services.jobs import JobContext, JobOutcome
 from app.services.ledger import ledger_event, write_reflection
 from app.worker.consolidation.parser import extract_json_block

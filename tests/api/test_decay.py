@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.services.formulas.lifecycle import effective_confidence
+from app.formulas.lifecycle import effective_confidence
 from app.worker import scheduler, worker
 from tests.support.factories import store_fact, store_rule
 from tests.support.jobs import job_context, run_job

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import column, select, text, values
 from sqlalchemy.types import DateTime, Float
 
+from app.formulas.lifecycle import effective_confidence
 from app.repositories.confidence import effective_confidence_sql, effective_confidence_text
-from app.services.formulas.lifecycle import effective_confidence
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.services.formulas.belief import after_contradiction, stale_factor
+from app.formulas.belief import after_contradiction, stale_factor
 
 
 def test_a_contradiction_halves_confidence_and_counts():

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.services.formulas import lifecycle
+from app.formulas import lifecycle
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

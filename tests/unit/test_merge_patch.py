@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.services.formulas.merge_patch import apply_merge_patch
+from app.formulas.merge_patch import apply_merge_patch
 
 RFC_7396_EXAMPLES = [
     ({"a": "b"}, {"a": "c"}, {"a": "c"}),

@@ -4,8 +4,7 @@ import uuid
 
 import pytest
 
-from app.repositories.entities import escape_like
-from app.services.formulas.resolve import (
+from app.formulas.resolve import (
     Candidate,
     apply_boosts,
     graph_boost,
@@ -14,6 +13,7 @@ from app.services.formulas.resolve import (
     rank,
     tokenize,
 )
+from app.repositories.entities import escape_like
 from app.services.graph import edge_hop, shorten
 from app.services.merge import merge_aliases
 

@@ -6,8 +6,8 @@ import uuid
 import pytest
 
 from app.config import DEFAULT_KIND_IMPORTANCE
-from app.services.formulas import salience
-from app.services.formulas.salience import LedgerEvent, SalienceWeights
+from app.formulas import salience
+from app.formulas.salience import LedgerEvent, SalienceWeights
 
 WEIGHTS = SalienceWeights(kind_importance=DEFAULT_KIND_IMPORTANCE)
 

@@ -3,7 +3,7 @@
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from app.services.formulas.sessions import Arrival, Stored, assign_sessions, chain
+from app.formulas.sessions import Arrival, Stored, assign_sessions, chain
 
 T0 = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
 GAP = timedelta(minutes=15)

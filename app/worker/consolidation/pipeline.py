@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.config import JobSettings
 from app.constants import SECONDS_PER_HOUR
+from app.formulas.salience import REFLECTION_KIND
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
 from app.repositories import provenance as provenance_rows
@@ -18,7 +19,6 @@ from app.repositories.consolidation import PendingGroup, RetryPolicy
 from app.repositories.provenance import IdField
 from app.scope import SYSTEM, Scope
 from app.services import events
-from app.services.formulas.salience import REFLECTION_KIND
 from app.services.jobs import JobContext, JobOutcome
 from app.worker.consolidation.executor import (
     ExecutionOutcome,
