@@ -7,8 +7,8 @@ from app.console.auth import ChangeDep, ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
 from app.errors import InvalidInput
 from app.schemas.erasures import ErasureCreate
-from app.services.erasure_preview import PREVIEW_LIMIT, preview_erasure
-from app.worker import erasure
+from app.services import erasures
+from app.services.erasures import PREVIEW_LIMIT, preview_erasure
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
 SELECTORS = {"subject": "Facts about a subject (every version)",
@@ -41,5 +41,5 @@ async def erase_page(request: Request, console: ConsoleDep, db: DbDep) -> Respon
 async def erase(form: ChangeDep, console: ConsoleDep, db: DbDep) -> Response:
     """Queue the erasure job (as POST /v1/erasures) and show it."""
     wanted = erasure_request(form.get("selector"), form.get("value"))
-    job = await erasure.request_erasure(db, tenant_id=console.tenant_id, request=wanted)
+    job = await erasures.request_erasure(db, tenant_id=console.tenant_id, request=wanted)
     return RedirectResponse(f"/ui/jobs/{job.id}?done=erasure-queued", status_code=303)

@@ -18,9 +18,8 @@ from app.schemas.common import Name
 from app.schemas.data_rights import DeletedOut, ExportPageOut, ExportPageRequest
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.services import deletion, memories
+from app.services import deletion, erasures, memories
 from app.services.export_pages import export_page
-from app.worker import erasure
 
 FactsArg = Annotated[deletion.FactsOfEntity, Field(
     description="detach: the entity's facts stay, anchored to no entity; delete: they go too, "
@@ -88,7 +87,7 @@ async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: Selector
                     tenant=tenant, confirm=confirm)
 
     async def work(session: AsyncSession, caller: Caller) -> JobOut:
-        return job_out(await erasure.request_erasure(session, tenant_id=caller.tenant_id,
+        return job_out(await erasures.request_erasure(session, tenant_id=caller.tenant_id,
                                                      request=request))
 
     return await call(ctx, work)

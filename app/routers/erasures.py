@@ -7,7 +7,7 @@ from app.errors import problem_responses
 from app.responses.jobs import job_out
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.worker import erasure
+from app.services import erasures
 
 router = APIRouter(prefix="/v1/erasures", tags=["data rights"])
 
@@ -32,6 +32,6 @@ async def request_erasure(body: ErasureCreate, response: Response, session: Sess
     feedback, links and events, and the rules learned from it. 404 when `entity_id` or
     `run_id` is not the tenant's; 422 for no selector, two selectors, or a wrong `confirm`.
     """
-    job = job_out(await erasure.request_erasure(session, tenant_id=tenant_id, request=body))
+    job = job_out(await erasures.request_erasure(session, tenant_id=tenant_id, request=body))
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return job

@@ -1,7 +1,8 @@
 """Erasure: a durable job deleting everything a selector matches, batch by batch.
 
-1. `request_erasure` checks the request (a whole tenant needs `confirm` = the tenant id; an
-   entity must exist) and queues an `erasure` job whose params hold the selector.
+1. `services/erasures.request_erasure` checks the request (a whole tenant needs `confirm` =
+   the tenant id; an entity must exist) and queues an `erasure` job whose params hold the
+   selector.
 2. `run_erasure` erases facts (with their whole histories), rules, procedures (with every
    version), runs (with their messages and feedback), episodes, then entities,
    each batch in one transaction that also writes the batch's content-free tombstone event
@@ -18,110 +19,24 @@
 """
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.errors import InvalidInput, NotFound
-from app.models import Job
-from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows
-from app.repositories import erasure_batches as batch_rows
 from app.repositories import jobs as job_rows
-from app.repositories import runs as run_rows
 from app.repositories.erasure import Counts
 from app.repositories.erasure_batches import ErasureSelector
-from app.schemas.erasures import SELECTORS, ErasureCreate
+from app.schemas.erasures import SELECTORS
 from app.scope import Scope
-from app.services import butler_limits, events, jobs
+from app.services import erasures, events
 from app.services.jobs import JobContext, JobOutcome
-from app.text import normalise_key
 
 # A safety stop: at most this many batches per phase in one attempt.
 MAX_BATCHES = 1_000_000
-Select = Callable[..., Awaitable[list[uuid.UUID]]]
-
-
-async def request_erasure(session: AsyncSession, *, tenant_id: str,
-                          request: ErasureCreate) -> Job:
-    """Check the request and queue the erasure job (Forbidden for a key limited to butlers)."""
-    butler_limits.check_unlimited("erasure")
-    if request.tenant and request.confirm != tenant_id:
-        raise InvalidInput("erasing a whole tenant needs confirm set to the tenant id "
-                           f"({tenant_id!r})", field="confirm")
-    if request.entity_id is not None and await entity_rows.get(
-            session, tenant_id=tenant_id, entity_id=request.entity_id) is None:
-        raise NotFound(f"entity {request.entity_id} not found", field="entity_id")
-    if request.run_id is not None and not await run_rows.get_runs(
-            session, tenant_id=tenant_id, run_ids=[request.run_id]):
-        raise NotFound(f"run {request.run_id} not found", field="run_id")
-    params = request.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-    params.pop("confirm", None)
-    return await jobs.enqueue(session, tenant_id=tenant_id, kind="erasure", params=params)
-
-
-def _selector(params: dict[str, Any]) -> ErasureSelector:
-    entity_id = params.get("entity_id")
-    session_id = params.get("session_id")
-    subject = params.get("subject")
-    return ErasureSelector(
-        butler=params.get("butler"), scope=params.get("scope"),
-        subject_key=normalise_key(subject) if subject is not None else None,
-        entity_ids=(uuid.UUID(entity_id),) if entity_id else None,
-        session_id=session_id,
-        run_ids=(uuid.UUID(params["run_id"]),) if params.get("run_id") else None,
-        task_id=params.get("task_id"),
-        whole_tenant=bool(params.get("tenant")))
 
 
 def _add(total: Counts, counts: Counts) -> None:
     for table, count in counts.items():
         total[table] = total.get(table, 0) + count
-
-
-Erased = tuple[Sequence[uuid.UUID], Counts]
-
-
-async def _facts(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
-    versions = await erasure_rows.fact_versions(session, tenant_id=tenant_id, ids=ids)
-    return versions, await erasure_rows.delete_facts(session, tenant_id=tenant_id, ids=versions)
-
-
-async def _rules(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
-    return ids, await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
-
-
-async def _procedures(session: AsyncSession, tenant_id: str,
-                      ids: Sequence[uuid.UUID]) -> Erased:
-    versions = await erasure_rows.procedure_versions(session, tenant_id=tenant_id, ids=ids)
-    return versions, await erasure_rows.delete_procedures(session, tenant_id=tenant_id,
-                                                          ids=versions)
-
-
-async def _runs(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
-    return ids, await erasure_rows.delete_runs(session, tenant_id=tenant_id, ids=ids)
-
-
-async def _episodes(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
-    return ids, await erasure_rows.delete_episodes(session, tenant_id=tenant_id, ids=ids)
-
-
-async def _entities(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
-    return ids, await erasure_rows.delete_entities(session, tenant_id=tenant_id, ids=ids)
-
-
-# (memory type of the tombstone, batch selection, deletion), in the order they run: facts,
-# rules and procedures before the episodes or runs they were learned from, entities once
-# their facts are gone.
-PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Erased]]], ...] = (
-    ("fact", batch_rows.next_facts, _facts),
-    ("rule", batch_rows.next_rules, _rules),
-    ("procedure", batch_rows.next_procedures, _procedures),
-    ("run", batch_rows.next_runs, _runs),
-    ("episode", batch_rows.next_episodes, _episodes),
-    ("entity", batch_rows.next_entities, _entities),
-)
 
 
 async def _entity_family(ctx: JobContext, tenant_id: str,
@@ -142,9 +57,9 @@ async def run_erasure(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
             receipt = await job_rows.progress_of(session, job_id=job_id)
         return JobOutcome(result={"selector": params["selector"], "deleted": receipt})
-    sel = await _entity_family(ctx, tenant_id, _selector(params))
+    sel = await _entity_family(ctx, tenant_id, erasures.selector(params))
     batch_size = ctx.settings.jobs.erasure_batch_size
-    for memory_type, select, erase in PHASES:
+    for memory_type, select, erase in erasures.PHASES:
         for _ in range(MAX_BATCHES):
             async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
                 ids = await select(session, tenant_id=tenant_id, sel=sel, limit=batch_size)

@@ -13,7 +13,7 @@ from app.config import RunSettings
 from app.repositories.erasure import TOMBSTONE_EVENTS
 from app.schemas.erasures import ErasureCreate
 from app.scope import Scope, scope_session
-from app.services.erasure_preview import preview_erasure
+from app.services.erasures import preview_erasure
 from app.worker.session_backfill import infer_missing_sessions
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import create_entity, store_episode, store_fact
