@@ -18,8 +18,9 @@ from app.reads import SAFE_METHODS, read_transaction, writer_key
 from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
 from app.reads import primary_only as primary_only
 from app.replicas import ReplicaSet
+from app.repositories import references
 from app.scope import SYSTEM, Scope, scoped_transaction, set_local
-from app.services import actors, references
+from app.services import actors
 from app.services.api_keys import resolve_key
 from app.services.export_snapshot import ExportSlots
 

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.config import ReplicaSettings
 from app.db import create_engine, make_sessionmaker, to_async_url
-from app.services.periodic import Periodic
+from app.periodic import Periodic
 
 logger = logging.getLogger(__name__)
 

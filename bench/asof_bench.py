@@ -13,7 +13,7 @@ today's (active facts), `as_of` a random moment (valid time), and `as_of` with `
 random moment (record time):
 
 - the fact listing of one key (`repositories/facts.list_facts`, GET /v1/facts's SQL);
-- the hybrid candidate statement of search over facts (`retrieval/candidates.search_candidates`:
+- the hybrid candidate statement of search over facts (`repositories/search/candidates.search_candidates`:
   semantic and keyword legs with their rows, /v1/search's one round trip).
 
     python bench/asof_bench.py --facts 100000 --versions 10       # embedded server, ./bench-data
@@ -46,7 +46,7 @@ from app.config import Settings  # noqa: E402
 from app.db import create_engine, resolve_database_url  # noqa: E402
 from app.repositories import facts as fact_rows  # noqa: E402
 from app.repositories.facts import FactFilters  # noqa: E402
-from app.retrieval.candidates import Filters, configure_vector_scan, search_candidates  # noqa: E402
+from app.repositories.search.candidates import Filters, configure_vector_scan, search_candidates  # noqa: E402
 from app.scope import Scope, scope_session  # noqa: E402
 
 SYSTEM = "SELECT set_config('engram.system', 'on', true)"

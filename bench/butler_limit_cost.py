@@ -4,7 +4,7 @@ and without them, for an unlimited key and for a key limited to one butler.
 Seeds, straight into a database at head (as the owner, in the system scope): E episodes over
 eight butlers and F facts over those scopes and 'global', with random unit vectors (timing,
 not quality) and their keyword postings (the triggers fill them). Then times, for the same
-random queries in turns, retrieval/candidates.search_candidates (the one statement of a hybrid
+random queries in turns, repositories/search/candidates.search_candidates (the one statement of a hybrid
 search over episodes, facts and rules, 30 deep as the learned fusion reads it) as the service's
 role `engram_app` in the tenant's scope:
 
@@ -30,7 +30,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from app.embedding.vectors import EmbeddingVector
-from app.retrieval import candidates as search_rows
+from app.repositories.search import candidates as search_rows
 from app.retrieval import rerank
 from app.rls import BUTLER_LIMITS, drop_butler_policy_statements
 from app.scope import Scope, scope_session

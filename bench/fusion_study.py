@@ -35,7 +35,7 @@ from study_data import (  # a sibling script: run as python bench/...
     windows,
 )
 
-from app.retrieval.candidates import WINDOW_DISTANCE_PENALTY
+from app.repositories.search.candidates import WINDOW_DISTANCE_PENALTY
 from app.text import CONTEXT_MAX_CHARS
 
 K1, B = 1.2, 0.75
@@ -64,7 +64,7 @@ class Legs:
     scope: Scope
     qvec: np.ndarray
     sem_own: np.ndarray
-    sem: np.ndarray  # the semantic list read on its own (retrieval/candidates.AS_PARTS)
+    sem: np.ndarray  # the semantic list read on its own (repositories/search/candidates.AS_PARTS)
     bm25: np.ndarray
     evidence: np.ndarray  # bool
     sim: np.ndarray  # best of own and every passage: a hit's similarity, learned's pool order

@@ -22,8 +22,8 @@ from sqlalchemy import Text, func, literal, select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.models import Episode
-from app.retrieval.candidates import Filters, or_tsquery, visibility_filters
-from app.retrieval.keyword import bm25_leg
+from app.repositories.search.candidates import Filters, or_tsquery, visibility_filters
+from app.repositories.search.keyword import bm25_leg
 
 sys.path.insert(0, str(Path(__file__).parent))
 from speed import BUTLERS, question, sentence  # noqa: E402

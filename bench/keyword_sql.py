@@ -22,8 +22,8 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.retrieval.candidates import Filters, visibility_filters
-from app.retrieval.keyword import bm25_leg
+from app.repositories.search.candidates import Filters, visibility_filters
+from app.repositories.search.keyword import bm25_leg
 
 EXACT = text("""
     WITH corpus AS (SELECT doc_count::float8 AS n, total_len::float8 / greatest(doc_count, 1)

@@ -5,7 +5,7 @@ Times, for the same questions one at a time: POST /v1/search through HTTP (hybri
 and the same request through `httpx` (which spends a millisecond or more of its own per
 request: its figure is the service's plus that client's), each question asked by the two
 clients in turns of which goes first; and in this process the query embedding alone (the
-server's model settings) and the search statement alone (retrieval/candidates.
+server's model settings) and the search statement alone (repositories/search/candidates.
 search_candidates: the one SQL statement of both legs over episodes, facts and rules with every
 candidate's row, as deep as the fusion reads them), as the service's role `engram_app` under
 row-level security in the tenant's scope. Last, each HTTP time over its floors (the model's
@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from app.config import Settings
 from app.embedding import get_embedder
-from app.retrieval import candidates as search_rows
+from app.repositories.search import candidates as search_rows
 from app.retrieval import rerank
 from app.scope import Scope, scope_session
 

@@ -14,7 +14,7 @@ from app import migrations
 from app.config import JobSettings, Settings
 from app.db import create_engine
 from app.main import create_app
-from app.retrieval.broad_filters import BROAD
+from app.repositories.search.broad_filters import BROAD
 from app.rls import SYSTEM_SETTING
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys

@@ -12,7 +12,7 @@ from app.repositories import pagination
 from app.repositories.filters import equal
 from app.repositories.memory_filters import compile_filter
 from app.repositories.rows import update_stamped
-from app.retrieval.record_tables import RecordQuery
+from app.repositories.search.record_tables import RecordQuery
 from app.schemas.filters import MemoryFilter
 
 

@@ -1,13 +1,76 @@
-"""References counted by reads served from a replica, written to the primary in batches."""
+"""Reference counts of memories that reads return (recall, context, get).
+
+On the primary a read counts its references in its own transaction, as one UPDATE. A read
+served by a replica cannot write: it shows each count as it will be and keeps the references
+in its session; the request hands them to the process's `services/references.ReferenceQueue`,
+which writes them to the primary in batches (`add_references`).
+"""
 
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import and_, func, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
+from app.clock import now_utc
+from app.models import Episode, Fact, Rule
 from app.repositories.memories import MODELS
+
+# session.info keys: the replica a read session runs on, and the references it counted.
+REPLICA_KEY = "engram_replica"
+PENDING_KEY = "engram_pending_references"
+
+Memory = Episode | Fact | Rule
+Pending = list[tuple[str, str, uuid.UUID, datetime]]
+
+
+def on_replica(session: AsyncSession) -> bool:
+    """True when `session` reads from a replica (it cannot write)."""
+    return session.info.get(REPLICA_KEY) is not None
+
+
+async def count(session: AsyncSession, memory_type: str, *, tenant_id: str,
+                rows: Sequence[Any]) -> None:
+    """Count one reference on each of `rows` (memories of one type); the rows show it."""
+    if not rows:
+        return
+    if not on_replica(session):
+        await bump_references(session, memory_type, tenant_id=tenant_id,
+                                          ids=[row.id for row in rows])
+        return
+    now = now_utc()
+    pending: Pending = session.info.setdefault(PENDING_KEY, [])
+    for row in rows:
+        # Shown, not flushed: the replica's transaction must not write.
+        set_committed_value(row, "reference_count", row.reference_count + 1)
+        set_committed_value(row, "last_referenced_at", now)
+        pending.append((tenant_id, memory_type, row.id, now))
+
+
+def take_pending(session: AsyncSession) -> Pending:
+    """The references a replica read counted (and forget them)."""
+    pending: Pending = session.info.pop(PENDING_KEY, [])
+    return pending
+
+
+async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,
+                          ids: Sequence[uuid.UUID]) -> list[Memory]:
+    """Count one reference on every row of `ids` in a single UPDATE; return the rows."""
+    if not ids:
+        return []
+    model = MODELS[memory_type]
+    stmt = (
+        update(model)
+        .where(and_(model.tenant_id == tenant_id, model.id.in_(list(ids))))
+        .values(reference_count=model.reference_count + 1, last_referenced_at=func.now())
+        .returning(model)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    rows: list[Memory] = list((await session.execute(stmt)).scalars())  # type: ignore[arg-type]
+    return rows
 
 
 async def add_references(session: AsyncSession, memory_type: str, *, tenant_id: str,

@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from app.config import DEFAULT_RRF_K
+from app.repositories.search.candidates import LoadedRow, RankedCandidate
 from app.retrieval import rerank
-from app.retrieval.candidates import LoadedRow, RankedCandidate
 
 Key = tuple[str, uuid.UUID]
 

@@ -7,9 +7,9 @@ from datetime import datetime
 
 from app.config import RetrievalSettings
 from app.formulas.fact_time import PointInTime
+from app.repositories.search.record_sql import TYPES as RECORD_TYPES
 from app.retrieval import rerank
 from app.retrieval.fusion import FusionWeights
-from app.retrieval.record_sql import TYPES as RECORD_TYPES
 from app.retrieval.timewindow import TimeWindow
 from app.schemas.filters import MemoryFilter
 from app.text import preprocess_search_query

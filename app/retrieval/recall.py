@@ -12,10 +12,10 @@ from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
 from app.formulas.fact_time import PointInTime
 from app.formulas.lifecycle import effective_confidence, recency_score
+from app.repositories import references
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.search import Hit, search
 from app.schemas.filters import MemoryFilter
-from app.services import references
 
 RECALL_TYPES = ("fact", "rule")
 

@@ -6,12 +6,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import RetrievalSettings
 from app.embedding import Embedder
-from app.retrieval import candidates as search_rows
-from app.retrieval import record_tables
-from app.retrieval.candidates import RankedCandidate
+from app.repositories.search import candidates as search_rows
+from app.repositories.search import record_tables
+from app.repositories.search.candidates import RankedCandidate
+from app.repositories.search.record_tables import RecordQuery
 from app.retrieval.fusion import ScoredRow, fuse, single_list
 from app.retrieval.plan import plan_search
-from app.retrieval.record_tables import RecordQuery
 
 
 @dataclass(frozen=True)

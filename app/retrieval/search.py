@@ -18,9 +18,9 @@ from app.repositories import episodes as episode_rows
 from app.repositories import events as event_rows
 from app.repositories import graph as graph_rows
 from app.repositories.fact_time import periods_at
-from app.retrieval import candidates as search_rows
-from app.retrieval import record_sql
-from app.retrieval.candidates import Filters, PassageMatch, RankedCandidate
+from app.repositories.search import candidates as search_rows
+from app.repositories.search import record_sql
+from app.repositories.search.candidates import Filters, PassageMatch, RankedCandidate
 from app.retrieval.fusion import (
     Fused,
     Key,

@@ -11,9 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
-from app.repositories import fact_time
+from app.repositories import fact_time, references
 from app.repositories import memories as memory_rows
-from app.services import butler_limits, events, references
+from app.services import butler_limits, events
 from app.services.events import Memory, memory_event, type_name
 from app.services.rule_reasons import shown_one
 

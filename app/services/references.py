@@ -1,65 +1,21 @@
-"""Reference counts of memories that reads return (recall, context, get).
-
-On the primary a read counts its references in its own transaction, as one UPDATE. A read
-served by a replica cannot write: it shows each count as it will be, keeps the references in
-its session, and the request hands them to the process's `ReferenceQueue`, which adds them up
-and writes them to the primary every `reference_flush_seconds`, one transaction per tenant.
-"""
+"""The process's queue of references counted by reads served from a replica: added up and
+written to the primary every `reference_flush_seconds`, one transaction per tenant (the
+counting itself: `repositories/references.py`)."""
 
 import asyncio
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlalchemy.orm.attributes import set_committed_value
 
-from app.clock import now_utc
+from app.periodic import Periodic
 from app.repositories import references as reference_rows
-from app.retrieval import candidates as search_rows
+from app.repositories.references import Pending
 from app.scope import Scope, scoped_transaction
-from app.services.periodic import Periodic
 
 logger = logging.getLogger(__name__)
-
-# session.info keys: the replica a read session runs on, and the references it counted.
-REPLICA_KEY = "engram_replica"
-PENDING_KEY = "engram_pending_references"
-
-Pending = list[tuple[str, str, uuid.UUID, datetime]]
-
-
-def on_replica(session: AsyncSession) -> bool:
-    """True when `session` reads from a replica (it cannot write)."""
-    return session.info.get(REPLICA_KEY) is not None
-
-
-async def count(session: AsyncSession, memory_type: str, *, tenant_id: str,
-                rows: Sequence[Any]) -> None:
-    """Count one reference on each of `rows` (memories of one type); the rows show it."""
-    if not rows:
-        return
-    if not on_replica(session):
-        await search_rows.bump_references(session, memory_type, tenant_id=tenant_id,
-                                          ids=[row.id for row in rows])
-        return
-    now = now_utc()
-    pending: Pending = session.info.setdefault(PENDING_KEY, [])
-    for row in rows:
-        # Shown, not flushed: the replica's transaction must not write.
-        set_committed_value(row, "reference_count", row.reference_count + 1)
-        set_committed_value(row, "last_referenced_at", now)
-        pending.append((tenant_id, memory_type, row.id, now))
-
-
-def take_pending(session: AsyncSession) -> Pending:
-    """The references a replica read counted (and forget them)."""
-    pending: Pending = session.info.pop(PENDING_KEY, [])
-    return pending
-
 
 class ReferenceQueue:
     """References waiting to be written to the primary, summed per memory."""

@@ -16,7 +16,7 @@ from app.repositories import rows as record_rows
 from app.repositories import runs as run_rows
 from app.repositories.erasure import Counts
 from app.repositories.runs import RunFilters
-from app.retrieval import candidates as search_rows
+from app.repositories.search import candidates as search_rows
 from app.schemas.filters import MemoryFilter
 from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
 from app.scope import side_session

@@ -7,7 +7,7 @@ import uuid
 from sqlalchemy import literal
 from sqlalchemy.dialects import postgresql
 
-from app.retrieval import keyword
+from app.repositories.search import keyword
 from tests.api.test_rules import harmful
 from tests.support.factories import store_fact
 

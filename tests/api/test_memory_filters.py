@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.retrieval import candidates
+from app.repositories.search import candidates
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok
 from tests.support.http import post
 

@@ -1,6 +1,6 @@
 """The memory of filters lately counted: it expires and stays bounded."""
 
-from app.retrieval.broad_filters import BroadFilters, broad_key
+from app.repositories.search.broad_filters import BroadFilters, broad_key
 
 
 class Clock:

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.retrieval.candidates import LoadedRow, RankedCandidate
+from app.repositories.search.candidates import LoadedRow, RankedCandidate
 from app.retrieval.fusion import (
     FusionWeights,
     fuse,

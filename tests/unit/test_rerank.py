@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from app.repositories.search.candidates import RankedCandidate
 from app.retrieval import rerank
-from app.retrieval.candidates import RankedCandidate
 from app.retrieval.fusion import Fused, Known, _with_lists, fuse_learned
 from app.retrieval.rerank import SIGNALS, Candidate, Model, signals
 

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, Run, RunMessage
-from app.retrieval.candidates import RankedCandidate, or_tsquery
+from app.repositories.search.candidates import RankedCandidate, or_tsquery
 
 Record = Run | RunMessage | AgentEvent
 REFLECTION_KIND = "agent.reflected"

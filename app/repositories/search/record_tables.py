@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, Float, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding.vectors import EmbeddingVector
-from app.retrieval.candidates import RankedCandidate, or_tsquery
+from app.repositories.search.candidates import RankedCandidate, or_tsquery
 
 
 @dataclass(frozen=True)

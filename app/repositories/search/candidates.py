@@ -26,7 +26,6 @@ from sqlalchemy import (
     select,
     true,
     union_all,
-    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -41,9 +40,9 @@ from app.repositories.confidence import effective_confidence_sql
 from app.repositories.fact_time import held_at
 from app.repositories.memories import MODELS
 from app.repositories.memory_filters import compile_filter, filter_shape, filter_values
-from app.retrieval import keyword
-from app.retrieval.broad_filters import BROAD, broad_key
-from app.retrieval.keyword import or_tsquery
+from app.repositories.search import keyword
+from app.repositories.search.broad_filters import BROAD, broad_key
+from app.repositories.search.keyword import or_tsquery
 from app.schemas.filters import MemoryFilter
 from app.scope import SCOPE_KEY, Scope, set_local
 from app.text import CONTEXT_MAX_CHARS
@@ -309,7 +308,7 @@ class LoadedRow:
     """A row with its similarity to the query (its best passage's, when better) and
     keyword score."""
 
-    row: Any  # a memory, or a run, run message or reflection (retrieval/record_sql.py)
+    row: Any  # a memory, or a run, run message or reflection (repositories/search/record_sql.py)
     similarity: float | None
     keyword_score: float | None
     passage: PassageMatch | None
@@ -561,23 +560,6 @@ def loaded_row(memory: Any, own_similarity: float | None, keyword_score: float |
     if passage is not None and (own_similarity is None or passage.similarity > own_similarity):
         return LoadedRow(memory, passage.similarity, keyword_score, passage, own_similarity)
     return LoadedRow(memory, own_similarity, keyword_score, None, own_similarity)
-
-
-async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,
-                          ids: Sequence[uuid.UUID]) -> list[Memory]:
-    """Count one reference on every row of `ids` in a single UPDATE; return the rows."""
-    if not ids:
-        return []
-    model = MODELS[memory_type]
-    stmt = (
-        update(model)
-        .where(and_(model.tenant_id == tenant_id, model.id.in_(list(ids))))
-        .values(reference_count=model.reference_count + 1, last_referenced_at=func.now())
-        .returning(model)
-        .execution_options(synchronize_session=False, populate_existing=True)
-    )
-    rows: list[Memory] = list((await session.execute(stmt)).scalars())  # type: ignore[arg-type]
-    return rows
 
 
 async def admitted_counts(session: AsyncSession, types: Sequence[str], *, filters: Filters,
