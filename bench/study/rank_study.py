@@ -23,7 +23,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from app.retrieval.rerank import SIGNALS, Candidate, signals
+from app.retrieval.rerank import MODEL_FILE, SIGNALS, Candidate, signals
 from app.retrieval.timewindow import parse_time_window
 from bench.study.fusion_study import Legs, load, order, recall_at, rrf, study_parser, table
 
@@ -307,7 +307,7 @@ def main() -> None:
         rows[name] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
     table(rows, all_legs)
     if args.emit:
-        emit(all_legs, args.depth, Path(__file__).parents[2] / "app/retrieval/ranker.json")
+        emit(all_legs, args.depth, MODEL_FILE)
 
 
 def emit(all_legs: list[Legs], depth: int, path: Path) -> None:
