@@ -2,7 +2,7 @@
 
 For each backend: sentences/s in model calls as the Embedder cuts a batch (longest
 first, 32 texts, about 2048 tokens), and per-query latency of one-text calls (median,
-p95), on short texts (<= 200 characters, the speed.py generator) and on long chat turns
+p95), on short texts (<= 200 characters, the common/texts.py generator) and on long chat turns
 (LongMemEval_S dev turns when the file is there, else generated ones). Also the minimum
 and mean cosine of each backend's vectors against torch's.
 

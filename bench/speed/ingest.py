@@ -38,7 +38,7 @@ Item = dict[str, Any]
 
 
 def short_items(n: int, seed: int) -> list[Item]:
-    """n generated episodes of at most 200 characters, over the speed.py butlers."""
+    """n generated episodes of at most 200 characters, over the common/texts.py butlers."""
     rng = random.Random(seed)
     return [{"content": sentence(rng), "butler": rng.choice(BUTLERS)} for _ in range(n)]
 

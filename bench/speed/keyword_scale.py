@@ -1,8 +1,8 @@
 """Keyword-leg SQL time at scale, old (OR-ed ts_rank_cd) against new (BM25 postings).
 
-Seeds N episodes of speed.py's generated sentences straight into a database at head (plain
+Seeds N episodes of common/texts.py's generated sentences straight into a database at head (plain
 INSERTs of 500 rows, so the mem_010 triggers run as they do for the batch endpoint; no
-embeddings: only the keyword leg is measured), then times both keyword legs on speed.py's
+embeddings: only the keyword leg is measured), then times both keyword legs on common/texts.py's
 questions, each alone in its statement, as the search endpoint builds them (limit 10, a
 butler scope on two thirds of them). No HTTP, no model: SQL time only.
 

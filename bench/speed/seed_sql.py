@@ -1,7 +1,7 @@
 """Seed a large store straight into PostgreSQL, for speed runs past what the model can embed.
 
 Embedding a million episodes takes about an hour of the model alone on two cores, so this
-script writes `speed.py`'s generated sentences with INSERTs as the database owner (the
+script writes `common/texts.py`'s generated sentences with INSERTs as the database owner (the
 keyword triggers run as for any write) and composes each vector from the model's embeddings
 of the sentence's parts: normalise(name + activity + place + time + feeling). A query the
 model embeds then lands near the sentences that share its parts, as with real vectors; the
