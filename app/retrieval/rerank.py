@@ -4,7 +4,7 @@ Each candidate of either list gets a few signals (its similarity and keyword sco
 against the best of the lists, its ranks, its session's best, its length, whether it lies in
 the query's time window); a small ensemble of boosted trees (`ranker.json`), trained to tell
 the turns that answer a question from the rest on the LongMemEval and LoCoMo development sets
-(`bench/rank_study.py --emit` writes it), turns them into a probability. A memory without a
+(`bench/study/rank_study.py --emit` writes it), turns them into a probability. A memory without a
 session (a fact, a rule) is its own session; a search whose candidates share no session is
 fused by RRF instead (retrieval/search.py).
 """
@@ -100,7 +100,7 @@ class Model:
 
     @classmethod
     def load(cls, path: Path) -> "Model":
-        """The model written by bench/rank_study.py --emit."""
+        """The model written by bench/study/rank_study.py --emit."""
         data = json.loads(path.read_text())
         if data["signals"] != list(SIGNALS):
             raise ValueError(f"{path} was trained on other signals: {data['signals']}")

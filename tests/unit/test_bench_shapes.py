@@ -1,14 +1,8 @@
 """The benchmarks' agent-style keyword queries and their evidence counting for facts and notes."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import locomo_recall  # noqa: E402
-import locomo_shapes  # noqa: E402
+from bench.quality import locomo_recall, locomo_shapes
 
 
 @pytest.mark.parametrize(("question", "query"), [

@@ -1,0 +1,1 @@
+"""Benchmarks of retrieval quality and speed, each run as `python -m bench.<room>.<name>`."""

@@ -1,0 +1,1 @@
+"""Speed: throughput and latency of the service, its statements and the model."""

@@ -1,0 +1,1 @@
+"""The learned ranker's pipeline: cached dev-set legs, fusion and ranking studies."""
