@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
+
 from tests.conftest import REPO_ROOT
 
 
@@ -14,3 +16,13 @@ def test_every_layer_imports_only_what_it_may():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
+
+
+def test_the_doors_reach_sql_only_through_services():
+    graph = grimp.build_graph("app")
+    doors = ("app.routers", "app.mcp", "app.console")
+    direct = {(importer, imported)
+              for door in doors for importer in graph.find_descendants(door)
+              for imported in graph.find_modules_directly_imported_by(importer)
+              if imported.startswith("app.repositories")}
+    assert not direct, sorted(direct)
