@@ -1,5 +1,5 @@
 """Entity tools: create, get, update, resolve a name, merge two entities, list entities and
-an entity's facts."""
+an entity's facts, delete an entity for good."""
 
 from typing import Annotated
 
@@ -21,10 +21,12 @@ from app.mcp.args import (
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
+from app.responses.data_rights import deleted_out
 from app.responses.entities import entity_out, merge_out, resolve_out
 from app.responses.facts import fact_page_out
 from app.responses.pages import page_out
 from app.schemas.common import AwareDatetimeIn, Name, Page, Validity
+from app.schemas.data_rights import DeletedOut
 from app.schemas.entities import (
     Aliases,
     ContextHints,
@@ -38,12 +40,15 @@ from app.schemas.entities import (
     ResolveRequest,
 )
 from app.schemas.facts import FactPage
-from app.services import entities
+from app.services import deletion, entities
 from app.services.merge import merge_entities
 
 NameArg = Annotated[Name, Field(description="The entity's canonical name, e.g. 'Ann Smith'.")]
 AliasesArg = Annotated[Aliases | None, Field(description="Other names it goes by; on update the "
                                                          "whole list is replaced.")]
+FactsArg = Annotated[deletion.FactsOfEntity, Field(
+    description="detach: the entity's facts stay, anchored to no entity; delete: they go too, "
+                "every version of their history.")]
 
 
 class ResolveResult(BaseModel):
@@ -182,3 +187,17 @@ async def entity_facts(entity_id: EntityIdArg, ctx: Context, validity: Validity 
             limit=limit, cursor=cursor, at=point_in_time(as_of, known_at)))
 
     return await read_call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+async def entity_delete(entity_id: EntityIdArg, ctx: Context,
+                        facts: FactsArg = "detach") -> JsonObject:
+    """Delete an entity for good, with the entities merged into it; its facts are detached
+    (the default) or deleted. Returns the rows deleted (and facts detached) per table."""
+
+    async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
+        counts = await deletion.delete_entity(session, tenant_id=caller.tenant_id,
+                                              entity_id=entity_id, facts=facts)
+        return deleted_out("entity", entity_id, counts)
+
+    return await call(ctx, work)

@@ -1,5 +1,4 @@
-"""Link and graph tools: typed edges between memories and entities, and the neighbourhood of
-a node, as /v1/links and /v1/graph offer them."""
+"""The graph tool: the neighbourhood of a memory or entity, as GET /v1/graph gives it."""
 
 import uuid
 from typing import Annotated, get_args
@@ -9,97 +8,16 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import CursorArg, LinkFilterArg, PageLimitArg, filter_of
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, read_call
 from app.mcp.toolset import ToolSet
-from app.responses.links import link_out
-from app.responses.pages import page_out
-from app.schemas.common import LinkEndType, Page, ResponseModel
 from app.schemas.graph import GraphOut, GraphRelation, NodeType
-from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
-from app.services import links
 from app.services.graph import neighbourhood
 
 ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
-EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, procedure, "
-                                                      "arc, or a run, run message, run "
-                                                      "feedback or agent event.")]
 EndIdArg = Annotated[uuid.UUID, Field(description="Its id (a UUID).")]
 
 
-class LinkDeleted(ResponseModel):
-    """The edge that was deleted."""
-
-    source_type: str
-    source_id: uuid.UUID
-    target_type: str
-    target_id: uuid.UUID
-    deleted: bool = True
-
-
 tools = ToolSet()
-
-
-@tools.add(annotations=ToolAnnotations(idempotent_hint=True))
-async def link_create(source_type: EndTypeArg, source_id: EndIdArg, target_type: EndTypeArg,
-                      target_id: EndIdArg, relation: Relation, ctx: Context,
-                      strength: float = 1.0,
-                      reasoning: Annotated[str | None, Field(
-                          description="Why the link was made (kept with it).")] = None,
-                      created_by: Annotated[str | None, Field(
-                          description="Who made it; default: your API key.")] = None,
-                      ) -> JsonObject:
-    """Link two memories or entities with a directed, typed edge: provenance (derived_from,
-    supports, contradicts, supersedes, related_to, based_on) or a relation between entities
-    (works_at, knows, member_of, ...). strength in (0, 1] weighs graph-aware search. A pair
-    may hold several relations; creating an edge that exists returns it. A supports link
-    counts a validation of a fact, a contradicts link a contradiction."""
-    data = build(LinkCreate, source_type=source_type, source_id=source_id,
-                 target_type=target_type, target_id=target_id, relation=relation,
-                 strength=strength, reasoning=reasoning, created_by=created_by)
-
-    async def work(session: AsyncSession, caller: Caller) -> LinkOut:
-        link, _ = await links.create_link(session, tenant_id=caller.tenant_id, data=data)
-        return link_out(link)
-
-    return await call(ctx, work)
-
-
-@tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
-                    direction: Direction = "both", relation: Relation | None = None,
-                    limit: PageLimitArg = 50, cursor: CursorArg = None,
-                    filter: LinkFilterArg = None) -> JsonObject:
-    """The links of one memory or entity, newest first: outgoing (it is the source),
-    incoming (the target) or both, optionally of one relation; filter keeps those it
-    admits, e.g. {"strength": {"$gte": 0.5}}. Use it to see what a memory was derived from
-    or what supports or contradicts it."""
-    memory_filter = filter_of(filter, "link")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[LinkOut]:
-        return page_out(await links.list_links(
-            session, tenant_id=caller.tenant_id, memory_type=memory_type,
-            memory_id=memory_id, direction=direction, relation=relation, limit=limit,
-            cursor=cursor, memory_filter=memory_filter), link_out)
-
-    return await read_call(ctx, work)
-
-
-@tools.add(annotations=ToolAnnotations(destructive_hint=True))
-async def link_delete(source_type: EndTypeArg, source_id: EndIdArg, target_type: EndTypeArg,
-                      target_id: EndIdArg, ctx: Context,
-                      relation: Relation | None = None) -> JsonObject:
-    """Delete the edges from source to target (only those of `relation`, when given): a
-    wrong or outdated link; the memories stay."""
-
-    async def work(session: AsyncSession, caller: Caller) -> LinkDeleted:
-        await links.delete_link(session, tenant_id=caller.tenant_id, source_type=source_type,
-                                source_id=source_id, target_type=target_type,
-                                target_id=target_id, relation=relation)
-        return LinkDeleted(source_type=source_type, source_id=source_id,
-                           target_type=target_type, target_id=target_id)
-
-    return await call(ctx, work)
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))

@@ -13,15 +13,20 @@ from starlette.routing import Route
 from app.config import Settings
 from app.mcp import (
     arc_tools,
-    data_tools,
+    data_rights_tools,
     entity_tools,
+    episode_tools,
+    fact_tools,
     graph_tools,
     job_tools,
-    listing_tools,
+    ledger_tools,
+    link_tools,
     memory_tools,
     procedure_tools,
-    read_tools,
+    rule_tools,
     run_tools,
+    search_tools,
+    stats_tools,
     working_memory_tools,
 )
 from app.mcp.endpoint import McpEndpoint
@@ -48,6 +53,11 @@ arc_add_event and arc_close. Link memories with link_create and explore what is 
 to a memory or entity with graph_neighbourhood.
 Results are JSON: ids are UUID strings, times ISO 8601."""
 
+# The tool modules, one per domain; tools/list gives their tools in this order.
+TOOL_MODULES = (episode_tools, fact_tools, rule_tools, memory_tools, search_tools, stats_tools,
+                entity_tools, job_tools, data_rights_tools, run_tools, ledger_tools,
+                working_memory_tools, procedure_tools, arc_tools, link_tools, graph_tools)
+
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 
 
@@ -60,9 +70,7 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
     level = log_level.upper() if log_level.upper() in LOG_LEVELS else "INFO"
     server: MCPServer = MCPServer("engram", version=version, instructions=INSTRUCTIONS,
                                   log_level=level)  # type: ignore[arg-type]
-    for module in (memory_tools, read_tools, entity_tools, job_tools, data_tools,
-                   run_tools, listing_tools, working_memory_tools, procedure_tools, arc_tools,
-                   graph_tools):
+    for module in TOOL_MODULES:
         module.tools.register(server)
     server.middleware.append(RejectUnknownArguments(server))
     return server

@@ -1,5 +1,5 @@
-"""Data-rights tools: hard delete, erasure by selector and export, as DELETE /v1/...,
-POST /v1/erasures and GET /v1/export do."""
+"""Data-rights tools: erasure by selector and export, as POST /v1/erasures and GET /v1/export
+do."""
 
 import uuid
 from typing import Annotated
@@ -9,63 +9,23 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import EntityIdArg, MemoryIdArg, MemoryTypeArg
+from app.mcp.args import EntityIdArg
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
-from app.responses.data_rights import deleted_out, export_page_out
+from app.responses.data_rights import export_page_out
 from app.responses.jobs import job_out
 from app.schemas.common import Name
-from app.schemas.data_rights import DeletedOut, ExportPageOut, ExportPageRequest
+from app.schemas.data_rights import ExportPageOut, ExportPageRequest
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut
-from app.services import deletion, erasures, memories
+from app.services import erasures
 from app.services.export_pages import export_page
 
-FactsArg = Annotated[deletion.FactsOfEntity, Field(
-    description="detach: the entity's facts stay, anchored to no entity; delete: they go too, "
-                "every version of their history.")]
 RunIdArg = Annotated[uuid.UUID, Field(description="A task run's id (a UUID).")]
 SelectorArg = Annotated[Name | None, Field(description="Selector (give exactly one).")]
 
 
 tools = ToolSet()
-
-
-@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
-async def memory_delete(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
-                        ctx: Context) -> JsonObject:
-    """Delete a memory for good when the user wants it gone (not merely wrong: then use
-    memory_forget). A fact goes with every version of its history; its links, keyword
-    index and audit events go too, leaving one content-free tombstone event. Returns the
-    rows deleted per table."""
-    model = memories.model_for(memory_type)
-
-    async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
-        if memory_type == "episode":
-            counts = await deletion.delete_episode(
-                session, tenant_id=caller.tenant_id, episode_id=memory_id,
-                embedder=caller.embedder, keyword_context=caller.settings.keyword_context)
-        else:
-            counts = await deletion.delete_memory(session, model,
-                                                  tenant_id=caller.tenant_id,
-                                                  memory_id=memory_id)
-        return deleted_out(memory_type, memory_id, counts)
-
-    return await call(ctx, work)
-
-
-@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
-async def entity_delete(entity_id: EntityIdArg, ctx: Context,
-                        facts: FactsArg = "detach") -> JsonObject:
-    """Delete an entity for good, with the entities merged into it; its facts are detached
-    (the default) or deleted. Returns the rows deleted (and facts detached) per table."""
-
-    async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
-        counts = await deletion.delete_entity(session, tenant_id=caller.tenant_id,
-                                              entity_id=entity_id, facts=facts)
-        return deleted_out("entity", entity_id, counts)
-
-    return await call(ctx, work)
 
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))

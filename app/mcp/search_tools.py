@@ -1,4 +1,4 @@
-"""Retrieval tools: search, recall, context and stats."""
+"""Retrieval tools: search, recall and context."""
 
 import uuid
 from typing import Annotated
@@ -30,8 +30,6 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
-from app.schemas.stats import StatsOut
-from app.services import stats
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(
@@ -127,19 +125,5 @@ async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Cont
                                       at=point_in_time(request.as_of, request.known_at),
                                       memory_filter=filter_tree(request.filter))
         return context_out(context)
-
-    return await read_call(ctx, work)
-
-
-@tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def memory_stats(ctx: Context, scope: OptionalScopeArg = None) -> JsonObject:
-    """Count memories by lifecycle state (episodes and consolidation backlog, facts by
-    validity, rules by maturity). Use it to check the memory's health or before deciding
-    to run consolidation or cleanup."""
-
-    async def work(session: AsyncSession, caller: Caller) -> StatsOut:
-        return await stats.memory_stats(
-            session, tenant_id=caller.tenant_id, scope=scope,
-            consolidation_configured=caller.settings.llm.base_url is not None)
 
     return await read_call(ctx, work)

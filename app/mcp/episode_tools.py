@@ -1,0 +1,99 @@
+"""Episode tools: record observations one at a time or as a batch, and list episodes."""
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import InvalidInput
+from app.mcp.args import (
+    ButlerArg,
+    ContentArg,
+    CursorArg,
+    FilterArg,
+    ImportanceArg,
+    PageLimitArg,
+    filter_of,
+)
+from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.toolset import ToolSet
+from app.responses.episodes import episode_out
+from app.responses.pages import page_out
+from app.schemas.common import ConsolidationStatus, Name, Page, SessionIdIn
+from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
+from app.services import episodes
+
+tools = ToolSet()
+
+
+@tools.add()
+async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Context,
+                               session_id: str | None = None,
+                               importance: ImportanceArg = 5.0) -> JsonObject:
+    """Record a raw observation from the current conversation (what the user said or did,
+    an outcome). Use it freely during a session; episodes expire after a few days unless
+    consolidation distils them into facts and rules. For durable knowledge use
+    memory_store_fact; for behavioural guidance use memory_store_rule."""
+    item = build(EpisodeCreate, content=content, butler=butler, session_id=session_id,
+                 importance=importance)
+
+    async def work(session: AsyncSession, caller: Caller) -> EpisodeOut:
+        [row] = await episodes.create_episodes(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder, items=[item],
+            ttl_days=caller.settings.episode_ttl_days,
+            keyword_context=caller.settings.keyword_context,
+            mentions=caller.settings.auto_links.mentions,
+            session_gap_minutes=caller.settings.episode_session_gap_minutes)
+        return episode_out(row)
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def memory_store_episodes(
+    items: Annotated[list[dict[str, Any]], Field(
+        min_length=1, description="The episodes, each {content, butler, session_id?, "
+                                  "importance?, occurred_at?}, in the order they happened.")],
+    ctx: Context,
+) -> JsonObject:
+    """Record many observations at once, all or none, e.g. the turns of a conversation
+    (with their session_id, in order) at the end of a session; up to the server's
+    max_batch_size (500 by default). One at a time: memory_store_episode."""
+    request = build(EpisodeBatchCreate, items=items)
+
+    async def work(session: AsyncSession, caller: Caller) -> EpisodeBatchOut:
+        if len(request.items) > caller.settings.max_batch_size:
+            raise InvalidInput(f"a batch holds at most {caller.settings.max_batch_size} "
+                               "episodes", field="items")
+        rows = await episodes.create_episodes(
+            session, tenant_id=caller.tenant_id, embedder=caller.embedder,
+            items=request.items, ttl_days=caller.settings.episode_ttl_days,
+            keyword_context=caller.settings.keyword_context,
+            session_gap_minutes=caller.settings.episode_session_gap_minutes)
+        return EpisodeBatchOut(items=[episode_out(row) for row in rows])
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def episode_list(ctx: Context, butler: Name | None = None,
+                       session_id: SessionIdIn | None = None,
+                       consolidation_status: ConsolidationStatus | None = None,
+                       include_expired: bool = False, limit: PageLimitArg = 50,
+                       cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
+    """List episodes newest first, e.g. every turn of one session_id (or inferred_session)
+    or of one butler, or those still pending consolidation; filter keeps those it admits, e.g.
+    {"metadata.topic": "travel"}. Use memory_search to find episodes by meaning. Pass
+    next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter)
+
+    async def work(session: AsyncSession, caller: Caller) -> Page[EpisodeOut]:
+        return page_out(await episodes.list_episodes(
+            session, tenant_id=caller.tenant_id, butler=butler, session_id=session_id,
+            consolidation_status=consolidation_status, consolidated=None,
+            include_expired=include_expired, limit=limit, cursor=cursor,
+            memory_filter=memory_filter), episode_out)
+
+    return await read_call(ctx, work)

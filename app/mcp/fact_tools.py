@@ -1,0 +1,131 @@
+"""Fact tools: store a fact, report evidence against one, list facts and a fact's history."""
+
+import uuid
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.formulas.fact_time import point_in_time
+from app.mcp.args import (
+    ContentArg,
+    CursorArg,
+    EntityIdArg,
+    FactIdArg,
+    FilterArg,
+    ImportanceArg,
+    PageLimitArg,
+    PredicateArg,
+    ReasonArg,
+    ScopeArg,
+    SubjectArg,
+    TagsArg,
+    ValidFromArg,
+    ValidUntilArg,
+    filter_of,
+)
+from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.toolset import ToolSet
+from app.responses.facts import fact_out, fact_page_out
+from app.schemas.common import AwareDatetimeIn, Name, Permanence, ResponseModel, Validity
+from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
+from app.services import fact_beliefs, facts
+
+ValidityArg = Annotated[Validity | None, Field(
+    description="active (the default), superseded, expired or retracted; at a point in time: "
+                "any.")]
+AsOfTimeArg = Annotated[AwareDatetimeIn | None, Field(
+    description="An ISO 8601 time with a zone: the fact versions that held then.")]
+KnownAtTimeArg = Annotated[AwareDatetimeIn | None, Field(
+    description="An ISO 8601 time with a zone: facts as the memory believed them then.")]
+
+
+class FactHistory(ResponseModel):
+    """Every version of a fact's key, the latest valid period first."""
+
+    versions: list[FactOut]
+
+
+tools = ToolSet()
+
+
+@tools.add()
+async def memory_store_fact(subject: SubjectArg, predicate: PredicateArg, content: ContentArg,
+                            ctx: Context, importance: ImportanceArg = 5.0,
+                            permanence: Permanence = "standard", scope: ScopeArg = "global",
+                            tags: TagsArg = None,
+                            entity_id: uuid.UUID | None = None,
+                            valid_from: ValidFromArg = None,
+                            valid_until: ValidUntilArg = None) -> JsonObject:
+    """Remember a durable fact as subject / predicate / content, e.g. ('Ann', 'favourite
+    colour', 'green'). Use it when you learn something that should outlive the session.
+    A newer fact with the same subject and predicate in the same scope (or the same
+    entity_id and predicate) supersedes the old one, so store corrections the same way.
+    permanence sets how fast confidence decays: permanent, stable, standard, volatile,
+    ephemeral. valid_from / valid_until say when it held in the world (a fact about an
+    earlier period than the current one goes into its history)."""
+    data = build(FactCreate, subject=subject, predicate=predicate, content=content,
+                 importance=importance, permanence=permanence, scope=scope, tags=tags,
+                 entity_id=entity_id, valid_from=valid_from, valid_until=valid_until)
+
+    async def work(session: AsyncSession, caller: Caller) -> FactOut:
+        stored = await facts.store_fact(session, tenant_id=caller.tenant_id,
+                                        embedder=caller.embedder, data=data,
+                                        auto_links=caller.settings.auto_links)
+        return fact_out(stored.fact)
+
+    return await call(ctx, work)
+
+
+@tools.add()
+async def memory_contradict(fact_id: FactIdArg, ctx: Context,
+                            reasoning: ReasonArg = None) -> JsonObject:
+    """Report evidence that an active fact no longer holds, with why. Each contradiction
+    halves the fact's confidence (it ranks lower in search and recall); once contradictions
+    exceed confirmations by three the fact is retracted. When you know what is true now,
+    store that fact instead (it supersedes the old one)."""
+    data = build(FactContradiction, reasoning=reasoning)
+
+    async def work(session: AsyncSession, caller: Caller) -> FactOut:
+        return fact_out(await fact_beliefs.contradict(
+            session, tenant_id=caller.tenant_id, fact_id=fact_id, reasoning=data.reasoning))
+
+    return await call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def fact_list(ctx: Context, subject: Name | None = None, predicate: Name | None = None,
+                    scope: Name | None = None, validity: ValidityArg = None,
+                    entity_id: EntityIdArg | None = None, as_of: AsOfTimeArg = None,
+                    known_at: KnownAtTimeArg = None, limit: PageLimitArg = 50,
+                    cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
+    """List facts newest first by exact subject, predicate, scope or entity_id, e.g.
+    everything stored about 'Ann'; with as_of / known_at, the versions that held then, as
+    believed then; filter keeps those it admits, e.g. {"tags": "work"}. Use memory_search to
+    find facts by meaning. Pass next_cursor back as cursor for the next page."""
+    memory_filter = filter_of(filter)
+
+    async def work(session: AsyncSession, caller: Caller) -> FactPage:
+        return fact_page_out(await facts.list_facts(
+            session, tenant_id=caller.tenant_id, subject=subject, predicate=predicate,
+            scope=scope, validity=validity, entity_id=entity_id,
+            at=point_in_time(as_of, known_at), limit=limit, cursor=cursor,
+            memory_filter=memory_filter))
+
+    return await read_call(ctx, work)
+
+
+@tools.add(annotations=ToolAnnotations(read_only_hint=True))
+async def fact_history(fact_id: FactIdArg, ctx: Context) -> JsonObject:
+    """How a fact changed: every version of its subject and predicate linked by
+    supersession, the latest valid period first, each with when it held (valid_from,
+    valid_until) and when it was recorded and replaced (recorded_at, recorded_until)."""
+
+    async def work(session: AsyncSession, caller: Caller) -> FactHistory:
+        chain = await facts.fact_history_chain(session, tenant_id=caller.tenant_id,
+                                               fact_id=fact_id)
+        return FactHistory(versions=[fact_out(item) for item in chain])
+
+    return await read_call(ctx, work)
