@@ -297,11 +297,22 @@ def _version() -> str:
         return "unknown"
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `engram` console script."""
+# The sub-command table of the parser (argparse gives its type no public name).
+Commands = argparse._SubParsersAction  # noqa: SLF001
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line: every command and its options."""
     parser = argparse.ArgumentParser(prog="engram", description="Engram memory service")
     parser.add_argument("--version", action="version", version=f"engram {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
+    for add in (_serving_commands, _key_commands, _maintenance_commands, _backup_commands,
+                _client_commands):
+        add(commands)
+    return parser
+
+
+def _serving_commands(commands: Commands) -> None:
     serve = commands.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
@@ -311,6 +322,9 @@ def main(argv: list[str] | None = None) -> None:
                        help="worker processes (each loads its own model); default 1")
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
+
+
+def _key_commands(commands: Commands) -> None:
     keys = commands.add_parser("keys", help="manage API keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="mint a key for a tenant")
@@ -325,6 +339,9 @@ def main(argv: list[str] | None = None) -> None:
     listing.add_argument("--tenant")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
     revoke.add_argument("key_id", type=uuid.UUID)
+
+
+def _maintenance_commands(commands: Commands) -> None:
     reembed = commands.add_parser("reembed",
                                   help="re-embed memories made by another embedding model")
     reembed.add_argument("--all", action="store_true", dest="every",
@@ -335,6 +352,9 @@ def main(argv: list[str] | None = None) -> None:
                              "inferred in the sessions the gap rule gives them")
     commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
                                         "(the turns before each one)")
+
+
+def _backup_commands(commands: Commands) -> None:
     backup = commands.add_parser(
         "backup", help="take a base backup (pg_basebackup) into a directory; with "
                        "ENGRAM_BACKUP__WAL_ARCHIVE_DIR the embedded server archives WAL too")
@@ -355,6 +375,9 @@ def main(argv: list[str] | None = None) -> None:
     restore.add_argument("--wal-archive", type=Path,
                          help="where the archived WAL is (default: ENGRAM_BACKUP__WAL_ARCHIVE_"
                               "DIR, else the directory the backup recorded)")
+
+
+def _client_commands(commands: Commands) -> None:
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
     openapi.add_argument("--output", type=Path)
     mcp = commands.add_parser(
@@ -362,7 +385,11 @@ def main(argv: list[str] | None = None) -> None:
     mcp.add_argument("--url", help="the server's MCP endpoint (default: "
                                    "http://ENGRAM_HOST:ENGRAM_PORT/mcp)")
     mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `engram` console script."""
+    args = _parser().parse_args(argv)
 
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}

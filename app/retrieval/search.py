@@ -85,12 +85,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
             session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
     span = plan.span
-    filters = Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
-                      occurred=span if plan.time_mode == "filter" else None,
-                      as_of=None if plan.at is None else plan.at.as_of,
-                      known_at=None if plan.at is None else plan.at.known_at,
-                      memory_filter=plan.memory_filter)
-    filters = await search_rows.with_exact_types(session, plan.types, filters,
+    filters = await search_rows.with_exact_types(session, plan.types,
+                                                 _filters(plan, tenant_id=tenant_id),
                                                  below=retrieval.filter_exact_below)
 
     async def candidates(plan: SearchPlan) -> search_rows.Candidates:
@@ -138,6 +134,22 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                                    vector=vector, query=keyword_query, rows=rows)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query, loaded=rows)
+    return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
+
+
+def _filters(plan: SearchPlan, *, tenant_id: str) -> Filters:
+    """What the plan admits, as the candidate statement filters it."""
+    return Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
+                   occurred=plan.span if plan.time_mode == "filter" else None,
+                   as_of=None if plan.at is None else plan.at.as_of,
+                   known_at=None if plan.at is None else plan.at.known_at,
+                   memory_filter=plan.memory_filter)
+
+
+async def _described(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
+                     hits: list[Hit], paths: Mapping[Key, GraphPath]) -> list[Hit]:
+    """The hits with what each says beside its memory: its graph path, why a rule was
+    marked harmful, the episode's neighbouring turns, a fact's period as believed then."""
     if paths:
         hits = [replace(hit, graph=paths.get((hit.memory_type, hit.row.id))) for hit in hits]
     hits = await with_harmful_reasons(session, tenant_id=tenant_id, hits=hits)
