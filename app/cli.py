@@ -1,5 +1,5 @@
 """The `engram` command: serve, migrate, keys, reembed, reindex, infer-sessions, backup,
-restore, openapi, mcp."""
+restore, openapi, mcp, hook, hooks."""
 
 import argparse
 import asyncio
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.config import Settings
 from app.errors import StartupRefused
+from app.hooks import commands as hook_commands
 from app.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -362,7 +363,10 @@ def main(argv: list[str] | None = None) -> None:
     mcp.add_argument("--url", help="the server's MCP endpoint (default: "
                                    "http://ENGRAM_HOST:ENGRAM_PORT/mcp)")
     mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
+    hook_commands.add_commands(commands)
     args = parser.parse_args(argv)
+    if (handler := getattr(args, "handler", None)) is not None:
+        raise SystemExit(handler(args))
 
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}
