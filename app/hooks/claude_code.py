@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -150,8 +149,9 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
         context = pool.submit(engram.call, "POST", "/v1/context", json=context_request)
         earlier = pool.submit(engram.call, "POST", "/v1/search", json=search_request)
         wait_for([context, earlier], timeout=engram.deadline.left())
-    facts = _answer(context, "context")
-    text = (facts or {}).get("context", "").strip()
+    facts = _answer(context, "context") or {}
+    # A block with no memory in it is only its heading.
+    text = str(facts.get("context", "")).strip() if facts.get("items") else ""
     lines = []
     used = len(text)
     for hit in (_answer(earlier, "search") or {}).get("results", []):
@@ -254,8 +254,8 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 def handle(event: str, payload: dict[str, Any], config: HookConfig,
            deadline: Deadline) -> str:
     """What the hook prints for `event` (empty for the capturing events)."""
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
-    butler = config.butler or butler_for(cwd)
+    cwd = payload.get("cwd")
+    butler = config.butler or butler_for(cwd if isinstance(cwd, str) and cwd else os.getcwd())
     session_id = payload.get("session_id")
     session_id = session_id if isinstance(session_id, str) and session_id.strip() else None
     engram = Engram(config, deadline)

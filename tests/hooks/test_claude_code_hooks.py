@@ -103,6 +103,11 @@ async def test_a_turn_captured_at_stop_is_in_the_next_sessions_context(
     assert again.returncode == ended.returncode == 0
     assert len(episodes(live, key, butler)) == 5
 
+    # What consolidation would learn from it: a fact of the project's scope.
+    httpx.post(f"{live}/v1/facts", headers={"Authorization": f"Bearer {key}"}, timeout=30,
+               json={"subject": "staging database", "predicate": "migrated with",
+                     "content": "Staging database migrations run with flyway",
+                     "scope": butler}).raise_for_status()
     second = transcript_copy(tmp_path, "second.jsonl", SECOND_SESSION)
     prompted = hook("UserPromptSubmit", payload(
         "user_prompt_submit", cwd=str(project), transcript_path=str(second)), env)
@@ -113,6 +118,13 @@ async def test_a_turn_captured_at_stop_is_in_the_next_sessions_context(
     context = injected["additionalContext"]
     assert context.startswith("<engram-memory>") and context.endswith("</engram-memory>")
     assert "quartz-owl" in context and "6543" in context
+    assert "## Key Facts" in context and "migrations run with flyway" in context
+    small = hook("UserPromptSubmit", payload(
+        "user_prompt_submit", cwd=str(project), transcript_path=str(second)),
+        {**env, "ENGRAM_HOOK_TOKEN_BUDGET": "60"})
+    block = json.loads(small.stdout)["hookSpecificOutput"]["additionalContext"]
+    memories = block.split("\n\n", 1)[1].removesuffix("\n</engram-memory>")
+    assert "flyway" in memories and len(memories) <= 60 * 4 < len(context)
 
     # The second session's transcript holds the injected block; it is not stored back.
     with second.open("a") as transcript:
@@ -127,7 +139,7 @@ async def test_a_turn_captured_at_stop_is_in_the_next_sessions_context(
 
     assert compacted.returncode == 0, compacted.stderr
     contents = [episode["content"] for episode in episodes(live, key, butler)]
-    assert len(contents) == 11
+    assert len(contents) == 11  # the 5 turns of each session and the new prompt
     assert "user: Which port does the staging database listen on?" in contents
     assert not [content for content in contents
                 if "marigold-injected" in content or "engram-memory" in content
