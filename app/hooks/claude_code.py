@@ -39,6 +39,7 @@ FACTS_AND_RULES_SHARE = 0.6
 MIN_TURN_SIMILARITY = 0.3
 EARLIER_TURNS = 10
 MAX_LINE_CHARS = 600
+PRINT_MARGIN_SECONDS = 0.25
 MAX_QUERY_CHARS = 4000
 MAX_CONTENT_CHARS = 50_000
 MAX_NAME_CHARS = 200
@@ -145,10 +146,13 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
                                       "limit": EARLIER_TURNS}
     if session_id:
         search_request["filter"] = {"session_id": {"$ne": session_id}}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        context = pool.submit(engram.call, "POST", "/v1/context", json=context_request)
-        earlier = pool.submit(engram.call, "POST", "/v1/search", json=search_request)
-        wait_for([context, earlier], timeout=engram.deadline.left())
+    pool = ThreadPoolExecutor(max_workers=2)
+    context = pool.submit(engram.call, "POST", "/v1/context", json=context_request)
+    earlier = pool.submit(engram.call, "POST", "/v1/search", json=search_request)
+    # Keep time to print what came back when one of the two is late.
+    wait_for([context, earlier], timeout=max(engram.deadline.left() - PRINT_MARGIN_SECONDS,
+                                             0.001))
+    pool.shutdown(wait=False)
     facts = _answer(context, "context") or {}
     # A block with no memory in it is only its heading.
     text = str(facts.get("context", "")).strip() if facts.get("items") else ""

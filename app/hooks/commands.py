@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -46,7 +47,11 @@ def _hook(args: argparse.Namespace) -> int:
         config = replace(config, token_budget=args.token_budget)
     if args.timeout is not None and args.timeout > 0:
         config = replace(config, timeout=args.timeout)
-    return run_hook(args.event, config, sys.stdin, sys.stdout)
+    code = run_hook(args.event, config, sys.stdin, sys.stdout)
+    # The answer is out: end now rather than wait for a request still under way.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _path(args: argparse.Namespace) -> Path:

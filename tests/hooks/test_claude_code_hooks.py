@@ -7,8 +7,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +199,51 @@ def test_with_engram_down_or_silent_a_hook_prints_nothing_and_exits_0_in_time(
     assert "engram hook:" in silent.stderr
     # Beyond starting Python, a silent server costs the 2 s deadline, not more.
     assert waited < start_up + 2 + 1.5
+
+
+class HalfAnswering(BaseHTTPRequestHandler):
+    """Answers the context request at once and holds the search until the test ends."""
+
+    released = threading.Event()
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/v1/search":
+            self.released.wait(30)
+            return
+        body = json.dumps({"context": "# Memory Context\n\n## Key Facts\n- [ci] [runs on]: "
+                                      "buildkite", "items": [{"memory_type": "fact"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_when_one_answer_is_late_the_prompt_gets_the_other_within_the_deadline(
+        tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HalfAnswering)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stdin = payload("user_prompt_submit", cwd=str(tmp_path))
+    try:
+        started = time.monotonic()
+        done = hook("UserPromptSubmit", stdin, hook_env(
+            tmp_path, f"http://127.0.0.1:{server.server_address[1]}", ENGRAM_HOOK_TIMEOUT="2"))
+        waited = time.monotonic() - started
+    finally:
+        HalfAnswering.released.set()
+        server.shutdown()
+        server.server_close()
+
+    assert done.returncode == 0
+    assert "[ci] [runs on]: buildkite" in json.loads(done.stdout)["hookSpecificOutput"][
+        "additionalContext"]
+    assert "search: no answer before the deadline" in done.stderr
+    assert waited < 2 + 10  # the deadline and starting Python on a busy machine
 
 
 def test_a_malformed_payload_prints_nothing_and_exits_0(tmp_path: Path) -> None:
