@@ -156,21 +156,19 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
     facts = _answer(context, "context") or {}
     # A block with no memory in it is only its heading.
     text = str(facts.get("context", "")).strip() if facts.get("items") else ""
+    heading = "## Earlier conversations in this project"
     lines = []
-    used = len(text)
+    used = len(text) + 2 + len(heading)
     for hit in (_answer(earlier, "search") or {}).get("results", []):
         similarity = hit.get("similarity")
         if similarity is not None and similarity < MIN_TURN_SIMILARITY:
             continue
         line = _turn_line(hit)
-        if used + len(line) + 1 <= budget:
+        if used + 1 + len(line) <= budget:
             lines.append(line)
-            used += len(line) + 1
+            used += 1 + len(line)
     if lines:
-        heading = "## Earlier conversations in this project"
-        if used + len(heading) + 2 <= budget:
-            text = "\n\n".join(part for part in (text, heading + "\n" + "\n".join(lines))
-                               if part)
+        text = "\n\n".join(part for part in (text, heading + "\n" + "\n".join(lines)) if part)
     if not text:
         return ""
     return f"{OPEN_TAG}\nMemories Engram keeps for this project ({butler}); use them when " \
