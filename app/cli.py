@@ -1,5 +1,7 @@
 """The `engram` command: serve, migrate, keys, reembed, reindex, infer-sessions, backup,
-restore, openapi, mcp."""
+restore, openapi, mcp, hook, hooks."""
+
+from __future__ import annotations
 
 import argparse
 import asyncio
@@ -15,12 +17,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.config import Settings
-from app.errors import StartupRefused
-from app.logs import configure_logging
+from app.hooks import commands as hook_commands
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+    from app.config import Settings
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -103,7 +105,7 @@ async def _prepare_database(settings: Settings) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _database(settings: Settings) -> AsyncIterator["AsyncEngine"]:
+async def _database(settings: Settings) -> AsyncIterator[AsyncEngine]:
     """An engine of one connection on the service's database, disposed after use."""
     from app.db import create_engine, resolve_database_url
 
@@ -145,7 +147,7 @@ def _keys(settings: Settings, args: argparse.Namespace) -> None:
     asyncio.run(run())
 
 
-async def _manage_keys(session: "AsyncSession", args: argparse.Namespace) -> None:
+async def _manage_keys(session: AsyncSession, args: argparse.Namespace) -> None:
     from app.services import api_keys
 
     if args.keys_command == "create":
@@ -259,6 +261,7 @@ def _restore(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _openapi(output: Path | None) -> None:
+    from app.config import Settings
     from app.main import create_app
 
     document = json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
@@ -385,11 +388,17 @@ def _client_commands(commands: Commands) -> None:
     mcp.add_argument("--url", help="the server's MCP endpoint (default: "
                                    "http://ENGRAM_HOST:ENGRAM_PORT/mcp)")
     mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
+    hook_commands.add_commands(commands)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `engram` console script."""
     args = _parser().parse_args(argv)
+    if (handler := getattr(args, "handler", None)) is not None:
+        raise SystemExit(handler(args))  # a hook: it must start fast, without the service
+    from app.config import Settings
+    from app.errors import StartupRefused
+    from app.logs import configure_logging
 
     overrides = {key: value for key in ("host", "port", "auth_disabled")
                  if (value := getattr(args, key, None)) is not None}

@@ -1,0 +1,141 @@
+"""`engram hooks install|uninstall --claude-code`: Engram's entries in a Claude Code
+settings.json, merged with what is there and removed exactly."""
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.hooks.claude_code import EVENTS
+
+# Claude Code ends a hook after this many seconds; the hook's own deadline is shorter.
+HOOK_TIMEOUT_SECONDS = 10
+
+
+class SettingsError(Exception):
+    """The settings file cannot be read as a JSON object."""
+
+
+def settings_path(user: bool, project_dir: Path, home: Path) -> Path:
+    """The user's ~/.claude/settings.json or the project's .claude/settings.json."""
+    return (home if user else project_dir) / ".claude" / "settings.json"
+
+
+def engram_command() -> str:
+    """How Claude Code should start `engram`: the running executable's absolute path when it
+    is the `engram` script, else the one on PATH."""
+    running = Path(sys.argv[0])
+    if running.name == "engram" and running.exists():
+        return str(running.resolve())
+    return shutil.which("engram") or "engram"
+
+
+def hook_command(executable: str, event: str) -> str:
+    """The command line of one hook entry."""
+    return f"{shlex.quote(executable)} hook {event}"
+
+
+def is_ours(handler: object) -> bool:
+    """Whether a hook handler is one `engram hooks install` wrote (`<.../engram> hook E`)."""
+    if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
+        return False
+    try:
+        words = shlex.split(handler["command"])
+    except ValueError:
+        return False
+    return (len(words) == 3 and Path(words[0]).name == "engram" and words[1] == "hook"
+            and words[2] in EVENTS)
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The settings in `path` ({} when there is no file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        settings = json.loads(text) if text.strip() else {}
+    except ValueError as error:
+        raise SettingsError(f"{path} is not valid JSON ({error}); fix or move it first") \
+            from None
+    if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
+        raise SettingsError(f"{path}: expected a JSON object with a 'hooks' object")
+    return settings
+
+
+def write_settings(path: Path, settings: dict[str, Any]) -> None:
+    """Write the file whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".engram-tmp")
+    partial.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings with every Engram hook entry taken out (and groups, events and the hooks
+    object that held nothing else)."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return settings
+    kept_hooks: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            kept_hooks[event] = groups
+            continue
+        kept_groups = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept_groups.append(group)
+                continue
+            handlers = [handler for handler in group["hooks"] if not is_ours(handler)]
+            if handlers or not group["hooks"]:
+                kept_groups.append({**group, "hooks": handlers})
+        if kept_groups:
+            kept_hooks[event] = kept_groups
+    result = {key: value for key, value in settings.items() if key != "hooks"}
+    if kept_hooks:
+        result["hooks"] = kept_hooks
+    return result
+
+
+def our_entries(executable: str) -> dict[str, list[dict[str, Any]]]:
+    """Engram's hook groups, one per event."""
+    return {event: [{"hooks": [{"type": "command", "command": hook_command(executable, event),
+                                "timeout": HOOK_TIMEOUT_SECONDS}]}]
+            for event in EVENTS}
+
+
+def install(path: Path, executable: str) -> dict[str, Any]:
+    """Add Engram's entries to the settings at `path` (replacing any it wrote before);
+    returns the entries."""
+    settings = without_ours(read_settings(path))
+    entries = our_entries(executable)
+    hooks = dict(settings.get("hooks", {}))
+    for event, groups in entries.items():
+        hooks[event] = [*hooks.get(event, []), *groups]
+    write_settings(path, {**settings, "hooks": hooks})
+    return entries
+
+
+def uninstall(path: Path) -> int:
+    """Remove Engram's entries from the settings at `path`; how many were removed."""
+    if not path.exists():
+        return 0
+    settings = read_settings(path)
+    before = _count_ours(settings)
+    if before:
+        write_settings(path, without_ours(settings))
+    return before
+
+
+def _count_ours(settings: dict[str, Any]) -> int:
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return 0
+    return sum(1 for groups in hooks.values() if isinstance(groups, list)
+               for group in groups if isinstance(group, dict)
+               and isinstance(group.get("hooks"), list)
+               for handler in group["hooks"] if is_ours(handler))

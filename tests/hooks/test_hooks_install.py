@@ -1,0 +1,100 @@
+"""`engram hooks install|uninstall --claude-code`: Engram's entries merged into a Claude Code
+settings.json and taken out again, leaving everything else as it was."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO_ROOT
+
+EVENTS = ["UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
+THEIRS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"]},
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "./check.sh", "timeout": 5}]}],
+    },
+}
+
+
+def engram(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """The `engram` command in `cwd`, with `home` as the user's home."""
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+           "HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def engram_commands(settings: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """The `engram hook` command lines per event."""
+    return {event: [shlex.split(handler["command"])[1:] for group in groups
+                    for handler in group["hooks"] if "engram" in handler["command"]]
+            for event, groups in settings.get("hooks", {}).items()}
+
+
+def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_them(
+        tmp_path: Path) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / ".claude").mkdir(parents=True)
+    home.mkdir()
+    path = project / ".claude" / "settings.json"
+    path.write_text(json.dumps(THEIRS))
+
+    installed = engram("hooks", "install", "--claude-code", "--project", cwd=project,
+                       home=home)
+    first = json.loads(path.read_text())
+    again = engram("hooks", "install", "--claude-code", cwd=project, home=home)
+
+    assert installed.returncode == again.returncode == 0, installed.stderr + again.stderr
+    assert str(path) in installed.stdout and "UserPromptSubmit" in installed.stdout
+    assert json.loads(path.read_text()) == first
+    assert engram_commands(first) == {
+        "Stop": [["hook", "Stop"]], "PreToolUse": [], "UserPromptSubmit":
+        [["hook", "UserPromptSubmit"]], "PreCompact": [["hook", "PreCompact"]],
+        "SessionEnd": [["hook", "SessionEnd"]]}
+    assert first["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
+    assert first["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
+    assert (first["model"], first["permissions"]) == (THEIRS["model"], THEIRS["permissions"])
+    command = first["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert Path(shlex.split(command["command"])[0]).name == "engram"
+    assert command["type"] == "command" and command["timeout"] > 3
+    assert not (home / ".claude").exists()
+
+    removed = engram("hooks", "uninstall", "--claude-code", cwd=project, home=home)
+
+    assert removed.returncode == 0 and "removed 4" in removed.stdout
+    assert json.loads(path.read_text()) == THEIRS
+
+
+def test_user_install_writes_the_home_settings_and_uninstall_leaves_an_empty_object(
+        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+
+    installed = engram("hooks", "install", "--claude-code", "--user", cwd=tmp_path,
+                       home=home)
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    removed = engram("hooks", "uninstall", "--claude-code", "--user", cwd=tmp_path,
+                     home=home)
+
+    assert installed.returncode == removed.returncode == 0
+    assert sorted(settings["hooks"]) == sorted(EVENTS)
+    assert json.loads((home / ".claude" / "settings.json").read_text()) == {}
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_install_refuses_a_settings_file_that_is_not_json(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    path = tmp_path / ".claude" / "settings.json"
+    path.write_text("{ not json")
+
+    refused = engram("hooks", "install", "--claude-code", cwd=tmp_path, home=tmp_path)
+
+    assert refused.returncode != 0 and "not valid JSON" in refused.stderr
+    assert path.read_text() == "{ not json"
