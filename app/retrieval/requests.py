@@ -1,5 +1,7 @@
 """A search request answered end to end, for every surface that offers search (REST, MCP)."""
 
+from dataclasses import replace
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.clock import now_utc
@@ -9,6 +11,7 @@ from app.errors import InvalidInput
 from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
 from app.retrieval.search import search
 from app.retrieval.timewindow import parse_time_window
+from app.retrieval.user_reranker import UserReranker, outcome_of, rerank_step
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest, SearchResponse
 from app.services.fact_timeline import point_in_time
@@ -17,8 +20,10 @@ from app.services.responses.search import search_out
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           retrieval: RetrievalSettings,
-                          request: SearchRequest) -> SearchResponse:
-    """Search with the configured default mode and the time window read from the query."""
+                          request: SearchRequest,
+                          reranker: UserReranker | None = None) -> SearchResponse:
+    """Search with the configured default mode and the time window read from the query; a
+    `reranker` reorders its first results unless the request turned it off."""
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
@@ -38,6 +43,9 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        graph=graph_query(request.entities, request.graph_hops),
                        neighbours=request.neighbours, at=at,
                        memory_filter=filter_tree(request.filter))
-    hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
-                        retrieval=retrieval)
-    return search_out(mode, hits, window, request.time_mode, now, at)
+    step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
+    hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
+                        tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
+                        rerank=step)
+    return search_out(mode, hits, window, request.time_mode, now, at,
+                      reranker=outcome_of(reranker, step))

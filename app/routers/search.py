@@ -3,7 +3,14 @@
 from fastapi import APIRouter
 
 from app.clock import now_utc
-from app.deps import EmbedderDep, QuerySessionDep, ReadSessionDep, SettingsDep, TenantDep
+from app.deps import (
+    EmbedderDep,
+    QuerySessionDep,
+    ReadSessionDep,
+    RerankerDep,
+    SettingsDep,
+    TenantDep,
+)
 from app.errors import problem_responses
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
@@ -28,9 +35,11 @@ router = APIRouter(prefix="/v1", tags=["retrieval"])
 @router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
              summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
 async def search_memories(body: SearchRequest, session: QuerySessionDep, tenant_id: TenantDep,
-                          embedder: EmbedderDep, settings: SettingsDep) -> SearchResponse:
+                          embedder: EmbedderDep, settings: SettingsDep,
+                          reranker: RerankerDep) -> SearchResponse:
     return await retrieval.search_memories(session, tenant_id=tenant_id, embedder=embedder,
-                                           retrieval=settings.retrieval, request=body)
+                                           retrieval=settings.retrieval, request=body,
+                                           reranker=reranker)
 
 
 @router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),

@@ -7,6 +7,7 @@ from app.retrieval.context import Context
 from app.retrieval.recall import Recalled
 from app.retrieval.search import Hit
 from app.retrieval.timewindow import TimeWindow
+from app.retrieval.user_reranker import Outcome
 from app.schemas.ledger import AgentEventOut
 from app.schemas.runs import RunMessageOut, RunOut
 from app.schemas.search import (
@@ -18,6 +19,7 @@ from app.schemas.search import (
     RecallResponse,
     RecallRuleHit,
     ReflectionHit,
+    RerankerOut,
     RuleHit,
     RunHit,
     RunMessageHit,
@@ -75,13 +77,16 @@ def search_hit(hit: Hit, now: datetime) -> Any:
 
 
 def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
-               now: datetime, at: PointInTime | None = None) -> SearchResponse:
-    """The search answer: the hits, the time window read from the query and the point in
-    time facts were read at."""
+               now: datetime, at: PointInTime | None = None,
+               reranker: Outcome | None = None) -> SearchResponse:
+    """The search answer: the hits, the time window read from the query, the point in
+    time facts were read at and what the configured reranker did."""
     read = None if window is None else TimeWindowOut.model_validate({
         "expression": window.expression, "start": window.start, "end": window.end,
         "applied_as": time_mode})
-    return SearchResponse(mode=mode, time_window=read,
+    reranked = None if reranker is None else RerankerOut(
+        applied=reranker.applied, reason=reranker.reason, scored=reranker.scored)
+    return SearchResponse(mode=mode, time_window=read, reranker=reranked,
                           results=[search_hit(hit, now) for hit in hits], **_point(at))
 
 
