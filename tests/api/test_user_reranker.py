@@ -2,9 +2,11 @@
 /v1/search within its time budget; when it hangs or fails the fused order is served and the
 response says it was skipped."""
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -188,3 +190,55 @@ async def test_a_server_started_with_a_reranker_reranks_mcp_searches(settings, s
     assert [hit["id"] for hit in answer["results"]] == [
         by_content[max(TEXTS, key=lambda text: by_text(0, text))]]
     assert len(stub.requests) == 1
+
+
+def tiny_cross_encoder(directory: Path) -> Path:
+    """A one-layer BERT cross-encoder whose vocabulary is the garden texts' words, saved where
+    a CrossEncoder reads it (nothing downloaded). Its [CLS] attends evenly to every token, so
+    each text gets a score of its own from random word vectors."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    words = sorted({word.lower() for text in [*TEXTS, QUERY] for word in text.split()})
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    tokenizer = BertTokenizerFast(vocab={token: i for i, token in enumerate(tokens)})
+    torch.manual_seed(7)
+    width = 16
+    model = BertForSequenceClassification(BertConfig(
+        vocab_size=len(tokens), hidden_size=width, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64, num_labels=1))
+    with torch.no_grad():
+        attention = model.bert.encoder.layer[0].attention
+        attention.self.query.weight.zero_()
+        attention.self.key.weight.zero_()
+        attention.self.value.weight.copy_(torch.eye(width))
+        attention.output.dense.weight.copy_(10 * torch.eye(width))
+        model.bert.embeddings.word_embeddings.weight.normal_(0, 1)
+        model.bert.pooler.dense.weight.copy_(torch.eye(width))
+        model.classifier.weight.normal_(0, 1)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+async def test_a_local_cross_encoder_reorders_the_fused_results(client, use_reranker,
+                                                                tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    path = await asyncio.to_thread(tiny_cross_encoder, tmp_path)
+    by_content = await stored(client)
+    fused = await search(client, rerank=False)
+    reranker = use_reranker(kind="cross-encoder", model_path=str(path), timeout_ms=30_000)
+    await asyncio.to_thread(reranker.load)
+    answer = await search(client)
+    model = CrossEncoder(str(path), local_files_only=True)
+    fused_texts = [hit["content"] for hit in fused["results"]]
+    expected = dict(zip(fused_texts, model.predict([(QUERY, text) for text in fused_texts]),
+                        strict=True))
+    assert len({round(float(score), 4) for score in expected.values()}) == len(TEXTS)
+    assert answer["reranker"] == {"applied": True, "reason": None, "scored": len(TEXTS)}
+    assert ids(answer) == [by_content[text]
+                           for text in sorted(fused_texts, key=lambda text: -expected[text])]
+    assert ids(answer) != ids(fused)
+    for hit in answer["results"]:
+        assert hit["contributions"]["reranker"] == pytest.approx(float(expected[hit["content"]]))
