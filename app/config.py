@@ -104,6 +104,52 @@ class LLMSettings(BaseModel):
     backoff_seconds: float = Field(1.0, ge=0, le=60)
 
 
+RerankerKind = Literal["off", "cross-encoder", "endpoint"]
+RerankApi = Literal["cohere", "tei"]
+MAX_RERANK_TOP_N = 200
+
+
+class RerankerSettings(BaseModel):
+    """A reranker the operator brings: it reorders the first results of each search."""
+
+    kind: RerankerKind = Field(
+        "off", description="'off' (default); 'cross-encoder': a sentence-transformers "
+        "CrossEncoder read from `model_path` on this machine; 'endpoint': a rerank service "
+        "at `base_url`.")
+    model_path: str | None = Field(
+        None, description="cross-encoder: the directory of a sentence-transformers "
+        "CrossEncoder (local files only; nothing is downloaded).")
+    device: str = Field("cpu", description="cross-encoder: the torch device it runs on.")
+    base_url: str | None = Field(
+        None, description="endpoint: the URL `/rerank` is appended to, e.g. "
+        "http://localhost:8080 (text-embeddings-inference) or https://api.cohere.com/v2.")
+    api: RerankApi = Field(
+        "cohere", description="endpoint: the request's shape. 'cohere' (Cohere, Jina, vLLM, "
+        "Infinity): {model, query, documents, top_n}; 'tei' (text-embeddings-inference): "
+        "{query, texts, truncate}. Either answer shape is read.")
+    model: str | None = Field(None, description="endpoint: the model named in each request.")
+    api_key: SecretStr | None = Field(
+        None, description="endpoint: sent as `Authorization: Bearer <key>`; never logged.")
+    top_n: int = Field(
+        30, ge=1, le=MAX_RERANK_TOP_N, description="How many of the fused results are "
+        "reordered (a search's `limit`, when larger, is still served; its results past "
+        "top_n keep their fused order).")
+    timeout_ms: int = Field(
+        800, ge=10, le=60_000, description="The reranker's time budget per search; past it "
+        "the fused order is served and the response says the reranker was skipped.")
+    document_chars: int = Field(
+        2000, ge=100, le=100_000, description="Each memory's text is cut to this many "
+        "characters before it is sent or scored.")
+
+    @model_validator(mode="after")
+    def _kind_has_its_source(self) -> "RerankerSettings":
+        if self.kind == "cross-encoder" and not self.model_path:
+            raise ValueError("reranker kind 'cross-encoder' needs model_path")
+        if self.kind == "endpoint" and not self.base_url:
+            raise ValueError("reranker kind 'endpoint' needs base_url")
+        return self
+
+
 class JobSettings(BaseModel):
     """Background jobs: the in-process worker and scheduler."""
 
@@ -520,6 +566,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     auto_links: AutoLinkSettings = AutoLinkSettings()
     llm: LLMSettings = LLMSettings()
+    reranker: RerankerSettings = RerankerSettings()
     jobs: JobSettings = JobSettings()
     limits: LimitSettings = LimitSettings()
     runs: RunSettings = RunSettings()

@@ -19,6 +19,7 @@ from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imp
 from app.reads import primary_only as primary_only
 from app.replicas import ReplicaSet
 from app.repositories import references
+from app.retrieval.user_reranker import UserReranker
 from app.scope import SYSTEM, Scope, scoped_transaction, set_local
 from app.services import actors
 from app.services.api_keys import resolve_key
@@ -199,6 +200,15 @@ async def request_embedder(request: Request) -> Embedder:
 
 
 EmbedderDep = Annotated[Embedder, Depends(request_embedder)]
+
+
+async def request_reranker(request: Request) -> UserReranker | None:
+    """The reranker the operator configured; None when it is off."""
+    reranker: UserReranker | None = getattr(request.app.state, "reranker", None)
+    return reranker
+
+
+RerankerDep = Annotated[UserReranker | None, Depends(request_reranker)]
 
 
 async def request_export_slots(request: Request) -> ExportSlots:

@@ -36,6 +36,7 @@ from app.query_guard import reject_unknown_query_params
 from app.ratelimit import CallerLimits, RateLimitMiddleware
 from app.reads import ReplicaRetryMiddleware
 from app.replicas import build_replicas
+from app.retrieval.user_reranker import open_reranker
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys, stats
@@ -108,7 +109,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
     await asyncio.to_thread(embedder.load)
-    log_phase("model loaded", phase)
+    phase = log_phase("model loaded", phase)
+    reranker = open_reranker(settings.reranker)
+    if reranker is not None:
+        await asyncio.to_thread(reranker.load)
+        log_phase(f"reranker ({settings.reranker.kind}) ready", phase)
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
@@ -123,6 +128,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if app.state.replicas.configured:
         app.state.references.start()
     app.state.embedder = embedder
+    app.state.reranker = reranker
     metrics.watch(embedder=embedder, engine=db_engine)
     metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
@@ -139,6 +145,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             yield
     finally:
         await background.stop()
+        if reranker is not None:
+            await reranker.aclose()
         await app.state.references.stop()
         await app.state.replicas.stop()
         await supervisor.stop()

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 from app.config import Fusion, SearchMode
 from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
-from app.deps import EmbedderDep, SettingsDep
+from app.deps import EmbedderDep, RerankerDep, SettingsDep
 from app.errors import InvalidInput
 from app.responses.search import search_answer_out
 from app.retrieval import requests as retrieval
@@ -51,13 +51,13 @@ def search_request(params: Any) -> SearchRequest:
 
 @router.get("/search")
 async def search_page(request: Request, console: ConsoleDep, db: DbDep, embedder: EmbedderDep,
-                      settings: SettingsDep) -> Response:
+                      settings: SettingsDep, reranker: RerankerDep) -> Response:
     """The search form and, with a query, its hits."""
     params = request.query_params
     answer = None
     if params.get("q", "").strip():
         answer = search_answer_out(await retrieval.search_memories(
             db, tenant_id=console.tenant_id, embedder=embedder, retrieval=settings.retrieval,
-            request=search_request(params)))
+            request=search_request(params), reranker=reranker))
     return page(request, "search.html", answer=answer, params=params, choices=CHOICES,
                 chosen_types=params.getlist("types"))

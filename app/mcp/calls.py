@@ -23,6 +23,7 @@ from app.deps import (
 )
 from app.embedding import Embedder
 from app.errors import ROW_POLICY_REFUSAL, DomainError, is_row_policy_refusal
+from app.retrieval.user_reranker import UserReranker
 from app.scope import scoped_transaction
 from app.services import actors
 
@@ -51,6 +52,11 @@ class Caller:
     def embedder(self) -> Embedder:
         embedder: Embedder = self.state.embedder
         return embedder
+
+    @property
+    def reranker(self) -> UserReranker | None:
+        reranker: UserReranker | None = getattr(self.state, "reranker", None)
+        return reranker
 
     @property
     def sessionmaker(self) -> async_sessionmaker[AsyncSession]:

@@ -71,7 +71,8 @@ async def memory_search(query: QueryText, ctx: Context,
     async def work(session: AsyncSession, caller: Caller) -> SearchResponse:
         return search_answer_out(await retrieval.search_memories(
             session, tenant_id=caller.tenant_id, embedder=caller.embedder,
-            retrieval=caller.settings.retrieval, request=request))
+            retrieval=caller.settings.retrieval, request=request,
+            reranker=caller.reranker))
 
     return await read_call(ctx, work)
 

@@ -13,6 +13,7 @@ from app.retrieval.recall import Recalled
 from app.retrieval.requests import SearchAnswer
 from app.retrieval.search import Hit
 from app.retrieval.timewindow import TimeWindow
+from app.retrieval.user_reranker import Outcome
 from app.schemas.ledger import AgentEventOut
 from app.schemas.runs import RunMessageOut, RunOut
 from app.schemas.search import (
@@ -24,6 +25,7 @@ from app.schemas.search import (
     RecallResponse,
     RecallRuleHit,
     ReflectionHit,
+    RerankerOut,
     RuleHit,
     RunHit,
     RunMessageHit,
@@ -78,17 +80,20 @@ def search_hit(hit: Hit, now: datetime) -> Any:
 def search_answer_out(answer: SearchAnswer) -> SearchResponse:
     """A memory search's answer as the API returns it."""
     return search_out(answer.mode, answer.hits, answer.window, answer.time_mode, answer.now,
-                      answer.at)
+                      answer.at, reranker=answer.reranker)
 
 
 def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
-               now: datetime, at: PointInTime | None = None) -> SearchResponse:
-    """The search answer: the hits, the time window read from the query and the point in
-    time facts were read at."""
+               now: datetime, at: PointInTime | None = None,
+               reranker: Outcome | None = None) -> SearchResponse:
+    """The search answer: the hits, the time window read from the query, the point in
+    time facts were read at and what the configured reranker did."""
     read = None if window is None else TimeWindowOut.model_validate({
         "expression": window.expression, "start": window.start, "end": window.end,
         "applied_as": time_mode})
-    return SearchResponse(mode=mode, time_window=read,
+    reranked = None if reranker is None else RerankerOut(
+        applied=reranker.applied, reason=reranker.reason, scored=reranker.scored)
+    return SearchResponse(mode=mode, time_window=read, reranker=reranked,
                           results=[search_hit(hit, now) for hit in hits], **_point(at))
 
 

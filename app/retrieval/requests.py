@@ -1,6 +1,6 @@
 """A search request answered end to end, for every surface that offers search (REST, MCP)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,6 +13,7 @@ from app.formulas.fact_time import PointInTime, point_in_time
 from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
 from app.retrieval.search import Hit, search
 from app.retrieval.timewindow import TimeWindow, parse_time_window
+from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest
 
@@ -27,12 +28,15 @@ class SearchAnswer:
     time_mode: str
     now: datetime
     at: PointInTime | None
+    reranker: Outcome | None = None
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           retrieval: RetrievalSettings,
-                          request: SearchRequest) -> SearchAnswer:
-    """Search with the configured default mode and the time window read from the query."""
+                          request: SearchRequest,
+                          reranker: UserReranker | None = None) -> SearchAnswer:
+    """Search with the configured default mode and the time window read from the query; a
+    `reranker` reorders its first results unless the request turned it off."""
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
@@ -52,6 +56,9 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        graph=graph_query(request.entities, request.graph_hops),
                        neighbours=request.neighbours, at=at,
                        memory_filter=filter_tree(request.filter))
-    hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
-                        retrieval=retrieval)
-    return SearchAnswer(mode, hits, window, request.time_mode, now, at)
+    step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
+    hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
+                        tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
+                        rerank=step)
+    return SearchAnswer(mode, hits, window, request.time_mode, now, at,
+                        reranker=outcome_of(reranker, step))

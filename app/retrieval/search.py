@@ -35,6 +35,7 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
+from app.retrieval.user_reranker import RerankStep
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
@@ -63,7 +64,8 @@ class GraphPath:
 
 
 async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
-                 embedder: Embedder, retrieval: RetrievalSettings) -> list[Hit]:
+                 embedder: Embedder, retrieval: RetrievalSettings,
+                 rerank: RerankStep | None = None) -> list[Hit]:
     """Search the tenant's memories as `plan` says; an empty query finds nothing.
 
     With `plan.neighbours` > 0 each episode hit carries up to that many turns stored before
@@ -73,7 +75,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     the lists by `plan.fusion`; with a graph query (hybrid mode) the memories near its
     entities are a further list, each hit saying its path. When the plan asks for learned or
     weighted fusion (even where learned falls back to RRF), a fact's fused score is
-    multiplied by `belief.stale_factor` of its effective confidence.
+    multiplied by `belief.stale_factor` of its effective confidence. A `rerank` step
+    reorders the first fused results (`plan.limit` of them) and serves its own limit.
     """
     if not plan.query:
         return []
@@ -134,6 +137,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                                    vector=vector, query=keyword_query, rows=rows)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query, loaded=rows)
+    if rerank is not None:
+        hits = await rerank.apply(plan.query, hits)
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
 
 

@@ -3,7 +3,14 @@
 from fastapi import APIRouter
 
 from app.clock import now_utc
-from app.deps import EmbedderDep, QuerySessionDep, ReadSessionDep, SettingsDep, TenantDep
+from app.deps import (
+    EmbedderDep,
+    QuerySessionDep,
+    ReadSessionDep,
+    RerankerDep,
+    SettingsDep,
+    TenantDep,
+)
 from app.errors import problem_responses
 from app.formulas.fact_time import point_in_time
 from app.responses.search import context_out, recall_out, search_answer_out
@@ -28,10 +35,11 @@ router = APIRouter(prefix="/v1", tags=["retrieval"])
 @router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
              summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
 async def search_memories(body: SearchRequest, session: QuerySessionDep, tenant_id: TenantDep,
-                          embedder: EmbedderDep, settings: SettingsDep) -> SearchResponse:
+                          embedder: EmbedderDep, settings: SettingsDep,
+                          reranker: RerankerDep) -> SearchResponse:
     return search_answer_out(await retrieval.search_memories(
         session, tenant_id=tenant_id, embedder=embedder, retrieval=settings.retrieval,
-        request=body))
+        request=body, reranker=reranker))
 
 
 @router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),

@@ -78,6 +78,12 @@ Search episodes, facts and rules of the caller's tenant.
     `rrf_score` desc, then `semantic_rank` asc.
   - `weighted`: each list's min-max normalised score times its configured weight.
 
+With a reranker configured on the server (`[reranker]`: a cross-encoder or a rerank
+endpoint; off by default), the first `top_n` (30) fused results are reordered by its score
+before `limit` of them are served; `contributions.reranker` holds that score and `reranker`
+in the response says whether it was applied. When it fails or takes longer than its time
+budget, the fused order is served. `rerank: false` leaves it out of one search.
+
 Only active facts, rules not forgotten and episodes not expired are searched; every filter is
 applied in SQL before the limit. With `as_of` or `known_at`, facts are the versions that held
 at `as_of` as Engram believed at `known_at` (each hit shows its `valid_from` and
@@ -159,6 +165,9 @@ class SearchRequest(RequestModel):
     as_of: AsOf = None
     known_at: KnownAt = None
     filter: FilterIn = None
+    rerank: bool = Field(
+        True, description="With a reranker configured on the server: false serves the "
+        "fused order without asking it. Without one it changes nothing.")
 
 
 class GraphPathOut(ResponseModel):
@@ -195,8 +204,8 @@ class Scores(ResponseModel):
         "lexeme matches).")
     rrf_score: float | None = Field(None, description="Hybrid mode with rrf fusion only.")
     fused_score: float | None = Field(
-        None, description="Hybrid mode only: the score results are ordered by (learned, rrf "
-        "or weighted fusion).")
+        None, description="Hybrid mode only: the score fusion ordered results by (learned, "
+        "rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.")
     graph: GraphPathOut | None = Field(
         None, description="With `entities`: the memory's best path from them (null when it "
         "is not within `graph_hops`).")
@@ -205,7 +214,9 @@ class Scores(ResponseModel):
         "weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still "
         "adds its floor in rrf). learned: `base` and each signal's part of the model's "
         "logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time "
-        "window or `entities`, `learned`, `time` and `graph` (RRF parts).")
+        "window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker "
+        "applied (any mode), `reranker`: its score, which orders the results it scored; it "
+        "is not part of `fused_score`.")
     semantic_rank: int | None = Field(
         None, description="1-based rank in the semantic list; null when absent from it.")
     keyword_rank: int | None = Field(
@@ -255,10 +266,26 @@ class TimeWindowOut(ResponseModel):
     applied_as: TimeMode
 
 
+RerankerSkip = Literal["timeout", "error", "not_requested", "no_results"]
+
+
+class RerankerOut(ResponseModel):
+    """What the reranker configured on the server did to this search."""
+
+    applied: bool = Field(description="Whether the results are in the reranker's order.")
+    reason: RerankerSkip | None = Field(
+        None, description="Why it was not applied: `timeout` (no answer within its time "
+        "budget), `error` (it failed or answered nonsense), `not_requested` (`rerank: "
+        "false`), `no_results` (nothing to reorder). The fused order is served then.")
+    scored: int = Field(0, description="How many results it scored.")
+
+
 class SearchResponse(PointInTimeOut):
     mode: SearchMode
     time_window: TimeWindowOut | None = Field(
         None, description="The window read from the query, when there was one.")
+    reranker: RerankerOut | None = Field(
+        None, description="Null when no reranker is configured on the server.")
     results: list[SearchHit]
 
 

@@ -1667,6 +1667,12 @@ export interface paths {
          *         `rrf_score` desc, then `semantic_rank` asc.
          *       - `weighted`: each list's min-max normalised score times its configured weight.
          *
+         *     With a reranker configured on the server (`[reranker]`: a cross-encoder or a rerank
+         *     endpoint; off by default), the first `top_n` (30) fused results are reordered by its score
+         *     before `limit` of them are served; `contributions.reranker` holds that score and `reranker`
+         *     in the response says whether it was applied. When it fails or takes longer than its time
+         *     budget, the fused order is served. `rerank: false` leaves it out of one search.
+         *
          *     Only active facts, rules not forgotten and episodes not expired are searched; every filter is
          *     applied in SQL before the limit. With `as_of` or `known_at`, facts are the versions that held
          *     at `as_of` as Engram believed at `known_at` (each hit shows its `valid_from` and
@@ -2447,7 +2453,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -2458,7 +2464,7 @@ export interface components {
             expires_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -2940,7 +2946,7 @@ export interface components {
             contradiction_count: number;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -2963,7 +2969,7 @@ export interface components {
             fading: boolean;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4251,7 +4257,7 @@ export interface components {
             contradiction_count: number;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4274,7 +4280,7 @@ export interface components {
             fading: boolean;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4525,7 +4531,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4555,7 +4561,7 @@ export interface components {
             forgotten_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4688,7 +4694,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4697,7 +4703,7 @@ export interface components {
             created_at: string;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -4820,6 +4826,28 @@ export interface components {
              */
             state: "up" | "down" | "lagging" | "unsafe";
         };
+        /**
+         * RerankerOut
+         * @description What the reranker configured on the server did to this search.
+         */
+        RerankerOut: {
+            /**
+             * Applied
+             * @description Whether the results are in the reranker's order.
+             */
+            applied: boolean;
+            /**
+             * Reason
+             * @description Why it was not applied: `timeout` (no answer within its time budget), `error` (it failed or answered nonsense), `not_requested` (`rerank: false`), `no_results` (nothing to reorder). The fused order is served then.
+             */
+            reason?: ("timeout" | "error" | "not_requested" | "no_results") | null;
+            /**
+             * Scored
+             * @description How many results it scored.
+             * @default 0
+             */
+            scored?: number;
+        };
         /** ResolveCandidate */
         ResolveCandidate: {
             /** Aliases */
@@ -4909,7 +4937,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -4939,7 +4967,7 @@ export interface components {
             forgotten_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -5243,7 +5271,7 @@ export interface components {
             agent_version: string | null;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -5254,7 +5282,7 @@ export interface components {
             finished_at: string | null;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -5326,7 +5354,7 @@ export interface components {
             content: string;
             /**
              * Contributions
-             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts).
+             * @description Hybrid mode only: `fused_score` split by signal. rrf and weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still adds its floor in rrf). learned: `base` and each signal's part of the model's logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker applied (any mode), `reranker`: its score, which orders the results it scored; it is not part of `fused_score`.
              */
             contributions?: {
                 [key: string]: number;
@@ -5335,7 +5363,7 @@ export interface components {
             created_at: string;
             /**
              * Fused Score
-             * @description Hybrid mode only: the score results are ordered by (learned, rrf or weighted fusion).
+             * @description Hybrid mode only: the score fusion ordered results by (learned, rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.
              */
             fused_score?: number | null;
             /** @description With `entities`: the memory's best path from them (null when it is not within `graph_hops`). */
@@ -5733,6 +5761,12 @@ export interface components {
              */
             reference_time?: string | null;
             /**
+             * Rerank
+             * @description With a reranker configured on the server: false serves the fused order without asking it. Without one it changes nothing.
+             * @default true
+             */
+            rerank?: boolean;
+            /**
              * Scope
              * @description Facts and rules of scope 'global' or this scope, episodes of this butler; omitted means every scope of the tenant.
              */
@@ -5767,6 +5801,8 @@ export interface components {
              * @enum {string}
              */
             mode: "semantic" | "keyword" | "hybrid";
+            /** @description Null when no reranker is configured on the server. */
+            reranker?: components["schemas"]["RerankerOut"] | null;
             /** Results */
             results: (components["schemas"]["EpisodeHit"] | components["schemas"]["FactHit"] | components["schemas"]["RuleHit"] | components["schemas"]["RunHit"] | components["schemas"]["RunMessageHit"] | components["schemas"]["ReflectionHit"])[];
             /** @description The window read from the query, when there was one. */
