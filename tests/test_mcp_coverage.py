@@ -1,5 +1,5 @@
-"""Every REST operation an agent would call has an MCP tool; the rest are listed, with the
-reason, in docs/agents.md ("What stays REST-only")."""
+"""Every REST operation an agent would call has an MCP tool that some tool group serves; the
+rest are listed, with the reason, in docs/agents.md ("What stays REST-only")."""
 
 import re
 from pathlib import Path
@@ -8,6 +8,8 @@ from fastapi import FastAPI
 
 from app.config import Settings
 from app.main import create_app
+from app.mcp.groups import GROUPS
+from app.mcp.server import tool_groups
 
 AGENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
 
@@ -109,6 +111,9 @@ REST_ONLY: set[str] = {
     "POST /v1/facts/bulk/delete",
 }
 
+# Operations of the OpenAPI document outside /v1: probes for load balancers, not for agents.
+NOT_FOR_AGENTS: set[str] = {"GET /healthz", "GET /readyz"}
+
 
 def rest_operations(app: FastAPI) -> list[str]:
     """"METHOD /path" of every /v1 operation of the app's routes, as its OpenAPI document
@@ -154,6 +159,15 @@ def test_a_new_route_without_a_tool_or_a_reason_is_caught() -> None:
         return []
 
     assert uncovered(rest_operations(app)) == ["GET /v1/widgets"]
+
+
+def test_every_operation_of_the_openapi_document_is_a_tool_of_a_group_or_not_for_agents() -> None:
+    document = create_app(Settings()).openapi()
+    operations = {f"{method.upper()} {path}" for path, methods in document["paths"].items()
+                  for method in methods}
+    served = {tool for tool, group in tool_groups().items() if group in GROUPS}
+    reachable = {operation for operation, tool in TOOL_FOR_ROUTE.items() if tool in served}
+    assert operations - reachable - REST_ONLY == NOT_FOR_AGENTS
 
 
 async def test_every_mapped_tool_exists_and_every_tool_has_its_rest_operation() -> None:
