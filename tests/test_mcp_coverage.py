@@ -192,3 +192,13 @@ async def test_docs_list_every_tool_and_count_them() -> None:
     for page in (root / "README.md", root / "docs" / "api.md", AGENTS_DOC):
         counts = re.findall(r"(\d+) (?:MCP )?tools\b", page.read_text())
         assert counts and set(counts) == {str(len(names))}, (page.name, counts)
+
+
+def test_docs_list_each_groups_tools() -> None:
+    text = AGENTS_DOC.read_text()
+    match = re.search(r"^## Tool groups\n(.*?)(?=^## )", text, flags=re.M | re.S)
+    assert match, "docs/agents.md has no 'Tool groups' section"
+    documented: dict[str, str] = {}
+    for group, tools in re.findall(r"^\| `(\w+)`[^|]* \| (.*) \|$", match.group(1), flags=re.M):
+        documented.update(dict.fromkeys(re.findall(r"`(\w+)`", tools), group))
+    assert documented == tool_groups()
