@@ -33,13 +33,11 @@ def parse_groups(raw: str | None) -> frozenset[str]:
     names = {name.strip() for name in raw.split(",")} - {""}
     if not names:
         raise UnknownGroup(f"name at least one group: {describe_groups()}")
-    if ALL in names:
-        return frozenset(GROUPS)
-    unknown = sorted(names - set(GROUPS))
+    unknown = sorted(names - set(GROUPS) - {ALL})
     if unknown:
         raise UnknownGroup(f"unknown tool group {', '.join(map(repr, unknown))}; "
                            f"the groups are {describe_groups()}")
-    return frozenset(names)
+    return frozenset(GROUPS) if ALL in names else frozenset(names)
 
 
 def describe_groups() -> str:

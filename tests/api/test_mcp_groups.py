@@ -120,7 +120,8 @@ async def test_a_tool_of_a_group_not_asked_for_is_refused_naming_the_group(
     assert runs["items"] == []
 
 
-@pytest.mark.parametrize("query", ["tools=core,bogus", "tools=", "tools=%20,"])
+@pytest.mark.parametrize("query", ["tools=core,bogus", "tools=all,bogus", "tools=",
+                                   "tools=%20,"])
 async def test_an_unknown_group_is_a_400_naming_tools(
         query: str, live_url: str, api_key_for: KeyFor) -> None:  # noqa: F811
     key = await api_key_for("acme")
