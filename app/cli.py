@@ -271,10 +271,17 @@ def _openapi(output: Path | None) -> None:
         output.write_text(document)
 
 
-def _mcp(settings: Settings, url: str | None, api_key: str | None) -> None:
+def _mcp(settings: Settings, url: str | None, api_key: str | None, tools: str | None) -> None:
+    from app.mcp.groups import UnknownGroup, parse_groups, with_groups
     from app.mcp.stdio import API_KEY_ENV, root_cause, run_bridge
 
     target = url or f"http://{settings.host}:{settings.port}/mcp"
+    if tools is not None:
+        try:
+            parse_groups(tools)
+        except UnknownGroup as error:
+            raise SystemExit(f"error: --tools: {error}") from None
+        target = with_groups(target, tools)
     key = api_key or os.environ.get(API_KEY_ENV)
     try:
         asyncio.run(run_bridge(target, key))
@@ -388,6 +395,9 @@ def _client_commands(commands: Commands) -> None:
     mcp.add_argument("--url", help="the server's MCP endpoint (default: "
                                    "http://ENGRAM_HOST:ENGRAM_PORT/mcp)")
     mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
+    mcp.add_argument("--tools", help="the tool groups to serve, comma-separated: core (the "
+                                     "default), memories, entities, admin, runs, ledger, "
+                                     "working_memory, procedures, arcs, graph, or all")
     hook_commands.add_commands(commands)
 
 
@@ -435,7 +445,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
     elif args.command == "restore":
         _restore(settings, args)
     elif args.command == "mcp":
-        _mcp(settings, args.url, args.api_key)
+        _mcp(settings, args.url, args.api_key, args.tools)
     else:
         _openapi(args.output)
 

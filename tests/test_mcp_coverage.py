@@ -1,5 +1,5 @@
-"""Every REST operation an agent would call has an MCP tool; the rest are listed, with the
-reason, in docs/agents.md ("What stays REST-only")."""
+"""Every REST operation an agent would call has an MCP tool that some tool group serves; the
+rest are listed, with the reason, in docs/agents.md ("What stays REST-only")."""
 
 import re
 from pathlib import Path
@@ -8,6 +8,8 @@ from fastapi import FastAPI
 
 from app.config import Settings
 from app.main import create_app
+from app.mcp.groups import GROUPS
+from app.mcp.server import tool_groups
 
 AGENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
 
@@ -109,6 +111,9 @@ REST_ONLY: set[str] = {
     "POST /v1/facts/bulk/delete",
 }
 
+# Operations of the OpenAPI document outside /v1: probes for load balancers, not for agents.
+NOT_FOR_AGENTS: set[str] = {"GET /healthz", "GET /readyz"}
+
 
 def rest_operations(app: FastAPI) -> list[str]:
     """"METHOD /path" of every /v1 operation of the app's routes, as its OpenAPI document
@@ -156,6 +161,15 @@ def test_a_new_route_without_a_tool_or_a_reason_is_caught() -> None:
     assert uncovered(rest_operations(app)) == ["GET /v1/widgets"]
 
 
+def test_every_operation_of_the_openapi_document_is_a_tool_of_a_group_or_not_for_agents() -> None:
+    document = create_app(Settings()).openapi()
+    operations = {f"{method.upper()} {path}" for path, methods in document["paths"].items()
+                  for method in methods}
+    served = {tool for tool, group in tool_groups().items() if group in GROUPS}
+    reachable = {operation for operation, tool in TOOL_FOR_ROUTE.items() if tool in served}
+    assert operations - reachable - REST_ONLY == NOT_FOR_AGENTS
+
+
 async def test_every_mapped_tool_exists_and_every_tool_has_its_rest_operation() -> None:
     listed = await tool_names(create_app(Settings()))
     assert set(TOOL_FOR_ROUTE.values()) == listed
@@ -178,3 +192,13 @@ async def test_docs_list_every_tool_and_count_them() -> None:
     for page in (root / "README.md", root / "docs" / "api.md", AGENTS_DOC):
         counts = re.findall(r"(\d+) (?:MCP )?tools\b", page.read_text())
         assert counts and set(counts) == {str(len(names))}, (page.name, counts)
+
+
+def test_docs_list_each_groups_tools() -> None:
+    text = AGENTS_DOC.read_text()
+    match = re.search(r"^## Tool groups\n(.*?)(?=^## )", text, flags=re.M | re.S)
+    assert match, "docs/agents.md has no 'Tool groups' section"
+    documented: dict[str, str] = {}
+    for group, tools in re.findall(r"^\| `(\w+)`[^|]* \| (.*) \|$", match.group(1), flags=re.M):
+        documented.update(dict.fromkeys(re.findall(r"`(\w+)`", tools), group))
+    assert documented == tool_groups()

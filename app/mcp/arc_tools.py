@@ -16,6 +16,7 @@ from app.mcp.args import (
     MemoryIdArg,
     MemoryTypeArg,
     PageLimitArg,
+    QueryArg,
     filter_of,
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
@@ -41,7 +42,6 @@ from app.schemas.arcs import (
 )
 from app.schemas.common import Content, Name, Page
 from app.schemas.jobs import JobOut
-from app.schemas.search import QueryText
 from app.services import arcs, jobs
 
 ArcIdArg = Annotated[uuid.UUID, Field(description="The arc's id (a UUID).")]
@@ -59,7 +59,7 @@ KeyEventsArg = Annotated[list[dict[str, Any]] | None, Field(
                 "memory_id, description?, occurred_at?}.")]
 
 
-tools = ToolSet()
+tools = ToolSet("arcs")
 
 
 def _ids(values: list[uuid.UUID] | None) -> list[str] | None:
@@ -71,10 +71,8 @@ async def arc_create(title: Name, arc_type: ArcTypeArg, ctx: Context, scope: Nam
                      summary: Summary | None = None, entity_ids: EntityIdsArg = None,
                      started_at: TimeArg = None, key_events: KeyEventsArg = None,
                      status: Literal["draft", "active"] = "active") -> JsonObject:
-    """Start a narrative arc: a story of related events (a project phase, an incident, a
-    decision sequence...) that you extend with arc_add_event as it unfolds and end with
-    arc_close, recording its outcome and lessons. Entities and key-event memories must be
-    yours."""
+    """Start a narrative arc, a story of related events (a project phase, an incident), to
+    extend with arc_add_event and end with arc_close."""
     data = build(ArcCreate, title=title, arc_type=arc_type, scope=scope, summary=summary,
                  entity_ids=_ids(entity_ids), started_at=started_at, key_events=key_events,
                  status=status)
@@ -155,10 +153,8 @@ async def arc_get(arc_id: ArcIdArg, ctx: Context) -> JsonObject:
 async def arc_list(ctx: Context, scope: Name | None = None, arc_type: Name | None = None,
                    status: ArcStatus | None = None, limit: PageLimitArg = 50,
                    cursor: CursorArg = None, filter: ArcFilterArg = None) -> JsonObject:
-    """List arcs newest first, optionally of one scope, type or status (draft arcs are
-    proposals waiting to be accepted); filter keeps those it admits, e.g.
-    {"started_at": {"$gte": "2024-05-01T00:00:00Z"}}. Pass next_cursor back as cursor for
-    the next page."""
+    """List arcs newest first, optionally of one scope, type or status (draft: proposals waiting
+    to be accepted)."""
     memory_filter = filter_of(filter, "arc")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[ArcOut]:
@@ -171,7 +167,7 @@ async def arc_list(ctx: Context, scope: Name | None = None, arc_type: Name | Non
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def arc_search(query: QueryText, ctx: Context, scope: Name | None = None,
+async def arc_search(query: QueryArg, ctx: Context, scope: Name | None = None,
                      arc_type: Name | None = None, status: ArcStatus | None = None,
                      mode: SearchMode = "hybrid", limit: int = 10) -> JsonObject:
     """Find arcs by meaning and words in their title, summary, outcome and lessons, e.g.
@@ -192,10 +188,8 @@ async def arc_search(query: QueryText, ctx: Context, scope: Name | None = None,
 async def arc_propose(scope: Annotated[Name, Field(description="The butler whose episodes "
                                                                "are clustered.")],
                       ctx: Context, gap_minutes: float | None = None) -> JsonObject:
-    """Queue a job that proposes draft arcs from a butler's episodes, cutting wherever two
-    consecutive episodes are more than gap_minutes apart (default 120). Review the drafts
-    with arc_list status=draft and accept one with arc_update status=active. Returns the
-    queued job; follow it with job_get."""
+    """Queue a job that proposes draft arcs from a butler's episodes, cutting at gaps of more
+    than gap_minutes. Accept one with arc_update status=active."""
     params = build(ArcBoundaryJobCreate, scope=scope,
                    gap_minutes=gap_minutes).model_dump(exclude_none=True)
 

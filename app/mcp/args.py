@@ -1,4 +1,5 @@
-"""Tool argument types: the request models' own bounded types, described for an agent."""
+"""Tool argument types: the request models' own bounded types, described for an agent in a
+few words (the REST schema's longer descriptions are the docs')."""
 
 import uuid
 from typing import Annotated, Any
@@ -8,12 +9,15 @@ from pydantic import Field
 
 from app.schemas.common import Content, Importance, MemoryType, Metadata, Name, Reason, Tags
 from app.schemas.filters import (
-    FILTER_DESCRIPTION,
+    FIELDS,
+    LIST_NAMES,
+    OPERATORS,
     FilterError,
     MemoryFilter,
     parse_filter,
-    record_filter_description,
+    record_fields_text,
 )
+from app.schemas.search import QueryText
 
 MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
 MemoryIdArg = Annotated[uuid.UUID, Field(description="The memory's id (a UUID).")]
@@ -44,32 +48,46 @@ TenantArg = Annotated[
                                       "must be the key's own tenant."),
 ]
 AsOfArg = Annotated[str | None, Field(
-    max_length=64, description="An ISO 8601 time with a zone, e.g. '2023-05-01T00:00:00Z': "
-    "facts are the versions that held then (what was true then). Default: now.")]
+    max_length=64, description="ISO 8601 time with a zone: facts as they held then. Default: "
+    "now.")]
 KnownAtArg = Annotated[str | None, Field(
-    max_length=64, description="An ISO 8601 time with a zone: facts as the memory believed "
-    "them then (before later corrections). Default: now.")]
+    max_length=64, description="ISO 8601 time with a zone: facts as the memory believed them "
+    "then. Default: now.")]
 ValidFromArg = Annotated[str | None, Field(
     max_length=64, description="When the fact started to hold (ISO 8601 with a zone); "
-    "default: now. Earlier than the current version's start: stored as history.")]
+    "default: now.")]
 ValidUntilArg = Annotated[str | None, Field(
-    max_length=64, description="When it stopped holding (ISO 8601 with a zone); default: "
-    "until the next version starts.")]
+    max_length=64, description="When it stopped holding (ISO 8601 with a zone).")]
+QueryArg = Annotated[QueryText, Field(description="What to look for, in words.")]
 PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200).")]
 CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
                                                                     "previous page.")]
-FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
+
+
+def filter_description(record_type: str | None = None) -> str:
+    """A `filter` argument's description: what it keeps, an example, its fields and
+    operators (docs/search.md#filters tells the rest)."""
+    if record_type is None:
+        what, fields = "memories", "metadata.<key>, " + ", ".join(FIELDS)
+        example = '{"metadata.topic": "travel", "importance": {"$gte": 7}}'
+    else:
+        what, fields = LIST_NAMES[record_type], record_fields_text(record_type)
+        example = '{"<field>": value, "<field>": {"$gte": value}}'
+    return (f"Keeps only the {what} it admits, e.g. {example}. Fields: {fields}. Operators: "
+            f"{' '.join(OPERATORS)}; $and $or $not combine.")
+
+
+FilterArg = Annotated[dict[str, Any] | None, Field(description=filter_description())]
 # The `filter` of the lists of entities, runs, procedures, arcs and links: only their own
 # fields.
 EntityFilterArg = Annotated[dict[str, Any] | None,
-                            Field(description=record_filter_description("entity"))]
-RunFilterArg = Annotated[dict[str, Any] | None, Field(description=record_filter_description("run"))]
+                            Field(description=filter_description("entity"))]
+RunFilterArg = Annotated[dict[str, Any] | None, Field(description=filter_description("run"))]
 ProcedureFilterArg = Annotated[dict[str, Any] | None,
-                               Field(description=record_filter_description("procedure"))]
-ArcFilterArg = Annotated[dict[str, Any] | None, Field(description=record_filter_description("arc"))]
+                               Field(description=filter_description("procedure"))]
+ArcFilterArg = Annotated[dict[str, Any] | None, Field(description=filter_description("arc"))]
 LinkFilterArg = Annotated[dict[str, Any] | None,
-                          Field(description=record_filter_description("link"))]
-
+                          Field(description=filter_description("link"))]
 
 def filter_of(raw: dict[str, Any] | None, record_type: str | None = None) -> MemoryFilter | None:
     """The tree of a `filter` argument (of the list of `record_type` records when given); a

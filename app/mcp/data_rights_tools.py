@@ -25,7 +25,7 @@ RunIdArg = Annotated[uuid.UUID, Field(description="A task run's id (a UUID).")]
 SelectorArg = Annotated[Name | None, Field(description="Selector (give exactly one).")]
 
 
-tools = ToolSet()
+tools = ToolSet("admin")
 
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
@@ -34,12 +34,9 @@ async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: Selector
                        session_id: str | None = None,
                        run_id: RunIdArg | None = None, task_id: SelectorArg = None,
                        tenant: bool = False, confirm: Name | None = None) -> JsonObject:
-    """Erase everything one selector matches, for good, as a job: butler (its episodes
-    and what came from them), scope (facts and rules), subject (facts, every version),
-    entity_id, session_id (given, or an episode's inferred_session), run_id (a task run
-    with its messages, feedback and the rules learned from it), task_id (every run of the
-    task), or tenant=true with confirm set to your tenant id (everything of the tenant).
-    Returns the queued job; follow it with job_get (its result counts what was deleted)."""
+    """Erase for good, as a background job, everything one selector matches: butler, scope,
+    subject, entity_id, session_id, run_id, task_id, or tenant=true with confirm set to your
+    tenant id. Returns the job; follow it with job_get."""
     request = build(ErasureCreate, butler=butler, scope=scope, subject=subject,
                     entity_id=None if entity_id is None else str(entity_id),
                     session_id=session_id,
@@ -56,9 +53,8 @@ async def memory_erase(ctx: Context, butler: SelectorArg = None, scope: Selector
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def memory_export(ctx: Context, limit: int = 500,
                         cursor: str | None = None) -> JsonObject:
-    """Export the tenant's memories a page at a time: the records of GET /v1/export
-    (entities, episodes, facts with every version, rules, rule applications, links; no
-    embeddings), each with its kind. Pass next_cursor back as cursor until it is null."""
+    """Export the tenant's memories a page at a time, as GET /v1/export does; pass next_cursor
+    back as cursor until it is null."""
     request = build(ExportPageRequest, limit=limit, cursor=cursor)
 
     async def work(session: AsyncSession, caller: Caller) -> ExportPageOut:

@@ -64,7 +64,7 @@ def _check_tenant(tenant_id: str | None, caller: Caller) -> None:
                         "tenant; leave tenant_id out or pass the key's own tenant")
 
 
-tools = ToolSet()
+tools = ToolSet("entities")
 
 
 @tools.add()
@@ -119,10 +119,8 @@ async def entity_resolve(name: NameArg, ctx: Context, tenant_id: TenantArg = Non
                          entity_type: EntityType | None = None,
                          context_hints: ContextHints | None = None,
                          enable_fuzzy: bool = False) -> JsonObject:
-    """Find which known entity a name refers to ('Ann', 'the Smiths'), ranked: exact name,
-    alias, prefix/substring, then with enable_fuzzy similar spellings. Use it before
-    creating an entity or anchoring a fact. context_hints ({"topic": ..., "mentioned_with":
-    [...], "domain_scores": {entity_id: score}}) re-rank the candidates. Never creates."""
+    """Find which known entity a name refers to ('Ann', 'the Smiths'), best first; use it before
+    creating an entity or anchoring a fact. Never creates."""
     request = build(ResolveRequest, name=name, entity_type=entity_type,
                     context_hints=context_hints, enable_fuzzy=enable_fuzzy)
 
@@ -138,9 +136,8 @@ async def entity_resolve(name: NameArg, ctx: Context, tenant_id: TenantArg = Non
 @tools.add(annotations=ToolAnnotations(destructive_hint=True))
 async def entity_merge(target_id: EntityIdArg, source_id: EntityIdArg,
                        ctx: Context) -> JsonObject:
-    """Merge a duplicate entity (source_id) into the one to keep (target_id): its facts move
-    to the target (conflicts settled by confidence), its names become aliases and it is
-    left as a tombstone. Use it when two entities turn out to be the same."""
+    """Merge a duplicate entity (source_id) into the one to keep (target_id): its facts and
+    names move to the target."""
     request = build(MergeRequest, source_id=source_id)
 
     async def work(session: AsyncSession, caller: Caller) -> MergeOut:
@@ -156,10 +153,8 @@ async def entity_list(ctx: Context, entity_type: EntityType | None = None,
                       name: Name | None = None, include_merged: bool = False,
                       limit: PageLimitArg = 50, cursor: CursorArg = None,
                       filter: EntityFilterArg = None) -> JsonObject:
-    """List known entities newest first, optionally of one type or whose canonical name
-    contains `name` (case-insensitive); filter keeps those it admits, e.g.
-    {"metadata.team": "search"}. To find which entity a name means, prefer entity_resolve.
-    Pass next_cursor back as cursor for the next page."""
+    """List known entities newest first, optionally of one type or whose name contains `name`.
+    To find which entity a name means, use entity_resolve."""
     memory_filter = filter_of(filter, "entity")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[EntityOut]:
@@ -176,10 +171,8 @@ async def entity_facts(entity_id: EntityIdArg, ctx: Context, validity: Validity 
                        as_of: AwareDatetimeIn | None = None,
                        known_at: AwareDatetimeIn | None = None, limit: PageLimitArg = 50,
                        cursor: CursorArg = None) -> JsonObject:
-    """Everything known about an entity: the facts anchored to it, newest first (active ones
-    unless validity says otherwise); with as_of / known_at (ISO 8601 with a zone), the
-    versions that held then, as believed then. Pass next_cursor back as cursor for the next
-    page."""
+    """Everything known about an entity: the facts anchored to it, newest first (with as_of /
+    known_at, as they held or were believed then)."""
 
     async def work(session: AsyncSession, caller: Caller) -> FactPage:
         return fact_page_out(await entities.list_entity_facts(

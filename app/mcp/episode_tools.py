@@ -18,6 +18,7 @@ from app.mcp.args import (
     filter_of,
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.episodes import episode_out
 from app.responses.pages import page_out
@@ -25,17 +26,15 @@ from app.schemas.common import ConsolidationStatus, Name, Page, SessionIdIn
 from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
 from app.services import episodes
 
-tools = ToolSet()
+tools = ToolSet("memories")
 
 
-@tools.add()
+@tools.add(group=CORE)
 async def memory_store_episode(content: ContentArg, butler: ButlerArg, ctx: Context,
                                session_id: str | None = None,
                                importance: ImportanceArg = 5.0) -> JsonObject:
-    """Record a raw observation from the current conversation (what the user said or did,
-    an outcome). Use it freely during a session; episodes expire after a few days unless
-    consolidation distils them into facts and rules. For durable knowledge use
-    memory_store_fact; for behavioural guidance use memory_store_rule."""
+    """Record an observation from the conversation: what the user said or did, an outcome.
+    Episodes expire after a few days unless consolidation distils them into facts and rules."""
     item = build(EpisodeCreate, content=content, butler=butler, session_id=session_id,
                  importance=importance)
 
@@ -58,9 +57,8 @@ async def memory_store_episodes(
                                   "importance?, occurred_at?}, in the order they happened.")],
     ctx: Context,
 ) -> JsonObject:
-    """Record many observations at once, all or none, e.g. the turns of a conversation
-    (with their session_id, in order) at the end of a session; up to the server's
-    max_batch_size (500 by default). One at a time: memory_store_episode."""
+    """Record many observations at once, all or none, e.g. the turns of a conversation in order;
+    up to the server's max_batch_size."""
     request = build(EpisodeBatchCreate, items=items)
 
     async def work(session: AsyncSession, caller: Caller) -> EpisodeBatchOut:
@@ -83,10 +81,8 @@ async def episode_list(ctx: Context, butler: Name | None = None,
                        consolidation_status: ConsolidationStatus | None = None,
                        include_expired: bool = False, limit: PageLimitArg = 50,
                        cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
-    """List episodes newest first, e.g. every turn of one session_id (or inferred_session)
-    or of one butler, or those still pending consolidation; filter keeps those it admits, e.g.
-    {"metadata.topic": "travel"}. Use memory_search to find episodes by meaning. Pass
-    next_cursor back as cursor for the next page."""
+    """List episodes newest first, e.g. every turn of one session_id or of one butler, or those
+    pending consolidation. To find episodes by meaning, use memory_search."""
     memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[EpisodeOut]:

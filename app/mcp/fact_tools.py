@@ -27,12 +27,15 @@ from app.mcp.args import (
     filter_of,
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.facts import fact_out, fact_page_out
 from app.schemas.common import AwareDatetimeIn, Name, Permanence, ResponseModel, Validity
 from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
 from app.services import fact_beliefs, facts
 
+PermanenceArg = Annotated[Permanence, Field(description="How slowly its confidence decays.")]
+AnchorArg = Annotated[uuid.UUID | None, Field(description="The entity it is about (its id).")]
 ValidityArg = Annotated[Validity | None, Field(
     description="active (the default), superseded, expired or retracted; at a point in time: "
                 "any.")]
@@ -48,24 +51,20 @@ class FactHistory(ResponseModel):
     versions: list[FactOut]
 
 
-tools = ToolSet()
+tools = ToolSet("memories")
 
 
-@tools.add()
+@tools.add(group=CORE)
 async def memory_store_fact(subject: SubjectArg, predicate: PredicateArg, content: ContentArg,
                             ctx: Context, importance: ImportanceArg = 5.0,
-                            permanence: Permanence = "standard", scope: ScopeArg = "global",
-                            tags: TagsArg = None,
-                            entity_id: uuid.UUID | None = None,
+                            permanence: PermanenceArg = "standard",
+                            scope: ScopeArg = "global", tags: TagsArg = None,
+                            entity_id: AnchorArg = None,
                             valid_from: ValidFromArg = None,
                             valid_until: ValidUntilArg = None) -> JsonObject:
     """Remember a durable fact as subject / predicate / content, e.g. ('Ann', 'favourite
-    colour', 'green'). Use it when you learn something that should outlive the session.
-    A newer fact with the same subject and predicate in the same scope (or the same
-    entity_id and predicate) supersedes the old one, so store corrections the same way.
-    permanence sets how fast confidence decays: permanent, stable, standard, volatile,
-    ephemeral. valid_from / valid_until say when it held in the world (a fact about an
-    earlier period than the current one goes into its history)."""
+    colour', 'green'). A fact with the same subject and predicate in the same scope supersedes
+    the old one, so store a correction the same way."""
     data = build(FactCreate, subject=subject, predicate=predicate, content=content,
                  importance=importance, permanence=permanence, scope=scope, tags=tags,
                  entity_id=entity_id, valid_from=valid_from, valid_until=valid_until)
@@ -79,13 +78,11 @@ async def memory_store_fact(subject: SubjectArg, predicate: PredicateArg, conten
     return await call(ctx, work)
 
 
-@tools.add()
+@tools.add(group=CORE)
 async def memory_contradict(fact_id: FactIdArg, ctx: Context,
                             reasoning: ReasonArg = None) -> JsonObject:
-    """Report evidence that an active fact no longer holds, with why. Each contradiction
-    halves the fact's confidence (it ranks lower in search and recall); once contradictions
-    exceed confirmations by three the fact is retracted. When you know what is true now,
-    store that fact instead (it supersedes the old one)."""
+    """Report evidence, with why, that an active fact no longer holds; its confidence halves.
+    When you know what is true now, store that fact instead."""
     data = build(FactContradiction, reasoning=reasoning)
 
     async def work(session: AsyncSession, caller: Caller) -> FactOut:
@@ -101,10 +98,8 @@ async def fact_list(ctx: Context, subject: Name | None = None, predicate: Name |
                     entity_id: EntityIdArg | None = None, as_of: AsOfTimeArg = None,
                     known_at: KnownAtTimeArg = None, limit: PageLimitArg = 50,
                     cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
-    """List facts newest first by exact subject, predicate, scope or entity_id, e.g.
-    everything stored about 'Ann'; with as_of / known_at, the versions that held then, as
-    believed then; filter keeps those it admits, e.g. {"tags": "work"}. Use memory_search to
-    find facts by meaning. Pass next_cursor back as cursor for the next page."""
+    """List facts newest first by exact subject, predicate, scope or entity_id, e.g. everything
+    stored about 'Ann'. To find facts by meaning, use memory_search."""
     memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> FactPage:
@@ -119,9 +114,8 @@ async def fact_list(ctx: Context, subject: Name | None = None, predicate: Name |
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def fact_history(fact_id: FactIdArg, ctx: Context) -> JsonObject:
-    """How a fact changed: every version of its subject and predicate linked by
-    supersession, the latest valid period first, each with when it held (valid_from,
-    valid_until) and when it was recorded and replaced (recorded_at, recorded_until)."""
+    """Every version of a fact's subject and predicate, the latest first, with when each held
+    and when it was recorded."""
 
     async def work(session: AsyncSession, caller: Caller) -> FactHistory:
         chain = await facts.fact_history_chain(session, tenant_id=caller.tenant_id,

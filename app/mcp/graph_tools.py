@@ -17,7 +17,7 @@ ALL_RELATIONS: list[GraphRelation] = list(get_args(GraphRelation))
 EndIdArg = Annotated[uuid.UUID, Field(description="Its id (a UUID).")]
 
 
-tools = ToolSet()
+tools = ToolSet("graph")
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
@@ -33,9 +33,8 @@ async def graph_neighbourhood(
     limit: Annotated[int, Field(ge=1, le=500, description="Most nodes, the root "
                                                           "included (1-500).")] = 100,
 ) -> JsonObject:
-    """Explore what is connected to a memory or entity: nodes within `hops` edges (each
-    with its hop, a short summary and its state) and the edges between them. Use it to see
-    everything known around a person or how a fact came about."""
+    """Explore what is connected to a memory or entity: the nodes within `hops` edges and the
+    edges between them."""
 
     async def work(session: AsyncSession, caller: Caller) -> GraphOut:
         return await neighbourhood(session, tenant_id=caller.tenant_id, node_type=node_type,

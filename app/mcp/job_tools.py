@@ -23,14 +23,13 @@ JobIdArg = Annotated[uuid.UUID, Field(description="The job's id (a UUID), as the
                                                   "queued it returned.")]
 
 
-tools = ToolSet()
+tools = ToolSet("admin")
 
 
 @tools.add()
 async def memory_run_consolidation(ctx: Context) -> JsonObject:
-    """Queue consolidation: pending episodes are distilled into facts and rules by the
-    configured LLM (a dry run that only counts without one). Use it after a session with
-    many new episodes. Returns the queued job; a worker runs it shortly."""
+    """Queue consolidation: the configured LLM distils pending episodes into facts and rules
+    (without one, a dry run that counts). Returns the queued job."""
 
     async def work(session: AsyncSession, caller: Caller) -> JobOut:
         job = await jobs.enqueue(session, tenant_id=caller.tenant_id, kind="consolidation",
@@ -43,11 +42,8 @@ async def memory_run_consolidation(ctx: Context) -> JsonObject:
 @tools.add()
 async def memory_run_episode_cleanup(ctx: Context,
                                      max_entries: MaxEntriesArg = 10_000) -> JsonObject:
-    """Queue episode cleanup: expired consolidated or forgotten episodes are deleted, and
-    expired unconsolidated ones once the server's unconsolidated_grace_days have passed;
-    then, beyond max_entries, the oldest consolidated ones and after them the oldest
-    expired ones. An episode that has not expired is never deleted for capacity. Returns
-    the queued job; a worker runs it shortly."""
+    """Queue episode cleanup: expired episodes that were consolidated or forgotten are deleted,
+    then the oldest beyond max_entries. Returns the queued job."""
     params = build(CleanupJobCreate, max_entries=max_entries).model_dump()
 
     async def work(session: AsyncSession, caller: Caller) -> JobOut:
@@ -60,9 +56,8 @@ async def memory_run_episode_cleanup(ctx: Context,
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
 async def job_get(job_id: JobIdArg, ctx: Context) -> JsonObject:
-    """Read one job: status (queued, running, succeeded, failed), timings, result figures
-    and errors. Use it to follow a job that memory_run_consolidation,
-    memory_run_episode_cleanup or memory_erase queued, until it has succeeded or failed."""
+    """Read one job (status, timings, result figures, errors), e.g. to follow a job another tool
+    queued until it has succeeded or failed."""
 
     async def work(session: AsyncSession, caller: Caller) -> JobOut:
         return job_out(await jobs.get_job(session, tenant_id=caller.tenant_id,

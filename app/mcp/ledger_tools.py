@@ -38,17 +38,15 @@ AgentArg = Annotated[Name, Field(description="The agent's name in the ledger.")]
 TurnArg = Annotated[int, Field(description="The turn number (0 or more).")]
 
 
-tools = ToolSet()
+tools = ToolSet("ledger")
 
 
 @tools.add()
 async def agent_event_append(ledger_name: LedgerArg, agent_id: AgentArg, kind: Name,
                              content: Content, turn: TurnArg, ctx: Context,
                              visibility: Visibility | None = None) -> JsonObject:
-    """Append an event to a shared ledger (kinds such as agent.spoke, agent.thought,
-    world.observed, clue.found). world.observed, judge.verdict, user.injected and
-    run.started are seen by every agent, other kinds only by their agent, unless
-    visibility says otherwise. The answer names the agents now due a reflection."""
+    """Append an event (agent.spoke, world.observed, clue.found, ...) to a shared ledger; the
+    answer names the agents now due a reflection."""
     request = build(EventCreate, agent_id=agent_id, kind=kind, content=content, turn=turn,
                     visibility=visibility)
 
@@ -65,10 +63,8 @@ async def agent_context(ledger_name: LedgerArg, agent_id: AgentArg, turn: TurnAr
                         ctx: Context, query: str = "",
                         relevance: RelevanceMode = "keyword",
                         token_budget: int | None = None) -> JsonObject:
-    """What the agent remembers at this turn: its recent events, the most salient older
-    ones (relevance to the query, recency, importance of the kind) and every reflection,
-    as a prompt-ready text within the token budget. Call it at the start of each turn;
-    when reflection_due is true, post a belief with agent_reflect."""
+    """What the agent remembers at this turn (recent events, salient older ones, reflections) as
+    prompt-ready text; call it at the start of each turn."""
     request = build(AgentContextRequest, turn=turn, query=query, relevance=relevance,
                     token_budget=token_budget)
 

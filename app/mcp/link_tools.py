@@ -33,7 +33,7 @@ class LinkDeleted(ResponseModel):
     deleted: bool = True
 
 
-tools = ToolSet()
+tools = ToolSet("graph")
 
 
 @tools.add(annotations=ToolAnnotations(idempotent_hint=True))
@@ -45,11 +45,9 @@ async def link_create(source_type: EndTypeArg, source_id: EndIdArg, target_type:
                       created_by: Annotated[str | None, Field(
                           description="Who made it; default: your API key.")] = None,
                       ) -> JsonObject:
-    """Link two memories or entities with a directed, typed edge: provenance (derived_from,
-    supports, contradicts, supersedes, related_to, based_on) or a relation between entities
-    (works_at, knows, member_of, ...). strength in (0, 1] weighs graph-aware search. A pair
-    may hold several relations; creating an edge that exists returns it. A supports link
-    counts a validation of a fact, a contradicts link a contradiction."""
+    """Link two memories or entities with a directed, typed edge (provenance such as
+    derived_from or supports, or a relation such as works_at). Creating an edge that exists
+    returns it."""
     data = build(LinkCreate, source_type=source_type, source_id=source_id,
                  target_type=target_type, target_id=target_id, relation=relation,
                  strength=strength, reasoning=reasoning, created_by=created_by)
@@ -66,10 +64,8 @@ async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
                     direction: Direction = "both", relation: Relation | None = None,
                     limit: PageLimitArg = 50, cursor: CursorArg = None,
                     filter: LinkFilterArg = None) -> JsonObject:
-    """The links of one memory or entity, newest first: outgoing (it is the source),
-    incoming (the target) or both, optionally of one relation; filter keeps those it
-    admits, e.g. {"strength": {"$gte": 0.5}}. Use it to see what a memory was derived from
-    or what supports or contradicts it."""
+    """The links of one memory or entity, outgoing, incoming or both, newest first: what it was
+    derived from, what supports or contradicts it."""
     memory_filter = filter_of(filter, "link")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[LinkOut]:

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import MemoryIdArg, MemoryTypeArg
 from app.mcp.calls import Caller, JsonObject, call, read_call
+from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.data_rights import deleted_out
 from app.responses.memories import memory_out
@@ -23,42 +24,39 @@ from app.services import deletion, memories
 MemoryOut = EpisodeOut | FactOut | RuleOut
 
 
-tools = ToolSet()
+tools = ToolSet(CORE)
 
 
 @tools.add()
 async def memory_get(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
                      ctx: Context) -> JsonObject:
-    """Read one memory by type and id (ids come from search, recall or store results).
-    Reading counts as a reference, which keeps the memory relevant."""
+    """Read one episode, fact or rule by type and id (ids come from search, recall or store
+    results)."""
     return await _on_memory(ctx, memory_type, memory_id, memories.get_memory, read_only=True)
 
 
 @tools.add()
 async def memory_confirm(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
                          ctx: Context) -> JsonObject:
-    """Confirm that a fact or rule is still true, restarting its confidence decay. Use it
-    when the user or the world corroborates a memory you relied on. Episodes cannot be
-    confirmed."""
+    """Confirm that a fact or rule still holds (the user or the world corroborated it),
+    restarting its confidence decay."""
     return await _on_memory(ctx, memory_type, memory_id, memories.confirm)
 
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True))
 async def memory_forget(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
                         ctx: Context) -> JsonObject:
-    """Forget a memory that is wrong or that the user asks you to forget: an episode
-    expires now, a fact is retracted, a rule is flagged forgotten. It then leaves search
-    and recall. To correct a fact, store the new one instead (it supersedes the old)."""
+    """Forget a memory that is wrong or that the user asks you to forget; it leaves search and
+    recall. To correct a fact, store the new one instead."""
     return await _on_memory(ctx, memory_type, memory_id, memories.forget)
 
 
-@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
+@tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False),
+           group="memories")
 async def memory_delete(memory_type: MemoryTypeArg, memory_id: MemoryIdArg,
                         ctx: Context) -> JsonObject:
-    """Delete a memory for good when the user wants it gone (not merely wrong: then use
-    memory_forget). A fact goes with every version of its history; its links, keyword
-    index and audit events go too, leaving one content-free tombstone event. Returns the
-    rows deleted per table."""
+    """Delete a memory for good when the user wants it gone (a fact with its whole history); for
+    a memory that is merely wrong, use memory_forget."""
     model = memories.model_for(memory_type)
 
     async def work(session: AsyncSession, caller: Caller) -> DeletedOut:

@@ -10,7 +10,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SearchMode
-from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, filter_of
+from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, QueryArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
 from app.mcp.toolset import ToolSet
 from app.responses.pages import page_out
@@ -30,7 +30,6 @@ from app.schemas.procedures import (
     ProcedureUpdate,
     ProcedureVersionCreate,
 )
-from app.schemas.search import QueryText
 from app.services import procedures
 
 ProcedureIdArg = Annotated[uuid.UUID, Field(description="The procedure's id (a UUID).")]
@@ -52,7 +51,7 @@ class ProcedureVersions(ResponseModel):
     versions: list[ProcedureOut]
 
 
-tools = ToolSet()
+tools = ToolSet("procedures")
 
 
 @tools.add()
@@ -62,10 +61,8 @@ async def procedure_store(agent_id: AgentArg, name: Name, steps: StepsArg, ctx: 
                           postconditions: ConditionsArg = None,
                           learned_from: LearnedFromArg = None,
                           status: NewProcedureStatus | None = None) -> JsonObject:
-    """Remember how to do something: a named multi-step workflow of an agent (version 1, a
-    draft unless status is active), with when it applies (preconditions) and what holds
-    afterwards (postconditions). The name must be new among the agent's current procedures;
-    to change one, use procedure_new_version."""
+    """Remember a named multi-step workflow of an agent, with when it applies and what holds
+    afterwards. To change one, use procedure_new_version."""
     data = build(ProcedureCreate, agent_id=agent_id, name=name, description=description,
                  steps=steps, preconditions=preconditions, postconditions=postconditions,
                  learned_from=learned_from, status=status)
@@ -78,7 +75,7 @@ async def procedure_store(agent_id: AgentArg, name: Name, steps: StepsArg, ctx: 
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def procedure_search(query: QueryText, ctx: Context, agent_id: Name | None = None,
+async def procedure_search(query: QueryArg, ctx: Context, agent_id: Name | None = None,
                            status: ProcedureStatus | None = None,
                            include_superseded: bool = False, mode: SearchMode = "hybrid",
                            limit: int = 10) -> JsonObject:
@@ -115,9 +112,8 @@ async def procedure_list(ctx: Context, agent_id: Name | None = None, name: Name 
                          include_superseded: bool = False, limit: PageLimitArg = 50,
                          cursor: CursorArg = None,
                          filter: ProcedureFilterArg = None) -> JsonObject:
-    """List procedures newest first, optionally of one agent, name or status; current
-    versions only unless include_superseded; filter keeps those it admits, e.g.
-    {"success_rate": {"$gte": 0.8}}. Pass next_cursor back as cursor for the next page."""
+    """List procedures newest first, optionally of one agent, name or status (current versions
+    unless include_superseded)."""
     memory_filter = filter_of(filter, "procedure")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[ProcedureOut]:
@@ -167,9 +163,8 @@ async def procedure_new_version(procedure_id: ProcedureIdArg, steps: StepsArg, c
                                 postconditions: ConditionsArg = None,
                                 learned_from: LearnedFromArg = None,
                                 status: NewProcedureStatus | None = None) -> JsonObject:
-    """Improve a procedure: store its next version (same agent and name, new steps, fresh
-    counters; fields left out are kept from the old one) and deprecate the old version,
-    atomically. Only the current version can be superseded."""
+    """Store a procedure's next version (new steps, fresh counters; fields left out kept) and
+    deprecate the old one, atomically."""
     data = build(ProcedureVersionCreate, description=description, steps=steps,
                  preconditions=preconditions, postconditions=postconditions,
                  learned_from=learned_from, status=status)

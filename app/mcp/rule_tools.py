@@ -19,6 +19,7 @@ from app.mcp.args import (
     filter_of,
 )
 from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.pages import page_out
 from app.responses.rules import rule_out
@@ -26,15 +27,14 @@ from app.schemas.common import MaturityLevel, Name, Page
 from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
 from app.services import rules
 
-tools = ToolSet()
+tools = ToolSet("memories")
 
 
-@tools.add()
+@tools.add(group=CORE)
 async def memory_store_rule(content: ContentArg, ctx: Context, scope: ScopeArg = "global",
                             tags: TagsArg = None) -> JsonObject:
-    """Remember a behavioural rule ('Always confirm the date before booking'). Use it when
-    you learn how to act, not what is true. Rules start as candidates and mature with
-    memory_mark_helpful / memory_mark_harmful feedback."""
+    """Remember a behavioural rule ('Always confirm the date before booking'): how to act, not
+    what is true. It matures with memory_mark_helpful / memory_mark_harmful."""
     data = build(RuleCreate, content=content, scope=scope, tags=tags)
 
     async def work(session: AsyncSession, caller: Caller) -> RuleOut:
@@ -46,11 +46,11 @@ async def memory_store_rule(content: ContentArg, ctx: Context, scope: ScopeArg =
     return await call(ctx, work)
 
 
-@tools.add()
+@tools.add(group=CORE)
 async def memory_mark_helpful(rule_id: RuleIdArg, ctx: Context,
                               context: ContextArg = None) -> JsonObject:
-    """Report that following a rule helped. Use it after applying a rule that worked;
-    enough successes promote it (candidate -> established -> proven)."""
+    """Report that following a rule helped; successes promote it (candidate, established,
+    proven)."""
     feedback = build(HelpfulFeedback, context=context)
 
     async def work(session: AsyncSession, caller: Caller) -> RuleOut:
@@ -61,12 +61,10 @@ async def memory_mark_helpful(rule_id: RuleIdArg, ctx: Context,
     return await call(ctx, work)
 
 
-@tools.add()
+@tools.add(group=CORE)
 async def memory_mark_harmful(rule_id: RuleIdArg, ctx: Context, reason: ReasonArg = None,
                               context: ContextArg = None) -> JsonObject:
-    """Report that following a rule did harm, with the reason. Harm weighs four times a
-    success: it demotes the rule, and repeated harm flags it for inversion into an
-    anti-pattern."""
+    """Report that following a rule did harm, with the reason; harm demotes the rule."""
     feedback = build(HarmfulFeedback, reason=reason, context=context)
 
     async def work(session: AsyncSession, caller: Caller) -> RuleOut:
@@ -96,10 +94,8 @@ async def rule_list(ctx: Context, scope: Name | None = None,
                     maturity: MaturityLevel | None = None, include_forgotten: bool = False,
                     limit: PageLimitArg = 50, cursor: CursorArg = None,
                     filter: FilterArg = None) -> JsonObject:
-    """List rules newest first, optionally of one scope or maturity (candidate,
-    established, proven, anti_pattern), e.g. to review the proven ones; filter keeps those
-    it admits. Use memory_recall for the rules that matter to a task. Pass next_cursor back
-    as cursor for the next page."""
+    """List rules newest first, optionally of one scope or maturity. For the rules that matter
+    to a task, use memory_recall."""
     memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[RuleOut]:

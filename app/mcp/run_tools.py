@@ -9,7 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.args import CursorArg, PageLimitArg, RunFilterArg, filter_of
+from app.mcp.args import CursorArg, PageLimitArg, QueryArg, RunFilterArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
 from app.responses.data_rights import deleted_out
@@ -30,7 +30,6 @@ from app.schemas.runs import (
     LessonsRequest,
     MessageBatchCreate,
     MessageBatchOut,
-    QueryText,
     RunCreate,
     RunDetailOut,
     RunFeedbackOut,
@@ -47,7 +46,7 @@ MessagesArg = Annotated[list[dict[str, Any]], Field(
                 "token_count?}.")]
 
 
-tools = ToolSet()
+tools = ToolSet("runs")
 
 
 @tools.add()
@@ -120,9 +119,8 @@ async def run_add_feedback(run_id: RunIdArg, source: FeedbackSource, rating: flo
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
 async def run_delete(run_id: RunIdArg, ctx: Context) -> JsonObject:
-    """Delete a task run for good with its messages and feedback, and the links and events
-    naming them, as DELETE /v1/runs/{id} does; rules learned from it stay (memory_erase with
-    run_id takes them too). Returns the rows deleted per table."""
+    """Delete a task run for good with its messages and feedback; rules learned from it stay
+    (memory_erase with run_id takes them too)."""
 
     async def work(session: AsyncSession, caller: Caller) -> DeletedOut:
         counts = await runs.delete_run(session, tenant_id=caller.tenant_id, run_id=run_id)
@@ -144,7 +142,7 @@ async def run_get(run_id: RunIdArg, ctx: Context) -> JsonObject:
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def run_search(query: QueryText, ctx: Context, success: bool | None = None,
+async def run_search(query: QueryArg, ctx: Context, success: bool | None = None,
                      task_id: Name | None = None, limit: int = 10) -> JsonObject:
     """Past runs similar to a task description, each with its feedback. Before planning,
     ask with success=false for similar past failures and plan around what their critics
@@ -164,9 +162,8 @@ async def run_search(query: QueryText, ctx: Context, success: bool | None = None
 async def run_list(ctx: Context, task_id: Name | None = None, success: bool | None = None,
                    limit: PageLimitArg = 50, cursor: CursorArg = None,
                    filter: RunFilterArg = None) -> JsonObject:
-    """List runs newest first, optionally of one task_id or outcome (success true or
-    false); filter keeps those it admits, e.g. {"score_numeric": {"$lt": 0.5}}. To find
-    runs like a task, use run_search. Pass next_cursor back as cursor for the next page."""
+    """List runs newest first, optionally of one task_id or outcome. To find runs like a task,
+    use run_search."""
     memory_filter = filter_of(filter, "run")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[RunOut]:
@@ -182,10 +179,8 @@ async def run_list(ctx: Context, task_id: Name | None = None, success: bool | No
 async def run_learn_lessons(ctx: Context, max_rating: float | None = None,
                             scope: Name | None = None,
                             run_id: uuid.UUID | None = None) -> JsonObject:
-    """Turn what critics said about failed runs into candidate rules ('When doing task
-    <task_id>: <rationale>'): each critic feedback rated at most max_rating (0.5) on a run
-    with success false, not learned before, becomes a rule in scope (global), linked to
-    its run. Optionally only one run's. Up to 100 a call; call again for more."""
+    """Turn what critics said about failed runs into candidate rules, one per critic feedback
+    rated at most max_rating; up to 100 a call."""
     request = build(LessonsRequest, max_rating=max_rating, scope=scope,
                     run_id=None if run_id is None else str(run_id))
 

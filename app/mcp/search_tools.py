@@ -11,8 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.constants import SearchMode
 from app.formulas.fact_time import point_in_time
-from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg
+from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg, QueryArg
 from app.mcp.calls import Caller, JsonObject, build, read_call
+from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval
@@ -32,20 +33,19 @@ from app.schemas.search import (
 )
 
 LimitArg = Annotated[int, Field(description="Most results (1-100).")]
+TriggerArg = Annotated[QueryText, Field(description="The task or the user's message.")]
 EntitiesArg = Annotated[list[uuid.UUID] | None, Field(
-    description="Entity ids the query is about (up to 10): memories linked to them within "
-                "graph_hops rank higher (hybrid mode only).")]
-GraphHopsArg = Annotated[int, Field(description="Links from the entities a memory may be "
-                                                "to get that boost (1-3).")]
+    description="Ids of entities it is about (up to 10): memories linked to them rank higher.")]
+GraphHopsArg = Annotated[int, Field(description="Links away from those entities (1-3).")]
 MinConfidenceArg = Annotated[float, Field(description="Leave out facts and rules whose decayed "
                                                       "confidence is below this (0-1).")]
 
 
-tools = ToolSet()
+tools = ToolSet(CORE)
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def memory_search(query: QueryText, ctx: Context,
+async def memory_search(query: QueryArg, ctx: Context,
                         types: list[MemoryType] | None = None,
                         scope: OptionalScopeArg = None, mode: SearchMode | None = None,
                         limit: LimitArg = 10,
@@ -53,16 +53,8 @@ async def memory_search(query: QueryText, ctx: Context,
                         entities: EntitiesArg = None,
                         graph_hops: GraphHopsArg = 2, as_of: AsOfArg = None,
                         known_at: KnownAtArg = None, filter: FilterArg = None) -> JsonObject:
-    """Search episodes, facts and rules by meaning and keywords. Use it to look something
-    up ('what did Ann say about the trip?'); each hit carries its scores and id. mode:
-    hybrid (the default unless the server is configured otherwise), semantic or keyword.
-    A time expression in the query ('last week', 'in May 2023') favours episodes from then.
-    With entities (ids from entity_resolve), memories linked to them rank higher.
-    With as_of ('where did Ann work in 2021?'), facts are the versions that held then;
-    with known_at, as the memory believed them then.
-    filter keeps only the memories it admits, e.g. {"metadata.topic": "travel"} or
-    {"tags": {"$in": ["work"]}, "created_at": {"$gte": "2024-05-01T00:00:00Z"}}.
-    For the best facts and rules on a topic, ranked for use, prefer memory_recall."""
+    """Search episodes, facts and rules by meaning and keywords, e.g. 'what did Ann say about
+    the trip?'. For the facts and rules to apply to a task, prefer memory_recall."""
     request = build(SearchRequest, query=query, types=types, scope=scope, mode=mode,
                     limit=limit, min_confidence=min_confidence,
                     entities=[str(item) for item in entities] if entities else None,
@@ -78,14 +70,12 @@ async def memory_search(query: QueryText, ctx: Context,
 
 
 @tools.add()
-async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg = None,
+async def memory_recall(topic: QueryArg, ctx: Context, scope: OptionalScopeArg = None,
                         limit: LimitArg = 10, entities: EntitiesArg = None,
                         graph_hops: GraphHopsArg = 2, as_of: AsOfArg = None,
                         known_at: KnownAtArg = None, filter: FilterArg = None) -> JsonObject:
-    """Recall the facts and rules most worth knowing about a topic before you act, ranked
-    by relevance, importance, recency and confidence (and closeness to entities, when
-    given). Each one returned counts as a reference. as_of / known_at: the facts that
-    held then, as believed then."""
+    """The facts and rules most worth knowing about a topic before you act, ranked by relevance,
+    importance, recency and confidence."""
     request = build(RecallRequest, topic=topic, scope=scope, limit=limit,
                     entities=[str(item) for item in entities] if entities else None,
                     graph_hops=graph_hops, as_of=as_of, known_at=known_at, filter=filter)
@@ -105,13 +95,11 @@ async def memory_recall(topic: QueryText, ctx: Context, scope: OptionalScopeArg 
 
 
 @tools.add()
-async def memory_context(trigger_prompt: QueryText, butler: ButlerArg, ctx: Context,
+async def memory_context(trigger_prompt: TriggerArg, butler: ButlerArg, ctx: Context,
                          token_budget: int | None = None, as_of: AsOfArg = None,
                          known_at: KnownAtArg = None, filter: FilterArg = None) -> JsonObject:
-    """Build a '# Memory Context' block (key facts and active rules) to put in your system
-    prompt at the start of a task. trigger_prompt is the task or user message; the block
-    stays within token_budget (default: the server's context_token_budget, 3000).
-    as_of / known_at: the facts that held then, as believed then."""
+    """A '# Memory Context' block (key facts and active rules) for your system prompt at the
+    start of a task, within token_budget."""
     request = build(ContextRequest, trigger_prompt=trigger_prompt, butler=butler,
                     token_budget=token_budget, as_of=as_of, known_at=known_at,
                     filter=filter)

@@ -1,6 +1,6 @@
-"""The MCP server: the 19 memory tools and the tools for everything else an agent does over
-REST (jobs, data rights, listings, runs, ledgers, working memory, procedures, arcs, links and
-the graph), served over Streamable HTTP inside the FastAPI app."""
+"""The MCP server: the memory tools an agent uses every turn (the core group) and, in groups
+asked for by name, the tools for everything else an agent does over REST, served over
+Streamable HTTP inside the FastAPI app."""
 
 import asyncio
 from collections.abc import AsyncIterator
@@ -30,35 +30,35 @@ from app.mcp import (
     working_memory_tools,
 )
 from app.mcp.endpoint import McpEndpoint
+from app.mcp.groups import GROUPS
+from app.mcp.served_groups import ServeRequestedGroups
 from app.mcp.strict_arguments import RejectUnknownArguments
+from app.mcp.toolset import register
 
 MCP_PATH = "/mcp"
 INSTRUCTIONS = """Engram is your long-term memory. Store what you observe as episodes, durable
 knowledge as facts (subject / predicate / content) and behavioural guidance as rules. Before a
 task, call memory_context or memory_recall; look things up with memory_search. Give feedback on
 rules you applied (memory_mark_helpful / memory_mark_harmful), confirm facts that still hold
-and contradict (memory_contradict) those the evidence goes against.
-Jobs you queue (consolidation, cleanup, memory_erase) run in the background: follow one with
-job_get, or list recent ones with job_list. When the user wants data gone for good, use
-memory_delete, entity_delete or run_delete (one item) or memory_erase (by selector);
-memory_export pages through everything stored.
-Record task runs with run_create, run_log_messages, run_finish and run_add_feedback; before
-planning a task ask run_search with success=false for similar past failures. In a multi-agent
-ledger, append events with agent_event_append and start each turn with agent_context.
-Keep a session's scratch state in working memory (working_memory_get / working_memory_set /
-working_memory_patch, scratchpad_set). Store multi-step workflows you learn with
-procedure_store, find them with procedure_search and report outcomes with
-procedure_record_execution. Follow a story of related events with arc_create,
-arc_add_event and arc_close. Link memories with link_create and explore what is connected
-to a memory or entity with graph_neighbourhood.
+and contradict (memory_contradict) those the evidence goes against; to correct a fact, store
+the new one (it supersedes the old).
+These are the core tools. More come in groups, asked for by name in the endpoint's URL
+(/mcp?tools=core,runs) or with engram mcp --tools core,runs, or all of them with tools=all:
+""" + "\n".join(f"- {name}: {holds}" for name, holds in GROUPS.items() if name != "core") + """
 Results are JSON: ids are UUID strings, times ISO 8601."""
 
-# The tool modules, one per domain; tools/list gives their tools in this order.
+# The tool modules, one per domain; tools/list gives their tools in this order within each
+# group, and the groups in the order of GROUPS.
 TOOL_MODULES = (episode_tools, fact_tools, rule_tools, memory_tools, search_tools, stats_tools,
                 entity_tools, job_tools, data_rights_tools, run_tools, ledger_tools,
                 working_memory_tools, procedure_tools, arc_tools, link_tools, graph_tools)
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
+
+
+def tool_groups() -> dict[str, str]:
+    """Each tool's name and the group it belongs to."""
+    return {tool.name: tool.group for module in TOOL_MODULES for tool in module.tools.tools}
 
 
 def build_server(version: str, log_level: str = "info") -> MCPServer:
@@ -70,8 +70,8 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
     level = log_level.upper() if log_level.upper() in LOG_LEVELS else "INFO"
     server: MCPServer = MCPServer("engram", version=version, instructions=INSTRUCTIONS,
                                   log_level=level)  # type: ignore[arg-type]
-    for module in TOOL_MODULES:
-        module.tools.register(server)
+    register(server, [module.tools for module in TOOL_MODULES])
+    server.middleware.append(ServeRequestedGroups(tool_groups()))
     server.middleware.append(RejectUnknownArguments(server))
     return server
 

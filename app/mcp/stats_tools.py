@@ -11,7 +11,7 @@ from app.mcp.toolset import ToolSet
 from app.schemas.stats import StatsOut
 from app.services import stats
 
-tools = ToolSet()
+tools = ToolSet("admin")
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))

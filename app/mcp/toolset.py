@@ -1,28 +1,59 @@
-"""A module's MCP tools, declared at module level and added to a server in one call."""
+"""A module's MCP tools, declared at module level, each in a group, and added to a server."""
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
+from app.mcp.groups import GROUPS
+
 ToolFn = TypeVar("ToolFn", bound=Callable[..., Any])
 
 
+@dataclass(frozen=True)
+class Tool:
+    """One declared tool: its function (name and docstring), hints and group."""
+
+    fn: Callable[..., Any]
+    annotations: ToolAnnotations | None
+    group: str
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
 class ToolSet:
-    """The tools of one module, in the order they are declared."""
+    """The tools of one module, in the order they are declared, each in the set's group or
+    the one its declaration names."""
 
-    def __init__(self) -> None:
-        self._tools: list[tuple[Callable[..., Any], ToolAnnotations | None]] = []
+    def __init__(self, group: str) -> None:
+        self.group = _known(group)
+        self.tools: list[Tool] = []
 
-    def add(self, annotations: ToolAnnotations | None = None) -> Callable[[ToolFn], ToolFn]:
+    def add(self, annotations: ToolAnnotations | None = None, *,
+            group: str | None = None) -> Callable[[ToolFn], ToolFn]:
         """Declare the decorated function a tool; its name and docstring are the tool's."""
         def declare(fn: ToolFn) -> ToolFn:
-            self._tools.append((fn, annotations))
+            self.tools.append(Tool(fn, annotations, _known(group or self.group)))
             return fn
         return declare
 
-    def register(self, server: MCPServer) -> None:
-        """Add every tool of this set to `server`."""
-        for fn, annotations in self._tools:
-            server.tool(annotations=annotations)(fn)
+
+def register(server: MCPServer, sets: Iterable[ToolSet]) -> None:
+    """Add the tools of `sets` to `server`, group by group in the order of GROUPS, the tools
+    of a group in the order of `sets` and of their declarations."""
+    order = list(GROUPS)
+    tools = sorted((tool for toolset in sets for tool in toolset.tools),
+                   key=lambda tool: order.index(tool.group))
+    for tool in tools:
+        server.tool(annotations=tool.annotations, description=inspect.getdoc(tool.fn))(tool.fn)
+
+
+def _known(group: str) -> str:
+    if group not in GROUPS:
+        raise ValueError(f"unknown tool group {group!r}")
+    return group

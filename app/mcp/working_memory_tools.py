@@ -47,7 +47,7 @@ class WorkingMemoryCleared(ResponseModel):
     deleted: bool = True
 
 
-tools = ToolSet()
+tools = ToolSet("working_memory")
 
 
 # The service names the HTTP request's parts; a tool's error names its arguments.
@@ -76,10 +76,8 @@ def _arguments_named(document: str = "body", *, whole: bool = False) -> Iterator
 @tools.add()
 async def working_memory_get(agent_id: AgentIdArg, session_id: SessionIdArg,
                              ctx: Context) -> JsonObject:
-    """Read the session's working memory: active_context, scratchpad, retrieved_memory_ids,
-    decisions and its etag. Use it at the start of each step of a task to pick up where the
-    session left off. Reading extends its lifetime (24 h after the last use by default); a
-    missing or expired record is a not-found error."""
+    """Read the session's working memory and its etag, e.g. at the start of each step of a task
+    to pick up where the session left off."""
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryOut:
         return working_memory_out(await working_memory.get(
@@ -96,12 +94,8 @@ async def working_memory_set(agent_id: AgentIdArg, session_id: SessionIdArg, ctx
                              decisions: list[Any] | None = None,
                              ttl_seconds: int | None = None, if_match: IfMatchArg = None,
                              create_only: bool = False) -> JsonObject:
-    """Create the session's working memory or replace all of it (fields left out become
-    empty): active_context (the current focus, e.g. {project, goals, constraints}),
-    scratchpad (notes by key), retrieved_memory_ids (up to 1000), decisions (up to 500),
-    ttl_seconds (60 to 30 days; default 24 h). With create_only it fails when another agent
-    already created it; with if_match only over that version. To change a few keys, use
-    working_memory_patch or scratchpad_set instead."""
+    """Create the session's working memory or replace all of it (fields left out become empty).
+    To change a few keys, use working_memory_patch or scratchpad_set."""
     data = build(WorkingMemoryWrite, active_context=active_context, scratchpad=scratchpad,
                  retrieved_memory_ids=retrieved_memory_ids, decisions=decisions,
                  ttl_seconds=ttl_seconds)
@@ -120,10 +114,8 @@ async def working_memory_set(agent_id: AgentIdArg, session_id: SessionIdArg, ctx
 async def working_memory_patch(agent_id: AgentIdArg, session_id: SessionIdArg,
                                patch: dict[str, Any], ctx: Context,
                                if_match: IfMatchArg = None) -> JsonObject:
-    """Change part of an existing working memory with a JSON Merge Patch (RFC 7396) of
-    {active_context, scratchpad, retrieved_memory_ids, decisions, ttl_seconds}: objects
-    merge key by key, null removes a key (a top-level null resets that member), arrays are
-    replaced whole. Concurrent patches of different keys never lose each other's change."""
+    """Change part of a session's working memory with a JSON Merge Patch (RFC 7396): objects
+    merge key by key, null removes a key, arrays are replaced whole."""
 
     async def work(session: AsyncSession, caller: Caller) -> WorkingMemoryOut:
         with _arguments_named("patch"):

@@ -61,9 +61,9 @@ ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS | MORE_TOOLS | BELIE
 
 @pytest.fixture(scope="module")
 def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on; yields its /mcp URL."""
+    """A live server with authentication on; yields its /mcp URL asking for every tool."""
     with serve_in_thread(create_app(settings)) as url:
-        yield f"{url}/mcp"
+        yield f"{url}/mcp?tools=all"
 
 
 @asynccontextmanager
