@@ -1,1 +1,2 @@
-"""Pure formulas with no database: lifecycle maths, salience, resolution scoring, merge patch."""
+"""Pure formulas, no I/O: lifecycle and belief maths, salience, resolution scoring, merge
+patch, the session gap rule, valid-time placement and the point in time of a read."""

@@ -1,6 +1,6 @@
-"""The read path: search, recall and context, from a request to ranked rows.
+"""The read path: search, recall and context, from a request to ranked rows; no SQL.
 
-`requests` answers a search request; `plan` turns it into what the statements need;
-`candidates`, `keyword` and `record_sql` hold the SQL of the candidate lists; `fusion` and
-`rerank` order them; `recall` and `context` score and format facts and rules.
-"""
+`requests` answers a search request; `plan` turns it into what the statements need (their
+SQL is in app/repositories/search/); `fusion` and `rerank` order the lists;
+`user_reranker` applies the operator's reranker; `recall` and `context` score and format
+facts and rules."""

@@ -1,1 +1,2 @@
-"""Background job runners: the worker and scheduler, and each job kind they run."""
+"""Background work: the worker that claims jobs, the scheduler, each job kind, and the LLM
+client consolidation calls."""
