@@ -161,13 +161,19 @@ async def _off_loop(work: Callable[[], Result]) -> Result:
     return await asyncio.to_thread(work)
 
 
+async def _next_rows(ctx: JobContext, model: type[Any], tenant_id: str,
+                     after: uuid.UUID | None, rescan: bool) -> list[Any]:
+    """The next batch of the tenant's `model` rows to scrub, after `after` in id order."""
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        return await scrub_rows.rows_to_scrub(session, model, tenant_id=tenant_id, after=after,
+                                              rescan=rescan,
+                                              limit=ctx.settings.runs.pii_batch_size)
+
+
 async def _feedback_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                           after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
     """Rationales: rewritten in place (they have no vector)."""
-    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        batch = await scrub_rows.rows_to_scrub(session, RunFeedback, tenant_id=tenant_id,
-                                               after=after, rescan=rescan,
-                                               limit=ctx.settings.runs.pii_batch_size)
+    batch = await _next_rows(ctx, RunFeedback, tenant_id, after, rescan)
     if not batch:
         return None
     scrubbed = await _off_loop(lambda: [scrubber.scrub(row.rationale or "") for row in batch])
@@ -203,10 +209,7 @@ class Rewrite:
 async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                       after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
     """Runs: summary and meta; the run is embedded and indexed by its task and summary."""
-    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        batch = await scrub_rows.rows_to_scrub(session, Run, tenant_id=tenant_id,
-                                               after=after, rescan=rescan,
-                                               limit=ctx.settings.runs.pii_batch_size)
+    batch = await _next_rows(ctx, Run, tenant_id, after, rescan)
     if not batch:
         return None
     found = await _off_loop(lambda: _scrub_runs(scrubber, batch))
@@ -215,26 +218,35 @@ async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
 
 
+def _scrubbed(scrubber: Scrubber, *, texts: dict[str, str | None],
+              objects: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """Fields as read, the same scrubbed, and how many matches the scrubber replaced."""
+    values: dict[str, Any] = {}
+    matches = 0
+    for name, text in texts.items():
+        values[name], count = scrubber.scrub(text) if text is not None else (None, 0)
+        matches += count
+    for name, value in objects.items():
+        values[name], count = scrubber.scrub_json(value)
+        matches += count
+    return {**texts, **objects}, values, matches
+
+
 def _scrub_runs(scrubber: Scrubber, batch: list[Run]) -> list[Rewrite]:
     found = []
     for row in batch:
-        summary, count = (scrubber.scrub(row.summary) if row.summary is not None
-                          else (None, 0))
-        meta, meta_count = scrubber.scrub_json(row.meta)
-        if count + meta_count:
-            found.append(Rewrite(row.id, {"summary": row.summary, "meta": row.meta},
-                                 {"summary": summary, "meta": meta},
-                                 run_text(row.task_id, summary), count + meta_count))
+        expected, values, matches = _scrubbed(scrubber, texts={"summary": row.summary},
+                                              objects={"meta": row.meta})
+        if matches:
+            found.append(Rewrite(row.id, expected, values,
+                                 run_text(row.task_id, values["summary"]), matches))
     return found
 
 
 async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
                        after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
     """Rules (run lessons among them): content, original content and metadata."""
-    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        batch = await scrub_rows.rows_to_scrub(session, Rule, tenant_id=tenant_id,
-                                               after=after, rescan=rescan,
-                                               limit=ctx.settings.runs.pii_batch_size)
+    batch = await _next_rows(ctx, Rule, tenant_id, after, rescan)
     if not batch:
         return None
     found = await _off_loop(lambda: _scrub_rules(scrubber, batch))
@@ -245,16 +257,11 @@ async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
 def _scrub_rules(scrubber: Scrubber, batch: list[Rule]) -> list[Rewrite]:
     found = []
     for row in batch:
-        content, count = scrubber.scrub(row.content)
-        original, original_count = (scrubber.scrub(row.original_content)
-                                    if row.original_content is not None else (None, 0))
-        metadata, metadata_count = scrubber.scrub_json(row.metadata_)
-        if count + original_count + metadata_count:
-            found.append(Rewrite(
-                row.id, {"content": row.content, "original_content": row.original_content,
-                         "metadata": row.metadata_},
-                {"content": content, "original_content": original, "metadata": metadata},
-                content, count + original_count + metadata_count))
+        expected, values, matches = _scrubbed(
+            scrubber, texts={"content": row.content, "original_content": row.original_content},
+            objects={"metadata": row.metadata_})
+        if matches:
+            found.append(Rewrite(row.id, expected, values, values["content"], matches))
     return found
 
 
@@ -263,10 +270,7 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
     """Episodes: content and metadata; a turn of a session is embedded after the turns
     before it again (scrubbed too)."""
     turns = ctx.embedder.context_turns
-    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        batch = await scrub_rows.rows_to_scrub(session, Episode, tenant_id=tenant_id,
-                                               after=after, rescan=rescan,
-                                               limit=ctx.settings.runs.pii_batch_size)
+    batch = await _next_rows(ctx, Episode, tenant_id, after, rescan)
     if not batch:
         return None
     found = await _off_loop(lambda: _scrub_episodes(scrubber, batch))
@@ -285,12 +289,10 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
 def _scrub_episodes(scrubber: Scrubber, batch: list[Episode]) -> list[Rewrite]:
     found = []
     for row in batch:
-        content, count = scrubber.scrub(row.content)
-        metadata, metadata_count = scrubber.scrub_json(row.metadata_)
-        if count + metadata_count:
-            found.append(Rewrite(row.id, {"content": row.content, "metadata": row.metadata_},
-                                 {"content": content, "metadata": metadata}, content,
-                                 count + metadata_count))
+        expected, values, matches = _scrubbed(scrubber, texts={"content": row.content},
+                                              objects={"metadata": row.metadata_})
+        if matches:
+            found.append(Rewrite(row.id, expected, values, values["content"], matches))
     return found
 
 
