@@ -45,6 +45,14 @@ async def _rowcount(session: AsyncSession, statement: str, **params: object) -> 
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+async def _delete_rows(session: AsyncSession, table: str, *, tenant_id: str,
+                       ids: Sequence[uuid.UUID], key: str = "id") -> int:
+    """Delete the tenant's rows of `table` whose `key` is one of `ids`; how many went."""
+    return await _rowcount(session, f'DELETE FROM "{table}" WHERE tenant_id = :tenant_id '
+                                    f"AND {key} = ANY(CAST(:ids AS uuid[]))",
+                           tenant_id=tenant_id, ids=_texts(ids))
+
+
 async def _drop_references(session: AsyncSession, *, tenant_id: str, memory_type: str,
                            ids: Sequence[uuid.UUID]) -> int:
     """Take these memories out of the arcs' key events, the procedures' learned_from lists
@@ -123,9 +131,7 @@ async def delete_episodes(session: AsyncSession, *, tenant_id: str,
     counts = await _remove_trace(session, tenant_id=tenant_id, memory_type="episode", ids=ids)
     counts["memory_events_scrubbed"] = await _scrub_episode_lists(session, tenant_id=tenant_id,
                                                                   ids=ids)
-    counts["episodes"] = await _rowcount(
-        session, "DELETE FROM episodes WHERE tenant_id = :tenant_id "
-                 "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
+    counts["episodes"] = await _delete_rows(session, "episodes", tenant_id=tenant_id, ids=ids)
     return counts
 
 
@@ -175,12 +181,11 @@ async def delete_runs(session: AsyncSession, *, tenant_id: str,
                    AND {LINK_ENDS} && ARRAY(SELECT CAST(id AS text) FROM parts)))""",
                              **params)
     await _forget_runs(session, tenant_id=tenant_id, ids=ids)
-    messages = await _rowcount(session, "DELETE FROM run_messages WHERE tenant_id = :tenant_id "
-                                        "AND run_id = ANY(CAST(:ids AS uuid[]))", **params)
-    feedback = await _rowcount(session, "DELETE FROM run_feedback WHERE tenant_id = :tenant_id "
-                                        "AND run_id = ANY(CAST(:ids AS uuid[]))", **params)
-    runs = await _rowcount(session, "DELETE FROM runs WHERE tenant_id = :tenant_id "
-                                    "AND id = ANY(CAST(:ids AS uuid[]))", **params)
+    messages = await _delete_rows(session, "run_messages", tenant_id=tenant_id, ids=ids,
+                                  key="run_id")
+    feedback = await _delete_rows(session, "run_feedback", tenant_id=tenant_id, ids=ids,
+                                  key="run_id")
+    runs = await _delete_rows(session, "runs", tenant_id=tenant_id, ids=ids)
     return {"runs": runs, "run_messages": messages, "run_feedback": feedback,
             "memory_links": links, "memory_events_deleted": events}
 
@@ -219,9 +224,7 @@ async def delete_facts(session: AsyncSession, *, tenant_id: str,
     if not ids:
         return {}
     counts = await _remove_trace(session, tenant_id=tenant_id, memory_type="fact", ids=ids)
-    counts["facts"] = await _rowcount(
-        session, "DELETE FROM facts WHERE tenant_id = :tenant_id "
-                 "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
+    counts["facts"] = await _delete_rows(session, "facts", tenant_id=tenant_id, ids=ids)
     return counts
 
 
@@ -231,13 +234,10 @@ async def delete_rules(session: AsyncSession, *, tenant_id: str,
     if not ids:
         return {}
     counts = await _remove_trace(session, tenant_id=tenant_id, memory_type="rule", ids=ids)
-    counts["rule_applications"] = await _rowcount(
-        session, "DELETE FROM rule_applications WHERE tenant_id = :tenant_id "
-                 "AND rule_id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id,
-        ids=_texts(ids))
-    counts["rules"] = await _rowcount(
-        session, "DELETE FROM rules WHERE tenant_id = :tenant_id "
-                 "AND id = ANY(CAST(:ids AS uuid[]))", tenant_id=tenant_id, ids=_texts(ids))
+    counts["rule_applications"] = await _delete_rows(session, "rule_applications",
+                                                     tenant_id=tenant_id, ids=ids,
+                                                     key="rule_id")
+    counts["rules"] = await _delete_rows(session, "rules", tenant_id=tenant_id, ids=ids)
     return counts
 
 
@@ -321,9 +321,7 @@ async def delete_entities(session: AsyncSession, *, tenant_id: str,
             WHERE kept <> ALL(CAST(:ids AS uuid[])) ORDER BY ordinal)
         WHERE tenant_id = :tenant_id AND entity_ids && CAST(:ids AS uuid[])""",
                                  tenant_id=tenant_id, ids=id_texts)
-    entities = await _rowcount(session, "DELETE FROM entities WHERE tenant_id = :tenant_id "
-                                        "AND id = ANY(CAST(:ids AS uuid[]))",
-                               tenant_id=tenant_id, ids=id_texts)
+    entities = await _delete_rows(session, "entities", tenant_id=tenant_id, ids=ids)
     return {"entities": entities, "memory_events_deleted": events,
             "references_dropped": references}
 
@@ -379,9 +377,7 @@ async def delete_procedures(session: AsyncSession, *, tenant_id: str,
           AND (payload ->> 'procedure_id' = ANY(CAST(:ids AS text[]))
                OR ({LINK_KEYS} AND {LINK_ENDS} && CAST(:ids AS text[])))""",
                              tenant_id=tenant_id, ids=_texts(ids))
-    procedures = await _rowcount(session, "DELETE FROM procedures WHERE tenant_id = :tenant_id "
-                                          "AND id = ANY(CAST(:ids AS uuid[]))",
-                                 tenant_id=tenant_id, ids=_texts(ids))
+    procedures = await _delete_rows(session, "procedures", tenant_id=tenant_id, ids=ids)
     return {"procedures": procedures, "memory_events_deleted": events}
 
 
