@@ -13,8 +13,15 @@ NodeKey = tuple[str, uuid.UUID]
 # reached at that hop (`frontier`) and every node reached so far (`visited`): a node is
 # expanded once, so cycles end, and the walk stops at `hops` levels or once the node limit is
 # passed. `neighbours` follows links both ways plus fact -> entity (`about`) anchors, and
-# keeps only neighbours whose row exists for the tenant (a link never leads to a missing row).
-_WALK_SQL = text("""
+# keeps only neighbours whose row exists for the tenant (a link never leads to a missing row):
+# one WHEN per node type.
+_NODE_TABLES = {"episode": "episodes", "fact": "facts", "rule": "rules", "entity": "entities",
+                "run": "runs", "procedure": "procedures", "arc": "arcs"}
+_ROW_EXISTS = "\n".join(
+    f"                  WHEN '{node}' THEN EXISTS (SELECT 1 FROM {table} AS x"
+    " WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)"
+    for node, table in _NODE_TABLES.items())
+_WALK_SQL = text(f"""
 WITH RECURSIVE walk(hop, frontier, visited) AS (
     SELECT 0, ARRAY[CAST(:root AS text)], ARRAY[CAST(:root AS text)]
     UNION ALL
@@ -53,23 +60,7 @@ WITH RECURSIVE walk(hop, frontier, visited) AS (
             ) AS nb
             WHERE NOT (nb.node_type || ':' || nb.node_id) = ANY (w.visited)
               AND CASE nb.node_type
-                  WHEN 'episode' THEN EXISTS (SELECT 1 FROM episodes AS x
-                                              WHERE x.id = nb.node_id
-                                                AND x.tenant_id = :tenant_id)
-                  WHEN 'fact' THEN EXISTS (SELECT 1 FROM facts AS x
-                                           WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
-                  WHEN 'rule' THEN EXISTS (SELECT 1 FROM rules AS x
-                                           WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
-                  WHEN 'entity' THEN EXISTS (SELECT 1 FROM entities AS x
-                                             WHERE x.id = nb.node_id
-                                               AND x.tenant_id = :tenant_id)
-                  WHEN 'run' THEN EXISTS (SELECT 1 FROM runs AS x
-                                          WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
-                  WHEN 'procedure' THEN EXISTS (SELECT 1 FROM procedures AS x
-                                                WHERE x.id = nb.node_id
-                                                  AND x.tenant_id = :tenant_id)
-                  WHEN 'arc' THEN EXISTS (SELECT 1 FROM arcs AS x
-                                          WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)
+{_ROW_EXISTS}
                   ELSE false
                   END
             ORDER BY node
