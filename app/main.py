@@ -38,7 +38,7 @@ from app.reads import ReplicaRetryMiddleware
 from app.replicas import build_replicas
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys, stats
+from app.services import api_keys, embedding_store, stats
 from app.services.background.worker import BackgroundJobs
 from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
@@ -108,7 +108,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
     await asyncio.to_thread(embedder.load)
-    log_phase("model loaded", phase)
+    phase = log_phase("model loaded", phase)
+    if await embedding_store.fit_to_model(make_sessionmaker(owner_engine), embedder):
+        log_phase(f"embedding columns given the model's {embedder.dimensions} dimensions",
+                  phase)
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
