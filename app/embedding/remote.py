@@ -8,6 +8,7 @@ for the remote server too and the event loop never waits on it.
 
 import email.utils
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,18 +19,33 @@ import httpx
 import numpy as np
 
 from app.clock import now_utc
+from app.errors import Unavailable
 
 logger = logging.getLogger(__name__)
 
 # 429 and 503 say "later"; the other statuses here are a proxy's or a restart's.
 RETRYABLE_STATUSES = {408, 429, 500, 502, 503, 504}
 MAX_ERROR_BODY = 300
+# Seconds a caller is told to wait when the endpoint named no time of its own.
+DEFAULT_RETRY_AFTER = 5
 # Tokens a remote model reads of one text: only the scheduler's size estimate uses it.
 REMOTE_MAX_SEQ_LENGTH = 8192
 
 
-class RemoteEmbeddingError(RuntimeError):
-    """The embeddings endpoint gave no usable answer (after every retry)."""
+class RemoteEmbeddingError(Unavailable, status_code=503, title="Embedding model unavailable"):
+    """The embeddings endpoint gave no usable answer (after every retry).
+
+    A request that needed the model answers 503 with `Retry-After` and a detail that names
+    no endpoint; `str()` is the whole diagnosis, for the logs and the operator.
+    """
+
+    def __init__(self, diagnosis: str, *, retry_after: float | None = None) -> None:
+        super().__init__("The embedding model is unavailable; retry later.",
+                         retry_after=max(1, math.ceil(retry_after or DEFAULT_RETRY_AFTER)))
+        self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        return self.diagnosis
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,7 @@ class RemoteBackend:
     def _call(self, texts: list[str]) -> np.ndarray:
         """One request, retried on timeouts, connection errors, 429 and 5xx."""
         last_error = "no attempt made"
+        asked: float | None = None  # the last Retry-After the endpoint sent
         for attempt in range(1, self._endpoint.max_attempts + 1):
             wait = self._endpoint.backoff_seconds * 2 ** (attempt - 1)
             try:
@@ -97,16 +114,18 @@ class RemoteBackend:
                 last_error = f"HTTP {response.status_code}: {response.text[:MAX_ERROR_BODY]}"
                 if response.status_code not in RETRYABLE_STATUSES:
                     break
-                wait = retry_after(response.headers.get("retry-after")) or wait
+                asked = retry_after(response.headers.get("retry-after"))
+                wait = asked if asked is not None else wait
             if attempt < self._endpoint.max_attempts:
                 wait = min(wait, self._endpoint.max_wait_seconds)
                 logger.warning("embeddings request attempt %d/%d to %s failed: %s; retrying "
                                "in %.1fs", attempt, self._endpoint.max_attempts, self._url,
                                last_error, wait)
                 self._sleep(wait)
-        raise RemoteEmbeddingError(
-            f"embeddings request to {self._url} (model {self._model!r}) failed after "
-            f"{attempt} attempt(s): {last_error}")
+        diagnosis = (f"embeddings request to {self._url} (model {self._model!r}) failed after "
+                     f"{attempt} attempt(s): {last_error}")
+        logger.error("%s", diagnosis)
+        raise RemoteEmbeddingError(diagnosis, retry_after=asked)
 
     def _vectors(self, response: httpx.Response, count: int) -> np.ndarray:
         """The answer's vectors in input order, L2-normalised."""

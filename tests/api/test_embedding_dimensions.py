@@ -3,23 +3,17 @@
 is refused with what to do."""
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import text
 
-from app import main
-from app.config import JobSettings, Settings
 from app.db import to_libpq_url
-from app.embedding import Embedder
-from app.embedding.remote import RemoteEndpoint
 from app.errors import StartupRefused
-from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys
 from tests.support.database import scratch_database
 from tests.support.embeddings_stub import EmbeddingsStub, embeddings_stub
+from tests.support.model_app import client_of, remote_embedder, started
 
 VECTOR_TABLES = {"episodes", "facts", "rules", "passages", "runs", "run_messages",
                  "procedures", "arcs", "agent_events"}
@@ -30,36 +24,6 @@ async def scratch_url(database_url: str) -> AsyncIterator[str]:
     """A database of its own, migrated at the app's start (384-d columns, as shipped)."""
     async with scratch_database(to_libpq_url(database_url), "engram_dims") as url:
         yield url
-
-
-def _remote(stub: EmbeddingsStub) -> Embedder:
-    return Embedder("stub-embedding", backend="openai",
-                    remote=RemoteEndpoint(base_url=stub.base_url, max_attempts=1))
-
-
-@asynccontextmanager
-async def started(url: str, embedder: Embedder,
-                  monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    """The app on `url` with `embedder` as its model."""
-    settings = Settings(database_url=url, migrate_on_start=True, episode_session_gap_minutes=0,
-                        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
-    monkeypatch.setattr(main, "get_embedder", lambda _settings: embedder)
-    application = main.create_app(settings)
-    try:
-        async with application.router.lifespan_context(application):
-            yield application
-    finally:
-        embedder.close()
-
-
-@asynccontextmanager
-async def client_of(application: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with scoped_transaction(application.state.sessionmaker, SYSTEM) as session:
-        key = (await api_keys.create_key(session, tenant_id="dims")).secret
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application),
-                                 base_url="http://engram.test",
-                                 headers={"Authorization": f"Bearer {key}"}) as http:
-        yield http
 
 
 async def _columns(application: Any) -> dict[str, str]:
@@ -100,7 +64,7 @@ def stub24() -> Iterator[EmbeddingsStub]:
 
 
 async def test_a_new_store_takes_the_models_dimension(scratch_url, stub24, monkeypatch):
-    async with started(scratch_url, _remote(stub24), monkeypatch) as application:
+    async with started(scratch_url, remote_embedder(stub24), monkeypatch) as application:
         columns = await _columns(application)
         assert {name.split(".")[0] for name in columns} == VECTOR_TABLES
         assert set(columns.values()) == {"vector(24)"}
@@ -114,7 +78,7 @@ async def test_a_new_store_takes_the_models_dimension(scratch_url, stub24, monke
 async def test_past_2000_dimensions_the_columns_are_halfvec_and_indexed(scratch_url,
                                                                        monkeypatch):
     with embeddings_stub(dimensions=3072) as stub:
-        async with started(scratch_url, _remote(stub), monkeypatch) as application:
+        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
             columns = await _columns(application)
             assert set(columns.values()) == {"halfvec(3072)"}
             indexes = await _vector_indexes(application)
@@ -126,17 +90,17 @@ async def test_past_2000_dimensions_the_columns_are_halfvec_and_indexed(scratch_
 
 async def test_a_model_of_another_dimension_is_refused_once_vectors_are_stored(
         scratch_url, stub24, monkeypatch):
-    async with started(scratch_url, _remote(stub24), monkeypatch) as application:
+    async with started(scratch_url, remote_embedder(stub24), monkeypatch) as application:
         async with client_of(application) as http:
             await _store_and_find(http)
     with embeddings_stub(dimensions=48) as wider:
         with pytest.raises(StartupRefused) as refused:
-            async with started(scratch_url, _remote(wider), monkeypatch):
+            async with started(scratch_url, remote_embedder(wider), monkeypatch):
                 pass
     message = str(refused.value)
     assert "makes 48-d vectors" in message
     assert "holds 2 24-d vectors (made by 'stub-embedding')" in message
     assert "GET /v1/export" in message and "POST /v1/import" in message
     # The store is as it was: its model starts again and finds what it stored.
-    async with started(scratch_url, _remote(stub24), monkeypatch) as application:
+    async with started(scratch_url, remote_embedder(stub24), monkeypatch) as application:
         assert set((await _columns(application)).values()) == {"vector(24)"}
