@@ -422,6 +422,16 @@ class Settings(BaseSettings):
         5, ge=1, le=20,
         description="Attempts at one request to the 'openai' backend: timeouts, connection "
         "errors, 429 and 5xx are retried with exponential backoff, or after Retry-After.")
+    embedding_write_wait_seconds: float = Field(
+        5.0, gt=0, le=600,
+        description="How long a write waits for the 'openai' backend: past it, or when the "
+        "endpoint fails, episodes, facts and rules are stored without vectors (found by "
+        "keyword at once) and embedded later by the embedding backlog.")
+    embedding_backlog_seconds: float = Field(
+        30.0, gt=0, le=3600,
+        description="How often the embedding backlog looks for memories stored without "
+        "vectors ('openai' backend); after a failed pass it waits twice as long, up to 10 "
+        "minutes.")
     embedding_query_prefix: str = Field(
         "", max_length=200,
         description="Put before a search's query before it is embedded (e5: 'query: ', "

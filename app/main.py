@@ -39,6 +39,7 @@ from app.replicas import build_replicas
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys, embedding_store, stats
+from app.services.background.reembed import EmbeddingBacklog, unembedded_count
 from app.services.background.worker import BackgroundJobs
 from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
@@ -130,6 +131,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
+    backlog = EmbeddingBacklog(app.state.sessionmaker, embedder,
+                               settings.embedding_backlog_seconds)
+    if embedder.backend_name == "openai":
+        # Only a remote model leaves memories without vectors (services/embeddings).
+        metrics.watch_embedding_backlog(app, partial(unembedded_count, app.state.sessionmaker))
+        backlog.start()
     if settings.llm.base_url is None:
         logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
                        "never turned into facts or rules, and cleanup deletes expired "
@@ -141,6 +148,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with app.state.mcp.running():
             yield
     finally:
+        await backlog.stop()
         await background.stop()
         await app.state.references.stop()
         await app.state.replicas.stop()

@@ -54,6 +54,7 @@ class Embedder:
                  device: str = "cpu", dimensions: int | None = None,
                  models_dir: Path | None = None, remote: RemoteEndpoint | None = None,
                  query_prefix: str = "", document_prefix: str = "",
+                 write_wait_seconds: float = 5.0,
                  chunk_size: int = _default("chunk_size"),
                  chunk_tokens: int = _default("chunk_tokens"),
                  threads: int = _default("threads"),
@@ -72,6 +73,8 @@ class Embedder:
         self._dimensions = dimensions
         self.remote = remote
         self.query_prefix = query_prefix
+        # How long a write waits for a remote model before it stores its texts without.
+        self.write_wait_seconds = write_wait_seconds
         self.document_prefix = document_prefix
         self.models_dir = (models_dir or DEFAULT_MODELS_DIR).expanduser()
         self.chunk_size = chunk_size
@@ -256,6 +259,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     remote=remote_endpoint(settings),
                     query_prefix=settings.embedding_query_prefix,
                     document_prefix=settings.embedding_document_prefix,
+                    write_wait_seconds=settings.embedding_write_wait_seconds,
                     models_dir=settings.resolved_data_dir / "models",
                     chunk_size=settings.embedding_chunk_size,
                     chunk_tokens=settings.embedding_chunk_tokens,

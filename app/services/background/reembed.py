@@ -1,6 +1,9 @@
 """Re-embed every memory (and its passages) whose vectors were made by another model, or
-every memory."""
+every memory; embed the memories stored without vectors (the embedding backlog)."""
 
+import asyncio
+import contextlib
+import logging
 import uuid
 from collections import defaultdict
 
@@ -16,6 +19,10 @@ from app.services.embeddings import embed_texts, store_passages
 from app.text import context_text
 
 BATCH_SIZE = 256
+# The longest the backlog waits between two passes after failures.
+MAX_BACKLOG_WAIT_SECONDS = 600.0
+
+logger = logging.getLogger(__name__)
 
 
 async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, *,
@@ -48,6 +55,80 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: 
                 counts[name] += len(rows)
                 after = rows[-1][0]
     return counts
+
+
+async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
+                        embedder: Embedder) -> dict[str, int]:
+    """Embed the episodes, facts and rules stored without vectors (every tenant: system
+    work), one committed batch at a time; a failing model leaves the rest for later."""
+    counts: dict[str, int] = {}
+    for name, memory_type, model in (("episodes", "episode", Episode),
+                                     ("facts", "fact", Fact), ("rules", "rule", Rule)):
+        counts[name] = 0
+        while True:
+            async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                rows = await reembed_rows.unembedded_rows(session, model, limit=BATCH_SIZE)
+                if not rows:
+                    break
+                by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
+                for row_id, tenant_id, content in rows:
+                    by_tenant[tenant_id].append((row_id, content))
+                for tenant_id, tenant_rows in by_tenant.items():
+                    await _reembed_rows(session, embedder, memory_type, model,
+                                        tenant_id=tenant_id, rows=tenant_rows)
+                counts[name] += len(rows)
+    return counts
+
+
+async def unembedded_count(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
+    """Memories of every tenant stored without vectors."""
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        return await reembed_rows.unembedded_count(session)
+
+
+class EmbeddingBacklog:
+    """Runs `embed_backlog` every `seconds` in a background task; after a failed pass it
+    waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS. The backlog is the rows
+    themselves, so a restart carries on where the last process stopped."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
+                 seconds: float) -> None:
+        self._sessionmaker = sessionmaker
+        self._embedder = embedder
+        self.seconds = seconds
+        self.wait = seconds
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self) -> dict[str, int] | None:
+        """One pass; None if it failed (the next waits longer)."""
+        try:
+            counts = await embed_backlog(self._sessionmaker, self._embedder)
+        except Exception as error:  # noqa: BLE001 - any failure is retried later
+            self.wait = min(self.wait * 2, MAX_BACKLOG_WAIT_SECONDS)
+            logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
+                           error)
+            return None
+        self.wait = self.seconds
+        if any(counts.values()):
+            logger.info("embedding backlog: embedded %s", counts)
+        return counts
+
+    def start(self) -> None:
+        """Start the passes in the background."""
+        self._task = asyncio.create_task(self._repeat(), name="embedding-backlog")
+
+    async def _repeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.wait)
+            await self.run_once()
+
+    async def stop(self) -> None:
+        """Cancel the task, if started, and wait until it has ended."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
 
 
 async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: str,
