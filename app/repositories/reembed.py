@@ -23,14 +23,28 @@ async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 
-async def unembedded_rows(session: AsyncSession, model: Memory, *,
+async def unembedded_rows(session: AsyncSession, model: Memory, *, after: uuid.UUID | None,
                           limit: int) -> list[tuple[uuid.UUID, str, str]]:
-    """Up to `limit` (id, tenant_id, content) rows stored without a vector, not locked by
-    another transaction."""
-    stmt = (select(model.id, model.tenant_id, model.content)
-            .where(model.embedding.is_(None))
-            .order_by(model.id).limit(limit).with_for_update(skip_locked=True))
+    """Up to `limit` (id, tenant_id, content) rows stored without a vector, by id after
+    `after` (read, not locked: the model runs after this transaction)."""
+    stmt = select(model.id, model.tenant_id, model.content).where(model.embedding.is_(None))
+    if after is not None:
+        stmt = stmt.where(model.id > after)
+    stmt = stmt.order_by(model.id).limit(limit)
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
+
+
+async def lock_unembedded(session: AsyncSession, model: Memory, *,
+                          contents: dict[uuid.UUID, str]) -> set[uuid.UUID]:
+    """Of the rows of `contents` (id: the content that was embedded), those still there,
+    still without a vector and with that content, locked until the transaction ends."""
+    if not contents:
+        return set()
+    stmt = (select(model.id, model.content)
+            .where(model.id.in_(list(contents)), model.embedding.is_(None))
+            .with_for_update())
+    return {row_id for row_id, content in await session.execute(stmt)
+            if contents[row_id] == content}
 
 
 async def unembedded_count(session: AsyncSession) -> int:

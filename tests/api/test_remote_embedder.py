@@ -2,6 +2,7 @@
 the endpoint cannot embed is a 503 with Retry-After, never a 500; a write is stored without
 vectors at once when the endpoint fails or is slow."""
 
+import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +16,7 @@ from tests.support.database import scratch_database
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
 from tests.support.factories import store_episode
 from tests.support.model_app import client_of, remote_embedder, started
+from tests.support.waiting import until
 
 
 @pytest.fixture
@@ -106,3 +108,18 @@ async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url
                 [hit] = found.json()["results"]
                 assert hit["id"] == stored.json()["id"]
                 assert hit["similarity"] == pytest.approx(1.0, abs=1e-3)
+
+                # No row stays locked while the model runs: deleting a memory the backlog
+                # is embedding goes through at once, and the pass leaves it out.
+                stub.answer(Answer(503, {}, '{"error": "down"}'))
+                doomed = (await http.post("/v1/episodes", json={
+                    "content": "Bob baked bread", "butler": "chat"})).json()["id"]
+                gate = threading.Event()
+                stub.answer(Answer(gate=gate))
+                asked = len(stub.received)
+                running = asyncio.create_task(backlog.run_once())
+                await until(lambda: len(stub.received) > asked)
+                deleted = await asyncio.wait_for(http.delete(f"/v1/episodes/{doomed}"), 5)
+                assert deleted.status_code == 204, deleted.text
+                gate.set()
+                assert await running == {"episodes": 0, "facts": 0, "rules": 0}

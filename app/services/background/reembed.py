@@ -15,7 +15,7 @@ from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import episodes as episode_rows
 from app.repositories import reembed as reembed_rows
 from app.scope import SYSTEM, scoped_transaction
-from app.services.embeddings import embed_texts, store_passages
+from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.text import context_text
 
 BATCH_SIZE = 256
@@ -60,24 +60,67 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: 
 async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
                         embedder: Embedder) -> dict[str, int]:
     """Embed the episodes, facts and rules stored without vectors (every tenant: system
-    work), one committed batch at a time; a failing model leaves the rest for later."""
+    work), a batch at a time: read, then embed with no transaction open, then write in a
+    transaction of its own the rows still without vectors. A failing model leaves the rest
+    for the next pass."""
     counts: dict[str, int] = {}
     for name, memory_type, model in (("episodes", "episode", Episode),
                                      ("facts", "fact", Fact), ("rules", "rule", Rule)):
-        counts[name] = 0
+        counts[name], after = 0, None
         while True:
+            by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                rows = await reembed_rows.unembedded_rows(session, model, limit=BATCH_SIZE)
-                if not rows:
-                    break
-                by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
+                rows = await reembed_rows.unembedded_rows(session, model, after=after,
+                                                          limit=BATCH_SIZE)
                 for row_id, tenant_id, content in rows:
                     by_tenant[tenant_id].append((row_id, content))
-                for tenant_id, tenant_rows in by_tenant.items():
-                    await _reembed_rows(session, embedder, memory_type, model,
-                                        tenant_id=tenant_id, rows=tenant_rows)
-                counts[name] += len(rows)
+                contexts = ({tenant_id: await _contexts(session, embedder, tenant_id, read)
+                             for tenant_id, read in by_tenant.items()}
+                            if memory_type == "episode" else {})
+            if not rows:
+                break
+            after = rows[-1][0]
+            for tenant_id, tenant_rows in by_tenant.items():
+                async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                    # The model runs before this transaction's first statement.
+                    embedded = await embed_texts(
+                        session, embedder, [content for _, content in tenant_rows],
+                        tenant_id=tenant_id, contexts=contexts.get(tenant_id, ()), bulk=True)
+                    counts[name] += await _store_embedded(session, memory_type, model,
+                                                          tenant_id=tenant_id,
+                                                          rows=tenant_rows, embedded=embedded)
     return counts
+
+
+async def _contexts(session: AsyncSession, embedder: Embedder, tenant_id: str,
+                    rows: list[tuple[uuid.UUID, str]]) -> list[str | None]:
+    """The context texts of a tenant's episodes (None for an episode of no session)."""
+    before = await episode_rows.turns_before(session, tenant_id=tenant_id,
+                                             ids=[row_id for row_id, _ in rows],
+                                             count=embedder.context_turns)
+    return [context_text(before[row_id], content) if before.get(row_id) else None
+            for row_id, content in rows]
+
+
+async def _store_embedded(session: AsyncSession, memory_type: str,
+                          model: type[Episode] | type[Fact] | type[Rule], *, tenant_id: str,
+                          rows: list[tuple[uuid.UUID, str]], embedded: Embedded) -> int:
+    """Write the vectors and passages of the rows still without vectors and unchanged since
+    they were read (deleted or changed ones are left out); how many were written."""
+    kept = await reembed_rows.lock_unembedded(session, model, contents=dict(rows))
+    indexes = [index for index, (row_id, _) in enumerate(rows) if row_id in kept]
+    if not indexes:
+        return 0
+    ids = [rows[index][0] for index in indexes]
+    await reembed_rows.store_vectors(
+        session, model, version_id=embedded.version_id,
+        vectors={rows[index][0]: embedded.vectors[index] for index in indexes})
+    await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
+                         embedded=Embedded([embedded.vectors[i] for i in indexes],
+                                           embedded.version_id,
+                                           [embedded.passages[i] for i in indexes]),
+                         replace=True)
+    return len(ids)
 
 
 async def unembedded_count(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
