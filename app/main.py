@@ -39,11 +39,12 @@ from app.replicas import build_replicas
 from app.retrieval.user_reranker import open_reranker
 from app.routers import ROUTERS
 from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys, stats
+from app.services import api_keys, embedding_store, stats
 from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
 from app.services.references import ReferenceQueue
 from app.tracing import configure_tracing
+from app.worker.reembed import EmbeddingBacklog, unembedded_count
 from app.worker.worker import BackgroundJobs
 
 logger = logging.getLogger("engram")
@@ -114,6 +115,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if reranker is not None:
         await asyncio.to_thread(reranker.load)
         log_phase(f"reranker ({settings.reranker.kind}) ready", phase)
+    if await embedding_store.fit_to_model(make_sessionmaker(owner_engine), embedder):
+        log_phase(f"embedding columns given the model's {embedder.dimensions} dimensions",
+                  phase)
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
@@ -133,6 +137,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
+    backlog = EmbeddingBacklog(app.state.sessionmaker, embedder,
+                               settings.embedding_backlog_seconds)
+    if embedder.backend_name == "openai":
+        # Only a remote model leaves memories without vectors (services/embeddings).
+        metrics.watch_embedding_backlog(app, partial(unembedded_count, app.state.sessionmaker))
+        backlog.start()
     if settings.llm.base_url is None:
         logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
                        "never turned into facts or rules, and cleanup deletes expired "
@@ -144,6 +154,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with app.state.mcp.running():
             yield
     finally:
+        await backlog.stop()
         await background.stop()
         if reranker is not None:
             await reranker.aclose()

@@ -38,6 +38,13 @@ CONSOLIDATION_BACKLOG = Gauge(
     "engram_episodes_awaiting_consolidation",
     "Episodes of every tenant not consolidated yet (nor forgotten), by consolidation status: "
     "pending, or failed (retried after a backoff).", ["status"])
+EMBEDDINGS_DEFERRED = Counter(
+    "engram_embeddings_deferred_total",
+    "Memories stored without vectors because the remote embedding model failed or was slow; "
+    "the embedding backlog embeds them later.")
+EMBEDDING_BACKLOG = Gauge(
+    "engram_embedding_backlog",
+    "Memories of every tenant stored without vectors, waiting for the embedding backlog.")
 # The backlog's counts are read from the database when scraped, for at most this long.
 BACKLOG_READ_SECONDS = 5.0
 BacklogReader = Callable[[], Awaitable[dict[str, int]]]
@@ -102,10 +109,26 @@ async def _read_backlog(app: Any) -> None:
         CONSOLIDATION_BACKLOG.labels(status).set(count)
 
 
+def watch_embedding_backlog(app: FastAPI, read: Callable[[], Awaitable[int]]) -> None:
+    """Read the count of memories stored without vectors with `read` when scraped."""
+    app.state.embedding_backlog = read
+
+
+async def _read_embedding_backlog(app: Any) -> None:
+    read: Callable[[], Awaitable[int]] | None = getattr(app.state, "embedding_backlog", None)
+    if read is None:
+        return
+    try:
+        EMBEDDING_BACKLOG.set(await asyncio.wait_for(read(), timeout=BACKLOG_READ_SECONDS))
+    except Exception:  # noqa: BLE001 - the scrape answers with the last count read
+        logger.warning("could not count the memories stored without vectors", exc_info=True)
+
+
 def add_metrics_route(app: FastAPI) -> None:
     """GET /metrics in the Prometheus text format (no API key, like /healthz)."""
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
         await _read_backlog(request.app)
+        await _read_embedding_backlog(request.app)
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

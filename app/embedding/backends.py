@@ -63,7 +63,10 @@ class OnnxBackend:
         self.max_seq_length = int(meta["max_seq_length"])
         self._tokenizer = Tokenizer.from_file(str(export_dir / onnx_export.TOKENIZER_FILE))
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
-        self._tokenizer.enable_padding(pad_id=self._pad_id(), pad_token=self._pad_token())
+        # The export records the model's pad token; older exports leave it to tokenizer.json.
+        self._tokenizer.enable_padding(
+            pad_id=meta["pad_id"] if meta.get("pad_id") is not None else self._pad_id(),
+            pad_token=meta.get("pad_token") or self._pad_token())
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1

@@ -1,5 +1,7 @@
-"""The embedder: all-MiniLM-L6-v2 on ONNX Runtime (or torch), shared fairly by tenants."""
+"""The embedder: a sentence-transformers model on ONNX Runtime (or torch), or a remote
+OpenAI-compatible endpoint, shared fairly by tenants."""
 
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -11,6 +13,7 @@ from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
 from app.embedding import model_files, onnx_export
 from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
+from app.embedding.remote import REMOTE_MAX_SEQ_LENGTH, RemoteBackend, RemoteEndpoint
 from app.embedding.scheduler import ChunkEvent, FairScheduler
 from app.embedding.vectors import EmbeddingVector, Vectors
 from app.heap import release_free_memory
@@ -48,7 +51,10 @@ class Embedder:
     """
 
     def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
-                 device: str = "cpu", dimensions: int = 384, models_dir: Path | None = None,
+                 device: str = "cpu", dimensions: int | None = None,
+                 models_dir: Path | None = None, remote: RemoteEndpoint | None = None,
+                 query_prefix: str = "", document_prefix: str = "",
+                 write_wait_seconds: float = 5.0,
                  chunk_size: int = _default("chunk_size"),
                  chunk_tokens: int = _default("chunk_tokens"),
                  threads: int = _default("threads"),
@@ -58,9 +64,18 @@ class Embedder:
                  workers: int = _default("workers"),
                  background_workers: int = _default("background_workers")) -> None:
         self.model_name = model_name
+        if backend == "openai" and remote is not None:
+            # One model call is one request: as many texts as the endpoint takes at once.
+            chunk_size = remote.batch_size
+            chunk_tokens = remote.batch_size * REMOTE_MAX_SEQ_LENGTH
         self.backend_name = backend
         self.device = device
-        self.dimensions = dimensions
+        self._dimensions = dimensions
+        self.remote = remote
+        self.query_prefix = query_prefix
+        # How long a write waits for a remote model before it stores its texts without.
+        self.write_wait_seconds = write_wait_seconds
+        self.document_prefix = document_prefix
         self.models_dir = (models_dir or DEFAULT_MODELS_DIR).expanduser()
         self.chunk_size = chunk_size
         self.chunk_tokens = chunk_tokens
@@ -81,8 +96,19 @@ class Embedder:
     def model_version(self) -> str:
         """The version recorded in embedding_versions: the same for torch and ONNX, whose
         vectors are equal; int8 vectors are a version of their own."""
-        version = model_files.model_version(self.model_name)
-        return f"{version}+int8" if self.backend_name == "onnx-int8" else version
+        version = ("openai-compatible" if self.backend_name == "openai"
+                   else model_files.model_version(self.model_name))
+        if self.backend_name == "onnx-int8":
+            version += "+int8"
+        if self.query_prefix or self.document_prefix:
+            prefixes = f"{self.query_prefix}\0{self.document_prefix}".encode()
+            version += "+prefix." + hashlib.sha256(prefixes).hexdigest()[:8]
+        return version
+
+    @property
+    def dimensions(self) -> int:
+        """The length of the model's vectors (loads the model when set by no one)."""
+        return self._dimensions if self._dimensions is not None else self.load().dimensions
 
     @property
     def onnx_dir(self) -> Path:
@@ -117,8 +143,12 @@ class Embedder:
         return self._backend
 
     def _build_backend(self) -> Backend:
-        path = model_files.model_path(self.model_name)
         backend: Backend
+        if self.backend_name == "openai":
+            if self.remote is None:
+                raise RuntimeError("the 'openai' embedding backend needs an endpoint")
+            return RemoteBackend(self.remote, model=self.model_name, dimensions=self._dimensions)
+        path = model_files.model_path(self.model_name)
         if self.backend_name == "torch":
             backend = TorchBackend(model_path=path, device=self.device)
         else:
@@ -127,17 +157,19 @@ class Embedder:
                           else onnx_export.MODEL_FILE)
             backend = OnnxBackend(export_dir=export_dir, threads=self.threads,
                                   model_file=model_file)
-        if backend.dimensions != self.dimensions:
+        if self._dimensions is not None and backend.dimensions != self._dimensions:
             raise RuntimeError(
                 f"embedding model {self.model_name!r} makes {backend.dimensions}-d vectors, "
-                f"the schema stores {self.dimensions}-d"
+                f"embedding_dimensions says {self._dimensions}"
             )
         return backend
 
     @property
     def max_seq_length(self) -> int:
         """Tokens the model reads of a text (the rest is truncated)."""
-        return self._backend.max_seq_length if self._backend else DEFAULT_MAX_SEQ_LENGTH
+        if self._backend:
+            return self._backend.max_seq_length
+        return REMOTE_MAX_SEQ_LENGTH if self.backend_name == "openai" else DEFAULT_MAX_SEQ_LENGTH
 
     def _plan(self, texts: list[str]) -> list[list[int]]:
         return plan_chunks(texts, max_texts=self.chunk_size, max_tokens=self.chunk_tokens,
@@ -160,13 +192,20 @@ class Embedder:
         if due:
             release_free_memory()
 
-    def embed(self, text: str | None) -> EmbeddingVector:
-        """Encode one text (None or empty becomes a single space) to a 384-d float32 row."""
-        return self.embed_batch([text])[0]
+    def _cleaned(self, texts: list[str | None], *, query: bool) -> list[str]:
+        """The texts as the model reads them: the query or document prefix, then the text."""
+        prefix = self.query_prefix if query else self.document_prefix
+        return [prefix + _normalise(t) for t in texts]
 
-    def embed_batch(self, texts: list[str | None]) -> Vectors:
-        """Encode many texts on this thread, in bounded model calls; [] gives []."""
-        cleaned = [_normalise(t) for t in texts]
+    def embed(self, text: str | None, *, query: bool = True) -> EmbeddingVector:
+        """Encode one text (None or empty becomes a single space), a search's query unless
+        `query` is off, to a float32 row."""
+        return self.embed_batch([text], query=query)[0]
+
+    def embed_batch(self, texts: list[str | None], *, query: bool = False) -> Vectors:
+        """Encode many texts (documents unless `query`) on this thread, in bounded model
+        calls; [] gives []."""
+        cleaned = self._cleaned(texts, query=query)
         vectors: Vectors = [_EMPTY] * len(cleaned)
         for indexes in self._plan(cleaned):
             for index, vector in zip(indexes, self._run_chunk([cleaned[i] for i in indexes]),
@@ -175,19 +214,20 @@ class Embedder:
         self._after_burst()
         return vectors
 
-    async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT) -> EmbeddingVector:
+    async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT,
+                     query: bool = True) -> EmbeddingVector:
         """`embed` on the model thread, in `tenant_id`'s turn."""
-        return (await self.aembed_batch([text], tenant_id=tenant_id))[0]
+        return (await self.aembed_batch([text], tenant_id=tenant_id, query=query))[0]
 
     async def aembed_batch(self, texts: list[str | None], *, tenant_id: str = SYSTEM_TENANT,
-                           bulk: bool = False) -> Vectors:
+                           bulk: bool = False, query: bool = False) -> Vectors:
         """`embed_batch` on the model thread, chunk by chunk in `tenant_id`'s turns; `bulk`
         (a batch of memories, a background job) waits behind the tenant's other calls.
 
         If the caller is cancelled (or a chunk fails), its chunks not yet started are dropped.
         """
         started = time.perf_counter()
-        cleaned = [_normalise(t) for t in texts]
+        cleaned = self._cleaned(texts, query=query)
         plan = self._plan(cleaned)
         futures = self._scheduler.submit(
             tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan],
@@ -216,6 +256,10 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     backend=settings.embedding_backend,
                     device=settings.embedding_device,
                     dimensions=settings.embedding_dimensions,
+                    remote=remote_endpoint(settings),
+                    query_prefix=settings.embedding_query_prefix,
+                    document_prefix=settings.embedding_document_prefix,
+                    write_wait_seconds=settings.embedding_write_wait_seconds,
                     models_dir=settings.resolved_data_dir / "models",
                     chunk_size=settings.embedding_chunk_size,
                     chunk_tokens=settings.embedding_chunk_tokens,
@@ -227,3 +271,16 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     background_workers=settings.embedding_background_workers,
                 )
     return _embedder
+
+
+def remote_endpoint(settings: Settings) -> RemoteEndpoint | None:
+    """The embeddings endpoint the settings name, if any."""
+    if settings.embedding_base_url is None:
+        return None
+    api_key = settings.embedding_api_key
+    return RemoteEndpoint(
+        base_url=settings.embedding_base_url,
+        api_key=api_key.get_secret_value() if api_key is not None else None,
+        batch_size=settings.embedding_batch_size,
+        timeout_seconds=settings.embedding_timeout_seconds,
+        max_attempts=settings.embedding_max_attempts)

@@ -2,7 +2,7 @@
 
 from app.models.arcs import Arc
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
-from app.models.base import EMBEDDING_DIMENSIONS, Base
+from app.models.base import Base
 from app.models.console_sessions import ConsoleSession
 from app.models.entity import Entity
 from app.models.fact_periods import FactPeriod
@@ -24,7 +24,6 @@ from app.models.working_memory import WorkingMemory
 
 __all__ = [
     "Arc",
-    "EMBEDDING_DIMENSIONS",
     "AgentEvent",
     "ReflectionConsolidation",
     "Base",

@@ -21,7 +21,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import MAX_SESSION_ID_CHARS
 from app.models.base import (
-    EMBEDDING_DIMENSIONS,
     Base,
     created_at_column,
     jsonb_column,
@@ -42,7 +41,7 @@ def origins_column() -> Mapped[list[str]]:
 class Searchable:
     """The columns search reads: the embedding, its model version and the tsvector."""
 
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSIONS), deferred=True)
+    embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
     embedding_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id")

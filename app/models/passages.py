@@ -8,7 +8,7 @@ from sqlalchemy import ForeignKey, Integer, Text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import EMBEDDING_DIMENSIONS, Base, created_at_column, tenant_column, uuid_pk
+from app.models.base import Base, created_at_column, tenant_column, uuid_pk
 from app.models.vector import Vector
 
 
@@ -37,7 +37,7 @@ class Passage(Base):
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     start_char: Mapped[int] = mapped_column(Integer, nullable=False)
     end_char: Mapped[int] = mapped_column(Integer, nullable=False)
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSIONS), nullable=False,
+    embedding: Mapped[Any] = mapped_column(Vector(), nullable=False,
                                            deferred=True)
     embedding_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id"))

@@ -7,7 +7,6 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding.vectors import EmbeddingVector
-from app.models import EMBEDDING_DIMENSIONS
 from app.models.vector import Vector
 
 # Each branch is a nearest-neighbour scan of one table's vector index (ORDER BY distance
@@ -40,7 +39,7 @@ FROM (
 ) AS near
 ON CONFLICT DO NOTHING
 RETURNING target_type, target_id, strength
-""").bindparams(bindparam("vector", type_=Vector(EMBEDDING_DIMENSIONS)))
+""").bindparams(bindparam("vector", type_=Vector()))
 
 
 @dataclass(frozen=True)

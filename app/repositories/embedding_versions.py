@@ -1,6 +1,6 @@
 """embedding_versions: which model made the stored vectors."""
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,3 +25,12 @@ async def ensure_version(session: AsyncSession, *, model_name: str, model_versio
         EmbeddingVersion.dimensions == dimensions,
     )
     return (await session.execute(stmt)).scalar_one(), True
+
+
+async def models_with_dimensions(session: AsyncSession, dimensions: int) -> list[str]:
+    """The names of the models recorded as making vectors of `dimensions`, newest first."""
+    stmt = (select(EmbeddingVersion.model_name)
+            .where(EmbeddingVersion.dimensions == dimensions)
+            .group_by(EmbeddingVersion.model_name)
+            .order_by(func.max(EmbeddingVersion.id).desc()))
+    return list((await session.execute(stmt)).scalars())

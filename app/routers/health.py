@@ -1,11 +1,13 @@
 """Liveness and readiness probes."""
 
+import asyncio
 from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from app.metrics import BACKLOG_READ_SECONDS
 from app.services.health import database_state
 
 router = APIRouter(tags=["health"])
@@ -30,6 +32,10 @@ class Readiness(BaseModel):
     migrations_at_head: bool
     embedding_model: bool
     auth: Literal["required", "disabled"]
+    embedding_backlog: int | None = Field(
+        None, description="Memories stored without vectors because the remote embedding "
+        "model failed or was slow, waiting to be embedded ('openai' backend; null otherwise). "
+        "They are found by keyword meanwhile; it does not decide readiness.")
     replicas: list[ReplicaReadiness] = Field(
         default_factory=list, description="Each read replica; reads skip those not up and "
         "use the primary when none is, so they do not decide readiness.")
@@ -56,7 +62,20 @@ async def readyz(request: Request) -> JSONResponse:
     auth = "disabled" if request.app.state.settings.auth_disabled else "required"
     replicas = [ReplicaReadiness.model_validate(r)
                 for r in request.app.state.replicas.status()]
+    backlog = await embedding_backlog(request) if database and at_head else None
     body = Readiness(status="ready" if ready else "not_ready", database=database,
                      migrations_at_head=at_head, embedding_model=model, auth=auth,
-                     replicas=replicas)
+                     embedding_backlog=backlog, replicas=replicas)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+
+async def embedding_backlog(request: Request) -> int | None:
+    """The count of memories stored without vectors, when the app keeps one and it can be
+    read in time."""
+    count = getattr(request.app.state, "embedding_backlog", None)
+    if count is None:
+        return None
+    try:
+        return int(await asyncio.wait_for(count(), timeout=BACKLOG_READ_SECONDS))
+    except Exception:  # noqa: BLE001 - the probe answers without the count
+        return None

@@ -1,5 +1,7 @@
 """Embedding of memory text (and of its passages) with the embedding_versions bookkeeping."""
 
+import asyncio
+import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -9,10 +11,14 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.embedding import Embedder
+from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector, Vectors
+from app.metrics import EMBEDDINGS_DEFERRED
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import passages as passage_rows
 from app.text import split_passages
+
+logger = logging.getLogger(__name__)
 
 # A batch of long texts has tens of thousands of passages. Their rows are built and sent this
 # many at a time: each row's bound values (its vector as text among them) live until its
@@ -34,11 +40,23 @@ class PassageVector:
 
 @dataclass(frozen=True)
 class Embedded:
-    """Vectors for a list of texts, the passages of the long ones, and the model's row."""
+    """Vectors for a list of texts, the passages of the long ones, and the model's row;
+    `deferred`: none of them, the texts are stored without and embedded by the backlog."""
 
     vectors: Vectors
     version_id: int
     passages: list[list[PassageVector]]
+    deferred: bool = False
+
+    def vector(self, index: int) -> EmbeddingVector | None:
+        """The vector of text `index`, None when deferred."""
+        return None if self.deferred else self.vectors[index]
+
+    def columns(self, index: int) -> dict[str, Any]:
+        """A row's `embedding` and `embedding_version_id` (both NULL when deferred)."""
+        if self.deferred:
+            return {"embedding": None, "embedding_version_id": None}
+        return {"embedding": self.vectors[index], "embedding_version_id": self.version_id}
 
 
 # embedding_versions ids by (database URL, model name, model version, dimensions): each
@@ -75,6 +93,26 @@ async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str
             passages[index].append(
                 PassageVector("context", 0, 0, len(texts[index]), next(extra_vectors)))
     return Embedded(vectors[:len(texts)], await _version_id(session, embedder), passages)
+
+
+async def embed_for_write(session: AsyncSession, embedder: Embedder, texts: list[str], *,
+                          tenant_id: str, contexts: Sequence[str | None] = ()) -> Embedded:
+    """`embed_texts` for a write that must not wait on, nor fail because of, a remote model:
+    when the endpoint fails or takes longer than the embedder's `write_wait_seconds`, the
+    texts are stored without vectors (found by keyword at once) and the embedding backlog
+    (`background/reembed.embed_backlog`) embeds them later. A local model is waited for."""
+    if embedder.backend_name != "openai":
+        return await embed_texts(session, embedder, texts, tenant_id=tenant_id,
+                                 contexts=contexts)
+    try:
+        return await asyncio.wait_for(
+            embed_texts(session, embedder, texts, tenant_id=tenant_id, contexts=contexts),
+            timeout=embedder.write_wait_seconds)
+    except (RemoteEmbeddingError, TimeoutError) as error:
+        logger.warning("%d text(s) of tenant %s stored without vectors, embedded later: %s",
+                       len(texts), tenant_id, error or "the embeddings endpoint is slow")
+        EMBEDDINGS_DEFERRED.inc(len(texts))
+        return Embedded([], 0, [[] for _ in texts], deferred=True)
 
 
 async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: str,

@@ -21,7 +21,7 @@ from app.schemas.episodes import EpisodeCreate
 from app.schemas.filters import MemoryFilter
 from app.scope import set_local, side_session
 from app.services import butler_limits, events
-from app.services.embeddings import PassageVector, embed_texts, store_passages
+from app.services.embeddings import PassageVector, embed_for_write, store_passages
 from app.services.events import memory_event
 from app.services.mentions import link_mentions
 from app.text import context_text, keyword_text, preprocess_text
@@ -50,8 +50,8 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
                                            gap_minutes=session_gap_minutes)
         contexts = await _contexts(lookup, tenant_id=tenant_id, items=items,
                                    inferred=inferred, turns=embedder.context_turns)
-    embedded = await embed_texts(session, embedder, [item.content for item in items],
-                                tenant_id=tenant_id, contexts=contexts)
+    embedded = await embed_for_write(session, embedder, [item.content for item in items],
+                                     tenant_id=tenant_id, contexts=contexts)
     if len(items) > 1:  # a batch takes the keyword statistics' lock last, just before commit
         await set_local(session, {episode_rows.KEYWORD_COUNTS_LATER: "on"})
     rows = [
@@ -63,16 +63,15 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
             "content": item.content,
             "importance": item.importance,
             "metadata_": item.metadata,
-            "embedding": vector,
-            "embedding_version_id": embedded.version_id,
+            **embedded.columns(index),
             "search_text": preprocess_text(keyword_text(
                 item.content, context,
                 with_context=keyword_context and embedder.context_turns > 0
                 and (item.session_id is not None or inferred_session is not None))),
             "occurred_at_given": item.occurred_at,
         }
-        for item, vector, context, inferred_session
-        in zip(items, embedded.vectors, contexts, inferred, strict=True)
+        for index, (item, context, inferred_session)
+        in enumerate(zip(items, contexts, inferred, strict=True))
     ]
     created = await memory_rows.insert_rows(
         session, Episode, rows, expires_at=func.now() + literal(timedelta(days=ttl_days)),

@@ -25,7 +25,7 @@ from app.schemas.facts import FactCreate
 from app.schemas.filters import MemoryFilter
 from app.services import butler_limits, events, fact_timeline
 from app.services.auto_links import link_new
-from app.services.embeddings import Embedded, embed_texts, store_passages
+from app.services.embeddings import Embedded, embed_for_write, store_passages
 from app.services.events import memory_event
 from app.services.mentions import link_mentions
 from app.text import normalise_key, preprocess_text
@@ -61,7 +61,7 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     butler_limits.check_butler(data.scope, "scope")
     check_period(data)
     # The model runs before the first SQL, so no connection is held while it works.
-    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
+    embedded = await embed_for_write(session, embedder, [data.content], tenant_id=tenant_id)
     return await store_embedded_fact(session, tenant_id=tenant_id, data=data,
                                      embedded=embedded, auto_links=auto_links)
 
@@ -123,8 +123,9 @@ async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: Fa
     await time_rows.open_period(session, fact)
     await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
                          embedded=embedded)
-    await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
-                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
+    if (vector := embedded.vector(0)) is not None:
+        await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
+                       scope=data.scope, vector=vector, settings=auto_links)
     if auto_links is None or auto_links.mentions:
         await link_mentions(session, tenant_id=tenant_id, memory_type="fact", ids=[fact.id],
                             texts=[f"{fact.subject} {fact.predicate} {fact.content}"])
@@ -160,8 +161,7 @@ def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_k
         "validity": "active" if is_current else "superseded",
         "valid_until": fact_time.bounded_until(data.valid_until, placement),
         "metadata_": data.metadata,
-        "embedding": embedded.vectors[0],
-        "embedding_version_id": embedded.version_id,
+        **embedded.columns(0),
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
     }
 

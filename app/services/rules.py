@@ -21,7 +21,7 @@ from app.schemas.filters import MemoryFilter
 from app.schemas.rules import RuleCreate
 from app.services import butler_limits, events
 from app.services.auto_links import link_new
-from app.services.embeddings import embed_texts, store_passages
+from app.services.embeddings import embed_for_write, embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.memories import load_for_update
 from app.services.mentions import link_mentions
@@ -36,7 +36,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     names."""
     butler_limits.check_butler(data.scope, "scope")
     # The model runs before the first SQL, so no connection is held while it works.
-    embedded = await embed_texts(session, embedder, [data.content], tenant_id=tenant_id)
+    embedded = await embed_for_write(session, embedder, [data.content], tenant_id=tenant_id)
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
             session, tenant_id=tenant_id, episode_id=data.source_episode_id):
         raise InvalidInput(f"episode {data.source_episode_id} does not exist",
@@ -56,14 +56,14 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "source_butler": data.source_butler,
         "source_episode_id": data.source_episode_id,
         "metadata_": data.metadata,
-        "embedding": embedded.vectors[0],
-        "embedding_version_id": embedded.version_id,
+        **embedded.columns(0),
         "search_text": preprocess_text(data.content),
     }], last_confirmed_at=func.now())
     await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
                          embedded=embedded)
-    await link_new(session, tenant_id=tenant_id, memory_type="rule", memory_id=rule.id,
-                   scope=data.scope, vector=embedded.vectors[0], settings=auto_links)
+    if (vector := embedded.vector(0)) is not None:
+        await link_new(session, tenant_id=tenant_id, memory_type="rule", memory_id=rule.id,
+                       scope=data.scope, vector=vector, settings=auto_links)
     if auto_links is None or auto_links.mentions:
         await link_mentions(session, tenant_id=tenant_id, memory_type="rule", ids=[rule.id],
                             texts=[rule.content])

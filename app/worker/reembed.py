@@ -1,6 +1,9 @@
 """Re-embed every memory (and its passages) whose vectors were made by another model, or
-every memory."""
+every memory; embed the memories stored without vectors (the embedding backlog)."""
 
+import asyncio
+import contextlib
+import logging
 import uuid
 from collections import defaultdict
 
@@ -12,10 +15,14 @@ from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import episodes as episode_rows
 from app.repositories import reembed as reembed_rows
 from app.scope import SYSTEM, scoped_transaction
-from app.services.embeddings import embed_texts, store_passages
+from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.text import context_text
 
 BATCH_SIZE = 256
+# The longest the backlog waits between two passes after failures.
+MAX_BACKLOG_WAIT_SECONDS = 600.0
+
+logger = logging.getLogger(__name__)
 
 
 async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, *,
@@ -48,6 +55,123 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: 
                 counts[name] += len(rows)
                 after = rows[-1][0]
     return counts
+
+
+async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
+                        embedder: Embedder) -> dict[str, int]:
+    """Embed the episodes, facts and rules stored without vectors (every tenant: system
+    work), a batch at a time: read, then embed with no transaction open, then write in a
+    transaction of its own the rows still without vectors. A failing model leaves the rest
+    for the next pass."""
+    counts: dict[str, int] = {}
+    for name, memory_type, model in (("episodes", "episode", Episode),
+                                     ("facts", "fact", Fact), ("rules", "rule", Rule)):
+        counts[name], after = 0, None
+        while True:
+            by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
+            async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                rows = await reembed_rows.unembedded_rows(session, model, after=after,
+                                                          limit=BATCH_SIZE)
+                for row_id, tenant_id, content in rows:
+                    by_tenant[tenant_id].append((row_id, content))
+                contexts = ({tenant_id: await _contexts(session, embedder, tenant_id, read)
+                             for tenant_id, read in by_tenant.items()}
+                            if memory_type == "episode" else {})
+            if not rows:
+                break
+            after = rows[-1][0]
+            for tenant_id, tenant_rows in by_tenant.items():
+                async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                    # The model runs before this transaction's first statement.
+                    embedded = await embed_texts(
+                        session, embedder, [content for _, content in tenant_rows],
+                        tenant_id=tenant_id, contexts=contexts.get(tenant_id, ()), bulk=True)
+                    counts[name] += await _store_embedded(session, memory_type, model,
+                                                          tenant_id=tenant_id,
+                                                          rows=tenant_rows, embedded=embedded)
+    return counts
+
+
+async def _contexts(session: AsyncSession, embedder: Embedder, tenant_id: str,
+                    rows: list[tuple[uuid.UUID, str]]) -> list[str | None]:
+    """The context texts of a tenant's episodes (None for an episode of no session)."""
+    before = await episode_rows.turns_before(session, tenant_id=tenant_id,
+                                             ids=[row_id for row_id, _ in rows],
+                                             count=embedder.context_turns)
+    return [context_text(before[row_id], content) if before.get(row_id) else None
+            for row_id, content in rows]
+
+
+async def _store_embedded(session: AsyncSession, memory_type: str,
+                          model: type[Episode] | type[Fact] | type[Rule], *, tenant_id: str,
+                          rows: list[tuple[uuid.UUID, str]], embedded: Embedded) -> int:
+    """Write the vectors and passages of the rows still without vectors and unchanged since
+    they were read (deleted or changed ones are left out); how many were written."""
+    kept = await reembed_rows.lock_unembedded(session, model, contents=dict(rows))
+    indexes = [index for index, (row_id, _) in enumerate(rows) if row_id in kept]
+    if not indexes:
+        return 0
+    ids = [rows[index][0] for index in indexes]
+    await reembed_rows.store_vectors(
+        session, model, version_id=embedded.version_id,
+        vectors={rows[index][0]: embedded.vectors[index] for index in indexes})
+    await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
+                         embedded=Embedded([embedded.vectors[i] for i in indexes],
+                                           embedded.version_id,
+                                           [embedded.passages[i] for i in indexes]),
+                         replace=True)
+    return len(ids)
+
+
+async def unembedded_count(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
+    """Memories of every tenant stored without vectors."""
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        return await reembed_rows.unembedded_count(session)
+
+
+class EmbeddingBacklog:
+    """Runs `embed_backlog` every `seconds` in a background task; after a failed pass it
+    waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS. The backlog is the rows
+    themselves, so a restart carries on where the last process stopped."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
+                 seconds: float) -> None:
+        self._sessionmaker = sessionmaker
+        self._embedder = embedder
+        self.seconds = seconds
+        self.wait = seconds
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self) -> dict[str, int] | None:
+        """One pass; None if it failed (the next waits longer)."""
+        try:
+            counts = await embed_backlog(self._sessionmaker, self._embedder)
+        except Exception as error:  # noqa: BLE001 - any failure is retried later
+            self.wait = min(self.wait * 2, MAX_BACKLOG_WAIT_SECONDS)
+            logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
+                           error)
+            return None
+        self.wait = self.seconds
+        if any(counts.values()):
+            logger.info("embedding backlog: embedded %s", counts)
+        return counts
+
+    def start(self) -> None:
+        """Start the passes in the background."""
+        self._task = asyncio.create_task(self._repeat(), name="embedding-backlog")
+
+    async def _repeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.wait)
+            await self.run_once()
+
+    async def stop(self) -> None:
+        """Cancel the task, if started, and wait until it has ended."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
 
 
 async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: str,

@@ -13,7 +13,8 @@ async def test_readyz_reports_database_migrations_and_model(client):
     response = await client.get("/readyz")
     assert response.status_code == 200
     assert response.json() == {"status": "ready", "database": True, "migrations_at_head": True,
-                               "embedding_model": True, "auth": "required", "replicas": []}
+                               "embedding_model": True, "auth": "required",
+                               "embedding_backlog": None, "replicas": []}
 
 
 async def test_readyz_is_503_when_schema_is_behind(client, sql):

@@ -1,0 +1,125 @@
+"""The service with a remote embedder: memories are embedded over HTTP and found; a search
+the endpoint cannot embed is a 503 with Retry-After, never a 500; a write is stored without
+vectors at once when the endpoint fails or is slow."""
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from app.db import to_libpq_url
+from app.worker.reembed import EmbeddingBacklog
+from tests.support.database import scratch_database
+from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
+from tests.support.factories import store_episode
+from tests.support.model_app import client_of, remote_embedder, started
+from tests.support.waiting import until
+
+
+@pytest.fixture
+def stub(app: Any) -> Iterator[EmbeddingsStub]:
+    """The app's model replaced by an endpoint of the schema's width."""
+    shipped = app.state.embedder
+    with embeddings_stub(dimensions=384) as running:
+        embedder = remote_embedder(running, max_attempts=2, backoff_seconds=0.01,
+                                   query_prefix="query: ", document_prefix="passage: ")
+        embedder.write_wait_seconds = 1.0
+        app.state.embedder = embedder
+        try:
+            yield running
+        finally:
+            app.state.embedder = shipped
+            embedder.close()
+
+
+async def test_memories_are_embedded_by_the_endpoint_and_found(client, stub, sql):
+    episode = await store_episode(client, "Ann moored her boat at the harbour")
+    assert "passage: Ann moored her boat at the harbour" in stub.inputs()
+    response = await client.post("/v1/search", json={"query": "Ann moored her boat",
+                                                     "mode": "semantic"})
+    assert response.status_code == 200, response.text
+    assert "query: Ann moored her boat" in stub.inputs()
+    [row] = await sql("SELECT v.model_name FROM episodes e JOIN embedding_versions v "
+                      "ON v.id = e.embedding_version_id WHERE e.content LIKE 'Ann moored%'")
+    assert row["model_name"] == "stub-embedding"
+    assert response.json()["results"][0]["id"] == episode["id"]
+
+
+async def test_a_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(client, stub):
+    stub.answer(Answer(503, {"Retry-After": "0"}, '{"error": "loading"}'),
+                Answer(429, {"Retry-After": "7"}, '{"error": "slow down"}'))
+    found = await client.post("/v1/search", json={"query": "lost", "mode": "semantic"})
+    assert found.status_code == 503
+    assert found.headers["content-type"] == "application/problem+json"
+    assert found.headers["Retry-After"] == "7"
+    assert stub.base_url not in found.text  # the endpoint is the operator's business
+
+
+async def test_a_write_the_endpoint_fails_is_stored_and_found_by_keyword(client, stub, sql):
+    stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
+    stored = await client.post("/v1/episodes", json={"content": "Ann moored her boat at the "
+                                                                "harbour", "butler": "chat"})
+    assert stored.status_code == 201, stored.text
+    [row] = await sql("SELECT embedding IS NULL AS unembedded FROM episodes WHERE id = :id",
+                      id=stored.json()["id"])
+    assert row["unembedded"]
+    found = await client.post("/v1/search", json={"query": "harbour", "mode": "keyword"})
+    assert [r["id"] for r in found.json()["results"]] == [stored.json()["id"]]
+    gate = threading.Event()
+    stub.answer(Answer(gate=gate))
+    started = time.monotonic()
+    fact = await client.post("/v1/facts", json={"subject": "Ann", "predicate": "owns",
+                                                "content": "Ann owns a boat"})
+    gate.set()
+    assert fact.status_code == 201, fact.text
+    assert time.monotonic() - started < 4  # the write waited write_wait_seconds, not more
+
+
+@pytest.fixture
+async def scratch_url(database_url: str) -> AsyncIterator[str]:
+    async with scratch_database(to_libpq_url(database_url), "engram_backlog") as url:
+        yield url
+
+
+async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url, monkeypatch):
+    with embeddings_stub(dimensions=24) as stub:
+        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
+            async with client_of(application) as http:
+                stub.answer(Answer(503, {}, '{"error": "down"}'))
+                stored = await http.post("/v1/episodes", json={
+                    "content": "Ann moored her boat at the harbour", "butler": "chat"})
+                assert stored.status_code == 201, stored.text
+                assert (await http.get("/readyz")).json()["embedding_backlog"] == 1
+                assert "engram_embedding_backlog 1.0" in (await http.get("/metrics")).text
+
+                backlog = EmbeddingBacklog(application.state.sessionmaker,
+                                           application.state.embedder, seconds=1)
+                stub.answer(Answer(503, {}, '{"error": "still down"}'))
+                assert await backlog.run_once() is None
+                assert backlog.wait == 2  # twice as long after a failed pass
+                assert await backlog.run_once() == {"episodes": 1, "facts": 0, "rules": 0}
+                assert backlog.wait == 1
+                assert (await http.get("/readyz")).json()["embedding_backlog"] == 0
+                found = await http.post("/v1/search", json={
+                    "query": "Ann moored her boat at the harbour", "mode": "semantic"})
+                [hit] = found.json()["results"]
+                assert hit["id"] == stored.json()["id"]
+                assert hit["similarity"] == pytest.approx(1.0, abs=1e-3)
+
+                # No row stays locked while the model runs: deleting a memory the backlog
+                # is embedding goes through at once, and the pass leaves it out.
+                stub.answer(Answer(503, {}, '{"error": "down"}'))
+                doomed = (await http.post("/v1/episodes", json={
+                    "content": "Bob baked bread", "butler": "chat"})).json()["id"]
+                gate = threading.Event()
+                stub.answer(Answer(gate=gate))
+                asked = len(stub.received)
+                running = asyncio.create_task(backlog.run_once())
+                await until(lambda: len(stub.received) > asked)
+                deleted = await asyncio.wait_for(http.delete(f"/v1/episodes/{doomed}"), 5)
+                assert deleted.status_code == 204, deleted.text
+                gate.set()
+                assert await running == {"episodes": 0, "facts": 0, "rules": 0}
