@@ -17,7 +17,8 @@ delete them for good.
 import json
 from typing import Any
 
-from agents import FunctionTool, function_tool
+from agents import Tool, function_tool
+from agents.memory import SessionSettings
 
 from engram_client._memory_tools import RECALL, REMEMBER, SEARCH, MemoryTools
 from engram_client.client import AsyncEngramClient
@@ -35,7 +36,7 @@ ITEM_FIELDS = "agents_item"
 class EngramSession:
     """The SDK's `Session` protocol over the episodes of one Engram session."""
 
-    session_settings = None
+    session_settings: SessionSettings | None = None
 
     def __init__(self, session_id: str, client: AsyncEngramClient, *,
                  butler: str = "openai-agents") -> None:
@@ -80,7 +81,13 @@ class EngramSession:
             episodes += [Episode.model_validate(row) for row in page["items"]]
             cursor = page.get("next_cursor")
             if not cursor:
-                return sorted(episodes, key=lambda episode: episode.model_extra["sequence"])
+                return sorted(episodes, key=_sequence)
+
+
+def _sequence(episode: Episode) -> int:
+    """Where the episode was stored among the others."""
+    sequence: int = (episode.model_extra or {})["sequence"]
+    return sequence
 
 
 def _episode(item: Any) -> dict[str, Any]:
@@ -101,7 +108,7 @@ def _item(episode: Episode) -> Any:
     return json.loads(episode.content)
 
 
-def engram_tools(client: AsyncEngramClient, *, butler: str | None = None) -> list[FunctionTool]:
+def engram_tools(client: AsyncEngramClient, *, butler: str | None = None) -> list[Tool]:
     """`search`, `recall` and `remember` tools for an agent; `butler` keeps them to that
     butler's memories (and the global ones) and stores its facts in its scope."""
     memory = MemoryTools(client, butler)

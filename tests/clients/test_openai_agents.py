@@ -2,14 +2,19 @@
 conversation in an EngramSession and their memories through Engram's tools."""
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 from agents import Agent, ModelResponse, RunConfig, Runner, Usage
 from agents.models.interface import Model
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
-from openai.types.responses import ResponseOutputText
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from app.config import Settings
 from app.main import create_app
@@ -134,3 +139,12 @@ async def test_the_session_protocol_over_episodes(client):
     await session.clear_session()
     assert await session.get_items() == []
     assert await EngramSession("other", client).get_items() == items[:1]
+
+
+def test_importing_engram_client_loads_no_framework():
+    frameworks = ["agents", "pydantic_ai", "llama_index", "langgraph", "ai"]
+    code = ("import sys, engram_client; "
+            f"print(sorted(set({frameworks!r}) & {{m.split('.')[0] for m in sys.modules}}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "[]"
