@@ -14,6 +14,7 @@ from app.main import create_app
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.llama_index import EngramMemoryBlock
 from tests.support.live_server import serve_in_thread
+from tests.support.readme import CLIENTS, examples
 
 
 def chat(client: AsyncEngramClient, session_id: str) -> SimpleChatEngine:
@@ -61,3 +62,8 @@ async def test_a_block_with_nothing_to_give_adds_nothing(client):
     engine = chat(client, "empty")
     answer = (await engine.achat("Hello there")).response
     assert "Memory Context" not in answer and "Past Conversation" not in answer
+
+
+def test_the_documented_example_compiles():
+    [example] = examples("LlamaIndex", "python", CLIENTS)
+    compile(example, "docs/clients.md", "exec")

@@ -21,6 +21,7 @@ from app.main import create_app
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.openai_agents import EngramSession, engram_tools
 from tests.support.live_server import serve_in_thread
+from tests.support.readme import CLIENTS, examples
 
 Turn = Callable[[list[Any]], list[Any]]
 NO_TRACES = RunConfig(tracing_disabled=True)
@@ -148,3 +149,8 @@ def test_importing_engram_client_loads_no_framework():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_documented_example_compiles():
+    [example] = examples("OpenAI Agents SDK", "python", CLIENTS)
+    compile(example, "docs/clients.md", "exec")

@@ -16,6 +16,7 @@ from app.main import create_app
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.pydantic_ai import engram_toolset
 from tests.support.live_server import serve_in_thread
+from tests.support.readme import CLIENTS, examples
 
 
 def calls_then_reports(tool: str, **arguments: Any) -> FunctionModel:
@@ -71,3 +72,8 @@ async def test_the_test_model_calls_every_tool_with_arguments_from_their_schemas
               if isinstance(part, ToolReturnPart)}
     assert called == {"search", "recall", "remember"}
     assert len((await client.list_page("facts"))["items"]) == 1
+
+
+def test_the_documented_example_compiles():
+    [example] = examples("Pydantic AI", "python", CLIENTS)
+    compile(example, "docs/clients.md", "exec")
