@@ -2,18 +2,15 @@
 Memory has an EngramMemoryBlock, hands old turns to Engram and a later session gets them
 back, with Engram's facts, in the prompt."""
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 
-from app.config import Settings
-from app.main import create_app
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.llama_index import EngramMemoryBlock
-from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples
 
 
@@ -24,12 +21,6 @@ def chat(client: AsyncEngramClient, session_id: str) -> SimpleChatEngine:
                                   memory_blocks=[EngramMemoryBlock(client=client,
                                                                    butler="chat")])
     return SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ conversation in an EngramSession and their memories through Engram's tools."""
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -16,11 +16,8 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from app.config import Settings
-from app.main import create_app
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.openai_agents import EngramSession, engram_tools
-from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples
 
 Turn = Callable[[list[Any]], list[Any]]
@@ -61,12 +58,6 @@ def tool_outputs(items: list[Any]) -> str:
     """The outputs of the tool calls the model was given, as one JSON list."""
     return json.dumps([json.loads(i["output"]) for i in items
                        if i.get("type") == "function_call_output"])
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 @pytest.fixture

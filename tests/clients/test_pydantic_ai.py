@@ -2,7 +2,7 @@
 remember through Engram's toolset, and a later agent finds it."""
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,11 +11,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from app.config import Settings
-from app.main import create_app
 from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.pydantic_ai import engram_toolset
-from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples
 
 
@@ -30,12 +27,6 @@ def calls_then_reports(tool: str, **arguments: Any) -> FunctionModel:
         return ModelResponse(parts=[TextPart(json.dumps(returned[-1].content))])
 
     return FunctionModel(respond)
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 @pytest.fixture
