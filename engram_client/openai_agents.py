@@ -19,6 +19,7 @@ from typing import Any
 
 from agents import Tool, function_tool
 from agents.memory import SessionSettings
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from engram_client._memory_tools import RECALL, REMEMBER, SEARCH, MemoryTools
 from engram_client.client import AsyncEngramClient
@@ -36,16 +37,20 @@ ITEM_FIELDS = "agents_item"
 class EngramSession:
     """The SDK's `Session` protocol over the episodes of one Engram session."""
 
-    session_settings: SessionSettings | None = None
-
     def __init__(self, session_id: str, client: AsyncEngramClient, *,
-                 butler: str = "openai-agents") -> None:
+                 butler: str = "openai-agents",
+                 session_settings: SessionSettings | dict[str, Any] | None = None) -> None:
         self.session_id = session_id
         self.client = client
         self.butler = butler
+        self.session_settings: SessionSettings | None = (
+            SessionSettings() if session_settings is None
+            else coerce_session_settings(session_settings))
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The session's items, oldest first; with `limit`, the latest `limit` of them."""
+        """The session's items, oldest first; with `limit` (by default the settings' limit),
+        the latest `limit` of them."""
+        limit = resolve_session_limit(limit, self.session_settings)
         episodes = await self._episodes()
         if limit is not None:
             episodes = episodes[max(len(episodes) - limit, 0):]

@@ -145,3 +145,13 @@ def test_importing_engram_client_loads_no_framework():
 def test_the_documented_example_compiles():
     [example] = examples("OpenAI Agents SDK", "python", CLIENTS)
     compile(example, "docs/clients.md", "exec")
+
+
+async def test_the_settings_limit_is_the_default_limit(client):
+    session = EngramSession("limited", client, session_settings={"limit": 2})
+    items = [{"role": "user", "content": f"turn {n}"} for n in range(3)]
+    await session.add_items(items)
+    assert await session.get_items() == items[1:]
+    assert await session.get_items(limit=3) == items
+    with pytest.raises(TypeError):
+        EngramSession("limited", client, session_settings={"limitt": 1})
