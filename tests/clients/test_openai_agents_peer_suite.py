@@ -5,9 +5,8 @@ Opt-in: set OPENAI_AGENTS_REPO to a checkout of github.com/openai/openai-agents-
 tests are copied to a temporary directory with every SQLiteSession they make turned into an
 EngramSession (tests/clients/openai_agents_peer_conftest.py); nothing of theirs is kept here.
 The run prints the pass count, and fails when a test fails other than those of ELSEWHERE,
-which test SQLiteSession's own machinery. Its tests at v0.22.0 on openai-agents 0.24: 53 of 68
-pass, and the
-15 others are those of ELSEWHERE.
+which test SQLiteSession's own machinery. Its tests at v0.22.0 on openai-agents 0.24: 53 of
+68 pass, and the 15 others are those of ELSEWHERE.
 """
 
 import asyncio
