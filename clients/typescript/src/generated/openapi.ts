@@ -4224,6 +4224,11 @@ export interface components {
             auth: "required" | "disabled";
             /** Database */
             database: boolean;
+            /**
+             * Embedding Backlog
+             * @description Memories stored without vectors because the remote embedding model failed or was slow, waiting to be embedded ('openai' backend; null otherwise). They are found by keyword meanwhile; it does not decide readiness.
+             */
+            embedding_backlog?: number | null;
             /** Embedding Model */
             embedding_model: boolean;
             /** Migrations At Head */
