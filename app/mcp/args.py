@@ -6,7 +6,17 @@ from typing import Annotated, Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from app.schemas.common import Content, Importance, MemoryType, Metadata, Name, Reason, Tags
+from app.schemas.common import (
+    Content,
+    Importance,
+    MemoryType,
+    Metadata,
+    Name,
+    PageCursor,
+    PageLimit,
+    Reason,
+    Tags,
+)
 from app.schemas.filters import (
     FILTER_DESCRIPTION,
     FilterError,
@@ -55,9 +65,8 @@ ValidFromArg = Annotated[str | None, Field(
 ValidUntilArg = Annotated[str | None, Field(
     max_length=64, description="When it stopped holding (ISO 8601 with a zone); default: "
     "until the next version starts.")]
-PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200).")]
-CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
-                                                                    "previous page.")]
+PageLimitArg = PageLimit
+CursorArg = Annotated[PageCursor, Field(description="next_cursor of the previous page.")]
 FilterArg = Annotated[dict[str, Any] | None, Field(description=FILTER_DESCRIPTION)]
 # The `filter` of the lists of entities, runs, procedures, arcs and links: only their own
 # fields.

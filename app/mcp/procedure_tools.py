@@ -23,6 +23,7 @@ from app.schemas.procedures import (
     ExecutionCreate,
     NewProcedureStatus,
     ProcedureCreate,
+    ProcedureListQuery,
     ProcedureOut,
     ProcedureSearchRequest,
     ProcedureSearchResponse,
@@ -118,13 +119,14 @@ async def procedure_list(ctx: Context, agent_id: Name | None = None, name: Name 
     """List procedures newest first, optionally of one agent, name or status; current
     versions only unless include_superseded; filter keeps those it admits, e.g.
     {"success_rate": {"$gte": 0.8}}. Pass next_cursor back as cursor for the next page."""
+    query = build(ProcedureListQuery, agent_id=agent_id, name=name, status=status,
+                  include_superseded=include_superseded, limit=limit, cursor=cursor)
     memory_filter = filter_of(filter, "procedure")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[ProcedureOut]:
         return page_out(await procedures.list_procedures(
-            session, tenant_id=caller.tenant_id, agent_id=agent_id, name=name, status=status,
-            include_superseded=include_superseded, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), procedure_out)
+            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
+            procedure_out)
 
     return await read_call(ctx, work)
 
