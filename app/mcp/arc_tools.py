@@ -30,6 +30,7 @@ from app.schemas.arcs import (
     ArcClose,
     ArcCreate,
     ArcEventCreate,
+    ArcListQuery,
     ArcOut,
     ArcSearchRequest,
     ArcSearchResponse,
@@ -159,13 +160,14 @@ async def arc_list(ctx: Context, scope: Name | None = None, arc_type: Name | Non
     proposals waiting to be accepted); filter keeps those it admits, e.g.
     {"started_at": {"$gte": "2024-05-01T00:00:00Z"}}. Pass next_cursor back as cursor for
     the next page."""
+    query = build(ArcListQuery, scope=scope, arc_type=arc_type, status=status, limit=limit,
+                  cursor=cursor)
     memory_filter = filter_of(filter, "arc")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[ArcOut]:
-        return page_out(await arcs.list_arcs(session, tenant_id=caller.tenant_id, scope=scope,
-                                             arc_type=arc_type, status=status, limit=limit,
-                                             cursor=cursor, memory_filter=memory_filter),
-                        arc_out)
+        return page_out(await arcs.list_arcs(session, tenant_id=caller.tenant_id, query=query,
+                                             memory_filter=memory_filter), arc_out)
+
 
     return await read_call(ctx, work)
 

@@ -10,9 +10,13 @@ from app.schemas.common import (
     AwareDatetimeIn,
     Content,
     IsoDatetime,
+    ListQuery,
+    ListText,
     MemoryRef,
     Name,
     NoNul,
+    PageCursor,
+    PageLimit,
     RequestModel,
     ResponseModel,
     UUIDIn,
@@ -27,7 +31,18 @@ Summary = Annotated[str, Field(max_length=10_000), NoNul]
 EventText = Annotated[str, Field(max_length=2000), NoNul]
 
 
+class ArcListQuery(ListQuery):
+    """Which arcs a listing shows, and its page."""
+
+    scope: ListText = None
+    arc_type: ListText = None
+    status: ArcStatus | None = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class ArcEventCreate(MemoryRef):
+
     """A memory that marks a step of the arc."""
 
     description: EventText = ""
