@@ -31,6 +31,7 @@ from app.schemas.entities import (
     Aliases,
     ContextHints,
     EntityCreate,
+    EntityListQuery,
     EntityOut,
     EntityType,
     EntityUpdate,
@@ -160,13 +161,15 @@ async def entity_list(ctx: Context, entity_type: EntityType | None = None,
     contains `name` (case-insensitive); filter keeps those it admits, e.g.
     {"metadata.team": "search"}. To find which entity a name means, prefer entity_resolve.
     Pass next_cursor back as cursor for the next page."""
+    query = build(EntityListQuery, entity_type=entity_type, name=name,
+                  include_merged=include_merged, limit=limit, cursor=cursor)
     memory_filter = filter_of(filter, "entity")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[EntityOut]:
         return page_out(await entities.list_entities(
-            session, tenant_id=caller.tenant_id, entity_type=entity_type, name=name,
-            include_merged=include_merged, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), entity_out)
+            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
+            entity_out)
+
 
     return await read_call(ctx, work)
 
