@@ -22,7 +22,13 @@ from app.mcp.toolset import ToolSet
 from app.responses.episodes import episode_out
 from app.responses.pages import page_out
 from app.schemas.common import ConsolidationStatus, Name, Page, SessionIdIn
-from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
+from app.schemas.episodes import (
+    EpisodeBatchCreate,
+    EpisodeBatchOut,
+    EpisodeCreate,
+    EpisodeListQuery,
+    EpisodeOut,
+)
 from app.services import episodes
 
 tools = ToolSet()
@@ -87,13 +93,15 @@ async def episode_list(ctx: Context, butler: Name | None = None,
     or of one butler, or those still pending consolidation; filter keeps those it admits, e.g.
     {"metadata.topic": "travel"}. Use memory_search to find episodes by meaning. Pass
     next_cursor back as cursor for the next page."""
+    query = build(EpisodeListQuery, butler=butler, session_id=session_id,
+                  consolidation_status=consolidation_status, include_expired=include_expired,
+                  limit=limit, cursor=cursor)
     memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[EpisodeOut]:
         return page_out(await episodes.list_episodes(
-            session, tenant_id=caller.tenant_id, butler=butler, session_id=session_id,
-            consolidation_status=consolidation_status, consolidated=None,
-            include_expired=include_expired, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), episode_out)
+            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
+            episode_out)
+
 
     return await read_call(ctx, work)

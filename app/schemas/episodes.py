@@ -5,21 +5,42 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
+from app.constants import MAX_SESSION_ID_CHARS
 from app.schemas.common import (
     AwareDatetimeIn,
     ConsolidationStatus,
     Content,
     Importance,
     IsoDatetime,
+    ListQuery,
+    ListText,
     Metadata,
     Name,
+    PageCursor,
+    PageLimit,
     RequestModel,
     ResponseModel,
     SessionIdIn,
 )
 
 
+class EpisodeListQuery(ListQuery):
+    """Which episodes a listing shows, and its page."""
+
+    butler: ListText = None
+    session_id: str | None = Field(
+        None, min_length=1, max_length=MAX_SESSION_ID_CHARS,
+        description="Episodes of this session: stored with this id, or placed in it when "
+                    "stored without one (their `inferred_session`).")
+    consolidation_status: ConsolidationStatus | None = None
+    consolidated: bool | None = None
+    include_expired: bool = Field(False, description="Include expired episodes.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class EpisodeCreate(RequestModel):
+
     """A raw observation from a session."""
 
     content: Content
