@@ -2,12 +2,12 @@
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Query
-from pydantic import AwareDatetime, BeforeValidator
 
 from app.errors import InvalidInput
+from app.schemas.common import IsoTime
 from app.schemas.filters import (
     FILTER_DESCRIPTION,
     MemoryFilter,
@@ -63,18 +63,6 @@ ProcedureFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("pr
 ArcFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("arc"))]
 LinkFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("link"))]
 
-
-def _not_a_number(value: Any) -> Any:
-    # Lax parsing would read "0.5" as seconds since 1970; the schema says date-time.
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return value
-    raise ValueError("must be an ISO 8601 date-time with a time zone, not a number")
-
-
-# A time in a query string: ISO 8601 with a time zone, never a number.
-IsoTime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
 AsOf = Annotated[IsoTime | None, Query(
     description="Valid time: the fact versions that held at this moment (default: now).")]
 KnownAt = Annotated[IsoTime | None, Query(

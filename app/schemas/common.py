@@ -188,3 +188,17 @@ PageCursor = Annotated[str | None, Field(max_length=MAX_CURSOR_CHARS,
                                          description="`next_cursor` of the previous page.")]
 # A listing's text parameter: an exact value to match.
 ListText = Annotated[str | None, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+
+
+def _not_a_number(value: Any) -> Any:
+    # Lax parsing would read "0.5" as seconds since 1970; the schema says date-time.
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return value
+    raise ValueError("must be an ISO 8601 date-time with a time zone, not a number")
+
+
+# A time in a query string: ISO 8601 with a time zone, never a number.
+IsoTime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
+

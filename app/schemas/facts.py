@@ -11,8 +11,13 @@ from app.schemas.common import (
     Content,
     Importance,
     IsoDatetime,
+    IsoTime,
+    ListQuery,
+    ListText,
     Name,
     Page,
+    PageCursor,
+    PageLimit,
     Permanence,
     Reason,
     RequestModel,
@@ -23,7 +28,26 @@ from app.schemas.common import (
 )
 
 
+class FactListQuery(ListQuery):
+    """Which facts a listing shows, at which point in time, and its page."""
+
+    subject: ListText = None
+    predicate: ListText = None
+    scope: ListText = None
+    validity: Validity | None = Field(None,
+                                      description="Default: active (at a point in time: any).")
+    entity_id: uuid.UUID | None = None
+    as_of: IsoTime | None = Field(
+        None, description="Valid time: the fact versions that held at this moment "
+                          "(default: now).")
+    known_at: IsoTime | None = Field(
+        None, description="Record time: as Engram believed them at this moment (default: now).")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class FactCreate(RequestModel):
+
     """Durable subject/predicate knowledge; an active fact with the same key is superseded,
     an identical one (same key and content) is confirmed instead."""
 
