@@ -14,7 +14,7 @@ from app.mcp.toolset import ToolSet
 from app.responses.jobs import job_out
 from app.responses.pages import page_out
 from app.schemas.common import Page
-from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
+from app.schemas.jobs import CleanupJobCreate, JobKind, JobListQuery, JobOut, JobStatus
 from app.services import jobs
 
 MaxEntriesArg = Annotated[int, Field(description="Episodes to keep at most; the oldest "
@@ -77,11 +77,11 @@ async def job_list(ctx: Context, kind: JobKind | None = None,
                    cursor: str | None = None) -> JsonObject:
     """List the tenant's jobs, newest first (consolidation, decay, cleanup, erasure, ...),
     optionally of one kind or status; limit 1-200 a page, next_cursor gives the next."""
-    request = build(JobListRequest, kind=kind, status=status, limit=limit, cursor=cursor)
+    query = build(JobListQuery, kind=kind, status=status, limit=limit, cursor=cursor)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[JobOut]:
-        return page_out(await jobs.list_jobs(
-            session, tenant_id=caller.tenant_id, kind=request.kind, status=request.status,
-            limit=request.limit, cursor=request.cursor), job_out)
+        return page_out(await jobs.list_jobs(session, tenant_id=caller.tenant_id, query=query),
+                        job_out)
+
 
     return await call(ctx, work)
