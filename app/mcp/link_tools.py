@@ -14,7 +14,7 @@ from app.mcp.toolset import ToolSet
 from app.responses.links import link_out
 from app.responses.pages import page_out
 from app.schemas.common import LinkEndType, Page, ResponseModel
-from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
+from app.schemas.links import Direction, LinkCreate, LinkListQuery, LinkOut, Relation
 from app.services import links
 
 EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, procedure, "
@@ -70,13 +70,15 @@ async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
     incoming (the target) or both, optionally of one relation; filter keeps those it
     admits, e.g. {"strength": {"$gte": 0.5}}. Use it to see what a memory was derived from
     or what supports or contradicts it."""
+    query = build(LinkListQuery, memory_type=memory_type, memory_id=memory_id,
+                  direction=direction, relation=relation, limit=limit, cursor=cursor)
     memory_filter = filter_of(filter, "link")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[LinkOut]:
         return page_out(await links.list_links(
-            session, tenant_id=caller.tenant_id, memory_type=memory_type,
-            memory_id=memory_id, direction=direction, relation=relation, limit=limit,
-            cursor=cursor, memory_filter=memory_filter), link_out)
+            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
+            link_out)
+
 
     return await read_call(ctx, work)
 
