@@ -23,7 +23,7 @@ from app.mcp.toolset import ToolSet
 from app.responses.pages import page_out
 from app.responses.rules import rule_out
 from app.schemas.common import MaturityLevel, Name, Page
-from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
+from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleListQuery, RuleOut
 from app.services import rules
 
 tools = ToolSet()
@@ -100,12 +100,14 @@ async def rule_list(ctx: Context, scope: Name | None = None,
     established, proven, anti_pattern), e.g. to review the proven ones; filter keeps those
     it admits. Use memory_recall for the rules that matter to a task. Pass next_cursor back
     as cursor for the next page."""
+    query = build(RuleListQuery, scope=scope, maturity=maturity,
+                  include_forgotten=include_forgotten, limit=limit, cursor=cursor)
     memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[RuleOut]:
         return page_out(await rules.list_rules(
-            session, tenant_id=caller.tenant_id, scope=scope, maturity=maturity,
-            include_forgotten=include_forgotten, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), rule_out)
+            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
+            rule_out)
+
 
     return await read_call(ctx, work)

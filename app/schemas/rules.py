@@ -9,9 +9,13 @@ from app.schemas.common import (
     ClientMetadata,
     Content,
     IsoDatetime,
+    ListQuery,
+    ListText,
     MaturityLevel,
     Metadata,
     Name,
+    PageCursor,
+    PageLimit,
     Permanence,
     Reason,
     RequestModel,
@@ -21,7 +25,18 @@ from app.schemas.common import (
 )
 
 
+class RuleListQuery(ListQuery):
+    """Which rules a listing shows, and its page."""
+
+    scope: ListText = None
+    maturity: MaturityLevel | None = None
+    include_forgotten: bool = Field(False, description="Include forgotten rules.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class RuleCreate(RequestModel):
+
     """Behavioural guidance; starts as a candidate with confidence 0.5."""
 
     content: Content
