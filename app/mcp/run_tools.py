@@ -34,6 +34,7 @@ from app.schemas.runs import (
     RunCreate,
     RunDetailOut,
     RunFeedbackOut,
+    RunListQuery,
     RunOut,
     RunSearchRequest,
     RunSearchResponse,
@@ -167,13 +168,13 @@ async def run_list(ctx: Context, task_id: Name | None = None, success: bool | No
     """List runs newest first, optionally of one task_id or outcome (success true or
     false); filter keeps those it admits, e.g. {"score_numeric": {"$lt": 0.5}}. To find
     runs like a task, use run_search. Pass next_cursor back as cursor for the next page."""
+    query = build(RunListQuery, task_id=task_id, success=success, limit=limit, cursor=cursor)
     memory_filter = filter_of(filter, "run")
 
     async def work(session: AsyncSession, caller: Caller) -> Page[RunOut]:
-        return page_out(await runs.list_runs(session, tenant_id=caller.tenant_id,
-                                             task_id=task_id, success=success, limit=limit,
-                                             cursor=cursor, memory_filter=memory_filter),
-                        run_out)
+        return page_out(await runs.list_runs(session, tenant_id=caller.tenant_id, query=query,
+                                             memory_filter=memory_filter), run_out)
+
 
     return await call(ctx, work)
 

@@ -9,8 +9,12 @@ from app.schemas.common import (
     AwareDatetimeIn,
     Content,
     IsoDatetime,
+    ListQuery,
+    ListText,
     Metadata,
     Name,
+    PageCursor,
+    PageLimit,
     Reason,
     RequestModel,
     ResponseModel,
@@ -28,7 +32,17 @@ QueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="Free t
                                  "left empty after collapsing whitespace finds nothing.")]
 
 
+class RunListQuery(ListQuery):
+    """Which runs a listing shows, and its page."""
+
+    task_id: ListText = None
+    success: bool | None = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class RunCreate(RequestModel):
+
     """Start the record of one task run."""
 
     task_id: Name
