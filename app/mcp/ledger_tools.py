@@ -23,6 +23,7 @@ from app.schemas.common import Content, Name, Page
 from app.schemas.ledger import (
     AgentContextOut,
     AgentContextRequest,
+    AgentEventListQuery,
     AgentEventOut,
     EventAppendOut,
     EventCreate,
@@ -104,12 +105,13 @@ async def agent_event_list(ledger_name: LedgerArg, ctx: Context,
     """Every event of a ledger newest first (the whole log, not one agent's view: for
     that, agent_context), optionally of one agent or kind. Pass next_cursor back as cursor
     for the next page."""
+    query = build(AgentEventListQuery, agent_id=agent_id, kind=kind, limit=limit, cursor=cursor)
 
     async def work(session: AsyncSession, caller: Caller) -> Page[AgentEventOut]:
         return page_out(await ledger.list_events(session, tenant_id=caller.tenant_id,
-                                                 ledger=ledger_name, agent_id=agent_id,
-                                                 kind=kind, limit=limit, cursor=cursor),
+                                                 ledger=ledger_name, query=query),
                         agent_event_out)
+
 
     return await call(ctx, work)
 

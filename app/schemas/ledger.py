@@ -5,7 +5,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.schemas.common import Content, IsoDatetime, Name, RequestModel, ResponseModel, UUIDIn
+from app.schemas.common import (
+    Content,
+    IsoDatetime,
+    ListQuery,
+    ListText,
+    Name,
+    PageCursor,
+    PageLimit,
+    RequestModel,
+    ResponseModel,
+    UUIDIn,
+)
 
 Visibility = Literal["private", "global"]
 RelevanceMode = Literal["keyword", "semantic"]
@@ -14,7 +25,17 @@ MAX_BASED_ON = 1000
 MAX_QUERY_CHARS = 4000
 
 
+class AgentEventListQuery(ListQuery):
+    """Which of a ledger's events a listing shows, and its page."""
+
+    agent_id: ListText = None
+    kind: ListText = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class EventCreate(RequestModel):
+
     """One event appended to the ledger."""
 
     agent_id: Name = Field(description="The agent that produced or observed it.")
