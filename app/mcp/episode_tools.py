@@ -17,11 +17,10 @@ from app.mcp.args import (
     PageLimitArg,
     filter_of,
 )
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.toolset import ToolSet
 from app.responses.episodes import episode_out
-from app.responses.pages import page_out
-from app.schemas.common import ConsolidationStatus, Name, Page, SessionIdIn
+from app.schemas.common import ConsolidationStatus, Name, SessionIdIn
 from app.schemas.episodes import (
     EpisodeBatchCreate,
     EpisodeBatchOut,
@@ -96,12 +95,5 @@ async def episode_list(ctx: Context, butler: Name | None = None,
     query = build(EpisodeListQuery, butler=butler, session_id=session_id,
                   consolidation_status=consolidation_status, include_expired=include_expired,
                   limit=limit, cursor=cursor)
-    memory_filter = filter_of(filter)
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[EpisodeOut]:
-        return page_out(await episodes.list_episodes(
-            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
-            episode_out)
-
-
-    return await read_call(ctx, work)
+    return await page_call(ctx, episodes.list_episodes, episode_out, query=query,
+                           memory_filter=filter_of(filter))

@@ -10,7 +10,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import CursorArg, PageLimitArg
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.toolset import ToolSet
 from app.responses.ledger import (
     agent_context_out,
@@ -24,7 +24,6 @@ from app.schemas.ledger import (
     AgentContextOut,
     AgentContextRequest,
     AgentEventListQuery,
-    AgentEventOut,
     EventAppendOut,
     EventCreate,
     ReflectionCreate,
@@ -106,14 +105,8 @@ async def agent_event_list(ledger_name: LedgerArg, ctx: Context,
     that, agent_context), optionally of one agent or kind. Pass next_cursor back as cursor
     for the next page."""
     query = build(AgentEventListQuery, agent_id=agent_id, kind=kind, limit=limit, cursor=cursor)
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[AgentEventOut]:
-        return page_out(await ledger.list_events(session, tenant_id=caller.tenant_id,
-                                                 ledger=ledger_name, query=query),
-                        agent_event_out)
-
-
-    return await call(ctx, work)
+    return await page_call(ctx, ledger.list_events, agent_event_out, ledger=ledger_name,
+                           query=query, read_only=False)
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))

@@ -11,11 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SearchMode
 from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, filter_of
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call, read_call
 from app.mcp.toolset import ToolSet
-from app.responses.pages import page_out
 from app.responses.procedures import procedure_out, procedure_search_out
-from app.schemas.common import Name, Page, ResponseModel
+from app.schemas.common import Name, ResponseModel
 from app.schemas.procedures import (
     MAX_SOURCES,
     MAX_STEPS,
@@ -121,14 +120,8 @@ async def procedure_list(ctx: Context, agent_id: Name | None = None, name: Name 
     {"success_rate": {"$gte": 0.8}}. Pass next_cursor back as cursor for the next page."""
     query = build(ProcedureListQuery, agent_id=agent_id, name=name, status=status,
                   include_superseded=include_superseded, limit=limit, cursor=cursor)
-    memory_filter = filter_of(filter, "procedure")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[ProcedureOut]:
-        return page_out(await procedures.list_procedures(
-            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter),
-            procedure_out)
-
-    return await read_call(ctx, work)
+    return await page_call(ctx, procedures.list_procedures, procedure_out, query=query,
+                           memory_filter=filter_of(filter, "procedure"))
 
 
 @tools.add()
