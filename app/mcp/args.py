@@ -6,17 +6,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from app.schemas.common import (
-    Content,
-    Importance,
-    MemoryType,
-    Metadata,
-    Name,
-    PageCursor,
-    PageLimit,
-    Reason,
-    Tags,
-)
+from app.schemas.common import Content, Importance, MemoryType, Metadata, Name, Reason, Tags
 from app.schemas.filters import (
     FILTER_DESCRIPTION,
     FilterError,
@@ -24,6 +14,7 @@ from app.schemas.filters import (
     parse_filter,
     record_filter_description,
 )
+from app.schemas.listing import PageCursor, PageLimit
 
 MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
 MemoryIdArg = Annotated[uuid.UUID, Field(description="The memory's id (a UUID).")]

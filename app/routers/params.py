@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import Depends, Query
 
 from app.errors import InvalidInput
-from app.schemas.common import IsoTime
 from app.schemas.filters import (
     FILTER_DESCRIPTION,
     MemoryFilter,
     parse_filter,
     record_filter_description,
 )
+from app.schemas.listing import IsoTime
 
 Limit = Annotated[int, Query(ge=1, le=200, description="Page size (1-200).")]
 Cursor = Annotated[

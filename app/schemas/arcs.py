@@ -10,17 +10,14 @@ from app.schemas.common import (
     AwareDatetimeIn,
     Content,
     IsoDatetime,
-    ListQuery,
-    ListText,
     MemoryRef,
     Name,
     NoNul,
-    PageCursor,
-    PageLimit,
     RequestModel,
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 from app.schemas.search import QueryText, RecordScores
 
 ArcStatus = Literal["draft", "active", "completed", "abandoned"]

@@ -8,16 +8,13 @@ from pydantic import AfterValidator, AliasChoices, Field
 
 from app.schemas.common import (
     IsoDatetime,
-    ListQuery,
-    ListText,
     MemoryMetadata,
     Name,
-    PageCursor,
-    PageLimit,
     RequestModel,
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 EntityType = Literal["person", "organization", "place", "other"]
 NameMatch = Literal["exact", "alias", "prefix", "fuzzy"]

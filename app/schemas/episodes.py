@@ -12,16 +12,13 @@ from app.schemas.common import (
     Content,
     Importance,
     IsoDatetime,
-    ListQuery,
-    ListText,
     Metadata,
     Name,
-    PageCursor,
-    PageLimit,
     RequestModel,
     ResponseModel,
     SessionIdIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 
 class EpisodeListQuery(ListQuery):

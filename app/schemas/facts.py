@@ -11,13 +11,8 @@ from app.schemas.common import (
     Content,
     Importance,
     IsoDatetime,
-    IsoTime,
-    ListQuery,
-    ListText,
     Name,
     Page,
-    PageCursor,
-    PageLimit,
     Permanence,
     Reason,
     RequestModel,
@@ -26,6 +21,7 @@ from app.schemas.common import (
     UUIDIn,
     Validity,
 )
+from app.schemas.listing import IsoTime, ListQuery, ListText, PageCursor, PageLimit
 
 
 class FactListQuery(ListQuery):

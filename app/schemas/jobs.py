@@ -5,14 +5,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from app.schemas.common import (
-    IsoDatetime,
-    ListQuery,
-    PageCursor,
-    PageLimit,
-    RequestModel,
-    ResponseModel,
-)
+from app.schemas.common import IsoDatetime, RequestModel, ResponseModel
+from app.schemas.listing import ListQuery, PageCursor, PageLimit
 
 JobKind = Literal["consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection",
                   "arc_boundaries"]

@@ -5,18 +5,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.schemas.common import (
-    Content,
-    IsoDatetime,
-    ListQuery,
-    ListText,
-    Name,
-    PageCursor,
-    PageLimit,
-    RequestModel,
-    ResponseModel,
-    UUIDIn,
-)
+from app.schemas.common import Content, IsoDatetime, Name, RequestModel, ResponseModel, UUIDIn
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 Visibility = Literal["private", "global"]
 RelevanceMode = Literal["keyword", "semantic"]

@@ -8,15 +8,13 @@ from pydantic import Field
 from app.schemas.common import (
     IsoDatetime,
     LinkEndType,
-    ListQuery,
     Name,
-    PageCursor,
-    PageLimit,
     Reason,
     RequestModel,
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, PageCursor, PageLimit
 
 Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to",
                    "based_on", "works_at", "works_on", "knows", "owns", "member_of",

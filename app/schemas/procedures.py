@@ -6,18 +6,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, field_validator
 
 from app.constants import SearchMode
-from app.schemas.common import (
-    IsoDatetime,
-    ListQuery,
-    ListText,
-    MemoryRef,
-    Name,
-    NoNul,
-    PageCursor,
-    PageLimit,
-    RequestModel,
-    ResponseModel,
-)
+from app.schemas.common import IsoDatetime, MemoryRef, Name, NoNul, RequestModel, ResponseModel
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 from app.schemas.search import QueryText, RecordScores
 from app.schemas.working_memory import JsonObject
 

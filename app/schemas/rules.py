@@ -9,13 +9,9 @@ from app.schemas.common import (
     ClientMetadata,
     Content,
     IsoDatetime,
-    ListQuery,
-    ListText,
     MaturityLevel,
     Metadata,
     Name,
-    PageCursor,
-    PageLimit,
     Permanence,
     Reason,
     RequestModel,
@@ -23,6 +19,7 @@ from app.schemas.common import (
     Tags,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 
 class RuleListQuery(ListQuery):

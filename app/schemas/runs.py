@@ -9,17 +9,14 @@ from app.schemas.common import (
     AwareDatetimeIn,
     Content,
     IsoDatetime,
-    ListQuery,
-    ListText,
     Metadata,
     Name,
-    PageCursor,
-    PageLimit,
     Reason,
     RequestModel,
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 Role = Literal["planner", "executor", "critic", "human"]
 FeedbackSource = Literal["critic", "human"]
