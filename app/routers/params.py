@@ -13,14 +13,12 @@ from app.schemas.filters import (
     parse_filter,
     record_filter_description,
 )
-from app.schemas.listing import IsoTime
+from app.schemas.listing import IsoTime, ListText, PageCursor, PageLimit
 
-Limit = Annotated[int, Query(ge=1, le=200, description="Page size (1-200).")]
-Cursor = Annotated[
-    str | None,
-    Query(max_length=512, description="`next_cursor` of the previous page."),
-]
-Text = Annotated[str | None, Query(min_length=1, max_length=200)]
+# Paging and text parameters of routes without a query model: the query models' own types.
+Limit = Annotated[PageLimit, Query()]
+Cursor = Annotated[PageCursor, Query()]
+Text = Annotated[ListText, Query()]
 MAX_FILTER_QUERY_CHARS = 8000
 
 
