@@ -3,17 +3,24 @@
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 from app.errors import InvalidInput
 
 
 def declared_query_names(route: APIRoute) -> frozenset[str]:
-    """The query parameter names a route declares, its dependencies' included."""
+    """The query parameter names a route declares, its dependencies' and query models'
+    included."""
     names: set[str] = set()
     pending: list[Dependant] = [route.dependant]
     while pending:
         dependant = pending.pop()
-        names.update(param.alias for param in dependant.query_params)
+        for param in dependant.query_params:
+            model = param.field_info.annotation
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                names.update(field.alias or name for name, field in model.model_fields.items())
+            else:
+                names.add(param.alias)
         pending.extend(dependant.dependencies)
     return frozenset(names)
 

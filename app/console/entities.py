@@ -2,7 +2,7 @@
 preview."""
 
 import uuid
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
@@ -13,7 +13,7 @@ from app.console.render import ConsoleRoute, page
 from app.errors import InvalidInput
 from app.responses.entities import entity_out
 from app.responses.facts import fact_out
-from app.schemas.entities import EntityType, ResolveCandidate, ResolveRequest
+from app.schemas.entities import EntityListQuery, EntityType, ResolveCandidate, ResolveRequest
 from app.schemas.graph import GraphRelation
 from app.services import entities, graph
 from app.services.merge import merge_entities
@@ -39,9 +39,11 @@ async def entity_list(request: Request, console: ConsoleDep, db: DbDep) -> Respo
         candidates = [ResolveCandidate.model_validate(candidate) for candidate in found]
         return page(request, "entities.html", rows=[], candidates=candidates, params=params,
                     types=get_args(EntityType))
-    rows, _ = await entities.list_entities(db, tenant_id=console.tenant_id,
-                                           entity_type=entity_type, name=name,
-                                           include_merged=False, limit=LISTED, cursor=None)
+    # The console's search box takes any text: a name beyond the API's bound finds nothing.
+    query = EntityListQuery.model_construct(entity_type=cast(EntityType | None, entity_type),
+                                            name=name, limit=LISTED)
+    rows, _ = await entities.list_entities(db, tenant_id=console.tenant_id, query=query)
+
     return page(request, "entities.html", rows=[entity_out(row) for row in rows],
                 candidates=None, params=params, types=get_args(EntityType))
 

@@ -22,6 +22,7 @@ from app.console.render import ConsoleRoute, page
 from app.deps import request_scope
 from app.responses.events import event_out
 from app.responses.jobs import job_out
+from app.schemas.jobs import JobListQuery
 from app.scope import SYSTEM, scoped_transaction
 from app.services import console_sessions, events, jobs
 from app.services.console_sessions import SESSION_HOURS
@@ -72,8 +73,9 @@ async def _overview(request: Request, tenant_id: str) -> Response:
     async with scoped_transaction(request.app.state.sessionmaker, scope) as db:
         stats = await memory_stats(db, tenant_id=tenant_id, scope=None,
                                    consolidation_configured=settings.llm.base_url is not None)
-        job_rows, _ = await jobs.list_jobs(db, tenant_id=tenant_id, kind=None, status=None,
-                                           limit=RECENT, cursor=None)
+        job_rows, _ = await jobs.list_jobs(db, tenant_id=tenant_id,
+                                           query=JobListQuery(limit=RECENT))
+
         event_rows, _ = await events.list_events(db, tenant_id=tenant_id, memory_id=None,
                                                  event_type=None, since=None, until=None,
                                                  limit=RECENT, cursor=None)

@@ -14,6 +14,7 @@ from app.responses.ledger import agent_context_out
 from app.responses.runs import run_detail_out, run_out
 from app.schemas.common import MAX_NAME_CHARS
 from app.schemas.ledger import AgentContextRequest
+from app.schemas.runs import RunListQuery
 from app.services import ledger, runs
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
@@ -24,8 +25,10 @@ LISTED = 100
 async def run_list(request: Request, console: ConsoleDep, db: DbDep) -> Response:
     """Runs newest first, optionally of one task."""
     task_id = request.query_params.get("task_id", "").strip() or None
-    rows, _ = await runs.list_runs(db, tenant_id=console.tenant_id, task_id=task_id,
-                                   success=None, limit=LISTED, cursor=None)
+    # The console's search box takes any text: a task_id beyond the API's bound finds nothing.
+    query = RunListQuery.model_construct(task_id=task_id, limit=LISTED)
+    rows, _ = await runs.list_runs(db, tenant_id=console.tenant_id, query=query)
+
     return page(request, "runs.html", rows=[run_out(row) for row in rows], task_id=task_id)
 
 

@@ -19,11 +19,10 @@ from app.mcp.args import (
     QueryArg,
     filter_of,
 )
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call, read_call
 from app.mcp.toolset import ToolSet
 from app.responses.arcs import arc_out, arc_search_out
 from app.responses.jobs import job_out
-from app.responses.pages import page_out
 from app.schemas.arcs import (
     MAX_KEY_EVENTS,
     MAX_LESSONS,
@@ -31,6 +30,7 @@ from app.schemas.arcs import (
     ArcClose,
     ArcCreate,
     ArcEventCreate,
+    ArcListQuery,
     ArcOut,
     ArcSearchRequest,
     ArcSearchResponse,
@@ -40,7 +40,7 @@ from app.schemas.arcs import (
     EventText,
     Summary,
 )
-from app.schemas.common import Content, Name, Page
+from app.schemas.common import Content, Name
 from app.schemas.jobs import JobOut
 from app.services import arcs, jobs
 
@@ -155,15 +155,10 @@ async def arc_list(ctx: Context, scope: Name | None = None, arc_type: Name | Non
                    cursor: CursorArg = None, filter: ArcFilterArg = None) -> JsonObject:
     """List arcs newest first, optionally of one scope, type or status (draft: proposals waiting
     to be accepted)."""
-    memory_filter = filter_of(filter, "arc")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[ArcOut]:
-        return page_out(await arcs.list_arcs(session, tenant_id=caller.tenant_id, scope=scope,
-                                             arc_type=arc_type, status=status, limit=limit,
-                                             cursor=cursor, memory_filter=memory_filter),
-                        arc_out)
-
-    return await read_call(ctx, work)
+    query = build(ArcListQuery, scope=scope, arc_type=arc_type, status=status, limit=limit,
+                  cursor=cursor)
+    return await page_call(ctx, arcs.list_arcs, arc_out, query=query,
+                           memory_filter=filter_of(filter, "arc"))
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))

@@ -17,6 +17,7 @@ from app.schemas.filters import (
     parse_filter,
     record_fields_text,
 )
+from app.schemas.listing import PageCursor, PageLimit
 from app.schemas.search import QueryText
 
 MemoryTypeArg = Annotated[MemoryType, Field(description="episode, fact or rule.")]
@@ -59,9 +60,8 @@ ValidFromArg = Annotated[str | None, Field(
 ValidUntilArg = Annotated[str | None, Field(
     max_length=64, description="When it stopped holding (ISO 8601 with a zone).")]
 QueryArg = Annotated[QueryText, Field(description="What to look for, in words.")]
-PageLimitArg = Annotated[int, Field(ge=1, le=200, description="Page size (1-200).")]
-CursorArg = Annotated[str | None, Field(max_length=512, description="next_cursor of the "
-                                                                    "previous page.")]
+PageLimitArg = PageLimit
+CursorArg = Annotated[PageCursor, Field(description="next_cursor of the previous page.")]
 
 
 def filter_description(record_type: str | None = None) -> str:

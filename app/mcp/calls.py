@@ -1,6 +1,6 @@
 """What every tool call shares: the caller, one transaction, request models, error mapping."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ from app.deps import (
 )
 from app.embedding import Embedder
 from app.errors import ROW_POLICY_REFUSAL, DomainError, is_row_policy_refusal
+from app.responses.pages import page_out
 from app.retrieval.user_reranker import UserReranker
 from app.scope import scoped_transaction
 from app.services import actors
@@ -142,6 +143,19 @@ async def call(ctx: Context,
             response = await work(session, caller)
         await note_write(caller.state, caller.tenant_id)
     return response.model_dump(mode="json")
+
+
+async def page_call(ctx: Context,
+                    lister: Callable[..., Awaitable[tuple[Sequence[Any], str | None]]],
+                    item_out: Callable[[Any], BaseModel], *, read_only: bool = True,
+                    **arguments: Any) -> JsonObject:
+    """One page of a listing, `lister(session, tenant_id=..., **arguments)`, each row mapped
+    by `item_out`: as `read_call` when `read_only`, else as `call`."""
+
+    async def work(session: AsyncSession, caller: Caller) -> BaseModel:
+        return page_out(await lister(session, tenant_id=caller.tenant_id, **arguments), item_out)
+
+    return await (read_call if read_only else call)(ctx, work)
 
 
 async def read_call(ctx: Context,

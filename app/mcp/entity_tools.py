@@ -19,18 +19,18 @@ from app.mcp.args import (
     TenantArg,
     filter_of,
 )
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call, read_call
 from app.mcp.toolset import ToolSet
 from app.responses.data_rights import deleted_out
 from app.responses.entities import entity_out, merge_out, resolve_out
 from app.responses.facts import fact_page_out
-from app.responses.pages import page_out
-from app.schemas.common import AwareDatetimeIn, Name, Page, Validity
+from app.schemas.common import AwareDatetimeIn, Name, Validity
 from app.schemas.data_rights import DeletedOut
 from app.schemas.entities import (
     Aliases,
     ContextHints,
     EntityCreate,
+    EntityListQuery,
     EntityOut,
     EntityType,
     EntityUpdate,
@@ -155,15 +155,10 @@ async def entity_list(ctx: Context, entity_type: EntityType | None = None,
                       filter: EntityFilterArg = None) -> JsonObject:
     """List known entities newest first, optionally of one type or whose name contains `name`.
     To find which entity a name means, use entity_resolve."""
-    memory_filter = filter_of(filter, "entity")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[EntityOut]:
-        return page_out(await entities.list_entities(
-            session, tenant_id=caller.tenant_id, entity_type=entity_type, name=name,
-            include_merged=include_merged, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), entity_out)
-
-    return await read_call(ctx, work)
+    query = build(EntityListQuery, entity_type=entity_type, name=name,
+                  include_merged=include_merged, limit=limit, cursor=cursor)
+    return await page_call(ctx, entities.list_entities, entity_out, query=query,
+                           memory_filter=filter_of(filter, "entity"))
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))

@@ -17,13 +17,18 @@ from app.mcp.args import (
     PageLimitArg,
     filter_of,
 )
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.episodes import episode_out
-from app.responses.pages import page_out
-from app.schemas.common import ConsolidationStatus, Name, Page, SessionIdIn
-from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
+from app.schemas.common import ConsolidationStatus, Name, SessionIdIn
+from app.schemas.episodes import (
+    EpisodeBatchCreate,
+    EpisodeBatchOut,
+    EpisodeCreate,
+    EpisodeListQuery,
+    EpisodeOut,
+)
 from app.services import episodes
 
 tools = ToolSet("memories")
@@ -83,13 +88,8 @@ async def episode_list(ctx: Context, butler: Name | None = None,
                        cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
     """List episodes newest first, e.g. every turn of one session_id or of one butler, or those
     pending consolidation. To find episodes by meaning, use memory_search."""
-    memory_filter = filter_of(filter)
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[EpisodeOut]:
-        return page_out(await episodes.list_episodes(
-            session, tenant_id=caller.tenant_id, butler=butler, session_id=session_id,
-            consolidation_status=consolidation_status, consolidated=None,
-            include_expired=include_expired, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), episode_out)
-
-    return await read_call(ctx, work)
+    query = build(EpisodeListQuery, butler=butler, session_id=session_id,
+                  consolidation_status=consolidation_status, include_expired=include_expired,
+                  limit=limit, cursor=cursor)
+    return await page_call(ctx, episodes.list_episodes, episode_out, query=query,
+                           memory_filter=filter_of(filter))

@@ -8,7 +8,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.formulas.fact_time import point_in_time
 from app.mcp.args import (
     ContentArg,
     CursorArg,
@@ -31,7 +30,7 @@ from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
 from app.responses.facts import fact_out, fact_page_out
 from app.schemas.common import AwareDatetimeIn, Name, Permanence, ResponseModel, Validity
-from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
+from app.schemas.facts import FactContradiction, FactCreate, FactListQuery, FactOut, FactPage
 from app.services import fact_beliefs, facts
 
 PermanenceArg = Annotated[Permanence, Field(description="How slowly its confidence decays.")]
@@ -100,14 +99,15 @@ async def fact_list(ctx: Context, subject: Name | None = None, predicate: Name |
                     cursor: CursorArg = None, filter: FilterArg = None) -> JsonObject:
     """List facts newest first by exact subject, predicate, scope or entity_id, e.g. everything
     stored about 'Ann'. To find facts by meaning, use memory_search."""
+    query = build(FactListQuery, subject=subject, predicate=predicate, scope=scope,
+                  validity=validity, entity_id=entity_id, as_of=as_of, known_at=known_at,
+                  limit=limit, cursor=cursor)
     memory_filter = filter_of(filter)
 
     async def work(session: AsyncSession, caller: Caller) -> FactPage:
         return fact_page_out(await facts.list_facts(
-            session, tenant_id=caller.tenant_id, subject=subject, predicate=predicate,
-            scope=scope, validity=validity, entity_id=entity_id,
-            at=point_in_time(as_of, known_at), limit=limit, cursor=cursor,
-            memory_filter=memory_filter))
+            session, tenant_id=caller.tenant_id, query=query, memory_filter=memory_filter))
+
 
     return await read_call(ctx, work)
 

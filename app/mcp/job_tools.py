@@ -9,12 +9,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.toolset import ToolSet
 from app.responses.jobs import job_out
-from app.responses.pages import page_out
-from app.schemas.common import Page
-from app.schemas.jobs import CleanupJobCreate, JobKind, JobListRequest, JobOut, JobStatus
+from app.schemas.jobs import CleanupJobCreate, JobKind, JobListQuery, JobOut, JobStatus
 from app.services import jobs
 
 MaxEntriesArg = Annotated[int, Field(description="Episodes to keep at most; the oldest "
@@ -72,11 +70,5 @@ async def job_list(ctx: Context, kind: JobKind | None = None,
                    cursor: str | None = None) -> JsonObject:
     """List the tenant's jobs, newest first (consolidation, decay, cleanup, erasure, ...),
     optionally of one kind or status; limit 1-200 a page, next_cursor gives the next."""
-    request = build(JobListRequest, kind=kind, status=status, limit=limit, cursor=cursor)
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[JobOut]:
-        return page_out(await jobs.list_jobs(
-            session, tenant_id=caller.tenant_id, kind=request.kind, status=request.status,
-            limit=request.limit, cursor=request.cursor), job_out)
-
-    return await call(ctx, work)
+    query = build(JobListQuery, kind=kind, status=status, limit=limit, cursor=cursor)
+    return await page_call(ctx, jobs.list_jobs, job_out, query=query, read_only=False)

@@ -10,7 +10,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import CursorArg, PageLimitArg
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.toolset import ToolSet
 from app.responses.ledger import (
     agent_context_out,
@@ -23,7 +23,7 @@ from app.schemas.common import Content, Name, Page
 from app.schemas.ledger import (
     AgentContextOut,
     AgentContextRequest,
-    AgentEventOut,
+    AgentEventListQuery,
     EventAppendOut,
     EventCreate,
     ReflectionCreate,
@@ -100,14 +100,9 @@ async def agent_event_list(ledger_name: LedgerArg, ctx: Context,
     """Every event of a ledger newest first (the whole log, not one agent's view: for
     that, agent_context), optionally of one agent or kind. Pass next_cursor back as cursor
     for the next page."""
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[AgentEventOut]:
-        return page_out(await ledger.list_events(session, tenant_id=caller.tenant_id,
-                                                 ledger=ledger_name, agent_id=agent_id,
-                                                 kind=kind, limit=limit, cursor=cursor),
-                        agent_event_out)
-
-    return await call(ctx, work)
+    query = build(AgentEventListQuery, agent_id=agent_id, kind=kind, limit=limit, cursor=cursor)
+    return await page_call(ctx, ledger.list_events, agent_event_out, ledger=ledger_name,
+                           query=query, read_only=False)
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))

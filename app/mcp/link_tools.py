@@ -9,12 +9,11 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import CursorArg, LinkFilterArg, PageLimitArg, filter_of
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.toolset import ToolSet
 from app.responses.links import link_out
-from app.responses.pages import page_out
-from app.schemas.common import LinkEndType, Page, ResponseModel
-from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
+from app.schemas.common import LinkEndType, ResponseModel
+from app.schemas.links import Direction, LinkCreate, LinkListQuery, LinkOut, Relation
 from app.services import links
 
 EndTypeArg = Annotated[LinkEndType, Field(description="episode, fact, rule, entity, procedure, "
@@ -66,15 +65,10 @@ async def link_list(memory_type: EndTypeArg, memory_id: EndIdArg, ctx: Context,
                     filter: LinkFilterArg = None) -> JsonObject:
     """The links of one memory or entity, outgoing, incoming or both, newest first: what it was
     derived from, what supports or contradicts it."""
-    memory_filter = filter_of(filter, "link")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[LinkOut]:
-        return page_out(await links.list_links(
-            session, tenant_id=caller.tenant_id, memory_type=memory_type,
-            memory_id=memory_id, direction=direction, relation=relation, limit=limit,
-            cursor=cursor, memory_filter=memory_filter), link_out)
-
-    return await read_call(ctx, work)
+    query = build(LinkListQuery, memory_type=memory_type, memory_id=memory_id,
+                  direction=direction, relation=relation, limit=limit, cursor=cursor)
+    return await page_call(ctx, links.list_links, link_out, query=query,
+                           memory_filter=filter_of(filter, "link"))
 
 
 @tools.add(annotations=ToolAnnotations(destructive_hint=True))

@@ -11,11 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.constants import SearchMode
 from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, QueryArg, filter_of
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call, read_call
 from app.mcp.toolset import ToolSet
-from app.responses.pages import page_out
 from app.responses.procedures import procedure_out, procedure_search_out
-from app.schemas.common import Name, Page, ResponseModel
+from app.schemas.common import Name, ResponseModel
 from app.schemas.procedures import (
     MAX_SOURCES,
     MAX_STEPS,
@@ -23,6 +22,7 @@ from app.schemas.procedures import (
     ExecutionCreate,
     NewProcedureStatus,
     ProcedureCreate,
+    ProcedureListQuery,
     ProcedureOut,
     ProcedureSearchRequest,
     ProcedureSearchResponse,
@@ -114,15 +114,10 @@ async def procedure_list(ctx: Context, agent_id: Name | None = None, name: Name 
                          filter: ProcedureFilterArg = None) -> JsonObject:
     """List procedures newest first, optionally of one agent, name or status (current versions
     unless include_superseded)."""
-    memory_filter = filter_of(filter, "procedure")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[ProcedureOut]:
-        return page_out(await procedures.list_procedures(
-            session, tenant_id=caller.tenant_id, agent_id=agent_id, name=name, status=status,
-            include_superseded=include_superseded, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), procedure_out)
-
-    return await read_call(ctx, work)
+    query = build(ProcedureListQuery, agent_id=agent_id, name=name, status=status,
+                  include_superseded=include_superseded, limit=limit, cursor=cursor)
+    return await page_call(ctx, procedures.list_procedures, procedure_out, query=query,
+                           memory_filter=filter_of(filter, "procedure"))
 
 
 @tools.add()

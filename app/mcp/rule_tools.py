@@ -18,13 +18,12 @@ from app.mcp.args import (
     TagsArg,
     filter_of,
 )
-from app.mcp.calls import Caller, JsonObject, build, call, read_call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.groups import CORE
 from app.mcp.toolset import ToolSet
-from app.responses.pages import page_out
 from app.responses.rules import rule_out
-from app.schemas.common import MaturityLevel, Name, Page
-from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
+from app.schemas.common import MaturityLevel, Name
+from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleListQuery, RuleOut
 from app.services import rules
 
 tools = ToolSet("memories")
@@ -96,12 +95,7 @@ async def rule_list(ctx: Context, scope: Name | None = None,
                     filter: FilterArg = None) -> JsonObject:
     """List rules newest first, optionally of one scope or maturity. For the rules that matter
     to a task, use memory_recall."""
-    memory_filter = filter_of(filter)
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[RuleOut]:
-        return page_out(await rules.list_rules(
-            session, tenant_id=caller.tenant_id, scope=scope, maturity=maturity,
-            include_forgotten=include_forgotten, limit=limit, cursor=cursor,
-            memory_filter=memory_filter), rule_out)
-
-    return await read_call(ctx, work)
+    query = build(RuleListQuery, scope=scope, maturity=maturity,
+                  include_forgotten=include_forgotten, limit=limit, cursor=cursor)
+    return await page_call(ctx, rules.list_rules, rule_out, query=query,
+                           memory_filter=filter_of(filter))

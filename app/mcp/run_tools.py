@@ -10,10 +10,9 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.mcp.args import CursorArg, PageLimitArg, QueryArg, RunFilterArg, filter_of
-from app.mcp.calls import Caller, JsonObject, build, call
+from app.mcp.calls import Caller, JsonObject, build, call, page_call
 from app.mcp.toolset import ToolSet
 from app.responses.data_rights import deleted_out
-from app.responses.pages import page_out
 from app.responses.runs import (
     message_batch_out,
     run_detail_out,
@@ -21,7 +20,7 @@ from app.responses.runs import (
     run_out,
     run_search_out,
 )
-from app.schemas.common import Content, Metadata, Name, Page, Reason
+from app.schemas.common import Content, Metadata, Name, Reason
 from app.schemas.data_rights import DeletedOut
 from app.schemas.runs import (
     FeedbackCreate,
@@ -33,6 +32,7 @@ from app.schemas.runs import (
     RunCreate,
     RunDetailOut,
     RunFeedbackOut,
+    RunListQuery,
     RunOut,
     RunSearchRequest,
     RunSearchResponse,
@@ -164,15 +164,9 @@ async def run_list(ctx: Context, task_id: Name | None = None, success: bool | No
                    filter: RunFilterArg = None) -> JsonObject:
     """List runs newest first, optionally of one task_id or outcome. To find runs like a task,
     use run_search."""
-    memory_filter = filter_of(filter, "run")
-
-    async def work(session: AsyncSession, caller: Caller) -> Page[RunOut]:
-        return page_out(await runs.list_runs(session, tenant_id=caller.tenant_id,
-                                             task_id=task_id, success=success, limit=limit,
-                                             cursor=cursor, memory_filter=memory_filter),
-                        run_out)
-
-    return await call(ctx, work)
+    query = build(RunListQuery, task_id=task_id, success=success, limit=limit, cursor=cursor)
+    return await page_call(ctx, runs.list_runs, run_out, query=query,
+                           memory_filter=filter_of(filter, "run"), read_only=False)
 
 
 @tools.add()

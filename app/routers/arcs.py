@@ -1,8 +1,9 @@
 """/v1/arcs: narrative arcs, stories of related events: create, append events, close, search."""
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import (
     EmbedderDep,
@@ -16,15 +17,15 @@ from app.errors import problem_responses
 from app.responses.arcs import arc_out, arc_search_out
 from app.responses.pages import page_out
 from app.routers.created import locate
-from app.routers.params import ArcFilterQuery, Cursor, Limit, Text
+from app.routers.params import ArcFilterQuery
 from app.schemas.arcs import (
     ArcClose,
     ArcCreate,
     ArcEventCreate,
+    ArcListQuery,
     ArcOut,
     ArcSearchRequest,
     ArcSearchResponse,
-    ArcStatus,
     ArcUpdate,
 )
 from app.schemas.common import Page
@@ -49,13 +50,13 @@ async def create_arc(body: ArcCreate, request: Request, response: Response,
 
 @router.get("", response_model=Page[ArcOut], responses=problem_responses(422),
             summary="List arcs")
-async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep, scope: Text = None,
-                    arc_type: Text = None, status: ArcStatus | None = None, limit: Limit = 50,
-                    cursor: Cursor = None, memory_filter: ArcFilterQuery = None) -> Page[ArcOut]:
+async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep,
+                    query: Annotated[ArcListQuery, Query()],
+                    memory_filter: ArcFilterQuery = None) -> Page[ArcOut]:
     """Arcs newest first; `filter` keeps those it admits."""
-    return page_out(await arcs.list_arcs(session, tenant_id=tenant_id, scope=scope,
-                                         arc_type=arc_type, status=status, limit=limit,
-                                         cursor=cursor, memory_filter=memory_filter), arc_out)
+    return page_out(await arcs.list_arcs(session, tenant_id=tenant_id, query=query,
+                                         memory_filter=memory_filter), arc_out)
+
 
 
 @router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),

@@ -12,12 +12,12 @@ from app.responses.entities import entity_out, merge_out, resolve_out
 from app.responses.facts import fact_page_out
 from app.responses.pages import page_out
 from app.routers.created import locate
-from app.routers.params import AsOf, Cursor, EntityFilterQuery, KnownAt, Limit, Text
+from app.routers.params import AsOf, Cursor, EntityFilterQuery, KnownAt, Limit
 from app.schemas.common import Page, Validity
 from app.schemas.entities import (
     EntityCreate,
+    EntityListQuery,
     EntityOut,
-    EntityType,
     EntityUpdate,
     MergeOut,
     MergeRequest,
@@ -49,24 +49,14 @@ async def create_entity(body: EntityCreate, request: Request, response: Response
 
 @router.get("", response_model=Page[EntityOut], responses=problem_responses(422),
             summary="List entities")
-async def list_entities(
-    session: ReadSessionDep,
-    tenant_id: TenantDep,
-    entity_type: EntityType | None = None,
-    name: Annotated[Text, Query(description="Case-insensitive substring of the canonical "
-                                            "name; % and _ are taken literally.")] = None,
-    include_merged: Annotated[bool, Query(description="Include tombstones of merged "
-                                                      "entities.")] = False,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-    memory_filter: EntityFilterQuery = None,
-) -> Page[EntityOut]:
+async def list_entities(session: ReadSessionDep, tenant_id: TenantDep,
+                        query: Annotated[EntityListQuery, Query()],
+                        memory_filter: EntityFilterQuery = None) -> Page[EntityOut]:
     """Entities newest first; merged (tombstoned) ones only on request; `filter` keeps those
     it admits."""
     return page_out(await entities.list_entities(
-        session, tenant_id=tenant_id, entity_type=entity_type, name=name,
-        include_merged=include_merged, limit=limit, cursor=cursor,
-        memory_filter=memory_filter), entity_out)
+        session, tenant_id=tenant_id, query=query, memory_filter=memory_filter), entity_out)
+
 
 
 @router.post("/resolve", response_model=list[ResolveCandidate],

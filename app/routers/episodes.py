@@ -5,7 +5,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from app.constants import MAX_SESSION_ID_CHARS
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import InvalidInput, problem_responses
 from app.models import Episode
@@ -13,9 +12,15 @@ from app.responses.episodes import episode_out
 from app.responses.pages import page_out
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
-from app.routers.params import Cursor, FilterQuery, Limit, Text
-from app.schemas.common import ConsolidationStatus, Page
-from app.schemas.episodes import EpisodeBatchCreate, EpisodeBatchOut, EpisodeCreate, EpisodeOut
+from app.routers.params import FilterQuery
+from app.schemas.common import Page
+from app.schemas.episodes import (
+    EpisodeBatchCreate,
+    EpisodeBatchOut,
+    EpisodeCreate,
+    EpisodeListQuery,
+    EpisodeOut,
+)
 from app.services import deletion, episodes
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
@@ -57,27 +62,13 @@ async def create_episode_batch(body: EpisodeBatchCreate, session: SessionDep,
 
 @router.get("", response_model=Page[EpisodeOut], responses=problem_responses(422),
             summary="List episodes")
-async def list_episodes(
-    session: ReadSessionDep,
-    tenant_id: TenantDep,
-    butler: Text = None,
-    session_id: Annotated[str | None, Query(
-        min_length=1, max_length=MAX_SESSION_ID_CHARS,
-        description="Episodes of this session: stored with this id, or placed in it when "
-                    "stored without one (their `inferred_session`).")] = None,
-    consolidation_status: ConsolidationStatus | None = None,
-    consolidated: bool | None = None,
-    include_expired: Annotated[bool, Query(description="Include expired episodes.")] = False,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-    memory_filter: FilterQuery = None,
-) -> Page[EpisodeOut]:
+async def list_episodes(session: ReadSessionDep, tenant_id: TenantDep,
+                        query: Annotated[EpisodeListQuery, Query()],
+                        memory_filter: FilterQuery = None) -> Page[EpisodeOut]:
     """Episodes newest first; expired ones only on request."""
     return page_out(await episodes.list_episodes(
-        session, tenant_id=tenant_id, butler=butler, session_id=session_id,
-        consolidation_status=consolidation_status, consolidated=consolidated,
-        include_expired=include_expired, limit=limit, cursor=cursor,
-        memory_filter=memory_filter), episode_out)
+        session, tenant_id=tenant_id, query=query, memory_filter=memory_filter), episode_out)
+
 
 
 routes = MemoryRoutes(router, "episode", Episode, EpisodeOut, episode_out)

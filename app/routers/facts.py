@@ -7,7 +7,6 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
-from app.formulas.fact_time import point_in_time
 from app.models import Fact
 from app.responses.fact_bulk import (
     delete_results_out,
@@ -17,8 +16,7 @@ from app.responses.fact_bulk import (
 from app.responses.facts import fact_out, fact_page_out
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
-from app.routers.params import AsOf, Cursor, FilterQuery, KnownAt, Limit, Text
-from app.schemas.common import Validity
+from app.routers.params import FilterQuery
 from app.schemas.fact_bulk import (
     FactBulkCreate,
     FactDeleteResults,
@@ -26,7 +24,7 @@ from app.schemas.fact_bulk import (
     FactPutResults,
     FactRefs,
 )
-from app.schemas.facts import FactContradiction, FactCreate, FactOut, FactPage
+from app.schemas.facts import FactContradiction, FactCreate, FactListQuery, FactOut, FactPage
 from app.services import fact_beliefs, fact_bulk, facts
 
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
@@ -119,28 +117,15 @@ async def delete_facts(body: FactRefs, session: SessionDep,
 
 @router.get("", response_model=FactPage, responses=problem_responses(422),
             summary="List facts")
-async def list_facts(
-    session: ReadSessionDep,
-    tenant_id: TenantDep,
-    subject: Text = None,
-    predicate: Text = None,
-    scope: Text = None,
-    validity: Annotated[Validity | None, Query(
-        description="Default: active (at a point in time: any).")] = None,
-    entity_id: uuid.UUID | None = None,
-    as_of: AsOf = None,
-    known_at: KnownAt = None,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-    memory_filter: FilterQuery = None,
-) -> FactPage:
+async def list_facts(session: ReadSessionDep, tenant_id: TenantDep,
+                     query: Annotated[FactListQuery, Query()],
+                     memory_filter: FilterQuery = None) -> FactPage:
     """Facts newest first; active ones unless `validity` says otherwise. With `as_of` or
     `known_at`: the versions that held at `as_of` (default: now) as Engram believed at
     `known_at` (default: now), whatever their validity today."""
-    return fact_page_out(await facts.list_facts(
-        session, tenant_id=tenant_id, subject=subject, predicate=predicate, scope=scope,
-        validity=validity, entity_id=entity_id, at=point_in_time(as_of, known_at), limit=limit,
-        cursor=cursor, memory_filter=memory_filter))
+    return fact_page_out(await facts.list_facts(session, tenant_id=tenant_id, query=query,
+                                                memory_filter=memory_filter))
+
 
 
 routes = MemoryRoutes(router, "fact", Fact, FactOut, fact_out)

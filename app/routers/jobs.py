@@ -5,17 +5,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Response
+from fastapi import APIRouter, Body, Depends, Query, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.deps import SessionDep, TenantDep
 from app.errors import problem_responses
 from app.responses.jobs import job_out
 from app.responses.pages import page_out
-from app.routers.params import Cursor, Limit
 from app.schemas.arcs import ArcBoundaryJobCreate
 from app.schemas.common import Page
-from app.schemas.jobs import CleanupJobCreate, JobKind, JobOut, JobStatus, PiiScrubJobCreate
+from app.schemas.jobs import (
+    CleanupJobCreate,
+    JobListQuery,
+    JobOut,
+    PiiScrubJobCreate,
+)
 from app.services import jobs
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -121,17 +125,11 @@ async def queue_arc_boundaries(body: ArcBoundaryJobCreate, queue: QueueDep) -> J
 
 @router.get("", response_model=Page[JobOut], responses=problem_responses(422),
             summary="List jobs")
-async def list_jobs(
-    session: SessionDep,
-    tenant_id: TenantDep,
-    kind: JobKind | None = None,
-    status: JobStatus | None = None,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-) -> Page[JobOut]:
+async def list_jobs(session: SessionDep, tenant_id: TenantDep,
+                    query: Annotated[JobListQuery, Query()]) -> Page[JobOut]:
     """The tenant's jobs, newest first."""
-    return page_out(await jobs.list_jobs(session, tenant_id=tenant_id, kind=kind,
-                                         status=status, limit=limit, cursor=cursor), job_out)
+    return page_out(await jobs.list_jobs(session, tenant_id=tenant_id, query=query), job_out)
+
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),

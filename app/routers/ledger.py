@@ -2,7 +2,7 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, status
+from fastapi import APIRouter, Path, Query, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
@@ -18,6 +18,7 @@ from app.schemas.common import MAX_NAME_CHARS, Page
 from app.schemas.ledger import (
     AgentContextOut,
     AgentContextRequest,
+    AgentEventListQuery,
     AgentEventOut,
     EventAppendOut,
     EventCreate,
@@ -51,13 +52,12 @@ async def append_ledger_event(ledger_name: LedgerName, body: EventCreate,
 @router.get("/events", response_model=Page[AgentEventOut], responses=problem_responses(422),
             summary="List the ledger's events")
 async def list_ledger_events(ledger_name: LedgerName, session: SessionDep,
-                             tenant_id: TenantDep, agent_id: Text = None, kind: Text = None,
-                             limit: Limit = 50, cursor: Cursor = None) -> Page[AgentEventOut]:
+                             tenant_id: TenantDep, query: Annotated[AgentEventListQuery, Query()],
+                             ) -> Page[AgentEventOut]:
     """Every event of the ledger (not one agent's view), newest first."""
-    return page_out(await ledger.list_events(session, tenant_id=tenant_id,
-                                             ledger=ledger_name, agent_id=agent_id,
-                                             kind=kind, limit=limit, cursor=cursor),
-                    agent_event_out)
+    return page_out(await ledger.list_events(session, tenant_id=tenant_id, ledger=ledger_name,
+                                             query=query), agent_event_out)
+
 
 
 @router.get("/reflections", response_model=Page[ReflectionOut],

@@ -9,9 +9,9 @@ from app.deps import ReadSessionDep, SessionDep, TenantDep
 from app.errors import problem_responses
 from app.responses.links import link_out
 from app.responses.pages import page_out
-from app.routers.params import Cursor, Limit, LinkFilterQuery
+from app.routers.params import LinkFilterQuery
 from app.schemas.common import LinkEndType, Page
-from app.schemas.links import Direction, LinkCreate, LinkOut, Relation
+from app.schemas.links import LinkCreate, LinkListQuery, LinkOut, Relation
 from app.services import links
 
 router = APIRouter(prefix="/v1/links", tags=["links"])
@@ -54,24 +54,14 @@ async def create_link(body: LinkCreate, response: Response, session: SessionDep,
 
 @router.get("", response_model=Page[LinkOut], responses=problem_responses(404, 422),
             summary="Links of a memory")
-async def list_links(
-    session: ReadSessionDep,
-    tenant_id: TenantDep,
-    memory_type: LinkEndType,
-    memory_id: uuid.UUID,
-    direction: Annotated[Direction, Query(description="outgoing: the memory is the source; "
-                                                      "incoming: the target.")] = "both",
-    relation: Relation | None = None,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-    memory_filter: LinkFilterQuery = None,
-) -> Page[LinkOut]:
+async def list_links(session: ReadSessionDep, tenant_id: TenantDep,
+                     query: Annotated[LinkListQuery, Query()],
+                     memory_filter: LinkFilterQuery = None) -> Page[LinkOut]:
     """Links leaving and/or entering the memory, newest first; 404 when it does not exist;
     `filter` keeps those it admits."""
-    return page_out(await links.list_links(
-        session, tenant_id=tenant_id, memory_type=memory_type, memory_id=memory_id,
-        direction=direction, relation=relation, limit=limit, cursor=cursor,
-        memory_filter=memory_filter), link_out)
+    return page_out(await links.list_links(session, tenant_id=tenant_id, query=query,
+                                           memory_filter=memory_filter), link_out)
+
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT,

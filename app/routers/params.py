@@ -2,10 +2,9 @@
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Query
-from pydantic import AwareDatetime, BeforeValidator
 
 from app.errors import InvalidInput
 from app.schemas.filters import (
@@ -14,13 +13,12 @@ from app.schemas.filters import (
     parse_filter,
     record_filter_description,
 )
+from app.schemas.listing import IsoTime, ListText, PageCursor, PageLimit
 
-Limit = Annotated[int, Query(ge=1, le=200, description="Page size (1-200).")]
-Cursor = Annotated[
-    str | None,
-    Query(max_length=512, description="`next_cursor` of the previous page."),
-]
-Text = Annotated[str | None, Query(min_length=1, max_length=200)]
+# Paging and text parameters of routes without a query model: the query models' own types.
+Limit = Annotated[PageLimit, Query()]
+Cursor = Annotated[PageCursor, Query()]
+Text = Annotated[ListText, Query()]
 MAX_FILTER_QUERY_CHARS = 8000
 
 
@@ -63,18 +61,6 @@ ProcedureFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("pr
 ArcFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("arc"))]
 LinkFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("link"))]
 
-
-def _not_a_number(value: Any) -> Any:
-    # Lax parsing would read "0.5" as seconds since 1970; the schema says date-time.
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return value
-    raise ValueError("must be an ISO 8601 date-time with a time zone, not a number")
-
-
-# A time in a query string: ISO 8601 with a time zone, never a number.
-IsoTime = Annotated[AwareDatetime, BeforeValidator(_not_a_number)]
 AsOf = Annotated[IsoTime | None, Query(
     description="Valid time: the fact versions that held at this moment (default: now).")]
 KnownAt = Annotated[IsoTime | None, Query(

@@ -17,15 +17,15 @@ from app.errors import problem_responses
 from app.responses.pages import page_out
 from app.responses.procedures import procedure_out, procedure_search_out
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, ProcedureFilterQuery, Text
+from app.routers.params import ProcedureFilterQuery
 from app.schemas.common import Page
 from app.schemas.procedures import (
     ExecutionCreate,
     ProcedureCreate,
+    ProcedureListQuery,
     ProcedureOut,
     ProcedureSearchRequest,
     ProcedureSearchResponse,
-    ProcedureStatus,
     ProcedureUpdate,
     ProcedureVersionCreate,
 )
@@ -53,23 +53,13 @@ async def create_procedure(body: ProcedureCreate, request: Request, response: Re
 
 @router.get("", response_model=Page[ProcedureOut], responses=problem_responses(422),
             summary="List procedures")
-async def list_procedures(
-    session: ReadSessionDep,
-    tenant_id: TenantDep,
-    agent_id: Text = None,
-    name: Text = None,
-    status: ProcedureStatus | None = None,
-    include_superseded: Annotated[bool, Query(description="Include old versions.")] = False,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-    memory_filter: ProcedureFilterQuery = None,
-) -> Page[ProcedureOut]:
+async def list_procedures(session: ReadSessionDep, tenant_id: TenantDep,
+                          query: Annotated[ProcedureListQuery, Query()],
+                          memory_filter: ProcedureFilterQuery = None) -> Page[ProcedureOut]:
     """Procedures newest first; current versions only unless asked; `filter` keeps those it
     admits."""
     return page_out(await procedures.list_procedures(
-        session, tenant_id=tenant_id, agent_id=agent_id, name=name, status=status,
-        include_superseded=include_superseded, limit=limit, cursor=cursor,
-        memory_filter=memory_filter), procedure_out)
+        session, tenant_id=tenant_id, query=query, memory_filter=memory_filter), procedure_out)
 
 
 @router.post("/search", response_model=ProcedureSearchResponse,

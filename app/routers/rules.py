@@ -12,9 +12,9 @@ from app.responses.pages import page_out
 from app.responses.rules import rule_out
 from app.routers.created import locate
 from app.routers.memory_routes import MemoryRoutes
-from app.routers.params import Cursor, FilterQuery, Limit, Text
-from app.schemas.common import MaturityLevel, Page
-from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleOut
+from app.routers.params import FilterQuery
+from app.schemas.common import Page
+from app.schemas.rules import HarmfulFeedback, HelpfulFeedback, RuleCreate, RuleListQuery, RuleOut
 from app.services import rules
 
 router = APIRouter(prefix="/v1/rules", tags=["rules"])
@@ -36,21 +36,13 @@ async def create_rule(body: RuleCreate, request: Request, response: Response,
 
 @router.get("", response_model=Page[RuleOut], responses=problem_responses(422),
             summary="List rules")
-async def list_rules(
-    session: ReadSessionDep,
-    tenant_id: TenantDep,
-    scope: Text = None,
-    maturity: MaturityLevel | None = None,
-    include_forgotten: Annotated[bool, Query(description="Include forgotten rules.")] = False,
-    limit: Limit = 50,
-    cursor: Cursor = None,
-    memory_filter: FilterQuery = None,
-) -> Page[RuleOut]:
+async def list_rules(session: ReadSessionDep, tenant_id: TenantDep,
+                     query: Annotated[RuleListQuery, Query()],
+                     memory_filter: FilterQuery = None) -> Page[RuleOut]:
     """Rules newest first; forgotten ones only on request."""
-    return page_out(await rules.list_rules(
-        session, tenant_id=tenant_id, scope=scope, maturity=maturity,
-        include_forgotten=include_forgotten, limit=limit, cursor=cursor,
-        memory_filter=memory_filter), rule_out)
+    return page_out(await rules.list_rules(session, tenant_id=tenant_id, query=query,
+                                           memory_filter=memory_filter), rule_out)
+
 
 
 routes = MemoryRoutes(router, "rule", Rule, RuleOut, rule_out)

@@ -2,8 +2,9 @@
 
 import uuid
 from functools import partial
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
 from app.errors import problem_responses
@@ -17,7 +18,7 @@ from app.responses.runs import (
     run_search_out,
 )
 from app.routers.created import locate
-from app.routers.params import Cursor, Limit, RunFilterQuery, Text
+from app.routers.params import RunFilterQuery
 from app.schemas.common import Page
 from app.schemas.runs import (
     FeedbackCreate,
@@ -29,6 +30,7 @@ from app.schemas.runs import (
     RunCreate,
     RunDetailOut,
     RunFeedbackOut,
+    RunListQuery,
     RunMessageOut,
     RunOut,
     RunSearchRequest,
@@ -55,13 +57,13 @@ async def create_run(body: RunCreate, request: Request, response: Response,
 
 @router.get("", response_model=Page[RunOut], responses=problem_responses(422),
             summary="List runs")
-async def list_runs(session: SessionDep, tenant_id: TenantDep, task_id: Text = None,
-                    success: bool | None = None, limit: Limit = 50,
-                    cursor: Cursor = None, memory_filter: RunFilterQuery = None) -> Page[RunOut]:
+async def list_runs(session: SessionDep, tenant_id: TenantDep,
+                    query: Annotated[RunListQuery, Query()],
+                    memory_filter: RunFilterQuery = None) -> Page[RunOut]:
     """The tenant's runs, newest first; `filter` keeps those it admits."""
-    return page_out(await runs.list_runs(session, tenant_id=tenant_id, task_id=task_id,
-                                         success=success, limit=limit, cursor=cursor,
+    return page_out(await runs.list_runs(session, tenant_id=tenant_id, query=query,
                                          memory_filter=memory_filter), run_out)
+
 
 
 @router.post("/search", response_model=RunSearchResponse, responses=problem_responses(422),

@@ -17,6 +17,7 @@ from app.schemas.common import (
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 from app.schemas.search import QueryText, RecordScores
 
 ArcStatus = Literal["draft", "active", "completed", "abandoned"]
@@ -27,7 +28,18 @@ Summary = Annotated[str, Field(max_length=10_000), NoNul]
 EventText = Annotated[str, Field(max_length=2000), NoNul]
 
 
+class ArcListQuery(ListQuery):
+    """Which arcs a listing shows, and its page."""
+
+    scope: ListText = None
+    arc_type: ListText = None
+    status: ArcStatus | None = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class ArcEventCreate(MemoryRef):
+
     """A memory that marks a step of the arc."""
 
     description: EventText = ""

@@ -14,6 +14,7 @@ from app.schemas.common import (
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 EntityType = Literal["person", "organization", "place", "other"]
 NameMatch = Literal["exact", "alias", "prefix", "fuzzy"]
@@ -31,7 +32,19 @@ Aliases = Annotated[list[Name], Field(max_length=MAX_ALIASES)]
 DomainScore = Annotated[float, Field(ge=-1000.0, le=1000.0), AfterValidator(_finite)]
 
 
+class EntityListQuery(ListQuery):
+    """Which entities a listing shows, and its page."""
+
+    entity_type: EntityType | None = None
+    name: ListText = Field(None, description="Case-insensitive substring of the canonical "
+                                             "name; % and _ are taken literally.")
+    include_merged: bool = Field(False, description="Include tombstones of merged entities.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class EntityCreate(RequestModel):
+
     """A new identity anchor; (canonical_name, entity_type) is unique per tenant."""
 
     canonical_name: Name

@@ -5,6 +5,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
+from app.constants import MAX_SESSION_ID_CHARS
 from app.schemas.common import (
     AwareDatetimeIn,
     ConsolidationStatus,
@@ -17,9 +18,26 @@ from app.schemas.common import (
     ResponseModel,
     SessionIdIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
+
+
+class EpisodeListQuery(ListQuery):
+    """Which episodes a listing shows, and its page."""
+
+    butler: ListText = None
+    session_id: str | None = Field(
+        None, min_length=1, max_length=MAX_SESSION_ID_CHARS,
+        description="Episodes of this session: stored with this id, or placed in it when "
+                    "stored without one (their `inferred_session`).")
+    consolidation_status: ConsolidationStatus | None = None
+    consolidated: bool | None = None
+    include_expired: bool = Field(False, description="Include expired episodes.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
 
 
 class EpisodeCreate(RequestModel):
+
     """A raw observation from a session."""
 
     content: Content

@@ -21,9 +21,29 @@ from app.schemas.common import (
     UUIDIn,
     Validity,
 )
+from app.schemas.listing import IsoTime, ListQuery, ListText, PageCursor, PageLimit
+
+
+class FactListQuery(ListQuery):
+    """Which facts a listing shows, at which point in time, and its page."""
+
+    subject: ListText = None
+    predicate: ListText = None
+    scope: ListText = None
+    validity: Validity | None = Field(None,
+                                      description="Default: active (at a point in time: any).")
+    entity_id: uuid.UUID | None = None
+    as_of: IsoTime | None = Field(
+        None, description="Valid time: the fact versions that held at this moment "
+                          "(default: now).")
+    known_at: IsoTime | None = Field(
+        None, description="Record time: as Engram believed them at this moment (default: now).")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
 
 
 class FactCreate(RequestModel):
+
     """Durable subject/predicate knowledge; an active fact with the same key is superseded,
     an identical one (same key and content) is confirmed instead."""
 

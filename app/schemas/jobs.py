@@ -6,6 +6,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from app.schemas.common import IsoDatetime, RequestModel, ResponseModel
+from app.schemas.listing import ListQuery, PageCursor, PageLimit
 
 JobKind = Literal["consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection",
                   "arc_boundaries"]
@@ -50,11 +51,11 @@ class PiiScrubJobCreate(RequestModel):
                          "added since the last scrub (after changing the patterns).")
 
 
-class JobListRequest(RequestModel):
-    """Which of the tenant's jobs to list, newest first."""
+class JobListQuery(ListQuery):
+    """Which of the tenant's jobs to list, newest first, and the page."""
 
     kind: JobKind | None = None
     status: JobStatus | None = None
-    limit: int = Field(20, ge=1, le=200, description="Page size (1-200).")
-    cursor: str | None = Field(None, max_length=512,
-                               description="`next_cursor` of the previous page.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field
 
 from app.schemas.common import Content, IsoDatetime, Name, RequestModel, ResponseModel, UUIDIn
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 Visibility = Literal["private", "global"]
 RelevanceMode = Literal["keyword", "semantic"]
@@ -14,7 +15,17 @@ MAX_BASED_ON = 1000
 MAX_QUERY_CHARS = 4000
 
 
+class AgentEventListQuery(ListQuery):
+    """Which of a ledger's events a listing shows, and its page."""
+
+    agent_id: ListText = None
+    kind: ListText = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class EventCreate(RequestModel):
+
     """One event appended to the ledger."""
 
     agent_id: Name = Field(description="The agent that produced or observed it.")

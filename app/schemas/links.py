@@ -14,6 +14,7 @@ from app.schemas.common import (
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, PageCursor, PageLimit
 
 Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to",
                    "based_on", "works_at", "works_on", "knows", "owns", "member_of",
@@ -21,7 +22,20 @@ Relation = Literal["derived_from", "supports", "contradicts", "supersedes", "rel
 Direction = Literal["outgoing", "incoming", "both"]
 
 
+class LinkListQuery(ListQuery):
+    """Whose links a listing shows, which of them, and its page."""
+
+    memory_type: LinkEndType
+    memory_id: uuid.UUID
+    direction: Direction = Field("both", description="outgoing: the memory is the source; "
+                                                     "incoming: the target.")
+    relation: Relation | None = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class LinkCreate(RequestModel):
+
     """A directed edge between two memories, records or entities of the tenant: provenance
     (derived_from, supports, ...) or a typed entity relation (works_at, knows, ...)."""
 

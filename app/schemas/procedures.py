@@ -6,14 +6,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, field_validator
 
 from app.constants import SearchMode
-from app.schemas.common import (
-    IsoDatetime,
-    MemoryRef,
-    Name,
-    NoNul,
-    RequestModel,
-    ResponseModel,
-)
+from app.schemas.common import IsoDatetime, MemoryRef, Name, NoNul, RequestModel, ResponseModel
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 from app.schemas.search import QueryText, RecordScores
 from app.schemas.working_memory import JsonObject
 
@@ -34,6 +28,17 @@ class ProcedureStep(RequestModel):
     action: Action
     params_template: JsonObject = Field(default_factory=dict)
     conditions: JsonObject = Field(default_factory=dict)
+
+
+class ProcedureListQuery(ListQuery):
+    """Which procedures a listing shows, and its page."""
+
+    agent_id: ListText = None
+    name: ListText = None
+    status: ProcedureStatus | None = None
+    include_superseded: bool = Field(False, description="Include old versions.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
 
 
 Steps = Annotated[list[ProcedureStep], Field(min_length=1, max_length=MAX_STEPS)]

@@ -19,9 +19,21 @@ from app.schemas.common import (
     Tags,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
+
+
+class RuleListQuery(ListQuery):
+    """Which rules a listing shows, and its page."""
+
+    scope: ListText = None
+    maturity: MaturityLevel | None = None
+    include_forgotten: bool = Field(False, description="Include forgotten rules.")
+    limit: PageLimit = 50
+    cursor: PageCursor = None
 
 
 class RuleCreate(RequestModel):
+
     """Behavioural guidance; starts as a candidate with confidence 0.5."""
 
     content: Content

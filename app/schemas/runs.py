@@ -16,6 +16,7 @@ from app.schemas.common import (
     ResponseModel,
     UUIDIn,
 )
+from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 Role = Literal["planner", "executor", "critic", "human"]
 FeedbackSource = Literal["critic", "human"]
@@ -28,7 +29,17 @@ QueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="Free t
                                  "left empty after collapsing whitespace finds nothing.")]
 
 
+class RunListQuery(ListQuery):
+    """Which runs a listing shows, and its page."""
+
+    task_id: ListText = None
+    success: bool | None = None
+    limit: PageLimit = 50
+    cursor: PageCursor = None
+
+
 class RunCreate(RequestModel):
+
     """Start the record of one task run."""
 
     task_id: Name

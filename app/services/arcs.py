@@ -21,6 +21,7 @@ from app.schemas.arcs import (
     ArcClose,
     ArcCreate,
     ArcEventCreate,
+    ArcListQuery,
     ArcSearchRequest,
     ArcUpdate,
 )
@@ -94,14 +95,15 @@ async def get_arc(session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID) -
     return found(row, f"arc {arc_id} not found")
 
 
-async def list_arcs(session: AsyncSession, *, tenant_id: str, scope: str | None,
-                    arc_type: str | None, status: str | None, limit: int,
-                    cursor: str | None, memory_filter: MemoryFilter | None = None,
+async def list_arcs(session: AsyncSession, *, tenant_id: str, query: ArcListQuery,
+                    memory_filter: MemoryFilter | None = None,
                     ) -> tuple[list[Arc], str | None]:
     """A page of the tenant's arcs, newest first."""
-    return await arc_rows.list_arcs(session, tenant_id=tenant_id, scope=scope,
-                                    arc_type=arc_type, status=status, limit=limit,
-                                    cursor=cursor, memory_filter=memory_filter)
+    return await arc_rows.list_arcs(session, tenant_id=tenant_id, scope=query.scope,
+                                    arc_type=query.arc_type, status=query.status,
+                                    limit=query.limit, cursor=query.cursor,
+                                    memory_filter=memory_filter)
+
 
 
 async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -> Arc:

@@ -14,7 +14,7 @@ from app.models import Entity
 from app.repositories import entities as entity_rows
 from app.repositories.entities import EntityFilters
 from app.repositories.facts import FactFilters
-from app.schemas.entities import EntityCreate, EntityUpdate, ResolveRequest
+from app.schemas.entities import EntityCreate, EntityListQuery, EntityUpdate, ResolveRequest
 from app.schemas.filters import MemoryFilter
 from app.services.facts import FactListing, listing, validity_for
 
@@ -94,15 +94,15 @@ async def resolve_name(session: AsyncSession, *, tenant_id: str,
     return resolve.rank(candidates, request.limit)
 
 
-async def list_entities(session: AsyncSession, *, tenant_id: str, entity_type: str | None,
-                        name: str | None, include_merged: bool, limit: int,
-                        cursor: str | None, memory_filter: MemoryFilter | None = None,
+async def list_entities(session: AsyncSession, *, tenant_id: str, query: EntityListQuery,
+                        memory_filter: MemoryFilter | None = None,
                         ) -> tuple[list[Entity], str | None]:
     """A page of the tenant's entities, newest first; merged ones only on request."""
-    filters = EntityFilters(entity_type=entity_type, name=name, include_merged=include_merged,
-                            memory_filter=memory_filter)
+    filters = EntityFilters(entity_type=query.entity_type, name=query.name,
+                            include_merged=query.include_merged, memory_filter=memory_filter)
     return await entity_rows.list_entities(session, tenant_id=tenant_id, filters=filters,
-                                           limit=limit, cursor=cursor)
+                                           limit=query.limit, cursor=query.cursor)
+
 
 
 async def list_entity_facts(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,

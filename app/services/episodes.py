@@ -17,7 +17,7 @@ from app.repositories import erasure as erasure_rows
 from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
 from app.repositories.erasure import Counts
-from app.schemas.episodes import EpisodeCreate
+from app.schemas.episodes import EpisodeCreate, EpisodeListQuery
 from app.schemas.filters import MemoryFilter
 from app.scope import set_local, side_session
 from app.services import butler_limits, events
@@ -235,15 +235,14 @@ def session_contexts(turns_in_order: Sequence[tuple[SessionKey | None, str]], *,
     return contexts
 
 
-async def list_episodes(session: AsyncSession, *, tenant_id: str, butler: str | None,
-                        session_id: str | None, consolidation_status: str | None,
-                        consolidated: bool | None, include_expired: bool, limit: int,
-                        cursor: str | None, memory_filter: MemoryFilter | None = None,
+async def list_episodes(session: AsyncSession, *, tenant_id: str, query: EpisodeListQuery,
+                        memory_filter: MemoryFilter | None = None,
                         ) -> tuple[list[Episode], str | None]:
     """A page of the tenant's episodes, newest first; expired ones only on request."""
-    filters = EpisodeFilters(butler=butler, session_id=session_id,
-                             consolidation_status=consolidation_status,
-                             consolidated=consolidated, include_expired=include_expired,
-                             memory_filter=memory_filter)
+    filters = EpisodeFilters(butler=query.butler, session_id=query.session_id,
+                             consolidation_status=query.consolidation_status,
+                             consolidated=query.consolidated,
+                             include_expired=query.include_expired, memory_filter=memory_filter)
     return await episode_rows.list_episodes(session, tenant_id=tenant_id, filters=filters,
-                                            limit=limit, cursor=cursor)
+                                            limit=query.limit, cursor=query.cursor)
+

@@ -12,7 +12,7 @@ from app.config import AutoLinkSettings
 from app.embedding import Embedder
 from app.errors import InvalidInput, found
 from app.formulas import fact_time
-from app.formulas.fact_time import PointInTime
+from app.formulas.fact_time import PointInTime, point_in_time
 from app.formulas.lifecycle import decay_rate_for
 from app.models import Fact
 from app.repositories import entities as entity_rows
@@ -21,7 +21,7 @@ from app.repositories import fact_time as time_rows
 from app.repositories import facts as fact_rows
 from app.repositories import memories as memory_rows
 from app.repositories.facts import FactFilters
-from app.schemas.facts import FactCreate
+from app.schemas.facts import FactCreate, FactListQuery
 from app.schemas.filters import MemoryFilter
 from app.services import butler_limits, events, fact_timeline
 from app.services.auto_links import link_new
@@ -202,21 +202,22 @@ class FactListing:
     periods: fact_time.Periods = field(default_factory=dict)
 
 
-async def list_facts(session: AsyncSession, *, tenant_id: str, subject: str | None = None,
-                     predicate: str | None = None, scope: str | None = None,
-                     validity: str | None = None, entity_id: uuid.UUID | None = None,
-                     at: PointInTime | None = None, memory_filter: MemoryFilter | None = None,
-                     limit: int, cursor: str | None) -> FactListing:
+async def list_facts(session: AsyncSession, *, tenant_id: str, query: FactListQuery,
+                     memory_filter: MemoryFilter | None = None) -> FactListing:
     """A page of the tenant's facts, newest first; None filters match anything, except
-    `validity`, which is `active` unless the read is at a point in time (`at`)."""
+    `validity`, which is `active` unless the read is at a point in time (`as_of`,
+    `known_at`)."""
+    at = point_in_time(query.as_of, query.known_at)
+    subject, predicate = query.subject, query.predicate
     filters = FactFilters(subject_key=None if subject is None else normalise_key(subject),
                           predicate_key=None if predicate is None else normalise_key(predicate),
-                          scope=scope, validity=validity_for(validity, at),
-                          entity_id=entity_id, as_of=None if at is None else at.as_of,
+                          scope=query.scope, validity=validity_for(query.validity, at),
+                          entity_id=query.entity_id, as_of=None if at is None else at.as_of,
                           known_at=None if at is None else at.known_at,
                           memory_filter=memory_filter)
-    return await listing(session, tenant_id=tenant_id, filters=filters, at=at, limit=limit,
-                         cursor=cursor)
+    return await listing(session, tenant_id=tenant_id, filters=filters, at=at,
+                         limit=query.limit, cursor=query.cursor)
+
 
 
 async def listing(session: AsyncSession, *, tenant_id: str, filters: FactFilters,

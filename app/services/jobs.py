@@ -19,6 +19,7 @@ from app.errors import found
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
+from app.schemas.jobs import JobListQuery
 from app.scope import Scope, scoped_transaction
 from app.services import actors, butler_limits
 
@@ -77,10 +78,10 @@ async def recent_scheduled(session: AsyncSession, *, limit: int) -> list[Job]:
     return await job_rows.recent_scheduled(session, limit=limit)
 
 
-async def list_jobs(session: AsyncSession, *, tenant_id: str, kind: str | None,
-                    status: str | None, limit: int,
-                    cursor: str | None) -> tuple[list[Job], str | None]:
+async def list_jobs(session: AsyncSession, *, tenant_id: str,
+                    query: JobListQuery) -> tuple[list[Job], str | None]:
     """A page of the tenant's jobs, newest first."""
     return await job_rows.list_jobs(session, tenant_id=tenant_id,
-                                    filters=JobFilters(kind=kind, status=status), limit=limit,
-                                    cursor=cursor)
+                                    filters=JobFilters(kind=query.kind, status=query.status),
+                                    limit=query.limit, cursor=query.cursor)
+

@@ -16,7 +16,12 @@ from app.models import AgentEvent
 from app.repositories import jobs as job_rows
 from app.repositories import ledger as ledger_rows
 from app.repositories.ledger import EVENT_TYPE, EventFilters
-from app.schemas.ledger import AgentContextRequest, EventCreate, ReflectionCreate
+from app.schemas.ledger import (
+    AgentContextRequest,
+    AgentEventListQuery,
+    EventCreate,
+    ReflectionCreate,
+)
 from app.services import actors, butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
@@ -103,12 +108,12 @@ async def append_event(session: AsyncSession, *, tenant_id: str, embedder: Embed
 
 
 async def list_events(session: AsyncSession, *, tenant_id: str, ledger: str,
-                      agent_id: str | None, kind: str | None, limit: int,
-                      cursor: str | None) -> tuple[list[AgentEvent], str | None]:
+                      query: AgentEventListQuery) -> tuple[list[AgentEvent], str | None]:
     """A page of the ledger, newest first."""
+    filters = EventFilters(agent_id=query.agent_id, kind=query.kind)
     return await ledger_rows.list_events(session, tenant_id=tenant_id, ledger=ledger,
-                                         filters=EventFilters(agent_id=agent_id, kind=kind),
-                                         limit=limit, cursor=cursor)
+                                         filters=filters, limit=query.limit, cursor=query.cursor)
+
 
 
 @dataclass(frozen=True)

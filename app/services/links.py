@@ -11,7 +11,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.models import MemoryLink
 from app.repositories import links as link_rows
 from app.schemas.filters import MemoryFilter
-from app.schemas.links import LinkCreate
+from app.schemas.links import LinkCreate, LinkListQuery
 from app.services import actors, events, fact_beliefs
 
 
@@ -96,14 +96,15 @@ async def delete_link(session: AsyncSession, *, tenant_id: str, source_type: str
     return deleted
 
 
-async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
-                     memory_id: uuid.UUID, direction: str, relation: str | None, limit: int,
-                     cursor: str | None, memory_filter: MemoryFilter | None = None,
+async def list_links(session: AsyncSession, *, tenant_id: str, query: LinkListQuery,
+                     memory_filter: MemoryFilter | None = None,
                      ) -> tuple[list[MemoryLink], str | None]:
     """A page of the memory's links, newest first; NotFound when the memory is absent."""
-    await require_memory(session, tenant_id=tenant_id, memory_type=memory_type,
-                         memory_id=memory_id)
-    return await link_rows.list_links(session, tenant_id=tenant_id, memory_type=memory_type,
-                                      memory_id=memory_id, direction=direction,
-                                      relation=relation, limit=limit, cursor=cursor,
-                                      memory_filter=memory_filter)
+    await require_memory(session, tenant_id=tenant_id, memory_type=query.memory_type,
+                         memory_id=query.memory_id)
+    return await link_rows.list_links(session, tenant_id=tenant_id,
+                                      memory_type=query.memory_type,
+                                      memory_id=query.memory_id, direction=query.direction,
+                                      relation=query.relation, limit=query.limit,
+                                      cursor=query.cursor, memory_filter=memory_filter)
+

@@ -11,6 +11,7 @@ from app.errors import NotFound
 from app.models import Fact, MemoryEvent, MemoryLink
 from app.repositories import memories as memory_rows
 from app.schemas.graph import GraphOut, GraphRelation
+from app.schemas.links import LinkListQuery
 from app.services import events, facts, graph, links
 from app.services.events import Memory, type_name
 from app.services.rule_reasons import shown_one
@@ -43,9 +44,10 @@ async def memory_view(session: AsyncSession, model: type[Memory], *, tenant_id: 
                 if kind == "fact" else [])
     if kind == "rule":
         row = await shown_one(session, tenant_id=tenant_id, row=row)
-    link_rows, _ = await links.list_links(session, tenant_id=tenant_id, memory_type=kind,
-                                          memory_id=memory_id, direction="both", relation=None,
-                                          limit=PAGE_ITEMS, cursor=None)
+    link_query = LinkListQuery.model_validate({"memory_type": kind, "memory_id": memory_id,
+                                               "limit": PAGE_ITEMS})
+    link_rows, _ = await links.list_links(session, tenant_id=tenant_id, query=link_query)
+
     around = await graph.neighbourhood(session, tenant_id=tenant_id, node_type=kind,
                                        node_id=memory_id, hops=1,
                                        relations=list(get_args(GraphRelation)),

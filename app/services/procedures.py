@@ -19,6 +19,7 @@ from app.schemas.common import MemoryRef
 from app.schemas.filters import MemoryFilter
 from app.schemas.procedures import (
     ProcedureCreate,
+    ProcedureListQuery,
     ProcedureSearchRequest,
     ProcedureStep,
     ProcedureVersionCreate,
@@ -117,17 +118,15 @@ async def get_procedure(session: AsyncSession, *, tenant_id: str, procedure_id: 
     return found(row, f"procedure {procedure_id} not found")
 
 
-async def list_procedures(session: AsyncSession, *, tenant_id: str, agent_id: str | None,
-                          name: str | None, status: str | None, include_superseded: bool,
-                          limit: int, cursor: str | None,
+async def list_procedures(session: AsyncSession, *, tenant_id: str, query: ProcedureListQuery,
                           memory_filter: MemoryFilter | None = None,
                           ) -> tuple[list[Procedure], str | None]:
     """A page of the tenant's procedures, newest first; current versions unless asked."""
-    filters = ProcedureFilters(agent_id=agent_id, name=name, status=status,
-                               include_superseded=include_superseded,
+    filters = ProcedureFilters(agent_id=query.agent_id, name=query.name, status=query.status,
+                               include_superseded=query.include_superseded,
                                memory_filter=memory_filter)
     return await procedure_rows.list_procedures(session, tenant_id=tenant_id, filters=filters,
-                                                limit=limit, cursor=cursor)
+                                                limit=query.limit, cursor=query.cursor)
 
 
 async def list_versions(session: AsyncSession, *, tenant_id: str,

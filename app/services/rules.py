@@ -18,7 +18,7 @@ from app.repositories import memories as memory_rows
 from app.repositories import rules as rule_rows
 from app.repositories.rules import RuleFilters
 from app.schemas.filters import MemoryFilter
-from app.schemas.rules import RuleCreate
+from app.schemas.rules import RuleCreate, RuleListQuery
 from app.services import butler_limits, events
 from app.services.auto_links import link_new
 from app.services.embeddings import embed_for_write, embed_texts, store_passages
@@ -132,15 +132,16 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     return ShownRule(updated, reasons)
 
 
-async def list_rules(session: AsyncSession, *, tenant_id: str, scope: str | None,
-                     maturity: str | None, include_forgotten: bool, limit: int,
-                     cursor: str | None, memory_filter: MemoryFilter | None = None,
+async def list_rules(session: AsyncSession, *, tenant_id: str, query: RuleListQuery,
+                     memory_filter: MemoryFilter | None = None,
                      ) -> tuple[list[ShownRule], str | None]:
     """A page of the tenant's rules, newest first; forgotten ones only on request."""
-    filters = RuleFilters(scope=scope, maturity=maturity, include_forgotten=include_forgotten,
-                          memory_filter=memory_filter)
+    filters = RuleFilters(scope=query.scope, maturity=query.maturity,
+                          include_forgotten=query.include_forgotten, memory_filter=memory_filter)
     rows, next_cursor = await rule_rows.list_rules(session, tenant_id=tenant_id,
-                                                   filters=filters, limit=limit, cursor=cursor)
+                                                   filters=filters, limit=query.limit,
+                                                   cursor=query.cursor)
+
     return await shown(session, tenant_id=tenant_id, rows=rows), next_cursor
 
 

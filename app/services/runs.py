@@ -18,7 +18,14 @@ from app.repositories.erasure import Counts
 from app.repositories.runs import RunFilters
 from app.repositories.search import candidates as search_rows
 from app.schemas.filters import MemoryFilter
-from app.schemas.runs import FeedbackCreate, MessageCreate, RunCreate, RunSearchRequest, RunUpdate
+from app.schemas.runs import (
+    FeedbackCreate,
+    MessageCreate,
+    RunCreate,
+    RunListQuery,
+    RunSearchRequest,
+    RunUpdate,
+)
 from app.scope import side_session
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
@@ -136,13 +143,14 @@ async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID) -
                      await run_rows.feedback_of(session, tenant_id=tenant_id, run_ids=[run_id]))
 
 
-async def list_runs(session: AsyncSession, *, tenant_id: str, task_id: str | None,
-                    success: bool | None, limit: int, cursor: str | None,
+async def list_runs(session: AsyncSession, *, tenant_id: str, query: RunListQuery,
                     memory_filter: MemoryFilter | None = None) -> tuple[list[Run], str | None]:
     """A page of the tenant's runs, newest first."""
-    filters = RunFilters(task_id=task_id, success=success, memory_filter=memory_filter)
+    filters = RunFilters(task_id=query.task_id, success=query.success,
+                         memory_filter=memory_filter)
     return await run_rows.list_runs(session, tenant_id=tenant_id, filters=filters,
-                                    limit=limit, cursor=cursor)
+                                    limit=query.limit, cursor=query.cursor)
+
 
 
 async def append_messages(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
