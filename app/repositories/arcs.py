@@ -64,7 +64,6 @@ def search_query(*, tenant_id: str, scope: str | None, arc_type: str | None,
     return RecordQuery(Arc, "arc", tenant_id, _filtered(tenant_id, scope, arc_type, status))
 
 
-
 async def episode_times(session: AsyncSession, *, tenant_id: str,
                         butler: str) -> list[tuple[uuid.UUID, datetime, str]]:
     """(id, occurred_at, content) of the butler's live episodes, in time order."""

@@ -58,7 +58,6 @@ async def list_arcs(session: ReadSessionDep, tenant_id: TenantDep,
                                          memory_filter=memory_filter), arc_out)
 
 
-
 @router.post("/search", response_model=ArcSearchResponse, responses=problem_responses(422),
              summary="Search arcs")
 async def search_arcs(body: ArcSearchRequest, session: QuerySessionDep, tenant_id: TenantDep,

@@ -58,7 +58,6 @@ async def list_entities(session: ReadSessionDep, tenant_id: TenantDep,
         session, tenant_id=tenant_id, query=query, memory_filter=memory_filter), entity_out)
 
 
-
 @router.post("/resolve", response_model=list[ResolveCandidate],
              responses=problem_responses(422), summary="Resolve a name to ranked entities")
 async def resolve_entity(body: ResolveRequest, session: SessionDep,

@@ -131,7 +131,6 @@ async def list_jobs(session: SessionDep, tenant_id: TenantDep,
     return page_out(await jobs.list_jobs(session, tenant_id=tenant_id, query=query), job_out)
 
 
-
 @router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),
             summary="Get a job")
 async def get_job(job_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> JobOut:

@@ -59,7 +59,6 @@ async def list_ledger_events(ledger_name: LedgerName, session: SessionDep,
                                              query=query), agent_event_out)
 
 
-
 @router.get("/reflections", response_model=Page[ReflectionOut],
             responses=problem_responses(422), summary="List the ledger's reflections")
 async def list_reflections(ledger_name: LedgerName, session: SessionDep, tenant_id: TenantDep,

@@ -63,7 +63,6 @@ async def list_links(session: ReadSessionDep, tenant_id: TenantDep,
                                            memory_filter=memory_filter), link_out)
 
 
-
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT,
                responses=problem_responses(404, 422), summary="Delete links",
                description="Delete the edge of `relation` from source to target, or every "

@@ -65,7 +65,6 @@ async def list_runs(session: SessionDep, tenant_id: TenantDep,
                                          memory_filter=memory_filter), run_out)
 
 
-
 @router.post("/search", response_model=RunSearchResponse, responses=problem_responses(422),
              summary="Runs similar to a text, with their feedback")
 async def search_runs(body: RunSearchRequest, session: SessionDep, tenant_id: TenantDep,

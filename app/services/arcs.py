@@ -105,7 +105,6 @@ async def list_arcs(session: AsyncSession, *, tenant_id: str, query: ArcListQuer
                                     memory_filter=memory_filter)
 
 
-
 async def _lock_open(session: AsyncSession, tenant_id: str, arc_id: uuid.UUID) -> Arc:
     row = await record_rows.one_of_tenant(session, Arc, tenant_id=tenant_id, row_id=arc_id,
                                           for_update=True)

@@ -104,7 +104,6 @@ async def list_entities(session: AsyncSession, *, tenant_id: str, query: EntityL
                                            limit=query.limit, cursor=query.cursor)
 
 
-
 async def list_entity_facts(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
                             validity: str | None, limit: int, cursor: str | None,
                             at: PointInTime | None = None) -> FactListing:

@@ -219,7 +219,6 @@ async def list_facts(session: AsyncSession, *, tenant_id: str, query: FactListQu
                          limit=query.limit, cursor=query.cursor)
 
 
-
 async def listing(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
                   at: PointInTime | None, limit: int, cursor: str | None) -> FactListing:
     """A page of the facts `filters` keep, with their periods as believed at `at`."""

@@ -115,7 +115,6 @@ async def list_events(session: AsyncSession, *, tenant_id: str, ledger: str,
                                          filters=filters, limit=query.limit, cursor=query.cursor)
 
 
-
 @dataclass(frozen=True)
 class Reflection:
     """A reflection event and the events it is based on."""

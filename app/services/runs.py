@@ -152,7 +152,6 @@ async def list_runs(session: AsyncSession, *, tenant_id: str, query: RunListQuer
                                     limit=query.limit, cursor=query.cursor)
 
 
-
 async def append_messages(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                           run_id: uuid.UUID, items: list[MessageCreate]) -> list[RunMessage]:
     """Append messages to the run in one transaction, embedded in one batch."""

@@ -21,7 +21,6 @@ from app.services.jobs import JobContext
 logger = logging.getLogger(__name__)
 
 
-
 def slot_start(now: datetime, interval_hours: float) -> datetime:
     """The start of the slot holding `now`: slots of `interval_hours` counted from the epoch."""
     interval = interval_hours * SECONDS_PER_HOUR
