@@ -200,6 +200,20 @@ def _reindex(settings: Settings) -> None:
     asyncio.run(run())
 
 
+def _reindex_text(settings: Settings) -> None:
+    from app.db import make_sessionmaker
+    from app.services.background.reindex_text import reindex_texts
+
+    async def run() -> None:
+        async with _database(settings) as engine:
+            counts = await reindex_texts(make_sessionmaker(engine),
+                                         context_turns=settings.embedding_context_turns,
+                                         keyword_context=settings.keyword_context)
+        print(", ".join(f"{name}: {count} read again" for name, count in counts.items()))
+
+    asyncio.run(run())
+
+
 def _infer_sessions(settings: Settings) -> None:
     from app.db import make_sessionmaker
     from app.services.background.session_backfill import infer_missing_sessions
@@ -335,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
                              "inferred in the sessions the gap rule gives them")
     commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
                                         "(the turns before each one)")
+    commands.add_parser("reindex-text", help="read the keyword text of episodes, facts and "
+                                             "rules stored before an upgrade again, each in "
+                                             "its own language")
     backup = commands.add_parser(
         "backup", help="take a base backup (pg_basebackup) into a directory; with "
                        "ENGRAM_BACKUP__WAL_ARCHIVE_DIR the embedded server archives WAL too")
@@ -392,6 +409,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
         _reembed(settings, args.every)
     elif args.command == "reindex":
         _reindex(settings)
+    elif args.command == "reindex-text":
+        _reindex_text(settings)
     elif args.command == "infer-sessions":
         _infer_sessions(settings)
     elif args.command == "backup":

@@ -30,7 +30,7 @@ from sqlalchemy.orm import aliased
 from app.models import Episode
 from app.repositories import pagination
 from app.repositories.filters import equal, uuid_or_none
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import BOUND_SEARCH_COLUMNS, with_documents
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
@@ -302,9 +302,10 @@ async def set_search_texts(session: AsyncSession, *, tenant_id: str,
     table = cast(Table, Episode.__table__)
     stmt = (update(table)
             .where(table.c.tenant_id == tenant_id, table.c.id == bindparam("episode_id"))
-            .values(search_vector=to_tsvector(bindparam("search_text"))))
-    await session.execute(stmt, [{"episode_id": episode_id, "search_text": search_text}
-                                 for episode_id, search_text in texts.items()])
+            .values(**BOUND_SEARCH_COLUMNS))
+    await session.execute(stmt, with_documents(
+        [{"episode_id": episode_id, "search_text": search_text}
+         for episode_id, search_text in texts.items()]))
 
 
 async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,

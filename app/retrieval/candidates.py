@@ -43,7 +43,7 @@ from app.repositories.memories import MODELS
 from app.repositories.memory_filters import compile_filter, filter_shape, filter_values
 from app.retrieval import keyword
 from app.retrieval.broad_filters import BROAD, broad_key
-from app.retrieval.keyword import or_tsquery
+from app.retrieval.keyword import or_tsquery, query_params
 from app.schemas.filters import MemoryFilter
 from app.scope import SCOPE_KEY, Scope, set_local
 from app.text import CONTEXT_MAX_CHARS
@@ -472,7 +472,7 @@ async def search_candidates(
     stmt = _candidate_statement(types, filters, vector, query, limit, window)
     start, end = window or filters.occurred or (None, None)
     params = {**filter_params(filters), "occurred_start": start, "occurred_end": end,
-              "vector": vector, "query": query, "limit": limit,
+              "vector": vector, **query_params(query), "limit": limit,
               "window_penalty": passages.window_penalty,
               "context_max_chars": passages.context_max_chars}
     lists: dict[str, list[RankedCandidate]] = {name: [] for name in LEGS}
@@ -546,7 +546,8 @@ async def load_rows(
     """Rows by id with their similarity to `vector`, their passage nearest to it, and the
     ts_rank_cd score for `query`."""
     stmt = _load_statement(memory_type, vector is not None, query is not None)
-    params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector, "query": query}
+    params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector,
+              **query_params(query)}
     loaded = {}
     for row in await session.execute(stmt, params):
         loaded[row[0].id] = loaded_row(row[0], row.similarity, row.keyword_score,

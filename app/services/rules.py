@@ -121,7 +121,7 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         "maturity": "anti_pattern",
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
-        "search_vector": memory_rows.to_tsvector(preprocess_text(content)),
+        **memory_rows.search_columns(preprocess_text(content)),
         "original_content": rule.content,
         "needs_inversion": False,
     })
