@@ -5,6 +5,7 @@ A stored text and a query go through the same steps: `keyword_document` and `key
 """
 
 import functools
+import re
 import threading
 import unicodedata
 from typing import Any, NamedTuple
@@ -74,44 +75,29 @@ class KeywordQuery(NamedTuple):
     configs: tuple[str, ...]
 
 
-def _in_blocks(code: int, blocks: tuple[tuple[int, int], ...]) -> bool:
-    return any(first <= code <= last for first, last in blocks)
+_UNSPACED_RUN = re.compile("[" + "".join(f"{chr(first)}-{chr(last)}"
+                                          for first, last in _UNSPACED_BLOCKS) + "]+")
 
 
-def is_unspaced(char: str) -> bool:
-    """Whether the character belongs to a script written without spaces between words."""
-    return _in_blocks(ord(char), _UNSPACED_BLOCKS)
-
-
-def _pairs(run: list[str]) -> str:
-    """A run of characters (each with its combining marks) as its overlapping pairs."""
-    if len(run) == 1:
-        return run[0]
-    return " ".join(run[i] + run[i + 1] for i in range(len(run) - 1))
+def _pairs(run: str) -> str:
+    """A run of characters as its overlapping pairs, each character with its combining
+    marks."""
+    clusters: list[str] = []
+    for char in run:
+        if clusters and unicodedata.category(char).startswith("M"):
+            clusters[-1] += char
+        else:
+            clusters.append(char)
+    if len(clusters) == 1:
+        return clusters[0]
+    return " ".join(clusters[i] + clusters[i + 1] for i in range(len(clusters) - 1))
 
 
 def segment(text: str) -> str:
     """The text with each run of letters of a script written without spaces replaced by its
     overlapping character pairs ("東京大学" -> "東京 京大 大学"), a character's combining
     marks kept with it; other text unchanged."""
-    if not any(is_unspaced(c) for c in text):
-        return text
-    out: list[str] = []
-    run: list[str] = []
-    for char in text:
-        if is_unspaced(char):
-            if run and unicodedata.category(char).startswith("M"):
-                run[-1] += char
-            else:
-                run.append(char)
-            continue
-        if run:
-            out.append(f" {_pairs(run)} ")
-            run = []
-        out.append(char)
-    if run:
-        out.append(f" {_pairs(run)} ")
-    return "".join(out)
+    return _UNSPACED_RUN.sub(lambda run: f" {_pairs(run.group())} ", text)
 
 
 _lock = threading.Lock()

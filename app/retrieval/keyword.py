@@ -67,12 +67,13 @@ RESCORED_PER_LIMIT = 3
 QUERY_CONFIGS = "query_configs"
 
 
-def _configs(query: str | ColumnElement[str],
-             configs: Sequence[str] | None) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
-    """The query text and its configurations as SQL: a text is read here (`keyword_query`);
-    an expression is a query already read, its configurations bound as `query_configs`."""
+def _configs(query: str | ColumnElement[str], configs: Sequence[str] | None,
+             language: str | None = None) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+    """The query text and its configurations as SQL: a text is read here (`keyword_query`,
+    in `language` when given); an expression is a query already read, its configurations
+    bound as `query_configs`."""
     if isinstance(query, str):
-        read = keyword_query(query)
+        read = keyword_query(query, language)
         query, configs = literal(read.text, Text), read.configs
     # Unbound, a query is read as one of unknown language is.
     bound = (bindparam(QUERY_CONFIGS, [DEFAULT_CONFIG, SIMPLE_CONFIG], type_=ARRAY(Text))
@@ -81,17 +82,17 @@ def _configs(query: str | ColumnElement[str],
     return query, bound
 
 
-def query_params(query: str | None) -> dict[str, Any]:
+def query_params(query: str | None, language: str | None = None) -> dict[str, Any]:
     """The values statements built with a bound query read: the query as keyword search reads
-    it (`query`) and its configurations (`query_configs`)."""
+    it (`query`, in `language` when given) and its configurations (`query_configs`)."""
     if query is None:
         return {"query": None, QUERY_CONFIGS: None}
-    read = keyword_query(query)
+    read = keyword_query(query, language)
     return {"query": read.text, QUERY_CONFIGS: list(read.configs)}
 
 
-def or_tsquery(query: str | ColumnElement[str],
-               configs: Sequence[str] | None = None) -> ColumnElement[Any]:
+def or_tsquery(query: str | ColumnElement[str], configs: Sequence[str] | None = None, *,
+               language: str | None = None) -> ColumnElement[Any]:
     """The query's lexemes in each of its configurations, OR-ed together.
 
     plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
@@ -99,7 +100,7 @@ def or_tsquery(query: str | ColumnElement[str],
     lexemes with ' & '; a lexeme never holds a space, so replacing ' & ' by ' | ' turns the
     operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
     """
-    text, bound = _configs(query, configs)
+    text, bound = _configs(query, configs, language)
     config = func.unnest(bound).table_valued("config").render_derived(name="query_config")
     plain = func.plainto_tsquery(cast(config.c.config, REGCONFIG), text)
     ored = (select(func.string_agg(func.replace(cast(plain, Text), " & ", " | "), " | "))

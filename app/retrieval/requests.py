@@ -37,7 +37,7 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        window=window, time_mode=request.time_mode,
                        graph=graph_query(request.entities, request.graph_hops),
                        neighbours=request.neighbours, at=at,
-                       memory_filter=filter_tree(request.filter))
+                       memory_filter=filter_tree(request.filter), language=request.language)
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
     return search_out(mode, hits, window, request.time_mode, now, at)

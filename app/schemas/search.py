@@ -9,6 +9,7 @@ from app.constants import Fusion, SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     IsoDatetime,
+    Language,
     Name,
     RequestModel,
     ResponseModel,
@@ -119,6 +120,10 @@ class SearchRequest(RequestModel):
     """A search over one or more memory types."""
 
     query: QueryText
+    language: Language | None = Field(
+        None, description="The query's language, as an ISO 639-1 code (`de`) or a PostgreSQL "
+        "text search configuration (`german`); detected when omitted. Keyword search reads "
+        "the query in it as well as in English and word for word (docs/search.md).")
     types: list[SearchType] | None = Field(
         None, min_length=1, max_length=6, description="Types to search; by default episode, "
         "fact and rule. run, run_message and reflection (an agent.reflected ledger event) are "

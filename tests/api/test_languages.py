@@ -73,3 +73,25 @@ async def test_reindex_text_reads_english_stemmed_rows_in_their_own_language(app
                      "UNION ALL SELECT id::text, search_config::text FROM rules")
     assert {row["id"]: row["config"] for row in rows} == {german["id"]: "german",
                                                           rule["id"]: "german"}
+
+
+async def test_a_write_and_a_search_may_name_their_language(client, sql):
+    # Too short for the detector, which reads it as English.
+    told = await store_episode(client, "Unsere Gärten", language="de")
+    detected = await store_episode(client, "Unsere Gärten", butler="other")
+
+    rows = await sql("SELECT id::text AS id, search_config::text AS config FROM episodes")
+    assert {row["id"]: row["config"] for row in rows} == {told["id"]: "german",
+                                                          detected["id"]: "english"}
+    found = await client.post("/v1/search", json={"query": "Garten", "mode": "keyword",
+                                                  "language": "de"})
+    assert [hit["id"] for hit in found.json()["results"]] == [told["id"]]
+    assert await keyword_search(client, "Garten") == []
+
+
+async def test_a_malformed_language_is_refused_naming_the_field(client):
+    response = await client.post("/v1/episodes", json={"content": "hello", "butler": "chat",
+                                                       "language": "de; drop"})
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert "language" in response.text

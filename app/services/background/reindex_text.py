@@ -47,7 +47,7 @@ async def _episodes(sessionmaker: async_sessionmaker[AsyncSession], *, context_t
                 await refresh_keyword_text(session, tenant_id=tenant_id,
                                            ids=[episode.id for episode in episodes],
                                            context_turns=context_turns,
-                                           keyword_context=keyword_context)
+                                           keyword_context=keyword_context, redetect=True)
             await memory_rows.set_search_texts(session, Episode, alone)
         done += len(rows)
         after = rows[-1].id
