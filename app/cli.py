@@ -1,5 +1,5 @@
-"""The `engram` command: serve, migrate, keys, reembed, reindex, infer-sessions, backup,
-restore, openapi, mcp."""
+"""The `engram` command: serve, migrate, keys, reembed, reindex, reindex-text, infer-sessions,
+backup, restore, openapi, mcp."""
 
 import argparse
 import asyncio

@@ -56,7 +56,8 @@ Search episodes, facts and rules of the caller's tenant.
 * **semantic**: cosine similarity of the all-MiniLM-L6-v2 embeddings (`similarity` =
   1 - cosine distance), through the HNSW index with pgvector iterative scans so that
   filtered searches still fill `limit`.
-* **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's english full-text lexemes, with idf and
+* **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's full-text lexemes, each text stemmed
+  for its language (the query in its own, in English and word for word), with idf and
   average length from the tenant's own memories. Any query text is safe (no operator syntax
   is interpreted), and a memory needs only some of the query's words, not all. With the
   server setting `ENGRAM_KEYWORD_CONTEXT` (off by default), an episode stored with a
