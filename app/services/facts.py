@@ -162,6 +162,7 @@ def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_k
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
+        "language": data.language,
     }
 
 

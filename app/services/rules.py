@@ -59,6 +59,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
         "search_text": preprocess_text(data.content),
+        "language": data.language,
     }], last_confirmed_at=func.now())
     await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
                          embedded=embedded)

@@ -89,6 +89,17 @@ async def test_a_write_and_a_search_may_name_their_language(client, sql):
     assert await keyword_search(client, "Garten") == []
 
 
+async def test_a_fact_and_a_rule_may_name_their_language(client, sql):
+    fact = await store_fact(client, subject="Anna", predicate="mag",
+                            content="Unsere Gärten", language="de")
+    rule = await store_rule(client, content="Unsere Gärten", language="de")
+
+    rows = await sql("SELECT id::text AS id, search_config::text AS config FROM facts "
+                     "UNION ALL SELECT id::text, search_config::text FROM rules")
+    assert {row["id"]: row["config"] for row in rows} == {fact["id"]: "german",
+                                                          rule["id"]: "german"}
+
+
 async def test_a_malformed_language_is_refused_naming_the_field(client):
     response = await client.post("/v1/episodes", json={"content": "hello", "butler": "chat",
                                                        "language": "de; drop"})
