@@ -37,6 +37,7 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    case,
     cast,
     func,
     literal,
@@ -47,6 +48,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
+from sqlalchemy.sql.elements import Grouping
 from sqlalchemy.sql.expression import FromClause
 
 from app.languages import DEFAULT_CONFIG, SIMPLE_CONFIG, keyword_query
@@ -91,9 +93,28 @@ def query_params(query: str | None, language: str | None = None) -> dict[str, An
     return {"query": read.text, QUERY_CONFIGS: list(read.configs)}
 
 
+def _readings(text: ColumnElement[Any], bound: ColumnElement[Any],
+              name: str) -> tuple[FromClause, ColumnElement[Any], ColumnElement[Any]]:
+    """The query's readings: (a table of its configurations, each configuration, the text it
+    reads). The first configuration, the query's language's, reads the whole query; the
+    others read only the words it keeps, so that its stop words ("de", "die", "the") do not
+    match, read word for word, the texts that keep them (those of a language without stop
+    words, or whose language was mistaken)."""
+    config = (func.unnest(bound).table_valued("config", with_ordinality="position")
+              .render_derived(name=name))
+    debug = (func.ts_debug(cast(Grouping(bound)[1], REGCONFIG), text)
+             .table_valued("alias", "description", "token", "dictionaries", "dictionary",
+                           "lexemes")
+             .render_derived(name=f"{name}_words"))
+    kept = (select(func.string_agg(debug.c.token, " "))
+            .where(func.cardinality(debug.c.lexemes) > 0).scalar_subquery())
+    read = case((config.c.position == 1, text), else_=func.coalesce(kept, ""))
+    return config, config.c.config, read
+
+
 def or_tsquery(query: str | ColumnElement[str], configs: Sequence[str] | None = None, *,
                language: str | None = None) -> ColumnElement[Any]:
-    """The query's lexemes in each of its configurations, OR-ed together.
+    """The query's lexemes in each of its readings (`_readings`), OR-ed together.
 
     plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
     lexemes, so a natural-language question matches almost nothing. Its output joins quoted
@@ -101,24 +122,24 @@ def or_tsquery(query: str | ColumnElement[str], configs: Sequence[str] | None = 
     operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
     """
     text, bound = _configs(query, configs, language)
-    config = func.unnest(bound).table_valued("config").render_derived(name="query_config")
-    plain = func.plainto_tsquery(cast(config.c.config, REGCONFIG), text)
+    table, config, read = _readings(text, bound, "query_config")
+    plain = func.plainto_tsquery(cast(config, REGCONFIG), read)
     ored = (select(func.string_agg(func.replace(cast(plain, Text), " & ", " | "), " | "))
-            .select_from(config).where(func.numnode(plain) > 0).scalar_subquery())
+            .select_from(table).where(func.numnode(plain) > 0).scalar_subquery())
     return cast(func.coalesce(ored, ""), TSQUERY)
 
 
 def query_lexemes(query: str | ColumnElement[str],
                   configs: Sequence[str] | None = None) -> ColumnElement[Any]:
-    """The distinct lexemes of the query in each of its configurations (text[]), as documents
-    are tokenised."""
+    """The distinct lexemes of the query in each of its readings (`_readings`) (text[]), as
+    documents are tokenised."""
     text, bound = _configs(query, configs)
-    config = func.unnest(bound).table_valued("config").render_derived(name="lexeme_config")
-    lexeme = (func.unnest(func.tsvector_to_array(to_tsvector(text, config.c.config)))
+    table, config, read = _readings(text, bound, "lexeme_config")
+    lexeme = (func.unnest(func.tsvector_to_array(to_tsvector(read, config)))
               .table_valued("lexeme").render_derived(name="query_lexeme"))
     # Cast, so that `= ANY (...)` reads an array, not the rows of a subquery.
     return cast(select(func.array_agg(lexeme.c.lexeme.distinct()))
-                .select_from(config).join(lexeme, true()).scalar_subquery(), ARRAY(Text))
+                .select_from(table).join(lexeme, true()).scalar_subquery(), ARRAY(Text))
 
 
 def _term_statistics(prefix: str, tenant_id: ColumnElement[str],

@@ -106,3 +106,11 @@ async def test_a_malformed_language_is_refused_naming_the_field(client):
     assert response.status_code == 422
     assert response.headers["content-type"].startswith("application/problem+json")
     assert "language" in response.text
+
+
+async def test_the_stop_words_of_a_query_s_language_find_nothing(client):
+    # Read word for word, this text keeps words German drops as stop words.
+    await store_episode(client, "die der und das", language="vi")
+    await store_episode(client, GERMAN)
+
+    assert await keyword_search(client, "Welches Kind besuchte die Gärten?") == [GERMAN]
