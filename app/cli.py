@@ -1,5 +1,5 @@
-"""The `engram` command: serve, migrate, keys, reembed, reindex, infer-sessions, backup,
-restore, openapi, mcp, hook, hooks."""
+"""The `engram` command: serve, migrate, keys, reembed, reindex, reindex-text,
+infer-sessions, backup, restore, openapi, mcp, hook, hooks."""
 
 from __future__ import annotations
 
@@ -204,6 +204,20 @@ def _reindex(settings: Settings) -> None:
     asyncio.run(run())
 
 
+def _reindex_text(settings: Settings) -> None:
+    from app.db import make_sessionmaker
+    from app.worker.reindex_text import reindex_texts
+
+    async def run() -> None:
+        async with _database(settings) as engine:
+            counts = await reindex_texts(make_sessionmaker(engine),
+                                         context_turns=settings.embedding_context_turns,
+                                         keyword_context=settings.keyword_context)
+        print(", ".join(f"{name}: {count} read again" for name, count in counts.items()))
+
+    asyncio.run(run())
+
+
 def _infer_sessions(settings: Settings) -> None:
     from app.db import make_sessionmaker
     from app.worker.session_backfill import infer_missing_sessions
@@ -364,6 +378,9 @@ def _maintenance_commands(commands: Commands) -> None:
                              "inferred in the sessions the gap rule gives them")
     commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
                                         "(the turns before each one)")
+    commands.add_parser("reindex-text", help="read the keyword text of episodes, facts and "
+                                             "rules stored before an upgrade again, each in "
+                                             "its own language")
 
 
 def _backup_commands(commands: Commands) -> None:
@@ -440,6 +457,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
         _reembed(settings, args.every)
     elif args.command == "reindex":
         _reindex(settings)
+    elif args.command == "reindex-text":
+        _reindex_text(settings)
     elif args.command == "infer-sessions":
         _infer_sessions(settings)
     elif args.command == "backup":

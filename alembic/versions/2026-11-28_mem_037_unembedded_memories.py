@@ -6,7 +6,7 @@ memories without vectors; the backlog embeds them later. These indexes hold only
 so finding and counting them costs nothing when there are none.
 
 Revision ID: mem_037
-Revises: mem_035
+Revises: mem_036
 Create Date: 2026-11-28
 """
 
@@ -17,7 +17,7 @@ from alembic import op
 from app.migrations import create_index_concurrently
 
 revision: str = "mem_037"
-down_revision: str | None = "mem_035"
+down_revision: str | None = "mem_036"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

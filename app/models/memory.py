@@ -16,7 +16,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.constants import MAX_SESSION_ID_CHARS
@@ -39,10 +39,13 @@ def origins_column() -> Mapped[list[str]]:
 
 
 class Searchable:
-    """The columns search reads: the embedding, its model version and the tsvector."""
+    """The columns search reads: the embedding, its model version, the tsvector and the text
+    search configuration it was built with (app/languages.py)."""
 
     embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
+    search_config: Mapped[str] = mapped_column(REGCONFIG, nullable=False,
+                                               server_default="english", deferred=True)
     embedding_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id")
     )

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.models import Arc, Episode
 from app.repositories import pagination
 from app.repositories.filters import equal_values
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import search_columns
 from app.repositories.memory_filters import compile_filter
 from app.repositories.rows import update_stamped
 from app.repositories.search.record_tables import RecordQuery
@@ -54,7 +54,7 @@ async def update_arc(session: AsyncSession, *, arc_id: uuid.UUID, values: dict[s
                      search_text: str | None = None) -> Arc:
     """Apply `values` (and a new tsvector when `search_text` is given) to one arc."""
     if search_text is not None:
-        values = {**values, "search_vector": to_tsvector(search_text)}
+        values = {**values, **search_columns(search_text)}
     return await update_stamped(session, Arc, row_id=arc_id, values=values)
 
 

@@ -27,10 +27,11 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from app.languages import segment
 from app.models import Episode
 from app.repositories import pagination
 from app.repositories.filters import equal, uuid_or_none
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import BOUND_SEARCH_COLUMNS, to_tsvector, with_documents
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
@@ -294,17 +295,24 @@ async def contents(session: AsyncSession, *, tenant_id: str,
 
 
 async def set_search_texts(session: AsyncSession, *, tenant_id: str,
-                           texts: dict[uuid.UUID, str]) -> None:
+                           texts: dict[uuid.UUID, str], redetect: bool = False) -> None:
     """Replace these episodes' tsvectors by those of the given texts (their keyword postings
-    follow, by trigger)."""
+    follow, by trigger), each read with the configuration it has (the language it was
+    stored in), or with `redetect` in the text's detected language."""
     if not texts:
         return
     table = cast(Table, Episode.__table__)
     stmt = (update(table)
-            .where(table.c.tenant_id == tenant_id, table.c.id == bindparam("episode_id"))
-            .values(search_vector=to_tsvector(bindparam("search_text"))))
-    await session.execute(stmt, [{"episode_id": episode_id, "search_text": search_text}
-                                 for episode_id, search_text in texts.items()])
+            .where(table.c.tenant_id == tenant_id, table.c.id == bindparam("episode_id")))
+    if redetect:
+        await session.execute(stmt.values(**BOUND_SEARCH_COLUMNS), with_documents(
+            [{"episode_id": episode_id, "search_text": text}
+             for episode_id, text in texts.items()]))
+        return
+    await session.execute(
+        stmt.values(search_vector=to_tsvector(bindparam("search_text"), table.c.search_config)),
+        [{"episode_id": episode_id, "search_text": segment(text)}
+         for episode_id, text in texts.items()])
 
 
 async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,

@@ -5,14 +5,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, and_, bindparam, func, insert, or_, select, text
+from sqlalchemy import Float, and_, func, insert, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, MemoryLink
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import BOUND_SEARCH_COLUMNS, with_documents
 
 EVENT_TYPE = "agent_event"
 
@@ -28,9 +28,9 @@ class EventFilters:
 async def insert_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> list[AgentEvent]:
     """Append events (each with a `search_text`) and return them in order."""
     stmt = (insert(AgentEvent)
-            .values(search_vector=to_tsvector(bindparam("search_text")))
+            .values(**BOUND_SEARCH_COLUMNS)
             .returning(AgentEvent, sort_by_parameter_order=True))
-    return list((await session.execute(stmt, list(rows))).scalars())
+    return list((await session.execute(stmt, with_documents(rows))).scalars())
 
 
 async def list_events(session: AsyncSession, *, tenant_id: str, ledger: str,

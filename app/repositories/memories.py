@@ -3,10 +3,13 @@
 import uuid
 from collections.abc import Sequence
 from typing import Any, TypeVar
+from typing import cast as cast_type
 
-from sqlalchemy import ColumnElement, bindparam, func, insert, literal_column, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, cast, func, insert, select, update
+from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.languages import DEFAULT_CONFIG, keyword_document
 from app.models import Episode, Fact, Rule
 
 M = TypeVar("M", bound=Episode | Fact | Rule)
@@ -18,9 +21,39 @@ MODELS: dict[str, type[Episode] | type[Fact] | type[Rule]] = {
 }
 
 
-def to_tsvector(text: str | ColumnElement[Any]) -> ColumnElement[Any]:
-    """SQL for the english tsvector of already-preprocessed text."""
-    return func.to_tsvector(literal_column("'english'::regconfig"), text)
+def to_tsvector(text: str | ColumnElement[Any],
+                config: str | ColumnElement[Any] = DEFAULT_CONFIG) -> ColumnElement[Any]:
+    """SQL for the tsvector of text already read for its language (`keyword_document`),
+    built with the text search configuration `config`."""
+    return func.to_tsvector(cast(config, REGCONFIG), text)
+
+
+def search_columns(search_text: str, language: str | None = None) -> dict[str, Any]:
+    """A row's keyword columns for its text: the tsvector and the configuration it is built
+    with, that of `language` when given, else of the text's detected language."""
+    document = keyword_document(search_text, language)
+    return {"search_vector": to_tsvector(document.text, document.config),
+            "search_config": document.config}
+
+
+# The keyword columns of rows written together, each with its `search_text` and
+# `search_config` bound (`with_documents`).
+BOUND_SEARCH_COLUMNS: dict[str, Any] = {
+    "search_vector": to_tsvector(bindparam("search_text"), bindparam("search_config")),
+    "search_config": cast(bindparam("search_config"), REGCONFIG),
+}
+
+
+def with_documents(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose `search_text` (with an optional `language`) is replaced by the text and the
+    configuration `BOUND_SEARCH_COLUMNS` builds their tsvector from."""
+    prepared = []
+    for row in rows:
+        values = dict(row)
+        document = keyword_document(values.pop("search_text"), values.pop("language", None))
+        prepared.append({**values, "search_text": document.text,
+                         "search_config": document.config})
+    return prepared
 
 
 async def get(session: AsyncSession, model: type[M], *, tenant_id: str, memory_id: uuid.UUID,
@@ -47,16 +80,17 @@ async def bump_reference(session: AsyncSession, model: type[M], *, tenant_id: st
 
 async def insert_rows(session: AsyncSession, model: type[M], rows: Sequence[dict[str, Any]],
                       **sql_values: Any) -> list[M]:
-    """Insert rows (each with a `search_text` for its tsvector) and return them in order.
+    """Insert rows (each with a `search_text` for its tsvector, and optionally the `language`
+    it is read in) and return them in order.
 
     `sql_values` are SQL expressions applied to every row, such as `expires_at`.
     """
     stmt = (
         insert(model)
-        .values(search_vector=to_tsvector(bindparam("search_text")), **sql_values)
+        .values(**BOUND_SEARCH_COLUMNS, **sql_values)
         .returning(model, sort_by_parameter_order=True)
     )
-    result = await session.execute(stmt, list(rows))
+    result = await session.execute(stmt, with_documents(rows))
     return list(result.scalars().all())
 
 
@@ -71,3 +105,26 @@ async def update_row(session: AsyncSession, model: type[M], *, memory_id: uuid.U
         .execution_options(synchronize_session=False, populate_existing=True)
     )
     return (await session.execute(stmt)).scalar_one()
+
+
+async def rows_read_as(session: AsyncSession, model: type[M], *, config: str,
+                       after: uuid.UUID | None, limit: int) -> list[M]:
+    """Up to `limit` rows (of every tenant) whose tsvector was built with `config`, by id,
+    after `after`."""
+    stmt = (select(model).where(model.search_config == cast(config, REGCONFIG))
+            .order_by(model.id).limit(limit))
+    if after is not None:
+        stmt = stmt.where(model.id > after)
+    return list((await session.execute(stmt)).scalars())
+
+
+async def set_search_texts(session: AsyncSession, model: type[M],
+                           texts: dict[uuid.UUID, str]) -> None:
+    """Rebuild these rows' tsvectors (and configurations) from the given texts, each read
+    for its detected language (their keyword postings follow, by trigger)."""
+    if not texts:
+        return
+    table = cast_type(Table, model.__table__)
+    stmt = update(table).where(table.c.id == bindparam("row_id")).values(**BOUND_SEARCH_COLUMNS)
+    await session.execute(stmt, with_documents(
+        [{"row_id": row_id, "search_text": text} for row_id, text in texts.items()]))

@@ -13,7 +13,7 @@ from sqlalchemy import Table, func, select, union, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Rule, Run, RunFeedback
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import search_columns
 
 Scrubbed = TypeVar("Scrubbed", Run, RunFeedback, Rule, Episode)
 SCRUBBED_MODELS: tuple[type[Any], ...] = (Run, RunFeedback, Rule, Episode)
@@ -61,7 +61,7 @@ async def rewrite(session: AsyncSession, model: type[Any], *, row_id: uuid.UUID,
     table: Table = model.__table__
     unchanged = [table.c[column].is_not_distinct_from(value)
                  for column, value in expected.items()]
-    extra = {"search_vector": to_tsvector(search_text)} if search_text is not None else {}
+    extra = search_columns(search_text) if search_text is not None else {}
     stmt = (update(table).where(table.c.id == row_id, *unchanged)
             .values(**values, **extra, scrubbed_at=func.now()))
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from app.models import (
     WorkingMemory,
 )
 from app.repositories.links import LINKABLE
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import BOUND_SEARCH_COLUMNS, with_documents
 
 # The record kinds, in the order an import can insert them (references point backwards;
 # the self-references merged_into_id and supersedes_id are set once every row is in).
@@ -50,7 +50,8 @@ MEMORY_KINDS = ("episode", "fact", "rule")
 # Kinds with an embedding and a tsvector but no passages: import makes both from their text.
 RECORD_KINDS = ("run", "run_message", "agent_event", "procedure", "arc")
 # Derived from content (re-made on import) or process-local: never exported.
-NOT_EXPORTED = frozenset({"embedding", "search_vector", "embedding_version_id"})
+NOT_EXPORTED = frozenset({"embedding", "search_vector", "search_config",
+                          "embedding_version_id"})
 SELF_REFERENCES = {"entity": "merged_into_id", "fact": "supersedes_id"}
 # Export order of the kinds whose rows a generated `position` orders: import inserts them in
 # line order, so they get new positions in the same order.
@@ -103,7 +104,8 @@ async def insert_rows(session: AsyncSession, *, kind: str,
         return
     stmt = insert(TABLES[kind])
     if kind in MEMORY_KINDS or kind in RECORD_KINDS:
-        stmt = stmt.values(search_vector=to_tsvector(bindparam("search_text")))
+        stmt = stmt.values(**BOUND_SEARCH_COLUMNS)
+        rows = with_documents(rows)
     await session.execute(stmt, list(rows))
 
 

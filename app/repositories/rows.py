@@ -8,7 +8,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Arc, Entity, Procedure, Run
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import search_columns
 
 RecordT = TypeVar("RecordT", bound=Arc | Procedure | Run)
 StampedT = TypeVar("StampedT", bound=Arc | Entity | Procedure)
@@ -26,7 +26,7 @@ async def one_of_tenant(session: AsyncSession, model: type[RecordT], *, tenant_i
 async def insert_searchable(session: AsyncSession, model: type[RecordT], *,
                             values: dict[str, Any], search_text: str) -> RecordT:
     """Insert one row with the tsvector of `search_text` and return it."""
-    stmt = (insert(model).values(**values, search_vector=to_tsvector(search_text))
+    stmt = (insert(model).values(**values, **search_columns(search_text))
             .returning(model))
     return (await session.execute(stmt)).scalar_one()
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Float, bindparam, exists, func, insert, null, select, union_all, update
+from sqlalchemy import Float, exists, func, insert, null, select, union_all, update
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,7 +13,7 @@ from app.embedding.vectors import EmbeddingVector
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
-from app.repositories.memories import to_tsvector
+from app.repositories.memories import BOUND_SEARCH_COLUMNS, search_columns, with_documents
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
@@ -50,7 +50,7 @@ def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
 async def update_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
                      values: dict[str, Any], search_text: str | None) -> Run | None:
     """Set columns of the tenant's run; a new `search_text` rewrites its tsvector."""
-    extra = {"search_vector": to_tsvector(search_text)} if search_text is not None else {}
+    extra = search_columns(search_text) if search_text is not None else {}
     stmt = (update(Run).where(Run.id == run_id, Run.tenant_id == tenant_id)
             .values(**values, **extra).returning(Run)
             .execution_options(synchronize_session=False, populate_existing=True))
@@ -70,9 +70,9 @@ async def insert_messages(session: AsyncSession,
                           rows: Sequence[dict[str, Any]]) -> list[RunMessage]:
     """Insert messages (each with a `search_text`) and return them in order."""
     stmt = (insert(RunMessage)
-            .values(search_vector=to_tsvector(bindparam("search_text")))
+            .values(**BOUND_SEARCH_COLUMNS)
             .returning(RunMessage, sort_by_parameter_order=True))
-    return list((await session.execute(stmt, list(rows))).scalars())
+    return list((await session.execute(stmt, with_documents(rows))).scalars())
 
 
 async def _of_runs(session: AsyncSession, model: type[PartT], *, tenant_id: str,
@@ -187,7 +187,7 @@ async def rewrite_message(session: AsyncSession, *, message_id: uuid.UUID, old_c
     stmt = (update(RunMessage)
             .where(RunMessage.id == message_id, RunMessage.content == old_content)
             .values(content=content, embedding=vector, embedding_version_id=version_id,
-                    search_vector=to_tsvector(search_text), scrubbed_at=func.now()))
+                    **search_columns(search_text), scrubbed_at=func.now()))
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
 

@@ -51,6 +51,7 @@ class SearchPlan:
     neighbours: int = 0
     at: PointInTime | None = None  # facts: the versions that held then, as believed then
     memory_filter: MemoryFilter | None = None  # only memories it admits are candidates
+    language: str | None = None  # the query's, when given; else detected (app/languages.py)
 
     @property
     def semantic(self) -> bool:
@@ -93,7 +94,8 @@ def plan_search(retrieval: RetrievalSettings, *, query: str, types: Sequence[str
                 fusion: str | None = None, window: TimeWindow | None = None,
                 time_mode: str = "boost", graph: GraphQuery | None = None,
                 neighbours: int = 0, at: PointInTime | None = None,
-                memory_filter: MemoryFilter | None = None) -> SearchPlan:
+                memory_filter: MemoryFilter | None = None,
+                language: str | None = None) -> SearchPlan:
     """The plan of a search request; `fusion` None takes the configured one."""
     return SearchPlan(
         query=preprocess_search_query(query),
@@ -104,4 +106,4 @@ def plan_search(retrieval: RetrievalSettings, *, query: str, types: Sequence[str
         weights=FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
                               retrieval.time_weight, retrieval.graph_weight),
         rrf_k=retrieval.rrf_k, window=window, time_mode=time_mode, graph=graph,
-        neighbours=neighbours, at=at, memory_filter=memory_filter)
+        neighbours=neighbours, at=at, memory_filter=memory_filter, language=language)

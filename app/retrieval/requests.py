@@ -55,7 +55,7 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        window=window, time_mode=request.time_mode,
                        graph=graph_query(request.entities, request.graph_hops),
                        neighbours=request.neighbours, at=at,
-                       memory_filter=filter_tree(request.filter))
+                       memory_filter=filter_tree(request.filter), language=request.language)
     step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
     hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
                         tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,

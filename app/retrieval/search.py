@@ -95,7 +95,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     async def candidates(plan: SearchPlan) -> search_rows.Candidates:
         return await search_rows.search_candidates(
             session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
-            limit=plan.depth,
+            limit=plan.depth, language=plan.language,
             window=span if plan.time_mode == "boost" and "episode" in plan.types else None,
             passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS)
 
@@ -118,7 +118,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     rows = dict(found.rows)
     if plan.learned:
         near_rows = await missing_rows(session, tenant_id=tenant_id, keys=rows_wanted(near),
-                                       have=rows, vector=vector, query=keyword_query)
+                                       have=rows, vector=vector, query=keyword_query,
+                                       language=plan.language)
         rows.update(near_rows)
         known.update(known_rows(near_rows))
         fused = fuse_learned(semantic, keyword, known=known, limit=plan.limit,
@@ -136,7 +137,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,
                                    vector=vector, query=keyword_query, rows=rows)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
-                           query=keyword_query, loaded=rows)
+                           query=keyword_query, loaded=rows, language=plan.language)
     if rerank is not None:
         hits = await rerank.apply(plan.query, hits)
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
@@ -230,11 +231,11 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
     rows into `rows`."""
     semantic, keyword = await record_sql.candidate_lists(
         session, types=plan.records, tenant_id=tenant_id, vector=vector, query=query,
-        limit=plan.depth)
+        limit=plan.depth, language=plan.language)
     if plan.learned:
         rows.update(await missing_rows(session, tenant_id=tenant_id,
                                        keys=rows_wanted(semantic, keyword), have=rows,
-                                       vector=vector, query=query))
+                                       vector=vector, query=query, language=plan.language))
         found = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
                              depth=plan.depth)
     elif plan.mode == "hybrid":
@@ -271,9 +272,10 @@ async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequen
 
 async def missing_rows(session: AsyncSession, *, tenant_id: str, keys: Sequence[Key],
                        have: Mapping[Key, search_rows.LoadedRow],
-                       vector: EmbeddingVector | None,
-                       query: str | None) -> dict[Key, search_rows.LoadedRow]:
-    """The rows of those `keys` not in `have`, one query per type."""
+                       vector: EmbeddingVector | None, query: str | None,
+                       language: str | None = None) -> dict[Key, search_rows.LoadedRow]:
+    """The rows of those `keys` not in `have`, one query per type (`language`: the
+    query's, when the request gives it)."""
     rows: dict[Key, search_rows.LoadedRow] = {}
     for memory_type in (*MEMORY_TYPES, *RECORD_TYPES):
         ids = [key[1] for key in keys if key[0] == memory_type and key not in have]
@@ -281,25 +283,28 @@ async def missing_rows(session: AsyncSession, *, tenant_id: str, keys: Sequence[
             continue
         if memory_type in MEMORY_TYPES:
             more = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
-                                               ids=ids, vector=vector, query=query)
+                                               ids=ids, vector=vector, query=query,
+                                               language=language)
         else:
             more = {row_id: search_rows.LoadedRow(row, similarity, keyword_score, None)
                     for row_id, (row, similarity, keyword_score) in (await record_sql.load_rows(
                         session, memory_type, tenant_id=tenant_id, ids=ids, vector=vector,
-                        query=query)).items()}
+                        query=query, language=language)).items()}
         rows.update({(memory_type, row_id): row for row_id, row in more.items()})
     return rows
 
 
 async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
                     vector: EmbeddingVector | None, query: str | None,
-                    loaded: Mapping[Key, search_rows.LoadedRow]) -> list[Hit]:
+                    loaded: Mapping[Key, search_rows.LoadedRow],
+                    language: str | None = None) -> list[Hit]:
     """The fused results with their rows, in fused order: those already `loaded` with the
     candidate lists, the others (graph neighbours, records) fetched with one query per type."""
     rows = dict(loaded)
     rows.update(await missing_rows(session, tenant_id=tenant_id,
                                    keys=[(f.memory_type, f.memory_id) for f in fused],
-                                   have=rows, vector=vector, query=query))
+                                   have=rows, vector=vector, query=query,
+                                   language=language))
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in rows:

@@ -104,6 +104,13 @@ Name = Annotated[
     NoNul,
     AfterValidator(_not_blank),
 ]
+Language = Annotated[
+    str,
+    Field(min_length=2, max_length=35, pattern=r"^[A-Za-z]{2,20}([-_][A-Za-z0-9]{1,8})*$",
+          description="The language of the text, as an ISO 639-1 code (`de`, `pt-BR`) or a "
+          "PostgreSQL text search configuration (`german`); detected when omitted. A "
+          "language without a stemmer is read word for word (docs/search.md)."),
+]
 # Agent frameworks name sessions with their own ids (UUIDs, thread ids, "chat-42").
 SessionIdIn = Annotated[
     str,

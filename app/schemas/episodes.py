@@ -12,6 +12,7 @@ from app.schemas.common import (
     Content,
     Importance,
     IsoDatetime,
+    Language,
     Metadata,
     Name,
     RequestModel,
@@ -48,6 +49,7 @@ class EpisodeCreate(RequestModel):
         None, description="When it happened, with a time zone (ISO 8601); defaults to the "
         "time it is stored. The TTL still counts from storage.")
     metadata: Metadata = Field(default_factory=dict)
+    language: Language | None = None
 
 
 class EpisodeBatchCreate(RequestModel):

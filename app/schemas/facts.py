@@ -11,6 +11,7 @@ from app.schemas.common import (
     Content,
     Importance,
     IsoDatetime,
+    Language,
     Name,
     Page,
     Permanence,
@@ -65,6 +66,7 @@ class FactCreate(RequestModel):
     source_butler: Name | None = None
     source_episode_id: UUIDIn | None = None
     metadata: ClientMetadata = Field(default_factory=dict)
+    language: Language | None = None
     valid_from: AwareDatetimeIn | None = Field(
         None, description="When the fact started to hold in the world; default: now. A "
         "version starting before the key's current one is history: it goes in at its place "

@@ -9,6 +9,7 @@ from app.schemas.common import (
     ClientMetadata,
     Content,
     IsoDatetime,
+    Language,
     MaturityLevel,
     Metadata,
     Name,
@@ -42,6 +43,7 @@ class RuleCreate(RequestModel):
     source_butler: Name | None = None
     source_episode_id: UUIDIn | None = None
     metadata: ClientMetadata = Field(default_factory=dict)
+    language: Language | None = None
 
 
 class HelpfulFeedback(RequestModel):

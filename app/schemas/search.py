@@ -9,6 +9,7 @@ from app.constants import Fusion, SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     IsoDatetime,
+    Language,
     Name,
     RequestModel,
     ResponseModel,
@@ -55,7 +56,8 @@ Search episodes, facts and rules of the caller's tenant.
 * **semantic**: cosine similarity of the all-MiniLM-L6-v2 embeddings (`similarity` =
   1 - cosine distance), through the HNSW index with pgvector iterative scans so that
   filtered searches still fill `limit`.
-* **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's english full-text lexemes, with idf and
+* **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's full-text lexemes, each text stemmed
+  for its language (the query in its own, in English and word for word), with idf and
   average length from the tenant's own memories. Any query text is safe (no operator syntax
   is interpreted), and a memory needs only some of the query's words, not all. With the
   server setting `ENGRAM_KEYWORD_CONTEXT` (off by default), an episode stored with a
@@ -125,6 +127,10 @@ class SearchRequest(RequestModel):
     """A search over one or more memory types."""
 
     query: QueryText
+    language: Language | None = Field(
+        None, description="The query's language, as an ISO 639-1 code (`de`) or a PostgreSQL "
+        "text search configuration (`german`); detected when omitted. Keyword search reads "
+        "the query in it as well as in English and word for word (docs/search.md).")
     types: list[SearchType] | None = Field(
         None, min_length=1, max_length=6, description="Types to search; by default episode, "
         "fact and rule. run, run_message and reflection (an agent.reflected ledger event) are "

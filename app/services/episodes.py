@@ -69,6 +69,7 @@ async def create_episodes(session: AsyncSession, *, tenant_id: str, embedder: Em
                 with_context=keyword_context and embedder.context_turns > 0
                 and (item.session_id is not None or inferred_session is not None))),
             "occurred_at_given": item.occurred_at,
+            "language": item.language,
         }
         for index, (item, context, inferred_session)
         in enumerate(zip(items, contexts, inferred, strict=True))
@@ -176,9 +177,10 @@ async def delete_episodes(session: AsyncSession, *, tenant_id: str, ids: Sequenc
 
 async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
                                ids: Sequence[uuid.UUID], context_turns: int,
-                               keyword_context: bool) -> None:
+                               keyword_context: bool, redetect: bool = False) -> None:
     """Rebuild these episodes' keyword text (episodes of a session): their content, with
-    `keyword_context` followed by the turns now before them."""
+    `keyword_context` followed by the turns now before them; read in the language each was
+    stored in, or with `redetect` in its detected language."""
     if not ids:
         return
     with_context = keyword_context and context_turns > 0
@@ -189,7 +191,7 @@ async def refresh_keyword_text(session: AsyncSession, *, tenant_id: str,
         episode_id: preprocess_text(keyword_text(
             content, context_text(before.get(episode_id, []), content),
             with_context=with_context))
-        for episode_id, content in contents.items()})
+        for episode_id, content in contents.items()}, redetect=redetect)
 
 
 async def _contexts(lookup: AsyncSession, *, tenant_id: str, items: list[EpisodeCreate],

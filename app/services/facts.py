@@ -163,6 +163,7 @@ def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_k
         "metadata_": data.metadata,
         **embedded.columns(0),
         "search_text": fact_search_text(data.subject, data.predicate, data.content),
+        "language": data.language,
     }
 
 

@@ -58,6 +58,7 @@ async def store_rule(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "metadata_": data.metadata,
         **embedded.columns(0),
         "search_text": preprocess_text(data.content),
+        "language": data.language,
     }], last_confirmed_at=func.now())
     await store_passages(session, "rule", tenant_id=tenant_id, memory_ids=[rule.id],
                          embedded=embedded)
@@ -121,7 +122,7 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         "maturity": "anti_pattern",
         "embedding": embedded.vectors[0],
         "embedding_version_id": embedded.version_id,
-        "search_vector": memory_rows.to_tsvector(preprocess_text(content)),
+        **memory_rows.search_columns(preprocess_text(content)),
         "original_content": rule.content,
         "needs_inversion": False,
     })

@@ -42,7 +42,7 @@ from app.repositories.memories import MODELS
 from app.repositories.memory_filters import compile_filter, filter_shape, filter_values
 from app.repositories.search import keyword
 from app.repositories.search.broad_filters import BROAD, broad_key
-from app.repositories.search.keyword import or_tsquery
+from app.repositories.search.keyword import or_tsquery, query_params
 from app.schemas.filters import MemoryFilter
 from app.scope import SCOPE_KEY, Scope, set_local
 from app.text import CONTEXT_MAX_CHARS
@@ -460,18 +460,20 @@ async def search_candidates(
     session: AsyncSession, *, types: Sequence[str], filters: Filters,
     vector: EmbeddingVector | None, query: str | None, limit: int,
     window: tuple[datetime, datetime] | None = None, passages: PassageRanking = AS_PARTS,
+    language: str | None = None,
 ) -> Candidates:
     """The candidate lists (each at most `limit` long) and their rows, in one statement.
 
     A leg is skipped when its input is None; the time leg runs when `window` is given;
-    `passages` says how far a passage moves its memory in the semantic and time lists.
+    `passages` says how far a passage moves its memory in the semantic and time lists;
+    `language` is the query's when the request gives it (app/languages.py).
     """
     if not types or (vector is None and query is None):
         return NO_CANDIDATES
     stmt = _candidate_statement(types, filters, vector, query, limit, window)
     start, end = window or filters.occurred or (None, None)
     params = {**filter_params(filters), "occurred_start": start, "occurred_end": end,
-              "vector": vector, "query": query, "limit": limit,
+              "vector": vector, **query_params(query, language), "limit": limit,
               "window_penalty": passages.window_penalty,
               "context_max_chars": passages.context_max_chars}
     lists: dict[str, list[RankedCandidate]] = {name: [] for name in LEGS}
@@ -540,12 +542,13 @@ def _load_statement(memory_type: str, semantic: bool, keyword: bool) -> Select[A
 
 async def load_rows(
     session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
-    vector: EmbeddingVector | None, query: str | None,
+    vector: EmbeddingVector | None, query: str | None, language: str | None = None,
 ) -> dict[uuid.UUID, LoadedRow]:
     """Rows by id with their similarity to `vector`, their passage nearest to it, and the
     ts_rank_cd score for `query`."""
     stmt = _load_statement(memory_type, vector is not None, query is not None)
-    params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector, "query": query}
+    params = {"tenant_id": tenant_id, "ids": list(ids), "vector": vector,
+              **query_params(query, language)}
     loaded = {}
     for row in await session.execute(stmt, params):
         loaded[row[0].id] = loaded_row(row[0], row.similarity, row.keyword_score,

@@ -8,7 +8,8 @@ a search of every scope, else the searched scopes' (keyword_scope_corpus, keywor
 summed over the scope and, for facts and rules, 'global'), so that a scoped search weighs its
 words by what that scope holds, not by what the tenant's other scopes hold; and
 engram_bm25_tf = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl)), k1 = 1.2, b = 0.75.
-Query and documents are tokenised by the same `to_tsvector('english', ...)`.
+Documents are tokenised by `to_tsvector` with their own language's configuration
+(app/languages.py), the query with each of its configurations, both segmented alike.
 
 Top candidates without scoring every match: for each query lexeme only its
 `postings_per_term` visible postings of highest impact are kept, from at most
@@ -22,6 +23,7 @@ rewards, or by its meaning: one holding several common query words ranks high fo
 them, and is found by its vector.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -34,19 +36,22 @@ from sqlalchemy import (
     Text,
     and_,
     any_,
+    bindparam,
+    case,
     cast,
     func,
     literal,
-    literal_column,
     or_,
     select,
     true,
     union,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
+from sqlalchemy.sql.elements import Grouping
 from sqlalchemy.sql.expression import FromClause
 
+from app.languages import DEFAULT_CONFIG, SIMPLE_CONFIG, keyword_query
 from app.models import (
     KeywordCorpus,
     KeywordPosting,
@@ -61,21 +66,80 @@ POSTINGS_SCANNED_PER_TERM = 500
 RESCORED_PER_LIMIT = 3
 
 
-def or_tsquery(query: str | ColumnElement[str]) -> ColumnElement[Any]:
-    """The query's english lexemes OR-ed together.
+QUERY_CONFIGS = "query_configs"
+
+
+def _configs(query: str | ColumnElement[str], configs: Sequence[str] | None,
+             language: str | None = None) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+    """The query text and its configurations as SQL: a text is read here (`keyword_query`,
+    in `language` when given); an expression is a query already read, its configurations
+    bound as `query_configs`."""
+    if isinstance(query, str):
+        read = keyword_query(query, language)
+        query, configs = literal(read.text, Text), read.configs
+    # Unbound, a query is read as one of unknown language is.
+    bound = (bindparam(QUERY_CONFIGS, [DEFAULT_CONFIG, SIMPLE_CONFIG], type_=ARRAY(Text))
+             if configs is None
+             else literal(list(configs), ARRAY(Text)))
+    return query, bound
+
+
+def query_params(query: str | None, language: str | None = None) -> dict[str, Any]:
+    """The values statements built with a bound query read: the query as keyword search reads
+    it (`query`, in `language` when given) and its configurations (`query_configs`)."""
+    if query is None:
+        return {"query": None, QUERY_CONFIGS: None}
+    read = keyword_query(query, language)
+    return {"query": read.text, QUERY_CONFIGS: list(read.configs)}
+
+
+def _readings(text: ColumnElement[Any], bound: ColumnElement[Any],
+              name: str) -> tuple[FromClause, ColumnElement[Any], ColumnElement[Any]]:
+    """The query's readings: (a table of its configurations, each configuration, the text it
+    reads). The first configuration, the query's language's, reads the whole query; the
+    others read only the words it keeps, so that its stop words ("de", "die", "the") do not
+    match, read word for word, the texts that keep them (those of a language without stop
+    words, or whose language was mistaken)."""
+    config = (func.unnest(bound).table_valued("config", with_ordinality="position")
+              .render_derived(name=name))
+    debug = (func.ts_debug(cast(Grouping(bound)[1], REGCONFIG), text)
+             .table_valued("alias", "description", "token", "dictionaries", "dictionary",
+                           "lexemes")
+             .render_derived(name=f"{name}_words"))
+    kept = (select(func.string_agg(debug.c.token, " "))
+            .where(func.cardinality(debug.c.lexemes) > 0).scalar_subquery())
+    read = case((config.c.position == 1, text), else_=func.coalesce(kept, ""))
+    return config, config.c.config, read
+
+
+def or_tsquery(query: str | ColumnElement[str], configs: Sequence[str] | None = None, *,
+               language: str | None = None) -> ColumnElement[Any]:
+    """The query's lexemes in each of its readings (`_readings`), OR-ed together.
 
     plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
     lexemes, so a natural-language question matches almost nothing. Its output joins quoted
     lexemes with ' & '; a lexeme never holds a space, so replacing ' & ' by ' | ' turns the
     operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
     """
-    plain = func.plainto_tsquery(literal_column("'english'::regconfig"), query)
-    return cast(func.replace(cast(plain, Text), " & ", " | "), TSQUERY)
+    text, bound = _configs(query, configs, language)
+    table, config, read = _readings(text, bound, "query_config")
+    plain = func.plainto_tsquery(cast(config, REGCONFIG), read)
+    ored = (select(func.string_agg(func.replace(cast(plain, Text), " & ", " | "), " | "))
+            .select_from(table).where(func.numnode(plain) > 0).scalar_subquery())
+    return cast(func.coalesce(ored, ""), TSQUERY)
 
 
-def query_lexemes(query: str | ColumnElement[str]) -> ColumnElement[Any]:
-    """The distinct english lexemes of the query (text[]), as documents are tokenised."""
-    return func.tsvector_to_array(to_tsvector(query))
+def query_lexemes(query: str | ColumnElement[str],
+                  configs: Sequence[str] | None = None) -> ColumnElement[Any]:
+    """The distinct lexemes of the query in each of its readings (`_readings`) (text[]), as
+    documents are tokenised."""
+    text, bound = _configs(query, configs)
+    table, config, read = _readings(text, bound, "lexeme_config")
+    lexeme = (func.unnest(func.tsvector_to_array(to_tsvector(read, config)))
+              .table_valued("lexeme").render_derived(name="query_lexeme"))
+    # Cast, so that `= ANY (...)` reads an array, not the rows of a subquery.
+    return cast(select(func.array_agg(lexeme.c.lexeme.distinct()))
+                .select_from(table).join(lexeme, true()).scalar_subquery(), ARRAY(Text))
 
 
 def _term_statistics(prefix: str, tenant_id: ColumnElement[str],

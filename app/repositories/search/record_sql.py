@@ -49,9 +49,10 @@ def _semantic(search_type: str, tenant_id: str, vector: EmbeddingVector, limit: 
             .order_by(distance).limit(limit))
 
 
-def _keyword(search_type: str, tenant_id: str, query: str, limit: int) -> Select[Any]:
+def _keyword(search_type: str, tenant_id: str, query: str, limit: int,
+             language: str | None) -> Select[Any]:
     source = SOURCES[search_type]
-    tsquery = or_tsquery(query)
+    tsquery = or_tsquery(query, language=language)
     rank = -func.ts_rank_cd(source.model.search_vector, tsquery)
     return (select(literal(search_type, Text).label("memory_type"), source.model.id,
                    rank.label("score"))
@@ -74,19 +75,21 @@ async def _ranked(session: AsyncSession, parts: list[Select[Any]], limit: int,
 
 async def candidate_lists(
     session: AsyncSession, *, types: Sequence[str], tenant_id: str,
-    vector: EmbeddingVector | None, query: str | None, limit: int,
+    vector: EmbeddingVector | None, query: str | None, limit: int, language: str | None = None,
 ) -> tuple[list[RankedCandidate], list[RankedCandidate]]:
-    """The semantic and keyword candidate lists of the record types (each at most `limit`)."""
+    """The semantic and keyword candidate lists of the record types (each at most `limit`;
+    `language`: the query's, when the request gives it)."""
     semantic = await _ranked(session, [_semantic(t, tenant_id, vector, limit) for t in types],
                              limit, "record_semantic") if vector is not None else []
-    keyword = await _ranked(session, [_keyword(t, tenant_id, query, limit) for t in types],
+    keyword = await _ranked(session, [_keyword(t, tenant_id, query, limit, language)
+                                      for t in types],
                             limit, "record_keyword") if query is not None else []
     return semantic, keyword
 
 
 async def load_rows(
     session: AsyncSession, search_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID],
-    vector: EmbeddingVector | None, query: str | None,
+    vector: EmbeddingVector | None, query: str | None, language: str | None = None,
 ) -> dict[uuid.UUID, tuple[Record, float | None, float | None]]:
     """Rows by id with their similarity to `vector` and ts_rank_cd score for `query`."""
     source = SOURCES[search_type]
@@ -95,7 +98,8 @@ async def load_rows(
         (1 - model.embedding.cosine_distance(vector)) if vector is not None
         else literal(None, Float))
     keyword_score: ColumnElement[Any] = (
-        func.ts_rank_cd(model.search_vector, or_tsquery(query)) if query is not None
+        func.ts_rank_cd(model.search_vector, or_tsquery(query, language=language))
+        if query is not None
         else literal(None, Float))
     stmt = select(model, similarity.label("similarity"),
                   keyword_score.label("keyword_score")).where(

@@ -1644,7 +1644,8 @@ export interface paths {
          *     * **semantic**: cosine similarity of the all-MiniLM-L6-v2 embeddings (`similarity` =
          *       1 - cosine distance), through the HNSW index with pgvector iterative scans so that
          *       filtered searches still fill `limit`.
-         *     * **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's english full-text lexemes, with idf and
+         *     * **keyword**: BM25 (k1 1.2, b 0.75) over PostgreSQL's full-text lexemes, each text stemmed
+         *       for its language (the query in its own, in English and word for word), with idf and
          *       average length from the tenant's own memories. Any query text is safe (no operator syntax
          *       is interpreted), and a memory needs only some of the query's words, not all. With the
          *       server setting `ENGRAM_KEYWORD_CONTEXT` (off by default), an episode stored with a
@@ -2426,6 +2427,8 @@ export interface components {
              * @default 5
              */
             importance?: number;
+            /** Language */
+            language?: string | null;
             /** Metadata */
             metadata?: {
                 [key: string]: unknown;
@@ -2839,6 +2842,8 @@ export interface components {
              * @default 5
              */
             importance?: number;
+            /** Language */
+            language?: string | null;
             /**
              * Metadata
              * @description The client's own; the keys forgotten, needs_inversion, status, harmful_reasons, original_content and merged_into are reserved (422).
@@ -4913,6 +4918,8 @@ export interface components {
         RuleCreate: {
             /** Content */
             content: string;
+            /** Language */
+            language?: string | null;
             /**
              * Metadata
              * @description The client's own; the keys forgotten, needs_inversion, status, harmful_reasons, original_content and merged_into are reserved (422).
@@ -5733,6 +5740,11 @@ export interface components {
              * @description Record time: facts as Engram believed them at this moment (versions stored later, or given up by then, are left out). Default: now.
              */
             known_at?: string | null;
+            /**
+             * Language
+             * @description The query's language, as an ISO 639-1 code (`de`) or a PostgreSQL text search configuration (`german`); detected when omitted. Keyword search reads the query in it as well as in English and word for word (docs/search.md).
+             */
+            language?: string | null;
             /**
              * Limit
              * @description Most results; defaults to the configured [retrieval] default_limit (20).

@@ -1,0 +1,32 @@
+"""How keyword search reads a text: its configuration and its character pairs."""
+
+from app.languages import config_for, keyword_document, keyword_query, segment
+
+
+def test_unspaced_runs_become_overlapping_pairs_and_other_text_stays():
+    assert segment("東京大学 and Kyoto") == " 東京 京大 大学  and Kyoto"
+    assert segment("北") == " 北 "
+    assert segment("plain words") == "plain words"
+
+
+def test_a_thai_mark_stays_with_its_letter():
+    # ร้าน: ร with its tone mark, then า, then น.
+    assert segment("ร้าน").split() == ["ร้า", "าน"]
+
+
+def test_languages_map_to_their_stemmer_else_simple():
+    assert config_for("de") == "german"
+    assert config_for("pt-BR") == "portuguese"
+    assert config_for("german") == "german"
+    assert config_for("vi") == "simple"
+
+
+def test_a_short_text_takes_its_script_s_language():
+    assert keyword_document("Где собака?").config == "russian"
+    assert keyword_document("ok").config == "english"
+
+
+def test_a_query_is_read_in_its_language_english_and_word_for_word():
+    assert keyword_query("Wo haben die Kinder gestern gespielt?").configs == (
+        "german", "english", "simple")
+    assert keyword_query("Gärten", "de").configs == ("german", "english", "simple")
