@@ -1,8 +1,6 @@
 """Re-embed every memory (and its passages) whose vectors were made by another model, or
 every memory; embed the memories stored without vectors (the embedding backlog)."""
 
-import asyncio
-import contextlib
 import logging
 import uuid
 from collections import defaultdict
@@ -11,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.embedding import Embedder
 from app.models import Episode, Fact, Rule
+from app.periodic import Periodic
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import episodes as episode_rows
 from app.repositories import reembed as reembed_rows
@@ -139,39 +138,37 @@ class EmbeddingBacklog:
         self._sessionmaker = sessionmaker
         self._embedder = embedder
         self.seconds = seconds
-        self.wait = seconds
-        self._task: asyncio.Task[None] | None = None
+        self._passes = Periodic("embedding-backlog", seconds, self._pass)
+
+    @property
+    def wait(self) -> float:
+        """Seconds until the next pass."""
+        return self._passes.seconds
 
     async def run_once(self) -> dict[str, int] | None:
         """One pass; None if it failed (the next waits longer)."""
         try:
             counts = await embed_backlog(self._sessionmaker, self._embedder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
-            self.wait = min(self.wait * 2, MAX_BACKLOG_WAIT_SECONDS)
+            self._passes.seconds = min(self.wait * 2, MAX_BACKLOG_WAIT_SECONDS)
             logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
                            error)
             return None
-        self.wait = self.seconds
+        self._passes.seconds = self.seconds
         if any(counts.values()):
             logger.info("embedding backlog: embedded %s", counts)
         return counts
 
+    async def _pass(self) -> None:
+        await self.run_once()
+
     def start(self) -> None:
         """Start the passes in the background."""
-        self._task = asyncio.create_task(self._repeat(), name="embedding-backlog")
-
-    async def _repeat(self) -> None:
-        while True:
-            await asyncio.sleep(self.wait)
-            await self.run_once()
+        self._passes.start()
 
     async def stop(self) -> None:
-        """Cancel the task, if started, and wait until it has ended."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop the passes and wait until the running one has ended."""
+        await self._passes.stop()
 
 
 async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: str,
