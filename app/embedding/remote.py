@@ -20,6 +20,8 @@ import numpy as np
 
 from app.clock import now_utc
 from app.errors import Unavailable
+from app.outbound import endpoint as endpoint_url
+from app.outbound import json_headers
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +70,11 @@ class RemoteBackend:
 
     def __init__(self, endpoint: RemoteEndpoint, *, model: str, dimensions: int | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        self._url = endpoint.base_url.rstrip("/") + "/embeddings"
+        self._url = endpoint_url(endpoint.base_url, "/embeddings")
         self._model = model
         self._endpoint = endpoint
         self._sleep = sleep
-        headers = {"Content-Type": "application/json"}
-        if endpoint.api_key:
-            headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        headers = json_headers(endpoint.api_key or None)
         self._http = httpx.Client(timeout=httpx.Timeout(endpoint.timeout_seconds),
                                   headers=headers)
         # Asked of the model itself when not given: one call of one text.

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import httpx
 
 from app.config import RerankerSettings
+from app.outbound import endpoint, json_headers
 from app.schemas.search import RerankerSkip
 
 # What an endpoint may take beyond the search's time budget before httpx gives up on it (the
@@ -49,10 +50,8 @@ class EndpointScorer:
         if not settings.base_url:
             raise ValueError("reranker base_url is not configured")
         self._settings = settings
-        self._url = settings.base_url.rstrip("/") + "/rerank"
-        headers = {"Content-Type": "application/json"}
-        if settings.api_key is not None:
-            headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+        self._url = endpoint(settings.base_url, "/rerank")
+        headers = json_headers(settings.api_key)
         timeout = httpx.Timeout(settings.timeout_ms / 1000 + HTTP_GRACE_SECONDS)
         self._http = httpx.AsyncClient(timeout=timeout, headers=headers, transport=transport)
 

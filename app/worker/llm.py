@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from app.config import LLMSettings
+from app.outbound import endpoint, json_headers
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +34,8 @@ class ChatClient:
         if not settings.base_url:
             raise ValueError("LLM base_url is not configured")
         self._settings = settings
-        self._url = settings.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json"}
-        if settings.api_key is not None:
-            headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+        self._url = endpoint(settings.base_url, "/chat/completions")
+        headers = json_headers(settings.api_key)
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_seconds),
                                        headers=headers, transport=transport)
 
