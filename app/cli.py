@@ -13,14 +13,14 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.hooks import commands as hook_commands
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
     from app.config import Settings
 
@@ -174,65 +174,67 @@ async def _manage_keys(session: AsyncSession, args: argparse.Namespace) -> None:
         raise SystemExit(f"no live key with id {args.key_id}")
 
 
-def _reembed(settings: Settings, every: bool) -> None:
+def _on_database(settings: Settings,
+                 work: Callable[[async_sessionmaker[AsyncSession]], Awaitable[str]]) -> None:
+    """Run `work` on the database's sessions and print the line it returns."""
     from app.db import make_sessionmaker
+
+    async def run() -> str:
+        async with _database(settings) as engine:
+            return await work(make_sessionmaker(engine))
+
+    print(asyncio.run(run()))
+
+
+def _reembed(settings: Settings, every: bool) -> None:
     from app.embedding import get_embedder
     from app.services import embedding_store
     from app.worker.reembed import reembed_all
 
-    async def run() -> None:
-        async with _database(settings) as engine:
-            embedder = get_embedder(settings)
-            await embedding_store.fit_to_model(make_sessionmaker(engine), embedder)
-            counts = await reembed_all(make_sessionmaker(engine), embedder, every=every)
-        print(", ".join(f"{name}: {count} re-embedded" for name, count in counts.items()))
+    async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
+        embedder = get_embedder(settings)
+        await embedding_store.fit_to_model(sessions, embedder)
+        counts = await reembed_all(sessions, embedder, every=every)
+        return ", ".join(f"{name}: {count} re-embedded" for name, count in counts.items())
 
-    asyncio.run(run())
+    _on_database(settings, work)
 
 
 def _reindex(settings: Settings) -> None:
-    from app.db import make_sessionmaker
     from app.worker.reindex import reindex_all
 
-    async def run() -> None:
-        async with _database(settings) as engine:
-            count = await reindex_all(make_sessionmaker(engine),
-                                      context_turns=settings.embedding_context_turns,
-                                      keyword_context=settings.keyword_context)
-        print(f"episodes: {count} keyword texts rebuilt")
+    async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
+        count = await reindex_all(sessions, context_turns=settings.embedding_context_turns,
+                                  keyword_context=settings.keyword_context)
+        return f"episodes: {count} keyword texts rebuilt"
 
-    asyncio.run(run())
+    _on_database(settings, work)
 
 
 def _reindex_text(settings: Settings) -> None:
-    from app.db import make_sessionmaker
     from app.worker.reindex_text import reindex_texts
 
-    async def run() -> None:
-        async with _database(settings) as engine:
-            counts = await reindex_texts(make_sessionmaker(engine),
-                                         context_turns=settings.embedding_context_turns,
-                                         keyword_context=settings.keyword_context)
-        print(", ".join(f"{name}: {count} read again" for name, count in counts.items()))
+    async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
+        counts = await reindex_texts(sessions, context_turns=settings.embedding_context_turns,
+                                     keyword_context=settings.keyword_context)
+        return ", ".join(f"{name}: {count} read again" for name, count in counts.items())
 
-    asyncio.run(run())
+    _on_database(settings, work)
 
 
 def _infer_sessions(settings: Settings) -> None:
-    from app.db import make_sessionmaker
     from app.worker.session_backfill import infer_missing_sessions
 
     gap = settings.episode_session_gap_minutes
     if gap <= 0:
         raise SystemExit("episode_session_gap_minutes is 0: sessions are not inferred")
 
-    async def run() -> None:
-        async with _database(settings) as engine:
-            count = await infer_missing_sessions(make_sessionmaker(engine), gap_minutes=gap)
-        print(f"episodes: {count} placed in inferred sessions"
-              + ("; `engram reembed --all` embeds their context passages" if count else ""))
+    async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
+        count = await infer_missing_sessions(sessions, gap_minutes=gap)
+        return (f"episodes: {count} placed in inferred sessions"
+                + ("; `engram reembed --all` embeds their context passages" if count else ""))
 
-    asyncio.run(run())
+    _on_database(settings, work)
 
 
 def _backup(settings: Settings, directory: Path, keep: int | None) -> None:
