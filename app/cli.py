@@ -176,10 +176,12 @@ async def _manage_keys(session: AsyncSession, args: argparse.Namespace) -> None:
 
 def _on_database(settings: Settings,
                  work: Callable[[async_sessionmaker[AsyncSession]], Awaitable[str]]) -> None:
-    """Run `work` on the database's sessions and print the line it returns."""
+    """Run `work` on the database's sessions, its schema first brought to head as `serve`
+    does, and print the line it returns."""
     from app.db import make_sessionmaker
 
     async def run() -> str:
+        await _prepare_database(settings)
         async with _database(settings) as engine:
             return await work(make_sessionmaker(engine))
 
