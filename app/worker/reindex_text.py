@@ -2,6 +2,8 @@
 its own language (app/languages.py)."""
 
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -27,34 +29,10 @@ async def reindex_texts(sessionmaker: async_sessionmaker[AsyncSession], *,
             "rules": await _texts(sessionmaker, Rule)}
 
 
-async def _episodes(sessionmaker: async_sessionmaker[AsyncSession], *, context_turns: int,
-                    keyword_context: bool) -> int:
-    done, after = 0, None
-    while True:
-        async with scoped_transaction(sessionmaker, SYSTEM) as session:
-            rows = await memory_rows.rows_read_as(session, Episode, config=DEFAULT_CONFIG,
-                                                  after=after, limit=BATCH_SIZE)
-            if not rows:
-                return done
-            in_sessions: dict[str, list[Episode]] = defaultdict(list)
-            alone = {}
-            for row in rows:
-                if row.session_id is not None or row.inferred_session is not None:
-                    in_sessions[row.tenant_id].append(row)
-                else:
-                    alone[row.id] = preprocess_text(row.content)
-            for tenant_id, episodes in in_sessions.items():
-                await refresh_keyword_text(session, tenant_id=tenant_id,
-                                           ids=[episode.id for episode in episodes],
-                                           context_turns=context_turns,
-                                           keyword_context=keyword_context, redetect=True)
-            await memory_rows.set_search_texts(session, Episode, alone)
-        done += len(rows)
-        after = rows[-1].id
-
-
-async def _texts(sessionmaker: async_sessionmaker[AsyncSession],
-                 model: type[Fact] | type[Rule]) -> int:
+async def _in_batches(sessionmaker: async_sessionmaker[AsyncSession], model: Any,
+                      read_again: Callable[[AsyncSession, list[Any]], Awaitable[None]]) -> int:
+    """Hand every row of `model` still read as English to `read_again`, a batch per
+    transaction; how many rows there were."""
     done, after = 0, None
     while True:
         async with scoped_transaction(sessionmaker, SYSTEM) as session:
@@ -62,8 +40,36 @@ async def _texts(sessionmaker: async_sessionmaker[AsyncSession],
                                                   after=after, limit=BATCH_SIZE)
             if not rows:
                 return done
-            await memory_rows.set_search_texts(session, model, {
-                row.id: fact_search_text(row.subject, row.predicate, row.content)
-                if isinstance(row, Fact) else preprocess_text(row.content) for row in rows})
+            await read_again(session, rows)
         done += len(rows)
         after = rows[-1].id
+
+
+async def _episodes(sessionmaker: async_sessionmaker[AsyncSession], *, context_turns: int,
+                    keyword_context: bool) -> int:
+    async def read_again(session: AsyncSession, rows: list[Episode]) -> None:
+        in_sessions: dict[str, list[Episode]] = defaultdict(list)
+        alone = {}
+        for row in rows:
+            if row.session_id is not None or row.inferred_session is not None:
+                in_sessions[row.tenant_id].append(row)
+            else:
+                alone[row.id] = preprocess_text(row.content)
+        for tenant_id, episodes in in_sessions.items():
+            await refresh_keyword_text(session, tenant_id=tenant_id,
+                                       ids=[episode.id for episode in episodes],
+                                       context_turns=context_turns,
+                                       keyword_context=keyword_context, redetect=True)
+        await memory_rows.set_search_texts(session, Episode, alone)
+
+    return await _in_batches(sessionmaker, Episode, read_again)
+
+
+async def _texts(sessionmaker: async_sessionmaker[AsyncSession],
+                 model: type[Fact] | type[Rule]) -> int:
+    async def read_again(session: AsyncSession, rows: list[Fact] | list[Rule]) -> None:
+        await memory_rows.set_search_texts(session, model, {
+            row.id: fact_search_text(row.subject, row.predicate, row.content)
+            if isinstance(row, Fact) else preprocess_text(row.content) for row in rows})
+
+    return await _in_batches(sessionmaker, model, read_again)
