@@ -57,6 +57,11 @@ class RetrievalSettings(BaseModel):
         "learned", description="How hybrid search fuses its lists: a learned model over "
         "deeper lists (learned), Reciprocal Rank Fusion (rrf), or the weighted sum of each "
         "list's min-max normalised score (weighted).")
+    query_embedding_seconds: float = Field(
+        2.0, ge=0.05, le=60, description="With a remote embedding model ('openai' backend): "
+        "how long a search waits for its query's vector. Past it, or when the model is "
+        "unavailable, the search is served from the keyword list alone and its answer says "
+        "so (`semantic_skipped`).")
     semantic_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
     keyword_weight: float = Field(0.5, ge=0, le=1, description="Weighted fusion only.")
     time_weight: float = Field(0.25, ge=0, le=1, description="Weighted fusion only: the "

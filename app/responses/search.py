@@ -80,7 +80,8 @@ def search_hit(hit: Hit, now: datetime) -> Any:
 def search_answer_out(answer: SearchAnswer) -> SearchResponse:
     """A memory search's answer as the API returns it."""
     return search_out(answer.mode, answer.hits, answer.window, answer.time_mode, answer.now,
-                      answer.at, reranker=answer.reranker)
+                      answer.at, reranker=answer.reranker).model_copy(
+        update={"semantic_skipped": answer.semantic_skipped})
 
 
 def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,

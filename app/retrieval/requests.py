@@ -1,5 +1,6 @@
 """A search request answered end to end, for every surface that offers search (REST, MCP)."""
 
+import asyncio
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -8,9 +9,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.embedding.remote import RemoteEmbeddingError
+from app.embedding.vectors import EmbeddingVector
 from app.errors import InvalidInput
 from app.formulas.fact_time import PointInTime, point_in_time
-from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
+from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
 from app.retrieval.search import Hit, search
 from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
@@ -29,6 +32,7 @@ class SearchAnswer:
     now: datetime
     at: PointInTime | None
     reranker: Outcome | None = None
+    semantic_skipped: str | None = None  # why the query had no vector (a remote model)
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
@@ -56,9 +60,30 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        graph=graph_query(request.entities, request.graph_hops),
                        neighbours=request.neighbours, at=at,
                        memory_filter=filter_tree(request.filter), language=request.language)
+    vector, skipped = await query_vector(embedder, plan, tenant_id=tenant_id,
+                                         seconds=retrieval.query_embedding_seconds)
+    if skipped is not None:
+        plan = replace(plan, mode="keyword")
     step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
     hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
                         tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                        rerank=step)
-    return SearchAnswer(mode, hits, window, request.time_mode, now, at,
-                        reranker=outcome_of(reranker, step))
+                        rerank=step, vector=vector)
+    return SearchAnswer(plan.mode, hits, window, request.time_mode, now, at,
+                        reranker=outcome_of(reranker, step), semantic_skipped=skipped)
+
+
+async def query_vector(embedder: Embedder, plan: SearchPlan, *, tenant_id: str,
+                       seconds: float) -> tuple[EmbeddingVector | None, str | None]:
+    """The query's vector when the plan reads the semantic list. With a remote model that is
+    unavailable or slower than `seconds`: no vector, and why ("unavailable", "timeout")."""
+    if not plan.semantic or not plan.query:
+        return None, None
+    embedding = embedder.aembed(plan.query, tenant_id=tenant_id)
+    if embedder.backend_name != "openai":
+        return await embedding, None
+    try:
+        return await asyncio.wait_for(embedding, timeout=seconds), None
+    except TimeoutError:
+        return None, "timeout"
+    except RemoteEmbeddingError:
+        return None, "unavailable"

@@ -65,7 +65,8 @@ class GraphPath:
 
 async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                  embedder: Embedder, retrieval: RetrievalSettings,
-                 rerank: RerankStep | None = None) -> list[Hit]:
+                 rerank: RerankStep | None = None,
+                 vector: EmbeddingVector | None = None) -> list[Hit]:
     """Search the tenant's memories as `plan` says; an empty query finds nothing.
 
     With `plan.neighbours` > 0 each episode hit carries up to that many turns stored before
@@ -80,8 +81,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     """
     if not plan.query:
         return []
-    vector = (await embedder.aembed(plan.query, tenant_id=tenant_id)
-              if plan.semantic else None)
+    if vector is None and plan.semantic:
+        vector = await embedder.aembed(plan.query, tenant_id=tenant_id)
     keyword_query = plan.query if plan.keyword else None
     if vector is not None:
         await search_rows.configure_vector_scan(

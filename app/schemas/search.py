@@ -292,6 +292,10 @@ class SearchResponse(PointInTimeOut):
         None, description="The window read from the query, when there was one.")
     reranker: RerankerOut | None = Field(
         None, description="Null when no reranker is configured on the server.")
+    semantic_skipped: Literal["timeout", "unavailable"] | None = Field(
+        None, description="Set when the server's remote embedding model could not embed the "
+        "query in time (`timeout`) or at all (`unavailable`): the results come from the "
+        "keyword list alone, and `mode` says `keyword`.")
     results: list[SearchHit]
 
 

@@ -1,6 +1,7 @@
-"""The service with a remote embedder: memories are embedded over HTTP and found; a search
-the endpoint cannot embed is a 503 with Retry-After, never a 500; a write is stored without
-vectors at once when the endpoint fails or is slow."""
+"""The service with a remote embedder: memories are embedded over HTTP and found; a memory
+search whose query the endpoint cannot embed in time is served by keyword and says so, other
+searches answer 503 with Retry-After, never a 500; a write is stored without vectors at once
+when the endpoint fails or is slow."""
 
 import asyncio
 import threading
@@ -48,10 +49,10 @@ async def test_memories_are_embedded_by_the_endpoint_and_found(client, stub, sql
     assert response.json()["results"][0]["id"] == episode["id"]
 
 
-async def test_a_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(client, stub):
+async def test_a_run_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(client, stub):
     stub.answer(Answer(503, {"Retry-After": "0"}, '{"error": "loading"}'),
                 Answer(429, {"Retry-After": "7"}, '{"error": "slow down"}'))
-    found = await client.post("/v1/search", json={"query": "lost", "mode": "semantic"})
+    found = await client.post("/v1/runs/search", json={"query": "lost"})
     assert found.status_code == 503
     assert found.headers["content-type"] == "application/problem+json"
     assert found.headers["Retry-After"] == "7"
@@ -123,3 +124,32 @@ async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url
                 assert deleted.status_code == 204, deleted.text
                 gate.set()
                 assert await running == {"episodes": 0, "facts": 0, "rules": 0}
+
+
+async def test_a_query_the_endpoint_cannot_embed_in_time_is_served_by_keyword(
+        app, client, stub, monkeypatch):
+    stored = await store_episode(client, "Ann moored her boat at the harbour")
+    gate = threading.Event()
+    stub.answer(Answer(gate=gate))
+    monkeypatch.setattr(app.state.settings.retrieval, "query_embedding_seconds", 0.3)
+    try:
+        started = time.monotonic()
+        found = await client.post("/v1/search", json={"query": "harbour boat"})
+        took = time.monotonic() - started
+    finally:
+        gate.set()
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert (body["mode"], body["semantic_skipped"]) == ("keyword", "timeout")
+    assert [r["id"] for r in body["results"]] == [stored["id"]]
+    assert took < 3  # the budget, not the endpoint's hang
+
+
+async def test_a_query_the_endpoint_refuses_is_served_by_keyword_and_says_so(client, stub):
+    stored = await store_episode(client, "Ann moored her boat at the harbour")
+    stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
+    found = await client.post("/v1/search", json={"query": "harbour", "mode": "semantic"})
+    assert found.status_code == 200, found.text
+    body = found.json()
+    assert (body["mode"], body["semantic_skipped"]) == ("keyword", "unavailable")
+    assert [r["id"] for r in body["results"]] == [stored["id"]]

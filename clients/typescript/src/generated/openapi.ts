@@ -5822,6 +5822,11 @@ export interface components {
             reranker?: components["schemas"]["RerankerOut"] | null;
             /** Results */
             results: (components["schemas"]["EpisodeHit"] | components["schemas"]["FactHit"] | components["schemas"]["RuleHit"] | components["schemas"]["RunHit"] | components["schemas"]["RunMessageHit"] | components["schemas"]["ReflectionHit"])[];
+            /**
+             * Semantic Skipped
+             * @description Set when the server's remote embedding model could not embed the query in time (`timeout`) or at all (`unavailable`): the results come from the keyword list alone, and `mode` says `keyword`.
+             */
+            semantic_skipped?: ("timeout" | "unavailable") | null;
             /** @description The window read from the query, when there was one. */
             time_window?: components["schemas"]["TimeWindowOut"] | null;
         };
