@@ -24,7 +24,7 @@ from app.responses.events import event_out
 from app.responses.jobs import job_out
 from app.schemas.jobs import JobListQuery
 from app.scope import SYSTEM, scoped_transaction
-from app.services import console_sessions, events, jobs
+from app.services import console_sessions, embedding_store, events, jobs
 from app.services.console_sessions import SESSION_HOURS
 from app.services.stats import memory_stats
 
@@ -75,6 +75,7 @@ async def _overview(request: Request, tenant_id: str) -> Response:
                                    consolidation_configured=settings.llm.base_url is not None)
         job_rows, _ = await jobs.list_jobs(db, tenant_id=tenant_id,
                                            query=JobListQuery(limit=RECENT))
+        awaiting_vectors = await embedding_store.awaiting_vectors(db)
 
         event_rows, _ = await events.list_events(db, tenant_id=tenant_id, memory_id=None,
                                                  event_type=None, since=None, until=None,
@@ -84,7 +85,8 @@ async def _overview(request: Request, tenant_id: str) -> Response:
     async with scoped_transaction(request.app.state.sessionmaker, SYSTEM) as db:
         scheduled = [job_out(j) for j in await jobs.recent_scheduled(db, limit=RECENT)]
     return page(request, "overview.html", stats=stats, jobs=[job_out(j) for j in job_rows],
-                scheduled=scheduled, events=[event_out(e) for e in event_rows])
+                scheduled=scheduled, events=[event_out(e) for e in event_rows],
+                awaiting_vectors=awaiting_vectors)
 
 
 @router.post("/sign-in")

@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from app.embedding import Embedder
 from app.errors import StartupRefused
 from app.repositories import embedding_versions as embedding_version_rows
+from app.repositories import reembed as reembed_rows
 from app.repositories import vector_columns as vector_rows
 from app.scope import SYSTEM, scoped_transaction
 
@@ -45,3 +46,9 @@ def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int,
         f"runs, start the new model on an empty database, and import the exports "
         f"(POST /v1/import), which embeds them with the new model."
     )
+
+
+async def awaiting_vectors(session: AsyncSession) -> int:
+    """Episodes, facts and rules the transaction's tenant may see that wait for their vectors
+    (stored while a remote embedding model failed or was slow)."""
+    return await reembed_rows.unembedded_count(session)

@@ -4,6 +4,7 @@ searches answer 503 with Retry-After, never a 500; a write is stored without vec
 when the endpoint fails or is slow."""
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -12,7 +13,10 @@ from typing import Any
 import pytest
 
 from app.db import to_libpq_url
+from app.scope import SYSTEM, scoped_transaction
+from app.services import api_keys
 from app.worker.reembed import EmbeddingBacklog
+from tests.support.console import console_client
 from tests.support.database import scratch_database
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
 from tests.support.factories import store_episode
@@ -153,3 +157,19 @@ async def test_a_query_the_endpoint_refuses_is_served_by_keyword_and_says_so(cli
     body = found.json()
     assert (body["mode"], body["semantic_skipped"]) == ("keyword", "unavailable")
     assert [r["id"] for r in body["results"]] == [stored["id"]]
+
+
+async def test_memories_waiting_for_vectors_show_on_the_console_overview(app, client, stub):
+    stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
+    stored = await client.post("/v1/episodes", json={"content": "Ann sailed to Brest",
+                                                     "butler": "chat"})
+    assert stored.status_code == 201, stored.text
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
+        key = await api_keys.create_key(session, tenant_id="default", access="read")
+    http = await console_client(app, key.secret)
+    try:
+        overview = (await http.get("/ui")).text
+    finally:
+        await http.aclose()
+    waiting = re.search(r'id="awaiting-vectors">(\d+)<', overview)
+    assert waiting is not None and int(waiting.group(1)) >= 1
