@@ -111,11 +111,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         plan = replace(plan, fusion="rrf")
         found = found.cut(plan.limit) if found.ranked_as_parts() else await candidates(plan)
     semantic, keyword, boost = found.semantic, found.keyword, found.window
-    near, paths = (await graph_candidates(session, filters=filters, types=plan.types,
-                                          graph=plan.graph, limit=plan.limit,
-                                          fanout=retrieval.graph_fanout)
-                   if plan.graph is not None and plan.graph.entities and plan.mode == "hybrid"
-                   else ([], {}))
+    near, paths = await _near_entities(session, plan, filters=filters,
+                                       fanout=retrieval.graph_fanout)
     rows = dict(found.rows)
     if plan.learned:
         near_rows = await missing_rows(session, tenant_id=tenant_id, keys=rows_wanted(near),
@@ -142,6 +139,15 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     if rerank is not None:
         hits = await rerank.apply(plan.query, hits)
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
+
+
+async def _near_entities(session: AsyncSession, plan: SearchPlan, *, filters: Filters,
+                         fanout: int) -> tuple[list[RankedCandidate], dict[Key, GraphPath]]:
+    """The graph list of a hybrid search with entities, and each memory's path; else none."""
+    if plan.graph is None or not plan.graph.entities or plan.mode != "hybrid":
+        return [], {}
+    return await graph_candidates(session, filters=filters, types=plan.types, graph=plan.graph,
+                                  limit=plan.limit, fanout=fanout)
 
 
 def _filters(plan: SearchPlan, *, tenant_id: str) -> Filters:
