@@ -6,7 +6,7 @@ Each language's 240 paragraphs are stored as episodes of one scope (butler
 through POST /v1/search (types=[episode], scope=that butler) in each mode; a question scores
 when the paragraph it was written from is first (R@1) or in the first five (R@5).
 
-    python bench/xquad_recall.py /work/shared/data/xquad --languages en de es ru zh \
+    python -m bench.quality.xquad_recall ../shared/data/xquad --languages en de es ru zh \
         --base-url http://127.0.0.1:8000 --questions 300
 
 Needs a running Engram (`engram serve`); it only talks HTTP to it.
