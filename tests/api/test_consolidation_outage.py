@@ -6,10 +6,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys
 from tests.api.test_metrics import sample
-from tests.support.console import console_client
+from tests.support.console import overview_of
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, Reply, completion, episode_ids, user_prompt
 
@@ -160,11 +158,5 @@ async def test_episodes_awaiting_consolidation_show_in_stats_metrics_and_console
     assert sample(text, "engram_episodes_awaiting_consolidation", status="pending") == 1
     assert sample(text, "engram_episodes_awaiting_consolidation", status="failed") == 1
 
-    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
-        key = await api_keys.create_key(session, tenant_id="default", access="read")
-    http = await console_client(app, key.secret)
-    try:
-        overview = (await http.get("/ui")).text
-    finally:
-        await http.aclose()
+    overview = await overview_of(app)
     assert re.search(r'id="failed">1<', overview)

@@ -13,10 +13,8 @@ from typing import Any
 import pytest
 
 from app.db import to_libpq_url
-from app.scope import SYSTEM, scoped_transaction
-from app.services import api_keys
 from app.worker.reembed import EmbeddingBacklog
-from tests.support.console import console_client
+from tests.support.console import overview_of
 from tests.support.database import scratch_database
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
 from tests.support.factories import store_episode
@@ -164,12 +162,6 @@ async def test_memories_waiting_for_vectors_show_on_the_console_overview(app, cl
     stored = await client.post("/v1/episodes", json={"content": "Ann sailed to Brest",
                                                      "butler": "chat"})
     assert stored.status_code == 201, stored.text
-    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
-        key = await api_keys.create_key(session, tenant_id="default", access="read")
-    http = await console_client(app, key.secret)
-    try:
-        overview = (await http.get("/ui")).text
-    finally:
-        await http.aclose()
+    overview = await overview_of(app)
     waiting = re.search(r'id="awaiting-vectors">(\d+)<', overview)
     assert waiting is not None and int(waiting.group(1)) >= 1

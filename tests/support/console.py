@@ -40,3 +40,17 @@ async def post_form(http: httpx.AsyncClient, page: str, verb: str,
     """Open `page`, then post its `verb` form with the page's CSRF token and `fields`."""
     html = (await http.get(page)).text
     return await http.post(f"{page}/{verb}", data={"csrf_token": csrf_of(html), **fields})
+
+
+async def overview_of(app: Any, tenant_id: str = "default") -> str:
+    """The console's overview page as a reader of `tenant_id` sees it."""
+    from app.scope import SYSTEM, scoped_transaction
+    from app.services import api_keys
+
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
+        key = await api_keys.create_key(session, tenant_id=tenant_id, access="read")
+    http = await console_client(app, key.secret)
+    try:
+        return (await http.get("/ui")).text
+    finally:
+        await http.aclose()
