@@ -93,6 +93,11 @@ def _pairs(run: str) -> str:
     return " ".join(clusters[i] + clusters[i + 1] for i in range(len(clusters) - 1))
 
 
+def unspaced_runs(text: str) -> list[str]:
+    """The runs of letters of scripts written without spaces in `text`, as written."""
+    return _UNSPACED_RUN.findall(text)
+
+
 def segment(text: str) -> str:
     """The text with each run of letters of a script written without spaces replaced by its
     overlapping character pairs ("東京大学" -> "東京 京大 大学"), a character's combining

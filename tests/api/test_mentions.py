@@ -93,3 +93,14 @@ async def test_mentions_can_be_turned_off(client, app, monkeypatch):
     globex = await create_entity(client, "Globex", "organization")
     await store_episode(client, "Globex called")
     assert await neighbours(client, globex) == set()
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("王小明", "我昨天在北京见了王小明，我们一起吃饭。"),
+    ("東京大学", "彼女は東京大学で物理を学んだ。"),
+    ("สมชาย", "วันนี้สมชายไปตลาดกับแม่"),
+])
+async def test_a_name_inside_text_written_without_spaces_is_a_mention(client, name, text):
+    entity = await create_entity(client, name, "person")
+    episode = ref("episode", await store_episode(client, text))
+    assert episode in await neighbours(client, entity)
