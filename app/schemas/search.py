@@ -292,10 +292,12 @@ class SearchResponse(PointInTimeOut):
         None, description="The window read from the query, when there was one.")
     reranker: RerankerOut | None = Field(
         None, description="Null when no reranker is configured on the server.")
-    semantic_skipped: Literal["timeout", "unavailable"] | None = Field(
-        None, description="Set when the server's remote embedding model could not embed the "
-        "query in time (`timeout`) or at all (`unavailable`): the results come from the "
-        "keyword list alone, and `mode` says `keyword`.")
+    semantic_skipped: Literal["timeout", "unavailable", "language"] | None = Field(
+        None, description="Set when the semantic list was left out and the results come from "
+        "the keyword list alone (`mode` then says `keyword`): the server's remote embedding "
+        "model could not embed the query in time (`timeout`) or at all (`unavailable`), or "
+        "a hybrid search's query is in a language the embedding model does not know "
+        "(`language`; see the server's `embedding_languages`).")
     results: list[SearchHit]
 
 

@@ -114,3 +114,18 @@ async def test_the_stop_words_of_a_query_s_language_find_nothing(client):
     await store_episode(client, GERMAN)
 
     assert await keyword_search(client, "Welches Kind besuchte die Gärten?") == [GERMAN]
+
+
+async def test_a_hybrid_search_in_a_language_the_model_does_not_know_is_served_by_keyword(
+        app, client, monkeypatch):
+    monkeypatch.setattr(app.state.embedder, "languages", frozenset({"en"}))
+    await store_episode(client, GERMAN)
+    answer = (await client.post("/v1/search", json={"query": GERMAN_QUERY})).json()
+    assert (answer["mode"], answer["semantic_skipped"]) == ("keyword", "language")
+    assert [hit["content"] for hit in answer["results"]][:1] == [GERMAN]
+    english = (await client.post("/v1/search", json={"query": "Which child visited a garden "
+                                                              "yesterday?"})).json()
+    assert (english["mode"], english["semantic_skipped"]) == ("hybrid", None)
+    monkeypatch.setattr(app.state.embedder, "languages", None)  # a model of any language
+    anyone = (await client.post("/v1/search", json={"query": GERMAN_QUERY})).json()
+    assert (anyone["mode"], anyone["semantic_skipped"]) == ("hybrid", None)

@@ -30,3 +30,25 @@ def test_a_query_is_read_in_its_language_english_and_word_for_word():
     assert keyword_query("Wo haben die Kinder gestern gespielt?").configs == (
         "german", "english", "simple")
     assert keyword_query("Gärten", "de").configs == ("german", "english", "simple")
+
+
+def test_the_packaged_model_knows_english_and_another_any_language_unless_told():
+    from app.config import Settings
+
+    assert Settings().model_languages == frozenset({"en"})
+    assert Settings(embedding_model="/models/multilingual-e5-small").model_languages is None
+    assert Settings(embedding_languages="en, de").model_languages == frozenset({"en", "de"})
+    assert Settings(embedding_languages="any").model_languages is None
+
+
+def test_a_query_is_outside_the_model_s_languages_only_when_clearly_so():
+    from app.languages import outside
+
+    english = frozenset({"en"})
+    assert outside("Welches Kind besuchte gestern einen Garten?", english)
+    assert outside("Где Анна жила в прошлом году?", english)
+    assert outside("她去年住在哪里？", english)
+    assert not outside("Where did Ann live last year?", english)
+    assert not outside("Welches Kind besuchte gestern einen Garten?", None)
+    assert not outside("Where did Ann live?", english, given="en-GB")
+    assert outside("Where did Ann live?", english, given="de")

@@ -5824,9 +5824,9 @@ export interface components {
             results: (components["schemas"]["EpisodeHit"] | components["schemas"]["FactHit"] | components["schemas"]["RuleHit"] | components["schemas"]["RunHit"] | components["schemas"]["RunMessageHit"] | components["schemas"]["ReflectionHit"])[];
             /**
              * Semantic Skipped
-             * @description Set when the server's remote embedding model could not embed the query in time (`timeout`) or at all (`unavailable`): the results come from the keyword list alone, and `mode` says `keyword`.
+             * @description Set when the semantic list was left out and the results come from the keyword list alone (`mode` then says `keyword`): the server's remote embedding model could not embed the query in time (`timeout`) or at all (`unavailable`), or a hybrid search's query is in a language the embedding model does not know (`language`; see the server's `embedding_languages`).
              */
-            semantic_skipped?: ("timeout" | "unavailable") | null;
+            semantic_skipped?: ("timeout" | "unavailable" | "language") | null;
             /** @description The window read from the query, when there was one. */
             time_window?: components["schemas"]["TimeWindowOut"] | null;
         };
