@@ -18,9 +18,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
+
+from bench.quality.locomo_recall import stored_turns
 
 MODES = ("hybrid", "keyword", "semantic")
 KS = (1, 5)
@@ -38,20 +39,6 @@ def paragraphs_and_questions(path: Path) -> tuple[list[str], list[tuple[str, int
             paragraphs.append(paragraph["context"])
             questions += [(qa["question"], index) for qa in paragraph["qas"]]
     return paragraphs, questions
-
-
-async def stored_count(http: httpx.AsyncClient, scope: str) -> int:
-    """How many episodes the butler `scope` holds."""
-    count, cursor = 0, None
-    while True:
-        params: dict[str, Any] = {"butler": scope, "limit": 200}
-        if cursor:
-            params["cursor"] = cursor
-        page = (await http.get("/v1/episodes", params=params)).json()
-        count += len(page["items"])
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return count
 
 
 async def ingest(http: httpx.AsyncClient, scope: str, paragraphs: list[str]) -> float:
@@ -80,7 +67,7 @@ async def measure(http: httpx.AsyncClient, language: str, args: argparse.Namespa
     paragraphs, questions = paragraphs_and_questions(
         Path(args.data) / f"xquad.{language}.json")
     scope = f"xquad-{language}{args.scope_suffix}"
-    held = await stored_count(http, scope)
+    held = await stored_turns(http, scope)
     if held == len(paragraphs):
         print(f"{scope}: reusing {held} stored paragraphs", file=sys.stderr)
     elif held:
