@@ -117,13 +117,14 @@ def _identifier() -> Any:
         return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
-def detect(text: str) -> str | None:
-    """The text's language (ISO 639 code) when the detector is confident, else None."""
+def detect(text: str, confidence: float = MIN_CONFIDENCE) -> str | None:
+    """The text's language (ISO 639 code) when the detector is at least `confidence` sure,
+    else None."""
     sample = text[:DETECTED_CHARS]
     if not any(c.isalpha() for c in sample):
         return None
     language, probability = _identifier().classify(sample)
-    return str(language) if probability >= MIN_CONFIDENCE else None
+    return str(language) if probability >= confidence else None
 
 
 # Languages written in a script other than Latin: a query mostly in such a script is in one
@@ -143,13 +144,12 @@ def outside(query: str, languages: frozenset[str] | None, given: str | None = No
         return False
     if given:
         return given.strip().lower().split("-")[0].split("_")[0] not in languages
-    sample = query[:DETECTED_CHARS]
-    letters = [char for char in sample if char.isalpha()]
+    letters = [char for char in query[:DETECTED_CHARS] if char.isalpha()]
     if not letters:
         return False
-    language, probability = _identifier().classify(sample)
-    if probability >= FOREIGN_CONFIDENCE:
-        return str(language) not in languages
+    language = detect(query, FOREIGN_CONFIDENCE)
+    if language is not None:
+        return language not in languages
     foreign_script = sum(1 for char in letters if not _latin(char)) * 2 > len(letters)
     return foreign_script and not languages & NON_LATIN
 

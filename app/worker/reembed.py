@@ -21,6 +21,10 @@ BATCH_SIZE = 256
 # The longest the backlog waits between two passes after failures.
 MAX_BACKLOG_WAIT_SECONDS = 600.0
 
+# (count name, memory type, table) of the memories that carry vectors.
+MEMORY_TABLES = (("episodes", "episode", Episode), ("facts", "fact", Fact),
+                 ("rules", "rule", Rule))
+
 logger = logging.getLogger(__name__)
 
 
@@ -34,8 +38,7 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: 
             session, model_name=embedder.model_name, model_version=embedder.model_version,
             dimensions=embedder.dimensions)
     counts: dict[str, int] = {}
-    for name, memory_type, model in (("episodes", "episode", Episode),
-                                     ("facts", "fact", Fact), ("rules", "rule", Rule)):
+    for name, memory_type, model in MEMORY_TABLES:
         counts[name], after = 0, None
         while True:
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
@@ -63,8 +66,7 @@ async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
     transaction of its own the rows still without vectors. A failing model leaves the rest
     for the next pass."""
     counts: dict[str, int] = {}
-    for name, memory_type, model in (("episodes", "episode", Episode),
-                                     ("facts", "fact", Fact), ("rules", "rule", Rule)):
+    for name, memory_type, model in MEMORY_TABLES:
         counts[name], after = 0, None
         while True:
             by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
@@ -176,12 +178,8 @@ async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: 
                         rows: list[tuple[uuid.UUID, str]]) -> None:
     """New vectors and passages (windows, and episodes' contexts) for one tenant's rows."""
     ids = [row_id for row_id, _ in rows]
-    contexts: list[str | None] = [None] * len(rows)
-    if memory_type == "episode":
-        before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=ids,
-                                                 count=embedder.context_turns)
-        contexts = [context_text(before[row_id], content) if before.get(row_id) else None
-                    for row_id, content in rows]
+    contexts = (await _contexts(session, embedder, tenant_id, rows)
+                if memory_type == "episode" else [None] * len(rows))
     embedded = await embed_texts(session, embedder, [content for _, content in rows],
                                  tenant_id=tenant_id, contexts=contexts, bulk=True)
     await reembed_rows.store_vectors(
