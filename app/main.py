@@ -109,6 +109,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await check_app_role(db_engine)
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
+    await embedding_store.recall_dimensions(make_sessionmaker(owner_engine), embedder)
     await asyncio.to_thread(embedder.load)
     phase = log_phase("model loaded", phase)
     reranker = open_reranker(settings.reranker)

@@ -74,6 +74,9 @@ class Embedder:
         self.device = device
         self._dimensions = dimensions
         self.remote = remote
+        # What this store recorded for the model: a remote model that does not answer at
+        # load is taken to make vectors of this length.
+        self.recorded_dimensions: int | None = None
         self.query_prefix = query_prefix
         # How long a write waits for a remote model before it stores its texts without.
         self.write_wait_seconds = write_wait_seconds
@@ -123,6 +126,14 @@ class Embedder:
         return self._backend is not None
 
     @property
+    def answered_at(self) -> float:
+        """time.monotonic() of a remote model's last good answer (0.0 before any); a local
+        model, which cannot be down, gives +inf."""
+        if self._backend is None or not isinstance(self._backend, RemoteBackend):
+            return 0.0 if self.remote is not None else float("inf")
+        return self._backend.answered_at
+
+    @property
     def pending_chunks(self) -> int:
         """Model calls queued and not yet started."""
         return self._scheduler.pending_chunks
@@ -149,7 +160,8 @@ class Embedder:
         if self.backend_name == "openai":
             if self.remote is None:
                 raise RuntimeError("the 'openai' embedding backend needs an endpoint")
-            return RemoteBackend(self.remote, model=self.model_name, dimensions=self._dimensions)
+            return RemoteBackend(self.remote, model=self.model_name, dimensions=self._dimensions,
+                                 recorded_dimensions=self.recorded_dimensions)
         path = model_files.model_path(self.model_name)
         if self.backend_name == "torch":
             backend = TorchBackend(model_path=path, device=self.device)

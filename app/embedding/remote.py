@@ -69,6 +69,7 @@ class RemoteBackend:
     max_seq_length = REMOTE_MAX_SEQ_LENGTH
 
     def __init__(self, endpoint: RemoteEndpoint, *, model: str, dimensions: int | None = None,
+                 recorded_dimensions: int | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self._url = endpoint_url(endpoint.base_url, "/embeddings")
         self._model = model
@@ -77,8 +78,21 @@ class RemoteBackend:
         headers = json_headers(endpoint.api_key or None)
         self._http = httpx.Client(timeout=httpx.Timeout(endpoint.timeout_seconds),
                                   headers=headers)
-        # Asked of the model itself when not given: one call of one text.
-        self.dimensions = dimensions or int(self._call(["dimensions"]).shape[1])
+        # time.monotonic() of the endpoint's last good answer; 0.0 before the first.
+        self.answered_at = 0.0
+        self.dimensions = dimensions or self._asked_dimensions(recorded_dimensions)
+
+    def _asked_dimensions(self, recorded: int | None) -> int:
+        """The length of the model's vectors, asked of it with one call of one text; when it
+        does not answer, the length recorded for it by an earlier start, if any."""
+        try:
+            return int(self._call(["dimensions"]).shape[1])
+        except RemoteEmbeddingError:
+            if recorded is None:
+                raise
+            logger.warning("embeddings endpoint %s did not answer; taking the %d dimensions "
+                           "recorded for model %r", self._url, recorded, self._model)
+            return recorded
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -110,7 +124,9 @@ class RemoteBackend:
                 last_error = f"connection failed: {type(exc).__name__}: {exc}"
             else:
                 if response.status_code < 400:
-                    return self._vectors(response, len(texts))
+                    vectors = self._vectors(response, len(texts))
+                    self.answered_at = time.monotonic()
+                    return vectors
                 last_error = f"HTTP {response.status_code}: {response.text[:MAX_ERROR_BODY]}"
                 if response.status_code not in RETRYABLE_STATUSES:
                     break

@@ -34,3 +34,13 @@ async def models_with_dimensions(session: AsyncSession, dimensions: int) -> list
             .group_by(EmbeddingVersion.model_name)
             .order_by(func.max(EmbeddingVersion.id).desc()))
     return list((await session.execute(stmt)).scalars())
+
+
+async def recorded_dimensions(session: AsyncSession, *, model_name: str,
+                              model_version: str) -> int | None:
+    """The dimension recorded for this model's vectors, if it has made any here."""
+    stmt = (select(EmbeddingVersion.dimensions)
+            .where(EmbeddingVersion.model_name == model_name,
+                   EmbeddingVersion.model_version == model_version)
+            .order_by(EmbeddingVersion.id.desc()).limit(1))
+    return (await session.execute(stmt)).scalar_one_or_none()

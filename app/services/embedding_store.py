@@ -34,6 +34,17 @@ async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession],
     return len(columns)
 
 
+async def recall_dimensions(sessionmaker: async_sessionmaker[AsyncSession],
+                            embedder: Embedder) -> None:
+    """Tell a remote model the dimension recorded for it, which it takes when the endpoint
+    does not answer at load: the service then starts while the endpoint is down."""
+    if embedder.remote is None:
+        return
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        embedder.recorded_dimensions = await embedding_version_rows.recorded_dimensions(
+            session, model_name=embedder.model_name, model_version=embedder.model_version)
+
+
 def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int,
             models: list[str]) -> str:
     """What a start with a model of another dimension than the stored vectors' says."""

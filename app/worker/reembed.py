@@ -2,6 +2,7 @@
 every memory; embed the memories stored without vectors (the embedding backlog)."""
 
 import logging
+import time
 import uuid
 from collections import defaultdict
 
@@ -20,6 +21,8 @@ from app.text import context_text
 BATCH_SIZE = 256
 # The longest the backlog waits between two passes after failures.
 MAX_BACKLOG_WAIT_SECONDS = 600.0
+# While it waits after a failure, how often it looks whether the model answered since.
+RECOVERY_CHECK_SECONDS = 2.0
 
 # (count name, memory type, table) of the memories that carry vectors.
 MEMORY_TABLES = (("episodes", "episode", Episode), ("facts", "fact", Fact),
@@ -132,15 +135,19 @@ async def unembedded_count(sessionmaker: async_sessionmaker[AsyncSession]) -> in
 
 class EmbeddingBacklog:
     """Runs `embed_backlog` every `seconds` in a background task; after a failed pass it
-    waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS. The backlog is the rows
-    themselves, so a restart carries on where the last process stopped."""
+    waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS, or until the model answers
+    a write or a search again. The backlog is the rows themselves, so a restart carries on
+    where the last process stopped."""
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
                  seconds: float) -> None:
         self._sessionmaker = sessionmaker
         self._embedder = embedder
         self.seconds = seconds
-        self._passes = Periodic("embedding-backlog", seconds, self._pass)
+        self._failed_at: float | None = None
+        self._passes = Periodic("embedding-backlog", seconds, self._pass,
+                                wake=self._model_answered_since_failure,
+                                check_seconds=RECOVERY_CHECK_SECONDS)
 
     @property
     def wait(self) -> float:
@@ -153,13 +160,18 @@ class EmbeddingBacklog:
             counts = await embed_backlog(self._sessionmaker, self._embedder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
             self._passes.seconds = min(self.wait * 2, MAX_BACKLOG_WAIT_SECONDS)
+            self._failed_at = time.monotonic()
             logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
                            error)
             return None
         self._passes.seconds = self.seconds
+        self._failed_at = None
         if any(counts.values()):
             logger.info("embedding backlog: embedded %s", counts)
         return counts
+
+    def _model_answered_since_failure(self) -> bool:
+        return self._failed_at is not None and self._embedder.answered_at > self._failed_at
 
     async def _pass(self) -> None:
         await self.run_once()

@@ -128,6 +128,45 @@ async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url
                 assert await running == {"episodes": 0, "facts": 0, "rules": 0}
 
 
+async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, monkeypatch):
+    monkeypatch.setattr("app.worker.reembed.RECOVERY_CHECK_SECONDS", 0.05)
+    with embeddings_stub(dimensions=24) as stub:
+        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
+            async with client_of(application) as http:
+                stub.answer(Answer(503, {}, '{"error": "down"}'))
+                await store_episode(http, "Ann moored her boat at the harbour")
+                backlog = EmbeddingBacklog(application.state.sessionmaker,
+                                           application.state.embedder, seconds=60)
+                stub.answer(Answer(503, {}, '{"error": "still down"}'))
+                assert await backlog.run_once() is None
+                backlog.start()  # its next pass is two minutes away
+                try:
+                    await store_episode(http, "Bob baked bread")  # the model answers again
+                    await until(lambda: backlog.wait == 60, timeout=10,
+                                message="a pass after the model's answer")
+                    assert (await http.get("/readyz")).json()["embedding_backlog"] == 0
+                finally:
+                    await backlog.stop()
+
+
+async def test_the_service_starts_while_the_endpoint_is_down_and_keeps_every_write(
+        scratch_url, monkeypatch):
+    with embeddings_stub(dimensions=24) as stub:
+        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
+            async with client_of(application) as http:
+                await store_episode(http, "Ann moored her boat at the harbour")
+        stub.answer(*[Answer(503, {}, '{"error": "down"}')] * 20)
+        # No dimension is configured and the endpoint does not answer: the one recorded for
+        # the model is taken.
+        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
+            assert application.state.embedder.dimensions == 24
+            async with client_of(application) as http:
+                await store_episode(http, "Bob baked bread")
+                assert (await http.get("/readyz")).json()["embedding_backlog"] == 1
+                found = await http.post("/v1/search", json={"query": "bread"})
+                assert [r["content"] for r in found.json()["results"]] == ["Bob baked bread"]
+
+
 async def test_a_query_the_endpoint_cannot_embed_in_time_is_served_by_keyword(
         app, client, stub, monkeypatch):
     stored = await store_episode(client, "Ann moored her boat at the harbour")
