@@ -487,8 +487,9 @@ class Settings(BaseSettings):
     embedding_backlog_seconds: float = Field(
         30.0, gt=0, le=3600,
         description="How often the embedding backlog looks for memories stored without "
-        "vectors ('openai' backend); after a failed pass it waits twice as long, up to 10 "
-        "minutes, unless the endpoint answers a write or a search sooner.")
+        "vectors ('openai' backend); after a failed pass it waits twice as long, up to a "
+        "minute (or this interval, if longer), unless the endpoint answers a write or a "
+        "search sooner.")
     embedding_query_prefix: str = Field(
         "", max_length=200,
         description="Put before a search's query before it is embedded (e5: 'query: ', "

@@ -126,6 +126,12 @@ class Embedder:
         return self._backend is not None
 
     @property
+    def failed_recently(self) -> bool:
+        """Whether a remote model's last call failed every attempt a few seconds ago, with no
+        answer since: writes and searches then go on without it at once."""
+        return isinstance(self._backend, RemoteBackend) and self._backend.failed_recently
+
+    @property
     def answered_at(self) -> float:
         """time.monotonic() of a remote model's last good answer (0.0 before any); a local
         model, which cannot be down, gives +inf."""

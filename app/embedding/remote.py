@@ -63,6 +63,11 @@ class RemoteEndpoint:
     max_wait_seconds: float = 30.0
 
 
+# After a call failed every attempt, writes and searches do not wait on the endpoint for this
+# long (unless it answers meanwhile); the first caller after it tries again.
+FAILED_RECENTLY_SECONDS = 10.0
+
+
 class RemoteBackend:
     """Texts to normalised vectors through an OpenAI-compatible embeddings endpoint."""
 
@@ -78,9 +83,17 @@ class RemoteBackend:
         headers = json_headers(endpoint.api_key or None)
         self._http = httpx.Client(timeout=httpx.Timeout(endpoint.timeout_seconds),
                                   headers=headers)
-        # time.monotonic() of the endpoint's last good answer; 0.0 before the first.
+        # time.monotonic() of the endpoint's last good answer and of its last call that
+        # failed every attempt; 0.0 before the first.
         self.answered_at = 0.0
+        self.failed_at = 0.0
         self.dimensions = dimensions or self._asked_dimensions(recorded_dimensions)
+
+    @property
+    def failed_recently(self) -> bool:
+        """Whether the last call failed every attempt, fewer than FAILED_RECENTLY_SECONDS ago."""
+        return (self.failed_at > self.answered_at
+                and time.monotonic() - self.failed_at < FAILED_RECENTLY_SECONDS)
 
     def _asked_dimensions(self, recorded: int | None) -> int:
         """The length of the model's vectors, asked of it with one call of one text; when it
@@ -141,6 +154,7 @@ class RemoteBackend:
         diagnosis = (f"embeddings request to {self._url} (model {self._model!r}) failed after "
                      f"{attempt} attempt(s): {last_error}")
         logger.error("%s", diagnosis)
+        self.failed_at = time.monotonic()
         raise RemoteEmbeddingError(diagnosis, retry_after=asked)
 
     def _vectors(self, response: httpx.Response, count: int) -> np.ndarray:

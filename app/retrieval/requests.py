@@ -80,9 +80,12 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
 async def query_vector(embedder: Embedder, plan: SearchPlan, *, tenant_id: str,
                        seconds: float) -> tuple[EmbeddingVector | None, str | None]:
     """The query's vector when the plan reads the semantic list. With a remote model that is
-    unavailable or slower than `seconds`: no vector, and why ("unavailable", "timeout")."""
+    unavailable (or failed a few seconds ago) or slower than `seconds`: no vector, and why
+    ("unavailable", "timeout")."""
     if not plan.semantic or not plan.query:
         return None, None
+    if embedder.failed_recently:
+        return None, "unavailable"
     embedding = embedder.aembed(plan.query, tenant_id=tenant_id)
     if embedder.backend_name != "openai":
         return await embedding, None

@@ -98,13 +98,16 @@ async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str
 async def embed_for_write(session: AsyncSession, embedder: Embedder, texts: list[str], *,
                           tenant_id: str, contexts: Sequence[str | None] = ()) -> Embedded:
     """`embed_texts` for a write that must not wait on, nor fail because of, a remote model:
-    when the endpoint fails or takes longer than the embedder's `write_wait_seconds`, the
-    texts are stored without vectors (found by keyword at once) and the embedding backlog
-    (`background/reembed.embed_backlog`) embeds them later. A local model is waited for."""
+    when the endpoint fails (or failed a few seconds ago) or takes longer than the embedder's
+    `write_wait_seconds`, the texts are stored without vectors (found by keyword at once)
+    and the embedding backlog (`worker/reembed.embed_backlog`) embeds them later. A local
+    model is waited for."""
     if embedder.backend_name != "openai":
         return await embed_texts(session, embedder, texts, tenant_id=tenant_id,
                                  contexts=contexts)
     try:
+        if embedder.failed_recently:
+            raise RemoteEmbeddingError("the embeddings endpoint failed a few seconds ago")
         return await asyncio.wait_for(
             embed_texts(session, embedder, texts, tenant_id=tenant_id, contexts=contexts),
             timeout=embedder.write_wait_seconds)

@@ -19,8 +19,9 @@ from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.text import context_text
 
 BATCH_SIZE = 256
-# The longest the backlog waits between two passes after failures.
-MAX_BACKLOG_WAIT_SECONDS = 600.0
+# The longest the backlog waits between two passes after failures (unless its interval is
+# longer): it notices the model is back within this long even with no write or search.
+MAX_BACKLOG_WAIT_SECONDS = 60.0
 # While it waits after a failure, how often it looks whether the model answered since.
 RECOVERY_CHECK_SECONDS = 2.0
 
@@ -135,9 +136,9 @@ async def unembedded_count(sessionmaker: async_sessionmaker[AsyncSession]) -> in
 
 class EmbeddingBacklog:
     """Runs `embed_backlog` every `seconds` in a background task; after a failed pass it
-    waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS, or until the model answers
-    a write or a search again. The backlog is the rows themselves, so a restart carries on
-    where the last process stopped."""
+    waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS (or `seconds`, if longer),
+    or until the model answers a write or a search again. The backlog is the rows
+    themselves, so a restart carries on where the last process stopped."""
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
                  seconds: float) -> None:
@@ -159,7 +160,8 @@ class EmbeddingBacklog:
         try:
             counts = await embed_backlog(self._sessionmaker, self._embedder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
-            self._passes.seconds = min(self.wait * 2, MAX_BACKLOG_WAIT_SECONDS)
+            self._passes.seconds = min(self.wait * 2,
+                                       max(self.seconds, MAX_BACKLOG_WAIT_SECONDS))
             self._failed_at = time.monotonic()
             logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
                            error)
