@@ -129,6 +129,18 @@ async def reuse_or_refuse(http: httpx.AsyncClient, scope: str, expected: int,
     return False
 
 
+async def embedded(http: httpx.AsyncClient, bound: float = 1800) -> float:
+    """Wait until no stored memory waits for its vectors (a remote embedding model defers the
+    writes it cannot answer in time); the seconds it took."""
+    began = time.perf_counter()
+    while time.perf_counter() - began < bound:
+        waiting = (await http.get("/readyz")).json().get("embedding_backlog")
+        if not waiting:
+            return time.perf_counter() - began
+        await asyncio.sleep(1)
+    raise SystemExit(f"memories still wait for their vectors after {bound:.0f} s")
+
+
 async def stored_turns(http: httpx.AsyncClient, scope: str) -> int:
     """How many episodes the butler `scope` holds."""
     count, cursor = 0, None
@@ -191,6 +203,10 @@ async def run(args: argparse.Namespace) -> None:
                 seconds = await ingest(http, scope, turns, with_time=args.with_time,
                                        sessions=args.sessions)
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
+            waited = await embedded(http)
+            if waited >= 1:
+                print(f"{scope}: every memory had its vectors {waited:.0f} s later",
+                      file=sys.stderr)
             known = {turn[0] for turn in turns}
             extra: dict[str, Any] = {"fusion": args.fusion} if args.fusion else {}
             last_date = session_time(turns[-1][3]) if args.with_time else None

@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from bench.quality.locomo_recall import query_text, reuse_or_refuse
+from bench.quality.locomo_recall import embedded, query_text, reuse_or_refuse
 
 MODES = ("semantic", "keyword", "hybrid")
 K = 10
@@ -134,6 +134,7 @@ async def run(args: argparse.Namespace) -> None:
                 seconds = await ingest(http, scope, turns, with_time=with_time,
                                        sessions=args.sessions)
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
+            await embedded(http)
             for mode in args.modes:
                 start = time.perf_counter()
                 found = await ask(http, question=query_text(question["question"], args.query_style),
