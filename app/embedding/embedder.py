@@ -77,6 +77,8 @@ class Embedder:
         # What this store recorded for the model: a remote model that does not answer at
         # load is taken to make vectors of this length.
         self.recorded_dimensions: int | None = None
+        # time.monotonic() of the last write stored without vectors (0.0 before any).
+        self.deferred_at = 0.0
         self.query_prefix = query_prefix
         # How long a write waits for a remote model before it stores its texts without.
         self.write_wait_seconds = write_wait_seconds

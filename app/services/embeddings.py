@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ async def embed_for_write(session: AsyncSession, embedder: Embedder, texts: list
         logger.warning("%d text(s) of tenant %s stored without vectors, embedded later: %s",
                        len(texts), tenant_id, error or "the embeddings endpoint is slow")
         EMBEDDINGS_DEFERRED.inc(len(texts))
+        embedder.deferred_at = time.monotonic()
         return Embedded([], 0, [[] for _ in texts], deferred=True)
 
 

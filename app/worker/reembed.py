@@ -22,8 +22,12 @@ BATCH_SIZE = 256
 # The longest the backlog waits between two passes after failures (unless its interval is
 # longer): it notices the model is back within this long even with no write or search.
 MAX_BACKLOG_WAIT_SECONDS = 60.0
-# While it waits after a failure, how often it looks whether the model answered since.
+# While it waits, how often it looks whether the model answered since a failure, or whether a
+# write was stored without vectors.
 RECOVERY_CHECK_SECONDS = 2.0
+# A write stored without vectors this long before a pass began may not have been committed
+# when the pass read the rows: it brings the next pass forward too.
+UNCOMMITTED_SECONDS = 3.0
 
 # (count name, memory type, table) of the memories that carry vectors.
 MEMORY_TABLES = (("episodes", "episode", Episode), ("facts", "fact", Fact),
@@ -137,7 +141,8 @@ async def unembedded_count(sessionmaker: async_sessionmaker[AsyncSession]) -> in
 class EmbeddingBacklog:
     """Runs `embed_backlog` every `seconds` in a background task; after a failed pass it
     waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS (or `seconds`, if longer),
-    or until the model answers a write or a search again. The backlog is the rows
+    or until the model answers a write or a search again; a write stored without vectors
+    by a slow model brings the next pass forward too. The backlog is the rows
     themselves, so a restart carries on where the last process stopped."""
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
@@ -146,8 +151,10 @@ class EmbeddingBacklog:
         self._embedder = embedder
         self.seconds = seconds
         self._failed_at: float | None = None
+        # Writes deferred before this were committed when a pass read the rows.
+        self._covered_until = 0.0
         self._passes = Periodic("embedding-backlog", seconds, self._pass,
-                                wake=self._model_answered_since_failure,
+                                wake=self._worth_a_pass_now,
                                 check_seconds=RECOVERY_CHECK_SECONDS)
 
     @property
@@ -157,6 +164,7 @@ class EmbeddingBacklog:
 
     async def run_once(self) -> dict[str, int] | None:
         """One pass; None if it failed (the next waits longer)."""
+        self._covered_until = time.monotonic() - UNCOMMITTED_SECONDS
         try:
             counts = await embed_backlog(self._sessionmaker, self._embedder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
@@ -172,8 +180,12 @@ class EmbeddingBacklog:
             logger.info("embedding backlog: embedded %s", counts)
         return counts
 
-    def _model_answered_since_failure(self) -> bool:
-        return self._failed_at is not None and self._embedder.answered_at > self._failed_at
+    def _worth_a_pass_now(self) -> bool:
+        """After a failed pass, once the model has answered since; otherwise, once a write
+        was stored without vectors (a slow model) that the last pass may not have seen."""
+        if self._failed_at is not None:
+            return self._embedder.answered_at > self._failed_at
+        return self._embedder.deferred_at > self._covered_until
 
     async def _pass(self) -> None:
         await self.run_once()

@@ -151,6 +151,29 @@ async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, 
                     await backlog.stop()
 
 
+async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after(
+        scratch_url, monkeypatch):
+    monkeypatch.setattr("app.worker.reembed.RECOVERY_CHECK_SECONDS", 0.05)
+    with embeddings_stub(dimensions=24) as stub:
+        embedder = remote_embedder(stub)
+        async with started(scratch_url, embedder, monkeypatch) as application:
+            embedder.write_wait_seconds = 0.2
+            backlog = EmbeddingBacklog(application.state.sessionmaker, embedder, seconds=60)
+            backlog.start()  # its first pass is a minute away
+            try:
+                async with client_of(application) as http:
+                    gate = threading.Event()
+                    stub.answer(Answer(gate=gate))  # slower than the write waits
+                    await store_episode(http, "Ann moored her boat at the harbour")
+                    gate.set()
+                    deadline = time.monotonic() + 10
+                    while (await http.get("/readyz")).json()["embedding_backlog"]:
+                        assert time.monotonic() < deadline, "the write still has no vectors"
+                        await asyncio.sleep(0.05)
+            finally:
+                await backlog.stop()
+
+
 async def test_the_service_starts_while_the_endpoint_is_down_and_keeps_every_write(
         scratch_url, monkeypatch):
     with embeddings_stub(dimensions=24) as stub:
