@@ -87,6 +87,14 @@ async def scratch_url(database_url: str) -> AsyncIterator[str]:
         yield url
 
 
+async def backlog_emptied(http: Any, failure: str, seconds: float = 10) -> None:
+    """Wait until /readyz reports no memory waiting for its vectors; fail after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while (await http.get("/readyz")).json()["embedding_backlog"]:
+        assert time.monotonic() < deadline, failure
+        await asyncio.sleep(0.05)
+
+
 async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url, monkeypatch):
     with embeddings_stub(dimensions=24) as stub:
         async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
@@ -143,10 +151,7 @@ async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, 
                 backlog.start()  # its next pass is a minute away
                 try:
                     await store_episode(http, "Bob baked bread")  # the model answers again
-                    deadline = time.monotonic() + 10
-                    while (await http.get("/readyz")).json()["embedding_backlog"]:
-                        assert time.monotonic() < deadline, "no pass after the model's answer"
-                        await asyncio.sleep(0.05)
+                    await backlog_emptied(http, "no pass after the model's answer")
                 finally:
                     await backlog.stop()
 
@@ -166,10 +171,7 @@ async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after
                     stub.answer(Answer(gate=gate))  # slower than the write waits
                     await store_episode(http, "Ann moored her boat at the harbour")
                     gate.set()
-                    deadline = time.monotonic() + 10
-                    while (await http.get("/readyz")).json()["embedding_backlog"]:
-                        assert time.monotonic() < deadline, "the write still has no vectors"
-                        await asyncio.sleep(0.05)
+                    await backlog_emptied(http, "the write still has no vectors")
             finally:
                 await backlog.stop()
 
