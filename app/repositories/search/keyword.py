@@ -23,6 +23,7 @@ rewards, or by its meaning: one holding several common query words ranks high fo
 them, and is found by its vector.
 """
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
-from sqlalchemy.sql.elements import Grouping
+from sqlalchemy.sql.elements import BindParameter, Grouping
 from sqlalchemy.sql.expression import FromClause
 
 from app.languages import DEFAULT_CONFIG, SIMPLE_CONFIG, keyword_query
@@ -67,6 +68,8 @@ RESCORED_PER_LIMIT = 3
 
 
 QUERY_CONFIGS = "query_configs"
+# A query's readings: a table of its configurations, each configuration, the text it reads.
+Readings = tuple[FromClause, ColumnElement[Any], ColumnElement[Any]]
 
 
 def _configs(query: str | ColumnElement[str], configs: Sequence[str] | None,
@@ -93,8 +96,7 @@ def query_params(query: str | None, language: str | None = None) -> dict[str, An
     return {"query": read.text, QUERY_CONFIGS: list(read.configs)}
 
 
-def _readings(text: ColumnElement[Any], bound: ColumnElement[Any],
-              name: str) -> tuple[FromClause, ColumnElement[Any], ColumnElement[Any]]:
+def _readings(text: ColumnElement[Any], bound: ColumnElement[Any], name: str) -> Readings:
     """The query's readings: (a table of its configurations, each configuration, the text it
     reads). The first configuration, the query's language's, reads the whole query; the
     others read only the words it keeps, so that its stop words ("de", "die", "the") do not
@@ -114,15 +116,22 @@ def _readings(text: ColumnElement[Any], bound: ColumnElement[Any],
 
 def or_tsquery(query: str | ColumnElement[str], configs: Sequence[str] | None = None, *,
                language: str | None = None) -> ColumnElement[Any]:
-    """The query's lexemes in each of its readings (`_readings`), OR-ed together.
+    """The query's lexemes in each of its readings (`_readings`), OR-ed together. The
+    statement's bound query (`query`, `query_configs`) is read once per statement, however
+    many legs and tables ask (`_bound_query_read`).
 
     plainto_tsquery parses any text safely (no operator syntax is interpreted) but ANDs its
     lexemes, so a natural-language question matches almost nothing. Its output joins quoted
     lexemes with ' & '; a lexeme never holds a space, so replacing ' & ' by ' | ' turns the
     operators, and only them, into ORs. The text form of a tsquery is valid tsquery input.
     """
-    text, bound = _configs(query, configs, language)
-    table, config, read = _readings(text, bound, "query_config")
+    if _is_bound_query(query, configs, language):
+        return select(_bound_query_read().c.tsquery).scalar_subquery()
+    return _or_tsquery(_readings(*_configs(query, configs, language), "query_config"))
+
+
+def _or_tsquery(readings: Readings) -> ColumnElement[Any]:
+    table, config, read = readings
     plain = func.plainto_tsquery(cast(config, REGCONFIG), read)
     ored = (select(func.string_agg(func.replace(cast(plain, Text), " & ", " | "), " | "))
             .select_from(table).where(func.numnode(plain) > 0).scalar_subquery())
@@ -132,14 +141,39 @@ def or_tsquery(query: str | ColumnElement[str], configs: Sequence[str] | None = 
 def query_lexemes(query: str | ColumnElement[str],
                   configs: Sequence[str] | None = None) -> ColumnElement[Any]:
     """The distinct lexemes of the query in each of its readings (`_readings`) (text[]), as
-    documents are tokenised."""
-    text, bound = _configs(query, configs)
-    table, config, read = _readings(text, bound, "lexeme_config")
+    documents are tokenised; the statement's bound query's are read once per statement."""
+    if _is_bound_query(query, configs):
+        # Cast, so that `= ANY (...)` reads an array, not the rows of a subquery.
+        return cast(select(_bound_query_read().c.lexemes).scalar_subquery(), ARRAY(Text))
+    return _lexemes(_readings(*_configs(query, configs), "lexeme_config"))
+
+
+def _lexemes(readings: Readings) -> ColumnElement[Any]:
+    table, config, read = readings
     lexeme = (func.unnest(func.tsvector_to_array(to_tsvector(read, config)))
               .table_valued("lexeme").render_derived(name="query_lexeme"))
-    # Cast, so that `= ANY (...)` reads an array, not the rows of a subquery.
     return cast(select(func.array_agg(lexeme.c.lexeme.distinct()))
                 .select_from(table).join(lexeme, true()).scalar_subquery(), ARRAY(Text))
+
+
+def _is_bound_query(query: str | ColumnElement[str], configs: Sequence[str] | None,
+                    language: str | None = None) -> bool:
+    """Whether `query` is the statement's bound query, read with its bound configurations."""
+    return (isinstance(query, BindParameter) and query.key == "query" and configs is None
+            and language is None)
+
+
+@functools.cache
+def _bound_query_read() -> CTE:
+    """The bound query's OR-ed tsquery and lexemes, computed once in the statement that
+    reads them, from its readings computed once (ts_debug costs a few tenths of a ms)."""
+    table, config, read = _readings(*_configs(bindparam("query", type_=Text), None),
+                                    "query_config")
+    readings = (select(config.label("config"), read.label("read")).select_from(table)
+                .cte("query_readings").prefix_with("MATERIALIZED"))
+    shared = (readings, readings.c.config, readings.c.read)
+    return (select(_or_tsquery(shared).label("tsquery"), _lexemes(shared).label("lexemes"))
+            .cte("query_read").prefix_with("MATERIALIZED"))
 
 
 def _term_statistics(prefix: str, tenant_id: ColumnElement[str],
