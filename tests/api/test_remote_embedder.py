@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 
 from app.db import to_libpq_url
-from app.worker.reembed import EmbeddingBacklog
 from tests.support.console import overview_of
 from tests.support.database import scratch_database
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
 from tests.support.factories import store_episode
-from tests.support.model_app import client_of, remote_embedder, started
+from tests.support.model_app import backlog_of, client_of, remote_embedder, started
 from tests.support.waiting import until
 
 
@@ -97,7 +96,10 @@ async def backlog_emptied(http: Any, failure: str, seconds: float = 10) -> None:
 
 async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url, monkeypatch):
     with embeddings_stub(dimensions=24) as stub:
-        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
+        async with started(scratch_url, remote_embedder(stub), monkeypatch,
+                           backlog_seconds=1) as application:
+            backlog = backlog_of(application)
+            await backlog.stop()  # the test runs its passes
             async with client_of(application) as http:
                 stub.answer(Answer(503, {}, '{"error": "down"}'))
                 stored = await http.post("/v1/episodes", json={
@@ -106,8 +108,6 @@ async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url
                 assert (await http.get("/readyz")).json()["embedding_backlog"] == 1
                 assert "engram_embedding_backlog 1.0" in (await http.get("/metrics")).text
 
-                backlog = EmbeddingBacklog(application.state.sessionmaker,
-                                           application.state.embedder, seconds=1)
                 stub.answer(Answer(503, {}, '{"error": "still down"}'))
                 assert await backlog.run_once() is None
                 assert backlog.wait == 2  # twice as long after a failed pass
@@ -140,20 +140,18 @@ async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, 
     monkeypatch.setattr("app.worker.reembed.RECOVERY_CHECK_SECONDS", 0.05)
     monkeypatch.setattr("app.embedding.remote.FAILED_RECENTLY_SECONDS", 0)
     with embeddings_stub(dimensions=24) as stub:
-        async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
+        async with started(scratch_url, remote_embedder(stub), monkeypatch,
+                           backlog_seconds=60) as application:
+            backlog = backlog_of(application)
+            await backlog.stop()  # its first pass is the test's
             async with client_of(application) as http:
                 stub.answer(Answer(503, {}, '{"error": "down"}'))
                 await store_episode(http, "Ann moored her boat at the harbour")
-                backlog = EmbeddingBacklog(application.state.sessionmaker,
-                                           application.state.embedder, seconds=60)
                 stub.answer(Answer(503, {}, '{"error": "still down"}'))
                 assert await backlog.run_once() is None
                 backlog.start()  # its next pass is a minute away
-                try:
-                    await store_episode(http, "Bob baked bread")  # the model answers again
-                    await backlog_emptied(http, "no pass after the model's answer")
-                finally:
-                    await backlog.stop()
+                await store_episode(http, "Bob baked bread")  # the model answers again
+                await backlog_emptied(http, "no pass after the model's answer")
 
 
 async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after(
@@ -161,19 +159,16 @@ async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after
     monkeypatch.setattr("app.worker.reembed.RECOVERY_CHECK_SECONDS", 0.05)
     with embeddings_stub(dimensions=24) as stub:
         embedder = remote_embedder(stub)
-        async with started(scratch_url, embedder, monkeypatch) as application:
+        # The backlog's first pass is a minute away.
+        async with started(scratch_url, embedder, monkeypatch,
+                           backlog_seconds=60) as application:
             embedder.write_wait_seconds = 0.2
-            backlog = EmbeddingBacklog(application.state.sessionmaker, embedder, seconds=60)
-            backlog.start()  # its first pass is a minute away
-            try:
-                async with client_of(application) as http:
-                    gate = threading.Event()
-                    stub.answer(Answer(gate=gate))  # slower than the write waits
-                    await store_episode(http, "Ann moored her boat at the harbour")
-                    gate.set()
-                    await backlog_emptied(http, "the write still has no vectors")
-            finally:
-                await backlog.stop()
+            async with client_of(application) as http:
+                gate = threading.Event()
+                stub.answer(Answer(gate=gate))  # slower than the write waits
+                await store_episode(http, "Ann moored her boat at the harbour")
+                gate.set()
+                await backlog_emptied(http, "the write still has no vectors")
 
 
 async def test_the_service_starts_while_the_endpoint_is_down_and_keeps_every_write(

@@ -13,6 +13,7 @@ from app.embedding import Embedder
 from app.embedding.remote import RemoteEndpoint
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
+from app.worker.reembed import EmbeddingBacklog
 from tests.support.embeddings_stub import EmbeddingsStub
 
 
@@ -26,18 +27,34 @@ def remote_embedder(stub: EmbeddingsStub, *, query_prefix: str = "",
 
 
 @asynccontextmanager
-async def started(url: str, embedder: Embedder,
-                  monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    """The app on `url` with `embedder` as its model."""
+async def started(url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch, *,
+                  backlog_seconds: float = 30.0) -> AsyncIterator[Any]:
+    """The app on `url` with `embedder` as its model; `backlog_of(app)` is its own
+    embedding backlog (running with a remote model)."""
     settings = Settings(database_url=url, migrate_on_start=True, episode_session_gap_minutes=0,
+                        embedding_backlog_seconds=backlog_seconds,
                         jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
     monkeypatch.setattr(main, "get_embedder", lambda _settings: embedder)
+    made: list[EmbeddingBacklog] = []
+
+    class Recorded(EmbeddingBacklog):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(main, "EmbeddingBacklog", Recorded)
     application = main.create_app(settings)
     try:
         async with application.router.lifespan_context(application):
+            [application.state.backlog_under_test] = made
             yield application
     finally:
         embedder.close()
+
+
+def backlog_of(application: Any) -> EmbeddingBacklog:
+    """The embedding backlog the started app runs."""
+    return application.state.backlog_under_test
 
 
 @asynccontextmanager
