@@ -135,11 +135,9 @@ class Embedder:
 
     @property
     def answered_at(self) -> float:
-        """time.monotonic() of a remote model's last good answer (0.0 before any); a local
-        model, which cannot be down, gives +inf."""
-        if self._backend is None or not isinstance(self._backend, RemoteBackend):
-            return 0.0 if self.remote is not None else float("inf")
-        return self._backend.answered_at
+        """time.monotonic() of a remote model's last good answer (0.0 before any, and for a
+        local model)."""
+        return self._backend.answered_at if isinstance(self._backend, RemoteBackend) else 0.0
 
     @property
     def pending_chunks(self) -> int:

@@ -8,6 +8,9 @@ with models whose vectors differ from MiniLM's in width or scale:
 - `squeeze`: `normalise(v + 1.5 u)` for a fixed unit vector `u`, so that cosines fall between
   about 0.7 and 1, as with bge or e5 models.
 
+With `--int8`, the vectors come from the same graph with int8 weights (the `onnx-int8`
+backend) instead of the fp32 one.
+
     python -m bench.common.minilm_endpoint --transform lift768 --port 8801 &
     ENGRAM_EMBEDDING_BACKEND=openai ENGRAM_EMBEDDING_MODEL=minilm-lift768 \
     ENGRAM_EMBEDDING_BASE_URL=http://127.0.0.1:8801/v1 ENGRAM_EMBEDDING_LANGUAGES=en \
@@ -47,9 +50,9 @@ def transform(name: str, dimensions: int = 384) -> Callable[[np.ndarray], np.nda
     raise ValueError(f"unknown transform {name!r}")
 
 
-def serve(port: int, name: str) -> ThreadingHTTPServer:
+def serve(port: int, name: str, *, int8: bool = False) -> ThreadingHTTPServer:
     """Start the endpoint on a thread of its own; the model runs one request at a time."""
-    embedder = Embedder()
+    embedder = Embedder(backend="onnx-int8" if int8 else "onnx")
     embedder.load()
     change = transform(name, embedder.dimensions)
     lock = threading.Lock()
@@ -83,11 +86,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--transform", choices=("plain", "lift768", "squeeze"),
                         default="plain")
+    parser.add_argument("--int8", action="store_true",
+                        help="the graph with int8 weights instead of the fp32 one")
     parser.add_argument("--port", type=int, default=8801)
     args = parser.parse_args()
-    server = serve(args.port, args.transform)
-    print(f"serving {args.transform} MiniLM vectors on http://127.0.0.1:{args.port}/v1",
-          flush=True)
+    server = serve(args.port, args.transform, int8=args.int8)
+    graph = "int8" if args.int8 else "fp32"
+    print(f"serving {args.transform} {graph} MiniLM vectors on "
+          f"http://127.0.0.1:{args.port}/v1", flush=True)
     threading.Event().wait()
     server.shutdown()
 
