@@ -97,7 +97,7 @@ async def backlog_emptied(http: Any, failure: str, seconds: float = 10) -> None:
 async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url, monkeypatch):
     with embeddings_stub(dimensions=24) as stub:
         async with started(scratch_url, remote_embedder(stub), monkeypatch,
-                           backlog_seconds=1) as application:
+                           embedding_backlog_seconds=1) as application:
             backlog = backlog_of(application)
             await backlog.stop()  # the test runs its passes
             async with client_of(application) as http:
@@ -141,7 +141,7 @@ async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, 
     monkeypatch.setattr("app.embedding.remote.FAILED_RECENTLY_SECONDS", 0)
     with embeddings_stub(dimensions=24) as stub:
         async with started(scratch_url, remote_embedder(stub), monkeypatch,
-                           backlog_seconds=60) as application:
+                           embedding_backlog_seconds=60) as application:
             backlog = backlog_of(application)
             await backlog.stop()  # its first pass is the test's
             async with client_of(application) as http:
@@ -161,7 +161,7 @@ async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after
         embedder = remote_embedder(stub)
         # The backlog's first pass is a minute away.
         async with started(scratch_url, embedder, monkeypatch,
-                           backlog_seconds=60) as application:
+                           embedding_backlog_seconds=60) as application:
             embedder.write_wait_seconds = 0.2
             async with client_of(application) as http:
                 gate = threading.Event()

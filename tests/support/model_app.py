@@ -27,13 +27,14 @@ def remote_embedder(stub: EmbeddingsStub, *, query_prefix: str = "",
 
 
 @asynccontextmanager
-async def started(url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch, *,
-                  backlog_seconds: float = 30.0) -> AsyncIterator[Any]:
-    """The app on `url` with `embedder` as its model; `backlog_of(app)` is its own
-    embedding backlog (running with a remote model)."""
-    settings = Settings(database_url=url, migrate_on_start=True, episode_session_gap_minutes=0,
-                        embedding_backlog_seconds=backlog_seconds,
-                        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+async def started(url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+                  **settings: Any) -> AsyncIterator[Any]:
+    """The app on `url` with `embedder` as its model and any other `settings`;
+    `backlog_of(app)` is its own embedding backlog (running with a remote model)."""
+    configured = Settings(database_url=url, migrate_on_start=True,
+                          episode_session_gap_minutes=0,
+                          jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+                          **settings)
     monkeypatch.setattr(main, "get_embedder", lambda _settings: embedder)
     made: list[EmbeddingBacklog] = []
 
@@ -43,7 +44,7 @@ async def started(url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
             made.append(self)
 
     monkeypatch.setattr(main, "EmbeddingBacklog", Recorded)
-    application = main.create_app(settings)
+    application = main.create_app(configured)
     try:
         async with application.router.lifespan_context(application):
             [application.state.backlog_under_test] = made
