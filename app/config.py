@@ -157,6 +157,29 @@ class RerankerSettings(BaseModel):
         return self
 
 
+class NextModelSettings(BaseModel):
+    """The embedding model the store switches to (`engram reembed --model`), loaded beside
+    the current one so that writes get both models' vectors and searches move to the new
+    one in one step; the other embedding settings are shared."""
+
+    model: str = Field(description="As embedding_model: the packaged model, a local path, "
+                       "a model name, or the model an 'openai' endpoint serves.")
+    backend: EmbeddingBackend = Field("onnx", description="As embedding_backend.")
+    base_url: str | None = Field(None, description="As embedding_base_url.")
+    api_key: SecretStr | None = Field(None, description="As embedding_api_key.")
+    dimensions: int | None = Field(None, ge=1, le=MAX_EMBEDDING_DIMENSIONS,
+                                   description="As embedding_dimensions.")
+    query_prefix: str = Field("", max_length=200, description="As embedding_query_prefix.")
+    document_prefix: str = Field("", max_length=200,
+                                 description="As embedding_document_prefix.")
+
+    @model_validator(mode="after")
+    def _remote_has_its_url(self) -> "NextModelSettings":
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("embedding_next backend 'openai' needs base_url")
+        return self
+
+
 class JobSettings(BaseModel):
     """Background jobs: the in-process worker and scheduler."""
 
@@ -498,6 +521,10 @@ class Settings(BaseSettings):
         "", max_length=200,
         description="Put before every stored text before it is embedded (e5: 'passage: ', "
         "nomic: 'search_document: ').")
+    embedding_next: NextModelSettings | None = Field(
+        None, description="The model the store is switching to, loaded beside the current "
+        "one (ENGRAM_EMBEDDING_NEXT__MODEL, ..._BACKEND, ..._BASE_URL, ...): see "
+        "docs/configuration.md, Switching models.")
     embedding_device: str = Field("cpu", description="torch device (torch backend only).")
     embedding_chunk_size: int = Field(
         32, ge=1, le=1024,

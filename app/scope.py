@@ -16,6 +16,8 @@ from app.rls import BUTLERS_SETTING, JOB_SETTING, KEY_SETTING, SYSTEM_SETTING, T
 SCOPE_KEY = "engram_scope"
 _PENDING_KEY = "engram_pending_settings"
 _BEGUN_KEY = "engram_begun"
+# Set while `begin_with` begins a transaction: the settings ride on its own statement.
+_CARRIED_KEY = "engram_carried_settings"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,24 @@ async def set_local(session: AsyncSession, settings: Mapping[str, str]) -> None:
         session.info[_PENDING_KEY] = {**session.info.get(_PENDING_KEY, {}), **settings}
 
 
+async def begin_with(session: AsyncSession, columns: str) -> Any:
+    """The row of `SELECT <columns>` (a select list and its FROM), sent as the statement that
+    begins the transaction with its settings when it has not begun on the server yet (no
+    round trip of its own), else on its own."""
+    if session.info.get(_BEGUN_KEY):
+        return (await session.execute(text(f"SELECT {columns}"))).one()
+    session.info[_CARRIED_KEY] = {}
+    try:
+        await session.connection()  # begins the transaction: _apply_scope leaves the settings
+        settings = session.info.pop(_CARRIED_KEY)
+    finally:
+        session.info.pop(_CARRIED_KEY, None)
+    calls = [f"set_config(:key{i}, :value{i}, true)" for i in range(len(settings))]
+    row = (await session.execute(text(f"SELECT {', '.join([*calls, columns])}"),
+                                 _parameters(settings))).one()
+    return row[len(calls):]
+
+
 @cache
 def _set_config_statement(count: int) -> TextClause:
     return text("SELECT " + ", ".join(f"set_config(:key{i}, :value{i}, true)"
@@ -70,7 +90,9 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
         JOB_SETTING: scope.job_id or "", BUTLERS_SETTING: ",".join(scope.butlers),
         KEY_SETTING: scope.key_id or ""}
     settings |= session.info.pop(_PENDING_KEY, {})
-    if settings:
+    if _CARRIED_KEY in session.info:
+        session.info[_CARRIED_KEY] = settings
+    elif settings:
         connection.execute(_set_config_statement(len(settings)), _parameters(settings))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from app.config import PACKAGED_MODEL, EmbeddingBackend, Settings
+from app.config import PACKAGED_MODEL, EmbeddingBackend, NextModelSettings, Settings
 from app.embedding import model_files, onnx_export
 from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
@@ -90,6 +90,11 @@ class Embedder:
         self.passage_chars = passage_chars
         self.passage_overlap = passage_overlap
         self.context_turns = context_turns
+        # The model the store switches to, loaded beside this one (embedding_next settings).
+        self.next: Embedder | None = None
+        # (serving, next) as the last transaction read them: the models a write or query
+        # embeds with before its transaction reads which it needs.
+        self.slot_hint: tuple[Embedder, Embedder | None] = (self, None)
         self._backend: Backend | None = None
         self._load_lock = threading.Lock()
         self._tokens_since_trim = 0
@@ -265,42 +270,55 @@ class Embedder:
 
 
 def get_embedder(settings: Settings | None = None) -> Embedder:
-    """The process-wide embedder, created on first call and shared afterwards."""
+    """The process-wide embedder (with the model the store switches to as its `next`, when
+    the settings name one), created on first call and shared afterwards."""
     global _embedder
     if _embedder is None:
         with _embedder_lock:
             if _embedder is None:
                 settings = settings or Settings()
-                _embedder = Embedder(
-                    settings.embedding_model,
-                    backend=settings.embedding_backend,
-                    device=settings.embedding_device,
-                    dimensions=settings.embedding_dimensions,
-                    remote=remote_endpoint(settings),
-                    query_prefix=settings.embedding_query_prefix,
-                    document_prefix=settings.embedding_document_prefix,
-                    write_wait_seconds=settings.embedding_write_wait_seconds,
-                    models_dir=settings.resolved_data_dir / "models",
-                    chunk_size=settings.embedding_chunk_size,
-                    chunk_tokens=settings.embedding_chunk_tokens,
-                    threads=settings.embedding_threads,
-                    passage_chars=settings.embedding_passage_chars,
-                    passage_overlap=settings.embedding_passage_overlap,
-                    context_turns=settings.embedding_context_turns,
-                    workers=settings.embedding_workers,
-                    background_workers=settings.embedding_background_workers,
-                    languages=settings.model_languages,
-                )
+                embedder = build_embedder(settings)
+                if settings.embedding_next is not None:
+                    embedder.next = build_embedder(settings, next_model=settings.embedding_next)
+                _embedder = embedder
     return _embedder
 
 
-def remote_endpoint(settings: Settings) -> RemoteEndpoint | None:
-    """The embeddings endpoint the settings name, if any."""
-    if settings.embedding_base_url is None:
+def build_embedder(settings: Settings, *,
+                   next_model: NextModelSettings | None = None) -> Embedder:
+    """An embedder of the settings' model, or of `next_model` with the other settings."""
+    model = next_model
+    return Embedder(
+        model.model if model else settings.embedding_model,
+        backend=model.backend if model else settings.embedding_backend,
+        device=settings.embedding_device,
+        dimensions=model.dimensions if model else settings.embedding_dimensions,
+        remote=remote_endpoint(settings, next_model=model),
+        query_prefix=model.query_prefix if model else settings.embedding_query_prefix,
+        document_prefix=model.document_prefix if model else settings.embedding_document_prefix,
+        write_wait_seconds=settings.embedding_write_wait_seconds,
+        models_dir=settings.resolved_data_dir / "models",
+        chunk_size=settings.embedding_chunk_size,
+        chunk_tokens=settings.embedding_chunk_tokens,
+        threads=settings.embedding_threads,
+        passage_chars=settings.embedding_passage_chars,
+        passage_overlap=settings.embedding_passage_overlap,
+        context_turns=settings.embedding_context_turns,
+        workers=settings.embedding_workers,
+        background_workers=settings.embedding_background_workers,
+        languages=settings.model_languages if model is None else None,
+    )
+
+
+def remote_endpoint(settings: Settings, *,
+                    next_model: NextModelSettings | None = None) -> RemoteEndpoint | None:
+    """The embeddings endpoint the settings (or `next_model`) name, if any."""
+    base_url = next_model.base_url if next_model else settings.embedding_base_url
+    if base_url is None:
         return None
-    api_key = settings.embedding_api_key
+    api_key = next_model.api_key if next_model else settings.embedding_api_key
     return RemoteEndpoint(
-        base_url=settings.embedding_base_url,
+        base_url=base_url,
         api_key=api_key.get_secret_value() if api_key is not None else None,
         batch_size=settings.embedding_batch_size,
         timeout_seconds=settings.embedding_timeout_seconds,

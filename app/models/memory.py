@@ -49,6 +49,11 @@ class Searchable:
     embedding_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id")
     )
+    # A second model's vector while the store switches models (or the previous model's,
+    # after the switch, until dropped): app/services/embedding_slots.py.
+    embedding_next: Mapped[Any] = mapped_column(Vector(), deferred=True)
+    embedding_next_version_id: Mapped[int | None] = mapped_column(
+        Integer, ForeignKey("embedding_versions.id"))
 
 
 class Episode(Searchable, Base):

@@ -37,9 +37,11 @@ class Passage(Base):
     ordinal: Mapped[int] = mapped_column(Integer, nullable=False)
     start_char: Mapped[int] = mapped_column(Integer, nullable=False)
     end_char: Mapped[int] = mapped_column(Integer, nullable=False)
-    embedding: Mapped[Any] = mapped_column(Vector(), nullable=False,
-                                           deferred=True)
+    embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     embedding_version_id: Mapped[int | None] = mapped_column(
+        Integer, ForeignKey("embedding_versions.id"))
+    embedding_next: Mapped[Any] = mapped_column(Vector(), deferred=True)
+    embedding_next_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id"))
     created_at: Mapped[datetime] = created_at_column()
 

@@ -51,7 +51,8 @@ MEMORY_KINDS = ("episode", "fact", "rule")
 RECORD_KINDS = ("run", "run_message", "agent_event", "procedure", "arc")
 # Derived from content (re-made on import) or process-local: never exported.
 NOT_EXPORTED = frozenset({"embedding", "search_vector", "search_config",
-                          "embedding_version_id"})
+                          "embedding_version_id", "embedding_next",
+                          "embedding_next_version_id"})
 SELF_REFERENCES = {"entity": "merged_into_id", "fact": "supersedes_id"}
 # Export order of the kinds whose rows a generated `position` orders: import inserts them in
 # line order, so they get new positions in the same order.

@@ -7,7 +7,6 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Rule
 
 Memory = type[Episode] | type[Fact] | type[Rule]
@@ -65,11 +64,13 @@ async def rows_after(session: AsyncSession, model: Memory, *, after: uuid.UUID |
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 
-async def store_vectors(session: AsyncSession, model: Memory, *, version_id: int,
-                        vectors: dict[uuid.UUID, EmbeddingVector]) -> None:
-    """Write new vectors and their version in one executemany."""
+async def store_vectors(session: AsyncSession, model: Memory, *,
+                        columns: dict[uuid.UUID, dict[str, Any]]) -> None:
+    """Write rows' vector columns (`embedding`, `embedding_next` and their versions) in one
+    executemany."""
     table: Any = model.__table__
+    names = ("embedding", "embedding_version_id", "embedding_next", "embedding_next_version_id")
     stmt = (update(table).where(table.c.id == bindparam("row_id"))
-            .values(embedding=bindparam("vector"), embedding_version_id=version_id))
-    await session.execute(stmt, [{"row_id": key, "vector": value}
-                                 for key, value in vectors.items()])
+            .values({name: bindparam(f"v_{name}") for name in names}))
+    await session.execute(stmt, [{"row_id": key, **{f"v_{name}": values[name] for name in names}}
+                                 for key, values in columns.items()])

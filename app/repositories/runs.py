@@ -181,13 +181,12 @@ async def mark_scrubbed(session: AsyncSession, *, ids: Sequence[uuid.UUID]) -> N
 
 
 async def rewrite_message(session: AsyncSession, *, message_id: uuid.UUID, old_content: str,
-                          content: str, vector: EmbeddingVector, version_id: int,
-                          search_text: str) -> bool:
+                          content: str, vectors: dict[str, Any], search_text: str) -> bool:
     """Replace a message's content (and its vectors) unless it changed since it was read."""
     stmt = (update(RunMessage)
             .where(RunMessage.id == message_id, RunMessage.content == old_content)
-            .values(content=content, embedding=vector, embedding_version_id=version_id,
-                    **search_columns(search_text), scrubbed_at=func.now()))
+            .values(content=content, **vectors, **search_columns(search_text),
+                    scrubbed_at=func.now()))
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 
 

@@ -79,10 +79,10 @@ async def resize(session: AsyncSession, columns: list[VectorColumn], dimensions:
             f'ALTER TABLE "{column.table}" ALTER COLUMN "{column.column}" '
             f'TYPE {new_type}({dimensions}) USING "{column.column}"::{new_type}({dimensions})'))
         for _, definition in indexes:
-            await session.execute(text(_with_operator_class(definition, new_type)))
+            await session.execute(text(with_operator_class(definition, new_type)))
 
 
-def _with_operator_class(definition: str, new_type: str) -> str:
+def with_operator_class(definition: str, new_type: str) -> str:
     """An index definition with its pgvector operator classes for `new_type`."""
     for old in ("vector", "halfvec"):
         for metric in ("cosine", "l2", "ip"):

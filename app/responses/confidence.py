@@ -10,7 +10,7 @@ from app.models import Fact, Rule
 
 def _columns(row: Fact | Rule) -> dict[str, Any]:
     return {attr.key: getattr(row, attr.key) for attr in row.__mapper__.column_attrs
-            if attr.key not in ("embedding", "search_vector", "search_config")}
+            if attr.key not in ("embedding", "embedding_next", "search_vector", "search_config")}
 
 
 def with_confidence(row: Fact | Rule, now: datetime | None) -> dict[str, Any]:

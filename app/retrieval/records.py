@@ -12,6 +12,7 @@ from app.repositories.search.candidates import RankedCandidate
 from app.repositories.search.record_tables import RecordQuery
 from app.retrieval.fusion import ScoredRow, fuse, single_list
 from app.retrieval.plan import plan_search
+from app.retrieval.query_vectors import embed_query, serving_vector
 
 
 @dataclass(frozen=True)
@@ -29,14 +30,16 @@ async def search_records(session: AsyncSession, *, embedder: Embedder,
     cleaned = plan.query
     if not cleaned:
         return []
-    vector = await embedder.aembed(cleaned, tenant_id=tenant_id) if plan.semantic else None
+    asked = await embed_query(embedder, cleaned, tenant_id=tenant_id) if plan.semantic else None
     keyword_query = cleaned if plan.keyword else None
     semantic: list[RankedCandidate] = []
     keyword: list[RankedCandidate] = []
-    if vector is not None:
+    vector = None
+    if asked is not None:
         await search_rows.configure_vector_scan(
             session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        vector = await serving_vector(session, embedder, asked)
         semantic = await record_tables.nearest(session, record_query, vector, plan.depth)
     if keyword_query is not None:
         keyword = await record_tables.matching(session, record_query, keyword_query,

@@ -10,11 +10,11 @@ from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.remote import RemoteEmbeddingError
-from app.embedding.vectors import EmbeddingVector
 from app.errors import InvalidInput
 from app.formulas.fact_time import PointInTime, point_in_time
 from app.languages import outside
 from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
+from app.retrieval.query_vectors import QueryVector, embed_query
 from app.retrieval.search import Hit, search
 from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
@@ -72,13 +72,13 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
     step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
     hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
                         tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                        rerank=step, vector=vector)
+                        rerank=step, query_vector=vector)
     return SearchAnswer(plan.mode, hits, window, request.time_mode, now, at,
                         reranker=outcome_of(reranker, step), semantic_skipped=skipped)
 
 
 async def query_vector(embedder: Embedder, plan: SearchPlan, *, tenant_id: str,
-                       seconds: float) -> tuple[EmbeddingVector | None, str | None]:
+                       seconds: float) -> tuple[QueryVector | None, str | None]:
     """The query's vector when the plan reads the semantic list. With a remote model that is
     unavailable (or failed a few seconds ago) or slower than `seconds`: no vector, and why
     ("unavailable", "timeout")."""
@@ -86,7 +86,7 @@ async def query_vector(embedder: Embedder, plan: SearchPlan, *, tenant_id: str,
         return None, None
     if embedder.failed_recently:
         return None, "unavailable"
-    embedding = embedder.aembed(plan.query, tenant_id=tenant_id)
+    embedding = embed_query(embedder, plan.query, tenant_id=tenant_id)
     if embedder.backend_name != "openai":
         return await embedding, None
     try:

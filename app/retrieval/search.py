@@ -35,6 +35,7 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
+from app.retrieval.query_vectors import QueryVector, embed_query, serving_vector
 from app.retrieval.user_reranker import RerankStep
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
@@ -66,7 +67,7 @@ class GraphPath:
 async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                  embedder: Embedder, retrieval: RetrievalSettings,
                  rerank: RerankStep | None = None,
-                 vector: EmbeddingVector | None = None) -> list[Hit]:
+                 query_vector: QueryVector | None = None) -> list[Hit]:
     """Search the tenant's memories as `plan` says; an empty query finds nothing.
 
     With `plan.neighbours` > 0 each episode hit carries up to that many turns stored before
@@ -81,13 +82,16 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     """
     if not plan.query:
         return []
-    if vector is None and plan.semantic:
-        vector = await embedder.aembed(plan.query, tenant_id=tenant_id)
+    if query_vector is None and plan.semantic:
+        query_vector = await embed_query(embedder, plan.query, tenant_id=tenant_id)
     keyword_query = plan.query if plan.keyword else None
-    if vector is not None:
+    vector = None
+    if query_vector is not None:
         await search_rows.configure_vector_scan(
             session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        # Read after the scan settings, so both ride on the transaction's first statement.
+        vector = await serving_vector(session, embedder, query_vector)
     span = plan.span
     filters = await search_rows.with_exact_types(session, plan.types,
                                                  _filters(plan, tenant_id=tenant_id),

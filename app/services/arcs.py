@@ -83,8 +83,7 @@ async def create_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         "summary": data.summary, "arc_type": data.arc_type,
         "entity_ids": list(dict.fromkeys(data.entity_ids)),
         "started_at": data.started_at or now_utc(), "key_events": key_events,
-        "status": data.status, "embedding": embedded.vectors[0],
-        "embedding_version_id": embedded.version_id})
+        "status": data.status, **embedded.columns(0)})
     await events.record(session, [_event("arc_created", tenant_id, row)])
     return row
 
@@ -142,8 +141,7 @@ async def update_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedde
                            changes.get("summary", current.summary), current.outcome,
                            current.lessons)
         embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
-        changes |= {"embedding": embedded.vectors[0],
-                    "embedding_version_id": embedded.version_id}
+        changes |= embedded.columns(0)
     if "entity_ids" in changes:
         await _check_entities(session, tenant_id, changes["entity_ids"])
         changes["entity_ids"] = list(dict.fromkeys(changes["entity_ids"]))
@@ -169,8 +167,7 @@ async def close_arc(session: AsyncSession, *, tenant_id: str, embedder: Embedder
         raise InvalidInput("ended_at is before the arc's started_at", field="ended_at")
     closed = await arc_rows.update_arc(session, arc_id=row.id, search_text=text, values={
         "status": data.status, "outcome": data.outcome, "lessons": data.lessons,
-        "ended_at": ended_at, "embedding": embedded.vectors[0],
-        "embedding_version_id": embedded.version_id})
+        "ended_at": ended_at, **embedded.columns(0)})
     await events.record(session, [_event("arc_closed", tenant_id, closed, status=data.status)])
     return closed
 

@@ -58,7 +58,7 @@ async def delete_episode(session: AsyncSession, *, tenant_id: str, episode_id: u
                                  context_turns=embedder.context_turns,
                                  keyword_context=keyword_context)
     await replace_context_passages(session, embedder, tenant_id=tenant_id,
-                                   passages=renewed.passages)
+                                   passages=renewed.passages, made=renewed.made)
     return counts
 
 

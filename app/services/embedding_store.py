@@ -5,6 +5,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.embedding import Embedder
 from app.errors import StartupRefused
+from app.repositories import embedding_switches as switch_rows
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import reembed as reembed_rows
 from app.repositories import vector_columns as vector_rows
@@ -14,14 +15,18 @@ from app.scope import SYSTEM, scoped_transaction
 async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession],
                        embedder: Embedder) -> int:
     """Give the embedding columns the model's dimension if they hold no vector yet (in one
-    transaction); refuse a model of another dimension than the stored vectors'. Returns the
-    number of columns changed."""
-    dimensions = embedder.dimensions
-    wanted = vector_rows.column_type(dimensions)
+    transaction); refuse a model of another dimension than the stored vectors', or a store
+    switched to a model the process did not load. Returns the number of columns changed."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         await vector_rows.lock(session)
+        switch = await switch_rows.switch_row(session)
+        embedder = await _serving(session, embedder, switch)
+        dimensions = embedder.dimensions
+        wanted = vector_rows.column_type(dimensions)
+        # Until a switch, the second slot follows the first; since, it is the switch's.
         columns = [column for column in await vector_rows.vector_columns(session)
-                   if (column.type_name, column.dimensions) != (wanted, dimensions)]
+                   if (column.column == "embedding" or switch is None)
+                   and (column.type_name, column.dimensions) != (wanted, dimensions)]
         if not columns:
             return 0
         stored = await vector_rows.stored_dimensions(session, columns)
@@ -34,15 +39,31 @@ async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession],
     return len(columns)
 
 
+async def _serving(session: AsyncSession, embedder: Embedder,
+                   state: switch_rows.SwitchState | None) -> Embedder:
+    """The process's model the store serves: the one a switch made serving, if any."""
+    if state is None or state.serving_version_id is None:
+        return embedder
+    for model in (embedder, embedder.next):
+        if model is not None and await embedding_version_rows.version_id(
+                session, model) == state.serving_version_id:
+            return model
+    name = await embedding_version_rows.model_name(session, state.serving_version_id)
+    raise StartupRefused(
+        f"this store was switched to the embedding model {name!r}; start with it "
+        f"(ENGRAM_EMBEDDING_MODEL and the other ENGRAM_EMBEDDING_ settings), or with it as "
+        f"ENGRAM_EMBEDDING_NEXT__MODEL")
+
+
 async def recall_dimensions(sessionmaker: async_sessionmaker[AsyncSession],
                             embedder: Embedder) -> None:
     """Tell a remote model the dimension recorded for it, which it takes when the endpoint
     does not answer at load: the service then starts while the endpoint is down."""
-    if embedder.remote is None:
-        return
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        embedder.recorded_dimensions = await embedding_version_rows.recorded_dimensions(
-            session, model_name=embedder.model_name, model_version=embedder.model_version)
+        for model in (embedder, embedder.next):
+            if model is not None and model.remote is not None:
+                model.recorded_dimensions = await embedding_version_rows.recorded_dimensions(
+                    session, model_name=model.model_name, model_version=model.model_version)
 
 
 def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int,
@@ -52,10 +73,10 @@ def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int,
     return (
         f"embedding model {embedder.model_name!r} makes {embedder.dimensions}-d vectors, but "
         f"this store holds {vectors} {old_dimensions}-d vectors{made_by}. Start with the "
-        f"model that made them (ENGRAM_EMBEDDING_MODEL, ENGRAM_EMBEDDING_BACKEND), or move the "
-        f"memories to the new model: export each tenant (GET /v1/export) while the old model "
-        f"runs, start the new model on an empty database, and import the exports "
-        f"(POST /v1/import), which embeds them with the new model."
+        f"model that made them (ENGRAM_EMBEDDING_MODEL, ENGRAM_EMBEDDING_BACKEND) and the new "
+        f"one as ENGRAM_EMBEDDING_NEXT__MODEL, then run `engram reembed --model "
+        f"{embedder.model_name}` to switch the store to it while it serves "
+        f"(docs/configuration.md, Switching models)."
     )
 
 

@@ -5,18 +5,19 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding import Embedder
 from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector, Vectors
 from app.metrics import EMBEDDINGS_DEFERRED
-from app.repositories import embedding_versions as embedding_version_rows
+from app.repositories import embedding_switches as switch_rows
 from app.repositories import passages as passage_rows
+from app.repositories.embedding_switches import SlotModels
 from app.text import split_passages
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class PassageVector:
     start_char: int
     end_char: int
     vector: EmbeddingVector
+    # The `embedding_next` slot's vector while the store switches models.
+    next_vector: EmbeddingVector | None = None
 
 
 @dataclass(frozen=True)
@@ -48,23 +51,74 @@ class Embedded:
     version_id: int
     passages: list[list[PassageVector]]
     deferred: bool = False
+    # The `embedding_next` slot's vectors and model while the store switches models (None:
+    # the slot is cleared).
+    next_vectors: Vectors | None = None
+    next_version_id: int | None = None
 
     def vector(self, index: int) -> EmbeddingVector | None:
         """The vector of text `index`, None when deferred."""
         return None if self.deferred else self.vectors[index]
 
     def columns(self, index: int) -> dict[str, Any]:
-        """A row's `embedding` and `embedding_version_id` (both NULL when deferred)."""
+        """A row's vector columns: `embedding`, `embedding_next` and their versions (all NULL
+        when deferred)."""
         if self.deferred:
-            return {"embedding": None, "embedding_version_id": None}
-        return {"embedding": self.vectors[index], "embedding_version_id": self.version_id}
+            return dict.fromkeys(VECTOR_COLUMNS)
+        following = self.next_vectors[index] if self.next_vectors is not None else None
+        return {"embedding": self.vectors[index], "embedding_version_id": self.version_id,
+                "embedding_next": following,
+                "embedding_next_version_id": self.next_version_id
+                if following is not None else None}
+
+    def only(self, indexes: list[int]) -> "Embedded":
+        """The vectors and passages of these texts alone."""
+        return replace(
+            self, vectors=[self.vectors[i] for i in indexes],
+            passages=[self.passages[i] for i in indexes],
+            next_vectors=None if self.next_vectors is None
+            else [self.next_vectors[i] for i in indexes])
 
 
-# embedding_versions ids by (database URL, model name, model version, dimensions): each
-# process looks a model's row up once per database. Only committed rows are kept: a row
-# this request inserts is invisible to the others until it commits, and gone if it rolls
-# back.
-_version_ids: dict[tuple[str, str, str, int], int] = {}
+VECTOR_COLUMNS = ("embedding", "embedding_version_id", "embedding_next",
+                  "embedding_next_version_id")
+
+
+@dataclass(frozen=True)
+class Made:
+    """Texts embedded before their transaction, by the models the last transaction said
+    fill the two columns."""
+
+    texts: list[str | None]
+    tenant_id: str
+    bulk: bool
+    vectors: dict[Embedder, Vectors]
+
+
+async def embed_ahead(embedder: Embedder, texts: list[str | None], *, tenant_id: str,
+                      bulk: bool) -> Made:
+    """Embed `texts` with the models that filled the columns in the last transaction."""
+    made: dict[Embedder, Vectors] = {}
+    for model in embedder.slot_hint:
+        if model is not None and texts:
+            made[model] = await model.aembed_batch(texts, tenant_id=tenant_id, bulk=bulk)
+        elif model is not None:
+            made[model] = []
+    return Made(texts, tenant_id, bulk, made)
+
+
+async def in_slots(session: AsyncSession, embedder: Embedder,
+                   made: Made) -> tuple[SlotModels, Vectors, Vectors | None]:
+    """The transaction's models, with the texts' vectors for `embedding` and for
+    `embedding_next` (None: the slot is cleared); a model the texts were not embedded by
+    (the store switched since) embeds them now."""
+    slots = await switch_rows.slot_models(session, embedder)
+    for model in (slots.serving, slots.next):
+        if model is not None and model not in made.vectors:
+            made.vectors[model] = (await model.aembed_batch(
+                made.texts, tenant_id=made.tenant_id, bulk=made.bulk) if made.texts else [])
+    return (slots, made.vectors[slots.serving],
+            made.vectors[slots.next] if slots.next is not None else None)
 
 
 async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
@@ -84,16 +138,22 @@ async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str
     windows = [text[start:end] for text, text_spans in zip(texts, spans, strict=True)
                for start, end in text_spans]
     in_context = [context for context in contexts if context is not None]
-    vectors = await embedder.aembed_batch([*texts, *windows, *in_context], tenant_id=tenant_id,
-                                          bulk=len(texts) > 1 if bulk is None else bulk)
+    made = await embed_ahead(embedder, [*texts, *windows, *in_context], tenant_id=tenant_id,
+                             bulk=len(texts) > 1 if bulk is None else bulk)
+    slots, vectors, next_vectors = await in_slots(session, embedder, made)
     extra_vectors = iter(vectors[len(texts):])
-    passages = [[PassageVector("window", ordinal, start, end, next(extra_vectors))
-                 for ordinal, (start, end) in enumerate(text_spans)] for text_spans in spans]
+    extra_next = iter(next_vectors[len(texts):] if next_vectors is not None else [])
+    passages: list[list[PassageVector]] = [
+        [PassageVector("window", ordinal, start, end, next(extra_vectors),
+                       next(extra_next, None)) for ordinal, (start, end) in enumerate(text_spans)]
+        for text_spans in spans]
     for index, context in enumerate(contexts):
         if context is not None:
-            passages[index].append(
-                PassageVector("context", 0, 0, len(texts[index]), next(extra_vectors)))
-    return Embedded(vectors[:len(texts)], await _version_id(session, embedder), passages)
+            passages[index].append(PassageVector("context", 0, 0, len(texts[index]),
+                                                 next(extra_vectors), next(extra_next, None)))
+    return Embedded(vectors[:len(texts)], slots.serving_id, passages,
+                    next_vectors=next_vectors[:len(texts)] if next_vectors is not None else None,
+                    next_version_id=slots.next_id)
 
 
 async def embed_for_write(session: AsyncSession, embedder: Embedder, texts: list[str], *,
@@ -130,7 +190,9 @@ async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: 
     rows = (
         {"tenant_id": tenant_id, "memory_id": memory_id, "kind": p.kind, "ordinal": p.ordinal,
          "start_char": p.start_char, "end_char": p.end_char, "embedding": p.vector,
-         "embedding_version_id": embedded.version_id}
+         "embedding_version_id": embedded.version_id, "embedding_next": p.next_vector,
+         "embedding_next_version_id": embedded.next_version_id
+         if p.next_vector is not None else None}
         for memory_id, passages in zip(memory_ids, embedded.passages, strict=True)
         for p in passages
     )
@@ -140,16 +202,22 @@ async def store_passages(session: AsyncSession, memory_type: str, *, tenant_id: 
 
 async def replace_context_passages(session: AsyncSession, embedder: Embedder, *,
                                    tenant_id: str,
-                                   passages: dict[uuid.UUID, PassageVector | None]) -> None:
-    """Give these episodes the given context passages in place of theirs (none for None)."""
+                                   passages: dict[uuid.UUID, tuple[int, int] | None],
+                                   made: Made) -> None:
+    """Give these episodes context passages in place of theirs: (start, end) of the text
+    whose vector `made` holds at the same place among the kept ones (None: no passage)."""
     if not passages:
         return
     await passage_rows.delete_passages(session, "episode", memory_ids=list(passages),
                                        kind="context")
-    kept = {episode_id: passage for episode_id, passage in passages.items() if passage}
+    kept = {episode_id: span for episode_id, span in passages.items() if span}
     if kept:
-        embedded = Embedded([], await _version_id(session, embedder),
-                            [[passage] for passage in kept.values()])
+        slots, vectors, next_vectors = await in_slots(session, embedder, made)
+        embedded = Embedded([], slots.serving_id, [
+            [PassageVector("context", 0, start, end, vectors[index],
+                           next_vectors[index] if next_vectors is not None else None)]
+            for index, (start, end) in enumerate(kept.values())],
+            next_version_id=slots.next_id)
         await store_passages(session, "episode", tenant_id=tenant_id, memory_ids=list(kept),
                              embedded=embedded)
 
@@ -157,18 +225,3 @@ async def replace_context_passages(session: AsyncSession, embedder: Embedder, *,
 def _slices(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
     while statement_rows := list(islice(rows, size)):
         yield statement_rows
-
-
-async def _version_id(session: AsyncSession, embedder: Embedder) -> int:
-    bind = session.bind
-    engine = bind if isinstance(bind, AsyncEngine) or bind is None else bind.engine
-    key = (str(engine.url) if engine is not None else "", embedder.model_name,
-           embedder.model_version, embedder.dimensions)
-    if key in _version_ids:
-        return _version_ids[key]
-    version_id, committed = await embedding_version_rows.ensure_version(
-        session, model_name=embedder.model_name, model_version=embedder.model_version,
-        dimensions=embedder.dimensions)
-    if committed:
-        _version_ids[key] = version_id
-    return version_id

@@ -21,7 +21,7 @@ from app.schemas.episodes import EpisodeCreate, EpisodeListQuery
 from app.schemas.filters import MemoryFilter
 from app.scope import set_local, side_session
 from app.services import butler_limits, events
-from app.services.embeddings import PassageVector, embed_for_write, store_passages
+from app.services.embeddings import Made, embed_ahead, embed_for_write, store_passages
 from app.services.events import memory_event
 from app.services.mentions import link_mentions
 from app.text import context_text, keyword_text, preprocess_text
@@ -127,10 +127,12 @@ async def gap_sessions(session: AsyncSession, *, tenant_id: str,
 
 @dataclass(frozen=True)
 class RenewedContexts:
-    """The turns after episodes about to be deleted, each with its context passage made
-    without them (None when no turn is left before it)."""
+    """The turns after episodes about to be deleted, each with the span of its context
+    passage made without them (None when no turn is left before it), and the passages'
+    texts embedded (in the order of the spans that are not None)."""
 
-    passages: dict[uuid.UUID, PassageVector | None] = field(default_factory=dict)
+    passages: dict[uuid.UUID, tuple[int, int] | None] = field(default_factory=dict)
+    made: Made = field(default_factory=lambda: Made([], "", False, {}))
 
 
 async def renew_contexts(session: AsyncSession, embedder: Embedder, *, tenant_id: str,
@@ -153,12 +155,9 @@ async def renew_contexts(session: AsyncSession, embedder: Embedder, *, tenant_id
         contents = await episode_rows.contents(lookup, tenant_id=tenant_id, ids=after)
     texts = {episode_id: context_text(before[episode_id], content)
              for episode_id, content in contents.items() if before.get(episode_id)}
-    vectors = dict(zip(texts, await embedder.aembed_batch(list(texts.values()),
-                                                          tenant_id=tenant_id)
-                       if texts else [], strict=True))
-    return RenewedContexts({
-        episode_id: PassageVector("context", 0, 0, len(content), vectors[episode_id])
-        if episode_id in vectors else None for episode_id, content in contents.items()})
+    made = await embed_ahead(embedder, list(texts.values()), tenant_id=tenant_id, bulk=False)
+    return RenewedContexts({episode_id: (0, len(content)) if episode_id in texts else None
+                            for episode_id, content in contents.items()}, made)
 
 
 async def delete_episodes(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],

@@ -16,7 +16,7 @@ from app.repositories import facts as fact_rows
 from app.schemas.fact_bulk import FactRef
 from app.schemas.facts import FactCreate
 from app.services import butler_limits, events
-from app.services.embeddings import Embedded, embed_texts
+from app.services.embeddings import embed_texts
 from app.services.facts import StoredFact, check_period, lock_name, store_embedded_fact
 from app.text import normalise_key
 
@@ -79,8 +79,7 @@ async def store_facts(session: AsyncSession, *, tenant_id: str, embedder: Embedd
     await fact_rows.lock_keys(session, sorted({lock_name(tenant_id, item) for item in items}))
     stored = []
     for index, item in enumerate(items):
-        one = Embedded([embedded.vectors[index]], embedded.version_id,
-                       [embedded.passages[index]])
+        one = embedded.only([index])
         with _item_errors(index):
             stored.append(await store_embedded_fact(session, tenant_id=tenant_id, data=item,
                                                     embedded=one, auto_links=auto_links))

@@ -3,12 +3,12 @@
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import AgentMemorySettings, Settings
 from app.embedding import Embedder
-from app.embedding.vectors import EmbeddingVector
 from app.errors import InvalidInput
 from app.formulas import salience
 from app.formulas.salience import GLOBAL, REFLECTION_KIND, LedgerEvent, SalienceWeights
@@ -16,6 +16,7 @@ from app.models import AgentEvent
 from app.repositories import jobs as job_rows
 from app.repositories import ledger as ledger_rows
 from app.repositories.ledger import EVENT_TYPE, EventFilters
+from app.retrieval.query_vectors import embed_query, serving_vector
 from app.schemas.ledger import (
     AgentContextRequest,
     AgentEventListQuery,
@@ -86,8 +87,7 @@ async def append_event(session: AsyncSession, *, tenant_id: str, embedder: Embed
     [row] = await ledger_rows.insert_events(session, [{
         "tenant_id": tenant_id, "ledger": ledger, "agent_id": data.agent_id, "kind": data.kind,
         "content": data.content, "turn": data.turn, "visibility": visibility,
-        "embedding": embedded.vectors[0], "embedding_version_id": embedded.version_id,
-        "search_text": preprocess_text(data.content)}])
+        **embedded.columns(0), "search_text": preprocess_text(data.content)}])
     agents = (await ledger_rows.ledger_agents(session, tenant_id=tenant_id, ledger=ledger)
               if visibility == GLOBAL else [data.agent_id])
     counts = await ledger_rows.pending_counts(
@@ -125,8 +125,7 @@ class Reflection:
 
 async def write_reflection(session: AsyncSession, *, tenant_id: str, ledger: str,
                            agent_id: str, belief: str, based_on: Sequence[uuid.UUID],
-                           turn: int | None, vector: EmbeddingVector,
-                           embedding_version_id: int) -> Reflection:
+                           turn: int | None, vectors: dict[str, Any]) -> Reflection:
     """Append an `agent.reflected` event (globally visible) linked `based_on` its sources.
 
     Every source must be an event of this ledger the agent can see (InvalidInput on
@@ -144,8 +143,7 @@ async def write_reflection(session: AsyncSession, *, tenant_id: str, ledger: str
         "tenant_id": tenant_id, "ledger": ledger, "agent_id": agent_id,
         "kind": REFLECTION_KIND, "content": belief,
         "turn": turn if turn is not None else max(sources[i].turn for i in ordered),
-        "visibility": GLOBAL, "embedding": vector, "embedding_version_id": embedding_version_id,
-        "search_text": preprocess_text(belief)}])
+        "visibility": GLOBAL, **vectors, "search_text": preprocess_text(belief)}])
     await ledger_rows.add_links(session, [
         {"tenant_id": tenant_id, "source_type": EVENT_TYPE, "source_id": row.id,
          "target_type": EVENT_TYPE, "target_id": source_id, "relation": BASED_ON}
@@ -165,8 +163,7 @@ async def post_reflection(session: AsyncSession, *, tenant_id: str, embedder: Em
     return await write_reflection(session, tenant_id=tenant_id, ledger=ledger,
                                   agent_id=agent_id, belief=data.belief,
                                   based_on=data.based_on, turn=data.turn,
-                                  vector=embedded.vectors[0],
-                                  embedding_version_id=embedded.version_id)
+                                  vectors=embedded.columns(0))
 
 
 async def list_reflections(session: AsyncSession, *, tenant_id: str, ledger: str,
@@ -201,8 +198,8 @@ async def agent_context(session: AsyncSession, *, tenant_id: str, embedder: Embe
     only, so asking about a past turn replays it exactly."""
     memory = settings.agent_memory
     query = preprocess_search_query(request.query)
-    vector = (await embedder.aembed(query, tenant_id=tenant_id)
-              if request.relevance == "semantic" and query else None)
+    asked = (await embed_query(embedder, query, tenant_id=tenant_id)
+             if request.relevance == "semantic" and query else None)
     rows = await ledger_rows.viewer_events(session, tenant_id=tenant_id, ledger=ledger,
                                            agent_id=agent_id, global_visibility=GLOBAL,
                                            max_turn=request.turn,
@@ -213,9 +210,10 @@ async def agent_context(session: AsyncSession, *, tenant_id: str, embedder: Embe
                                          reflection_ids=reflection_ids)
     relevance = None
     if request.relevance == "semantic":
-        relevance = (await ledger_rows.similarities(session, tenant_id=tenant_id,
-                                                    ids=list(by_id), vector=vector)
-                     if vector is not None else {})
+        relevance = (await ledger_rows.similarities(
+            session, tenant_id=tenant_id, ids=list(by_id),
+            vector=await serving_vector(session, embedder, asked))
+            if asked is not None else {})
     view = salience.view(
         [ledger_event(row) for row in rows], agent_id=agent_id, current_turn=request.turn,
         query=query, window=request.window or memory.window,

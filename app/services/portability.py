@@ -236,9 +236,7 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
             indexes = [i for i, (row_kind, _) in enumerate(memories) if row_kind == kind]
             await store_passages(session, kind, tenant_id=tenant_id,
                                  memory_ids=[memories[i][1]["id"] for i in indexes],
-                                 embedded=Embedded([embedded.vectors[i] for i in indexes],
-                                                   embedded.version_id,
-                                                   [embedded.passages[i] for i in indexes]))
+                                 embedded=embedded.only(indexes))
     for kind, pairs in later.items():
         await portability_rows.set_self_references(session, kind=kind, tenant_id=tenant_id,
                                                    pairs=pairs)
@@ -285,7 +283,7 @@ def _runs_of_same_fields(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]
     return groups
 
 
-def _record_text(kind: str, row: dict[str, Any]) -> tuple[str, str]:
+def record_text(kind: str, row: dict[str, Any]) -> tuple[str, str]:
     """(the text embedded, the text keyword-indexed) of a run, message, ledger event,
     procedure or arc, as when it is stored."""
     if kind == "run":
@@ -316,23 +314,20 @@ async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
     if not memories and not records:
         return None
     contexts = _session_contexts(memories, turns=embedder.context_turns)
-    texts = [_record_text(kind, row) for kind, row in records]
+    texts = [record_text(kind, row) for kind, row in records]
     embedded = await embed_texts(
         session, embedder, [row["content"] for _, row in memories] + [t for t, _ in texts],
         tenant_id=tenant_id, contexts=contexts)
-    vectors = iter(embedded.vectors)
+    columns = (embedded.columns(index) for index in range(len(memories) + len(records)))
     for (kind, row), context in zip(memories, contexts, strict=True):
-        row["embedding"] = next(vectors)
+        row.update(next(columns))
         row["search_text"] = preprocess_text(keyword_text(
             row["content"], context, with_context=keyword_context and kind == "episode"
             and _session_key(row) is not None and embedder.context_turns > 0))
     for (_, row), (_, search_text) in zip(records, texts, strict=True):
-        row["embedding"] = next(vectors)
+        row.update(next(columns))
         row["search_text"] = search_text
-    for _, row in memories + records:
-        row["embedding_version_id"] = embedded.version_id
-    count = len(memories)
-    return Embedded(embedded.vectors[:count], embedded.version_id, embedded.passages[:count])
+    return embedded.only(list(range(len(memories))))
 
 
 def _session_key(row: dict[str, Any]) -> tuple[str, ...] | None:

@@ -81,7 +81,7 @@ async def _insert(session: AsyncSession, *, tenant_id: str, embedder: Embedder, 
         "postconditions": definition.postconditions,
         "learned_from": [ref.model_dump(mode="json") for ref in definition.learned_from],
         "status": definition.status, "version": version,
-        "embedding": embedded.vectors[0], "embedding_version_id": embedded.version_id,
+        **embedded.columns(0),
     }
     if procedure_id is not None:
         values["id"] = procedure_id

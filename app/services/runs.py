@@ -17,6 +17,7 @@ from app.repositories import runs as run_rows
 from app.repositories.erasure import Counts
 from app.repositories.runs import RunFilters
 from app.repositories.search import candidates as search_rows
+from app.retrieval.query_vectors import embed_query, serving_vector
 from app.schemas.filters import MemoryFilter
 from app.schemas.runs import (
     FeedbackCreate,
@@ -76,8 +77,7 @@ async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
         # An outcome finishes a run, as it does on update.
         values["finished_at"] = max(now_utc(), data.started_at or now_utc())
     run = await record_rows.insert_searchable(session, Run, values={
-        **values, "tenant_id": tenant_id, "embedding": embedded.vectors[0],
-        "embedding_version_id": embedded.version_id}, search_text=text)
+        **values, "tenant_id": tenant_id, **embedded.columns(0)}, search_text=text)
     if mentions:
         await link_mentions(session, tenant_id=tenant_id, memory_type="run", ids=[run.id],
                             texts=[text])
@@ -109,7 +109,7 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
             task_id = (await require_run(lookup, tenant_id=tenant_id, run_id=run_id)).task_id
         text = run_text(task_id, data.summary)
         embedded = await embed_texts(session, embedder, [text], tenant_id=tenant_id)
-        vector = {"embedding": embedded.vectors[0], "embedding_version_id": embedded.version_id}
+        vector = embedded.columns(0)
     current = await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
     if data.finished_at is not None and data.finished_at < current.started_at:
         raise InvalidInput("finished_at is before started_at", field="finished_at")
@@ -164,9 +164,8 @@ async def append_messages(session: AsyncSession, *, tenant_id: str, embedder: Em
         {"tenant_id": tenant_id, "run_id": run_id, "role": item.role, "content": item.content,
          "token_count": item.token_count if item.token_count is not None
          else estimate_tokens(item.content),
-         "embedding": vector, "embedding_version_id": embedded.version_id,
-         "search_text": preprocess_text(item.content)}
-        for item, vector in zip(items, embedded.vectors, strict=True)])
+         **embedded.columns(index), "search_text": preprocess_text(item.content)}
+        for index, item in enumerate(items)])
     await events.record(session, [_event("run_messages_appended", tenant_id, run_id,
                                          count=len(rows))])
     return rows
@@ -207,11 +206,12 @@ async def search_runs(session: AsyncSession, *, tenant_id: str, embedder: Embedd
     query = preprocess_search_query(request.query)
     if not query:
         return []
-    vector = await embedder.aembed(query, tenant_id=tenant_id)
+    asked = await embed_query(embedder, query, tenant_id=tenant_id)
     # Filtered HNSW scans continue past rows the filters drop, as in /v1/search.
     await search_rows.configure_vector_scan(
         session, ef_search=max(retrieval.hnsw_ef_search, request.limit * run_rows.POOL_FACTOR),
         max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+    vector = await serving_vector(session, embedder, asked)
     filters = RunFilters(task_id=request.task_id, success=request.success,
                          agent_version=request.agent_version, max_rating=request.max_rating)
     matches = await run_rows.similar_runs(session, tenant_id=tenant_id, filters=filters,

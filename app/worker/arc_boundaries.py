@@ -71,8 +71,7 @@ async def run_arc_boundaries(ctx: JobContext, *, tenant_id: str, scope: str,
             row = await record_rows.insert_searchable(session, Arc, search_text=text, values={
                 "tenant_id": tenant_id, "scope": scope, "title": title, "summary": summary,
                 "arc_type": settings.proposed_type, "started_at": start, "ended_at": end,
-                "status": "draft", "embedding": embedded.vectors[0],
-                "embedding_version_id": embedded.version_id,
+                "status": "draft", **embedded.columns(0),
                 "key_events": [{"memory_type": "episode", "memory_id": str(episode_id),
                                 "description": "", "occurred_at": occurred.isoformat()}
                                for episode_id, occurred, _ in members[:MAX_KEY_EVENTS]]})

@@ -33,7 +33,7 @@ from app.repositories import pii_scrub as scrub_rows
 from app.repositories import runs as run_rows
 from app.scope import SYSTEM, Scope
 from app.services import events
-from app.services.embeddings import Embedded, embed_texts, store_passages
+from app.services.embeddings import embed_texts, store_passages
 from app.services.episodes import refresh_keyword_text
 from app.services.events import Event
 from app.services.jobs import JobContext, JobOutcome
@@ -320,18 +320,16 @@ async def _write(ctx: JobContext, model: type[Run] | type[Rule] | type[Episode],
                                      tenant_id=tenant_id,
                                      contexts=[r.context for r in found])
         done: list[int] = []
-        for index, (item, vector) in enumerate(zip(found, embedded.vectors, strict=True)):
+        for index, item in enumerate(found):
             if await scrub_rows.rewrite(
                     session, model, row_id=item.row_id, expected=item.expected,
-                    values={**item.values, "embedding": vector,
-                            "embedding_version_id": embedded.version_id},
+                    values={**item.values, **embedded.columns(index)},
                     search_text=preprocess_text(item.text) if refresh_turns is None else None):
                 done.append(index)
         ids = [found[i].row_id for i in done]
         if passages:
             await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
-                                 embedded=Embedded(embedded.vectors, embedded.version_id,
-                                                   [embedded.passages[i] for i in done]),
+                                 embedded=embedded.only(done),
                                  replace=True)
         if refresh_turns is not None and ids:
             after = await episode_rows.turns_after(session, tenant_id=tenant_id, ids=ids,
@@ -379,11 +377,10 @@ async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
             embedded = await embed_texts(session, ctx.embedder, [text for _, text in changed],
                                          tenant_id=tenant_id or SYSTEM_TENANT, bulk=True)
             done = {row.id for row, _ in changed}
-            for (row, text), vector in zip(changed, embedded.vectors, strict=True):
+            for index, (row, text) in enumerate(changed):
                 if await run_rows.rewrite_message(
                         session, message_id=row.id, old_content=row.content, content=text,
-                        vector=vector, version_id=embedded.version_id,
-                        search_text=preprocess_text(text)):
+                        vectors=embedded.columns(index), search_text=preprocess_text(text)):
                     rewritten += 1
             await run_rows.mark_scrubbed(session, ids=[r.id for r in batch if r.id not in done])
             await events.record(session, [Event("run_messages_scrubbed", row.tenant_id, {

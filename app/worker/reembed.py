@@ -122,13 +122,9 @@ async def _store_embedded(session: AsyncSession, memory_type: str,
         return 0
     ids = [rows[index][0] for index in indexes]
     await reembed_rows.store_vectors(
-        session, model, version_id=embedded.version_id,
-        vectors={rows[index][0]: embedded.vectors[index] for index in indexes})
+        session, model, columns={rows[index][0]: embedded.columns(index) for index in indexes})
     await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
-                         embedded=Embedded([embedded.vectors[i] for i in indexes],
-                                           embedded.version_id,
-                                           [embedded.passages[i] for i in indexes]),
-                         replace=True)
+                         embedded=embedded.only(indexes), replace=True)
     return len(ids)
 
 
@@ -209,7 +205,7 @@ async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: 
     embedded = await embed_texts(session, embedder, [content for _, content in rows],
                                  tenant_id=tenant_id, contexts=contexts, bulk=True)
     await reembed_rows.store_vectors(
-        session, model, version_id=embedded.version_id,
-        vectors=dict(zip(ids, embedded.vectors, strict=True)))
+        session, model, columns={row_id: embedded.columns(index)
+                                 for index, row_id in enumerate(ids)})
     await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
                          embedded=embedded, replace=True)

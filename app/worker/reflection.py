@@ -108,7 +108,7 @@ async def run_reflection(ctx: JobContext, *, tenant_id: str, ledger: str,
             reflection = await write_reflection(
                 session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id,
                 belief=parsed.belief, based_on=parsed.based_on, turn=None,
-                vector=embedded.vectors[0], embedding_version_id=embedded.version_id)
+                vectors=embedded.columns(0))
         except InvalidInput as exc:
             return JobOutcome(result={"reflected": 0}, errors=[exc.detail], failed=True)
     return JobOutcome(result={"reflected": 1, "reflection_id": str(reflection.event.id),

@@ -13,6 +13,7 @@ from app.config import Settings
 from app.embedding import Embedder
 from app.embedding.scheduler import ChunkEvent
 from app.main import create_app
+from app.repositories import embedding_versions
 from app.repositories import episodes as episode_rows
 from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services import api_keys, embeddings
@@ -120,7 +121,7 @@ async def test_a_rolled_back_first_write_leaves_no_model_version_id_behind(
         app, client, sql, monkeypatch):
     # A model version the database has never seen: the first write inserts its row.
     monkeypatch.setattr(Embedder, "model_version", property(lambda self: "rolled-back-test"))
-    monkeypatch.setattr(embeddings, "_version_ids", {})
+    monkeypatch.setattr(embedding_versions, "_version_ids", {})
     try:
         with pytest.raises(_Abandoned):
             async with scoped_transaction(app.state.sessionmaker, Scope("default")) as session:

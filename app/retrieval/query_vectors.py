@@ -1,0 +1,37 @@
+"""A query's vector, made by the model the store's vectors are searched with."""
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.embedding import Embedder
+from app.embedding.vectors import EmbeddingVector
+from app.repositories import embedding_switches as switch_rows
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    """A query's text and its vector, with the model that made it."""
+
+    text: str
+    tenant_id: str
+    vector: EmbeddingVector
+    model: Embedder
+
+
+async def embed_query(embedder: Embedder, text: str, *, tenant_id: str) -> QueryVector:
+    """Embed a query with the model that served the last transaction, before the query's own
+    transaction reads which model it needs."""
+    model = embedder.slot_hint[0]
+    return QueryVector(text, tenant_id, await model.aembed(text, tenant_id=tenant_id), model)
+
+
+async def serving_vector(session: AsyncSession, embedder: Embedder,
+                         query: QueryVector) -> EmbeddingVector:
+    """The query's vector by the model whose vectors the store's `embedding` columns hold in
+    this transaction (which keeps them so to its end): embedded again in the rare case the
+    store switched models since the query was embedded."""
+    slots = await switch_rows.slot_models(session, embedder, writing=False)
+    if slots.serving is query.model:
+        return query.vector
+    return await slots.serving.aembed(query.text, tenant_id=query.tenant_id)
