@@ -188,15 +188,35 @@ def _on_database(settings: Settings,
     print(asyncio.run(run()))
 
 
-def _reembed(settings: Settings, every: bool) -> None:
+def _reembed(settings: Settings, args: argparse.Namespace) -> None:
+    from app.config import NextModelSettings
     from app.embedding import get_embedder
     from app.services import embedding_store
+    from app.worker import model_switch
     from app.worker.reembed import reembed_all
+
+    if args.model is not None:
+        base = settings.embedding_next.model_dump() if settings.embedding_next else {}
+        settings = settings.model_copy(update={
+            "embedding_next": NextModelSettings.model_validate({**base, "model": args.model})})
 
     async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
         embedder = get_embedder(settings)
         await embedding_store.fit_to_model(sessions, embedder)
-        counts = await reembed_all(sessions, embedder, every=every)
+        try:
+            if args.drop_previous:
+                return await model_switch.drop_previous(sessions)
+            if args.model is not None and embedder.next is not None:
+                report = await model_switch.switch_models(sessions, embedder, embedder.next,
+                                                          progress=sys.stderr.isatty())
+                return "\n".join([f"switched to {embedder.next.model_name!r}", *report.lines(),
+                                  "now set ENGRAM_EMBEDDING_MODEL (and the other "
+                                  "ENGRAM_EMBEDDING_ settings) to it and restart when "
+                                  "convenient; `engram reembed --drop-previous` frees the "
+                                  "previous model's vectors"])
+        except model_switch.SwitchRefused as refused:
+            raise SystemExit(f"engram reembed: {refused}") from None
+        counts = await reembed_all(sessions, embedder, every=args.every)
         return ", ".join(f"{name}: {count} re-embedded" for name, count in counts.items())
 
     _on_database(settings, work)
@@ -377,6 +397,14 @@ def _maintenance_commands(commands: Commands) -> None:
     reembed.add_argument("--all", action="store_true", dest="every",
                          help="re-embed every memory (after changing ENGRAM_EMBEDDING_PASSAGE_"
                               "CHARS, ..._PASSAGE_OVERLAP or ..._CONTEXT_TURNS)")
+    reembed.add_argument("--model", metavar="NAME",
+                         help="switch the live store to this embedding model (with the other "
+                              "ENGRAM_EMBEDDING_NEXT__ settings): its vectors and indexes are "
+                              "built beside the current ones, then searches move to it in one "
+                              "step; resumable; run the service with ENGRAM_EMBEDDING_NEXT__"
+                              "MODEL set meanwhile, so writes get both models' vectors")
+    reembed.add_argument("--drop-previous", action="store_true",
+                         help="after a switch, drop the previous model's vectors")
     commands.add_parser("infer-sessions",
                         help="place episodes stored without a session_id before sessions were "
                              "inferred in the sessions the gap rule gives them")
@@ -458,7 +486,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
     elif args.command == "keys":
         _keys(settings, args)
     elif args.command == "reembed":
-        _reembed(settings, args.every)
+        _reembed(settings, args)
     elif args.command == "reindex":
         _reindex(settings)
     elif args.command == "reindex-text":
