@@ -100,7 +100,8 @@ async def test_a_model_of_another_dimension_is_refused_once_vectors_are_stored(
     message = str(refused.value)
     assert "makes 48-d vectors" in message
     assert "holds 2 24-d vectors (made by 'stub-embedding')" in message
-    assert "GET /v1/export" in message and "POST /v1/import" in message
+    assert "ENGRAM_EMBEDDING_NEXT__MODEL" in message
+    assert "`engram reembed --model stub-embedding`" in message
     # The store is as it was: its model starts again and finds what it stored.
     async with started(scratch_url, remote_embedder(stub24), monkeypatch) as application:
         assert set((await _columns(application)).values()) == {"vector(24)"}
