@@ -50,8 +50,8 @@ async def load_parts(connection: asyncpg.Connection) -> None:
     """A temporary table of every sentence part and its embedding."""
     embedder = get_embedder(Settings())
     try:
-        await connection.execute("CREATE TEMP TABLE part (kind text, i int, v vector(384), "
-                                 "PRIMARY KEY (kind, i))")
+        await connection.execute(f"CREATE TEMP TABLE part (kind text, i int, "
+                                 f"v vector({embedder.dimensions}), PRIMARY KEY (kind, i))")
         for kind, texts in PARTS.items():
             vectors = embedder.embed_batch(texts)
             await connection.executemany(
