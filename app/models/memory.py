@@ -50,7 +50,7 @@ class Searchable:
         Integer, ForeignKey("embedding_versions.id")
     )
     # A second model's vector while the store switches models (or the previous model's,
-    # after the switch, until dropped): app/services/embedding_slots.py.
+    # after the switch, until dropped): app/repositories/embedding_switches.py.
     embedding_next: Mapped[Any] = mapped_column(Vector(), deferred=True)
     embedding_next_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id"))

@@ -19,6 +19,9 @@ from app.scope import begin_with
 # The tables with an `embedding` column and its `embedding_next` slot.
 VECTOR_TABLES = ("episodes", "facts", "rules", "passages", "runs", "run_messages",
                  "procedures", "arcs", "agent_events")
+# A row's vector columns, as every write sets them.
+VECTOR_COLUMNS = ("embedding", "embedding_version_id", "embedding_next",
+                  "embedding_next_version_id")
 # pg_advisory_xact_lock key of the swap ("swap"); embedding_slots() takes it shared.
 SWITCH_LOCK = 0x73776170
 _COLUMN = re.compile(r"\bembedding\b")
@@ -108,33 +111,29 @@ async def try_lock_exclusive(session: AsyncSession) -> bool:
 async def next_slot_indexes(session: AsyncSession, table: str) -> list[tuple[str, str]]:
     """(name, definition) of each index of `table` on `embedding`, as the same index on
     `embedding_next` (named with `_next`)."""
-    rows = (await session.execute(text("""
+    return [(f"{name}_next", _COLUMN.sub("embedding_next", definition)
+             .replace(f"INDEX {name} ", f"INDEX CONCURRENTLY IF NOT EXISTS {name}_next ", 1))
+            for name, definition in await _indexes_on(session, table, "embedding")]
+
+
+async def _indexes_on(session: AsyncSession, table: str,
+                      column: str) -> list[tuple[str, str]]:
+    """(name, definition) of `table`'s indexes on `column` (`embedding` or `embedding_next`)."""
+    rows = await session.execute(text("""
         SELECT c.relname, pg_get_indexdef(i.indexrelid)
           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
          WHERE i.indrelid = CAST(:table AS regclass)
-           AND pg_get_indexdef(i.indexrelid) ~ '\\membedding\\M'"""),
-        {"table": table})).all()
-    return [(f"{name}_next", _COLUMN.sub("embedding_next", definition)
-             .replace(f"INDEX {name} ", f"INDEX CONCURRENTLY IF NOT EXISTS {name}_next ", 1))
-            for name, definition in rows]
-
-
-async def slot_index_names(session: AsyncSession, table: str, column: str) -> list[str]:
-    """The names of `table`'s indexes on `column` (`embedding` or `embedding_next`)."""
-    pattern = f"\\m{column}\\M"
-    return list((await session.execute(text("""
-        SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-         WHERE i.indrelid = CAST(:table AS regclass)
            AND pg_get_indexdef(i.indexrelid) ~ :pattern"""),
-        {"table": table, "pattern": pattern})).scalars())
+        {"table": table, "pattern": f"\\m{column}\\M"})
+    return [(name, definition) for name, definition in rows]
 
 
 async def swap(session: AsyncSession) -> None:
     """Swap `embedding` and `embedding_next` (and their version ids and indexes) in every
     table, and record the switch (in the caller's transaction, with the lock held)."""
     for table in VECTOR_TABLES:
-        current = await slot_index_names(session, table, "embedding")
-        following = await slot_index_names(session, table, "embedding_next")
+        current = [name for name, _ in await _indexes_on(session, table, "embedding")]
+        following = [name for name, _ in await _indexes_on(session, table, "embedding_next")]
         for old, new in (("embedding", "embedding_swap"), ("embedding_next", "embedding"),
                          ("embedding_swap", "embedding_next"),
                          ("embedding_version_id", "embedding_version_swap"),
@@ -207,12 +206,6 @@ async def uncovered_counts(session: AsyncSession, *, next_id: int) -> dict[str, 
             f"SELECT count(*) FROM {table} t WHERE {_UNCOVERED}"),
             {"next": next_id})).scalar_one())
     return counts
-
-
-async def row_counts(session: AsyncSession) -> dict[str, int]:
-    """How many rows each table holds."""
-    return {table: int((await session.execute(text(f"SELECT count(*) FROM {table}")))
-                       .scalar_one()) for table in VECTOR_TABLES}
 
 
 async def recreate_next_columns(session: AsyncSession, *, type_name: str,

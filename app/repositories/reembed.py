@@ -8,6 +8,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Episode, Fact, Rule
+from app.repositories.embedding_switches import VECTOR_COLUMNS
 
 Memory = type[Episode] | type[Fact] | type[Rule]
 
@@ -69,8 +70,8 @@ async def store_vectors(session: AsyncSession, model: Memory, *,
     """Write rows' vector columns (`embedding`, `embedding_next` and their versions) in one
     executemany."""
     table: Any = model.__table__
-    names = ("embedding", "embedding_version_id", "embedding_next", "embedding_next_version_id")
     stmt = (update(table).where(table.c.id == bindparam("row_id"))
-            .values({name: bindparam(f"v_{name}") for name in names}))
-    await session.execute(stmt, [{"row_id": key, **{f"v_{name}": values[name] for name in names}}
+            .values({name: bindparam(f"v_{name}") for name in VECTOR_COLUMNS}))
+    await session.execute(stmt, [{"row_id": key,
+                                  **{f"v_{name}": values[name] for name in VECTOR_COLUMNS}}
                                  for key, values in columns.items()])

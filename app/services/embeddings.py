@@ -17,7 +17,7 @@ from app.embedding.vectors import EmbeddingVector, Vectors
 from app.metrics import EMBEDDINGS_DEFERRED
 from app.repositories import embedding_switches as switch_rows
 from app.repositories import passages as passage_rows
-from app.repositories.embedding_switches import SlotModels
+from app.repositories.embedding_switches import VECTOR_COLUMNS, SlotModels
 from app.text import split_passages
 
 logger = logging.getLogger(__name__)
@@ -80,10 +80,6 @@ class Embedded:
             else [self.next_vectors[i] for i in indexes])
 
 
-VECTOR_COLUMNS = ("embedding", "embedding_version_id", "embedding_next",
-                  "embedding_next_version_id")
-
-
 @dataclass(frozen=True)
 class Made:
     """Texts embedded before their transaction, by the models the last transaction said
@@ -98,13 +94,11 @@ class Made:
 async def embed_ahead(embedder: Embedder, texts: list[str | None], *, tenant_id: str,
                       bulk: bool) -> Made:
     """Embed `texts` with the models that filled the columns in the last transaction."""
-    made: dict[Embedder, Vectors] = {}
+    made = Made(texts, tenant_id, bulk, {})
     for model in embedder.slot_hint:
-        if model is not None and texts:
-            made[model] = await model.aembed_batch(texts, tenant_id=tenant_id, bulk=bulk)
-        elif model is not None:
-            made[model] = []
-    return Made(texts, tenant_id, bulk, made)
+        if model is not None:
+            made.vectors[model] = await _embed(model, made)
+    return made
 
 
 async def in_slots(session: AsyncSession, embedder: Embedder,
@@ -115,10 +109,16 @@ async def in_slots(session: AsyncSession, embedder: Embedder,
     slots = await switch_rows.slot_models(session, embedder)
     for model in (slots.serving, slots.next):
         if model is not None and model not in made.vectors:
-            made.vectors[model] = (await model.aembed_batch(
-                made.texts, tenant_id=made.tenant_id, bulk=made.bulk) if made.texts else [])
+            made.vectors[model] = await _embed(model, made)
     return (slots, made.vectors[slots.serving],
             made.vectors[slots.next] if slots.next is not None else None)
+
+
+async def _embed(model: Embedder, made: Made) -> Vectors:
+    """The texts of `made` embedded by `model`."""
+    if not made.texts:
+        return []
+    return await model.aembed_batch(made.texts, tenant_id=made.tenant_id, bulk=made.bulk)
 
 
 async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
