@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from app.config import DEFAULT_RRF_K
+from app.embedding.similarity_scale import IDENTITY, SimilarityScale
 from app.repositories.search.candidates import LoadedRow, RankedCandidate
 from app.retrieval import rerank
 
@@ -142,14 +143,16 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
                  boost: Sequence[RankedCandidate] = (),
                  window: tuple[datetime, datetime] | None = None,
                  graph: Sequence[RankedCandidate] = (), k: int = DEFAULT_RRF_K,
-                 model: rerank.Model | None = None) -> list[Fused]:
+                 model: rerank.Model | None = None,
+                 scale: SimilarityScale = IDENTITY) -> list[Fused]:
     """Every candidate of the lists ordered by the learned model (rerank.py), best first.
 
     Its score is the model's probability that the memory answers the query; `contributions`
     holds each signal's part of the model's logit and `base`, the logit before any signal
-    (they add up to the logit). With a `boost` (time window) or `graph` list, that order and
-    those lists are fused by RRF (`contributions`: `learned`, `time`, `graph`). A candidate
-    whose row is not `known` is left out.
+    (they add up to the logit). The model reads similarities moved by `scale` onto the
+    packaged model's (embedding/similarity_scale.py). With a `boost` (time window) or
+    `graph` list, that order and those lists are fused by RRF (`contributions`: `learned`,
+    `time`, `graph`). A candidate whose row is not `known` is left out.
     """
     semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
     graph_by = _by_key(graph)
@@ -161,7 +164,7 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
         inside = (window is not None and row.occurred_at is not None
                   and window[0] <= row.occurred_at < window[1])
         candidates.append(rerank.Candidate(
-            similarity=row.similarity, own_similarity=row.own_similarity,
+            similarity=scale(row.similarity), own_similarity=scale(row.own_similarity),
             keyword=kw.score if kw else 0.0, semantic_rank=sem.rank if sem else None,
             keyword_rank=kw.rank if kw else None, group=row.group, length=row.length,
             in_window=inside))

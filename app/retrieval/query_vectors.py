@@ -26,12 +26,19 @@ async def embed_query(embedder: Embedder, text: str, *, tenant_id: str) -> Query
     return QueryVector(text, tenant_id, await model.aembed(text, tenant_id=tenant_id), model)
 
 
-async def serving_vector(session: AsyncSession, embedder: Embedder,
-                         query: QueryVector) -> EmbeddingVector:
-    """The query's vector by the model whose vectors the store's `embedding` columns hold in
-    this transaction (which keeps them so to its end): embedded again in the rare case the
+async def serving_query(session: AsyncSession, embedder: Embedder,
+                        query: QueryVector) -> QueryVector:
+    """The query as embedded by the model whose vectors the store's `embedding` columns hold
+    in this transaction (which keeps them so to its end): embedded again in the rare case the
     store switched models since the query was embedded."""
     slots = await switch_rows.slot_models(session, embedder, writing=False)
     if slots.serving is query.model:
-        return query.vector
-    return await slots.serving.aembed(query.text, tenant_id=query.tenant_id)
+        return query
+    vector = await slots.serving.aembed(query.text, tenant_id=query.tenant_id)
+    return QueryVector(query.text, query.tenant_id, vector, slots.serving)
+
+
+async def serving_vector(session: AsyncSession, embedder: Embedder,
+                         query: QueryVector) -> EmbeddingVector:
+    """`serving_query`'s vector."""
+    return (await serving_query(session, embedder, query)).vector

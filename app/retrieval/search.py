@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
+from app.embedding.similarity_scale import IDENTITY, SimilarityScale, scale_of
 from app.embedding.vectors import EmbeddingVector
 from app.formulas.belief import stale_factor
 from app.formulas.lifecycle import effective_confidence
@@ -35,7 +36,7 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
-from app.retrieval.query_vectors import QueryVector, embed_query, serving_vector
+from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
 from app.retrieval.user_reranker import RerankStep
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
@@ -86,12 +87,16 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         query_vector = await embed_query(embedder, plan.query, tenant_id=tenant_id)
     keyword_query = plan.query if plan.keyword else None
     vector = None
+    scale = IDENTITY
     if query_vector is not None:
         await search_rows.configure_vector_scan(
             session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
             max_scan_tuples=retrieval.hnsw_max_scan_tuples)
         # Read after the scan settings, so both ride on the transaction's first statement.
-        vector = await serving_vector(session, embedder, query_vector)
+        query_vector = await serving_query(session, embedder, query_vector)
+        vector = query_vector.vector
+        if plan.learned:
+            scale = scale_of(query_vector.model)
     span = plan.span
     filters = await search_rows.with_exact_types(session, plan.types,
                                                  _filters(plan, tenant_id=tenant_id),
@@ -126,7 +131,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         known.update(known_rows(near_rows))
         fused = fuse_learned(semantic, keyword, known=known, limit=plan.limit,
                              depth=plan.depth, boost=boost, window=span, graph=near,
-                             k=plan.rrf_k)
+                             k=plan.rrf_k, scale=scale)
     elif plan.mode == "hybrid":
         fused = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, boost=boost,
                      method=plan.fused_by, weights=plan.weights, graph=near)
@@ -137,7 +142,7 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
         fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,
-                                   vector=vector, query=keyword_query, rows=rows)
+                                   vector=vector, query=keyword_query, rows=rows, scale=scale)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query, loaded=rows, language=plan.language)
     if rerank is not None:
@@ -236,10 +241,11 @@ async def graph_candidates(
 
 async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                        fused: Sequence[Fused], vector: EmbeddingVector | None,
-                       query: str | None, rows: dict[Key, search_rows.LoadedRow]) -> list[Fused]:
+                       query: str | None, rows: dict[Key, search_rows.LoadedRow],
+                       scale: SimilarityScale = IDENTITY) -> list[Fused]:
     """The memories' results merged with those of the record types asked for (fused the same
     way, each source on its own, so their scores compare); learned fusion first loads their
-    rows into `rows`."""
+    rows into `rows` and reads their similarities on `scale`."""
     semantic, keyword = await record_sql.candidate_lists(
         session, types=plan.records, tenant_id=tenant_id, vector=vector, query=query,
         limit=plan.depth, language=plan.language)
@@ -248,7 +254,7 @@ async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: st
                                        keys=rows_wanted(semantic, keyword), have=rows,
                                        vector=vector, query=query, language=plan.language))
         found = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
-                             depth=plan.depth)
+                             depth=plan.depth, scale=scale)
     elif plan.mode == "hybrid":
         found = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, method=plan.fused_by,
                      weights=plan.weights)
