@@ -77,7 +77,8 @@ class RetrievalSettings(BaseModel):
     relevance_floor: float = Field(
         0.2, ge=-1, le=1,
         description="Recall and context leave out a memory whose cosine similarity to the "
-        "topic is below this. 0.2 kept every relevant question/fact pair of the LoCoMo dev set "
+        "topic is below this, on the packaged model's scale (another model's cosines are "
+        "mapped onto it). 0.2 kept every relevant question/fact pair of the LoCoMo dev set "
         "(1st percentile 0.28) and dropped 61% of unrelated pairs.",
     )
     context_recall_limit: int = Field(20, ge=1, le=200)

@@ -124,7 +124,8 @@ async def measure(embedder: Embedder) -> SimilarityScale:
     """Embed the reference sentences with the model and keep the map they give."""
     sentences = reference().sentences
     queries = await embedder.aembed_batch(sentences, query=True, bulk=True)
-    documents = await embedder.aembed_batch(sentences, bulk=True)
+    documents = (queries if embedder.query_prefix == embedder.document_prefix
+                 else await embedder.aembed_batch(sentences, bulk=True))
     scale = fit(queries, documents, reference())
     _measured[embedder] = scale
     logger.info("similarity scale of %s: %.3f + %.3f x cosine", embedder.model_name,

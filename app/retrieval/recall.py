@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
+from app.embedding.similarity_scale import IDENTITY, SimilarityScale, scale_of
 from app.formulas.fact_time import PointInTime
 from app.formulas.lifecycle import effective_confidence, recency_score
 from app.repositories import references
@@ -64,9 +65,10 @@ def own_time(row: Any) -> datetime:
     return confirmed if confirmed is not None else row.created_at
 
 
-def above_floor(hit: Hit, floor: float) -> bool:
-    """False when the memory's similarity to the topic is known and below `floor`."""
-    return hit.similarity is None or hit.similarity >= floor
+def above_floor(hit: Hit, floor: float, scale: SimilarityScale = IDENTITY) -> bool:
+    """False when the memory's similarity to the topic is known and, on the packaged model's
+    scale (`scale`), below `floor`."""
+    return hit.similarity is None or scale(hit.similarity) >= floor
 
 
 def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime,
@@ -109,9 +111,10 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
                         retrieval=retrieval)
     now = reference_time or now_utc()
+    scale = scale_of(embedder.slot_hint[0])  # the model this search's transaction read
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
                         now=now, graph_weight=retrieval.graph_weight)
-              for hit in hits if above_floor(hit, retrieval.relevance_floor)]
+              for hit in hits if above_floor(hit, retrieval.relevance_floor, scale)]
     top = sorted(scored, key=recall_order)[:limit]
     if bump:
         await bump_recalled(session, tenant_id=tenant_id, recalled=top)

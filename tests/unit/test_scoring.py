@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.config import ScoreWeights
+from app.embedding.similarity_scale import SimilarityScale
 from app.retrieval.context import HEADER, assemble, fact_line, rule_line
 from app.retrieval.recall import (
     above_floor,
@@ -95,6 +96,12 @@ def test_relevance_floor_drops_only_known_low_similarity():
     assert not above_floor(_fact_hit(rrf=0.03, similarity=-0.02), 0.2)
     assert above_floor(_fact_hit(rrf=0.03, similarity=0.2), 0.2)
     assert above_floor(_fact_hit(rrf=0.03, similarity=None), 0.2)
+
+
+def test_relevance_floor_reads_another_models_cosines_on_the_packaged_scale():
+    squeezed = SimilarityScale(-2.25, 3.25)  # unrelated texts near 0.7, as bge gives them
+    assert not above_floor(_fact_hit(rrf=0.03, similarity=0.75), 0.2, squeezed)
+    assert above_floor(_fact_hit(rrf=0.03, similarity=0.8), 0.2, squeezed)
 
 
 def test_clearly_more_relevant_memory_outranks_slightly_more_recent_one():
