@@ -98,14 +98,14 @@ _running: set[asyncio.Task[None]] = set()
 
 def scale_of(embedder: Embedder) -> SimilarityScale:
     """The model's scale: the identity for the packaged model; for another, the map once
-    measured, the identity until then (a measurement is started in the background if none
-    ran in the last RETRY_SECONDS)."""
+    measured, the identity until then (`start` begins the measurement)."""
     if is_reference_model(embedder):
         return IDENTITY
     known = _measured.get(embedder)
     if known is None:
         start(embedder)
-    return known or IDENTITY
+        return IDENTITY
+    return known
 
 
 def start(embedder: Embedder) -> None:
@@ -137,7 +137,9 @@ async def _measure_quietly(embedder: Embedder) -> None:
     try:
         await measure(embedder)
     except Exception as error:  # noqa: BLE001 (a model down: searches read raw cosines)
-        _failed_at[embedder] = time.monotonic()
         logger.warning("could not measure the similarity scale of %s (%s); searches read its "
                        "raw cosines and try again in %.0f s", embedder.model_name, error,
                        RETRY_SECONDS)
+    finally:
+        if embedder not in _measured:  # failed, or cancelled with its event loop
+            _failed_at[embedder] = time.monotonic()

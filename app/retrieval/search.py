@@ -86,17 +86,8 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     if query_vector is None and plan.semantic:
         query_vector = await embed_query(embedder, plan.query, tenant_id=tenant_id)
     keyword_query = plan.query if plan.keyword else None
-    vector = None
-    scale = IDENTITY
-    if query_vector is not None:
-        await search_rows.configure_vector_scan(
-            session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
-            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
-        # Read after the scan settings, so both ride on the transaction's first statement.
-        query_vector = await serving_query(session, embedder, query_vector)
-        vector = query_vector.vector
-        if plan.learned:
-            scale = scale_of(query_vector.model)
+    vector, scale = await _vector_scan(session, plan, embedder=embedder, retrieval=retrieval,
+                                       query_vector=query_vector)
     span = plan.span
     filters = await search_rows.with_exact_types(session, plan.types,
                                                  _filters(plan, tenant_id=tenant_id),
@@ -148,6 +139,21 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     if rerank is not None:
         hits = await rerank.apply(plan.query, hits)
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
+
+
+async def _vector_scan(session: AsyncSession, plan: SearchPlan, *, embedder: Embedder,
+                       retrieval: RetrievalSettings, query_vector: QueryVector | None
+                       ) -> tuple[EmbeddingVector | None, SimilarityScale]:
+    """The scan settings of the semantic leg, then the query's vector by the serving model and
+    the scale learned fusion reads that model's similarities on (none without a vector)."""
+    if query_vector is None:
+        return None, IDENTITY
+    await search_rows.configure_vector_scan(
+        session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+    # Read after the scan settings, so both ride on the transaction's first statement.
+    query_vector = await serving_query(session, embedder, query_vector)
+    return query_vector.vector, scale_of(query_vector.model) if plan.learned else IDENTITY
 
 
 async def _near_entities(session: AsyncSession, plan: SearchPlan, *, filters: Filters,
