@@ -13,9 +13,11 @@ import asyncpg
 import httpx
 import pytest
 from prometheus_client import REGISTRY
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import JobSettings, ReplicaSettings, Settings
 from app.main import create_app
+from app.repositories import embedding_switches as switch_rows
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.clusters import Cluster, create_database, new_primary, new_standby, private_dir
@@ -279,3 +281,45 @@ async def test_killing_the_standby_under_load_loses_no_write_and_answers_no_5xx(
         await until(lambda: all(r["state"] == "up"
                                 for r in replicated_app.state.replicas.status()),
                     "the restarted standby was never marked up", seconds=60)
+
+
+async def _swap_on_primary(application: Any) -> None:
+    """Swap the vector columns of every table, as a model switch ends, on the primary."""
+    async with AsyncSession(application.state.owner_engine) as session, session.begin():
+        assert await switch_rows.try_lock_exclusive(session)
+        await switch_rows.swap(session)
+
+
+async def test_the_standby_replays_a_model_switch_only_between_a_readers_statements(
+        replicated_app, servers):
+    """A transaction on the standby that read which model fills `embedding` keeps those
+    columns to its end: the replay of the switch's swap waits for it."""
+    primary, standby = servers
+    embedding_column = ("SELECT attnum FROM pg_attribute WHERE attrelid = 'episodes'::regclass"
+                        " AND attname = 'embedding'")
+    replay_waits = ("SELECT count(*) > 0 FROM pg_locks WHERE NOT granted"
+                    " AND mode = 'AccessExclusiveLock'")
+    before = await on(standby, embedding_column)
+    reader = await asyncpg.connect(standby.url(database="engram"))
+    try:
+        async with reader.transaction(readonly=True):
+            await reader.fetchrow("SELECT * FROM embedding_slots()")
+            await _swap_on_primary(replicated_app)
+            await until(lambda: on(standby, replay_waits),
+                        "the standby replayed the swap under a transaction that read the slots")
+            assert await reader.fetchval(embedding_column) == before
+        await until(lambda: _differs(on(standby, embedding_column), before),
+                    "the standby did not replay the swap once the reader ended")
+    finally:
+        await reader.close()
+        await _swap_on_primary(replicated_app)
+        await until(lambda: _equals(on(standby, embedding_column), before),
+                    "the standby did not replay the swap back")
+
+
+async def _differs(value: Awaitable[Any], other: Any) -> bool:
+    return await value != other
+
+
+async def _equals(value: Awaitable[Any], other: Any) -> bool:
+    return await value == other
