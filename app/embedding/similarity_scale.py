@@ -4,7 +4,7 @@ The learned ranker's trees read cosines as the packaged MiniLM gives them: unrel
 near 0.07, answers mostly above 0.3. Other models put them elsewhere (bge and e5 give
 unrelated texts about 0.7). Each other model embeds a fixed set of sentences once, and the
 affine map that gives its similarities between them MiniLM's mean and spread moves its
-cosines onto MiniLM's scale before the trees read them.
+cosines onto MiniLM's scale before the trees and recall's relevance floor read them.
 """
 
 import asyncio
