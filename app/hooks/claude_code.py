@@ -22,8 +22,9 @@ from typing import Any, TextIO
 
 import httpx
 
+from app.hooks.injected import neutralise, wrap
 from app.hooks.state import CapturedTurns
-from app.hooks.transcript import CLOSE_TAG, OPEN_TAG, Turn, read_turns
+from app.hooks.transcript import Turn, read_turns
 
 CONTEXT_EVENTS = ("UserPromptSubmit",)
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
@@ -133,9 +134,9 @@ class Engram:
 
 def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | None,
                  token_budget: int) -> str:
-    """The project's memories for the prompt, wrapped in the tags that mark them as injected;
-    empty when there is nothing to show. At most `token_budget * 4` characters inside the
-    tags."""
+    """The project's memories for the prompt, wrapped in the tags that mark them as injected
+    and labelled as data; empty when there is nothing to show. At most `token_budget * 4`
+    characters of memories inside the tags."""
     query = " ".join(prompt.split())[:MAX_QUERY_CHARS]
     if not query:
         return ""
@@ -155,7 +156,7 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
     pool.shutdown(wait=False)
     facts = _answer(context, "context") or {}
     # A block with no memory in it is only its heading.
-    text = str(facts.get("context", "")).strip() if facts.get("items") else ""
+    text = neutralise(str(facts.get("context", "")).strip()) if facts.get("items") else ""
     heading = "## Earlier conversations in this project"
     lines = []
     used = len(text) + 2 + len(heading)
@@ -163,7 +164,7 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
         similarity = hit.get("similarity")
         if similarity is not None and similarity < MIN_TURN_SIMILARITY:
             continue
-        line = _turn_line(hit)
+        line = neutralise(_turn_line(hit))
         if used + 1 + len(line) <= budget:
             lines.append(line)
             used += 1 + len(line)
@@ -171,8 +172,8 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
         text = "\n\n".join(part for part in (text, heading + "\n" + "\n".join(lines)) if part)
     if not text:
         return ""
-    return f"{OPEN_TAG}\nMemories Engram keeps for this project ({butler}); use them when " \
-           f"they help.\n\n{text}\n{CLOSE_TAG}"
+    return wrap(f"Memories Engram keeps for this project ({butler}); use them when they help.",
+                text)
 
 
 def _answer(future: Any, name: str) -> Any:

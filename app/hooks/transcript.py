@@ -6,10 +6,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# The memory block `engram hook UserPromptSubmit` adds to the model's context is wrapped in
-# these tags, so it is recognised (and never stored back) wherever it reappears.
-OPEN_TAG = "<engram-memory>"
-CLOSE_TAG = "</engram-memory>"
+from app.hooks.injected import CLOSE_TAG, OPEN_TAG
+
+# The memory block `engram hook UserPromptSubmit` added to the model's context.
 _INJECTED = re.compile(re.escape(OPEN_TAG) + r".*?(?:" + re.escape(CLOSE_TAG) + r"|\Z)",
                        re.DOTALL)
 # Text Claude Code adds around a turn for the model, not said by anyone.
