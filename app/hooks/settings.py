@@ -5,7 +5,9 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ from app.hooks.claude_code import EVENTS
 
 # Claude Code ends a hook after this many seconds; the hook's own deadline is shorter.
 HOOK_TIMEOUT_SECONDS = 10
+# A settings file can hold secrets under "env": a new one is readable by its owner only.
+NEW_FILE_MODE = 0o600
 
 
 class SettingsError(Exception):
@@ -63,15 +67,50 @@ def read_settings(path: Path) -> dict[str, Any]:
             from None
     if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
         raise SettingsError(f"{path}: expected a JSON object with a 'hooks' object")
+    _check_hooks(path, settings.get("hooks", {}))
     return settings
 
 
+def _check_hooks(path: Path, hooks: dict[str, Any]) -> None:
+    """Refuse what Claude Code would not read as hooks: each event a list of groups, each group
+    an object whose 'hooks' is a list."""
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise SettingsError(f"{path}: hooks.{event} must be a list of hook groups "
+                                f"(like [{{\"hooks\": [...]}}]), not {_kind(groups)}; "
+                                f"fix it first, nothing was written")
+        for index, group in enumerate(groups):
+            if not isinstance(group, dict) or not isinstance(group.get("hooks", []), list):
+                raise SettingsError(f"{path}: hooks.{event}[{index}] must be an object whose "
+                                    f"'hooks' is a list; fix it first, nothing was written")
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
 def write_settings(path: Path, settings: dict[str, Any]) -> None:
-    """Write the file whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".engram-tmp")
-    partial.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-    os.replace(partial, path)
+    """Write the file whole or not at all. A symlink is followed and its target rewritten in
+    place (the link stays a link); the file keeps its mode, and a new one gets NEW_FILE_MODE."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
+    descriptor, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".engram-tmp",
+                                           dir=target.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(json.dumps(settings, indent=2) + "\n")
+            file.flush()
+            os.fchmod(file.fileno(), mode)
+            os.fsync(file.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def without_ours(settings: dict[str, Any]) -> dict[str, Any]:

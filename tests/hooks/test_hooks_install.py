@@ -4,10 +4,13 @@ settings.json and taken out again, leaving everything else as it was."""
 import json
 import os
 import shlex
+import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import REPO_ROOT
 
@@ -98,3 +101,80 @@ def test_install_refuses_a_settings_file_that_is_not_json(tmp_path: Path) -> Non
 
     assert refused.returncode != 0 and "not valid JSON" in refused.stderr
     assert path.read_text() == "{ not json"
+
+
+MINE = {**THEIRS, "env": {"ANTHROPIC_API_KEY": "sk-ant-secret"}}
+
+
+def dotfiles_link(tmp_path: Path, settings: dict[str, Any]) -> tuple[Path, Path, Path]:
+    """(home, the link ~/.claude/settings.json, its 0600 target in a dotfiles directory)."""
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    (home / ".claude").mkdir(parents=True)
+    dotfiles.mkdir()
+    target = dotfiles / "claude-settings.json"
+    target.write_text(json.dumps(settings))
+    target.chmod(0o600)
+    link = home / ".claude" / "settings.json"
+    link.symlink_to(target)
+    return home, link, target
+
+
+def test_install_rewrites_a_symlinked_settings_files_target_keeping_its_mode(
+        tmp_path: Path) -> None:
+    home, link, target = dotfiles_link(tmp_path, MINE)
+
+    installed = engram("hooks", "install", "--claude-code", "--user", cwd=tmp_path, home=home)
+
+    assert installed.returncode == 0, installed.stderr
+    assert link.is_symlink() and link.resolve() == target
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    written = json.loads(target.read_text())
+    assert written["env"] == MINE["env"]
+    assert engram_commands(written)["UserPromptSubmit"] == [["hook", "UserPromptSubmit"]]
+    assert [path.name for path in target.parent.iterdir()] == [target.name]
+
+
+def test_uninstall_rewrites_a_symlinked_settings_files_target_keeping_its_mode(
+        tmp_path: Path) -> None:
+    ours = {event: [{"hooks": [{"type": "command", "command": f"/opt/bin/engram hook {event}",
+                                "timeout": 10}]}] for event in EVENTS}
+    hooks = {**THEIRS["hooks"], **ours}
+    hooks["Stop"] = [*THEIRS["hooks"]["Stop"], *ours["Stop"]]
+    home, link, target = dotfiles_link(tmp_path, {**MINE, "hooks": hooks})
+
+    removed = engram("hooks", "uninstall", "--claude-code", "--user", cwd=tmp_path, home=home)
+
+    assert removed.returncode == 0 and "removed 4" in removed.stdout, removed.stderr
+    assert link.is_symlink() and link.resolve() == target
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert json.loads(target.read_text()) == MINE
+    assert [path.name for path in target.parent.iterdir()] == [target.name]
+
+
+def test_a_new_settings_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    installed = engram("hooks", "install", "--claude-code", cwd=tmp_path, home=tmp_path)
+
+    assert installed.returncode == 0, installed.stderr
+    assert stat.S_IMODE((tmp_path / ".claude" / "settings.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+@pytest.mark.parametrize(("hooks", "named"), [
+    ({"Stop": "echo hi"}, "hooks.Stop must be a list"),
+    ({"PreToolUse": {"command": "x"}}, "hooks.PreToolUse must be a list"),
+    ({"Stop": [{"hooks": "echo hi"}]}, "hooks.Stop[0] must be an object"),
+    ({"Stop": ["echo hi"]}, "hooks.Stop[0] must be an object")])
+def test_hooks_that_are_not_lists_are_refused_and_nothing_is_written(
+        tmp_path: Path, action: str, hooks: dict[str, Any], named: str) -> None:
+    (tmp_path / ".claude").mkdir()
+    path = tmp_path / ".claude" / "settings.json"
+    text = json.dumps({"model": "opus", "hooks": {
+        **hooks, "SessionEnd": [{"hooks": [{"type": "command",
+                                            "command": "/opt/bin/engram hook SessionEnd"}]}]}})
+    path.write_text(text)
+
+    refused = engram("hooks", action, "--claude-code", cwd=tmp_path, home=tmp_path)
+
+    assert refused.returncode != 0 and named in refused.stderr, refused.stderr
+    assert path.read_text() == text
+    assert sorted(file.name for file in path.parent.iterdir()) == ["settings.json"]
