@@ -51,8 +51,16 @@ class CapturedTurns:
         `wait` seconds for another hook of the session to finish)."""
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        with (state_dir / f"{name}.lock").open("a") as lock:
-            give_up = time.monotonic() + wait
+        with _held(state_dir / f"{name}.lock", time.monotonic() + wait, session_id):
+            yield cls(state_dir / f"{name}.json")
+        _forget_old(state_dir)
+
+
+@contextmanager
+def _held(path: Path, give_up: float, session_id: str) -> Iterator[None]:
+    """The lock file at `path` held exclusively for the block."""
+    while True:
+        with path.open("a") as lock:
             while True:
                 try:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -62,18 +70,53 @@ class CapturedTurns:
                         raise StateLocked(session_id) from None
                     time.sleep(LOCK_POLL_SECONDS)
             try:
-                yield cls(state_dir / f"{name}.json")
+                # A lock file deleted (by the sweep below) after it was opened here locks
+                # nothing: start again with the file now at `path`.
+                if _same_file(lock.fileno(), path):
+                    os.utime(lock.fileno())  # in use: not swept as old
+                    yield
+                    return
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
-        _forget_old(state_dir)
+
+
+def _same_file(descriptor: int, path: Path) -> bool:
+    try:
+        now = path.stat()
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(descriptor)
+    return (opened.st_dev, opened.st_ino) == (now.st_dev, now.st_ino)
 
 
 def _forget_old(state_dir: Path) -> None:
-    """Delete the state of sessions untouched for KEEP_SECONDS."""
+    """Delete the state of sessions untouched for KEEP_SECONDS whose lock no hook holds."""
     cutoff = time.time() - KEEP_SECONDS
+    old: dict[str, list[Path]] = {}
     for path in state_dir.iterdir():
         try:
             if path.stat().st_mtime < cutoff:
-                path.unlink()
+                old.setdefault(path.stem, []).append(path)
         except OSError:
             continue
+    for stem, paths in old.items():
+        _forget_session(state_dir / f"{stem}.lock", paths)
+
+
+def _forget_session(lock_path: Path, paths: list[Path]) -> None:
+    """Delete these files of a session under its lock, the lock file last; nothing when a
+    hook of the session holds the lock."""
+    try:
+        lock = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        lock = None
+    try:
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for path in sorted(paths, key=lambda path: path == lock_path):
+            path.unlink(missing_ok=True)
+    except OSError:
+        return
+    finally:
+        if lock is not None:
+            os.close(lock)
