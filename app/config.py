@@ -605,6 +605,12 @@ class Settings(BaseSettings):
     db_max_overflow: int | None = Field(
         None, ge=0, le=200, description="Connections past db_pool_size under load; default: "
         "as many as db_pool_size.")
+    db_statement_timeout_seconds: float = Field(
+        30.0, ge=0, le=86_400,
+        description="A statement of a request's transaction (HTTP, MCP, console) running "
+        "longer is cancelled: the request answers 503 with Retry-After and its transaction "
+        "is rolled back, so one request cannot hold a connection of the pool. 0 = no limit. "
+        "Background jobs and migrations are not limited.")
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
     embedded_supervise_seconds: float = Field(
         1.0, gt=0, le=3600,

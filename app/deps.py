@@ -123,9 +123,10 @@ def request_scope(settings: Settings, tenant_id: str,
     """The caller's tenant, limited to the butlers of the caller's key (the current actor
     unless given); with `row_level_security` off, a system scope, so only the queries' own
     WHERE clauses keep tenants apart (for testing those clauses), still limited to the
-    key's butlers."""
+    key's butlers. Its statements are cancelled past `db_statement_timeout_seconds`."""
     actor = actors.current() if actor is None else actor
     base = Scope(tenant_id=tenant_id) if settings.row_level_security else SYSTEM
+    base = replace(base, statement_timeout_ms=round(settings.db_statement_timeout_seconds * 1000))
     if not actor.limited:
         return base
     return replace(base, butlers=actor.butlers, key_id=str(actor.key_id))

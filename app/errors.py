@@ -157,6 +157,19 @@ def is_connection_failure(exc: BaseException) -> bool:
     return False
 
 
+# PostgreSQL's query_canceled: a statement timeout, or an operator's pg_cancel_backend.
+QUERY_CANCELED = "57014"
+STATEMENT_TIMEOUT = ("A database statement of this request ran past the statement timeout "
+                     "(db_statement_timeout_seconds) and was cancelled; nothing was changed. "
+                     "Retry later, or send less at once.")
+
+
+def is_statement_timeout(exc: BaseException) -> bool:
+    """True when PostgreSQL cancelled a statement (its statement timeout)."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) == QUERY_CANCELED
+
+
 def problem_body(status: int, title: str, detail: str | None, path: str,
                  request_id: str | None, **extra: Any) -> dict[str, Any]:
     """The problem document as a dict."""
@@ -166,7 +179,13 @@ def problem_body(status: int, title: str, detail: str | None, path: str,
 
 def unexpected_problem(exc: BaseException, path: str,
                        request_id: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
-    """Log an error nothing else handled; 503 + Retry-After for a database outage, else 500."""
+    """Log an error nothing else handled; 503 + Retry-After for a database outage or a
+    statement cancelled at the request's statement timeout, else 500."""
+    if is_statement_timeout(exc):
+        logger.warning("statement cancelled at its timeout (request_id=%s): %s", request_id,
+                       getattr(exc, "orig", exc))
+        return 503, problem_body(503, "Statement timeout", STATEMENT_TIMEOUT, path,
+                                 request_id), {"Retry-After": str(RETRY_AFTER_SECONDS)}
     if is_connection_failure(exc):
         logger.error("database unreachable (request_id=%s): %s: %s", request_id,
                      type(exc).__name__, exc)

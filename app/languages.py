@@ -35,6 +35,14 @@ DETECTED_CHARS = 300
 # Below this probability the detector's guess is not taken.
 MIN_CONFIDENCE = 0.5
 
+# The keyword index keeps this many distinct words of a stored text, those that occur first
+# (a character pair of text written without spaces counts as one word): the cost of storing
+# and matching one text stays bounded whatever its length and script.
+MAX_DOCUMENT_LEXEMES = 10_000
+# A query is read up to its this many distinct words (pairs as above); the rest is not
+# searched by keyword (its meaning still is).
+MAX_QUERY_WORDS = 256
+
 # Scripts written without spaces between words (first and last code point of each block):
 # their runs of letters are cut into overlapping pairs of characters.
 _UNSPACED_BLOCKS = (
@@ -205,4 +213,17 @@ def keyword_query(query: str, language: str | None = None) -> KeywordQuery:
     language's configuration, English's (texts of unknown language, and those stored before
     languages were told apart) and `simple`'s (texts of languages without a stemmer)."""
     configs = dict.fromkeys([text_config(query, language), DEFAULT_CONFIG, SIMPLE_CONFIG])
-    return KeywordQuery(segment(query), tuple(configs))
+    return KeywordQuery(first_words(segment(query), MAX_QUERY_WORDS), tuple(configs))
+
+
+_WORD = re.compile(r"\w+")
+
+
+def first_words(text: str, limit: int) -> str:
+    """The text up to the end of its `limit`-th distinct word (any case)."""
+    seen: set[str] = set()
+    for word in _WORD.finditer(text):
+        seen.add(word.group().lower())
+        if len(seen) == limit:
+            return text[:word.end()]
+    return text

@@ -30,6 +30,8 @@ class Scope:
     # A key limited to butlers (app/rls.py): only their rows, and the key's own events.
     butlers: tuple[str, ...] = ()
     key_id: str | None = None
+    # PostgreSQL cancels a statement of the transaction that runs longer (0: no limit).
+    statement_timeout_ms: int = 0
 
 
 SYSTEM = Scope(system=True)
@@ -89,6 +91,8 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
         TENANT_SETTING: scope.tenant_id or "", SYSTEM_SETTING: "on" if scope.system else "off",
         JOB_SETTING: scope.job_id or "", BUTLERS_SETTING: ",".join(scope.butlers),
         KEY_SETTING: scope.key_id or ""}
+    if scope is not None and scope.statement_timeout_ms > 0:
+        settings["statement_timeout"] = str(scope.statement_timeout_ms)
     settings |= session.info.pop(_PENDING_KEY, {})
     if _CARRIED_KEY in session.info:
         session.info[_CARRIED_KEY] = settings

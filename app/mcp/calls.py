@@ -22,7 +22,13 @@ from app.deps import (
     writer_key,
 )
 from app.embedding import Embedder
-from app.errors import ROW_POLICY_REFUSAL, DomainError, is_row_policy_refusal
+from app.errors import (
+    ROW_POLICY_REFUSAL,
+    STATEMENT_TIMEOUT,
+    DomainError,
+    is_row_policy_refusal,
+    is_statement_timeout,
+)
 from app.responses.pages import page_out
 from app.retrieval.user_reranker import UserReranker
 from app.scope import scoped_transaction
@@ -130,6 +136,8 @@ async def transaction(caller: Caller, *, read_only: bool = False) -> AsyncIterat
     except DBAPIError as error:
         if is_row_policy_refusal(error):
             raise ToolError(f"Forbidden: {ROW_POLICY_REFUSAL}") from None
+        if is_statement_timeout(error):
+            raise ToolError(f"Statement timeout: {STATEMENT_TIMEOUT}") from None
         raise
 
 

@@ -5,11 +5,21 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 from typing import cast as cast_type
 
-from sqlalchemy import ColumnElement, Table, bindparam, cast, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    bindparam,
+    cast,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.languages import DEFAULT_CONFIG, keyword_document
+from app.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document
 from app.models import Episode, Fact, Rule
 
 M = TypeVar("M", bound=Episode | Fact | Rule)
@@ -24,8 +34,10 @@ MODELS: dict[str, type[Episode] | type[Fact] | type[Rule]] = {
 def to_tsvector(text: str | ColumnElement[Any],
                 config: str | ColumnElement[Any] = DEFAULT_CONFIG) -> ColumnElement[Any]:
     """SQL for the tsvector of text already read for its language (`keyword_document`),
-    built with the text search configuration `config`."""
-    return func.to_tsvector(cast(config, REGCONFIG), text)
+    built with the text search configuration `config`: its first `MAX_DOCUMENT_LEXEMES`
+    distinct lexemes (mem_040)."""
+    return func.engram_first_lexemes(func.to_tsvector(cast(config, REGCONFIG), text),
+                                     literal_column(str(MAX_DOCUMENT_LEXEMES)))
 
 
 def search_columns(search_text: str, language: str | None = None) -> dict[str, Any]:

@@ -27,10 +27,12 @@ WITH texts AS MATERIALIZED (
     SELECT t.id, g.grams
     FROM (SELECT DISTINCT id, words FROM candidates) AS t
     CROSS JOIN LATERAL (
-        SELECT array_agg(array_to_string(t.words[i:i + n - 1], ' ')) AS grams
-        FROM generate_series(1, cardinality(t.words)) AS i
-        CROSS JOIN generate_series(1, :max_words) AS n
-        WHERE i + n - 1 <= cardinality(t.words)
+        SELECT array_agg(array_to_string(w.following[1:n], ' ')) AS grams
+        FROM (SELECT array_agg(u.word) OVER (
+                  ORDER BY u.i ROWS BETWEEN CURRENT ROW AND CAST(:max_words AS integer) - 1
+                  FOLLOWING) AS following
+              FROM unnest(t.words) WITH ORDINALITY AS u(word, i)) AS w
+        CROSS JOIN generate_series(1, cardinality(w.following)) AS n
     ) AS g
 )
 INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, target_id, relation,
