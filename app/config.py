@@ -503,6 +503,14 @@ class Settings(BaseSettings):
         5, ge=1, le=20,
         description="Attempts at one request to the 'openai' backend: timeouts, connection "
         "errors, 429 and 5xx are retried with exponential backoff, or after Retry-After.")
+    embedding_max_input_chars: int = Field(
+        8000, ge=16, le=1_000_000,
+        description="The 'openai' backend: the most characters of one text (its prefix "
+        "included) sent to the model; the rest is cut off, as a local model's tokenizer cuts "
+        "a text past its token limit. Characters, not tokens: Engram has no remote model's "
+        "tokenizer. 8000 fits a model of 8,192 tokens (OpenAI's) for text of up to one token "
+        "a character; lower it for a model of fewer tokens. A text the model still refuses as "
+        "too long is stored without a vector and set aside by the embedding backlog.")
     embedding_write_wait_seconds: float = Field(
         5.0, gt=0, le=600,
         description="How long a write waits for the 'openai' backend: past it, or when the "

@@ -111,6 +111,8 @@ def create_engine(url: str, *, pool_size: int = 10, max_overflow: int | None = N
         pool_size=pool_size,
         max_overflow=pool_size if max_overflow is None else max_overflow,
         connect_args=connect_args,
+        # A failing statement's error names its parameters otherwise: memory text, vectors.
+        hide_parameters=True,
     )
     check_liveness_after_idle(engine)
     return engine

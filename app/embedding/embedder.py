@@ -54,7 +54,7 @@ class Embedder:
                  device: str = "cpu", dimensions: int | None = None,
                  models_dir: Path | None = None, remote: RemoteEndpoint | None = None,
                  query_prefix: str = "", document_prefix: str = "",
-                 write_wait_seconds: float = 5.0,
+                 write_wait_seconds: float = 5.0, max_input_chars: int | None = None,
                  chunk_size: int = _default("chunk_size"),
                  chunk_tokens: int = _default("chunk_tokens"),
                  threads: int = _default("threads"),
@@ -83,6 +83,9 @@ class Embedder:
         # How long a write waits for a remote model before it stores its texts without.
         self.write_wait_seconds = write_wait_seconds
         self.document_prefix = document_prefix
+        # A remote model reads at most this many characters of a text (prefix included); the
+        # rest is cut here, as a local model's tokenizer cuts past max_seq_length.
+        self.max_input_chars = max_input_chars
         self.models_dir = (models_dir or DEFAULT_MODELS_DIR).expanduser()
         self.chunk_size = chunk_size
         self.chunk_tokens = chunk_tokens
@@ -200,9 +203,10 @@ class Embedder:
         return plan_chunks(texts, max_texts=self.chunk_size, max_tokens=self.chunk_tokens,
                            max_seq_length=self.max_seq_length)
 
-    def _run_chunk(self, texts: list[str]) -> Vectors:
+    def _run_chunk(self, texts: list[str], live: bool = True) -> Vectors:
         backend = self.load()
-        vectors = backend.encode(texts)
+        vectors = (backend.encode(texts, live=live) if isinstance(backend, RemoteBackend)
+                   else backend.encode(texts))
         work = sum(estimated_tokens(t, max_seq_length=backend.max_seq_length) for t in texts)
         with self._trim_lock:
             self._tokens_since_trim += work
@@ -218,9 +222,13 @@ class Embedder:
             release_free_memory()
 
     def _cleaned(self, texts: list[str | None], *, query: bool) -> list[str]:
-        """The texts as the model reads them: the query or document prefix, then the text."""
+        """The texts as the model reads them: the query or document prefix, then the text,
+        cut to `max_input_chars` when set."""
         prefix = self.query_prefix if query else self.document_prefix
-        return [prefix + _normalise(t) for t in texts]
+        cleaned = [prefix + _normalise(t) for t in texts]
+        if self.max_input_chars is not None:
+            cleaned = [text[:self.max_input_chars] for text in cleaned]
+        return cleaned
 
     def embed(self, text: str | None, *, query: bool = True) -> EmbeddingVector:
         """Encode one text (None or empty becomes a single space), a search's query unless
@@ -245,9 +253,12 @@ class Embedder:
         return (await self.aembed_batch([text], tenant_id=tenant_id, query=query))[0]
 
     async def aembed_batch(self, texts: list[str | None], *, tenant_id: str = SYSTEM_TENANT,
-                           bulk: bool = False, query: bool = False) -> Vectors:
+                           bulk: bool = False, query: bool = False,
+                           background: bool = False) -> Vectors:
         """`embed_batch` on the model thread, chunk by chunk in `tenant_id`'s turns; `bulk`
-        (a batch of memories, a background job) waits behind the tenant's other calls.
+        (a batch of memories, a background job) waits behind the tenant's other calls;
+        `background` bulk work (the embedding backlog) never marks a remote model failed
+        for live callers.
 
         If the caller is cancelled (or a chunk fails), its chunks not yet started are dropped.
         """
@@ -256,7 +267,7 @@ class Embedder:
         plan = self._plan(cleaned)
         futures = self._scheduler.submit(
             tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan],
-            bulk=bulk)
+            bulk=bulk, background=background)
         vectors: Vectors = [_EMPTY] * len(cleaned)
         try:
             for indexes, future in zip(plan, futures, strict=True):
@@ -297,6 +308,8 @@ def build_embedder(settings: Settings, *,
         query_prefix=model.query_prefix if model else settings.embedding_query_prefix,
         document_prefix=model.document_prefix if model else settings.embedding_document_prefix,
         write_wait_seconds=settings.embedding_write_wait_seconds,
+        max_input_chars=settings.embedding_max_input_chars
+        if (model.backend if model else settings.embedding_backend) == "openai" else None,
         models_dir=settings.resolved_data_dir / "models",
         chunk_size=settings.embedding_chunk_size,
         chunk_tokens=settings.embedding_chunk_tokens,

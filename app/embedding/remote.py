@@ -7,6 +7,7 @@ for the remote server too and the event loop never waits on it.
 """
 
 import email.utils
+import json
 import logging
 import math
 import time
@@ -27,7 +28,19 @@ logger = logging.getLogger(__name__)
 
 # 429 and 503 say "later"; the other statuses here are a proxy's or a restart's.
 RETRYABLE_STATUSES = {408, 429, 500, 502, 503, 504}
+# Statuses that refuse the texts sent (too long, malformed), not the caller: the same texts
+# will never succeed, other texts will. Other 4xx (a wrong key, a wrong URL) refuse everyone.
+TEXT_REFUSALS = {400, 413, 422}
 MAX_ERROR_BODY = 300
+# The most an answer may weigh: this many bytes a number of each vector (a float in JSON
+# with its separator is under 25), plus some for the envelope and each entry's fields. An
+# answer past it is cut off, never parsed.
+ANSWER_BYTES_PER_NUMBER = 32
+ANSWER_BYTES_PER_TEXT = 1024
+ANSWER_ENVELOPE_BYTES = 64 * 1024
+# Before the model's width is known (its first call), the widest a vector is taken to be.
+WIDEST_DIMENSIONS = 16_384
+ERROR_BODY_BYTES = 16 * 1024
 # Seconds a caller is told to wait when the endpoint named no time of its own.
 DEFAULT_RETRY_AFTER = 5
 # Tokens a remote model reads of one text: only the scheduler's size estimate uses it.
@@ -38,13 +51,24 @@ class RemoteEmbeddingError(Unavailable, status_code=503, title="Embedding model 
     """The embeddings endpoint gave no usable answer (after every retry).
 
     A request that needed the model answers 503 with `Retry-After` and a detail that names
-    no endpoint; `str()` is the whole diagnosis, for the logs and the operator.
+    no endpoint; `str()` is the whole diagnosis, for the logs and the operator. `kind` says
+    whose failure it is: "outage" (the endpoint is down, slow, or refuses every caller),
+    "refused" (it refused these texts: 400, 413, 422) or "invalid" (its answer was unusable:
+    malformed, too large, indexes repeated or missing, a vector not finite or all zeros).
+    Only an outage says anything about the next caller's texts.
     """
 
-    def __init__(self, diagnosis: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, diagnosis: str, *, retry_after: float | None = None,
+                 kind: str = "outage") -> None:
         super().__init__("The embedding model is unavailable; retry later.",
                          retry_after=max(1, math.ceil(retry_after or DEFAULT_RETRY_AFTER)))
         self.diagnosis = diagnosis
+        self.kind = kind
+
+    @property
+    def outage(self) -> bool:
+        """Whether the endpoint failed whatever the texts (not these texts' own failure)."""
+        return self.kind == "outage"
 
     def __str__(self) -> str:
         return self.diagnosis
@@ -57,14 +81,16 @@ class RemoteEndpoint:
     base_url: str
     api_key: str | None = field(default=None, repr=False)
     batch_size: int = 64
+    # The whole of one request, its answer's last byte included.
     timeout_seconds: float = 30.0
     max_attempts: int = 5
     backoff_seconds: float = 0.5
     max_wait_seconds: float = 30.0
 
 
-# After a call failed every attempt, writes and searches do not wait on the endpoint for this
-# long (unless it answers meanwhile); the first caller after it tries again.
+# After a live call (a write's or a search's, not the backlog's) failed every attempt because
+# the endpoint was down, writes and searches do not wait on it for this long (unless it
+# answers meanwhile); the first caller after it tries again.
 FAILED_RECENTLY_SECONDS = 10.0
 
 
@@ -95,12 +121,17 @@ class RemoteBackend:
         return (self.failed_at > self.answered_at
                 and time.monotonic() - self.failed_at < FAILED_RECENTLY_SECONDS)
 
+    def mark_failed(self) -> None:
+        """Note that the endpoint is down: live callers go on without it for a few seconds."""
+        self.failed_at = time.monotonic()
+
     def _asked_dimensions(self, recorded: int | None) -> int:
         """The length of the model's vectors, asked of it with one call of one text; when it
         does not answer, the length recorded for it by an earlier start, if any."""
         try:
             return int(self._call(["dimensions"]).shape[1])
         except RemoteEmbeddingError:
+            self.mark_failed()
             if recorded is None:
                 raise
             logger.warning("embeddings endpoint %s did not answer; taking the %d dimensions "
@@ -111,39 +142,46 @@ class RemoteBackend:
         """Close the connection pool."""
         self._http.close()
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Vectors of shape (len(texts), dimensions), `batch_size` texts a request."""
-        parts = [self._call(texts[start:start + self._endpoint.batch_size])
-                 for start in range(0, len(texts), self._endpoint.batch_size)]
+    def encode(self, texts: list[str], *, live: bool = True) -> np.ndarray:
+        """Vectors of shape (len(texts), dimensions), `batch_size` texts a request. An outage
+        met by a `live` call (not background work) marks the endpoint failed."""
+        try:
+            parts = [self._call(texts[start:start + self._endpoint.batch_size])
+                     for start in range(0, len(texts), self._endpoint.batch_size)]
+        except RemoteEmbeddingError as error:
+            if live and error.outage:
+                self.mark_failed()
+            raise
         vectors = np.concatenate(parts) if parts else np.empty((0, self.dimensions), np.float32)
         if vectors.shape[1] != self.dimensions:
             raise RemoteEmbeddingError(
                 f"embeddings endpoint {self._url} answered {vectors.shape[1]}-d vectors for "
-                f"model {self._model!r}, {self.dimensions}-d expected")
+                f"model {self._model!r}, {self.dimensions}-d expected", kind="invalid")
         return vectors
 
     def _call(self, texts: list[str]) -> np.ndarray:
         """One request, retried on timeouts, connection errors, 429 and 5xx."""
-        last_error = "no attempt made"
+        last_error, kind = "no attempt made", "outage"
         asked: float | None = None  # the last Retry-After the endpoint sent
         for attempt in range(1, self._endpoint.max_attempts + 1):
             wait = self._endpoint.backoff_seconds * 2 ** (attempt - 1)
             try:
-                response = self._http.post(self._url, json={"model": self._model,
-                                                             "input": texts})
+                status, headers, body = self._post(texts)
             except httpx.TimeoutException:
                 last_error = "timed out"
             except httpx.TransportError as exc:
                 last_error = f"connection failed: {type(exc).__name__}: {exc}"
             else:
-                if response.status_code < 400:
-                    vectors = self._vectors(response, len(texts))
+                if status < 400:
+                    vectors = self._vectors(body, len(texts))
                     self.answered_at = time.monotonic()
                     return vectors
-                last_error = f"HTTP {response.status_code}: {response.text[:MAX_ERROR_BODY]}"
-                if response.status_code not in RETRYABLE_STATUSES:
+                text = body[:MAX_ERROR_BODY].decode(errors="replace")
+                last_error = f"HTTP {status}: {text}"
+                if status not in RETRYABLE_STATUSES:
+                    kind = "refused" if status in TEXT_REFUSALS else "outage"
                     break
-                asked = retry_after(response.headers.get("retry-after"))
+                asked = retry_after(headers.get("retry-after"))
                 wait = asked if asked is not None else wait
             if attempt < self._endpoint.max_attempts:
                 wait = min(wait, self._endpoint.max_wait_seconds)
@@ -154,25 +192,60 @@ class RemoteBackend:
         diagnosis = (f"embeddings request to {self._url} (model {self._model!r}) failed after "
                      f"{attempt} attempt(s): {last_error}")
         logger.error("%s", diagnosis)
-        self.failed_at = time.monotonic()
-        raise RemoteEmbeddingError(diagnosis, retry_after=asked)
+        raise RemoteEmbeddingError(diagnosis, retry_after=asked, kind=kind)
 
-    def _vectors(self, response: httpx.Response, count: int) -> np.ndarray:
-        """The answer's vectors in input order, L2-normalised."""
+    def _post(self, texts: list[str]) -> tuple[int, httpx.Headers, bytes]:
+        """One POST: its status, headers and body, read within `timeout_seconds` in all (a
+        body dripping in slowly included) and no larger than an answer for `texts` can be;
+        an answer past either bound is dropped unread."""
+        seconds = self._endpoint.timeout_seconds
+        deadline = time.monotonic() + seconds
+        with self._http.stream("POST", self._url, json={"model": self._model, "input": texts},
+                               timeout=httpx.Timeout(seconds)) as response:
+            limit = (self.answer_limit(len(texts)) if response.status_code < 400
+                     else ERROR_BODY_BYTES)
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    if response.status_code >= 400:
+                        break
+                    raise RemoteEmbeddingError(
+                        f"embeddings endpoint {self._url} answered more than {limit} bytes "
+                        f"for {len(texts)} texts", kind="invalid")
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"answer not read within {seconds:g}s")
+            return response.status_code, response.headers, bytes(body)
+
+    def answer_limit(self, count: int) -> int:
+        """The most bytes an answer of `count` vectors may take."""
+        width = getattr(self, "dimensions", None) or WIDEST_DIMENSIONS
+        return (ANSWER_ENVELOPE_BYTES
+                + count * (ANSWER_BYTES_PER_TEXT + width * ANSWER_BYTES_PER_NUMBER))
+
+    def _vectors(self, body: bytes, count: int) -> np.ndarray:
+        """The answer's vectors in input order, L2-normalised; an answer that does not give
+        each text exactly one finite, non-zero vector is the endpoint's failure."""
         try:
-            payload: Any = response.json()
+            payload: Any = json.loads(body)
             rows = sorted(payload["data"], key=lambda row: int(row["index"]))
+            indexes = [int(row["index"]) for row in rows]
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
             raise RemoteEmbeddingError(
                 f"embeddings endpoint {self._url} answered something other than an "
-                f"embeddings list: {response.text[:MAX_ERROR_BODY]}") from exc
-        if vectors.ndim != 2 or len(vectors) != count:
+                f"embeddings list: {body[:MAX_ERROR_BODY].decode(errors='replace')}",
+                kind="invalid") from exc
+        if vectors.ndim != 2 or indexes != list(range(count)):
             raise RemoteEmbeddingError(
-                f"embeddings endpoint {self._url} answered {len(vectors)} vectors for "
-                f"{count} texts")
+                f"embeddings endpoint {self._url} answered {len(vectors)} vectors with "
+                f"indexes {indexes[:10]} for {count} texts", kind="invalid")
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        normalised: np.ndarray = vectors / np.maximum(norms, 1e-12)
+        if not np.isfinite(vectors).all() or not (norms > 0).all():
+            raise RemoteEmbeddingError(
+                f"embeddings endpoint {self._url} answered a vector that is not finite or "
+                f"is all zeros", kind="invalid")
+        normalised: np.ndarray = vectors / norms
         return normalised
 
 

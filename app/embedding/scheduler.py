@@ -26,6 +26,12 @@ call on a worker, at the lowest CPU priority (nice 19):
 on an idle machine the batch then uses a second core, while any other work, another
 tenant's search included, takes that core first. A tenant's single queries never go there;
 they wait to share its next call, which costs less than several small calls.
+
+A call that joined several requests and failed for its texts' sake (the run raised an error
+whose `outage` is False: the model refused a text, or answered it badly) is run again one
+request at a time, so one tenant's text fails only that tenant's request. `run` is told
+whether any request of the call is live (not `background` work, such as the embedding
+backlog), so a model that notes its failures for live callers can leave background ones out.
 """
 
 import asyncio
@@ -63,6 +69,7 @@ class _Chunk:
     loop: asyncio.AbstractEventLoop
     future: "asyncio.Future[Vectors]"
     bulk: bool
+    background: bool = False
 
 
 class _TenantQueue:
@@ -102,7 +109,7 @@ class _TenantQueue:
 class FairScheduler:
     """Runs model calls on worker threads, serving tenants' queues in turn."""
 
-    def __init__(self, run: Callable[[list[str]], Vectors], *,
+    def __init__(self, run: Callable[[list[str], bool], Vectors], *,
                  on_idle: Callable[[], None] | None = None, record_size: int = 1024,
                  max_texts: int = 1, max_tokens: int = 0,
                  cost: Callable[[str], int] = len, workers: int = 1,
@@ -131,14 +138,16 @@ class FairScheduler:
             return sum(len(queue) for queue in self._queues.values())
 
     def submit(self, *, tenant_id: str, chunks: Sequence[list[str]],
-               bulk: bool = False) -> "list[asyncio.Future[Vectors]]":
-        """Queue `chunks` for `tenant_id`, behind its searches and single writes when `bulk`;
-        one future per chunk, resolved on this loop."""
+               bulk: bool = False,
+               background: bool = False) -> "list[asyncio.Future[Vectors]]":
+        """Queue `chunks` for `tenant_id`, behind its searches and single writes when `bulk`
+        (`background`: no live caller waits for them); one future per chunk, resolved on this
+        loop."""
         if not chunks:
             return []
         loop = asyncio.get_running_loop()
-        queued = [_Chunk(tenant_id, texts, loop, loop.create_future(), bulk)
-                  for texts in chunks]
+        queued = [_Chunk(tenant_id, texts, loop, loop.create_future(), bulk,
+                         background and bulk) for texts in chunks]
         with self._condition:
             if self._closed:
                 raise RuntimeError("the embedding scheduler is closed")
@@ -279,21 +288,32 @@ class FairScheduler:
             call = self._next_call(background)
             if call is None:
                 return
-            try:
-                vectors = self._run([text for chunk in call for text in chunk.texts])
-            except Exception as error:  # handed to the awaiting requests
-                for chunk in call:
-                    _deliver(chunk, None, error)
-            else:
-                start = 0
-                for chunk in call:
-                    _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
-                    start += len(chunk.texts)
+            self._run_call(call)
             with self._condition:
                 self._mark(call, background, running=False)
                 self._condition.notify_all()
             if self._on_idle is not None and not self.pending_chunks:
                 self._on_idle()
+
+
+    def _run_call(self, call: list[_Chunk]) -> None:
+        """Run one model call and hand each request its vectors or the error; a call of
+        several requests failing for its texts' sake runs again one request at a time."""
+        live = not all(chunk.background for chunk in call)
+        try:
+            vectors = self._run([text for chunk in call for text in chunk.texts], live)
+        except Exception as error:  # handed to the awaiting requests
+            if len(call) > 1 and getattr(error, "outage", True) is False:
+                for chunk in call:
+                    self._run_call([chunk])
+                return
+            for chunk in call:
+                _deliver(chunk, None, error)
+        else:
+            start = 0
+            for chunk in call:
+                _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
+                start += len(chunk.texts)
 
 
 def _lower_priority() -> None:

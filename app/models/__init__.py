@@ -4,6 +4,7 @@ from app.models.arcs import Arc
 from app.models.audit import EmbeddingVersion, MemoryEvent, RuleApplication
 from app.models.base import Base
 from app.models.console_sessions import ConsoleSession
+from app.models.embedding_failures import EmbeddingBacklogLease, EmbeddingFailure
 from app.models.entity import Entity
 from app.models.fact_periods import FactPeriod
 from app.models.jobs import Job, Worker
@@ -28,6 +29,8 @@ __all__ = [
     "ReflectionConsolidation",
     "Base",
     "ConsoleSession",
+    "EmbeddingBacklogLease",
+    "EmbeddingFailure",
     "EmbeddingVersion",
     "Entity",
     "Episode",

@@ -2,15 +2,23 @@
 embedding those stored without a vector."""
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.models import Episode, Fact, Rule
+from app.models import EmbeddingBacklogLease, EmbeddingFailure, Episode, Fact, Rule
 from app.repositories.embedding_switches import VECTOR_COLUMNS
 
 Memory = type[Episode] | type[Fact] | type[Rule]
+MEMORY_TYPES: dict[Any, str] = {Episode: "episode", Fact: "fact", Rule: "rule"}
+# A memory set aside is tried again this long after its first failure, twice as long after
+# each further one, at most a day later.
+FIRST_RETRY = timedelta(minutes=1)
+LONGEST_RETRY = timedelta(days=1)
+MAX_ERROR_CHARS = 500
 
 
 async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
@@ -26,8 +34,14 @@ async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
 async def unembedded_rows(session: AsyncSession, model: Memory, *, after: uuid.UUID | None,
                           limit: int) -> list[tuple[uuid.UUID, str, str]]:
     """Up to `limit` (id, tenant_id, content) rows stored without a vector, by id after
-    `after` (read, not locked: the model runs after this transaction)."""
-    stmt = select(model.id, model.tenant_id, model.content).where(model.embedding.is_(None))
+    `after`, leaving out those set aside until later (read, not locked: the model runs
+    after this transaction)."""
+    set_aside = (select(EmbeddingFailure.memory_id)
+                 .where(EmbeddingFailure.memory_type == MEMORY_TYPES[model],
+                        EmbeddingFailure.memory_id == model.id,
+                        EmbeddingFailure.retry_at > func.now()))
+    stmt = (select(model.id, model.tenant_id, model.content)
+            .where(model.embedding.is_(None), ~set_aside.exists()))
     if after is not None:
         stmt = stmt.where(model.id > after)
     stmt = stmt.order_by(model.id).limit(limit)
@@ -75,3 +89,58 @@ async def store_vectors(session: AsyncSession, model: Memory, *,
     await session.execute(stmt, [{"row_id": key,
                                   **{f"v_{name}": values[name] for name in VECTOR_COLUMNS}}
                                  for key, values in columns.items()])
+
+
+async def set_aside(session: AsyncSession, model: Memory, *, rows: list[tuple[uuid.UUID, str]],
+                    error: str) -> None:
+    """Record one more failure of each (id, tenant_id) row, to be tried again later: after
+    FIRST_RETRY, doubling with each failure, at most LONGEST_RETRY."""
+    if not rows:
+        return
+    table: Any = EmbeddingFailure.__table__
+    stmt = insert(table).values([
+        {"memory_type": MEMORY_TYPES[model], "memory_id": row_id, "tenant_id": tenant_id,
+         "failures": 1, "retry_at": func.now() + FIRST_RETRY, "error": error[:MAX_ERROR_CHARS]}
+        for row_id, tenant_id in rows])
+    failures = table.c.failures + 1
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[table.c.memory_type, table.c.memory_id],
+        set_={"failures": failures, "error": stmt.excluded.error,
+              "retry_at": func.now() + func.least(
+                  FIRST_RETRY * func.power(2, func.least(table.c.failures, 20)),
+                  LONGEST_RETRY)})
+    await session.execute(stmt)
+
+
+async def forget_failures(session: AsyncSession, model: Memory, *,
+                          ids: list[uuid.UUID]) -> None:
+    """The failures of these rows are over: they have their vectors."""
+    if ids:
+        await session.execute(delete(EmbeddingFailure).where(
+            EmbeddingFailure.memory_type == MEMORY_TYPES[model],
+            EmbeddingFailure.memory_id.in_(ids)))
+
+
+async def set_aside_count(session: AsyncSession) -> int:
+    """Memories of every tenant (system scope) set aside until later."""
+    stmt = select(func.count()).select_from(EmbeddingFailure).where(
+        EmbeddingFailure.retry_at > func.now())
+    return int((await session.execute(stmt)).scalar_one())
+
+
+async def claim_lease(session: AsyncSession, *, holder: str, seconds: float) -> bool:
+    """Take (or renew) the backlog's lease for `seconds` unless another holder's is running;
+    whether `holder` has it."""
+    table: Any = EmbeddingBacklogLease.__table__
+    until = func.now() + timedelta(seconds=seconds)
+    stmt = insert(table).values(id=1, holder=holder, until=until)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[table.c.id], set_={"holder": holder, "until": until},
+        where=or_(table.c.until < func.now(), table.c.holder == holder))
+    return (await session.execute(stmt.returning(table.c.holder))).first() is not None
+
+
+async def release_lease(session: AsyncSession, *, holder: str) -> None:
+    """End `holder`'s lease, if it still has it."""
+    await session.execute(delete(EmbeddingBacklogLease)
+                          .where(EmbeddingBacklogLease.holder == holder))

@@ -9,7 +9,7 @@ from app.responses.facts import fact_out
 from app.responses.memories import memory_out
 from app.responses.rules import rule_out
 from app.retrieval.context import Context
-from app.retrieval.recall import Recalled
+from app.retrieval.recall import Recalled, Recollection
 from app.retrieval.requests import SearchAnswer
 from app.retrieval.search import Hit
 from app.retrieval.timewindow import TimeWindow
@@ -112,10 +112,11 @@ def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
     })
 
 
-def recall_out(recalled: list[Recalled], now: datetime,
+def recall_out(recalled: Recollection, now: datetime,
                at: PointInTime | None) -> RecallResponse:
     """The recall answer and the point in time facts were read at."""
-    return RecallResponse(results=[recall_hit(item, now) for item in recalled], **_point(at))
+    return RecallResponse(results=[recall_hit(item, now) for item in recalled.items],
+                          semantic_skipped=recalled.semantic_skipped, **_point(at))
 
 
 def context_out(context: Context) -> ContextResponse:
@@ -123,4 +124,5 @@ def context_out(context: Context) -> ContextResponse:
     items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
                          composite_score=item.composite_score) for item in context.items]
     return ContextResponse(context=context.text, token_budget=context.token_budget,
-                           characters=len(context.text), items=items, **_point(context.at))
+                           characters=len(context.text), items=items,
+                           semantic_skipped=context.semantic_skipped, **_point(context.at))

@@ -90,6 +90,7 @@ class Context:
     token_budget: int
     items: list[Recalled]
     at: PointInTime | None = None
+    semantic_skipped: str | None = None  # why the prompt had no vector
 
 
 async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
@@ -100,11 +101,12 @@ async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embe
                         memory_filter: MemoryFilter | None = None) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
     budget = token_budget or retrieval.context_token_budget
-    recalled = await recall(session, tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                            topic=trigger_prompt, scope=butler,
-                            limit=retrieval.context_recall_limit, min_confidence=0.2,
-                            bump=False, reference_time=reference_time, at=at,
-                            memory_filter=memory_filter)
+    recollection = await recall(session, tenant_id=tenant_id, embedder=embedder,
+                                retrieval=retrieval, topic=trigger_prompt, scope=butler,
+                                limit=retrieval.context_recall_limit, min_confidence=0.2,
+                                bump=False, reference_time=reference_time, at=at,
+                                memory_filter=memory_filter)
+    recalled = recollection.items
     facts = [r for r in recalled if r.hit.memory_type == "fact"]
     rules = [r for r in recalled if r.hit.memory_type == "rule"]
     fact_lines = [fact_line(subject=r.hit.row.subject, predicate=r.hit.row.predicate,
@@ -116,4 +118,4 @@ async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embe
                      fact_share=retrieval.context_fact_share)
     included = [facts[i] for i in block.fact_indexes] + [rules[i] for i in block.rule_indexes]
     await bump_recalled(session, tenant_id=tenant_id, recalled=included)
-    return Context(block.text, budget, included, at)
+    return Context(block.text, budget, included, at, recollection.semantic_skipped)

@@ -1,10 +1,12 @@
 """A query's vector, made by the model the store's vectors are searched with."""
 
+import asyncio
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embedding import Embedder
+from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector
 from app.repositories import embedding_switches as switch_rows
 
@@ -24,6 +26,24 @@ async def embed_query(embedder: Embedder, text: str, *, tenant_id: str) -> Query
     transaction reads which model it needs."""
     model = embedder.slot_hint[0]
     return QueryVector(text, tenant_id, await model.aembed(text, tenant_id=tenant_id), model)
+
+
+async def query_within(embedder: Embedder, text: str, *, tenant_id: str,
+                       seconds: float) -> tuple[QueryVector | None, str | None]:
+    """The query's vector, or, with a remote model that is unavailable (or failed a few
+    seconds ago) or slower than `seconds`, none and why ("unavailable", "timeout"): the
+    caller then serves the query from the keyword list alone."""
+    if embedder.failed_recently:
+        return None, "unavailable"
+    embedding = embed_query(embedder, text, tenant_id=tenant_id)
+    if embedder.backend_name != "openai":
+        return await embedding, None
+    try:
+        return await asyncio.wait_for(embedding, timeout=seconds), None
+    except TimeoutError:
+        return None, "timeout"
+    except RemoteEmbeddingError:
+        return None, "unavailable"
 
 
 async def serving_query(session: AsyncSession, embedder: Embedder,

@@ -1,7 +1,7 @@
 """Recall: hybrid candidates re-ranked by the composite score (pure maths + workflow)."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from app.formulas.fact_time import PointInTime
 from app.formulas.lifecycle import effective_confidence, recency_score
 from app.repositories import references
 from app.retrieval.plan import GraphQuery, plan_search
+from app.retrieval.query_vectors import query_within
 from app.retrieval.search import Hit, search
 from app.schemas.filters import MemoryFilter
 
@@ -52,6 +53,14 @@ class Recalled:
     recency: float
     effective_confidence: float
     composite_score: float
+
+
+@dataclass(frozen=True)
+class Recollection:
+    """The recalled memories, best first, and why the topic had no vector (None: it had)."""
+
+    items: list[Recalled]
+    semantic_skipped: str | None = None
 
 
 def own_time(row: Any) -> datetime:
@@ -99,17 +108,22 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
                  graph: GraphQuery | None = None,
                  reference_time: datetime | None = None,
                  at: PointInTime | None = None,
-                 memory_filter: MemoryFilter | None = None) -> list[Recalled]:
+                 memory_filter: MemoryFilter | None = None) -> Recollection:
     """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
     out those less similar to the topic than the relevance floor; each returned one is
-    referenced."""
+    referenced. A remote model that cannot embed the topic within the query budget
+    (`query_embedding_seconds`) leaves the semantic list out, as for a search."""
     limit = limit or retrieval.default_limit
     pool = limit * retrieval.recall_pool_factor
     plan = plan_search(retrieval, query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
                        limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph,
                        at=at, memory_filter=memory_filter)
+    vector, skipped = await query_within(embedder, topic, tenant_id=tenant_id,
+                                         seconds=retrieval.query_embedding_seconds)
+    if skipped is not None:
+        plan = replace(plan, mode="keyword")
     hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
-                        retrieval=retrieval)
+                        retrieval=retrieval, query_vector=vector)
     now = reference_time or now_utc()
     scale = scale_of(embedder.slot_hint[0])  # the model this search's transaction read
     scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
@@ -118,7 +132,7 @@ async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
     top = sorted(scored, key=recall_order)[:limit]
     if bump:
         await bump_recalled(session, tenant_id=tenant_id, recalled=top)
-    return top
+    return Recollection(top, skipped)
 
 
 async def bump_recalled(session: AsyncSession, *, tenant_id: str,

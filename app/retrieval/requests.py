@@ -1,6 +1,5 @@
 """A search request answered end to end, for every surface that offers search (REST, MCP)."""
 
-import asyncio
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -9,12 +8,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.clock import now_utc
 from app.config import RetrievalSettings
 from app.embedding import Embedder
-from app.embedding.remote import RemoteEmbeddingError
 from app.errors import InvalidInput
 from app.formulas.fact_time import PointInTime, point_in_time
 from app.languages import outside
 from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
-from app.retrieval.query_vectors import QueryVector, embed_query
+from app.retrieval.query_vectors import QueryVector, query_within
 from app.retrieval.search import Hit, search
 from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
@@ -84,14 +82,4 @@ async def query_vector(embedder: Embedder, plan: SearchPlan, *, tenant_id: str,
     ("unavailable", "timeout")."""
     if not plan.semantic or not plan.query:
         return None, None
-    if embedder.failed_recently:
-        return None, "unavailable"
-    embedding = embed_query(embedder, plan.query, tenant_id=tenant_id)
-    if embedder.backend_name != "openai":
-        return await embedding, None
-    try:
-        return await asyncio.wait_for(embedding, timeout=seconds), None
-    except TimeoutError:
-        return None, "timeout"
-    except RemoteEmbeddingError:
-        return None, "unavailable"
+    return await query_within(embedder, plan.query, tenant_id=tenant_id, seconds=seconds)

@@ -1,7 +1,7 @@
 """Search, recall and context requests and responses."""
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -340,7 +340,16 @@ class RecallRuleHit(RuleHit, RecallScores):
 RecallHit = Annotated[RecallFactHit | RecallRuleHit, Field(discriminator="memory_type")]
 
 
+def _recall_skipped() -> Any:
+    """The `semantic_skipped` field of a recall or context answer."""
+    return Field(
+        None, description="Set when the semantic list was left out and the memories come "
+        "from the keyword list alone: the server's remote embedding model could not embed "
+        "the topic within `query_embedding_seconds` (`timeout`) or at all (`unavailable`).")
+
+
 class RecallResponse(PointInTimeOut):
+    semantic_skipped: Literal["timeout", "unavailable"] | None = _recall_skipped()
     results: list[RecallHit]
 
 
@@ -371,6 +380,7 @@ class ContextResponse(PointInTimeOut):
     token_budget: int
     characters: int = Field(description="Length of `context`; never above token_budget * 4.")
     items: list[ContextItem] = Field(description="The memories in the block, in order.")
+    semantic_skipped: Literal["timeout", "unavailable"] | None = _recall_skipped()
 
 
 class RecordScores(ResponseModel):

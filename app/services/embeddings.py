@@ -89,12 +89,13 @@ class Made:
     tenant_id: str
     bulk: bool
     vectors: dict[Embedder, Vectors]
+    background: bool = False  # no live caller waits (the embedding backlog)
 
 
 async def embed_ahead(embedder: Embedder, texts: list[str | None], *, tenant_id: str,
-                      bulk: bool) -> Made:
+                      bulk: bool, background: bool = False) -> Made:
     """Embed `texts` with the models that filled the columns in the last transaction."""
-    made = Made(texts, tenant_id, bulk, {})
+    made = Made(texts, tenant_id, bulk, {}, background)
     for model in embedder.slot_hint:
         if model is not None:
             made.vectors[model] = await _embed(model, made)
@@ -118,12 +119,13 @@ async def _embed(model: Embedder, made: Made) -> Vectors:
     """The texts of `made` embedded by `model`."""
     if not made.texts:
         return []
-    return await model.aembed_batch(made.texts, tenant_id=made.tenant_id, bulk=made.bulk)
+    return await model.aembed_batch(made.texts, tenant_id=made.tenant_id, bulk=made.bulk,
+                                    background=made.background)
 
 
 async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str], *,
                       tenant_id: str, contexts: Sequence[str | None] = (),
-                      bulk: bool | None = None) -> Embedded:
+                      bulk: bool | None = None, background: bool = False) -> Embedded:
     """Embed `texts`, the passages of those longer than one window and their `contexts`
     (a text read after what came before it; None for none), in one batch off the event
     loop, then find the model version's id.
@@ -131,7 +133,8 @@ async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str
     The model runs before this function touches the database, so a caller that has not run
     SQL yet holds no connection while it waits. The model serves `tenant_id` in its turn;
     `bulk` work (by default: more than one text) waits behind the tenant's searches and
-    single writes.
+    single writes; `background` work (the backlog) never marks a remote model failed for
+    live callers.
     """
     spans = [split_passages(text, size=embedder.passage_chars,
                             overlap=embedder.passage_overlap) for text in texts]
@@ -139,7 +142,8 @@ async def embed_texts(session: AsyncSession, embedder: Embedder, texts: list[str
                for start, end in text_spans]
     in_context = [context for context in contexts if context is not None]
     made = await embed_ahead(embedder, [*texts, *windows, *in_context], tenant_id=tenant_id,
-                             bulk=len(texts) > 1 if bulk is None else bulk)
+                             bulk=len(texts) > 1 if bulk is None else bulk,
+                             background=background)
     slots, vectors, next_vectors = await in_slots(session, embedder, made)
     extra_vectors = iter(vectors[len(texts):])
     extra_next = iter(next_vectors[len(texts):] if next_vectors is not None else [])

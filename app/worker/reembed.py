@@ -2,13 +2,17 @@
 every memory; embed the memories stored without vectors (the embedding backlog)."""
 
 import logging
+import os
+import socket
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.embedding import Embedder
+from app.embedding.remote import RemoteEmbeddingError
 from app.models import Episode, Fact, Rule
 from app.periodic import Periodic
 from app.repositories import embedding_versions as embedding_version_rows
@@ -28,6 +32,9 @@ RECOVERY_CHECK_SECONDS = 2.0
 # A write stored without vectors this long before a pass began may not have been committed
 # when the pass read the rows: it brings the next pass forward too.
 UNCOMMITTED_SECONDS = 3.0
+# How long the backlog's lease lasts; each batch renews it, so a process that died leaves
+# the backlog to the others after this long.
+LEASE_SECONDS = 300.0
 
 # (count name, memory type, table) of the memories that carry vectors.
 MEMORY_TABLES = (("episodes", "episode", Episode), ("facts", "fact", Fact),
@@ -68,17 +75,26 @@ async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: 
 
 
 async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
-                        embedder: Embedder) -> dict[str, int]:
+                        embedder: Embedder, *, holder: str | None = None) -> dict[str, int]:
     """Embed the episodes, facts and rules stored without vectors (every tenant: system
     work), a batch at a time: read, then embed with no transaction open, then write in a
-    transaction of its own the rows still without vectors. A failing model leaves the rest
-    for the next pass."""
+    transaction of its own the rows still without vectors.
+
+    A batch the model refuses or answers badly is embedded again a row at a time; a row
+    that still fails is set aside (tried again later, `reembed_rows.set_aside`) and the pass
+    goes on. An outage of the model ends the pass, leaving the rest for the next. With a
+    `holder`, each batch first takes the backlog's lease: a pass another process runs is
+    left to it."""
     counts: dict[str, int] = {}
     for name, memory_type, model in MEMORY_TABLES:
         counts[name], after = 0, None
         while True:
             by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                if holder is not None and not await reembed_rows.claim_lease(
+                        session, holder=holder, seconds=LEASE_SECONDS):
+                    logger.debug("embedding backlog: another process runs the pass")
+                    return counts
                 rows = await reembed_rows.unembedded_rows(session, model, after=after,
                                                           limit=BATCH_SIZE)
                 for row_id, tenant_id, content in rows:
@@ -90,15 +106,60 @@ async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
                 break
             after = rows[-1][0]
             for tenant_id, tenant_rows in by_tenant.items():
-                async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                    # The model runs before this transaction's first statement.
-                    embedded = await embed_texts(
-                        session, embedder, [content for _, content in tenant_rows],
-                        tenant_id=tenant_id, contexts=contexts.get(tenant_id, ()), bulk=True)
-                    counts[name] += await _store_embedded(session, memory_type, model,
-                                                          tenant_id=tenant_id,
-                                                          rows=tenant_rows, embedded=embedded)
+                batch = _Batch(memory_type, model, tenant_id, tenant_rows,
+                               contexts.get(tenant_id, []))
+                try:
+                    counts[name] += await _embed_batch(sessionmaker, embedder, batch)
+                except RemoteEmbeddingError as error:
+                    if error.outage:
+                        raise
+                    counts[name] += await _embed_singly(sessionmaker, embedder, batch)
     return counts
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One tenant's rows of one memory table, with their episodes' contexts (if any)."""
+
+    memory_type: str
+    model: type[Episode] | type[Fact] | type[Rule]
+    tenant_id: str
+    rows: list[tuple[uuid.UUID, str]]
+    contexts: list[str | None]
+
+
+async def _embed_batch(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
+                       batch: _Batch) -> int:
+    """Embed and store a batch's rows; how many were stored."""
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        # The model runs before this transaction's first statement.
+        embedded = await embed_texts(
+            session, embedder, [content for _, content in batch.rows],
+            tenant_id=batch.tenant_id, contexts=batch.contexts, bulk=True, background=True)
+        return await _store_embedded(session, batch.memory_type, batch.model,
+                                     tenant_id=batch.tenant_id, rows=batch.rows,
+                                     embedded=embedded)
+
+
+async def _embed_singly(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
+                        batch: _Batch) -> int:
+    """Embed a failed batch's rows one at a time, setting aside each the model refuses or
+    answers badly on its own; how many were stored (an outage is raised)."""
+    stored = 0
+    for index, row in enumerate(batch.rows):
+        single = replace(batch, rows=[row], contexts=batch.contexts[index:index + 1])
+        try:
+            stored += await _embed_batch(sessionmaker, embedder, single)
+        except RemoteEmbeddingError as error:
+            if error.outage:
+                raise
+            logger.warning("embedding backlog: %s %s of tenant %s set aside: %s",
+                           batch.memory_type, row[0], batch.tenant_id, error)
+            async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                await reembed_rows.set_aside(session, batch.model,
+                                             rows=[(row[0], batch.tenant_id)],
+                                             error=str(error))
+    return stored
 
 
 async def _contexts(session: AsyncSession, embedder: Embedder, tenant_id: str,
@@ -125,6 +186,7 @@ async def _store_embedded(session: AsyncSession, memory_type: str,
         session, model, columns={rows[index][0]: embedded.columns(index) for index in indexes})
     await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
                          embedded=embedded.only(indexes), replace=True)
+    await reembed_rows.forget_failures(session, model, ids=ids)
     return len(ids)
 
 
@@ -139,7 +201,8 @@ class EmbeddingBacklog:
     waits twice as long as before, up to MAX_BACKLOG_WAIT_SECONDS (or `seconds`, if longer),
     or until the model answers a write or a search again; a write stored without vectors
     by a slow model brings the next pass forward too. The backlog is the rows
-    themselves, so a restart carries on where the last process stopped."""
+    themselves, so a restart carries on where the last process stopped; one process at a
+    time runs a pass (the others find its lease taken and wait for their next)."""
 
     def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
                  seconds: float) -> None:
@@ -149,6 +212,7 @@ class EmbeddingBacklog:
         self._failed_at: float | None = None
         # Writes deferred before this were committed when a pass read the rows.
         self._covered_until = 0.0
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._passes = Periodic("embedding-backlog", seconds, self._pass,
                                 wake=self._worth_a_pass_now,
                                 check_seconds=RECOVERY_CHECK_SECONDS)
@@ -162,19 +226,30 @@ class EmbeddingBacklog:
         """One pass; None if it failed (the next waits longer)."""
         self._covered_until = time.monotonic() - UNCOMMITTED_SECONDS
         try:
-            counts = await embed_backlog(self._sessionmaker, self._embedder)
+            counts = await embed_backlog(self._sessionmaker, self._embedder,
+                                         holder=self.holder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
+            await self._release()
             self._passes.seconds = min(self.wait * 2,
                                        max(self.seconds, MAX_BACKLOG_WAIT_SECONDS))
             self._failed_at = time.monotonic()
             logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
                            error)
             return None
+        await self._release()
         self._passes.seconds = self.seconds
         self._failed_at = None
         if any(counts.values()):
             logger.info("embedding backlog: embedded %s", counts)
         return counts
+
+    async def _release(self) -> None:
+        """Give the lease back, so another process may run the next pass at once."""
+        try:
+            async with scoped_transaction(self._sessionmaker, SYSTEM) as session:
+                await reembed_rows.release_lease(session, holder=self.holder)
+        except Exception as error:  # noqa: BLE001 - the lease then simply runs out
+            logger.warning("embedding backlog: lease not released: %s", error)
 
     def _worth_a_pass_now(self) -> bool:
         """After a failed pass, once the model has answered since; otherwise, once a write

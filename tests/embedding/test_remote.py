@@ -1,6 +1,7 @@
 """The 'openai' backend against an OpenAI-compatible embeddings server over real HTTP."""
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 
 from app.config import Settings
 from app.embedding import Embedder
-from app.embedding.embedder import remote_endpoint
+from app.embedding.embedder import build_embedder, remote_endpoint
 from app.embedding.remote import RemoteEmbeddingError, RemoteEndpoint
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub, stub_vector
 
@@ -153,3 +154,66 @@ def test_the_openai_backend_needs_an_endpoint_and_a_model() -> None:
         Settings(embedding_backend="openai", embedding_model=MODEL)
     with pytest.raises(ValidationError, match="embedding_model"):
         Settings(embedding_backend="openai", embedding_base_url="http://127.0.0.1:9/v1")
+
+
+def test_an_answer_with_repeated_indexes_is_refused(stub: EmbeddingsStub) -> None:
+    embedder = _embedder(stub, dimensions=24)
+    row = {"index": 0, "embedding": stub_vector("one", 24)}
+    stub.answer(*[Answer(body=json.dumps({"data": [row, row]}))] * 3)
+    with pytest.raises(RemoteEmbeddingError, match="indexes"):
+        embedder.embed_batch(["one", "two"])
+
+
+def test_an_answer_far_larger_than_its_vectors_is_dropped_unparsed(
+        stub: EmbeddingsStub) -> None:
+    embedder = _embedder(stub, dimensions=24)
+    row = {"index": 0, "embedding": stub_vector("one", 24), "padding": "x" * 10_000_000}
+    stub.answer(*[Answer(body=json.dumps({"data": [row]}))] * 3)
+    with pytest.raises(RemoteEmbeddingError, match="more than"):
+        embedder.embed("one")
+
+
+def test_one_deadline_bounds_a_request_whose_answer_drips_in(stub: EmbeddingsStub) -> None:
+    endpoint = RemoteEndpoint(base_url=stub.base_url, batch_size=4, timeout_seconds=1,
+                              max_attempts=1)
+    embedder = Embedder(MODEL, backend="openai", remote=endpoint, dimensions=24)
+    stub.answer(Answer(drip_seconds=0.02))  # about 600 bytes: 12 s in all
+    started = time.monotonic()
+    with pytest.raises(RemoteEmbeddingError, match="timed out"):
+        embedder.embed("slowly")
+    assert time.monotonic() - started < 4
+
+
+def test_texts_are_cut_to_the_remote_models_input_limit(stub: EmbeddingsStub) -> None:
+    settings = Settings(embedding_backend="openai", embedding_base_url=stub.base_url,
+                        embedding_model=MODEL, embedding_dimensions=24,
+                        embedding_max_input_chars=100, embedding_document_prefix="passage: ")
+    embedder = build_embedder(settings)
+    embedder.embed_batch(["word " * 1000])
+    embedder.embed("query " * 1000)
+    assert [len(text) for text in stub.inputs()] == [100, 100]
+    assert stub.inputs()[0].startswith("passage: word")
+
+
+async def test_a_text_the_model_refuses_fails_only_its_own_tenants_request(
+        stub: EmbeddingsStub) -> None:
+    embedder = _embedder(stub, dimensions=24)
+    stub.refused.add("POISON")
+    gate = threading.Event()
+    stub.answer(Answer(gate=gate))
+    held = asyncio.create_task(embedder.aembed("first", tenant_id="C"))
+    deadline = time.monotonic() + 10
+    while not stub.received:  # the worker is busy: the next two requests share a call
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    poisoned = asyncio.create_task(embedder.aembed("POISON", tenant_id="A"))
+    fine = asyncio.create_task(embedder.aembed("fine", tenant_id="B"))
+    await asyncio.sleep(0.05)
+    gate.set()
+    await held
+    with pytest.raises(RemoteEmbeddingError, match="HTTP 400"):
+        await poisoned
+    assert await fine == pytest.approx(_unit(stub_vector("fine", 24)), abs=1e-6)
+    assert ["POISON", "fine"] in [r.body["input"] for r in stub.received]  # joined first
+    assert not embedder.failed_recently  # a refused text is no outage
+    embedder.close()

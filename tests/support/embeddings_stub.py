@@ -26,6 +26,7 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None
     gate: threading.Event | None = None  # when set, the answer waits until the test opens it
+    drip_seconds: float = 0.0  # the body is sent a byte at a time, this long apart
 
 
 @dataclass
@@ -46,12 +47,16 @@ def stub_vector(text: str, dimensions: int) -> list[float]:
 
 class EmbeddingsStub:
     """Answers each POST with the next scripted Answer, else with the texts' vectors, listed
-    in reverse order with their `index` (clients must sort by it)."""
+    in reverse order with their `index` (clients must sort by it). A request with a text
+    holding one of `refused` is answered 400, as a model refuses a text past its length;
+    `standing`, when set, answers every request that is not refused."""
 
     def __init__(self, dimensions: int = 24) -> None:
         self.dimensions = dimensions
         self.received: list[Received] = []
         self.script: deque[Answer] = deque()
+        self.refused: set[str] = set()
+        self.standing: Answer | None = None
         self._lock = threading.Lock()
         stub = self
 
@@ -62,7 +67,7 @@ class EmbeddingsStub:
                 with stub._lock:
                     stub.received.append(Received(self.path, dict(self.headers.items()), body,
                                                   time.monotonic()))
-                    answer = stub.script.popleft() if stub.script else Answer()
+                    answer = stub.next_answer(body)
                 if answer.gate is not None:
                     answer.gate.wait(timeout=30)
                 payload = (answer.body if answer.body is not None
@@ -73,7 +78,16 @@ class EmbeddingsStub:
                 for name, value in answer.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    if answer.drip_seconds:
+                        for index in range(len(payload)):
+                            self.wfile.write(payload[index:index + 1])
+                            self.wfile.flush()
+                            time.sleep(answer.drip_seconds)
+                    else:
+                        self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -94,6 +108,16 @@ class EmbeddingsStub:
                  "embedding": stub_vector(text, self.dimensions)}
                 for i, text in enumerate(inputs)]
         return {"object": "list", "model": body.get("model"), "data": data[::-1]}
+
+    def next_answer(self, body: dict[str, Any]) -> Answer:
+        """The answer to this request (lock held)."""
+        inputs = body.get("input") or []
+        if any(word in text for word in self.refused for text in inputs):
+            return Answer(400, {}, '{"error": {"message": "This model\'s maximum context '
+                                   'length is 8192 tokens"}}')
+        if self.script:
+            return self.script.popleft()
+        return self.standing or Answer()
 
     def answer(self, *answers: Answer) -> None:
         """Queue answers, given in order."""
