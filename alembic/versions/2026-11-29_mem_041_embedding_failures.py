@@ -22,7 +22,7 @@ from alembic import op
 from app.rls import disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_041"
-down_revision: str | None = "mem_039"
+down_revision: str | None = "mem_040"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
