@@ -17,11 +17,13 @@ class Reply:
 
     content: str | None = None
     status: int = 200
-    body: str | None = None
+    body: str | bytes | None = None
     delay: float = 0.0
     gate: asyncio.Event | None = None  # when set, the answer waits until the test opens it
 
     def payload(self) -> bytes:
+        if isinstance(self.body, bytes):
+            return self.body
         if self.body is not None:
             return self.body.encode()
         return json.dumps({

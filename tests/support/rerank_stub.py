@@ -26,7 +26,7 @@ class RerankStub(LLMStub):
         self.shape = shape
         self.held = asyncio.Event()
         self.status = 200
-        self.raw: str | None = None
+        self.raw: str | bytes | None = None
         self.responder = self._answer
 
     def hang(self) -> None:
@@ -34,7 +34,7 @@ class RerankStub(LLMStub):
         self.held.clear()
         self.responder = lambda request: Reply(body="[]", gate=self.held)
 
-    def fail(self, status: int = 500, body: str = '{"message": "boom"}') -> None:
+    def fail(self, status: int = 500, body: str | bytes = '{"message": "boom"}') -> None:
         """Answer every request with `status` and `body`."""
         self.status, self.raw = status, body
 
