@@ -149,12 +149,13 @@ def huge_answer(count: int, size: int = 60_000_000) -> bytes:
     return ('{"results": [' + ", ".join([once] * (size // len(once))) + "]}").encode()
 
 
+@pytest.mark.parametrize("declared", [True, False], ids=["with its length", "without"])
 async def test_a_huge_answer_serves_the_fused_order_within_the_budget(client, use_reranker,
-                                                                       stub):
+                                                                       stub, declared):
     await stored(client)
     use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
     fused = await search(client, rerank=False)
-    stub.fail(200, huge_answer(len(TEXTS)))
+    stub.fail(200, huge_answer(len(TEXTS)), declared=declared)
     started = time.monotonic()
     answer = await search(client)
     took = time.monotonic() - started
