@@ -87,15 +87,19 @@ _UNSPACED_RUN = re.compile("[" + "".join(f"{chr(first)}-{chr(last)}"
                                           for first, last in _UNSPACED_BLOCKS) + "]+")
 
 
+def _clusters(run: str) -> list[str]:
+    """A run of characters cut before each character that is no combining mark (and before
+    the first), so each character keeps its marks; each piece is sliced once, so the time is
+    linear in the run's length however many marks follow one character."""
+    starts = [index for index, char in enumerate(run)
+              if index == 0 or not unicodedata.category(char).startswith("M")]
+    return [run[start:end] for start, end in zip(starts, [*starts[1:], len(run)], strict=True)]
+
+
 def _pairs(run: str) -> str:
     """A run of characters as its overlapping pairs, each character with its combining
     marks."""
-    clusters: list[str] = []
-    for char in run:
-        if clusters and unicodedata.category(char).startswith("M"):
-            clusters[-1] += char
-        else:
-            clusters.append(char)
+    clusters = _clusters(run)
     if len(clusters) == 1:
         return clusters[0]
     return " ".join(clusters[i] + clusters[i + 1] for i in range(len(clusters) - 1))

@@ -115,6 +115,13 @@ async def scoped_transaction(sessionmaker: async_sessionmaker[AsyncSession],
         yield scope_session(session, scope)
 
 
+async def end_transaction(session: AsyncSession) -> None:
+    """Commit the session's transaction now, giving its connection back to the pool, for a
+    request that has read all it needs and then waits on something else (a reranker). Inside
+    `scoped_transaction` a later statement fails instead of beginning a second transaction."""
+    await session.commit()
+
+
 @asynccontextmanager
 async def side_session(session: AsyncSession) -> AsyncIterator[AsyncSession]:
     """A session of its own in `session`'s scope: a read made before the model runs gives its

@@ -16,8 +16,10 @@ def visible_text(text: str) -> str:
 
 
 def is_blank(text: str) -> bool:
-    """True when nothing visible is left after Unicode normalisation."""
-    return not visible_text(text).strip()
+    """True when nothing visible is left after Unicode normalisation (`visible_text` of it is
+    all whitespace), read only up to its first visible character."""
+    return not any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc")
+                   for c in unicodedata.normalize("NFKC", text))
 
 
 def normalise_key(text: str) -> str:

@@ -10,7 +10,7 @@ Every server process runs the backlog; the lease row says which one's pass is ru
 the paid model calls are not made once per process.
 
 Revision ID: mem_041
-Revises: mem_039
+Revises: mem_040
 Create Date: 2026-11-29
 """
 

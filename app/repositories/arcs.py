@@ -54,7 +54,7 @@ async def update_arc(session: AsyncSession, *, arc_id: uuid.UUID, values: dict[s
                      search_text: str | None = None) -> Arc:
     """Apply `values` (and a new tsvector when `search_text` is given) to one arc."""
     if search_text is not None:
-        values = {**values, **search_columns(search_text)}
+        values = {**values, **(await search_columns(search_text))}
     return await update_stamped(session, Arc, row_id=arc_id, values=values)
 
 

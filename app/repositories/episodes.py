@@ -27,11 +27,15 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from app.languages import segment
 from app.models import Episode
 from app.repositories import pagination
 from app.repositories.filters import equal, uuid_or_none
-from app.repositories.memories import BOUND_SEARCH_COLUMNS, to_tsvector, with_documents
+from app.repositories.memories import (
+    BOUND_SEARCH_COLUMNS,
+    segmented,
+    to_tsvector,
+    with_documents,
+)
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
@@ -305,14 +309,15 @@ async def set_search_texts(session: AsyncSession, *, tenant_id: str,
     stmt = (update(table)
             .where(table.c.tenant_id == tenant_id, table.c.id == bindparam("episode_id")))
     if redetect:
-        await session.execute(stmt.values(**BOUND_SEARCH_COLUMNS), with_documents(
+        await session.execute(stmt.values(**BOUND_SEARCH_COLUMNS), await with_documents(
             [{"episode_id": episode_id, "search_text": text}
              for episode_id, text in texts.items()]))
         return
+    read = await segmented(list(texts.values()))
     await session.execute(
         stmt.values(search_vector=to_tsvector(bindparam("search_text"), table.c.search_config)),
-        [{"episode_id": episode_id, "search_text": segment(text)}
-         for episode_id, text in texts.items()])
+        [{"episode_id": episode_id, "search_text": text}
+         for episode_id, text in zip(texts, read, strict=True)])
 
 
 async def session_episodes(session: AsyncSession, *, after: uuid.UUID | None,

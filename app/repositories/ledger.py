@@ -30,7 +30,7 @@ async def insert_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -
     stmt = (insert(AgentEvent)
             .values(**BOUND_SEARCH_COLUMNS)
             .returning(AgentEvent, sort_by_parameter_order=True))
-    return list((await session.execute(stmt, with_documents(rows))).scalars())
+    return list((await session.execute(stmt, await with_documents(rows))).scalars())
 
 
 async def list_events(session: AsyncSession, *, tenant_id: str, ledger: str,

@@ -1,5 +1,6 @@
 """SQL shared by the three memory tables: fetch, lock, reference bump, insert, update."""
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document
+from app.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document, segment
 from app.models import Episode, Fact, Rule
 
 M = TypeVar("M", bound=Episode | Fact | Rule)
@@ -40,10 +41,19 @@ def to_tsvector(text: str | ColumnElement[Any],
                                      literal_column(str(MAX_DOCUMENT_LEXEMES)))
 
 
-def search_columns(search_text: str, language: str | None = None) -> dict[str, Any]:
+# Texts of more characters than this (all of a statement's rows together) are read for the
+# keyword index (`keyword_document`: segmentation) on a thread, so the event loop serves other
+# requests meanwhile; below it the thread's hop costs more than the reading.
+OFF_LOOP_CHARS = 20_000
+
+
+async def search_columns(search_text: str, language: str | None = None) -> dict[str, Any]:
     """A row's keyword columns for its text: the tsvector and the configuration it is built
     with, that of `language` when given, else of the text's detected language."""
-    document = keyword_document(search_text, language)
+    if len(search_text) > OFF_LOOP_CHARS:
+        document = await asyncio.to_thread(keyword_document, search_text, language)
+    else:
+        document = keyword_document(search_text, language)
     return {"search_vector": to_tsvector(document.text, document.config),
             "search_config": document.config}
 
@@ -56,9 +66,24 @@ BOUND_SEARCH_COLUMNS: dict[str, Any] = {
 }
 
 
-def with_documents(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+async def with_documents(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows whose `search_text` (with an optional `language`) is replaced by the text and the
-    configuration `BOUND_SEARCH_COLUMNS` builds their tsvector from."""
+    configuration `BOUND_SEARCH_COLUMNS` builds their tsvector from (on a thread when their
+    texts are long)."""
+    if sum(len(row["search_text"]) for row in rows) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(_with_documents, rows)
+    return _with_documents(rows)
+
+
+async def segmented(texts: Sequence[str]) -> list[str]:
+    """Each text segmented as the keyword index reads it (`languages.segment`), on a thread
+    when they are long."""
+    if sum(map(len, texts)) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(lambda: [segment(text) for text in texts])
+    return [segment(text) for text in texts]
+
+
+def _with_documents(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     prepared = []
     for row in rows:
         values = dict(row)
@@ -102,7 +127,7 @@ async def insert_rows(session: AsyncSession, model: type[M], rows: Sequence[dict
         .values(**BOUND_SEARCH_COLUMNS, **sql_values)
         .returning(model, sort_by_parameter_order=True)
     )
-    result = await session.execute(stmt, with_documents(rows))
+    result = await session.execute(stmt, await with_documents(rows))
     return list(result.scalars().all())
 
 
@@ -138,5 +163,5 @@ async def set_search_texts(session: AsyncSession, model: type[M],
         return
     table = cast_type(Table, model.__table__)
     stmt = update(table).where(table.c.id == bindparam("row_id")).values(**BOUND_SEARCH_COLUMNS)
-    await session.execute(stmt, with_documents(
+    await session.execute(stmt, await with_documents(
         [{"row_id": row_id, "search_text": text} for row_id, text in texts.items()]))

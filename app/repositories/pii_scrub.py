@@ -61,7 +61,7 @@ async def rewrite(session: AsyncSession, model: type[Any], *, row_id: uuid.UUID,
     table: Table = model.__table__
     unchanged = [table.c[column].is_not_distinct_from(value)
                  for column, value in expected.items()]
-    extra = search_columns(search_text) if search_text is not None else {}
+    extra = await search_columns(search_text) if search_text is not None else {}
     stmt = (update(table).where(table.c.id == row_id, *unchanged)
             .values(**values, **extra, scrubbed_at=func.now()))
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]

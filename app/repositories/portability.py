@@ -106,7 +106,7 @@ async def insert_rows(session: AsyncSession, *, kind: str,
     stmt = insert(TABLES[kind])
     if kind in MEMORY_KINDS or kind in RECORD_KINDS:
         stmt = stmt.values(**BOUND_SEARCH_COLUMNS)
-        rows = with_documents(rows)
+        rows = await with_documents(rows)
     await session.execute(stmt, list(rows))
 
 

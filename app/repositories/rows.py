@@ -26,7 +26,7 @@ async def one_of_tenant(session: AsyncSession, model: type[RecordT], *, tenant_i
 async def insert_searchable(session: AsyncSession, model: type[RecordT], *,
                             values: dict[str, Any], search_text: str) -> RecordT:
     """Insert one row with the tsvector of `search_text` and return it."""
-    stmt = (insert(model).values(**values, **search_columns(search_text))
+    stmt = (insert(model).values(**values, **(await search_columns(search_text)))
             .returning(model))
     return (await session.execute(stmt)).scalar_one()
 

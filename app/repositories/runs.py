@@ -50,7 +50,7 @@ def _where(filters: RunFilters, tenant_id: str) -> list[Any]:
 async def update_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
                      values: dict[str, Any], search_text: str | None) -> Run | None:
     """Set columns of the tenant's run; a new `search_text` rewrites its tsvector."""
-    extra = search_columns(search_text) if search_text is not None else {}
+    extra = await search_columns(search_text) if search_text is not None else {}
     stmt = (update(Run).where(Run.id == run_id, Run.tenant_id == tenant_id)
             .values(**values, **extra).returning(Run)
             .execution_options(synchronize_session=False, populate_existing=True))
@@ -72,7 +72,7 @@ async def insert_messages(session: AsyncSession,
     stmt = (insert(RunMessage)
             .values(**BOUND_SEARCH_COLUMNS)
             .returning(RunMessage, sort_by_parameter_order=True))
-    return list((await session.execute(stmt, with_documents(rows))).scalars())
+    return list((await session.execute(stmt, await with_documents(rows))).scalars())
 
 
 async def _of_runs(session: AsyncSession, model: type[PartT], *, tenant_id: str,
@@ -185,7 +185,7 @@ async def rewrite_message(session: AsyncSession, *, message_id: uuid.UUID, old_c
     """Replace a message's content (and its vectors) unless it changed since it was read."""
     stmt = (update(RunMessage)
             .where(RunMessage.id == message_id, RunMessage.content == old_content)
-            .values(content=content, **vectors, **search_columns(search_text),
+            .values(content=content, **vectors, **(await search_columns(search_text)),
                     scrubbed_at=func.now()))
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
 

@@ -18,6 +18,7 @@ from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest
+from app.scope import end_transaction
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
                           request: SearchRequest,
                           reranker: UserReranker | None = None) -> SearchAnswer:
     """Search with the configured default mode and the time window read from the query; a
-    `reranker` reorders its first results unless the request turned it off."""
+    `reranker` reorders its first results unless the request turned it off, after the
+    session's transaction has ended (no later statement may use it)."""
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
@@ -70,7 +72,12 @@ async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Em
     step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
     hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
                         tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                        rerank=step, query_vector=vector)
+                        query_vector=vector)
+    if step is not None:
+        # The search has read all it shows: its connection goes back to the pool before the
+        # reranker is waited on, not after.
+        await end_transaction(session)
+        hits = await step.apply(plan.query, hits)
     return SearchAnswer(plan.mode, hits, window, request.time_mode, now, at,
                         reranker=outcome_of(reranker, step), semantic_skipped=skipped)
 

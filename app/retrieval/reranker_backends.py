@@ -3,6 +3,7 @@ over HTTP (Cohere, Jina, vLLM, text-embeddings-inference) or a local sentence-tr
 CrossEncoder on a thread of its own."""
 
 import asyncio
+import json
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +17,17 @@ from app.outbound import endpoint, json_headers
 from app.schemas.search import RerankerSkip
 
 # What an endpoint may take beyond the search's time budget before httpx gives up on it (the
-# budget itself is kept by the caller).
+# budget itself, over the whole call, is kept by the caller).
 HTTP_GRACE_SECONDS = 1.0
+# The most an answer may hold, from the number of documents sent: each result's index and
+# score, and the document's text should the endpoint echo it (Jina does unless told not to)
+# at up to 6 bytes a character (a JSON escape), besides a little of its own. An endpoint that
+# answers more has failed; reading and parsing it would cost the search far past its budget.
+ANSWER_BASE_BYTES = 64 * 1024
+ANSWER_RESULT_BYTES = 1024
+ANSWER_BYTES_PER_CHAR = 6
+# An answer of more bytes than this is parsed on a thread, so the event loop keeps serving.
+PARSED_ON_LOOP_BYTES = 64 * 1024
 
 
 class RerankerError(Exception):
@@ -69,23 +79,58 @@ class EndpointScorer:
         return body
 
     async def scores(self, query: str, documents: Sequence[str]) -> dict[int, float]:
-        """Each document's score as the endpoint gives it."""
+        """Each document's score as the endpoint gives it; a RerankerError when its answer is
+        longer than `answer_cap` allows (read no further) or unreadable."""
+        cap = answer_cap(len(documents), self._settings.document_chars)
         try:
-            response = await self._http.post(self._url, json=self.body(query, documents))
+            async with self._http.stream("POST", self._url,
+                                         json=self.body(query, documents)) as response:
+                if response.status_code >= 400:
+                    raise RerankerError(
+                        f"the rerank endpoint answered HTTP {response.status_code}")
+                body = await capped_body(response, cap)
         except httpx.TimeoutException:
             raise RerankerError("the rerank endpoint timed out", reason="timeout") from None
         except httpx.TransportError as exc:
             raise RerankerError(f"the rerank endpoint failed: {type(exc).__name__}") from None
-        if response.status_code >= 400:
-            raise RerankerError(f"the rerank endpoint answered HTTP {response.status_code}")
         try:
-            return answer_scores(response.json(), len(documents))
+            if len(body) > PARSED_ON_LOOP_BYTES:
+                return await asyncio.to_thread(parsed_scores, body, len(documents))
+            return parsed_scores(body, len(documents))
         except ValueError as exc:
             raise RerankerError(f"the rerank endpoint's answer is unreadable: {exc}") from None
 
     async def aclose(self) -> None:
         """Close the connections."""
         await self._http.aclose()
+
+
+def answer_cap(count: int, document_chars: int) -> int:
+    """The most bytes a rerank answer for `count` documents of up to `document_chars`
+    characters may hold."""
+    return ANSWER_BASE_BYTES + count * (ANSWER_RESULT_BYTES
+                                        + ANSWER_BYTES_PER_CHAR * document_chars)
+
+
+async def capped_body(response: httpx.Response, cap: int) -> bytes:
+    """The body of a streamed response; a RerankerError as soon as it is known to hold more
+    than `cap` bytes (its Content-Length, else what arrived), the rest never read."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise RerankerError(f"the rerank endpoint's answer is over {cap} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise RerankerError(f"the rerank endpoint's answer is over {cap} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parsed_scores(body: bytes, count: int) -> dict[int, float]:
+    """`answer_scores` of a JSON body; a ValueError when it is no JSON."""
+    return answer_scores(json.loads(body), count)
 
 
 def answer_scores(answer: Any, count: int) -> dict[int, float]:

@@ -1,4 +1,4 @@
-"""The search workflow: candidate lists, fusion or reranking, rows, neighbours, graph paths."""
+"""The search workflow: candidate lists, fusion, rows, neighbours, graph paths."""
 
 import uuid
 from collections.abc import Mapping, Sequence
@@ -37,7 +37,6 @@ from app.retrieval.fusion import (
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
 from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
-from app.retrieval.user_reranker import RerankStep
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
@@ -67,7 +66,6 @@ class GraphPath:
 
 async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                  embedder: Embedder, retrieval: RetrievalSettings,
-                 rerank: RerankStep | None = None,
                  query_vector: QueryVector | None = None) -> list[Hit]:
     """Search the tenant's memories as `plan` says; an empty query finds nothing.
 
@@ -78,8 +76,9 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     the lists by `plan.fusion`; with a graph query (hybrid mode) the memories near its
     entities are a further list, each hit saying its path. When the plan asks for learned or
     weighted fusion (even where learned falls back to RRF), a fact's fused score is
-    multiplied by `belief.stale_factor` of its effective confidence. A `rerank` step
-    reorders the first fused results (`plan.limit` of them) and serves its own limit.
+    multiplied by `belief.stale_factor` of its effective confidence. Every hit comes with
+    all it shows (neighbours, paths, periods), so a reranker may reorder them once the
+    transaction has ended.
     """
     if not plan.query:
         return []
@@ -136,8 +135,6 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
                                    vector=vector, query=keyword_query, rows=rows, scale=scale)
     hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
                            query=keyword_query, loaded=rows, language=plan.language)
-    if rerank is not None:
-        hits = await rerank.apply(plan.query, hits)
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
 
 

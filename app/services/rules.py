@@ -121,7 +121,7 @@ async def invert(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
         "content": content,
         "maturity": "anti_pattern",
         **embedded.columns(0),
-        **memory_rows.search_columns(preprocess_text(content)),
+        **(await memory_rows.search_columns(preprocess_text(content))),
         "original_content": rule.content,
         "needs_inversion": False,
     })

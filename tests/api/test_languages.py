@@ -2,8 +2,11 @@
 written without spaces are read as character pairs, and rows stored English-stemmed are read
 again by `engram reindex-text`."""
 
+import asyncio
+
 from app.worker.reindex_text import reindex_texts
 from tests.support.factories import store_episode, store_fact, store_rule
+from tests.support.waiting import slowest_answer
 
 GERMAN = "Gestern besuchten unsere Kinder mehrere Gärten"
 # Every word inflected otherwise than in GERMAN: only German stems join them.
@@ -129,3 +132,15 @@ async def test_a_hybrid_search_in_a_language_the_model_does_not_know_is_served_b
     monkeypatch.setattr(app.state.embedder, "languages", None)  # a model of any language
     anyone = (await client.post("/v1/search", json={"query": GERMAN_QUERY})).json()
     assert (anyone["mode"], anyone["semantic_skipped"]) == ("hybrid", None)
+
+
+async def test_other_requests_are_answered_while_texts_of_many_marks_are_stored(client):
+    # A Thai letter carrying every tone mark it is sent with: one character to segment.
+    marked = "ร" + "\u0e49" * 49_999
+    storing = asyncio.ensure_future(client.post(
+        "/v1/episodes/batch", json={"items": [{"content": marked, "butler": "chat"}] * 20}))
+    slowest = await slowest_answer(client, "/healthz", storing)
+    assert slowest < 0.8, f"/healthz waited {slowest:.2f} s while the batch was stored"
+    response = await storing
+    assert response.status_code == 201, response.text
+    assert [item["content"] for item in response.json()["items"]] == [marked] * 20

@@ -18,6 +18,7 @@ from tests.api.test_mcp import connect, ok
 from tests.support.factories import store_episode
 from tests.support.live_server import serve_in_thread
 from tests.support.rerank_stub import RerankStub, documents_of
+from tests.support.waiting import slowest_answer, until
 
 SECRET = "rerank-secret-key"
 TEXTS = ["The garden needs watering every morning in July",
@@ -139,6 +140,65 @@ async def test_a_failing_endpoint_serves_the_fused_order(client, endpoint, caplo
     assert ids(answer) == ids(fused)
     assert "reranker skipped" in caplog.text
     assert SECRET not in caplog.text
+
+
+def huge_answer(count: int, size: int = 60_000_000) -> bytes:
+    """A rerank answer of about `size` bytes: valid results (the last document first), over
+    and over."""
+    once = ", ".join(f'{{"index": {i}, "relevance_score": {i}}}' for i in range(count))
+    return ('{"results": [' + ", ".join([once] * (size // len(once))) + "]}").encode()
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["with its length", "without"])
+async def test_a_huge_answer_serves_the_fused_order_within_the_budget(client, use_reranker,
+                                                                       stub, declared):
+    await stored(client)
+    use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
+    fused = await search(client, rerank=False)
+    stub.fail(200, huge_answer(len(TEXTS)), declared=declared)
+    started = time.monotonic()
+    answer = await search(client)
+    took = time.monotonic() - started
+    assert answer["reranker"] == {"applied": False, "reason": "error", "scored": 0}
+    assert ids(answer) == ids(fused)
+    assert all("reranker" not in hit["contributions"] for hit in answer["results"])
+    assert took < 0.8 + 0.5, took
+    assert len(stub.requests) == 1
+
+
+async def test_other_requests_are_answered_while_a_huge_answer_arrives(client, use_reranker,
+                                                                       stub):
+    await stored(client)
+    use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
+    stub.fail(200, huge_answer(len(TEXTS)))
+    searching = asyncio.ensure_future(search(client))
+    await until(lambda: len(stub.requests) == 1, timeout=10, message="the rerank request")
+    slowest = await slowest_answer(client, "/healthz", searching)
+    assert slowest < 0.5, f"/healthz waited {slowest:.2f} s while the answer was read"
+    assert (await searching)["reranker"]["applied"] is False
+
+
+IDLE_IN_TRANSACTION = ("SELECT count(*) AS connections FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                       "AND state LIKE 'idle in transaction%'")
+
+
+async def test_no_transaction_stays_open_while_the_reranker_is_waited_on(client, use_reranker,
+                                                                         stub, sql):
+    await stored(client)
+    use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=30_000)
+    stub.hang()
+    searches = [asyncio.ensure_future(search(client)) for _ in range(3)]
+    try:
+        await until(lambda: len(stub.requests) == 3, timeout=10,
+                    message="three rerank requests in flight")
+        [held] = await sql(IDLE_IN_TRANSACTION)
+    finally:
+        stub.held.set()
+        answers = await asyncio.gather(*searches)
+    assert held["connections"] == 0
+    assert [answer["reranker"]["applied"] for answer in answers] == [True] * 3
+    assert [len(answer["results"]) for answer in answers] == [len(TEXTS)] * 3
 
 
 async def test_rerank_false_never_calls_the_endpoint(client, endpoint):

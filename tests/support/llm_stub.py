@@ -17,11 +17,14 @@ class Reply:
 
     content: str | None = None
     status: int = 200
-    body: str | None = None
+    body: str | bytes | None = None
     delay: float = 0.0
     gate: asyncio.Event | None = None  # when set, the answer waits until the test opens it
+    declared: bool = True  # False: no Content-Length, the body ends when the connection does
 
     def payload(self) -> bytes:
+        if isinstance(self.body, bytes):
+            return self.body
         if self.body is not None:
             return self.body.encode()
         return json.dumps({
@@ -91,9 +94,10 @@ class LLMStub:
             if reply.gate is not None:
                 await reply.gate.wait()
             payload = reply.payload()
+            length = f"Content-Length: {len(payload)}\r\n" if reply.declared else ""
             writer.write(
                 f"HTTP/1.1 {reply.status} Stub\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                f"{length}Connection: close\r\n\r\n".encode()
                 + payload)
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):

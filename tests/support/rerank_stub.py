@@ -26,7 +26,8 @@ class RerankStub(LLMStub):
         self.shape = shape
         self.held = asyncio.Event()
         self.status = 200
-        self.raw: str | None = None
+        self.raw: str | bytes | None = None
+        self.declared = True
         self.responder = self._answer
 
     def hang(self) -> None:
@@ -34,9 +35,11 @@ class RerankStub(LLMStub):
         self.held.clear()
         self.responder = lambda request: Reply(body="[]", gate=self.held)
 
-    def fail(self, status: int = 500, body: str = '{"message": "boom"}') -> None:
-        """Answer every request with `status` and `body`."""
-        self.status, self.raw = status, body
+    def fail(self, status: int = 500, body: str | bytes = '{"message": "boom"}', *,
+             declared: bool = True) -> None:
+        """Answer every request with `status` and `body` (without its length unless
+        `declared`)."""
+        self.status, self.raw, self.declared = status, body, declared
 
     def scores(self, request: dict[str, Any]) -> list[float]:
         """The scores it gives the documents of `request`, in their order."""
@@ -44,7 +47,7 @@ class RerankStub(LLMStub):
 
     def _answer(self, request: dict[str, Any]) -> Reply:
         if self.raw is not None:
-            return Reply(status=self.status, body=self.raw)
+            return Reply(status=self.status, body=self.raw, declared=self.declared)
         scores = self.scores(request)
         if self.shape == "tei":
             answer: Any = [{"index": i, "score": s} for i, s in enumerate(scores)]

@@ -3,6 +3,7 @@
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 async def until(condition: Callable[[], bool], *, timeout: float = 30,
@@ -13,3 +14,18 @@ async def until(condition: Callable[[], bool], *, timeout: float = 30,
         if time.monotonic() > deadline:
             raise AssertionError(f"{message} did not hold within {timeout} s")
         await asyncio.sleep(0.01)
+
+
+async def slowest_answer(client: Any, path: str, task: "asyncio.Future[Any]", *,
+                         every: float = 0.01) -> float:
+    """The longest a GET of `path` (each must answer 200), asked every `every` seconds until
+    `task` is done, came later than asked: how long the event loop that serves both (an
+    in-process client) was kept from answering."""
+    slowest = 0.0
+    while not task.done():
+        started = time.monotonic()
+        await asyncio.sleep(every)  # the pace of the asking; the loop runs the rest meanwhile
+        response = await client.get(path)
+        assert response.status_code == 200, response.text
+        slowest = max(slowest, time.monotonic() - started - every)
+    return slowest

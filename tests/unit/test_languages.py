@@ -52,3 +52,60 @@ def test_a_query_is_outside_the_model_s_languages_only_when_clearly_so():
     assert not outside("Welches Kind besuchte gestern einen Garten?", None)
     assert not outside("Where did Ann live?", english, given="en-GB")
     assert outside("Where did Ann live?", english, given="de")
+
+
+def _segment_as_before(text: str) -> str:
+    """Segmentation as it was first written (each mark added to its growing cluster), the
+    reference the linear one must agree with."""
+    import unicodedata
+
+    from app.languages import _UNSPACED_RUN
+
+    def pairs(run: str) -> str:
+        clusters: list[str] = []
+        for char in run:
+            if clusters and unicodedata.category(char).startswith("M"):
+                clusters[-1] += char
+            else:
+                clusters.append(char)
+        if len(clusters) == 1:
+            return clusters[0]
+        return " ".join(clusters[i] + clusters[i + 1] for i in range(len(clusters) - 1))
+
+    return _UNSPACED_RUN.sub(lambda run: f" {pairs(run.group())} ", text)
+
+
+# Letters of unspaced scripts, their combining marks (Thai's, Japanese's sound marks), a mark
+# outside those scripts, and spaced text around them.
+MIXED_ALPHABET = ["ร", "า", "น", "\u0e49", "\u0e31", "\u0e4c", "か", "\u3099", "\u309a", "東",
+                  "京", "\u0301", "e", " ", "\u17b6", "ក", "·"]
+
+
+def test_segmentation_reads_mixed_text_as_it_always_did():
+    import random
+
+    chooser = random.Random(70)
+    texts = ["", "\u0e49", "\u0e49ร", "ร\u0e49\u0e49", *(
+        "".join(chooser.choices(MIXED_ALPHABET, k=chooser.randint(1, 60)))
+        for _ in range(2000))]
+    for text in texts:
+        assert segment(text) == _segment_as_before(text), repr(text)
+
+
+def _best_seconds(text: str, tries: int = 3) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(tries):
+        started = time.perf_counter()
+        segment(text)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_segmentation_takes_linear_time_in_a_letter_s_combining_marks():
+    small = _best_seconds("ร" + "\u0e49" * 50_000)
+    large = _best_seconds("ร" + "\u0e49" * 200_000)
+    # Four times the marks, about four times the time (rebuilding the growing cluster at
+    # each mark takes sixteen).
+    assert large < 6 * small + 0.02, f"{small:.4f} s for 50,000 marks, {large:.4f} s for 200,000"
