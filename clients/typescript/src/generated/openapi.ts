@@ -2322,6 +2322,11 @@ export interface components {
              * @description The record time facts were read at; null: now.
              */
             known_at?: string | null;
+            /**
+             * Semantic Skipped
+             * @description Set when the semantic list was left out and the memories come from the keyword list alone: the server's remote embedding model could not embed the topic within `query_embedding_seconds` (`timeout`) or at all (`unavailable`).
+             */
+            semantic_skipped?: ("timeout" | "unavailable") | null;
             /** Token Budget */
             token_budget: number;
         };
@@ -4525,6 +4530,11 @@ export interface components {
             known_at?: string | null;
             /** Results */
             results: (components["schemas"]["RecallFactHit"] | components["schemas"]["RecallRuleHit"])[];
+            /**
+             * Semantic Skipped
+             * @description Set when the semantic list was left out and the memories come from the keyword list alone: the server's remote embedding model could not embed the topic within `query_embedding_seconds` (`timeout`) or at all (`unavailable`).
+             */
+            semantic_skipped?: ("timeout" | "unavailable") | null;
         };
         /** RecallRuleHit */
         RecallRuleHit: {
