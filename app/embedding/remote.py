@@ -144,9 +144,10 @@ class RemoteBackend:
 
     def encode(self, texts: list[str], *, live: bool = True) -> np.ndarray:
         """Vectors of shape (len(texts), dimensions), `batch_size` texts a request. An outage
-        met by a `live` call (not background work) marks the endpoint failed."""
+        met by a `live` call (not background work) marks the endpoint failed, from its first
+        failed attempt on."""
         try:
-            parts = [self._call(texts[start:start + self._endpoint.batch_size])
+            parts = [self._call(texts[start:start + self._endpoint.batch_size], live=live)
                      for start in range(0, len(texts), self._endpoint.batch_size)]
         except RemoteEmbeddingError as error:
             if live and error.outage:
@@ -159,8 +160,10 @@ class RemoteBackend:
                 f"model {self._model!r}, {self.dimensions}-d expected", kind="invalid")
         return vectors
 
-    def _call(self, texts: list[str]) -> np.ndarray:
-        """One request, retried on timeouts, connection errors, 429 and 5xx."""
+    def _call(self, texts: list[str], *, live: bool = False) -> np.ndarray:
+        """One request, retried on timeouts, connection errors, 429 and 5xx. A `live` call
+        marks the endpoint failed as soon as an attempt meets an outage, so other live
+        callers skip it while this one retries (a good answer from any call clears it)."""
         last_error, kind = "no attempt made", "outage"
         asked: float | None = None  # the last Retry-After the endpoint sent
         for attempt in range(1, self._endpoint.max_attempts + 1):
@@ -183,6 +186,8 @@ class RemoteBackend:
                     break
                 asked = retry_after(headers.get("retry-after"))
                 wait = asked if asked is not None else wait
+            if live and kind == "outage":
+                self.mark_failed()
             if attempt < self._endpoint.max_attempts:
                 wait = min(wait, self._endpoint.max_wait_seconds)
                 logger.warning("embeddings request attempt %d/%d to %s failed: %s; retrying "

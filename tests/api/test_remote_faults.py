@@ -156,3 +156,32 @@ async def test_one_process_at_a_time_runs_the_backlog(app, client, stub, sql):
     gate.set()
     assert (await first)["episodes"] == 1
 
+
+
+async def test_an_endpoint_that_refuses_connections_is_skipped_while_its_caller_retries(
+        app, client, monkeypatch):
+    """The first search waits its budget; searches after it go keyword-only at once, not
+    only when the first caller has spent every retry."""
+    monkeypatch.setattr(app.state.settings.retrieval, "query_embedding_seconds", 0.5)
+    shipped = app.state.embedder
+    with embeddings_stub(dimensions=384) as gone:
+        embedder = remote_embedder(gone, max_attempts=4, backoff_seconds=2.0)
+        embedder.load()  # asks the model's width while it still answers
+    # Stopped: nothing listens on its port, so each attempt is refused at once and the
+    # caller waits 2 + 4 + 8 s between attempts.
+    app.state.embedder = embedder
+    try:
+        await store_fact(client, "Ann", "moors", "Ann moors her boat at the harbour")
+        first = (await client.post("/v1/search", json={"query": "harbour"})).json()
+        assert first["semantic_skipped"] in ("timeout", "unavailable")
+        await until(lambda: embedder.failed_recently, timeout=1.5,
+                    message="the endpoint marked failed after its first refused attempt")
+        started = time.monotonic()
+        second = (await client.post("/v1/search", json={"query": "harbour"})).json()
+        assert second["semantic_skipped"] == "unavailable"
+        assert time.monotonic() - started < 0.4  # not another wait for the budget
+        assert [hit["content"] for hit in second["results"]] == [
+            "Ann moors her boat at the harbour"]
+    finally:
+        app.state.embedder = shipped
+        embedder.close()
