@@ -618,7 +618,8 @@ class Settings(BaseSettings):
         description="A statement of a request's transaction (HTTP, MCP, console) running "
         "longer is cancelled: the request answers 503 with Retry-After and its transaction "
         "is rolled back, so one request cannot hold a connection of the pool. 0 = no limit. "
-        "Background jobs and migrations are not limited.")
+        "An import's statements may run 10 times as long; background jobs and migrations "
+        "are not limited.")
     migrate_on_start: bool = Field(True, description="Apply Alembic migrations at start-up.")
     embedded_supervise_seconds: float = Field(
         1.0, gt=0, le=3600,

@@ -52,6 +52,14 @@ async def set_local(session: AsyncSession, settings: Mapping[str, str]) -> None:
         session.info[_PENDING_KEY] = {**session.info.get(_PENDING_KEY, {}), **settings}
 
 
+async def lengthen_statement_timeout(session: AsyncSession, factor: int) -> None:
+    """Let the rest of the transaction's statements run `factor` times the scope's statement
+    timeout (no change where the scope has none)."""
+    scope: Scope | None = session.info.get(SCOPE_KEY)
+    if scope is not None and scope.statement_timeout_ms > 0:
+        await set_local(session, {"statement_timeout": str(scope.statement_timeout_ms * factor)})
+
+
 async def begin_with(session: AsyncSession, columns: str) -> Any:
     """The row of `SELECT <columns>` (a select list and its FROM), sent as the statement that
     begins the transaction with its settings when it has not begun on the server yet (no

@@ -37,7 +37,7 @@ from app.schemas.common import (
     MAX_METADATA_DEPTH,
     json_depth,
 )
-from app.scope import Scope, scope_session, set_local
+from app.scope import Scope, lengthen_statement_timeout, scope_session, set_local
 from app.services import butler_limits
 from app.services.arcs import search_text as arc_text
 from app.services.embeddings import Embedded, embed_texts, store_passages
@@ -54,6 +54,9 @@ MAX_JSON_CHARS = 2 * MAX_METADATA_BYTES
 # Fields a client writes through the API, bounded there to MAX_METADATA_DEPTH levels.
 DEPTH_BOUNDED_FIELDS = frozenset({"metadata", "context", "meta", "active_context",
                                   "scratchpad", "decisions"})
+
+# An import's statements may run this many times the request statement timeout.
+IMPORT_STATEMENT_FACTOR = 10
 
 
 def _json_value(value: Any) -> Any:
@@ -202,6 +205,9 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
     runs, messages, ledger events, procedures and arcs are embedded and indexed by the text
     they are when stored. More than `max_records` records is a 422 before any is read."""
     butler_limits.check_unlimited("import")
+    # One statement inserts every record of a kind: up to `max_records` rows and their
+    # keyword postings.
+    await lengthen_statement_timeout(session, IMPORT_STATEMENT_FACTOR)
     lines = body.splitlines()
     if sum(1 for raw in lines if raw.strip()) > max_records:
         raise InvalidInput(f"an import holds at most {max_records} records (lines); import "
