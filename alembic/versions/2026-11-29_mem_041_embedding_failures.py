@@ -30,9 +30,9 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "embedding_failures",
+        sa.Column("tenant_id", sa.Text(), primary_key=True),
         sa.Column("memory_type", sa.Text(), primary_key=True),
         sa.Column("memory_id", sa.Uuid(), primary_key=True),
-        sa.Column("tenant_id", sa.Text(), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False),
         sa.Column("retry_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("error", sa.Text(), nullable=False),

@@ -14,9 +14,9 @@ class EmbeddingFailure(Base):
 
     __tablename__ = "embedding_failures"
 
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     memory_type: Mapped[str] = mapped_column(Text, primary_key=True)
     memory_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
     failures: Mapped[int] = mapped_column(Integer, nullable=False)
     retry_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     error: Mapped[str] = mapped_column(Text, nullable=False)

@@ -37,7 +37,8 @@ async def unembedded_rows(session: AsyncSession, model: Memory, *, after: uuid.U
     `after`, leaving out those set aside until later (read, not locked: the model runs
     after this transaction)."""
     set_aside = (select(EmbeddingFailure.memory_id)
-                 .where(EmbeddingFailure.memory_type == MEMORY_TYPES[model],
+                 .where(EmbeddingFailure.tenant_id == model.tenant_id,
+                        EmbeddingFailure.memory_type == MEMORY_TYPES[model],
                         EmbeddingFailure.memory_id == model.id,
                         EmbeddingFailure.retry_at > func.now()))
     stmt = (select(model.id, model.tenant_id, model.content)
@@ -104,7 +105,7 @@ async def set_aside(session: AsyncSession, model: Memory, *, rows: list[tuple[uu
         for row_id, tenant_id in rows])
     failures = table.c.failures + 1
     stmt = stmt.on_conflict_do_update(
-        index_elements=[table.c.memory_type, table.c.memory_id],
+        index_elements=[table.c.tenant_id, table.c.memory_type, table.c.memory_id],
         set_={"failures": failures, "error": stmt.excluded.error,
               "retry_at": func.now() + func.least(
                   FIRST_RETRY * func.power(2, func.least(table.c.failures, 20)),
