@@ -128,7 +128,7 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
          lambda item: partial(_confirm, session, group, item, outcome)))
     for key, items, action in actions:
         for index, item in enumerate(items):
-            await attempt(f"{key}[{index}]", action(item))
+            await attempt(f"{key}[{parsed.place(key, index)}]", action(item))
     return outcome
 
 
