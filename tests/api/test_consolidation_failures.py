@@ -156,8 +156,11 @@ async def test_one_failing_action_does_not_block_the_others(client, app, setting
     result = job["result"]
     assert (result["facts_created"], result["facts_updated"], result["rules_created"],
             result["action_errors"], result["targets_not_shown"]) == (1, 0, 1, 1, 1)
-    [error] = job["errors"]
-    assert error.startswith("tenant 'default' butler 'assistant': new_facts[0]: invalid subject:")
+    invalid, not_shown = job["errors"]
+    assert invalid.startswith("tenant 'default' butler 'assistant': new_facts[0]: invalid "
+                              "subject:")
+    assert not_shown == ("tenant 'default' butler 'assistant': updated_facts[0]: target fact "
+                         "00000000-0000-4000-8000-000000000000 not shown to the model")
     assert (await _episode(client, episode_id))["consolidation_status"] == "consolidated"
 
 

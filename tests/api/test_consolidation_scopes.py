@@ -180,4 +180,7 @@ async def test_reflections_a_limited_key_left_in_the_global_ledger_stay_out_of_g
     result = job["result"]
     assert (result["reflections_consolidated"], result["facts_created"],
             result["rules_created"], result["writes_refused"]) == (1, 0, 0, 2)
+    assert job["errors"] == [
+        f"tenant 'default' ledger 'global': {action}[0]: scope 'global' not writable by the "
+        "reflections' writers (limited to planner)" for action in ("new_facts", "new_rules")]
     assert await _memories(sql) == before

@@ -6,14 +6,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.config import AutoLinkSettings
 from app.embedding import Embedder
-from app.errors import NotFound, found
+from app.errors import Conflict, NotFound, found
 from app.models import Fact, Rule
 from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows
@@ -70,10 +70,20 @@ class Skipped:
 
 @dataclass
 class ExecutionOutcome(Skipped, WriteCounts):
-    """Counts of what one group's actions wrote or skipped, and the errors of the actions
-    that failed."""
+    """Counts of what one group's actions wrote, skipped or failed, and one line for each
+    action skipped or failed, in the order of the model's answer."""
 
+    failed: int = 0
     errors: list[str] = field(default_factory=list)
+
+
+class ActionSkipped(Exception):
+    """An action left undone on purpose; `counter` is the Skipped count it adds to."""
+
+    def __init__(self, reason: str, *,
+                 counter: Literal["targets_not_shown", "writes_refused"]) -> None:
+        super().__init__(reason)
+        self.counter = counter
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,14 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
         try:
             async with session.begin_nested():
                 await action()
+        except ActionSkipped as skip:
+            logger.warning("consolidation of %s %r skipped %s: %s",
+                           group.source_type, group.butler, label, skip)
+            setattr(outcome, skip.counter, getattr(outcome, skip.counter) + 1)
+            outcome.errors.append(f"{label}: {skip}")
         except Exception as exc:  # noqa: BLE001 - each action is isolated by design
             logger.warning("consolidation action %s failed: %s", label, exc)
+            outcome.failed += 1
             outcome.errors.append(f"{label}: {describe_error(exc)}")
 
     actions: tuple[tuple[str, list[Any], Callable[[Any], Callable[[], Awaitable[None]]]], ...] = (
@@ -128,7 +144,7 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
          lambda item: partial(_confirm, session, group, item, outcome)))
     for key, items, action in actions:
         for index, item in enumerate(items):
-            await attempt(f"{key}[{index}]", action(item))
+            await attempt(f"{key}[{parsed.place(key, index)}]", action(item))
     return outcome
 
 
@@ -168,33 +184,27 @@ async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type
             outcome.links_created += 1
 
 
-def _shown(group: GroupScope, memory_id: uuid.UUID, outcome: ExecutionOutcome,
-           action: str) -> bool:
-    """Whether the prompt showed `memory_id`; else the action is skipped and counted."""
-    if memory_id in group.shown:
-        return True
-    logger.warning("consolidation of %s %r skipped %s of %s: not shown to the model",
-                   group.source_type, group.butler, action, memory_id)
-    outcome.targets_not_shown += 1
-    return False
+def _require_shown(group: GroupScope, memory_id: uuid.UUID, target: str) -> None:
+    """Skip the action (targets_not_shown) unless the prompt showed `memory_id`."""
+    if memory_id not in group.shown:
+        raise ActionSkipped(f"{target} {memory_id} not shown to the model",
+                            counter="targets_not_shown")
 
 
-def _writable(group: GroupScope, scope: str, outcome: ExecutionOutcome, action: str) -> bool:
-    """Whether the group may write in `scope`; else the action is skipped and counted."""
+def _require_writable(group: GroupScope, scope: str, target: str = "") -> None:
+    """Skip the action (writes_refused) unless the group may write in `scope`."""
     if group.may_write(scope):
-        return True
-    logger.warning("consolidation of %s %r skipped %s in scope %r: its writers are limited to "
-                   "%s", group.source_type, group.butler, action, scope,
-                   ", ".join(sorted(group.writable or ())))
-    outcome.writes_refused += 1
-    return False
+        return
+    writers = "episodes'" if group.source_type == "episode" else "reflections'"
+    where = f"{target} in scope {scope!r}" if target else f"scope {scope!r}"
+    raise ActionSkipped(f"{where} not writable by the {writers} writers (limited to "
+                        f"{', '.join(sorted(group.writable or ()))})", counter="writes_refused")
 
 
 async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewFact, outcome: ExecutionOutcome,
                     auto_links: AutoLinkSettings | None) -> None:
-    if not _writable(group, group.butler, outcome, "a new fact"):
-        return
+    _require_writable(group, group.butler)
     data = _fact_data(group, item, scope=group.butler, entity_id=None)
     stored = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data,
                               auto_links=auto_links)
@@ -207,15 +217,13 @@ async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope
 
 async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
                         item: UpdatedFact, outcome: ExecutionOutcome) -> None:
-    if not _shown(group, item.target_id, outcome, "an update"):
-        return
+    _require_shown(group, item.target_id, "target fact")
     target = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
                                 memory_id=item.target_id, for_update=True)
     target = found(target, f"target fact {item.target_id} not found")
     if target.validity != "active":
-        raise ValueError(f"target fact {item.target_id} is {target.validity}, not active")
-    if not _writable(group, target.scope, outcome, f"an update of fact {target.id}"):
-        return
+        raise Conflict(f"target fact {item.target_id} is {target.validity}, not active")
+    _require_writable(group, target.scope, f"target fact {target.id}")
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
     fact = (await store_fact(session, tenant_id=group.tenant_id, embedder=embedder,
                              data=data)).fact
@@ -242,8 +250,7 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
 async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,
                     item: NewRule, outcome: ExecutionOutcome,
                     auto_links: AutoLinkSettings | None) -> None:
-    if not _writable(group, group.butler, outcome, "a new rule"):
-        return
+    _require_writable(group, group.butler)
     sources = _sources(group, item.source_episode_ids)
     data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
                       source_butler=group.butler,
@@ -260,8 +267,7 @@ async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope
 async def _new_procedure(session: AsyncSession, embedder: Embedder, group: GroupScope,
                          item: NewProcedure, outcome: ExecutionOutcome) -> None:
     """Store the proposal as a draft procedure of the butler, learned from its episodes."""
-    if not _writable(group, group.butler, outcome, "a new procedure"):
-        return
+    _require_writable(group, group.butler)
     sources = _sources(group, item.source_episode_ids) if group.source_type == "episode" else []
     data = ProcedureCreate(
         agent_id=group.butler, name=item.name, description=item.description,
@@ -280,8 +286,7 @@ async def _new_procedure(session: AsyncSession, embedder: Embedder, group: Group
 async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUID,
                    outcome: ExecutionOutcome) -> None:
     """Confirm the fact with this id, else the rule with it."""
-    if not _shown(group, memory_id, outcome, "a confirmation"):
-        return
+    _require_shown(group, memory_id, "fact or rule")
     named: Fact | Rule | None = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
                                                       memory_id=memory_id)
     if named is None:
@@ -289,8 +294,8 @@ async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUI
                                       memory_id=memory_id)
     if named is None:
         raise NotFound(f"no fact or rule {memory_id}")
-    if not _writable(group, named.scope, outcome, f"a confirmation of {memory_id}"):
-        return
+    _require_writable(group, named.scope,
+                      f"{'fact' if isinstance(named, Fact) else 'rule'} {memory_id}")
     await confirm(session, Fact if isinstance(named, Fact) else Rule,
                   tenant_id=group.tenant_id, memory_id=memory_id)
     outcome.confirmations += 1

@@ -71,6 +71,14 @@ class ConsolidationResult:
     procedures: list[NewProcedure] = field(default_factory=list)
     confirmations: list[uuid.UUID] = field(default_factory=list)
     parse_errors: list[str] = field(default_factory=list)
+    # Where each kept action stood in the answer's list of its kind: entries that could not
+    # be read are dropped, so a kept action's place may differ from the answer's.
+    places: dict[str, list[int]] = field(default_factory=dict)
+
+    def place(self, key: str, kept: int) -> int:
+        """The index in the answer's `key` list of the `kept`-th action read from it."""
+        places = self.places.get(key, [])
+        return places[kept] if kept < len(places) else kept
 
 
 def parse_consolidation_output(output: str | None) -> ConsolidationResult:
@@ -98,12 +106,14 @@ def parse_consolidation_output(output: str | None) -> ConsolidationResult:
             entry = read(item, f"{key}[{index}]", result.parse_errors)
             if entry is not None:
                 kept.append(entry)
+                result.places.setdefault(key, []).append(index)
     for index, item in enumerate(_entries(data, "confirmations", result)):
         memory_id = _uuid(item)
         if memory_id is None:
             result.parse_errors.append(f"confirmations[{index}]: not a valid UUID: {item!r:.80}")
         else:
             result.confirmations.append(memory_id)
+            result.places.setdefault("confirmations", []).append(index)
     return result
 
 

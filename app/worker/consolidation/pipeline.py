@@ -84,7 +84,7 @@ class Tally(Skipped, WriteCounts):
         """Count what one group wrote."""
         self.add_counts(outcome)
         self.add_skipped(outcome)
-        self.action_errors += len(outcome.errors)
+        self.action_errors += outcome.failed
 
     def succeeded(self, label: str, outcome: ExecutionOutcome,
                   parsed: ConsolidationResult) -> None:
@@ -403,7 +403,7 @@ def _success_counts(outcome: ExecutionOutcome, parsed: ConsolidationResult) -> d
             "confirmations": outcome.confirmations, "links_created": outcome.links_created,
             "targets_not_shown": outcome.targets_not_shown,
             "writes_refused": outcome.writes_refused,
-            "action_errors": len(outcome.errors), "parse_errors": len(parsed.parse_errors)}
+            "action_errors": outcome.failed, "parse_errors": len(parsed.parse_errors)}
 
 
 def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
@@ -417,5 +417,5 @@ def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:
         "confirmations": outcome.confirmations,
         "targets_not_shown": outcome.targets_not_shown,
         "writes_refused": outcome.writes_refused,
-        "errors": len(outcome.errors),
+        "errors": outcome.failed,
     }
