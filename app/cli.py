@@ -191,6 +191,7 @@ def _on_database(settings: Settings,
 def _reembed(settings: Settings, args: argparse.Namespace) -> None:
     from app.config import NextModelSettings
     from app.embedding import get_embedder
+    from app.embedding.remote import RemoteEmbeddingError
     from app.services import embedding_store
     from app.worker import model_switch
     from app.worker.reembed import reembed_all
@@ -216,6 +217,9 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
                                   "previous model's vectors"])
         except model_switch.SwitchRefused as refused:
             raise SystemExit(f"engram reembed: {refused}") from None
+        except RemoteEmbeddingError as error:
+            raise SystemExit(f"engram reembed: {error}; run the command again once the "
+                             f"model answers") from None
         counts = await reembed_all(sessions, embedder, every=args.every)
         return ", ".join(f"{name}: {count} re-embedded" for name, count in counts.items())
 

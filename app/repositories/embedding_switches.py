@@ -24,6 +24,9 @@ VECTOR_COLUMNS = ("embedding", "embedding_version_id", "embedding_next",
                   "embedding_next_version_id")
 # pg_advisory_xact_lock key of the swap ("swap"); embedding_slots() takes it shared.
 SWITCH_LOCK = 0x73776170
+# pg_try_advisory_lock key ("rmbd") held, on a connection of its own, for the whole life of
+# the command that switches models or drops the previous model's vectors: one at a time.
+COMMAND_LOCK = 0x726d6264
 _COLUMN = re.compile(r"\bembedding\b")
 
 
@@ -106,6 +109,18 @@ async def try_lock_exclusive(session: AsyncSession) -> bool:
     """Take the switch's lock exclusively if no transaction holds it; False otherwise."""
     return bool((await session.execute(text("SELECT pg_try_advisory_xact_lock(:key)"),
                                         {"key": SWITCH_LOCK})).scalar_one())
+
+
+async def try_command_lock(connection: AsyncConnection) -> bool:
+    """Take the switch command's lock for the connection's session; False if another
+    session holds it."""
+    return bool((await connection.execute(text("SELECT pg_try_advisory_lock(:key)"),
+                                          {"key": COMMAND_LOCK})).scalar_one())
+
+
+async def release_command_lock(connection: AsyncConnection) -> None:
+    """Give back the switch command's lock taken on this connection."""
+    await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": COMMAND_LOCK})
 
 
 async def next_slot_indexes(session: AsyncSession, table: str) -> list[tuple[str, str]]:
@@ -196,6 +211,16 @@ async def store_next(session: AsyncSession, table: str, *, next_id: int,
         bindparam("vector", type_=Vector()))
     await session.execute(stmt, [{"id": row_id, "row_version": version, "vector": vector,
                                   "next": next_id} for row_id, version, vector in vectors])
+
+
+async def any_uncovered(session: AsyncSession, *, next_id: int) -> bool:
+    """Whether a row of any table lacks `next_id`'s vector."""
+    for table in VECTOR_TABLES:
+        if (await session.execute(text(
+                f"SELECT EXISTS (SELECT FROM {table} t WHERE {_UNCOVERED})"),
+                {"next": next_id})).scalar_one():
+            return True
+    return False
 
 
 async def uncovered_counts(session: AsyncSession, *, next_id: int) -> dict[str, int]:

@@ -5,7 +5,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -90,29 +90,56 @@ class Made:
     bulk: bool
     vectors: dict[Embedder, Vectors]
     background: bool = False  # no live caller waits (the embedding backlog)
+    # Remote models being switched to that failed or were slow on these texts: their slot is
+    # left empty, for the switch to fill.
+    skipped: set[Embedder] = field(default_factory=set)
 
 
 async def embed_ahead(embedder: Embedder, texts: list[str | None], *, tenant_id: str,
                       bulk: bool, background: bool = False) -> Made:
     """Embed `texts` with the models that filled the columns in the last transaction."""
     made = Made(texts, tenant_id, bulk, {}, background)
-    for model in embedder.slot_hint:
-        if model is not None:
-            made.vectors[model] = await _embed(model, made)
+    serving, following = embedder.slot_hint
+    made.vectors[serving] = await _embed(serving, made)
+    if following is not None:
+        await _embed_next(following, made)
     return made
 
 
 async def in_slots(session: AsyncSession, embedder: Embedder,
                    made: Made) -> tuple[SlotModels, Vectors, Vectors | None]:
     """The transaction's models, with the texts' vectors for `embedding` and for
-    `embedding_next` (None: the slot is cleared); a model the texts were not embedded by
+    `embedding_next` (None: the slot is left empty); a model the texts were not embedded by
     (the store switched since) embeds them now."""
     slots = await switch_rows.slot_models(session, embedder)
-    for model in (slots.serving, slots.next):
-        if model is not None and model not in made.vectors:
-            made.vectors[model] = await _embed(model, made)
+    if slots.serving not in made.vectors:
+        made.vectors[slots.serving] = await _embed(slots.serving, made)
+    following = slots.next
+    if (following is not None and following not in made.vectors
+            and following not in made.skipped):
+        await _embed_next(following, made)
     return (slots, made.vectors[slots.serving],
-            made.vectors[slots.next] if slots.next is not None else None)
+            made.vectors.get(following) if following is not None else None)
+
+
+async def _embed_next(model: Embedder, made: Made) -> None:
+    """Embed the texts with the model the store switches to; a remote one that fails, failed
+    a few seconds ago or is slower than its `write_wait_seconds` is skipped: the row is
+    stored without that model's vector, which the switch makes (`worker/model_switch`)."""
+    if model.backend_name != "openai":
+        made.vectors[model] = await _embed(model, made)
+        return
+    try:
+        if model.failed_recently:
+            raise RemoteEmbeddingError("the embeddings endpoint failed a few seconds ago")
+        made.vectors[model] = await asyncio.wait_for(_embed(model, made),
+                                                     timeout=model.write_wait_seconds)
+    except (RemoteEmbeddingError, TimeoutError) as error:
+        logger.warning("%d text(s) of tenant %s stored without the vectors of %r, the model "
+                       "the store switches to, made by the switch later: %s",
+                       len(made.texts), made.tenant_id, model.model_name,
+                       error or "the embeddings endpoint is slow")
+        made.skipped.add(model)
 
 
 async def _embed(model: Embedder, made: Made) -> Vectors:

@@ -7,6 +7,8 @@ import logging
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from tqdm import tqdm
 
 from app.embedding import Embedder
+from app.embedding.remote import RemoteEmbeddingError
 from app.repositories import embedding_switches as switch_rows
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import episodes as episode_rows
@@ -27,7 +30,8 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 256
 # The swap waits this long for a table lock before it lets readers and writers go on and
-# tries again after a catch-up pass.
+# tries again after a catch-up pass; it does the same when rows were written without the
+# target's vector since that pass (the model never runs while the swap holds the lock).
 LOCK_TIMEOUT = "2s"
 SWAP_ATTEMPTS = 30
 # How long the swap tries for the switch's lock, held shared by each embedding transaction.
@@ -62,23 +66,26 @@ class SwitchReport:
 async def switch_models(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
                         target: Embedder, *, progress: bool = True) -> SwitchReport:
     """Build `target`'s vectors beside the serving model's, index them, and make `target`
-    the serving model in one transaction. Resumes a switch to `target` left unfinished."""
-    report = SwitchReport()
-    started = time.perf_counter()
-    next_id = await _begin(sessionmaker, embedder, target)
-    report.embedded = await _sweep(sessionmaker, target, next_id, progress=progress)
-    report.sweep_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    await _build_indexes(sessionmaker, target)
-    report.index_seconds = time.perf_counter() - started
-    await _swap(sessionmaker, target, next_id, report)
-    return report
+    the serving model in one transaction. Resumes a switch to `target` left unfinished;
+    refused while another switch (or drop) runs on the store."""
+    async with _one_command(sessionmaker):
+        report = SwitchReport()
+        started = time.perf_counter()
+        next_id = await _begin(sessionmaker, embedder, target)
+        report.embedded = await _sweep(sessionmaker, target, next_id, progress=progress)
+        report.sweep_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        await _build_indexes(sessionmaker, target)
+        report.index_seconds = time.perf_counter() - started
+        await _swap(sessionmaker, target, next_id, report)
+        return report
 
 
 async def drop_previous(sessionmaker: async_sessionmaker[AsyncSession]) -> str:
     """Drop the previous model's vectors and indexes, kept in `embedding_next` after a
     switch (columns dropped and added again: instant at any size)."""
-    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+    async with _one_command(sessionmaker), \
+            scoped_transaction(sessionmaker, SYSTEM) as session:
         await _set_lock_timeout(session)
         await _lock_exclusive(session)
         state = await switch_rows.switch_row(session)
@@ -89,6 +96,31 @@ async def drop_previous(sessionmaker: async_sessionmaker[AsyncSession]) -> str:
         await _recreate_next(session, await _serving_dimensions(session))
         await switch_rows.clear_next(session)
     return f"dropped the vectors of {name!r}"
+
+
+@asynccontextmanager
+async def _one_command(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[None]:
+    """Hold the switch command's lock for the block, on a connection of its own (kept out of
+    any transaction): a second command is refused at once instead of rebuilding the columns
+    and indexes the first one builds. The lock goes with the connection if the process dies."""
+    engine: AsyncEngine = sessionmaker.kw["bind"]
+    async with engine.connect() as connection:
+        autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        if not await switch_rows.try_command_lock(autocommit):
+            raise SwitchRefused("another `engram reembed --model` (or `--drop-previous`) is "
+                                "running on this store: wait for it to end, then run this "
+                                "command again")
+        try:
+            yield
+        finally:
+            try:
+                await switch_rows.release_command_lock(autocommit)
+            except BaseException as error:
+                await connection.invalidate()  # closed, not pooled with the lock held
+                if not isinstance(error, Exception):
+                    raise
+                logger.warning("the switch command's lock went with its connection: %s",
+                               error)
 
 
 async def _begin(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
@@ -121,7 +153,8 @@ async def _begin(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embed
 
 async def _sweep(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder,
                  next_id: int, *, progress: bool) -> dict[str, int]:
-    """Embed every row without the target's vector, a committed batch at a time."""
+    """Embed every row without the target's vector, a committed batch at a time; a remote
+    model that fails stops the command, which, run again, goes on from there."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         todo = await switch_rows.uncovered_counts(session, next_id=next_id)
     counts: dict[str, int] = {}
@@ -130,9 +163,15 @@ async def _sweep(sessionmaker: async_sessionmaker[AsyncSession], target: Embedde
         for table in switch_rows.VECTOR_TABLES:
             counts[table], after = 0, None
             while True:
-                async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                    done, after = await _fill_batch(session, table, target, next_id,
+                try:
+                    done, after = await _fill_batch(sessionmaker, table, target, next_id,
                                                     after=after)
+                except RemoteEmbeddingError as error:
+                    raise SwitchRefused(
+                        f"the model {target.model_name!r} failed: {error}. The switch is "
+                        f"kept as far as it went and the store still serves the previous "
+                        f"model: run `engram reembed --model {target.model_name}` again to "
+                        f"finish it") from None
                 if after is None:
                     break
                 counts[table] += done
@@ -140,26 +179,32 @@ async def _sweep(sessionmaker: async_sessionmaker[AsyncSession], target: Embedde
     return counts
 
 
-async def _fill_batch(session: AsyncSession, table: str, target: Embedder, next_id: int, *,
+async def _fill_batch(sessionmaker: async_sessionmaker[AsyncSession], table: str,
+                      target: Embedder, next_id: int, *,
                       after: str | None) -> tuple[int, str | None]:
     """Embed and write one batch of `table`'s rows without the target's vector, after id
-    `after`; (rows read, the last id, None when none was left)."""
-    rows = await switch_rows.uncovered_rows(session, table, next_id=next_id, after=after,
-                                            limit=BATCH_SIZE)
+    `after` (read, then embedded with no transaction open, then written to the rows not
+    changed since); (rows read, the last id, None when none was left)."""
+    by_tenant: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        rows = await switch_rows.uncovered_rows(session, table, next_id=next_id, after=after,
+                                                limit=BATCH_SIZE)
+        for row in rows:
+            by_tenant[row["tenant_id"]].append(row)
+        texts = {tenant_id: await _texts(session, table, tenant_id, tenant_rows, target)
+                 for tenant_id, tenant_rows in by_tenant.items()}
     if not rows:
         return 0, None
-    by_tenant: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_tenant[row["tenant_id"]].append(row)
+    made: list[tuple[uuid.UUID, str, Any]] = []
     for tenant_id, tenant_rows in by_tenant.items():
-        texts = await _texts(session, table, tenant_id, tenant_rows, target)
-        kept = [(row, text) for row, text in zip(tenant_rows, texts, strict=True)
+        kept = [(row, text) for row, text in zip(tenant_rows, texts[tenant_id], strict=True)
                 if text is not None]
         vectors = await target.aembed_batch([text for _, text in kept], tenant_id=tenant_id,
                                             bulk=True) if kept else []
-        await switch_rows.store_next(session, table, next_id=next_id, vectors=[
-            (row["id"], row["row_version"], vector)
-            for (row, _), vector in zip(kept, vectors, strict=True)])
+        made.extend((row["id"], row["row_version"], vector)
+                    for (row, _), vector in zip(kept, vectors, strict=True))
+    async with scoped_transaction(sessionmaker, SYSTEM) as session:
+        await switch_rows.store_next(session, table, next_id=next_id, vectors=made)
     return len(rows), str(rows[-1]["id"])
 
 
@@ -205,8 +250,10 @@ async def _build_indexes(sessionmaker: async_sessionmaker[AsyncSession],
 
 async def _swap(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder,
                 next_id: int, report: SwitchReport) -> None:
-    """Catch up with the rows written meanwhile, then, in one transaction holding the
-    switch's lock, embed any still left and swap the columns."""
+    """Catch up with the rows written meanwhile (the model runs with no lock held), then, in
+    one transaction holding the switch's lock, swap the columns if no row was written
+    without the target's vector since; otherwise let searches and writes go on and catch
+    up again."""
     for attempt in range(1, SWAP_ATTEMPTS + 1):
         caught = await _sweep(sessionmaker, target, next_id, progress=False)
         report.caught_up += sum(caught.values())
@@ -215,24 +262,24 @@ async def _swap(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
                 await _set_lock_timeout(session)
                 await _lock_exclusive(session)
-                for table in switch_rows.VECTOR_TABLES:
-                    after: str | None = None
-                    while True:
-                        done, after = await _fill_batch(session, table, target, next_id,
-                                                        after=after)
-                        report.caught_up += done
-                        if after is None:
-                            break
-                await switch_rows.swap(session)
+                left = await switch_rows.any_uncovered(session, next_id=next_id)
+                if not left:
+                    await switch_rows.swap(session)
         except (DBAPIError, TimeoutError) as error:
             logger.warning("swap attempt %d gave way to readers and writers: %s", attempt,
                            error)
             continue
+        if left:
+            logger.info("swap attempt %d: rows were written without the new model's vectors "
+                        "since the last pass; embedding them first", attempt)
+            continue
         report.swap_seconds = time.perf_counter() - started
         report.swap_attempts = attempt
         return
-    raise SwitchRefused(f"the columns could not be swapped in {SWAP_ATTEMPTS} attempts: "
-                        "a transaction held the tables each time; run the command again")
+    raise SwitchRefused(f"the columns could not be swapped in {SWAP_ATTEMPTS} attempts: a "
+                        "transaction held the tables, or rows were written without the new "
+                        "model's vectors (by a process not loading it), each time; run the "
+                        "command again")
 
 
 async def _lock_exclusive(session: AsyncSession) -> None:
