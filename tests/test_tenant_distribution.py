@@ -10,7 +10,8 @@ import pytest
 from app.db import to_libpq_url
 
 # Tables that stay on the coordinator or are copied to every node.
-WITHOUT_TENANT = {"alembic_version", "embedding_switches", "embedding_versions", "workers"}
+WITHOUT_TENANT = {"alembic_version", "embedding_backlog_lease", "embedding_switches",
+                  "embedding_versions", "workers"}
 # System jobs and the events of cross-tenant sweeps have no tenant.
 NULLABLE_TENANT = {"jobs", "memory_events"}
 # Primary and unique keys without the distribution column: (table, columns).
@@ -98,8 +99,8 @@ async def test_every_tenant_table_is_bound_by_one_policy_on_tenant_id(catalog: A
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         LEFT JOIN pg_policies p ON p.tablename = c.relname AND p.schemaname = n.nspname
         WHERE n.nspname = 'public' AND c.relkind = 'r'
-          AND c.relname NOT IN ('alembic_version', 'embedding_switches', 'embedding_versions',
-                                'workers')""")
+          AND c.relname NOT IN ('alembic_version', 'embedding_backlog_lease',
+                                'embedding_switches', 'embedding_versions', 'workers')""")
     permissive = {policy for policy in policies if policy[5] == "PERMISSIVE"}
     assert {(table, forced, name, command) for table, forced, name, command, *_ in permissive} \
         == {(table, True, "tenant_isolation", "ALL") for table, *_ in policies}

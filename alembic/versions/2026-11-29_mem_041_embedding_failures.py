@@ -42,7 +42,7 @@ def upgrade() -> None:
     enable_tenant_rls(op, "embedding_failures")
     op.create_table(
         "embedding_backlog_lease",
-        sa.Column("id", sa.SmallInteger(), primary_key=True),
+        sa.Column("id", sa.SmallInteger(), primary_key=True, autoincrement=False),
         sa.Column("holder", sa.Text(), nullable=False),
         sa.Column("until", sa.DateTime(timezone=True), nullable=False),
         sa.CheckConstraint("id = 1", name="ck_embedding_backlog_lease_one_row"),

@@ -27,6 +27,6 @@ class EmbeddingBacklogLease(Base):
 
     __tablename__ = "embedding_backlog_lease"
 
-    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
     holder: Mapped[str] = mapped_column(Text, nullable=False)
     until: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

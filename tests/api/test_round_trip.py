@@ -19,6 +19,7 @@ NOT_EXPORTED = {
     "jobs": "the work queue, not data",
     "memory_events": "the service's record of what happened, kept as tombstones on erasure",
     "passages": "made again from the content on import",
+    "embedding_failures": "the backlog's memories set aside: embedded anew on import",
     "keyword_postings": "made again from the content on import",
     "keyword_terms": "made again from the content on import",
     "keyword_corpus": "made again from the content on import",
