@@ -1,6 +1,7 @@
 """What one episode write costs for English text and for text written without spaces (real
 Chinese, and synthetic CJK with about one new character pair per character), at growing
-sizes, and what one long query costs in each.
+sizes, and what one long query costs in each; beside each write, its floor: the model alone
+on the texts the service embeds for it (the text and its passages), in this process.
 
 Against a running server (see bench/README.md). Each size is stored `--repeat` times as one
 `POST /v1/episodes` of its own butler, the three kinds in turns; the table gives the median
@@ -16,6 +17,7 @@ import random
 import statistics
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -62,6 +64,28 @@ async def timed(http: httpx.AsyncClient, path: str, body: dict[str, object]) -> 
     return elapsed
 
 
+def model_floor() -> Callable[[str], Awaitable[float]]:
+    """Seconds the packaged model (built from the same settings as the server's) takes on a
+    text and its passages, as a write embeds them."""
+    from app.config import Settings
+    from app.embedding import get_embedder
+    from app.text import split_passages
+
+    settings = Settings()
+    embedder = get_embedder(settings)
+    embedder.load()
+
+    async def seconds(text: str) -> float:
+        texts = [text, *(text[start:end] for start, end in split_passages(
+            text, size=settings.embedding_passage_chars,
+            overlap=settings.embedding_passage_overlap))]
+        began = time.perf_counter()
+        await embedder.aembed_batch(texts, tenant_id="floor")
+        return time.perf_counter() - began
+
+    return seconds
+
+
 async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     paragraphs, _ = paragraphs_and_questions(Path(args.xquad) / "xquad.zh.json")
@@ -71,25 +95,33 @@ async def run(args: argparse.Namespace) -> None:
     butler = f"cjk-{uuid.uuid4().hex[:6]}"
     sizes = [size for size in SIZES if size <= args.max_chars]
     taken: dict[tuple[str, int], list[float]] = {}
+    floor: dict[tuple[str, int], list[float]] = {}
+    model = model_floor() if args.floor else None
     async with httpx.AsyncClient(base_url=args.base_url, timeout=args.timeout) as http:
         await timed(http, "/v1/episodes", {"content": "warm up", "butler": butler})
         for size in sizes:
             for _ in range(args.repeat):
                 for kind, make in kinds.items():
+                    text = make(size)
                     taken.setdefault((kind, size), []).append(await timed(
-                        http, "/v1/episodes", {"content": make(size), "butler": butler}))
+                        http, "/v1/episodes", {"content": text, "butler": butler}))
+                    if model is not None:
+                        floor.setdefault((kind, size), []).append(await model(text))
         queries: dict[str, list[float]] = {}
         for _ in range(args.queries):
             for kind, make in kinds.items():
                 queries.setdefault(kind, []).append(await timed(
                     http, "/v1/search", {"query": make(args.query_chars), "scope": butler,
                                          "limit": 10}))
-    print(f"\none POST /v1/episodes, median of {args.repeat}, seconds\n")
+    print(f"\none POST /v1/episodes, median of {args.repeat}, seconds"
+          + (" (floor: the model alone on its text and passages)" if floor else "") + "\n")
     print("| characters | " + " | ".join(kinds) + " |")
     print("|---|" + "---|" * len(kinds))
     for size in sizes:
         print(f"| {size:,} | " + " | ".join(
-            f"{statistics.median(taken[(kind, size)]):.2f}" for kind in kinds) + " |")
+            f"{statistics.median(taken[(kind, size)]):.2f}"
+            + (f" (floor {statistics.median(floor[(kind, size)]):.2f})" if floor else "")
+            for kind in kinds) + " |")
     print(f"\none POST /v1/search of {args.query_chars:,} characters, median of "
           f"{args.queries}, seconds\n")
     print("| " + " | ".join(kinds) + " |\n|" + "---|" * len(kinds))
@@ -107,6 +139,8 @@ def main() -> None:
     parser.add_argument("--query-chars", type=int, default=4_000)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--floor", action="store_true",
+                        help="time the model alone on each write's texts, in this process")
     asyncio.run(run(parser.parse_args()))
 
 
