@@ -146,13 +146,8 @@ class RemoteBackend:
         """Vectors of shape (len(texts), dimensions), `batch_size` texts a request. An outage
         met by a `live` call (not background work) marks the endpoint failed, from its first
         failed attempt on."""
-        try:
-            parts = [self._call(texts[start:start + self._endpoint.batch_size], live=live)
-                     for start in range(0, len(texts), self._endpoint.batch_size)]
-        except RemoteEmbeddingError as error:
-            if live and error.outage:
-                self.mark_failed()
-            raise
+        parts = [self._call(texts[start:start + self._endpoint.batch_size], live=live)
+                 for start in range(0, len(texts), self._endpoint.batch_size)]
         vectors = np.concatenate(parts) if parts else np.empty((0, self.dimensions), np.float32)
         if vectors.shape[1] != self.dimensions:
             raise RemoteEmbeddingError(
@@ -181,12 +176,16 @@ class RemoteBackend:
                     return vectors
                 text = body[:MAX_ERROR_BODY].decode(errors="replace")
                 last_error = f"HTTP {status}: {text}"
+                if status in TEXT_REFUSALS:
+                    kind = "refused"
+                    break
                 if status not in RETRYABLE_STATUSES:
-                    kind = "refused" if status in TEXT_REFUSALS else "outage"
+                    if live:
+                        self.mark_failed()
                     break
                 asked = retry_after(headers.get("retry-after"))
                 wait = asked if asked is not None else wait
-            if live and kind == "outage":
+            if live:
                 self.mark_failed()
             if attempt < self._endpoint.max_attempts:
                 wait = min(wait, self._endpoint.max_wait_seconds)

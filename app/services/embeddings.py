@@ -138,7 +138,7 @@ async def _embed_next(model: Embedder, made: Made) -> None:
         logger.warning("%d text(s) of tenant %s stored without the vectors of %r, the model "
                        "the store switches to, made by the switch later: %s",
                        len(made.texts), made.tenant_id, model.model_name,
-                       error or "the embeddings endpoint is slow")
+                       str(error) or "the embeddings endpoint is slow")
         made.skipped.add(model)
 
 

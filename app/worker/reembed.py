@@ -229,14 +229,14 @@ class EmbeddingBacklog:
             counts = await embed_backlog(self._sessionmaker, self._embedder,
                                          holder=self.holder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
-            await self._release()
             self._passes.seconds = min(self.wait * 2,
                                        max(self.seconds, MAX_BACKLOG_WAIT_SECONDS))
             self._failed_at = time.monotonic()
             logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
                            error)
             return None
-        await self._release()
+        finally:
+            await self._release()
         self._passes.seconds = self.seconds
         self._failed_at = None
         if any(counts.values()):
