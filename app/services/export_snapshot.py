@@ -14,13 +14,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.config import ExportSettings
-from app.errors import TooManyRequests, Unavailable
+from app.errors import TooManyRequests, Unavailable, is_statement_timeout
 from app.services import butler_limits
 from app.services.portability import export_lines
 
 CHUNK_BYTES = 64 * 1024
 RETRY_AFTER_SECONDS = 10
-QUERY_CANCELED = "57014"
 
 
 class ExportSlots:
@@ -123,7 +122,7 @@ async def _spool(sessionmaker: async_sessionmaker[AsyncSession], tenant_id: str,
                 spool.write(line)
                 size += len(line)
     except DBAPIError as exc:
-        if getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED:
+        if is_statement_timeout(exc):
             raise _SnapshotCanceled from exc
         raise
     return size
