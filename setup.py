@@ -22,8 +22,9 @@ class BuildPyWithMigrations(build_py):
             return
         target = Path(self.build_lib) / "app" / "_alembic"
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(MIGRATIONS_SOURCE, target,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            MIGRATIONS_SOURCE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
 
 
 setup(cmdclass={"build_py": BuildPyWithMigrations})

@@ -19,8 +19,9 @@ target_metadata = Base.metadata
 
 def _run(connection: Connection) -> None:
     # A transaction per revision: one that builds an index CONCURRENTLY commits those before it.
-    context.configure(connection=connection, target_metadata=target_metadata,
-                      transaction_per_migration=True)
+    context.configure(
+        connection=connection, target_metadata=target_metadata, transaction_per_migration=True
+    )
     with context.begin_transaction():
         context.run_migrations()
 

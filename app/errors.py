@@ -52,8 +52,9 @@ class DomainError(Exception):
         cls.status_code = status_code
         cls.title = title
 
-    def __init__(self, detail: str, *, field: str | None = None,
-                 retry_after: int | None = None) -> None:
+    def __init__(
+        self, detail: str, *, field: str | None = None, retry_after: int | None = None
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.field = field
@@ -126,8 +127,10 @@ class Problem(BaseModel):
     status: int
     detail: str | None = None
     instance: str | None = None
-    request_id: str | None = Field(None, description="The request's X-Request-ID (echoed or "
-                                                     "generated); the server log carries it.")
+    request_id: str | None = Field(
+        None,
+        description="The request's X-Request-ID (echoed or generated); the server log carries it.",
+    )
     errors: list[ProblemError] | None = None
 
 
@@ -152,16 +155,19 @@ def is_connection_failure(exc: BaseException) -> bool:
         if isinstance(current, _CONNECTION_FAILURES):
             return True
         orig = getattr(current, "orig", None)
-        current = orig if isinstance(orig, BaseException) else (
-            current.__cause__ or current.__context__)
+        current = (
+            orig if isinstance(orig, BaseException) else (current.__cause__ or current.__context__)
+        )
     return False
 
 
 # PostgreSQL's query_canceled: a statement timeout, or an operator's pg_cancel_backend.
 QUERY_CANCELED = "57014"
-STATEMENT_TIMEOUT = ("A database statement of this request ran past the statement timeout "
-                     "(db_statement_timeout_seconds) and was cancelled; nothing was changed. "
-                     "Retry later, or send less at once.")
+STATEMENT_TIMEOUT = (
+    "A database statement of this request ran past the statement timeout "
+    "(db_statement_timeout_seconds) and was cancelled; nothing was changed. "
+    "Retry later, or send less at once."
+)
 
 
 def is_statement_timeout(exc: BaseException) -> bool:
@@ -170,40 +176,78 @@ def is_statement_timeout(exc: BaseException) -> bool:
     return getattr(orig, "sqlstate", None) == QUERY_CANCELED
 
 
-def problem_body(status: int, title: str, detail: str | None, path: str,
-                 request_id: str | None, **extra: Any) -> dict[str, Any]:
+def problem_body(
+    status: int, title: str, detail: str | None, path: str, request_id: str | None, **extra: Any
+) -> dict[str, Any]:
     """The problem document as a dict."""
-    return {"type": "about:blank", "title": title, "status": status, "detail": detail,
-            "instance": path, "request_id": request_id, **extra}
+    return {
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": path,
+        "request_id": request_id,
+        **extra,
+    }
 
 
-def unexpected_problem(exc: BaseException, path: str,
-                       request_id: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+def unexpected_problem(
+    exc: BaseException, path: str, request_id: str | None
+) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Log an error nothing else handled; 503 + Retry-After for a database outage or a
     statement cancelled at the request's statement timeout, else 500."""
     if is_statement_timeout(exc):
-        logger.warning("statement cancelled at its timeout (request_id=%s): %s", request_id,
-                       getattr(exc, "orig", exc))
-        return 503, problem_body(503, "Statement timeout", STATEMENT_TIMEOUT, path,
-                                 request_id), {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        logger.warning(
+            "statement cancelled at its timeout (request_id=%s): %s",
+            request_id,
+            getattr(exc, "orig", exc),
+        )
+        return (
+            503,
+            problem_body(503, "Statement timeout", STATEMENT_TIMEOUT, path, request_id),
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if is_connection_failure(exc):
-        logger.error("database unreachable (request_id=%s): %s: %s", request_id,
-                     type(exc).__name__, exc)
-        return 503, problem_body(503, "Database unavailable",
-                                 "The database cannot be reached; retry later.", path,
-                                 request_id), {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        logger.error(
+            "database unreachable (request_id=%s): %s: %s", request_id, type(exc).__name__, exc
+        )
+        return (
+            503,
+            problem_body(
+                503,
+                "Database unavailable",
+                "The database cannot be reached; retry later.",
+                path,
+                request_id,
+            ),
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     logger.error("unhandled error (request_id=%s)", request_id, exc_info=exc)
-    return 500, problem_body(500, "Internal error",
-                             f"An unexpected error occurred (request id {request_id}).", path,
-                             request_id), {}
+    return (
+        500,
+        problem_body(
+            500,
+            "Internal error",
+            f"An unexpected error occurred (request id {request_id}).",
+            path,
+            request_id,
+        ),
+        {},
+    )
 
 
 def problem_response(
     status: int, title: str, detail: str | None, request: Request, **extra: Any
 ) -> JSONResponse:
     """Render a problem document."""
-    body = problem_body(status, title, detail, request.url.path,
-                        request.scope.get("state", {}).get("request_id"), **extra)
+    body = problem_body(
+        status,
+        title,
+        detail,
+        request.url.path,
+        request.scope.get("state", {}).get("request_id"),
+        **extra,
+    )
     return JSONResponse(jsonable_encoder(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE)
 
 
@@ -237,18 +281,23 @@ def add_exception_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"field": _field_name(err.get("loc", ())), "message": err.get("msg", ""),
-             "type": err.get("type")}
+            {
+                "field": _field_name(err.get("loc", ())),
+                "message": err.get("msg", ""),
+                "type": err.get("type"),
+            }
             for err in exc.errors()
         ]
         fields = ", ".join(sorted({e["field"] for e in errors})) or "request"
-        return problem_response(422, "Invalid input", f"Invalid value for: {fields}", request,
-                                errors=errors)
+        return problem_response(
+            422, "Invalid input", f"Invalid value for: {fields}", request, errors=errors
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = problem_response(exc.status_code, _title(exc.status_code), str(exc.detail),
-                                    request)
+        response = problem_response(
+            exc.status_code, _title(exc.status_code), str(exc.detail), request
+        )
         if exc.headers:
             response.headers.update(exc.headers)
         if exc.status_code == 405:
@@ -258,19 +307,24 @@ def add_exception_handlers(app: FastAPI) -> None:
     @app.exception_handler(IntegrityError)
     async def _integrity(request: Request, exc: IntegrityError) -> JSONResponse:
         logger.info("integrity error: %s", exc.orig)
-        return problem_response(409, "Conflict", "The change conflicts with stored data.",
-                                request)
+        return problem_response(409, "Conflict", "The change conflicts with stored data.", request)
 
     @app.exception_handler(DataError)
     async def _data(request: Request, exc: DataError) -> JSONResponse:
         logger.info("rejected value: %s", exc.orig)
-        return problem_response(422, "Invalid input", "A value is out of range for storage.",
-                                request)
+        return problem_response(
+            422, "Invalid input", "A value is out of range for storage.", request
+        )
 
     @app.exception_handler(RecursionError)
     async def _too_deep(request: Request, exc: RecursionError) -> JSONResponse:
-        return problem_response(422, "Invalid input", "The JSON body is nested too deeply.",
-                                request, errors=[{"field": "body", "message": "nested too deeply"}])
+        return problem_response(
+            422,
+            "Invalid input",
+            "The JSON body is nested too deeply.",
+            request,
+            errors=[{"field": "body", "message": "nested too deeply"}],
+        )
 
     @app.exception_handler(DBAPIError)
     async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
@@ -295,10 +349,12 @@ def is_row_policy_refusal(exc: BaseException) -> bool:
 
 
 def _unexpected_response(request: Request, exc: BaseException) -> JSONResponse:
-    status, body, headers = unexpected_problem(exc, request.url.path,
-                                               request.scope.get("state", {}).get("request_id"))
-    return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers,
-                        media_type=PROBLEM_MEDIA_TYPE)
+    status, body, headers = unexpected_problem(
+        exc, request.url.path, request.scope.get("state", {}).get("request_id")
+    )
+    return JSONResponse(
+        jsonable_encoder(body), status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE
+    )
 
 
 def _allowed_methods(request: Request) -> list[str]:

@@ -58,14 +58,25 @@ class LoopbackHostMiddleware(HttpMiddleware):
         path = scope.get("path", "")
         host = headers.get(b"host", b"").decode("latin-1")
         if not is_loopback(host_name(host)):
-            await send_problem(send, 421, "Misdirected request",
-                               "authentication is disabled, so only requests to localhost, "
-                               "127.0.0.1 or [::1] are served", path, "Host")
+            await send_problem(
+                send,
+                421,
+                "Misdirected request",
+                "authentication is disabled, so only requests to localhost, "
+                "127.0.0.1 or [::1] are served",
+                path,
+                "Host",
+            )
             return
         origin = headers.get(b"origin")
         if origin is not None and not is_loopback_origin(origin.decode("latin-1")):
-            await send_problem(send, 403, "Forbidden",
-                               "authentication is disabled, so pages of other origins may "
-                               "not call this service", path, "Origin")
+            await send_problem(
+                send,
+                403,
+                "Forbidden",
+                "authentication is disabled, so pages of other origins may not call this service",
+                path,
+                "Origin",
+            )
             return
         await self.app(scope, receive, send)

@@ -20,12 +20,36 @@ SIMPLE_CONFIG = "simple"
 # ISO 639-1 code -> the PostgreSQL text search configuration (with a Snowball stemmer and stop
 # words) of that language, as PostgreSQL 18 ships them. Other languages are read `simple`.
 STEMMED = {
-    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "da": "danish",
-    "nl": "dutch", "en": "english", "et": "estonian", "fi": "finnish", "fr": "french",
-    "de": "german", "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian",
-    "ga": "irish", "it": "italian", "lt": "lithuanian", "ne": "nepali", "no": "norwegian",
-    "nb": "norwegian", "nn": "norwegian", "pt": "portuguese", "ro": "romanian", "ru": "russian",
-    "sr": "serbian", "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish",
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
     "yi": "yiddish",
 }
 CONFIGS = frozenset({DEFAULT_CONFIG, SIMPLE_CONFIG, *STEMMED.values()})
@@ -83,16 +107,20 @@ class KeywordQuery(NamedTuple):
     configs: tuple[str, ...]
 
 
-_UNSPACED_RUN = re.compile("[" + "".join(f"{chr(first)}-{chr(last)}"
-                                          for first, last in _UNSPACED_BLOCKS) + "]+")
+_UNSPACED_RUN = re.compile(
+    "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _UNSPACED_BLOCKS) + "]+"
+)
 
 
 def _clusters(run: str) -> list[str]:
     """A run of characters cut before each character that is no combining mark (and before
     the first), so each character keeps its marks; each piece is sliced once, so the time is
     linear in the run's length however many marks follow one character."""
-    starts = [index for index, char in enumerate(run)
-              if index == 0 or not unicodedata.category(char).startswith("M")]
+    starts = [
+        index
+        for index, char in enumerate(run)
+        if index == 0 or not unicodedata.category(char).startswith("M")
+    ]
     return [run[start:end] for start, end in zip(starts, [*starts[1:], len(run)], strict=True)]
 
 
@@ -141,10 +169,45 @@ def detect(text: str, confidence: float = MIN_CONFIDENCE) -> str | None:
 
 # Languages written in a script other than Latin: a query mostly in such a script is in one
 # of them, whatever its detected language.
-NON_LATIN = frozenset({
-    "am", "ar", "be", "bg", "bn", "el", "fa", "gu", "he", "hi", "hy", "ja", "ka", "kk", "km",
-    "kn", "ko", "lo", "mk", "ml", "mn", "mr", "my", "ne", "pa", "ru", "si", "sr", "ta", "te",
-    "th", "uk", "ur", "yi", "zh"})
+NON_LATIN = frozenset(
+    {
+        "am",
+        "ar",
+        "be",
+        "bg",
+        "bn",
+        "el",
+        "fa",
+        "gu",
+        "he",
+        "hi",
+        "hy",
+        "ja",
+        "ka",
+        "kk",
+        "km",
+        "kn",
+        "ko",
+        "lo",
+        "mk",
+        "ml",
+        "mn",
+        "mr",
+        "my",
+        "ne",
+        "pa",
+        "ru",
+        "si",
+        "sr",
+        "ta",
+        "te",
+        "th",
+        "uk",
+        "ur",
+        "yi",
+        "zh",
+    }
+)
 # Below this confidence a query's detected language does not outweigh the model's own.
 FOREIGN_CONFIDENCE = 0.7
 
@@ -229,5 +292,5 @@ def first_words(text: str, limit: int) -> str:
     for word in _WORD.finditer(text):
         seen.add(word.group().lower())
         if len(seen) == limit:
-            return text[:word.end()]
+            return text[: word.end()]
     return text

@@ -42,8 +42,9 @@ def configure_logging(log_format: LogFormat, level: int | str = logging.INFO) ->
     """One handler on stderr for every logger, uvicorn's included, in the chosen format."""
     handler = logging.StreamHandler()
     handler.addFilter(RequestIdFilter())
-    handler.setFormatter(JsonFormatter() if log_format == "json"
-                         else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(
+        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    )
     # A no-op when logging is already set up (as under pytest).
     logging.basicConfig(level=level, handlers=[handler])
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):

@@ -69,18 +69,26 @@ sees another's memories. Errors are RFC 9457 `application/problem+json` document
 
 V1_RESPONSES: dict[int | str, dict[str, Any]] = {
     **problem_responses(400, 401),
-    403: {**problem_responses(403)[403],
-          "description": "The API key is read-only (`engram keys create --read-only`) and "
-                         "the operation changes data, or it is limited to butlers "
-                         "(`--butlers`) and the operation writes for another butler or the "
-                         "global scope, changes a run, or works on every butler"},
-    429: {**problem_responses(429)[429],
-          "description": "Too many requests or request bytes in flight for this API key "
-                         "(for a key this process has not yet found live, or none, from "
-                         "this client address); retry after the seconds in the Retry-After "
-                         "header",
-          "headers": {"Retry-After": {"description": "Seconds to wait before retrying",
-                                      "schema": {"type": "integer"}}}},
+    403: {
+        **problem_responses(403)[403],
+        "description": "The API key is read-only (`engram keys create --read-only`) and "
+        "the operation changes data, or it is limited to butlers "
+        "(`--butlers`) and the operation writes for another butler or the "
+        "global scope, changes a run, or works on every butler",
+    },
+    429: {
+        **problem_responses(429)[429],
+        "description": "Too many requests or request bytes in flight for this API key "
+        "(for a key this process has not yet found live, or none, from "
+        "this client address); retry after the seconds in the Retry-After "
+        "header",
+        "headers": {
+            "Retry-After": {
+                "description": "Seconds to wait before retrying",
+                "schema": {"type": "integer"},
+            }
+        },
+    },
 }
 
 
@@ -103,9 +111,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if await migrations.is_at_head(owner_engine):
         await migrations.restore_leakproof_marks(owner_engine)
     connection = await app_connection(settings, owner_engine, owner_url)
-    db_engine = create_engine(connection.url, pool_size=settings.db_pool_size,
-                              max_overflow=settings.db_max_overflow, role=connection.role,
-                              statement_cache_size=settings.db_statement_cache_size)
+    db_engine = create_engine(
+        connection.url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        role=connection.role,
+        statement_cache_size=settings.db_statement_cache_size,
+    )
     await check_app_role(db_engine)
     await refuse_public_binding_without_keys(settings, db_engine)
     embedder = get_embedder(settings)
@@ -117,19 +129,23 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(reranker.load)
         log_phase(f"reranker ({settings.reranker.kind}) ready", phase)
     if await embedding_store.fit_to_model(make_sessionmaker(owner_engine), embedder):
-        log_phase(f"embedding columns given the model's {embedder.dimensions} dimensions",
-                  phase)
+        log_phase(f"embedding columns given the model's {embedder.dimensions} dimensions", phase)
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
     app.state.replicas = build_replicas(
-        settings.replica_database_urls, settings.replicas, primary=db_engine,
-        role=connection.role, pool_size=settings.db_pool_size,
+        settings.replica_database_urls,
+        settings.replicas,
+        primary=db_engine,
+        role=connection.role,
+        pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
-        statement_cache_size=settings.db_statement_cache_size)
+        statement_cache_size=settings.db_statement_cache_size,
+    )
     await app.state.replicas.start()
-    app.state.references = ReferenceQueue(app.state.sessionmaker,
-                                          settings.replicas.reference_flush_seconds)
+    app.state.references = ReferenceQueue(
+        app.state.sessionmaker, settings.replicas.reference_flush_seconds
+    )
     if app.state.replicas.configured:
         app.state.references.start()
     app.state.embedder = embedder
@@ -138,17 +154,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
     background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
     background.start()
-    backlog = EmbeddingBacklog(app.state.sessionmaker, embedder,
-                               settings.embedding_backlog_seconds)
+    backlog = EmbeddingBacklog(app.state.sessionmaker, embedder, settings.embedding_backlog_seconds)
     if embedder.backend_name == "openai":
         # Only a remote model leaves memories without vectors (services/embeddings).
         metrics.watch_embedding_backlog(app, partial(unembedded_count, app.state.sessionmaker))
         backlog.start()
     if settings.llm.base_url is None:
-        logger.warning("CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
-                       "never turned into facts or rules, and cleanup deletes expired "
-                       "episodes unconsolidated once unconsolidated_grace_days "
-                       f"({settings.unconsolidated_grace_days:g}) have passed.")
+        logger.warning(
+            "CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
+            "never turned into facts or rules, and cleanup deletes expired "
+            "episodes unconsolidated once unconsolidated_grace_days "
+            f"({settings.unconsolidated_grace_days:g}) have passed."
+        )
     supervisor = EmbeddedSupervisor.start_for(settings)
     log_phase("engram ready", started)
     try:
@@ -183,9 +200,12 @@ def refuse_unsafe_binding(settings: Settings) -> None:
             f"authentication is disabled but the service would listen on {settings.host}; "
             "disable authentication only on a loopback address (127.0.0.1, ::1, localhost)"
         )
-    logger.warning("AUTHENTICATION IS DISABLED: every request is served as tenant %r. "
-                   "Use this only on this machine (listening on %s).",
-                   settings.default_tenant, settings.host)
+    logger.warning(
+        "AUTHENTICATION IS DISABLED: every request is served as tenant %r. "
+        "Use this only on this machine (listening on %s).",
+        settings.default_tenant,
+        settings.host,
+    )
 
 
 async def refuse_public_binding_without_keys(settings: Settings, db_engine: AsyncEngine) -> None:
@@ -239,14 +259,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The key cache tells the limits which keys were found live.
     app.state.tenant_cache = api_keys.TenantCache(settings.api_key_cache_seconds)
     app.state.caller_limits = CallerLimits(settings.limits)
+
     async def live_key(secret: str) -> bool:
-        owner = await api_keys.resolve_key(app.state.sessionmaker, app.state.tenant_cache,
-                                           secret)
+        owner = await api_keys.resolve_key(app.state.sessionmaker, app.state.tenant_cache, secret)
         return owner is not None
 
-    app.add_middleware(RateLimitMiddleware, limits=app.state.caller_limits,
-                       known_key=app.state.tenant_cache.knows,
-                       auth_disabled=settings.auth_disabled, live_key=live_key)
+    app.add_middleware(
+        RateLimitMiddleware,
+        limits=app.state.caller_limits,
+        known_key=app.state.tenant_cache.knows,
+        auth_disabled=settings.auth_disabled,
+        live_key=live_key,
+    )
     if settings.auth_disabled:
         app.add_middleware(LoopbackHostMiddleware)
     app.add_middleware(metrics.MetricsMiddleware)
@@ -265,7 +289,8 @@ def document_configured_limits(app: FastAPI, settings: Settings) -> None:
         if app.openapi_schema is None:
             schemas = build()["components"]["schemas"]
             schemas["EpisodeBatchCreate"]["properties"]["items"]["maxItems"] = (
-                settings.max_batch_size)
+                settings.max_batch_size
+            )
         return app.openapi_schema or build()
 
     app.openapi = openapi  # type: ignore[method-assign]

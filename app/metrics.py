@@ -21,35 +21,50 @@ logger = logging.getLogger(__name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
-REQUESTS = Counter("engram_http_requests_total", "HTTP requests answered.",
-                   ["method", "route", "status"])
-REQUEST_SECONDS = Histogram("engram_http_request_duration_seconds",
-                            "Time to answer an HTTP request.", ["method", "route"],
-                            buckets=LATENCY_BUCKETS)
+REQUESTS = Counter(
+    "engram_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]
+)
+REQUEST_SECONDS = Histogram(
+    "engram_http_request_duration_seconds",
+    "Time to answer an HTTP request.",
+    ["method", "route"],
+    buckets=LATENCY_BUCKETS,
+)
 MODEL_QUEUE = Gauge("engram_model_queue_chunks", "Model calls waiting in the embedding queue.")
-MODEL_WAIT_SECONDS = Histogram("engram_model_wait_seconds",
-                               "Time an embedding request waited for and ran on the model.",
-                               buckets=LATENCY_BUCKETS)
-POOL_IN_USE = Gauge("engram_db_pool_connections_in_use",
-                    "Database connections checked out of the request pool.")
+MODEL_WAIT_SECONDS = Histogram(
+    "engram_model_wait_seconds",
+    "Time an embedding request waited for and ran on the model.",
+    buckets=LATENCY_BUCKETS,
+)
+POOL_IN_USE = Gauge(
+    "engram_db_pool_connections_in_use", "Database connections checked out of the request pool."
+)
 POOL_SIZE = Gauge("engram_db_pool_size", "Connections the request pool keeps open.")
 JOBS = Counter("engram_jobs_total", "Background jobs finished.", ["kind", "status"])
 CONSOLIDATION_BACKLOG = Gauge(
     "engram_episodes_awaiting_consolidation",
     "Episodes of every tenant not consolidated yet (nor forgotten), by consolidation status: "
-    "pending, or failed (retried after a backoff).", ["status"])
+    "pending, or failed (retried after a backoff).",
+    ["status"],
+)
 EMBEDDINGS_DEFERRED = Counter(
     "engram_embeddings_deferred_total",
     "Memories stored without vectors because the remote embedding model failed or was slow; "
-    "the embedding backlog embeds them later.")
+    "the embedding backlog embeds them later.",
+)
 EMBEDDING_BACKLOG = Gauge(
     "engram_embedding_backlog",
-    "Memories of every tenant stored without vectors, waiting for the embedding backlog.")
+    "Memories of every tenant stored without vectors, waiting for the embedding backlog.",
+)
 # The backlog's counts are read from the database when scraped, for at most this long.
 BACKLOG_READ_SECONDS = 5.0
 BacklogReader = Callable[[], Awaitable[dict[str, int]]]
-JOB_SECONDS = Histogram("engram_job_duration_seconds", "Time a background job ran.", ["kind"],
-                        buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600))
+JOB_SECONDS = Histogram(
+    "engram_job_duration_seconds",
+    "Time a background job ran.",
+    ["kind"],
+    buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600),
+)
 
 
 # Any other method is labelled "other", so no caller can add label series.
@@ -80,8 +95,7 @@ class MetricsMiddleware(HttpMiddleware):
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = method_label(scope["method"])
             REQUESTS.labels(method, route, str(status)).inc()
-            REQUEST_SECONDS.labels(method, route).observe(
-                time.perf_counter() - started)
+            REQUEST_SECONDS.labels(method, route).observe(time.perf_counter() - started)
 
 
 def watch(*, embedder: Any, engine: Any) -> None:

@@ -45,10 +45,17 @@ class RequestIdMiddleware(HttpMiddleware):
                 raise
             status, body, headers = unexpected_problem(exc, scope.get("path", ""), request_id)
             encoded = json.dumps(body).encode()
-            await send_with_id({"type": "http.response.start", "status": status, "headers": [
-                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                (b"content-length", str(len(encoded)).encode()),
-                *((k.lower().encode(), v.encode()) for k, v in headers.items())]})
+            await send_with_id(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                        (b"content-length", str(len(encoded)).encode()),
+                        *((k.lower().encode(), v.encode()) for k, v in headers.items()),
+                    ],
+                }
+            )
             await send_with_id({"type": "http.response.body", "body": encoded})
         finally:
             current_request_id.reset(token)
@@ -58,15 +65,38 @@ class BodyTooLarge(Exception):
     """The request body passed the configured limit while it was being read."""
 
 
-async def send_problem(send: Send, status: int, title: str, detail: str, path: str,
-                       field: str, *, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def send_problem(
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    path: str,
+    field: str,
+    *,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     """Answer with an RFC 9457 problem naming `field`, before the app has run."""
-    body = json.dumps({"type": "about:blank", "title": title, "status": status,
-                       "detail": detail, "instance": path,
-                       "errors": [{"field": field, "message": detail}]}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    body = json.dumps(
+        {
+            "type": "about:blank",
+            "title": title,
+            "status": status,
+            "detail": detail,
+            "instance": path,
+            "errors": [{"field": field, "message": detail}],
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -88,28 +118,45 @@ class InputGuardMiddleware(HttpMiddleware):
         path = scope.get("path", "")
         query = scope.get("query_string", b"")
         if b"%00" in query.lower() or "\x00" in path:
-            await send_problem(send, 422, "Invalid input", "NUL characters are not allowed",
-                                path, "query")
+            await send_problem(
+                send, 422, "Invalid input", "NUL characters are not allowed", path, "query"
+            )
             return
         declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await send_problem(send, 413, "Request body too large",
-                                f"the body is limited to {self.max_body_bytes} bytes",
-                                path, "body")
+            await send_problem(
+                send,
+                413,
+                "Request body too large",
+                f"the body is limited to {self.max_body_bytes} bytes",
+                path,
+                "body",
+            )
             return
         if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
             return
         if media_type(scope) in FORM_MEDIA_TYPES and not path.startswith(FORM_PATHS):
-            await send_problem(send, 415, "Unsupported media type",
-                                "send the body as application/json", path, "Content-Type")
+            await send_problem(
+                send,
+                415,
+                "Unsupported media type",
+                "send the body as application/json",
+                path,
+                "Content-Type",
+            )
             return
         try:
             body = await self._read_body(receive)
         except BodyTooLarge:
-            await send_problem(send, 413, "Request body too large",
-                                f"the body is limited to {self.max_body_bytes} bytes",
-                                path, "body")
+            await send_problem(
+                send,
+                413,
+                "Request body too large",
+                f"the body is limited to {self.max_body_bytes} bytes",
+                path,
+                "body",
+            )
             return
         size = len(body)
         await self.app(scope, _replay(body, receive), send)

@@ -30,10 +30,15 @@ LOCK_POLL_SECONDS = 0.25
 # security a condition on them may use an index: entity name and alias lookups, metadata and
 # tags containment filters. Only a superuser may mark them; the mark lives in the database's
 # catalog, so a pg_upgrade or a dump restored into a new cluster loses it.
-LEAKPROOF_FUNCTIONS = ("pg_catalog.lower(text)", "pg_catalog.arraycontains(anyarray, anyarray)",
-                       "pg_catalog.jsonb_contains(jsonb, jsonb)", "engram_lower_aliases(text[])",
-                       "engram_trigrams(text)", "similarity_op(text, text)",
-                       "word_similarity_commutator_op(text, text)")
+LEAKPROOF_FUNCTIONS = (
+    "pg_catalog.lower(text)",
+    "pg_catalog.arraycontains(anyarray, anyarray)",
+    "pg_catalog.jsonb_contains(jsonb, jsonb)",
+    "engram_lower_aliases(text[])",
+    "engram_trigrams(text)",
+    "similarity_op(text, text)",
+    "word_similarity_commutator_op(text, text)",
+)
 UNMARKED_SQL = text("""
     SELECT signature FROM unnest(CAST(:signatures AS text[])) AS signature
     JOIN pg_proc ON pg_proc.oid = to_regprocedure(signature)
@@ -48,7 +53,8 @@ def script_location() -> Path:
         if (candidate / "env.py").is_file():
             return candidate
     raise FileNotFoundError(
-        f"no Alembic revisions in {PACKAGED_ALEMBIC_DIR} or {SOURCE_ALEMBIC_DIR}")
+        f"no Alembic revisions in {PACKAGED_ALEMBIC_DIR} or {SOURCE_ALEMBIC_DIR}"
+    )
 
 
 def alembic_config() -> Config:
@@ -83,24 +89,29 @@ async def restore_leakproof_marks(engine: AsyncEngine) -> list[str]:
     """Mark LEAKPROOF again the functions the revisions marked, where the mark was lost; the
     signatures still unmarked (the role is not a superuser), each named in a warning."""
     async with engine.begin() as conn:
-        unmarked = list((await conn.execute(
-            UNMARKED_SQL, {"signatures": list(LEAKPROOF_FUNCTIONS)})).scalars())
+        unmarked = list(
+            (await conn.execute(UNMARKED_SQL, {"signatures": list(LEAKPROOF_FUNCTIONS)})).scalars()
+        )
         if not unmarked:
             return []
-        superuser = (await conn.execute(text(
-            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))).scalar_one()
+        superuser = (
+            await conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))
+        ).scalar_one()
         if superuser:
             for signature in unmarked:
                 await conn.execute(text(f"ALTER FUNCTION {signature} LEAKPROOF"))
-            logger.info("marked LEAKPROOF again (lost, as after a pg_upgrade or a restore): %s",
-                        ", ".join(unmarked))
+            logger.info(
+                "marked LEAKPROOF again (lost, as after a pg_upgrade or a restore): %s",
+                ", ".join(unmarked),
+            )
             return []
     logger.warning(
         "not a superuser: %s not LEAKPROOF, so under row-level security entity name and alias "
         "lookups and metadata or tags filters read every row of the tenant instead of using "
         "their indexes (correct, only slower). A superuser can mark them by starting Engram "
         "once as the owner, or with ALTER FUNCTION ... LEAKPROOF (docs/operations.md).",
-        ", ".join(unmarked))
+        ", ".join(unmarked),
+    )
     return unmarked
 
 
@@ -133,20 +144,25 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
     # index CONCURRENTLY between two (`autocommit_block`): the lock and the setting are the
     # session's, dropped before the connection goes back to the pool.
     async with engine.connect() as conn:
-        while not (await conn.execute(text("SELECT pg_try_advisory_lock(:key)"),
-                                      {"key": MIGRATION_LOCK_KEY})).scalar_one():
+        while not (
+            await conn.execute(
+                text("SELECT pg_try_advisory_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
+        ).scalar_one():
             await conn.commit()
             await asyncio.sleep(LOCK_POLL_SECONDS)
         try:
             # Revisions that move data work across tenants (row-level security, app/rls.py).
-            await conn.execute(text("SELECT set_config(:name, 'on', false)"),
-                               {"name": SYSTEM_SETTING})
+            await conn.execute(
+                text("SELECT set_config(:name, 'on', false)"), {"name": SYSTEM_SETTING}
+            )
             await conn.commit()
             await conn.run_sync(run_with)
             await conn.commit()
         finally:
             await conn.rollback()
-            await conn.execute(text("SELECT set_config(:name, '', false), "
-                                    "pg_advisory_unlock(:key)"),
-                               {"name": SYSTEM_SETTING, "key": MIGRATION_LOCK_KEY})
+            await conn.execute(
+                text("SELECT set_config(:name, '', false), pg_advisory_unlock(:key)"),
+                {"name": SYSTEM_SETTING, "key": MIGRATION_LOCK_KEY},
+            )
             await conn.commit()

@@ -10,8 +10,15 @@ class Periodic:
     """Runs `work` every `seconds` (the first time one interval after `start`) in a task
     named `name`; sooner when `wake`, asked every `check_seconds` meanwhile, says so."""
 
-    def __init__(self, name: str, seconds: float, work: Callable[[], Awaitable[None]], *,
-                 wake: Callable[[], bool] | None = None, check_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        seconds: float,
+        work: Callable[[], Awaitable[None]],
+        *,
+        wake: Callable[[], bool] | None = None,
+        check_seconds: float = 1.0,
+    ) -> None:
         self.name = name
         self.seconds = seconds
         self.work = work

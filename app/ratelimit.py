@@ -62,8 +62,11 @@ class Caller:
     @classmethod
     def unverified(cls, address: str) -> "Caller":
         """A client address sending keys not yet found live, or signing in."""
-        return cls("unverified:" + address, strict=True,
-                   who="from this address with API keys not yet verified")
+        return cls(
+            "unverified:" + address,
+            strict=True,
+            who="from this address with API keys not yet verified",
+        )
 
 
 @dataclass(slots=True)
@@ -80,9 +83,13 @@ class CallerLimits:
     caller needs no scan.
     """
 
-    def __init__(self, settings: LimitSettings, *,
-                 clock: Callable[[], float] = time.monotonic,
-                 max_callers: int = MAX_CALLERS) -> None:
+    def __init__(
+        self,
+        settings: LimitSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_callers: int = MAX_CALLERS,
+    ) -> None:
         self.settings = settings
         self.clock = clock
         self.max_callers = max_callers
@@ -98,8 +105,7 @@ class CallerLimits:
     def rate(self, caller: Caller) -> tuple[float, int]:
         """The caller's sustained requests per second and burst."""
         if caller.strict:
-            return (self.settings.unverified_requests_per_second,
-                    self.settings.unverified_burst)
+            return (self.settings.unverified_requests_per_second, self.settings.unverified_burst)
         return self.settings.requests_per_second, self.settings.burst
 
     def _bucket(self, caller: Caller) -> _Bucket:
@@ -188,8 +194,7 @@ def client_address(scope: Scope) -> str:
     return str(address)
 
 
-def caller_of(scope: Scope, *, known_key: Callable[[str], bool],
-              auth_disabled: bool) -> Caller:
+def caller_of(scope: Scope, *, known_key: Callable[[str], bool], auth_disabled: bool) -> Caller:
     """Who a request counts against (see the module's docstring); `known_key` tells whether
     a key hash was found live, without a lookup."""
     path = scope.get("path", "")
@@ -219,9 +224,15 @@ class RateLimitMiddleware(HttpMiddleware):
     live (`live_key` looks it up), so no caller without a valid key can make the service read
     large bodies."""
 
-    def __init__(self, app: ASGIApp, *, limits: CallerLimits,
-                 known_key: Callable[[str], bool], auth_disabled: bool,
-                 live_key: Callable[[str], Awaitable[bool]] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limits: CallerLimits,
+        known_key: Callable[[str], bool],
+        auth_disabled: bool,
+        live_key: Callable[[str], Awaitable[bool]] | None = None,
+    ) -> None:
         super().__init__(app)
         self.limits = limits
         self.known_key = known_key
@@ -237,9 +248,13 @@ class RateLimitMiddleware(HttpMiddleware):
         caller = caller_of(scope, known_key=self.known_key, auth_disabled=self.auth_disabled)
         wait = self.limits.take_request(caller)
         if wait > 0:
-            await _too_many(send, path, math.ceil(wait),
-                            f"more than {self.limits.rate(caller)[0]:g} requests per second "
-                            f"{caller.who}", "requests")
+            await _too_many(
+                send,
+                path,
+                math.ceil(wait),
+                f"more than {self.limits.rate(caller)[0]:g} requests per second {caller.who}",
+                "requests",
+            )
             return
         if await self._refused_before_body(scope, caller, send):
             return
@@ -249,6 +264,7 @@ class RateLimitMiddleware(HttpMiddleware):
         if not self.limits.reserve_bytes(caller, reserved):
             await _too_many(send, path, 1, too_many_bytes, "body")
             return
+
         async def counting_receive() -> Message:
             # A body without Content-Length is counted as it arrives.
             nonlocal reserved
@@ -272,8 +288,12 @@ class RateLimitMiddleware(HttpMiddleware):
         """Answer 401 (True) for a request with a body under /v1 or /mcp whose key is missing,
         or was not found live before and is not now."""
         path = scope.get("path", "")
-        if (self.live_key is None or self.auth_disabled or not path.startswith(KEYED_PREFIXES)
-                or not has_body(scope)):
+        if (
+            self.live_key is None
+            or self.auth_disabled
+            or not path.startswith(KEYED_PREFIXES)
+            or not has_body(scope)
+        ):
             return False
         secret = api_key_of(scope.get("headers", []))
         if secret is None:
@@ -282,8 +302,15 @@ class RateLimitMiddleware(HttpMiddleware):
             return False
         else:
             detail = UNKNOWN_KEY
-        await send_problem(send, 401, "Unauthorized", detail, path, "Authorization",
-                           headers=[(b"www-authenticate", CHALLENGE.encode())])
+        await send_problem(
+            send,
+            401,
+            "Unauthorized",
+            detail,
+            path,
+            "Authorization",
+            headers=[(b"www-authenticate", CHALLENGE.encode())],
+        )
         return True
 
     def _charge_key_found_live(self, scope: Scope) -> None:
@@ -296,5 +323,12 @@ class RateLimitMiddleware(HttpMiddleware):
 
 
 async def _too_many(send: Send, path: str, retry_after: int, detail: str, field: str) -> None:
-    await send_problem(send, 429, "Too many requests", detail, path, field,
-                       headers=[(b"retry-after", str(max(1, retry_after)).encode())])
+    await send_problem(
+        send,
+        429,
+        "Too many requests",
+        detail,
+        path,
+        field,
+        headers=[(b"retry-after", str(max(1, retry_after)).encode())],
+    )

@@ -56,8 +56,9 @@ def primary_only() -> Any:
         _PRIMARY_ONLY.reset(token)
 
 
-async def _begin_on_replica(replicas: ReplicaSet, replica: Replica, scope: Scope,
-                            key: str) -> AsyncSession | None:
+async def _begin_on_replica(
+    replicas: ReplicaSet, replica: Replica, scope: Scope, key: str
+) -> AsyncSession | None:
     """A session in a transaction begun on `replica`, or None when it cannot serve `key`."""
     session = scope_session(replica.sessionmaker(), scope)
     session.info[references.REPLICA_KEY] = replica.name
@@ -80,8 +81,7 @@ async def read_transaction(state: State, scope: Scope, key: str) -> AsyncIterato
     serve it, else on the primary; committed on success."""
     replicas: ReplicaSet = state.replicas
     replica = None if _PRIMARY_ONLY.get() or not replicas.configured else replicas.pick()
-    session = None if replica is None else await _begin_on_replica(replicas, replica, scope,
-                                                                    key)
+    session = None if replica is None else await _begin_on_replica(replicas, replica, scope, key)
     if replica is None or session is None:
         READS.labels(PRIMARY).inc()
         async with scoped_transaction(state.sessionmaker, scope) as primary:
@@ -100,8 +100,12 @@ async def read_transaction(state: State, scope: Scope, key: str) -> AsyncIterato
             replicas.mark_down(replica, error)
         else:
             REPLICA_SKIPPED.labels(replica.name, "failed").inc()
-        logger.warning("read on replica %s failed, running it on the primary: %s: %s",
-                       replica.name, type(error).__name__, error)
+        logger.warning(
+            "read on replica %s failed, running it on the primary: %s: %s",
+            replica.name,
+            type(error).__name__,
+            error,
+        )
         raise ReplicaFailed(str(error)) from error
     state.references.add(references.take_pending(session))
 

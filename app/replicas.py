@@ -28,15 +28,22 @@ logger = logging.getLogger(__name__)
 
 ReplicaState = Literal["up", "down", "lagging", "unsafe"]
 
-REPLICA_UP = Gauge("engram_replica_up", "1 while a read replica is used for reads.",
-                   ["replica"])
-REPLICA_LAG = Gauge("engram_replica_lag_seconds",
-                    "How far a read replica's replay was behind at its last check.", ["replica"])
-REPLICA_SKIPPED = Counter("engram_replica_skipped_total",
-                          "Reads that could not use a replica, by replica and reason.",
-                          ["replica", "reason"])
-READS = Counter("engram_read_transactions_total",
-                "Read-only request transactions by the server that served them.", ["server"])
+REPLICA_UP = Gauge("engram_replica_up", "1 while a read replica is used for reads.", ["replica"])
+REPLICA_LAG = Gauge(
+    "engram_replica_lag_seconds",
+    "How far a read replica's replay was behind at its last check.",
+    ["replica"],
+)
+REPLICA_SKIPPED = Counter(
+    "engram_replica_skipped_total",
+    "Reads that could not use a replica, by replica and reason.",
+    ["replica", "reason"],
+)
+READS = Counter(
+    "engram_read_transactions_total",
+    "Read-only request transactions by the server that served them.",
+    ["server"],
+)
 PRIMARY = "primary"
 # No replica has replayed this far: the caller reads from the primary for the window.
 UNKNOWN_LSN = 2**64 - 1
@@ -50,7 +57,8 @@ _CHECK = text(
     "  ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0)"
     " END::float8 AS lag,"
     " coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn())::text AS lsn,"
-    " (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user) AS bypasses")
+    " (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user) AS bypasses"
+)
 _REPLAYED = text("SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn())::text")
 _PRIMARY_LSN = text("SELECT pg_current_wal_lsn()::text")
 
@@ -83,8 +91,9 @@ class Replica:
         """Record a state; log the first and every change."""
         if state != self.state or not self.checked:
             if state == "up":
-                logger.info("read replica %s is up (lag %.3f s)", self.name,
-                            self.lag_seconds or 0.0)
+                logger.info(
+                    "read replica %s is up (lag %.3f s)", self.name, self.lag_seconds or 0.0
+                )
             else:
                 logger.warning("read replica %s skipped: %s", self.name, reason or state)
         self.state, self.error, self.checked = state, reason, True
@@ -116,15 +125,15 @@ class RecentWrites:
 class ReplicaSet:
     """The read replicas of this process, watched in the background."""
 
-    def __init__(self, replicas: list[Replica], settings: ReplicaSettings,
-                 primary: AsyncEngine) -> None:
+    def __init__(
+        self, replicas: list[Replica], settings: ReplicaSettings, primary: AsyncEngine
+    ) -> None:
         self.replicas = replicas
         self.settings = settings
         self.writes = RecentWrites(settings.read_your_writes_seconds)
         self._primary = primary
         self._turn = itertools.count()
-        self._watching = Periodic("engram-replica-watch", settings.check_seconds,
-                                  self.check_all)
+        self._watching = Periodic("engram-replica-watch", settings.check_seconds, self.check_all)
 
     @property
     def configured(self) -> bool:
@@ -146,8 +155,9 @@ class ReplicaSet:
         unless its last check already saw it)."""
         if replica.replayed_lsn >= lsn:
             return True
-        replica.replayed_lsn = max(replica.replayed_lsn, lsn_value(
-            (await session.execute(_REPLAYED)).scalar_one()))
+        replica.replayed_lsn = max(
+            replica.replayed_lsn, lsn_value((await session.execute(_REPLAYED)).scalar_one())
+        )
         return replica.replayed_lsn >= lsn
 
     def mark_down(self, replica: Replica, error: BaseException) -> None:
@@ -162,8 +172,7 @@ class ReplicaSet:
             async with self._primary.connect() as conn:
                 lsn = lsn_value((await conn.execute(_PRIMARY_LSN)).scalar_one())
         except Exception:  # noqa: BLE001 - the write is committed; read it on the primary
-            logger.warning("could not read the primary's WAL position after a write",
-                           exc_info=True)
+            logger.warning("could not read the primary's WAL position after a write", exc_info=True)
             lsn = UNKNOWN_LSN
         self.writes.note(key, lsn)
 
@@ -182,11 +191,15 @@ class ReplicaSet:
         replica.replayed_lsn = max(replica.replayed_lsn, lsn_value(row.lsn))
         REPLICA_LAG.labels(replica.name).set(replica.lag_seconds)
         if row.bypasses:
-            replica.set_state("unsafe", "its role is a superuser or BYPASSRLS: row-level "
-                                        "security would not apply")
+            replica.set_state(
+                "unsafe", "its role is a superuser or BYPASSRLS: row-level security would not apply"
+            )
         elif replica.lag_seconds > self.settings.max_lag_seconds:
-            replica.set_state("lagging", f"replay {replica.lag_seconds:.1f} s behind "
-                                         f"(bound {self.settings.max_lag_seconds:g} s)")
+            replica.set_state(
+                "lagging",
+                f"replay {replica.lag_seconds:.1f} s behind "
+                f"(bound {self.settings.max_lag_seconds:g} s)",
+            )
         else:
             replica.set_state("up")
 
@@ -209,19 +222,32 @@ class ReplicaSet:
 
     def status(self) -> list[dict[str, object]]:
         """Each replica's name, state, lag and last error (for /readyz)."""
-        return [{"name": r.name, "state": r.state, "lag_seconds": r.lag_seconds,
-                 "error": r.error} for r in self.replicas]
+        return [
+            {"name": r.name, "state": r.state, "lag_seconds": r.lag_seconds, "error": r.error}
+            for r in self.replicas
+        ]
 
 
-def build_replicas(urls: list[str], settings: ReplicaSettings, *, primary: AsyncEngine,
-                   role: str | None, pool_size: int, max_overflow: int | None,
-                   statement_cache_size: int) -> ReplicaSet:
+def build_replicas(
+    urls: list[str],
+    settings: ReplicaSettings,
+    *,
+    primary: AsyncEngine,
+    role: str | None,
+    pool_size: int,
+    max_overflow: int | None,
+    statement_cache_size: int,
+) -> ReplicaSet:
     """An engine per replica URL, run as `role` like the primary's request connections."""
     replicas = []
     for url in urls:
-        engine = create_engine(to_async_url(url), pool_size=pool_size,
-                               max_overflow=max_overflow, role=role,
-                               statement_cache_size=statement_cache_size,
-                               connect_timeout=settings.connect_timeout_seconds)
+        engine = create_engine(
+            to_async_url(url),
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            role=role,
+            statement_cache_size=statement_cache_size,
+            connect_timeout=settings.connect_timeout_seconds,
+        )
         replicas.append(Replica(replica_name(url), engine, make_sessionmaker(engine)))
     return ReplicaSet(replicas, settings, primary)

@@ -28,8 +28,10 @@ from app.embedded_pg import SUPERUSER, EmbeddedPostgres, program
 
 # Left in a backup by the server it was taken from; none of them belongs to the copy.
 NOT_RESTORED = {MANIFEST, "run", "log", ".handle_pids.json", "postmaster.opts"}
-RECOVERY_NOTES = re.compile(r"(recovery stopping .*|last completed transaction was at .*"
-                            r"|FATAL: .*)")
+RECOVERY_NOTES = re.compile(
+    r"(recovery stopping .*|last completed transaction was at .*"
+    r"|FATAL: .*)"
+)
 POLL_SECONDS = 0.2
 
 
@@ -49,15 +51,17 @@ def parse_target_time(value: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise BackupError(f"--to {value!r} is not an ISO 8601 time such as "
-                          "2026-11-25T10:00:00Z") from None
+        raise BackupError(
+            f"--to {value!r} is not an ISO 8601 time such as 2026-11-25T10:00:00Z"
+        ) from None
     if parsed.tzinfo is None:
         raise BackupError(f"--to {value!r} has no time zone: add Z for UTC or an offset")
     return parsed.astimezone(UTC)
 
 
-def choose_backup(backups: list[BaseBackup], root: Path,
-                  target_time: datetime | None) -> BaseBackup:
+def choose_backup(
+    backups: list[BaseBackup], root: Path, target_time: datetime | None
+) -> BaseBackup:
     """The newest backup that ended by `target_time` (the newest of all for the latest)."""
     if not backups:
         raise BackupError(f"{root} holds no base backup made by `engram backup`")
@@ -70,44 +74,58 @@ def choose_backup(backups: list[BaseBackup], root: Path,
         raise BackupError(
             f"{target_time.isoformat()} is before the earliest base backup in {root} ended "
             f"({backups[0].finished_at.isoformat()}): a restore reaches only times after a "
-            "base backup")
+            "base backup"
+        )
     return usable[-1]
 
 
-def _wal_source(settings: Settings, backup: BaseBackup, given: Path | None,
-                target_time: datetime | None) -> Path | None:
+def _wal_source(
+    settings: Settings, backup: BaseBackup, given: Path | None, target_time: datetime | None
+) -> Path | None:
     source = given or wal_archive.archive_dir(settings) or backup.wal_archive_dir
     if source is not None and not source.is_dir():
         raise BackupError(f"no WAL archive directory {source}")
     if source is None and target_time is not None:
-        raise BackupError("no WAL archive: the backup was taken without archiving, so it "
-                          "restores only to the moment it ended (omit --to)")
+        raise BackupError(
+            "no WAL archive: the backup was taken without archiving, so it "
+            "restores only to the moment it ended (omit --to)"
+        )
     return source
 
 
 def _check_target(pgdata: Path) -> None:
     if pgdata.exists() and any(pgdata.iterdir()):
-        raise BackupError(f"{pgdata} is not empty: restore into a new data directory (move "
-                          "the old one aside first, with every engram process stopped)")
+        raise BackupError(
+            f"{pgdata} is not empty: restore into a new data directory (move "
+            "the old one aside first, with every engram process stopped)"
+        )
 
 
 def _check_version(backup: BaseBackup) -> None:
     wanted = (backup.path / "PG_VERSION").read_text().strip()
-    version = subprocess.run([program("postgres"), "--version"], capture_output=True,
-                             text=True, check=True).stdout
+    version = subprocess.run(
+        [program("postgres"), "--version"], capture_output=True, text=True, check=True
+    ).stdout
     have = re.search(r"(\d+)(?:\.\d+)?", version)
     if have is None or have.group(1) != wanted:
-        raise BackupError(f"the backup is of PostgreSQL {wanted}; the embedded server is "
-                          f"{version.strip()}")
+        raise BackupError(
+            f"the backup is of PostgreSQL {wanted}; the embedded server is {version.strip()}"
+        )
 
 
-def _copy(backup: BaseBackup, pgdata: Path, server: EmbeddedPostgres, *,
-          archive_recovery: bool) -> None:
+def _copy(
+    backup: BaseBackup, pgdata: Path, server: EmbeddedPostgres, *, archive_recovery: bool
+) -> None:
     """The backup's files (and `recovery.signal` for archive recovery) into `pgdata`, owned
     by the server's OS user, mode 0700."""
-    shutil.copytree(backup.path, pgdata, dirs_exist_ok=True,
-                    ignore=lambda folder, names: [n for n in names if n in NOT_RESTORED]
-                    if Path(folder) == backup.path else [])
+    shutil.copytree(
+        backup.path,
+        pgdata,
+        dirs_exist_ok=True,
+        ignore=lambda folder, names: (
+            [n for n in names if n in NOT_RESTORED] if Path(folder) == backup.path else []
+        ),
+    )
     if archive_recovery:
         (pgdata / "recovery.signal").touch()
     pgdata.chmod(0o700)
@@ -115,8 +133,7 @@ def _copy(backup: BaseBackup, pgdata: Path, server: EmbeddedPostgres, *,
         for folder, _, files in os.walk(pgdata):
             shutil.chown(folder, server.server_user, server.server_user)
             for name in files:
-                shutil.chown(os.path.join(folder, name), server.server_user,
-                             server.server_user)
+                shutil.chown(os.path.join(folder, name), server.server_user, server.server_user)
 
 
 def _notes(pgdata: Path) -> list[str]:
@@ -172,12 +189,14 @@ def _archive_history_later(pgdata: Path, server: EmbeddedPostgres) -> None:
 
 def _explain(error: BackupError, notes: list[str], target_time: datetime | None) -> BackupError:
     if target_time is not None and any(
-            "before configured recovery target was reached" in note for note in notes):
+        "before configured recovery target was reached" in note for note in notes
+    ):
         return BackupError(
             f"the WAL archive holds no change after {target_time.isoformat()} yet, so the "
             "state at that time cannot be told from a later one: restore to the latest state "
             "(omit --to), or retry once the segment is archived (within "
-            "ENGRAM_BACKUP__ARCHIVE_TIMEOUT_SECONDS of the writes)")
+            "ENGRAM_BACKUP__ARCHIVE_TIMEOUT_SECONDS of the writes)"
+        )
     return BackupError("; ".join([str(error), *notes[-3:]]))
 
 
@@ -193,26 +212,38 @@ def _undo(pgdata: Path, *, created: bool) -> None:
             child.unlink()
 
 
-async def restore(settings: Settings, root: Path, pgdata: Path, *,
-                  target_time: datetime | None = None, wal_source: Path | None = None,
-                  timeout_seconds: float = 3600.0) -> Restored:
+async def restore(
+    settings: Settings,
+    root: Path,
+    pgdata: Path,
+    *,
+    target_time: datetime | None = None,
+    wal_source: Path | None = None,
+    timeout_seconds: float = 3600.0,
+) -> Restored:
     """Restore the backups of `root` into the new data directory `pgdata`, to the latest
     archived state or to `target_time`."""
     backup = choose_backup(list_backups(root), root, target_time)
     if not backup.embedded:
-        raise BackupError(f"{backup.path} is a backup of an external server: restore it "
-                          "with that server's own programs (docs/backups.md)")
+        raise BackupError(
+            f"{backup.path} is a backup of an external server: restore it "
+            "with that server's own programs (docs/backups.md)"
+        )
     source = _wal_source(settings, backup, wal_source, target_time)
     _check_target(pgdata)
     _check_version(backup)
     archive = wal_archive.archive_dir(settings)
-    server = EmbeddedPostgres(pgdata, extra_settings=_recovery_settings(source, target_time),
-                              server_dirs=(archive,) if archive else ())
+    server = EmbeddedPostgres(
+        pgdata,
+        extra_settings=_recovery_settings(source, target_time),
+        server_dirs=(archive,) if archive else (),
+    )
     created = not pgdata.exists()
     try:
         # Without an archive the backup's own WAL (and backup_label) make it consistent.
-        await asyncio.to_thread(functools.partial(_copy, backup, pgdata, server,
-                                                  archive_recovery=source is not None))
+        await asyncio.to_thread(
+            functools.partial(_copy, backup, pgdata, server, archive_recovery=source is not None)
+        )
         try:
             await asyncio.to_thread(server.start)
             await _wait_for_promotion(server, timeout_seconds)
@@ -226,8 +257,9 @@ async def restore(settings: Settings, root: Path, pgdata: Path, *,
             await asyncio.to_thread(server.stop)  # when it started but never became ready
         await asyncio.to_thread(_archive_history_later, pgdata, server)
         # The recovery settings are done with; the next start writes the service's own.
-        EmbeddedPostgres(pgdata, extra_settings=wal_archive.server_settings(settings)
-                         ).write_server_settings()
+        EmbeddedPostgres(
+            pgdata, extra_settings=wal_archive.server_settings(settings)
+        ).write_server_settings()
     except BaseException:
         _undo(pgdata, created=created)
         raise

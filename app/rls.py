@@ -86,8 +86,7 @@ BUTLER_POLICY_PREFIX = "butler_limit"
 
 _UNLIMITED = f"(SELECT coalesce(current_setting('{BUTLERS_SETTING}', true), '') = '')"
 # Cast, so `= ANY` takes the array the subquery returns rather than the subquery's rows.
-_KEY_BUTLERS = (f"(SELECT string_to_array(current_setting('{BUTLERS_SETTING}', true), ','))"
-                "::text[]")
+_KEY_BUTLERS = f"(SELECT string_to_array(current_setting('{BUTLERS_SETTING}', true), ','))::text[]"
 _OWN_KEY = f"(SELECT current_setting('{KEY_SETTING}', true))"
 
 
@@ -111,8 +110,10 @@ BUTLER_LIMITS: dict[str, tuple[str, str]] = {
     "arcs": (_among_or_global("scope"), _among("scope")),
     "procedures": (_among("agent_id"), _among("agent_id")),
     "working_memories": (_among("agent_id"), _among("agent_id")),
-    "agent_events": (f"(visibility = '{GLOBAL_SCOPE}' OR {_among('agent_id')})",
-                     _among("agent_id")),
+    "agent_events": (
+        f"(visibility = '{GLOBAL_SCOPE}' OR {_among('agent_id')})",
+        _among("agent_id"),
+    ),
     # Copies of a memory's scope, kept by triggers in the writer's transaction.
     "passages": (_among_or_global("scope"), _among_or_global("scope")),
     "keyword_postings": (_among_or_global("scope"), _among_or_global("scope")),
@@ -121,8 +122,10 @@ BUTLER_LIMITS: dict[str, tuple[str, str]] = {
     # Rows that hang off a memory follow it; a link needs both of its ends.
     "fact_periods": ("EXISTS (SELECT 1 FROM facts f WHERE f.id = fact_id)",) * 2,
     "rule_applications": ("EXISTS (SELECT 1 FROM rules r WHERE r.id = rule_id)",) * 2,
-    "memory_links": ((f"({_linked('source_type', 'source_id')} AND "
-                      f"{_linked('target_type', 'target_id')})"),) * 2,
+    "memory_links": (
+        (f"({_linked('source_type', 'source_id')} AND {_linked('target_type', 'target_id')})"),
+    )
+    * 2,
     # Runs belong to no butler: they are the tenant's, for unlimited keys only.
     "runs": ("false", "false"),
     "run_messages": ("false", "false"),
@@ -157,19 +160,24 @@ def butler_policy_statements(table: str) -> list[str]:
     read, write = BUTLER_LIMITS[table]
     read, write = f"({_UNLIMITED} OR {read})", f"({_UNLIMITED} OR {write})"
     name = f"{BUTLER_POLICY_PREFIX}_{{}}"
-    clauses = {"select": f"FOR SELECT USING {read}",
-               "insert": f"FOR INSERT WITH CHECK {write}",
-               "update": f"FOR UPDATE USING {read} WITH CHECK {read}",
-               "delete": f"FOR DELETE USING {write}"}
+    clauses = {
+        "select": f"FOR SELECT USING {read}",
+        "insert": f"FOR INSERT WITH CHECK {write}",
+        "update": f"FOR UPDATE USING {read} WITH CHECK {read}",
+        "delete": f"FOR DELETE USING {write}",
+    }
     statements = []
     for command, clause in clauses.items():
         statements.append(f'DROP POLICY IF EXISTS {name.format(command)} ON "{table}"')
-        statements.append(f'CREATE POLICY {name.format(command)} ON "{table}" AS RESTRICTIVE '
-                          f"{clause}")
+        statements.append(
+            f'CREATE POLICY {name.format(command)} ON "{table}" AS RESTRICTIVE {clause}'
+        )
     return statements
 
 
 def drop_butler_policy_statements(table: str) -> list[str]:
     """The DDL that drops `table`'s butler policies."""
-    return [f'DROP POLICY IF EXISTS {BUTLER_POLICY_PREFIX}_{command} ON "{table}"'
-            for command in ("select", "insert", "update", "delete")]
+    return [
+        f'DROP POLICY IF EXISTS {BUTLER_POLICY_PREFIX}_{command} ON "{table}"'
+        for command in ("select", "insert", "update", "delete")
+    ]

@@ -73,15 +73,17 @@ async def begin_with(session: AsyncSession, columns: str) -> Any:
     finally:
         session.info.pop(_CARRIED_KEY, None)
     calls = [f"set_config(:key{i}, :value{i}, true)" for i in range(len(settings))]
-    row = (await session.execute(text(f"SELECT {', '.join([*calls, columns])}"),
-                                 _parameters(settings))).one()
-    return row[len(calls):]
+    row = (
+        await session.execute(text(f"SELECT {', '.join([*calls, columns])}"), _parameters(settings))
+    ).one()
+    return row[len(calls) :]
 
 
 @cache
 def _set_config_statement(count: int) -> TextClause:
-    return text("SELECT " + ", ".join(f"set_config(:key{i}, :value{i}, true)"
-                                      for i in range(count)))
+    return text(
+        "SELECT " + ", ".join(f"set_config(:key{i}, :value{i}, true)" for i in range(count))
+    )
 
 
 def _parameters(settings: Mapping[str, str]) -> dict[str, str]:
@@ -95,10 +97,17 @@ def _parameters(settings: Mapping[str, str]) -> dict[str, str]:
 def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
     session.info[_BEGUN_KEY] = True
     scope: Scope | None = session.info.get(SCOPE_KEY)
-    settings = {} if scope is None else {
-        TENANT_SETTING: scope.tenant_id or "", SYSTEM_SETTING: "on" if scope.system else "off",
-        JOB_SETTING: scope.job_id or "", BUTLERS_SETTING: ",".join(scope.butlers),
-        KEY_SETTING: scope.key_id or ""}
+    settings = (
+        {}
+        if scope is None
+        else {
+            TENANT_SETTING: scope.tenant_id or "",
+            SYSTEM_SETTING: "on" if scope.system else "off",
+            JOB_SETTING: scope.job_id or "",
+            BUTLERS_SETTING: ",".join(scope.butlers),
+            KEY_SETTING: scope.key_id or "",
+        }
+    )
     if scope is not None and scope.statement_timeout_ms > 0:
         settings["statement_timeout"] = str(scope.statement_timeout_ms)
     settings |= session.info.pop(_PENDING_KEY, {})
@@ -116,8 +125,9 @@ def _forget_transaction(session: Session, transaction: SessionTransaction) -> No
 
 
 @asynccontextmanager
-async def scoped_transaction(sessionmaker: async_sessionmaker[AsyncSession],
-                             scope: Scope) -> AsyncIterator[AsyncSession]:
+async def scoped_transaction(
+    sessionmaker: async_sessionmaker[AsyncSession], scope: Scope
+) -> AsyncIterator[AsyncSession]:
     """A session of its own in one transaction in `scope`: committed on success."""
     async with sessionmaker() as session, session.begin():
         yield scope_session(session, scope)

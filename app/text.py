@@ -11,15 +11,18 @@ def visible_text(text: str) -> str:
     """NFKC-normalised text without format (Cf: zero-width, BOM, bidi marks) and control
     characters other than whitespace; what a reader can see."""
     normalised = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in normalised
-                   if c.isspace() or unicodedata.category(c) not in ("Cf", "Cc"))
+    return "".join(
+        c for c in normalised if c.isspace() or unicodedata.category(c) not in ("Cf", "Cc")
+    )
 
 
 def is_blank(text: str) -> bool:
     """True when nothing visible is left after Unicode normalisation (`visible_text` of it is
     all whitespace), read only up to its first visible character."""
-    return not any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc")
-                   for c in unicodedata.normalize("NFKC", text))
+    return not any(
+        not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc")
+        for c in unicodedata.normalize("NFKC", text)
+    )
 
 
 def normalise_key(text: str) -> str:
@@ -84,8 +87,12 @@ CONTEXT_CHARS_PER_TURN = 200
 def context_text(previous: list[str], turn: str) -> str:
     """A turn after the turns before it (oldest first), each of those cut to its last
     CONTEXT_CHARS_PER_TURN characters: what a reader of the conversation has in mind."""
-    lead = [text if len(text) <= CONTEXT_CHARS_PER_TURN
-            else "…" + text[-CONTEXT_CHARS_PER_TURN:].lstrip() for text in previous]
+    lead = [
+        text
+        if len(text) <= CONTEXT_CHARS_PER_TURN
+        else "…" + text[-CONTEXT_CHARS_PER_TURN:].lstrip()
+        for text in previous
+    ]
     return "\n".join([*lead, turn])
 
 

@@ -26,8 +26,10 @@ def configure_tracing(app: FastAPI, otlp_endpoint: str | None) -> bool:
             BatchSpanProcessor,
         )
     except ImportError:
-        logger.warning("otlp_endpoint is set but the otel extra is not installed "
-                       "(pip install 'engram[otel]'): no traces are exported")
+        logger.warning(
+            "otlp_endpoint is set but the otel extra is not installed "
+            "(pip install 'engram[otel]'): no traces are exported"
+        )
         return False
     provider = TracerProvider(resource=Resource.create({"service.name": "engram"}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)))

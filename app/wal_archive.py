@@ -15,8 +15,10 @@ from app.config import Settings
 # had succeeded. A segment archived before (the server retries after a crash) counts as
 # done when the copy is identical (its directory flushed again), and fails loudly when it
 # differs.
-ARCHIVE_COMMAND = ("if test -f {dest}; then cmp -s %p {dest} && sync {dir}; "
-                   "else cp %p {part} && sync {part} && mv {part} {dest} && sync {dir}; fi")
+ARCHIVE_COMMAND = (
+    "if test -f {dest}; then cmp -s %p {dest} && sync {dir}; "
+    "else cp %p {part} && sync {part} && mv {part} {dest} && sync {dir}; fi"
+)
 RESTORE_COMMAND = "cp {source} %p"
 
 
@@ -28,9 +30,11 @@ def _escaped(path: Path, name: str = "") -> str:
 
 def archive_command(archive_dir: Path) -> str:
     """The archive_command that copies segment %f into `archive_dir`."""
-    return ARCHIVE_COMMAND.format(dest=_escaped(archive_dir, "%f"),
-                                  part=_escaped(archive_dir, "%f.part"),
-                                  dir=_escaped(archive_dir))
+    return ARCHIVE_COMMAND.format(
+        dest=_escaped(archive_dir, "%f"),
+        part=_escaped(archive_dir, "%f.part"),
+        dir=_escaped(archive_dir),
+    )
 
 
 def restore_command(archive_dir: Path) -> str:
@@ -49,5 +53,8 @@ def server_settings(settings: Settings) -> dict[str, str]:
     directory = archive_dir(settings)
     if directory is None:
         return {}
-    return {"archive_mode": "on", "archive_command": archive_command(directory),
-            "archive_timeout": f"{settings.backup.archive_timeout_seconds}s"}
+    return {
+        "archive_mode": "on",
+        "archive_command": archive_command(directory),
+        "archive_timeout": f"{settings.backup.archive_timeout_seconds}s",
+    }

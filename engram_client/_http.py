@@ -37,7 +37,7 @@ class RetryPolicy:
                 return min(self.max_delay, max(0.0, float(after)))
             except ValueError:
                 pass
-        backoff = min(self.max_delay, self.base_delay * 2 ** attempt)
+        backoff = min(self.max_delay, self.base_delay * 2**attempt)
         return backoff * (0.5 + random.random() / 2)
 
     def should_retry(self, attempt: int, response: httpx.Response | None) -> bool:

@@ -5,13 +5,16 @@ from typing import Any
 
 from engram_client.client import AsyncEngramClient
 
-SEARCH = ("Search long-term memory (past conversations, facts and rules) by meaning and "
-          "keywords. Use it to look up what was said or learned before.")
-RECALL = ("Recall the facts and rules most worth knowing about a topic before you act, best "
-          "first.")
-REMEMBER = ("Remember a durable fact as subject / predicate / content, e.g. ('Ann', "
-            "'favourite colour', 'Ann's favourite colour is green'). A newer fact with the same "
-            "subject and predicate replaces the old one, so store corrections the same way.")
+SEARCH = (
+    "Search long-term memory (past conversations, facts and rules) by meaning and "
+    "keywords. Use it to look up what was said or learned before."
+)
+RECALL = "Recall the facts and rules most worth knowing about a topic before you act, best first."
+REMEMBER = (
+    "Remember a durable fact as subject / predicate / content, e.g. ('Ann', "
+    "'favourite colour', 'Ann's favourite colour is green'). A newer fact with the same "
+    "subject and predicate replaces the old one, so store corrections the same way."
+)
 DEFAULT_LIMIT = 5
 # Fact predicate of the tool's facts when the model gives none.
 NOTE = "note"
@@ -28,18 +31,26 @@ class MemoryTools:
     async def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
         """The hits for `query`: type, id and content, best first."""
         found = await self.client.search(query, limit=limit, scope=self.butler)
-        return [{"type": hit.memory_type, "id": str(hit.id), "content": hit.content}
-                for hit in found.results]
+        return [
+            {"type": hit.memory_type, "id": str(hit.id), "content": hit.content}
+            for hit in found.results
+        ]
 
     async def recall(self, topic: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
         """The facts and rules about `topic`: type, id and content, best first."""
         found = await self.client.recall(topic, limit=limit, scope=self.butler)
-        return [{"type": hit.memory_type, "id": str(hit.id), "content": hit.content}
-                for hit in found.results]
+        return [
+            {"type": hit.memory_type, "id": str(hit.id), "content": hit.content}
+            for hit in found.results
+        ]
 
     async def remember(self, subject: str, predicate: str, content: str) -> dict[str, Any]:
         """Store a fact (in the butler's scope, when set); the fact as stored."""
         fields = {"scope": self.butler, "source_butler": self.butler} if self.butler else {}
         fact = await self.client.store_fact(subject, predicate or NOTE, content, **fields)
-        return {"id": str(fact.id), "subject": fact.subject, "predicate": fact.predicate,
-                "content": fact.content}
+        return {
+            "id": str(fact.id),
+            "subject": fact.subject,
+            "predicate": fact.predicate,
+            "content": fact.content,
+        }

@@ -83,8 +83,7 @@ def run(batch: Sequence[Op], mode: str | None) -> Steps:
     return results
 
 
-def _segment(batch: Sequence[Op], positions: range, results: list[Any],
-             mode: str | None) -> Steps:
+def _segment(batch: Sequence[Op], positions: range, results: list[Any], mode: str | None) -> Steps:
     keyed: list[Key] = []
     for i in positions:
         op = batch[i]
@@ -95,9 +94,11 @@ def _segment(batch: Sequence[Op], positions: range, results: list[Any],
     # segment's own writes in order; without writes, the server filters and pages it.
     writing = any(isinstance(batch[i], Put) for i in positions)
     snapshot: dict[Key, dict[str, Any]] | None = None
-    if any(isinstance(batch[i], ListNamespaces) or (isinstance(batch[i], Search) and writing
-                                                     and not _has_query(batch[i]))
-           for i in positions):
+    if any(
+        isinstance(batch[i], ListNamespaces)
+        or (isinstance(batch[i], Search) and writing and not _has_query(batch[i]))
+        for i in positions
+    ):
         snapshot = {}
         for fact in (yield from ops.all_items()):
             fields = mapping.item_fields(fact)
@@ -120,8 +121,9 @@ def _segment(batch: Sequence[Op], positions: range, results: list[Any],
                 fact = current.get(key)
                 results[i] = None if fact is None else mapping.item_fields(fact)
         elif isinstance(op, Search) and (_has_query(op) or not writing):
-            results[i] = yield from ops.search(op.prefix, op.query, op.filter, op.limit,
-                                               op.offset, mode)
+            results[i] = yield from ops.search(
+                op.prefix, op.query, op.filter, op.limit, op.offset, mode
+            )
         else:
             later.append((i, dict(overlay)))
 
@@ -136,8 +138,13 @@ def _segment(batch: Sequence[Op], positions: range, results: list[Any],
         put = batch[position]
         assert isinstance(put, Put) and put.value is not None
         # A version a later write of the batch replaced before it was stored.
-        return {"namespace": put.namespace, "key": put.key, "value": dict(put.value),
-                "created_at": now, "updated_at": now}
+        return {
+            "namespace": put.namespace,
+            "key": put.key,
+            "value": dict(put.value),
+            "created_at": now,
+            "updated_at": now,
+        }
 
     for i, seen in later:
         if not isinstance(seen, dict):
@@ -157,25 +164,38 @@ def _segment(batch: Sequence[Op], positions: range, results: list[Any],
 def _listing(op: Op, items: list[dict[str, Any]]) -> Any:
     """A search without a query, or a namespace listing, over the items' fields."""
     if isinstance(op, ListNamespaces):
-        return mapping.select_namespaces({item["namespace"] for item in items},
-                                         prefixes=op.prefixes, suffixes=op.suffixes,
-                                         max_depth=op.max_depth, limit=op.limit,
-                                         offset=op.offset)
+        return mapping.select_namespaces(
+            {item["namespace"] for item in items},
+            prefixes=op.prefixes,
+            suffixes=op.suffixes,
+            max_depth=op.max_depth,
+            limit=op.limit,
+            offset=op.offset,
+        )
     assert isinstance(op, Search)
-    found = [(item, None) for item in items
-             if mapping.has_prefix(item["namespace"], op.prefix)
-             and mapping.matches(item["value"], op.filter)]
+    found = [
+        (item, None)
+        for item in items
+        if mapping.has_prefix(item["namespace"], op.prefix)
+        and mapping.matches(item["value"], op.filter)
+    ]
     found.sort(key=lambda pair: pair[0]["updated_at"], reverse=True)
-    return found[op.offset:op.offset + op.limit]
+    return found[op.offset : op.offset + op.limit]
 
 
 def _current(keys: list[Key]) -> Steps:
     """The active fact of each item (missing: none), by bulk reads."""
     found: dict[Key, dict[str, Any]] = {}
     for start in range(0, len(keys), BULK_READ):
-        chunk = keys[start:start + BULK_READ]
-        refs = [{"scope": mapping.scope_of(ns), "subject": mapping.subject_of(key),
-                 "predicate": mapping.ITEM_PREDICATE} for ns, key in chunk]
+        chunk = keys[start : start + BULK_READ]
+        refs = [
+            {
+                "scope": mapping.scope_of(ns),
+                "subject": mapping.subject_of(key),
+                "predicate": mapping.ITEM_PREDICATE,
+            }
+            for ns, key in chunk
+        ]
         answer = yield Call("POST", "/v1/facts/bulk/get", json={"items": refs})
         for (ns, key), result in zip(chunk, answer["items"], strict=True):
             fact = result.get("fact")
@@ -184,8 +204,9 @@ def _current(keys: list[Key]) -> Steps:
     return found
 
 
-def _write(batch: Sequence[Op], writes: dict[Key, list[int]],
-           current: dict[Key, dict[str, Any]]) -> Steps:
+def _write(
+    batch: Sequence[Op], writes: dict[Key, list[int]], current: dict[Key, dict[str, Any]]
+) -> Steps:
     """Send the segment's writes: one bulk delete of the items a put of None removes, then
     the puts after each item's last delete, in order. The stored facts by op position."""
     doomed: list[str] = []
@@ -200,19 +221,28 @@ def _write(batch: Sequence[Op], writes: dict[Key, list[int]],
             first[key] = marker.get("created_at") or current[key]["created_at"]
         sent += [j for j in positions if not deletes or j > deletes[-1]]
     for start in range(0, len(doomed), BULK_READ):
-        yield Call("POST", "/v1/facts/bulk/delete",
-                   json={"items": [{"id": fact_id} for fact_id in doomed[start:start + BULK_READ]]})
+        yield Call(
+            "POST",
+            "/v1/facts/bulk/delete",
+            json={"items": [{"id": fact_id} for fact_id in doomed[start : start + BULK_READ]]},
+        )
     stored: dict[int, dict[str, Any]] = {}
     sent.sort()
     for start in range(0, len(sent), BULK_STORE):
-        chunk = sent[start:start + BULK_STORE]
+        chunk = sent[start : start + BULK_STORE]
         bodies = []
         for j in chunk:
             put = _put(batch, j)
             assert put.value is not None
-            bodies.append(mapping.fact_body(put.namespace, put.key, put.value,
-                                            first.get((put.namespace, put.key)),
-                                            indexed=put.indexed))
+            bodies.append(
+                mapping.fact_body(
+                    put.namespace,
+                    put.key,
+                    put.value,
+                    first.get((put.namespace, put.key)),
+                    indexed=put.indexed,
+                )
+            )
         answer = yield Call("POST", "/v1/facts/bulk", json={"items": bodies})
         for j, result in zip(chunk, answer["items"], strict=True):
             stored[j] = result["fact"]

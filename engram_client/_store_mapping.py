@@ -44,37 +44,61 @@ def value_text(value: Mapping[str, Any]) -> str:
     return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
 
 
-def fact_body(namespace: Namespace, key: str, value: Mapping[str, Any],
-              first_created_at: str | None, *, indexed: bool = True) -> dict[str, Any]:
+def fact_body(
+    namespace: Namespace,
+    key: str,
+    value: Mapping[str, Any],
+    first_created_at: str | None,
+    *,
+    indexed: bool = True,
+) -> dict[str, Any]:
     """The POST /v1/facts body that stores a version of the item (`indexed` False: query
     searches leave it out)."""
-    marker: dict[str, Any] = {"namespace": list(namespace), "key": key,
-                              "prefixes": [scope_of(namespace[:n])
-                                           for n in range(1, len(namespace) + 1)]}
+    marker: dict[str, Any] = {
+        "namespace": list(namespace),
+        "key": key,
+        "prefixes": [scope_of(namespace[:n]) for n in range(1, len(namespace) + 1)],
+    }
     if first_created_at is not None:
         marker["created_at"] = first_created_at
     if not indexed:
         marker["index"] = False
     text = value_text(value)
-    if len(text) <= VALUE_COPY_CHARS and "\\u0000" not in text and \
-            _depth(value) <= VALUE_COPY_DEPTH:
+    if (
+        len(text) <= VALUE_COPY_CHARS
+        and "\\u0000" not in text
+        and _depth(value) <= VALUE_COPY_DEPTH
+    ):
         marker["value"] = dict(value)
-    return {"subject": subject_of(key), "predicate": ITEM_PREDICATE, "content": value_text(value),
-            "scope": scope_of(namespace), "permanence": "permanent", "metadata": {MARKER: marker}}
+    return {
+        "subject": subject_of(key),
+        "predicate": ITEM_PREDICATE,
+        "content": value_text(value),
+        "scope": scope_of(namespace),
+        "permanence": "permanent",
+        "metadata": {MARKER: marker},
+    }
 
 
 def lookup_params(namespace: Namespace, key: str) -> dict[str, Any]:
     """GET /v1/facts parameters that find the item's active fact."""
-    return {"scope": scope_of(namespace), "subject": subject_of(key),
-            "predicate": ITEM_PREDICATE, "limit": 5}
+    return {
+        "scope": scope_of(namespace),
+        "subject": subject_of(key),
+        "predicate": ITEM_PREDICATE,
+        "limit": 5,
+    }
 
 
 def marker_of(fact: Mapping[str, Any]) -> dict[str, Any] | None:
     """The item's namespace and key when the fact holds a store item, else None."""
     marker = (fact.get("metadata") or {}).get(MARKER)
-    if (fact.get("predicate") != ITEM_PREDICATE or not isinstance(marker, dict)
-            or not isinstance(marker.get("key"), str)
-            or not isinstance(marker.get("namespace"), list)):
+    if (
+        fact.get("predicate") != ITEM_PREDICATE
+        or not isinstance(marker, dict)
+        or not isinstance(marker.get("key"), str)
+        or not isinstance(marker.get("namespace"), list)
+    ):
         return None
     return marker
 
@@ -99,10 +123,13 @@ def item_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
     confirmed = fact.get("last_confirmed_at")
     updated = max(stored, datetime.fromisoformat(confirmed)) if confirmed else stored
     first = marker.get("created_at")
-    return {"namespace": tuple(marker["namespace"]), "key": marker["key"],
-            "value": json.loads(fact["content"]),
-            "created_at": datetime.fromisoformat(first) if first else stored,
-            "updated_at": updated}
+    return {
+        "namespace": tuple(marker["namespace"]),
+        "key": marker["key"],
+        "value": json.loads(fact["content"]),
+        "created_at": datetime.fromisoformat(first) if first else stored,
+        "updated_at": updated,
+    }
 
 
 def is_indexed(fact: Mapping[str, Any]) -> bool:
@@ -124,7 +151,8 @@ def has_prefix(namespace: Namespace, prefix: Sequence[str], *, wildcard: bool = 
     label; without, it is a label like any other)."""
     return len(namespace) >= len(prefix) and all(
         want == have or (wildcard and want == "*")
-        for have, want in zip(namespace, prefix, strict=False))
+        for have, want in zip(namespace, prefix, strict=False)
+    )
 
 
 def has_suffix(namespace: Namespace, suffix: Sequence[str]) -> bool:
@@ -132,17 +160,26 @@ def has_suffix(namespace: Namespace, suffix: Sequence[str]) -> bool:
     return has_prefix(tuple(reversed(namespace)), tuple(reversed(suffix)), wildcard=True)
 
 
-def select_namespaces(namespaces: Iterable[Namespace], *, prefixes: Iterable[Sequence[str]],
-                      suffixes: Iterable[Sequence[str]], max_depth: int | None, limit: int,
-                      offset: int) -> list[Namespace]:
+def select_namespaces(
+    namespaces: Iterable[Namespace],
+    *,
+    prefixes: Iterable[Sequence[str]],
+    suffixes: Iterable[Sequence[str]],
+    max_depth: int | None,
+    limit: int,
+    offset: int,
+) -> list[Namespace]:
     """list_namespaces on a set of namespaces: match, cut to max_depth, sort, page."""
     prefixes, suffixes = list(prefixes), list(suffixes)
-    kept = {ns for ns in namespaces
-            if all(has_prefix(ns, p, wildcard=True) for p in prefixes)
-            and all(has_suffix(ns, s) for s in suffixes)}
+    kept = {
+        ns
+        for ns in namespaces
+        if all(has_prefix(ns, p, wildcard=True) for p in prefixes)
+        and all(has_suffix(ns, s) for s in suffixes)
+    }
     if max_depth is not None:
         kept = {ns[:max_depth] for ns in kept}
-    return sorted(kept)[offset:offset + limit]
+    return sorted(kept)[offset : offset + limit]
 
 
 def matches(value: Any, wanted: Mapping[str, Any] | None) -> bool:
@@ -205,8 +242,9 @@ def _depth(value: Any) -> int:
     return 0
 
 
-def server_filter(prefix: Sequence[str], wanted: Mapping[str, Any] | None, *,
-                  indexed_only: bool) -> dict[str, Any]:
+def server_filter(
+    prefix: Sequence[str], wanted: Mapping[str, Any] | None, *, indexed_only: bool
+) -> dict[str, Any]:
     """An Engram filter admitting at least the items under `prefix` that pass `wanted`
     (and, with `indexed_only`, were not put with index=False): what the server can decide
     of a LangGraph filter. The store still checks each item it gets back, so an item the
@@ -214,8 +252,14 @@ def server_filter(prefix: Sequence[str], wanted: Mapping[str, Any] | None, *,
     field = f"metadata.{MARKER}"
     conditions: list[dict[str, Any]] = [{"predicate": ITEM_PREDICATE}]
     if prefix:
-        conditions.append({"$or": [{f"{field}.prefixes": scope_of(prefix)},
-                                   {f"{field}.prefixes": {"$exists": False}}]})
+        conditions.append(
+            {
+                "$or": [
+                    {f"{field}.prefixes": scope_of(prefix)},
+                    {f"{field}.prefixes": {"$exists": False}},
+                ]
+            }
+        )
     if indexed_only:
         conditions.append({f"{field}.index": {"$ne": False}})
     on_value = _value_conditions(wanted or {}, (f"{field}.value",))
@@ -229,16 +273,24 @@ def _value_conditions(wanted: Mapping[str, Any], path: tuple[str, ...]) -> list[
     are left to `matches`."""
     out: list[dict[str, Any]] = []
     for name, condition in wanted.items():
-        if not isinstance(name, str) or not name or "." in name or name.startswith("$") \
-                or len(path) >= 6:
+        if (
+            not isinstance(name, str)
+            or not name
+            or "." in name
+            or name.startswith("$")
+            or len(path) >= 6
+        ):
             continue
         field = ".".join((*path, name))
         if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
             for op, operand in condition.items():
                 if op == "$eq" and _unambiguous(operand):
                     out.append({field: operand})
-                elif op in ("$gt", "$gte", "$lt", "$lte") and _sendable(operand) \
-                        and not isinstance(operand, bool):
+                elif (
+                    op in ("$gt", "$gte", "$lt", "$lte")
+                    and _sendable(operand)
+                    and not isinstance(operand, bool)
+                ):
                     out.append({field: {op: operand}})
         elif isinstance(condition, Mapping):
             out += _value_conditions(condition, (*path, name))

@@ -75,8 +75,11 @@ def history(namespace: Namespace, key: str) -> Steps:
     if fact is None:
         return []
     versions = yield Call("GET", f"/v1/facts/{fact['id']}/history")
-    return [mapping.item_fields(version) for version in versions
-            if mapping.marker_of(version) is not None]
+    return [
+        mapping.item_fields(version)
+        for version in versions
+        if mapping.marker_of(version) is not None
+    ]
 
 
 def all_items() -> Steps:
@@ -85,25 +88,43 @@ def all_items() -> Steps:
     cursor = None
     while True:
         params = {"predicate": mapping.ITEM_PREDICATE, "limit": PAGE_SIZE}
-        page = yield Call("GET", "/v1/facts",
-                          params=params if cursor is None else {**params, "cursor": cursor})
+        page = yield Call(
+            "GET", "/v1/facts", params=params if cursor is None else {**params, "cursor": cursor}
+        )
         facts.extend(fact for fact in page["items"] if mapping.marker_of(fact) is not None)
         cursor = page.get("next_cursor")
         if not cursor:
             return facts
 
 
-def list_namespaces(prefixes: list[tuple[str, ...]], suffixes: list[tuple[str, ...]],
-                    max_depth: int | None, limit: int, offset: int) -> Steps:
+def list_namespaces(
+    prefixes: list[tuple[str, ...]],
+    suffixes: list[tuple[str, ...]],
+    max_depth: int | None,
+    limit: int,
+    offset: int,
+) -> Steps:
     """The namespaces holding items, matched, cut to max_depth and paged."""
     facts = yield from all_items()
     namespaces = {ns for fact in facts if (ns := mapping.namespace_of(fact)) is not None}
-    return mapping.select_namespaces(namespaces, prefixes=prefixes, suffixes=suffixes,
-                                     max_depth=max_depth, limit=limit, offset=offset)
+    return mapping.select_namespaces(
+        namespaces,
+        prefixes=prefixes,
+        suffixes=suffixes,
+        max_depth=max_depth,
+        limit=limit,
+        offset=offset,
+    )
 
 
-def search(prefix: Namespace, query: str | None, wanted: dict[str, Any] | None, limit: int,
-           offset: int, mode: str | None) -> Steps:
+def search(
+    prefix: Namespace,
+    query: str | None,
+    wanted: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+    mode: str | None,
+) -> Steps:
     """Items under the prefix passing the filter: ranked by Engram's search when there is a
     query, newest first otherwise; each as (fields, score). The server filters by namespace,
     index and what it can of `wanted` (`mapping.server_filter`), before it ranks or pages."""
@@ -113,30 +134,45 @@ def search(prefix: Namespace, query: str | None, wanted: dict[str, Any] | None, 
         cursor = None
         # Pages come newest stored first; enough are read to fill the page asked for.
         while len(found) < offset + limit:
-            params = {"filter": json.dumps(wanted_here), "limit": PAGE_SIZE,
-                      **({"cursor": cursor} if cursor else {})}
+            params = {
+                "filter": json.dumps(wanted_here),
+                "limit": PAGE_SIZE,
+                **({"cursor": cursor} if cursor else {}),
+            }
             page = yield Call("GET", "/v1/facts", params=params)
-            found += [(fields, None) for fact in page["items"]
-                      if (fields := _passing(fact, prefix, wanted)) is not None]
+            found += [
+                (fields, None)
+                for fact in page["items"]
+                if (fields := _passing(fact, prefix, wanted)) is not None
+            ]
             cursor = page.get("next_cursor")
             if not cursor:
                 break
         found.sort(key=lambda pair: pair[0]["updated_at"], reverse=True)
-        return found[offset:offset + limit]
+        return found[offset : offset + limit]
     # Always the same pool, re-ordered by score and sliced: a pool of `offset + limit` hits
     # would hold another set for each page, and two pages could share an item.
-    body = {"query": query, "types": ["fact"], "limit": MAX_SEARCH_RESULTS,
-            "min_confidence": 0.0, "mode": mode, "filter": wanted_here}
+    body = {
+        "query": query,
+        "types": ["fact"],
+        "limit": MAX_SEARCH_RESULTS,
+        "min_confidence": 0.0,
+        "mode": mode,
+        "filter": wanted_here,
+    }
     answer = yield Call("POST", "/v1/search", json={k: v for k, v in body.items() if v is not None})
-    ranked = [(fields, mapping.hit_score(hit)) for hit in answer["results"]
-              if mapping.is_indexed(hit)
-              and (fields := _passing(hit, prefix, wanted)) is not None]
+    ranked = [
+        (fields, mapping.hit_score(hit))
+        for hit in answer["results"]
+        if mapping.is_indexed(hit) and (fields := _passing(hit, prefix, wanted)) is not None
+    ]
     ranked.sort(key=lambda pair: -(pair[1] or 0.0))
-    return ranked[offset:offset + limit]
+    return ranked[offset : offset + limit]
 
 
-def _passing(fact: dict[str, Any], prefix: Namespace,
-             wanted: dict[str, Any] | None) -> dict[str, Any] | None:
+def _passing(
+    fact: dict[str, Any], prefix: Namespace, wanted: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """The item's fields when the fact is a store item under `prefix` passing `wanted`."""
     namespace = mapping.namespace_of(fact)
     if namespace is None or not mapping.has_prefix(namespace, prefix):

@@ -39,7 +39,7 @@ STORE_CHUNK = 100
 
 
 def _chunks(items: list[Any], size: int = MAX_BULK_ITEMS) -> list[list[Any]]:
-    return [items[start:start + size] for start in range(0, len(items), size)]
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def _limits(max_in_flight: int) -> httpx.Limits:
@@ -48,24 +48,44 @@ def _limits(max_in_flight: int) -> httpx.Limits:
     return httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
 
 
-def _episode(content: str, butler: str, session_id: str | None, occurred_at: str | None,
-             importance: float | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
-    return without_none({"content": content, "butler": butler, "session_id": session_id,
-                         "occurred_at": occurred_at, "importance": importance,
-                         "metadata": metadata})
+def _episode(
+    content: str,
+    butler: str,
+    session_id: str | None,
+    occurred_at: str | None,
+    importance: float | None,
+    metadata: dict[str, Any] | None,
+) -> dict[str, Any]:
+    return without_none(
+        {
+            "content": content,
+            "butler": butler,
+            "session_id": session_id,
+            "occurred_at": occurred_at,
+            "importance": importance,
+            "metadata": metadata,
+        }
+    )
 
 
 # The lists `list_page` reads, each filtered by its own fields (docs/search.md#filters).
 LISTS = ("episodes", "facts", "rules", "entities", "runs", "procedures", "arcs", "links")
 
 
-def _list_params(kind: str, filter: dict[str, Any] | None, limit: int, cursor: str | None,
-                 params: dict[str, Any]) -> dict[str, Any]:
+def _list_params(
+    kind: str, filter: dict[str, Any] | None, limit: int, cursor: str | None, params: dict[str, Any]
+) -> dict[str, Any]:
     """The query of one page of a list; the filter object goes as JSON text."""
     if kind not in LISTS:
         raise ValueError(f"unknown list {kind!r}; one of {', '.join(LISTS)}")
-    return without_none({**params, "limit": limit, "cursor": cursor,
-                         "filter": None if filter is None else json.dumps(filter)})
+    return without_none(
+        {
+            **params,
+            "limit": limit,
+            "cursor": cursor,
+            "filter": None if filter is None else json.dumps(filter),
+        }
+    )
 
 
 def _empty_context(error: Exception) -> ContextBlock:
@@ -77,13 +97,24 @@ def _empty_context(error: Exception) -> ContextBlock:
 class EngramClient:
     """A blocking client. `with EngramClient(url, api_key=...) as engram: engram.search(...)`."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
-                 transport: httpx.BaseTransport | None = None,
-                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
         self.retry = retry or RetryPolicy()
-        self._http = httpx.Client(base_url=base_url, headers=headers(api_key), timeout=timeout,
-                                  transport=transport, limits=_limits(max_in_flight))
+        self._http = httpx.Client(
+            base_url=base_url,
+            headers=headers(api_key),
+            timeout=timeout,
+            transport=transport,
+            limits=_limits(max_in_flight),
+        )
         self._slots = threading.BoundedSemaphore(max_in_flight)
 
     def __enter__(self) -> "EngramClient":
@@ -116,23 +147,39 @@ class EngramClient:
     def _model(self, model: type[ModelT], method: str, path: str, **kwargs: Any) -> ModelT:
         return model.model_validate(self.request(method, path, **kwargs))
 
-    def store_episode(self, content: str, *, butler: str, session_id: str | None = None,
-                      occurred_at: str | None = None, importance: float | None = None,
-                      metadata: dict[str, Any] | None = None) -> Episode:
+    def store_episode(
+        self,
+        content: str,
+        *,
+        butler: str,
+        session_id: str | None = None,
+        occurred_at: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Episode:
         """Store one observation."""
-        return self._model(Episode, "POST", "/v1/episodes", json=_episode(
-            content, butler, session_id, occurred_at, importance, metadata))
+        return self._model(
+            Episode,
+            "POST",
+            "/v1/episodes",
+            json=_episode(content, butler, session_id, occurred_at, importance, metadata),
+        )
 
     def store_episodes(self, items: list[dict[str, Any]]) -> list[Episode]:
         """Store many observations in one transaction (each item as for `store_episode`)."""
         body = self.request("POST", "/v1/episodes/batch", json={"items": items})
         return [Episode.model_validate(item) for item in body["items"]]
 
-    def store_fact(self, subject: str, predicate: str, content: str,
-                   **fields: Any) -> Fact:
+    def store_fact(self, subject: str, predicate: str, content: str, **fields: Any) -> Fact:
         """Store a fact (a newer one with the same key supersedes the old one)."""
-        return self._model(Fact, "POST", "/v1/facts", json=without_none(
-            {"subject": subject, "predicate": predicate, "content": content, **fields}))
+        return self._model(
+            Fact,
+            "POST",
+            "/v1/facts",
+            json=without_none(
+                {"subject": subject, "predicate": predicate, "content": content, **fields}
+            ),
+        )
 
     def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store facts in order (each as for `store_fact`), 100 a request, each request one
@@ -151,35 +198,55 @@ class EngramClient:
         ref: `{"status": 204, "deleted_ids": [...]}` or `{"status": 404}`."""
         return self._bulk("/v1/facts/bulk/delete", refs)
 
-    def _bulk(self, path: str, items: list[dict[str, Any]],
-              size: int = MAX_BULK_ITEMS) -> list[dict[str, Any]]:
+    def _bulk(
+        self, path: str, items: list[dict[str, Any]], size: int = MAX_BULK_ITEMS
+    ) -> list[dict[str, Any]]:
         """Each item's result, from one POST of `path` per `size` items, in order."""
-        return [result for chunk in _chunks(items, size)
-                for result in self.request("POST", path, json={"items": chunk})["items"]]
+        return [
+            result
+            for chunk in _chunks(items, size)
+            for result in self.request("POST", path, json={"items": chunk})["items"]
+        ]
 
     def store_rule(self, content: str, **fields: Any) -> Rule:
         """Store a candidate rule."""
-        return self._model(Rule, "POST", "/v1/rules",
-                           json=without_none({"content": content, **fields}))
+        return self._model(
+            Rule, "POST", "/v1/rules", json=without_none({"content": content, **fields})
+        )
 
     def search(self, query: str, **fields: Any) -> SearchResult:
         """Hybrid (or `mode=`) search; any field of POST /v1/search may be given, e.g.
         `filter={"metadata.topic": "travel"}`."""
-        return self._model(SearchResult, "POST", "/v1/search",
-                           json=without_none({"query": query, **fields}))
+        return self._model(
+            SearchResult, "POST", "/v1/search", json=without_none({"query": query, **fields})
+        )
 
     def recall(self, topic: str, **fields: Any) -> RecallResult:
         """Facts and rules about a topic, by composite score."""
-        return self._model(RecallResult, "POST", "/v1/recall",
-                           json=without_none({"topic": topic, **fields}))
+        return self._model(
+            RecallResult, "POST", "/v1/recall", json=without_none({"topic": topic, **fields})
+        )
 
-    def context(self, trigger_prompt: str, *, butler: str, token_budget: int | None = None,
-                fail_open: bool = True, filter: dict[str, Any] | None = None) -> ContextBlock:
+    def context(
+        self,
+        trigger_prompt: str,
+        *,
+        butler: str,
+        token_budget: int | None = None,
+        fail_open: bool = True,
+        filter: dict[str, Any] | None = None,
+    ) -> ContextBlock:
         """The memory block for a prompt, of the memories `filter` admits (all by default).
         With `fail_open` (the default) an unreachable or failing service gives an empty
         block with a `warning`, so the agent keeps running."""
-        body = without_none({"trigger_prompt": trigger_prompt, "butler": butler,
-                             "token_budget": token_budget, "filter": filter})
+        body = without_none(
+            {
+                "trigger_prompt": trigger_prompt,
+                "butler": butler,
+                "token_budget": token_budget,
+                "filter": filter,
+            }
+        )
         try:
             return self._model(ContextBlock, "POST", "/v1/context", json=body)
         except Exception as error:
@@ -187,19 +254,28 @@ class EngramClient:
                 raise
             return _empty_context(error)
 
-    def list_page(self, kind: str, *, filter: dict[str, Any] | None = None, limit: int = 50,
-                  cursor: str | None = None, **params: Any) -> dict[str, Any]:
+    def list_page(
+        self,
+        kind: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
         """One page (`items`, `next_cursor`) of a list: `kind` is episodes, facts, rules,
         entities, runs, procedures, arcs or links; `filter` keeps what it admits, e.g.
         `list_page("runs", filter={"metadata.model": "small"}, task_id="triage")`."""
         page: dict[str, Any] = self.request(
-            "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params))
+            "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params)
+        )
         return page
 
     def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by lifecycle state."""
-        stats: dict[str, Any] = self.request("GET", "/v1/stats",
-                                             params=without_none({"scope": scope}))
+        stats: dict[str, Any] = self.request(
+            "GET", "/v1/stats", params=without_none({"scope": scope})
+        )
         return stats
 
     def start_job(self, kind: str, **params: Any) -> Job:
@@ -214,14 +290,24 @@ class EngramClient:
 class AsyncEngramClient:
     """The async twin of `EngramClient`: `async with AsyncEngramClient(url) as engram: ...`."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None,
-                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(base_url=base_url, headers=headers(api_key),
-                                       timeout=timeout, transport=transport,
-                                       limits=_limits(max_in_flight))
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            headers=headers(api_key),
+            timeout=timeout,
+            transport=transport,
+            limits=_limits(max_in_flight),
+        )
         self.max_in_flight = max_in_flight
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
@@ -259,27 +345,42 @@ class AsyncEngramClient:
             self._slots = (loop, asyncio.Semaphore(self.max_in_flight))
         return self._slots[1]
 
-    async def _model(self, model: type[ModelT], method: str, path: str,
-                     **kwargs: Any) -> ModelT:
+    async def _model(self, model: type[ModelT], method: str, path: str, **kwargs: Any) -> ModelT:
         return model.model_validate(await self.request(method, path, **kwargs))
 
-    async def store_episode(self, content: str, *, butler: str, session_id: str | None = None,
-                            occurred_at: str | None = None, importance: float | None = None,
-                            metadata: dict[str, Any] | None = None) -> Episode:
+    async def store_episode(
+        self,
+        content: str,
+        *,
+        butler: str,
+        session_id: str | None = None,
+        occurred_at: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Episode:
         """Store one observation."""
-        return await self._model(Episode, "POST", "/v1/episodes", json=_episode(
-            content, butler, session_id, occurred_at, importance, metadata))
+        return await self._model(
+            Episode,
+            "POST",
+            "/v1/episodes",
+            json=_episode(content, butler, session_id, occurred_at, importance, metadata),
+        )
 
     async def store_episodes(self, items: list[dict[str, Any]]) -> list[Episode]:
         """Store many observations in one transaction."""
         body = await self.request("POST", "/v1/episodes/batch", json={"items": items})
         return [Episode.model_validate(item) for item in body["items"]]
 
-    async def store_fact(self, subject: str, predicate: str, content: str,
-                         **fields: Any) -> Fact:
+    async def store_fact(self, subject: str, predicate: str, content: str, **fields: Any) -> Fact:
         """Store a fact (a newer one with the same key supersedes the old one)."""
-        return await self._model(Fact, "POST", "/v1/facts", json=without_none(
-            {"subject": subject, "predicate": predicate, "content": content, **fields}))
+        return await self._model(
+            Fact,
+            "POST",
+            "/v1/facts",
+            json=without_none(
+                {"subject": subject, "predicate": predicate, "content": content, **fields}
+            ),
+        )
 
     async def store_facts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store facts in order, 100 a request (see `EngramClient.store_facts`)."""
@@ -293,8 +394,9 @@ class AsyncEngramClient:
         """Delete facts by id or key, 1000 a request (see `EngramClient.delete_facts`)."""
         return await self._bulk("/v1/facts/bulk/delete", refs)
 
-    async def _bulk(self, path: str, items: list[dict[str, Any]],
-                    size: int = MAX_BULK_ITEMS) -> list[dict[str, Any]]:
+    async def _bulk(
+        self, path: str, items: list[dict[str, Any]], size: int = MAX_BULK_ITEMS
+    ) -> list[dict[str, Any]]:
         """Each item's result, from one POST of `path` per `size` items, in order."""
         results: list[dict[str, Any]] = []
         for chunk in _chunks(items, size):
@@ -303,26 +405,41 @@ class AsyncEngramClient:
 
     async def store_rule(self, content: str, **fields: Any) -> Rule:
         """Store a candidate rule."""
-        return await self._model(Rule, "POST", "/v1/rules",
-                                 json=without_none({"content": content, **fields}))
+        return await self._model(
+            Rule, "POST", "/v1/rules", json=without_none({"content": content, **fields})
+        )
 
     async def search(self, query: str, **fields: Any) -> SearchResult:
         """Hybrid (or `mode=`) search; any field of POST /v1/search may be given."""
-        return await self._model(SearchResult, "POST", "/v1/search",
-                                 json=without_none({"query": query, **fields}))
+        return await self._model(
+            SearchResult, "POST", "/v1/search", json=without_none({"query": query, **fields})
+        )
 
     async def recall(self, topic: str, **fields: Any) -> RecallResult:
         """Facts and rules about a topic, by composite score."""
-        return await self._model(RecallResult, "POST", "/v1/recall",
-                                 json=without_none({"topic": topic, **fields}))
+        return await self._model(
+            RecallResult, "POST", "/v1/recall", json=without_none({"topic": topic, **fields})
+        )
 
-    async def context(self, trigger_prompt: str, *, butler: str,
-                      token_budget: int | None = None, fail_open: bool = True,
-                      filter: dict[str, Any] | None = None) -> ContextBlock:
+    async def context(
+        self,
+        trigger_prompt: str,
+        *,
+        butler: str,
+        token_budget: int | None = None,
+        fail_open: bool = True,
+        filter: dict[str, Any] | None = None,
+    ) -> ContextBlock:
         """The memory block for a prompt; filtered and fail-open like
         `EngramClient.context`."""
-        body = without_none({"trigger_prompt": trigger_prompt, "butler": butler,
-                             "token_budget": token_budget, "filter": filter})
+        body = without_none(
+            {
+                "trigger_prompt": trigger_prompt,
+                "butler": butler,
+                "token_budget": token_budget,
+                "filter": filter,
+            }
+        )
         try:
             return await self._model(ContextBlock, "POST", "/v1/context", json=body)
         except Exception as error:
@@ -330,18 +447,26 @@ class AsyncEngramClient:
                 raise
             return _empty_context(error)
 
-    async def list_page(self, kind: str, *, filter: dict[str, Any] | None = None,
-                        limit: int = 50, cursor: str | None = None,
-                        **params: Any) -> dict[str, Any]:
+    async def list_page(
+        self,
+        kind: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
         """One page of a list, filtered like `EngramClient.list_page`."""
         page: dict[str, Any] = await self.request(
-            "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params))
+            "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params)
+        )
         return page
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by lifecycle state."""
-        stats: dict[str, Any] = await self.request("GET", "/v1/stats",
-                                                   params=without_none({"scope": scope}))
+        stats: dict[str, Any] = await self.request(
+            "GET", "/v1/stats", params=without_none({"scope": scope})
+        )
         return stats
 
     async def start_job(self, kind: str, **params: Any) -> Job:

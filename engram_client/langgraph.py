@@ -90,13 +90,18 @@ class EngramStore(BaseStore):
 
     supports_ttl = False
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, retry: RetryPolicy | None = None,
-                 search_mode: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        search_mode: str | None = None,
+    ) -> None:
         self.search_mode = search_mode
         self.client = EngramClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
-        self.aclient = AsyncEngramClient(base_url, api_key=api_key, timeout=timeout,
-                                         retry=retry)
+        self.aclient = AsyncEngramClient(base_url, api_key=api_key, timeout=timeout, retry=retry)
         self._queued: list[tuple[list[batching.Op], asyncio.Future[list[Any]]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -145,8 +150,9 @@ class EngramStore(BaseStore):
         while self._queued:
             queued, self._queued = self._queued, []
             try:
-                done = await self._arun(batching.run([op for planned, _ in queued
-                                                      for op in planned], self.search_mode))
+                done = await self._arun(
+                    batching.run([op for planned, _ in queued for op in planned], self.search_mode)
+                )
             except Exception:
                 if len(queued) == 1:
                     _fail(queued[0][1])
@@ -164,7 +170,7 @@ class EngramStore(BaseStore):
             start = 0
             for planned, waiting in queued:
                 if not waiting.done():
-                    waiting.set_result(done[start:start + len(planned)])
+                    waiting.set_result(done[start : start + len(planned)])
                 start += len(planned)
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[Item]:
@@ -211,12 +217,10 @@ def _planned(op: Op) -> batching.Op:
         return batching.Get(tuple(op.namespace), op.key)
     if isinstance(op, PutOp):
         _check_put(op)
-        return batching.Put(tuple(op.namespace), op.key, op.value,
-                            indexed=op.index is not False)
+        return batching.Put(tuple(op.namespace), op.key, op.value, indexed=op.index is not False)
     if isinstance(op, SearchOp):
         _check_labels(op.namespace_prefix)
-        return batching.Search(tuple(op.namespace_prefix), op.query, op.filter, op.limit,
-                               op.offset)
+        return batching.Search(tuple(op.namespace_prefix), op.query, op.filter, op.limit, op.offset)
     if isinstance(op, ListNamespacesOp):
         conditions = op.match_conditions or ()
         for condition in conditions:
@@ -224,7 +228,10 @@ def _planned(op: Op) -> batching.Op:
         return batching.ListNamespaces(
             [tuple(c.path) for c in conditions if c.match_type == "prefix"],
             [tuple(c.path) for c in conditions if c.match_type == "suffix"],
-            op.max_depth, op.limit, op.offset)
+            op.max_depth,
+            op.limit,
+            op.offset,
+        )
     raise ValueError(f"unknown operation {type(op).__name__}")
 
 
@@ -249,21 +256,32 @@ def _fail(waiting: "asyncio.Future[list[Any]]") -> None:
 
 
 def _item(fields: dict[str, Any]) -> Item:
-    return Item(value=fields["value"], key=fields["key"], namespace=fields["namespace"],
-                created_at=fields["created_at"], updated_at=fields["updated_at"])
+    return Item(
+        value=fields["value"],
+        key=fields["key"],
+        namespace=fields["namespace"],
+        created_at=fields["created_at"],
+        updated_at=fields["updated_at"],
+    )
 
 
 def _search_item(fields: dict[str, Any], score: float | None) -> SearchItem:
-    return SearchItem(namespace=fields["namespace"], key=fields["key"], value=fields["value"],
-                      created_at=fields["created_at"], updated_at=fields["updated_at"],
-                      score=score)
+    return SearchItem(
+        namespace=fields["namespace"],
+        key=fields["key"],
+        value=fields["value"],
+        created_at=fields["created_at"],
+        updated_at=fields["updated_at"],
+        score=score,
+    )
 
 
 def _check_labels(namespace: tuple[str, ...]) -> None:
     for label in namespace:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             raise InvalidNamespaceError(
-                f"namespace labels must be non-empty strings without '.' or NUL: {namespace!r}")
+                f"namespace labels must be non-empty strings without '.' or NUL: {namespace!r}"
+            )
 
 
 def _check_put(op: PutOp) -> None:
@@ -271,5 +289,6 @@ def _check_put(op: PutOp) -> None:
         raise InvalidNamespaceError("namespace cannot be empty")
     _check_labels(op.namespace)
     if op.ttl is not None:
-        raise NotImplementedError("TTL is not supported by EngramStore: Engram's facts do not "
-                                  "expire; put without a ttl")
+        raise NotImplementedError(
+            "TTL is not supported by EngramStore: Engram's facts do not expire; put without a ttl"
+        )

@@ -29,24 +29,25 @@ class EngramMemoryBlock(BaseMemoryBlock[str]):
 
     name: str = Field(default="engram", description="The name of the memory block.")
     client: AsyncEngramClient = Field(description="The Engram client to read and store with.")
-    butler: str = Field(default="llama-index",
-                        description="The butler the episodes are stored under and read from.")
+    butler: str = Field(
+        default="llama-index", description="The butler the episodes are stored under and read from."
+    )
     past_turns: int = Field(default=3, ge=0, description="Past turns given, at most.")
-    token_budget: int | None = Field(default=None,
-                                     description="The context block's budget (server default).")
+    token_budget: int | None = Field(
+        default=None, description="The context block's budget (server default)."
+    )
 
-    async def _aget(self, messages: list[ChatMessage] | None = None,
-                    **block_kwargs: Any) -> str:
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """The memory for the latest user message ('' when there is none or nothing fits)."""
         query = _latest_text(messages or [])
         if not query:
             return ""
-        block = await self.client.context(query, butler=self.butler,
-                                          token_budget=self.token_budget)
+        block = await self.client.context(query, butler=self.butler, token_budget=self.token_budget)
         text = block.context.strip() if block.items else ""
         if self.past_turns:
-            found = await self.client.search(query, types=["episode"], scope=self.butler,
-                                             limit=self.past_turns)
+            found = await self.client.search(
+                query, types=["episode"], scope=self.butler, limit=self.past_turns
+            )
             turns = [f"- {' '.join((hit.content or '').split())}\n" for hit in found.results]
             if turns:
                 text += PAST_TURNS_HEADER + "".join(turns)
@@ -54,13 +55,20 @@ class EngramMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Store the messages with text as episodes of their session, in order."""
-        items = [{"content": message.content, "butler": self.butler,
-                  "session_id": message.additional_kwargs.get("session_id"),
-                  "metadata": {"role": str(message.role.value)}}
-                 for message in messages if message.content and message.content.strip()]
+        items = [
+            {
+                "content": message.content,
+                "butler": self.butler,
+                "session_id": message.additional_kwargs.get("session_id"),
+                "metadata": {"role": str(message.role.value)},
+            }
+            for message in messages
+            if message.content and message.content.strip()
+        ]
         if items:
             await self.client.store_episodes(
-                [{k: v for k, v in item.items() if v is not None} for item in items])
+                [{k: v for k, v in item.items() if v is not None} for item in items]
+            )
 
 
 def _latest_text(messages: list[ChatMessage]) -> str:

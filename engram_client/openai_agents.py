@@ -37,15 +37,22 @@ ITEM_FIELDS = "agents_item"
 class EngramSession:
     """The SDK's `Session` protocol over the episodes of one Engram session."""
 
-    def __init__(self, session_id: str, client: AsyncEngramClient, *,
-                 butler: str = "openai-agents",
-                 session_settings: SessionSettings | dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        client: AsyncEngramClient,
+        *,
+        butler: str = "openai-agents",
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
         self.session_id = session_id
         self.client = client
         self.butler = butler
         self.session_settings: SessionSettings | None = (
-            SessionSettings() if session_settings is None
-            else coerce_session_settings(session_settings))
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The session's items, oldest first; with `limit` (by default the settings' limit),
@@ -53,15 +60,17 @@ class EngramSession:
         limit = resolve_session_limit(limit, self.session_settings)
         episodes = await self._episodes()
         if limit is not None:
-            episodes = episodes[max(len(episodes) - limit, 0):]
+            episodes = episodes[max(len(episodes) - limit, 0) :]
         return [_item(episode) for episode in episodes]
 
     async def add_items(self, items: list[Any]) -> None:
         """Store the items after those the session has, in order."""
-        rows = [{"butler": self.butler, "session_id": self.session_id, **_episode(item)}
-                for item in items]
+        rows = [
+            {"butler": self.butler, "session_id": self.session_id, **_episode(item)}
+            for item in items
+        ]
         for start in range(0, len(rows), STORE_CHUNK):
-            await self.client.store_episodes(rows[start:start + STORE_CHUNK])
+            await self.client.store_episodes(rows[start : start + STORE_CHUNK])
 
     async def pop_item(self) -> Any | None:
         """Delete the latest item and return it; None when the session is empty."""
@@ -81,8 +90,13 @@ class EngramSession:
         episodes: list[Episode] = []
         cursor = None
         while True:
-            page = await self.client.list_page("episodes", limit=PAGE, cursor=cursor,
-                                               butler=self.butler, session_id=self.session_id)
+            page = await self.client.list_page(
+                "episodes",
+                limit=PAGE,
+                cursor=cursor,
+                butler=self.butler,
+                session_id=self.session_id,
+            )
             episodes += [Episode.model_validate(row) for row in page["items"]]
             cursor = page.get("next_cursor")
             if not cursor:
@@ -100,8 +114,10 @@ def _episode(item: Any) -> dict[str, Any]:
     item = dict(item)
     text = item.get("content")
     if isinstance(text, str) and text.strip() and "\x00" not in text:
-        return {"content": text,
-                "metadata": {ITEM_FIELDS: {k: v for k, v in item.items() if k != "content"}}}
+        return {
+            "content": text,
+            "metadata": {ITEM_FIELDS: {k: v for k, v in item.items() if k != "content"}},
+        }
     return {"content": json.dumps(item, ensure_ascii=False)}
 
 
@@ -125,9 +141,10 @@ def engram_tools(client: AsyncEngramClient, *, butler: str | None = None) -> lis
         return json.dumps(await memory.recall(topic, limit), ensure_ascii=False)
 
     async def remember(subject: str, predicate: str, content: str) -> str:
-        return json.dumps(await memory.remember(subject, predicate, content),
-                          ensure_ascii=False)
+        return json.dumps(await memory.remember(subject, predicate, content), ensure_ascii=False)
 
-    return [function_tool(search, description_override=SEARCH),
-            function_tool(recall, description_override=RECALL),
-            function_tool(remember, description_override=REMEMBER)]
+    return [
+        function_tool(search, description_override=SEARCH),
+        function_tool(recall, description_override=RECALL),
+        function_tool(remember, description_override=REMEMBER),
+    ]

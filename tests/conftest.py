@@ -42,9 +42,12 @@ def settings(database_url: str) -> Settings:
     # No background worker or scheduler: tests run jobs explicitly (see tests/api/test_jobs*.py).
     # No inferred sessions: tests store unrelated memories seconds apart in one butler; those
     # about sessions without ids turn the gap on (the `inferred_sessions` fixture).
-    return Settings(database_url=database_url, migrate_on_start=False,
-                    episode_session_gap_minutes=0,
-                    jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+    return Settings(
+        database_url=database_url,
+        migrate_on_start=False,
+        episode_session_gap_minutes=0,
+        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+    )
 
 
 @pytest.fixture
@@ -113,8 +116,11 @@ async def tenant_client(
 
         async def make(tenant_id: str) -> httpx.AsyncClient:
             headers = {"Authorization": f"Bearer {await api_key_for(tenant_id)}"}
-            http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://engram.test", headers=headers)
+            http = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                base_url="http://engram.test",
+                headers=headers,
+            )
             return await stack.enter_async_context(http)
 
         yield make
@@ -142,8 +148,9 @@ def sql(db_engine: AsyncEngine) -> Any:
 
     async def run(statement: str, **params: Any) -> list[Any]:
         async with db_engine.begin() as conn:
-            await conn.execute(text("SELECT set_config(:name, 'on', true)"),
-                               {"name": SYSTEM_SETTING})
+            await conn.execute(
+                text("SELECT set_config(:name, 'on', true)"), {"name": SYSTEM_SETTING}
+            )
             result = await conn.execute(text(statement), params)
             return list(result.mappings()) if result.returns_rows else []
 

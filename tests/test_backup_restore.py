@@ -31,8 +31,10 @@ MARKER = "5550123"
 
 def _records(body: str) -> list[dict[str, Any]]:
     """An export's records in a stable order (as the export round-trip test compares them)."""
-    return sorted((json.loads(line) for line in body.splitlines()),
-                  key=lambda r: (r["kind"], json.dumps(r, sort_keys=True)))
+    return sorted(
+        (json.loads(line) for line in body.splitlines()),
+        key=lambda r: (r["kind"], json.dumps(r, sort_keys=True)),
+    )
 
 
 @pytest.fixture
@@ -60,48 +62,72 @@ def home(scratch: Path) -> Path:
 
 
 def _settings(data_dir: Path, archive: Path | None = None) -> Settings:
-    return Settings(database_url=None, app_database_url=None, data_dir=data_dir,
-                    backup=BackupSettings(wal_archive_dir=archive),
-                    jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+    return Settings(
+        database_url=None,
+        app_database_url=None,
+        data_dir=data_dir,
+        backup=BackupSettings(wal_archive_dir=archive),
+        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+    )
 
 
 @asynccontextmanager
-async def _service(settings: Settings, key: str | None = None
-                   ) -> AsyncIterator[tuple[Any, httpx.AsyncClient, str]]:
+async def _service(
+    settings: Settings, key: str | None = None
+) -> AsyncIterator[tuple[Any, httpx.AsyncClient, str]]:
     """The app on the embedded server of `settings`, a client with `key` (else a new key's)."""
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         if key is None:
             async with scoped_transaction(application.state.sessionmaker, SYSTEM) as session:
                 key = (await api_keys.create_key(session, tenant_id="default")).secret
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application),
-                                     base_url="http://engram.test",
-                                     headers={"Authorization": f"Bearer {key}"}) as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=application),
+            base_url="http://engram.test",
+            headers={"Authorization": f"Bearer {key}"},
+        ) as client:
             yield application, client, key
 
 
-def _engram(data_dir: Path, *args: str, archive: Path | None = None
-            ) -> subprocess.CompletedProcess[str]:
+def _engram(
+    data_dir: Path, *args: str, archive: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the `engram` command on the embedded server of `data_dir`."""
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("DATABASE_URL", "ENGRAM_DATABASE_URL", "ENGRAM_APP_DATABASE_URL",
-                           "ENGRAM_BACKUP__WAL_ARCHIVE_DIR")}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name
+        not in (
+            "DATABASE_URL",
+            "ENGRAM_DATABASE_URL",
+            "ENGRAM_APP_DATABASE_URL",
+            "ENGRAM_BACKUP__WAL_ARCHIVE_DIR",
+        )
+    }
     env.update(ENGRAM_DATA_DIR=str(data_dir), ENGRAM_CONFIG=str(data_dir / "none.toml"))
     if archive is not None:
         env["ENGRAM_BACKUP__WAL_ARCHIVE_DIR"] = str(archive)
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 async def _archive_everything(application: Any) -> None:
     """Close the current WAL segment and wait until the server has archived it."""
     async with application.state.owner_engine.connect() as conn:
-        segment = (await conn.execute(text(
-            "SELECT pg_walfile_name(pg_switch_wal())"))).scalar_one()
+        segment = (await conn.execute(text("SELECT pg_walfile_name(pg_switch_wal())"))).scalar_one()
         await conn.commit()
         for _ in range(300):
-            archived = (await conn.execute(text(
-                "SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver"))).scalar_one()
+            archived = (
+                await conn.execute(
+                    text("SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver")
+                )
+            ).scalar_one()
             await conn.commit()
             if archived >= segment:
                 return
@@ -120,15 +146,17 @@ async def test_restores_to_a_point_in_time_and_to_the_latest_state(home: Path) -
     archive, backups = home / "Ann's WAL 100%", home / "backups"
     async with _service(_settings(home / "live", archive)) as (live, client, key):
         await plant_every_kind(client, live, live.state.settings, MARKER)
-        made = await asyncio.to_thread(_engram, home / "live", "backup", str(backups),
-                                       archive=archive)
+        made = await asyncio.to_thread(
+            _engram, home / "live", "backup", str(backups), archive=archive
+        )
         assert made.returncode == 0, made.stderr
         assert f"WAL archived in {archive}" in made.stdout
         before_backup = datetime.now(UTC) - timedelta(minutes=1)
 
         await store_episode(client, f"After the backup Ann called {MARKER} again")
-        kept = await store_fact(client, subject="Ann", predicate="city",
-                                content="Ann lives in Lyon")
+        kept = await store_fact(
+            client, subject="Ann", predicate="city", content="Ann lives in Lyon"
+        )
         await asyncio.sleep(0.5)
         noted = datetime.now(UTC)
         await asyncio.sleep(0.5)
@@ -144,30 +172,57 @@ async def test_restores_to_a_point_in_time_and_to_the_latest_state(home: Path) -
         # A copy restored beside the live service, even with the service's own archive
         # setting, writes nothing into the live archive: the next restore to the latest
         # state still finds only the live timeline there.
-        restored = await asyncio.to_thread(_engram, home / "at_time", "restore", str(backups),
-                                           "--to", noted.isoformat(), archive=archive)
+        restored = await asyncio.to_thread(
+            _engram,
+            home / "at_time",
+            "restore",
+            str(backups),
+            "--to",
+            noted.isoformat(),
+            archive=archive,
+        )
         assert restored.returncode == 0, restored.stderr
-        assert [path.name for path in archive.iterdir()
-                if path.name.endswith((".history", ".partial"))] == []
+        assert [
+            path.name for path in archive.iterdir() if path.name.endswith((".history", ".partial"))
+        ] == []
         restored = await asyncio.to_thread(_engram, home / "latest", "restore", str(backups))
         assert restored.returncode == 0, restored.stderr
 
         refused = await asyncio.to_thread(_engram, home / "live", "restore", str(backups))
         assert refused.returncode != 0 and "is not empty" in refused.stderr
-        too_early = await asyncio.to_thread(_engram, home / "at_time", "restore", str(backups),
-                                            "--pgdata", str(home / "never"),
-                                            "--to", before_backup.isoformat())
+        too_early = await asyncio.to_thread(
+            _engram,
+            home / "at_time",
+            "restore",
+            str(backups),
+            "--pgdata",
+            str(home / "never"),
+            "--to",
+            before_backup.isoformat(),
+        )
         assert too_early.returncode != 0
         assert "before the earliest base backup" in too_early.stderr
         assert not (home / "never").exists()
-        missing = await asyncio.to_thread(_engram, home / "at_time", "restore",
-                                          str(home / "no-backups"), "--pgdata",
-                                          str(home / "never"))
+        missing = await asyncio.to_thread(
+            _engram,
+            home / "at_time",
+            "restore",
+            str(home / "no-backups"),
+            "--pgdata",
+            str(home / "never"),
+        )
         assert missing.returncode != 0 and "no backup directory" in missing.stderr
         # Nothing was written after this time, so the archive cannot show its state yet.
-        unseen = await asyncio.to_thread(_engram, home / "at_time", "restore", str(backups),
-                                         "--pgdata", str(home / "never"),
-                                         "--to", datetime.now(UTC).isoformat())
+        unseen = await asyncio.to_thread(
+            _engram,
+            home / "at_time",
+            "restore",
+            str(backups),
+            "--pgdata",
+            str(home / "never"),
+            "--to",
+            datetime.now(UTC).isoformat(),
+        )
         assert unseen.returncode != 0
         assert "the WAL archive holds no change after" in unseen.stderr
         assert not (home / "never").exists()
@@ -202,5 +257,8 @@ def test_keep_deletes_older_base_backups_and_the_wal_only_they_needed(scratch: P
     assert f"removed {first}" in pruned.stdout
     kept = sorted(backups.iterdir())
     assert first not in kept and second in kept and len(kept) == 2
-    assert all(name >= needed for name in
-               (path.name for path in archive.iterdir()) if not name.endswith(".history"))
+    assert all(
+        name >= needed
+        for name in (path.name for path in archive.iterdir())
+        if not name.endswith(".history")
+    )

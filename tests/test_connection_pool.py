@@ -28,8 +28,9 @@ async def _pid(engine: AsyncEngine) -> int:
         return int((await conn.execute(PID)).scalar_one())
 
 
-async def test_a_connection_that_died_while_idle_is_replaced(one_connection, db_engine,
-                                                             monkeypatch):
+async def test_a_connection_that_died_while_idle_is_replaced(
+    one_connection, db_engine, monkeypatch
+):
     monkeypatch.setattr(db, "LIVENESS_BYPASS_SECONDS", 0.05)
     pid = await _pid(one_connection)
     await terminate_backend(db_engine, pid)
@@ -37,8 +38,9 @@ async def test_a_connection_that_died_while_idle_is_replaced(one_connection, db_
     assert await _pid(one_connection) != pid
 
 
-async def test_a_connection_given_back_just_now_is_reused_unchecked(one_connection,
-                                                                    db_engine, monkeypatch):
+async def test_a_connection_given_back_just_now_is_reused_unchecked(
+    one_connection, db_engine, monkeypatch
+):
     """The price of skipping the check: a connection that died within the window fails its
     next statement once (a 503 through the API); the one after gets a new connection."""
     monkeypatch.setattr(db, "LIVENESS_BYPASS_SECONDS", 60)

@@ -6,8 +6,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("bench/*.md"),
-                *ROOT.glob("bench/journal/*.md")])
+PAGES = sorted(
+    [
+        ROOT / "README.md",
+        *ROOT.glob("docs/*.md"),
+        *ROOT.glob("bench/*.md"),
+        *ROOT.glob("bench/journal/*.md"),
+    ]
+)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", flags=re.M | re.S)
 

@@ -87,20 +87,21 @@ async def test_socket_dir_is_private_and_no_connection_is_trusted(pgdata: Path) 
         conn = await asyncpg.connect(server.url("postgres", "postgres"))
         try:
             rules = await conn.fetch(
-                "SELECT type, database, user_name, auth_method FROM pg_hba_file_rules")
+                "SELECT type, database, user_name, auth_method FROM pg_hba_file_rules"
+            )
             listen = await conn.fetchval("SHOW listen_addresses")
         finally:
             await conn.close()
-        assert [(r["type"], r["database"], r["user_name"], r["auth_method"])
-                for r in rules] == [("local", ["all"], ["all"], "peer"),
-                                    ("local", ["replication"], ["postgres"], "peer")]
+        assert [(r["type"], r["database"], r["user_name"], r["auth_method"]) for r in rules] == [
+            ("local", ["all"], ["all"], "peer"),
+            ("local", ["replication"], ["postgres"], "peer"),
+        ]
         assert listen == ""
     finally:
         server.release()
 
 
-async def test_engram_settings_apply_and_alter_system_still_overrides_them(
-        pgdata: Path) -> None:
+async def test_engram_settings_apply_and_alter_system_still_overrides_them(pgdata: Path) -> None:
     server = EmbeddedPostgres(pgdata)
     server.start()
     try:
@@ -142,8 +143,10 @@ async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(pgdata:
         try:
             await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_buffercache")
             await conn.execute("DROP TABLE IF EXISTS warm")
-            await conn.execute("CREATE TABLE warm AS SELECT g, repeat('x', 200) AS pad "
-                               "FROM generate_series(1, 20000) AS g")
+            await conn.execute(
+                "CREATE TABLE warm AS SELECT g, repeat('x', 200) AS pad "
+                "FROM generate_series(1, 20000) AS g"
+            )
             blocks = await conn.fetchval("SELECT pg_relation_size('warm') / 8192")
         finally:
             await conn.close()
@@ -163,7 +166,8 @@ async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(pgdata:
                     "SELECT count(*) FROM pg_buffercache "
                     "WHERE relfilenode = pg_relation_filenode('warm') "
                     "AND reldatabase = (SELECT oid FROM pg_database "
-                    "                   WHERE datname = current_database())")
+                    "                   WHERE datname = current_database())"
+                )
                 await asyncio.sleep(0.25)
             assert cached >= blocks
             await conn.execute("DROP TABLE warm")
@@ -173,9 +177,8 @@ async def test_a_restarted_server_reads_back_the_blocks_its_buffers_held(pgdata:
         server.release()
 
 
-async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(
-        pgdata: Path) -> None:
-    dead_pid = 2 ** 22 + 17  # above Linux's largest pid_max: no such process
+async def test_stale_pids_are_dropped_and_the_last_user_stops_the_server(pgdata: Path) -> None:
+    dead_pid = 2**22 + 17  # above Linux's largest pid_max: no such process
     assert not pid_alive(dead_pid)
     (pgdata / ".handle_pids.json").write_text(json.dumps([dead_pid]))
     server = EmbeddedPostgres(pgdata)
@@ -194,20 +197,42 @@ def _free_port() -> int:
 
 
 @pytest.fixture(params=[1, 2], ids=["one process", "two workers"])
-def served(request: pytest.FixtureRequest, data_dir: Path, pgdata: Path,
-           tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def served(
+    request: pytest.FixtureRequest, data_dir: Path, pgdata: Path, tmp_path: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`engram serve` (one process, or `--workers 2`) on the embedded server of `data_dir`,
     ready; stopped afterwards."""
     port = _free_port()
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("DATABASE_URL", "ENGRAM_DATABASE_URL", "ENGRAM_APP_DATABASE_URL")}
-    env.update(ENGRAM_DATA_DIR=str(data_dir), ENGRAM_JOBS__WORKER_ENABLED="false",
-               ENGRAM_JOBS__SCHEDULER_ENABLED="false", ENGRAM_EMBEDDED_SUPERVISE_SECONDS="2",
-               ENGRAM_CONFIG=str(tmp_path / "none.toml"))
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "ENGRAM_DATABASE_URL", "ENGRAM_APP_DATABASE_URL")
+    }
+    env.update(
+        ENGRAM_DATA_DIR=str(data_dir),
+        ENGRAM_JOBS__WORKER_ENABLED="false",
+        ENGRAM_JOBS__SCHEDULER_ENABLED="false",
+        ENGRAM_EMBEDDED_SUPERVISE_SECONDS="2",
+        ENGRAM_CONFIG=str(tmp_path / "none.toml"),
+    )
     log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
-                                "--no-auth", "--workers", str(request.param)],
-                               cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--no-auth",
+            "--workers",
+            str(request.param),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:

@@ -36,8 +36,9 @@ def test_batch_matches_single_and_empty_batch_is_empty() -> None:
 
 def test_related_sentences_are_closer_than_unrelated() -> None:
     embedder = get_embedder()
-    dog, puppy, tax = embedder.embed_batch(["I walked my dog", "my puppy loves walks",
-                                          "file the tax return"])
+    dog, puppy, tax = embedder.embed_batch(
+        ["I walked my dog", "my puppy loves walks", "file the tax return"]
+    )
 
     assert np.dot(dog, puppy) > np.dot(dog, tax) + 0.2
 

@@ -16,9 +16,14 @@ CONTAINMENT = "pg_catalog.jsonb_contains(jsonb, jsonb)"
 
 async def _leakproof(engine: AsyncEngine, signature: str) -> bool:
     async with engine.connect() as conn:
-        return bool((await conn.execute(text(
-            "SELECT proleakproof FROM pg_proc WHERE oid = to_regprocedure(:s)"),
-            {"s": signature})).scalar_one())
+        return bool(
+            (
+                await conn.execute(
+                    text("SELECT proleakproof FROM pg_proc WHERE oid = to_regprocedure(:s)"),
+                    {"s": signature},
+                )
+            ).scalar_one()
+        )
 
 
 async def _set(engine: AsyncEngine, signature: str, marker: str) -> None:
@@ -30,8 +35,9 @@ async def _set(engine: AsyncEngine, signature: str, marker: str) -> None:
 async def superuser_owner(app) -> AsyncEngine:
     engine: AsyncEngine = app.state.owner_engine
     async with engine.connect() as conn:
-        if not (await conn.execute(text(
-                "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))).scalar_one():
+        if not (
+            await conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"))
+        ).scalar_one():
             pytest.fail("these tests need the owner to be a superuser, as embedded")
     return engine
 

@@ -116,10 +116,14 @@ NOT_FOR_AGENTS: set[str] = {"GET /healthz", "GET /readyz"}
 
 
 def rest_operations(app: FastAPI) -> list[str]:
-    """"METHOD /path" of every /v1 operation of the app's routes, as its OpenAPI document
+    """ "METHOD /path" of every /v1 operation of the app's routes, as its OpenAPI document
     (built from the route table) lists them."""
-    return sorted(f"{method.upper()} {path}" for path, methods in app.openapi()["paths"].items()
-                  if path.startswith("/v1/") for method in methods)
+    return sorted(
+        f"{method.upper()} {path}"
+        for path, methods in app.openapi()["paths"].items()
+        if path.startswith("/v1/")
+        for method in methods
+    )
 
 
 def uncovered(operations: list[str]) -> list[str]:
@@ -145,7 +149,8 @@ def test_every_rest_operation_has_a_tool_or_a_documented_reason() -> None:
     assert len(operations) > 80
     assert uncovered(operations) == [], (
         "add an MCP tool for these operations (and map it in TOOL_FOR_ROUTE), or list them "
-        "in REST_ONLY and docs/agents.md with the reason")
+        "in REST_ONLY and docs/agents.md with the reason"
+    )
     assert not set(TOOL_FOR_ROUTE) & REST_ONLY
     stale = sorted((set(TOOL_FOR_ROUTE) | REST_ONLY) - set(operations))
     assert stale == [], "these operations no longer exist"
@@ -163,8 +168,11 @@ def test_a_new_route_without_a_tool_or_a_reason_is_caught() -> None:
 
 def test_every_operation_of_the_openapi_document_is_a_tool_of_a_group_or_not_for_agents() -> None:
     document = create_app(Settings()).openapi()
-    operations = {f"{method.upper()} {path}" for path, methods in document["paths"].items()
-                  for method in methods}
+    operations = {
+        f"{method.upper()} {path}"
+        for path, methods in document["paths"].items()
+        for method in methods
+    }
     served = {tool for tool, group in tool_groups().items() if group in GROUPS}
     reachable = {operation for operation, tool in TOOL_FOR_ROUTE.items() if tool in served}
     assert operations - reachable - REST_ONLY == NOT_FOR_AGENTS

@@ -30,8 +30,11 @@ def test_every_operation_documents_its_problems() -> None:
 
 def test_operation_ids_are_unique_snake_case_function_names() -> None:
     served = create_app(Settings()).openapi()
-    ids = [operation["operationId"] for operations in served["paths"].values()
-           for operation in operations.values()]
+    ids = [
+        operation["operationId"]
+        for operations in served["paths"].values()
+        for operation in operations.values()
+    ]
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
     for operation_id in ids:
         assert re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", operation_id), operation_id

@@ -28,9 +28,23 @@ main(["migrate"])
 def build_wheel(into: Path) -> Path:
     """`pip wheel` of the checkout (no dependencies, no download)."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(into), str(REPO_ROOT)],
-        check=True, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(into),
+            str(REPO_ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     [wheel] = into.glob("engram-*.whl")
     return wheel
 
@@ -40,21 +54,36 @@ async def test_wheel_ships_the_revisions_and_migrates_from_them(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         assert {"app/_alembic/env.py", "app/_alembic/script.py.mako"} <= names
-        shipped = sorted(name.rsplit("/", 1)[1] for name in names
-                         if name.startswith("app/_alembic/versions/") and name.endswith(".py"))
+        shipped = sorted(
+            name.rsplit("/", 1)[1]
+            for name in names
+            if name.startswith("app/_alembic/versions/") and name.endswith(".py")
+        )
         assert shipped == SOURCE_REVISIONS
         # The web console's templates and stylesheet, so /ui works from the wheel.
-        assert {"app/console/templates/base.html", "app/console/templates/memory.html",
-                "app/console/static/console.css"} <= names
+        assert {
+            "app/console/templates/base.html",
+            "app/console/templates/memory.html",
+            "app/console/static/console.css",
+        } <= names
         installed = tmp_path / "installed"
         archive.extractall(installed)
 
     server_url = scratch_server_url(REPO_ROOT / ".pytest-pg")
     async with scratch_database(server_url, "engram_wheel") as url:
-        env = {**os.environ, "PYTHONPATH": str(installed), "DATABASE_URL": url,
-               "ENGRAM_DATA_DIR": str(tmp_path / "data")}
-        done = subprocess.run([sys.executable, "-c", MIGRATE_FROM_WHEEL, str(installed)],
-                              cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(installed),
+            "DATABASE_URL": url,
+            "ENGRAM_DATA_DIR": str(tmp_path / "data"),
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", MIGRATE_FROM_WHEEL, str(installed)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         assert "database upgraded to head" in done.stdout

@@ -21,8 +21,10 @@ from tests.support.clusters import Cluster, create_database, new_primary, privat
 from tests.support.pgbouncer import PGBOUNCER_PROGRAM, Bouncer, start_pgbouncer
 from tests.support.tools import needs
 
-pytestmark = [pytest.mark.timeout(600),
-              needs(PGBOUNCER_PROGRAM, install="apt-get install pgbouncer")]
+pytestmark = [
+    pytest.mark.timeout(600),
+    needs(PGBOUNCER_PROGRAM, install="apt-get install pgbouncer"),
+]
 
 SERVER_CONNECTIONS = 2
 TENANTS = 4
@@ -35,8 +37,9 @@ async def pooled() -> AsyncIterator[tuple[Cluster, Bouncer]]:
     bouncer: Bouncer | None = None
     try:
         await create_database(primary, "engram")
-        bouncer = await asyncio.to_thread(start_pgbouncer, primary, users=[APP_ROLE],
-                                          pool_size=SERVER_CONNECTIONS)
+        bouncer = await asyncio.to_thread(
+            start_pgbouncer, primary, users=[APP_ROLE], pool_size=SERVER_CONNECTIONS
+        )
         yield primary, bouncer
     finally:
         if bouncer is not None:
@@ -45,14 +48,17 @@ async def pooled() -> AsyncIterator[tuple[Cluster, Bouncer]]:
 
 
 @pytest.fixture(scope="module")
-async def pooled_app(pooled: tuple[Cluster, Bouncer], tmp_path_factory: Any
-                     ) -> AsyncIterator[Any]:
+async def pooled_app(pooled: tuple[Cluster, Bouncer], tmp_path_factory: Any) -> AsyncIterator[Any]:
     """Engram migrating directly and serving requests through pgbouncer, statement cache off."""
     primary, bouncer = pooled
     settings = Settings(
-        database_url=primary.url(database="engram"), app_database_url=bouncer.url(APP_ROLE),
-        db_statement_cache_size=0, db_pool_size=8, data_dir=tmp_path_factory.mktemp("engram"),
-        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+        database_url=primary.url(database="engram"),
+        app_database_url=bouncer.url(APP_ROLE),
+        db_statement_cache_size=0,
+        db_pool_size=8,
+        data_dir=tmp_path_factory.mktemp("engram"),
+        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+    )
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
@@ -61,9 +67,12 @@ async def pooled_app(pooled: tuple[Cluster, Bouncer], tmp_path_factory: Any
 async def client_for(app: Any, tenant_id: str) -> httpx.AsyncClient:
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id=tenant_id)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), timeout=60,
-                             base_url="http://engram.test",
-                             headers={"Authorization": f"Bearer {minted.secret}"})
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        timeout=60,
+        base_url="http://engram.test",
+        headers={"Authorization": f"Bearer {minted.secret}"},
+    )
 
 
 async def unscoped_probe(bouncer: Bouncer) -> tuple[str | None, int, int]:
@@ -74,7 +83,8 @@ async def unscoped_probe(bouncer: Bouncer) -> tuple[str | None, int, int]:
         async with connection.transaction():
             row = await connection.fetchrow(
                 "SELECT current_setting('engram.tenant_id', true) AS tenant,"
-                " (SELECT count(*) FROM facts) AS facts, pg_backend_pid() AS pid")
+                " (SELECT count(*) FROM facts) AS facts, pg_backend_pid() AS pid"
+            )
     finally:
         await connection.close()
     return row["tenant"], row["facts"], row["pid"]
@@ -82,23 +92,26 @@ async def unscoped_probe(bouncer: Bouncer) -> tuple[str | None, int, int]:
 
 async def test_tenants_sharing_server_connections_never_see_each_other(pooled, pooled_app):
     primary, bouncer = pooled
-    clients = {f"tenant-{i}": await client_for(pooled_app, f"tenant-{i}")
-               for i in range(TENANTS)}
+    clients = {f"tenant-{i}": await client_for(pooled_app, f"tenant-{i}") for i in range(TENANTS)}
     tokens = {tenant: f"token{uuid.uuid4().hex[:10]}" for tenant in clients}
     probes: list[tuple[str | None, int, int]] = []
     seen: dict[str, set[str]] = {tenant: set() for tenant in clients}
 
     async def tenant_loop(tenant: str, http: httpx.AsyncClient) -> None:
         for turn in range(6):
-            stored = await http.post("/v1/facts", json={
-                "subject": tenant, "predicate": f"turn{turn}",
-                "content": f"{tokens[tenant]} kept note {turn} about lighthouses"})
+            stored = await http.post(
+                "/v1/facts",
+                json={
+                    "subject": tenant,
+                    "predicate": f"turn{turn}",
+                    "content": f"{tokens[tenant]} kept note {turn} about lighthouses",
+                },
+            )
             assert stored.status_code == 201, stored.text
             for query in ("lighthouses", *tokens.values()):
                 found = await http.post("/v1/search", json={"query": query, "mode": "keyword"})
                 assert found.status_code == 200, found.text
-                seen[tenant].update(hit["content"].split()[0]
-                                    for hit in found.json()["results"])
+                seen[tenant].update(hit["content"].split()[0] for hit in found.json()["results"])
             listed = await http.get("/v1/facts", params={"limit": 100})
             assert listed.status_code == 200, listed.text
             seen[tenant].update(item["content"].split()[0] for item in listed.json()["items"])
@@ -108,8 +121,9 @@ async def test_tenants_sharing_server_connections_never_see_each_other(pooled, p
             probes.append(await unscoped_probe(bouncer))
 
     try:
-        await asyncio.gather(probe_loop(), *(tenant_loop(tenant, http)
-                                             for tenant, http in clients.items()))
+        await asyncio.gather(
+            probe_loop(), *(tenant_loop(tenant, http) for tenant, http in clients.items())
+        )
     finally:
         for http in clients.values():
             await http.aclose()
@@ -122,7 +136,8 @@ async def test_tenants_sharing_server_connections_never_see_each_other(pooled, p
     admin = await asyncpg.connect(primary.url(database="engram"))
     try:
         app_connections = await admin.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1", APP_ROLE)
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1", APP_ROLE
+        )
         stored = await admin.fetchval("SELECT count(*) FROM facts")
     finally:
         await admin.close()
@@ -133,14 +148,16 @@ async def test_tenants_sharing_server_connections_never_see_each_other(pooled, p
 async def _advisory_locks(primary: Cluster) -> int:
     admin = await asyncpg.connect(primary.url(database="engram"))
     try:
-        return int(await admin.fetchval(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"))
+        return int(
+            await admin.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            )
+        )
     finally:
         await admin.close()
 
 
-async def test_a_consolidation_group_lock_is_held_by_one_worker_and_released(
-        pooled, pooled_app):
+async def test_a_consolidation_group_lock_is_held_by_one_worker_and_released(pooled, pooled_app):
     primary, _ = pooled
     engine = pooled_app.state.sessionmaker.kw["bind"]
     group = {"tenant_id": "tenant-lock", "butler": "chat"}

@@ -40,8 +40,9 @@ async def test_an_error_before_the_answer_reaches_the_caller(session_of):
         await session_of.athrow(InvalidInput("bad", field="query"))
 
 
-async def test_a_failure_to_end_after_the_answer_is_logged_not_raised(session_of, db_engine,
-                                                                     caplog):
+async def test_a_failure_to_end_after_the_answer_is_logged_not_raised(
+    session_of, db_engine, caplog
+):
     """Once the answer is sent nothing can report to the caller, and a transaction that
     wrote nothing loses nothing by failing to end: the failure is logged."""
     session = await anext(session_of)

@@ -29,11 +29,17 @@ from tests.support.live_server import serve_in_thread
 # - unsupported_method: GET /v1/episodes/batch is read as GET /v1/episodes/{episode_id} with
 #   an id that is not a UUID, and answered 422 rather than 405.
 # A schema-violating body may also be too large, and 413 is then the right rejection.
-CONFIG = SchemathesisConfig.from_dict({"checks": {
-    "positive_data_acceptance": {"enabled": False},
-    "unsupported_method": {"enabled": False},
-    "negative_data_rejection": {"expected-statuses": [400, 401, 403, 404, 405, 409, 413, 422]},
-}})
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "checks": {
+            "positive_data_acceptance": {"enabled": False},
+            "unsupported_method": {"enabled": False},
+            "negative_data_rejection": {
+                "expected-statuses": [400, 401, 403, 404, 405, 409, 413, 422]
+            },
+        }
+    }
+)
 
 
 @schemathesis.serializer("application/x-ndjson")
@@ -71,7 +77,10 @@ def auth_headers(database_url: str, live_server: str) -> Iterator[dict[str, str]
         try:
             await conn.execute(
                 "INSERT INTO api_keys (tenant_id, key_prefix, key_hash) VALUES ($1, $2, $3)",
-                "schemathesis", secret[:12], hash_key(secret))
+                "schemathesis",
+                secret[:12],
+                hash_key(secret),
+            )
         finally:
             await conn.close()
 
@@ -81,7 +90,12 @@ def auth_headers(database_url: str, live_server: str) -> Iterator[dict[str, str]
 
 
 @schema.parametrize()
-@settings(max_examples=15, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 def test_api_conforms_to_its_schema(case, live_server, auth_headers) -> None:
     case.call_and_validate(base_url=live_server, headers=auth_headers)

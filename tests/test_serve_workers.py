@@ -32,12 +32,30 @@ def children(pid: int) -> list[int]:
 
 def test_two_workers_serve_one_database(database_url, tmp_path, leaves_no_rows):
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "ENGRAM_DATA_DIR": str(tmp_path),
-           "ENGRAM_JOBS__WORKER_ENABLED": "false", "ENGRAM_JOBS__SCHEDULER_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "ENGRAM_DATA_DIR": str(tmp_path),
+        "ENGRAM_JOBS__WORKER_ENABLED": "false",
+        "ENGRAM_JOBS__SCHEDULER_ENABLED": "false",
+    }
     server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--workers", "2", "--no-auth",
-         "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "serve",
+            "--workers",
+            "2",
+            "--no-auth",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 240
@@ -50,9 +68,14 @@ def test_two_workers_serve_one_database(database_url, tmp_path, leaves_no_rows):
             assert server.poll() is None, server.stderr.read().decode()[-2000:]
             assert time.monotonic() < deadline, "workers did not become ready"
             time.sleep(0.5)
-        stored = [httpx.post(f"{base}/v1/episodes", timeout=60,
-                             json={"content": f"note {i}", "butler": "workers"}).json()["id"]
-                  for i in range(6)]
+        stored = [
+            httpx.post(
+                f"{base}/v1/episodes",
+                timeout=60,
+                json={"content": f"note {i}", "butler": "workers"},
+            ).json()["id"]
+            for i in range(6)
+        ]
         listed = httpx.get(f"{base}/v1/episodes", params={"butler": "workers"}, timeout=60)
         assert sorted(item["id"] for item in listed.json()["items"]) == sorted(stored)
         assert len(children(server.pid)) >= 2, "expected two worker processes"

@@ -20,12 +20,22 @@ JOBS = 8
 
 
 def start_replica(url: str, port: int, data_dir: str, log) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DATABASE_URL": url, "ENGRAM_DATA_DIR": data_dir,
-           "ENGRAM_JOBS__WORKER_ENABLED": "true", "ENGRAM_JOBS__SCHEDULER_ENABLED": "false",
-           "ENGRAM_JOBS__POLL_INTERVAL_SECONDS": "0.2"}
-    return subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--no-auth", "--port",
-                             str(port)], cwd=REPO_ROOT, env=env, stdout=log, stderr=log,
-                            start_new_session=True)
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "ENGRAM_DATA_DIR": data_dir,
+        "ENGRAM_JOBS__WORKER_ENABLED": "true",
+        "ENGRAM_JOBS__SCHEDULER_ENABLED": "false",
+        "ENGRAM_JOBS__POLL_INTERVAL_SECONDS": "0.2",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--no-auth", "--port", str(port)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+    )
 
 
 def wait_ready(base: str, process: subprocess.Popen[bytes], log_path) -> None:
@@ -47,18 +57,23 @@ async def test_two_replicas_migrate_once_and_run_each_job_once(database_url, tmp
         bases = [f"http://127.0.0.1:{port}" for port in ports]
         logs = [tmp_path / f"replica{i}.log" for i in range(2)]
         handles = [path.open("wb") for path in logs]
-        replicas = [start_replica(url, port, str(tmp_path / f"data{i}"), handle)
-                    for i, (port, handle) in enumerate(zip(ports, handles, strict=True))]
+        replicas = [
+            start_replica(url, port, str(tmp_path / f"data{i}"), handle)
+            for i, (port, handle) in enumerate(zip(ports, handles, strict=True))
+        ]
         try:
             for base, replica, log in zip(bases, replicas, logs, strict=True):
                 await asyncio.to_thread(wait_ready, base, replica, log)
             async with httpx.AsyncClient(timeout=60) as http:
-                ids = [(await http.post(f"{bases[i % 2]}/v1/jobs/decay")).json()["id"]
-                       for i in range(JOBS)]
+                ids = [
+                    (await http.post(f"{bases[i % 2]}/v1/jobs/decay")).json()["id"]
+                    for i in range(JOBS)
+                ]
                 deadline = time.monotonic() + 120
                 while True:
-                    jobs = [(await http.get(f"{bases[0]}/v1/jobs/{job_id}")).json()
-                            for job_id in ids]
+                    jobs = [
+                        (await http.get(f"{bases[0]}/v1/jobs/{job_id}")).json() for job_id in ids
+                    ]
                     if all(job["status"] == "succeeded" for job in jobs):
                         break
                     assert time.monotonic() < deadline, jobs
@@ -68,7 +83,8 @@ async def test_two_replicas_migrate_once_and_run_each_job_once(database_url, tmp
             try:
                 versions = await connection.fetch("SELECT version_num FROM alembic_version")
                 runs = await connection.fetchval(
-                    "SELECT count(*) FROM jobs WHERE started_at IS NOT NULL")
+                    "SELECT count(*) FROM jobs WHERE started_at IS NOT NULL"
+                )
             finally:
                 await connection.close()
             assert len(versions) == 1

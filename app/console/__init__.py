@@ -9,8 +9,15 @@ from fastapi.staticfiles import StaticFiles
 from app.console import data, entities, erase, home, memories, runs, search
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = (home.router, search.router, erase.router, entities.router, runs.router,
-           data.router, memories.router)
+ROUTERS = (
+    home.router,
+    search.router,
+    erase.router,
+    entities.router,
+    runs.router,
+    data.router,
+    memories.router,
+)
 
 
 def mount_console(app: FastAPI) -> None:

@@ -38,12 +38,18 @@ class Console:
     butlers: tuple[str, ...] = ()
 
 
-def set_cookie(request: Request, response: Response, name: str, value: str,
-               max_age: int) -> None:
+def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int) -> None:
     """An HttpOnly, SameSite=Lax cookie for /ui (Secure when served over HTTPS): a link
     pasted into a ticket opens signed in, while no other site can post with it."""
-    response.set_cookie(name, value, max_age=max_age, path=COOKIE_PATH, httponly=True,
-                        samesite="lax", secure=request.url.scheme == "https")
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
 
 
 def clear_cookie(response: Response, name: str) -> None:
@@ -54,15 +60,21 @@ def clear_cookie(response: Response, name: str) -> None:
 async def find_console(request: Request) -> Console | None:
     """The live session of the request's cookie, or None (also becomes the request's actor)."""
     settings: Settings = request.app.state.settings
-    found = await console_sessions.find(request.app.state.sessionmaker,
-                                        request.cookies.get(SESSION_COOKIE),
-                                        keyless_allowed=settings.auth_disabled)
+    found = await console_sessions.find(
+        request.app.state.sessionmaker,
+        request.cookies.get(SESSION_COOKIE),
+        keyless_allowed=settings.auth_disabled,
+    )
     if found is None or (settings.auth_disabled and found.tenant_id != settings.default_tenant):
         return None
-    actors.become(actors.for_key(found.key_id, found.butlers) if found.key_id
-                  else actors.ANONYMOUS)
-    console = Console(found.tenant_id, found.access == "write", found.csrf_token,
-                      settings.auth_disabled, found.butlers)
+    actors.become(actors.for_key(found.key_id, found.butlers) if found.key_id else actors.ANONYMOUS)
+    console = Console(
+        found.tenant_id,
+        found.access == "write",
+        found.csrf_token,
+        settings.auth_disabled,
+        found.butlers,
+    )
     request.state.console = console
     return console
 
@@ -101,8 +113,9 @@ async def checked_form(request: Request, console: ConsoleDep) -> FormData:
     return form
 
 
-async def change_form(console: ConsoleDep,
-                      form: Annotated[FormData, Depends(checked_form)]) -> FormData:
+async def change_form(
+    console: ConsoleDep, form: Annotated[FormData, Depends(checked_form)]
+) -> FormData:
     """The posted form of a change: the CSRF token matched and the key may write."""
     if not console.can_write:
         raise Refused("this session's API key is read-only")

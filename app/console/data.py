@@ -28,9 +28,16 @@ async def data_page(request: Request, console: ConsoleDep, db: DbDep) -> Respons
             memory_id = uuid.UUID(raw)
         except ValueError:
             raise InvalidInput("memory id must be a UUID", field="memory_id") from None
-    rows, _ = await events.list_events(db, tenant_id=console.tenant_id, memory_id=memory_id,
-                                       event_type=event_type, since=None, until=None,
-                                       limit=LISTED, cursor=None)
+    rows, _ = await events.list_events(
+        db,
+        tenant_id=console.tenant_id,
+        memory_id=memory_id,
+        event_type=event_type,
+        since=None,
+        until=None,
+        limit=LISTED,
+        cursor=None,
+    )
     return page(request, "data.html", events=[event_out(row) for row in rows], params=params)
 
 
@@ -40,9 +47,16 @@ async def export(request: Request, console: ConsoleDep) -> StreamingResponse:
     file download."""
     state = request.app.state
     snapshot = await export_snapshot.export_snapshot(
-        state.sessionmaker, tenant_id=console.tenant_id, settings=state.settings.export,
-        slots=state.export_slots)
+        state.sessionmaker,
+        tenant_id=console.tenant_id,
+        settings=state.settings.export,
+        slots=state.export_slots,
+    )
     return StreamingResponse(
-        snapshot.chunks(), media_type=NDJSON,
-        headers={"Content-Disposition": f'attachment; filename="engram-{console.tenant_id}'
-                                        '.jsonl"', "Content-Length": str(snapshot.size)})
+        snapshot.chunks(),
+        media_type=NDJSON,
+        headers={
+            "Content-Disposition": f'attachment; filename="engram-{console.tenant_id}.jsonl"',
+            "Content-Length": str(snapshot.size),
+        },
+    )

@@ -11,9 +11,11 @@ from app.services import erasures
 from app.services.erasures import PREVIEW_LIMIT, preview_erasure
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
-SELECTORS = {"subject": "Facts about a subject (every version)",
-             "entity_id": "An entity, what was merged into it, and all their facts",
-             "session_id": "A session's episodes and what was consolidated from them"}
+SELECTORS = {
+    "subject": "Facts about a subject (every version)",
+    "entity_id": "An entity, what was merged into it, and all their facts",
+    "session_id": "A session's episodes and what was consolidated from them",
+}
 
 
 def erasure_request(selector: object, value: object) -> ErasureCreate:
@@ -32,9 +34,15 @@ async def erase_page(request: Request, console: ConsoleDep, db: DbDep) -> Respon
     if params.get("value", "").strip():
         wanted = erasure_request(params.get("selector"), params.get("value"))
         preview = await preview_erasure(db, tenant_id=console.tenant_id, request=wanted)
-    return page(request, "erase.html", selectors=SELECTORS, preview=preview,
-                selector=params.get("selector", "subject"), value=params.get("value", ""),
-                limit=PREVIEW_LIMIT)
+    return page(
+        request,
+        "erase.html",
+        selectors=SELECTORS,
+        preview=preview,
+        selector=params.get("selector", "subject"),
+        value=params.get("value", ""),
+        limit=PREVIEW_LIMIT,
+    )
 
 
 @router.post("/erase")

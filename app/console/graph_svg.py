@@ -8,11 +8,21 @@ from app.schemas.graph import GraphOut
 
 SIZE = 480
 RING = 100
-COLOURS = {"entity": "#2f6f9f", "fact": "#3d8b5a", "rule": "#a0652a", "episode": "#7a5aa6",
-           "run": "#8a4b5e"}
+COLOURS = {
+    "entity": "#2f6f9f",
+    "fact": "#3d8b5a",
+    "rule": "#a0652a",
+    "episode": "#7a5aa6",
+    "run": "#8a4b5e",
+}
 # The node types the console has a page for; the others (procedures, arcs) are not drawn.
-PAGES = {"entity": "entities", "fact": "facts", "rule": "rules", "episode": "episodes",
-         "run": "runs"}
+PAGES = {
+    "entity": "entities",
+    "fact": "facts",
+    "rule": "rules",
+    "episode": "episodes",
+    "run": "runs",
+}
 
 
 @dataclass(frozen=True)
@@ -57,8 +67,18 @@ def layout(graph: GraphOut) -> tuple[list[Placed], list[Line]]:
     for node in drawn:
         x, y = spot[(node.type, str(node.id))]
         label = node.summary if len(node.summary) <= 28 else node.summary[:27] + "…"
-        placed.append(Placed(f"{node.type}:{node.id}", x, y, COLOURS[node.type], label,
-                             f"/ui/{PAGES[node.type]}/{node.id}", node.state, node.hop))
+        placed.append(
+            Placed(
+                f"{node.type}:{node.id}",
+                x,
+                y,
+                COLOURS[node.type],
+                label,
+                f"/ui/{PAGES[node.type]}/{node.id}",
+                node.state,
+                node.hop,
+            )
+        )
     lines = []
     for edge in graph.edges:
         start = spot.get((edge.source_type, str(edge.source_id)))

@@ -16,8 +16,13 @@ from pydantic import ValidationError
 
 from app.errors import DomainError
 
-TEMPLATES = Environment(loader=PackageLoader("app.console", "templates"), autoescape=True,
-                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+TEMPLATES = Environment(
+    loader=PackageLoader("app.console", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 def _when(value: datetime | None) -> str:
@@ -51,8 +56,12 @@ class Refused(Exception):
 def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Render a template with the console's common context (who is signed in, the CSRF
     token, a notice carried by `?done=`)."""
-    values = {"request": request, "console": getattr(request.state, "console", None),
-              "done": request.query_params.get("done"), **context}
+    values = {
+        "request": request,
+        "console": getattr(request.state, "console", None),
+        "done": request.query_params.get("done"),
+        **context,
+    }
     html = TEMPLATES.get_template(template).render(values)
     return HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
 
@@ -60,7 +69,7 @@ def page(request: Request, template: str, status_code: int = 200, **context: Any
 # The console loads nothing from elsewhere and runs no script.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
@@ -105,10 +114,12 @@ class ConsoleRoute(APIRoute):
                 path_ids = any(e.get("loc", ("",))[0] == "path" for e in error.errors())
                 if path_ids:
                     return error_page(request, 404, "Not found", "No such page.")
-                return error_page(request, 422, "Invalid input",
-                                  _validation_text(list(error.errors())))
+                return error_page(
+                    request, 422, "Invalid input", _validation_text(list(error.errors()))
+                )
             except ValidationError as error:
-                return error_page(request, 422, "Invalid input",
-                                  _validation_text(list(error.errors())))
+                return error_page(
+                    request, 422, "Invalid input", _validation_text(list(error.errors()))
+                )
 
         return handle

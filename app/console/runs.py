@@ -33,8 +33,7 @@ async def run_list(request: Request, console: ConsoleDep, db: DbDep) -> Response
 
 
 @router.get("/runs/{run_id}")
-async def run_page(request: Request, run_id: uuid.UUID, console: ConsoleDep,
-                   db: DbDep) -> Response:
+async def run_page(request: Request, run_id: uuid.UUID, console: ConsoleDep, db: DbDep) -> Response:
     """A run with its messages and feedback."""
     detail = run_detail_out(await runs.get_run(db, tenant_id=console.tenant_id, run_id=run_id))
     return page(request, "run.html", run=detail)
@@ -48,8 +47,9 @@ def _name(value: Any, field: str) -> str:
 
 
 @router.get("/agents")
-async def agent_page(request: Request, console: ConsoleDep, db: DbDep, embedder: EmbedderDep,
-                     settings: SettingsDep) -> Response:
+async def agent_page(
+    request: Request, console: ConsoleDep, db: DbDep, embedder: EmbedderDep, settings: SettingsDep
+) -> Response:
     """What an agent sees of a ledger at a turn: recent window, salient events, reflections."""
     params = request.query_params
     view = None
@@ -58,10 +58,18 @@ async def agent_page(request: Request, console: ConsoleDep, db: DbDep, embedder:
             turn = int(params.get("turn") or 0)
         except ValueError:
             raise InvalidInput("turn must be a whole number", field="turn") from None
-        wanted = AgentContextRequest.model_validate({"turn": turn,
-                                                     "query": params.get("query", "")})
-        view = agent_context_out(await ledger.agent_context(
-            db, tenant_id=console.tenant_id, embedder=embedder, settings=settings,
-            ledger=_name(params.get("ledger"), "ledger"),
-            agent_id=_name(params.get("agent_id"), "agent_id"), request=wanted))
+        wanted = AgentContextRequest.model_validate(
+            {"turn": turn, "query": params.get("query", "")}
+        )
+        view = agent_context_out(
+            await ledger.agent_context(
+                db,
+                tenant_id=console.tenant_id,
+                embedder=embedder,
+                settings=settings,
+                ledger=_name(params.get("ledger"), "ledger"),
+                agent_id=_name(params.get("agent_id"), "agent_id"),
+                request=wanted,
+            )
+        )
     return page(request, "agents.html", view=view, params=params)

@@ -15,8 +15,12 @@ from app.retrieval import requests as retrieval
 from app.schemas.search import SearchRequest, SearchType, TimeMode
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
-CHOICES = {"modes": get_args(SearchMode), "fusions": get_args(Fusion),
-           "types": get_args(SearchType), "time_modes": get_args(TimeMode)}
+CHOICES = {
+    "modes": get_args(SearchMode),
+    "fusions": get_args(Fusion),
+    "types": get_args(SearchType),
+    "time_modes": get_args(TimeMode),
+}
 
 
 def _number(value: str | None, kind: type[int] | type[float], field: str) -> Any:
@@ -41,7 +45,7 @@ def search_request(params: Any) -> SearchRequest:
     floor = _number(params.get("min_confidence"), float, "min_confidence")
     if floor is not None:
         body["min_confidence"] = floor
-    if (memory_filter := params.get("filter", "").strip()):
+    if memory_filter := params.get("filter", "").strip():
         try:
             body["filter"] = json.loads(memory_filter)
         except json.JSONDecodeError as exc:
@@ -50,14 +54,33 @@ def search_request(params: Any) -> SearchRequest:
 
 
 @router.get("/search")
-async def search_page(request: Request, console: ConsoleDep, db: DbDep, embedder: EmbedderDep,
-                      settings: SettingsDep, reranker: RerankerDep) -> Response:
+async def search_page(
+    request: Request,
+    console: ConsoleDep,
+    db: DbDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+    reranker: RerankerDep,
+) -> Response:
     """The search form and, with a query, its hits."""
     params = request.query_params
     answer = None
     if params.get("q", "").strip():
-        answer = search_answer_out(await retrieval.search_memories(
-            db, tenant_id=console.tenant_id, embedder=embedder, retrieval=settings.retrieval,
-            request=search_request(params), reranker=reranker))
-    return page(request, "search.html", answer=answer, params=params, choices=CHOICES,
-                chosen_types=params.getlist("types"))
+        answer = search_answer_out(
+            await retrieval.search_memories(
+                db,
+                tenant_id=console.tenant_id,
+                embedder=embedder,
+                retrieval=settings.retrieval,
+                request=search_request(params),
+                reranker=reranker,
+            )
+        )
+    return page(
+        request,
+        "search.html",
+        answer=answer,
+        params=params,
+        choices=CHOICES,
+        chosen_types=params.getlist("types"),
+    )

@@ -32,8 +32,10 @@ class TorchBackend:
         from sentence_transformers import SentenceTransformer
 
         self._model = SentenceTransformer(model_path, device=device)
-        dimension_of = (getattr(self._model, "get_embedding_dimension", None)
-                        or self._model.get_sentence_embedding_dimension)
+        dimension_of = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
         found = dimension_of()
         if found is None:
             raise RuntimeError(f"embedding model {model_path!r} does not state its dimensions")
@@ -43,8 +45,11 @@ class TorchBackend:
     def encode(self, texts: list[str]) -> np.ndarray:
         """One model call through `SentenceTransformer.encode`."""
         vectors: np.ndarray = self._model.encode(
-            texts, batch_size=max(len(texts), 1), normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            texts,
+            batch_size=max(len(texts), 1),
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return vectors
 
@@ -52,8 +57,9 @@ class TorchBackend:
 class OnnxBackend:
     """ONNX Runtime on the exported graph, tokenised by the model's fast tokenizer."""
 
-    def __init__(self, *, export_dir: Path, threads: int = 2,
-                 model_file: str = onnx_export.MODEL_FILE) -> None:
+    def __init__(
+        self, *, export_dir: Path, threads: int = 2, model_file: str = onnx_export.MODEL_FILE
+    ) -> None:
         set_offline_environment()
         import onnxruntime
         from tokenizers import Tokenizer
@@ -66,7 +72,8 @@ class OnnxBackend:
         # The export records the model's pad token; older exports leave it to tokenizer.json.
         self._tokenizer.enable_padding(
             pad_id=meta["pad_id"] if meta.get("pad_id") is not None else self._pad_id(),
-            pad_token=meta.get("pad_token") or self._pad_token())
+            pad_token=meta.get("pad_token") or self._pad_token(),
+        )
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -76,7 +83,8 @@ class OnnxBackend:
         # Idle intra-op threads sleep instead of spinning on the shared cores.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
-            str(export_dir / model_file), options, providers=["CPUExecutionProvider"])
+            str(export_dir / model_file), options, providers=["CPUExecutionProvider"]
+        )
         self._inputs = {node.name for node in self._session.get_inputs()}
 
     def _pad_token(self) -> str:

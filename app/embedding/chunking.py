@@ -10,8 +10,9 @@ def estimated_tokens(text: str, *, max_seq_length: int) -> int:
     return min(len(text) // 2 + 2, max_seq_length)
 
 
-def plan_chunks(texts: list[str], *, max_texts: int, max_tokens: int,
-                max_seq_length: int) -> list[list[int]]:
+def plan_chunks(
+    texts: list[str], *, max_texts: int, max_tokens: int, max_seq_length: int
+) -> list[list[int]]:
     """Indexes of `texts`, longest first, cut into model calls of at most `max_texts` texts
     and about `max_tokens` estimated tokens (a single text always makes a call).
 

@@ -50,20 +50,29 @@ class Embedder:
     the caller's thread.
     """
 
-    def __init__(self, model_name: str = PACKAGED_MODEL, *, backend: EmbeddingBackend = "onnx",
-                 device: str = "cpu", dimensions: int | None = None,
-                 models_dir: Path | None = None, remote: RemoteEndpoint | None = None,
-                 query_prefix: str = "", document_prefix: str = "",
-                 write_wait_seconds: float = 5.0, max_input_chars: int | None = None,
-                 chunk_size: int = _default("chunk_size"),
-                 chunk_tokens: int = _default("chunk_tokens"),
-                 threads: int = _default("threads"),
-                 passage_chars: int = _default("passage_chars"),
-                 passage_overlap: int = _default("passage_overlap"),
-                 context_turns: int = _default("context_turns"),
-                 workers: int = _default("workers"),
-                 background_workers: int = _default("background_workers"),
-                 languages: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        model_name: str = PACKAGED_MODEL,
+        *,
+        backend: EmbeddingBackend = "onnx",
+        device: str = "cpu",
+        dimensions: int | None = None,
+        models_dir: Path | None = None,
+        remote: RemoteEndpoint | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        write_wait_seconds: float = 5.0,
+        max_input_chars: int | None = None,
+        chunk_size: int = _default("chunk_size"),
+        chunk_tokens: int = _default("chunk_tokens"),
+        threads: int = _default("threads"),
+        passage_chars: int = _default("passage_chars"),
+        passage_overlap: int = _default("passage_overlap"),
+        context_turns: int = _default("context_turns"),
+        workers: int = _default("workers"),
+        background_workers: int = _default("background_workers"),
+        languages: frozenset[str] | None = None,
+    ) -> None:
         self.model_name = model_name
         self.languages = languages  # what the model knows; None: any language
         if backend == "openai" and remote is not None:
@@ -103,16 +112,24 @@ class Embedder:
         self._tokens_since_trim = 0
         self._trim_lock = threading.Lock()
         self._scheduler = FairScheduler(
-            self._run_chunk, on_idle=self._after_burst, max_texts=chunk_size,
-            max_tokens=chunk_tokens, workers=workers, background_workers=background_workers,
-            cost=lambda text: estimated_tokens(text, max_seq_length=self.max_seq_length))
+            self._run_chunk,
+            on_idle=self._after_burst,
+            max_texts=chunk_size,
+            max_tokens=chunk_tokens,
+            workers=workers,
+            background_workers=background_workers,
+            cost=lambda text: estimated_tokens(text, max_seq_length=self.max_seq_length),
+        )
 
     @property
     def model_version(self) -> str:
         """The version recorded in embedding_versions: the same for torch and ONNX, whose
         vectors are equal; int8 vectors are a version of their own."""
-        version = ("openai-compatible" if self.backend_name == "openai"
-                   else model_files.model_version(self.model_name))
+        version = (
+            "openai-compatible"
+            if self.backend_name == "openai"
+            else model_files.model_version(self.model_name)
+        )
         if self.backend_name == "onnx-int8":
             version += "+int8"
         if self.query_prefix or self.document_prefix:
@@ -174,17 +191,25 @@ class Embedder:
         if self.backend_name == "openai":
             if self.remote is None:
                 raise RuntimeError("the 'openai' embedding backend needs an endpoint")
-            return RemoteBackend(self.remote, model=self.model_name, dimensions=self._dimensions,
-                                 recorded_dimensions=self.recorded_dimensions)
+            return RemoteBackend(
+                self.remote,
+                model=self.model_name,
+                dimensions=self._dimensions,
+                recorded_dimensions=self.recorded_dimensions,
+            )
         path = model_files.model_path(self.model_name)
         if self.backend_name == "torch":
             backend = TorchBackend(model_path=path, device=self.device)
         else:
             export_dir = onnx_export.ensure_export(model_path=path, target=self.onnx_dir)
-            model_file = (onnx_export.ensure_int8(export_dir) if self.backend_name == "onnx-int8"
-                          else onnx_export.MODEL_FILE)
-            backend = OnnxBackend(export_dir=export_dir, threads=self.threads,
-                                  model_file=model_file)
+            model_file = (
+                onnx_export.ensure_int8(export_dir)
+                if self.backend_name == "onnx-int8"
+                else onnx_export.MODEL_FILE
+            )
+            backend = OnnxBackend(
+                export_dir=export_dir, threads=self.threads, model_file=model_file
+            )
         if self._dimensions is not None and backend.dimensions != self._dimensions:
             raise RuntimeError(
                 f"embedding model {self.model_name!r} makes {backend.dimensions}-d vectors, "
@@ -200,13 +225,20 @@ class Embedder:
         return REMOTE_MAX_SEQ_LENGTH if self.backend_name == "openai" else DEFAULT_MAX_SEQ_LENGTH
 
     def _plan(self, texts: list[str]) -> list[list[int]]:
-        return plan_chunks(texts, max_texts=self.chunk_size, max_tokens=self.chunk_tokens,
-                           max_seq_length=self.max_seq_length)
+        return plan_chunks(
+            texts,
+            max_texts=self.chunk_size,
+            max_tokens=self.chunk_tokens,
+            max_seq_length=self.max_seq_length,
+        )
 
     def _run_chunk(self, texts: list[str], live: bool = True) -> Vectors:
         backend = self.load()
-        vectors = (backend.encode(texts, live=live) if isinstance(backend, RemoteBackend)
-                   else backend.encode(texts))
+        vectors = (
+            backend.encode(texts, live=live)
+            if isinstance(backend, RemoteBackend)
+            else backend.encode(texts)
+        )
         work = sum(estimated_tokens(t, max_seq_length=backend.max_seq_length) for t in texts)
         with self._trim_lock:
             self._tokens_since_trim += work
@@ -227,7 +259,7 @@ class Embedder:
         prefix = self.query_prefix if query else self.document_prefix
         cleaned = [prefix + _normalise(t) for t in texts]
         if self.max_input_chars is not None:
-            cleaned = [text[:self.max_input_chars] for text in cleaned]
+            cleaned = [text[: self.max_input_chars] for text in cleaned]
         return cleaned
 
     def embed(self, text: str | None, *, query: bool = True) -> EmbeddingVector:
@@ -241,20 +273,28 @@ class Embedder:
         cleaned = self._cleaned(texts, query=query)
         vectors: Vectors = [_EMPTY] * len(cleaned)
         for indexes in self._plan(cleaned):
-            for index, vector in zip(indexes, self._run_chunk([cleaned[i] for i in indexes]),
-                                     strict=True):
+            for index, vector in zip(
+                indexes, self._run_chunk([cleaned[i] for i in indexes]), strict=True
+            ):
                 vectors[index] = vector
         self._after_burst()
         return vectors
 
-    async def aembed(self, text: str | None, *, tenant_id: str = SYSTEM_TENANT,
-                     query: bool = True) -> EmbeddingVector:
+    async def aembed(
+        self, text: str | None, *, tenant_id: str = SYSTEM_TENANT, query: bool = True
+    ) -> EmbeddingVector:
         """`embed` on the model thread, in `tenant_id`'s turn."""
         return (await self.aembed_batch([text], tenant_id=tenant_id, query=query))[0]
 
-    async def aembed_batch(self, texts: list[str | None], *, tenant_id: str = SYSTEM_TENANT,
-                           bulk: bool = False, query: bool = False,
-                           background: bool = False) -> Vectors:
+    async def aembed_batch(
+        self,
+        texts: list[str | None],
+        *,
+        tenant_id: str = SYSTEM_TENANT,
+        bulk: bool = False,
+        query: bool = False,
+        background: bool = False,
+    ) -> Vectors:
         """`embed_batch` on the model thread, chunk by chunk in `tenant_id`'s turns; `bulk`
         (a batch of memories, a background job) waits behind the tenant's other calls;
         `background` bulk work (the embedding backlog) never marks a remote model failed
@@ -266,8 +306,11 @@ class Embedder:
         cleaned = self._cleaned(texts, query=query)
         plan = self._plan(cleaned)
         futures = self._scheduler.submit(
-            tenant_id=tenant_id, chunks=[[cleaned[i] for i in indexes] for indexes in plan],
-            bulk=bulk, background=background)
+            tenant_id=tenant_id,
+            chunks=[[cleaned[i] for i in indexes] for indexes in plan],
+            bulk=bulk,
+            background=background,
+        )
         vectors: Vectors = [_EMPTY] * len(cleaned)
         try:
             for indexes, future in zip(plan, futures, strict=True):
@@ -295,8 +338,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     return _embedder
 
 
-def build_embedder(settings: Settings, *,
-                   next_model: NextModelSettings | None = None) -> Embedder:
+def build_embedder(settings: Settings, *, next_model: NextModelSettings | None = None) -> Embedder:
     """An embedder of the settings' model, or of `next_model` with the other settings."""
     model = next_model
     return Embedder(
@@ -309,7 +351,8 @@ def build_embedder(settings: Settings, *,
         document_prefix=model.document_prefix if model else settings.embedding_document_prefix,
         write_wait_seconds=settings.embedding_write_wait_seconds,
         max_input_chars=settings.embedding_max_input_chars
-        if (model.backend if model else settings.embedding_backend) == "openai" else None,
+        if (model.backend if model else settings.embedding_backend) == "openai"
+        else None,
         models_dir=settings.resolved_data_dir / "models",
         chunk_size=settings.embedding_chunk_size,
         chunk_tokens=settings.embedding_chunk_tokens,
@@ -323,8 +366,9 @@ def build_embedder(settings: Settings, *,
     )
 
 
-def remote_endpoint(settings: Settings, *,
-                    next_model: NextModelSettings | None = None) -> RemoteEndpoint | None:
+def remote_endpoint(
+    settings: Settings, *, next_model: NextModelSettings | None = None
+) -> RemoteEndpoint | None:
     """The embeddings endpoint the settings (or `next_model`) name, if any."""
     base_url = next_model.base_url if next_model else settings.embedding_base_url
     if base_url is None:
@@ -335,4 +379,5 @@ def remote_endpoint(settings: Settings, *,
         api_key=api_key.get_secret_value() if api_key is not None else None,
         batch_size=settings.embedding_batch_size,
         timeout_seconds=settings.embedding_timeout_seconds,
-        max_attempts=settings.embedding_max_attempts)
+        max_attempts=settings.embedding_max_attempts,
+    )

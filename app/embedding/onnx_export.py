@@ -95,30 +95,41 @@ def export(*, model_path: str, output: Path) -> None:
     if not hasattr(transformer, "auto_model") or unsupported:
         raise RuntimeError(
             f"{model_path!r} is not a transformer followed by {sorted(EXPORTED_HEADS)} "
-            f"(found {[type(m).__name__ for m in modules]}): use embedding_backend 'torch'")
+            f"(found {[type(m).__name__ for m in modules]}): use embedding_backend 'torch'"
+        )
     tokenizer = transformer.tokenizer
     if not getattr(tokenizer, "is_fast", False):
-        raise RuntimeError(f"{model_path!r} has no fast tokenizer (tokenizer.json): use "
-                           "embedding_backend 'torch'")
+        raise RuntimeError(
+            f"{model_path!r} has no fast tokenizer (tokenizer.json): use embedding_backend 'torch'"
+        )
     encoder = transformer.auto_model
     takes_types = "token_type_ids" in inspect.signature(encoder.forward).parameters
     names = list(INPUT_NAMES if takes_types else INPUT_NAMES[:2])
     pooled = PooledEncoder(encoder, heads, token_type_ids=takes_types).eval()
     sample = torch.ones(2, 8, dtype=torch.long)
-    samples = (sample, sample, torch.zeros_like(sample))[:len(names)]
+    samples = (sample, sample, torch.zeros_like(sample))[: len(names)]
     axes = {name: {0: "batch", 1: "sequence"} for name in names}
     with torch.no_grad():
         torch.onnx.export(
-            pooled, samples, str(output / MODEL_FILE),
-            dynamo=False, input_names=names, output_names=["sentence_embedding"],
-            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}}, opset_version=OPSET,
+            pooled,
+            samples,
+            str(output / MODEL_FILE),
+            dynamo=False,
+            input_names=names,
+            output_names=["sentence_embedding"],
+            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
+            opset_version=OPSET,
         )
     tokenizer.backend_tokenizer.save(str(output / TOKENIZER_FILE))
-    dimension_of = (getattr(model, "get_embedding_dimension", None)
-                    or model.get_sentence_embedding_dimension)
-    meta = {"max_seq_length": max_seq_length(model.max_seq_length, tokenizer.model_max_length),
-            "dimensions": dimension_of(),
-            "pad_token": tokenizer.pad_token, "pad_id": tokenizer.pad_token_id}
+    dimension_of = (
+        getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    )
+    meta = {
+        "max_seq_length": max_seq_length(model.max_seq_length, tokenizer.model_max_length),
+        "dimensions": dimension_of(),
+        "pad_token": tokenizer.pad_token,
+        "pad_id": tokenizer.pad_token_id,
+    }
     # Written last: its presence marks a complete export.
     (output / META_FILE).write_text(json.dumps(meta))
 

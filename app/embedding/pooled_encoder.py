@@ -12,15 +12,17 @@ class PooledEncoder(torch.nn.Module):
     whatever mode the model was trained with: mean, CLS, max, last token...; Dense;
     Normalize), then an L2 norm, so every backend gives unit vectors."""
 
-    def __init__(self, encoder: torch.nn.Module, heads: Sequence[torch.nn.Module], *,
-                 token_type_ids: bool) -> None:
+    def __init__(
+        self, encoder: torch.nn.Module, heads: Sequence[torch.nn.Module], *, token_type_ids: bool
+    ) -> None:
         super().__init__()
         self.encoder = encoder
         self.heads = torch.nn.ModuleList(heads)
         self.token_type_ids = token_type_ids
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                *token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """Sentence vectors of shape (batch, dimensions)."""
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if self.token_type_ids:

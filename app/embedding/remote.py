@@ -58,10 +58,13 @@ class RemoteEmbeddingError(Unavailable, status_code=503, title="Embedding model 
     Only an outage says anything about the next caller's texts.
     """
 
-    def __init__(self, diagnosis: str, *, retry_after: float | None = None,
-                 kind: str = "outage") -> None:
-        super().__init__("The embedding model is unavailable; retry later.",
-                         retry_after=max(1, math.ceil(retry_after or DEFAULT_RETRY_AFTER)))
+    def __init__(
+        self, diagnosis: str, *, retry_after: float | None = None, kind: str = "outage"
+    ) -> None:
+        super().__init__(
+            "The embedding model is unavailable; retry later.",
+            retry_after=max(1, math.ceil(retry_after or DEFAULT_RETRY_AFTER)),
+        )
         self.diagnosis = diagnosis
         self.kind = kind
 
@@ -99,16 +102,21 @@ class RemoteBackend:
 
     max_seq_length = REMOTE_MAX_SEQ_LENGTH
 
-    def __init__(self, endpoint: RemoteEndpoint, *, model: str, dimensions: int | None = None,
-                 recorded_dimensions: int | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        endpoint: RemoteEndpoint,
+        *,
+        model: str,
+        dimensions: int | None = None,
+        recorded_dimensions: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._url = endpoint_url(endpoint.base_url, "/embeddings")
         self._model = model
         self._endpoint = endpoint
         self._sleep = sleep
         headers = json_headers(endpoint.api_key or None)
-        self._http = httpx.Client(timeout=httpx.Timeout(endpoint.timeout_seconds),
-                                  headers=headers)
+        self._http = httpx.Client(timeout=httpx.Timeout(endpoint.timeout_seconds), headers=headers)
         # time.monotonic() of the endpoint's last good answer and of its last call that
         # failed every attempt; 0.0 before the first.
         self.answered_at = 0.0
@@ -118,8 +126,10 @@ class RemoteBackend:
     @property
     def failed_recently(self) -> bool:
         """Whether the last call failed every attempt, fewer than FAILED_RECENTLY_SECONDS ago."""
-        return (self.failed_at > self.answered_at
-                and time.monotonic() - self.failed_at < FAILED_RECENTLY_SECONDS)
+        return (
+            self.failed_at > self.answered_at
+            and time.monotonic() - self.failed_at < FAILED_RECENTLY_SECONDS
+        )
 
     def mark_failed(self) -> None:
         """Note that the endpoint is down: live callers go on without it for a few seconds."""
@@ -134,8 +144,13 @@ class RemoteBackend:
             self.mark_failed()
             if recorded is None:
                 raise
-            logger.warning("embeddings endpoint %s did not answer; taking the %d dimensions "
-                           "recorded for model %r", self._url, recorded, self._model)
+            logger.warning(
+                "embeddings endpoint %s did not answer; taking the %d dimensions "
+                "recorded for model %r",
+                self._url,
+                recorded,
+                self._model,
+            )
             return recorded
 
     def close(self) -> None:
@@ -146,13 +161,17 @@ class RemoteBackend:
         """Vectors of shape (len(texts), dimensions), `batch_size` texts a request. An outage
         met by a `live` call (not background work) marks the endpoint failed, from its first
         failed attempt on."""
-        parts = [self._call(texts[start:start + self._endpoint.batch_size], live=live)
-                 for start in range(0, len(texts), self._endpoint.batch_size)]
+        parts = [
+            self._call(texts[start : start + self._endpoint.batch_size], live=live)
+            for start in range(0, len(texts), self._endpoint.batch_size)
+        ]
         vectors = np.concatenate(parts) if parts else np.empty((0, self.dimensions), np.float32)
         if vectors.shape[1] != self.dimensions:
             raise RemoteEmbeddingError(
                 f"embeddings endpoint {self._url} answered {vectors.shape[1]}-d vectors for "
-                f"model {self._model!r}, {self.dimensions}-d expected", kind="invalid")
+                f"model {self._model!r}, {self.dimensions}-d expected",
+                kind="invalid",
+            )
         return vectors
 
     def _call(self, texts: list[str], *, live: bool = False) -> np.ndarray:
@@ -189,12 +208,19 @@ class RemoteBackend:
                 self.mark_failed()
             if attempt < self._endpoint.max_attempts:
                 wait = min(wait, self._endpoint.max_wait_seconds)
-                logger.warning("embeddings request attempt %d/%d to %s failed: %s; retrying "
-                               "in %.1fs", attempt, self._endpoint.max_attempts, self._url,
-                               last_error, wait)
+                logger.warning(
+                    "embeddings request attempt %d/%d to %s failed: %s; retrying in %.1fs",
+                    attempt,
+                    self._endpoint.max_attempts,
+                    self._url,
+                    last_error,
+                    wait,
+                )
                 self._sleep(wait)
-        diagnosis = (f"embeddings request to {self._url} (model {self._model!r}) failed after "
-                     f"{attempt} attempt(s): {last_error}")
+        diagnosis = (
+            f"embeddings request to {self._url} (model {self._model!r}) failed after "
+            f"{attempt} attempt(s): {last_error}"
+        )
         logger.error("%s", diagnosis)
         raise RemoteEmbeddingError(diagnosis, retry_after=asked, kind=kind)
 
@@ -204,10 +230,15 @@ class RemoteBackend:
         an answer past either bound is dropped unread."""
         seconds = self._endpoint.timeout_seconds
         deadline = time.monotonic() + seconds
-        with self._http.stream("POST", self._url, json={"model": self._model, "input": texts},
-                               timeout=httpx.Timeout(seconds)) as response:
-            limit = (self.answer_limit(len(texts)) if response.status_code < 400
-                     else ERROR_BODY_BYTES)
+        with self._http.stream(
+            "POST",
+            self._url,
+            json={"model": self._model, "input": texts},
+            timeout=httpx.Timeout(seconds),
+        ) as response:
+            limit = (
+                self.answer_limit(len(texts)) if response.status_code < 400 else ERROR_BODY_BYTES
+            )
             body = bytearray()
             for chunk in response.iter_bytes():
                 body += chunk
@@ -216,7 +247,9 @@ class RemoteBackend:
                         break
                     raise RemoteEmbeddingError(
                         f"embeddings endpoint {self._url} answered more than {limit} bytes "
-                        f"for {len(texts)} texts", kind="invalid")
+                        f"for {len(texts)} texts",
+                        kind="invalid",
+                    )
                 if time.monotonic() > deadline:
                     raise httpx.ReadTimeout(f"answer not read within {seconds:g}s")
             return response.status_code, response.headers, bytes(body)
@@ -224,8 +257,9 @@ class RemoteBackend:
     def answer_limit(self, count: int) -> int:
         """The most bytes an answer of `count` vectors may take."""
         width = getattr(self, "dimensions", None) or WIDEST_DIMENSIONS
-        return (ANSWER_ENVELOPE_BYTES
-                + count * (ANSWER_BYTES_PER_TEXT + width * ANSWER_BYTES_PER_NUMBER))
+        return ANSWER_ENVELOPE_BYTES + count * (
+            ANSWER_BYTES_PER_TEXT + width * ANSWER_BYTES_PER_NUMBER
+        )
 
     def _vectors(self, body: bytes, count: int) -> np.ndarray:
         """The answer's vectors in input order, L2-normalised; an answer that does not give
@@ -239,16 +273,21 @@ class RemoteBackend:
             raise RemoteEmbeddingError(
                 f"embeddings endpoint {self._url} answered something other than an "
                 f"embeddings list: {body[:MAX_ERROR_BODY].decode(errors='replace')}",
-                kind="invalid") from exc
+                kind="invalid",
+            ) from exc
         if vectors.ndim != 2 or indexes != list(range(count)):
             raise RemoteEmbeddingError(
                 f"embeddings endpoint {self._url} answered {len(vectors)} vectors with "
-                f"indexes {indexes[:10]} for {count} texts", kind="invalid")
+                f"indexes {indexes[:10]} for {count} texts",
+                kind="invalid",
+            )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         if not np.isfinite(vectors).all() or not (norms > 0).all():
             raise RemoteEmbeddingError(
                 f"embeddings endpoint {self._url} answered a vector that is not finite or "
-                f"is all zeros", kind="invalid")
+                f"is all zeros",
+                kind="invalid",
+            )
         normalised: np.ndarray = vectors / norms
         return normalised
 

@@ -109,11 +109,18 @@ class _TenantQueue:
 class FairScheduler:
     """Runs model calls on worker threads, serving tenants' queues in turn."""
 
-    def __init__(self, run: Callable[[list[str], bool], Vectors], *,
-                 on_idle: Callable[[], None] | None = None, record_size: int = 1024,
-                 max_texts: int = 1, max_tokens: int = 0,
-                 cost: Callable[[str], int] = len, workers: int = 1,
-                 background_workers: int = 0) -> None:
+    def __init__(
+        self,
+        run: Callable[[list[str], bool], Vectors],
+        *,
+        on_idle: Callable[[], None] | None = None,
+        record_size: int = 1024,
+        max_texts: int = 1,
+        max_tokens: int = 0,
+        cost: Callable[[str], int] = len,
+        workers: int = 1,
+        background_workers: int = 0,
+    ) -> None:
         self._run = run
         self._on_idle = on_idle
         self._max_texts = max_texts
@@ -137,17 +144,24 @@ class FairScheduler:
         with self._condition:
             return sum(len(queue) for queue in self._queues.values())
 
-    def submit(self, *, tenant_id: str, chunks: Sequence[list[str]],
-               bulk: bool = False,
-               background: bool = False) -> "list[asyncio.Future[Vectors]]":
+    def submit(
+        self,
+        *,
+        tenant_id: str,
+        chunks: Sequence[list[str]],
+        bulk: bool = False,
+        background: bool = False,
+    ) -> "list[asyncio.Future[Vectors]]":
         """Queue `chunks` for `tenant_id`, behind its searches and single writes when `bulk`
         (`background`: no live caller waits for them); one future per chunk, resolved on this
         loop."""
         if not chunks:
             return []
         loop = asyncio.get_running_loop()
-        queued = [_Chunk(tenant_id, texts, loop, loop.create_future(), bulk,
-                         background and bulk) for texts in chunks]
+        queued = [
+            _Chunk(tenant_id, texts, loop, loop.create_future(), bulk, background and bulk)
+            for texts in chunks
+        ]
         with self._condition:
             if self._closed:
                 raise RuntimeError("the embedding scheduler is closed")
@@ -168,8 +182,9 @@ class FairScheduler:
                 kept = queue.without(doomed)
                 for chunk in queue:
                     if id(chunk.future) in doomed:
-                        self.record.append(ChunkEvent("dropped", tenant_id, len(chunk.texts),
-                                                     chunk.bulk))
+                        self.record.append(
+                            ChunkEvent("dropped", tenant_id, len(chunk.texts), chunk.bulk)
+                        )
                 if kept:
                     self._queues[tenant_id] = kept
                 else:
@@ -188,8 +203,7 @@ class FairScheduler:
         while len(self._workers) < self._worker_count + self._background_count:
             background = len(self._workers) >= self._worker_count
             name = f"embedding-{'background-' if background else ''}{len(self._workers)}"
-            worker = threading.Thread(target=self._work, args=(background,), daemon=True,
-                                      name=name)
+            worker = threading.Thread(target=self._work, args=(background,), daemon=True, name=name)
             self._workers.append(worker)
             worker.start()
 
@@ -251,8 +265,10 @@ class FairScheduler:
     def _fits(self, taken: list[_Chunk], chunk: _Chunk) -> bool:
         """Whether `chunk` joins the call of `taken` within the text and padded-token bounds."""
         texts = [text for queued in (*taken, chunk) for text in queued.texts]
-        return (len(texts) <= self._max_texts
-                and len(texts) * max(map(self._cost, texts)) <= self._max_tokens)
+        return (
+            len(texts) <= self._max_texts
+            and len(texts) * max(map(self._cost, texts)) <= self._max_tokens
+        )
 
     def _next_tenant(self, background: bool) -> str | None:
         """The next tenant in the rotation, after the one served last, whose next chunk this
@@ -269,8 +285,11 @@ class FairScheduler:
         """Whether the tenant's queue starts with a batch's chunks and its first two would not
         fit one call (lock held)."""
         queue = self._queues[tenant_id]
-        return (not queue.first and len(queue.bulk) > 1
-                and not self._fits([queue.bulk[0]], queue.bulk[1]))
+        return (
+            not queue.first
+            and len(queue.bulk) > 1
+            and not self._fits([queue.bulk[0]], queue.bulk[1])
+        )
 
     def _pop(self, tenant_id: str) -> _Chunk:
         """The first chunk of `tenant_id`'s queue (lock held)."""
@@ -295,7 +314,6 @@ class FairScheduler:
             if self._on_idle is not None and not self.pending_chunks:
                 self._on_idle()
 
-
     def _run_call(self, call: list[_Chunk]) -> None:
         """Run one model call and hand each request its vectors or the error; a call of
         several requests failing for its texts' sake runs again one request at a time."""
@@ -312,7 +330,7 @@ class FairScheduler:
         else:
             start = 0
             for chunk in call:
-                _deliver(chunk, vectors[start:start + len(chunk.texts)], None)
+                _deliver(chunk, vectors[start : start + len(chunk.texts)], None)
                 start += len(chunk.texts)
 
 

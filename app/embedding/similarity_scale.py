@@ -86,8 +86,12 @@ def fit(queries: Vectors, documents: Vectors, target: Reference) -> SimilaritySc
 def is_reference_model(embedder: Embedder) -> bool:
     """Whether the embedder is the packaged model in full precision, whose scale the trees
     were trained on."""
-    return (embedder.model_name == PACKAGED_MODEL and embedder.backend_name in ("onnx", "torch")
-            and not embedder.query_prefix and not embedder.document_prefix)
+    return (
+        embedder.model_name == PACKAGED_MODEL
+        and embedder.backend_name in ("onnx", "torch")
+        and not embedder.query_prefix
+        and not embedder.document_prefix
+    )
 
 
 _measured: "WeakKeyDictionary[Embedder, SimilarityScale]" = WeakKeyDictionary()
@@ -111,8 +115,11 @@ def scale_of(embedder: Embedder) -> SimilarityScale:
 def start(embedder: Embedder) -> None:
     """Measure the model's scale in the background unless it is known, the packaged model,
     being measured, or failed in the last RETRY_SECONDS (needs a running event loop)."""
-    if (is_reference_model(embedder) or embedder in _measured
-            or time.monotonic() - _failed_at.get(embedder, -math.inf) < RETRY_SECONDS):
+    if (
+        is_reference_model(embedder)
+        or embedder in _measured
+        or time.monotonic() - _failed_at.get(embedder, -math.inf) < RETRY_SECONDS
+    ):
         return
     _failed_at[embedder] = math.inf
     task = asyncio.get_running_loop().create_task(_measure_quietly(embedder))
@@ -124,12 +131,19 @@ async def measure(embedder: Embedder) -> SimilarityScale:
     """Embed the reference sentences with the model and keep the map they give."""
     sentences = reference().sentences
     queries = await embedder.aembed_batch(sentences, query=True, bulk=True)
-    documents = (queries if embedder.query_prefix == embedder.document_prefix
-                 else await embedder.aembed_batch(sentences, bulk=True))
+    documents = (
+        queries
+        if embedder.query_prefix == embedder.document_prefix
+        else await embedder.aembed_batch(sentences, bulk=True)
+    )
     scale = fit(queries, documents, reference())
     _measured[embedder] = scale
-    logger.info("similarity scale of %s: %.3f + %.3f x cosine", embedder.model_name,
-                scale.shift, scale.factor)
+    logger.info(
+        "similarity scale of %s: %.3f + %.3f x cosine",
+        embedder.model_name,
+        scale.shift,
+        scale.factor,
+    )
     return scale
 
 
@@ -137,9 +151,13 @@ async def _measure_quietly(embedder: Embedder) -> None:
     try:
         await measure(embedder)
     except Exception as error:  # noqa: BLE001 (a model down: searches read raw cosines)
-        logger.warning("could not measure the similarity scale of %s (%s); searches read its "
-                       "raw cosines and try again in %.0f s", embedder.model_name, error,
-                       RETRY_SECONDS)
+        logger.warning(
+            "could not measure the similarity scale of %s (%s); searches read its "
+            "raw cosines and try again in %.0f s",
+            embedder.model_name,
+            error,
+            RETRY_SECONDS,
+        )
     finally:
         if embedder not in _measured:  # failed, or cancelled with its event loop
             _failed_at[embedder] = time.monotonic()

@@ -19,12 +19,16 @@ class Contradicted:
     retracted: bool
 
 
-def after_contradiction(*, confidence: float, contradiction_count: int,
-                        validation_count: int) -> Contradicted:
+def after_contradiction(
+    *, confidence: float, contradiction_count: int, validation_count: int
+) -> Contradicted:
     """confidence * 0.5; retracted once contradictions exceed validations by 3."""
     count = contradiction_count + 1
-    return Contradicted(confidence * CONTRADICTION_FACTOR, count,
-                        count - validation_count >= RETRACT_AT_NET_CONTRADICTIONS)
+    return Contradicted(
+        confidence * CONTRADICTION_FACTOR,
+        count,
+        count - validation_count >= RETRACT_AT_NET_CONTRADICTIONS,
+    )
 
 
 def stale_factor(effective_confidence: float) -> float:

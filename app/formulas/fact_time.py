@@ -37,8 +37,9 @@ def place(versions: list[V], valid_from: datetime) -> Placement[V]:
     before = [v for v in versions if v.valid_from < valid_from]
     same = [v for v in versions if v.valid_from == valid_from]
     after = [v for v in versions if v.valid_from > valid_from]
-    return Placement(before[-1] if before else None, same[-1] if same else None,
-                     after[0] if after else None)
+    return Placement(
+        before[-1] if before else None, same[-1] if same else None, after[0] if after else None
+    )
 
 
 def bounded_until(stated: datetime | None, placement: Placement[V]) -> datetime | None:

@@ -74,14 +74,22 @@ def harmful_effectiveness(success_count: int, harmful_count: int) -> float:
     return success_count / (success_count + HARMFUL_WEIGHT * harmful_count + 0.01)
 
 
-def promoted_maturity(maturity: str, *, success_count: int, effectiveness: float,
-                      age_days: float) -> str:
+def promoted_maturity(
+    maturity: str, *, success_count: int, effectiveness: float, age_days: float
+) -> str:
     """Maturity after a helpful mark: at most one step up when its thresholds are met."""
-    if (maturity == "candidate" and success_count >= ESTABLISHED_MIN_SUCCESS
-            and effectiveness >= ESTABLISHED_MIN_EFFECTIVENESS):
+    if (
+        maturity == "candidate"
+        and success_count >= ESTABLISHED_MIN_SUCCESS
+        and effectiveness >= ESTABLISHED_MIN_EFFECTIVENESS
+    ):
         return "established"
-    if (maturity == "established" and success_count >= PROVEN_MIN_SUCCESS
-            and effectiveness >= PROVEN_MIN_EFFECTIVENESS and age_days >= PROVEN_MIN_AGE_DAYS):
+    if (
+        maturity == "established"
+        and success_count >= PROVEN_MIN_SUCCESS
+        and effectiveness >= PROVEN_MIN_EFFECTIVENESS
+        and age_days >= PROVEN_MIN_AGE_DAYS
+    ):
         return "proven"
     return maturity
 
@@ -118,26 +126,40 @@ class FeedbackOutcome:
     needs_inversion: bool
 
 
-def after_helpful(*, maturity: str, applied_count: int, success_count: int,
-                  harmful_count: int, age_days: float) -> FeedbackOutcome:
+def after_helpful(
+    *, maturity: str, applied_count: int, success_count: int, harmful_count: int, age_days: float
+) -> FeedbackOutcome:
     """The rule's state after one helpful mark."""
     applied, success = applied_count + 1, success_count + 1
     score = helpful_effectiveness(success, applied)
     new_maturity = maturity
     if maturity != "anti_pattern":
-        new_maturity = promoted_maturity(maturity, success_count=success, effectiveness=score,
-                                         age_days=age_days)
-    return FeedbackOutcome(applied, success, harmful_count, score, new_maturity,
-                           needs_inversion(harmful_count=harmful_count, effectiveness=score)
-                           and maturity != "anti_pattern")
+        new_maturity = promoted_maturity(
+            maturity, success_count=success, effectiveness=score, age_days=age_days
+        )
+    return FeedbackOutcome(
+        applied,
+        success,
+        harmful_count,
+        score,
+        new_maturity,
+        needs_inversion(harmful_count=harmful_count, effectiveness=score)
+        and maturity != "anti_pattern",
+    )
 
 
-def after_harmful(*, maturity: str, applied_count: int, success_count: int,
-                  harmful_count: int) -> FeedbackOutcome:
+def after_harmful(
+    *, maturity: str, applied_count: int, success_count: int, harmful_count: int
+) -> FeedbackOutcome:
     """The rule's state after one harmful mark."""
     applied, harmful = applied_count + 1, harmful_count + 1
     score = harmful_effectiveness(success_count, harmful)
     new_maturity = demoted_maturity(maturity, effectiveness=score)
-    return FeedbackOutcome(applied, success_count, harmful, score, new_maturity,
-                           needs_inversion(harmful_count=harmful, effectiveness=score)
-                           and maturity != "anti_pattern")
+    return FeedbackOutcome(
+        applied,
+        success_count,
+        harmful,
+        score,
+        new_maturity,
+        needs_inversion(harmful_count=harmful, effectiveness=score) and maturity != "anti_pattern",
+    )

@@ -57,8 +57,13 @@ def graph_boost(hints: set[str], fact_terms: set[str]) -> float:
     return GRAPH_BOOST_MAX * jaccard(hints, fact_terms)
 
 
-def apply_boosts(candidates: Iterable[Candidate], *, fact_terms: Mapping[uuid.UUID, set[str]],
-                 hints: set[str], domain_scores: Mapping[uuid.UUID, float]) -> None:
+def apply_boosts(
+    candidates: Iterable[Candidate],
+    *,
+    fact_terms: Mapping[uuid.UUID, set[str]],
+    hints: set[str],
+    domain_scores: Mapping[uuid.UUID, float],
+) -> None:
     """Add the graph boost and the caller's domain score to each candidate's score."""
     for candidate in candidates:
         candidate.score += graph_boost(hints, fact_terms.get(candidate.entity_id, set()))
@@ -67,8 +72,10 @@ def apply_boosts(candidates: Iterable[Candidate], *, fact_terms: Mapping[uuid.UU
 
 def rank(candidates: Iterable[Candidate], limit: int) -> list[Candidate]:
     """Score descending then canonical_name ascending; scores rounded to 4 places."""
-    ranked = sorted(candidates, key=lambda c: (-round(c.score, SCORE_DECIMALS),
-                                               c.canonical_name, str(c.entity_id)))
+    ranked = sorted(
+        candidates,
+        key=lambda c: (-round(c.score, SCORE_DECIMALS), c.canonical_name, str(c.entity_id)),
+    )
     for candidate in ranked:
         candidate.score = round(candidate.score, SCORE_DECIMALS)
     return ranked[:limit]

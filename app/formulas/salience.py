@@ -101,8 +101,14 @@ def importance(kind: str, weights: SalienceWeights) -> float:
     return weights.kind_importance.get(kind, weights.default_importance)
 
 
-def score(event: LedgerEvent, *, query: str, current_turn: int, weights: SalienceWeights,
-          relevance: float | None = None) -> Scored:
+def score(
+    event: LedgerEvent,
+    *,
+    query: str,
+    current_turn: int,
+    weights: SalienceWeights,
+    relevance: float | None = None,
+) -> Scored:
     """The salience of one event; `relevance` (e.g. semantic) replaces keyword Jaccard."""
     rel = jaccard(event.content, query) if relevance is None else relevance
     rec = recency(event.turn, current_turn, weights.recency_lambda)
@@ -111,31 +117,47 @@ def score(event: LedgerEvent, *, query: str, current_turn: int, weights: Salienc
     return Scored(event, rel, rec, imp, total)
 
 
-def top_k(events: Sequence[LedgerEvent], *, query: str, current_turn: int, k: int,
-          weights: SalienceWeights,
-          relevance: Mapping[uuid.UUID, float] | None = None) -> list[Scored]:
+def top_k(
+    events: Sequence[LedgerEvent],
+    *,
+    query: str,
+    current_turn: int,
+    k: int,
+    weights: SalienceWeights,
+    relevance: Mapping[uuid.UUID, float] | None = None,
+) -> list[Scored]:
     """The k most salient events in chronological order (ties: the later event wins)."""
     if k <= 0:
         return []
-    scored = [score(e, query=query, current_turn=current_turn, weights=weights,
-                    relevance=None if relevance is None else relevance.get(e.id, 0.0))
-              for e in events]
+    scored = [
+        score(
+            e,
+            query=query,
+            current_turn=current_turn,
+            weights=weights,
+            relevance=None if relevance is None else relevance.get(e.id, 0.0),
+        )
+        for e in events
+    ]
     best = sorted(scored, key=lambda s: (-s.salience, -s.event.position))[:k]
     return sorted(best, key=lambda s: s.event.position)
 
 
 def own_reflections(events: Iterable[LedgerEvent], agent_id: str) -> list[LedgerEvent]:
     """The agent's reflections, in ledger order."""
-    return sorted((e for e in events if e.kind == REFLECTION_KIND and e.agent_id == agent_id),
-                  key=lambda e: e.position)
+    return sorted(
+        (e for e in events if e.kind == REFLECTION_KIND and e.agent_id == agent_id),
+        key=lambda e: e.position,
+    )
 
 
 def pending_events(events: Sequence[LedgerEvent], agent_id: str) -> list[LedgerEvent]:
     """Visible events (not reflections) after the agent's last reflection."""
     mine = own_reflections(events, agent_id)
     since = mine[-1].position if mine else -1
-    return [e for e in visible(events, agent_id)
-            if e.kind != REFLECTION_KIND and e.position > since]
+    return [
+        e for e in visible(events, agent_id) if e.kind != REFLECTION_KIND and e.position > since
+    ]
 
 
 def reflection_due(events: Sequence[LedgerEvent], agent_id: str, threshold: int) -> bool:
@@ -143,10 +165,19 @@ def reflection_due(events: Sequence[LedgerEvent], agent_id: str, threshold: int)
     return len(pending_events(events, agent_id)) >= threshold
 
 
-def view(events: Sequence[LedgerEvent], *, agent_id: str, current_turn: int, query: str,
-         window: int, k: int, weights: SalienceWeights,
-         based_on: Mapping[uuid.UUID, Iterable[uuid.UUID]], reflection_threshold: int,
-         relevance: Mapping[uuid.UUID, float] | None = None) -> MemoryView:
+def view(
+    events: Sequence[LedgerEvent],
+    *,
+    agent_id: str,
+    current_turn: int,
+    query: str,
+    window: int,
+    k: int,
+    weights: SalienceWeights,
+    based_on: Mapping[uuid.UUID, Iterable[uuid.UUID]],
+    reflection_threshold: int,
+    relevance: Mapping[uuid.UUID, float] | None = None,
+) -> MemoryView:
     """The agent's memory at `current_turn`: recent window, salient events, reflections.
 
     `based_on` maps a reflection's id to the events it summarises; the events behind the
@@ -154,13 +185,23 @@ def view(events: Sequence[LedgerEvent], *, agent_id: str, current_turn: int, que
     """
     seen = visible(events, agent_id)
     reflections = [e for e in seen if e.kind == REFLECTION_KIND]
-    covered = {event_id for r in reflections if r.agent_id == agent_id
-               for event_id in based_on.get(r.id, ())}
+    covered = {
+        event_id
+        for r in reflections
+        if r.agent_id == agent_id
+        for event_id in based_on.get(r.id, ())
+    }
     raw = [e for e in seen if e.kind != REFLECTION_KIND and e.id not in covered]
     recent = raw[-window:]
     in_window = {e.id for e in recent}
-    salient = top_k([e for e in raw if e.id not in in_window], query=query,
-                    current_turn=current_turn, k=k, weights=weights, relevance=relevance)
+    salient = top_k(
+        [e for e in raw if e.id not in in_window],
+        query=query,
+        current_turn=current_turn,
+        k=k,
+        weights=weights,
+        relevance=relevance,
+    )
     pending = len(pending_events(events, agent_id))
     return MemoryView(recent, salient, reflections, pending, pending >= reflection_threshold)
 
@@ -188,8 +229,11 @@ def fit_to_budget(memory: MemoryView, *, max_chars: int) -> Fitted:
     Sections are printed reflections, salient, recent (each chronological); an empty section
     is left out.
     """
-    headers = {"reflections": "## Reflections", "salient": "## Salient events",
-               "recent": "## Recent events"}
+    headers = {
+        "reflections": "## Reflections",
+        "salient": "## Salient events",
+        "recent": "## Recent events",
+    }
     used = 0
     kept: dict[str, set[uuid.UUID]] = {name: set() for name in headers}
 
@@ -208,8 +252,11 @@ def fit_to_budget(memory: MemoryView, *, max_chars: int) -> Fitted:
     reflections = [e for e in memory.reflections if e.id in kept["reflections"]]
     salient = [s for s in memory.salient if s.event.id in kept["salient"]]
     blocks = []
-    for name, section in (("reflections", reflections), ("salient", [s.event for s in salient]),
-                          ("recent", recent)):
+    for name, section in (
+        ("reflections", reflections),
+        ("salient", [s.event for s in salient]),
+        ("recent", recent),
+    ):
         if section:
             blocks.append("\n".join([headers[name], *(event_line(e) for e in section)]))
     return Fitted(recent, salient, reflections, "\n\n".join(blocks))

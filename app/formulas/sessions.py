@@ -25,16 +25,21 @@ class Arrival:
     after: Stored | None = None
 
 
-def assign_sessions(arrivals: Sequence[Arrival], *, gap: timedelta,
-                    new_session: Callable[[], uuid.UUID] = uuid.uuid4) -> list[uuid.UUID]:
+def assign_sessions(
+    arrivals: Sequence[Arrival],
+    *,
+    gap: timedelta,
+    new_session: Callable[[], uuid.UUID] = uuid.uuid4,
+) -> list[uuid.UUID]:
     """Each arrival's session, in the arrivals' order.
 
     In time order per butler, an episode joins the session of the episode just before it
     (of this batch or stored) when at most `gap` lies between them, else that of the stored
     episode just after it within `gap`, else starts a session of its own.
     """
-    order = sorted(range(len(arrivals)),
-                   key=lambda i: (arrivals[i].butler, arrivals[i].occurred_at))
+    order = sorted(
+        range(len(arrivals)), key=lambda i: (arrivals[i].butler, arrivals[i].occurred_at)
+    )
     sessions: list[uuid.UUID | None] = [None] * len(arrivals)
     previous: dict[str, Stored] = {}
     for i in order:

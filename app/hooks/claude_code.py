@@ -65,11 +65,14 @@ class HookConfig:
         """The configuration the environment gives (ENGRAM_URL, ENGRAM_API_KEY, ...)."""
         env = dict(os.environ if environ is None else environ)
         url = env.get("ENGRAM_URL") or DEFAULT_URL
-        return cls(url=url.rstrip("/"), api_key=env.get("ENGRAM_API_KEY") or None,
-                   timeout=_positive(env.get("ENGRAM_HOOK_TIMEOUT"), DEFAULT_TIMEOUT_SECONDS),
-                   token_budget=int(_positive(env.get("ENGRAM_HOOK_TOKEN_BUDGET"),
-                                              DEFAULT_TOKEN_BUDGET)),
-                   butler=env.get("ENGRAM_BUTLER") or None, state_dir=_state_dir(env))
+        return cls(
+            url=url.rstrip("/"),
+            api_key=env.get("ENGRAM_API_KEY") or None,
+            timeout=_positive(env.get("ENGRAM_HOOK_TIMEOUT"), DEFAULT_TIMEOUT_SECONDS),
+            token_budget=int(_positive(env.get("ENGRAM_HOOK_TOKEN_BUDGET"), DEFAULT_TOKEN_BUDGET)),
+            butler=env.get("ENGRAM_BUTLER") or None,
+            state_dir=_state_dir(env),
+        )
 
 
 def _positive(raw: str | None, default: float) -> float:
@@ -83,8 +86,7 @@ def _positive(raw: str | None, default: float) -> float:
 def _state_dir(env: dict[str, str]) -> Path:
     if explicit := env.get("ENGRAM_HOOK_STATE_DIR"):
         return Path(explicit).expanduser()
-    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home(),
-                                                 ".local", "state"))
+    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home(), ".local", "state"))
     return Path(base).expanduser() / "engram" / "claude-code"
 
 
@@ -95,7 +97,7 @@ def butler_for(cwd: str) -> str:
     path = os.path.realpath(cwd)
     digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     name = os.path.basename(path.rstrip(os.sep)) or "root"
-    return f"{SOURCE}:{name[:MAX_NAME_CHARS - 30]}-{digest}"
+    return f"{SOURCE}:{name[: MAX_NAME_CHARS - 30]}-{digest}"
 
 
 class Deadline:
@@ -132,8 +134,9 @@ class Engram:
         self.http.close()
 
 
-def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | None,
-                 token_budget: int) -> str:
+def memory_block(
+    engram: Engram, prompt: str, butler: str, session_id: str | None, token_budget: int
+) -> str:
     """The project's memories for the prompt, wrapped in the tags that mark them as injected
     and labelled as data; empty when there is nothing to show. At most `token_budget * 4`
     characters of memories inside the tags."""
@@ -141,18 +144,24 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
     if not query:
         return ""
     budget = token_budget * 4
-    context_request = {"trigger_prompt": query, "butler": butler,
-                       "token_budget": max(10, int(token_budget * FACTS_AND_RULES_SHARE))}
-    search_request: dict[str, Any] = {"query": query, "types": ["episode"], "scope": butler,
-                                      "limit": EARLIER_TURNS}
+    context_request = {
+        "trigger_prompt": query,
+        "butler": butler,
+        "token_budget": max(10, int(token_budget * FACTS_AND_RULES_SHARE)),
+    }
+    search_request: dict[str, Any] = {
+        "query": query,
+        "types": ["episode"],
+        "scope": butler,
+        "limit": EARLIER_TURNS,
+    }
     if session_id:
         search_request["filter"] = {"session_id": {"$ne": session_id}}
     pool = ThreadPoolExecutor(max_workers=2)
     context = pool.submit(engram.call, "POST", "/v1/context", json=context_request)
     earlier = pool.submit(engram.call, "POST", "/v1/search", json=search_request)
     # Keep time to print what came back when one of the two is late.
-    wait_for([context, earlier], timeout=max(engram.deadline.left() - PRINT_MARGIN_SECONDS,
-                                             0.001))
+    wait_for([context, earlier], timeout=max(engram.deadline.left() - PRINT_MARGIN_SECONDS, 0.001))
     pool.shutdown(wait=False)
     facts = _answer(context, "context") or {}
     # A block with no memory in it is only its heading.
@@ -172,8 +181,9 @@ def memory_block(engram: Engram, prompt: str, butler: str, session_id: str | Non
         text = "\n\n".join(part for part in (text, heading + "\n" + "\n".join(lines)) if part)
     if not text:
         return ""
-    return wrap(f"Memories Engram keeps for this project ({butler}); use them when they help.",
-                text)
+    return wrap(
+        f"Memories Engram keeps for this project ({butler}); use them when they help.", text
+    )
 
 
 def _answer(future: Any, name: str) -> Any:
@@ -191,12 +201,11 @@ def _turn_line(hit: dict[str, Any]) -> str:
     day = str(hit.get("occurred_at") or "")[:10]
     content = " ".join(str(hit.get("content", "")).split())
     if len(content) > MAX_LINE_CHARS:
-        content = content[:MAX_LINE_CHARS - 1] + "…"
+        content = content[: MAX_LINE_CHARS - 1] + "…"
     return f"- ({day}) {content}" if day else f"- {content}"
 
 
-def capture(engram: Engram, transcript: Path, butler: str, session_id: str,
-            state_dir: Path) -> int:
+def capture(engram: Engram, transcript: Path, butler: str, session_id: str, state_dir: Path) -> int:
     """Store the turns of `transcript` not captured before as episodes of the session; the
     number stored. A turn is captured once: the state file of the session remembers it, and
     Engram is asked for the turns it already holds (a store whose answer came too late)."""
@@ -208,10 +217,14 @@ def capture(engram: Engram, transcript: Path, butler: str, session_id: str,
             return 0
         known = _stored_turn_ids(engram, butler, session_id, [turn.turn_id for turn in new])
         captured.add(known)
-        for chunk in _chunks([turn for turn in new if turn.turn_id not in known],
-                             EPISODES_PER_REQUEST):
-            engram.call("POST", "/v1/episodes/batch", json={
-                "items": [_episode(turn, butler, session_id) for turn in chunk]})
+        for chunk in _chunks(
+            [turn for turn in new if turn.turn_id not in known], EPISODES_PER_REQUEST
+        ):
+            engram.call(
+                "POST",
+                "/v1/episodes/batch",
+                json={"items": [_episode(turn, butler, session_id) for turn in chunk]},
+            )
             captured.add(turn.turn_id for turn in chunk)
             captured.save()
             stored += len(chunk)
@@ -219,21 +232,32 @@ def capture(engram: Engram, transcript: Path, butler: str, session_id: str,
     return stored
 
 
-def _stored_turn_ids(engram: Engram, butler: str, session_id: str,
-                     turn_ids: list[str]) -> set[str]:
+def _stored_turn_ids(engram: Engram, butler: str, session_id: str, turn_ids: list[str]) -> set[str]:
     found: set[str] = set()
     for chunk in _chunks(turn_ids, TURN_IDS_PER_QUERY):
-        page = engram.call("GET", "/v1/episodes", params={
-            "butler": butler, "session_id": session_id, "include_expired": "true",
-            "limit": 200, "filter": json.dumps({"metadata.turn_id": {"$in": chunk}})})
+        page = engram.call(
+            "GET",
+            "/v1/episodes",
+            params={
+                "butler": butler,
+                "session_id": session_id,
+                "include_expired": "true",
+                "limit": 200,
+                "filter": json.dumps({"metadata.turn_id": {"$in": chunk}}),
+            },
+        )
         found.update(str(item.get("metadata", {}).get("turn_id")) for item in page["items"])
     return found
 
 
 def _episode(turn: Turn, butler: str, session_id: str) -> dict[str, Any]:
     content = f"{turn.speaker}: {turn.text}"[:MAX_CONTENT_CHARS]
-    episode: dict[str, Any] = {"content": content, "butler": butler, "session_id": session_id,
-                               "metadata": {"source": SOURCE, "turn_id": turn.turn_id}}
+    episode: dict[str, Any] = {
+        "content": content,
+        "butler": butler,
+        "session_id": session_id,
+        "metadata": {"source": SOURCE, "turn_id": turn.turn_id},
+    }
     if (occurred := _aware(turn.timestamp)) is not None:
         episode["occurred_at"] = occurred
     return episode
@@ -251,11 +275,10 @@ def _aware(timestamp: str | None) -> str | None:
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
-def handle(event: str, payload: dict[str, Any], config: HookConfig,
-           deadline: Deadline) -> str:
+def handle(event: str, payload: dict[str, Any], config: HookConfig, deadline: Deadline) -> str:
     """What the hook prints for `event` (empty for the capturing events)."""
     cwd = payload.get("cwd")
     butler = config.butler or butler_for(cwd if isinstance(cwd, str) and cwd else os.getcwd())
@@ -265,18 +288,23 @@ def handle(event: str, payload: dict[str, Any], config: HookConfig,
     try:
         if event in CONTEXT_EVENTS:
             prompt = payload.get("prompt")
-            block = memory_block(engram, prompt if isinstance(prompt, str) else "", butler,
-                                 session_id, config.token_budget)
+            block = memory_block(
+                engram,
+                prompt if isinstance(prompt, str) else "",
+                butler,
+                session_id,
+                config.token_budget,
+            )
             if not block:
                 return ""
-            return json.dumps({"hookSpecificOutput": {"hookEventName": event,
-                                                      "additionalContext": block}})
+            return json.dumps(
+                {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
+            )
         transcript = payload.get("transcript_path")
         if session_id is None or not isinstance(transcript, str) or not transcript:
             _log(f"{event}: the payload has no session_id or transcript_path")
             return ""
-        capture(engram, Path(transcript).expanduser(), butler, session_id[:200],
-                config.state_dir)
+        capture(engram, Path(transcript).expanduser(), butler, session_id[:200], config.state_dir)
         return ""
     finally:
         engram.close()
@@ -312,11 +340,12 @@ def _give_up() -> None:
 
 def _describe(error: BaseException) -> str:
     if isinstance(error, httpx.HTTPStatusError):
-        return f"Engram answered {error.response.status_code} to " \
-               f"{error.request.method} {error.request.url.path}: {error.response.text[:300]}"
+        return (
+            f"Engram answered {error.response.status_code} to "
+            f"{error.request.method} {error.request.url.path}: {error.response.text[:300]}"
+        )
     return f"{type(error).__name__}: {error}"
 
 
 def _log(message: str) -> None:
     sys.stderr.write(f"engram hook: {message}\n")
-

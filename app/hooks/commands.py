@@ -15,26 +15,42 @@ def add_commands(commands: Any) -> None:
     from app.hooks.claude_code import EVENTS
 
     hook = commands.add_parser(
-        "hook", help="answer a Claude Code hook event (JSON payload on stdin): "
-                     "UserPromptSubmit prints memories, the others store the transcript")
+        "hook",
+        help="answer a Claude Code hook event (JSON payload on stdin): "
+        "UserPromptSubmit prints memories, the others store the transcript",
+    )
     hook.add_argument("event", choices=EVENTS)
-    hook.add_argument("--token-budget", type=int, metavar="N",
-                      help="the memory block's size in tokens (default: "
-                           "ENGRAM_HOOK_TOKEN_BUDGET, else 1500)")
-    hook.add_argument("--timeout", type=float, metavar="SECONDS",
-                      help="the most the hook may take (default: ENGRAM_HOOK_TIMEOUT, else 3)")
+    hook.add_argument(
+        "--token-budget",
+        type=int,
+        metavar="N",
+        help="the memory block's size in tokens (default: ENGRAM_HOOK_TOKEN_BUDGET, else 1500)",
+    )
+    hook.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="the most the hook may take (default: ENGRAM_HOOK_TIMEOUT, else 3)",
+    )
     hook.set_defaults(handler=_hook)
-    hooks = commands.add_parser("hooks", help="add or remove Engram's hooks in a coding "
-                                              "agent's settings")
+    hooks = commands.add_parser(
+        "hooks", help="add or remove Engram's hooks in a coding agent's settings"
+    )
     actions = hooks.add_subparsers(dest="hooks_command", required=True)
-    for action, help_text in (("install", "add Engram's hook entries (idempotent)"),
-                              ("uninstall", "remove exactly Engram's hook entries")):
+    for action, help_text in (
+        ("install", "add Engram's hook entries (idempotent)"),
+        ("uninstall", "remove exactly Engram's hook entries"),
+    ):
         parser = actions.add_parser(action, help=help_text)
-        parser.add_argument("--claude-code", action="store_true", required=True,
-                            help="Claude Code's settings.json")
+        parser.add_argument(
+            "--claude-code", action="store_true", required=True, help="Claude Code's settings.json"
+        )
         where = parser.add_mutually_exclusive_group()
-        where.add_argument("--project", action="store_true",
-                           help="this directory's .claude/settings.json (the default)")
+        where.add_argument(
+            "--project",
+            action="store_true",
+            help="this directory's .claude/settings.json (the default)",
+        )
         where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
         parser.set_defaults(handler=_install if action == "install" else _uninstall)
 
@@ -70,8 +86,10 @@ def _install(args: argparse.Namespace) -> int:
         raise SystemExit(f"engram hooks install: {error}") from None
     print(f"wrote Engram's hooks into {path}:")
     print(json.dumps({"hooks": entries}, indent=2))
-    print("The hooks reach Engram at ENGRAM_URL (default http://127.0.0.1:8000) with "
-          "ENGRAM_API_KEY from the environment Claude Code runs in.")
+    print(
+        "The hooks reach Engram at ENGRAM_URL (default http://127.0.0.1:8000) with "
+        "ENGRAM_API_KEY from the environment Claude Code runs in."
+    )
     return 0
 
 

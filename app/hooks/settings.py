@@ -50,8 +50,12 @@ def is_ours(handler: object) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
-    return (len(words) == 3 and Path(words[0]).name == "engram" and words[1] == "hook"
-            and words[2] in EVENTS)
+    return (
+        len(words) == 3
+        and Path(words[0]).name == "engram"
+        and words[1] == "hook"
+        and words[2] in EVENTS
+    )
 
 
 def read_settings(path: Path) -> dict[str, Any]:
@@ -63,8 +67,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     try:
         settings = json.loads(text) if text.strip() else {}
     except ValueError as error:
-        raise SettingsError(f"{path} is not valid JSON ({error}); fix or move it first") \
-            from None
+        raise SettingsError(f"{path} is not valid JSON ({error}); fix or move it first") from None
     if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
         raise SettingsError(f"{path}: expected a JSON object with a 'hooks' object")
     _check_hooks(path, settings.get("hooks", {}))
@@ -76,18 +79,23 @@ def _check_hooks(path: Path, hooks: dict[str, Any]) -> None:
     an object whose 'hooks' is a list."""
     for event, groups in hooks.items():
         if not isinstance(groups, list):
-            raise SettingsError(f"{path}: hooks.{event} must be a list of hook groups "
-                                f"(like [{{\"hooks\": [...]}}]), not {_kind(groups)}; "
-                                f"fix it first, nothing was written")
+            raise SettingsError(
+                f"{path}: hooks.{event} must be a list of hook groups "
+                f'(like [{{"hooks": [...]}}]), not {_kind(groups)}; '
+                f"fix it first, nothing was written"
+            )
         for index, group in enumerate(groups):
             if not isinstance(group, dict) or not isinstance(group.get("hooks", []), list):
-                raise SettingsError(f"{path}: hooks.{event}[{index}] must be an object whose "
-                                    f"'hooks' is a list; fix it first, nothing was written")
+                raise SettingsError(
+                    f"{path}: hooks.{event}[{index}] must be an object whose "
+                    f"'hooks' is a list; fix it first, nothing was written"
+                )
 
 
 def _kind(value: object) -> str:
     return {dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
+        type(value), "a number"
+    )
 
 
 def write_settings(path: Path, settings: dict[str, Any]) -> None:
@@ -99,8 +107,9 @@ def write_settings(path: Path, settings: dict[str, Any]) -> None:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = NEW_FILE_MODE
-    descriptor, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".engram-tmp",
-                                           dir=target.parent)
+    descriptor, partial = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".engram-tmp", dir=target.parent
+    )
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(json.dumps(settings, indent=2) + "\n")
@@ -142,9 +151,20 @@ def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
 
 def our_entries(executable: str) -> dict[str, list[dict[str, Any]]]:
     """Engram's hook groups, one per event."""
-    return {event: [{"hooks": [{"type": "command", "command": hook_command(executable, event),
-                                "timeout": HOOK_TIMEOUT_SECONDS}]}]
-            for event in EVENTS}
+    return {
+        event: [
+            {
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": hook_command(executable, event),
+                        "timeout": HOOK_TIMEOUT_SECONDS,
+                    }
+                ]
+            }
+        ]
+        for event in EVENTS
+    }
 
 
 def install(path: Path, executable: str) -> dict[str, Any]:
@@ -174,7 +194,12 @@ def _count_ours(settings: dict[str, Any]) -> int:
     hooks = settings.get("hooks")
     if not isinstance(hooks, dict):
         return 0
-    return sum(1 for groups in hooks.values() if isinstance(groups, list)
-               for group in groups if isinstance(group, dict)
-               and isinstance(group.get("hooks"), list)
-               for handler in group["hooks"] if is_ours(handler))
+    return sum(
+        1
+        for groups in hooks.values()
+        if isinstance(groups, list)
+        for group in groups
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for handler in group["hooks"]
+        if is_ours(handler)
+    )

@@ -9,13 +9,17 @@ from pathlib import Path
 from app.hooks.injected import CLOSE_TAG, OPEN_TAG
 
 # The memory block `engram hook UserPromptSubmit` added to the model's context.
-_INJECTED = re.compile(re.escape(OPEN_TAG) + r".*?(?:" + re.escape(CLOSE_TAG) + r"|\Z)",
-                       re.DOTALL)
+_INJECTED = re.compile(re.escape(OPEN_TAG) + r".*?(?:" + re.escape(CLOSE_TAG) + r"|\Z)", re.DOTALL)
 # Text Claude Code adds around a turn for the model, not said by anyone.
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
 # Echoes of slash commands and their local output.
-_COMMAND_ECHO = ("<command-name>", "<command-message>", "<local-command-stdout>",
-                 "<local-command-stderr>", "Caveat: The messages below were generated")
+_COMMAND_ECHO = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "Caveat: The messages below were generated",
+)
 
 
 @dataclass(frozen=True)
@@ -39,9 +43,13 @@ def _texts(content: object) -> list[str]:
         return [content]
     if not isinstance(content, list):
         return []
-    return [block["text"] for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-            and isinstance(block.get("text"), str)]
+    return [
+        block["text"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
 
 
 def _said(entry: dict[str, object]) -> tuple[str, str] | None:
@@ -80,8 +88,9 @@ def read_turns(path: Path) -> list[Turn]:
             if isinstance(message_id, str) and message_id in by_message:
                 index = by_message[message_id]
                 earlier = turns[index]
-                turns[index] = Turn(earlier.turn_id, speaker, f"{earlier.text}\n{text}",
-                                    earlier.timestamp)
+                turns[index] = Turn(
+                    earlier.turn_id, speaker, f"{earlier.text}\n{text}", earlier.timestamp
+                )
                 continue
             turn_id = message_id if isinstance(message_id, str) else entry.get("uuid")
             if not isinstance(turn_id, str):
@@ -89,6 +98,7 @@ def read_turns(path: Path) -> list[Turn]:
             timestamp = entry.get("timestamp")
             if isinstance(message_id, str):
                 by_message[message_id] = len(turns)
-            turns.append(Turn(turn_id, speaker, text,
-                              timestamp if isinstance(timestamp, str) else None))
+            turns.append(
+                Turn(turn_id, speaker, text, timestamp if isinstance(timestamp, str) else None)
+            )
     return turns

@@ -79,8 +79,11 @@ def caller_of(ctx: Context) -> Caller:
     if tenant_id is None:
         # Only reachable if the server were served without the authenticating endpoint.
         raise ToolError("the call is not authenticated")
-    return Caller(tenant_id=tenant_id, state=scope["app"].state,
-                  actor=scope["state"].get(ACTOR_SCOPE_KEY, actors.SYSTEM))
+    return Caller(
+        tenant_id=tenant_id,
+        state=scope["app"].state,
+        actor=scope["state"].get(ACTOR_SCOPE_KEY, actors.SYSTEM),
+    )
 
 
 def build(model: type[ModelT], **arguments: Any) -> ModelT:
@@ -97,8 +100,10 @@ def build(model: type[ModelT], **arguments: Any) -> ModelT:
 
 def describe_validation(error: ValidationError) -> str:
     """'Invalid value for: a, b' and one line per problem, naming the argument."""
-    problems = [(".".join(str(part) for part in err["loc"]) or "arguments", err["msg"])
-                for err in error.errors()]
+    problems = [
+        (".".join(str(part) for part in err["loc"]) or "arguments", err["msg"])
+        for err in error.errors()
+    ]
     fields = ", ".join(sorted({field for field, _ in problems}))
     lines = "\n".join(f"- {field}: {message}" for field, message in problems)
     return f"Invalid value for: {fields}\n{lines}"
@@ -121,8 +126,9 @@ async def transaction(caller: Caller, *, read_only: bool = False) -> AsyncIterat
     scope = request_scope(caller.settings, caller.tenant_id, caller.actor)
     try:
         if read_only:
-            async with read_transaction(caller.state, scope,
-                                        writer_key(caller.tenant_id, caller.actor)) as session:
+            async with read_transaction(
+                caller.state, scope, writer_key(caller.tenant_id, caller.actor)
+            ) as session:
                 yield session
         else:
             async with scoped_transaction(caller.sessionmaker, scope) as session:
@@ -141,8 +147,9 @@ async def transaction(caller: Caller, *, read_only: bool = False) -> AsyncIterat
         raise
 
 
-async def call(ctx: Context,
-               work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]) -> JsonObject:
+async def call(
+    ctx: Context, work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]
+) -> JsonObject:
     """Run `work` for the authenticated caller in one transaction; its response as JSON."""
     caller = caller_of(ctx)
     # Tool calls run in the MCP session's task, not the HTTP request's: set the actor here.
@@ -153,10 +160,14 @@ async def call(ctx: Context,
     return response.model_dump(mode="json")
 
 
-async def page_call(ctx: Context,
-                    lister: Callable[..., Awaitable[tuple[Sequence[Any], str | None]]],
-                    item_out: Callable[[Any], BaseModel], *, read_only: bool = True,
-                    **arguments: Any) -> JsonObject:
+async def page_call(
+    ctx: Context,
+    lister: Callable[..., Awaitable[tuple[Sequence[Any], str | None]]],
+    item_out: Callable[[Any], BaseModel],
+    *,
+    read_only: bool = True,
+    **arguments: Any,
+) -> JsonObject:
     """One page of a listing, `lister(session, tenant_id=..., **arguments)`, each row mapped
     by `item_out`: as `read_call` when `read_only`, else as `call`."""
 
@@ -166,8 +177,9 @@ async def page_call(ctx: Context,
     return await (read_call if read_only else call)(ctx, work)
 
 
-async def read_call(ctx: Context,
-                    work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]) -> JsonObject:
+async def read_call(
+    ctx: Context, work: Callable[[AsyncSession, Caller], Awaitable[BaseModel]]
+) -> JsonObject:
     """`call` for a tool that only reads: on a read replica when one may serve the caller,
     run again on the primary if the replica fails during the call."""
     caller = caller_of(ctx)

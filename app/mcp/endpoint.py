@@ -35,8 +35,12 @@ class McpEndpoint:
             return
         if not caller.can_write:
             # Tools store, correct and forget as much as they read: no read-only key here.
-            refused = problem_response(403, "Forbidden", "this API key is read-only; MCP "
-                                       "needs a key that may write", request)
+            refused = problem_response(
+                403,
+                "Forbidden",
+                "this API key is read-only; MCP needs a key that may write",
+                request,
+            )
             await refused(scope, receive, send)
             return
         asked = request.query_params.getlist(TOOLS_PARAM)
@@ -44,8 +48,12 @@ class McpEndpoint:
             groups = parse_groups(",".join(asked) if asked else None)
         except UnknownGroup as error:
             invalid = problem_response(
-                400, "Bad request", f"{TOOLS_PARAM}: {error}", request,
-                errors=[{"field": f"query.{TOOLS_PARAM}", "message": str(error)}])
+                400,
+                "Bad request",
+                f"{TOOLS_PARAM}: {error}",
+                request,
+                errors=[{"field": f"query.{TOOLS_PARAM}", "message": str(error)}],
+            )
             await invalid(scope, receive, send)
             return
         state = scope.setdefault("state", {})

@@ -35,8 +35,10 @@ def parse_groups(raw: str | None) -> frozenset[str]:
         raise UnknownGroup(f"name at least one group: {describe_groups()}")
     unknown = sorted(names - set(GROUPS) - {ALL})
     if unknown:
-        raise UnknownGroup(f"unknown tool group {', '.join(map(repr, unknown))}; "
-                           f"the groups are {describe_groups()}")
+        raise UnknownGroup(
+            f"unknown tool group {', '.join(map(repr, unknown))}; "
+            f"the groups are {describe_groups()}"
+        )
     return frozenset(GROUPS) if ALL in names else frozenset(names)
 
 
@@ -48,7 +50,10 @@ def describe_groups() -> str:
 def with_groups(url: str, groups: str) -> str:
     """`url` asking for `groups` (replacing any `tools` it already names)."""
     parts = urlsplit(url)
-    query = [(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True)
-             if key != TOOLS_PARAM]
+    query = [
+        (key, value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        if key != TOOLS_PARAM
+    ]
     query.append((TOOLS_PARAM, groups))
     return urlunsplit(parts._replace(query=urlencode(query, safe=",")))

@@ -29,21 +29,29 @@ class ServeRequestedGroups:
     def __init__(self, group_of: Mapping[str, str]) -> None:
         self.group_of = dict(group_of)
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any],
-                       call_next: CallNext) -> HandlerResult:
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
         groups = requested_groups(ctx)
         if ctx.method == "tools/call" and ctx.params is not None:
             name = str(ctx.params.get("name"))
             group = self.group_of.get(name)
             if group is not None and group not in groups:
                 asked = ",".join(sorted(groups | {group}))
-                text = (f"{name} is in the tool group '{group}', which this connection did not "
-                        f"ask for; connect with ?{TOOLS_PARAM}={asked} (engram mcp "
-                        f"--{TOOLS_PARAM} {asked})")
-                return CallToolResult(content=[TextContent(type="text", text=text)],
-                                      is_error=True)
+                text = (
+                    f"{name} is in the tool group '{group}', which this connection did not "
+                    f"ask for; connect with ?{TOOLS_PARAM}={asked} (engram mcp "
+                    f"--{TOOLS_PARAM} {asked})"
+                )
+                return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         result = await call_next(ctx)
         if ctx.method == "tools/list" and isinstance(result, dict):
-            result = {**result, "tools": [tool for tool in result.get("tools", [])
-                                          if self.group_of.get(tool.get("name")) in groups]}
+            result = {
+                **result,
+                "tools": [
+                    tool
+                    for tool in result.get("tools", [])
+                    if self.group_of.get(tool.get("name")) in groups
+                ],
+            }
         return result

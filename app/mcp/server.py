@@ -36,7 +36,8 @@ from app.mcp.strict_arguments import RejectUnknownArguments
 from app.mcp.toolset import register
 
 MCP_PATH = "/mcp"
-INSTRUCTIONS = """Engram is your long-term memory. Store what you observe as episodes, durable
+INSTRUCTIONS = (
+    """Engram is your long-term memory. Store what you observe as episodes, durable
 knowledge as facts (subject / predicate / content) and behavioural guidance as rules. Before a
 task, call memory_context or memory_recall; look things up with memory_search. Give feedback on
 rules you applied (memory_mark_helpful / memory_mark_harmful), confirm facts that still hold
@@ -44,14 +45,32 @@ and contradict (memory_contradict) those the evidence goes against; to correct a
 the new one (it supersedes the old).
 These are the core tools. More come in groups, asked for by name in the endpoint's URL
 (/mcp?tools=core,runs) or with engram mcp --tools core,runs, or all of them with tools=all:
-""" + "\n".join(f"- {name}: {holds}" for name, holds in GROUPS.items() if name != "core") + """
+"""
+    + "\n".join(f"- {name}: {holds}" for name, holds in GROUPS.items() if name != "core")
+    + """
 Results are JSON: ids are UUID strings, times ISO 8601."""
+)
 
 # The tool modules, one per domain; tools/list gives their tools in this order within each
 # group, and the groups in the order of GROUPS.
-TOOL_MODULES = (episode_tools, fact_tools, rule_tools, memory_tools, search_tools, stats_tools,
-                entity_tools, job_tools, data_rights_tools, run_tools, ledger_tools,
-                working_memory_tools, procedure_tools, arc_tools, link_tools, graph_tools)
+TOOL_MODULES = (
+    episode_tools,
+    fact_tools,
+    rule_tools,
+    memory_tools,
+    search_tools,
+    stats_tools,
+    entity_tools,
+    job_tools,
+    data_rights_tools,
+    run_tools,
+    ledger_tools,
+    working_memory_tools,
+    procedure_tools,
+    arc_tools,
+    link_tools,
+    graph_tools,
+)
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 
@@ -68,8 +87,12 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
     configured logging); it is given the service's own level.
     """
     level = log_level.upper() if log_level.upper() in LOG_LEVELS else "INFO"
-    server: MCPServer = MCPServer("engram", version=version, instructions=INSTRUCTIONS,
-                                  log_level=level)  # type: ignore[arg-type]
+    server: MCPServer = MCPServer(
+        "engram",
+        version=version,
+        instructions=INSTRUCTIONS,
+        log_level=level,  # type: ignore[arg-type]
+    )
     register(server, [module.tools for module in TOOL_MODULES])
     server.middleware.append(ServeRequestedGroups(tool_groups()))
     server.middleware.append(RejectUnknownArguments(server))
@@ -85,11 +108,15 @@ class McpMount:
         # answer it, and no session state outlives a request. DNS-rebinding protection
         # (Host/Origin checks) is on when the service listens on a loopback address.
         self.server.streamable_http_app(
-            stateless_http=True, json_response=True, host=settings.host,
-            max_request_body_size=settings.max_body_bytes)
+            stateless_http=True,
+            json_response=True,
+            host=settings.host,
+            max_request_body_size=settings.max_body_bytes,
+        )
         self.session_manager: StreamableHTTPSessionManager = self.server.session_manager
-        self.route = Route(MCP_PATH, McpEndpoint(self.session_manager),
-                           methods=["GET", "POST", "DELETE"])
+        self.route = Route(
+            MCP_PATH, McpEndpoint(self.session_manager), methods=["GET", "POST", "DELETE"]
+        )
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

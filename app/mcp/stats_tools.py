@@ -1,6 +1,5 @@
 """The stats tool: counts of memories by lifecycle state, as GET /v1/stats gives them."""
 
-
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,7 +21,10 @@ async def memory_stats(ctx: Context, scope: OptionalScopeArg = None) -> JsonObje
 
     async def work(session: AsyncSession, caller: Caller) -> StatsOut:
         return await stats.memory_stats(
-            session, tenant_id=caller.tenant_id, scope=scope,
-            consolidation_configured=caller.settings.llm.base_url is not None)
+            session,
+            tenant_id=caller.tenant_id,
+            scope=scope,
+            consolidation_configured=caller.settings.llm.base_url is not None,
+        )
 
     return await read_call(ctx, work)

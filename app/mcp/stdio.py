@@ -33,18 +33,24 @@ async def remote_client(url: str, api_key: str | None) -> AsyncIterator[Client]:
 def forwarding_server(remote: Client) -> Server[Any]:
     """A low-level MCP server whose tools are the remote service's."""
 
-    async def list_tools(ctx: ServerRequestContext[Any],
-                         params: PaginatedRequestParams | None) -> ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
         return await remote.list_tools(cursor=params.cursor if params else None)
 
-    async def call_tool(ctx: ServerRequestContext[Any],
-                        params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
         return await remote.call_tool(params.name, params.arguments)
 
     info = remote.server_info
-    return Server(info.name if info else "engram", version=info.version if info else "",
-                  instructions=remote.instructions, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    return Server(
+        info.name if info else "engram",
+        version=info.version if info else "",
+        instructions=remote.instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 async def run_bridge(url: str, api_key: str | None) -> None:

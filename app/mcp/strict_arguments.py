@@ -22,12 +22,15 @@ class RejectUnknownArguments:
     async def declared(self) -> dict[str, set[str]]:
         """Each tool's argument names, read once from the tools' input schemas."""
         if self._declared is None:
-            self._declared = {tool.name: set(tool.input_schema.get("properties", {}))
-                              for tool in await self.server.list_tools()}
+            self._declared = {
+                tool.name: set(tool.input_schema.get("properties", {}))
+                for tool in await self.server.list_tools()
+            }
         return self._declared
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any],
-                       call_next: CallNext) -> HandlerResult:
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
         params = ctx.params
         if ctx.method == "tools/call" and params is not None:
             arguments = params.get("arguments")
@@ -36,8 +39,11 @@ class RejectUnknownArguments:
                 unknown = sorted(set(arguments) - accepted)
                 if unknown:
                     names = ", ".join(unknown)
-                    text = (f"Invalid value for: {names}\n- {names}: unknown argument; this tool "
-                            f"takes {', '.join(sorted(accepted)) or 'no arguments'}")
-                    return CallToolResult(content=[TextContent(type="text", text=text)],
-                                          is_error=True)
+                    text = (
+                        f"Invalid value for: {names}\n- {names}: unknown argument; this tool "
+                        f"takes {', '.join(sorted(accepted)) or 'no arguments'}"
+                    )
+                    return CallToolResult(
+                        content=[TextContent(type="text", text=text)], is_error=True
+                    )
         return await call_next(ctx)

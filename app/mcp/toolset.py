@@ -34,12 +34,15 @@ class ToolSet:
         self.group = _known(group)
         self.tools: list[Tool] = []
 
-    def add(self, annotations: ToolAnnotations | None = None, *,
-            group: str | None = None) -> Callable[[ToolFn], ToolFn]:
+    def add(
+        self, annotations: ToolAnnotations | None = None, *, group: str | None = None
+    ) -> Callable[[ToolFn], ToolFn]:
         """Declare the decorated function a tool; its name and docstring are the tool's."""
+
         def declare(fn: ToolFn) -> ToolFn:
             self.tools.append(Tool(fn, annotations, _known(group or self.group)))
             return fn
+
         return declare
 
 
@@ -47,8 +50,10 @@ def register(server: MCPServer, sets: Iterable[ToolSet]) -> None:
     """Add the tools of `sets` to `server`, group by group in the order of GROUPS, the tools
     of a group in the order of `sets` and of their declarations."""
     order = list(GROUPS)
-    tools = sorted((tool for toolset in sets for tool in toolset.tools),
-                   key=lambda tool: order.index(tool.group))
+    tools = sorted(
+        (tool for toolset in sets for tool in toolset.tools),
+        key=lambda tool: order.index(tool.group),
+    )
     for tool in tools:
         server.tool(annotations=tool.annotations, description=inspect.getdoc(tool.fn))(tool.fn)
 

@@ -20,7 +20,8 @@ class Arc(TenantRecord, Searchable, Base):
     summary: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     arc_type: Mapped[str] = mapped_column(Text, nullable=False)
     entity_ids: Mapped[list[uuid.UUID]] = mapped_column(
-        ARRAY(UUID(as_uuid=True)), nullable=False, server_default=text("'{}'::uuid[]"))
+        ARRAY(UUID(as_uuid=True)), nullable=False, server_default=text("'{}'::uuid[]")
+    )
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # [{"memory_type", "memory_id", "occurred_at", "description"}], oldest appended first.

@@ -19,7 +19,8 @@ class ConsoleSession(Base):
     token_hash: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
     # None only when authentication is disabled (the default tenant, no key).
     key_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("api_keys.id", ondelete="CASCADE"))
+        UUID(as_uuid=True), ForeignKey("api_keys.id", ondelete="CASCADE")
+    )
     csrf_token: Mapped[str] = mapped_column(Text, nullable=False)
     created_at: Mapped[datetime] = created_at_column()
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

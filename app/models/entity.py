@@ -24,6 +24,7 @@ class Entity(Base):
     metadata_: Mapped[dict[str, Any]] = metadata_column()
     # The tombstone of a merge: the entity this one was folded into.
     merged_into_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("entities.id", ondelete="RESTRICT"))
+        UUID(as_uuid=True), ForeignKey("entities.id", ondelete="RESTRICT")
+    )
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = created_at_column()

@@ -19,10 +19,13 @@ class FactPeriod(Base):
     id: Mapped[uuid.UUID] = uuid_pk()
     tenant_id: Mapped[str] = tenant_column()
     fact_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("facts.id", ondelete="CASCADE", onupdate="CASCADE"),
-        nullable=False)
+        UUID(as_uuid=True),
+        ForeignKey("facts.id", ondelete="CASCADE", onupdate="CASCADE"),
+        nullable=False,
+    )
     valid_from: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     valid_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False,
-                                                  server_default=func.now())
+    recorded_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
     recorded_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

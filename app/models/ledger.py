@@ -33,7 +33,9 @@ class ReflectionConsolidation(Base):
     __tablename__ = "reflection_consolidations"
 
     event_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("agent_events.id", ondelete="CASCADE"), primary_key=True)
+        UUID(as_uuid=True), ForeignKey("agent_events.id", ondelete="CASCADE"), primary_key=True
+    )
     tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
-    consolidated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False,
-                                                      server_default=func.now())
+    consolidated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )

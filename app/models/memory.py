@@ -44,8 +44,9 @@ class Searchable:
 
     embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)
-    search_config: Mapped[str] = mapped_column(REGCONFIG, nullable=False,
-                                               server_default="english", deferred=True)
+    search_config: Mapped[str] = mapped_column(
+        REGCONFIG, nullable=False, server_default="english", deferred=True
+    )
     embedding_version_id: Mapped[int | None] = mapped_column(
         Integer, ForeignKey("embedding_versions.id")
     )
@@ -53,7 +54,8 @@ class Searchable:
     # after the switch, until dropped): app/repositories/embedding_switches.py.
     embedding_next: Mapped[Any] = mapped_column(Vector(), deferred=True)
     embedding_next_version_id: Mapped[int | None] = mapped_column(
-        Integer, ForeignKey("embedding_versions.id"))
+        Integer, ForeignKey("embedding_versions.id")
+    )
 
 
 class Episode(Searchable, Base):
@@ -77,11 +79,13 @@ class Episode(Searchable, Base):
     # Consolidation leaves a failed episode alone until then (its backoff); NULL: at once.
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_at_column()
-    occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False,
-                                                  server_default=func.now())
+    occurred_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
     # Storage order: within a session, the order the turns were stored in.
     sequence: Mapped[int] = mapped_column(
-        BigInteger, nullable=False, server_default=text("nextval('episodes_sequence_seq')"))
+        BigInteger, nullable=False, server_default=text("nextval('episodes_sequence_seq')")
+    )
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), server_default=text("now() + interval '7 days'")
@@ -125,8 +129,7 @@ class Fact(Searchable, Base):
     reference_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     # Confirmations and `supports` links; `contradicts` links and contradict calls.
     validation_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
-    contradiction_count: Mapped[int] = mapped_column(Integer, nullable=False,
-                                                     server_default="0")
+    contradiction_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     created_at: Mapped[datetime] = created_at_column()
     last_referenced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -135,8 +138,9 @@ class Fact(Searchable, Base):
     tags: Mapped[list[str]] = jsonb_column("[]")
     metadata_: Mapped[dict[str, Any]] = metadata_column()
     # Valid time: when the fact holds in the world ([valid_from, valid_until), NULL: open).
-    valid_from: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False,
-                                                 server_default=func.now())
+    valid_from: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
     valid_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Record time: believed from created_at until this (NULL: still believed).
     recorded_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -153,9 +157,7 @@ class Rule(Searchable, Base):
     confidence: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.5")
     decay_rate: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.008")
     permanence: Mapped[str] = mapped_column(Text, nullable=False, server_default="standard")
-    effectiveness_score: Mapped[float] = mapped_column(
-        Float, nullable=False, server_default="0.0"
-    )
+    effectiveness_score: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.0")
     applied_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     success_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     harmful_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
@@ -173,8 +175,7 @@ class Rule(Searchable, Base):
     # Lifecycle state the service decides (never read from metadata).
     fading_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     forgotten_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    needs_inversion: Mapped[bool] = mapped_column(Boolean, nullable=False,
-                                                  server_default="false")
+    needs_inversion: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
     original_content: Mapped[str | None] = mapped_column(Text)
     tags: Mapped[list[str]] = jsonb_column("[]")
     metadata_: Mapped[dict[str, Any]] = metadata_column()
@@ -197,8 +198,9 @@ class MemoryLink(Base):
     strength: Mapped[float] = mapped_column(Float, nullable=False, server_default="1.0")
     created_at: Mapped[datetime] = created_at_column()
     # Unique; with created_at the listing's total order.
-    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False,
-                                          server_default=func.gen_random_uuid())
+    id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), nullable=False, server_default=func.gen_random_uuid()
+    )
     reasoning: Mapped[str | None] = mapped_column(Text)
     # Who made the link: an API key (`key:<id>`), a job (`job:<id>`) or the caller's label.
     created_by: Mapped[str | None] = mapped_column(Text)

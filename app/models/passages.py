@@ -39,10 +39,12 @@ class Passage(Base):
     end_char: Mapped[int] = mapped_column(Integer, nullable=False)
     embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     embedding_version_id: Mapped[int | None] = mapped_column(
-        Integer, ForeignKey("embedding_versions.id"))
+        Integer, ForeignKey("embedding_versions.id")
+    )
     embedding_next: Mapped[Any] = mapped_column(Vector(), deferred=True)
     embedding_next_version_id: Mapped[int | None] = mapped_column(
-        Integer, ForeignKey("embedding_versions.id"))
+        Integer, ForeignKey("embedding_versions.id")
+    )
     created_at: Mapped[datetime] = created_at_column()
 
 

@@ -28,20 +28,28 @@ class Procedure(TenantRecord, Searchable, Base):
     success_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     # Executions reported with a duration, and the sum of those durations.
     timed_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
-    total_duration_ms: Mapped[int] = mapped_column(BigInteger, nullable=False,
-                                                   server_default="0")
-    success_rate: Mapped[float | None] = mapped_column(Float, Computed(
-        "CASE WHEN execution_count > 0 THEN success_count::float8 / execution_count END",
-        persisted=True))
-    avg_duration_ms: Mapped[float | None] = mapped_column(Float, Computed(
-        "CASE WHEN timed_count > 0 THEN total_duration_ms::float8 / timed_count END",
-        persisted=True))
+    total_duration_ms: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    success_rate: Mapped[float | None] = mapped_column(
+        Float,
+        Computed(
+            "CASE WHEN execution_count > 0 THEN success_count::float8 / execution_count END",
+            persisted=True,
+        ),
+    )
+    avg_duration_ms: Mapped[float | None] = mapped_column(
+        Float,
+        Computed(
+            "CASE WHEN timed_count > 0 THEN total_duration_ms::float8 / timed_count END",
+            persisted=True,
+        ),
+    )
     last_executed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(Text, nullable=False, server_default="draft")
     version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
     # Deferred, so a new version's id can be set on the old row before the new row exists.
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("procedures.id", ondelete="SET NULL", deferrable=True,
-                                       initially="DEFERRED"))
+        UUID(as_uuid=True),
+        ForeignKey("procedures.id", ondelete="SET NULL", deferrable=True, initially="DEFERRED"),
+    )
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = created_at_column()

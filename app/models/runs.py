@@ -38,7 +38,8 @@ class RunMessage(TenantRecord, Searchable, Base):
     __tablename__ = "run_messages"
 
     run_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
+        UUID(as_uuid=True), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    )
     # The order messages were appended in (a batch shares created_at).
     position: Mapped[int] = mapped_column(BigInteger, Identity(always=True), nullable=False)
     role: Mapped[str] = mapped_column(Text, nullable=False)
@@ -55,13 +56,15 @@ class RunFeedback(TenantRecord, Base):
     __tablename__ = "run_feedback"
 
     run_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
+        UUID(as_uuid=True), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    )
     source: Mapped[str] = mapped_column(Text, nullable=False)
     rating: Mapped[float] = mapped_column(Float, nullable=False)
     rationale: Mapped[str | None] = mapped_column(Text)
     # The candidate rule this feedback became (services/run_lessons), if any.
     lesson_rule_id: Mapped[uuid.UUID | None] = mapped_column(
-        UUID(as_uuid=True), ForeignKey("rules.id", ondelete="SET NULL"))
+        UUID(as_uuid=True), ForeignKey("rules.id", ondelete="SET NULL")
+    )
     # Set by the PII scrub job when it checked the rationale.
     scrubbed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = created_at_column()

@@ -27,12 +27,14 @@ class WorkingMemory(Base):
     active_context: Mapped[dict[str, Any]] = jsonb_column("{}")
     scratchpad: Mapped[dict[str, Any]] = jsonb_column("{}")
     retrieved_memory_ids: Mapped[list[uuid.UUID]] = mapped_column(
-        ARRAY(UUID(as_uuid=True)), nullable=False, server_default=text("'{}'::uuid[]"))
+        ARRAY(UUID(as_uuid=True)), nullable=False, server_default=text("'{}'::uuid[]")
+    )
     decisions: Mapped[list[Any]] = jsonb_column("[]")
     # Counts the writes; `revision` is a fresh random token per write and makes the ETag.
     version: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
-    revision: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), nullable=False,
-                                                server_default=text("gen_random_uuid()"))
+    revision: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), nullable=False, server_default=text("gen_random_uuid()")
+    )
     ttl_seconds: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = created_at_column()

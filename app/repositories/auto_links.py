@@ -51,12 +51,29 @@ class Linked:
     similarity: float
 
 
-async def link_nearest(session: AsyncSession, *, tenant_id: str, source_type: str,
-                       source_id: uuid.UUID, scope: str, vector: EmbeddingVector,
-                       threshold: float, max_links: int) -> list[Linked]:
+async def link_nearest(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    source_type: str,
+    source_id: uuid.UUID,
+    scope: str,
+    vector: EmbeddingVector,
+    threshold: float,
+    max_links: int,
+) -> list[Linked]:
     """Link the memory to at most `max_links` live facts and rules of its tenant and scope
     whose cosine similarity to `vector` is at least `threshold`, the nearest first."""
-    result = await session.execute(_LINK_NEAREST, {
-        "tenant_id": tenant_id, "source_type": source_type, "source_id": source_id,
-        "scope": scope, "vector": vector, "threshold": threshold, "max_links": max_links})
+    result = await session.execute(
+        _LINK_NEAREST,
+        {
+            "tenant_id": tenant_id,
+            "source_type": source_type,
+            "source_id": source_id,
+            "scope": scope,
+            "vector": vector,
+            "threshold": threshold,
+            "max_links": max_links,
+        },
+    )
     return [Linked(row.target_type, row.target_id, float(row.strength)) for row in result]

@@ -47,55 +47,79 @@ SELECT (SELECT count(*) FROM deleted) AS episodes,
 # is lost silently).
 _EXPIRED = """expires_at < now() AND (consolidated OR forgotten_at IS NOT NULL)"""
 
-EXPIRED_BATCH = _DELETE_BATCH.format(victims=f"""
+EXPIRED_BATCH = _DELETE_BATCH.format(
+    victims=f"""
     SELECT id FROM episodes
     WHERE {_EXPIRED}
       AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
-""")
+"""
+)
 
 # An expired episode never consolidated nor forgotten goes `grace_seconds` after it expired
 # (unconsolidated_grace_days): without an LLM nothing is consolidated, and storage must end.
 # The cleanup job runs this only when no LLM is configured.
-GRACE_BATCH = _DELETE_BATCH.format(victims="""
+GRACE_BATCH = _DELETE_BATCH.format(
+    victims="""
     SELECT id FROM episodes
     WHERE expires_at < now() - make_interval(secs => CAST(:grace_seconds AS double precision))
       AND NOT consolidated AND forgotten_at IS NULL
       AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
-""")
+"""
+)
 
 # Capacity deletes consolidated episodes, oldest first, of one tenant.
-CAPACITY_BATCH = _DELETE_BATCH.format(victims="""
+CAPACITY_BATCH = _DELETE_BATCH.format(
+    victims="""
     SELECT id FROM episodes
     WHERE tenant_id = CAST(:tenant_id AS text) AND consolidated
     ORDER BY created_at, id
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
-""")
+"""
+)
 
 # Then, still over capacity, expired unconsolidated ones, oldest first; an episode that has
 # not expired is never deleted for capacity.
-CAPACITY_EXPIRED_BATCH = _DELETE_BATCH.format(victims="""
+CAPACITY_EXPIRED_BATCH = _DELETE_BATCH.format(
+    victims="""
     SELECT id FROM episodes
     WHERE tenant_id = CAST(:tenant_id AS text) AND NOT consolidated AND expires_at < now()
     ORDER BY created_at, id
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
-""")
+"""
+)
 
 
-async def delete_batch(session: AsyncSession, statement: str, *, tenant_id: str | None,
-                       batch_size: int, reason: str, job_id: str | None,
-                       actor_key_id: uuid.UUID | None = None,
-                       grace_seconds: float = 0.0) -> tuple[int, int]:
+async def delete_batch(
+    session: AsyncSession,
+    statement: str,
+    *,
+    tenant_id: str | None,
+    batch_size: int,
+    reason: str,
+    job_id: str | None,
+    actor_key_id: uuid.UUID | None = None,
+    grace_seconds: float = 0.0,
+) -> tuple[int, int]:
     """Run one batch; (episodes deleted, links deleted). Its event names `actor_key_id`."""
-    row = (await session.execute(text(statement), {
-        "tenant_id": tenant_id, "batch_size": batch_size, "reason": reason, "job_id": job_id,
-        "actor_key_id": actor_key_id, "grace_seconds": grace_seconds,
-    })).one()
+    row = (
+        await session.execute(
+            text(statement),
+            {
+                "tenant_id": tenant_id,
+                "batch_size": batch_size,
+                "reason": reason,
+                "job_id": job_id,
+                "actor_key_id": actor_key_id,
+                "grace_seconds": grace_seconds,
+            },
+        )
+    ).one()
     return int(row.episodes), int(row.links)
 
 
@@ -108,14 +132,18 @@ async def tenants_with_episodes(session: AsyncSession) -> list[str]:
 async def count_expired_kept(session: AsyncSession, *, tenant_id: str | None) -> int:
     """Expired episodes kept because they were neither consolidated nor forgotten (waiting
     for consolidation, or without an LLM within their grace period)."""
-    stmt = text("SELECT count(*) FROM episodes WHERE expires_at < now() AND NOT consolidated "
-                "AND forgotten_at IS NULL AND (CAST(:tenant_id AS text) IS NULL "
-                "OR tenant_id = CAST(:tenant_id AS text))")
+    stmt = text(
+        "SELECT count(*) FROM episodes WHERE expires_at < now() AND NOT consolidated "
+        "AND forgotten_at IS NULL AND (CAST(:tenant_id AS text) IS NULL "
+        "OR tenant_id = CAST(:tenant_id AS text))"
+    )
     return int((await session.execute(stmt, {"tenant_id": tenant_id})).scalar_one())
 
 
 async def count_episodes(session: AsyncSession, *, tenant_id: str | None) -> int:
     """Episodes of one tenant, or of every tenant when None."""
-    stmt = text("SELECT count(*) FROM episodes WHERE CAST(:tenant_id AS text) IS NULL "
-                "OR tenant_id = CAST(:tenant_id AS text)")
+    stmt = text(
+        "SELECT count(*) FROM episodes WHERE CAST(:tenant_id AS text) IS NULL "
+        "OR tenant_id = CAST(:tenant_id AS text)"
+    )
     return int((await session.execute(stmt, {"tenant_id": tenant_id})).scalar_one())

@@ -19,15 +19,18 @@ from sqlalchemy.dialects import postgresql
 from app.constants import SECONDS_PER_DAY
 
 
-def effective_confidence_sql(confidence: SQLColumnExpression[Any],
-                             decay_rate: SQLColumnExpression[Any],
-                             last_confirmed_at: SQLColumnExpression[Any],
-                             now: datetime | None = None) -> ColumnElement[float]:
+def effective_confidence_sql(
+    confidence: SQLColumnExpression[Any],
+    decay_rate: SQLColumnExpression[Any],
+    last_confirmed_at: SQLColumnExpression[Any],
+    now: datetime | None = None,
+) -> ColumnElement[float]:
     """confidence * exp(-decay_rate * days since confirmation); confidence itself when the
     rate is 0, and 0 when never confirmed. `now` defaults to the transaction's now()."""
     at: ColumnElement[Any] = func.now() if now is None else literal(now)
     days = func.greatest(
-        0.0, cast(extract("epoch", at - last_confirmed_at), Float) / SECONDS_PER_DAY)
+        0.0, cast(extract("epoch", at - last_confirmed_at), Float) / SECONDS_PER_DAY
+    )
     return case(
         (decay_rate == 0.0, confidence),
         (last_confirmed_at.is_(None), 0.0),
@@ -37,8 +40,11 @@ def effective_confidence_sql(confidence: SQLColumnExpression[Any],
 
 def effective_confidence_text(alias: str) -> str:
     """`effective_confidence_sql` as SQL text over the columns of table alias `alias`."""
-    expression = effective_confidence_sql(literal_column(f"{alias}.confidence"),
-                                          literal_column(f"{alias}.decay_rate"),
-                                          literal_column(f"{alias}.last_confirmed_at"))
-    return str(expression.compile(dialect=postgresql.dialect(),
-                                  compile_kwargs={"literal_binds": True}))
+    expression = effective_confidence_sql(
+        literal_column(f"{alias}.confidence"),
+        literal_column(f"{alias}.decay_rate"),
+        literal_column(f"{alias}.last_confirmed_at"),
+    )
+    return str(
+        expression.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    )

@@ -23,24 +23,46 @@ class FoundSession:
     butlers: tuple[str, ...] = ()
 
 
-async def insert(session: AsyncSession, *, tenant_id: str, token_hash: str,
-                 key_id: uuid.UUID | None, csrf_token: str, expires_at: datetime) -> None:
+async def insert(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    token_hash: str,
+    key_id: uuid.UUID | None,
+    csrf_token: str,
+    expires_at: datetime,
+) -> None:
     """Store a new console session."""
-    session.add(ConsoleSession(tenant_id=tenant_id, token_hash=token_hash, key_id=key_id,
-                               csrf_token=csrf_token, expires_at=expires_at))
+    session.add(
+        ConsoleSession(
+            tenant_id=tenant_id,
+            token_hash=token_hash,
+            key_id=key_id,
+            csrf_token=csrf_token,
+            expires_at=expires_at,
+        )
+    )
     await session.flush()
 
 
-async def find_live(session: AsyncSession, token_hash: str, *,
-                    keyless_allowed: bool) -> FoundSession | None:
+async def find_live(
+    session: AsyncSession, token_hash: str, *, keyless_allowed: bool
+) -> FoundSession | None:
     """The unexpired session of this token hash whose key is not revoked (a keyless session
     only when `keyless_allowed`)."""
-    stmt = (select(ConsoleSession.tenant_id, ConsoleSession.key_id, ApiKey.access,
-                   ApiKey.revoked_at, ConsoleSession.csrf_token, ConsoleSession.expires_at,
-                   ApiKey.butlers)
-            .outerjoin(ApiKey, ApiKey.id == ConsoleSession.key_id)
-            .where(ConsoleSession.token_hash == token_hash,
-                   ConsoleSession.expires_at > func.now()))
+    stmt = (
+        select(
+            ConsoleSession.tenant_id,
+            ConsoleSession.key_id,
+            ApiKey.access,
+            ApiKey.revoked_at,
+            ConsoleSession.csrf_token,
+            ConsoleSession.expires_at,
+            ApiKey.butlers,
+        )
+        .outerjoin(ApiKey, ApiKey.id == ConsoleSession.key_id)
+        .where(ConsoleSession.token_hash == token_hash, ConsoleSession.expires_at > func.now())
+    )
     row = (await session.execute(stmt)).one_or_none()
     if row is None:
         return None
@@ -49,8 +71,9 @@ async def find_live(session: AsyncSession, token_hash: str, *,
         return None
     if key_id is not None and (revoked_at is not None or access is None):
         return None
-    return FoundSession(tenant_id, key_id, access or "write", csrf_token, expires_at,
-                        tuple(butlers or ()))
+    return FoundSession(
+        tenant_id, key_id, access or "write", csrf_token, expires_at, tuple(butlers or ())
+    )
 
 
 async def delete_by_hash(session: AsyncSession, token_hash: str) -> None:

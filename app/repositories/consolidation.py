@@ -24,13 +24,18 @@ AWAITING = ("pending", "failed")
 def awaiting() -> list[ColumnElement[bool]]:
     """Episodes waiting for consolidation: pending or failed, not consolidated and not
     forgotten, whether expired or not."""
-    return [~Episode.consolidated, Episode.consolidation_status.in_(AWAITING),
-            Episode.forgotten_at.is_(None)]
+    return [
+        ~Episode.consolidated,
+        Episode.consolidation_status.in_(AWAITING),
+        Episode.forgotten_at.is_(None),
+    ]
 
 
 def _pending(tenant_id: str | None) -> list[ColumnElement[bool]]:
-    clauses = [*awaiting(),
-               or_(Episode.next_attempt_at.is_(None), Episode.next_attempt_at <= func.now())]
+    clauses = [
+        *awaiting(),
+        or_(Episode.next_attempt_at.is_(None), Episode.next_attempt_at <= func.now()),
+    ]
     if tenant_id is not None:
         clauses.append(Episode.tenant_id == tenant_id)
     return clauses
@@ -76,8 +81,9 @@ async def unlock_group(conn: AsyncConnection, *, tenant_id: str, butler: str) ->
     await conn.rollback()
 
 
-async def pending_episodes(session: AsyncSession, *, tenant_id: str, butler: str,
-                           limit: int) -> list[Episode]:
+async def pending_episodes(
+    session: AsyncSession, *, tenant_id: str, butler: str, limit: int
+) -> list[Episode]:
     """The group's oldest episodes due for consolidation."""
     stmt = (
         select(Episode)
@@ -88,8 +94,9 @@ async def pending_episodes(session: AsyncSession, *, tenant_id: str, butler: str
     return list((await session.execute(stmt)).scalars())
 
 
-async def lock_still_pending(session: AsyncSession, *,
-                             episode_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+async def lock_still_pending(
+    session: AsyncSession, *, episode_ids: list[uuid.UUID]
+) -> list[uuid.UUID]:
     """Lock those of the episodes that still wait for consolidation (not consolidated nor
     forgotten meanwhile); their ids, oldest first."""
     stmt = (
@@ -101,26 +108,34 @@ async def lock_still_pending(session: AsyncSession, *,
     return list((await session.execute(stmt)).scalars())
 
 
-async def active_facts(session: AsyncSession, *, tenant_id: str, butler: str,
-                       limit: int) -> list[Fact]:
+async def active_facts(
+    session: AsyncSession, *, tenant_id: str, butler: str, limit: int
+) -> list[Fact]:
     """Active facts visible to the butler (global or its scope), most important first."""
     stmt = (
         select(Fact)
-        .where(Fact.tenant_id == tenant_id, Fact.validity == "active",
-               Fact.scope.in_(["global", butler]))
+        .where(
+            Fact.tenant_id == tenant_id,
+            Fact.validity == "active",
+            Fact.scope.in_(["global", butler]),
+        )
         .order_by(Fact.importance.desc(), Fact.created_at.desc(), Fact.id)
         .limit(limit)
     )
     return list((await session.execute(stmt)).scalars())
 
 
-async def active_rules(session: AsyncSession, *, tenant_id: str, butler: str,
-                       limit: int) -> list[Rule]:
+async def active_rules(
+    session: AsyncSession, *, tenant_id: str, butler: str, limit: int
+) -> list[Rule]:
     """Live rules visible to the butler (global or its scope), newest first."""
     stmt = (
         select(Rule)
-        .where(Rule.tenant_id == tenant_id, Rule.scope.in_(["global", butler]),
-               Rule.forgotten_at.is_(None))
+        .where(
+            Rule.tenant_id == tenant_id,
+            Rule.scope.in_(["global", butler]),
+            Rule.forgotten_at.is_(None),
+        )
         .order_by(Rule.created_at.desc(), Rule.id)
         .limit(limit)
     )
@@ -133,8 +148,12 @@ async def mark_consolidated(session: AsyncSession, *, episode_ids: list[uuid.UUI
     stmt = (
         update(Episode)
         .where(Episode.id.in_(episode_ids))
-        .values(consolidated=True, consolidation_status="consolidated", last_error=None,
-                next_attempt_at=None)
+        .values(
+            consolidated=True,
+            consolidation_status="consolidated",
+            last_error=None,
+            next_attempt_at=None,
+        )
         .execution_options(synchronize_session=False)
     )
     return int((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]
@@ -150,8 +169,9 @@ class RetryPolicy:
     max_backoff_seconds: float
 
 
-async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID], error: str,
-                         policy: RetryPolicy) -> tuple[int, int]:
+async def record_failure(
+    session: AsyncSession, *, episode_ids: list[uuid.UUID], error: str, policy: RetryPolicy
+) -> tuple[int, int]:
     """retry_count + 1 and last_error; from `policy.max_attempts` failures on, 'failed' with
     a next_attempt_at that backs off exponentially up to its cap.
 
@@ -159,17 +179,25 @@ async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID],
     """
     attempts = Episode.retry_count + 1
     doublings = func.least(attempts - policy.max_attempts, 30)
-    wait = func.least(policy.backoff_seconds * func.power(2.0, doublings),
-                      policy.max_backoff_seconds)
+    wait = func.least(
+        policy.backoff_seconds * func.power(2.0, doublings), policy.max_backoff_seconds
+    )
     exhausted = attempts >= policy.max_attempts
     stmt = (
         update(Episode)
-        .where(Episode.id.in_(episode_ids), ~Episode.consolidated,
-               Episode.consolidation_status.in_(AWAITING))
-        .values(retry_count=attempts, last_error=error,
-                consolidation_status=case((exhausted, "failed"), else_="pending"),
-                next_attempt_at=case((exhausted, func.now() + func.make_interval(
-                    0, 0, 0, 0, 0, 0, wait)), else_=None))
+        .where(
+            Episode.id.in_(episode_ids),
+            ~Episode.consolidated,
+            Episode.consolidation_status.in_(AWAITING),
+        )
+        .values(
+            retry_count=attempts,
+            last_error=error,
+            consolidation_status=case((exhausted, "failed"), else_="pending"),
+            next_attempt_at=case(
+                (exhausted, func.now() + func.make_interval(0, 0, 0, 0, 0, 0, wait)), else_=None
+            ),
+        )
         .returning(Episode.consolidation_status)
         .execution_options(synchronize_session=False)
     )
@@ -180,15 +208,17 @@ async def record_failure(session: AsyncSession, *, episode_ids: list[uuid.UUID],
 
 def _unread_reflections(tenant_id: str | None, kind: str) -> list[ColumnElement[bool]]:
     read = select(ReflectionConsolidation.event_id).where(
-        ReflectionConsolidation.event_id == AgentEvent.id)
+        ReflectionConsolidation.event_id == AgentEvent.id
+    )
     clauses: list[ColumnElement[bool]] = [AgentEvent.kind == kind, ~read.exists()]
     if tenant_id is not None:
         clauses.append(AgentEvent.tenant_id == tenant_id)
     return clauses
 
 
-async def reflection_groups(session: AsyncSession, *, tenant_id: str | None,
-                            kind: str) -> list[PendingGroup]:
+async def reflection_groups(
+    session: AsyncSession, *, tenant_id: str | None, kind: str
+) -> list[PendingGroup]:
     """(tenant, ledger) groups with reflections consolidation has not read, oldest first;
     `butler` holds the ledger and `episodes` the count."""
     stmt = (
@@ -201,8 +231,9 @@ async def reflection_groups(session: AsyncSession, *, tenant_id: str | None,
     return [PendingGroup(tenant, ledger, int(count)) for tenant, ledger, count in rows]
 
 
-async def unread_reflections(session: AsyncSession, *, tenant_id: str, ledger: str, kind: str,
-                             limit: int) -> list[AgentEvent]:
+async def unread_reflections(
+    session: AsyncSession, *, tenant_id: str, ledger: str, kind: str, limit: int
+) -> list[AgentEvent]:
     """The ledger's oldest reflections consolidation has not read."""
     stmt = (
         select(AgentEvent)
@@ -213,11 +244,13 @@ async def unread_reflections(session: AsyncSession, *, tenant_id: str, ledger: s
     return list((await session.execute(stmt)).scalars())
 
 
-async def mark_reflections_read(session: AsyncSession, *, tenant_id: str,
-                                event_ids: list[uuid.UUID]) -> None:
+async def mark_reflections_read(
+    session: AsyncSession, *, tenant_id: str, event_ids: list[uuid.UUID]
+) -> None:
     """Record that consolidation has read these reflections."""
     if event_ids:
         await session.execute(
             insert(ReflectionConsolidation)
             .values([{"event_id": event_id, "tenant_id": tenant_id} for event_id in event_ids])
-            .on_conflict_do_nothing())
+            .on_conflict_do_nothing()
+        )

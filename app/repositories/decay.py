@@ -58,7 +58,10 @@ _FADING_CHANGE = """fading_since = CASE p.transition
             ELSE t.fading_since END"""
 
 FACT_SWEEP = _SWEEP.format(
-    effective=_EFFECTIVE, table="facts", memory_type="fact", final="expired",
+    effective=_EFFECTIVE,
+    table="facts",
+    memory_type="fact",
+    final="expired",
     live="t.validity = 'active'",
     set_clause=(
         "validity = CASE p.transition WHEN 'expired' THEN 'expired' ELSE t.validity END,\n"
@@ -69,7 +72,10 @@ FACT_SWEEP = _SWEEP.format(
     ),
 )
 RULE_SWEEP = _SWEEP.format(
-    effective=_EFFECTIVE, table="rules", memory_type="rule", final="forgotten",
+    effective=_EFFECTIVE,
+    table="rules",
+    memory_type="rule",
+    final="forgotten",
     live="t.forgotten_at IS NULL",
     set_clause=(
         "forgotten_at = CASE p.transition WHEN 'forgotten' THEN now() ELSE NULL END,\n"
@@ -78,22 +84,38 @@ RULE_SWEEP = _SWEEP.format(
 )
 
 
-async def sweep(session: AsyncSession, statement: str, *, tenant_id: str | None,
-                job_id: str | None, expired_below: float, fading_below: float,
-                actor_key_id: uuid.UUID | None = None) -> dict[str, Any]:
+async def sweep(
+    session: AsyncSession,
+    statement: str,
+    *,
+    tenant_id: str | None,
+    job_id: str | None,
+    expired_below: float,
+    fading_below: float,
+    actor_key_id: uuid.UUID | None = None,
+) -> dict[str, Any]:
     """Run one table's sweep; the counts of evaluated rows and of each transition (its
     events name `actor_key_id`)."""
-    result = await session.execute(text(statement), {
-        "tenant_id": tenant_id, "job_id": job_id, "expired_below": expired_below,
-        "fading_below": fading_below, "actor_key_id": actor_key_id,
-    })
+    result = await session.execute(
+        text(statement),
+        {
+            "tenant_id": tenant_id,
+            "job_id": job_id,
+            "expired_below": expired_below,
+            "fading_below": fading_below,
+            "actor_key_id": actor_key_id,
+        },
+    )
     return dict(result.mappings().one())
 
 
 async def tenants_with_decaying_memories(session: AsyncSession) -> list[str]:
     """Every tenant holding an active fact or a live rule that decays."""
-    rows = await session.execute(text(
-        "SELECT tenant_id FROM facts WHERE validity = 'active' AND decay_rate > 0 "
-        "UNION SELECT tenant_id FROM rules WHERE forgotten_at IS NULL AND decay_rate > 0 "
-        "ORDER BY 1"))
+    rows = await session.execute(
+        text(
+            "SELECT tenant_id FROM facts WHERE validity = 'active' AND decay_rate > 0 "
+            "UNION SELECT tenant_id FROM rules WHERE forgotten_at IS NULL AND decay_rate > 0 "
+            "ORDER BY 1"
+        )
+    )
     return [row[0] for row in rows]

@@ -20,8 +20,11 @@ async def version_id(session: AsyncSession, embedder: Embedder) -> int:
     if found is not None:
         return found
     found, committed = await ensure_version(
-        session, model_name=embedder.model_name, model_version=embedder.model_version,
-        dimensions=embedder.dimensions)
+        session,
+        model_name=embedder.model_name,
+        model_version=embedder.model_version,
+        dimensions=embedder.dimensions,
+    )
     if committed:
         _version_ids[_key(session, embedder)] = found
     return found
@@ -37,7 +40,8 @@ async def known_version_id(session: AsyncSession, embedder: Embedder) -> int | N
     stmt = select(EmbeddingVersion.id, EmbeddingVersion.created_at < func.now()).where(
         EmbeddingVersion.model_name == embedder.model_name,
         EmbeddingVersion.model_version == embedder.model_version,
-        EmbeddingVersion.dimensions == embedder.dimensions)
+        EmbeddingVersion.dimensions == embedder.dimensions,
+    )
     row = (await session.execute(stmt)).one_or_none()
     if row is None:
         return None
@@ -49,26 +53,36 @@ async def known_version_id(session: AsyncSession, embedder: Embedder) -> int | N
 def _key(session: AsyncSession, embedder: Embedder) -> tuple[str, str, str, int]:
     bind = session.bind
     engine = bind if isinstance(bind, AsyncEngine) or bind is None else bind.engine
-    return (str(engine.url) if engine is not None else "", embedder.model_name,
-            embedder.model_version, embedder.dimensions)
+    return (
+        str(engine.url) if engine is not None else "",
+        embedder.model_name,
+        embedder.model_version,
+        embedder.dimensions,
+    )
 
 
 async def model_name(session: AsyncSession, row_id: int) -> str | None:
     """The model name of an embedding_versions row."""
-    return (await session.execute(select(EmbeddingVersion.model_name)
-                                  .where(EmbeddingVersion.id == row_id))).scalar_one_or_none()
+    return (
+        await session.execute(
+            select(EmbeddingVersion.model_name).where(EmbeddingVersion.id == row_id)
+        )
+    ).scalar_one_or_none()
 
 
-async def ensure_version(session: AsyncSession, *, model_name: str, model_version: str,
-                         dimensions: int) -> tuple[int, bool]:
+async def ensure_version(
+    session: AsyncSession, *, model_name: str, model_version: str, dimensions: int
+) -> tuple[int, bool]:
     """The id of this model's row, inserting it the first time the model is used, and
     whether the row was committed before (False when this transaction inserted it)."""
-    inserted = (await session.execute(
-        insert(EmbeddingVersion)
-        .values(model_name=model_name, model_version=model_version, dimensions=dimensions)
-        .on_conflict_do_nothing()
-        .returning(EmbeddingVersion.id)
-    )).scalar_one_or_none()
+    inserted = (
+        await session.execute(
+            insert(EmbeddingVersion)
+            .values(model_name=model_name, model_version=model_version, dimensions=dimensions)
+            .on_conflict_do_nothing()
+            .returning(EmbeddingVersion.id)
+        )
+    ).scalar_one_or_none()
     if inserted is not None:
         return inserted, False
     stmt = select(EmbeddingVersion.id).where(
@@ -81,18 +95,26 @@ async def ensure_version(session: AsyncSession, *, model_name: str, model_versio
 
 async def models_with_dimensions(session: AsyncSession, dimensions: int) -> list[str]:
     """The names of the models recorded as making vectors of `dimensions`, newest first."""
-    stmt = (select(EmbeddingVersion.model_name)
-            .where(EmbeddingVersion.dimensions == dimensions)
-            .group_by(EmbeddingVersion.model_name)
-            .order_by(func.max(EmbeddingVersion.id).desc()))
+    stmt = (
+        select(EmbeddingVersion.model_name)
+        .where(EmbeddingVersion.dimensions == dimensions)
+        .group_by(EmbeddingVersion.model_name)
+        .order_by(func.max(EmbeddingVersion.id).desc())
+    )
     return list((await session.execute(stmt)).scalars())
 
 
-async def recorded_dimensions(session: AsyncSession, *, model_name: str,
-                              model_version: str) -> int | None:
+async def recorded_dimensions(
+    session: AsyncSession, *, model_name: str, model_version: str
+) -> int | None:
     """The dimension recorded for this model's vectors, if it has made any here."""
-    stmt = (select(EmbeddingVersion.dimensions)
-            .where(EmbeddingVersion.model_name == model_name,
-                   EmbeddingVersion.model_version == model_version)
-            .order_by(EmbeddingVersion.id.desc()).limit(1))
+    stmt = (
+        select(EmbeddingVersion.dimensions)
+        .where(
+            EmbeddingVersion.model_name == model_name,
+            EmbeddingVersion.model_version == model_version,
+        )
+        .order_by(EmbeddingVersion.id.desc())
+        .limit(1)
+    )
     return (await session.execute(stmt)).scalar_one_or_none()

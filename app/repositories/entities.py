@@ -22,9 +22,11 @@ LIKE_ESCAPE = "\\"
 
 def escape_like(value: str) -> str:
     """`value` with LIKE's wildcards (`%`, `_`) and the escape character taken literally."""
-    return (value.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
-                 .replace("%", LIKE_ESCAPE + "%")
-                 .replace("_", LIKE_ESCAPE + "_"))
+    return (
+        value.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+        .replace("%", LIKE_ESCAPE + "%")
+        .replace("_", LIKE_ESCAPE + "_")
+    )
 
 
 def contains_trigrams(column: ColumnElement[str], value: str) -> ColumnElement[bool]:
@@ -38,8 +40,14 @@ def not_tombstoned() -> ColumnElement[bool]:
     return Entity.merged_into_id.is_(None)
 
 
-async def get(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
-              for_share: bool = False, for_update: bool = False) -> Entity | None:
+async def get(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    entity_id: uuid.UUID,
+    for_share: bool = False,
+    for_update: bool = False,
+) -> Entity | None:
     """One entity of the tenant, tombstoned or not, optionally locked.
 
     FOR SHARE is what a writer anchoring a fact should take: a merge (FOR UPDATE) then waits
@@ -47,36 +55,56 @@ async def get(session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID,
     """
     stmt = select(Entity).where(Entity.id == entity_id, Entity.tenant_id == tenant_id)
     if for_share or for_update:
-        stmt = stmt.with_for_update(read=not for_update).execution_options(
-            populate_existing=True)
+        stmt = stmt.with_for_update(read=not for_update).execution_options(populate_existing=True)
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def insert_entity(session: AsyncSession, *, tenant_id: str, canonical_name: str,
-                        entity_type: str, aliases: list[str],
-                        metadata: dict[str, Any]) -> Entity | None:
+async def insert_entity(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    canonical_name: str,
+    entity_type: str,
+    aliases: list[str],
+    metadata: dict[str, Any],
+) -> Entity | None:
     """Insert an entity; None when (tenant, canonical_name, entity_type) is taken."""
     stmt = (
         insert(Entity)
-        .values(tenant_id=tenant_id, canonical_name=canonical_name, entity_type=entity_type,
-                aliases=aliases, metadata_=metadata)
+        .values(
+            tenant_id=tenant_id,
+            canonical_name=canonical_name,
+            entity_type=entity_type,
+            aliases=aliases,
+            metadata_=metadata,
+        )
         .on_conflict_do_nothing(constraint="uq_entities_tenant_name_type")
         .returning(Entity)
     )
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def name_taken(session: AsyncSession, *, tenant_id: str, canonical_name: str,
-                     entity_type: str, exclude_id: uuid.UUID) -> bool:
+async def name_taken(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    canonical_name: str,
+    entity_type: str,
+    exclude_id: uuid.UUID,
+) -> bool:
     """True when another entity of the tenant holds this (canonical_name, entity_type)."""
     stmt = select(Entity.id).where(
-        Entity.tenant_id == tenant_id, Entity.canonical_name == canonical_name,
-        Entity.entity_type == entity_type, Entity.id != exclude_id)
+        Entity.tenant_id == tenant_id,
+        Entity.canonical_name == canonical_name,
+        Entity.entity_type == entity_type,
+        Entity.id != exclude_id,
+    )
     return (await session.execute(stmt.limit(1))).first() is not None
 
 
-async def update_entity(session: AsyncSession, *, entity_id: uuid.UUID,
-                        values: dict[str, Any]) -> Entity:
+async def update_entity(
+    session: AsyncSession, *, entity_id: uuid.UUID, values: dict[str, Any]
+) -> Entity:
     """Apply `values` and set updated_at to now; returns the row."""
     return await update_stamped(session, Entity, row_id=entity_id, values=values)
 
@@ -91,25 +119,31 @@ class EntityFilters:
     memory_filter: MemoryFilter | None = None  # a listing's `filter` (app/schemas/filters.py)
 
 
-async def list_entities(session: AsyncSession, *, tenant_id: str, filters: EntityFilters,
-                        limit: int, cursor: str | None) -> tuple[list[Entity], str | None]:
+async def list_entities(
+    session: AsyncSession, *, tenant_id: str, filters: EntityFilters, limit: int, cursor: str | None
+) -> tuple[list[Entity], str | None]:
     """A page of the tenant's entities matching `filters`, newest first."""
-    stmt = select(Entity).where(Entity.tenant_id == tenant_id,
-                                *equal(Entity, filters, "entity_type"),
-                                *compile_filter("entity", filters.memory_filter))
+    stmt = select(Entity).where(
+        Entity.tenant_id == tenant_id,
+        *equal(Entity, filters, "entity_type"),
+        *compile_filter("entity", filters.memory_filter),
+    )
     if filters.name is not None:
         pattern = "%" + escape_like(filters.name.lower()) + "%"
         name = func.lower(Entity.canonical_name)
-        stmt = stmt.where(contains_trigrams(name, filters.name.lower()),
-                          name.like(pattern, escape=LIKE_ESCAPE))
+        stmt = stmt.where(
+            contains_trigrams(name, filters.name.lower()), name.like(pattern, escape=LIKE_ESCAPE)
+        )
     if not filters.include_merged:
         stmt = stmt.where(not_tombstoned())
-    return await pagination.list_page(session, stmt, order=(Entity.created_at, Entity.id),
-                                      limit=limit, cursor=cursor)
+    return await pagination.list_page(
+        session, stmt, order=(Entity.created_at, Entity.id), limit=limit, cursor=cursor
+    )
 
 
-async def lock_pair(session: AsyncSession, *, tenant_id: str,
-                    ids: tuple[uuid.UUID, uuid.UUID]) -> dict[uuid.UUID, Entity]:
+async def lock_pair(
+    session: AsyncSession, *, tenant_id: str, ids: tuple[uuid.UUID, uuid.UUID]
+) -> dict[uuid.UUID, Entity]:
     """Lock both entities FOR UPDATE in id order (concurrent merges cannot deadlock)."""
     stmt = (
         select(Entity)
@@ -177,15 +211,22 @@ _FUZZY_SQL = text("""
 """)
 
 
-async def find_by_name(session: AsyncSession, *, tenant_id: str, name: str,
-                       entity_type: str | None, cap: int) -> Sequence[Row[Any]]:
+async def find_by_name(
+    session: AsyncSession, *, tenant_id: str, name: str, entity_type: str | None, cap: int
+) -> Sequence[Row[Any]]:
     """Live entities whose name or an alias contains `name` (case-insensitive), with the tier:
     1 exact canonical name, 2 exact alias, 3 substring; at most `cap` exact and `cap` substring
     matches, best tier first, then by name."""
-    result = await session.execute(_NAME_TIERS_SQL, {
-        "tenant_id": tenant_id, "name": name, "escaped": escape_like(name),
-        "entity_type": entity_type, "cap": cap,
-    })
+    result = await session.execute(
+        _NAME_TIERS_SQL,
+        {
+            "tenant_id": tenant_id,
+            "name": name,
+            "escaped": escape_like(name),
+            "entity_type": entity_type,
+            "cap": cap,
+        },
+    )
     return result.all()
 
 
@@ -197,25 +238,41 @@ async def prepare_search(session: AsyncSession, *, fuzzy_threshold: float) -> bo
     `<%` use `fuzzy_threshold`.
     """
     result = await session.execute(
-        text("SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
-             "set_config('pg_trgm.similarity_threshold', :t, true), "
-             "set_config('pg_trgm.word_similarity_threshold', :t, true), "
-             "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') AS trigram"),
+        text(
+            "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
+            "set_config('pg_trgm.similarity_threshold', :t, true), "
+            "set_config('pg_trgm.word_similarity_threshold', :t, true), "
+            "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') AS trigram"
+        ),
         {"t": str(fuzzy_threshold)},
     )
     return bool(result.one().trigram)
 
 
-async def find_fuzzy(session: AsyncSession, *, tenant_id: str, name: str,
-                     entity_type: str | None, exclude: Sequence[uuid.UUID], threshold: float,
-                     cap: int) -> Sequence[Row[Any]]:
+async def find_fuzzy(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    name: str,
+    entity_type: str | None,
+    exclude: Sequence[uuid.UUID],
+    threshold: float,
+    cap: int,
+) -> Sequence[Row[Any]]:
     """Live entities whose name or an alias has trigram similarity >= `threshold` to `name`.
 
     Needs pg_trgm and `prepare_search` called with the same threshold first."""
-    result = await session.execute(_FUZZY_SQL, {
-        "tenant_id": tenant_id, "name": name, "entity_type": entity_type,
-        "exclude": list(exclude), "threshold": threshold, "cap": cap,
-    })
+    result = await session.execute(
+        _FUZZY_SQL,
+        {
+            "tenant_id": tenant_id,
+            "name": name,
+            "entity_type": entity_type,
+            "exclude": list(exclude),
+            "threshold": threshold,
+            "cap": cap,
+        },
+    )
     return result.all()
 
 
@@ -231,23 +288,26 @@ _FACT_TEXTS_SQL = text("""
 """)
 
 
-async def fact_texts(session: AsyncSession, *, tenant_id: str, entity_ids: Sequence[uuid.UUID],
-                     per_entity: int) -> Sequence[Row[Any]]:
+async def fact_texts(
+    session: AsyncSession, *, tenant_id: str, entity_ids: Sequence[uuid.UUID], per_entity: int
+) -> Sequence[Row[Any]]:
     """(entity_id, predicate, content) of up to `per_entity` newest active facts per entity."""
-    result = await session.execute(_FACT_TEXTS_SQL, {
-        "ids": list(entity_ids), "tenant_id": tenant_id, "per_entity": per_entity})
+    result = await session.execute(
+        _FACT_TEXTS_SQL, {"ids": list(entity_ids), "tenant_id": tenant_id, "per_entity": per_entity}
+    )
     return result.all()
 
 
 # --- merge ------------------------------------------------------------------------------------
 
-async def active_facts(session: AsyncSession, *, tenant_id: str,
-                       entity_id: uuid.UUID) -> list[Fact]:
+
+async def active_facts(
+    session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID
+) -> list[Fact]:
     """The entity's active facts, locked FOR UPDATE in id order."""
     stmt = (
         select(Fact)
-        .where(Fact.tenant_id == tenant_id, Fact.entity_id == entity_id,
-               Fact.validity == "active")
+        .where(Fact.tenant_id == tenant_id, Fact.entity_id == entity_id, Fact.validity == "active")
         .order_by(Fact.id)
         .with_for_update()
         .execution_options(populate_existing=True)
@@ -260,23 +320,33 @@ async def supersede_facts(session: AsyncSession, *, fact_ids: Sequence[uuid.UUID
     longer believed either."""
     if fact_ids:
         await session.execute(
-            update(Fact).where(Fact.id.in_(fact_ids))
+            update(Fact)
+            .where(Fact.id.in_(fact_ids))
             .values(validity="superseded", recorded_until=record_end(Fact.created_at))
-            .execution_options(synchronize_session=False))
+            .execution_options(synchronize_session=False)
+        )
 
 
-async def repoint_facts(session: AsyncSession, *, tenant_id: str, source_id: uuid.UUID,
-                        target_id: uuid.UUID) -> int:
+async def repoint_facts(
+    session: AsyncSession, *, tenant_id: str, source_id: uuid.UUID, target_id: uuid.UUID
+) -> int:
     """Anchor every fact of the source entity to the target; returns how many moved."""
     result = await session.execute(
-        update(Fact).where(Fact.tenant_id == tenant_id, Fact.entity_id == source_id)
-        .values(entity_id=target_id).execution_options(synchronize_session=False))
+        update(Fact)
+        .where(Fact.tenant_id == tenant_id, Fact.entity_id == source_id)
+        .values(entity_id=target_id)
+        .execution_options(synchronize_session=False)
+    )
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def set_supersedes(session: AsyncSession, *, winner_id: uuid.UUID,
-                         loser_id: uuid.UUID) -> None:
+async def set_supersedes(
+    session: AsyncSession, *, winner_id: uuid.UUID, loser_id: uuid.UUID
+) -> None:
     """Point the winning fact's supersedes_id at the fact it superseded."""
     await session.execute(
-        update(Fact).where(Fact.id == winner_id).values(supersedes_id=loser_id)
-        .execution_options(synchronize_session=False))
+        update(Fact)
+        .where(Fact.id == winner_id)
+        .values(supersedes_id=loser_id)
+        .execution_options(synchronize_session=False)
+    )

@@ -49,11 +49,17 @@ class ErasureSelector:
 
     def params(self) -> dict[str, Any]:
         """The bind parameters its conditions use."""
-        return {"origins": self.origins(), "butler": self.butler, "scope": self.scope,
-                "subject_key": self.subject_key,
-                "entity_ids": [str(i) for i in self.entity_ids or ()],
-                "session_id": self.session_id, "inferred_session": self._inferred(),
-                "run_ids": [str(i) for i in self.run_ids or ()], "task_id": self.task_id}
+        return {
+            "origins": self.origins(),
+            "butler": self.butler,
+            "scope": self.scope,
+            "subject_key": self.subject_key,
+            "entity_ids": [str(i) for i in self.entity_ids or ()],
+            "session_id": self.session_id,
+            "inferred_session": self._inferred(),
+            "run_ids": [str(i) for i in self.run_ids or ()],
+            "task_id": self.task_id,
+        }
 
 
 def _episodes(sel: ErasureSelector, alias: str) -> str | None:
@@ -62,8 +68,10 @@ def _episodes(sel: ErasureSelector, alias: str) -> str | None:
     if sel.butler is not None:
         return f"{alias}.butler = :butler"
     if sel.session_id is not None:
-        return (f"({alias}.session_id = :session_id "
-                f"OR {alias}.inferred_session = CAST(:inferred_session AS uuid))")
+        return (
+            f"({alias}.session_id = :session_id "
+            f"OR {alias}.inferred_session = CAST(:inferred_session AS uuid))"
+        )
     return None
 
 
@@ -87,19 +95,20 @@ def _runs(sel: ErasureSelector, alias: str) -> str | None:
 def _facts(sel: ErasureSelector) -> list[str]:
     if sel.whole_tenant:
         return ["TRUE"]
-    own = {"f.source_butler = :butler": sel.butler, "f.scope = :scope": sel.scope,
-           "f.subject_key = :subject_key": sel.subject_key,
-           "f.entity_id = ANY(CAST(:entity_ids AS uuid[]))": sel.entity_ids}
-    return [condition for condition, value in own.items() if value is not None] + _learned(
-        sel, "f")
+    own = {
+        "f.source_butler = :butler": sel.butler,
+        "f.scope = :scope": sel.scope,
+        "f.subject_key = :subject_key": sel.subject_key,
+        "f.entity_id = ANY(CAST(:entity_ids AS uuid[]))": sel.entity_ids,
+    }
+    return [condition for condition, value in own.items() if value is not None] + _learned(sel, "f")
 
 
 def _rules(sel: ErasureSelector) -> list[str]:
     if sel.whole_tenant:
         return ["TRUE"]
     own = {"r.source_butler = :butler": sel.butler, "r.scope = :scope": sel.scope}
-    return [condition for condition, value in own.items() if value is not None] + _learned(
-        sel, "r")
+    return [condition for condition, value in own.items() if value is not None] + _learned(sel, "r")
 
 
 def _entities(sel: ErasureSelector) -> list[str]:
@@ -108,62 +117,99 @@ def _entities(sel: ErasureSelector) -> list[str]:
     return ["n.id = ANY(CAST(:entity_ids AS uuid[]))"] if sel.entity_ids else []
 
 
-async def _ids(session: AsyncSession, table: str, conditions: list[str], extra: str,
-               *, tenant_id: str, sel: ErasureSelector, limit: int) -> list[uuid.UUID]:
+async def _ids(
+    session: AsyncSession,
+    table: str,
+    conditions: list[str],
+    extra: str,
+    *,
+    tenant_id: str,
+    sel: ErasureSelector,
+    limit: int,
+) -> list[uuid.UUID]:
     if not conditions:
         return []
     where = " OR ".join(f"({condition})" for condition in conditions)
-    rows = await session.execute(text(
-        f"SELECT id FROM {table} WHERE tenant_id = :tenant_id AND ({where}) {extra} "
-        "ORDER BY id LIMIT :limit FOR UPDATE"),
-        {"tenant_id": tenant_id, "limit": limit, **sel.params()})
+    rows = await session.execute(
+        text(
+            f"SELECT id FROM {table} WHERE tenant_id = :tenant_id AND ({where}) {extra} "
+            "ORDER BY id LIMIT :limit FOR UPDATE"
+        ),
+        {"tenant_id": tenant_id, "limit": limit, **sel.params()},
+    )
     return [row[0] for row in rows]
 
 
-async def next_facts(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
-                     limit: int) -> list[uuid.UUID]:
+async def next_facts(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
     """Up to `limit` facts the selector erases (before their histories are added)."""
-    return await _ids(session, "facts f", _facts(sel), "", tenant_id=tenant_id, sel=sel,
-                      limit=limit)
+    return await _ids(
+        session, "facts f", _facts(sel), "", tenant_id=tenant_id, sel=sel, limit=limit
+    )
 
 
-async def next_rules(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
-                     limit: int) -> list[uuid.UUID]:
+async def next_rules(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
     """Up to `limit` rules the selector erases."""
-    return await _ids(session, "rules r", _rules(sel), "", tenant_id=tenant_id, sel=sel,
-                      limit=limit)
+    return await _ids(
+        session, "rules r", _rules(sel), "", tenant_id=tenant_id, sel=sel, limit=limit
+    )
 
 
-async def next_procedures(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
-                          limit: int) -> list[uuid.UUID]:
+async def next_procedures(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
     """Up to `limit` procedures learned from what the selector erases (before their
     other versions are added); a whole tenant's go with its other records."""
-    return await _ids(session, "procedures p", _learned(sel, "p"), "",
-                      tenant_id=tenant_id, sel=sel, limit=limit)
+    return await _ids(
+        session, "procedures p", _learned(sel, "p"), "", tenant_id=tenant_id, sel=sel, limit=limit
+    )
 
 
-async def next_episodes(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
-                        limit: int) -> list[uuid.UUID]:
+async def next_episodes(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
     """Up to `limit` episodes the selector erases."""
     condition = _episodes(sel, "e")
-    return await _ids(session, "episodes e", [condition] if condition else [], "",
-                      tenant_id=tenant_id, sel=sel, limit=limit)
+    return await _ids(
+        session,
+        "episodes e",
+        [condition] if condition else [],
+        "",
+        tenant_id=tenant_id,
+        sel=sel,
+        limit=limit,
+    )
 
 
-async def next_entities(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
-                        limit: int) -> list[uuid.UUID]:
+async def next_entities(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
     """Up to `limit` entities the selector erases, tombstones before what they were merged
     into (no other entity points at one of the batch)."""
-    leaves = ("AND NOT EXISTS (SELECT 1 FROM entities t "
-              "WHERE t.tenant_id = n.tenant_id AND t.merged_into_id = n.id)")
-    return await _ids(session, "entities n", _entities(sel), leaves, tenant_id=tenant_id,
-                      sel=sel, limit=limit)
+    leaves = (
+        "AND NOT EXISTS (SELECT 1 FROM entities t "
+        "WHERE t.tenant_id = n.tenant_id AND t.merged_into_id = n.id)"
+    )
+    return await _ids(
+        session, "entities n", _entities(sel), leaves, tenant_id=tenant_id, sel=sel, limit=limit
+    )
 
 
-async def next_runs(session: AsyncSession, *, tenant_id: str, sel: ErasureSelector,
-                    limit: int) -> list[uuid.UUID]:
+async def next_runs(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
     """Up to `limit` runs the selector erases (a whole tenant's go with its other
     records)."""
     condition = _runs(sel, "u")
-    return await _ids(session, "runs u", [condition] if condition else [], "",
-                      tenant_id=tenant_id, sel=sel, limit=limit)
+    return await _ids(
+        session,
+        "runs u",
+        [condition] if condition else [],
+        "",
+        tenant_id=tenant_id,
+        sel=sel,
+        limit=limit,
+    )

@@ -20,28 +20,41 @@ async def add_events(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
         await session.execute(insert(MemoryEvent), rows)
 
 
-async def add_rule_application(session: AsyncSession, *, tenant_id: str, rule_id: uuid.UUID,
-                               outcome: str, reason: str | None,
-                               context: dict[str, Any]) -> None:
+async def add_rule_application(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    rule_id: uuid.UUID,
+    outcome: str,
+    reason: str | None,
+    context: dict[str, Any],
+) -> None:
     """Record one helpful/harmful application of a rule."""
     await session.execute(
-        insert(RuleApplication).values(tenant_id=tenant_id, rule_id=rule_id, outcome=outcome,
-                                       reason=reason, context=context)
+        insert(RuleApplication).values(
+            tenant_id=tenant_id, rule_id=rule_id, outcome=outcome, reason=reason, context=context
+        )
     )
 
 
-async def harmful_reasons(session: AsyncSession, *, tenant_id: str,
-                          rule_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+async def harmful_reasons(
+    session: AsyncSession, *, tenant_id: str, rule_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[str]]:
     """The non-empty reasons of each rule's harmful marks, oldest first (rules without any
     are left out)."""
     if not rule_ids:
         return {}
-    stmt = (select(RuleApplication.rule_id, RuleApplication.reason)
-            .where(RuleApplication.tenant_id == tenant_id,
-                   RuleApplication.rule_id.in_(list(rule_ids)),
-                   RuleApplication.outcome == "harmful", RuleApplication.reason.is_not(None),
-                   RuleApplication.reason != "")
-            .order_by(RuleApplication.created_at, RuleApplication.id))
+    stmt = (
+        select(RuleApplication.rule_id, RuleApplication.reason)
+        .where(
+            RuleApplication.tenant_id == tenant_id,
+            RuleApplication.rule_id.in_(list(rule_ids)),
+            RuleApplication.outcome == "harmful",
+            RuleApplication.reason.is_not(None),
+            RuleApplication.reason != "",
+        )
+        .order_by(RuleApplication.created_at, RuleApplication.id)
+    )
     found: dict[uuid.UUID, list[str]] = {}
     for rule_id, reason in (await session.execute(stmt)).all():
         if reason:
@@ -63,22 +76,30 @@ class EventFilters:
 _TOMBSTONES_WITH_LISTS = ("fact_deleted", "entity_deleted", "memories_erased")
 
 
-async def list_events(session: AsyncSession, *, tenant_id: str, filters: EventFilters,
-                      limit: int, cursor: str | None) -> tuple[list[MemoryEvent], str | None]:
+async def list_events(
+    session: AsyncSession, *, tenant_id: str, filters: EventFilters, limit: int, cursor: str | None
+) -> tuple[list[MemoryEvent], str | None]:
     """A page of the tenant's events matching `filters`, newest first."""
     stmt = select(MemoryEvent).where(MemoryEvent.tenant_id == tenant_id)
     if filters.memory_id is not None:
         memory_id = str(filters.memory_id)
-        stmt = stmt.where(or_(
-            MemoryEvent.payload["memory_id"].astext == memory_id,
-            and_(MemoryEvent.event_type.in_(_TOMBSTONES_WITH_LISTS),
-                 or_(MemoryEvent.payload["memory_ids"].has_key(memory_id),
-                     MemoryEvent.payload["deleted_ids"].has_key(memory_id)))))
+        stmt = stmt.where(
+            or_(
+                MemoryEvent.payload["memory_id"].astext == memory_id,
+                and_(
+                    MemoryEvent.event_type.in_(_TOMBSTONES_WITH_LISTS),
+                    or_(
+                        MemoryEvent.payload["memory_ids"].has_key(memory_id),
+                        MemoryEvent.payload["deleted_ids"].has_key(memory_id),
+                    ),
+                ),
+            )
+        )
     stmt = stmt.where(*equal(MemoryEvent, filters, "event_type"))
     if filters.since is not None:
         stmt = stmt.where(MemoryEvent.created_at >= filters.since)
     if filters.until is not None:
         stmt = stmt.where(MemoryEvent.created_at < filters.until)
-    return await pagination.list_page(session, stmt, order=(MemoryEvent.created_at,
-                                                            MemoryEvent.id),
-                                      limit=limit, cursor=cursor)
+    return await pagination.list_page(
+        session, stmt, order=(MemoryEvent.created_at, MemoryEvent.id), limit=limit, cursor=cursor
+    )

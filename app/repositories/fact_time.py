@@ -22,8 +22,7 @@ def _between(lower: Any, upper: Any, point: Any) -> ColumnElement[bool]:
     return (lower <= point) & (upper.is_(None) | (upper > point))
 
 
-def held_at(as_of: Any, known_at: Any | None, *,
-            ranked: bool = False) -> list[ColumnElement[bool]]:
+def held_at(as_of: Any, known_at: Any | None, *, ranked: bool = False) -> list[ColumnElement[bool]]:
     """Facts that held at `as_of` (valid time) as Engram believed at `known_at` (record time).
 
     Without `known_at`, what is believed now: the facts' own columns. With it, the fact was
@@ -38,21 +37,32 @@ def held_at(as_of: Any, known_at: Any | None, *,
         contains = _between if ranked else _contains
         return [Fact.recorded_until.is_(None), contains(Fact.valid_from, Fact.valid_until, as_of)]
     period = exists().where(
-        FactPeriod.fact_id == Fact.id, FactPeriod.tenant_id == Fact.tenant_id,
+        FactPeriod.fact_id == Fact.id,
+        FactPeriod.tenant_id == Fact.tenant_id,
         _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at),
-        _contains(FactPeriod.valid_from, FactPeriod.valid_until, as_of))
+        _contains(FactPeriod.valid_from, FactPeriod.valid_until, as_of),
+    )
     return [_contains(Fact.created_at, Fact.recorded_until, known_at), period]
 
 
-async def believed_versions(session: AsyncSession, *, tenant_id: str, scope: str,
-                            subject_key: str, predicate_key: str,
-                            entity_id: uuid.UUID | None) -> list[Fact]:
+async def believed_versions(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    scope: str,
+    subject_key: str,
+    predicate_key: str,
+    entity_id: uuid.UUID | None,
+) -> list[Fact]:
     """The versions of a key Engram believes now (active or superseded), in valid-time order
     (valid_from, then storage), locked FOR UPDATE."""
-    stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.scope == scope,
-                              Fact.predicate_key == predicate_key,
-                              Fact.validity.in_(("active", "superseded")),
-                              Fact.recorded_until.is_(None))
+    stmt = select(Fact).where(
+        Fact.tenant_id == tenant_id,
+        Fact.scope == scope,
+        Fact.predicate_key == predicate_key,
+        Fact.validity.in_(("active", "superseded")),
+        Fact.recorded_until.is_(None),
+    )
     if entity_id is None:
         stmt = stmt.where(Fact.entity_id.is_(None), Fact.subject_key == subject_key)
     else:
@@ -70,24 +80,40 @@ def record_end(started: Any) -> ColumnElement[Any]:
 
 async def open_period(session: AsyncSession, fact: Fact) -> None:
     """Record the valid period a new version is believed to have, from now."""
-    await session.execute(FactPeriod.__table__.insert().values(  # type: ignore[attr-defined]
-        tenant_id=fact.tenant_id, fact_id=fact.id, valid_from=fact.valid_from,
-        valid_until=fact.valid_until))
+    await session.execute(
+        FactPeriod.__table__.insert().values(  # type: ignore[attr-defined]
+            tenant_id=fact.tenant_id,
+            fact_id=fact.id,
+            valid_from=fact.valid_from,
+            valid_until=fact.valid_until,
+        )
+    )
 
 
-async def restate(session: AsyncSession, fact: Fact, *, valid_until: datetime | None,
-                  values: dict[str, Any] | None = None) -> Fact:
+async def restate(
+    session: AsyncSession,
+    fact: Fact,
+    *,
+    valid_until: datetime | None,
+    values: dict[str, Any] | None = None,
+) -> Fact:
     """Give the fact a new valid_until (and `values`) from now on: the period believed until
     now is closed, the new one opened."""
     await session.execute(
-        update(FactPeriod).where(FactPeriod.fact_id == fact.id,
-                                 FactPeriod.recorded_until.is_(None))
+        update(FactPeriod)
+        .where(FactPeriod.fact_id == fact.id, FactPeriod.recorded_until.is_(None))
         .values(recorded_until=record_end(FactPeriod.recorded_at))
-        .execution_options(synchronize_session=False))
-    updated = (await session.execute(
-        update(Fact).where(Fact.id == fact.id)
-        .values(valid_until=valid_until, **(values or {})).returning(Fact)
-        .execution_options(synchronize_session=False, populate_existing=True))).scalar_one()
+        .execution_options(synchronize_session=False)
+    )
+    updated = (
+        await session.execute(
+            update(Fact)
+            .where(Fact.id == fact.id)
+            .values(valid_until=valid_until, **(values or {}))
+            .returning(Fact)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+    ).scalar_one()
     await open_period(session, updated)
     return updated
 
@@ -95,32 +121,37 @@ async def restate(session: AsyncSession, fact: Fact, *, valid_until: datetime | 
 async def fill_missing_periods(session: AsyncSession, *, tenant_id: str) -> None:
     """Give every fact of the tenant without a period its present one, believed since it was
     stored."""
-    await session.execute(text("""
+    await session.execute(
+        text("""
         INSERT INTO fact_periods (tenant_id, fact_id, valid_from, valid_until, recorded_at)
         SELECT f.tenant_id, f.id, f.valid_from, f.valid_until, f.created_at FROM facts f
         WHERE f.tenant_id = :t
           AND NOT EXISTS (SELECT 1 FROM fact_periods p WHERE p.fact_id = f.id)"""),
-                          {"t": tenant_id})
+        {"t": tenant_id},
+    )
 
 
-async def believed_periods(session: AsyncSession, *, tenant_id: str,
-                           fact_ids: list[uuid.UUID],
-                           known_at: datetime) -> dict[uuid.UUID, tuple[datetime, datetime | None]]:
+async def believed_periods(
+    session: AsyncSession, *, tenant_id: str, fact_ids: list[uuid.UUID], known_at: datetime
+) -> dict[uuid.UUID, tuple[datetime, datetime | None]]:
     """The valid period each of the facts was believed to have at `known_at`."""
     if not fact_ids:
         return {}
     stmt = select(FactPeriod.fact_id, FactPeriod.valid_from, FactPeriod.valid_until).where(
-        FactPeriod.tenant_id == tenant_id, FactPeriod.fact_id.in_(fact_ids),
-        _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at))
-    return {row.fact_id: (row.valid_from, row.valid_until)
-            for row in await session.execute(stmt)}
+        FactPeriod.tenant_id == tenant_id,
+        FactPeriod.fact_id.in_(fact_ids),
+        _contains(FactPeriod.recorded_at, FactPeriod.recorded_until, known_at),
+    )
+    return {row.fact_id: (row.valid_from, row.valid_until) for row in await session.execute(stmt)}
 
 
-async def periods_at(session: AsyncSession, *, tenant_id: str, facts: list[Fact],
-                     at: PointInTime | None) -> Periods:
+async def periods_at(
+    session: AsyncSession, *, tenant_id: str, facts: list[Fact], at: PointInTime | None
+) -> Periods:
     """The valid period each fact was believed to have at `at.known_at`, to show instead of
     today's; empty for a read as believed now."""
     if at is None or at.known_at is None:
         return {}
-    return await believed_periods(session, tenant_id=tenant_id,
-                                  fact_ids=[fact.id for fact in facts], known_at=at.known_at)
+    return await believed_periods(
+        session, tenant_id=tenant_id, fact_ids=[fact.id for fact in facts], known_at=at.known_at
+    )

@@ -33,42 +33,50 @@ class FactFilters:
     memory_filter: MemoryFilter | None = None
 
 
-async def list_facts(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
-                     limit: int, cursor: str | None) -> tuple[list[Fact], str | None]:
+async def list_facts(
+    session: AsyncSession, *, tenant_id: str, filters: FactFilters, limit: int, cursor: str | None
+) -> tuple[list[Fact], str | None]:
     """A page of the tenant's facts matching `filters`, newest first."""
-    stmt = select(Fact).where(Fact.tenant_id == tenant_id, *equal(
-        Fact, filters, "subject_key", "predicate_key", "scope", "validity", "entity_id"),
-        *compile_filter("fact", filters.memory_filter))
+    stmt = select(Fact).where(
+        Fact.tenant_id == tenant_id,
+        *equal(Fact, filters, "subject_key", "predicate_key", "scope", "validity", "entity_id"),
+        *compile_filter("fact", filters.memory_filter),
+    )
     if filters.as_of is not None:
         stmt = stmt.where(*fact_time.held_at(filters.as_of, filters.known_at))
-    return await pagination.list_page(session, stmt, order=(Fact.created_at, Fact.id),
-                                      limit=limit, cursor=cursor)
+    return await pagination.list_page(
+        session, stmt, order=(Fact.created_at, Fact.id), limit=limit, cursor=cursor
+    )
 
 
 async def lock_key(session: AsyncSession, key: str) -> None:
     """Serialise writers of one supersession key until the transaction ends."""
-    await session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                          {"key": key})
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+    )
 
 
 async def lock_keys(session: AsyncSession, keys: Sequence[str]) -> None:
     """`lock_key` for each key, in the order given, in one statement."""
     if keys:
-        await session.execute(text(
-            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) "
-            "FROM unnest(CAST(:keys AS text[])) AS t(k)"),
-            {"keys": list(keys)})
+        await session.execute(
+            text(
+                "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) "
+                "FROM unnest(CAST(:keys AS text[])) AS t(k)"
+            ),
+            {"keys": list(keys)},
+        )
 
 
-async def supersession_chain(session: AsyncSession, *, tenant_id: str,
-                             fact: Fact) -> list[Fact]:
+async def supersession_chain(session: AsyncSession, *, tenant_id: str, fact: Fact) -> list[Fact]:
     """Every version of the fact's key reachable by supersession, newest first."""
     newer: list[Fact] = []
     current = fact
     for _ in range(MAX_CHAIN):
         stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.supersedes_id == current.id)
-        successor = (await session.execute(
-            stmt.order_by(Fact.created_at.desc()).limit(1))).scalar_one_or_none()
+        successor = (
+            await session.execute(stmt.order_by(Fact.created_at.desc()).limit(1))
+        ).scalar_one_or_none()
         if successor is None:
             break
         newer.append(successor)
@@ -87,23 +95,31 @@ async def supersession_chain(session: AsyncSession, *, tenant_id: str,
     return [*reversed(newer), fact, *older]
 
 
-async def active_by_keys(session: AsyncSession, *, tenant_id: str,
-                         keys: Sequence[tuple[str, str, str]],
-                         for_update: bool = False) -> dict[tuple[str, str, str], Fact]:
+async def active_by_keys(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    keys: Sequence[tuple[str, str, str]],
+    for_update: bool = False,
+) -> dict[tuple[str, str, str], Fact]:
     """The active subject-keyed fact of each (scope, subject_key, predicate_key), by key."""
     if not keys:
         return {}
     stmt = select(Fact).where(
-        Fact.tenant_id == tenant_id, Fact.validity == "active", Fact.entity_id.is_(None),
-        tuple_(Fact.scope, Fact.subject_key, Fact.predicate_key).in_(list(set(keys))))
+        Fact.tenant_id == tenant_id,
+        Fact.validity == "active",
+        Fact.entity_id.is_(None),
+        tuple_(Fact.scope, Fact.subject_key, Fact.predicate_key).in_(list(set(keys))),
+    )
     if for_update:
         stmt = stmt.with_for_update()
     rows = (await session.execute(stmt)).scalars()
     return {(row.scope, row.subject_key, row.predicate_key): row for row in rows}
 
 
-async def by_ids(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID],
-                 for_update: bool = False) -> dict[uuid.UUID, Fact]:
+async def by_ids(
+    session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID], for_update: bool = False
+) -> dict[uuid.UUID, Fact]:
     """The tenant's facts with these ids, by id."""
     if not ids:
         return {}

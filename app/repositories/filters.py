@@ -28,8 +28,9 @@ def equal(model: Any, filters: object, *fields: str) -> list[ColumnElement[bool]
     return equal_values(model, **{field: getattr(filters, field) for field in fields})
 
 
-async def rows_by_id(session: AsyncSession, model: type[RowT], *, tenant_id: str,
-                     ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RowT]:
+async def rows_by_id(
+    session: AsyncSession, model: type[RowT], *, tenant_id: str, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, RowT]:
     """The tenant's rows of `model` with these ids, by id (an empty list reads nothing)."""
     if not ids:
         return {}

@@ -15,12 +15,20 @@ NodeKey = tuple[str, uuid.UUID]
 # passed. `neighbours` follows links both ways plus fact -> entity (`about`) anchors, and
 # keeps only neighbours whose row exists for the tenant (a link never leads to a missing row):
 # one WHEN per node type.
-_NODE_TABLES = {"episode": "episodes", "fact": "facts", "rule": "rules", "entity": "entities",
-                "run": "runs", "procedure": "procedures", "arc": "arcs"}
+_NODE_TABLES = {
+    "episode": "episodes",
+    "fact": "facts",
+    "rule": "rules",
+    "entity": "entities",
+    "run": "runs",
+    "procedure": "procedures",
+    "arc": "arcs",
+}
 _ROW_EXISTS = "\n".join(
     f"                  WHEN '{node}' THEN EXISTS (SELECT 1 FROM {table} AS x"
     " WHERE x.id = nb.node_id AND x.tenant_id = :tenant_id)"
-    for node, table in _NODE_TABLES.items())
+    for node, table in _NODE_TABLES.items()
+)
 _WALK_SQL = text(f"""
 WITH RECURSIVE walk(hop, frontier, visited) AS (
     SELECT 0, ARRAY[CAST(:root AS text)], ARRAY[CAST(:root AS text)]
@@ -78,20 +86,33 @@ def _node_key(node: str) -> NodeKey:
     return node_type, uuid.UUID(node_id)
 
 
-async def walk(session: AsyncSession, *, tenant_id: str, root: NodeKey, hops: int,
-               relations: Sequence[str], max_nodes: int) -> list[tuple[NodeKey, int]]:
+async def walk(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    root: NodeKey,
+    hops: int,
+    relations: Sequence[str],
+    max_nodes: int,
+) -> list[tuple[NodeKey, int]]:
     """Nodes reachable from `root` within `hops` edges with their hop, nearest first.
 
     Each level is sorted by node and cut at `max_nodes`, so the result may hold a few more than
     `max_nodes` nodes; the caller trims it.
     """
     link_relations = [relation for relation in relations if relation != "about"]
-    result = await session.execute(_WALK_SQL, {
-        "root": f"{root[0]}:{root[1]}", "tenant_id": tenant_id, "hops": hops,
-        "relations": link_relations, "about": "about" in relations, "max_nodes": max_nodes,
-    })
-    return [(_node_key(node), hop) for hop, frontier in result.all()
-            for node in sorted(frontier)]
+    result = await session.execute(
+        _WALK_SQL,
+        {
+            "root": f"{root[0]}:{root[1]}",
+            "tenant_id": tenant_id,
+            "hops": hops,
+            "relations": link_relations,
+            "about": "about" in relations,
+            "max_nodes": max_nodes,
+        },
+    )
+    return [(_node_key(node), hop) for hop, frontier in result.all() for node in sorted(frontier)]
 
 
 _LINKS_AMONG_SQL = text("""
@@ -111,22 +132,36 @@ _ANCHORS_AMONG_SQL = text("""
 """)
 
 
-async def links_among(session: AsyncSession, *, tenant_id: str, nodes: Sequence[NodeKey],
-                      relations: Sequence[str]) -> Sequence[Row[Any]]:
+async def links_among(
+    session: AsyncSession, *, tenant_id: str, nodes: Sequence[NodeKey], relations: Sequence[str]
+) -> Sequence[Row[Any]]:
     """The tenant's links whose two ends are both in `nodes`."""
-    result = await session.execute(_LINKS_AMONG_SQL, {
-        "types": [node_type for node_type, _ in nodes], "ids": [node_id for _, node_id in nodes],
-        "tenant_id": tenant_id, "relations": list(relations)})
+    result = await session.execute(
+        _LINKS_AMONG_SQL,
+        {
+            "types": [node_type for node_type, _ in nodes],
+            "ids": [node_id for _, node_id in nodes],
+            "tenant_id": tenant_id,
+            "relations": list(relations),
+        },
+    )
     return result.all()
 
 
-async def anchors_among(session: AsyncSession, *, tenant_id: str, fact_ids: Sequence[uuid.UUID],
-                        entity_ids: Sequence[uuid.UUID]) -> Sequence[Row[Any]]:
+async def anchors_among(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    fact_ids: Sequence[uuid.UUID],
+    entity_ids: Sequence[uuid.UUID],
+) -> Sequence[Row[Any]]:
     """(fact_id, entity_id) of the facts in `fact_ids` anchored to an entity in `entity_ids`."""
     if not fact_ids or not entity_ids:
         return []
-    result = await session.execute(_ANCHORS_AMONG_SQL, {
-        "tenant_id": tenant_id, "fact_ids": list(fact_ids), "entity_ids": list(entity_ids)})
+    result = await session.execute(
+        _ANCHORS_AMONG_SQL,
+        {"tenant_id": tenant_id, "fact_ids": list(fact_ids), "entity_ids": list(entity_ids)},
+    )
     return result.all()
 
 
@@ -169,8 +204,9 @@ _SUMMARY_SQL = {
 }
 
 
-async def summaries(session: AsyncSession, *, tenant_id: str,
-                    nodes: Sequence[NodeKey]) -> dict[NodeKey, tuple[str, str]]:
+async def summaries(
+    session: AsyncSession, *, tenant_id: str, nodes: Sequence[NodeKey]
+) -> dict[NodeKey, tuple[str, str]]:
     """(text, state) of each node whose row exists; text is cut to 300 characters."""
     found: dict[NodeKey, tuple[str, str]] = {}
     for node_type, sql in _SUMMARY_SQL.items():
@@ -231,12 +267,27 @@ LIMIT :limit
 """)
 
 
-async def graph_scores(session: AsyncSession, *, tenant_id: str, roots: Sequence[uuid.UUID],
-                       types: Sequence[str], hops: int, fanout: int,
-                       limit: int) -> list[Row[Any]]:
+async def graph_scores(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    roots: Sequence[uuid.UUID],
+    types: Sequence[str],
+    hops: int,
+    fanout: int,
+    limit: int,
+) -> list[Row[Any]]:
     """The memories of `types` within `hops` of the root entities, best graph score first:
     (node_type, node_id, hop, strength, root, score)."""
-    result = await session.execute(_GRAPH_SCORES_SQL, {
-        "tenant_id": tenant_id, "roots": list(roots), "types": list(types), "hops": hops,
-        "fanout": fanout, "limit": limit})
+    result = await session.execute(
+        _GRAPH_SCORES_SQL,
+        {
+            "tenant_id": tenant_id,
+            "roots": list(roots),
+            "types": list(types),
+            "hops": hops,
+            "fanout": fanout,
+            "limit": limit,
+        },
+    )
     return list(result.all())

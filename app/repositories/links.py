@@ -22,77 +22,136 @@ from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
 
-async def create_link(session: AsyncSession, *, tenant_id: str, source_type: str,
-                      source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
-                      relation: str, strength: float = 1.0, reasoning: str | None = None,
-                      created_by: str | None = None) -> bool:
+async def create_link(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    source_type: str,
+    source_id: uuid.UUID,
+    target_type: str,
+    target_id: uuid.UUID,
+    relation: str,
+    strength: float = 1.0,
+    reasoning: str | None = None,
+    created_by: str | None = None,
+) -> bool:
     """Insert an edge; an existing edge (same ends and relation) is left as it is. True when
     a row was added."""
     stmt = (
         insert(MemoryLink)
-        .values(tenant_id=tenant_id, source_type=source_type, source_id=source_id,
-                target_type=target_type, target_id=target_id, relation=relation,
-                strength=strength, reasoning=reasoning, created_by=created_by)
+        .values(
+            tenant_id=tenant_id,
+            source_type=source_type,
+            source_id=source_id,
+            target_type=target_type,
+            target_id=target_id,
+            relation=relation,
+            strength=strength,
+            reasoning=reasoning,
+            created_by=created_by,
+        )
         .on_conflict_do_nothing()
     )
     result = await session.execute(stmt)
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _key(source_type: str, source_id: uuid.UUID, target_type: str,
-         target_id: uuid.UUID) -> list[ColumnElement[bool]]:
-    return [MemoryLink.source_type == source_type, MemoryLink.source_id == source_id,
-            MemoryLink.target_type == target_type, MemoryLink.target_id == target_id]
+def _key(
+    source_type: str, source_id: uuid.UUID, target_type: str, target_id: uuid.UUID
+) -> list[ColumnElement[bool]]:
+    return [
+        MemoryLink.source_type == source_type,
+        MemoryLink.source_id == source_id,
+        MemoryLink.target_type == target_type,
+        MemoryLink.target_id == target_id,
+    ]
 
 
-async def get_link(session: AsyncSession, *, tenant_id: str, source_type: str,
-                   source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
-                   relation: str) -> MemoryLink | None:
+async def get_link(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    source_type: str,
+    source_id: uuid.UUID,
+    target_type: str,
+    target_id: uuid.UUID,
+    relation: str,
+) -> MemoryLink | None:
     """The tenant's edge of `relation` from source to target, if any."""
-    stmt = select(MemoryLink).where(MemoryLink.tenant_id == tenant_id,
-                                    *_key(source_type, source_id, target_type, target_id),
-                                    MemoryLink.relation == relation)
+    stmt = select(MemoryLink).where(
+        MemoryLink.tenant_id == tenant_id,
+        *_key(source_type, source_id, target_type, target_id),
+        MemoryLink.relation == relation,
+    )
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def delete_links(session: AsyncSession, *, tenant_id: str, source_type: str,
-                       source_id: uuid.UUID, target_type: str, target_id: uuid.UUID,
-                       relation: str | None) -> list[MemoryLink]:
+async def delete_links(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    source_type: str,
+    source_id: uuid.UUID,
+    target_type: str,
+    target_id: uuid.UUID,
+    relation: str | None,
+) -> list[MemoryLink]:
     """Delete the tenant's edges from source to target (of `relation` only, when given);
     the deleted rows."""
-    stmt = delete(MemoryLink).where(MemoryLink.tenant_id == tenant_id,
-                                    *_key(source_type, source_id, target_type, target_id))
+    stmt = delete(MemoryLink).where(
+        MemoryLink.tenant_id == tenant_id, *_key(source_type, source_id, target_type, target_id)
+    )
     if relation is not None:
         stmt = stmt.where(MemoryLink.relation == relation)
     result = await session.execute(stmt.returning(MemoryLink))
     return list(result.scalars())
 
 
-LINKABLE = {**MODELS, "entity": Entity, "run": Run, "run_message": RunMessage,
-            "run_feedback": RunFeedback, "agent_event": AgentEvent, "procedure": Procedure,
-            "arc": Arc}
+LINKABLE = {
+    **MODELS,
+    "entity": Entity,
+    "run": Run,
+    "run_message": RunMessage,
+    "run_feedback": RunFeedback,
+    "agent_event": AgentEvent,
+    "procedure": Procedure,
+    "arc": Arc,
+}
 
 
-async def memory_exists(session: AsyncSession, *, tenant_id: str, memory_type: str,
-                        memory_id: uuid.UUID) -> bool:
+async def memory_exists(
+    session: AsyncSession, *, tenant_id: str, memory_type: str, memory_id: uuid.UUID
+) -> bool:
     """True when the tenant has this memory (or run record, or ledger event)."""
     model = LINKABLE[memory_type]
-    stmt = select(func.count()).select_from(model).where(model.id == memory_id,
-                                                         model.tenant_id == tenant_id)
+    stmt = (
+        select(func.count())
+        .select_from(model)
+        .where(model.id == memory_id, model.tenant_id == tenant_id)
+    )
     return bool((await session.execute(stmt)).scalar_one())
 
 
-async def list_links(session: AsyncSession, *, tenant_id: str, memory_type: str,
-                     memory_id: uuid.UUID, direction: str, relation: str | None, limit: int,
-                     cursor: str | None, memory_filter: MemoryFilter | None = None,
-                     ) -> tuple[list[MemoryLink], str | None]:
+async def list_links(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    memory_type: str,
+    memory_id: uuid.UUID,
+    direction: str,
+    relation: str | None,
+    limit: int,
+    cursor: str | None,
+    memory_filter: MemoryFilter | None = None,
+) -> tuple[list[MemoryLink], str | None]:
     """A page of the edges leaving and/or entering one memory, newest first, those
     `memory_filter` admits."""
     outgoing = and_(MemoryLink.source_type == memory_type, MemoryLink.source_id == memory_id)
     incoming = and_(MemoryLink.target_type == memory_type, MemoryLink.target_id == memory_id)
     ends = {"outgoing": outgoing, "incoming": incoming}.get(direction, or_(outgoing, incoming))
-    stmt = select(MemoryLink).where(MemoryLink.tenant_id == tenant_id, ends,
-                                    *compile_filter("link", memory_filter))
+    stmt = select(MemoryLink).where(
+        MemoryLink.tenant_id == tenant_id, ends, *compile_filter("link", memory_filter)
+    )
     if relation is not None:
         stmt = stmt.where(MemoryLink.relation == relation)
     order = (MemoryLink.created_at, MemoryLink.id)

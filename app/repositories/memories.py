@@ -32,13 +32,15 @@ MODELS: dict[str, type[Episode] | type[Fact] | type[Rule]] = {
 }
 
 
-def to_tsvector(text: str | ColumnElement[Any],
-                config: str | ColumnElement[Any] = DEFAULT_CONFIG) -> ColumnElement[Any]:
+def to_tsvector(
+    text: str | ColumnElement[Any], config: str | ColumnElement[Any] = DEFAULT_CONFIG
+) -> ColumnElement[Any]:
     """SQL for the tsvector of text already read for its language (`keyword_document`),
     built with the text search configuration `config`: its first `MAX_DOCUMENT_LEXEMES`
     distinct lexemes (mem_040)."""
-    return func.engram_first_lexemes(func.to_tsvector(cast(config, REGCONFIG), text),
-                                     literal_column(str(MAX_DOCUMENT_LEXEMES)))
+    return func.engram_first_lexemes(
+        func.to_tsvector(cast(config, REGCONFIG), text), literal_column(str(MAX_DOCUMENT_LEXEMES))
+    )
 
 
 # Texts of more characters than this (all of a statement's rows together) are read for the
@@ -54,8 +56,10 @@ async def search_columns(search_text: str, language: str | None = None) -> dict[
         document = await asyncio.to_thread(keyword_document, search_text, language)
     else:
         document = keyword_document(search_text, language)
-    return {"search_vector": to_tsvector(document.text, document.config),
-            "search_config": document.config}
+    return {
+        "search_vector": to_tsvector(document.text, document.config),
+        "search_config": document.config,
+    }
 
 
 # The keyword columns of rows written together, each with its `search_text` and
@@ -88,13 +92,18 @@ def _with_documents(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         values = dict(row)
         document = keyword_document(values.pop("search_text"), values.pop("language", None))
-        prepared.append({**values, "search_text": document.text,
-                         "search_config": document.config})
+        prepared.append({**values, "search_text": document.text, "search_config": document.config})
     return prepared
 
 
-async def get(session: AsyncSession, model: type[M], *, tenant_id: str, memory_id: uuid.UUID,
-              for_update: bool = False) -> M | None:
+async def get(
+    session: AsyncSession,
+    model: type[M],
+    *,
+    tenant_id: str,
+    memory_id: uuid.UUID,
+    for_update: bool = False,
+) -> M | None:
     """One row of the tenant, optionally locked FOR UPDATE."""
     stmt = select(model).where(model.id == memory_id, model.tenant_id == tenant_id)
     if for_update:
@@ -102,8 +111,9 @@ async def get(session: AsyncSession, model: type[M], *, tenant_id: str, memory_i
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def bump_reference(session: AsyncSession, model: type[M], *, tenant_id: str,
-                         memory_id: uuid.UUID) -> M | None:
+async def bump_reference(
+    session: AsyncSession, model: type[M], *, tenant_id: str, memory_id: uuid.UUID
+) -> M | None:
     """Atomically count one reference and return the updated row (None when absent)."""
     stmt = (
         update(model)
@@ -115,8 +125,9 @@ async def bump_reference(session: AsyncSession, model: type[M], *, tenant_id: st
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def insert_rows(session: AsyncSession, model: type[M], rows: Sequence[dict[str, Any]],
-                      **sql_values: Any) -> list[M]:
+async def insert_rows(
+    session: AsyncSession, model: type[M], rows: Sequence[dict[str, Any]], **sql_values: Any
+) -> list[M]:
     """Insert rows (each with a `search_text` for its tsvector, and optionally the `language`
     it is read in) and return them in order.
 
@@ -131,8 +142,9 @@ async def insert_rows(session: AsyncSession, model: type[M], rows: Sequence[dict
     return list(result.scalars().all())
 
 
-async def update_row(session: AsyncSession, model: type[M], *, memory_id: uuid.UUID,
-                     values: dict[str, Any]) -> M:
+async def update_row(
+    session: AsyncSession, model: type[M], *, memory_id: uuid.UUID, values: dict[str, Any]
+) -> M:
     """Apply `values` to one row and return it."""
     stmt = (
         update(model)
@@ -144,24 +156,34 @@ async def update_row(session: AsyncSession, model: type[M], *, memory_id: uuid.U
     return (await session.execute(stmt)).scalar_one()
 
 
-async def rows_read_as(session: AsyncSession, model: type[M], *, config: str,
-                       after: uuid.UUID | None, limit: int) -> list[M]:
+async def rows_read_as(
+    session: AsyncSession, model: type[M], *, config: str, after: uuid.UUID | None, limit: int
+) -> list[M]:
     """Up to `limit` rows (of every tenant) whose tsvector was built with `config`, by id,
     after `after`."""
-    stmt = (select(model).where(model.search_config == cast(config, REGCONFIG))
-            .order_by(model.id).limit(limit))
+    stmt = (
+        select(model)
+        .where(model.search_config == cast(config, REGCONFIG))
+        .order_by(model.id)
+        .limit(limit)
+    )
     if after is not None:
         stmt = stmt.where(model.id > after)
     return list((await session.execute(stmt)).scalars())
 
 
-async def set_search_texts(session: AsyncSession, model: type[M],
-                           texts: dict[uuid.UUID, str]) -> None:
+async def set_search_texts(
+    session: AsyncSession, model: type[M], texts: dict[uuid.UUID, str]
+) -> None:
     """Rebuild these rows' tsvectors (and configurations) from the given texts, each read
     for its detected language (their keyword postings follow, by trigger)."""
     if not texts:
         return
     table = cast_type(Table, model.__table__)
     stmt = update(table).where(table.c.id == bindparam("row_id")).values(**BOUND_SEARCH_COLUMNS)
-    await session.execute(stmt, await with_documents(
-        [{"row_id": row_id, "search_text": text} for row_id, text in texts.items()]))
+    await session.execute(
+        stmt,
+        await with_documents(
+            [{"row_id": row_id, "search_text": text} for row_id, text in texts.items()]
+        ),
+    )

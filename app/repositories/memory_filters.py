@@ -42,49 +42,97 @@ PARAM_PREFIX = "filter_"
 # The column behind each first-class field, per memory type; a field a type lacks is missing.
 _COLUMNS: dict[str, dict[str, Any]] = {
     # An episode's session is the one given, else the one inferred for it (its UUID).
-    "episode": {"butler": Episode.butler,
-                "session_id": func.coalesce(Episode.session_id,
-                                            cast(Episode.inferred_session, Text)),
-                "importance": Episode.importance, "created_at": Episode.created_at,
-                "occurred_at": Episode.occurred_at, "expires_at": Episode.expires_at,
-                "metadata": Episode.metadata_},
-    "fact": {"butler": Fact.source_butler, "scope": Fact.scope, "subject": Fact.subject,
-             "predicate": Fact.predicate, "permanence": Fact.permanence,
-             "validity": Fact.validity, "importance": Fact.importance,
-             "confidence": Fact.confidence, "tags": Fact.tags, "created_at": Fact.created_at,
-             "valid_from": Fact.valid_from, "valid_until": Fact.valid_until,
-             "last_confirmed_at": Fact.last_confirmed_at, "metadata": Fact.metadata_},
-    "rule": {"butler": Rule.source_butler, "scope": Rule.scope, "permanence": Rule.permanence,
-             "maturity": Rule.maturity, "confidence": Rule.confidence, "tags": Rule.tags,
-             "created_at": Rule.created_at, "last_confirmed_at": Rule.last_confirmed_at,
-             "metadata": Rule.metadata_},
+    "episode": {
+        "butler": Episode.butler,
+        "session_id": func.coalesce(Episode.session_id, cast(Episode.inferred_session, Text)),
+        "importance": Episode.importance,
+        "created_at": Episode.created_at,
+        "occurred_at": Episode.occurred_at,
+        "expires_at": Episode.expires_at,
+        "metadata": Episode.metadata_,
+    },
+    "fact": {
+        "butler": Fact.source_butler,
+        "scope": Fact.scope,
+        "subject": Fact.subject,
+        "predicate": Fact.predicate,
+        "permanence": Fact.permanence,
+        "validity": Fact.validity,
+        "importance": Fact.importance,
+        "confidence": Fact.confidence,
+        "tags": Fact.tags,
+        "created_at": Fact.created_at,
+        "valid_from": Fact.valid_from,
+        "valid_until": Fact.valid_until,
+        "last_confirmed_at": Fact.last_confirmed_at,
+        "metadata": Fact.metadata_,
+    },
+    "rule": {
+        "butler": Rule.source_butler,
+        "scope": Rule.scope,
+        "permanence": Rule.permanence,
+        "maturity": Rule.maturity,
+        "confidence": Rule.confidence,
+        "tags": Rule.tags,
+        "created_at": Rule.created_at,
+        "last_confirmed_at": Rule.last_confirmed_at,
+        "metadata": Rule.metadata_,
+    },
 }
 # The same for the lists of other records, whose filters name only these fields
 # (app/schemas/filters.RECORD_FIELDS); a run's metadata is its `meta`, an entity's aliases
 # (text[]) read as a JSON array, like tags.
 RECORD_COLUMNS: dict[str, dict[str, Any]] = {
-    "entity": {"metadata": Entity.metadata_, "entity_type": Entity.entity_type,
-               "canonical_name": Entity.canonical_name,
-               "aliases": func.to_jsonb(Entity.aliases), "created_at": Entity.created_at,
-               "updated_at": Entity.updated_at},
-    "run": {"metadata": Run.meta, "task_id": Run.task_id, "agent_version": Run.agent_version,
-            "task_version": Run.task_version, "rubric_version": Run.rubric_version,
-            "score_numeric": Run.score_numeric, "started_at": Run.started_at,
-            "finished_at": Run.finished_at, "created_at": Run.created_at},
-    "procedure": {"agent_id": Procedure.agent_id, "name": Procedure.name,
-                  "status": Procedure.status, "version": Procedure.version,
-                  "execution_count": Procedure.execution_count,
-                  "success_rate": Procedure.success_rate,
-                  "last_executed_at": Procedure.last_executed_at,
-                  "created_at": Procedure.created_at, "updated_at": Procedure.updated_at},
-    "arc": {"scope": Arc.scope, "arc_type": Arc.arc_type, "status": Arc.status,
-            "title": Arc.title, "outcome": Arc.outcome, "started_at": Arc.started_at,
-            "ended_at": Arc.ended_at, "created_at": Arc.created_at,
-            "updated_at": Arc.updated_at},
-    "link": {"relation": MemoryLink.relation, "source_type": MemoryLink.source_type,
-             "target_type": MemoryLink.target_type, "strength": MemoryLink.strength,
-             "reasoning": MemoryLink.reasoning, "created_by": MemoryLink.created_by,
-             "created_at": MemoryLink.created_at},
+    "entity": {
+        "metadata": Entity.metadata_,
+        "entity_type": Entity.entity_type,
+        "canonical_name": Entity.canonical_name,
+        "aliases": func.to_jsonb(Entity.aliases),
+        "created_at": Entity.created_at,
+        "updated_at": Entity.updated_at,
+    },
+    "run": {
+        "metadata": Run.meta,
+        "task_id": Run.task_id,
+        "agent_version": Run.agent_version,
+        "task_version": Run.task_version,
+        "rubric_version": Run.rubric_version,
+        "score_numeric": Run.score_numeric,
+        "started_at": Run.started_at,
+        "finished_at": Run.finished_at,
+        "created_at": Run.created_at,
+    },
+    "procedure": {
+        "agent_id": Procedure.agent_id,
+        "name": Procedure.name,
+        "status": Procedure.status,
+        "version": Procedure.version,
+        "execution_count": Procedure.execution_count,
+        "success_rate": Procedure.success_rate,
+        "last_executed_at": Procedure.last_executed_at,
+        "created_at": Procedure.created_at,
+        "updated_at": Procedure.updated_at,
+    },
+    "arc": {
+        "scope": Arc.scope,
+        "arc_type": Arc.arc_type,
+        "status": Arc.status,
+        "title": Arc.title,
+        "outcome": Arc.outcome,
+        "started_at": Arc.started_at,
+        "ended_at": Arc.ended_at,
+        "created_at": Arc.created_at,
+        "updated_at": Arc.updated_at,
+    },
+    "link": {
+        "relation": MemoryLink.relation,
+        "source_type": MemoryLink.source_type,
+        "target_type": MemoryLink.target_type,
+        "strength": MemoryLink.strength,
+        "reasoning": MemoryLink.reasoning,
+        "created_by": MemoryLink.created_by,
+        "created_at": MemoryLink.created_at,
+    },
 }
 _TABLE_COLUMNS = {**_COLUMNS, **RECORD_COLUMNS}
 TIMESTAMPTZ = TIMESTAMP(timezone=True)
@@ -98,8 +146,10 @@ def filter_shape(tree: MemoryFilter | None) -> Any:
         return (tree.field, tree.path, tree.op, _value_kind(tree.value))
     if isinstance(tree, Not):
         return ("not", filter_shape(tree.part))
-    return ("and" if isinstance(tree, AllOf) else "or",
-            tuple(filter_shape(part) for part in tree.parts))
+    return (
+        "and" if isinstance(tree, AllOf) else "or",
+        tuple(filter_shape(part) for part in tree.parts),
+    )
 
 
 def _value_kind(value: Any) -> Any:
@@ -140,6 +190,7 @@ def _indexed_equality(condition: Condition) -> bool:
 def _containments(name: str, condition: Condition) -> dict[str, str]:
     """The two documents one of which the column contains when the `$eq` holds: the value
     at the path, or an array holding it."""
+
     def nested(leaf: Any) -> str:
         document = leaf
         for key in reversed(condition.path):
@@ -205,14 +256,18 @@ class _Compiler:
         if column is None:
             return _missing(condition)
         if condition.kind in ("json", "tags"):
-            value = (column.op("#>", return_type=JSONB)(literal(list(condition.path),
-                                                                ARRAY(Text)))
-                     if condition.kind == "json" else column)
+            value = (
+                column.op("#>", return_type=JSONB)(literal(list(condition.path), ARRAY(Text)))
+                if condition.kind == "json"
+                else column
+            )
             clause = _json_condition(value, condition, name)
             if _indexed_equality(condition):
                 # Implied by the equality; lets the planner narrow rows by the GIN index.
-                contained = [column.op("@>")(cast(bindparam(key, document, type_=Text), JSONB))
-                             for key, document in _containments(name, condition).items()]
+                contained = [
+                    column.op("@>")(cast(bindparam(key, document, type_=Text), JSONB))
+                    for key, document in _containments(name, condition).items()
+                ]
                 clause = and_(or_(*contained), clause)
             return clause
         if condition.op == "$exists":
@@ -223,8 +278,11 @@ class _Compiler:
         if self.memory_type == "episode" and _session_equality(condition):
             # Implied by the equality, in comparisons row-level security lets the planner
             # answer from the session_id and inferred_session indexes.
-            inferred = bindparam(f"{name}_inferred", _session_uuids(condition.value),
-                                 type_=ARRAY(UUID(as_uuid=False)))
+            inferred = bindparam(
+                f"{name}_inferred",
+                _session_uuids(condition.value),
+                type_=ARRAY(UUID(as_uuid=False)),
+            )
             given = Episode.session_id == (value if condition.op == "$eq" else func.any(value))
             clause = and_(or_(given, Episode.inferred_session == func.any(inferred)), clause)
         return clause
@@ -232,7 +290,7 @@ class _Compiler:
 
 def _param(name: str, condition: Condition) -> BindParameter[Any]:
     kind = condition.kind
-    type_: Any = (Float if kind == "number" else TIMESTAMPTZ if kind == "time" else Text)
+    type_: Any = Float if kind == "number" else TIMESTAMPTZ if kind == "time" else Text
     if condition.op in ("$in", "$nin"):
         type_ = ARRAY(type_)
     return bindparam(name, _bound_value(condition), type_=type_)
@@ -240,8 +298,7 @@ def _param(name: str, condition: Condition) -> BindParameter[Any]:
 
 def _missing(condition: Condition) -> ColumnElement[bool]:
     """A condition on a field the memory type does not have."""
-    admits = condition.op in ("$ne", "$nin") or (condition.op == "$exists"
-                                                 and not condition.value)
+    admits = condition.op in ("$ne", "$nin") or (condition.op == "$exists" and not condition.value)
     return true() if admits else false()
 
 
@@ -250,8 +307,9 @@ def _definite(clause: ColumnElement[bool]) -> ColumnElement[bool]:
     return func.coalesce(clause, false())
 
 
-def _scalar_condition(column: Any, condition: Condition,
-                      value: BindParameter[Any]) -> ColumnElement[bool]:
+def _scalar_condition(
+    column: Any, condition: Condition, value: BindParameter[Any]
+) -> ColumnElement[bool]:
     """A condition on a text, number or time column (NULL: missing)."""
     op = condition.op
     if op in ("$eq", "$ne"):
@@ -294,18 +352,24 @@ def _json_condition(value: Any, condition: Condition, name: str) -> ColumnElemen
         return equal if op == "$eq" else not_(equal)
     if op in ("$in", "$nin"):
         item = func.jsonb_array_elements(operand).table_valued("value").alias("filter_value")
-        member = _definite(exists(select(literal(1)).select_from(item)
-                                  .where(_equals(value, item.c.value))))
+        member = _definite(
+            exists(select(literal(1)).select_from(item).where(_equals(value, item.c.value)))
+        )
         return member if op == "$in" else not_(member)
     if op == "$contains":
         substring = func.strpos(_text(value), _text(operand)) > 0
-        return _definite(case((_typeof(value) == "string", substring),
-                              else_=_holds(value, operand)))
+        return _definite(
+            case((_typeof(value) == "string", substring), else_=_holds(value, operand))
+        )
     # $gt $gte $lt $lte: numbers compare as jsonb (by value), strings by code point.
-    by_number = and_(_typeof(value) == "number", _typeof(operand) == "number",
-                     _compare(op, value, operand))
-    by_string = and_(_typeof(value) == "string", _typeof(operand) == "string",
-                     _compare(op, _text(value).collate("C"), _text(operand).collate("C")))
+    by_number = and_(
+        _typeof(value) == "number", _typeof(operand) == "number", _compare(op, value, operand)
+    )
+    by_string = and_(
+        _typeof(value) == "string",
+        _typeof(operand) == "string",
+        _compare(op, _text(value).collate("C"), _text(operand).collate("C")),
+    )
     return _definite(or_(by_number, by_string))
 
 
@@ -321,7 +385,11 @@ def _equals(value: Any, scalar: Any) -> ColumnElement[bool]:
 
 def _holds(value: Any, element: Any) -> ColumnElement[bool]:
     """`value` is an array with an element equal to `element`."""
-    elements = func.jsonb_array_elements(
-        case((_typeof(value) == "array", value), else_=literal_column("'[]'::jsonb"))
-    ).table_valued("value").alias("filter_element")
+    elements = (
+        func.jsonb_array_elements(
+            case((_typeof(value) == "array", value), else_=literal_column("'[]'::jsonb"))
+        )
+        .table_valued("value")
+        .alias("filter_element")
+    )
     return exists(select(literal(1)).select_from(elements).where(elements.c.value == element))

@@ -48,15 +48,30 @@ ON CONFLICT DO NOTHING
 """)
 
 
-async def link_mentions(session: AsyncSession, *, tenant_id: str, source_type: str,
-                        ids: Sequence[uuid.UUID], texts: Sequence[str], max_words: int,
-                        created_by: str) -> int:
+async def link_mentions(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    source_type: str,
+    ids: Sequence[uuid.UUID],
+    texts: Sequence[str],
+    max_words: int,
+    created_by: str,
+) -> int:
     """Link each memory (`ids[i]`, whose text is `texts[i]`) `mentions` to every live entity
     of the tenant whose name or an alias of at most `max_words` words it names; the number
     of links added."""
     if not ids:
         return 0
-    result = await session.execute(_LINK_MENTIONS, {
-        "tenant_id": tenant_id, "source_type": source_type, "ids": list(ids),
-        "texts": list(texts), "max_words": max_words, "created_by": created_by})
+    result = await session.execute(
+        _LINK_MENTIONS,
+        {
+            "tenant_id": tenant_id,
+            "source_type": source_type,
+            "ids": list(ids),
+            "texts": list(texts),
+            "max_words": max_words,
+            "created_by": created_by,
+        },
+    )
     return int(result.rowcount)  # type: ignore[attr-defined]

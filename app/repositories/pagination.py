@@ -36,16 +36,16 @@ def decode_cursor(cursor: str, *, id_count: int = 1) -> tuple[Any, ...]:
         raise InvalidInput("cursor is not a cursor returned by this API", field="cursor") from None
 
 
-async def list_page(session: AsyncSession, stmt: Select[Any], *, order: OrderKey, limit: int,
-                    cursor: str | None) -> tuple[list[Any], str | None]:
+async def list_page(
+    session: AsyncSession, stmt: Select[Any], *, order: OrderKey, limit: int, cursor: str | None
+) -> tuple[list[Any], str | None]:
     """One page of `stmt`'s rows ordered by `order` descending, and the next page's cursor.
 
     `order` is (created_at, id) for most tables; the first column must be a timestamp, the
     others UUIDs that make the order total.
     """
     if cursor:
-        stmt = stmt.where(tuple_(*order) < tuple_(*decode_cursor(cursor,
-                                                                 id_count=len(order) - 1)))
+        stmt = stmt.where(tuple_(*order) < tuple_(*decode_cursor(cursor, id_count=len(order) - 1)))
     stmt = stmt.order_by(*(column.desc() for column in order)).limit(limit + 1)
     rows = list((await session.execute(stmt)).scalars())
     if len(rows) <= limit:

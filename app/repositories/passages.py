@@ -11,8 +11,9 @@ from app.models import Passage
 from app.models.passages import OWNER_COLUMNS
 
 
-async def insert_passages(session: AsyncSession, memory_type: str,
-                          rows: Sequence[dict[str, Any]]) -> None:
+async def insert_passages(
+    session: AsyncSession, memory_type: str, rows: Sequence[dict[str, Any]]
+) -> None:
     """Insert passages of memories of one type; each row names its memory as `memory_id`."""
     if not rows:
         return
@@ -20,8 +21,13 @@ async def insert_passages(session: AsyncSession, memory_type: str,
     await session.execute(stmt, rows)
 
 
-async def delete_passages(session: AsyncSession, memory_type: str, *,
-                          memory_ids: Sequence[uuid.UUID], kind: str | None = None) -> None:
+async def delete_passages(
+    session: AsyncSession,
+    memory_type: str,
+    *,
+    memory_ids: Sequence[uuid.UUID],
+    kind: str | None = None,
+) -> None:
     """Delete every passage of the given memories (only those of `kind`, when given)."""
     if memory_ids:
         owner = getattr(Passage, OWNER_COLUMNS[memory_type])

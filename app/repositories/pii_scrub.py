@@ -33,8 +33,15 @@ async def tenants_to_scrub(session: AsyncSession, *, rescan: bool) -> list[str]:
     return [row[0] for row in rows]
 
 
-async def rows_to_scrub(session: AsyncSession, model: type[Scrubbed], *, tenant_id: str,
-                        after: uuid.UUID | None, rescan: bool, limit: int) -> list[Scrubbed]:
+async def rows_to_scrub(
+    session: AsyncSession,
+    model: type[Scrubbed],
+    *,
+    tenant_id: str,
+    after: uuid.UUID | None,
+    rescan: bool,
+    limit: int,
+) -> list[Scrubbed]:
     """The tenant's next `limit` rows of `model` after id `after` that the scrub has not
     checked yet (every one with `rescan`), in id order."""
     stmt = select(model).where(model.tenant_id == tenant_id)
@@ -45,23 +52,33 @@ async def rows_to_scrub(session: AsyncSession, model: type[Scrubbed], *, tenant_
     return list((await session.execute(stmt.order_by(model.id).limit(limit))).scalars())
 
 
-async def mark_checked(session: AsyncSession, model: type[Any], *,
-                       ids: Sequence[uuid.UUID]) -> None:
+async def mark_checked(
+    session: AsyncSession, model: type[Any], *, ids: Sequence[uuid.UUID]
+) -> None:
     """Record that the scrub checked these rows."""
     if ids:
-        await session.execute(update(model).where(model.id.in_(list(ids)))
-                              .values(scrubbed_at=func.now()))
+        await session.execute(
+            update(model).where(model.id.in_(list(ids))).values(scrubbed_at=func.now())
+        )
 
 
-async def rewrite(session: AsyncSession, model: type[Any], *, row_id: uuid.UUID,
-                  expected: dict[str, Any], values: dict[str, Any],
-                  search_text: str | None = None) -> bool:
+async def rewrite(
+    session: AsyncSession,
+    model: type[Any],
+    *,
+    row_id: uuid.UUID,
+    expected: dict[str, Any],
+    values: dict[str, Any],
+    search_text: str | None = None,
+) -> bool:
     """Set `values` (and a tsvector of `search_text`) on the row unless one of the
     `expected` columns changed since it was read; whether it was rewritten."""
     table: Table = model.__table__
-    unchanged = [table.c[column].is_not_distinct_from(value)
-                 for column, value in expected.items()]
+    unchanged = [table.c[column].is_not_distinct_from(value) for column, value in expected.items()]
     extra = await search_columns(search_text) if search_text is not None else {}
-    stmt = (update(table).where(table.c.id == row_id, *unchanged)
-            .values(**values, **extra, scrubbed_at=func.now()))
+    stmt = (
+        update(table)
+        .where(table.c.id == row_id, *unchanged)
+        .values(**values, **extra, scrubbed_at=func.now())
+    )
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]

@@ -50,14 +50,25 @@ MEMORY_KINDS = ("episode", "fact", "rule")
 # Kinds with an embedding and a tsvector but no passages: import makes both from their text.
 RECORD_KINDS = ("run", "run_message", "agent_event", "procedure", "arc")
 # Derived from content (re-made on import) or process-local: never exported.
-NOT_EXPORTED = frozenset({"embedding", "search_vector", "search_config",
-                          "embedding_version_id", "embedding_next",
-                          "embedding_next_version_id"})
+NOT_EXPORTED = frozenset(
+    {
+        "embedding",
+        "search_vector",
+        "search_config",
+        "embedding_version_id",
+        "embedding_next",
+        "embedding_next_version_id",
+    }
+)
 SELF_REFERENCES = {"entity": "merged_into_id", "fact": "supersedes_id"}
 # Export order of the kinds whose rows a generated `position` orders: import inserts them in
 # line order, so they get new positions in the same order.
-ORDER_COLUMNS = {"run_message": "position", "agent_event": "position",
-                 "reflection_consolidation": "consolidated_at", "fact_period": "recorded_at"}
+ORDER_COLUMNS = {
+    "run_message": "position",
+    "agent_event": "position",
+    "reflection_consolidation": "consolidated_at",
+    "fact_period": "recorded_at",
+}
 EXPORT_BATCH = 500
 # A line's `kind` names its record kind, so a column named `kind` travels under another name.
 RENAMED_FIELDS = {("agent_event", "kind"): "event_kind"}
@@ -66,8 +77,7 @@ LINK_ENDS: dict[str, Any] = {**LINKABLE, "procedure": Procedure}
 
 def _exported(column: Column[Any]) -> bool:
     # Identity and computed columns are made by PostgreSQL, never written.
-    return (column.name not in NOT_EXPORTED and column.identity is None
-            and column.computed is None)
+    return column.name not in NOT_EXPORTED and column.identity is None and column.computed is None
 
 
 def exported_columns(kind: str) -> list[Column[Any]]:
@@ -77,27 +87,33 @@ def exported_columns(kind: str) -> list[Column[Any]]:
 
 def exported_fields(kind: str) -> dict[str, Column[Any]]:
     """The exported columns of a kind by the name of their field in a line."""
-    return {RENAMED_FIELDS.get((kind, column.name), column.name): column
-            for column in exported_columns(kind)}
+    return {
+        RENAMED_FIELDS.get((kind, column.name), column.name): column
+        for column in exported_columns(kind)
+    }
 
 
-async def stream_rows(session: AsyncSession, *, kind: str,
-                      tenant_id: str) -> AsyncIterator[dict[str, Any]]:
+async def stream_rows(
+    session: AsyncSession, *, kind: str, tenant_id: str
+) -> AsyncIterator[dict[str, Any]]:
     """The tenant's rows of a kind, oldest first (append order where there is one), as
     {column name: value}."""
     table = TABLES[kind]
     first = table.c[ORDER_COLUMNS.get(kind, "created_at")]
     order = [first, *table.primary_key.columns]
     fields = [column.label(name) for name, column in exported_fields(kind).items()]
-    stmt = (select(*fields).where(table.c.tenant_id == tenant_id)
-            .order_by(*order).execution_options(yield_per=EXPORT_BATCH))
+    stmt = (
+        select(*fields)
+        .where(table.c.tenant_id == tenant_id)
+        .order_by(*order)
+        .execution_options(yield_per=EXPORT_BATCH)
+    )
     result = await session.stream(stmt)
     async for row in result.mappings():
         yield dict(row)
 
 
-async def insert_rows(session: AsyncSession, *, kind: str,
-                      rows: Sequence[dict[str, Any]]) -> None:
+async def insert_rows(session: AsyncSession, *, kind: str, rows: Sequence[dict[str, Any]]) -> None:
     """Insert rows of a kind in order, keys being column names; the rows of a memory or of
     a searchable record also carry `search_text` (for its tsvector), `embedding` and
     `embedding_version_id`."""
@@ -110,35 +126,48 @@ async def insert_rows(session: AsyncSession, *, kind: str,
     await session.execute(stmt, list(rows))
 
 
-async def set_self_references(session: AsyncSession, *, kind: str, tenant_id: str,
-                              pairs: Sequence[tuple[uuid.UUID, uuid.UUID]]) -> None:
+async def set_self_references(
+    session: AsyncSession,
+    *,
+    kind: str,
+    tenant_id: str,
+    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
+) -> None:
     """Set merged_into_id / supersedes_id of imported rows: (row id, referenced id) pairs."""
     if not pairs:
         return
     table = TABLES[kind]
     column = SELF_REFERENCES[kind]
-    stmt = (update(table).where(table.c.id == bindparam("row_id"),
-                                table.c.tenant_id == tenant_id)
-            .values({column: bindparam("ref_id")}))
-    await session.execute(stmt, [{"row_id": row_id, "ref_id": ref_id}
-                                 for row_id, ref_id in pairs])
+    stmt = (
+        update(table)
+        .where(table.c.id == bindparam("row_id"), table.c.tenant_id == tenant_id)
+        .values({column: bindparam("ref_id")})
+    )
+    await session.execute(stmt, [{"row_id": row_id, "ref_id": ref_id} for row_id, ref_id in pairs])
 
 
 # Each query finds an imported row of the tenant that points at another tenant's row.
 def _outside(table: str, column: str, target: str) -> str:
     # Counts references the tenant cannot see inside itself: the foreign key says the row
     # exists, so it is another tenant's (and row-level security hides it, so ask this way).
-    return (f"SELECT count(*) FROM {table} f WHERE f.tenant_id = :t "
-            f"AND f.{column} IS NOT NULL AND NOT EXISTS "
-            f"(SELECT 1 FROM {target} x WHERE x.id = f.{column} AND x.tenant_id = :t)")
+    return (
+        f"SELECT count(*) FROM {table} f WHERE f.tenant_id = :t "
+        f"AND f.{column} IS NOT NULL AND NOT EXISTS "
+        f"(SELECT 1 FROM {target} x WHERE x.id = f.{column} AND x.tenant_id = :t)"
+    )
 
 
 def _link_end(side: str) -> str:
     """True when the link's `side` end is a row of the tenant, of the table its type names."""
-    return "(" + " OR ".join(
-        f"(l.{side}_type = '{end}' AND EXISTS (SELECT 1 FROM {model.__tablename__} x "
-        f"WHERE x.id = l.{side}_id AND x.tenant_id = :t))"
-        for end, model in LINK_ENDS.items()) + ")"
+    return (
+        "("
+        + " OR ".join(
+            f"(l.{side}_type = '{end}' AND EXISTS (SELECT 1 FROM {model.__tablename__} x "
+            f"WHERE x.id = l.{side}_id AND x.tenant_id = :t))"
+            for end, model in LINK_ENDS.items()
+        )
+        + ")"
+    )
 
 
 _FOREIGN_REFERENCES = {
@@ -152,11 +181,14 @@ _FOREIGN_REFERENCES = {
     "run_message.run_id": _outside("run_messages", "run_id", "runs"),
     "run_feedback.run_id": _outside("run_feedback", "run_id", "runs"),
     "run_feedback.lesson_rule_id": _outside("run_feedback", "lesson_rule_id", "rules"),
-    "reflection_consolidation.event_id": _outside("reflection_consolidations", "event_id",
-                                                  "agent_events"),
+    "reflection_consolidation.event_id": _outside(
+        "reflection_consolidations", "event_id", "agent_events"
+    ),
     "procedure.superseded_by": _outside("procedures", "superseded_by", "procedures"),
-    "link": (f"SELECT count(*) FROM memory_links l WHERE l.tenant_id = :t "
-             f"AND NOT ({_link_end('source')} AND {_link_end('target')})"),
+    "link": (
+        f"SELECT count(*) FROM memory_links l WHERE l.tenant_id = :t "
+        f"AND NOT ({_link_end('source')} AND {_link_end('target')})"
+    ),
 }
 
 

@@ -15,9 +15,15 @@ from app.models.api_keys import ApiKey
 IdField = Literal["memory_id", "event_id"]
 
 
-async def writers_butlers(session: AsyncSession, *, tenant_id: str, event_type: str,
-                          id_field: IdField, ids: Sequence[uuid.UUID],
-                          since: datetime) -> list[list[str]]:
+async def writers_butlers(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    event_type: str,
+    id_field: IdField,
+    ids: Sequence[uuid.UUID],
+    since: datetime,
+) -> list[list[str]]:
     """The butlers of each key limited to butlers that wrote one of `ids`, as the events of
     `event_type` (naming the record in `payload[id_field]`, written at `since` or later) say.
 
@@ -27,11 +33,15 @@ async def writers_butlers(session: AsyncSession, *, tenant_id: str, event_type: 
         return []
     named = MemoryEvent.payload.op("->>")(literal_column(f"'{id_field}'"))
     stmt = (
-        select(ApiKey.butlers).distinct()
+        select(ApiKey.butlers)
+        .distinct()
         .join(MemoryEvent, MemoryEvent.actor_key_id == ApiKey.id)
-        .where(MemoryEvent.tenant_id == tenant_id, MemoryEvent.event_type == event_type,
-               MemoryEvent.created_at >= since,
-               named.in_([str(i) for i in ids]),
-               ApiKey.butlers.is_not(None))
+        .where(
+            MemoryEvent.tenant_id == tenant_id,
+            MemoryEvent.event_type == event_type,
+            MemoryEvent.created_at >= since,
+            named.in_([str(i) for i in ids]),
+            ApiKey.butlers.is_not(None),
+        )
     )
     return [list(butlers or ()) for butlers in (await session.execute(stmt)).scalars()]

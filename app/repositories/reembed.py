@@ -21,56 +21,71 @@ LONGEST_RETRY = timedelta(days=1)
 MAX_ERROR_CHARS = 500
 
 
-async def stale_rows(session: AsyncSession, model: Memory, *, version_id: int,
-                     limit: int) -> list[tuple[uuid.UUID, str, str]]:
+async def stale_rows(
+    session: AsyncSession, model: Memory, *, version_id: int, limit: int
+) -> list[tuple[uuid.UUID, str, str]]:
     """Up to `limit` (id, tenant_id, content) rows whose vectors came from another model
     version (or that lost their passages)."""
-    stmt = (select(model.id, model.tenant_id, model.content)
-            .where(model.embedding_version_id.is_distinct_from(version_id))
-            .order_by(model.id).limit(limit).with_for_update(skip_locked=True))
+    stmt = (
+        select(model.id, model.tenant_id, model.content)
+        .where(model.embedding_version_id.is_distinct_from(version_id))
+        .order_by(model.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 
-async def unembedded_rows(session: AsyncSession, model: Memory, *, after: uuid.UUID | None,
-                          limit: int) -> list[tuple[uuid.UUID, str, str]]:
+async def unembedded_rows(
+    session: AsyncSession, model: Memory, *, after: uuid.UUID | None, limit: int
+) -> list[tuple[uuid.UUID, str, str]]:
     """Up to `limit` (id, tenant_id, content) rows stored without a vector, by id after
     `after`, leaving out those set aside until later (read, not locked: the model runs
     after this transaction)."""
-    set_aside = (select(EmbeddingFailure.memory_id)
-                 .where(EmbeddingFailure.tenant_id == model.tenant_id,
-                        EmbeddingFailure.memory_type == MEMORY_TYPES[model],
-                        EmbeddingFailure.memory_id == model.id,
-                        EmbeddingFailure.retry_at > func.now()))
-    stmt = (select(model.id, model.tenant_id, model.content)
-            .where(model.embedding.is_(None), ~set_aside.exists()))
+    set_aside = select(EmbeddingFailure.memory_id).where(
+        EmbeddingFailure.tenant_id == model.tenant_id,
+        EmbeddingFailure.memory_type == MEMORY_TYPES[model],
+        EmbeddingFailure.memory_id == model.id,
+        EmbeddingFailure.retry_at > func.now(),
+    )
+    stmt = select(model.id, model.tenant_id, model.content).where(
+        model.embedding.is_(None), ~set_aside.exists()
+    )
     if after is not None:
         stmt = stmt.where(model.id > after)
     stmt = stmt.order_by(model.id).limit(limit)
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 
-async def lock_unembedded(session: AsyncSession, model: Memory, *,
-                          contents: dict[uuid.UUID, str]) -> set[uuid.UUID]:
+async def lock_unembedded(
+    session: AsyncSession, model: Memory, *, contents: dict[uuid.UUID, str]
+) -> set[uuid.UUID]:
     """Of the rows of `contents` (id: the content that was embedded), those still there,
     still without a vector and with that content, locked until the transaction ends."""
     if not contents:
         return set()
-    stmt = (select(model.id, model.content)
-            .where(model.id.in_(list(contents)), model.embedding.is_(None))
-            .with_for_update())
-    return {row_id for row_id, content in await session.execute(stmt)
-            if contents[row_id] == content}
+    stmt = (
+        select(model.id, model.content)
+        .where(model.id.in_(list(contents)), model.embedding.is_(None))
+        .with_for_update()
+    )
+    return {
+        row_id for row_id, content in await session.execute(stmt) if contents[row_id] == content
+    }
 
 
 async def unembedded_count(session: AsyncSession) -> int:
     """Episodes, facts and rules of every tenant (system scope) stored without a vector."""
-    counts = [select(func.count()).select_from(model).where(model.embedding.is_(None))
-              .scalar_subquery() for model in (Episode, Fact, Rule)]
+    counts = [
+        select(func.count()).select_from(model).where(model.embedding.is_(None)).scalar_subquery()
+        for model in (Episode, Fact, Rule)
+    ]
     return int((await session.execute(select(sum(counts[1:], counts[0])))).scalar_one())
 
 
-async def rows_after(session: AsyncSession, model: Memory, *, after: uuid.UUID | None,
-                     limit: int) -> list[tuple[uuid.UUID, str, str]]:
+async def rows_after(
+    session: AsyncSession, model: Memory, *, after: uuid.UUID | None, limit: int
+) -> list[tuple[uuid.UUID, str, str]]:
     """Up to `limit` (id, tenant_id, content) rows by id, after `after`, whatever made their
     vectors."""
     stmt = select(model.id, model.tenant_id, model.content)
@@ -80,52 +95,80 @@ async def rows_after(session: AsyncSession, model: Memory, *, after: uuid.UUID |
     return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
 
 
-async def store_vectors(session: AsyncSession, model: Memory, *,
-                        columns: dict[uuid.UUID, dict[str, Any]]) -> None:
+async def store_vectors(
+    session: AsyncSession, model: Memory, *, columns: dict[uuid.UUID, dict[str, Any]]
+) -> None:
     """Write rows' vector columns (`embedding`, `embedding_next` and their versions) in one
     executemany."""
     table: Any = model.__table__
-    stmt = (update(table).where(table.c.id == bindparam("row_id"))
-            .values({name: bindparam(f"v_{name}") for name in VECTOR_COLUMNS}))
-    await session.execute(stmt, [{"row_id": key,
-                                  **{f"v_{name}": values[name] for name in VECTOR_COLUMNS}}
-                                 for key, values in columns.items()])
+    stmt = (
+        update(table)
+        .where(table.c.id == bindparam("row_id"))
+        .values({name: bindparam(f"v_{name}") for name in VECTOR_COLUMNS})
+    )
+    await session.execute(
+        stmt,
+        [
+            {"row_id": key, **{f"v_{name}": values[name] for name in VECTOR_COLUMNS}}
+            for key, values in columns.items()
+        ],
+    )
 
 
-async def set_aside(session: AsyncSession, model: Memory, *, rows: list[tuple[uuid.UUID, str]],
-                    error: str) -> None:
+async def set_aside(
+    session: AsyncSession, model: Memory, *, rows: list[tuple[uuid.UUID, str]], error: str
+) -> None:
     """Record one more failure of each (id, tenant_id) row, to be tried again later: after
     FIRST_RETRY, doubling with each failure, at most LONGEST_RETRY."""
     if not rows:
         return
     table: Any = EmbeddingFailure.__table__
-    stmt = insert(table).values([
-        {"memory_type": MEMORY_TYPES[model], "memory_id": row_id, "tenant_id": tenant_id,
-         "failures": 1, "retry_at": func.now() + FIRST_RETRY, "error": error[:MAX_ERROR_CHARS]}
-        for row_id, tenant_id in rows])
+    stmt = insert(table).values(
+        [
+            {
+                "memory_type": MEMORY_TYPES[model],
+                "memory_id": row_id,
+                "tenant_id": tenant_id,
+                "failures": 1,
+                "retry_at": func.now() + FIRST_RETRY,
+                "error": error[:MAX_ERROR_CHARS],
+            }
+            for row_id, tenant_id in rows
+        ]
+    )
     failures = table.c.failures + 1
     stmt = stmt.on_conflict_do_update(
         index_elements=[table.c.tenant_id, table.c.memory_type, table.c.memory_id],
-        set_={"failures": failures, "error": stmt.excluded.error,
-              "retry_at": func.now() + func.least(
-                  FIRST_RETRY * func.power(2, func.least(table.c.failures, 20)),
-                  LONGEST_RETRY)})
+        set_={
+            "failures": failures,
+            "error": stmt.excluded.error,
+            "retry_at": func.now()
+            + func.least(
+                FIRST_RETRY * func.power(2, func.least(table.c.failures, 20)), LONGEST_RETRY
+            ),
+        },
+    )
     await session.execute(stmt)
 
 
-async def forget_failures(session: AsyncSession, model: Memory, *,
-                          ids: list[uuid.UUID]) -> None:
+async def forget_failures(session: AsyncSession, model: Memory, *, ids: list[uuid.UUID]) -> None:
     """The failures of these rows are over: they have their vectors."""
     if ids:
-        await session.execute(delete(EmbeddingFailure).where(
-            EmbeddingFailure.memory_type == MEMORY_TYPES[model],
-            EmbeddingFailure.memory_id.in_(ids)))
+        await session.execute(
+            delete(EmbeddingFailure).where(
+                EmbeddingFailure.memory_type == MEMORY_TYPES[model],
+                EmbeddingFailure.memory_id.in_(ids),
+            )
+        )
 
 
 async def set_aside_count(session: AsyncSession) -> int:
     """Memories of every tenant (system scope) set aside until later."""
-    stmt = select(func.count()).select_from(EmbeddingFailure).where(
-        EmbeddingFailure.retry_at > func.now())
+    stmt = (
+        select(func.count())
+        .select_from(EmbeddingFailure)
+        .where(EmbeddingFailure.retry_at > func.now())
+    )
     return int((await session.execute(stmt)).scalar_one())
 
 
@@ -136,12 +179,15 @@ async def claim_lease(session: AsyncSession, *, holder: str, seconds: float) -> 
     until = func.now() + timedelta(seconds=seconds)
     stmt = insert(table).values(id=1, holder=holder, until=until)
     stmt = stmt.on_conflict_do_update(
-        index_elements=[table.c.id], set_={"holder": holder, "until": until},
-        where=or_(table.c.until < func.now(), table.c.holder == holder))
+        index_elements=[table.c.id],
+        set_={"holder": holder, "until": until},
+        where=or_(table.c.until < func.now(), table.c.holder == holder),
+    )
     return (await session.execute(stmt.returning(table.c.holder))).first() is not None
 
 
 async def release_lease(session: AsyncSession, *, holder: str) -> None:
     """End `holder`'s lease, if it still has it."""
-    await session.execute(delete(EmbeddingBacklogLease)
-                          .where(EmbeddingBacklogLease.holder == holder))
+    await session.execute(
+        delete(EmbeddingBacklogLease).where(EmbeddingBacklogLease.holder == holder)
+    )

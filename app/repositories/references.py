@@ -32,14 +32,16 @@ def on_replica(session: AsyncSession) -> bool:
     return session.info.get(REPLICA_KEY) is not None
 
 
-async def count(session: AsyncSession, memory_type: str, *, tenant_id: str,
-                rows: Sequence[Any]) -> None:
+async def count(
+    session: AsyncSession, memory_type: str, *, tenant_id: str, rows: Sequence[Any]
+) -> None:
     """Count one reference on each of `rows` (memories of one type); the rows show it."""
     if not rows:
         return
     if not on_replica(session):
-        await bump_references(session, memory_type, tenant_id=tenant_id,
-                                          ids=[row.id for row in rows])
+        await bump_references(
+            session, memory_type, tenant_id=tenant_id, ids=[row.id for row in rows]
+        )
         return
     now = now_utc()
     pending: Pending = session.info.setdefault(PENDING_KEY, [])
@@ -56,8 +58,9 @@ def take_pending(session: AsyncSession) -> Pending:
     return pending
 
 
-async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id: str,
-                          ids: Sequence[uuid.UUID]) -> list[Memory]:
+async def bump_references(
+    session: AsyncSession, memory_type: str, *, tenant_id: str, ids: Sequence[uuid.UUID]
+) -> list[Memory]:
     """Count one reference on every row of `ids` in a single UPDATE; return the rows."""
     if not ids:
         return []
@@ -73,16 +76,25 @@ async def bump_references(session: AsyncSession, memory_type: str, *, tenant_id:
     return rows
 
 
-async def add_references(session: AsyncSession, memory_type: str, *, tenant_id: str,
-                         ids: Sequence[uuid.UUID], counts: Sequence[int],
-                         at: Sequence[datetime]) -> None:
+async def add_references(
+    session: AsyncSession,
+    memory_type: str,
+    *,
+    tenant_id: str,
+    ids: Sequence[uuid.UUID],
+    counts: Sequence[int],
+    at: Sequence[datetime],
+) -> None:
     """Add `counts[i]` references to row `ids[i]`, last referenced at the later of its own
     time and `at[i]`; one statement for the batch (rows deleted since are skipped)."""
     table = MODELS[memory_type].__tablename__
-    await session.execute(text(
-        f'UPDATE "{table}" AS m SET reference_count = m.reference_count + v.n,'
-        " last_referenced_at = greatest(m.last_referenced_at, v.at)"
-        " FROM unnest(CAST(:ids AS uuid[]), CAST(:counts AS int[]),"
-        " CAST(:at AS timestamptz[])) AS v(id, n, at)"
-        " WHERE m.tenant_id = :tenant_id AND m.id = v.id"),
-        {"ids": list(ids), "counts": list(counts), "at": list(at), "tenant_id": tenant_id})
+    await session.execute(
+        text(
+            f'UPDATE "{table}" AS m SET reference_count = m.reference_count + v.n,'
+            " last_referenced_at = greatest(m.last_referenced_at, v.at)"
+            " FROM unnest(CAST(:ids AS uuid[]), CAST(:counts AS int[]),"
+            " CAST(:at AS timestamptz[])) AS v(id, n, at)"
+            " WHERE m.tenant_id = :tenant_id AND m.id = v.id"
+        ),
+        {"ids": list(ids), "counts": list(counts), "at": list(at), "tenant_id": tenant_id},
+    )

@@ -14,8 +14,14 @@ RecordT = TypeVar("RecordT", bound=Arc | Procedure | Run)
 StampedT = TypeVar("StampedT", bound=Arc | Entity | Procedure)
 
 
-async def one_of_tenant(session: AsyncSession, model: type[RecordT], *, tenant_id: str,
-                        row_id: uuid.UUID, for_update: bool = False) -> RecordT | None:
+async def one_of_tenant(
+    session: AsyncSession,
+    model: type[RecordT],
+    *,
+    tenant_id: str,
+    row_id: uuid.UUID,
+    for_update: bool = False,
+) -> RecordT | None:
     """One row of the tenant; `for_update` locks it and refreshes the session's copy."""
     stmt = select(model).where(model.id == row_id, model.tenant_id == tenant_id)
     if for_update:
@@ -23,16 +29,17 @@ async def one_of_tenant(session: AsyncSession, model: type[RecordT], *, tenant_i
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def insert_searchable(session: AsyncSession, model: type[RecordT], *,
-                            values: dict[str, Any], search_text: str) -> RecordT:
+async def insert_searchable(
+    session: AsyncSession, model: type[RecordT], *, values: dict[str, Any], search_text: str
+) -> RecordT:
     """Insert one row with the tsvector of `search_text` and return it."""
-    stmt = (insert(model).values(**values, **(await search_columns(search_text)))
-            .returning(model))
+    stmt = insert(model).values(**values, **(await search_columns(search_text))).returning(model)
     return (await session.execute(stmt)).scalar_one()
 
 
-async def update_stamped(session: AsyncSession, model: type[StampedT], *, row_id: uuid.UUID,
-                         values: dict[str, Any]) -> StampedT:
+async def update_stamped(
+    session: AsyncSession, model: type[StampedT], *, row_id: uuid.UUID, values: dict[str, Any]
+) -> StampedT:
     """Apply `values` to one row, set `updated_at` to now, and return it."""
     stmt = (
         update(model)

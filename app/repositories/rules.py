@@ -27,13 +27,17 @@ def not_forgotten() -> ColumnElement[bool]:
     return Rule.forgotten_at.is_(None)
 
 
-async def list_rules(session: AsyncSession, *, tenant_id: str, filters: RuleFilters,
-                     limit: int, cursor: str | None) -> tuple[list[Rule], str | None]:
+async def list_rules(
+    session: AsyncSession, *, tenant_id: str, filters: RuleFilters, limit: int, cursor: str | None
+) -> tuple[list[Rule], str | None]:
     """A page of the tenant's rules matching `filters`, newest first."""
-    stmt = select(Rule).where(Rule.tenant_id == tenant_id,
-                              *equal(Rule, filters, "scope", "maturity"),
-                              *compile_filter("rule", filters.memory_filter))
+    stmt = select(Rule).where(
+        Rule.tenant_id == tenant_id,
+        *equal(Rule, filters, "scope", "maturity"),
+        *compile_filter("rule", filters.memory_filter),
+    )
     if not filters.include_forgotten:
         stmt = stmt.where(not_forgotten())
-    return await pagination.list_page(session, stmt, order=(Rule.created_at, Rule.id),
-                                      limit=limit, cursor=cursor)
+    return await pagination.list_page(
+        session, stmt, order=(Rule.created_at, Rule.id), limit=limit, cursor=cursor
+    )

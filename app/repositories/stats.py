@@ -10,22 +10,25 @@ from app.models import Episode, Fact, Rule
 from app.repositories import consolidation as consolidation_rows
 
 
-async def episode_counts(session: AsyncSession, *, tenant_id: str,
-                         butler: str | None) -> dict[str, Any]:
+async def episode_counts(
+    session: AsyncSession, *, tenant_id: str, butler: str | None
+) -> dict[str, Any]:
     """total, unconsolidated, failed, next_retry_at, backlog_age_hours,
     oldest_unconsolidated_at and expired_unconsolidated of the tenant's (butler's) episodes."""
     pending = Episode.consolidation_status == "pending"
     failed = and_(Episode.consolidation_status == "failed", Episode.forgotten_at.is_(None))
     oldest = func.min(Episode.created_at).filter(pending)
-    expired_unconsolidated = and_(~Episode.consolidated, Episode.forgotten_at.is_(None),
-                                  Episode.expires_at < func.now())
+    expired_unconsolidated = and_(
+        ~Episode.consolidated, Episode.forgotten_at.is_(None), Episode.expires_at < func.now()
+    )
     stmt = select(
         func.count().label("total"),
         func.count().filter(pending).label("unconsolidated"),
         func.count().filter(failed).label("failed"),
         func.min(Episode.next_attempt_at).filter(failed).label("next_retry_at"),
         func.coalesce(
-            func.greatest(0.0, cast(extract("epoch", func.now() - oldest), Float)), 0.0,
+            func.greatest(0.0, cast(extract("epoch", func.now() - oldest), Float)),
+            0.0,
         ).label("backlog_seconds"),
         oldest.label("oldest"),
         func.count().filter(expired_unconsolidated).label("expired_unconsolidated"),
@@ -33,11 +36,15 @@ async def episode_counts(session: AsyncSession, *, tenant_id: str,
     if butler is not None:
         stmt = stmt.where(Episode.butler == butler)
     row = (await session.execute(stmt)).one()
-    return {"total": row.total, "unconsolidated": row.unconsolidated, "failed": row.failed,
-            "next_retry_at": row.next_retry_at,
-            "backlog_age_hours": row.backlog_seconds / SECONDS_PER_HOUR,
-            "oldest_unconsolidated_at": row.oldest,
-            "expired_unconsolidated": row.expired_unconsolidated}
+    return {
+        "total": row.total,
+        "unconsolidated": row.unconsolidated,
+        "failed": row.failed,
+        "next_retry_at": row.next_retry_at,
+        "backlog_age_hours": row.backlog_seconds / SECONDS_PER_HOUR,
+        "oldest_unconsolidated_at": row.oldest,
+        "expired_unconsolidated": row.expired_unconsolidated,
+    }
 
 
 async def awaiting_consolidation(session: AsyncSession) -> dict[str, int]:
@@ -51,8 +58,9 @@ async def awaiting_consolidation(session: AsyncSession) -> dict[str, int]:
     return {status: int(count) for status, count in await session.execute(stmt)}
 
 
-async def fact_counts(session: AsyncSession, *, tenant_id: str,
-                      scope: str | None) -> dict[str, int]:
+async def fact_counts(
+    session: AsyncSession, *, tenant_id: str, scope: str | None
+) -> dict[str, int]:
     """Facts by validity, active ones split into active and fading."""
     fading = Fact.fading_since.is_not(None)
     active = Fact.validity == "active"
@@ -68,13 +76,16 @@ async def fact_counts(session: AsyncSession, *, tenant_id: str,
     return dict((await session.execute(stmt)).one()._mapping)
 
 
-async def rule_counts(session: AsyncSession, *, tenant_id: str,
-                      scope: str | None) -> dict[str, int]:
+async def rule_counts(
+    session: AsyncSession, *, tenant_id: str, scope: str | None
+) -> dict[str, int]:
     """Live rules by maturity, and forgotten rules."""
     forgotten = Rule.forgotten_at.is_not(None)
     stmt = select(
-        *(func.count().filter(Rule.maturity == level, ~forgotten).label(level)
-          for level in ("candidate", "established", "proven", "anti_pattern")),
+        *(
+            func.count().filter(Rule.maturity == level, ~forgotten).label(level)
+            for level in ("candidate", "established", "proven", "anti_pattern")
+        ),
         func.count().filter(forgotten).label("forgotten"),
     ).where(Rule.tenant_id == tenant_id)
     if scope is not None:

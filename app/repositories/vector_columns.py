@@ -36,7 +36,9 @@ async def lock(session: AsyncSession) -> None:
 
 async def vector_columns(session: AsyncSession) -> list[VectorColumn]:
     """Every vector or halfvec column of the schema's tables."""
-    rows = (await session.execute(text("""
+    rows = (
+        await session.execute(
+            text("""
         SELECT c.relname, a.attname, t.typname, a.atttypmod
           FROM pg_attribute a
           JOIN pg_class c ON c.oid = a.attrelid
@@ -44,21 +46,29 @@ async def vector_columns(session: AsyncSession) -> list[VectorColumn]:
           JOIN pg_type t ON t.oid = a.atttypid
          WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
            AND t.typname IN ('vector', 'halfvec') AND a.attnum > 0 AND NOT a.attisdropped
-         ORDER BY c.relname, a.attname"""))).all()
-    return [VectorColumn(table, column, type_name, int(typmod))
-            for table, column, type_name, typmod in rows]
+         ORDER BY c.relname, a.attname""")
+        )
+    ).all()
+    return [
+        VectorColumn(table, column, type_name, int(typmod))
+        for table, column, type_name, typmod in rows
+    ]
 
 
-async def stored_dimensions(session: AsyncSession,
-                            columns: list[VectorColumn]) -> dict[int, int]:
+async def stored_dimensions(session: AsyncSession, columns: list[VectorColumn]) -> dict[int, int]:
     """How many vectors of each dimension the columns hold (system scope: every tenant)."""
     if not columns:
         return {}
     counts = " UNION ALL ".join(
         f'SELECT vector_dims("{c.column}"::vector) AS dims FROM "{c.table}" '
-        f'WHERE "{c.column}" IS NOT NULL' for c in columns)
-    rows = (await session.execute(text(
-        f"SELECT dims, count(*) FROM ({counts}) AS stored GROUP BY dims"))).all()
+        f'WHERE "{c.column}" IS NOT NULL'
+        for c in columns
+    )
+    rows = (
+        await session.execute(
+            text(f"SELECT dims, count(*) FROM ({counts}) AS stored GROUP BY dims")
+        )
+    ).all()
     return {int(dims): int(count) for dims, count in rows}
 
 
@@ -67,17 +77,24 @@ async def resize(session: AsyncSession, columns: list[VectorColumn], dimensions:
     their indexes with the type's operator class."""
     new_type = column_type(dimensions)
     for column in columns:
-        indexes = (await session.execute(text("""
+        indexes = (
+            await session.execute(
+                text("""
             SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
               FROM pg_index i
               JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attname = :column
              WHERE i.indrelid = CAST(:table AS regclass) AND a.attnum = ANY(i.indkey)"""),
-            {"table": f'"{column.table}"', "column": column.column})).all()
+                {"table": f'"{column.table}"', "column": column.column},
+            )
+        ).all()
         for name, _ in indexes:
             await session.execute(text(f"DROP INDEX {name}"))
-        await session.execute(text(
-            f'ALTER TABLE "{column.table}" ALTER COLUMN "{column.column}" '
-            f'TYPE {new_type}({dimensions}) USING "{column.column}"::{new_type}({dimensions})'))
+        await session.execute(
+            text(
+                f'ALTER TABLE "{column.table}" ALTER COLUMN "{column.column}" '
+                f'TYPE {new_type}({dimensions}) USING "{column.column}"::{new_type}({dimensions})'
+            )
+        )
         for _, definition in indexes:
             await session.execute(text(with_operator_class(definition, new_type)))
 

@@ -16,24 +16,33 @@ def _expiry(ttl_seconds: Any) -> ColumnElement[Any]:
 
 
 def _key(tenant_id: str, agent_id: str, session_id: str) -> list[ColumnElement[bool]]:
-    return [WorkingMemory.tenant_id == tenant_id, WorkingMemory.agent_id == agent_id,
-            WorkingMemory.session_id == session_id]
+    return [
+        WorkingMemory.tenant_id == tenant_id,
+        WorkingMemory.agent_id == agent_id,
+        WorkingMemory.session_id == session_id,
+    ]
 
 
 def _live() -> ColumnElement[bool]:
     return WorkingMemory.expires_at > func.now()
 
 
-async def lock_live(session: AsyncSession, *, tenant_id: str, agent_id: str,
-                    session_id: str) -> WorkingMemory | None:
+async def lock_live(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, session_id: str
+) -> WorkingMemory | None:
     """The live (unexpired) record, locked FOR UPDATE; None when there is none."""
-    stmt = (select(WorkingMemory).where(*_key(tenant_id, agent_id, session_id), _live())
-            .with_for_update().execution_options(populate_existing=True))
+    stmt = (
+        select(WorkingMemory)
+        .where(*_key(tenant_id, agent_id, session_id), _live())
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def touch_live(session: AsyncSession, *, tenant_id: str, agent_id: str,
-                     session_id: str) -> WorkingMemory | None:
+async def touch_live(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, session_id: str
+) -> WorkingMemory | None:
     """Extend the live record's lifetime by its TTL from now and return it (None if none)."""
     stmt = (
         update(WorkingMemory)
@@ -45,8 +54,15 @@ async def touch_live(session: AsyncSession, *, tenant_id: str, agent_id: str,
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def upsert(session: AsyncSession, *, tenant_id: str, agent_id: str, session_id: str,
-                 values: dict[str, Any], create_only: bool = False) -> WorkingMemory | None:
+async def upsert(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    agent_id: str,
+    session_id: str,
+    values: dict[str, Any],
+    create_only: bool = False,
+) -> WorkingMemory | None:
     """Create the record, or replace every writable field of the existing one.
 
     Replacing an expired (not yet cleaned up) record starts it afresh: version 1, new id,
@@ -55,37 +71,53 @@ async def upsert(session: AsyncSession, *, tenant_id: str, agent_id: str, sessio
     """
     table = WorkingMemory.__table__
     inserted = insert(WorkingMemory).values(
-        tenant_id=tenant_id, agent_id=agent_id, session_id=session_id,
-        expires_at=_expiry(values["ttl_seconds"]), **values)
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        session_id=session_id,
+        expires_at=_expiry(values["ttl_seconds"]),
+        **values,
+    )
     expired = table.c.expires_at <= func.now()
     fresh = {name: getattr(inserted.excluded, name) for name in values}
 
     def when_expired(new: Any, kept: Any) -> ColumnElement[Any]:
         return case((expired, new), else_=kept)
 
-    stmt = inserted.on_conflict_do_update(
-        index_elements=["tenant_id", "agent_id", "session_id"],
-        set_={**fresh,
-              "id": when_expired(func.gen_random_uuid(), table.c.id),
-              "created_at": when_expired(func.now(), table.c.created_at),
-              "version": when_expired(1, table.c.version + 1),
-              "revision": func.gen_random_uuid(),
-              "updated_at": func.now(),
-              "expires_at": inserted.excluded.expires_at},
-        where=expired if create_only else None,
-    ).returning(WorkingMemory).execution_options(populate_existing=True)
+    stmt = (
+        inserted.on_conflict_do_update(
+            index_elements=["tenant_id", "agent_id", "session_id"],
+            set_={
+                **fresh,
+                "id": when_expired(func.gen_random_uuid(), table.c.id),
+                "created_at": when_expired(func.now(), table.c.created_at),
+                "version": when_expired(1, table.c.version + 1),
+                "revision": func.gen_random_uuid(),
+                "updated_at": func.now(),
+                "expires_at": inserted.excluded.expires_at,
+            },
+            where=expired if create_only else None,
+        )
+        .returning(WorkingMemory)
+        .execution_options(populate_existing=True)
+    )
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def write(session: AsyncSession, *, record_id: uuid.UUID,
-                values: dict[str, Any]) -> WorkingMemory:
+async def write(
+    session: AsyncSession, *, record_id: uuid.UUID, values: dict[str, Any]
+) -> WorkingMemory:
     """Apply `values` to the record as a new version, extending its lifetime."""
     ttl = values.get("ttl_seconds", WorkingMemory.ttl_seconds)
     stmt = (
         update(WorkingMemory)
         .where(WorkingMemory.id == record_id)
-        .values(**values, version=WorkingMemory.version + 1, revision=func.gen_random_uuid(),
-                updated_at=func.now(), expires_at=_expiry(ttl))
+        .values(
+            **values,
+            version=WorkingMemory.version + 1,
+            revision=func.gen_random_uuid(),
+            updated_at=func.now(),
+            expires_at=_expiry(ttl),
+        )
         .returning(WorkingMemory)
         .execution_options(synchronize_session=False, populate_existing=True)
     )
@@ -109,9 +141,11 @@ _DELETE_EXPIRED = text("""
 """)
 
 
-async def delete_expired_batch(session: AsyncSession, *, tenant_id: str | None,
-                               batch_size: int) -> int:
+async def delete_expired_batch(
+    session: AsyncSession, *, tenant_id: str | None, batch_size: int
+) -> int:
     """Delete up to `batch_size` expired records (of one tenant, or of all when None)."""
-    result = await session.execute(_DELETE_EXPIRED, {"tenant_id": tenant_id,
-                                                     "batch_size": batch_size})
+    result = await session.execute(
+        _DELETE_EXPIRED, {"tenant_id": tenant_id, "batch_size": batch_size}
+    )
     return int(result.rowcount)  # type: ignore[attr-defined]

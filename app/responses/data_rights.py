@@ -19,5 +19,6 @@ def deleted_out(node_type: str, node_id: uuid.UUID, counts: dict[str, int]) -> D
 
 def export_page_out(records: list[dict[str, Any]], next_offset: int | None) -> ExportPageOut:
     """A page of the export and the cursor of the next one."""
-    return ExportPageOut(records=records,
-                         next_cursor=None if next_offset is None else str(next_offset))
+    return ExportPageOut(
+        records=records, next_cursor=None if next_offset is None else str(next_offset)
+    )

@@ -1,6 +1,5 @@
 """Episodes as the API shows them."""
 
-
 from app.models import Episode
 from app.schemas.episodes import EpisodeOut
 

@@ -1,6 +1,5 @@
 """Audit events as the API shows them."""
 
-
 from app.models import MemoryEvent
 from app.schemas.events import EventOut
 

@@ -29,8 +29,9 @@ def _event_with(model: type[Shown], event: AgentEvent, **fields: Any) -> Shown:
 
 def event_append_out(appended: Appended) -> EventAppendOut:
     """An appended event and the agents now due a reflection."""
-    return _event_with(EventAppendOut, appended.event,
-                       reflection_due_for=appended.reflection_due_for)
+    return _event_with(
+        EventAppendOut, appended.event, reflection_due_for=appended.reflection_due_for
+    )
 
 
 def reflection_out(reflection: Reflection) -> ReflectionOut:
@@ -42,12 +43,25 @@ def agent_context_out(context: AgentContext) -> AgentContextOut:
     """An agent's context block and the events in it."""
     fitted, rows = context.fitted, context.rows
     return AgentContextOut(
-        context=fitted.text, token_budget=context.token_budget,
+        context=fitted.text,
+        token_budget=context.token_budget,
         characters=len(fitted.text),
         recent=[agent_event_out(rows[e.id]) for e in fitted.recent],
-        salient=[_event_with(SalientEventOut, rows[s.event.id], relevance=s.relevance,
-                             recency=s.recency, importance=s.importance, salience=s.salience)
-                 for s in fitted.salient],
-        reflections=[reflection_out(Reflection(rows[e.id], context.based_on.get(e.id, [])))
-                     for e in fitted.reflections],
-        pending_events=context.memory.pending, reflection_due=context.memory.reflection_due)
+        salient=[
+            _event_with(
+                SalientEventOut,
+                rows[s.event.id],
+                relevance=s.relevance,
+                recency=s.recency,
+                importance=s.importance,
+                salience=s.salience,
+            )
+            for s in fitted.salient
+        ],
+        reflections=[
+            reflection_out(Reflection(rows[e.id], context.based_on.get(e.id, [])))
+            for e in fitted.reflections
+        ],
+        pending_events=context.memory.pending,
+        reflection_due=context.memory.reflection_due,
+    )

@@ -1,6 +1,5 @@
 """Provenance links as the API shows them."""
 
-
 from app.models import MemoryLink
 from app.schemas.links import LinkOut
 

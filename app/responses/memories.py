@@ -12,8 +12,9 @@ from app.schemas.rules import RuleOut
 from app.services.rule_reasons import ShownRule
 
 
-def memory_out(row: Episode | Fact | Rule | ShownRule,
-               now: datetime | None = None) -> EpisodeOut | FactOut | RuleOut:
+def memory_out(
+    row: Episode | Fact | Rule | ShownRule, now: datetime | None = None
+) -> EpisodeOut | FactOut | RuleOut:
     """An episode, fact or rule row as the API shows it."""
     if isinstance(row, Episode):
         return episode_out(row)

@@ -1,6 +1,5 @@
 """Procedures and procedure search answers."""
 
-
 from app.models import Procedure
 from app.responses.records import record_scores
 from app.retrieval.records import RecordHit
@@ -14,5 +13,10 @@ def procedure_out(row: Procedure) -> ProcedureOut:
 
 def procedure_search_out(mode: str, hits: list[RecordHit]) -> ProcedureSearchResponse:
     """The procedure search answer: each procedure with its scores."""
-    return ProcedureSearchResponse(mode=mode, results=[ProcedureHit.model_validate(
-        {**dict(procedure_out(hit.row)), **record_scores(hit)}) for hit in hits])
+    return ProcedureSearchResponse(
+        mode=mode,
+        results=[
+            ProcedureHit.model_validate({**dict(procedure_out(hit.row)), **record_scores(hit)})
+            for hit in hits
+        ],
+    )

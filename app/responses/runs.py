@@ -1,6 +1,5 @@
 """Task runs, their messages and feedback, and run search answers."""
 
-
 from app.models import Run, RunFeedback, RunMessage
 from app.schemas.runs import (
     MessageBatchOut,
@@ -36,15 +35,27 @@ def run_feedback_out(row: RunFeedback) -> RunFeedbackOut:
 
 def run_detail_out(detail: RunDetail) -> RunDetailOut:
     """A run with its messages and feedback."""
-    return RunDetailOut.model_validate({
-        **dict(run_out(detail.run)),
-        "messages": [run_message_out(row) for row in detail.messages],
-        "feedback": [run_feedback_out(row) for row in detail.feedback]})
+    return RunDetailOut.model_validate(
+        {
+            **dict(run_out(detail.run)),
+            "messages": [run_message_out(row) for row in detail.messages],
+            "feedback": [run_feedback_out(row) for row in detail.feedback],
+        }
+    )
 
 
 def run_search_out(found: list[RunFound]) -> RunSearchResponse:
     """Similar runs, each with its best message and its feedback."""
-    return RunSearchResponse(results=[RunSearchHit.model_validate({
-        **dict(run_out(item.run)), "similarity": item.similarity,
-        "matched_message": run_message_out(item.message) if item.message else None,
-        "feedback": [run_feedback_out(row) for row in item.feedback]}) for item in found])
+    return RunSearchResponse(
+        results=[
+            RunSearchHit.model_validate(
+                {
+                    **dict(run_out(item.run)),
+                    "similarity": item.similarity,
+                    "matched_message": run_message_out(item.message) if item.message else None,
+                    "feedback": [run_feedback_out(row) for row in item.feedback],
+                }
+            )
+            for item in found
+        ]
+    )

@@ -37,17 +37,33 @@ from app.services.rule_reasons import ShownRule
 
 def _scores(hit: Hit) -> dict[str, Any]:
     # The API calls the keyword leg's ts_rank_cd score `rank`.
-    return {"similarity": hit.similarity, "rank": hit.keyword_score, "rrf_score": hit.rrf_score,
-            "semantic_rank": hit.semantic_rank, "keyword_rank": hit.keyword_rank,
-            "time_rank": hit.time_rank, "fused_score": hit.fused_score,
-            "graph": None if hit.graph is None else {
-                "entity_id": hit.graph.entity_id, "hops": hit.graph.hops,
-                "strength": hit.graph.strength, "score": hit.graph.score},
-            "contributions": hit.contributions,
-            "passage": None if hit.passage is None else {
-                "kind": hit.passage.kind, "index": hit.passage.ordinal,
-                "start": hit.passage.start_char, "end": hit.passage.end_char,
-                "similarity": hit.passage.similarity}}
+    return {
+        "similarity": hit.similarity,
+        "rank": hit.keyword_score,
+        "rrf_score": hit.rrf_score,
+        "semantic_rank": hit.semantic_rank,
+        "keyword_rank": hit.keyword_rank,
+        "time_rank": hit.time_rank,
+        "fused_score": hit.fused_score,
+        "graph": None
+        if hit.graph is None
+        else {
+            "entity_id": hit.graph.entity_id,
+            "hops": hit.graph.hops,
+            "strength": hit.graph.strength,
+            "score": hit.graph.score,
+        },
+        "contributions": hit.contributions,
+        "passage": None
+        if hit.passage is None
+        else {
+            "kind": hit.passage.kind,
+            "index": hit.passage.ordinal,
+            "start": hit.passage.start_char,
+            "end": hit.passage.end_char,
+            "similarity": hit.passage.similarity,
+        },
+    }
 
 
 def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
@@ -59,8 +75,10 @@ def _fields(hit: Hit, now: datetime) -> dict[str, Any]:
 
 
 RECORD_HITS: dict[str, tuple[type[Any], type[Any]]] = {
-    "run": (RunOut, RunHit), "run_message": (RunMessageOut, RunMessageHit),
-    "reflection": (AgentEventOut, ReflectionHit)}
+    "run": (RunOut, RunHit),
+    "run_message": (RunMessageOut, RunMessageHit),
+    "reflection": (AgentEventOut, ReflectionHit),
+}
 
 
 def search_hit(hit: Hit, now: datetime) -> Any:
@@ -71,7 +89,8 @@ def search_hit(hit: Hit, now: datetime) -> Any:
     values = {**_fields(hit, now), **_scores(hit)}
     if hit.memory_type == "episode":
         return EpisodeHit.model_validate(
-            {**values, "neighbours": [episode_out(turn) for turn in hit.neighbours]})
+            {**values, "neighbours": [episode_out(turn) for turn in hit.neighbours]}
+        )
     if hit.memory_type == "fact":
         return FactHit.model_validate(values)
     return RuleHit.model_validate(values)
@@ -79,50 +98,99 @@ def search_hit(hit: Hit, now: datetime) -> Any:
 
 def search_answer_out(answer: SearchAnswer) -> SearchResponse:
     """A memory search's answer as the API returns it."""
-    return search_out(answer.mode, answer.hits, answer.window, answer.time_mode, answer.now,
-                      answer.at, reranker=answer.reranker).model_copy(
-        update={"semantic_skipped": answer.semantic_skipped})
+    return search_out(
+        answer.mode,
+        answer.hits,
+        answer.window,
+        answer.time_mode,
+        answer.now,
+        answer.at,
+        reranker=answer.reranker,
+    ).model_copy(update={"semantic_skipped": answer.semantic_skipped})
 
 
-def search_out(mode: str, hits: list[Hit], window: TimeWindow | None, time_mode: str,
-               now: datetime, at: PointInTime | None = None,
-               reranker: Outcome | None = None) -> SearchResponse:
+def search_out(
+    mode: str,
+    hits: list[Hit],
+    window: TimeWindow | None,
+    time_mode: str,
+    now: datetime,
+    at: PointInTime | None = None,
+    reranker: Outcome | None = None,
+) -> SearchResponse:
     """The search answer: the hits, the time window read from the query, the point in
     time facts were read at and what the configured reranker did."""
-    read = None if window is None else TimeWindowOut.model_validate({
-        "expression": window.expression, "start": window.start, "end": window.end,
-        "applied_as": time_mode})
-    reranked = None if reranker is None else RerankerOut(
-        applied=reranker.applied, reason=reranker.reason, scored=reranker.scored)
-    return SearchResponse(mode=mode, time_window=read, reranker=reranked,
-                          results=[search_hit(hit, now) for hit in hits], **_point(at))
+    read = (
+        None
+        if window is None
+        else TimeWindowOut.model_validate(
+            {
+                "expression": window.expression,
+                "start": window.start,
+                "end": window.end,
+                "applied_as": time_mode,
+            }
+        )
+    )
+    reranked = (
+        None
+        if reranker is None
+        else RerankerOut(applied=reranker.applied, reason=reranker.reason, scored=reranker.scored)
+    )
+    return SearchResponse(
+        mode=mode,
+        time_window=read,
+        reranker=reranked,
+        results=[search_hit(hit, now) for hit in hits],
+        **_point(at),
+    )
 
 
 def _point(at: PointInTime | None) -> dict[str, Any]:
-    return {"as_of": None if at is None else at.as_of,
-            "known_at": None if at is None else at.known_at}
+    return {
+        "as_of": None if at is None else at.as_of,
+        "known_at": None if at is None else at.known_at,
+    }
 
 
 def recall_hit(item: Recalled, now: datetime) -> RecallFactHit | RecallRuleHit:
     """A recall result: search fields plus relevance, recency and composite score."""
     model = RecallFactHit if item.hit.memory_type == "fact" else RecallRuleHit
-    return model.model_validate({
-        **_fields(item.hit, now), **_scores(item.hit), "relevance": item.relevance,
-        "recency": item.recency, "composite_score": item.composite_score,
-    })
+    return model.model_validate(
+        {
+            **_fields(item.hit, now),
+            **_scores(item.hit),
+            "relevance": item.relevance,
+            "recency": item.recency,
+            "composite_score": item.composite_score,
+        }
+    )
 
 
-def recall_out(recalled: Recollection, now: datetime,
-               at: PointInTime | None) -> RecallResponse:
+def recall_out(recalled: Recollection, now: datetime, at: PointInTime | None) -> RecallResponse:
     """The recall answer and the point in time facts were read at."""
-    return RecallResponse(results=[recall_hit(item, now) for item in recalled.items],
-                          semantic_skipped=recalled.semantic_skipped, **_point(at))
+    return RecallResponse(
+        results=[recall_hit(item, now) for item in recalled.items],
+        semantic_skipped=recalled.semantic_skipped,
+        **_point(at),
+    )
 
 
 def context_out(context: Context) -> ContextResponse:
     """The context block with the memories placed in it."""
-    items = [ContextItem(memory_type=item.hit.memory_type, id=item.hit.row.id,
-                         composite_score=item.composite_score) for item in context.items]
-    return ContextResponse(context=context.text, token_budget=context.token_budget,
-                           characters=len(context.text), items=items,
-                           semantic_skipped=context.semantic_skipped, **_point(context.at))
+    items = [
+        ContextItem(
+            memory_type=item.hit.memory_type,
+            id=item.hit.row.id,
+            composite_score=item.composite_score,
+        )
+        for item in context.items
+    ]
+    return ContextResponse(
+        context=context.text,
+        token_budget=context.token_budget,
+        characters=len(context.text),
+        items=items,
+        semantic_skipped=context.semantic_skipped,
+        **_point(context.at),
+    )

@@ -26,8 +26,10 @@ def one_line(text: str) -> str:
 
 def fact_line(*, subject: str, predicate: str, content: str, confidence: float) -> str:
     """`- [subject] [predicate]: content (confidence: 0.00)` and a newline."""
-    return (f"- [{one_line(subject)}] [{one_line(predicate)}]: {one_line(content)} "
-            f"(confidence: {confidence:.2f})\n")
+    return (
+        f"- [{one_line(subject)}] [{one_line(predicate)}]: {one_line(content)} "
+        f"(confidence: {confidence:.2f})\n"
+    )
 
 
 def rule_line(*, content: str, maturity: str, effectiveness: float) -> str:
@@ -62,8 +64,9 @@ class Block:
     rule_indexes: list[int]
 
 
-def assemble(fact_lines: Sequence[str], rule_lines: Sequence[str], *, max_chars: int,
-             fact_share: float) -> Block:
+def assemble(
+    fact_lines: Sequence[str], rule_lines: Sequence[str], *, max_chars: int, fact_share: float
+) -> Block:
     """Sections in score order within `max_chars`.
 
     Facts may use `fact_share` of what follows the header and rules the rest; a section
@@ -93,29 +96,61 @@ class Context:
     semantic_skipped: str | None = None  # why the prompt had no vector
 
 
-async def build_context(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                        retrieval: RetrievalSettings, trigger_prompt: str, butler: str,
-                        token_budget: int | None,
-                        reference_time: datetime | None = None,
-                        at: PointInTime | None = None,
-                        memory_filter: MemoryFilter | None = None) -> Context:
+async def build_context(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    trigger_prompt: str,
+    butler: str,
+    token_budget: int | None,
+    reference_time: datetime | None = None,
+    at: PointInTime | None = None,
+    memory_filter: MemoryFilter | None = None,
+) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
     budget = token_budget or retrieval.context_token_budget
-    recollection = await recall(session, tenant_id=tenant_id, embedder=embedder,
-                                retrieval=retrieval, topic=trigger_prompt, scope=butler,
-                                limit=retrieval.context_recall_limit, min_confidence=0.2,
-                                bump=False, reference_time=reference_time, at=at,
-                                memory_filter=memory_filter)
+    recollection = await recall(
+        session,
+        tenant_id=tenant_id,
+        embedder=embedder,
+        retrieval=retrieval,
+        topic=trigger_prompt,
+        scope=butler,
+        limit=retrieval.context_recall_limit,
+        min_confidence=0.2,
+        bump=False,
+        reference_time=reference_time,
+        at=at,
+        memory_filter=memory_filter,
+    )
     recalled = recollection.items
     facts = [r for r in recalled if r.hit.memory_type == "fact"]
     rules = [r for r in recalled if r.hit.memory_type == "rule"]
-    fact_lines = [fact_line(subject=r.hit.row.subject, predicate=r.hit.row.predicate,
-                            content=r.hit.row.content, confidence=r.effective_confidence)
-                  for r in facts]
-    rule_lines = [rule_line(content=r.hit.row.content, maturity=r.hit.row.maturity,
-                            effectiveness=r.hit.row.effectiveness_score) for r in rules]
-    block = assemble(fact_lines, rule_lines, max_chars=budget * CHARS_PER_TOKEN,
-                     fact_share=retrieval.context_fact_share)
+    fact_lines = [
+        fact_line(
+            subject=r.hit.row.subject,
+            predicate=r.hit.row.predicate,
+            content=r.hit.row.content,
+            confidence=r.effective_confidence,
+        )
+        for r in facts
+    ]
+    rule_lines = [
+        rule_line(
+            content=r.hit.row.content,
+            maturity=r.hit.row.maturity,
+            effectiveness=r.hit.row.effectiveness_score,
+        )
+        for r in rules
+    ]
+    block = assemble(
+        fact_lines,
+        rule_lines,
+        max_chars=budget * CHARS_PER_TOKEN,
+        fact_share=retrieval.context_fact_share,
+    )
     included = [facts[i] for i in block.fact_indexes] + [rules[i] for i in block.rule_indexes]
     await bump_recalled(session, tenant_id=tenant_id, recalled=included)
     return Context(block.text, budget, included, at, recollection.semantic_skipped)

@@ -59,20 +59,25 @@ class FusionWeights:
     graph: float = 0.2
 
 
-def rrf_score(semantic_rank: int | None, keyword_rank: int | None, *, limit: int,
-              k: int = DEFAULT_RRF_K) -> float:
+def rrf_score(
+    semantic_rank: int | None, keyword_rank: int | None, *, limit: int, k: int = DEFAULT_RRF_K
+) -> float:
     """1/(k + semantic_rank) + 1/(k + keyword_rank); a missing rank counts as limit + 1."""
     missing = limit + 1
-    return (1.0 / (k + (semantic_rank if semantic_rank is not None else missing))
-            + 1.0 / (k + (keyword_rank if keyword_rank is not None else missing)))
+    return 1.0 / (k + (semantic_rank if semantic_rank is not None else missing)) + 1.0 / (
+        k + (keyword_rank if keyword_rank is not None else missing)
+    )
 
 
 def _fusion_order(item: Fused) -> tuple[Any, ...]:
     absent = float("inf")
-    return (-(item.fused_score or 0.0),
-            item.semantic_rank if item.semantic_rank is not None else absent,
-            item.keyword_rank if item.keyword_rank is not None else absent,
-            item.memory_type, str(item.memory_id))
+    return (
+        -(item.fused_score or 0.0),
+        item.semantic_rank if item.semantic_rank is not None else absent,
+        item.keyword_rank if item.keyword_rank is not None else absent,
+        item.memory_type,
+        str(item.memory_id),
+    )
 
 
 def _by_key(candidates: Sequence[RankedCandidate]) -> dict[Key, RankedCandidate]:
@@ -84,8 +89,10 @@ def _normalised(candidates: Sequence[RankedCandidate]) -> dict[Key, float]:
     if not candidates:
         return {}
     low, high = min(c.score for c in candidates), max(c.score for c in candidates)
-    return {(c.memory_type, c.memory_id):
-            (c.score - low) / (high - low) if high > low else 1.0 for c in candidates}
+    return {
+        (c.memory_type, c.memory_id): (c.score - low) / (high - low) if high > low else 1.0
+        for c in candidates
+    }
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,13 @@ def known_row(memory_type: str, loaded: LoadedRow) -> Known | None:
     row = loaded.row
     group = session_group(memory_type, row)
     own = loaded.own_similarity if loaded.own_similarity is not None else loaded.similarity
-    return Known(loaded.similarity, own, group, len(text_of(row)),
-                 row.occurred_at if memory_type == "episode" else None)
+    return Known(
+        loaded.similarity,
+        own,
+        group,
+        len(text_of(row)),
+        row.occurred_at if memory_type == "episode" else None,
+    )
 
 
 def session_group(memory_type: str, row: Any) -> Hashable:
@@ -138,13 +150,20 @@ def text_of(row: Any) -> str:
     return ""
 
 
-def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *,
-                 known: Mapping[Key, Known], limit: int, depth: int,
-                 boost: Sequence[RankedCandidate] = (),
-                 window: tuple[datetime, datetime] | None = None,
-                 graph: Sequence[RankedCandidate] = (), k: int = DEFAULT_RRF_K,
-                 model: rerank.Model | None = None,
-                 scale: SimilarityScale = IDENTITY) -> list[Fused]:
+def fuse_learned(
+    semantic: Sequence[RankedCandidate],
+    keyword: Sequence[RankedCandidate],
+    *,
+    known: Mapping[Key, Known],
+    limit: int,
+    depth: int,
+    boost: Sequence[RankedCandidate] = (),
+    window: tuple[datetime, datetime] | None = None,
+    graph: Sequence[RankedCandidate] = (),
+    k: int = DEFAULT_RRF_K,
+    model: rerank.Model | None = None,
+    scale: SimilarityScale = IDENTITY,
+) -> list[Fused]:
     """Every candidate of the lists ordered by the learned model (rerank.py), best first.
 
     Its score is the model's probability that the memory answers the query; `contributions`
@@ -156,36 +175,59 @@ def fuse_learned(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCa
     """
     semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
     graph_by = _by_key(graph)
-    keys = [key for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by, *graph_by])
-            if key in known]
+    keys = [
+        key
+        for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by, *graph_by])
+        if key in known
+    ]
     candidates = []
     for key in keys:
         row, sem, kw = known[key], semantic_by.get(key), keyword_by.get(key)
-        inside = (window is not None and row.occurred_at is not None
-                  and window[0] <= row.occurred_at < window[1])
-        candidates.append(rerank.Candidate(
-            similarity=scale(row.similarity), own_similarity=scale(row.own_similarity),
-            keyword=kw.score if kw else 0.0, semantic_rank=sem.rank if sem else None,
-            keyword_rank=kw.rank if kw else None, group=row.group, length=row.length,
-            in_window=inside))
+        inside = (
+            window is not None
+            and row.occurred_at is not None
+            and window[0] <= row.occurred_at < window[1]
+        )
+        candidates.append(
+            rerank.Candidate(
+                similarity=scale(row.similarity),
+                own_similarity=scale(row.own_similarity),
+                keyword=kw.score if kw else 0.0,
+                semantic_rank=sem.rank if sem else None,
+                keyword_rank=kw.rank if kw else None,
+                group=row.group,
+                length=row.length,
+                in_window=inside,
+            )
+        )
     model = model or rerank.shipped_model()
     ranked = rerank.rank(candidates, model, depth=depth)
     fused = []
     for index, key in enumerate(keys):
         sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
-        fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
-                           None, tb.rank if tb else None,
-                           fused_score=float(ranked.scores[index])))
+        fused.append(
+            Fused(
+                key[0],
+                key[1],
+                sem.rank if sem else None,
+                kw.rank if kw else None,
+                None,
+                tb.rank if tb else None,
+                fused_score=float(ranked.scores[index]),
+            )
+        )
     ordered = sorted(fused, key=_fusion_order)
     lists = {name: by for name, by in (("time", boost_by), ("graph", graph_by)) if by}
     if lists:
         return _with_lists(ordered, lists, limit=limit, k=k)[:limit]
-    return _with_contributions(ordered[:limit], ranked, model,
-                               {key: index for index, key in enumerate(keys)})
+    return _with_contributions(
+        ordered[:limit], ranked, model, {key: index for index, key in enumerate(keys)}
+    )
 
 
-def _with_contributions(shown: Sequence[Fused], ranked: rerank.Ranked, model: rerank.Model,
-                        index: Mapping[Key, int]) -> list[Fused]:
+def _with_contributions(
+    shown: Sequence[Fused], ranked: rerank.Ranked, model: rerank.Model, index: Mapping[Key, int]
+) -> list[Fused]:
     """The `shown` results, each with its signals' parts of the model's logit and `base`
     (computed for these alone: the others' are never shown)."""
     parts = ranked.contributions(model, [index[(f.memory_type, f.memory_id)] for f in shown])
@@ -197,14 +239,20 @@ def _with_contributions(shown: Sequence[Fused], ranked: rerank.Ranked, model: re
     return out
 
 
-def _with_lists(ordered: Sequence[Fused], lists: Mapping[str, Mapping[Key, RankedCandidate]],
-                *, limit: int, k: int) -> list[Fused]:
+def _with_lists(
+    ordered: Sequence[Fused],
+    lists: Mapping[str, Mapping[Key, RankedCandidate]],
+    *,
+    limit: int,
+    k: int,
+) -> list[Fused]:
     """The learned order and further ranked `lists` (the time window's episodes, the graph's
     memories) fused by RRF, as rrf fusion treats them: a memory inside the query's time
     window, or near its entities, moves ahead of one as relevant but not. A memory missing
     from a list counts as ranked just past its end (and past `limit`)."""
-    missing = {name: max(limit, *(c.rank for c in ranked.values())) + 1
-               for name, ranked in lists.items()}
+    missing = {
+        name: max(limit, *(c.rank for c in ranked.values())) + 1 for name, ranked in lists.items()
+    }
     out = []
     for position, item in enumerate(ordered, start=1):
         key = (item.memory_type, item.memory_id)
@@ -212,16 +260,32 @@ def _with_lists(ordered: Sequence[Fused], lists: Mapping[str, Mapping[Key, Ranke
         for name, ranked in lists.items():
             found = ranked.get(key)
             parts[name] = 1.0 / (k + (found.rank if found else missing[name]))
-        out.append(Fused(item.memory_type, item.memory_id, item.semantic_rank,
-                         item.keyword_rank, None, item.time_rank,
-                         fused_score=sum(parts.values()), contributions=parts))
+        out.append(
+            Fused(
+                item.memory_type,
+                item.memory_id,
+                item.semantic_rank,
+                item.keyword_rank,
+                None,
+                item.time_rank,
+                fused_score=sum(parts.values()),
+                contributions=parts,
+            )
+        )
     return sorted(out, key=_fusion_order)
 
 
-def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate], *, limit: int,
-         k: int = DEFAULT_RRF_K, boost: Sequence[RankedCandidate] = (), method: str = "rrf",
-         weights: FusionWeights = FusionWeights(),
-         graph: Sequence[RankedCandidate] = ()) -> list[Fused]:
+def fuse(
+    semantic: Sequence[RankedCandidate],
+    keyword: Sequence[RankedCandidate],
+    *,
+    limit: int,
+    k: int = DEFAULT_RRF_K,
+    boost: Sequence[RankedCandidate] = (),
+    method: str = "rrf",
+    weights: FusionWeights = FusionWeights(),
+    graph: Sequence[RankedCandidate] = (),
+) -> list[Fused]:
     """Fuse two ranked lists, best first (then semantic_rank, keyword_rank, stable keys).
 
     `rrf`: 1/(k + rank) per list, a missing rank counting as limit + 1. `weighted`: each
@@ -240,22 +304,34 @@ def fuse(semantic: Sequence[RankedCandidate], keyword: Sequence[RankedCandidate]
         sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
         near = graph_by.get(key)
         if method == "weighted":
-            parts = {"semantic": weights.semantic * semantic_norm.get(key, 0.0),
-                     "keyword": weights.keyword * keyword_norm.get(key, 0.0),
-                     "time": (weights.time * (len(boost) - tb.rank + 1) / len(boost)
-                              if tb else 0.0)}
+            parts = {
+                "semantic": weights.semantic * semantic_norm.get(key, 0.0),
+                "keyword": weights.keyword * keyword_norm.get(key, 0.0),
+                "time": (weights.time * (len(boost) - tb.rank + 1) / len(boost) if tb else 0.0),
+            }
             if graph:
                 parts["graph"] = weights.graph * near.score if near else 0.0
         else:
-            parts = {"semantic": 1.0 / (k + (sem.rank if sem else missing)),
-                     "keyword": 1.0 / (k + (kw.rank if kw else missing)),
-                     "time": 1.0 / (k + tb.rank) if tb else 0.0}
+            parts = {
+                "semantic": 1.0 / (k + (sem.rank if sem else missing)),
+                "keyword": 1.0 / (k + (kw.rank if kw else missing)),
+                "time": 1.0 / (k + tb.rank) if tb else 0.0,
+            }
             if graph:
                 parts["graph"] = 1.0 / (k + near.rank) if near else 0.0
         total = sum(parts.values())
-        fused.append(Fused(key[0], key[1], sem.rank if sem else None, kw.rank if kw else None,
-                           total if method == "rrf" else None, tb.rank if tb else None,
-                           fused_score=total, contributions=parts))
+        fused.append(
+            Fused(
+                key[0],
+                key[1],
+                sem.rank if sem else None,
+                kw.rank if kw else None,
+                total if method == "rrf" else None,
+                tb.rank if tb else None,
+                fused_score=total,
+                contributions=parts,
+            )
+        )
     return sorted(fused, key=_fusion_order)[:limit]
 
 
@@ -271,24 +347,32 @@ def scaled(fused: Sequence[Fused], factors: Mapping[Key, float]) -> list[Fused]:
     return sorted(out, key=_fusion_order)
 
 
-def single_list(candidates: Sequence[RankedCandidate], *, semantic: bool,
-                boost: Sequence[RankedCandidate] = ()) -> list[Fused]:
+def single_list(
+    candidates: Sequence[RankedCandidate], *, semantic: bool, boost: Sequence[RankedCandidate] = ()
+) -> list[Fused]:
     """A one-mode result: the list as ranked, without fusion; members of `boost` (the
     episodes inside the query's time window) move ahead, keeping their order."""
     boost_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in boost}
     listed = [
-        Fused(c.memory_type, c.memory_id, c.rank if semantic else None,
-              None if semantic else c.rank, None,
-              boost_ranks.get((c.memory_type, c.memory_id)))
+        Fused(
+            c.memory_type,
+            c.memory_id,
+            c.rank if semantic else None,
+            None if semantic else c.rank,
+            None,
+            boost_ranks.get((c.memory_type, c.memory_id)),
+        )
         for c in candidates
     ]
     return sorted(listed, key=lambda item: item.time_rank is None)
 
 
-def merge_sources(first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bool,
-                  limit: int) -> list[Fused]:
+def merge_sources(
+    first: Sequence[Fused], second: Sequence[Fused], *, hybrid: bool, limit: int
+) -> list[Fused]:
     """Two separately ranked result lists as one: by fused score in hybrid mode, else by rank
     (time-boosted memories still first)."""
+
     def order(item: Fused) -> tuple[Any, ...]:
         return (False if hybrid else item.time_rank is None, *_fusion_order(item))
 

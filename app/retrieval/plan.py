@@ -89,21 +89,46 @@ class SearchPlan:
         return self.window.start, self.window.end
 
 
-def plan_search(retrieval: RetrievalSettings, *, query: str, types: Sequence[str] | None,
-                scope: str | None, mode: str, limit: int, min_confidence: float = 0.0,
-                fusion: str | None = None, window: TimeWindow | None = None,
-                time_mode: str = "boost", graph: GraphQuery | None = None,
-                neighbours: int = 0, at: PointInTime | None = None,
-                memory_filter: MemoryFilter | None = None,
-                language: str | None = None) -> SearchPlan:
+def plan_search(
+    retrieval: RetrievalSettings,
+    *,
+    query: str,
+    types: Sequence[str] | None,
+    scope: str | None,
+    mode: str,
+    limit: int,
+    min_confidence: float = 0.0,
+    fusion: str | None = None,
+    window: TimeWindow | None = None,
+    time_mode: str = "boost",
+    graph: GraphQuery | None = None,
+    neighbours: int = 0,
+    at: PointInTime | None = None,
+    memory_filter: MemoryFilter | None = None,
+    language: str | None = None,
+) -> SearchPlan:
     """The plan of a search request; `fusion` None takes the configured one."""
     return SearchPlan(
         query=preprocess_search_query(query),
         types=tuple(t for t in MEMORY_TYPES if types is None or t in types),
         records=tuple(t for t in RECORD_TYPES if types is not None and t in types),
-        scope=scope, mode=mode, limit=limit, min_confidence=min_confidence,
+        scope=scope,
+        mode=mode,
+        limit=limit,
+        min_confidence=min_confidence,
         fusion=fusion or retrieval.fusion,
-        weights=FusionWeights(retrieval.semantic_weight, retrieval.keyword_weight,
-                              retrieval.time_weight, retrieval.graph_weight),
-        rrf_k=retrieval.rrf_k, window=window, time_mode=time_mode, graph=graph,
-        neighbours=neighbours, at=at, memory_filter=memory_filter, language=language)
+        weights=FusionWeights(
+            retrieval.semantic_weight,
+            retrieval.keyword_weight,
+            retrieval.time_weight,
+            retrieval.graph_weight,
+        ),
+        rrf_k=retrieval.rrf_k,
+        window=window,
+        time_mode=time_mode,
+        graph=graph,
+        neighbours=neighbours,
+        at=at,
+        memory_filter=memory_filter,
+        language=language,
+    )

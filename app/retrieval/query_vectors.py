@@ -28,8 +28,9 @@ async def embed_query(embedder: Embedder, text: str, *, tenant_id: str) -> Query
     return QueryVector(text, tenant_id, await model.aembed(text, tenant_id=tenant_id), model)
 
 
-async def query_within(embedder: Embedder, text: str, *, tenant_id: str,
-                       seconds: float) -> tuple[QueryVector | None, str | None]:
+async def query_within(
+    embedder: Embedder, text: str, *, tenant_id: str, seconds: float
+) -> tuple[QueryVector | None, str | None]:
     """The query's vector, or, with a remote model that is unavailable (or failed a few
     seconds ago) or slower than `seconds`, none and why ("unavailable", "timeout"): the
     caller then serves the query from the keyword list alone."""
@@ -46,8 +47,9 @@ async def query_within(embedder: Embedder, text: str, *, tenant_id: str,
         return None, "unavailable"
 
 
-async def serving_query(session: AsyncSession, embedder: Embedder,
-                        query: QueryVector) -> QueryVector:
+async def serving_query(
+    session: AsyncSession, embedder: Embedder, query: QueryVector
+) -> QueryVector:
     """The query as embedded by the model whose vectors the store's `embedding` columns hold
     in this transaction (which keeps them so to its end): embedded again in the rare case the
     store switched models since the query was embedded."""
@@ -58,7 +60,8 @@ async def serving_query(session: AsyncSession, embedder: Embedder,
     return QueryVector(query.text, query.tenant_id, vector, slots.serving)
 
 
-async def serving_vector(session: AsyncSession, embedder: Embedder,
-                         query: QueryVector) -> EmbeddingVector:
+async def serving_vector(
+    session: AsyncSession, embedder: Embedder, query: QueryVector
+) -> EmbeddingVector:
     """`serving_query`'s vector."""
     return (await serving_query(session, embedder, query)).vector

@@ -37,11 +37,16 @@ def relevance_from_rrf(rrf: float, *, pool: int, k: int = DEFAULT_RRF_K) -> floa
     return min(1.0, max(0.0, (rrf - worst) / (best - worst)))
 
 
-def composite_score(*, relevance: float, importance: float, recency: float,
-                    confidence: float, weights: ScoreWeights) -> float:
+def composite_score(
+    *, relevance: float, importance: float, recency: float, confidence: float, weights: ScoreWeights
+) -> float:
     """w_rel * relevance + w_imp * importance/10 + w_rec * recency + w_conf * confidence."""
-    return (weights.relevance * relevance + weights.importance * (importance / 10.0)
-            + weights.recency * recency + weights.confidence * confidence)
+    return (
+        weights.relevance * relevance
+        + weights.importance * (importance / 10.0)
+        + weights.recency * recency
+        + weights.confidence * confidence
+    )
 
 
 @dataclass(frozen=True)
@@ -80,8 +85,9 @@ def above_floor(hit: Hit, floor: float, scale: SimilarityScale = IDENTITY) -> bo
     return hit.similarity is None or scale(hit.similarity) >= floor
 
 
-def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime,
-              graph_weight: float = 0.0) -> Recalled:
+def score_hit(
+    hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: datetime, graph_weight: float = 0.0
+) -> Recalled:
     """The composite score of one hybrid hit; a graph path adds graph_weight * its score."""
     row = hit.row
     graph_part = (hit.contributions or {}).get("graph", 0.0)
@@ -89,8 +95,13 @@ def score_hit(hit: Hit, *, pool: int, k: int, weights: ScoreWeights, now: dateti
     recency = recency_score(own_time(row), now)
     confidence = effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at, now)
     importance = getattr(row, "importance", 5.0)
-    score = composite_score(relevance=relevance, importance=importance, recency=recency,
-                            confidence=confidence, weights=weights)
+    score = composite_score(
+        relevance=relevance,
+        importance=importance,
+        recency=recency,
+        confidence=confidence,
+        weights=weights,
+    )
     if hit.graph is not None:
         score += graph_weight * hit.graph.score
     return Recalled(hit, relevance, recency, confidence, score)
@@ -102,41 +113,77 @@ def recall_order(item: Recalled) -> tuple[Any, ...]:
     return (-item.composite_score, -row.created_at.timestamp(), str(row.id))
 
 
-async def recall(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                 retrieval: RetrievalSettings, topic: str, scope: str | None,
-                 limit: int | None, min_confidence: float, bump: bool = True,
-                 graph: GraphQuery | None = None,
-                 reference_time: datetime | None = None,
-                 at: PointInTime | None = None,
-                 memory_filter: MemoryFilter | None = None) -> Recollection:
+async def recall(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    topic: str,
+    scope: str | None,
+    limit: int | None,
+    min_confidence: float,
+    bump: bool = True,
+    graph: GraphQuery | None = None,
+    reference_time: datetime | None = None,
+    at: PointInTime | None = None,
+    memory_filter: MemoryFilter | None = None,
+) -> Recollection:
     """The `limit` (default: `default_limit`) best facts and rules by composite score, leaving
     out those less similar to the topic than the relevance floor; each returned one is
     referenced. A remote model that cannot embed the topic within the query budget
     (`query_embedding_seconds`) leaves the semantic list out, as for a search."""
     limit = limit or retrieval.default_limit
     pool = limit * retrieval.recall_pool_factor
-    plan = plan_search(retrieval, query=topic, types=RECALL_TYPES, scope=scope, mode="hybrid",
-                       limit=pool, min_confidence=min_confidence, fusion="rrf", graph=graph,
-                       at=at, memory_filter=memory_filter)
-    vector, skipped = await query_within(embedder, topic, tenant_id=tenant_id,
-                                         seconds=retrieval.query_embedding_seconds)
+    plan = plan_search(
+        retrieval,
+        query=topic,
+        types=RECALL_TYPES,
+        scope=scope,
+        mode="hybrid",
+        limit=pool,
+        min_confidence=min_confidence,
+        fusion="rrf",
+        graph=graph,
+        at=at,
+        memory_filter=memory_filter,
+    )
+    vector, skipped = await query_within(
+        embedder, topic, tenant_id=tenant_id, seconds=retrieval.query_embedding_seconds
+    )
     if skipped is not None:
         plan = replace(plan, mode="keyword")
-    hits = await search(session, plan, tenant_id=tenant_id, embedder=embedder,
-                        retrieval=retrieval, query_vector=vector)
+    hits = await search(
+        session,
+        plan,
+        tenant_id=tenant_id,
+        embedder=embedder,
+        retrieval=retrieval,
+        query_vector=vector,
+    )
     now = reference_time or now_utc()
     scale = scale_of(embedder.slot_hint[0])  # the model this search's transaction read
-    scored = [score_hit(hit, pool=pool, k=retrieval.rrf_k, weights=retrieval.score_weights,
-                        now=now, graph_weight=retrieval.graph_weight)
-              for hit in hits if above_floor(hit, retrieval.relevance_floor, scale)]
+    scored = [
+        score_hit(
+            hit,
+            pool=pool,
+            k=retrieval.rrf_k,
+            weights=retrieval.score_weights,
+            now=now,
+            graph_weight=retrieval.graph_weight,
+        )
+        for hit in hits
+        if above_floor(hit, retrieval.relevance_floor, scale)
+    ]
     top = sorted(scored, key=recall_order)[:limit]
     if bump:
         await bump_recalled(session, tenant_id=tenant_id, recalled=top)
     return Recollection(top, skipped)
 
 
-async def bump_recalled(session: AsyncSession, *, tenant_id: str,
-                        recalled: Sequence[Recalled]) -> None:
+async def bump_recalled(
+    session: AsyncSession, *, tenant_id: str, recalled: Sequence[Recalled]
+) -> None:
     """Count a reference on every recalled memory (one UPDATE per table on the primary)."""
     for memory_type in RECALL_TYPES:
         rows = [r.hit.row for r in recalled if r.hit.memory_type == memory_type]

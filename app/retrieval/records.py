@@ -20,9 +20,16 @@ class RecordHit(ScoredRow):
     """A procedure or arc search result: the row and its scores."""
 
 
-async def search_records(session: AsyncSession, *, embedder: Embedder,
-                         retrieval: RetrievalSettings, record_query: RecordQuery, text: str,
-                         mode: str, limit: int) -> list[RecordHit]:
+async def search_records(
+    session: AsyncSession,
+    *,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    record_query: RecordQuery,
+    text: str,
+    mode: str,
+    limit: int,
+) -> list[RecordHit]:
     """Semantic and keyword legs over the rows `record_query` keeps, fused as the memories'
     are (the configured fusion), or one leg alone."""
     tenant_id = record_query.tenant_id
@@ -37,20 +44,39 @@ async def search_records(session: AsyncSession, *, embedder: Embedder,
     vector = None
     if asked is not None:
         await search_rows.configure_vector_scan(
-            session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
-            max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+            session,
+            ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+        )
         vector = await serving_vector(session, embedder, asked)
         semantic = await record_tables.nearest(session, record_query, vector, plan.depth)
     if keyword_query is not None:
-        keyword = await record_tables.matching(session, record_query, keyword_query,
-                                               plan.depth)
+        keyword = await record_tables.matching(session, record_query, keyword_query, plan.depth)
     # Records hold no sessions, whose signals the learned stage reads: it fuses them by RRF.
-    fused = (fuse(semantic, keyword, limit=limit, k=retrieval.rrf_k,
-                  method=plan.fused_by, weights=plan.weights) if mode == "hybrid"
-             else single_list(semantic if mode == "semantic" else keyword,
-                              semantic=mode == "semantic"))
+    fused = (
+        fuse(
+            semantic,
+            keyword,
+            limit=limit,
+            k=retrieval.rrf_k,
+            method=plan.fused_by,
+            weights=plan.weights,
+        )
+        if mode == "hybrid"
+        else single_list(semantic if mode == "semantic" else keyword, semantic=mode == "semantic")
+    )
     loaded = await record_tables.load_scored(
-        session, record_query, [f.memory_id for f in fused], vector, keyword_query)
-    return [RecordHit(*loaded[f.memory_id], f.rrf_score, f.semantic_rank, f.keyword_rank,
-                      f.fused_score, f.contributions)
-            for f in fused if f.memory_id in loaded]
+        session, record_query, [f.memory_id for f in fused], vector, keyword_query
+    )
+    return [
+        RecordHit(
+            *loaded[f.memory_id],
+            f.rrf_score,
+            f.semantic_rank,
+            f.keyword_rank,
+            f.fused_score,
+            f.contributions,
+        )
+        for f in fused
+        if f.memory_id in loaded
+    ]

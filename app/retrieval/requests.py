@@ -35,55 +35,85 @@ class SearchAnswer:
     semantic_skipped: str | None = None  # why the query had no vector
 
 
-async def search_memories(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                          retrieval: RetrievalSettings,
-                          request: SearchRequest,
-                          reranker: UserReranker | None = None) -> SearchAnswer:
+async def search_memories(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    request: SearchRequest,
+    reranker: UserReranker | None = None,
+) -> SearchAnswer:
     """Search with the configured default mode and the time window read from the query; a
     `reranker` reorders its first results unless the request turned it off, after the
     session's transaction has ended (no later statement may use it)."""
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
-        raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}",
-                           field="entities")
+        raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}", field="entities")
     if request.filter is not None and any(t in RECORD_TYPES for t in request.types or ()):
-        raise InvalidInput("filter applies to episodes, facts and rules; search run, "
-                           "run_message and reflection in a request of their own",
-                           field="filter")
+        raise InvalidInput(
+            "filter applies to episodes, facts and rules; search run, "
+            "run_message and reflection in a request of their own",
+            field="filter",
+        )
     now = now_utc()
     at = point_in_time(request.as_of, request.known_at)
     window = parse_time_window(request.query, request.reference_time or now)
-    plan = plan_search(retrieval, query=request.query, types=request.types,
-                       scope=request.scope, mode=mode,
-                       limit=request.limit or retrieval.default_limit,
-                       min_confidence=request.min_confidence, fusion=request.fusion,
-                       window=window, time_mode=request.time_mode,
-                       graph=graph_query(request.entities, request.graph_hops),
-                       neighbours=request.neighbours, at=at,
-                       memory_filter=filter_tree(request.filter), language=request.language)
+    plan = plan_search(
+        retrieval,
+        query=request.query,
+        types=request.types,
+        scope=request.scope,
+        mode=mode,
+        limit=request.limit or retrieval.default_limit,
+        min_confidence=request.min_confidence,
+        fusion=request.fusion,
+        window=window,
+        time_mode=request.time_mode,
+        graph=graph_query(request.entities, request.graph_hops),
+        neighbours=request.neighbours,
+        at=at,
+        memory_filter=filter_tree(request.filter),
+        language=request.language,
+    )
     vector, skipped = None, None
     if plan.mode == "hybrid" and outside(request.query, embedder.languages, request.language):
         skipped = "language"
     else:
-        vector, skipped = await query_vector(embedder, plan, tenant_id=tenant_id,
-                                             seconds=retrieval.query_embedding_seconds)
+        vector, skipped = await query_vector(
+            embedder, plan, tenant_id=tenant_id, seconds=retrieval.query_embedding_seconds
+        )
     if skipped is not None:
         plan = replace(plan, mode="keyword")
     step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
-    hits = await search(session, plan if step is None else replace(plan, limit=step.pool),
-                        tenant_id=tenant_id, embedder=embedder, retrieval=retrieval,
-                        query_vector=vector)
+    hits = await search(
+        session,
+        plan if step is None else replace(plan, limit=step.pool),
+        tenant_id=tenant_id,
+        embedder=embedder,
+        retrieval=retrieval,
+        query_vector=vector,
+    )
     if step is not None:
         # The search has read all it shows: its connection goes back to the pool before the
         # reranker is waited on, not after.
         await end_transaction(session)
         hits = await step.apply(plan.query, hits)
-    return SearchAnswer(plan.mode, hits, window, request.time_mode, now, at,
-                        reranker=outcome_of(reranker, step), semantic_skipped=skipped)
+    return SearchAnswer(
+        plan.mode,
+        hits,
+        window,
+        request.time_mode,
+        now,
+        at,
+        reranker=outcome_of(reranker, step),
+        semantic_skipped=skipped,
+    )
 
 
-async def query_vector(embedder: Embedder, plan: SearchPlan, *, tenant_id: str,
-                       seconds: float) -> tuple[QueryVector | None, str | None]:
+async def query_vector(
+    embedder: Embedder, plan: SearchPlan, *, tenant_id: str, seconds: float
+) -> tuple[QueryVector | None, str | None]:
     """The query's vector when the plan reads the semantic list. With a remote model that is
     unavailable (or failed a few seconds ago) or slower than `seconds`: no vector, and why
     ("unavailable", "timeout")."""

@@ -37,10 +37,23 @@ class Candidate:
     in_window: bool = False  # inside the time window the query names
 
 
-SIGNALS = ("similarity", "similarity_gap", "keyword", "semantic_rrf", "keyword_rrf",
-           "semantic_log_rank", "keyword_log_rank", "session_similarity_gap",
-           "session_keyword", "log_length", "similarity_x_spread", "keyword_x_spread",
-           "own_gap", "passage_lift", "in_window")
+SIGNALS = (
+    "similarity",
+    "similarity_gap",
+    "keyword",
+    "semantic_rrf",
+    "keyword_rrf",
+    "semantic_log_rank",
+    "keyword_log_rank",
+    "session_similarity_gap",
+    "session_keyword",
+    "log_length",
+    "similarity_x_spread",
+    "keyword_x_spread",
+    "own_gap",
+    "passage_lift",
+    "in_window",
+)
 
 
 def signals(candidates: Sequence[Candidate], *, depth: int) -> np.ndarray:
@@ -59,8 +72,11 @@ def signals(candidates: Sequence[Candidate], *, depth: int) -> np.ndarray:
     best_kw = kw_scores[0] if len(kw_scores) else 1.0
     # How much the keyword list's first result stands out from its tenth: high when the
     # query has a rare, telling word.
-    spread = ((kw_scores[0] - kw_scores[min(9, len(kw_scores) - 1)]) / kw_scores[0]
-              if len(kw_scores) else 0.0)
+    spread = (
+        (kw_scores[0] - kw_scores[min(9, len(kw_scores) - 1)]) / kw_scores[0]
+        if len(kw_scores)
+        else 0.0
+    )
     kw_norm = kw / best_kw
     numbers: dict[Hashable, int] = {}
     group = np.array([numbers.setdefault(c.group, len(numbers)) for c in candidates])
@@ -68,11 +84,26 @@ def signals(candidates: Sequence[Candidate], *, depth: int) -> np.ndarray:
     session_kw = _group_max(kw_norm, group, len(numbers))
     length = np.array([math.log1p(c.length) for c in candidates])
     window = np.array([1.0 if c.in_window else 0.0 for c in candidates])
-    return np.stack([
-        sim, sim - best_sim, kw_norm, 1 / (RRF_K + sem_rank), 1 / (RRF_K + kw_rank),
-        np.log(sem_rank), np.log(kw_rank), session_sim - best_sim, session_kw, length,
-        (sim - best_sim) * spread, kw_norm * spread, own - best_sim, sim - own, window,
-    ], axis=1)
+    return np.stack(
+        [
+            sim,
+            sim - best_sim,
+            kw_norm,
+            1 / (RRF_K + sem_rank),
+            1 / (RRF_K + kw_rank),
+            np.log(sem_rank),
+            np.log(kw_rank),
+            session_sim - best_sim,
+            session_kw,
+            length,
+            (sim - best_sim) * spread,
+            kw_norm * spread,
+            own - best_sim,
+            sim - own,
+            window,
+        ],
+        axis=1,
+    )
 
 
 def _group_max(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
@@ -110,13 +141,18 @@ class Model:
         def table(name: str, dtype: type, fill: float) -> np.ndarray:
             out: np.ndarray = np.full((len(trees), width), fill, dtype=dtype)
             for index, tree in enumerate(trees):
-                out[index, :len(tree[name])] = tree[name]
+                out[index, : len(tree[name])] = tree[name]
             return out
 
-        return cls(table("feature", np.int64, 0), table("threshold", np.float64, 0.0),
-                   table("left", np.int64, 0), table("right", np.int64, 0),
-                   table("value", np.float64, 0.0), table("leaf", np.bool_, True),
-                   float(data["bias"]))
+        return cls(
+            table("feature", np.int64, 0),
+            table("threshold", np.float64, 0.0),
+            table("left", np.int64, 0),
+            table("right", np.int64, 0),
+            table("value", np.float64, 0.0),
+            table("leaf", np.bool_, True),
+            float(data["bias"]),
+        )
 
     @functools.cached_property
     def _flat(self) -> tuple[np.ndarray, ...]:
@@ -124,15 +160,22 @@ class Model:
         the trees' nodes, indexed by tree * nodes-per-tree + node."""
         width = self.value.shape[1]
         offset = (np.arange(self.value.shape[0]) * width)[:, None]
-        return (self.feature.ravel(), self.threshold.ravel(), (self.left + offset).ravel(),
-                (self.right + offset).ravel(), self.value.ravel(), self.leaf.ravel())
+        return (
+            self.feature.ravel(),
+            self.threshold.ravel(),
+            (self.left + offset).ravel(),
+            (self.right + offset).ravel(),
+            self.value.ravel(),
+            self.leaf.ravel(),
+        )
 
     def paths(self, rows: np.ndarray) -> list[np.ndarray]:
         """The node each row is at in each tree, level by level from the roots (one array of
         rows x trees per level, each node as its flat index: tree * nodes-per-tree + node)."""
         feature, threshold, left, right, _, leaf = self._flat
-        node = np.broadcast_to(np.arange(self.value.shape[0]) * self.value.shape[1],
-                               (len(rows), self.value.shape[0]))
+        node = np.broadcast_to(
+            np.arange(self.value.shape[0]) * self.value.shape[1], (len(rows), self.value.shape[0])
+        )
         cell = (np.arange(len(rows)) * rows.shape[1])[:, None]
         values = rows.ravel()
         levels = [node]
@@ -144,8 +187,9 @@ class Model:
             levels.append(node)
         return levels
 
-    def contributions(self, rows: np.ndarray,
-                      levels: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    def contributions(
+        self, rows: np.ndarray, levels: Sequence[np.ndarray] | None = None
+    ) -> np.ndarray:
         """Each signal's part of each row's logit (same shape as `rows`); with the roots'
         values and the bias they add up to the logit. `levels`: the rows' `paths`, if known."""
         feature, _, _, _, value, _ = self._flat

@@ -55,8 +55,9 @@ class Scorer(Protocol):
 class EndpointScorer:
     """POSTs `{base_url}/rerank` in the configured request shape; reads either answer shape."""
 
-    def __init__(self, settings: RerankerSettings,
-                 *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self, settings: RerankerSettings, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         if not settings.base_url:
             raise ValueError("reranker base_url is not configured")
         self._settings = settings
@@ -72,8 +73,11 @@ class EndpointScorer:
         """The request: Cohere's shape (Jina, vLLM, Infinity take it too) or TEI's."""
         if self._settings.api == "tei":
             return {"query": query, "texts": list(documents), "truncate": True}
-        body: dict[str, Any] = {"query": query, "documents": list(documents),
-                                "top_n": len(documents)}
+        body: dict[str, Any] = {
+            "query": query,
+            "documents": list(documents),
+            "top_n": len(documents),
+        }
         if self._settings.model:
             body["model"] = self._settings.model
         return body
@@ -83,11 +87,11 @@ class EndpointScorer:
         longer than `answer_cap` allows (read no further) or unreadable."""
         cap = answer_cap(len(documents), self._settings.document_chars)
         try:
-            async with self._http.stream("POST", self._url,
-                                         json=self.body(query, documents)) as response:
+            async with self._http.stream(
+                "POST", self._url, json=self.body(query, documents)
+            ) as response:
                 if response.status_code >= 400:
-                    raise RerankerError(
-                        f"the rerank endpoint answered HTTP {response.status_code}")
+                    raise RerankerError(f"the rerank endpoint answered HTTP {response.status_code}")
                 body = await capped_body(response, cap)
         except httpx.TimeoutException:
             raise RerankerError("the rerank endpoint timed out", reason="timeout") from None
@@ -108,8 +112,9 @@ class EndpointScorer:
 def answer_cap(count: int, document_chars: int) -> int:
     """The most bytes a rerank answer for `count` documents of up to `document_chars`
     characters may hold."""
-    return ANSWER_BASE_BYTES + count * (ANSWER_RESULT_BYTES
-                                        + ANSWER_BYTES_PER_CHAR * document_chars)
+    return ANSWER_BASE_BYTES + count * (
+        ANSWER_RESULT_BYTES + ANSWER_BYTES_PER_CHAR * document_chars
+    )
 
 
 async def capped_body(response: httpx.Response, cap: int) -> bytes:
@@ -146,9 +151,14 @@ def answer_scores(answer: Any, count: int) -> dict[int, float]:
             raise ValueError("a result is not an object")
         index = item.get("index")
         score = item.get("relevance_score", item.get("score"))
-        if (not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count
-                or not isinstance(score, int | float) or isinstance(score, bool)
-                or not math.isfinite(score)):
+        if (
+            not isinstance(index, int)
+            or isinstance(index, bool)
+            or not 0 <= index < count
+            or not isinstance(score, int | float)
+            or isinstance(score, bool)
+            or not math.isfinite(score)
+        ):
             raise ValueError("a result has no valid index and score")
         scores[index] = float(score)
     return scores
@@ -175,8 +185,10 @@ class CrossEncoderScorer:
 
         model = CrossEncoder(str(self._path), device=self._device, local_files_only=True)
         if model.config.num_labels != 1:
-            raise ValueError(f"the cross-encoder at {str(self._path)!r} gives "
-                             f"{model.config.num_labels} scores a pair, not one")
+            raise ValueError(
+                f"the cross-encoder at {str(self._path)!r} gives "
+                f"{model.config.num_labels} scores a pair, not one"
+            )
         self._model = model
 
     async def scores(self, query: str, documents: Sequence[str]) -> dict[int, float]:
@@ -188,8 +200,11 @@ class CrossEncoderScorer:
         return dict(enumerate(values))
 
     def _predict(self, query: str, documents: list[str]) -> list[float]:
-        scores = self._model.predict([(query, document) for document in documents],
-                                     show_progress_bar=False, convert_to_numpy=True)
+        scores = self._model.predict(
+            [(query, document) for document in documents],
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         return [float(score) for score in scores]
 
     async def aclose(self) -> None:

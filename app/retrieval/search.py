@@ -40,6 +40,7 @@ from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
+
 @dataclass(frozen=True)
 class Hit(ScoredRow):
     """A memory or record search result: the row with its scores."""
@@ -64,9 +65,15 @@ class GraphPath:
     score: float
 
 
-async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
-                 embedder: Embedder, retrieval: RetrievalSettings,
-                 query_vector: QueryVector | None = None) -> list[Hit]:
+async def search(
+    session: AsyncSession,
+    plan: SearchPlan,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    query_vector: QueryVector | None = None,
+) -> list[Hit]:
     """Search the tenant's memories as `plan` says; an empty query finds nothing.
 
     With `plan.neighbours` > 0 each episode hit carries up to that many turns stored before
@@ -85,19 +92,26 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
     if query_vector is None and plan.semantic:
         query_vector = await embed_query(embedder, plan.query, tenant_id=tenant_id)
     keyword_query = plan.query if plan.keyword else None
-    vector, scale = await _vector_scan(session, plan, embedder=embedder, retrieval=retrieval,
-                                       query_vector=query_vector)
+    vector, scale = await _vector_scan(
+        session, plan, embedder=embedder, retrieval=retrieval, query_vector=query_vector
+    )
     span = plan.span
-    filters = await search_rows.with_exact_types(session, plan.types,
-                                                 _filters(plan, tenant_id=tenant_id),
-                                                 below=retrieval.filter_exact_below)
+    filters = await search_rows.with_exact_types(
+        session, plan.types, _filters(plan, tenant_id=tenant_id), below=retrieval.filter_exact_below
+    )
 
     async def candidates(plan: SearchPlan) -> search_rows.Candidates:
         return await search_rows.search_candidates(
-            session, types=plan.types, filters=filters, vector=vector, query=keyword_query,
-            limit=plan.depth, language=plan.language,
+            session,
+            types=plan.types,
+            filters=filters,
+            vector=vector,
+            query=keyword_query,
+            limit=plan.depth,
+            language=plan.language,
             window=span if plan.time_mode == "boost" and "episode" in plan.types else None,
-            passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS)
+            passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS,
+        )
 
     found = await candidates(plan)
     known = known_rows(found.rows) if plan.learned else {}
@@ -110,87 +124,159 @@ async def search(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
         plan = replace(plan, fusion="rrf")
         found = found.cut(plan.limit) if found.ranked_as_parts() else await candidates(plan)
     semantic, keyword, boost = found.semantic, found.keyword, found.window
-    near, paths = await _near_entities(session, plan, filters=filters,
-                                       fanout=retrieval.graph_fanout)
+    near, paths = await _near_entities(
+        session, plan, filters=filters, fanout=retrieval.graph_fanout
+    )
     rows = dict(found.rows)
     if plan.learned:
-        near_rows = await missing_rows(session, tenant_id=tenant_id, keys=rows_wanted(near),
-                                       have=rows, vector=vector, query=keyword_query,
-                                       language=plan.language)
+        near_rows = await missing_rows(
+            session,
+            tenant_id=tenant_id,
+            keys=rows_wanted(near),
+            have=rows,
+            vector=vector,
+            query=keyword_query,
+            language=plan.language,
+        )
         rows.update(near_rows)
         known.update(known_rows(near_rows))
-        fused = fuse_learned(semantic, keyword, known=known, limit=plan.limit,
-                             depth=plan.depth, boost=boost, window=span, graph=near,
-                             k=plan.rrf_k, scale=scale)
+        fused = fuse_learned(
+            semantic,
+            keyword,
+            known=known,
+            limit=plan.limit,
+            depth=plan.depth,
+            boost=boost,
+            window=span,
+            graph=near,
+            k=plan.rrf_k,
+            scale=scale,
+        )
     elif plan.mode == "hybrid":
-        fused = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, boost=boost,
-                     method=plan.fused_by, weights=plan.weights, graph=near)
+        fused = fuse(
+            semantic,
+            keyword,
+            limit=plan.limit,
+            k=plan.rrf_k,
+            boost=boost,
+            method=plan.fused_by,
+            weights=plan.weights,
+            graph=near,
+        )
     else:
-        fused = single_list(semantic if plan.mode == "semantic" else keyword,
-                            semantic=plan.mode == "semantic", boost=boost)
+        fused = single_list(
+            semantic if plan.mode == "semantic" else keyword,
+            semantic=plan.mode == "semantic",
+            boost=boost,
+        )
     if stale_behind:
         fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
-        fused = await with_records(session, plan, tenant_id=tenant_id, fused=fused,
-                                   vector=vector, query=keyword_query, rows=rows, scale=scale)
-    hits = await load_hits(session, tenant_id=tenant_id, fused=fused, vector=vector,
-                           query=keyword_query, loaded=rows, language=plan.language)
+        fused = await with_records(
+            session,
+            plan,
+            tenant_id=tenant_id,
+            fused=fused,
+            vector=vector,
+            query=keyword_query,
+            rows=rows,
+            scale=scale,
+        )
+    hits = await load_hits(
+        session,
+        tenant_id=tenant_id,
+        fused=fused,
+        vector=vector,
+        query=keyword_query,
+        loaded=rows,
+        language=plan.language,
+    )
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
 
 
-async def _vector_scan(session: AsyncSession, plan: SearchPlan, *, embedder: Embedder,
-                       retrieval: RetrievalSettings, query_vector: QueryVector | None
-                       ) -> tuple[EmbeddingVector | None, SimilarityScale]:
+async def _vector_scan(
+    session: AsyncSession,
+    plan: SearchPlan,
+    *,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    query_vector: QueryVector | None,
+) -> tuple[EmbeddingVector | None, SimilarityScale]:
     """The scan settings of the semantic leg, then the query's vector by the serving model and
     the scale learned fusion reads that model's similarities on (none without a vector)."""
     if query_vector is None:
         return None, IDENTITY
     await search_rows.configure_vector_scan(
-        session, ef_search=max(retrieval.hnsw_ef_search, plan.depth),
-        max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        session,
+        ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+    )
     # Read after the scan settings, so both ride on the transaction's first statement.
     query_vector = await serving_query(session, embedder, query_vector)
     return query_vector.vector, scale_of(query_vector.model) if plan.learned else IDENTITY
 
 
-async def _near_entities(session: AsyncSession, plan: SearchPlan, *, filters: Filters,
-                         fanout: int) -> tuple[list[RankedCandidate], dict[Key, GraphPath]]:
+async def _near_entities(
+    session: AsyncSession, plan: SearchPlan, *, filters: Filters, fanout: int
+) -> tuple[list[RankedCandidate], dict[Key, GraphPath]]:
     """The graph list of a hybrid search with entities, and each memory's path; else none."""
     if plan.graph is None or not plan.graph.entities or plan.mode != "hybrid":
         return [], {}
-    return await graph_candidates(session, filters=filters, types=plan.types, graph=plan.graph,
-                                  limit=plan.limit, fanout=fanout)
+    return await graph_candidates(
+        session,
+        filters=filters,
+        types=plan.types,
+        graph=plan.graph,
+        limit=plan.limit,
+        fanout=fanout,
+    )
 
 
 def _filters(plan: SearchPlan, *, tenant_id: str) -> Filters:
     """What the plan admits, as the candidate statement filters it."""
-    return Filters(tenant_id=tenant_id, scope=plan.scope, min_confidence=plan.min_confidence,
-                   occurred=plan.span if plan.time_mode == "filter" else None,
-                   as_of=None if plan.at is None else plan.at.as_of,
-                   known_at=None if plan.at is None else plan.at.known_at,
-                   memory_filter=plan.memory_filter)
+    return Filters(
+        tenant_id=tenant_id,
+        scope=plan.scope,
+        min_confidence=plan.min_confidence,
+        occurred=plan.span if plan.time_mode == "filter" else None,
+        as_of=None if plan.at is None else plan.at.as_of,
+        known_at=None if plan.at is None else plan.at.known_at,
+        memory_filter=plan.memory_filter,
+    )
 
 
-async def _described(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
-                     hits: list[Hit], paths: Mapping[Key, GraphPath]) -> list[Hit]:
+async def _described(
+    session: AsyncSession,
+    plan: SearchPlan,
+    *,
+    tenant_id: str,
+    hits: list[Hit],
+    paths: Mapping[Key, GraphPath],
+) -> list[Hit]:
     """The hits with what each says beside its memory: its graph path, why a rule was
     marked harmful, the episode's neighbouring turns, a fact's period as believed then."""
     if paths:
         hits = [replace(hit, graph=paths.get((hit.memory_type, hit.row.id))) for hit in hits]
     hits = await with_harmful_reasons(session, tenant_id=tenant_id, hits=hits)
     if plan.neighbours > 0:
-        hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits,
-                                     count=plan.neighbours)
-    periods = await periods_at(session, tenant_id=tenant_id, at=plan.at,
-                               facts=[hit.row for hit in hits if hit.memory_type == "fact"])
+        hits = await with_neighbours(session, tenant_id=tenant_id, hits=hits, count=plan.neighbours)
+    periods = await periods_at(
+        session,
+        tenant_id=tenant_id,
+        at=plan.at,
+        facts=[hit.row for hit in hits if hit.memory_type == "fact"],
+    )
     if periods:
-        hits = [replace(hit, period=periods.get(hit.row.id)) if hit.memory_type == "fact"
-                else hit for hit in hits]
+        hits = [
+            replace(hit, period=periods.get(hit.row.id)) if hit.memory_type == "fact" else hit
+            for hit in hits
+        ]
     return hits
 
 
-def stale_factors(fused: Sequence[Fused],
-                  rows: Mapping[Key, search_rows.LoadedRow]) -> dict[Key, float]:
+def stale_factors(
+    fused: Sequence[Fused], rows: Mapping[Key, search_rows.LoadedRow]
+) -> dict[Key, float]:
     """What each fact's fused score is multiplied by: `belief.stale_factor` of its effective
     confidence now (a stale fact drops behind an equally relevant fresh one)."""
     now = now_utc()
@@ -199,15 +285,15 @@ def stale_factors(fused: Sequence[Fused],
         key = (item.memory_type, item.memory_id)
         if item.memory_type == "fact" and key in rows:
             row = rows[key].row
-            factors[key] = stale_factor(effective_confidence(
-                row.confidence, row.decay_rate, row.last_confirmed_at, now))
+            factors[key] = stale_factor(
+                effective_confidence(row.confidence, row.decay_rate, row.last_confirmed_at, now)
+            )
     return factors
 
 
 def rows_wanted(*lists: Sequence[RankedCandidate]) -> list[Key]:
     """The keys of the candidates of `lists`, once each."""
-    return list(dict.fromkeys((c.memory_type, c.memory_id) for ranked in lists
-                              for c in ranked))
+    return list(dict.fromkeys((c.memory_type, c.memory_id) for ranked in lists for c in ranked))
 
 
 def known_rows(rows: Mapping[Key, search_rows.LoadedRow]) -> dict[Key, Known]:
@@ -221,79 +307,150 @@ def known_rows(rows: Mapping[Key, search_rows.LoadedRow]) -> dict[Key, Known]:
 
 
 async def graph_candidates(
-    session: AsyncSession, *, filters: Filters, types: Sequence[str], graph: GraphQuery,
-    limit: int, fanout: int,
+    session: AsyncSession,
+    *,
+    filters: Filters,
+    types: Sequence[str],
+    graph: GraphQuery,
+    limit: int,
+    fanout: int,
 ) -> tuple[list[RankedCandidate], dict[Key, GraphPath]]:
     """The visible memories within `graph.hops` of its entities, ranked by graph score
     (best path's strength product / hops), and each one's path."""
     rows = await graph_rows.graph_scores(
-        session, tenant_id=filters.tenant_id, roots=graph.entities, types=types,
-        hops=graph.hops, fanout=fanout, limit=limit * 4)
+        session,
+        tenant_id=filters.tenant_id,
+        roots=graph.entities,
+        types=types,
+        hops=graph.hops,
+        fanout=fanout,
+        limit=limit * 4,
+    )
     visible: set[Key] = set()
     for memory_type in types:
         ids = [row.node_id for row in rows if row.node_type == memory_type]
-        visible |= {(memory_type, memory_id) for memory_id in await search_rows.visible_ids(
-            session, memory_type, filters=filters, ids=ids)}
+        visible |= {
+            (memory_type, memory_id)
+            for memory_id in await search_rows.visible_ids(
+                session, memory_type, filters=filters, ids=ids
+            )
+        }
     kept = [row for row in rows if (row.node_type, row.node_id) in visible][:limit]
-    ranked = [RankedCandidate(row.node_type, row.node_id, rank, row.score)
-              for rank, row in enumerate(kept, 1)]
-    paths = {(row.node_type, row.node_id): GraphPath(row.root, row.hop, row.strength, row.score)
-             for row in kept}
+    ranked = [
+        RankedCandidate(row.node_type, row.node_id, rank, row.score)
+        for rank, row in enumerate(kept, 1)
+    ]
+    paths = {
+        (row.node_type, row.node_id): GraphPath(row.root, row.hop, row.strength, row.score)
+        for row in kept
+    }
     return ranked, paths
 
 
-async def with_records(session: AsyncSession, plan: SearchPlan, *, tenant_id: str,
-                       fused: Sequence[Fused], vector: EmbeddingVector | None,
-                       query: str | None, rows: dict[Key, search_rows.LoadedRow],
-                       scale: SimilarityScale = IDENTITY) -> list[Fused]:
+async def with_records(
+    session: AsyncSession,
+    plan: SearchPlan,
+    *,
+    tenant_id: str,
+    fused: Sequence[Fused],
+    vector: EmbeddingVector | None,
+    query: str | None,
+    rows: dict[Key, search_rows.LoadedRow],
+    scale: SimilarityScale = IDENTITY,
+) -> list[Fused]:
     """The memories' results merged with those of the record types asked for (fused the same
     way, each source on its own, so their scores compare); learned fusion first loads their
     rows into `rows` and reads their similarities on `scale`."""
     semantic, keyword = await record_sql.candidate_lists(
-        session, types=plan.records, tenant_id=tenant_id, vector=vector, query=query,
-        limit=plan.depth, language=plan.language)
+        session,
+        types=plan.records,
+        tenant_id=tenant_id,
+        vector=vector,
+        query=query,
+        limit=plan.depth,
+        language=plan.language,
+    )
     if plan.learned:
-        rows.update(await missing_rows(session, tenant_id=tenant_id,
-                                       keys=rows_wanted(semantic, keyword), have=rows,
-                                       vector=vector, query=query, language=plan.language))
-        found = fuse_learned(semantic, keyword, known=known_rows(rows), limit=plan.limit,
-                             depth=plan.depth, scale=scale)
+        rows.update(
+            await missing_rows(
+                session,
+                tenant_id=tenant_id,
+                keys=rows_wanted(semantic, keyword),
+                have=rows,
+                vector=vector,
+                query=query,
+                language=plan.language,
+            )
+        )
+        found = fuse_learned(
+            semantic,
+            keyword,
+            known=known_rows(rows),
+            limit=plan.limit,
+            depth=plan.depth,
+            scale=scale,
+        )
     elif plan.mode == "hybrid":
-        found = fuse(semantic, keyword, limit=plan.limit, k=plan.rrf_k, method=plan.fused_by,
-                     weights=plan.weights)
+        found = fuse(
+            semantic,
+            keyword,
+            limit=plan.limit,
+            k=plan.rrf_k,
+            method=plan.fused_by,
+            weights=plan.weights,
+        )
     else:
-        found = single_list(semantic if plan.mode == "semantic" else keyword,
-                            semantic=plan.mode == "semantic")
+        found = single_list(
+            semantic if plan.mode == "semantic" else keyword, semantic=plan.mode == "semantic"
+        )
     return merge_sources(fused, found, hybrid=plan.mode == "hybrid", limit=plan.limit)
 
 
-async def with_harmful_reasons(session: AsyncSession, *, tenant_id: str,
-                               hits: Sequence[Hit]) -> list[Hit]:
+async def with_harmful_reasons(
+    session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit]
+) -> list[Hit]:
     """The hits, each rule with the reasons of its harmful marks (one statement, only when a
     rule that was marked harmful was found)."""
-    rule_ids = [hit.row.id for hit in hits
-                if hit.memory_type == "rule" and hit.row.harmful_count > 0]
+    rule_ids = [
+        hit.row.id for hit in hits if hit.memory_type == "rule" and hit.row.harmful_count > 0
+    ]
     if not rule_ids:
         return list(hits)
     reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id, rule_ids=rule_ids)
-    return [replace(hit, harmful_reasons=tuple(reasons.get(hit.row.id, [])))
-            if hit.memory_type == "rule" else hit for hit in hits]
+    return [
+        replace(hit, harmful_reasons=tuple(reasons.get(hit.row.id, [])))
+        if hit.memory_type == "rule"
+        else hit
+        for hit in hits
+    ]
 
 
-async def with_neighbours(session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit],
-                          count: int) -> list[Hit]:
+async def with_neighbours(
+    session: AsyncSession, *, tenant_id: str, hits: Sequence[Hit], count: int
+) -> list[Hit]:
     """The hits, each episode with its neighbouring turns."""
     episode_ids = [hit.row.id for hit in hits if hit.memory_type == "episode"]
-    turns = await episode_rows.neighbours(session, tenant_id=tenant_id, ids=episode_ids,
-                                          count=count)
-    return [replace(hit, neighbours=tuple(turns.get(hit.row.id, ())))
-            if hit.memory_type == "episode" else hit for hit in hits]
+    turns = await episode_rows.neighbours(
+        session, tenant_id=tenant_id, ids=episode_ids, count=count
+    )
+    return [
+        replace(hit, neighbours=tuple(turns.get(hit.row.id, ())))
+        if hit.memory_type == "episode"
+        else hit
+        for hit in hits
+    ]
 
 
-async def missing_rows(session: AsyncSession, *, tenant_id: str, keys: Sequence[Key],
-                       have: Mapping[Key, search_rows.LoadedRow],
-                       vector: EmbeddingVector | None, query: str | None,
-                       language: str | None = None) -> dict[Key, search_rows.LoadedRow]:
+async def missing_rows(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    keys: Sequence[Key],
+    have: Mapping[Key, search_rows.LoadedRow],
+    vector: EmbeddingVector | None,
+    query: str | None,
+    language: str | None = None,
+) -> dict[Key, search_rows.LoadedRow]:
     """The rows of those `keys` not in `have`, one query per type (`language`: the
     query's, when the request gives it)."""
     rows: dict[Key, search_rows.LoadedRow] = {}
@@ -302,35 +459,75 @@ async def missing_rows(session: AsyncSession, *, tenant_id: str, keys: Sequence[
         if not ids:
             continue
         if memory_type in MEMORY_TYPES:
-            more = await search_rows.load_rows(session, memory_type, tenant_id=tenant_id,
-                                               ids=ids, vector=vector, query=query,
-                                               language=language)
+            more = await search_rows.load_rows(
+                session,
+                memory_type,
+                tenant_id=tenant_id,
+                ids=ids,
+                vector=vector,
+                query=query,
+                language=language,
+            )
         else:
-            more = {row_id: search_rows.LoadedRow(row, similarity, keyword_score, None)
-                    for row_id, (row, similarity, keyword_score) in (await record_sql.load_rows(
-                        session, memory_type, tenant_id=tenant_id, ids=ids, vector=vector,
-                        query=query, language=language)).items()}
+            more = {
+                row_id: search_rows.LoadedRow(row, similarity, keyword_score, None)
+                for row_id, (row, similarity, keyword_score) in (
+                    await record_sql.load_rows(
+                        session,
+                        memory_type,
+                        tenant_id=tenant_id,
+                        ids=ids,
+                        vector=vector,
+                        query=query,
+                        language=language,
+                    )
+                ).items()
+            }
         rows.update({(memory_type, row_id): row for row_id, row in more.items()})
     return rows
 
 
-async def load_hits(session: AsyncSession, *, tenant_id: str, fused: Sequence[Fused],
-                    vector: EmbeddingVector | None, query: str | None,
-                    loaded: Mapping[Key, search_rows.LoadedRow],
-                    language: str | None = None) -> list[Hit]:
+async def load_hits(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    fused: Sequence[Fused],
+    vector: EmbeddingVector | None,
+    query: str | None,
+    loaded: Mapping[Key, search_rows.LoadedRow],
+    language: str | None = None,
+) -> list[Hit]:
     """The fused results with their rows, in fused order: those already `loaded` with the
     candidate lists, the others (graph neighbours, records) fetched with one query per type."""
     rows = dict(loaded)
-    rows.update(await missing_rows(session, tenant_id=tenant_id,
-                                   keys=[(f.memory_type, f.memory_id) for f in fused],
-                                   have=rows, vector=vector, query=query,
-                                   language=language))
+    rows.update(
+        await missing_rows(
+            session,
+            tenant_id=tenant_id,
+            keys=[(f.memory_type, f.memory_id) for f in fused],
+            have=rows,
+            vector=vector,
+            query=query,
+            language=language,
+        )
+    )
     hits = []
     for f in fused:
         if (f.memory_type, f.memory_id) in rows:
             found = rows[(f.memory_type, f.memory_id)]
-            hits.append(Hit(found.row, found.similarity, found.keyword_score, f.rrf_score,
-                            f.semantic_rank, f.keyword_rank, f.fused_score, f.contributions,
-                            memory_type=f.memory_type, time_rank=f.time_rank,
-                            passage=found.passage))
+            hits.append(
+                Hit(
+                    found.row,
+                    found.similarity,
+                    found.keyword_score,
+                    f.rrf_score,
+                    f.semantic_rank,
+                    f.keyword_rank,
+                    f.fused_score,
+                    f.contributions,
+                    memory_type=f.memory_type,
+                    time_rank=f.time_rank,
+                    passage=found.passage,
+                )
+            )
     return hits

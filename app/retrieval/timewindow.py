@@ -10,9 +10,23 @@ MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name
 MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
 WEEKDAYS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
 UNITS = {"day": 1, "week": 7}
-NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
-                "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2,
-                "a few": 3, "several": 3}
+NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
 
 _MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"((?:19|20)\d\d)"
@@ -68,8 +82,9 @@ def _relative(query: str, today: date, zone: tzinfo | None) -> TimeWindow | None
         if unit == "month":
             year, month = _shift_months(today, -count)
             return _month(year, month, zone, match[0])
-        return _days(date(today.year - count, 1, 1), date(today.year - count, 12, 31), zone,
-                     match[0])
+        return _days(
+            date(today.year - count, 1, 1), date(today.year - count, 12, 31), zone, match[0]
+        )
     if match := re.search(r"\b(last|past|this) (week|month|year|weekend)\b", query):
         return _period(match[1], match[2], today, zone, match[0])
     if match := re.search(r"\b(?:last|on) " + _WEEKDAY + r"\b", query):
@@ -79,8 +94,7 @@ def _relative(query: str, today: date, zone: tzinfo | None) -> TimeWindow | None
     return None
 
 
-def _period(which: str, unit: str, today: date, zone: tzinfo | None,
-            words: str) -> TimeWindow:
+def _period(which: str, unit: str, today: date, zone: tzinfo | None, words: str) -> TimeWindow:
     if unit == "year":
         year = today.year if which == "this" else today.year - 1
         return _days(date(year, 1, 1), date(year, 12, 31), zone, words)
@@ -98,8 +112,7 @@ def _period(which: str, unit: str, today: date, zone: tzinfo | None,
 def _absolute(query: str, today: date, zone: tzinfo | None) -> TimeWindow | None:
     if match := re.search(_MONTH + r" (\d{1,2})(?:st|nd|rd|th)?,? " + _YEAR, query):
         return _on(int(match[3]), MONTHS[match[1]], int(match[2]), zone, match[0])
-    if match := re.search(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?" + _MONTH + ",? " + _YEAR,
-                          query):
+    if match := re.search(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?" + _MONTH + ",? " + _YEAR, query):
         return _on(int(match[3]), MONTHS[match[2]], int(match[1]), zone, match[0])
     if match := re.search(r"\b" + _MONTH + ",? (?:of )?" + _YEAR + r"\b", query):
         return _month(int(match[2]), MONTHS[match[1]], zone, match[0])

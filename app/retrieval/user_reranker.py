@@ -54,21 +54,21 @@ class UserReranker:
         """How many fused results a search of `limit` results gives the reranker to read."""
         return max(limit, self.settings.top_n)
 
-    async def reorder(self, query: str, rows: Sequence[Row], *,
-                      limit: int) -> tuple[list[Row], Outcome]:
+    async def reorder(
+        self, query: str, rows: Sequence[Row], *, limit: int
+    ) -> tuple[list[Row], Outcome]:
         """The first `limit` of `rows` after their first `top_n` are ordered by the
         reranker's score (each carrying it in its contributions); `rows` as they are when
         it takes longer than the time budget or fails."""
-        head = list(rows[:self.settings.top_n])
+        head = list(rows[: self.settings.top_n])
         if not head:
             return [], Outcome(False, "no_results")
-        documents = [text_of(row.row)[:self.settings.document_chars] for row in head]
+        documents = [text_of(row.row)[: self.settings.document_chars] for row in head]
         try:
             async with asyncio.timeout(self.settings.timeout_ms / 1000):
                 scores = await self._scorer.scores(query, documents)
         except TimeoutError:
-            logger.warning("reranker skipped: no answer within %d ms",
-                           self.settings.timeout_ms)
+            logger.warning("reranker skipped: no answer within %d ms", self.settings.timeout_ms)
             return list(rows[:limit]), Outcome(False, "timeout")
         except RerankerError as exc:
             logger.warning("reranker skipped: %s", exc)
@@ -77,27 +77,34 @@ class UserReranker:
             logger.warning("reranker skipped: %s", type(exc).__name__)
             return list(rows[:limit]), Outcome(False, "error")
         ordered = scored_first(head, scores)
-        return [*ordered, *rows[len(head):]][:limit], Outcome(True, scored=len(scores))
+        return [*ordered, *rows[len(head) :]][:limit], Outcome(True, scored=len(scores))
 
 
 def scored_first(rows: Sequence[Row], scores: dict[int, float]) -> list[Row]:
     """The rows with a score, best first (ties keep their order), each with the score in its
     contributions; then those without one, in their order."""
-    scored = sorted((index for index in range(len(rows)) if index in scores),
-                    key=lambda index: -scores[index])
+    scored = sorted(
+        (index for index in range(len(rows)) if index in scores), key=lambda index: -scores[index]
+    )
     unscored = [rows[index] for index in range(len(rows)) if index not in scores]
-    return [replace(rows[index],
-                    contributions={**(rows[index].contributions or {}),
-                                   CONTRIBUTION: scores[index]})
-            for index in scored] + unscored
+    return [
+        replace(
+            rows[index],
+            contributions={**(rows[index].contributions or {}), CONTRIBUTION: scores[index]},
+        )
+        for index in scored
+    ] + unscored
 
 
 def open_reranker(settings: RerankerSettings) -> UserReranker | None:
     """The configured reranker, not loaded yet; None when it is off."""
     if settings.kind == "off":
         return None
-    scorer: Scorer = (CrossEncoderScorer(settings) if settings.kind == "cross-encoder"
-                      else EndpointScorer(settings))
+    scorer: Scorer = (
+        CrossEncoderScorer(settings)
+        if settings.kind == "cross-encoder"
+        else EndpointScorer(settings)
+    )
     return UserReranker(settings, scorer)
 
 
@@ -117,8 +124,7 @@ class RerankStep:
         return served
 
 
-def rerank_step(reranker: UserReranker | None, *, wanted: bool,
-                limit: int) -> RerankStep | None:
+def rerank_step(reranker: UserReranker | None, *, wanted: bool, limit: int) -> RerankStep | None:
     """The step of a search of `limit` results; None when no reranker is configured or the
     request turned it off."""
     if reranker is None or not wanted:

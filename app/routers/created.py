@@ -11,5 +11,4 @@ PATH_SAFE = "/:@!$&'()*+,;=-._~"
 def locate(request: Request, response: Response, path: str) -> None:
     """Point the response's `Location` at `path` (under the app's root path), %-encoded, so
     a path segment of any script fits the ASCII header."""
-    response.headers["Location"] = quote(request.scope.get("root_path", "") + path,
-                                         safe=PATH_SAFE)
+    response.headers["Location"] = quote(request.scope.get("root_path", "") + path, safe=PATH_SAFE)

@@ -31,10 +31,20 @@ from app.services.merge import merge_entities
 router = APIRouter(prefix="/v1/entities", tags=["entities"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=EntityOut,
-             responses=problem_responses(409, 422), summary="Create an entity")
-async def create_entity(body: EntityCreate, request: Request, response: Response,
-                        session: SessionDep, tenant_id: TenantDep) -> EntityOut:
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EntityOut,
+    responses=problem_responses(409, 422),
+    summary="Create an entity",
+)
+async def create_entity(
+    body: EntityCreate,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    tenant_id: TenantDep,
+) -> EntityOut:
     """Register an identity anchor for facts.
 
     `entity_type` is one of person, organization, place, other (422 otherwise, listing them).
@@ -47,21 +57,34 @@ async def create_entity(body: EntityCreate, request: Request, response: Response
     return entity_out(row)
 
 
-@router.get("", response_model=Page[EntityOut], responses=problem_responses(422),
-            summary="List entities")
-async def list_entities(session: ReadSessionDep, tenant_id: TenantDep,
-                        query: Annotated[EntityListQuery, Query()],
-                        memory_filter: EntityFilterQuery = None) -> Page[EntityOut]:
+@router.get(
+    "", response_model=Page[EntityOut], responses=problem_responses(422), summary="List entities"
+)
+async def list_entities(
+    session: ReadSessionDep,
+    tenant_id: TenantDep,
+    query: Annotated[EntityListQuery, Query()],
+    memory_filter: EntityFilterQuery = None,
+) -> Page[EntityOut]:
     """Entities newest first; merged (tombstoned) ones only on request; `filter` keeps those
     it admits."""
-    return page_out(await entities.list_entities(
-        session, tenant_id=tenant_id, query=query, memory_filter=memory_filter), entity_out)
+    return page_out(
+        await entities.list_entities(
+            session, tenant_id=tenant_id, query=query, memory_filter=memory_filter
+        ),
+        entity_out,
+    )
 
 
-@router.post("/resolve", response_model=list[ResolveCandidate],
-             responses=problem_responses(422), summary="Resolve a name to ranked entities")
-async def resolve_entity(body: ResolveRequest, session: SessionDep,
-                         tenant_id: TenantDep) -> list[ResolveCandidate]:
+@router.post(
+    "/resolve",
+    response_model=list[ResolveCandidate],
+    responses=problem_responses(422),
+    summary="Resolve a name to ranked entities",
+)
+async def resolve_entity(
+    body: ResolveRequest, session: SessionDep, tenant_id: TenantDep
+) -> list[ResolveCandidate]:
     """Rank the live entities a name may refer to; never creates one.
 
     Tiers (case-insensitive): `exact` canonical name 100, `alias` exact alias 80, `prefix`
@@ -77,38 +100,52 @@ async def resolve_entity(body: ResolveRequest, session: SessionDep,
     return resolve_out(await entities.resolve_name(session, tenant_id=tenant_id, request=body))
 
 
-@router.get("/{entity_id}", response_model=EntityOut, responses=problem_responses(404, 422),
-            summary="Get an entity")
-async def get_entity(entity_id: uuid.UUID, session: ReadSessionDep,
-                     tenant_id: TenantDep) -> EntityOut:
+@router.get(
+    "/{entity_id}",
+    response_model=EntityOut,
+    responses=problem_responses(404, 422),
+    summary="Get an entity",
+)
+async def get_entity(
+    entity_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep
+) -> EntityOut:
     """The entity, including a merged one (its `merged_into_id` names the target)."""
     row = await entities.get_entity(session, tenant_id=tenant_id, entity_id=entity_id)
     return entity_out(row)
 
 
-@router.patch("/{entity_id}", response_model=EntityOut,
-              responses=problem_responses(404, 409, 422), summary="Update an entity")
-async def update_entity(entity_id: uuid.UUID, body: EntityUpdate, session: SessionDep,
-                        tenant_id: TenantDep) -> EntityOut:
+@router.patch(
+    "/{entity_id}",
+    response_model=EntityOut,
+    responses=problem_responses(404, 409, 422),
+    summary="Update an entity",
+)
+async def update_entity(
+    entity_id: uuid.UUID, body: EntityUpdate, session: SessionDep, tenant_id: TenantDep
+) -> EntityOut:
     """`canonical_name` replaces the name, `aliases` replaces the whole list, `metadata` is
     a JSON Merge Patch (RFC 7396): a key set to null is removed, an object is merged into the
     object it replaces, anything else replaces the value; `updated_at` becomes now. A name
     already used by another entity of the same type, or an update of a merged entity, is a
     409.
     """
-    row = await entities.update_entity(session, tenant_id=tenant_id, entity_id=entity_id,
-                                       data=body)
+    row = await entities.update_entity(session, tenant_id=tenant_id, entity_id=entity_id, data=body)
     return entity_out(row)
 
 
-@router.get("/{entity_id}/facts", response_model=FactPage,
-            responses=problem_responses(404, 422), summary="Facts anchored to an entity")
+@router.get(
+    "/{entity_id}/facts",
+    response_model=FactPage,
+    responses=problem_responses(404, 422),
+    summary="Facts anchored to an entity",
+)
 async def entity_facts(
     entity_id: uuid.UUID,
     session: ReadSessionDep,
     tenant_id: TenantDep,
-    validity: Annotated[Validity | None, Query(
-        description="Default: active (at a point in time: any).")] = None,
+    validity: Annotated[
+        Validity | None, Query(description="Default: active (at a point in time: any).")
+    ] = None,
     as_of: AsOf = None,
     known_at: KnownAt = None,
     limit: Limit = 50,
@@ -117,15 +154,28 @@ async def entity_facts(
     """Facts whose `entity_id` is this entity, newest first; active ones unless `validity`
     says otherwise. With `as_of` or `known_at`: the versions that held at `as_of` (default:
     now) as Engram believed at `known_at` (default: now)."""
-    return fact_page_out(await entities.list_entity_facts(
-        session, tenant_id=tenant_id, entity_id=entity_id, validity=validity, limit=limit,
-        cursor=cursor, at=point_in_time(as_of, known_at)))
+    return fact_page_out(
+        await entities.list_entity_facts(
+            session,
+            tenant_id=tenant_id,
+            entity_id=entity_id,
+            validity=validity,
+            limit=limit,
+            cursor=cursor,
+            at=point_in_time(as_of, known_at),
+        )
+    )
 
 
-@router.post("/{target_id}/merge", response_model=MergeOut,
-             responses=problem_responses(404, 409, 422), summary="Merge an entity into this one")
-async def merge_entity(target_id: uuid.UUID, body: MergeRequest, session: SessionDep,
-                       tenant_id: TenantDep) -> MergeOut:
+@router.post(
+    "/{target_id}/merge",
+    response_model=MergeOut,
+    responses=problem_responses(404, 409, 422),
+    summary="Merge an entity into this one",
+)
+async def merge_entity(
+    target_id: uuid.UUID, body: MergeRequest, session: SessionDep, tenant_id: TenantDep
+) -> MergeOut:
     """Fold `source_id` into the target, atomically, with both rows locked FOR UPDATE.
 
     Every fact of the source is re-anchored to the target. When an active source fact and an
@@ -141,20 +191,30 @@ async def merge_entity(target_id: uuid.UUID, body: MergeRequest, session: Sessio
     merged (the request is valid but conflicts with the entities' current state; it is also
     what the loser of two concurrent merges of the same entity receives).
     """
-    result = await merge_entities(session, tenant_id=tenant_id, target_id=target_id,
-                                  source_id=body.source_id)
+    result = await merge_entities(
+        session, tenant_id=tenant_id, target_id=target_id, source_id=body.source_id
+    )
     return merge_out(result)
 
 
-@router.delete("/{entity_id}", status_code=204, response_class=Response,
-               responses=problem_responses(404, 409, 422), summary="Delete an entity for good")
+@router.delete(
+    "/{entity_id}",
+    status_code=204,
+    response_class=Response,
+    responses=problem_responses(404, 409, 422),
+    summary="Delete an entity for good",
+)
 async def delete_entity(
     entity_id: uuid.UUID,
     session: SessionDep,
     tenant_id: TenantDep,
-    facts: Annotated[deletion.FactsOfEntity, Query(
-        description="`detach`: its facts stay, anchored to no entity; `delete`: its facts "
-                    "go, every version of their history.")] = "detach",
+    facts: Annotated[
+        deletion.FactsOfEntity,
+        Query(
+            description="`detach`: its facts stay, anchored to no entity; `delete`: its facts "
+            "go, every version of their history."
+        ),
+    ] = "detach",
 ) -> Response:
     """Hard-delete the entity and the entities merged into it (their tombstones).
 
@@ -163,6 +223,5 @@ async def delete_entity(
     `entity_deleted` event records the ids and the key. 404 when the tenant has no such
     entity.
     """
-    await deletion.delete_entity(session, tenant_id=tenant_id, entity_id=entity_id,
-                                 facts=facts)
+    await deletion.delete_entity(session, tenant_id=tenant_id, entity_id=entity_id, facts=facts)
     return Response(status_code=204)

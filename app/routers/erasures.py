@@ -12,12 +12,18 @@ from app.services import erasures
 router = APIRouter(prefix="/v1/erasures", tags=["data rights"])
 
 
-@router.post("", status_code=202, response_model=JobOut,
-             response_description="Accepted: the erasure job is queued; poll "
-                                  "`GET /v1/jobs/{id}` (the Location header).",
-             responses=problem_responses(404, 422), summary="Erase data by selector")
-async def request_erasure(body: ErasureCreate, response: Response, session: SessionDep,
-                          tenant_id: TenantDep) -> JobOut:
+@router.post(
+    "",
+    status_code=202,
+    response_model=JobOut,
+    response_description="Accepted: the erasure job is queued; poll "
+    "`GET /v1/jobs/{id}` (the Location header).",
+    responses=problem_responses(404, 422),
+    summary="Erase data by selector",
+)
+async def request_erasure(
+    body: ErasureCreate, response: Response, session: SessionDep, tenant_id: TenantDep
+) -> JobOut:
     """Hard-delete everything one selector matches: `butler`, `scope`, `subject`,
     `entity_id`, `session_id`, `run_id`, `task_id`, or `tenant: true` with `confirm` set to
     the tenant id.

@@ -30,14 +30,28 @@ from app.services import fact_beliefs, fact_bulk, facts
 router = APIRouter(prefix="/v1/facts", tags=["facts"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=FactOut,
-             responses={200: {"model": FactOut, "description": "An identical active fact "
-                                                               "existed and was confirmed"},
-                        **problem_responses(409, 422)},
-             summary="Store a fact")
-async def create_fact(body: FactCreate, request: Request, response: Response,
-                      session: SessionDep, tenant_id: TenantDep, embedder: EmbedderDep,
-                      settings: SettingsDep) -> FactOut:
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=FactOut,
+    responses={
+        200: {
+            "model": FactOut,
+            "description": "An identical active fact existed and was confirmed",
+        },
+        **problem_responses(409, 422),
+    },
+    summary="Store a fact",
+)
+async def create_fact(
+    body: FactCreate,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+) -> FactOut:
     """Store an active fact with confidence 1.0 (201).
 
     An active fact with the same key, (scope, subject, predicate) without `entity_id` or
@@ -53,8 +67,9 @@ async def create_fact(body: FactCreate, request: Request, response: Response,
     rules of its scope that are at least `[auto_links] threshold` similar, the nearest
     `max_links` of them.
     """
-    stored = await facts.store_fact(session, tenant_id=tenant_id, embedder=embedder, data=body,
-                                    auto_links=settings.auto_links)
+    stored = await facts.store_fact(
+        session, tenant_id=tenant_id, embedder=embedder, data=body, auto_links=settings.auto_links
+    )
     if stored.created:
         locate(request, response, f"/v1/facts/{stored.fact.id}")
     else:
@@ -62,10 +77,19 @@ async def create_fact(body: FactCreate, request: Request, response: Response,
     return fact_out(stored.fact)
 
 
-@router.post("/bulk", response_model=FactPutResults, responses=problem_responses(409, 413, 422),
-             summary="Store many facts at once")
-async def store_facts(body: FactBulkCreate, session: SessionDep, tenant_id: TenantDep,
-                      embedder: EmbedderDep, settings: SettingsDep) -> FactPutResults:
+@router.post(
+    "/bulk",
+    response_model=FactPutResults,
+    responses=problem_responses(409, 413, 422),
+    summary="Store many facts at once",
+)
+async def store_facts(
+    body: FactBulkCreate,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+) -> FactPutResults:
     """Store the facts in order in one transaction, each as `POST /v1/facts` stores one (a
     later item with the same key supersedes or confirms an earlier one).
 
@@ -77,15 +101,25 @@ async def store_facts(body: FactBulkCreate, session: SessionDep, tenant_id: Tena
     At most 100 items a request, and a body of at most `max_body_bytes` (32 MiB by
     default; beyond it 413). Over the item limit the request is a 422 naming `body.items`.
     """
-    stored = await fact_bulk.store_facts(session, tenant_id=tenant_id, embedder=embedder,
-                                         items=body.items, auto_links=settings.auto_links)
+    stored = await fact_bulk.store_facts(
+        session,
+        tenant_id=tenant_id,
+        embedder=embedder,
+        items=body.items,
+        auto_links=settings.auto_links,
+    )
     return put_results_out(stored)
 
 
-@router.post("/bulk/get", response_model=FactGetResults, responses=problem_responses(413, 422),
-             summary="Read many facts at once")
-async def get_facts(body: FactRefs, session: ReadSessionDep,
-                    tenant_id: TenantDep) -> FactGetResults:
+@router.post(
+    "/bulk/get",
+    response_model=FactGetResults,
+    responses=problem_responses(413, 422),
+    summary="Read many facts at once",
+)
+async def get_facts(
+    body: FactRefs, session: ReadSessionDep, tenant_id: TenantDep
+) -> FactGetResults:
     """The fact each item names, in the order asked: by `id` (any validity), or by key
     (`scope`, default `global`, `subject` and `predicate`, compared as a stored fact's key
     is: the key's active fact).
@@ -95,14 +129,18 @@ async def get_facts(body: FactRefs, session: ReadSessionDep,
     with neither an id nor a key, or with both, is a 422 naming `body.items.<i>`.
     """
     refs = body.items
-    return get_results_out(refs, await fact_bulk.get_facts(session, tenant_id=tenant_id,
-                                                            refs=refs))
+    return get_results_out(refs, await fact_bulk.get_facts(session, tenant_id=tenant_id, refs=refs))
 
 
-@router.post("/bulk/delete", response_model=FactDeleteResults,
-             responses=problem_responses(413, 422), summary="Delete many facts at once")
-async def delete_facts(body: FactRefs, session: SessionDep,
-                       tenant_id: TenantDep) -> FactDeleteResults:
+@router.post(
+    "/bulk/delete",
+    response_model=FactDeleteResults,
+    responses=problem_responses(413, 422),
+    summary="Delete many facts at once",
+)
+async def delete_facts(
+    body: FactRefs, session: SessionDep, tenant_id: TenantDep
+) -> FactDeleteResults:
     """Delete for good, in one transaction, the fact each item names (by `id`, or by key: the
     key's active fact) with every version of its history, as `DELETE /v1/facts/{id}` does.
 
@@ -111,31 +149,41 @@ async def delete_facts(body: FactRefs, session: SessionDep,
     go). Items are named as for `POST /v1/facts/bulk/get`, at most 1000 a request.
     """
     refs = body.items
-    return delete_results_out(refs, await fact_bulk.delete_facts(session, tenant_id=tenant_id,
-                                                                  refs=refs))
+    return delete_results_out(
+        refs, await fact_bulk.delete_facts(session, tenant_id=tenant_id, refs=refs)
+    )
 
 
-@router.get("", response_model=FactPage, responses=problem_responses(422),
-            summary="List facts")
-async def list_facts(session: ReadSessionDep, tenant_id: TenantDep,
-                     query: Annotated[FactListQuery, Query()],
-                     memory_filter: FilterQuery = None) -> FactPage:
+@router.get("", response_model=FactPage, responses=problem_responses(422), summary="List facts")
+async def list_facts(
+    session: ReadSessionDep,
+    tenant_id: TenantDep,
+    query: Annotated[FactListQuery, Query()],
+    memory_filter: FilterQuery = None,
+) -> FactPage:
     """Facts newest first; active ones unless `validity` says otherwise. With `as_of` or
     `known_at`: the versions that held at `as_of` (default: now) as Engram believed at
     `known_at` (default: now), whatever their validity today."""
-    return fact_page_out(await facts.list_facts(session, tenant_id=tenant_id, query=query,
-                                                memory_filter=memory_filter))
-
+    return fact_page_out(
+        await facts.list_facts(
+            session, tenant_id=tenant_id, query=query, memory_filter=memory_filter
+        )
+    )
 
 
 routes = MemoryRoutes(router, "fact", Fact, FactOut, fact_out)
 routes.get()
 
 
-@router.get("/{fact_id}/history", response_model=list[FactOut],
-            responses=problem_responses(404, 422), summary="Supersession history of a fact")
-async def fact_history(fact_id: uuid.UUID, session: ReadSessionDep,
-                       tenant_id: TenantDep) -> list[FactOut]:
+@router.get(
+    "/{fact_id}/history",
+    response_model=list[FactOut],
+    responses=problem_responses(404, 422),
+    summary="Supersession history of a fact",
+)
+async def fact_history(
+    fact_id: uuid.UUID, session: ReadSessionDep, tenant_id: TenantDep
+) -> list[FactOut]:
     """Every version of the fact's key linked by supersession, the latest valid period first;
     each shows its valid time (`valid_from`, `valid_until`) and record time (`recorded_at`,
     `recorded_until`)."""
@@ -146,24 +194,42 @@ async def fact_history(fact_id: uuid.UUID, session: ReadSessionDep,
 routes.confirm()
 
 
-@router.post("/{fact_id}/contradict", response_model=FactOut,
-             responses=problem_responses(404, 409, 422), summary="Contradict a fact")
-async def contradict_fact(fact_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep,
-                          body: FactContradiction | None = None) -> FactOut:
+@router.post(
+    "/{fact_id}/contradict",
+    response_model=FactOut,
+    responses=problem_responses(404, 409, 422),
+    summary="Contradict a fact",
+)
+async def contradict_fact(
+    fact_id: uuid.UUID,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    body: FactContradiction | None = None,
+) -> FactOut:
     """Record evidence against an active fact that no memory holds (a `contradicts` link
     from the memory that does has the same effect): `contradiction_count` grows by one and
     the confidence halves; once contradictions exceed validations (confirmations, `supports`
     links) by three the fact is `retracted`. Writes a `fact_contradicted` event (with the
     confidence before and after, and `reasoning`) and, when it ends the fact, a
     `fact_retracted` one. 409 when the fact is not active."""
-    return fact_out(await fact_beliefs.contradict(
-        session, tenant_id=tenant_id, fact_id=fact_id,
-        reasoning=None if body is None else body.reasoning))
+    return fact_out(
+        await fact_beliefs.contradict(
+            session,
+            tenant_id=tenant_id,
+            fact_id=fact_id,
+            reasoning=None if body is None else body.reasoning,
+        )
+    )
 
 
-routes.forget(summary="Forget (retract) a fact",
-              doc="Set validity to `retracted`; it no longer appears in search or recall.")
-routes.delete(summary="Delete a fact and its history for good", doc="""
+routes.forget(
+    summary="Forget (retract) a fact",
+    doc="Set validity to `retracted`; it no longer appears in search or recall.",
+)
+routes.delete(
+    summary="Delete a fact and its history for good",
+    doc="""
     Hard-delete the fact and every version of its history (what it superseded and what
     superseded it): their links, keyword postings and audit events go too. A content-free
-    `fact_deleted` event records the ids and the key. 404 when the tenant has none.""")
+    `fact_deleted` event records the ids and the key. 404 when the tenant has none.""",
+)

@@ -21,7 +21,8 @@ class ReplicaReadiness(BaseModel):
     name: str = Field(description="The replica's URL without its password.")
     state: Literal["up", "down", "lagging", "unsafe"] = Field(
         description="up: serves reads; down: unreachable; lagging: replay further behind "
-                    "than max_lag_seconds; unsafe: its role bypasses row-level security.")
+        "than max_lag_seconds; unsafe: its role bypasses row-level security."
+    )
     lag_seconds: float | None = Field(description="Replay lag at the last check.")
     error: str | None = Field(description="Why it is skipped, when it is.")
 
@@ -33,12 +34,16 @@ class Readiness(BaseModel):
     embedding_model: bool
     auth: Literal["required", "disabled"]
     embedding_backlog: int | None = Field(
-        None, description="Memories stored without vectors because the remote embedding "
+        None,
+        description="Memories stored without vectors because the remote embedding "
         "model failed or was slow, waiting to be embedded ('openai' backend; null otherwise). "
-        "They are found by keyword meanwhile; it does not decide readiness.")
+        "They are found by keyword meanwhile; it does not decide readiness.",
+    )
     replicas: list[ReplicaReadiness] = Field(
-        default_factory=list, description="Each read replica; reads skip those not up and "
-        "use the primary when none is, so they do not decide readiness.")
+        default_factory=list,
+        description="Each read replica; reads skip those not up and "
+        "use the primary when none is, so they do not decide readiness.",
+    )
 
 
 @router.get("/healthz", response_model=Health, summary="The process is up")
@@ -60,12 +65,17 @@ async def readyz(request: Request) -> JSONResponse:
     model = request.app.state.embedder.is_loaded
     ready = database and at_head and model
     auth = "disabled" if request.app.state.settings.auth_disabled else "required"
-    replicas = [ReplicaReadiness.model_validate(r)
-                for r in request.app.state.replicas.status()]
+    replicas = [ReplicaReadiness.model_validate(r) for r in request.app.state.replicas.status()]
     backlog = await embedding_backlog(request) if database and at_head else None
-    body = Readiness(status="ready" if ready else "not_ready", database=database,
-                     migrations_at_head=at_head, embedding_model=model, auth=auth,
-                     embedding_backlog=backlog, replicas=replicas)
+    body = Readiness(
+        status="ready" if ready else "not_ready",
+        database=database,
+        migrations_at_head=at_head,
+        embedding_model=model,
+        auth=auth,
+        embedding_backlog=backlog,
+        replicas=replicas,
+    )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
 

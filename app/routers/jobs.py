@@ -28,8 +28,13 @@ ACCEPTED = "Accepted: the job is queued; poll `GET /v1/jobs/{id}` (the Location 
 
 
 # A route that queues a job: 202 with the job and its Location.
-queue_route = partial(router.post, status_code=202, response_model=JobOut,
-                      response_description=ACCEPTED, responses=problem_responses(422))
+queue_route = partial(
+    router.post,
+    status_code=202,
+    response_model=JobOut,
+    response_description=ACCEPTED,
+    responses=problem_responses(422),
+)
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,9 @@ class _Queue:
     tenant_id: str
 
     async def __call__(self, kind: str, params: dict[str, Any]) -> JobOut:
-        job = job_out(await jobs.enqueue(self.session, tenant_id=self.tenant_id, kind=kind,
-                                         params=params))
+        job = job_out(
+            await jobs.enqueue(self.session, tenant_id=self.tenant_id, kind=kind, params=params)
+        )
         self.response.headers["Location"] = f"/v1/jobs/{job.id}"
         return job
 
@@ -75,8 +81,9 @@ async def queue_decay(queue: QueueDep) -> JobOut:
 
 
 @queue_route("/cleanup", summary="Queue an episode cleanup")
-async def queue_cleanup(queue: QueueDep,
-                        body: Annotated[CleanupJobCreate | None, Body()] = None) -> JobOut:
+async def queue_cleanup(
+    queue: QueueDep, body: Annotated[CleanupJobCreate | None, Body()] = None
+) -> JobOut:
     """Delete the tenant's expired episodes, then, above `max_entries`, its oldest
     consolidated episodes and after them its oldest expired unconsolidated ones; an episode
     that has not expired is never deleted for capacity (`capacity_deleted`, of which
@@ -99,8 +106,9 @@ async def queue_cleanup(queue: QueueDep,
 
 
 @queue_route("/pii-scrub", summary="Queue a PII scrub")
-async def queue_pii_scrub(queue: QueueDep,
-                          body: Annotated[PiiScrubJobCreate | None, Body()] = None) -> JobOut:
+async def queue_pii_scrub(
+    queue: QueueDep, body: Annotated[PiiScrubJobCreate | None, Body()] = None
+) -> JobOut:
     """Replace every match of the configured `runs.pii_patterns` by `[pii:<pattern
     name>:<salted sha256, 16 hex digits>]` (salt: `runs.pii_hash_salt`, else the tenant's own
     random salt, made once and kept in the database) in the tenant's run messages, runs
@@ -123,16 +131,17 @@ async def queue_arc_boundaries(body: ArcBoundaryJobCreate, queue: QueueDep) -> J
     return await queue("arc_boundaries", body.model_dump(exclude_none=True))
 
 
-@router.get("", response_model=Page[JobOut], responses=problem_responses(422),
-            summary="List jobs")
-async def list_jobs(session: SessionDep, tenant_id: TenantDep,
-                    query: Annotated[JobListQuery, Query()]) -> Page[JobOut]:
+@router.get("", response_model=Page[JobOut], responses=problem_responses(422), summary="List jobs")
+async def list_jobs(
+    session: SessionDep, tenant_id: TenantDep, query: Annotated[JobListQuery, Query()]
+) -> Page[JobOut]:
     """The tenant's jobs, newest first."""
     return page_out(await jobs.list_jobs(session, tenant_id=tenant_id, query=query), job_out)
 
 
-@router.get("/{job_id}", response_model=JobOut, responses=problem_responses(404, 422),
-            summary="Get a job")
+@router.get(
+    "/{job_id}", response_model=JobOut, responses=problem_responses(404, 422), summary="Get a job"
+)
 async def get_job(job_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Status, timings, result figures and errors of one job."""
     return job_out(await jobs.get_job(session, tenant_id=tenant_id, job_id=job_id))

@@ -39,12 +39,22 @@ retracted. A new `supports` link to an active fact adds one to its `validation_c
 422 when an end is not a memory, record or entity of the tenant, or source and target are the
 same.
 """
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=LinkOut,
-             responses={200: {"model": LinkOut, "description": "The link already existed"},
-                        **problem_responses(409, 422)},
-             summary="Link two memories", description=CREATE_DESCRIPTION + LINK_LIFECYCLE)
-async def create_link(body: LinkCreate, response: Response, session: SessionDep,
-                      tenant_id: TenantDep) -> LinkOut:
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=LinkOut,
+    responses={
+        200: {"model": LinkOut, "description": "The link already existed"},
+        **problem_responses(409, 422),
+    },
+    summary="Link two memories",
+    description=CREATE_DESCRIPTION + LINK_LIFECYCLE,
+)
+async def create_link(
+    body: LinkCreate, response: Response, session: SessionDep, tenant_id: TenantDep
+) -> LinkOut:
     """Create the link, or return the identical existing one with 200."""
     link, created = await links.create_link(session, tenant_id=tenant_id, data=body)
     if not created:
@@ -52,28 +62,54 @@ async def create_link(body: LinkCreate, response: Response, session: SessionDep,
     return link_out(link)
 
 
-@router.get("", response_model=Page[LinkOut], responses=problem_responses(404, 422),
-            summary="Links of a memory")
-async def list_links(session: ReadSessionDep, tenant_id: TenantDep,
-                     query: Annotated[LinkListQuery, Query()],
-                     memory_filter: LinkFilterQuery = None) -> Page[LinkOut]:
+@router.get(
+    "",
+    response_model=Page[LinkOut],
+    responses=problem_responses(404, 422),
+    summary="Links of a memory",
+)
+async def list_links(
+    session: ReadSessionDep,
+    tenant_id: TenantDep,
+    query: Annotated[LinkListQuery, Query()],
+    memory_filter: LinkFilterQuery = None,
+) -> Page[LinkOut]:
     """Links leaving and/or entering the memory, newest first; 404 when it does not exist;
     `filter` keeps those it admits."""
-    return page_out(await links.list_links(session, tenant_id=tenant_id, query=query,
-                                           memory_filter=memory_filter), link_out)
+    return page_out(
+        await links.list_links(
+            session, tenant_id=tenant_id, query=query, memory_filter=memory_filter
+        ),
+        link_out,
+    )
 
 
-@router.delete("", status_code=status.HTTP_204_NO_CONTENT,
-               responses=problem_responses(404, 422), summary="Delete links",
-               description="Delete the edge of `relation` from source to target, or every "
-               "edge from source to target when `relation` is omitted; each deletion writes a "
-               "`link_deleted` event. 404 when there is none. Counts a deleted `contradicts` "
-               "or `supports` link added to a fact stay: they record what happened.\n"
-               + LINK_LIFECYCLE)
-async def delete_link(session: SessionDep, tenant_id: TenantDep, source_type: LinkEndType,
-                      source_id: uuid.UUID, target_type: LinkEndType,
-                      target_id: uuid.UUID, relation: Relation | None = None) -> Response:
-    await links.delete_link(session, tenant_id=tenant_id, source_type=source_type,
-                            source_id=source_id, target_type=target_type, target_id=target_id,
-                            relation=relation)
+@router.delete(
+    "",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(404, 422),
+    summary="Delete links",
+    description="Delete the edge of `relation` from source to target, or every "
+    "edge from source to target when `relation` is omitted; each deletion writes a "
+    "`link_deleted` event. 404 when there is none. Counts a deleted `contradicts` "
+    "or `supports` link added to a fact stay: they record what happened.\n" + LINK_LIFECYCLE,
+)
+async def delete_link(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    source_type: LinkEndType,
+    source_id: uuid.UUID,
+    target_type: LinkEndType,
+    target_id: uuid.UUID,
+    relation: Relation | None = None,
+) -> Response:
+    await links.delete_link(
+        session,
+        tenant_id=tenant_id,
+        source_type=source_type,
+        source_id=source_id,
+        target_type=target_type,
+        target_id=target_id,
+        relation=relation,
+    )
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -33,20 +33,32 @@ def _parsed_filter(filter: str | None, record_type: str | None) -> MemoryFilter 
         raise InvalidInput(str(exc), field="query.filter") from None
 
 
-def _memory_filter(filter: Annotated[str | None, Query(
-        max_length=MAX_FILTER_QUERY_CHARS,
-        description="A filter as JSON text (URL-encoded), in the language of `filter` in "
-        "POST /v1/search:\n\n" + FILTER_DESCRIPTION)] = None) -> MemoryFilter | None:
+def _memory_filter(
+    filter: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_FILTER_QUERY_CHARS,
+            description="A filter as JSON text (URL-encoded), in the language of `filter` in "
+            "POST /v1/search:\n\n" + FILTER_DESCRIPTION,
+        ),
+    ] = None,
+) -> MemoryFilter | None:
     return _parsed_filter(filter, None)
 
 
 def _record_filter(record_type: str) -> Callable[..., MemoryFilter | None]:
     """The `filter` query parameter of the list of `record_type` records, parsed."""
-    def parse(filter: Annotated[str | None, Query(
-            max_length=MAX_FILTER_QUERY_CHARS,
-            description="A filter as JSON text (URL-encoded), in the language of `filter` in "
-            "POST /v1/search:\n\n" + record_filter_description(record_type))] = None,
-              ) -> MemoryFilter | None:
+
+    def parse(
+        filter: Annotated[
+            str | None,
+            Query(
+                max_length=MAX_FILTER_QUERY_CHARS,
+                description="A filter as JSON text (URL-encoded), in the language of `filter` in "
+                "POST /v1/search:\n\n" + record_filter_description(record_type),
+            ),
+        ] = None,
+    ) -> MemoryFilter | None:
         return _parsed_filter(filter, record_type)
 
     return parse
@@ -61,7 +73,11 @@ ProcedureFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("pr
 ArcFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("arc"))]
 LinkFilterQuery = Annotated[MemoryFilter | None, Depends(_record_filter("link"))]
 
-AsOf = Annotated[IsoTime | None, Query(
-    description="Valid time: the fact versions that held at this moment (default: now).")]
-KnownAt = Annotated[IsoTime | None, Query(
-    description="Record time: as Engram believed them at this moment (default: now).")]
+AsOf = Annotated[
+    IsoTime | None,
+    Query(description="Valid time: the fact versions that held at this moment (default: now)."),
+]
+KnownAt = Annotated[
+    IsoTime | None,
+    Query(description="Record time: as Engram believed them at this moment (default: now)."),
+]

@@ -32,20 +32,46 @@ from app.schemas.search import (
 router = APIRouter(prefix="/v1", tags=["retrieval"])
 
 
-@router.post("/search", response_model=SearchResponse, responses=problem_responses(422),
-             summary="Hybrid, semantic or keyword search", description=SEARCH_DESCRIPTION)
-async def search_memories(body: SearchRequest, session: QuerySessionDep, tenant_id: TenantDep,
-                          embedder: EmbedderDep, settings: SettingsDep,
-                          reranker: RerankerDep) -> SearchResponse:
-    return search_answer_out(await retrieval.search_memories(
-        session, tenant_id=tenant_id, embedder=embedder, retrieval=settings.retrieval,
-        request=body, reranker=reranker))
+@router.post(
+    "/search",
+    response_model=SearchResponse,
+    responses=problem_responses(422),
+    summary="Hybrid, semantic or keyword search",
+    description=SEARCH_DESCRIPTION,
+)
+async def search_memories(
+    body: SearchRequest,
+    session: QuerySessionDep,
+    tenant_id: TenantDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+    reranker: RerankerDep,
+) -> SearchResponse:
+    return search_answer_out(
+        await retrieval.search_memories(
+            session,
+            tenant_id=tenant_id,
+            embedder=embedder,
+            retrieval=settings.retrieval,
+            request=body,
+            reranker=reranker,
+        )
+    )
 
 
-@router.post("/recall", response_model=RecallResponse, responses=problem_responses(422),
-             summary="Facts and rules about a topic, by composite score")
-async def recall_memories(body: RecallRequest, session: ReadSessionDep, tenant_id: TenantDep,
-                          embedder: EmbedderDep, settings: SettingsDep) -> RecallResponse:
+@router.post(
+    "/recall",
+    response_model=RecallResponse,
+    responses=problem_responses(422),
+    summary="Facts and rules about a topic, by composite score",
+)
+async def recall_memories(
+    body: RecallRequest,
+    session: ReadSessionDep,
+    tenant_id: TenantDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+) -> RecallResponse:
     """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
     `0.4 relevance + 0.3 importance/10 + 0.2 recency + 0.1 effective_confidence` (weights
     from settings), ties broken by created_at desc then id asc. `relevance` is the RRF score
@@ -57,19 +83,36 @@ async def recall_memories(body: RecallRequest, session: ReadSessionDep, tenant_i
     reference (reference_count + 1, last_referenced_at = now), as shown in the response.
     With `as_of` or `known_at`, facts are the versions that held then, as believed then."""
     at = point_in_time(body.as_of, body.known_at)
-    recalled = await recall(session, tenant_id=tenant_id, embedder=embedder,
-                            retrieval=settings.retrieval, topic=body.topic, scope=body.scope,
-                            limit=body.limit, min_confidence=body.min_confidence,
-                            graph=graph_query(body.entities, body.graph_hops),
-                            reference_time=body.reference_time, at=at,
-                            memory_filter=filter_tree(body.filter))
+    recalled = await recall(
+        session,
+        tenant_id=tenant_id,
+        embedder=embedder,
+        retrieval=settings.retrieval,
+        topic=body.topic,
+        scope=body.scope,
+        limit=body.limit,
+        min_confidence=body.min_confidence,
+        graph=graph_query(body.entities, body.graph_hops),
+        reference_time=body.reference_time,
+        at=at,
+        memory_filter=filter_tree(body.filter),
+    )
     return recall_out(recalled, body.reference_time or now_utc(), at)
 
 
-@router.post("/context", response_model=ContextResponse, responses=problem_responses(422),
-             summary="The memory block for an agent's system prompt")
-async def memory_context(body: ContextRequest, session: ReadSessionDep, tenant_id: TenantDep,
-                         embedder: EmbedderDep, settings: SettingsDep) -> ContextResponse:
+@router.post(
+    "/context",
+    response_model=ContextResponse,
+    responses=problem_responses(422),
+    summary="The memory block for an agent's system prompt",
+)
+async def memory_context(
+    body: ContextRequest,
+    session: ReadSessionDep,
+    tenant_id: TenantDep,
+    embedder: EmbedderDep,
+    settings: SettingsDep,
+) -> ContextResponse:
     """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the
     butler's (none less similar to the prompt than the relevance floor), then format them:
 
@@ -88,11 +131,16 @@ async def memory_context(body: ContextRequest, session: ReadSessionDep, tenant_i
     other. A section with no line is left out. Whitespace inside a memory is collapsed to
     single spaces. Each memory placed in the block counts one reference. With `as_of` or
     `known_at`, facts are the versions that held then, as believed then."""
-    context = await build_context(session, tenant_id=tenant_id, embedder=embedder,
-                                  retrieval=settings.retrieval,
-                                  trigger_prompt=body.trigger_prompt, butler=body.butler,
-                                  token_budget=body.token_budget,
-                                  reference_time=body.reference_time,
-                                  at=point_in_time(body.as_of, body.known_at),
-                                  memory_filter=filter_tree(body.filter))
+    context = await build_context(
+        session,
+        tenant_id=tenant_id,
+        embedder=embedder,
+        retrieval=settings.retrieval,
+        trigger_prompt=body.trigger_prompt,
+        butler=body.butler,
+        token_budget=body.token_budget,
+        reference_time=body.reference_time,
+        at=point_in_time(body.as_of, body.known_at),
+        memory_filter=filter_tree(body.filter),
+    )
     return context_out(context)

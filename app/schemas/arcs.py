@@ -39,7 +39,6 @@ class ArcListQuery(ListQuery):
 
 
 class ArcEventCreate(MemoryRef):
-
     """A memory that marks a step of the arc."""
 
     description: EventText = ""
@@ -50,8 +49,9 @@ class ArcCreate(RequestModel):
     """A new arc, active unless `status` says draft."""
 
     title: Name
-    arc_type: Name = Field(description="One of the configured `arcs.types` (by default the "
-                                       "seven narrative arc types).")
+    arc_type: Name = Field(
+        description="One of the configured `arcs.types` (by default the seven narrative arc types)."
+    )
     scope: Name = "global"
     summary: Summary = ""
     entity_ids: list[UUIDIn] = Field(default_factory=list, max_length=100)
@@ -95,8 +95,9 @@ class ArcBoundaryJobCreate(RequestModel):
     """Propose draft arcs by cutting a scope's episodes at gaps in occurred_at."""
 
     scope: Name = Field(description="The butler whose episodes are clustered.")
-    gap_minutes: float | None = Field(None, gt=0, le=365 * 24 * 60,
-                                      description="Omitted: `arcs.boundary_gap_minutes`.")
+    gap_minutes: float | None = Field(
+        None, gt=0, le=365 * 24 * 60, description="Omitted: `arcs.boundary_gap_minutes`."
+    )
 
 
 class ArcOut(ResponseModel):

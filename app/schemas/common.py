@@ -29,13 +29,29 @@ MAX_METADATA_DEPTH = 8
 MAX_DOCUMENT_BYTES = 64 * 1024
 # Keys the service once kept its own state under; the state now lives in columns, and a
 # client sending one of them gets a 422 so nobody believes it still steers anything.
-RESERVED_METADATA_KEYS = ("forgotten", "needs_inversion", "status", "harmful_reasons",
-                          "original_content", "merged_into")
+RESERVED_METADATA_KEYS = (
+    "forgotten",
+    "needs_inversion",
+    "status",
+    "harmful_reasons",
+    "original_content",
+    "merged_into",
+)
 
 MemoryType = Literal["episode", "fact", "rule"]
 # What a provenance link may join: the memories, and the records of runs and agent ledgers.
-LinkEndType = Literal["episode", "fact", "rule", "run", "run_message", "run_feedback",
-                      "agent_event", "entity", "procedure", "arc"]
+LinkEndType = Literal[
+    "episode",
+    "fact",
+    "rule",
+    "run",
+    "run_message",
+    "run_feedback",
+    "agent_event",
+    "entity",
+    "procedure",
+    "arc",
+]
 Permanence = Literal["permanent", "stable", "standard", "volatile", "ephemeral"]
 Validity = Literal["active", "superseded", "expired", "retracted"]
 MaturityLevel = Literal["candidate", "established", "proven", "anti_pattern"]
@@ -53,8 +69,10 @@ NoNul = BeforeValidator(drop_nul)
 
 def _not_blank(value: str) -> str:
     if is_blank(value):
-        raise ValueError("must not be blank (after Unicode normalisation, without zero-width "
-                         "and other invisible characters)")
+        raise ValueError(
+            "must not be blank (after Unicode normalisation, without zero-width "
+            "and other invisible characters)"
+        )
     return value
 
 
@@ -87,8 +105,10 @@ def bounded_json(max_bytes: int) -> Callable[[Any], Any]:
 def _no_reserved_keys(value: dict[str, Any]) -> dict[str, Any]:
     reserved = sorted(key for key in value if key in RESERVED_METADATA_KEYS)
     if reserved:
-        raise ValueError(f"reserved key(s) {', '.join(reserved)}: lifecycle state is kept by "
-                         "the service, not in metadata")
+        raise ValueError(
+            f"reserved key(s) {', '.join(reserved)}: lifecycle state is kept by "
+            "the service, not in metadata"
+        )
     return value
 
 
@@ -106,31 +126,40 @@ Name = Annotated[
 ]
 Language = Annotated[
     str,
-    Field(min_length=2, max_length=35, pattern=r"^[A-Za-z]{2,20}([-_][A-Za-z0-9]{1,8})*$",
-          description="The language of the text, as an ISO 639-1 code (`de`, `pt-BR`) or a "
-          "PostgreSQL text search configuration (`german`); detected when omitted. A "
-          "language without a stemmer is read word for word (docs/search.md)."),
+    Field(
+        min_length=2,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,20}([-_][A-Za-z0-9]{1,8})*$",
+        description="The language of the text, as an ISO 639-1 code (`de`, `pt-BR`) or a "
+        "PostgreSQL text search configuration (`german`); detected when omitted. A "
+        "language without a stemmer is read word for word (docs/search.md).",
+    ),
 ]
 # Agent frameworks name sessions with their own ids (UUIDs, thread ids, "chat-42").
 SessionIdIn = Annotated[
     str,
-    Field(min_length=1, max_length=MAX_SESSION_ID_CHARS,
-          description="The session: any string up to 200 characters (a UUID, a thread id)."),
+    Field(
+        min_length=1,
+        max_length=MAX_SESSION_ID_CHARS,
+        description="The session: any string up to 200 characters (a UUID, a thread id).",
+    ),
     NoNul,
     AfterValidator(_not_blank),
 ]
-Reason = Annotated[str, Field(min_length=1, max_length=2000), NoNul,
-                  AfterValidator(_not_blank)]
-Tag = Annotated[str, Field(min_length=1, max_length=100), NoNul,
-                AfterValidator(_not_blank)]
+Reason = Annotated[str, Field(min_length=1, max_length=2000), NoNul, AfterValidator(_not_blank)]
+Tag = Annotated[str, Field(min_length=1, max_length=100), NoNul, AfterValidator(_not_blank)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Metadata = Annotated[dict[str, Any], AfterValidator(bounded_json(MAX_METADATA_BYTES))]
 # The metadata of facts, rules and entities: no reserved keys.
 MemoryMetadata = Annotated[Metadata, AfterValidator(_no_reserved_keys)]
 # The metadata a client gives a fact or a rule.
-ClientMetadata = Annotated[MemoryMetadata, Field(
-    description="The client's own; the keys forgotten, needs_inversion, status, "
-                "harmful_reasons, original_content and merged_into are reserved (422).")]
+ClientMetadata = Annotated[
+    MemoryMetadata,
+    Field(
+        description="The client's own; the keys forgotten, needs_inversion, status, "
+        "harmful_reasons, original_content and merged_into are reserved (422)."
+    ),
+]
 Importance = Annotated[float, Field(ge=0.0, le=10.0, strict=True)]
 UUIDIn = Annotated[uuid.UUID, Strict(False)]
 

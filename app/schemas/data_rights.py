@@ -22,13 +22,15 @@ class ExportPageRequest(RequestModel):
     """Which records of the export to return."""
 
     limit: int = Field(500, ge=1, le=MAX_EXPORT_PAGE, description="Records in the page.")
-    cursor: str | None = Field(None, pattern=r"^[0-9]{1,12}$",
-                               description="`next_cursor` of the previous page.")
+    cursor: str | None = Field(
+        None, pattern=r"^[0-9]{1,12}$", description="`next_cursor` of the previous page."
+    )
 
 
 class ExportPageOut(ResponseModel):
     """Records of `GET /v1/export`, in its order, one JSON object each."""
 
     records: list[dict[str, Any]]
-    next_cursor: str | None = Field(description="Pass back as `cursor` for the next page; "
-                                                "null after the last record.")
+    next_cursor: str | None = Field(
+        description="Pass back as `cursor` for the next page; null after the last record."
+    )

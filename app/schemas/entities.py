@@ -36,15 +36,17 @@ class EntityListQuery(ListQuery):
     """Which entities a listing shows, and its page."""
 
     entity_type: EntityType | None = None
-    name: ListText = Field(None, description="Case-insensitive substring of the canonical "
-                                             "name; % and _ are taken literally.")
+    name: ListText = Field(
+        None,
+        description="Case-insensitive substring of the canonical "
+        "name; % and _ are taken literally.",
+    )
     include_merged: bool = Field(False, description="Include tombstones of merged entities.")
     limit: PageLimit = 50
     cursor: PageCursor = None
 
 
 class EntityCreate(RequestModel):
-
     """A new identity anchor; (canonical_name, entity_type) is unique per tenant."""
 
     canonical_name: Name
@@ -59,8 +61,9 @@ class EntityUpdate(RequestModel):
     canonical_name: Name | None = Field(None, description="Replaces the canonical name.")
     aliases: Aliases | None = Field(None, description="Replaces the whole alias list.")
     metadata: EntityMetadata | None = Field(
-        None, description="A JSON Merge Patch (RFC 7396) of the stored metadata: a key set "
-                          "to null is removed, objects merge, other values replace."
+        None,
+        description="A JSON Merge Patch (RFC 7396) of the stored metadata: a key set "
+        "to null is removed, objects merge, other values replace.",
     )
 
 
@@ -71,7 +74,8 @@ class EntityOut(ResponseModel):
     aliases: list[str]
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
     merged_into_id: uuid.UUID | None = Field(
-        None, description="Set on a merged (tombstoned) entity: the entity it was merged into.")
+        None, description="Set on a merged (tombstoned) entity: the entity it was merged into."
+    )
     created_at: IsoDatetime
     updated_at: IsoDatetime
 
@@ -107,8 +111,10 @@ class ResolveCandidate(ResponseModel):
     entity_id: uuid.UUID
     canonical_name: str
     entity_type: EntityType
-    score: float = Field(description="Base score of the tier + hint boost + domain score, "
-                                     "rounded to 4 decimal places.")
+    score: float = Field(
+        description="Base score of the tier + hint boost + domain score, "
+        "rounded to 4 decimal places."
+    )
     name_match: NameMatch
     aliases: list[str]
 

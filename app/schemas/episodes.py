@@ -27,9 +27,12 @@ class EpisodeListQuery(ListQuery):
 
     butler: ListText = None
     session_id: str | None = Field(
-        None, min_length=1, max_length=MAX_SESSION_ID_CHARS,
+        None,
+        min_length=1,
+        max_length=MAX_SESSION_ID_CHARS,
         description="Episodes of this session: stored with this id, or placed in it when "
-                    "stored without one (their `inferred_session`).")
+        "stored without one (their `inferred_session`).",
+    )
     consolidation_status: ConsolidationStatus | None = None
     consolidated: bool | None = None
     include_expired: bool = Field(False, description="Include expired episodes.")
@@ -38,7 +41,6 @@ class EpisodeListQuery(ListQuery):
 
 
 class EpisodeCreate(RequestModel):
-
     """A raw observation from a session."""
 
     content: Content
@@ -46,8 +48,10 @@ class EpisodeCreate(RequestModel):
     session_id: SessionIdIn | None = None
     importance: Importance = 5.0
     occurred_at: AwareDatetimeIn | None = Field(
-        None, description="When it happened, with a time zone (ISO 8601); defaults to the "
-        "time it is stored. The TTL still counts from storage.")
+        None,
+        description="When it happened, with a time zone (ISO 8601); defaults to the "
+        "time it is stored. The TTL still counts from storage.",
+    )
     metadata: Metadata = Field(default_factory=dict)
     language: Language | None = None
 
@@ -68,7 +72,8 @@ class EpisodeOut(ResponseModel):
         description="Read-only. Stored without a session_id: the session Engram placed it "
         "in (its butler's episode just before it within `episode_session_gap_minutes`, else "
         "just after it, else a new one); search ranks it with the other turns of that "
-        "session. Null when a session_id was given or inference is off.")
+        "session. Null when a session_id was given or inference is off."
+    )
     content: str
     importance: float
     reference_count: int
@@ -79,7 +84,8 @@ class EpisodeOut(ResponseModel):
     next_attempt_at: IsoDatetime | None = Field(
         description="Read-only. When consolidation tries this failed episode again (the wait "
         "doubles with each failure, up to `consolidation_retry_max_backoff_hours`); null when "
-        "it is tried at the next consolidation job, or was consolidated.")
+        "it is tried at the next consolidation job, or was consolidated."
+    )
     created_at: IsoDatetime
     occurred_at: IsoDatetime = Field(description="When it happened.")
     sequence: int = Field(description="Storage order; orders the turns of a session.")

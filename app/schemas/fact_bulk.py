@@ -68,8 +68,9 @@ class FactDeleteResult(ResponseModel):
 
     status: Literal[204, 404]
     id: uuid.UUID | None = Field(None, description="The fact the item named.")
-    deleted_ids: list[uuid.UUID] = Field(default_factory=list,
-                                         description="Every version deleted with it.")
+    deleted_ids: list[uuid.UUID] = Field(
+        default_factory=list, description="Every version deleted with it."
+    )
     detail: str | None = None
 
 

@@ -58,26 +58,73 @@ METADATA = "metadata"
 # The fields of each list of records other than memories, with their kinds; `metadata` marks
 # a list whose records have a metadata object. Their columns: app/repositories/memory_filters.py.
 RECORD_FIELDS: dict[str, dict[str, FieldKind]] = {
-    "entity": {METADATA: "json", "entity_type": "text", "canonical_name": "text",
-               "aliases": "tags", "created_at": "time", "updated_at": "time"},
-    "run": {METADATA: "json", "task_id": "text", "agent_version": "text",
-            "task_version": "text", "rubric_version": "text", "score_numeric": "number",
-            "started_at": "time", "finished_at": "time", "created_at": "time"},
-    "procedure": {"agent_id": "text", "name": "text", "status": "text", "version": "number",
-                  "execution_count": "number", "success_rate": "number",
-                  "last_executed_at": "time", "created_at": "time", "updated_at": "time"},
-    "arc": {"scope": "text", "arc_type": "text", "status": "text", "title": "text",
-            "outcome": "text", "started_at": "time", "ended_at": "time", "created_at": "time",
-            "updated_at": "time"},
-    "link": {"relation": "text", "source_type": "text", "target_type": "text",
-             "strength": "number", "reasoning": "text", "created_by": "text",
-             "created_at": "time"},
+    "entity": {
+        METADATA: "json",
+        "entity_type": "text",
+        "canonical_name": "text",
+        "aliases": "tags",
+        "created_at": "time",
+        "updated_at": "time",
+    },
+    "run": {
+        METADATA: "json",
+        "task_id": "text",
+        "agent_version": "text",
+        "task_version": "text",
+        "rubric_version": "text",
+        "score_numeric": "number",
+        "started_at": "time",
+        "finished_at": "time",
+        "created_at": "time",
+    },
+    "procedure": {
+        "agent_id": "text",
+        "name": "text",
+        "status": "text",
+        "version": "number",
+        "execution_count": "number",
+        "success_rate": "number",
+        "last_executed_at": "time",
+        "created_at": "time",
+        "updated_at": "time",
+    },
+    "arc": {
+        "scope": "text",
+        "arc_type": "text",
+        "status": "text",
+        "title": "text",
+        "outcome": "text",
+        "started_at": "time",
+        "ended_at": "time",
+        "created_at": "time",
+        "updated_at": "time",
+    },
+    "link": {
+        "relation": "text",
+        "source_type": "text",
+        "target_type": "text",
+        "strength": "number",
+        "reasoning": "text",
+        "created_by": "text",
+        "created_at": "time",
+    },
 }
-LIST_NAMES = {"entity": "entities", "run": "runs", "procedure": "procedures", "arc": "arcs",
-              "link": "links"}
-_KINDS: dict[str, FieldKind] = {**{name: kind for fields in RECORD_FIELDS.values()
-                                   for name, kind in fields.items() if name != METADATA},
-                                **FIELDS}
+LIST_NAMES = {
+    "entity": "entities",
+    "run": "runs",
+    "procedure": "procedures",
+    "arc": "arcs",
+    "link": "links",
+}
+_KINDS: dict[str, FieldKind] = {
+    **{
+        name: kind
+        for fields in RECORD_FIELDS.values()
+        for name, kind in fields.items()
+        if name != METADATA
+    },
+    **FIELDS,
+}
 COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 OPERATORS = ("$eq", "$ne", *COMPARISONS, "$in", "$nin", "$exists", "$contains")
 Scalar = str | int | float | bool
@@ -139,8 +186,9 @@ def parse_filter(raw: Any, record_type: str | None = None) -> MemoryFilter:
 
 def record_fields_text(record_type: str) -> str:
     """The fields a list takes, as its error messages and descriptions name them."""
-    names = [f"{METADATA}.<key>" if name == METADATA else name
-             for name in RECORD_FIELDS[record_type]]
+    names = [
+        f"{METADATA}.<key>" if name == METADATA else name for name in RECORD_FIELDS[record_type]
+    ]
     return ", ".join(names)
 
 
@@ -161,51 +209,61 @@ class _Parser:
         if key in ("$and", "$or"):
             if not isinstance(value, list) or not value:
                 raise FilterError(f"{where}: takes a non-empty list of filters")
-            parts = tuple(self.node(item, f"{where}[{index}]", depth + 1)
-                          for index, item in enumerate(value))
+            parts = tuple(
+                self.node(item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value)
+            )
             return AllOf(parts) if key == "$and" else AnyOf(parts)
         if key == "$not":
             return Not(self.node(value, where, depth + 1))
         if isinstance(key, str) and key.startswith("$"):
-            raise FilterError(f"{where}: unknown combinator {key}; use $and, $or or $not "
-                              "(operators go inside a field's object)")
+            raise FilterError(
+                f"{where}: unknown combinator {key}; use $and, $or or $not "
+                "(operators go inside a field's object)"
+            )
         field, path = self.field(key, where)
         if isinstance(value, dict):
             if not value:
                 raise FilterError(f"{where}: needs at least one operator")
-            conditions = [self.condition(field, path, op, operand, f"{where}.{op}")
-                          for op, operand in value.items()]
+            conditions = [
+                self.condition(field, path, op, operand, f"{where}.{op}")
+                for op, operand in value.items()
+            ]
             return conditions[0] if len(conditions) == 1 else AllOf(tuple(conditions))
         return self.condition(field, path, "$eq", value, f"{where}.$eq")
 
     def field(self, key: str, where: str) -> tuple[str, tuple[str, ...]]:
-        fields: dict[str, FieldKind] = (FIELDS if self.record_type is None
-                                        else RECORD_FIELDS[self.record_type])
+        fields: dict[str, FieldKind] = (
+            FIELDS if self.record_type is None else RECORD_FIELDS[self.record_type]
+        )
         if key in fields and key != METADATA:
             return key, ()
         if key.startswith(METADATA + ".") and (self.record_type is None or METADATA in fields):
             path = tuple(key.split(".")[1:])
             if not all(path) or len(path) > MAX_METADATA_PATH_SEGMENTS:
-                raise FilterError(f"{where}: a metadata path is 1 to "
-                                  f"{MAX_METADATA_PATH_SEGMENTS} non-empty keys joined by '.'")
+                raise FilterError(
+                    f"{where}: a metadata path is 1 to "
+                    f"{MAX_METADATA_PATH_SEGMENTS} non-empty keys joined by '.'"
+                )
             return METADATA, path
         if self.record_type is not None:
-            raise FilterError(f"{where}: unknown field {key!r} for "
-                              f"{LIST_NAMES[self.record_type]}; this list takes "
-                              f"{record_fields_text(self.record_type)}")
+            raise FilterError(
+                f"{where}: unknown field {key!r} for "
+                f"{LIST_NAMES[self.record_type]}; this list takes "
+                f"{record_fields_text(self.record_type)}"
+            )
         known = ", ".join(FIELDS)
-        raise FilterError(f"{where}: unknown field {key!r}; filter on metadata.<key> or one "
-                          f"of {known}")
+        raise FilterError(
+            f"{where}: unknown field {key!r}; filter on metadata.<key> or one of {known}"
+        )
 
-    def condition(self, field: str, path: tuple[str, ...], op: str, operand: Any,
-                  where: str) -> Condition:
+    def condition(
+        self, field: str, path: tuple[str, ...], op: str, operand: Any, where: str
+    ) -> Condition:
         self.conditions += 1
         if self.conditions > MAX_FILTER_CONDITIONS:
-            raise FilterError(f"{where}: a filter holds at most {MAX_FILTER_CONDITIONS} "
-                              "conditions")
+            raise FilterError(f"{where}: a filter holds at most {MAX_FILTER_CONDITIONS} conditions")
         if op not in OPERATORS:
-            raise FilterError(f"{where}: unknown operator {op}; use one of "
-                              + " ".join(OPERATORS))
+            raise FilterError(f"{where}: unknown operator {op}; use one of " + " ".join(OPERATORS))
         kind: FieldKind = "json" if field == METADATA else _KINDS[field]
         return Condition(field, path, op, _operand(kind, op, operand, where))
 
@@ -219,8 +277,9 @@ def _operand(kind: FieldKind, op: str, operand: Any, where: str) -> Any:
     if op in ("$in", "$nin"):
         if not isinstance(operand, list) or not 1 <= len(operand) <= MAX_IN_VALUES:
             raise FilterError(f"{where}: takes a list of 1 to {MAX_IN_VALUES} values")
-        return tuple(_scalar(kind, op, item, f"{where}[{index}]")
-                     for index, item in enumerate(operand))
+        return tuple(
+            _scalar(kind, op, item, f"{where}[{index}]") for index, item in enumerate(operand)
+        )
     value = _scalar(kind, op, operand, where)
     if op in COMPARISONS and (isinstance(value, bool) or kind in ("tags", "type")):
         raise FilterError(f"{where}: orders numbers, strings and times only")
@@ -242,8 +301,12 @@ def _scalar(kind: FieldKind, op: str, value: Any, where: str) -> Scalar | dateti
             raise FilterError(f"{where}: takes a finite number")
         return value
     if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value \
-                or value in (float("inf"), float("-inf")):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value != value
+            or value in (float("inf"), float("-inf"))
+        ):
             raise FilterError(f"{where}: takes a finite number")
         return float(value)
     if kind == "time":
@@ -252,8 +315,9 @@ def _scalar(kind: FieldKind, op: str, value: Any, where: str) -> Scalar | dateti
         except ValueError:
             moment = None
         if moment is None or moment.tzinfo is None:
-            raise FilterError(f"{where}: takes an ISO 8601 time with a time zone, e.g. "
-                              "2024-05-01T00:00:00Z")
+            raise FilterError(
+                f"{where}: takes an ISO 8601 time with a time zone, e.g. 2024-05-01T00:00:00Z"
+            )
         return moment
     if not isinstance(value, str):
         raise FilterError(f"{where}: takes a string")
@@ -298,22 +362,29 @@ _OPERATORS = """Operators: `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains
 At most 64 conditions, nested at most 6 levels. A malformed filter is a 422 whose message
 names the path and the operator, e.g. `filter.$or[1].importance.$gt: takes a finite number`.
 """
-FILTER_DESCRIPTION = """Only memories this filter admits are searched or listed; it is applied
+FILTER_DESCRIPTION = (
+    """Only memories this filter admits are searched or listed; it is applied
 in the database before ranking and paging, so the results are the best ones it admits.
 
-""" + _SYNTAX + """
+"""
+    + _SYNTAX
+    + """
 Fields: `metadata.<key>[.<key>...]`, `memory_type`, `butler` (the butler that stored it),
 `scope`, `session_id` (an episode's, else its `inferred_session`), `subject`, `predicate`,
 `permanence`, `validity`, `maturity`, `importance`, `confidence` (as stored), `tags`, and the
 times `created_at`, `occurred_at`, `expires_at`, `valid_from`, `valid_until`,
 `last_confirmed_at` (ISO 8601 with a zone).
 
-""" + _OPERATORS
+"""
+    + _OPERATORS
+)
 
 
-_FIELD_NOTES = {"run": " (`metadata.<key>` reads the run's `meta`)",
-                "entity": " (`aliases` is an array: `$eq` and `$contains` match an element)",
-                "arc": " (`scope` is the butler whose episodes the arc clusters)"}
+_FIELD_NOTES = {
+    "run": " (`metadata.<key>` reads the run's `meta`)",
+    "entity": " (`aliases` is an array: `$eq` and `$contains` match an element)",
+    "arc": " (`scope` is the butler whose episodes the arc clusters)",
+}
 
 
 def record_filter_description(record_type: str) -> str:
@@ -321,19 +392,26 @@ def record_filter_description(record_type: str) -> str:
     plural = LIST_NAMES[record_type]
     fields = ", ".join(f"`{name}`" for name in record_fields_text(record_type).split(", "))
     times = [name for name, kind in RECORD_FIELDS[record_type].items() if kind == "time"]
-    return (f"Only {plural} this filter admits are listed; it is applied in the database "
-            "before paging, together with the other query parameters.\n\n" + _SYNTAX
-            + f"\nFields of {plural}: {fields}{_FIELD_NOTES.get(record_type, '')}; the "
-            f"times ({', '.join(times)}) are ISO 8601 with a zone. Any other field is a 422 "
-            "naming it and the fields this list takes.\n\n"
-            + _OPERATORS.replace("the memory's type has no such field, ", ""))
+    return (
+        f"Only {plural} this filter admits are listed; it is applied in the database "
+        "before paging, together with the other query parameters.\n\n"
+        + _SYNTAX
+        + f"\nFields of {plural}: {fields}{_FIELD_NOTES.get(record_type, '')}; the "
+        f"times ({', '.join(times)}) are ISO 8601 with a zone. Any other field is a 422 "
+        "naming it and the fields this list takes.\n\n"
+        + _OPERATORS.replace("the memory's type has no such field, ", "")
+    )
+
 
 FilterIn = Annotated[
     dict[str, Any] | None,
     BeforeValidator(_from_json_text),
     AfterValidator(lambda raw: None if raw is None else _parsed(raw)),
-    Field(description=FILTER_DESCRIPTION,
-          examples=[{"metadata.topic": "work", "importance": {"$gte": 7}},
-                    {"$or": [{"tags": "urgent"},
-                             {"created_at": {"$gte": "2024-05-01T00:00:00Z"}}]}]),
+    Field(
+        description=FILTER_DESCRIPTION,
+        examples=[
+            {"metadata.topic": "work", "importance": {"$gte": 7}},
+            {"$or": [{"tags": "urgent"}, {"created_at": {"$gte": "2024-05-01T00:00:00Z"}}]},
+        ],
+    ),
 ]

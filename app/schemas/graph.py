@@ -8,9 +8,22 @@ from pydantic import BaseModel, Field
 NodeType = Literal["episode", "fact", "rule", "entity", "run", "procedure", "arc"]
 # Provenance links, typed entity-to-entity relations (the paths graph-aware search follows)
 # and `about`, a fact's anchor to its entity.
-GraphRelation = Literal["derived_from", "supports", "contradicts", "supersedes", "related_to",
-                        "works_at", "works_on", "knows", "owns", "member_of", "located_in",
-                        "part_of", "mentions", "about"]
+GraphRelation = Literal[
+    "derived_from",
+    "supports",
+    "contradicts",
+    "supersedes",
+    "related_to",
+    "works_at",
+    "works_on",
+    "knows",
+    "owns",
+    "member_of",
+    "located_in",
+    "part_of",
+    "mentions",
+    "about",
+]
 
 
 class GraphNode(BaseModel):
@@ -31,8 +44,10 @@ class GraphEdge(BaseModel):
     target_type: NodeType
     target_id: uuid.UUID
     relation: GraphRelation
-    strength: float = Field(description="The link's strength in (0, 1], which graph-aware "
-                                        "search multiplies along a path (`about`: 1).")
+    strength: float = Field(
+        description="The link's strength in (0, 1], which graph-aware "
+        "search multiplies along a path (`about`: 1)."
+    )
     hop: int = Field(description="1 + the hop of the edge's nearer end.")
 
 

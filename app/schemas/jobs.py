@@ -8,8 +8,9 @@ from pydantic import Field
 from app.schemas.common import IsoDatetime, RequestModel, ResponseModel
 from app.schemas.listing import ListQuery, PageCursor, PageLimit
 
-JobKind = Literal["consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection",
-                  "arc_boundaries"]
+JobKind = Literal[
+    "consolidation", "decay", "cleanup", "erasure", "pii_scrub", "reflection", "arc_boundaries"
+]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 MAX_CLEANUP_ENTRIES = 10_000_000
 
@@ -18,7 +19,9 @@ class CleanupJobCreate(RequestModel):
     """Episode cleanup: delete expired episodes, then enforce the capacity limit."""
 
     max_entries: int = Field(
-        10_000, ge=0, le=MAX_CLEANUP_ENTRIES,
+        10_000,
+        ge=0,
+        le=MAX_CLEANUP_ENTRIES,
         description="Episodes the tenant may keep; the oldest consolidated ones go first.",
     )
 
@@ -47,8 +50,11 @@ class JobOut(ResponseModel):
 class PiiScrubJobCreate(RequestModel):
     """PII scrub of run messages."""
 
-    rescan: bool = Field(False, description="Check every message again, not only the ones "
-                         "added since the last scrub (after changing the patterns).")
+    rescan: bool = Field(
+        False,
+        description="Check every message again, not only the ones "
+        "added since the last scrub (after changing the patterns).",
+    )
 
 
 class JobListQuery(ListQuery):
@@ -58,4 +64,3 @@ class JobListQuery(ListQuery):
     status: JobStatus | None = None
     limit: PageLimit = 50
     cursor: PageCursor = None
-

@@ -16,8 +16,10 @@ class ListQuery(BaseModel):
 
 
 PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Page size (1-200).")]
-PageCursor = Annotated[str | None, Field(max_length=MAX_CURSOR_CHARS,
-                                         description="`next_cursor` of the previous page.")]
+PageCursor = Annotated[
+    str | None,
+    Field(max_length=MAX_CURSOR_CHARS, description="`next_cursor` of the previous page."),
+]
 # A listing's text parameter: an exact value to match.
 ListText = Annotated[str | None, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 

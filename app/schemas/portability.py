@@ -8,5 +8,6 @@ class ImportOut(BaseModel):
 
     imported: dict[str, int] = Field(
         description="Records inserted per kind: entity, episode, fact, rule, "
-                    "rule_application, run, run_message, run_feedback, agent_event, "
-                    "reflection_consolidation, procedure, arc, working_memory, link.")
+        "rule_application, run, run_message, run_feedback, agent_event, "
+        "reflection_consolidation, procedure, arc, working_memory, link."
+    )

@@ -42,17 +42,23 @@ class ProcedureListQuery(ListQuery):
 
 
 Steps = Annotated[list[ProcedureStep], Field(min_length=1, max_length=MAX_STEPS)]
-LearnedFrom = Annotated[list[MemoryRef], Field(
-    max_length=MAX_SOURCES,
-    description="Memories the procedure was learned from; each gets a `derived_from` link "
-                "from the procedure.")]
+LearnedFrom = Annotated[
+    list[MemoryRef],
+    Field(
+        max_length=MAX_SOURCES,
+        description="Memories the procedure was learned from; each gets a `derived_from` link "
+        "from the procedure.",
+    ),
+]
 
 
 def _numbered(steps: list[ProcedureStep]) -> list[ProcedureStep]:
     for position, item in enumerate(steps, start=1):
         if item.step != position:
-            raise ValueError(f"steps must be numbered 1, 2, 3, ... in order; item {position - 1}"
-                             f" has step {item.step}")
+            raise ValueError(
+                f"steps must be numbered 1, 2, 3, ... in order; item {position - 1}"
+                f" has step {item.step}"
+            )
     return steps
 
 
@@ -64,8 +70,9 @@ class ProcedureCreate(RequestModel):
     description: Description = ""
     steps: Steps
     preconditions: JsonObject = Field(default_factory=dict, description="When it applies.")
-    postconditions: JsonObject = Field(default_factory=dict,
-                                       description="The expected state afterwards.")
+    postconditions: JsonObject = Field(
+        default_factory=dict, description="The expected state afterwards."
+    )
     learned_from: LearnedFrom = Field(default_factory=list)
     status: NewProcedureStatus = "draft"
 
@@ -81,7 +88,8 @@ class ProcedureVersionCreate(RequestModel):
     postconditions: JsonObject | None = Field(None, description="Omitted: the old ones.")
     learned_from: LearnedFrom | None = Field(None, description="Omitted: the old list.")
     status: NewProcedureStatus | None = Field(
-        None, description="Omitted: the old version's status (draft if it was deprecated).")
+        None, description="Omitted: the old version's status (draft if it was deprecated)."
+    )
 
     _steps_in_order = field_validator("steps")(_numbered)
 
@@ -96,8 +104,9 @@ class ExecutionCreate(RequestModel):
     """One run of the procedure."""
 
     success: StrictBool
-    duration_ms: int | None = Field(None, ge=0, le=MAX_DURATION_MS,
-                                    description="Omitted: the run is not timed.")
+    duration_ms: int | None = Field(
+        None, ge=0, le=MAX_DURATION_MS, description="Omitted: the run is not timed."
+    )
 
 
 class ProcedureSearchRequest(RequestModel):
@@ -122,8 +131,9 @@ class ProcedureOut(ResponseModel):
     learned_from: list[dict[str, Any]]
     execution_count: int
     success_count: int
-    success_rate: float | None = Field(description="success_count / execution_count; null "
-                                                   "before the first execution.")
+    success_rate: float | None = Field(
+        description="success_count / execution_count; null before the first execution."
+    )
     avg_duration_ms: float | None = Field(description="Mean duration of the timed executions.")
     last_executed_at: IsoDatetime | None
     status: ProcedureStatus
@@ -140,5 +150,3 @@ class ProcedureHit(RecordScores, ProcedureOut):
 class ProcedureSearchResponse(ResponseModel):
     mode: SearchMode
     results: list[ProcedureHit]
-
-

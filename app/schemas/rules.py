@@ -34,7 +34,6 @@ class RuleListQuery(ListQuery):
 
 
 class RuleCreate(RequestModel):
-
     """Behavioural guidance; starts as a candidate with confidence 0.5."""
 
     content: Content
@@ -82,16 +81,20 @@ class RuleOut(ResponseModel):
     last_confirmed_at: IsoDatetime | None
     reference_count: int
     last_referenced_at: IsoDatetime | None
-    forgotten: bool = Field(description="Forgotten (by request or by decay); left out of "
-                                        "search, recall and listings.")
+    forgotten: bool = Field(
+        description="Forgotten (by request or by decay); left out of search, recall and listings."
+    )
     forgotten_at: IsoDatetime | None
     fading: bool = Field(description="Effective confidence fell below 0.2 at the last sweep.")
-    needs_inversion: bool = Field(description="Earned anti-pattern inversion: at least 3 harmful "
-                                              "marks and effectiveness under 0.3.")
+    needs_inversion: bool = Field(
+        description="Earned anti-pattern inversion: at least 3 harmful "
+        "marks and effectiveness under 0.3."
+    )
     original_content: str | None = Field(description="The content before inversion.")
     tags: list[str]
     metadata: dict[str, Any] = Field(
         validation_alias=AliasChoices("metadata_", "metadata"),
         description="The client's own object, plus `harmful_reasons` once a harmful mark "
-                    "gave a reason: every such reason, oldest first (read-only; a client "
-                    "cannot write that key).")
+        "gave a reason: every such reason, oldest first (read-only; a client "
+        "cannot write that key).",
+    )

@@ -20,13 +20,17 @@ from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 
 Role = Literal["planner", "executor", "critic", "human"]
 FeedbackSource = Literal["critic", "human"]
-Rating = Annotated[float, Field(ge=0.0, le=1.0, strict=True,
-                                description="0 (worst) to 1 (best).")]
+Rating = Annotated[float, Field(ge=0.0, le=1.0, strict=True, description="0 (worst) to 1 (best).")]
 Score = Annotated[float, Field(ge=-1e9, le=1e9, strict=True)]
 MAX_MESSAGES = 1000
 MAX_QUERY_CHARS = 4000
-QueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="Free text; a query "
-                                 "left empty after collapsing whitespace finds nothing.")]
+QueryText = Annotated[
+    str,
+    Field(
+        max_length=MAX_QUERY_CHARS,
+        description="Free text; a query left empty after collapsing whitespace finds nothing.",
+    ),
+]
 
 
 class RunListQuery(ListQuery):
@@ -39,12 +43,12 @@ class RunListQuery(ListQuery):
 
 
 class RunCreate(RequestModel):
-
     """Start the record of one task run."""
 
     task_id: Name
     summary: Content | None = Field(
-        None, description="What the run was about; embedded with task_id for run search.")
+        None, description="What the run was about; embedded with task_id for run search."
+    )
     agent_version: Name | None = None
     task_version: Name | None = None
     rubric_version: Name | None = None
@@ -70,7 +74,8 @@ class MessageCreate(RequestModel):
     role: Role
     content: Content
     token_count: int | None = Field(
-        None, ge=0, le=10_000_000, description="Defaults to an estimate (characters / 4).")
+        None, ge=0, le=10_000_000, description="Defaults to an estimate (characters / 4)."
+    )
 
 
 class MessageBatchCreate(RequestModel):
@@ -105,7 +110,8 @@ class RunFeedbackOut(ResponseModel):
     rating: float
     rationale: str | None
     lesson_rule_id: uuid.UUID | None = Field(
-        description="The candidate rule this feedback became, if it did.")
+        description="The candidate rule this feedback became, if it did."
+    )
     created_at: IsoDatetime
 
 
@@ -137,20 +143,26 @@ class RunSearchRequest(RequestModel):
     """Runs similar to a text, by their own embedding and their messages'."""
 
     query: QueryText
-    success: bool | None = Field(None, description="Only runs with this outcome "
-                                 "(false: the failure loop's 'similar past failures').")
+    success: bool | None = Field(
+        None,
+        description="Only runs with this outcome "
+        "(false: the failure loop's 'similar past failures').",
+    )
     task_id: Name | None = None
     agent_version: Name | None = None
     max_rating: Rating | None = Field(
-        None, description="Only runs with some feedback rated at most this.")
+        None, description="Only runs with some feedback rated at most this."
+    )
     limit: int = Field(10, ge=1, le=100)
 
 
 class RunSearchHit(RunOut):
-    similarity: float = Field(description="Best cosine similarity of the run or one of its "
-                              "messages to the query.")
+    similarity: float = Field(
+        description="Best cosine similarity of the run or one of its messages to the query."
+    )
     matched_message: RunMessageOut | None = Field(
-        description="The message that matched best, when it beat the run itself.")
+        description="The message that matched best, when it beat the run itself."
+    )
     feedback: list[RunFeedbackOut] = Field(description="The run's feedback, oldest first.")
 
 

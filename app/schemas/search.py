@@ -41,13 +41,19 @@ QueryText = Annotated[
 ]
 Scope = Annotated[
     Name | None,
-    Field(description="Facts and rules of scope 'global' or this scope, episodes of this "
-          "butler; omitted means every scope of the tenant."),
+    Field(
+        description="Facts and rules of scope 'global' or this scope, episodes of this "
+        "butler; omitted means every scope of the tenant."
+    ),
 ]
 MinConfidence = Annotated[
     float,
-    Field(ge=0.0, le=1.0, description="Facts and rules whose effective (decayed) confidence "
-          "is below this are left out; episodes carry no confidence and always pass."),
+    Field(
+        ge=0.0,
+        le=1.0,
+        description="Facts and rules whose effective (decayed) confidence "
+        "is below this are left out; episodes carry no confidence and always pass.",
+    ),
 ]
 
 SEARCH_DESCRIPTION = """
@@ -92,25 +98,40 @@ at `as_of` as Engram believed at `known_at` (each hit shows its `valid_from` and
 `valid_until`), and the response names the point in time it applied.
 """
 
-AsOf = Annotated[AwareDatetimeIn | None, Field(
-    description="Valid time: facts are the versions that held at this moment (superseded "
-    "ones included), not the active ones. Default: now. Episodes and rules are unaffected.")]
-KnownAt = Annotated[AwareDatetimeIn | None, Field(
-    description="Record time: facts as Engram believed them at this moment (versions stored "
-    "later, or given up by then, are left out). Default: now.")]
-ScoredAt = Annotated[AwareDatetimeIn | None, Field(
-    description="The 'now' that recency and effective confidence are computed at (a past "
-    "moment to ask what was known then); default: the current time.")]
+AsOf = Annotated[
+    AwareDatetimeIn | None,
+    Field(
+        description="Valid time: facts are the versions that held at this moment (superseded "
+        "ones included), not the active ones. Default: now. Episodes and rules are unaffected."
+    ),
+]
+KnownAt = Annotated[
+    AwareDatetimeIn | None,
+    Field(
+        description="Record time: facts as Engram believed them at this moment (versions stored "
+        "later, or given up by then, are left out). Default: now."
+    ),
+]
+ScoredAt = Annotated[
+    AwareDatetimeIn | None,
+    Field(
+        description="The 'now' that recency and effective confidence are computed at (a past "
+        "moment to ask what was known then); default: the current time."
+    ),
+]
 
 
 class PointInTimeOut(ResponseModel):
     """Which point in time facts were read at."""
 
     as_of: IsoDatetime | None = Field(
-        None, description="The valid time facts were read at; null when the request named "
-        "neither `as_of` nor `known_at` (active facts).")
+        None,
+        description="The valid time facts were read at; null when the request named "
+        "neither `as_of` nor `known_at` (active facts).",
+    )
     known_at: IsoDatetime | None = Field(
-        None, description="The record time facts were read at; null: now.")
+        None, description="The record time facts were read at; null: now."
+    )
 
 
 MAX_GRAPH_ENTITIES = 10
@@ -120,7 +141,8 @@ GRAPH_DESCRIPTION = (
     "ranked list, by graph score = the best path's product of link strengths / its hops. RRF "
     "adds 1/(k + graph rank); learned fusion fuses its order with that list by RRF; weighted "
     "fusion adds `graph_weight` (0.2) * graph score. Each "
-    "hit names its path (`graph`) and its `contributions` gain `graph`.")
+    "hit names its path (`graph`) and its `contributions` gain `graph`."
+)
 
 
 class SearchRequest(RequestModel):
@@ -128,52 +150,74 @@ class SearchRequest(RequestModel):
 
     query: QueryText
     language: Language | None = Field(
-        None, description="The query's language, as an ISO 639-1 code (`de`) or a PostgreSQL "
+        None,
+        description="The query's language, as an ISO 639-1 code (`de`) or a PostgreSQL "
         "text search configuration (`german`); detected when omitted. Keyword search reads "
-        "the query in it as well as in English and word for word (docs/search.md).")
+        "the query in it as well as in English and word for word (docs/search.md).",
+    )
     types: list[SearchType] | None = Field(
-        None, min_length=1, max_length=6, description="Types to search; by default episode, "
+        None,
+        min_length=1,
+        max_length=6,
+        description="Types to search; by default episode, "
         "fact and rule. run, run_message and reflection (an agent.reflected ledger event) are "
         "searched only when named: each such type ranks its own candidates (cosine distance; "
         "ts_rank_cd of the OR-ed query lexemes for keywords) and the hits are merged with the "
         "memories' by fused score (hybrid) or rank (one-list modes). `scope`, `min_confidence` "
-        "and time windows do not apply to them."
+        "and time windows do not apply to them.",
     )
     scope: Scope = None
-    mode: SearchMode | None = Field(None, description="Defaults to the configured mode "
-                                    "(hybrid unless changed).")
+    mode: SearchMode | None = Field(
+        None, description="Defaults to the configured mode (hybrid unless changed)."
+    )
     limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description=LIMIT_DESCRIPTION)
     min_confidence: MinConfidence = 0.2
     neighbours: int = Field(
-        0, ge=0, le=MAX_NEIGHBOURS, description="Return with each episode hit up to this many "
-        "turns stored just before and just after it in the same butler and session.")
+        0,
+        ge=0,
+        le=MAX_NEIGHBOURS,
+        description="Return with each episode hit up to this many "
+        "turns stored just before and just after it in the same butler and session.",
+    )
     reference_time: AwareDatetimeIn | None = Field(
-        None, description="The 'now' that relative time expressions in the query are read "
-        "against ('yesterday', 'last week'); default: the current time.")
+        None,
+        description="The 'now' that relative time expressions in the query are read "
+        "against ('yesterday', 'last week'); default: the current time.",
+    )
     time_mode: TimeMode = Field(
-        "boost", description="What a time expression in the query ('in May 2023', 'last "
+        "boost",
+        description="What a time expression in the query ('in May 2023', 'last "
         "week', '3 days ago') does, read as a window on episodes' `occurred_at`. `boost`: "
         "episodes inside the window rank higher (hybrid mode: a third RRF list, `time_rank`; "
         "one-list modes: they move ahead of the others, keeping their order). `filter`: only "
         "episodes inside it are returned. `off`: the query's words alone. Facts and rules have "
-        "no `occurred_at` and are never affected.")
+        "no `occurred_at` and are never affected.",
+    )
     fusion: Fusion | None = Field(
-        None, description="Hybrid mode: how the lists are fused. `learned`: deeper lists "
+        None,
+        description="Hybrid mode: how the lists are fused. `learned`: deeper lists "
         "ordered by a learned model of each candidate's signals. `rrf`: Reciprocal Rank "
         "Fusion (1/(k + rank) per list). `weighted`: the sum of each list's min-max "
         "normalised score times its configured weight. Default: the configured fusion "
-        "(learned).")
+        "(learned).",
+    )
     entities: list[UUIDIn] | None = Field(
-        None, min_length=1, max_length=MAX_GRAPH_ENTITIES,
-        description=GRAPH_DESCRIPTION)
-    graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
-                            "memory may be to get a graph boost.")
+        None, min_length=1, max_length=MAX_GRAPH_ENTITIES, description=GRAPH_DESCRIPTION
+    )
+    graph_hops: int = Field(
+        2,
+        ge=1,
+        le=3,
+        description="How many links from `entities` a memory may be to get a graph boost.",
+    )
     as_of: AsOf = None
     known_at: KnownAt = None
     filter: FilterIn = None
     rerank: bool = Field(
-        True, description="With a reranker configured on the server: false serves the "
-        "fused order without asking it. Without one it changes nothing.")
+        True,
+        description="With a reranker configured on the server: false serves the "
+        "fused order without asking it. Without one it changes nothing.",
+    )
 
 
 class GraphPathOut(ResponseModel):
@@ -190,7 +234,8 @@ class PassageOut(ResponseModel):
 
     kind: Literal["window", "context"] = Field(
         description="`window`: a span of a long content. `context`: the episode read after "
-        "the turns stored before it in its session (start and end span the whole content).")
+        "the turns stored before it in its session (start and end span the whole content)."
+    )
     index: int = Field(description="0-based position of the passage in the memory.")
     start: int = Field(description="Offset of its first character in `content`.")
     end: int = Field(description="Offset just past its last character in `content`.")
@@ -199,44 +244,62 @@ class PassageOut(ResponseModel):
 
 class Scores(ResponseModel):
     similarity: float | None = Field(
-        None, description="1 - cosine distance to the query (null in keyword mode): the "
-        "memory's own vector's, or its best passage's when that is higher.")
+        None,
+        description="1 - cosine distance to the query (null in keyword mode): the "
+        "memory's own vector's, or its best passage's when that is higher.",
+    )
     passage: PassageOut | None = Field(
-        None, description="The passage that matched, when it beat the memory's own vector: "
+        None,
+        description="The passage that matched, when it beat the memory's own vector: "
         "a window of content longer than the model reads (about 800 characters; "
-        "`content[start:end]` is its text), or an episode in the context of its session.")
+        "`content[start:end]` is its text), or an episode in the context of its session.",
+    )
     rank: float | None = Field(
-        None, description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
-        "lexeme matches).")
+        None,
+        description="ts_rank_cd of the OR-ed query (null in semantic mode; 0 when no "
+        "lexeme matches).",
+    )
     rrf_score: float | None = Field(None, description="Hybrid mode with rrf fusion only.")
     fused_score: float | None = Field(
-        None, description="Hybrid mode only: the score fusion ordered results by (learned, "
-        "rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.")
+        None,
+        description="Hybrid mode only: the score fusion ordered results by (learned, "
+        "rrf or weighted fusion); a reranker then reorders them by `contributions.reranker`.",
+    )
     graph: GraphPathOut | None = Field(
-        None, description="With `entities`: the memory's best path from them (null when it "
-        "is not within `graph_hops`).")
+        None,
+        description="With `entities`: the memory's best path from them (null when it "
+        "is not within `graph_hops`).",
+    )
     contributions: dict[str, float] | None = Field(
-        None, description="Hybrid mode only: `fused_score` split by signal. rrf and "
+        None,
+        description="Hybrid mode only: `fused_score` split by signal. rrf and "
         "weighted: `semantic`, `keyword`, `time` (a signal the memory is absent from still "
         "adds its floor in rrf). learned: `base` and each signal's part of the model's "
         "logit (`similarity`, `keyword`, `session_similarity_gap`, ...), or, with a time "
         "window or `entities`, `learned`, `time` and `graph` (RRF parts). With a reranker "
         "applied (any mode), `reranker`: its score, which orders the results it scored; it "
-        "is not part of `fused_score`.")
+        "is not part of `fused_score`.",
+    )
     semantic_rank: int | None = Field(
-        None, description="1-based rank in the semantic list; null when absent from it.")
+        None, description="1-based rank in the semantic list; null when absent from it."
+    )
     keyword_rank: int | None = Field(
-        None, description="1-based rank in the keyword list; null when absent from it.")
+        None, description="1-based rank in the keyword list; null when absent from it."
+    )
     time_rank: int | None = Field(
-        None, description="1-based rank among the episodes inside the query's time window; "
-        "null when outside it or when the query has no time expression.")
+        None,
+        description="1-based rank among the episodes inside the query's time window; "
+        "null when outside it or when the query has no time expression.",
+    )
 
 
 class EpisodeHit(EpisodeOut, Scores):
     memory_type: Literal["episode"] = "episode"
     neighbours: list[EpisodeOut] = Field(
-        default_factory=list, description="With `neighbours` > 0: the turns around this one, "
-        "in storage order (the hit itself left out).")
+        default_factory=list,
+        description="With `neighbours` > 0: the turns around this one, "
+        "in storage order (the hit itself left out).",
+    )
 
 
 class FactHit(FactOut, Scores):
@@ -259,8 +322,10 @@ class ReflectionHit(AgentEventOut, Scores):
     memory_type: Literal["reflection"] = "reflection"
 
 
-SearchHit = Annotated[EpisodeHit | FactHit | RuleHit | RunHit | RunMessageHit | ReflectionHit,
-                      Field(discriminator="memory_type")]
+SearchHit = Annotated[
+    EpisodeHit | FactHit | RuleHit | RunHit | RunMessageHit | ReflectionHit,
+    Field(discriminator="memory_type"),
+]
 
 
 class TimeWindowOut(ResponseModel):
@@ -280,24 +345,30 @@ class RerankerOut(ResponseModel):
 
     applied: bool = Field(description="Whether the results are in the reranker's order.")
     reason: RerankerSkip | None = Field(
-        None, description="Why it was not applied: `timeout` (no answer within its time "
+        None,
+        description="Why it was not applied: `timeout` (no answer within its time "
         "budget), `error` (it failed or answered nonsense), `not_requested` (`rerank: "
-        "false`), `no_results` (nothing to reorder). The fused order is served then.")
+        "false`), `no_results` (nothing to reorder). The fused order is served then.",
+    )
     scored: int = Field(0, description="How many results it scored.")
 
 
 class SearchResponse(PointInTimeOut):
     mode: SearchMode
     time_window: TimeWindowOut | None = Field(
-        None, description="The window read from the query, when there was one.")
+        None, description="The window read from the query, when there was one."
+    )
     reranker: RerankerOut | None = Field(
-        None, description="Null when no reranker is configured on the server.")
+        None, description="Null when no reranker is configured on the server."
+    )
     semantic_skipped: Literal["timeout", "unavailable", "language"] | None = Field(
-        None, description="Set when the semantic list was left out and the results come from "
+        None,
+        description="Set when the semantic list was left out and the results come from "
         "the keyword list alone (`mode` then says `keyword`): the server's remote embedding "
         "model could not embed the query in time (`timeout`) or at all (`unavailable`), or "
         "a hybrid search's query is in a language the embedding model does not know "
-        "(`language`; see the server's `embedding_languages`).")
+        "(`language`; see the server's `embedding_languages`).",
+    )
     results: list[SearchHit]
 
 
@@ -309,11 +380,18 @@ class RecallRequest(RequestModel):
     limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description=LIMIT_DESCRIPTION)
     min_confidence: MinConfidence = 0.2
     entities: list[UUIDIn] | None = Field(
-        None, min_length=1, max_length=MAX_GRAPH_ENTITIES,
+        None,
+        min_length=1,
+        max_length=MAX_GRAPH_ENTITIES,
         description=GRAPH_DESCRIPTION + " In recall the graph part of the fused score is left "
-        "out of `relevance` and added to `composite_score` as `graph_weight` * graph score.")
-    graph_hops: int = Field(2, ge=1, le=3, description="How many links from `entities` a "
-                            "memory may be to get a graph boost.")
+        "out of `relevance` and added to `composite_score` as `graph_weight` * graph score.",
+    )
+    graph_hops: int = Field(
+        2,
+        ge=1,
+        le=3,
+        description="How many links from `entities` a memory may be to get a graph boost.",
+    )
     reference_time: ScoredAt = None
     as_of: AsOf = None
     known_at: KnownAt = None
@@ -321,12 +399,17 @@ class RecallRequest(RequestModel):
 
 
 class RecallScores(ResponseModel):
-    relevance: float = Field(description="RRF score rescaled so the best possible candidate "
-                             "is 1 and the worst possible is 0.")
-    recency: float = Field(description="exp(-ln2/7 * days since the memory's own time: "
-                           "last confirmed, else created).")
-    composite_score: float = Field(description="relevance, importance/10, recency and "
-                                   "effective confidence weighted by the score weights.")
+    relevance: float = Field(
+        description="RRF score rescaled so the best possible candidate "
+        "is 1 and the worst possible is 0."
+    )
+    recency: float = Field(
+        description="exp(-ln2/7 * days since the memory's own time: last confirmed, else created)."
+    )
+    composite_score: float = Field(
+        description="relevance, importance/10, recency and "
+        "effective confidence weighted by the score weights."
+    )
 
 
 class RecallFactHit(FactHit, RecallScores):
@@ -343,9 +426,11 @@ RecallHit = Annotated[RecallFactHit | RecallRuleHit, Field(discriminator="memory
 def _recall_skipped() -> Any:
     """The `semantic_skipped` field of a recall or context answer."""
     return Field(
-        None, description="Set when the semantic list was left out and the memories come "
+        None,
+        description="Set when the semantic list was left out and the memories come "
         "from the keyword list alone: the server's remote embedding model could not embed "
-        "the topic within `query_embedding_seconds` (`timeout`) or at all (`unavailable`).")
+        "the topic within `query_embedding_seconds` (`timeout`) or at all (`unavailable`).",
+    )
 
 
 class RecallResponse(PointInTimeOut):
@@ -359,7 +444,9 @@ class ContextRequest(RequestModel):
     trigger_prompt: QueryText
     butler: Name = Field(description="The butler the context is for; used as the scope.")
     token_budget: int | None = Field(
-        None, ge=10, le=100_000,
+        None,
+        ge=10,
+        le=100_000,
         description="At most token_budget * 4 characters; defaults to the configured "
         "context_token_budget (3000).",
     )
@@ -392,6 +479,8 @@ class RecordScores(ResponseModel):
     semantic_rank: int | None
     keyword_rank: int | None
     fused_score: float | None = Field(
-        None, description="Hybrid mode only: the score results are ordered by.")
+        None, description="Hybrid mode only: the score results are ordered by."
+    )
     contributions: dict[str, float] | None = Field(
-        None, description="Hybrid mode only: `fused_score` split by signal, as in /v1/search.")
+        None, description="Hybrid mode only: `fused_score` split by signal, as in /v1/search."
+    )

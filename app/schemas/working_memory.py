@@ -30,18 +30,26 @@ class WorkingMemoryWrite(RequestModel):
 
     active_context: JsonObject = Field(
         default_factory=dict,
-        description="The current focus, e.g. {project, entities, goals, constraints}.")
-    scratchpad: JsonObject = Field(default_factory=dict,
-                                   description="The agent's working notes, key by key.")
+        description="The current focus, e.g. {project, entities, goals, constraints}.",
+    )
+    scratchpad: JsonObject = Field(
+        default_factory=dict, description="The agent's working notes, key by key."
+    )
     retrieved_memory_ids: list[UUIDIn] = Field(
-        default_factory=list, max_length=MAX_RETRIEVED_IDS,
-        description="Ids of the memories retrieved this session.")
-    decisions: Decisions = Field(default_factory=list,
-                                 description="The decisions made this session, any JSON values.")
+        default_factory=list,
+        max_length=MAX_RETRIEVED_IDS,
+        description="Ids of the memories retrieved this session.",
+    )
+    decisions: Decisions = Field(
+        default_factory=list, description="The decisions made this session, any JSON values."
+    )
     ttl_seconds: int | None = Field(
-        None, ge=MIN_TTL_SECONDS, le=MAX_TTL_SECONDS,
+        None,
+        ge=MIN_TTL_SECONDS,
+        le=MAX_TTL_SECONDS,
         description="Lifetime after the last use; null means `working_memory.ttl_hours` "
-                    "(24 h by default).")
+        "(24 h by default).",
+    )
 
 
 class ScratchpadWrite(RequestModel):
@@ -64,8 +72,10 @@ class WorkingMemoryOut(ResponseModel):
     decisions: list[Any]
     ttl_seconds: int = Field(description="Lifetime after the last use.")
     version: int = Field(description="How many writes the record has seen (1 when created).")
-    etag: str = Field(description="The record's entity tag, also sent in the ETag header; "
-                                  "send it back in If-Match to write only over this version.")
+    etag: str = Field(
+        description="The record's entity tag, also sent in the ETag header; "
+        "send it back in If-Match to write only over this version."
+    )
     created_at: IsoDatetime
     updated_at: IsoDatetime = Field(description="Time of the last write.")
     expires_at: IsoDatetime = Field(description="Moves forward on every read and write.")

@@ -54,34 +54,54 @@ def key_butlers(names: list[str] | None) -> list[str] | None:
         return None
     butlers = list(dict.fromkeys(names))
     if not butlers:
-        raise InvalidInput("name at least one butler, or leave the key unlimited",
-                           field="butlers")
+        raise InvalidInput("name at least one butler, or leave the key unlimited", field="butlers")
     if len(butlers) > MAX_KEY_BUTLERS:
-        raise InvalidInput(f"a key may be limited to at most {MAX_KEY_BUTLERS} butlers",
-                           field="butlers")
+        raise InvalidInput(
+            f"a key may be limited to at most {MAX_KEY_BUTLERS} butlers", field="butlers"
+        )
     for butler in butlers:
-        if (not butler or len(butler) > MAX_NAME_CHARS or "," in butler or "\x00" in butler
-                or butler != butler.strip()):
-            raise InvalidInput(f"invalid butler name {butler!r}: 1-{MAX_NAME_CHARS} "
-                               "characters, no comma, no surrounding spaces", field="butlers")
+        if (
+            not butler
+            or len(butler) > MAX_NAME_CHARS
+            or "," in butler
+            or "\x00" in butler
+            or butler != butler.strip()
+        ):
+            raise InvalidInput(
+                f"invalid butler name {butler!r}: 1-{MAX_NAME_CHARS} "
+                "characters, no comma, no surrounding spaces",
+                field="butlers",
+            )
     if GLOBAL_SCOPE in butlers:
-        raise InvalidInput(f"'{GLOBAL_SCOPE}' is shared by every key; it is not a butler",
-                           field="butlers")
+        raise InvalidInput(
+            f"'{GLOBAL_SCOPE}' is shared by every key; it is not a butler", field="butlers"
+        )
     return butlers
 
 
-async def create_key(session: AsyncSession, *, tenant_id: str, name: str | None = None,
-                     access: str = "write", butlers: list[str] | None = None) -> MintedKey:
+async def create_key(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    name: str | None = None,
+    access: str = "write",
+    butlers: list[str] | None = None,
+) -> MintedKey:
     """Mint a key for `tenant_id` and store its hash; `access` "read" may not change data;
     `butlers` limits it to those butlers' memories (and the global ones)."""
     if not TENANT_PATTERN.match(tenant_id):
-        raise InvalidInput("tenant must be 1-64 letters, digits, '_', '.' or '-'",
-                           field="tenant")
+        raise InvalidInput("tenant must be 1-64 letters, digits, '_', '.' or '-'", field="tenant")
     limited_to = key_butlers(butlers)
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
-    record = await api_key_rows.insert(session, tenant_id=tenant_id, name=name,
-                                       key_prefix=secret[:12], key_hash=hash_key(secret),
-                                       access=access, butlers=limited_to)
+    record = await api_key_rows.insert(
+        session,
+        tenant_id=tenant_id,
+        name=name,
+        key_prefix=secret[:12],
+        key_hash=hash_key(secret),
+        access=access,
+        butlers=limited_to,
+    )
     return MintedKey(record, secret)
 
 
@@ -97,9 +117,14 @@ class TenantCache:
     a request against its key before any lookup.
     """
 
-    def __init__(self, ttl_seconds: float, *, max_entries: int = 10_000,
-                 max_known: int = 100_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        ttl_seconds: float,
+        *,
+        max_entries: int = 10_000,
+        max_known: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ttl_seconds = ttl_seconds
         self.max_entries = max_entries
         self.max_known = max_known
@@ -144,8 +169,9 @@ class TenantCache:
             self._entries.popitem(last=False)
 
 
-async def resolve_key(sessionmaker: async_sessionmaker[AsyncSession], cache: TenantCache,
-                      secret: str) -> KeyOwner | None:
+async def resolve_key(
+    sessionmaker: async_sessionmaker[AsyncSession], cache: TenantCache, secret: str
+) -> KeyOwner | None:
     """The key's tenant and id, from the cache or from a short transaction of its own.
 
     The request's own transaction is not used, so a request that then waits for the model

@@ -15,15 +15,28 @@ from app.repositories import auto_links as auto_link_rows
 from app.repositories.auto_links import Linked
 
 
-async def link_new(session: AsyncSession, *, tenant_id: str, memory_type: str,
-                   memory_id: uuid.UUID, scope: str, vector: EmbeddingVector,
-                   settings: AutoLinkSettings | None) -> list[Linked]:
+async def link_new(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    memory_type: str,
+    memory_id: uuid.UUID,
+    scope: str,
+    vector: EmbeddingVector,
+    settings: AutoLinkSettings | None,
+) -> list[Linked]:
     """related_to links (strength: the cosine similarity) from the new memory to the live facts
     and rules of its tenant and scope at least `settings.threshold` similar, at most
     `settings.max_links`; none when `settings` is None or disabled."""
     if settings is None or not settings.enabled:
         return []
     return await auto_link_rows.link_nearest(
-        session, tenant_id=tenant_id, source_type=memory_type, source_id=memory_id,
-        scope=scope, vector=vector, threshold=settings.threshold,
-        max_links=settings.max_links)
+        session,
+        tenant_id=tenant_id,
+        source_type=memory_type,
+        source_id=memory_id,
+        scope=scope,
+        vector=vector,
+        threshold=settings.threshold,
+        max_links=settings.max_links,
+    )

@@ -23,13 +23,18 @@ def check_butler(value: str, field: str) -> None:
     butlers = _limited_to()
     if butlers and value not in butlers:
         shared = " (the global scope is shared: read only)" if value == GLOBAL_SCOPE else ""
-        raise Forbidden(f"this API key is limited to butlers {describe(butlers)}; it may not "
-                        f"write for {value!r}{shared}", field=field)
+        raise Forbidden(
+            f"this API key is limited to butlers {describe(butlers)}; it may not "
+            f"write for {value!r}{shared}",
+            field=field,
+        )
 
 
 def check_unlimited(what: str) -> None:
     """Refuse `what` (an operation over every butler) to a limited key."""
     butlers = _limited_to()
     if butlers:
-        raise Forbidden(f"{what} needs an API key that is not limited to butlers; this one "
-                        f"is limited to {describe(butlers)}")
+        raise Forbidden(
+            f"{what} needs an API key that is not limited to butlers; this one "
+            f"is limited to {describe(butlers)}"
+        )

@@ -12,8 +12,7 @@ from app.repositories import vector_columns as vector_rows
 from app.scope import SYSTEM, scoped_transaction
 
 
-async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession],
-                       embedder: Embedder) -> int:
+async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder) -> int:
     """Give the embedding columns the model's dimension if they hold no vector yet (in one
     transaction); refuse a model of another dimension than the stored vectors', or a store
     switched to a model the process did not load. Returns the number of columns changed."""
@@ -24,50 +23,59 @@ async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession],
         dimensions = embedder.dimensions
         wanted = vector_rows.column_type(dimensions)
         # Until a switch, the second slot follows the first; since, it is the switch's.
-        columns = [column for column in await vector_rows.vector_columns(session)
-                   if (column.column == "embedding" or switch is None)
-                   and (column.type_name, column.dimensions) != (wanted, dimensions)]
+        columns = [
+            column
+            for column in await vector_rows.vector_columns(session)
+            if (column.column == "embedding" or switch is None)
+            and (column.type_name, column.dimensions) != (wanted, dimensions)
+        ]
         if not columns:
             return 0
         stored = await vector_rows.stored_dimensions(session, columns)
         if stored:
             old = max(stored, key=lambda dims: stored[dims])
             models = await embedding_version_rows.models_with_dimensions(session, old)
-            raise StartupRefused(refusal(embedder, old_dimensions=old,
-                                         vectors=sum(stored.values()), models=models))
+            raise StartupRefused(
+                refusal(embedder, old_dimensions=old, vectors=sum(stored.values()), models=models)
+            )
         await vector_rows.resize(session, columns, dimensions)
     return len(columns)
 
 
-async def _serving(session: AsyncSession, embedder: Embedder,
-                   state: switch_rows.SwitchState | None) -> Embedder:
+async def _serving(
+    session: AsyncSession, embedder: Embedder, state: switch_rows.SwitchState | None
+) -> Embedder:
     """The process's model the store serves: the one a switch made serving, if any."""
     if state is None or state.serving_version_id is None:
         return embedder
     for model in (embedder, embedder.next):
-        if model is not None and await embedding_version_rows.version_id(
-                session, model) == state.serving_version_id:
+        if (
+            model is not None
+            and await embedding_version_rows.version_id(session, model) == state.serving_version_id
+        ):
             return model
     name = await embedding_version_rows.model_name(session, state.serving_version_id)
     raise StartupRefused(
         f"this store was switched to the embedding model {name!r}; start with it "
         f"(ENGRAM_EMBEDDING_MODEL and the other ENGRAM_EMBEDDING_ settings), or with it as "
-        f"ENGRAM_EMBEDDING_NEXT__MODEL")
+        f"ENGRAM_EMBEDDING_NEXT__MODEL"
+    )
 
 
-async def recall_dimensions(sessionmaker: async_sessionmaker[AsyncSession],
-                            embedder: Embedder) -> None:
+async def recall_dimensions(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder
+) -> None:
     """Tell a remote model the dimension recorded for it, which it takes when the endpoint
     does not answer at load: the service then starts while the endpoint is down."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         for model in (embedder, embedder.next):
             if model is not None and model.remote is not None:
                 model.recorded_dimensions = await embedding_version_rows.recorded_dimensions(
-                    session, model_name=model.model_name, model_version=model.model_version)
+                    session, model_name=model.model_name, model_version=model.model_version
+                )
 
 
-def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int,
-            models: list[str]) -> str:
+def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int, models: list[str]) -> str:
     """What a start with a model of another dimension than the stored vectors' says."""
     made_by = f" (made by {', '.join(repr(m) for m in models)})" if models else ""
     return (

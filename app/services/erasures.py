@@ -24,18 +24,22 @@ from app.text import normalise_key
 Select = Callable[..., Awaitable[list[uuid.UUID]]]
 
 
-async def request_erasure(session: AsyncSession, *, tenant_id: str,
-                          request: ErasureCreate) -> Job:
+async def request_erasure(session: AsyncSession, *, tenant_id: str, request: ErasureCreate) -> Job:
     """Check the request and queue the erasure job (Forbidden for a key limited to butlers)."""
     butler_limits.check_unlimited("erasure")
     if request.tenant and request.confirm != tenant_id:
-        raise InvalidInput("erasing a whole tenant needs confirm set to the tenant id "
-                           f"({tenant_id!r})", field="confirm")
-    if request.entity_id is not None and await entity_rows.get(
-            session, tenant_id=tenant_id, entity_id=request.entity_id) is None:
+        raise InvalidInput(
+            f"erasing a whole tenant needs confirm set to the tenant id ({tenant_id!r})",
+            field="confirm",
+        )
+    if (
+        request.entity_id is not None
+        and await entity_rows.get(session, tenant_id=tenant_id, entity_id=request.entity_id) is None
+    ):
         raise NotFound(f"entity {request.entity_id} not found", field="entity_id")
     if request.run_id is not None and not await run_rows.get_runs(
-            session, tenant_id=tenant_id, run_ids=[request.run_id]):
+        session, tenant_id=tenant_id, run_ids=[request.run_id]
+    ):
         raise NotFound(f"run {request.run_id} not found", field="run_id")
     params = request.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     params.pop("confirm", None)
@@ -48,13 +52,15 @@ def selector(params: dict[str, Any]) -> ErasureSelector:
     session_id = params.get("session_id")
     subject = params.get("subject")
     return ErasureSelector(
-        butler=params.get("butler"), scope=params.get("scope"),
+        butler=params.get("butler"),
+        scope=params.get("scope"),
         subject_key=normalise_key(subject) if subject is not None else None,
         entity_ids=(uuid.UUID(entity_id),) if entity_id else None,
         session_id=session_id,
         run_ids=(uuid.UUID(params["run_id"]),) if params.get("run_id") else None,
         task_id=params.get("task_id"),
-        whole_tenant=bool(params.get("tenant")))
+        whole_tenant=bool(params.get("tenant")),
+    )
 
 
 Erased = tuple[Sequence[uuid.UUID], Counts]
@@ -69,11 +75,11 @@ async def _rules(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]
     return ids, await erasure_rows.delete_rules(session, tenant_id=tenant_id, ids=ids)
 
 
-async def _procedures(session: AsyncSession, tenant_id: str,
-                      ids: Sequence[uuid.UUID]) -> Erased:
+async def _procedures(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
     versions = await erasure_rows.procedure_versions(session, tenant_id=tenant_id, ids=ids)
-    return versions, await erasure_rows.delete_procedures(session, tenant_id=tenant_id,
-                                                          ids=versions)
+    return versions, await erasure_rows.delete_procedures(
+        session, tenant_id=tenant_id, ids=versions
+    )
 
 
 async def _runs(session: AsyncSession, tenant_id: str, ids: Sequence[uuid.UUID]) -> Erased:
@@ -101,7 +107,6 @@ PHASES: tuple[tuple[str, Select, Callable[..., Awaitable[Erased]]], ...] = (
 )
 
 
-
 PREVIEW_LIMIT = 200
 
 
@@ -126,8 +131,9 @@ class ErasurePreview:
     more: list[str] = field(default_factory=list)
 
 
-async def preview_erasure(session: AsyncSession, *, tenant_id: str,
-                          request: ErasureCreate) -> ErasurePreview:
+async def preview_erasure(
+    session: AsyncSession, *, tenant_id: str, request: ErasureCreate
+) -> ErasurePreview:
     """Name what `request` would erase, without erasing anything (404 for an unknown entity)."""
     butler_limits.check_unlimited("erasure")
     if request.tenant:
@@ -137,8 +143,9 @@ async def preview_erasure(session: AsyncSession, *, tenant_id: str,
     sel = selector(params)
     if request.entity_id is not None:
         await entities.get_entity(session, tenant_id=tenant_id, entity_id=request.entity_id)
-        family = await erasure_rows.entity_family(session, tenant_id=tenant_id,
-                                                  ids=[request.entity_id])
+        family = await erasure_rows.entity_family(
+            session, tenant_id=tenant_id, ids=[request.entity_id]
+        )
         sel = ErasureSelector(entity_ids=tuple(family) or (request.entity_id,))
     preview = ErasurePreview(selector=name, value=str(params[name]))
     for memory_type, select, _ in PHASES:
@@ -148,10 +155,10 @@ async def preview_erasure(session: AsyncSession, *, tenant_id: str,
         if len(ids) > PREVIEW_LIMIT:
             preview.more.append(memory_type)
         shown = sorted(ids)[:PREVIEW_LIMIT]
-        texts = await graph_rows.summaries(session, tenant_id=tenant_id,
-                                           nodes=[(memory_type, i) for i in shown])
+        texts = await graph_rows.summaries(
+            session, tenant_id=tenant_id, nodes=[(memory_type, i) for i in shown]
+        )
         for item_id in shown:
             summary, state = texts.get((memory_type, item_id), ("", ""))
             preview.items.append(DoomedItem(memory_type, str(item_id), summary, state))
     return preview
-

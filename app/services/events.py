@@ -42,27 +42,47 @@ def type_name(model: type[Memory]) -> str:
 
 def memory_event(event_type: str, tenant_id: str, row: Memory, **payload: Any) -> Event:
     """An event about one memory: its type and id, then `payload`."""
-    return Event(event_type, tenant_id,
-                 {"memory_type": type_name(type(row)), "memory_id": str(row.id), **payload})
+    return Event(
+        event_type,
+        tenant_id,
+        {"memory_type": type_name(type(row)), "memory_id": str(row.id), **payload},
+    )
 
 
 async def record(session: AsyncSession, events: Iterable[Event]) -> None:
     """Append the events to memory_events, in one statement, in the caller's transaction,
     each naming the current actor (the request's API key or the running job)."""
     actor = actors.current()
-    await event_rows.add_events(session, [
-        {"event_type": e.event_type, "tenant_id": e.tenant_id, "payload": e.payload,
-         "actor": e.actor or actor.name, "actor_key_id": actor.key_id}
-        for e in events
-    ])
+    await event_rows.add_events(
+        session,
+        [
+            {
+                "event_type": e.event_type,
+                "tenant_id": e.tenant_id,
+                "payload": e.payload,
+                "actor": e.actor or actor.name,
+                "actor_key_id": actor.key_id,
+            }
+            for e in events
+        ],
+    )
 
 
-async def list_events(session: AsyncSession, *, tenant_id: str, memory_id: uuid.UUID | None,
-                      event_type: str | None, since: datetime | None, until: datetime | None,
-                      limit: int, cursor: str | None) -> tuple[list[MemoryEvent], str | None]:
+async def list_events(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    memory_id: uuid.UUID | None,
+    event_type: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[MemoryEvent], str | None]:
     """A page of the tenant's audit events, newest first; `since` inclusive, `until` not."""
     if since is not None and until is not None and until <= since:
         raise InvalidInput("until must be later than since", field="until")
     filters = EventFilters(memory_id=memory_id, event_type=event_type, since=since, until=until)
-    return await event_rows.list_events(session, tenant_id=tenant_id, filters=filters,
-                                        limit=limit, cursor=cursor)
+    return await event_rows.list_events(
+        session, tenant_id=tenant_id, filters=filters, limit=limit, cursor=cursor
+    )

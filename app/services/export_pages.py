@@ -11,8 +11,9 @@ from app.services import butler_limits
 from app.services.portability import export_lines
 
 
-async def export_page(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
-                      offset: int, limit: int) -> tuple[list[dict[str, Any]], int | None]:
+async def export_page(
+    sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str, offset: int, limit: int
+) -> tuple[list[dict[str, Any]], int | None]:
     """Records `offset` to `offset + limit` of the tenant's export, as `GET /v1/export`
     writes them, and the offset of the next page (None after the last record).
 

@@ -34,7 +34,9 @@ class ExportSlots:
         if self._held[tenant_id] >= limit:
             raise TooManyRequests(
                 f"{limit} export(s) of this tenant are under way (export.max_per_tenant); "
-                "retry when one has ended", retry_after=RETRY_AFTER_SECONDS)
+                "retry when one has ended",
+                retry_after=RETRY_AFTER_SECONDS,
+            )
         self._held[tenant_id] += 1
         given_back = False
 
@@ -57,8 +59,9 @@ class Snapshot:
     """A tenant's export read in full, waiting to be sent; it holds the tenant's slot until
     it is sent, closed, or dropped."""
 
-    def __init__(self, spool: "SpooledTemporaryFile[bytes]", size: int,
-                 give_back: Callable[[], None]) -> None:
+    def __init__(
+        self, spool: "SpooledTemporaryFile[bytes]", size: int, give_back: Callable[[], None]
+    ) -> None:
         self.spool = spool
         self.size = size
         self._give_back = give_back
@@ -81,26 +84,33 @@ class Snapshot:
         self._give_back()
 
 
-async def export_snapshot(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
-                          settings: ExportSettings, slots: ExportSlots) -> Snapshot:
+async def export_snapshot(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: str,
+    settings: ExportSettings,
+    slots: ExportSlots,
+) -> Snapshot:
     """Every line of the tenant's export (`portability.export_lines`), read from one snapshot
     into a spool within `settings.snapshot_seconds`, its connection given back before any of
     it is sent. Forbidden for a key limited to butlers; TooManyRequests past the tenant's
     exports under way; Unavailable when the snapshot takes too long."""
     butler_limits.check_unlimited("the export of the whole tenant")
     give_back = slots.take(tenant_id, settings.max_per_tenant)
-    spool: SpooledTemporaryFile[bytes] = SpooledTemporaryFile(
-        max_size=settings.spool_memory_bytes)
+    spool: SpooledTemporaryFile[bytes] = SpooledTemporaryFile(max_size=settings.spool_memory_bytes)
     try:
-        size = await asyncio.wait_for(_spool(sessionmaker, tenant_id, spool, settings),
-                                      settings.snapshot_seconds)
+        size = await asyncio.wait_for(
+            _spool(sessionmaker, tenant_id, spool, settings), settings.snapshot_seconds
+        )
     except BaseException as error:
         spool.close()
         give_back()
         if isinstance(error, TimeoutError | _SnapshotCanceled):
-            raise Unavailable(f"reading the export took longer than "
-                              f"{settings.snapshot_seconds:g} s (export.snapshot_seconds)",
-                              retry_after=RETRY_AFTER_SECONDS) from None
+            raise Unavailable(
+                f"reading the export took longer than "
+                f"{settings.snapshot_seconds:g} s (export.snapshot_seconds)",
+                retry_after=RETRY_AFTER_SECONDS,
+            ) from None
         raise
     return Snapshot(spool, size, give_back)
 
@@ -109,14 +119,24 @@ class _SnapshotCanceled(Exception):
     """PostgreSQL canceled a statement of the snapshot at its statement timeout."""
 
 
-async def _spool(sessionmaker: async_sessionmaker[AsyncSession], tenant_id: str,
-                 spool: "SpooledTemporaryFile[bytes]", settings: ExportSettings) -> int:
+async def _spool(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    spool: "SpooledTemporaryFile[bytes]",
+    settings: ExportSettings,
+) -> int:
     size = 0
     statement_ms = str(max(1, int(settings.snapshot_seconds * 1000)))
     try:
         # Closed on the way out, so a snapshot cut short gives its connection back at once.
-        stream = cast(AsyncGenerator[bytes, None], export_lines(
-            sessionmaker, tenant_id=tenant_id, local_settings={"statement_timeout": statement_ms}))
+        stream = cast(
+            AsyncGenerator[bytes, None],
+            export_lines(
+                sessionmaker,
+                tenant_id=tenant_id,
+                local_settings={"statement_timeout": statement_ms},
+            ),
+        )
         async with aclosing(stream) as lines:
             async for line in lines:
                 spool.write(line)

@@ -45,9 +45,14 @@ class StoredFact:
     created: bool
 
 
-async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: FactCreate,
-                     auto_links: AutoLinkSettings | None = None) -> StoredFact:
+async def store_fact(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    data: FactCreate,
+    auto_links: AutoLinkSettings | None = None,
+) -> StoredFact:
     """Store a fact version; the key's versions are kept in valid-time order, atomically
     (`services/fact_timeline`): starting after the others it becomes the active one and the
     previous active one is superseded; starting earlier it is history.
@@ -62,8 +67,9 @@ async def store_fact(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     check_period(data)
     # The model runs before the first SQL, so no connection is held while it works.
     embedded = await embed_for_write(session, embedder, [data.content], tenant_id=tenant_id)
-    return await store_embedded_fact(session, tenant_id=tenant_id, data=data,
-                                     embedded=embedded, auto_links=auto_links)
+    return await store_embedded_fact(
+        session, tenant_id=tenant_id, data=data, embedded=embedded, auto_links=auto_links
+    )
 
 
 def lock_name(tenant_id: str, data: FactCreate) -> str:
@@ -77,13 +83,19 @@ def lock_name(tenant_id: str, data: FactCreate) -> str:
 def check_period(data: FactCreate) -> None:
     """InvalidInput unless the fact's valid period ends after it starts."""
     if data.valid_until is not None and data.valid_until <= (data.valid_from or now_utc()):
-        raise InvalidInput("valid_until must be after valid_from (default: now)",
-                           field="valid_until")
+        raise InvalidInput(
+            "valid_until must be after valid_from (default: now)", field="valid_until"
+        )
 
 
-async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: FactCreate,
-                              embedded: Embedded,
-                              auto_links: AutoLinkSettings | None = None) -> StoredFact:
+async def store_embedded_fact(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    data: FactCreate,
+    embedded: Embedded,
+    auto_links: AutoLinkSettings | None = None,
+) -> StoredFact:
     """`store_fact` with the content already embedded (`embedded` holds this one text)."""
     decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
@@ -91,55 +103,101 @@ async def store_embedded_fact(session: AsyncSession, *, tenant_id: str, data: Fa
 
     await fact_rows.lock_key(session, lock_name(tenant_id, data))
     versions = await time_rows.believed_versions(
-        session, tenant_id=tenant_id, scope=data.scope, subject_key=subject_key,
-        predicate_key=predicate_key, entity_id=data.entity_id,
+        session,
+        tenant_id=tenant_id,
+        scope=data.scope,
+        subject_key=subject_key,
+        predicate_key=predicate_key,
+        entity_id=data.entity_id,
     )
     current = next((v for v in versions if v.validity == "active"), None)
     # Taken under the key's lock, so a version stored later never starts before one stored
     # earlier, whichever transaction began first.
     starts = data.valid_from or now_utc()
-    if (current is not None and current.content == data.content
-            and starts >= current.valid_from):
+    if current is not None and current.content == data.content and starts >= current.valid_from:
         confirmed = await memory_rows.update_row(
-            session, Fact, memory_id=current.id,
-            values={"last_confirmed_at": func.now(), "fading_since": None,
-                    "validation_count": Fact.validation_count + 1})
-        await events.record(session, [memory_event("fact_confirmed", tenant_id, confirmed,
-                                                   reason="identical fact stored again")])
+            session,
+            Fact,
+            memory_id=current.id,
+            values={
+                "last_confirmed_at": func.now(),
+                "fading_since": None,
+                "validation_count": Fact.validation_count + 1,
+            },
+        )
+        await events.record(
+            session,
+            [
+                memory_event(
+                    "fact_confirmed", tenant_id, confirmed, reason="identical fact stored again"
+                )
+            ],
+        )
         return StoredFact(confirmed, created=False)
     placement = fact_time.place(versions, starts)
     is_current = placement.following is None
     superseded = current if is_current else None
     if superseded is not None:
         # Out of the active set before the insert (one active fact per key).
-        await memory_rows.update_row(session, Fact, memory_id=superseded.id,
-                                     values={"validity": "superseded"})
+        await memory_rows.update_row(
+            session, Fact, memory_id=superseded.id, values={"validity": "superseded"}
+        )
 
-    row = _fact_row(tenant_id, data, subject_key=subject_key, predicate_key=predicate_key,
-                    decay_rate=decay_rate, embedded=embedded, placement=placement,
-                    is_current=is_current)
-    [fact] = await memory_rows.insert_rows(session, Fact, [row], last_confirmed_at=func.now(),
-                                           valid_from=starts)
+    row = _fact_row(
+        tenant_id,
+        data,
+        subject_key=subject_key,
+        predicate_key=predicate_key,
+        decay_rate=decay_rate,
+        embedded=embedded,
+        placement=placement,
+        is_current=is_current,
+    )
+    [fact] = await memory_rows.insert_rows(
+        session, Fact, [row], last_confirmed_at=func.now(), valid_from=starts
+    )
     await time_rows.open_period(session, fact)
-    await store_passages(session, "fact", tenant_id=tenant_id, memory_ids=[fact.id],
-                         embedded=embedded)
+    await store_passages(
+        session, "fact", tenant_id=tenant_id, memory_ids=[fact.id], embedded=embedded
+    )
     if (vector := embedded.vector(0)) is not None:
-        await link_new(session, tenant_id=tenant_id, memory_type="fact", memory_id=fact.id,
-                       scope=data.scope, vector=vector, settings=auto_links)
+        await link_new(
+            session,
+            tenant_id=tenant_id,
+            memory_type="fact",
+            memory_id=fact.id,
+            scope=data.scope,
+            vector=vector,
+            settings=auto_links,
+        )
     if auto_links is None or auto_links.mentions:
-        await link_mentions(session, tenant_id=tenant_id, memory_type="fact", ids=[fact.id],
-                            texts=[f"{fact.subject} {fact.predicate} {fact.content}"])
+        await link_mentions(
+            session,
+            tenant_id=tenant_id,
+            memory_type="fact",
+            ids=[fact.id],
+            texts=[f"{fact.subject} {fact.predicate} {fact.content}"],
+        )
 
     happened = [memory_event("fact_created", tenant_id, fact)]
-    happened += await fact_timeline.apply(session, tenant_id=tenant_id, fact=fact,
-                                          placement=placement, superseded=superseded)
+    happened += await fact_timeline.apply(
+        session, tenant_id=tenant_id, fact=fact, placement=placement, superseded=superseded
+    )
     await events.record(session, happened)
     return StoredFact(fact, created=True)
 
 
-def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_key: str,
-              decay_rate: float, embedded: Embedded, placement: fact_time.Placement[Fact],
-              is_current: bool) -> dict[str, Any]:
+def _fact_row(
+    tenant_id: str,
+    data: FactCreate,
+    *,
+    subject_key: str,
+    predicate_key: str,
+    decay_rate: float,
+    embedded: Embedded,
+    placement: fact_time.Placement[Fact],
+    is_current: bool,
+) -> dict[str, Any]:
     """The columns of a new fact version."""
     return {
         "tenant_id": tenant_id,
@@ -169,8 +227,9 @@ def _fact_row(tenant_id: str, data: FactCreate, *, subject_key: str, predicate_k
 
 async def _check_references(session: AsyncSession, *, tenant_id: str, data: FactCreate) -> None:
     if data.entity_id is not None:
-        entity = await entity_rows.get(session, tenant_id=tenant_id, entity_id=data.entity_id,
-                                    for_share=True)
+        entity = await entity_rows.get(
+            session, tenant_id=tenant_id, entity_id=data.entity_id, for_share=True
+        )
         if entity is None:
             raise InvalidInput(f"entity {data.entity_id} does not exist", field="entity_id")
         if entity.merged_into_id is not None:
@@ -179,13 +238,16 @@ async def _check_references(session: AsyncSession, *, tenant_id: str, data: Fact
                 field="entity_id",
             )
     if data.source_episode_id is not None and not await episode_rows.episode_exists(
-            session, tenant_id=tenant_id, episode_id=data.source_episode_id):
-        raise InvalidInput(f"episode {data.source_episode_id} does not exist",
-                           field="source_episode_id")
+        session, tenant_id=tenant_id, episode_id=data.source_episode_id
+    ):
+        raise InvalidInput(
+            f"episode {data.source_episode_id} does not exist", field="source_episode_id"
+        )
 
 
-async def fact_history_chain(session: AsyncSession, *, tenant_id: str,
-                             fact_id: uuid.UUID) -> list[Fact]:
+async def fact_history_chain(
+    session: AsyncSession, *, tenant_id: str, fact_id: uuid.UUID
+) -> list[Fact]:
     """Every version of the fact's key, newest first; NotFound when the fact is absent."""
     fact = await memory_rows.get(session, Fact, tenant_id=tenant_id, memory_id=fact_id)
     fact = found(fact, f"fact {fact_id} not found")
@@ -203,28 +265,46 @@ class FactListing:
     periods: fact_time.Periods = field(default_factory=dict)
 
 
-async def list_facts(session: AsyncSession, *, tenant_id: str, query: FactListQuery,
-                     memory_filter: MemoryFilter | None = None) -> FactListing:
+async def list_facts(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    query: FactListQuery,
+    memory_filter: MemoryFilter | None = None,
+) -> FactListing:
     """A page of the tenant's facts, newest first; None filters match anything, except
     `validity`, which is `active` unless the read is at a point in time (`as_of`,
     `known_at`)."""
     at = point_in_time(query.as_of, query.known_at)
     subject, predicate = query.subject, query.predicate
-    filters = FactFilters(subject_key=None if subject is None else normalise_key(subject),
-                          predicate_key=None if predicate is None else normalise_key(predicate),
-                          scope=query.scope, validity=validity_for(query.validity, at),
-                          entity_id=query.entity_id, as_of=None if at is None else at.as_of,
-                          known_at=None if at is None else at.known_at,
-                          memory_filter=memory_filter)
-    return await listing(session, tenant_id=tenant_id, filters=filters, at=at,
-                         limit=query.limit, cursor=query.cursor)
+    filters = FactFilters(
+        subject_key=None if subject is None else normalise_key(subject),
+        predicate_key=None if predicate is None else normalise_key(predicate),
+        scope=query.scope,
+        validity=validity_for(query.validity, at),
+        entity_id=query.entity_id,
+        as_of=None if at is None else at.as_of,
+        known_at=None if at is None else at.known_at,
+        memory_filter=memory_filter,
+    )
+    return await listing(
+        session, tenant_id=tenant_id, filters=filters, at=at, limit=query.limit, cursor=query.cursor
+    )
 
 
-async def listing(session: AsyncSession, *, tenant_id: str, filters: FactFilters,
-                  at: PointInTime | None, limit: int, cursor: str | None) -> FactListing:
+async def listing(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    filters: FactFilters,
+    at: PointInTime | None,
+    limit: int,
+    cursor: str | None,
+) -> FactListing:
     """A page of the facts `filters` keep, with their periods as believed at `at`."""
-    rows, next_cursor = await fact_rows.list_facts(session, tenant_id=tenant_id,
-                                                   filters=filters, limit=limit, cursor=cursor)
+    rows, next_cursor = await fact_rows.list_facts(
+        session, tenant_id=tenant_id, filters=filters, limit=limit, cursor=cursor
+    )
     periods = await time_rows.periods_at(session, tenant_id=tenant_id, facts=rows, at=at)
     return FactListing(rows, next_cursor, at, periods)
 

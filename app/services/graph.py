@@ -24,45 +24,84 @@ def edge_hop(source_hop: int, target_hop: int) -> int:
     return min(source_hop, target_hop) + 1
 
 
-async def neighbourhood(session: AsyncSession, *, tenant_id: str, node_type: str,
-                        node_id: uuid.UUID, hops: int, relations: Sequence[str],
-                        max_nodes: int) -> GraphOut:
+async def neighbourhood(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    node_type: str,
+    node_id: uuid.UUID,
+    hops: int,
+    relations: Sequence[str],
+    max_nodes: int,
+) -> GraphOut:
     """Breadth-first neighbourhood of a node; NotFound when the root does not exist."""
     root: NodeKey = (node_type, node_id)
     texts = await graph_rows.summaries(session, tenant_id=tenant_id, nodes=[root])
     if root not in texts:
         raise NotFound(f"{node_type} {node_id} not found")
-    reached = await graph_rows.walk(session, tenant_id=tenant_id, root=root, hops=hops,
-                               relations=relations, max_nodes=max_nodes)
+    reached = await graph_rows.walk(
+        session, tenant_id=tenant_id, root=root, hops=hops, relations=relations, max_nodes=max_nodes
+    )
     kept = reached[:max_nodes]
     hop_of = dict(kept)
-    texts.update(await graph_rows.summaries(session, tenant_id=tenant_id,
-                                       nodes=[key for key, _ in kept if key != root]))
-    nodes = [GraphNode(type=key[0], id=key[1], hop=hop, summary=shorten(texts[key][0]),
-                       state=texts[key][1])
-             for key, hop in kept if key in texts]
+    texts.update(
+        await graph_rows.summaries(
+            session, tenant_id=tenant_id, nodes=[key for key, _ in kept if key != root]
+        )
+    )
+    nodes = [
+        GraphNode(
+            type=key[0], id=key[1], hop=hop, summary=shorten(texts[key][0]), state=texts[key][1]
+        )
+        for key, hop in kept
+        if key in texts
+    ]
     present = {(node.type, node.id) for node in nodes}
 
     edges: list[GraphEdge] = []
-    for row in await graph_rows.links_among(session, tenant_id=tenant_id, nodes=list(present),
-                                       relations=relations):
+    for row in await graph_rows.links_among(
+        session, tenant_id=tenant_id, nodes=list(present), relations=relations
+    ):
         source, target = (row.source_type, row.source_id), (row.target_type, row.target_id)
-        edges.append(GraphEdge(source_type=row.source_type, source_id=row.source_id,
-                               target_type=row.target_type, target_id=row.target_id,
-                               relation=row.relation, strength=row.strength,
-                               hop=edge_hop(hop_of[source], hop_of[target])))
+        edges.append(
+            GraphEdge(
+                source_type=row.source_type,
+                source_id=row.source_id,
+                target_type=row.target_type,
+                target_id=row.target_id,
+                relation=row.relation,
+                strength=row.strength,
+                hop=edge_hop(hop_of[source], hop_of[target]),
+            )
+        )
     if "about" in relations:
         for row in await graph_rows.anchors_among(
-                session, tenant_id=tenant_id,
-                fact_ids=[key[1] for key in present if key[0] == "fact"],
-                entity_ids=[key[1] for key in present if key[0] == "entity"]):
+            session,
+            tenant_id=tenant_id,
+            fact_ids=[key[1] for key in present if key[0] == "fact"],
+            entity_ids=[key[1] for key in present if key[0] == "entity"],
+        ):
             source, target = ("fact", row.fact_id), ("entity", row.entity_id)
-            edges.append(GraphEdge(source_type="fact", source_id=row.fact_id,
-                                   target_type="entity", target_id=row.entity_id,
-                                   relation="about", strength=1.0,
-                                   hop=edge_hop(hop_of[source], hop_of[target])))
+            edges.append(
+                GraphEdge(
+                    source_type="fact",
+                    source_id=row.fact_id,
+                    target_type="entity",
+                    target_id=row.entity_id,
+                    relation="about",
+                    strength=1.0,
+                    hop=edge_hop(hop_of[source], hop_of[target]),
+                )
+            )
     edges = [edge for edge in edges if edge.hop <= hops]
-    edges.sort(key=lambda e: (e.hop, e.source_type, str(e.source_id), e.target_type,
-                              str(e.target_id)))
-    return GraphOut(root_type=node_type, root_id=node_id, hops=hops,
-                    nodes=nodes, edges=edges, truncated=len(reached) > max_nodes)
+    edges.sort(
+        key=lambda e: (e.hop, e.source_type, str(e.source_id), e.target_type, str(e.target_id))
+    )
+    return GraphOut(
+        root_type=node_type,
+        root_id=node_id,
+        hops=hops,
+        nodes=nodes,
+        edges=edges,
+        truncated=len(reached) > max_nodes,
+    )

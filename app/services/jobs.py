@@ -57,13 +57,15 @@ class JobOutcome:
     failed: bool = False
 
 
-async def enqueue(session: AsyncSession, *, tenant_id: str, kind: str,
-                  params: dict[str, Any]) -> Job:
+async def enqueue(
+    session: AsyncSession, *, tenant_id: str, kind: str, params: dict[str, Any]
+) -> Job:
     """Queue a job of the tenant on behalf of the current actor's key; any worker will run it.
     A job works on every butler of the tenant: Forbidden for a key limited to butlers."""
     butler_limits.check_unlimited(f"a {kind} job")
-    return await job_rows.enqueue(session, tenant_id=tenant_id, kind=kind, params=params,
-                                  actor_key_id=actors.current().key_id)
+    return await job_rows.enqueue(
+        session, tenant_id=tenant_id, kind=kind, params=params, actor_key_id=actors.current().key_id
+    )
 
 
 async def get_job(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> Job:
@@ -78,10 +80,14 @@ async def recent_scheduled(session: AsyncSession, *, limit: int) -> list[Job]:
     return await job_rows.recent_scheduled(session, limit=limit)
 
 
-async def list_jobs(session: AsyncSession, *, tenant_id: str,
-                    query: JobListQuery) -> tuple[list[Job], str | None]:
+async def list_jobs(
+    session: AsyncSession, *, tenant_id: str, query: JobListQuery
+) -> tuple[list[Job], str | None]:
     """A page of the tenant's jobs, newest first."""
-    return await job_rows.list_jobs(session, tenant_id=tenant_id,
-                                    filters=JobFilters(kind=query.kind, status=query.status),
-                                    limit=query.limit, cursor=query.cursor)
-
+    return await job_rows.list_jobs(
+        session,
+        tenant_id=tenant_id,
+        filters=JobFilters(kind=query.kind, status=query.status),
+        limit=query.limit,
+        cursor=query.cursor,
+    )

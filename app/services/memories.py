@@ -23,16 +23,18 @@ def model_for(memory_type: str) -> type[Memory]:
     return memory_rows.MODELS[memory_type]
 
 
-async def get_memory(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                     memory_id: uuid.UUID) -> Any:
+async def get_memory(
+    session: AsyncSession, model: type[Memory], *, tenant_id: str, memory_id: uuid.UUID
+) -> Any:
     """The row, after counting this read as a reference; NotFound when absent."""
     if references.on_replica(session):
         row = await memory_rows.get(session, model, tenant_id=tenant_id, memory_id=memory_id)
         if row is not None:
             await references.count(session, type_name(model), tenant_id=tenant_id, rows=[row])
     else:
-        row = await memory_rows.bump_reference(session, model, tenant_id=tenant_id,
-                                               memory_id=memory_id)
+        row = await memory_rows.bump_reference(
+            session, model, tenant_id=tenant_id, memory_id=memory_id
+        )
     if row is None:
         raise NotFound(f"{type_name(model)} {memory_id} not found")
     return await _shown(session, tenant_id, row)
@@ -44,46 +46,51 @@ async def _shown(session: AsyncSession, tenant_id: str, row: Memory) -> Any:
     return row
 
 
-async def load_for_update(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                          memory_id: uuid.UUID) -> Any:
+async def load_for_update(
+    session: AsyncSession, model: type[Memory], *, tenant_id: str, memory_id: uuid.UUID
+) -> Any:
     """The row locked FOR UPDATE; NotFound when absent, Forbidden when a key limited to
     butlers may read it (a global fact or rule) but not change it."""
-    row = await memory_rows.get(session, model, tenant_id=tenant_id, memory_id=memory_id,
-                                for_update=True)
+    row = await memory_rows.get(
+        session, model, tenant_id=tenant_id, memory_id=memory_id, for_update=True
+    )
     shown = found(row, f"{type_name(model)} {memory_id} not found")
     if isinstance(shown, Fact | Rule):
         butler_limits.check_butler(shown.scope, "scope")
     return shown
 
 
-async def confirm(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                  memory_id: uuid.UUID) -> Any:
+async def confirm(
+    session: AsyncSession, model: type[Memory], *, tenant_id: str, memory_id: uuid.UUID
+) -> Any:
     """Reset the decay timer of an active fact or a live rule; a fact counts one more
     validation."""
     if model is Episode:
-        raise InvalidInput("episodes cannot be confirmed; only facts and rules decay",
-                           field="memory_type")
+        raise InvalidInput(
+            "episodes cannot be confirmed; only facts and rules decay", field="memory_type"
+        )
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     _require_live(row)
     values: dict[str, Any] = {"last_confirmed_at": func.now(), "fading_since": None}
     if model is Fact:
         values["validation_count"] = Fact.validation_count + 1
     updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
-    await events.record(session, [memory_event(f"{type_name(model)}_confirmed", tenant_id,
-                                               updated)])
+    await events.record(
+        session, [memory_event(f"{type_name(model)}_confirmed", tenant_id, updated)]
+    )
     return await _shown(session, tenant_id, updated)
 
 
-async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                 memory_id: uuid.UUID) -> Any:
+async def forget(
+    session: AsyncSession, model: type[Memory], *, tenant_id: str, memory_id: uuid.UUID
+) -> Any:
     """Episode: expire now. Fact: retract. Rule: flag forgotten. Repeating it changes nothing."""
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     if isinstance(row, Episode):
         values: dict[str, Any] = {"expires_at": func.now(), "forgotten_at": func.now()}
         already = row.forgotten_at is not None
     elif isinstance(row, Fact):
-        values = {"validity": "retracted",
-                  "recorded_until": fact_time.record_end(Fact.created_at)}
+        values = {"validity": "retracted", "recorded_until": fact_time.record_end(Fact.created_at)}
         already = row.validity == "retracted"
     else:
         values = {"forgotten_at": func.now()}
@@ -91,8 +98,9 @@ async def forget(session: AsyncSession, model: type[Memory], *, tenant_id: str,
     if already:
         return await _shown(session, tenant_id, row)
     updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
-    await events.record(session, [memory_event(f"{type_name(model)}_forgotten", tenant_id,
-                                               updated)])
+    await events.record(
+        session, [memory_event(f"{type_name(model)}_forgotten", tenant_id, updated)]
+    )
     return await _shown(session, tenant_id, updated)
 
 

@@ -15,23 +15,39 @@ from app.services.memories import load_for_update
 from app.services.rule_reasons import shown_one
 
 
-async def edit_labels(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                      memory_id: uuid.UUID, labels: LabelsUpdate) -> Any:
+async def edit_labels(
+    session: AsyncSession,
+    model: type[Memory],
+    *,
+    tenant_id: str,
+    memory_id: uuid.UUID,
+    labels: LabelsUpdate,
+) -> Any:
     """Replace the memory's tags and metadata; a `{type}_edited` event names what changed."""
     if model is Episode:
-        raise InvalidInput("episodes have no tags; only facts and rules are edited",
-                           field="memory_type")
+        raise InvalidInput(
+            "episodes have no tags; only facts and rules are edited", field="memory_type"
+        )
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
-    changed = [name for name, old, new in (("tags", row.tags, labels.tags),
-                                           ("metadata", row.metadata_, labels.metadata))
-               if old != new]
+    changed = [
+        name
+        for name, old, new in (
+            ("tags", row.tags, labels.tags),
+            ("metadata", row.metadata_, labels.metadata),
+        )
+        if old != new
+    ]
     if not changed:
         return await _shown(session, tenant_id, row)
     updated = await memory_rows.update_row(
-        session, model, memory_id=memory_id,
-        values={"tags": labels.tags, "metadata_": labels.metadata})
-    await events.record(session, [memory_event(f"{type_name(model)}_edited", tenant_id,
-                                               updated, changed=changed)])
+        session,
+        model,
+        memory_id=memory_id,
+        values={"tags": labels.tags, "metadata_": labels.metadata},
+    )
+    await events.record(
+        session, [memory_event(f"{type_name(model)}_edited", tenant_id, updated, changed=changed)]
+    )
     return await _shown(session, tenant_id, updated)
 
 

@@ -30,8 +30,9 @@ class MemoryView:
     events: list[MemoryEvent]
 
 
-async def memory_view(session: AsyncSession, model: type[Memory], *, tenant_id: str,
-                      memory_id: uuid.UUID) -> MemoryView:
+async def memory_view(
+    session: AsyncSession, model: type[Memory], *, tenant_id: str, memory_id: uuid.UUID
+) -> MemoryView:
     """The memory and its surroundings; NotFound when the tenant has no such memory.
 
     Unlike GET /v1/{type}/{id}, looking at a memory here counts no reference.
@@ -40,19 +41,35 @@ async def memory_view(session: AsyncSession, model: type[Memory], *, tenant_id: 
     if row is None:
         raise NotFound(f"{type_name(model)} {memory_id} not found")
     kind = type_name(model)
-    versions = (await facts.fact_history_chain(session, tenant_id=tenant_id, fact_id=memory_id)
-                if kind == "fact" else [])
+    versions = (
+        await facts.fact_history_chain(session, tenant_id=tenant_id, fact_id=memory_id)
+        if kind == "fact"
+        else []
+    )
     if kind == "rule":
         row = await shown_one(session, tenant_id=tenant_id, row=row)
-    link_query = LinkListQuery.model_validate({"memory_type": kind, "memory_id": memory_id,
-                                               "limit": PAGE_ITEMS})
+    link_query = LinkListQuery.model_validate(
+        {"memory_type": kind, "memory_id": memory_id, "limit": PAGE_ITEMS}
+    )
     link_rows, _ = await links.list_links(session, tenant_id=tenant_id, query=link_query)
 
-    around = await graph.neighbourhood(session, tenant_id=tenant_id, node_type=kind,
-                                       node_id=memory_id, hops=1,
-                                       relations=list(get_args(GraphRelation)),
-                                       max_nodes=PAGE_ITEMS)
-    event_rows, _ = await events.list_events(session, tenant_id=tenant_id, memory_id=memory_id,
-                                             event_type=None, since=None, until=None,
-                                             limit=PAGE_ITEMS, cursor=None)
+    around = await graph.neighbourhood(
+        session,
+        tenant_id=tenant_id,
+        node_type=kind,
+        node_id=memory_id,
+        hops=1,
+        relations=list(get_args(GraphRelation)),
+        max_nodes=PAGE_ITEMS,
+    )
+    event_rows, _ = await events.list_events(
+        session,
+        tenant_id=tenant_id,
+        memory_id=memory_id,
+        event_type=None,
+        since=None,
+        until=None,
+        limit=PAGE_ITEMS,
+        cursor=None,
+    )
     return MemoryView(row, versions, link_rows, around, event_rows)

@@ -35,18 +35,32 @@ def mention_text(text: str) -> str:
     for run in runs:
         run = run[:budget]
         budget -= len(run)
-        words.extend(run[start:start + size] for start in range(len(run))
-                     for size in range(2, MAX_UNSPACED_NAME_CHARS + 1)
-                     if start + size <= len(run))
+        words.extend(
+            run[start : start + size]
+            for start in range(len(run))
+            for size in range(2, MAX_UNSPACED_NAME_CHARS + 1)
+            if start + size <= len(run)
+        )
         if budget <= 0:
             break
     return text + "\n" + " ".join(words)
 
 
-async def link_mentions(session: AsyncSession, *, tenant_id: str, memory_type: str,
-                        ids: Sequence[uuid.UUID], texts: Sequence[str]) -> int:
+async def link_mentions(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    memory_type: str,
+    ids: Sequence[uuid.UUID],
+    texts: Sequence[str],
+) -> int:
     """Link the memories to the entities their texts name; the number of links added."""
     return await mention_rows.link_mentions(
-        session, tenant_id=tenant_id, source_type=memory_type, ids=ids,
+        session,
+        tenant_id=tenant_id,
+        source_type=memory_type,
+        ids=ids,
         texts=[mention_text(text) for text in texts],
-        max_words=MAX_NAME_WORDS, created_by=CREATED_BY)
+        max_words=MAX_NAME_WORDS,
+        created_by=CREATED_BY,
+    )

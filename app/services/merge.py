@@ -22,8 +22,9 @@ class MergeResult:
     aliases_added: list[str]
 
 
-def merge_aliases(*, target_name: str, target_aliases: list[str], source_name: str,
-                  source_aliases: list[str]) -> tuple[list[str], list[str]]:
+def merge_aliases(
+    *, target_name: str, target_aliases: list[str], source_name: str, source_aliases: list[str]
+) -> tuple[list[str], list[str]]:
     """Target aliases followed by the source's name and aliases not yet known (ignoring case).
 
     Returns (merged aliases, added aliases); a name equal to the target's name is not added.
@@ -44,8 +45,9 @@ def _winner_and_loser(source_fact: Fact, target_fact: Fact) -> tuple[Fact, Fact]
     return target_fact, source_fact
 
 
-async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID,
-                         source_id: uuid.UUID) -> MergeResult:
+async def merge_entities(
+    session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
+) -> MergeResult:
     """Fold the source entity into the target in the caller's transaction (it moves facts
     of every butler: Forbidden for a key limited to butlers).
 
@@ -65,41 +67,78 @@ async def merge_entities(session: AsyncSession, *, tenant_id: str, target_id: uu
     if source.merged_into_id is not None:
         raise Conflict(f"entity {source_id} was already merged into {source.merged_into_id}")
     if target.merged_into_id is not None:
-        raise Conflict(f"entity {target_id} was merged into {target.merged_into_id}; "
-                       "merge into that entity instead")
+        raise Conflict(
+            f"entity {target_id} was merged into {target.merged_into_id}; "
+            "merge into that entity instead"
+        )
 
     source_facts = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
-    target_facts = {(fact.scope, fact.predicate_key): fact for fact in
-                    await entity_rows.active_facts(session, tenant_id=tenant_id,
-                                                   entity_id=target_id)}
-    contests = [_winner_and_loser(fact, target_facts[(fact.scope, fact.predicate_key)])
-                for fact in source_facts if (fact.scope, fact.predicate_key) in target_facts]
+    target_facts = {
+        (fact.scope, fact.predicate_key): fact
+        for fact in await entity_rows.active_facts(
+            session, tenant_id=tenant_id, entity_id=target_id
+        )
+    }
+    contests = [
+        _winner_and_loser(fact, target_facts[(fact.scope, fact.predicate_key)])
+        for fact in source_facts
+        if (fact.scope, fact.predicate_key) in target_facts
+    ]
     # Losers leave the active set before any fact moves, so the partial unique index on
     # (tenant, entity, scope, predicate) WHERE active never sees two active rows.
     await entity_rows.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])
-    facts_repointed = await entity_rows.repoint_facts(session, tenant_id=tenant_id,
-                                                      source_id=source_id, target_id=target_id)
+    facts_repointed = await entity_rows.repoint_facts(
+        session, tenant_id=tenant_id, source_id=source_id, target_id=target_id
+    )
     for winner, loser in contests:
         await entity_rows.set_supersedes(session, winner_id=winner.id, loser_id=loser.id)
-        await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
-                                    source_id=winner.id, target_type="fact", target_id=loser.id,
-                                    relation="supersedes")
+        await link_rows.create_link(
+            session,
+            tenant_id=tenant_id,
+            source_type="fact",
+            source_id=winner.id,
+            target_type="fact",
+            target_id=loser.id,
+            relation="supersedes",
+        )
 
-    aliases, added = merge_aliases(target_name=target.canonical_name,
-                                   target_aliases=list(target.aliases),
-                                   source_name=source.canonical_name,
-                                   source_aliases=list(source.aliases))
-    merged_target = await entity_rows.update_entity(session, entity_id=target_id, values={
-        "aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}})
-    await entity_rows.update_entity(session, entity_id=source_id, values={
-        "merged_into_id": target_id})
+    aliases, added = merge_aliases(
+        target_name=target.canonical_name,
+        target_aliases=list(target.aliases),
+        source_name=source.canonical_name,
+        source_aliases=list(source.aliases),
+    )
+    merged_target = await entity_rows.update_entity(
+        session,
+        entity_id=target_id,
+        values={"aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}},
+    )
+    await entity_rows.update_entity(
+        session, entity_id=source_id, values={"merged_into_id": target_id}
+    )
 
-    result = MergeResult(target=merged_target, source_entity_id=source_id,
-                         target_entity_id=target_id, facts_repointed=facts_repointed,
-                         facts_superseded=len(contests), aliases_added=added)
-    await events.record(session, [events.Event("entity_merge", tenant_id, {
-        "source_entity_id": str(source_id), "target_entity_id": str(target_id),
-        "facts_repointed": result.facts_repointed, "facts_superseded": result.facts_superseded,
-        "aliases_added": result.aliases_added,
-    })])
+    result = MergeResult(
+        target=merged_target,
+        source_entity_id=source_id,
+        target_entity_id=target_id,
+        facts_repointed=facts_repointed,
+        facts_superseded=len(contests),
+        aliases_added=added,
+    )
+    await events.record(
+        session,
+        [
+            events.Event(
+                "entity_merge",
+                tenant_id,
+                {
+                    "source_entity_id": str(source_id),
+                    "target_entity_id": str(target_id),
+                    "facts_repointed": result.facts_repointed,
+                    "facts_superseded": result.facts_superseded,
+                    "aliases_added": result.aliases_added,
+                },
+            )
+        ],
+    )
     return result

@@ -24,8 +24,9 @@ class MergePreview:
     aliases_added: list[str]
 
 
-async def preview_merge(session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID,
-                        source_id: uuid.UUID) -> MergePreview:
+async def preview_merge(
+    session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
+) -> MergePreview:
     """The merge's outcome as `merge_entities` would decide it now; nothing is changed."""
     butler_limits.check_unlimited("merging entities")
     if source_id == target_id:
@@ -40,12 +41,21 @@ async def preview_merge(session: AsyncSession, *, tenant_id: str, target_id: uui
         if entity.merged_into_id is not None:
             raise Conflict(f"entity {entity.id} was already merged into {entity.merged_into_id}")
     moving = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
-    held = {(fact.scope, fact.predicate_key): fact for fact in
-            await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=target_id)}
-    contests = [_winner_and_loser(fact, held[(fact.scope, fact.predicate_key)])
-                for fact in moving if (fact.scope, fact.predicate_key) in held]
-    _, added = merge_aliases(target_name=target.canonical_name,
-                             target_aliases=list(target.aliases),
-                             source_name=source.canonical_name,
-                             source_aliases=list(source.aliases))
+    held = {
+        (fact.scope, fact.predicate_key): fact
+        for fact in await entity_rows.active_facts(
+            session, tenant_id=tenant_id, entity_id=target_id
+        )
+    }
+    contests = [
+        _winner_and_loser(fact, held[(fact.scope, fact.predicate_key)])
+        for fact in moving
+        if (fact.scope, fact.predicate_key) in held
+    ]
+    _, added = merge_aliases(
+        target_name=target.canonical_name,
+        target_aliases=list(target.aliases),
+        source_name=source.canonical_name,
+        source_aliases=list(source.aliases),
+    )
     return MergePreview(target, source, list(moving), contests, added)

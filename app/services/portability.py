@@ -52,8 +52,9 @@ FOREIGN_KEY_VIOLATION = "23503"
 # A JSON value (metadata, tags, aliases, context) as its JSON text, at most.
 MAX_JSON_CHARS = 2 * MAX_METADATA_BYTES
 # Fields a client writes through the API, bounded there to MAX_METADATA_DEPTH levels.
-DEPTH_BOUNDED_FIELDS = frozenset({"metadata", "context", "meta", "active_context",
-                                  "scratchpad", "decisions"})
+DEPTH_BOUNDED_FIELDS = frozenset(
+    {"metadata", "context", "meta", "active_context", "scratchpad", "decisions"}
+)
 
 # An import's statements may run this many times the request statement timeout.
 IMPORT_STATEMENT_FACTOR = 10
@@ -67,8 +68,12 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"cannot export {type(value).__name__}")
 
 
-def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
-                 local_settings: Mapping[str, str] | None = None) -> AsyncIterator[bytes]:
+def export_lines(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: str,
+    local_settings: Mapping[str, str] | None = None,
+) -> AsyncIterator[bytes]:
     """The tenant's records, one JSON line each, read in one REPEATABLE READ snapshot (a
     session of its own, with PostgreSQL's `local_settings`: the stream outlives the
     request's transaction). Forbidden, before any line, for a key limited to butlers."""
@@ -76,8 +81,12 @@ def export_lines(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: s
     return _export_lines(sessionmaker, tenant_id=tenant_id, local_settings=local_settings or {})
 
 
-async def _export_lines(sessionmaker: async_sessionmaker[AsyncSession], *, tenant_id: str,
-                        local_settings: Mapping[str, str]) -> AsyncIterator[bytes]:
+async def _export_lines(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    *,
+    tenant_id: str,
+    local_settings: Mapping[str, str],
+) -> AsyncIterator[bytes]:
     async with sessionmaker() as session:
         scope_session(session, Scope(tenant_id=tenant_id))
         if local_settings:
@@ -85,10 +94,8 @@ async def _export_lines(sessionmaker: async_sessionmaker[AsyncSession], *, tenan
         # Begins the (read-only, rolled back on close) transaction at that isolation level.
         await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
         for kind in TABLES:
-            async for row in portability_rows.stream_rows(session, kind=kind,
-                                                          tenant_id=tenant_id):
-                line = json.dumps({"kind": kind, **row}, default=_json_value,
-                                  ensure_ascii=False)
+            async for row in portability_rows.stream_rows(session, kind=kind, tenant_id=tenant_id):
+                line = json.dumps({"kind": kind, **row}, default=_json_value, ensure_ascii=False)
                 yield line.encode("utf-8") + b"\n"
 
 
@@ -137,26 +144,38 @@ def _value(column: Column[Any], value: Any, number: int) -> Any:
         bound = 2**63 if isinstance(kind, BigInteger) else 2**31
         ok = isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
     elif isinstance(kind, Float):
-        ok = (isinstance(value, int | float) and not isinstance(value, bool)
-              and _text_ok(value, 400) and math.isfinite(float(value)))
+        ok = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and _text_ok(value, 400)
+            and math.isfinite(float(value))
+        )
     elif isinstance(kind, JSONB):
         ok = _text_ok(value, MAX_JSON_CHARS)
         if ok and column.name in DEPTH_BOUNDED_FIELDS and json_depth(value) > MAX_METADATA_DEPTH:
-            raise _problem(number, column.name,
-                           f"must not nest deeper than {MAX_METADATA_DEPTH} levels")
+            raise _problem(
+                number, column.name, f"must not nest deeper than {MAX_METADATA_DEPTH} levels"
+            )
     elif isinstance(kind, ARRAY):
-        ok = (isinstance(value, list) and all(isinstance(v, str) for v in value)
-              and _text_ok(value, MAX_JSON_CHARS))
+        ok = (
+            isinstance(value, list)
+            and all(isinstance(v, str) for v in value)
+            and _text_ok(value, MAX_JSON_CHARS)
+        )
         if ok and isinstance(kind.item_type, Uuid):
             return [_value(Column(column.name, kind.item_type), v, number) for v in value]
     else:
         # varchar(n) columns (session_id) hold at most n characters; text ones the content bound.
         longest = getattr(kind, "length", None) or MAX_CONTENT_CHARS
-        ok = (isinstance(value, str) and len(value) <= longest
-              and _text_ok(value, 12 * MAX_CONTENT_CHARS))
+        ok = (
+            isinstance(value, str)
+            and len(value) <= longest
+            and _text_ok(value, 12 * MAX_CONTENT_CHARS)
+        )
     if not ok:
-        raise _problem(number, column.name, f"is not a valid {str(kind).lower()} within the "
-                                            "API's bounds")
+        raise _problem(
+            number, column.name, f"is not a valid {str(kind).lower()} within the API's bounds"
+        )
     return value
 
 
@@ -175,17 +194,23 @@ def _parse(number: int, raw: bytes, tenant_id: str) -> tuple[str, dict[str, Any]
     if unknown:
         raise _problem(number, unknown[0], f"is not a field of a {kind} record")
     if record.get("tenant_id", tenant_id) != tenant_id:
-        raise _problem(number, "tenant_id", f"is {record['tenant_id']!r}, not the caller's "
-                                            f"tenant {tenant_id!r}; records never cross "
-                                            "tenants")
+        raise _problem(
+            number,
+            "tenant_id",
+            f"is {record['tenant_id']!r}, not the caller's "
+            f"tenant {tenant_id!r}; records never cross "
+            "tenants",
+        )
     record["tenant_id"] = tenant_id
     for name, column in columns.items():
         needed = not column.nullable and column.server_default is None
         # A link's id is newer than some exports: without one, the database makes it.
         if name not in record and (needed or (name == "id" and kind != "link")):
             raise _problem(number, name, "is required")
-    return kind, {columns[name].name: _value(_named(columns[name], name), value, number)
-                  for name, value in record.items()}
+    return kind, {
+        columns[name].name: _value(_named(columns[name], name), value, number)
+        for name, value in record.items()
+    }
 
 
 def _named(column: Column[Any], field: str) -> Column[Any]:
@@ -195,9 +220,15 @@ def _named(column: Column[Any], field: str) -> Column[Any]:
     return Column(field, column.type, nullable=column.nullable)
 
 
-async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: str,
-                       body: bytes, max_records: int,
-                       keyword_context: bool = False) -> dict[str, int]:
+async def import_lines(
+    session: AsyncSession,
+    *,
+    embedder: Embedder,
+    tenant_id: str,
+    body: bytes,
+    max_records: int,
+    keyword_context: bool = False,
+) -> dict[str, int]:
     """Insert the records of an export into the tenant, in the caller's one transaction,
     keeping ids and every time; counts per kind. A line of another tenant is refused, and so
     is a record pointing at another tenant's rows. An episode of a session is embedded (and
@@ -210,16 +241,18 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
     await lengthen_statement_timeout(session, IMPORT_STATEMENT_FACTOR)
     lines = body.splitlines()
     if sum(1 for raw in lines if raw.strip()) > max_records:
-        raise InvalidInput(f"an import holds at most {max_records} records (lines); import "
-                           "a smaller export, or raise max_import_records", field="body")
+        raise InvalidInput(
+            f"an import holds at most {max_records} records (lines); import "
+            "a smaller export, or raise max_import_records",
+            field="body",
+        )
     by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
     for number, raw in enumerate(lines, start=1):
         if raw.strip():
             kind, row = _parse(number, raw, tenant_id)
             by_kind[kind].append(row)
     if not any(by_kind.values()):
-        raise InvalidInput("the body holds no records: send the lines of an export",
-                           field="body")
+        raise InvalidInput("the body holds no records: send the lines of an export", field="body")
     later: dict[str, list[tuple[uuid.UUID, uuid.UUID]]] = {kind: [] for kind in SELF_REFERENCES}
     for kind, column in SELF_REFERENCES.items():
         for row in by_kind[kind]:
@@ -227,8 +260,9 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
                 later[kind].append((row["id"], row.pop(column)))
     memories = [(kind, row) for kind in MEMORY_KINDS for row in by_kind[kind]]
     records = [(kind, row) for kind in RECORD_KINDS for row in by_kind[kind]]
-    embedded = await _embed(session, embedder, tenant_id, memories, records,
-                            keyword_context=keyword_context)
+    embedded = await _embed(
+        session, embedder, tenant_id, memories, records, keyword_context=keyword_context
+    )
     for kind, rows in by_kind.items():
         # Neighbouring rows with the same fields go in one statement (missing fields take
         # their defaults), in line order: messages and ledger events are appended in it.
@@ -240,18 +274,25 @@ async def import_lines(session: AsyncSession, *, embedder: Embedder, tenant_id: 
     if embedded is not None:
         for kind in MEMORY_KINDS:
             indexes = [i for i, (row_kind, _) in enumerate(memories) if row_kind == kind]
-            await store_passages(session, kind, tenant_id=tenant_id,
-                                 memory_ids=[memories[i][1]["id"] for i in indexes],
-                                 embedded=embedded.only(indexes))
+            await store_passages(
+                session,
+                kind,
+                tenant_id=tenant_id,
+                memory_ids=[memories[i][1]["id"] for i in indexes],
+                embedded=embedded.only(indexes),
+            )
     for kind, pairs in later.items():
-        await portability_rows.set_self_references(session, kind=kind, tenant_id=tenant_id,
-                                                   pairs=pairs)
+        await portability_rows.set_self_references(
+            session, kind=kind, tenant_id=tenant_id, pairs=pairs
+        )
     # Facts of an export made before fact periods existed are believed as they are now.
     await time_rows.fill_missing_periods(session, tenant_id=tenant_id)
     outside = await portability_rows.references_outside(session, tenant_id=tenant_id)
     if outside:
-        raise InvalidInput(f"records point at rows the tenant does not have: "
-                           f"{', '.join(outside)}", field=outside[0])
+        raise InvalidInput(
+            f"records point at rows the tenant does not have: {', '.join(outside)}",
+            field=outside[0],
+        )
     return {kind: len(rows) for kind, rows in by_kind.items()}
 
 
@@ -266,16 +307,20 @@ def _refused(kind: str, error: IntegrityError) -> DomainError:
         if constraint.startswith(prefix):
             column = constraint.removeprefix(prefix)
     if sqlstate == CHECK_VIOLATION:
-        return InvalidInput(f"a {kind} record has a {column} the service does not know",
-                            field=f"{kind}.{column}")
+        return InvalidInput(
+            f"a {kind} record has a {column} the service does not know", field=f"{kind}.{column}"
+        )
     if sqlstate == FOREIGN_KEY_VIOLATION:
         column = column.rsplit("_", 1)[0] if "_id_" in column else column
-        return InvalidInput(f"a {kind} record points at a row that does not exist "
-                            f"({column})", field=f"{kind}.{column}")
+        return InvalidInput(
+            f"a {kind} record points at a row that does not exist ({column})",
+            field=f"{kind}.{column}",
+        )
     if constraint == f"pk_{table}":
         return Conflict(f"a {kind} record has an id that already exists", field=f"{kind}.id")
-    return Conflict(f"{kind} records conflict with stored data ({constraint or 'a key'})",
-                    field=kind)
+    return Conflict(
+        f"{kind} records conflict with stored data ({constraint or 'a key'})", field=kind
+    )
 
 
 def _runs_of_same_fields(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -297,23 +342,34 @@ def record_text(kind: str, row: dict[str, Any]) -> tuple[str, str]:
         return text, text
     if kind == "procedure":
         steps = row.get("steps")
-        actions = [str(step.get("action", "")) for step in steps or []
-                   if isinstance(step, dict)] if isinstance(steps, list) else []
+        actions = (
+            [str(step.get("action", "")) for step in steps or [] if isinstance(step, dict)]
+            if isinstance(steps, list)
+            else []
+        )
         text = procedure_text(row["name"], row.get("description") or "", actions)
         return text, text
     if kind == "arc":
         lessons = row.get("lessons")
-        text = arc_text(row["title"], row.get("summary") or "", row.get("outcome"),
-                        [str(lesson) for lesson in lessons]
-                        if isinstance(lessons, list) else [])
+        text = arc_text(
+            row["title"],
+            row.get("summary") or "",
+            row.get("outcome"),
+            [str(lesson) for lesson in lessons] if isinstance(lessons, list) else [],
+        )
         return text, text
     return row["content"], preprocess_text(row["content"])
 
 
-async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
-                 memories: list[tuple[str, dict[str, Any]]],
-                 records: list[tuple[str, dict[str, Any]]], *,
-                 keyword_context: bool) -> Embedded | None:
+async def _embed(
+    session: AsyncSession,
+    embedder: Embedder,
+    tenant_id: str,
+    memories: list[tuple[str, dict[str, Any]]],
+    records: list[tuple[str, dict[str, Any]]],
+    *,
+    keyword_context: bool,
+) -> Embedded | None:
     """Embed every memory (the windows of long ones, the contexts of session turns) and
     every searchable record in one batch, before any SQL (no connection held meanwhile);
     the memories' part, for their passages."""
@@ -322,14 +378,25 @@ async def _embed(session: AsyncSession, embedder: Embedder, tenant_id: str,
     contexts = _session_contexts(memories, turns=embedder.context_turns)
     texts = [record_text(kind, row) for kind, row in records]
     embedded = await embed_texts(
-        session, embedder, [row["content"] for _, row in memories] + [t for t, _ in texts],
-        tenant_id=tenant_id, contexts=contexts)
+        session,
+        embedder,
+        [row["content"] for _, row in memories] + [t for t, _ in texts],
+        tenant_id=tenant_id,
+        contexts=contexts,
+    )
     columns = (embedded.columns(index) for index in range(len(memories) + len(records)))
     for (kind, row), context in zip(memories, contexts, strict=True):
         row.update(next(columns))
-        row["search_text"] = preprocess_text(keyword_text(
-            row["content"], context, with_context=keyword_context and kind == "episode"
-            and _session_key(row) is not None and embedder.context_turns > 0))
+        row["search_text"] = preprocess_text(
+            keyword_text(
+                row["content"],
+                context,
+                with_context=keyword_context
+                and kind == "episode"
+                and _session_key(row) is not None
+                and embedder.context_turns > 0,
+            )
+        )
     for (_, row), (_, search_text) in zip(records, texts, strict=True):
         row.update(next(columns))
         row["search_text"] = search_text
@@ -346,20 +413,30 @@ def _session_key(row: dict[str, Any]) -> tuple[str, ...] | None:
     return None
 
 
-def _session_contexts(memories: list[tuple[str, dict[str, Any]]], *,
-                      turns: int) -> list[str | None]:
+def _session_contexts(
+    memories: list[tuple[str, dict[str, Any]]], *, turns: int
+) -> list[str | None]:
     """Each imported episode of a session (sent or inferred) read after the `turns` imported
     turns before it in its butler and session (by `sequence`, then line order); None for the
     others."""
     contexts: list[str | None] = [None] * len(memories)
     if turns <= 0:
         return contexts
-    order = sorted((index for index, (kind, row) in enumerate(memories)
-                    if kind == "episode" and _session_key(row) is not None),
-                   key=lambda i: (memories[i][1].get("sequence") is None,
-                                  memories[i][1].get("sequence") or 0, i))
-    found = session_contexts([(_session_key(memories[i][1]), memories[i][1]["content"])
-                              for i in order], turns=turns)
+    order = sorted(
+        (
+            index
+            for index, (kind, row) in enumerate(memories)
+            if kind == "episode" and _session_key(row) is not None
+        ),
+        key=lambda i: (
+            memories[i][1].get("sequence") is None,
+            memories[i][1].get("sequence") or 0,
+            i,
+        ),
+    )
+    found = session_contexts(
+        [(_session_key(memories[i][1]), memories[i][1]["content"]) for i in order], turns=turns
+    )
     for index, context in zip(order, found, strict=True):
         contexts[index] = context
     return contexts

@@ -17,11 +17,13 @@ from app.scope import Scope, scoped_transaction
 
 logger = logging.getLogger(__name__)
 
+
 class ReferenceQueue:
     """References waiting to be written to the primary, summed per memory."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession],
-                 interval_seconds: float) -> None:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], interval_seconds: float
+    ) -> None:
         self._sessionmaker = sessionmaker
         self._pending: dict[tuple[str, str, uuid.UUID], tuple[int, datetime]] = {}
         self._lock = asyncio.Lock()
@@ -43,22 +45,27 @@ class ReferenceQueue:
         """Write every queued reference now; what fails stays queued for the next flush."""
         async with self._lock:
             batch, self._pending = self._pending, {}
-            by_tenant: dict[str, dict[str, list[tuple[uuid.UUID, int, datetime]]]] = (
-                defaultdict(lambda: defaultdict(list)))
+            by_tenant: dict[str, dict[str, list[tuple[uuid.UUID, int, datetime]]]] = defaultdict(
+                lambda: defaultdict(list)
+            )
             for (tenant_id, memory_type, memory_id), (n, at) in batch.items():
                 by_tenant[tenant_id][memory_type].append((memory_id, n, at))
             for tenant_id, by_type in by_tenant.items():
                 try:
-                    async with scoped_transaction(self._sessionmaker,
-                                                  Scope(tenant_id=tenant_id)) as session:
+                    async with scoped_transaction(
+                        self._sessionmaker, Scope(tenant_id=tenant_id)
+                    ) as session:
                         for memory_type, items in by_type.items():
                             await reference_rows.add_references(
-                                session, memory_type, tenant_id=tenant_id,
-                                ids=[i[0] for i in items], counts=[i[1] for i in items],
-                                at=[i[2] for i in items])
+                                session,
+                                memory_type,
+                                tenant_id=tenant_id,
+                                ids=[i[0] for i in items],
+                                counts=[i[1] for i in items],
+                                at=[i[2] for i in items],
+                            )
                 except Exception:  # noqa: BLE001 - the primary is away: keep them for later
-                    logger.warning("writing reference counts failed; retrying later",
-                                   exc_info=True)
+                    logger.warning("writing reference counts failed; retrying later", exc_info=True)
                     for memory_type, items in by_type.items():
                         for memory_id, n, at in items:
                             self.add([(tenant_id, memory_type, memory_id, at)] * n)

@@ -21,11 +21,11 @@ class ShownRule:
     harmful_reasons: list[str]
 
 
-async def shown(session: AsyncSession, *, tenant_id: str,
-                rows: Sequence[Rule]) -> list[ShownRule]:
+async def shown(session: AsyncSession, *, tenant_id: str, rows: Sequence[Rule]) -> list[ShownRule]:
     """The rules with their harmful reasons, read in one statement."""
-    reasons = await event_rows.harmful_reasons(session, tenant_id=tenant_id,
-                                               rule_ids=[row.id for row in rows])
+    reasons = await event_rows.harmful_reasons(
+        session, tenant_id=tenant_id, rule_ids=[row.id for row in rows]
+    )
     return [ShownRule(row, reasons.get(row.id, [])) for row in rows]
 
 

@@ -27,30 +27,51 @@ def lesson_text(task_id: str, rationale: str) -> str:
     return f"When doing task {task_id}: {' '.join(rationale.split())}"
 
 
-async def learn_from_failures(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                              request: LessonsRequest) -> list[Rule]:
+async def learn_from_failures(
+    session: AsyncSession, *, tenant_id: str, embedder: Embedder, request: LessonsRequest
+) -> list[Rule]:
     """Turn up to 100 unlearned critic feedbacks of failed runs into candidate rules."""
     butler_limits.check_unlimited("learning rules from runs")
-    found = await run_rows.unlearned_failures(session, tenant_id=tenant_id,
-                                              max_rating=request.max_rating,
-                                              run_id=request.run_id, limit=MAX_LESSONS)
+    found = await run_rows.unlearned_failures(
+        session,
+        tenant_id=tenant_id,
+        max_rating=request.max_rating,
+        run_id=request.run_id,
+        limit=MAX_LESSONS,
+    )
     rules = []
     for feedback, run in found:
         assert feedback.rationale is not None
-        rule = await store_rule(session, tenant_id=tenant_id, embedder=embedder,
-                                data=RuleCreate(content=lesson_text(run.task_id,
-                                                                    feedback.rationale),
-                                                scope=request.scope,
-                                                tags=["run-lesson"]))
+        rule = await store_rule(
+            session,
+            tenant_id=tenant_id,
+            embedder=embedder,
+            data=RuleCreate(
+                content=lesson_text(run.task_id, feedback.rationale),
+                scope=request.scope,
+                tags=["run-lesson"],
+            ),
+        )
         await run_rows.set_lesson_rule(session, feedback_id=feedback.id, rule_id=rule.id)
-        await ledger_rows.add_links(session, [
-            _link(tenant_id, rule.id, "run_feedback", feedback.id),
-            _link(tenant_id, rule.id, "run", run.id)])
+        await ledger_rows.add_links(
+            session,
+            [
+                _link(tenant_id, rule.id, "run_feedback", feedback.id),
+                _link(tenant_id, rule.id, "run", run.id),
+            ],
+        )
         rules.append(rule)
     return rules
 
 
-def _link(tenant_id: str, rule_id: uuid.UUID, target_type: str,
-          target_id: uuid.UUID) -> dict[str, object]:
-    return {"tenant_id": tenant_id, "source_type": "rule", "source_id": rule_id,
-            "target_type": target_type, "target_id": target_id, "relation": DERIVED_FROM}
+def _link(
+    tenant_id: str, rule_id: uuid.UUID, target_type: str, target_id: uuid.UUID
+) -> dict[str, object]:
+    return {
+        "tenant_id": tenant_id,
+        "source_type": "rule",
+        "source_id": rule_id,
+        "target_type": target_type,
+        "target_id": target_id,
+        "relation": DERIVED_FROM,
+    }

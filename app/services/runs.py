@@ -60,8 +60,14 @@ class RunDetail:
     feedback: list[RunFeedback]
 
 
-async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     data: RunCreate, mentions: bool = True) -> Run:
+async def create_run(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    data: RunCreate,
+    mentions: bool = True,
+) -> Run:
     """Store a run, embedded by its task and summary; with `mentions` linked to the entities
     they name. Runs belong to no butler: Forbidden for a key limited to butlers, as is every
     change to a run."""
@@ -76,25 +82,39 @@ async def create_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     if data.finished_at is None and data.success is not None:
         # An outcome finishes a run, as it does on update.
         values["finished_at"] = max(now_utc(), data.started_at or now_utc())
-    run = await record_rows.insert_searchable(session, Run, values={
-        **values, "tenant_id": tenant_id, **embedded.columns(0)}, search_text=text)
+    run = await record_rows.insert_searchable(
+        session,
+        Run,
+        values={**values, "tenant_id": tenant_id, **embedded.columns(0)},
+        search_text=text,
+    )
     if mentions:
-        await link_mentions(session, tenant_id=tenant_id, memory_type="run", ids=[run.id],
-                            texts=[text])
+        await link_mentions(
+            session, tenant_id=tenant_id, memory_type="run", ids=[run.id], texts=[text]
+        )
     await events.record(session, [_event("run_created", tenant_id, run.id, task_id=run.task_id)])
     return run
 
 
-async def require_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
-                      for_update: bool = False) -> Run:
+async def require_run(
+    session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID, for_update: bool = False
+) -> Run:
     """The tenant's run; NotFound (on `run_id`) otherwise."""
-    run = await record_rows.one_of_tenant(session, Run, tenant_id=tenant_id, row_id=run_id,
-                                          for_update=for_update)
+    run = await record_rows.one_of_tenant(
+        session, Run, tenant_id=tenant_id, row_id=run_id, for_update=for_update
+    )
     return found(run, f"run {run_id} not found", field="run_id")
 
 
-async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                     run_id: uuid.UUID, data: RunUpdate, finish: bool = False) -> Run:
+async def update_run(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    run_id: uuid.UUID,
+    data: RunUpdate,
+    finish: bool = False,
+) -> Run:
     """Set the outcome fields given; a new summary re-embeds the run.
 
     An unfinished run given its outcome (`success`), or asked to `finish`, is finished now
@@ -113,14 +133,17 @@ async def update_run(session: AsyncSession, *, tenant_id: str, embedder: Embedde
     current = await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
     if data.finished_at is not None and data.finished_at < current.started_at:
         raise InvalidInput("finished_at is before started_at", field="finished_at")
-    if ("finished_at" not in values and current.finished_at is None
-            and (finish or data.success is not None)):
+    if (
+        "finished_at" not in values
+        and current.finished_at is None
+        and (finish or data.success is not None)
+    ):
         values["finished_at"] = max(now_utc(), current.started_at)
-    run = await run_rows.update_run(session, tenant_id=tenant_id, run_id=run_id,
-                                    values={**values, **vector}, search_text=text)
+    run = await run_rows.update_run(
+        session, tenant_id=tenant_id, run_id=run_id, values={**values, **vector}, search_text=text
+    )
     run = found(run, f"run {run_id} not found", field="run_id")
-    await events.record(session, [_event("run_updated", tenant_id, run.id,
-                                         fields=sorted(values))])
+    await events.record(session, [_event("run_updated", tenant_id, run.id, fields=sorted(values))])
     return run
 
 
@@ -130,58 +153,103 @@ async def delete_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID
     butler_limits.check_unlimited("deleting a run")
     await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
     counts = await erasure_rows.delete_runs(session, tenant_id=tenant_id, ids=[run_id])
-    await events.record(session, [Event("run_deleted", tenant_id, {
-        "memory_type": "run", "memory_id": str(run_id)})])
+    await events.record(
+        session, [Event("run_deleted", tenant_id, {"memory_type": "run", "memory_id": str(run_id)})]
+    )
     return counts
 
 
 async def get_run(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID) -> RunDetail:
     """The run with its messages and feedback."""
     run = await require_run(session, tenant_id=tenant_id, run_id=run_id)
-    return RunDetail(run, await run_rows.messages_of(session, tenant_id=tenant_id,
-                                                     run_ids=[run_id]),
-                     await run_rows.feedback_of(session, tenant_id=tenant_id, run_ids=[run_id]))
+    return RunDetail(
+        run,
+        await run_rows.messages_of(session, tenant_id=tenant_id, run_ids=[run_id]),
+        await run_rows.feedback_of(session, tenant_id=tenant_id, run_ids=[run_id]),
+    )
 
 
-async def list_runs(session: AsyncSession, *, tenant_id: str, query: RunListQuery,
-                    memory_filter: MemoryFilter | None = None) -> tuple[list[Run], str | None]:
+async def list_runs(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    query: RunListQuery,
+    memory_filter: MemoryFilter | None = None,
+) -> tuple[list[Run], str | None]:
     """A page of the tenant's runs, newest first."""
-    filters = RunFilters(task_id=query.task_id, success=query.success,
-                         memory_filter=memory_filter)
-    return await run_rows.list_runs(session, tenant_id=tenant_id, filters=filters,
-                                    limit=query.limit, cursor=query.cursor)
+    filters = RunFilters(task_id=query.task_id, success=query.success, memory_filter=memory_filter)
+    return await run_rows.list_runs(
+        session, tenant_id=tenant_id, filters=filters, limit=query.limit, cursor=query.cursor
+    )
 
 
-async def append_messages(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                          run_id: uuid.UUID, items: list[MessageCreate]) -> list[RunMessage]:
+async def append_messages(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    run_id: uuid.UUID,
+    items: list[MessageCreate],
+) -> list[RunMessage]:
     """Append messages to the run in one transaction, embedded in one batch."""
     butler_limits.check_unlimited("recording a run's messages")
-    embedded = await embed_texts(session, embedder, [item.content for item in items],
-                                 tenant_id=tenant_id)
+    embedded = await embed_texts(
+        session, embedder, [item.content for item in items], tenant_id=tenant_id
+    )
     # Locked so that concurrent appends to one run keep their batches contiguous.
     await require_run(session, tenant_id=tenant_id, run_id=run_id, for_update=True)
-    rows = await run_rows.insert_messages(session, [
-        {"tenant_id": tenant_id, "run_id": run_id, "role": item.role, "content": item.content,
-         "token_count": item.token_count if item.token_count is not None
-         else estimate_tokens(item.content),
-         **embedded.columns(index), "search_text": preprocess_text(item.content)}
-        for index, item in enumerate(items)])
-    await events.record(session, [_event("run_messages_appended", tenant_id, run_id,
-                                         count=len(rows))])
+    rows = await run_rows.insert_messages(
+        session,
+        [
+            {
+                "tenant_id": tenant_id,
+                "run_id": run_id,
+                "role": item.role,
+                "content": item.content,
+                "token_count": item.token_count
+                if item.token_count is not None
+                else estimate_tokens(item.content),
+                **embedded.columns(index),
+                "search_text": preprocess_text(item.content),
+            }
+            for index, item in enumerate(items)
+        ],
+    )
+    await events.record(
+        session, [_event("run_messages_appended", tenant_id, run_id, count=len(rows))]
+    )
     return rows
 
 
-async def add_feedback(session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID,
-                       data: FeedbackCreate) -> RunFeedback:
+async def add_feedback(
+    session: AsyncSession, *, tenant_id: str, run_id: uuid.UUID, data: FeedbackCreate
+) -> RunFeedback:
     """Record a critic's or human's feedback on the run."""
     butler_limits.check_unlimited("recording feedback on a run")
     await require_run(session, tenant_id=tenant_id, run_id=run_id)
-    row = await run_rows.insert_feedback(session, {
-        "tenant_id": tenant_id, "run_id": run_id, "source": data.source, "rating": data.rating,
-        "rationale": data.rationale})
-    await events.record(session, [_event("run_feedback_added", tenant_id, run_id,
-                                         feedback_id=str(row.id), source=row.source,
-                                         rating=row.rating)])
+    row = await run_rows.insert_feedback(
+        session,
+        {
+            "tenant_id": tenant_id,
+            "run_id": run_id,
+            "source": data.source,
+            "rating": data.rating,
+            "rationale": data.rationale,
+        },
+    )
+    await events.record(
+        session,
+        [
+            _event(
+                "run_feedback_added",
+                tenant_id,
+                run_id,
+                feedback_id=str(row.id),
+                source=row.source,
+                rating=row.rating,
+            )
+        ],
+    )
     return row
 
 
@@ -195,9 +263,14 @@ class RunFound:
     feedback: list[RunFeedback]
 
 
-async def search_runs(session: AsyncSession, *, tenant_id: str, embedder: Embedder,
-                      retrieval: RetrievalSettings,
-                      request: RunSearchRequest) -> list[RunFound]:
+async def search_runs(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    embedder: Embedder,
+    retrieval: RetrievalSettings,
+    request: RunSearchRequest,
+) -> list[RunFound]:
     """Runs whose own text or messages are most similar to the query, with their feedback.
 
     With `success=false` this is the failure loop's "similar past failures": each result
@@ -209,21 +282,36 @@ async def search_runs(session: AsyncSession, *, tenant_id: str, embedder: Embedd
     asked = await embed_query(embedder, query, tenant_id=tenant_id)
     # Filtered HNSW scans continue past rows the filters drop, as in /v1/search.
     await search_rows.configure_vector_scan(
-        session, ef_search=max(retrieval.hnsw_ef_search, request.limit * run_rows.POOL_FACTOR),
-        max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        session,
+        ef_search=max(retrieval.hnsw_ef_search, request.limit * run_rows.POOL_FACTOR),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+    )
     vector = await serving_vector(session, embedder, asked)
-    filters = RunFilters(task_id=request.task_id, success=request.success,
-                         agent_version=request.agent_version, max_rating=request.max_rating)
-    matches = await run_rows.similar_runs(session, tenant_id=tenant_id, filters=filters,
-                                          vector=vector, limit=request.limit)
+    filters = RunFilters(
+        task_id=request.task_id,
+        success=request.success,
+        agent_version=request.agent_version,
+        max_rating=request.max_rating,
+    )
+    matches = await run_rows.similar_runs(
+        session, tenant_id=tenant_id, filters=filters, vector=vector, limit=request.limit
+    )
     run_ids = [match.run_id for match in matches]
     runs = await run_rows.get_runs(session, tenant_id=tenant_id, run_ids=run_ids)
     messages = await run_rows.get_messages(
-        session, tenant_id=tenant_id,
-        message_ids=[m.message_id for m in matches if m.message_id is not None])
+        session,
+        tenant_id=tenant_id,
+        message_ids=[m.message_id for m in matches if m.message_id is not None],
+    )
     feedback: dict[uuid.UUID, list[RunFeedback]] = {run_id: [] for run_id in run_ids}
     for row in await run_rows.feedback_of(session, tenant_id=tenant_id, run_ids=run_ids):
         feedback[row.run_id].append(row)
-    return [RunFound(runs[m.run_id], m.similarity,
-                     messages.get(m.message_id) if m.message_id else None, feedback[m.run_id])
-            for m in matches]
+    return [
+        RunFound(
+            runs[m.run_id],
+            m.similarity,
+            messages.get(m.message_id) if m.message_id else None,
+            feedback[m.run_id],
+        )
+        for m in matches
+    ]

@@ -47,8 +47,10 @@ def if_match_holds(if_match: str | None, row: WorkingMemory | None) -> bool:
 
 def _require(if_match: str | None, row: WorkingMemory | None) -> None:
     if not if_match_holds(if_match, row):
-        raise PreconditionFailed("If-Match does not match the working memory's current ETag; "
-                                 "read it again and retry", field="If-Match")
+        raise PreconditionFailed(
+            "If-Match does not match the working memory's current ETag; read it again and retry",
+            field="If-Match",
+        )
 
 
 def _opaque(tag: str) -> str:
@@ -73,9 +75,12 @@ def if_none_match_holds(if_none_match: str | None, row: WorkingMemory | None) ->
 
 
 def _exists(key: Key) -> PreconditionFailed:
-    return PreconditionFailed(f"the working memory of agent {key.agent_id!r} session "
-                              f"{key.session_id!r} exists, or its ETag is listed in "
-                              "If-None-Match", field="If-None-Match")
+    return PreconditionFailed(
+        f"the working memory of agent {key.agent_id!r} session "
+        f"{key.session_id!r} exists, or its ETag is listed in "
+        "If-None-Match",
+        field="If-None-Match",
+    )
 
 
 def _ttl(data: WorkingMemoryWrite, default_ttl_hours: float) -> int:
@@ -85,40 +90,49 @@ def _ttl(data: WorkingMemoryWrite, default_ttl_hours: float) -> int:
 
 
 def _values(data: WorkingMemoryWrite, default_ttl_hours: float) -> dict[str, Any]:
-    return {"active_context": data.active_context, "scratchpad": data.scratchpad,
-            "retrieved_memory_ids": data.retrieved_memory_ids, "decisions": data.decisions,
-            "ttl_seconds": _ttl(data, default_ttl_hours)}
+    return {
+        "active_context": data.active_context,
+        "scratchpad": data.scratchpad,
+        "retrieved_memory_ids": data.retrieved_memory_ids,
+        "decisions": data.decisions,
+        "ttl_seconds": _ttl(data, default_ttl_hours),
+    }
 
 
 async def get(session: AsyncSession, *, key: Key) -> WorkingMemory:
     """The live record, its lifetime extended; NotFound when absent or expired."""
-    row = await wm_rows.touch_live(session, tenant_id=key.tenant_id, agent_id=key.agent_id,
-                                   session_id=key.session_id)
+    row = await wm_rows.touch_live(
+        session, tenant_id=key.tenant_id, agent_id=key.agent_id, session_id=key.session_id
+    )
     if row is None:
-        raise NotFound(f"no working memory for agent {key.agent_id!r} session "
-                       f"{key.session_id!r}")
+        raise NotFound(f"no working memory for agent {key.agent_id!r} session {key.session_id!r}")
     return row
 
 
 async def _lock(session: AsyncSession, key: Key) -> WorkingMemory | None:
     butler_limits.check_butler(key.agent_id, "agent_id")
-    return await wm_rows.lock_live(session, tenant_id=key.tenant_id, agent_id=key.agent_id,
-                                   session_id=key.session_id)
+    return await wm_rows.lock_live(
+        session, tenant_id=key.tenant_id, agent_id=key.agent_id, session_id=key.session_id
+    )
 
 
-async def _lock_existing(session: AsyncSession, key: Key,
-                         if_match: str | None) -> WorkingMemory:
+async def _lock_existing(session: AsyncSession, key: Key, if_match: str | None) -> WorkingMemory:
     row = await _lock(session, key)
     if row is None:
-        raise NotFound(f"no working memory for agent {key.agent_id!r} session "
-                       f"{key.session_id!r}")
+        raise NotFound(f"no working memory for agent {key.agent_id!r} session {key.session_id!r}")
     _require(if_match, row)
     return row
 
 
-async def replace(session: AsyncSession, *, key: Key, data: WorkingMemoryWrite,
-                  if_match: str | None, default_ttl_hours: float,
-                  if_none_match: str | None = None) -> WorkingMemory:
+async def replace(
+    session: AsyncSession,
+    *,
+    key: Key,
+    data: WorkingMemoryWrite,
+    if_match: str | None,
+    default_ttl_hours: float,
+    if_none_match: str | None = None,
+) -> WorkingMemory:
     """Create the record or replace all of it; with If-Match only over that version, with
     If-None-Match only when no record (`*`) or none of those versions is there."""
     butler_limits.check_butler(key.agent_id, "agent_id")
@@ -127,10 +141,14 @@ async def replace(session: AsyncSession, *, key: Key, data: WorkingMemoryWrite,
         _require(if_match, row)
         if not if_none_match_holds(if_none_match, row):
             raise _exists(key)
-    written = await wm_rows.upsert(session, tenant_id=key.tenant_id, agent_id=key.agent_id,
-                                   session_id=key.session_id,
-                                   values=_values(data, default_ttl_hours),
-                                   create_only=_create_only(if_none_match))
+    written = await wm_rows.upsert(
+        session,
+        tenant_id=key.tenant_id,
+        agent_id=key.agent_id,
+        session_id=key.session_id,
+        values=_values(data, default_ttl_hours),
+        create_only=_create_only(if_none_match),
+    )
     if written is None:
         # Another writer created the record after the check above.
         raise _exists(key)
@@ -138,9 +156,13 @@ async def replace(session: AsyncSession, *, key: Key, data: WorkingMemoryWrite,
 
 
 def _document(row: WorkingMemory) -> dict[str, Any]:
-    return {"active_context": row.active_context, "scratchpad": row.scratchpad,
-            "retrieved_memory_ids": [str(i) for i in row.retrieved_memory_ids],
-            "decisions": row.decisions, "ttl_seconds": row.ttl_seconds}
+    return {
+        "active_context": row.active_context,
+        "scratchpad": row.scratchpad,
+        "retrieved_memory_ids": [str(i) for i in row.retrieved_memory_ids],
+        "decisions": row.decisions,
+        "ttl_seconds": row.ttl_seconds,
+    }
 
 
 def validated(document: dict[str, Any]) -> WorkingMemoryWrite:
@@ -153,8 +175,14 @@ def validated(document: dict[str, Any]) -> WorkingMemoryWrite:
         raise InvalidInput(f"{where}: {error['msg']}", field=f"body.{where}") from None
 
 
-async def merge_patch(session: AsyncSession, *, key: Key, patch: dict[str, Any],
-                      if_match: str | None, default_ttl_hours: float) -> WorkingMemory:
+async def merge_patch(
+    session: AsyncSession,
+    *,
+    key: Key,
+    patch: dict[str, Any],
+    if_match: str | None,
+    default_ttl_hours: float,
+) -> WorkingMemory:
     """Apply a JSON Merge Patch to the record's document.
 
     A null top-level member resets it to its default (empty, or the configured TTL); nested
@@ -162,8 +190,7 @@ async def merge_patch(session: AsyncSession, *, key: Key, patch: dict[str, Any],
     """
     row = await _lock_existing(session, key, if_match)
     data = validated(apply_merge_patch(_document(row), patch))
-    return await wm_rows.write(session, record_id=row.id,
-                               values=_values(data, default_ttl_hours))
+    return await wm_rows.write(session, record_id=row.id, values=_values(data, default_ttl_hours))
 
 
 async def delete(session: AsyncSession, *, key: Key, if_match: str | None) -> None:
@@ -172,8 +199,9 @@ async def delete(session: AsyncSession, *, key: Key, if_match: str | None) -> No
     await wm_rows.remove(session, record_id=row.id)
 
 
-async def get_scratchpad_value(session: AsyncSession, *, key: Key,
-                               name: str) -> tuple[WorkingMemory, Any]:
+async def get_scratchpad_value(
+    session: AsyncSession, *, key: Key, name: str
+) -> tuple[WorkingMemory, Any]:
     """The record (lifetime extended) and the value under scratchpad key `name`."""
     row = await get(session, key=key)
     if name not in row.scratchpad:
@@ -181,18 +209,19 @@ async def get_scratchpad_value(session: AsyncSession, *, key: Key,
     return row, row.scratchpad[name]
 
 
-async def put_scratchpad_value(session: AsyncSession, *, key: Key, name: str,
-                               data: ScratchpadWrite, if_match: str | None) -> WorkingMemory:
+async def put_scratchpad_value(
+    session: AsyncSession, *, key: Key, name: str, data: ScratchpadWrite, if_match: str | None
+) -> WorkingMemory:
     """Store `data.value` under scratchpad key `name`, leaving the other keys alone."""
     row = await _lock_existing(session, key, if_match)
     scratchpad = {**row.scratchpad, name: data.value}
     checked = validated({**_document(row), "scratchpad": scratchpad})
-    return await wm_rows.write(session, record_id=row.id,
-                               values={"scratchpad": checked.scratchpad})
+    return await wm_rows.write(session, record_id=row.id, values={"scratchpad": checked.scratchpad})
 
 
-async def delete_scratchpad_value(session: AsyncSession, *, key: Key, name: str,
-                                  if_match: str | None) -> WorkingMemory:
+async def delete_scratchpad_value(
+    session: AsyncSession, *, key: Key, name: str, if_match: str | None
+) -> WorkingMemory:
     """Remove scratchpad key `name`; NotFound when the key is absent."""
     row = await _lock_existing(session, key, if_match)
     if name not in row.scratchpad:

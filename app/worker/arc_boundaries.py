@@ -32,8 +32,9 @@ def clusters_by_gap(times: Sequence[datetime], gap: timedelta) -> list[range]:
     return found
 
 
-async def run_arc_boundaries(ctx: JobContext, *, tenant_id: str, scope: str,
-                             gap_minutes: float | None) -> JobOutcome:
+async def run_arc_boundaries(
+    ctx: JobContext, *, tenant_id: str, scope: str, gap_minutes: float | None
+) -> JobOutcome:
     """Propose one draft arc per cluster of the scope's episodes.
 
     A cluster is skipped when it has fewer than `arcs.min_episodes` episodes, when an arc of
@@ -45,8 +46,14 @@ async def run_arc_boundaries(ctx: JobContext, *, tenant_id: str, scope: str,
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
         timeline = await arc_rows.episode_times(session, tenant_id=tenant_id, butler=scope)
     clusters = clusters_by_gap([occurred for _, occurred, _ in timeline], gap)
-    counts = {"episodes": len(timeline), "clusters": len(clusters), "arcs_created": 0,
-              "too_small": 0, "already_covered": 0, "still_open": 0}
+    counts = {
+        "episodes": len(timeline),
+        "clusters": len(clusters),
+        "arcs_created": 0,
+        "too_small": 0,
+        "already_covered": 0,
+        "still_open": 0,
+    }
     now = now_utc()
     for cluster in clusters:
         members = [timeline[i] for i in cluster]
@@ -58,25 +65,54 @@ async def run_arc_boundaries(ctx: JobContext, *, tenant_id: str, scope: str,
             counts["still_open"] += 1
             continue
         title = f"{scope}: {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}"
-        summary = " / ".join(content[:SUMMARY_CHARS] for _, _, content in
-                             members[:SUMMARY_EPISODES])
+        summary = " / ".join(
+            content[:SUMMARY_CHARS] for _, _, content in members[:SUMMARY_EPISODES]
+        )
         text = search_text(title, summary, None, [])
         async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-            embedded = await embed_texts(session, ctx.embedder, [text], tenant_id=tenant_id,
-                                         bulk=True)
-            if await arc_rows.overlapping_arc_exists(session, tenant_id=tenant_id, scope=scope,
-                                                     start=start, end=end):
+            embedded = await embed_texts(
+                session, ctx.embedder, [text], tenant_id=tenant_id, bulk=True
+            )
+            if await arc_rows.overlapping_arc_exists(
+                session, tenant_id=tenant_id, scope=scope, start=start, end=end
+            ):
                 counts["already_covered"] += 1
                 continue
-            row = await record_rows.insert_searchable(session, Arc, search_text=text, values={
-                "tenant_id": tenant_id, "scope": scope, "title": title, "summary": summary,
-                "arc_type": settings.proposed_type, "started_at": start, "ended_at": end,
-                "status": "draft", **embedded.columns(0),
-                "key_events": [{"memory_type": "episode", "memory_id": str(episode_id),
-                                "description": "", "occurred_at": occurred.isoformat()}
-                               for episode_id, occurred, _ in members[:MAX_KEY_EVENTS]]})
-            await events.record(session, [events.Event(
-                "arc_proposed", tenant_id, {"arc_id": str(row.id), "scope": scope,
-                                            "episodes": len(members)}, actor="arc_boundaries")])
+            row = await record_rows.insert_searchable(
+                session,
+                Arc,
+                search_text=text,
+                values={
+                    "tenant_id": tenant_id,
+                    "scope": scope,
+                    "title": title,
+                    "summary": summary,
+                    "arc_type": settings.proposed_type,
+                    "started_at": start,
+                    "ended_at": end,
+                    "status": "draft",
+                    **embedded.columns(0),
+                    "key_events": [
+                        {
+                            "memory_type": "episode",
+                            "memory_id": str(episode_id),
+                            "description": "",
+                            "occurred_at": occurred.isoformat(),
+                        }
+                        for episode_id, occurred, _ in members[:MAX_KEY_EVENTS]
+                    ],
+                },
+            )
+            await events.record(
+                session,
+                [
+                    events.Event(
+                        "arc_proposed",
+                        tenant_id,
+                        {"arc_id": str(row.id), "scope": scope, "episodes": len(members)},
+                        actor="arc_boundaries",
+                    )
+                ],
+            )
         counts["arcs_created"] += 1
     return JobOutcome(result={**counts, "gap_minutes": gap.total_seconds() / 60})

@@ -32,14 +32,23 @@ class Phase:
 EXPIRED = Phase(cleanup_rows.EXPIRED_BATCH, "expired", ("expired_deleted",))
 GRACE = Phase(cleanup_rows.GRACE_BATCH, "unconsolidated_grace", ("unconsolidated_deleted",))
 CAPACITY = Phase(cleanup_rows.CAPACITY_BATCH, "capacity", ("capacity_deleted",))
-CAPACITY_EXPIRED = Phase(cleanup_rows.CAPACITY_EXPIRED_BATCH, "capacity_unconsolidated",
-                         ("capacity_deleted", "capacity_unconsolidated_deleted"))
-COUNTERS = ("expired_deleted", "unconsolidated_deleted", "capacity_deleted",
-            "capacity_unconsolidated_deleted", "links_deleted")
+CAPACITY_EXPIRED = Phase(
+    cleanup_rows.CAPACITY_EXPIRED_BATCH,
+    "capacity_unconsolidated",
+    ("capacity_deleted", "capacity_unconsolidated_deleted"),
+)
+COUNTERS = (
+    "expired_deleted",
+    "unconsolidated_deleted",
+    "capacity_deleted",
+    "capacity_unconsolidated_deleted",
+    "links_deleted",
+)
 
 
-async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_entries: int,
-                              job_id: str | None = None) -> JobOutcome:
+async def run_episode_cleanup(
+    ctx: JobContext, *, tenant_id: str | None, max_entries: int, job_id: str | None = None
+) -> JobOutcome:
     """Delete expired episodes that were consolidated or forgotten, then, when no LLM is
     configured, expired ones never consolidated once `unconsolidated_grace_days` have passed
     since they expired, then, above `max_entries`, the oldest consolidated episodes and after
@@ -56,25 +65,44 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
     batch_size = ctx.settings.jobs.cleanup_batch_size
     grace_seconds = ctx.settings.unconsolidated_grace_days * SECONDS_PER_DAY
     async with ctx.transaction(SYSTEM) as session:
-        tenants = ([tenant_id] if tenant_id is not None
-                   else await cleanup_rows.tenants_with_episodes(session))
+        tenants = (
+            [tenant_id]
+            if tenant_id is not None
+            else await cleanup_rows.tenants_with_episodes(session)
+        )
     totals = dict.fromkeys(COUNTERS, 0)
     expiry = (EXPIRED,) if ctx.settings.llm.base_url else (EXPIRED, GRACE)
     for tenant in tenants:
         for phase in expiry:
-            await _drain(ctx, phase, tenant_id=tenant, batch_size=batch_size, limit=None,
-                         job_id=job_id, grace_seconds=grace_seconds, totals=totals)
+            await _drain(
+                ctx,
+                phase,
+                tenant_id=tenant,
+                batch_size=batch_size,
+                limit=None,
+                job_id=job_id,
+                grace_seconds=grace_seconds,
+                totals=totals,
+            )
         for phase in (CAPACITY, CAPACITY_EXPIRED):
             async with ctx.transaction(Scope(tenant_id=tenant)) as session:
                 excess = await cleanup_rows.count_episodes(session, tenant_id=tenant) - max_entries
             if excess > 0:
-                await _drain(ctx, phase, tenant_id=tenant, batch_size=batch_size, limit=excess,
-                             job_id=job_id, grace_seconds=grace_seconds, totals=totals)
+                await _drain(
+                    ctx,
+                    phase,
+                    tenant_id=tenant,
+                    batch_size=batch_size,
+                    limit=excess,
+                    job_id=job_id,
+                    grace_seconds=grace_seconds,
+                    totals=totals,
+                )
     final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
     working_memories_deleted = await _drain_working_memories(
-        ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id)
-    runs_deleted = await _drain_runs(ctx, tenant_id=tenant_id, batch_size=batch_size,
-                                     job_id=job_id)
+        ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id
+    )
+    runs_deleted = await _drain_runs(ctx, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id)
     async with ctx.transaction(final) as session:
         remaining = await cleanup_rows.count_episodes(session, tenant_id=tenant_id)
         kept = await cleanup_rows.count_expired_kept(session, tenant_id=tenant_id)
@@ -82,27 +110,38 @@ async def run_episode_cleanup(ctx: JobContext, *, tenant_id: str | None, max_ent
             # Earlier attempts' deletions were committed with their counts: report them all.
             done = await job_rows.progress_of(session, job_id=uuid.UUID(job_id))
             totals = {name: done.get(name, count) for name, count in totals.items()}
-            working_memories_deleted = done.get("working_memories_deleted",
-                                                working_memories_deleted)
+            working_memories_deleted = done.get(
+                "working_memories_deleted", working_memories_deleted
+            )
             runs_deleted = {name: done.get(name, count) for name, count in runs_deleted.items()}
-    return JobOutcome(result={
-        "expired_deleted": totals["expired_deleted"],
-        "expired_kept_unconsolidated": kept,
-        "unconsolidated_deleted": totals["unconsolidated_deleted"],
-        "capacity_deleted": totals["capacity_deleted"],
-        "capacity_unconsolidated_deleted": totals["capacity_unconsolidated_deleted"],
-        "remaining": remaining,
-        "links_deleted": totals["links_deleted"],
-        "max_entries": max_entries,
-        "working_memories_deleted": working_memories_deleted,
-        **runs_deleted,
-        "run_retention_days": ctx.settings.runs.retention_days,
-    })
+    return JobOutcome(
+        result={
+            "expired_deleted": totals["expired_deleted"],
+            "expired_kept_unconsolidated": kept,
+            "unconsolidated_deleted": totals["unconsolidated_deleted"],
+            "capacity_deleted": totals["capacity_deleted"],
+            "capacity_unconsolidated_deleted": totals["capacity_unconsolidated_deleted"],
+            "remaining": remaining,
+            "links_deleted": totals["links_deleted"],
+            "max_entries": max_entries,
+            "working_memories_deleted": working_memories_deleted,
+            **runs_deleted,
+            "run_retention_days": ctx.settings.runs.retention_days,
+        }
+    )
 
 
-async def _drain(ctx: JobContext, phase: Phase, *, tenant_id: str, batch_size: int,
-                 limit: int | None, job_id: str | None, grace_seconds: float,
-                 totals: dict[str, int]) -> None:
+async def _drain(
+    ctx: JobContext,
+    phase: Phase,
+    *,
+    tenant_id: str,
+    batch_size: int,
+    limit: int | None,
+    job_id: str | None,
+    grace_seconds: float,
+    totals: dict[str, int],
+) -> None:
     """Delete batch after batch (one transaction each) until none is left or `limit` is met;
     add the counts to `totals`."""
     episodes_total = 0
@@ -112,9 +151,15 @@ async def _drain(ctx: JobContext, phase: Phase, *, tenant_id: str, batch_size: i
             break
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=job_id)) as session:
             episodes, links = await cleanup_rows.delete_batch(
-                session, phase.statement, tenant_id=tenant_id, batch_size=size,
-                reason=phase.reason, job_id=job_id, actor_key_id=actors.current().key_id,
-                grace_seconds=grace_seconds)
+                session,
+                phase.statement,
+                tenant_id=tenant_id,
+                batch_size=size,
+                reason=phase.reason,
+                job_id=job_id,
+                actor_key_id=actors.current().key_id,
+                grace_seconds=grace_seconds,
+            )
             counts = {**dict.fromkeys(phase.counters, episodes), "links_deleted": links}
             if job_id is not None:
                 await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts=counts)
@@ -125,29 +170,36 @@ async def _drain(ctx: JobContext, phase: Phase, *, tenant_id: str, batch_size: i
             break
 
 
-async def _drain_working_memories(ctx: JobContext, *, scope: Scope, tenant_id: str | None,
-                                  batch_size: int, job_id: str | None) -> int:
+async def _drain_working_memories(
+    ctx: JobContext, *, scope: Scope, tenant_id: str | None, batch_size: int, job_id: str | None
+) -> int:
     """Delete expired working memories, a batch per transaction; how many went."""
     total = 0
     for _ in range(MAX_BATCHES):
         async with ctx.transaction(scope) as session:
             deleted = await working_memory_rows.delete_expired_batch(
-                session, tenant_id=tenant_id, batch_size=batch_size)
+                session, tenant_id=tenant_id, batch_size=batch_size
+            )
             if job_id is not None and deleted:
-                await job_rows.add_progress(session, job_id=uuid.UUID(job_id),
-                                            counts={"working_memories_deleted": deleted})
+                await job_rows.add_progress(
+                    session, job_id=uuid.UUID(job_id), counts={"working_memories_deleted": deleted}
+                )
         total += deleted
         if deleted < batch_size:
             break
     return total
 
 
-RUN_COUNTERS = {"runs": "runs_deleted", "run_messages": "run_messages_deleted",
-                "run_feedback": "run_feedback_deleted"}
+RUN_COUNTERS = {
+    "runs": "runs_deleted",
+    "run_messages": "run_messages_deleted",
+    "run_feedback": "run_feedback_deleted",
+}
 
 
-async def _drain_runs(ctx: JobContext, *, tenant_id: str | None, batch_size: int,
-                      job_id: str | None) -> dict[str, int]:
+async def _drain_runs(
+    ctx: JobContext, *, tenant_id: str | None, batch_size: int, job_id: str | None
+) -> dict[str, int]:
     """Delete runs finished more than `runs.retention_days` ago with their messages, feedback,
     links and events, a batch per transaction (each with a `runs_deleted` event naming the
     runs); the counts per kind."""
@@ -157,23 +209,37 @@ async def _drain_runs(ctx: JobContext, *, tenant_id: str | None, batch_size: int
         return totals
     seconds = days * SECONDS_PER_DAY
     async with ctx.transaction(SYSTEM) as session:
-        tenants = ([tenant_id] if tenant_id is not None else
-                   await run_rows.tenants_with_runs_finished_before(session, seconds=seconds))
+        tenants = (
+            [tenant_id]
+            if tenant_id is not None
+            else await run_rows.tenants_with_runs_finished_before(session, seconds=seconds)
+        )
     for tenant in tenants:
         for _ in range(MAX_BATCHES):
             async with ctx.transaction(Scope(tenant_id=tenant, job_id=job_id)) as session:
-                ids = await run_rows.runs_finished_before(session, tenant_id=tenant,
-                                                          seconds=seconds, limit=batch_size)
+                ids = await run_rows.runs_finished_before(
+                    session, tenant_id=tenant, seconds=seconds, limit=batch_size
+                )
                 if not ids:
                     break
                 deleted = await erasure_rows.delete_runs(session, tenant_id=tenant, ids=ids)
                 counts = {name: deleted.get(table, 0) for table, name in RUN_COUNTERS.items()}
-                await events.record(session, [events.Event("runs_deleted", tenant, {
-                    "reason": "retention", "job_id": job_id,
-                    "run_ids": [str(i) for i in ids]})])
+                await events.record(
+                    session,
+                    [
+                        events.Event(
+                            "runs_deleted",
+                            tenant,
+                            {
+                                "reason": "retention",
+                                "job_id": job_id,
+                                "run_ids": [str(i) for i in ids],
+                            },
+                        )
+                    ],
+                )
                 if job_id is not None:
-                    await job_rows.add_progress(session, job_id=uuid.UUID(job_id),
-                                                counts=counts)
+                    await job_rows.add_progress(session, job_id=uuid.UUID(job_id), counts=counts)
             for name, count in counts.items():
                 totals[name] += count
             if len(ids) < batch_size:

@@ -39,18 +39,17 @@ def _add(total: Counts, counts: Counts) -> None:
         total[table] = total.get(table, 0) + count
 
 
-async def _entity_family(ctx: JobContext, tenant_id: str,
-                         sel: ErasureSelector) -> ErasureSelector:
+async def _entity_family(ctx: JobContext, tenant_id: str, sel: ErasureSelector) -> ErasureSelector:
     if not sel.entity_ids:
         return sel
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        family = await erasure_rows.entity_family(session, tenant_id=tenant_id,
-                                                  ids=sel.entity_ids)
+        family = await erasure_rows.entity_family(session, tenant_id=tenant_id, ids=sel.entity_ids)
     return ErasureSelector(entity_ids=tuple(family) or sel.entity_ids)
 
 
-async def run_erasure(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
-                      params: dict[str, Any]) -> JobOutcome:
+async def run_erasure(
+    ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID, params: dict[str, Any]
+) -> JobOutcome:
     """Erase what the job's selector matches (see the module docstring); the receipt."""
     if set(params) == {"selector"}:
         # Finished in an earlier attempt whose worker died before recording the outcome.
@@ -66,48 +65,81 @@ async def run_erasure(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
                 if not ids:
                     break
                 erased, counts = await erase(session, tenant_id, ids)
-                await events.record(session, [events.Event("memories_erased", tenant_id, {
-                    "job_id": str(job_id), "memory_type": memory_type,
-                    "memory_ids": [str(i) for i in erased]})])
-                await job_rows.add_progress(session, job_id=job_id,
-                                            counts={**counts, "batches": 1})
+                await events.record(
+                    session,
+                    [
+                        events.Event(
+                            "memories_erased",
+                            tenant_id,
+                            {
+                                "job_id": str(job_id),
+                                "memory_type": memory_type,
+                                "memory_ids": [str(i) for i in erased],
+                            },
+                        )
+                    ],
+                )
+                await job_rows.add_progress(session, job_id=job_id, counts={**counts, "batches": 1})
     if sel.whole_tenant:
-        await _erase_tenant_rest(ctx, tenant_id=tenant_id, job_id=job_id,
-                                 batch_size=batch_size)
+        await _erase_tenant_rest(ctx, tenant_id=tenant_id, job_id=job_id, batch_size=batch_size)
     selector = next(name for name in SELECTORS if params.get(name))
     async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
         receipt = await job_rows.progress_of(session, job_id=job_id)
-        await events.record(session, [events.Event("erasure_completed", tenant_id, {
-            "job_id": str(job_id), "selector": selector, "counts": receipt})])
+        await events.record(
+            session,
+            [
+                events.Event(
+                    "erasure_completed",
+                    tenant_id,
+                    {"job_id": str(job_id), "selector": selector, "counts": receipt},
+                )
+            ],
+        )
         await job_rows.replace_params(session, job_id=job_id, params={"selector": selector})
     return JobOutcome(result={"selector": selector, "deleted": receipt})
 
 
-async def _erase_tenant_rest(ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID,
-                             batch_size: int) -> None:
+async def _erase_tenant_rest(
+    ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID, batch_size: int
+) -> None:
     for table, record_type in erasure_rows.TENANT_RECORDS.items():
         for _ in range(MAX_BATCHES):
-            async with ctx.transaction(Scope(tenant_id=tenant_id,
-                                             job_id=str(job_id))) as session:
+            async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
                 ids = await erasure_rows.delete_tenant_records(
-                    session, tenant_id=tenant_id, table=table, limit=batch_size)
+                    session, tenant_id=tenant_id, table=table, limit=batch_size
+                )
                 if not ids:
                     break
-                await events.record(session, [events.Event("memories_erased", tenant_id, {
-                    "job_id": str(job_id), "memory_type": record_type,
-                    "memory_ids": [str(i) for i in ids]})])
-                await job_rows.add_progress(session, job_id=job_id,
-                                            counts={table: len(ids), "batches": 1})
+                await events.record(
+                    session,
+                    [
+                        events.Event(
+                            "memories_erased",
+                            tenant_id,
+                            {
+                                "job_id": str(job_id),
+                                "memory_type": record_type,
+                                "memory_ids": [str(i) for i in ids],
+                            },
+                        )
+                    ],
+                )
+                await job_rows.add_progress(
+                    session, job_id=job_id, counts={table: len(ids), "batches": 1}
+                )
     for _ in range(MAX_BATCHES):
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
-            deleted = await erasure_rows.delete_tenant_events(session, tenant_id=tenant_id,
-                                                              limit=batch_size)
-            await job_rows.add_progress(session, job_id=job_id,
-                                        counts={"memory_events_deleted": deleted})
+            deleted = await erasure_rows.delete_tenant_events(
+                session, tenant_id=tenant_id, limit=batch_size
+            )
+            await job_rows.add_progress(
+                session, job_id=job_id, counts={"memory_events_deleted": deleted}
+            )
         if deleted < batch_size:
             break
     async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
         counts = await erasure_rows.delete_tenant_leftovers(session, tenant_id=tenant_id)
-        counts["jobs"] = await job_rows.delete_tenant_jobs(session, tenant_id=tenant_id,
-                                                           keep=job_id)
+        counts["jobs"] = await job_rows.delete_tenant_jobs(
+            session, tenant_id=tenant_id, keep=job_id
+        )
         await job_rows.add_progress(session, job_id=job_id, counts=counts)

@@ -29,15 +29,17 @@ class ChatMessage:
 class ChatClient:
     """POSTs chat completions; retries timeouts, connection errors, 429 and 5xx with backoff."""
 
-    def __init__(self, settings: LLMSettings, *, transport: httpx.AsyncBaseTransport | None = None
-                 ) -> None:
+    def __init__(
+        self, settings: LLMSettings, *, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         if not settings.base_url:
             raise ValueError("LLM base_url is not configured")
         self._settings = settings
         self._url = endpoint(settings.base_url, "/chat/completions")
         headers = json_headers(settings.api_key)
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_seconds),
-                                       headers=headers, transport=transport)
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(settings.timeout_seconds), headers=headers, transport=transport
+        )
 
     async def __aenter__(self) -> "ChatClient":
         return self

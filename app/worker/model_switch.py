@@ -36,8 +36,13 @@ LOCK_TIMEOUT = "2s"
 SWAP_ATTEMPTS = 30
 # How long the swap tries for the switch's lock, held shared by each embedding transaction.
 EXCLUSIVE_WAIT_SECONDS = 5.0
-RECORD_KINDS = {"runs": "run", "run_messages": "run_message", "procedures": "procedure",
-                "arcs": "arc", "agent_events": "agent_event"}
+RECORD_KINDS = {
+    "runs": "run",
+    "run_messages": "run_message",
+    "procedures": "procedure",
+    "arcs": "arc",
+    "agent_events": "agent_event",
+}
 
 
 class SwitchRefused(Exception):
@@ -58,13 +63,20 @@ class SwitchReport:
     def lines(self) -> list[str]:
         """The report as lines for the command's output."""
         counts = ", ".join(f"{table} {count}" for table, count in self.embedded.items() if count)
-        return [f"embedded: {counts or 'nothing'} ({self.caught_up} written meanwhile)",
-                f"vectors {self.sweep_seconds:.1f} s, indexes {self.index_seconds:.1f} s, "
-                f"swap {self.swap_seconds * 1000:.0f} ms ({self.swap_attempts} attempt(s))"]
+        return [
+            f"embedded: {counts or 'nothing'} ({self.caught_up} written meanwhile)",
+            f"vectors {self.sweep_seconds:.1f} s, indexes {self.index_seconds:.1f} s, "
+            f"swap {self.swap_seconds * 1000:.0f} ms ({self.swap_attempts} attempt(s))",
+        ]
 
 
-async def switch_models(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
-                        target: Embedder, *, progress: bool = True) -> SwitchReport:
+async def switch_models(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    embedder: Embedder,
+    target: Embedder,
+    *,
+    progress: bool = True,
+) -> SwitchReport:
     """Build `target`'s vectors beside the serving model's, index them, and make `target`
     the serving model in one transaction. Resumes a switch to `target` left unfinished;
     refused while another switch (or drop) runs on the store."""
@@ -84,14 +96,15 @@ async def switch_models(sessionmaker: async_sessionmaker[AsyncSession], embedder
 async def drop_previous(sessionmaker: async_sessionmaker[AsyncSession]) -> str:
     """Drop the previous model's vectors and indexes, kept in `embedding_next` after a
     switch (columns dropped and added again: instant at any size)."""
-    async with _one_command(sessionmaker), \
-            scoped_transaction(sessionmaker, SYSTEM) as session:
+    async with _one_command(sessionmaker), scoped_transaction(sessionmaker, SYSTEM) as session:
         await _set_lock_timeout(session)
         await _lock_exclusive(session)
         state = await switch_rows.switch_row(session)
         if state is None or state.building or state.next_version_id is None:
-            raise SwitchRefused("no previous model's vectors are kept"
-                                + (": a switch is under way" if state and state.building else ""))
+            raise SwitchRefused(
+                "no previous model's vectors are kept"
+                + (": a switch is under way" if state and state.building else "")
+            )
         name = await embedding_version_rows.model_name(session, state.next_version_id)
         await _recreate_next(session, await _serving_dimensions(session))
         await switch_rows.clear_next(session)
@@ -107,9 +120,11 @@ async def _one_command(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncI
     async with engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
         if not await switch_rows.try_command_lock(autocommit):
-            raise SwitchRefused("another `engram reembed --model` (or `--drop-previous`) is "
-                                "running on this store: wait for it to end, then run this "
-                                "command again")
+            raise SwitchRefused(
+                "another `engram reembed --model` (or `--drop-previous`) is "
+                "running on this store: wait for it to end, then run this "
+                "command again"
+            )
         try:
             yield
         finally:
@@ -119,29 +134,35 @@ async def _one_command(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncI
                 await connection.invalidate()  # closed, not pooled with the lock held
                 if not isinstance(error, Exception):
                     raise
-                logger.warning("the switch command's lock went with its connection: %s",
-                               error)
+                logger.warning("the switch command's lock went with its connection: %s", error)
 
 
-async def _begin(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
-                 target: Embedder) -> int:
+async def _begin(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, target: Embedder
+) -> int:
     """Record the switch (or find it under way) and give it empty columns; the target's id."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         await vector_rows.lock(session)
         state = await switch_rows.switch_row(session)
         next_id = await embedding_version_rows.version_id(session, target)
-        serving_id = (state.serving_version_id if state is not None
-                      and state.serving_version_id is not None
-                      else await embedding_version_rows.version_id(session, embedder))
+        serving_id = (
+            state.serving_version_id
+            if state is not None and state.serving_version_id is not None
+            else await embedding_version_rows.version_id(session, embedder)
+        )
         if state is not None and state.building:
             if state.next_version_id == next_id:
                 return next_id
             name = await embedding_version_rows.model_name(session, state.next_version_id or 0)
-            raise SwitchRefused(f"a switch to {name!r} is under way: finish it with "
-                                f"`engram reembed --model {name}` first")
+            raise SwitchRefused(
+                f"a switch to {name!r} is under way: finish it with "
+                f"`engram reembed --model {name}` first"
+            )
         if state is not None and state.next_version_id is not None:
-            raise SwitchRefused("the previous model's vectors are still kept: drop them "
-                                "first with `engram reembed --drop-previous`")
+            raise SwitchRefused(
+                "the previous model's vectors are still kept: drop them "
+                "first with `engram reembed --drop-previous`"
+            )
         if serving_id == next_id:
             raise SwitchRefused(f"the store already serves {target.model_name!r}")
         await _set_lock_timeout(session)
@@ -151,27 +172,39 @@ async def _begin(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embed
     return next_id
 
 
-async def _sweep(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder,
-                 next_id: int, *, progress: bool) -> dict[str, int]:
+async def _sweep(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    target: Embedder,
+    next_id: int,
+    *,
+    progress: bool,
+) -> dict[str, int]:
     """Embed every row without the target's vector, a committed batch at a time; a remote
     model that fails stops the command, which, run again, goes on from there."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         todo = await switch_rows.uncovered_counts(session, next_id=next_id)
     counts: dict[str, int] = {}
-    with tqdm(total=sum(todo.values()), unit="rows", desc="re-embedding",
-              disable=not progress, mininterval=1.0) as bar:
+    with tqdm(
+        total=sum(todo.values()),
+        unit="rows",
+        desc="re-embedding",
+        disable=not progress,
+        mininterval=1.0,
+    ) as bar:
         for table in switch_rows.VECTOR_TABLES:
             counts[table], after = 0, None
             while True:
                 try:
-                    done, after = await _fill_batch(sessionmaker, table, target, next_id,
-                                                    after=after)
+                    done, after = await _fill_batch(
+                        sessionmaker, table, target, next_id, after=after
+                    )
                 except RemoteEmbeddingError as error:
                     raise SwitchRefused(
                         f"the model {target.model_name!r} failed: {error}. The switch is "
                         f"kept as far as it went and the store still serves the previous "
                         f"model: run `engram reembed --model {target.model_name}` again to "
-                        f"finish it") from None
+                        f"finish it"
+                    ) from None
                 if after is None:
                     break
                 counts[table] += done
@@ -179,47 +212,66 @@ async def _sweep(sessionmaker: async_sessionmaker[AsyncSession], target: Embedde
     return counts
 
 
-async def _fill_batch(sessionmaker: async_sessionmaker[AsyncSession], table: str,
-                      target: Embedder, next_id: int, *,
-                      after: str | None) -> tuple[int, str | None]:
+async def _fill_batch(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    table: str,
+    target: Embedder,
+    next_id: int,
+    *,
+    after: str | None,
+) -> tuple[int, str | None]:
     """Embed and write one batch of `table`'s rows without the target's vector, after id
     `after` (read, then embedded with no transaction open, then written to the rows not
     changed since); (rows read, the last id, None when none was left)."""
     by_tenant: dict[str, list[dict[str, Any]]] = defaultdict(list)
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        rows = await switch_rows.uncovered_rows(session, table, next_id=next_id, after=after,
-                                                limit=BATCH_SIZE)
+        rows = await switch_rows.uncovered_rows(
+            session, table, next_id=next_id, after=after, limit=BATCH_SIZE
+        )
         for row in rows:
             by_tenant[row["tenant_id"]].append(row)
-        texts = {tenant_id: await _texts(session, table, tenant_id, tenant_rows, target)
-                 for tenant_id, tenant_rows in by_tenant.items()}
+        texts = {
+            tenant_id: await _texts(session, table, tenant_id, tenant_rows, target)
+            for tenant_id, tenant_rows in by_tenant.items()
+        }
     if not rows:
         return 0, None
     made: list[tuple[uuid.UUID, str, Any]] = []
     for tenant_id, tenant_rows in by_tenant.items():
-        kept = [(row, text) for row, text in zip(tenant_rows, texts[tenant_id], strict=True)
-                if text is not None]
-        vectors = await target.aembed_batch([text for _, text in kept], tenant_id=tenant_id,
-                                            bulk=True) if kept else []
-        made.extend((row["id"], row["row_version"], vector)
-                    for (row, _), vector in zip(kept, vectors, strict=True))
+        kept = [
+            (row, text)
+            for row, text in zip(tenant_rows, texts[tenant_id], strict=True)
+            if text is not None
+        ]
+        vectors = (
+            await target.aembed_batch([text for _, text in kept], tenant_id=tenant_id, bulk=True)
+            if kept
+            else []
+        )
+        made.extend(
+            (row["id"], row["row_version"], vector)
+            for (row, _), vector in zip(kept, vectors, strict=True)
+        )
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         await switch_rows.store_next(session, table, next_id=next_id, vectors=made)
     return len(rows), str(rows[-1]["id"])
 
 
-async def _texts(session: AsyncSession, table: str, tenant_id: str,
-                 rows: list[dict[str, Any]], target: Embedder) -> list[str | None]:
+async def _texts(
+    session: AsyncSession, table: str, tenant_id: str, rows: list[dict[str, Any]], target: Embedder
+) -> list[str | None]:
     """The text each row's vector is made from, as when it was written (None: a passage
     whose memory is gone)."""
     if table in RECORD_KINDS:
         return [record_text(RECORD_KINDS[table], row)[0] for row in rows]
     if table != "passages":
         return [row["content"] for row in rows]
-    episodes: list[uuid.UUID] = [row["episode_id"] for row in rows
-                                 if row["kind"] == "context" and row["episode_id"]]
-    before = await episode_rows.turns_before(session, tenant_id=tenant_id, ids=episodes,
-                                             count=target.context_turns)
+    episodes: list[uuid.UUID] = [
+        row["episode_id"] for row in rows if row["kind"] == "context" and row["episode_id"]
+    ]
+    before = await episode_rows.turns_before(
+        session, tenant_id=tenant_id, ids=episodes, count=target.context_turns
+    )
     texts: list[str | None] = []
     for row in rows:
         content = row["content"]
@@ -228,18 +280,19 @@ async def _texts(session: AsyncSession, table: str, tenant_id: str,
         elif row["kind"] == "context":
             texts.append(context_text(before.get(row["episode_id"], []), content))
         else:
-            texts.append(content[row["start_char"]:row["end_char"]])
+            texts.append(content[row["start_char"] : row["end_char"]])
     return texts
 
 
-async def _build_indexes(sessionmaker: async_sessionmaker[AsyncSession],
-                         target: Embedder) -> None:
+async def _build_indexes(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder) -> None:
     """Build the indexes `embedding` has on `embedding_next` too, without blocking writes."""
     type_name = vector_rows.column_type(target.dimensions)
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
-        wanted = [(name, vector_rows.with_operator_class(definition, type_name))
-                  for table in switch_rows.VECTOR_TABLES
-                  for name, definition in await switch_rows.next_slot_indexes(session, table)]
+        wanted = [
+            (name, vector_rows.with_operator_class(definition, type_name))
+            for table in switch_rows.VECTOR_TABLES
+            for name, definition in await switch_rows.next_slot_indexes(session, table)
+        ]
     engine: AsyncEngine = sessionmaker.kw["bind"]
     async with engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
@@ -248,8 +301,12 @@ async def _build_indexes(sessionmaker: async_sessionmaker[AsyncSession],
             await switch_rows.build_index(autocommit, name, definition)
 
 
-async def _swap(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder,
-                next_id: int, report: SwitchReport) -> None:
+async def _swap(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    target: Embedder,
+    next_id: int,
+    report: SwitchReport,
+) -> None:
     """Catch up with the rows written meanwhile (the model runs with no lock held), then, in
     one transaction holding the switch's lock, swap the columns if no row was written
     without the target's vector since; otherwise let searches and writes go on and catch
@@ -266,20 +323,24 @@ async def _swap(sessionmaker: async_sessionmaker[AsyncSession], target: Embedder
                 if not left:
                     await switch_rows.swap(session)
         except (DBAPIError, TimeoutError) as error:
-            logger.warning("swap attempt %d gave way to readers and writers: %s", attempt,
-                           error)
+            logger.warning("swap attempt %d gave way to readers and writers: %s", attempt, error)
             continue
         if left:
-            logger.info("swap attempt %d: rows were written without the new model's vectors "
-                        "since the last pass; embedding them first", attempt)
+            logger.info(
+                "swap attempt %d: rows were written without the new model's vectors "
+                "since the last pass; embedding them first",
+                attempt,
+            )
             continue
         report.swap_seconds = time.perf_counter() - started
         report.swap_attempts = attempt
         return
-    raise SwitchRefused(f"the columns could not be swapped in {SWAP_ATTEMPTS} attempts: a "
-                        "transaction held the tables, or rows were written without the new "
-                        "model's vectors (by a process not loading it), each time; run the "
-                        "command again")
+    raise SwitchRefused(
+        f"the columns could not be swapped in {SWAP_ATTEMPTS} attempts: a "
+        "transaction held the tables, or rows were written without the new "
+        "model's vectors (by a process not loading it), each time; run the "
+        "command again"
+    )
 
 
 async def _lock_exclusive(session: AsyncSession) -> None:
@@ -298,7 +359,8 @@ async def _set_lock_timeout(session: AsyncSession) -> None:
 
 async def _recreate_next(session: AsyncSession, dimensions: int) -> None:
     await switch_rows.recreate_next_columns(
-        session, type_name=vector_rows.column_type(dimensions), dimensions=dimensions)
+        session, type_name=vector_rows.column_type(dimensions), dimensions=dimensions
+    )
 
 
 async def _serving_dimensions(session: AsyncSession) -> int:

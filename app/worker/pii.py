@@ -108,13 +108,13 @@ class Scrubbers:
             else:
                 async with self._ctx.transaction(Scope(tenant_id=tenant_id)) as session:
                     salt = await salt_rows.ensure_salt(
-                        session, tenant_id=tenant_id, candidate=secrets.token_hex(SALT_BYTES))
+                        session, tenant_id=tenant_id, candidate=secrets.token_hex(SALT_BYTES)
+                    )
             self._by_tenant[tenant_id] = Scrubber.of(settings.pii_patterns, salt)
         return self._by_tenant[tenant_id]
 
 
-async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
-                        rescan: bool) -> JobOutcome:
+async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None, rescan: bool) -> JobOutcome:
     """Scrub the tenant's (every tenant's, without one) run messages, runs, feedback
     rationales, rules and episodes not yet checked (all of them with `rescan`)."""
     result = await _scrub_messages(ctx, tenant_id=tenant_id, rescan=rescan)
@@ -124,8 +124,12 @@ async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None,
     else:
         async with ctx.transaction(SYSTEM) as session:
             tenants = await scrub_rows.tenants_to_scrub(session, rescan=rescan)
-    for name, scrub_batch in (("runs", _runs_batch), ("feedback", _feedback_batch),
-                              ("rules", _rules_batch), ("episodes", _episodes_batch)):
+    for name, scrub_batch in (
+        ("runs", _runs_batch),
+        ("feedback", _feedback_batch),
+        ("rules", _rules_batch),
+        ("episodes", _episodes_batch),
+    ):
         checked = rewritten = 0
         for tenant in tenants:
             scrubber = await scrubbers.of(tenant)
@@ -161,17 +165,24 @@ async def _off_loop(work: Callable[[], Result]) -> Result:
     return await asyncio.to_thread(work)
 
 
-async def _next_rows(ctx: JobContext, model: type[Any], tenant_id: str,
-                     after: uuid.UUID | None, rescan: bool) -> list[Any]:
+async def _next_rows(
+    ctx: JobContext, model: type[Any], tenant_id: str, after: uuid.UUID | None, rescan: bool
+) -> list[Any]:
     """The next batch of the tenant's `model` rows to scrub, after `after` in id order."""
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        return await scrub_rows.rows_to_scrub(session, model, tenant_id=tenant_id, after=after,
-                                              rescan=rescan,
-                                              limit=ctx.settings.runs.pii_batch_size)
+        return await scrub_rows.rows_to_scrub(
+            session,
+            model,
+            tenant_id=tenant_id,
+            after=after,
+            rescan=rescan,
+            limit=ctx.settings.runs.pii_batch_size,
+        )
 
 
-async def _feedback_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
-                          after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+async def _feedback_batch(
+    ctx: JobContext, scrubber: Scrubber, tenant_id: str, after: uuid.UUID | None, rescan: bool
+) -> BatchDone | None:
     """Rationales: rewritten in place (they have no vector)."""
     batch = await _next_rows(ctx, RunFeedback, tenant_id, after, rescan)
     if not batch:
@@ -182,15 +193,29 @@ async def _feedback_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
         for row, (text, count) in zip(batch, scrubbed, strict=True):
             if count and await scrub_rows.rewrite(
-                    session, RunFeedback, row_id=row.id,
-                    expected={"rationale": row.rationale}, values={"rationale": text}):
+                session,
+                RunFeedback,
+                row_id=row.id,
+                expected={"rationale": row.rationale},
+                values={"rationale": text},
+            ):
                 rewritten += 1
                 matches += count
                 changed.append(row)
-        await scrub_rows.mark_checked(session, RunFeedback,
-                                      ids=[r.id for r in batch if r not in changed])
-        await events.record(session, [Event("run_feedback_scrubbed", tenant_id, {
-            "run_id": str(row.run_id), "feedback_id": str(row.id)}) for row in changed])
+        await scrub_rows.mark_checked(
+            session, RunFeedback, ids=[r.id for r in batch if r not in changed]
+        )
+        await events.record(
+            session,
+            [
+                Event(
+                    "run_feedback_scrubbed",
+                    tenant_id,
+                    {"run_id": str(row.run_id), "feedback_id": str(row.id)},
+                )
+                for row in changed
+            ],
+        )
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
 
 
@@ -206,20 +231,21 @@ class Rewrite:
     context: str | None = None
 
 
-async def _runs_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
-                      after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+async def _runs_batch(
+    ctx: JobContext, scrubber: Scrubber, tenant_id: str, after: uuid.UUID | None, rescan: bool
+) -> BatchDone | None:
     """Runs: summary and meta; the run is embedded and indexed by its task and summary."""
     batch = await _next_rows(ctx, Run, tenant_id, after, rescan)
     if not batch:
         return None
     found = await _off_loop(lambda: _scrub_runs(scrubber, batch))
-    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found,
-                                      passages=False)
+    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found, passages=False)
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
 
 
-def _scrubbed(scrubber: Scrubber, *, texts: dict[str, str | None],
-              objects: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
+def _scrubbed(
+    scrubber: Scrubber, *, texts: dict[str, str | None], objects: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], int]:
     """Fields as read, the same scrubbed, and how many matches the scrubber replaced."""
     values: dict[str, Any] = {}
     matches = 0
@@ -235,16 +261,19 @@ def _scrubbed(scrubber: Scrubber, *, texts: dict[str, str | None],
 def _scrub_runs(scrubber: Scrubber, batch: list[Run]) -> list[Rewrite]:
     found = []
     for row in batch:
-        expected, values, matches = _scrubbed(scrubber, texts={"summary": row.summary},
-                                              objects={"meta": row.meta})
+        expected, values, matches = _scrubbed(
+            scrubber, texts={"summary": row.summary}, objects={"meta": row.meta}
+        )
         if matches:
-            found.append(Rewrite(row.id, expected, values,
-                                 run_text(row.task_id, values["summary"]), matches))
+            found.append(
+                Rewrite(row.id, expected, values, run_text(row.task_id, values["summary"]), matches)
+            )
     return found
 
 
-async def _rules_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
-                       after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+async def _rules_batch(
+    ctx: JobContext, scrubber: Scrubber, tenant_id: str, after: uuid.UUID | None, rescan: bool
+) -> BatchDone | None:
     """Rules (run lessons among them): content, original content and metadata."""
     batch = await _next_rows(ctx, Rule, tenant_id, after, rescan)
     if not batch:
@@ -258,15 +287,18 @@ def _scrub_rules(scrubber: Scrubber, batch: list[Rule]) -> list[Rewrite]:
     found = []
     for row in batch:
         expected, values, matches = _scrubbed(
-            scrubber, texts={"content": row.content, "original_content": row.original_content},
-            objects={"metadata": row.metadata_})
+            scrubber,
+            texts={"content": row.content, "original_content": row.original_content},
+            objects={"metadata": row.metadata_},
+        )
         if matches:
             found.append(Rewrite(row.id, expected, values, values["content"], matches))
     return found
 
 
-async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
-                          after: uuid.UUID | None, rescan: bool) -> BatchDone | None:
+async def _episodes_batch(
+    ctx: JobContext, scrubber: Scrubber, tenant_id: str, after: uuid.UUID | None, rescan: bool
+) -> BatchDone | None:
     """Episodes: content and metadata; a turn of a session is embedded after the turns
     before it again (scrubbed too)."""
     turns = ctx.embedder.context_turns
@@ -278,77 +310,126 @@ async def _episodes_batch(ctx: JobContext, scrubber: Scrubber, tenant_id: str,
     in_session = [r.row_id for r in found if _in_session(by_id[r.row_id])]
     if turns > 0 and in_session:
         async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-            before = await episode_rows.turns_before(session, tenant_id=tenant_id,
-                                                     ids=in_session, count=turns)
+            before = await episode_rows.turns_before(
+                session, tenant_id=tenant_id, ids=in_session, count=turns
+            )
         found = await _off_loop(partial(_with_context, scrubber, found, before))
-    rewritten, matches = await _write(ctx, Episode, "episode", tenant_id, batch, found,
-                                      refresh_turns=turns)
+    rewritten, matches = await _write(
+        ctx, Episode, "episode", tenant_id, batch, found, refresh_turns=turns
+    )
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
 
 
 def _scrub_episodes(scrubber: Scrubber, batch: list[Episode]) -> list[Rewrite]:
     found = []
     for row in batch:
-        expected, values, matches = _scrubbed(scrubber, texts={"content": row.content},
-                                              objects={"metadata": row.metadata_})
+        expected, values, matches = _scrubbed(
+            scrubber, texts={"content": row.content}, objects={"metadata": row.metadata_}
+        )
         if matches:
             found.append(Rewrite(row.id, expected, values, values["content"], matches))
     return found
 
 
-def _with_context(scrubber: Scrubber, found: list[Rewrite],
-                  before: dict[uuid.UUID, list[str]]) -> list[Rewrite]:
+def _with_context(
+    scrubber: Scrubber, found: list[Rewrite], before: dict[uuid.UUID, list[str]]
+) -> list[Rewrite]:
     """Each rewrite with the turns before it, scrubbed, to embed it after."""
-    return [Rewrite(r.row_id, r.expected, r.values, r.text, r.matches,
-                    context_text([scrubber.scrub(t)[0] for t in before[r.row_id]], r.text)
-                    if before.get(r.row_id) else None) for r in found]
+    return [
+        Rewrite(
+            r.row_id,
+            r.expected,
+            r.values,
+            r.text,
+            r.matches,
+            context_text([scrubber.scrub(t)[0] for t in before[r.row_id]], r.text)
+            if before.get(r.row_id)
+            else None,
+        )
+        for r in found
+    ]
 
 
 def _in_session(row: Any) -> bool:
     return row.session_id is not None or row.inferred_session is not None
 
 
-async def _write(ctx: JobContext, model: type[Run] | type[Rule] | type[Episode],
-                 memory_type: str, tenant_id: str, batch: list[Any], found: list[Rewrite], *,
-                 refresh_turns: int | None = None, passages: bool = True) -> tuple[int, int]:
+async def _write(
+    ctx: JobContext,
+    model: type[Run] | type[Rule] | type[Episode],
+    memory_type: str,
+    tenant_id: str,
+    batch: list[Any],
+    found: list[Rewrite],
+    *,
+    refresh_turns: int | None = None,
+    passages: bool = True,
+) -> tuple[int, int]:
     """Embed the scrubbed texts, then in one transaction rewrite the rows still as read
     with their vectors, passages and keyword text, and mark the rest checked; (rewritten,
     matches)."""
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
         # No SQL has run in this session yet: the model holds no connection.
-        embedded = await embed_texts(session, ctx.embedder, [r.text for r in found],
-                                     tenant_id=tenant_id,
-                                     contexts=[r.context for r in found])
+        embedded = await embed_texts(
+            session,
+            ctx.embedder,
+            [r.text for r in found],
+            tenant_id=tenant_id,
+            contexts=[r.context for r in found],
+        )
         done: list[int] = []
         for index, item in enumerate(found):
             if await scrub_rows.rewrite(
-                    session, model, row_id=item.row_id, expected=item.expected,
-                    values={**item.values, **embedded.columns(index)},
-                    search_text=preprocess_text(item.text) if refresh_turns is None else None):
+                session,
+                model,
+                row_id=item.row_id,
+                expected=item.expected,
+                values={**item.values, **embedded.columns(index)},
+                search_text=preprocess_text(item.text) if refresh_turns is None else None,
+            ):
                 done.append(index)
         ids = [found[i].row_id for i in done]
         if passages:
-            await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
-                                 embedded=embedded.only(done),
-                                 replace=True)
+            await store_passages(
+                session,
+                memory_type,
+                tenant_id=tenant_id,
+                memory_ids=ids,
+                embedded=embedded.only(done),
+                replace=True,
+            )
         if refresh_turns is not None and ids:
-            after = await episode_rows.turns_after(session, tenant_id=tenant_id, ids=ids,
-                                                   count=refresh_turns)
-            await refresh_keyword_text(session, tenant_id=tenant_id,
-                                       ids=list(dict.fromkeys([*ids, *after])),
-                                       context_turns=refresh_turns,
-                                       keyword_context=ctx.settings.keyword_context)
+            after = await episode_rows.turns_after(
+                session, tenant_id=tenant_id, ids=ids, count=refresh_turns
+            )
+            await refresh_keyword_text(
+                session,
+                tenant_id=tenant_id,
+                ids=list(dict.fromkeys([*ids, *after])),
+                context_turns=refresh_turns,
+                keyword_context=ctx.settings.keyword_context,
+            )
         found_ids = {r.row_id for r in found}
-        await scrub_rows.mark_checked(session, model,
-                                      ids=[r.id for r in batch if r.id not in found_ids])
+        await scrub_rows.mark_checked(
+            session, model, ids=[r.id for r in batch if r.id not in found_ids]
+        )
         if ids:
-            await events.record(session, [Event("memories_scrubbed", tenant_id, {
-                "memory_type": memory_type, "memory_ids": [str(i) for i in ids]})])
+            await events.record(
+                session,
+                [
+                    Event(
+                        "memories_scrubbed",
+                        tenant_id,
+                        {"memory_type": memory_type, "memory_ids": [str(i) for i in ids]},
+                    )
+                ],
+            )
     return len(done), sum(found[i].matches for i in done)
 
 
-async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
-                          rescan: bool) -> dict[str, int]:
+async def _scrub_messages(
+    ctx: JobContext, *, tenant_id: str | None, rescan: bool
+) -> dict[str, int]:
     """Scrub the run messages not yet checked (all of them with `rescan`)."""
     settings = ctx.settings.runs
     scrubbers = Scrubbers(ctx)
@@ -358,14 +439,20 @@ async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
     scope = Scope(tenant_id=tenant_id) if tenant_id is not None else SYSTEM
     while True:
         async with ctx.transaction(scope) as session:
-            batch = await run_rows.messages_to_scrub(session, tenant_id=tenant_id, after=after,
-                                                     rescan=rescan,
-                                                     limit=settings.pii_batch_size)
+            batch = await run_rows.messages_to_scrub(
+                session,
+                tenant_id=tenant_id,
+                after=after,
+                rescan=rescan,
+                limit=settings.pii_batch_size,
+            )
         if not batch:
             break
         after = batch[-1].position
-        by_tenant = {tenant: await scrubbers.of(tenant)
-                     for tenant in dict.fromkeys(row.tenant_id for row in batch)}
+        by_tenant = {
+            tenant: await scrubbers.of(tenant)
+            for tenant in dict.fromkeys(row.tenant_id for row in batch)
+        }
         scrubbed = await _off_loop(partial(_scrub_messages_of, by_tenant, batch))
         changed = []
         for row, (text, count) in zip(batch, scrubbed, strict=True):
@@ -374,17 +461,36 @@ async def _scrub_messages(ctx: JobContext, *, tenant_id: str | None,
                 matches += count
         async with ctx.transaction(scope) as session:
             # No SQL has run in this session yet: the model holds no connection.
-            embedded = await embed_texts(session, ctx.embedder, [text for _, text in changed],
-                                         tenant_id=tenant_id or SYSTEM_TENANT, bulk=True)
+            embedded = await embed_texts(
+                session,
+                ctx.embedder,
+                [text for _, text in changed],
+                tenant_id=tenant_id or SYSTEM_TENANT,
+                bulk=True,
+            )
             done = {row.id for row, _ in changed}
             for index, (row, text) in enumerate(changed):
                 if await run_rows.rewrite_message(
-                        session, message_id=row.id, old_content=row.content, content=text,
-                        vectors=embedded.columns(index), search_text=preprocess_text(text)):
+                    session,
+                    message_id=row.id,
+                    old_content=row.content,
+                    content=text,
+                    vectors=embedded.columns(index),
+                    search_text=preprocess_text(text),
+                ):
                     rewritten += 1
             await run_rows.mark_scrubbed(session, ids=[r.id for r in batch if r.id not in done])
-            await events.record(session, [Event("run_messages_scrubbed", row.tenant_id, {
-                "run_id": str(row.run_id), "message_id": str(row.id)}) for row, _ in changed])
+            await events.record(
+                session,
+                [
+                    Event(
+                        "run_messages_scrubbed",
+                        row.tenant_id,
+                        {"run_id": str(row.run_id), "message_id": str(row.id)},
+                    )
+                    for row, _ in changed
+                ],
+            )
         checked += len(batch)
     return {"messages_checked": checked, "messages_rewritten": rewritten, "matches": matches}
 

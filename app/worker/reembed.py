@@ -37,45 +37,53 @@ UNCOMMITTED_SECONDS = 3.0
 LEASE_SECONDS = 300.0
 
 # (count name, memory type, table) of the memories that carry vectors.
-MEMORY_TABLES = (("episodes", "episode", Episode), ("facts", "fact", Fact),
-                 ("rules", "rule", Rule))
+MEMORY_TABLES = (("episodes", "episode", Episode), ("facts", "fact", Fact), ("rules", "rule", Rule))
 
 logger = logging.getLogger(__name__)
 
 
-async def reembed_all(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, *,
-                      every: bool = False) -> dict[str, int]:
+async def reembed_all(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, *, every: bool = False
+) -> dict[str, int]:
     """Re-embed stale rows of every memory table (every tenant: system work), one committed
     batch at a time; a row's passages are made anew from its content. With `every`, every
     row, stale or not (after a change of the passage or context settings)."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         version_id, _ = await embedding_version_rows.ensure_version(
-            session, model_name=embedder.model_name, model_version=embedder.model_version,
-            dimensions=embedder.dimensions)
+            session,
+            model_name=embedder.model_name,
+            model_version=embedder.model_version,
+            dimensions=embedder.dimensions,
+        )
     counts: dict[str, int] = {}
     for name, memory_type, model in MEMORY_TABLES:
         counts[name], after = 0, None
         while True:
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                rows = (await reembed_rows.rows_after(session, model, after=after,
-                                                      limit=BATCH_SIZE) if every else
-                        await reembed_rows.stale_rows(session, model, version_id=version_id,
-                                                      limit=BATCH_SIZE))
+                rows = (
+                    await reembed_rows.rows_after(session, model, after=after, limit=BATCH_SIZE)
+                    if every
+                    else await reembed_rows.stale_rows(
+                        session, model, version_id=version_id, limit=BATCH_SIZE
+                    )
+                )
                 if not rows:
                     break
                 by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
                 for row_id, tenant_id, content in rows:
                     by_tenant[tenant_id].append((row_id, content))
                 for tenant_id, tenant_rows in by_tenant.items():
-                    await _reembed_rows(session, embedder, memory_type, model,
-                                        tenant_id=tenant_id, rows=tenant_rows)
+                    await _reembed_rows(
+                        session, embedder, memory_type, model, tenant_id=tenant_id, rows=tenant_rows
+                    )
                 counts[name] += len(rows)
                 after = rows[-1][0]
     return counts
 
 
-async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
-                        embedder: Embedder, *, holder: str | None = None) -> dict[str, int]:
+async def embed_backlog(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, *, holder: str | None = None
+) -> dict[str, int]:
     """Embed the episodes, facts and rules stored without vectors (every tenant: system
     work), a batch at a time: read, then embed with no transaction open, then write in a
     transaction of its own the rows still without vectors.
@@ -92,22 +100,30 @@ async def embed_backlog(sessionmaker: async_sessionmaker[AsyncSession],
             by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
                 if holder is not None and not await reembed_rows.claim_lease(
-                        session, holder=holder, seconds=LEASE_SECONDS):
+                    session, holder=holder, seconds=LEASE_SECONDS
+                ):
                     logger.debug("embedding backlog: another process runs the pass")
                     return counts
-                rows = await reembed_rows.unembedded_rows(session, model, after=after,
-                                                          limit=BATCH_SIZE)
+                rows = await reembed_rows.unembedded_rows(
+                    session, model, after=after, limit=BATCH_SIZE
+                )
                 for row_id, tenant_id, content in rows:
                     by_tenant[tenant_id].append((row_id, content))
-                contexts = ({tenant_id: await _contexts(session, embedder, tenant_id, read)
-                             for tenant_id, read in by_tenant.items()}
-                            if memory_type == "episode" else {})
+                contexts = (
+                    {
+                        tenant_id: await _contexts(session, embedder, tenant_id, read)
+                        for tenant_id, read in by_tenant.items()
+                    }
+                    if memory_type == "episode"
+                    else {}
+                )
             if not rows:
                 break
             after = rows[-1][0]
             for tenant_id, tenant_rows in by_tenant.items():
-                batch = _Batch(memory_type, model, tenant_id, tenant_rows,
-                               contexts.get(tenant_id, []))
+                batch = _Batch(
+                    memory_type, model, tenant_id, tenant_rows, contexts.get(tenant_id, [])
+                )
                 try:
                     counts[name] += await _embed_batch(sessionmaker, embedder, batch)
                 except RemoteEmbeddingError as error:
@@ -128,53 +144,83 @@ class _Batch:
     contexts: list[str | None]
 
 
-async def _embed_batch(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
-                       batch: _Batch) -> int:
+async def _embed_batch(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, batch: _Batch
+) -> int:
     """Embed and store a batch's rows; how many were stored."""
     async with scoped_transaction(sessionmaker, SYSTEM) as session:
         # The model runs before this transaction's first statement.
         embedded = await embed_texts(
-            session, embedder, [content for _, content in batch.rows],
-            tenant_id=batch.tenant_id, contexts=batch.contexts, bulk=True, background=True)
-        return await _store_embedded(session, batch.memory_type, batch.model,
-                                     tenant_id=batch.tenant_id, rows=batch.rows,
-                                     embedded=embedded)
+            session,
+            embedder,
+            [content for _, content in batch.rows],
+            tenant_id=batch.tenant_id,
+            contexts=batch.contexts,
+            bulk=True,
+            background=True,
+        )
+        return await _store_embedded(
+            session,
+            batch.memory_type,
+            batch.model,
+            tenant_id=batch.tenant_id,
+            rows=batch.rows,
+            embedded=embedded,
+        )
 
 
-async def _embed_singly(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
-                        batch: _Batch) -> int:
+async def _embed_singly(
+    sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, batch: _Batch
+) -> int:
     """Embed a failed batch's rows one at a time, setting aside each the model refuses or
     answers badly on its own; how many were stored (an outage is raised)."""
     stored = 0
     for index, row in enumerate(batch.rows):
-        single = replace(batch, rows=[row], contexts=batch.contexts[index:index + 1])
+        single = replace(batch, rows=[row], contexts=batch.contexts[index : index + 1])
         try:
             stored += await _embed_batch(sessionmaker, embedder, single)
         except RemoteEmbeddingError as error:
             if error.outage:
                 raise
-            logger.warning("embedding backlog: %s %s of tenant %s set aside: %s",
-                           batch.memory_type, row[0], batch.tenant_id, error)
+            logger.warning(
+                "embedding backlog: %s %s of tenant %s set aside: %s",
+                batch.memory_type,
+                row[0],
+                batch.tenant_id,
+                error,
+            )
             async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                await reembed_rows.set_aside(session, batch.model,
-                                             rows=[(row[0], batch.tenant_id)],
-                                             error=str(error))
+                await reembed_rows.set_aside(
+                    session, batch.model, rows=[(row[0], batch.tenant_id)], error=str(error)
+                )
     return stored
 
 
-async def _contexts(session: AsyncSession, embedder: Embedder, tenant_id: str,
-                    rows: list[tuple[uuid.UUID, str]]) -> list[str | None]:
+async def _contexts(
+    session: AsyncSession, embedder: Embedder, tenant_id: str, rows: list[tuple[uuid.UUID, str]]
+) -> list[str | None]:
     """The context texts of a tenant's episodes (None for an episode of no session)."""
-    before = await episode_rows.turns_before(session, tenant_id=tenant_id,
-                                             ids=[row_id for row_id, _ in rows],
-                                             count=embedder.context_turns)
-    return [context_text(before[row_id], content) if before.get(row_id) else None
-            for row_id, content in rows]
+    before = await episode_rows.turns_before(
+        session,
+        tenant_id=tenant_id,
+        ids=[row_id for row_id, _ in rows],
+        count=embedder.context_turns,
+    )
+    return [
+        context_text(before[row_id], content) if before.get(row_id) else None
+        for row_id, content in rows
+    ]
 
 
-async def _store_embedded(session: AsyncSession, memory_type: str,
-                          model: type[Episode] | type[Fact] | type[Rule], *, tenant_id: str,
-                          rows: list[tuple[uuid.UUID, str]], embedded: Embedded) -> int:
+async def _store_embedded(
+    session: AsyncSession,
+    memory_type: str,
+    model: type[Episode] | type[Fact] | type[Rule],
+    *,
+    tenant_id: str,
+    rows: list[tuple[uuid.UUID, str]],
+    embedded: Embedded,
+) -> int:
     """Write the vectors and passages of the rows still without vectors and unchanged since
     they were read (deleted or changed ones are left out); how many were written."""
     kept = await reembed_rows.lock_unembedded(session, model, contents=dict(rows))
@@ -183,9 +229,16 @@ async def _store_embedded(session: AsyncSession, memory_type: str,
         return 0
     ids = [rows[index][0] for index in indexes]
     await reembed_rows.store_vectors(
-        session, model, columns={rows[index][0]: embedded.columns(index) for index in indexes})
-    await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
-                         embedded=embedded.only(indexes), replace=True)
+        session, model, columns={rows[index][0]: embedded.columns(index) for index in indexes}
+    )
+    await store_passages(
+        session,
+        memory_type,
+        tenant_id=tenant_id,
+        memory_ids=ids,
+        embedded=embedded.only(indexes),
+        replace=True,
+    )
     await reembed_rows.forget_failures(session, model, ids=ids)
     return len(ids)
 
@@ -204,8 +257,9 @@ class EmbeddingBacklog:
     themselves, so a restart carries on where the last process stopped; one process at a
     time runs a pass (the others find its lease taken and wait for their next)."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder,
-                 seconds: float) -> None:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder, seconds: float
+    ) -> None:
         self._sessionmaker = sessionmaker
         self._embedder = embedder
         self.seconds = seconds
@@ -213,9 +267,13 @@ class EmbeddingBacklog:
         # Writes deferred before this were committed when a pass read the rows.
         self._covered_until = 0.0
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._passes = Periodic("embedding-backlog", seconds, self._pass,
-                                wake=self._worth_a_pass_now,
-                                check_seconds=RECOVERY_CHECK_SECONDS)
+        self._passes = Periodic(
+            "embedding-backlog",
+            seconds,
+            self._pass,
+            wake=self._worth_a_pass_now,
+            check_seconds=RECOVERY_CHECK_SECONDS,
+        )
 
     @property
     def wait(self) -> float:
@@ -226,14 +284,11 @@ class EmbeddingBacklog:
         """One pass; None if it failed (the next waits longer)."""
         self._covered_until = time.monotonic() - UNCOMMITTED_SECONDS
         try:
-            counts = await embed_backlog(self._sessionmaker, self._embedder,
-                                         holder=self.holder)
+            counts = await embed_backlog(self._sessionmaker, self._embedder, holder=self.holder)
         except Exception as error:  # noqa: BLE001 - any failure is retried later
-            self._passes.seconds = min(self.wait * 2,
-                                       max(self.seconds, MAX_BACKLOG_WAIT_SECONDS))
+            self._passes.seconds = min(self.wait * 2, max(self.seconds, MAX_BACKLOG_WAIT_SECONDS))
             self._failed_at = time.monotonic()
-            logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait,
-                           error)
+            logger.warning("embedding backlog: pass failed, next in %.0f s: %s", self.wait, error)
             return None
         finally:
             await self._release()
@@ -270,17 +325,35 @@ class EmbeddingBacklog:
         await self._passes.stop()
 
 
-async def _reembed_rows(session: AsyncSession, embedder: Embedder, memory_type: str,
-                        model: type[Episode] | type[Fact] | type[Rule], *, tenant_id: str,
-                        rows: list[tuple[uuid.UUID, str]]) -> None:
+async def _reembed_rows(
+    session: AsyncSession,
+    embedder: Embedder,
+    memory_type: str,
+    model: type[Episode] | type[Fact] | type[Rule],
+    *,
+    tenant_id: str,
+    rows: list[tuple[uuid.UUID, str]],
+) -> None:
     """New vectors and passages (windows, and episodes' contexts) for one tenant's rows."""
     ids = [row_id for row_id, _ in rows]
-    contexts = (await _contexts(session, embedder, tenant_id, rows)
-                if memory_type == "episode" else [None] * len(rows))
-    embedded = await embed_texts(session, embedder, [content for _, content in rows],
-                                 tenant_id=tenant_id, contexts=contexts, bulk=True)
+    contexts = (
+        await _contexts(session, embedder, tenant_id, rows)
+        if memory_type == "episode"
+        else [None] * len(rows)
+    )
+    embedded = await embed_texts(
+        session,
+        embedder,
+        [content for _, content in rows],
+        tenant_id=tenant_id,
+        contexts=contexts,
+        bulk=True,
+    )
     await reembed_rows.store_vectors(
-        session, model, columns={row_id: embedded.columns(index)
-                                 for index, row_id in enumerate(ids)})
-    await store_passages(session, memory_type, tenant_id=tenant_id, memory_ids=ids,
-                         embedded=embedded, replace=True)
+        session,
+        model,
+        columns={row_id: embedded.columns(index) for index, row_id in enumerate(ids)},
+    )
+    await store_passages(
+        session, memory_type, tenant_id=tenant_id, memory_ids=ids, embedded=embedded, replace=True
+    )

@@ -26,13 +26,17 @@ SYSTEM_PROMPT = (
     "You are the reflective memory of an agent in a multi-agent simulation. Read the events "
     "the agent has seen and state ONE high-level belief that synthesises them. Answer with a "
     'JSON object: {"belief": "<one sentence>", "based_on": ["<event id>", ...]} where '
-    "based_on lists the ids of the events that support the belief.")
+    "based_on lists the ids of the events that support the belief."
+)
 
 
 def reflection_prompt(agent_id: str, pending: list[LedgerEvent]) -> str:
     """The user message: the agent and its pending events, one per line with their ids."""
-    lines = [f'<event id="{e.id}" turn="{e.turn}" agent="{e.agent_id}" kind="{e.kind}">'
-             f"{' '.join(e.content.split())}</event>" for e in pending]
+    lines = [
+        f'<event id="{e.id}" turn="{e.turn}" agent="{e.agent_id}" kind="{e.kind}">'
+        f"{' '.join(e.content.split())}</event>"
+        for e in pending
+    ]
     return f"Agent: {agent_id}\nEvents since its last reflection:\n" + "\n".join(lines)
 
 
@@ -57,23 +61,31 @@ def parse_reflection(output: str, pending: list[LedgerEvent]) -> ParsedReflectio
         return None
     allowed = {str(e.id): e.id for e in pending}
     cited = data.get("based_on")
-    chosen = [allowed[str(i)] for i in cited if str(i) in allowed] if isinstance(cited, list) \
-        else []
+    chosen = (
+        [allowed[str(i)] for i in cited if str(i) in allowed] if isinstance(cited, list) else []
+    )
     return ParsedReflection(belief, chosen or [e.id for e in pending])
 
 
-async def _pending(ctx: JobContext, tenant_id: str, ledger: str,
-                   agent_id: str) -> list[LedgerEvent]:
+async def _pending(
+    ctx: JobContext, tenant_id: str, ledger: str, agent_id: str
+) -> list[LedgerEvent]:
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
         rows = await ledger_rows.viewer_events(
-            session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id,
-            global_visibility=GLOBAL, limit=ctx.settings.agent_memory.max_candidates)
+            session,
+            tenant_id=tenant_id,
+            ledger=ledger,
+            agent_id=agent_id,
+            global_visibility=GLOBAL,
+            limit=ctx.settings.agent_memory.max_candidates,
+        )
     pending = salience.pending_events([ledger_event(row) for row in rows], agent_id)
     return pending if len(pending) >= ctx.settings.agent_memory.reflection_threshold else []
 
 
-async def run_reflection(ctx: JobContext, *, tenant_id: str, ledger: str,
-                         agent_id: str) -> JobOutcome:
+async def run_reflection(
+    ctx: JobContext, *, tenant_id: str, ledger: str, agent_id: str
+) -> JobOutcome:
     """Reflect for one agent when it is due; the job's result says what happened."""
     if not ctx.settings.llm.base_url:
         return JobOutcome(result={"reflected": 0, "reason": "no LLM configured"})
@@ -82,34 +94,54 @@ async def run_reflection(ctx: JobContext, *, tenant_id: str, ledger: str,
         return JobOutcome(result={"reflected": 0, "reason": "no reflection due"})
     try:
         async with ChatClient(ctx.settings.llm) as client:
-            answer = await client.complete([ChatMessage("system", SYSTEM_PROMPT),
-                                            ChatMessage("user",
-                                                        reflection_prompt(agent_id, pending))])
+            answer = await client.complete(
+                [
+                    ChatMessage("system", SYSTEM_PROMPT),
+                    ChatMessage("user", reflection_prompt(agent_id, pending)),
+                ]
+            )
     except LLMError as exc:
         return JobOutcome(result={"reflected": 0}, errors=[str(exc)], failed=True)
     parsed = parse_reflection(answer, pending)
     if parsed is None:
-        return JobOutcome(result={"reflected": 0},
-                          errors=["the model's answer holds no JSON object with a belief"],
-                          failed=True)
+        return JobOutcome(
+            result={"reflected": 0},
+            errors=["the model's answer holds no JSON object with a belief"],
+            failed=True,
+        )
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        embedded = await embed_texts(session, ctx.embedder, [parsed.belief],
-                                     tenant_id=tenant_id, bulk=True)
-        await ledger_rows.lock_agent(session, tenant_id=tenant_id, ledger=ledger,
-                                     agent_id=agent_id)
+        embedded = await embed_texts(
+            session, ctx.embedder, [parsed.belief], tenant_id=tenant_id, bulk=True
+        )
+        await ledger_rows.lock_agent(session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id)
         rows = await ledger_rows.viewer_events(
-            session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id,
-            global_visibility=GLOBAL, limit=ctx.settings.agent_memory.max_candidates)
-        still = {e.id for e in salience.pending_events([ledger_event(r) for r in rows],
-                                                       agent_id)}
+            session,
+            tenant_id=tenant_id,
+            ledger=ledger,
+            agent_id=agent_id,
+            global_visibility=GLOBAL,
+            limit=ctx.settings.agent_memory.max_candidates,
+        )
+        still = {e.id for e in salience.pending_events([ledger_event(r) for r in rows], agent_id)}
         if not set(parsed.based_on) <= still:
             return JobOutcome(result={"reflected": 0, "reason": "reflected meanwhile"})
         try:
             reflection = await write_reflection(
-                session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id,
-                belief=parsed.belief, based_on=parsed.based_on, turn=None,
-                vectors=embedded.columns(0))
+                session,
+                tenant_id=tenant_id,
+                ledger=ledger,
+                agent_id=agent_id,
+                belief=parsed.belief,
+                based_on=parsed.based_on,
+                turn=None,
+                vectors=embedded.columns(0),
+            )
         except InvalidInput as exc:
             return JobOutcome(result={"reflected": 0}, errors=[exc.detail], failed=True)
-    return JobOutcome(result={"reflected": 1, "reflection_id": str(reflection.event.id),
-                              "based_on": len(reflection.based_on)})
+    return JobOutcome(
+        result={
+            "reflected": 1,
+            "reflection_id": str(reflection.event.id),
+            "based_on": len(reflection.based_on),
+        }
+    )

@@ -12,8 +12,9 @@ from app.services.episodes import refresh_keyword_text
 BATCH_SIZE = 500
 
 
-async def reindex_all(sessionmaker: async_sessionmaker[AsyncSession], *,
-                      context_turns: int, keyword_context: bool) -> int:
+async def reindex_all(
+    sessionmaker: async_sessionmaker[AsyncSession], *, context_turns: int, keyword_context: bool
+) -> int:
     """Rebuild every session episode's keyword text (every tenant: system work), one
     committed batch at a time; the number of episodes."""
     done, after = 0, None
@@ -26,8 +27,12 @@ async def reindex_all(sessionmaker: async_sessionmaker[AsyncSession], *,
             for episode_id, tenant_id in rows:
                 by_tenant[tenant_id].append(episode_id)
             for tenant_id, ids in by_tenant.items():
-                await refresh_keyword_text(session, tenant_id=tenant_id, ids=ids,
-                                           context_turns=context_turns,
-                                           keyword_context=keyword_context)
+                await refresh_keyword_text(
+                    session,
+                    tenant_id=tenant_id,
+                    ids=ids,
+                    context_turns=context_turns,
+                    keyword_context=keyword_context,
+                )
         done += len(rows)
         after = rows[-1][0]

@@ -31,8 +31,7 @@ def schedule(settings: JobSettings) -> dict[str, tuple[float, dict[str, Any]]]:
     """Each scheduled kind with its interval in hours and its job parameters."""
     return {
         "decay": (settings.decay_interval_hours, {}),
-        "cleanup": (settings.cleanup_interval_hours,
-                    {"max_entries": settings.cleanup_max_entries}),
+        "cleanup": (settings.cleanup_interval_hours, {"max_entries": settings.cleanup_max_entries}),
         "consolidation": (settings.consolidation_interval_hours, {}),
         "pii_scrub": (settings.pii_scrub_interval_hours, {}),
     }
@@ -44,8 +43,9 @@ async def tick(ctx: JobContext, *, now: datetime | None = None) -> list[Job]:
     created: list[Job] = []
     for kind, (interval_hours, params) in schedule(ctx.settings.jobs).items():
         async with ctx.transaction(SYSTEM) as session:
-            job = await job_rows.enqueue_scheduled(session, kind=kind, params=params,
-                                                   scheduled_for=slot_start(now, interval_hours))
+            job = await job_rows.enqueue_scheduled(
+                session, kind=kind, params=params, scheduled_for=slot_start(now, interval_hours)
+            )
         if job is not None:
             logger.info("scheduled %s job %s for %s", kind, job.id, job.scheduled_for)
             created.append(job)

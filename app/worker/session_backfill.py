@@ -12,8 +12,9 @@ from app.services.episodes import gap_sessions
 BATCH_SIZE = 2000
 
 
-async def infer_missing_sessions(sessionmaker: async_sessionmaker[AsyncSession], *,
-                                 gap_minutes: float) -> int:
+async def infer_missing_sessions(
+    sessionmaker: async_sessionmaker[AsyncSession], *, gap_minutes: float
+) -> int:
     """Give every episode with neither a session_id nor an inferred session the session the
     gap rule gives it (every tenant: system work), oldest first per butler, one committed
     batch at a time; the number of episodes placed (0 when `gap_minutes` is 0)."""
@@ -31,10 +32,15 @@ async def infer_missing_sessions(sessionmaker: async_sessionmaker[AsyncSession],
             for tenant_id, episodes in by_tenant.items():
                 # Earlier batches are stored by now, so each batch chains on to the last.
                 sessions = await gap_sessions(
-                    session, tenant_id=tenant_id,
+                    session,
+                    tenant_id=tenant_id,
                     points=[(episode.butler, episode.occurred_at) for episode in episodes],
-                    gap_minutes=gap_minutes)
+                    gap_minutes=gap_minutes,
+                )
                 await episode_rows.place_episodes(
-                    session, tenant_id=tenant_id, ids=[episode.id for episode in episodes],
-                    sessions=sessions)
+                    session,
+                    tenant_id=tenant_id,
+                    ids=[episode.id for episode in episodes],
+                    sessions=sessions,
+                )
         done += len(rows)

@@ -39,8 +39,9 @@ async def _decay(ctx: JobContext, job: Job) -> JobOutcome:
 
 async def _cleanup(ctx: JobContext, job: Job) -> JobOutcome:
     max_entries = int(job.params.get("max_entries", ctx.settings.jobs.cleanup_max_entries))
-    return await run_episode_cleanup(ctx, tenant_id=job.tenant_id, max_entries=max_entries,
-                                     job_id=str(job.id))
+    return await run_episode_cleanup(
+        ctx, tenant_id=job.tenant_id, max_entries=max_entries, job_id=str(job.id)
+    )
 
 
 async def _erasure(ctx: JobContext, job: Job) -> JobOutcome:
@@ -49,21 +50,30 @@ async def _erasure(ctx: JobContext, job: Job) -> JobOutcome:
 
 
 async def _pii_scrub(ctx: JobContext, job: Job) -> JobOutcome:
-    return await run_pii_scrub(ctx, tenant_id=job.tenant_id,
-                               rescan=bool(job.params.get("rescan", False)))
+    return await run_pii_scrub(
+        ctx, tenant_id=job.tenant_id, rescan=bool(job.params.get("rescan", False))
+    )
 
 
 async def _reflection(ctx: JobContext, job: Job) -> JobOutcome:
     if job.tenant_id is None:
         return JobOutcome(result={}, errors=["a reflection job needs a tenant"], failed=True)
-    return await run_reflection(ctx, tenant_id=job.tenant_id, ledger=str(job.params["ledger"]),
-                                agent_id=str(job.params["agent_id"]))
+    return await run_reflection(
+        ctx,
+        tenant_id=job.tenant_id,
+        ledger=str(job.params["ledger"]),
+        agent_id=str(job.params["agent_id"]),
+    )
 
 
 async def _arc_boundaries(ctx: JobContext, job: Job) -> JobOutcome:
     assert job.tenant_id is not None  # queued through the API only, for one tenant
-    return await run_arc_boundaries(ctx, tenant_id=job.tenant_id, scope=job.params["scope"],
-                                    gap_minutes=job.params.get("gap_minutes"))
+    return await run_arc_boundaries(
+        ctx,
+        tenant_id=job.tenant_id,
+        scope=job.params["scope"],
+        gap_minutes=job.params.get("gap_minutes"),
+    )
 
 
 HANDLERS: dict[str, Handler] = {
@@ -82,9 +92,12 @@ async def claim(ctx: JobContext) -> Job | None:
     settings = ctx.settings.jobs
     async with ctx.transaction(SYSTEM) as session:
         await job_rows.fail_abandoned(session, max_attempts=settings.max_job_attempts)
-        return await job_rows.claim_next(session, worker_id=ctx.worker_id,
-                                         lease_seconds=settings.lease_seconds,
-                                         max_attempts=settings.max_job_attempts)
+        return await job_rows.claim_next(
+            session,
+            worker_id=ctx.worker_id,
+            lease_seconds=settings.lease_seconds,
+            max_attempts=settings.max_job_attempts,
+        )
 
 
 async def run_once(ctx: JobContext) -> Job | None:
@@ -103,16 +116,23 @@ async def run_once(ctx: JobContext) -> Job | None:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded on the job
         logger.exception("job %s (%s) failed", job.id, job.kind)
-        outcome = JobOutcome(result={}, errors=[f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]],
-                             failed=True)
+        outcome = JobOutcome(
+            result={}, errors=[f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]], failed=True
+        )
     finally:
         heartbeat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat
     status = "failed" if outcome.failed else "succeeded"
     async with ctx.transaction(SYSTEM) as session:
-        await job_rows.finish(session, job_id=job.id, worker_id=ctx.worker_id, status=status,
-                              result=outcome.result, errors=bounded_errors(outcome.errors))
+        await job_rows.finish(
+            session,
+            job_id=job.id,
+            worker_id=ctx.worker_id,
+            status=status,
+            result=outcome.result,
+            errors=bounded_errors(outcome.errors),
+        )
     logger.info("job %s (%s) %s", job.id, job.kind, status)
     JOBS.labels(job.kind, status).inc()
     JOB_SECONDS.labels(job.kind).observe(time.perf_counter() - started)
@@ -148,8 +168,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def is_dead(row: job_rows.WorkerRow, *, me: str, hostname: str, pid: int,
-            heartbeat_seconds: float) -> bool:
+def is_dead(
+    row: job_rows.WorkerRow, *, me: str, hostname: str, pid: int, heartbeat_seconds: float
+) -> bool:
     """A worker is dead when its heartbeat is stale, or when it ran on this host in a process
     that no longer exists (or that is this very process: an earlier incarnation of it)."""
     if row.id == me:
@@ -164,15 +185,26 @@ async def start_up(ctx: JobContext) -> int:
     many jobs were reclaimed."""
     hostname, pid = socket.gethostname(), os.getpid()
     async with ctx.transaction(SYSTEM) as session:
-        await job_rows.register_worker(session, worker_id=ctx.worker_id, hostname=hostname,
-                                       pid=pid)
-        dead = [row.id for row in await job_rows.list_workers(session)
-                if is_dead(row, me=ctx.worker_id, hostname=hostname, pid=pid,
-                           heartbeat_seconds=ctx.settings.jobs.heartbeat_seconds)]
+        await job_rows.register_worker(session, worker_id=ctx.worker_id, hostname=hostname, pid=pid)
+        dead = [
+            row.id
+            for row in await job_rows.list_workers(session)
+            if is_dead(
+                row,
+                me=ctx.worker_id,
+                hostname=hostname,
+                pid=pid,
+                heartbeat_seconds=ctx.settings.jobs.heartbeat_seconds,
+            )
+        ]
         reclaimed = await job_rows.expire_leases_of(session, worker_ids=dead)
     if reclaimed:
-        logger.warning("job worker %s: reclaimed %d job(s) of dead worker(s) %s",
-                       ctx.worker_id, reclaimed, ", ".join(dead))
+        logger.warning(
+            "job worker %s: reclaimed %d job(s) of dead worker(s) %s",
+            ctx.worker_id,
+            reclaimed,
+            ", ".join(dead),
+        )
     return reclaimed
 
 
@@ -224,8 +256,12 @@ async def _keep_lease(ctx: JobContext, job: Job) -> None:
         await asyncio.sleep(interval)
         try:
             async with ctx.transaction(SYSTEM) as session:
-                await job_rows.renew_lease(session, job_id=job.id, worker_id=ctx.worker_id,
-                                           lease_seconds=ctx.settings.jobs.lease_seconds)
+                await job_rows.renew_lease(
+                    session,
+                    job_id=job.id,
+                    worker_id=ctx.worker_id,
+                    lease_seconds=ctx.settings.jobs.lease_seconds,
+                )
         except Exception:  # noqa: BLE001 - the next renewal may succeed
             logger.warning("job %s: lease renewal failed", job.id, exc_info=True)
 
@@ -253,11 +289,15 @@ class BackgroundJobs:
         from app.worker.scheduler import run_scheduler
 
         if self._ctx.settings.jobs.worker_enabled:
-            self._tasks.append(asyncio.create_task(run_worker(self._ctx, self._stop),
-                                                   name="engram-job-worker"))
+            self._tasks.append(
+                asyncio.create_task(run_worker(self._ctx, self._stop), name="engram-job-worker")
+            )
         if self._ctx.settings.jobs.scheduler_enabled:
-            self._tasks.append(asyncio.create_task(run_scheduler(self._ctx, self._stop),
-                                                   name="engram-job-scheduler"))
+            self._tasks.append(
+                asyncio.create_task(
+                    run_scheduler(self._ctx, self._stop), name="engram-job-scheduler"
+                )
+            )
         return self
 
     async def stop(self) -> None:

@@ -46,6 +46,7 @@ def transform(name: str, dimensions: int = 384) -> Callable[[np.ndarray], np.nda
         def squeezed(rows: np.ndarray) -> np.ndarray:
             moved = rows + SQUEEZE * direction
             return moved / np.linalg.norm(moved, axis=1, keepdims=True)
+
         return squeezed
     raise ValueError(f"unknown transform {name!r}")
 
@@ -63,10 +64,13 @@ def serve(port: int, name: str, *, int8: bool = False) -> ThreadingHTTPServer:
             texts = body.get("input") or []
             with lock:
                 rows = change(np.asarray(embedder.embed_batch(texts), dtype=np.float32))
-            data = [{"object": "embedding", "index": i, "embedding": row.tolist()}
-                    for i, row in enumerate(rows)]
-            payload = json.dumps({"object": "list", "model": body.get("model"),
-                                  "data": data}).encode()
+            data = [
+                {"object": "embedding", "index": i, "embedding": row.tolist()}
+                for i, row in enumerate(rows)
+            ]
+            payload = json.dumps(
+                {"object": "list", "model": body.get("model"), "data": data}
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -84,16 +88,18 @@ def serve(port: int, name: str, *, int8: bool = False) -> ThreadingHTTPServer:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--transform", choices=("plain", "lift768", "squeeze"),
-                        default="plain")
-    parser.add_argument("--int8", action="store_true",
-                        help="the graph with int8 weights instead of the fp32 one")
+    parser.add_argument("--transform", choices=("plain", "lift768", "squeeze"), default="plain")
+    parser.add_argument(
+        "--int8", action="store_true", help="the graph with int8 weights instead of the fp32 one"
+    )
     parser.add_argument("--port", type=int, default=8801)
     args = parser.parse_args()
     server = serve(args.port, args.transform, int8=args.int8)
     graph = "int8" if args.int8 else "fp32"
-    print(f"serving {args.transform} {graph} MiniLM vectors on "
-          f"http://127.0.0.1:{args.port}/v1", flush=True)
+    print(
+        f"serving {args.transform} {graph} MiniLM vectors on http://127.0.0.1:{args.port}/v1",
+        flush=True,
+    )
     threading.Event().wait()
     server.shutdown()
 

@@ -73,9 +73,14 @@ class Endpoint:
                 if fail:
                     status, payload = 503, b'{"error": "overloaded"}'
                 else:
-                    data = [{"object": "embedding", "index": i,
-                             "embedding": hashed_vector(text, endpoint.dimensions)}
-                            for i, text in enumerate(body.get("input") or [])]
+                    data = [
+                        {
+                            "object": "embedding",
+                            "index": i,
+                            "embedding": hashed_vector(text, endpoint.dimensions),
+                        }
+                        for i, text in enumerate(body.get("input") or [])
+                    ]
                     status, payload = 200, json.dumps({"object": "list", "data": data}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -118,11 +123,14 @@ class Server:
         self.base_url = f"http://127.0.0.1:{port}"
         self.port = port
         self.log = log
-        self.env = {**os.environ, "ENGRAM_DATA_DIR": str(data_dir),
-                    "ENGRAM_EMBEDDING_BACKEND": "openai",
-                    "ENGRAM_EMBEDDING_MODEL": "outage-stub",
-                    "ENGRAM_EMBEDDING_BASE_URL": f"http://127.0.0.1:{endpoint_port}/v1",
-                    "ENGRAM_LIMITS__REQUESTS_PER_SECOND": "0"}
+        self.env = {
+            **os.environ,
+            "ENGRAM_DATA_DIR": str(data_dir),
+            "ENGRAM_EMBEDDING_BACKEND": "openai",
+            "ENGRAM_EMBEDDING_MODEL": "outage-stub",
+            "ENGRAM_EMBEDDING_BASE_URL": f"http://127.0.0.1:{endpoint_port}/v1",
+            "ENGRAM_LIMITS__REQUESTS_PER_SECOND": "0",
+        }
         self.process: subprocess.Popen[bytes] | None = None
 
     async def start(self) -> float:
@@ -130,8 +138,11 @@ class Server:
         began = time.monotonic()
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "serve", "--no-auth", "--port",
-                 str(self.port)], env=self.env, stdout=log, stderr=subprocess.STDOUT)
+                [sys.executable, "-m", "app.cli", "serve", "--no-auth", "--port", str(self.port)],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         async with httpx.AsyncClient(timeout=2) as http:
             while time.monotonic() - began < 180:
                 if self.process.poll() is not None:
@@ -164,8 +175,9 @@ class Tally:
     restarting: bool = False
 
 
-async def writer(http: httpx.AsyncClient, tally: Tally, butler: str, rate: float,
-                 stop: asyncio.Event) -> None:
+async def writer(
+    http: httpx.AsyncClient, tally: Tally, butler: str, rate: float, stop: asyncio.Event
+) -> None:
     """One episode every 1 / `rate` seconds until `stop`; each retried only while the server
     is being restarted by the script."""
     rng = random.Random(11)
@@ -176,8 +188,9 @@ async def writer(http: httpx.AsyncClient, tally: Tally, butler: str, rate: float
         index += 1
         while True:
             try:
-                response = await http.post("/v1/episodes", json={"content": content,
-                                                                 "butler": butler})
+                response = await http.post(
+                    "/v1/episodes", json={"content": content, "butler": butler}
+                )
             except httpx.TransportError:
                 if tally.restarting:
                     await asyncio.sleep(0.2)
@@ -187,8 +200,7 @@ async def writer(http: httpx.AsyncClient, tally: Tally, butler: str, rate: float
             if response.status_code == 201:
                 tally.stored[response.json()["id"]] = content
                 tally.acknowledged[phase] = tally.acknowledged.get(phase, 0) + 1
-                tally.slowest[phase] = max(tally.slowest.get(phase, 0.0),
-                                           time.monotonic() - began)
+                tally.slowest[phase] = max(tally.slowest.get(phase, 0.0), time.monotonic() - began)
             else:
                 tally.refused[phase] = tally.refused.get(phase, 0) + 1
                 print(f"refused in {phase}: {response.status_code} {response.text[:200]}")
@@ -241,15 +253,21 @@ async def run(args: argparse.Namespace) -> None:
         restart = await server.start()
         tally.restarting = False
         after_restart = await backlog(http)
-        rows.append(("restart while down", restart,
-                     f"backlog {before_restart} before, {after_restart} after"))
+        rows.append(
+            (
+                "restart while down",
+                restart,
+                f"backlog {before_restart} before, {after_restart} after",
+            )
+        )
         await asyncio.sleep(args.down / 2)
 
         tally.phase = "recovered"
         endpoint.up()
         took, largest = await drained(http, args.bound)
-        rows.append(("backlog empty after the endpoint is back", took,
-                     f"largest backlog {largest}"))
+        rows.append(
+            ("backlog empty after the endpoint is back", took, f"largest backlog {largest}")
+        )
 
         tally.phase = "flaky"
         failed_before = endpoint.failed
@@ -259,9 +277,14 @@ async def run(args: argparse.Namespace) -> None:
         tally.phase = "recovered again"
         endpoint.up()
         took, largest = await drained(http, args.bound)
-        rows.append(("backlog empty after one-in-three failures end", took,
-                     f"backlog {backlog_at_end} when they ended; "
-                     f"{endpoint.failed - failed_before} requests answered 503"))
+        rows.append(
+            (
+                "backlog empty after one-in-three failures end",
+                took,
+                f"backlog {backlog_at_end} when they ended; "
+                f"{endpoint.failed - failed_before} requests answered 503",
+            )
+        )
         stop.set()
         await writing
 
@@ -270,25 +293,35 @@ async def run(args: argparse.Namespace) -> None:
         sample = rng.sample(sorted(tally.stored.items()), min(args.sample, len(tally.stored)))
         misses = 0
         for memory_id, content in sample:
-            found = (await http.post("/v1/search", json={
-                "query": content, "mode": "semantic", "scope": butler, "limit": 1})).json()
+            found = (
+                await http.post(
+                    "/v1/search",
+                    json={"query": content, "mode": "semantic", "scope": butler, "limit": 1},
+                )
+            ).json()
             misses += [r["id"] for r in found["results"]] != [memory_id]
     await server.stop()
     endpoint.down()
 
-    print(f"\nfirst start {first_start:.1f} s; {args.rate:g} writes a second; endpoint down "
-          f"{args.down} s, then failing one request in three for {args.flaky} s\n")
+    print(
+        f"\nfirst start {first_start:.1f} s; {args.rate:g} writes a second; endpoint down "
+        f"{args.down} s, then failing one request in three for {args.flaky} s\n"
+    )
     print("| phase | writes acknowledged | writes refused | slowest write, s |")
     print("|---|---|---|---|")
     for phase in ("warm", "down", "recovered", "flaky", "recovered again"):
-        print(f"| {phase} | {tally.acknowledged.get(phase, 0)} | {tally.refused.get(phase, 0)} "
-              f"| {tally.slowest.get(phase, 0.0):.2f} |")
+        print(
+            f"| {phase} | {tally.acknowledged.get(phase, 0)} | {tally.refused.get(phase, 0)} "
+            f"| {tally.slowest.get(phase, 0.0):.2f} |"
+        )
     print("\n| event | seconds | notes |\n|---|---|---|")
     for event, seconds, note in rows:
         print(f"| {event} | {seconds:.1f} | {note} |")
-    print(f"\nepisodes acknowledged {len(tally.stored)}, stored (`/v1/stats`) "
-          f"{stats['episodes']['total']}; of {len(sample)} sampled, {misses} not found first "
-          f"by a semantic search of their own text")
+    print(
+        f"\nepisodes acknowledged {len(tally.stored)}, stored (`/v1/stats`) "
+        f"{stats['episodes']['total']}; of {len(sample)} sampled, {misses} not found first "
+        f"by a semantic search of their own text"
+    )
 
 
 def main() -> None:
@@ -300,8 +333,9 @@ def main() -> None:
     parser.add_argument("--warm", type=float, default=20)
     parser.add_argument("--down", type=float, default=300)
     parser.add_argument("--flaky", type=float, default=600)
-    parser.add_argument("--bound", type=float, default=900,
-                        help="the longest wait for the backlog to empty")
+    parser.add_argument(
+        "--bound", type=float, default=900, help="the longest wait for the backlog to empty"
+    )
     parser.add_argument("--sample", type=int, default=200)
     asyncio.run(run(parser.parse_args()))
 

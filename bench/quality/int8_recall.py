@@ -49,10 +49,17 @@ def locomo_corpora(path: Path) -> Iterator[Corpus]:
         turns = session_turns(sample["conversation"], "plain")
         ids = [dia_id for dia_id, _, _, _ in turns]
         known = set(ids)
-        questions = [(qa["question"], set(evidence_ids(qa, known))) for qa in sample["qa"]
-                     if qa.get("category") in CATEGORIES]
-        yield (ids, [text for _, text, _, _ in turns],
-               [str(number) for _, _, number, _ in turns], [q for q in questions if q[1]])
+        questions = [
+            (qa["question"], set(evidence_ids(qa, known)))
+            for qa in sample["qa"]
+            if qa.get("category") in CATEGORIES
+        ]
+        yield (
+            ids,
+            [text for _, text, _, _ in turns],
+            [str(number) for _, _, number, _ in turns],
+            [q for q in questions if q[1]],
+        )
 
 
 def longmemeval_corpora(path: Path) -> Iterator[Corpus]:
@@ -63,32 +70,42 @@ def longmemeval_corpora(path: Path) -> Iterator[Corpus]:
         turns = haystack_turns(question)
         evidence = {turn_id for turn_id, _, _, is_evidence in turns if is_evidence}
         if evidence:
-            yield ([t[0] for t in turns], [t[1] for t in turns],
-                   [t[0].rsplit("_", 1)[0] for t in turns], [(question["question"], evidence)])
+            yield (
+                [t[0] for t in turns],
+                [t[1] for t in turns],
+                [t[0].rsplit("_", 1)[0] for t in turns],
+                [(question["question"], evidence)],
+            )
 
 
-def vector_owners(texts: list[str], sessions: list[str], settings: Settings
-                  ) -> tuple[list[str], list[int]]:
+def vector_owners(
+    texts: list[str], sessions: list[str], settings: Settings
+) -> tuple[list[str], list[int]]:
     """Every text the service embeds for these turns, and the turn each belongs to."""
     embedded: list[str] = []
     owner: list[int] = []
     for i, text in enumerate(texts):
         embedded.append(text)
         owner.append(i)
-        for start, end in split_passages(text, size=settings.embedding_passage_chars,
-                                         overlap=settings.embedding_passage_overlap):
+        for start, end in split_passages(
+            text, size=settings.embedding_passage_chars, overlap=settings.embedding_passage_overlap
+        ):
             embedded.append(text[start:end])
             owner.append(i)
-        earlier = [texts[j] for j in range(max(0, i - settings.embedding_context_turns), i)
-                   if sessions[j] == sessions[i]]
+        earlier = [
+            texts[j]
+            for j in range(max(0, i - settings.embedding_context_turns), i)
+            if sessions[j] == sessions[i]
+        ]
         if earlier:
             embedded.append(context_text(earlier, text))
             owner.append(i)
     return embedded, owner
 
 
-def recall_at_k(backend: Backend, corpora: list[Corpus], settings: Settings
-                ) -> tuple[list[float], float, int]:
+def recall_at_k(
+    backend: Backend, corpora: list[Corpus], settings: Settings
+) -> tuple[list[float], float, int]:
     """R@10 of each question, seconds in the model, and texts embedded."""
     scores: list[float] = []
     model_seconds = 0.0
@@ -116,12 +133,20 @@ def main() -> None:
     parser.add_argument("longmemeval", type=Path)
     parser.add_argument("--sets", default="locomo,longmemeval")
     parser.add_argument("--graphs", default="fp32,int8")
-    parser.add_argument("--longmemeval-skip", type=int, default=0,
-                        help="leave out the first N LongMemEval questions")
-    parser.add_argument("--longmemeval-questions", type=int,
-                        help="only the first N LongMemEval questions (file order)")
-    parser.add_argument("--per-question", action="store_true",
-                        help="also print each question's R@10")
+    parser.add_argument(
+        "--longmemeval-skip",
+        type=int,
+        default=0,
+        help="leave out the first N LongMemEval questions",
+    )
+    parser.add_argument(
+        "--longmemeval-questions",
+        type=int,
+        help="only the first N LongMemEval questions (file order)",
+    )
+    parser.add_argument(
+        "--per-question", action="store_true", help="also print each question's R@10"
+    )
     args = parser.parse_args()
     settings = Settings()
     wanted = args.sets.split(",")
@@ -130,17 +155,23 @@ def main() -> None:
         sets["LoCoMo dev"] = list(locomo_corpora(args.locomo))
     if "longmemeval" in wanted:
         sets["LongMemEval dev"] = list(longmemeval_corpora(args.longmemeval))[
-            args.longmemeval_skip:][:args.longmemeval_questions]
-    backends = {graph: Embedder(backend="onnx" if graph == "fp32" else "onnx-int8").load()
-                for graph in args.graphs.split(",")}
+            args.longmemeval_skip :
+        ][: args.longmemeval_questions]
+    backends = {
+        graph: Embedder(backend="onnx" if graph == "fp32" else "onnx-int8").load()
+        for graph in args.graphs.split(",")
+    }
     print("| set | questions | graph | dense R@10 | model seconds | texts/s |")
     print("|---|---|---|---|---|---|")
     for set_name, corpora in sets.items():
         questions = sum(len(c[3]) for c in corpora)
         for graph, backend in backends.items():
             scores, seconds, count = recall_at_k(backend, corpora, settings)
-            print(f"| {set_name} | {questions} | {graph} | {np.mean(scores):.3f} "
-                  f"| {seconds:.1f} | {count / seconds:.0f} |", flush=True)
+            print(
+                f"| {set_name} | {questions} | {graph} | {np.mean(scores):.3f} "
+                f"| {seconds:.1f} | {count / seconds:.0f} |",
+                flush=True,
+            )
             if args.per_question:
                 print(f"<!-- {graph} per question: {scores} -->", flush=True)
 

@@ -38,7 +38,8 @@ BATCH = 200
 KEYWORD_QUERY_WORDS = 6
 # Question words, auxiliaries, pronouns, articles, prepositions and conjunctions: the words an
 # agent leaves out when it turns a question into a search.
-QUERY_STOPWORDS = frozenset("""
+QUERY_STOPWORDS = frozenset(
+    """
     a about above after again against all am an and any are as at be been before being below
     between both but by can could did do does doing done down during each ever few for from
     further had has have having he her here hers herself him himself his how i if in into is it
@@ -47,7 +48,8 @@ QUERY_STOPWORDS = frozenset("""
     theirs them themselves then there these they this those through to too under until up very
     was we were what whats when where which while who whom whose why will with would you your
     yours yourself yourselves s t d ll m re ve
-    """.split())
+    """.split()
+)
 
 
 def turn_text(turn: dict[str, Any], date: str, turn_format: str) -> str:
@@ -86,8 +88,7 @@ def session_turns(conv: dict[str, Any], turn_format: str) -> list[tuple[str, str
     """(dia_id, content, session number, session date text) of every turn, in order."""
     turns = []
     sessions = sorted(
-        (int(m.group(1)), key) for key in conv
-        if (m := re.fullmatch(r"session_(\d+)", key))
+        (int(m.group(1)), key) for key in conv if (m := re.fullmatch(r"session_(\d+)", key))
     )
     for number, key in sessions:
         date = conv.get(f"session_{number}_date_time", "")
@@ -115,8 +116,7 @@ def evidence_ids(qa: dict[str, Any], known: set[str]) -> list[str]:
     return ids
 
 
-async def reuse_or_refuse(http: httpx.AsyncClient, scope: str, expected: int,
-                          reuse: bool) -> bool:
+async def reuse_or_refuse(http: httpx.AsyncClient, scope: str, expected: int, reuse: bool) -> bool:
     """True to reuse the butler's stored turns (`reuse` and all of them there), False to store
     them into an empty butler; exits when the butler holds other episodes, which a second
     ingest would duplicate."""
@@ -124,8 +124,10 @@ async def reuse_or_refuse(http: httpx.AsyncClient, scope: str, expected: int,
     if reuse and held == expected:
         return True
     if held:
-        raise SystemExit(f"butler {scope} already holds {held} episodes (expected {expected} "
-                         "for --reuse): pick a new --scope-suffix")
+        raise SystemExit(
+            f"butler {scope} already holds {held} episodes (expected {expected} "
+            "for --reuse): pick a new --scope-suffix"
+        )
     return False
 
 
@@ -155,15 +157,24 @@ async def stored_turns(http: httpx.AsyncClient, scope: str) -> int:
             return count
 
 
-async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str, int, str]],
-                 *, with_time: bool, sessions: bool) -> float:
+async def ingest(
+    http: httpx.AsyncClient,
+    scope: str,
+    turns: list[tuple[str, str, int, str]],
+    *,
+    with_time: bool,
+    sessions: bool,
+) -> float:
     """Store the turns as episodes of `scope`; returns seconds spent."""
     start = time.perf_counter()
     for i in range(0, len(turns), BATCH):
         items = []
-        for dia_id, content, number, date in turns[i:i + BATCH]:
-            item: dict[str, Any] = {"content": content, "butler": scope,
-                                    "metadata": {"dia_id": dia_id}}
+        for dia_id, content, number, date in turns[i : i + BATCH]:
+            item: dict[str, Any] = {
+                "content": content,
+                "butler": scope,
+                "metadata": {"dia_id": dia_id},
+            }
             if with_time and (occurred := session_time(date)):
                 item["occurred_at"] = occurred
             if sessions:
@@ -174,13 +185,27 @@ async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str
     return time.perf_counter() - start
 
 
-async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str,
-              limit: int, extra: dict[str, Any]) -> list[str]:
+async def ask(
+    http: httpx.AsyncClient,
+    *,
+    question: str,
+    scope: str,
+    mode: str,
+    limit: int,
+    extra: dict[str, Any],
+) -> list[str]:
     """The dia_ids of the search results, best first."""
-    response = await http.post("/v1/search", json={
-        "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": limit,
-        **extra,
-    })
+    response = await http.post(
+        "/v1/search",
+        json={
+            "query": question,
+            "types": ["episode"],
+            "scope": scope,
+            "mode": mode,
+            "limit": limit,
+            **extra,
+        },
+    )
     response.raise_for_status()
     return [hit["metadata"].get("dia_id", "") for hit in response.json()["results"]]
 
@@ -191,7 +216,8 @@ async def run(args: argparse.Namespace) -> None:
         data = data[: args.conversations]
     # recall[mode][category][k] -> list of per-question recalls
     recall: dict[str, dict[int, dict[int, list[float]]]] = {
-        m: defaultdict(lambda: defaultdict(list)) for m in args.modes}
+        m: defaultdict(lambda: defaultdict(list)) for m in args.modes
+    }
     latencies: list[float] = []
     async with httpx.AsyncClient(base_url=args.base_url, timeout=120) as http:
         for sample in data:
@@ -200,13 +226,15 @@ async def run(args: argparse.Namespace) -> None:
             if await reuse_or_refuse(http, scope, len(turns), args.reuse):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
-                seconds = await ingest(http, scope, turns, with_time=args.with_time,
-                                       sessions=args.sessions)
+                seconds = await ingest(
+                    http, scope, turns, with_time=args.with_time, sessions=args.sessions
+                )
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
             waited = await embedded(http)
             if waited >= 1:
-                print(f"{scope}: every memory had its vectors {waited:.0f} s later",
-                      file=sys.stderr)
+                print(
+                    f"{scope}: every memory had its vectors {waited:.0f} s later", file=sys.stderr
+                )
             known = {turn[0] for turn in turns}
             extra: dict[str, Any] = {"fusion": args.fusion} if args.fusion else {}
             last_date = session_time(turns[-1][3]) if args.with_time else None
@@ -220,9 +248,14 @@ async def run(args: argparse.Namespace) -> None:
                     continue
                 for mode in args.modes:
                     start = time.perf_counter()
-                    found = await ask(http, question=query_text(qa["question"], args.query_style),
-                                      scope=scope, mode=mode,
-                                      limit=max(KS), extra=extra)
+                    found = await ask(
+                        http,
+                        question=query_text(qa["question"], args.query_style),
+                        scope=scope,
+                        mode=mode,
+                        limit=max(KS),
+                        extra=extra,
+                    )
                     latencies.append(time.perf_counter() - start)
                     for k in KS:
                         hits = sum(1 for e in evidence if e in found[:k])
@@ -232,12 +265,10 @@ async def run(args: argparse.Namespace) -> None:
     print(f"\n{len(latencies)} searches, median {1000 * latencies[len(latencies) // 2]:.1f} ms")
 
 
-def report(recall: dict[str, dict[int, dict[int, list[float]]]],
-           args: argparse.Namespace) -> None:
+def report(recall: dict[str, dict[int, dict[int, list[float]]]], args: argparse.Namespace) -> None:
     """Print recall@k per category and overall for each mode."""
     print(f"\nturn format: {args.turn_format}, query style: {args.query_style}")
-    header = f"{'mode':<9} {'category':<12} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}"
-                                                               for k in KS)
+    header = f"{'mode':<9} {'category':<12} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS)
     print(header)
     for mode in args.modes:
         overall: dict[int, list[float]] = defaultdict(list)
@@ -254,27 +285,46 @@ def report(recall: dict[str, dict[int, dict[int, list[float]]]],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data", help="path to locomo_dev.json (or its directory)")
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-    parser.add_argument("--turn-format", choices=("plain", "caption", "dated"),
-                        default="dated",
-                        help="plain: 'speaker: text'; caption: + shared photo caption; "
-                        "dated: + '[session date]' prefix")
+    parser.add_argument(
+        "--turn-format",
+        choices=("plain", "caption", "dated"),
+        default="dated",
+        help="plain: 'speaker: text'; caption: + shared photo caption; "
+        "dated: + '[session date]' prefix",
+    )
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
-    parser.add_argument("--with-time", action="store_true",
-                        help="send session dates as occurred_at; ask at the last date")
-    parser.add_argument("--sessions", action="store_true",
-                        help="give each LoCoMo session its own session_id")
-    parser.add_argument("--fusion", choices=("learned", "rrf", "weighted"), default=None,
-                        help="hybrid fusion (default: the server's)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="skip ingest when the butler already holds all the turns")
-    parser.add_argument("--query-style", choices=("question", "keywords"), default="question",
-                        help="question: as written; keywords: an agent's short keyword query")
+    parser.add_argument(
+        "--with-time",
+        action="store_true",
+        help="send session dates as occurred_at; ask at the last date",
+    )
+    parser.add_argument(
+        "--sessions", action="store_true", help="give each LoCoMo session its own session_id"
+    )
+    parser.add_argument(
+        "--fusion",
+        choices=("learned", "rrf", "weighted"),
+        default=None,
+        help="hybrid fusion (default: the server's)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="skip ingest when the butler already holds all the turns",
+    )
+    parser.add_argument(
+        "--query-style",
+        choices=("question", "keywords"),
+        default="question",
+        help="question: as written; keywords: an agent's short keyword query",
+    )
     args = parser.parse_args()
     if Path(args.data).is_dir():
         args.data = str(Path(args.data) / "locomo_dev.json")

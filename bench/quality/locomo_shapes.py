@@ -60,12 +60,16 @@ def cited_ids(citation: str | list[str]) -> list[str]:
     return [p for part in parts for p in re.split(r"[;,\s]+", str(part)) if p]
 
 
-def observation_facts(conv: dict[str, Any], observations: dict[str, Any],
-                      scope: str) -> list[dict[str, Any]]:
+def observation_facts(
+    conv: dict[str, Any], observations: dict[str, Any], scope: str
+) -> list[dict[str, Any]]:
     """Every observation sentence of a conversation as a FactCreate body, in session order."""
     facts = []
-    numbered = sorted((int(m.group(1)), key) for key in observations
-                      if (m := re.fullmatch(r"session_(\d+)_observation", key)))
+    numbered = sorted(
+        (int(m.group(1)), key)
+        for key in observations
+        if (m := re.fullmatch(r"session_(\d+)_observation", key))
+    )
     for number, key in numbered:
         valid_from = session_time(conv.get(f"session_{number}_date_time", ""))
         index = 0
@@ -73,24 +77,34 @@ def observation_facts(conv: dict[str, Any], observations: dict[str, Any],
             for sentence, citation in sentences:
                 index += 1
                 fact: dict[str, Any] = {
-                    "subject": speaker, "predicate": f"observation {number}.{index}",
-                    "content": sentence, "scope": scope,
-                    "metadata": {"dia_ids": cited_ids(citation), "session": number}}
+                    "subject": speaker,
+                    "predicate": f"observation {number}.{index}",
+                    "content": sentence,
+                    "scope": scope,
+                    "metadata": {"dia_ids": cited_ids(citation), "session": number},
+                }
                 if valid_from:
                     fact["valid_from"] = valid_from
                 facts.append(fact)
     return facts
 
 
-def summary_notes(conv: dict[str, Any], summaries: dict[str, str],
-                  scope: str) -> list[dict[str, Any]]:
+def summary_notes(
+    conv: dict[str, Any], summaries: dict[str, str], scope: str
+) -> list[dict[str, Any]]:
     """Every session summary of a conversation as an EpisodeCreate body (no session id)."""
     notes = []
-    numbered = sorted((int(m.group(1)), key) for key in summaries
-                      if (m := re.fullmatch(r"session_(\d+)_summary", key)))
+    numbered = sorted(
+        (int(m.group(1)), key)
+        for key in summaries
+        if (m := re.fullmatch(r"session_(\d+)_summary", key))
+    )
     for number, key in numbered:
-        note: dict[str, Any] = {"content": summaries[key], "butler": scope,
-                                "metadata": {"session": number}}
+        note: dict[str, Any] = {
+            "content": summaries[key],
+            "butler": scope,
+            "metadata": {"session": number},
+        }
         if occurred := session_time(conv.get(f"session_{number}_date_time", "")):
             note["occurred_at"] = occurred
         notes.append(note)
@@ -116,8 +130,11 @@ def cited_recall(evidence: list[str], hits: list[set[str]], k: int) -> float:
 
 async def stored_count(http: httpx.AsyncClient, shape: str, scope: str) -> int:
     """How many memories of the shape the scope holds."""
-    path, params = (("/v1/facts", {"scope": scope}) if shape == "observations"
-                    else ("/v1/episodes", {"butler": scope}))
+    path, params = (
+        ("/v1/facts", {"scope": scope})
+        if shape == "observations"
+        else ("/v1/episodes", {"butler": scope})
+    )
     count, cursor = 0, None
     while True:
         page_params: dict[str, Any] = {**params, "limit": 200}
@@ -135,10 +152,11 @@ async def stored_count(http: httpx.AsyncClient, shape: str, scope: str) -> int:
 async def store(http: httpx.AsyncClient, shape: str, items: list[dict[str, Any]]) -> float:
     """Store the facts or notes; returns seconds spent."""
     start = time.perf_counter()
-    path, batch = (("/v1/facts/bulk", FACT_BATCH) if shape == "observations"
-                   else ("/v1/episodes/batch", 200))
+    path, batch = (
+        ("/v1/facts/bulk", FACT_BATCH) if shape == "observations" else ("/v1/episodes/batch", 200)
+    )
     for i in range(0, len(items), batch):
-        response = await http.post(path, json={"items": items[i:i + batch]})
+        response = await http.post(path, json={"items": items[i : i + batch]})
         response.raise_for_status()
     return time.perf_counter() - start
 
@@ -149,24 +167,29 @@ async def run(args: argparse.Namespace) -> None:
         data = data[: args.conversations]
     memory_type = "fact" if args.shape == "observations" else "episode"
     recall: dict[str, dict[int, dict[int, list[float]]]] = {
-        m: defaultdict(lambda: defaultdict(list)) for m in args.modes}
+        m: defaultdict(lambda: defaultdict(list)) for m in args.modes
+    }
     async with httpx.AsyncClient(base_url=args.base_url, timeout=120) as http:
         for sample in data:
             conv = sample["conversation"]
             scope = f"locomo-{sample['sample_id']}-{args.shape}{args.scope_suffix}"
-            items = (observation_facts(conv, sample["observation"], scope)
-                     if args.shape == "observations"
-                     else summary_notes(conv, sample["session_summary"], scope))
+            items = (
+                observation_facts(conv, sample["observation"], scope)
+                if args.shape == "observations"
+                else summary_notes(conv, sample["session_summary"], scope)
+            )
             held = await stored_count(http, args.shape, scope)
             if args.reuse and held == len(items):
                 print(f"{scope}: reusing {held} stored memories", file=sys.stderr)
             elif held:
-                raise SystemExit(f"{scope} already holds {held} memories: pick a new "
-                                 "--scope-suffix or --reuse")
+                raise SystemExit(
+                    f"{scope} already holds {held} memories: pick a new --scope-suffix or --reuse"
+                )
             else:
                 seconds = await store(http, args.shape, items)
-                print(f"{scope}: stored {len(items)} {args.shape} in {seconds:.1f}s",
-                      file=sys.stderr)
+                print(
+                    f"{scope}: stored {len(items)} {args.shape} in {seconds:.1f}s", file=sys.stderr
+                )
             turns = session_turns(conv, "plain")
             known = {turn[0] for turn in turns}
             extra: dict[str, Any] = {"fusion": args.fusion} if args.fusion else {}
@@ -179,13 +202,22 @@ async def run(args: argparse.Namespace) -> None:
                 if not evidence:
                     continue
                 for mode in args.modes:
-                    response = await http.post("/v1/search", json={
-                        "query": query_text(qa["question"], args.query_style),
-                        "types": [memory_type], "scope": scope, "mode": mode,
-                        "limit": max(KS), **extra})
+                    response = await http.post(
+                        "/v1/search",
+                        json={
+                            "query": query_text(qa["question"], args.query_style),
+                            "types": [memory_type],
+                            "scope": scope,
+                            "mode": mode,
+                            "limit": max(KS),
+                            **extra,
+                        },
+                    )
                     response.raise_for_status()
-                    hits = [hit_citations(hit.get("metadata") or {})
-                            for hit in response.json()["results"]]
+                    hits = [
+                        hit_citations(hit.get("metadata") or {})
+                        for hit in response.json()["results"]
+                    ]
                     for k in KS:
                         recall[mode][qa["category"]][k].append(cited_recall(evidence, hits, k))
     args.turn_format = args.shape
@@ -193,20 +225,30 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data", help="path to locomo_dev.json (or its directory)")
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
     parser.add_argument("--shape", choices=("observations", "summaries"), required=True)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--conversations", type=int, default=0, help="only the first N")
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
-    parser.add_argument("--fusion", choices=("learned", "rrf", "weighted"), default=None,
-                        help="hybrid fusion (default: the server's)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="ask again against the memories an earlier run stored")
-    parser.add_argument("--query-style", choices=("question", "keywords"), default="question",
-                        help="question: as written; keywords: an agent's short keyword query")
+    parser.add_argument(
+        "--fusion",
+        choices=("learned", "rrf", "weighted"),
+        default=None,
+        help="hybrid fusion (default: the server's)",
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="ask again against the memories an earlier run stored"
+    )
+    parser.add_argument(
+        "--query-style",
+        choices=("question", "keywords"),
+        default="question",
+        help="question: as written; keywords: an agent's short keyword query",
+    )
     args = parser.parse_args()
     if Path(args.data).is_dir():
         args.data = str(Path(args.data) / "locomo_dev.json")

@@ -49,13 +49,15 @@ def session_time(date: str) -> str:
 def haystack_turns(question: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(turn id, content, session date, is evidence) of every turn, in order."""
     turns = []
-    for session_id, date, session in zip(question["haystack_session_ids"],
-                                         question["haystack_dates"],
-                                         question["haystack_sessions"], strict=True):
+    for session_id, date, session in zip(
+        question["haystack_session_ids"],
+        question["haystack_dates"],
+        question["haystack_sessions"],
+        strict=True,
+    ):
         for index, turn in enumerate(session, start=1):
             content = f"{turn['role']}: {turn['content']}"[:MAX_CONTENT_CHARS]
-            turns.append((f"{session_id}_{index}", content, date,
-                          bool(turn.get("has_answer"))))
+            turns.append((f"{session_id}_{index}", content, date, bool(turn.get("has_answer"))))
     return turns
 
 
@@ -77,15 +79,24 @@ async def episode_has_occurred_at(http: httpx.AsyncClient) -> bool:
     return "occurred_at" in fields.get("properties", {})
 
 
-async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str, str, bool]],
-                 *, with_time: bool, sessions: bool) -> float:
+async def ingest(
+    http: httpx.AsyncClient,
+    scope: str,
+    turns: list[tuple[str, str, str, bool]],
+    *,
+    with_time: bool,
+    sessions: bool,
+) -> float:
     """Store the turns as episodes of `scope`; returns seconds spent."""
     start = time.perf_counter()
     for i in range(0, len(turns), BATCH):
         items = []
-        for turn_id, content, date, _ in turns[i:i + BATCH]:
-            item: dict[str, Any] = {"content": content, "butler": scope,
-                                    "metadata": {"turn_id": turn_id}}
+        for turn_id, content, date, _ in turns[i : i + BATCH]:
+            item: dict[str, Any] = {
+                "content": content,
+                "butler": scope,
+                "metadata": {"turn_id": turn_id},
+            }
             if with_time:
                 item["occurred_at"] = session_time(date)
             if sessions:
@@ -97,15 +108,30 @@ async def ingest(http: httpx.AsyncClient, scope: str, turns: list[tuple[str, str
     return time.perf_counter() - start
 
 
-async def ask(http: httpx.AsyncClient, *, question: str, scope: str, mode: str,
-              asked_at: str | None = None, fusion: str | None = None) -> list[str]:
+async def ask(
+    http: httpx.AsyncClient,
+    *,
+    question: str,
+    scope: str,
+    mode: str,
+    asked_at: str | None = None,
+    fusion: str | None = None,
+) -> list[str]:
     """The turn ids of the search results, best first; `asked_at` is the reference time."""
     extra: dict[str, Any] = {"reference_time": asked_at} if asked_at else {}
     if fusion:
         extra["fusion"] = fusion
-    response = await http.post("/v1/search", json={
-        **extra, "query": question, "types": ["episode"], "scope": scope, "mode": mode, "limit": K,
-    })
+    response = await http.post(
+        "/v1/search",
+        json={
+            **extra,
+            "query": question,
+            "types": ["episode"],
+            "scope": scope,
+            "mode": mode,
+            "limit": K,
+        },
+    )
     response.raise_for_status()
     return [hit["metadata"].get("turn_id", "") for hit in response.json()["results"]]
 
@@ -120,8 +146,9 @@ async def run(args: argparse.Namespace) -> None:
     async with httpx.AsyncClient(base_url=args.base_url, timeout=300) as http:
         with_time = args.with_time and await episode_has_occurred_at(http)
         if args.with_time and not with_time:
-            print("the server's episodes have no occurred_at: storing without time",
-                  file=sys.stderr)
+            print(
+                "the server's episodes have no occurred_at: storing without time", file=sys.stderr
+            )
         for question in data:
             scope = f"lme-{question['question_id']}{'-t' if with_time else ''}{args.scope_suffix}"
             turns = haystack_turns(question)
@@ -131,16 +158,21 @@ async def run(args: argparse.Namespace) -> None:
             if await reuse_or_refuse(http, scope, len(turns), args.reuse):
                 print(f"{scope}: reusing stored turns", file=sys.stderr)
             else:
-                seconds = await ingest(http, scope, turns, with_time=with_time,
-                                       sessions=args.sessions)
+                seconds = await ingest(
+                    http, scope, turns, with_time=with_time, sessions=args.sessions
+                )
                 print(f"{scope}: stored {len(turns)} turns in {seconds:.1f}s", file=sys.stderr)
             await embedded(http)
             for mode in args.modes:
                 start = time.perf_counter()
-                found = await ask(http, question=query_text(question["question"], args.query_style),
-                                  scope=scope, mode=mode,
-                                  asked_at=session_time(question["question_date"])
-                                  if with_time else None, fusion=args.fusion)
+                found = await ask(
+                    http,
+                    question=query_text(question["question"], args.query_style),
+                    scope=scope,
+                    mode=mode,
+                    asked_at=session_time(question["question_date"]) if with_time else None,
+                    fusion=args.fusion,
+                )
                 latencies.append(time.perf_counter() - start)
                 hits = len(evidence & set(found[:K]))
                 recall[mode][question["question_type"]].append(hits / len(evidence))
@@ -158,31 +190,51 @@ def report(recall: dict[str, dict[str, list[float]]], modes: list[str]) -> None:
         for question_type in sorted(recall[mode]):
             scores = recall[mode][question_type]
             overall.extend(scores)
-            print(f"{mode:<9} {question_type:<26} {len(scores):>3} "
-                  f"{sum(scores) / len(scores):6.3f}")
-        print(f"{mode:<9} {'overall':<26} {len(overall):>3} "
-              f"{sum(overall) / max(len(overall), 1):6.3f}")
+            print(
+                f"{mode:<9} {question_type:<26} {len(scores):>3} {sum(scores) / len(scores):6.3f}"
+            )
+        print(
+            f"{mode:<9} {'overall':<26} {len(overall):>3} "
+            f"{sum(overall) / max(len(overall), 1):6.3f}"
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data", help="path to longmemeval_s_dev.json.gz (or its directory)")
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    parser.add_argument("--per-type", type=int, default=0,
-                        help="only the first N questions of each type")
-    parser.add_argument("--with-time", action="store_true",
-                        help="send session dates as occurred_at (if the server has it)")
-    parser.add_argument("--sessions", action="store_true",
-                        help="give each haystack session its own session_id")
-    parser.add_argument("--fusion", choices=("learned", "rrf", "weighted"), default=None,
-                        help="hybrid fusion (default: the server's)")
+    parser.add_argument(
+        "--per-type", type=int, default=0, help="only the first N questions of each type"
+    )
+    parser.add_argument(
+        "--with-time",
+        action="store_true",
+        help="send session dates as occurred_at (if the server has it)",
+    )
+    parser.add_argument(
+        "--sessions", action="store_true", help="give each haystack session its own session_id"
+    )
+    parser.add_argument(
+        "--fusion",
+        choices=("learned", "rrf", "weighted"),
+        default=None,
+        help="hybrid fusion (default: the server's)",
+    )
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
-    parser.add_argument("--reuse", action="store_true",
-                        help="skip ingest when the butler already holds all the turns")
-    parser.add_argument("--query-style", choices=("question", "keywords"), default="question",
-                        help="question: as written; keywords: an agent's short keyword query")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="skip ingest when the butler already holds all the turns",
+    )
+    parser.add_argument(
+        "--query-style",
+        choices=("question", "keywords"),
+        default="question",
+        help="question: as written; keywords: an agent's short keyword query",
+    )
     args = parser.parse_args()
     if Path(args.data).is_dir():
         args.data = str(Path(args.data) / "longmemeval_s_dev.json.gz")

@@ -61,9 +61,12 @@ def longmemeval(path: Path) -> Iterator[Conversation]:
         data = json.load(handle)
     for question in data:
         turns: Conversation = []
-        for session_id, date, session in zip(question["haystack_session_ids"],
-                                             question["haystack_dates"],
-                                             question["haystack_sessions"], strict=True):
+        for session_id, date, session in zip(
+            question["haystack_session_ids"],
+            question["haystack_dates"],
+            question["haystack_sessions"],
+            strict=True,
+        ):
             at = datetime.fromisoformat(longmemeval_time(date))
             turns.extend((session_id, at) for _ in session)
         yield turns
@@ -94,37 +97,53 @@ def scores(conversations: list[Conversation], gap: timedelta) -> dict[str, float
     precision = both / same_inferred if same_inferred else 1.0
     recall = both / same_true if same_true else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1,
-            "ari": math.fsum(aris) / len(aris), "ratio": inferred_sessions / true_sessions}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "ari": math.fsum(aris) / len(aris),
+        "ratio": inferred_sessions / true_sessions,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("locomo", help="directory of locomo_dev.json (or the file)")
     parser.add_argument("longmemeval", help="directory of longmemeval_s_dev.json.gz (or it)")
-    parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS),
-                        help="gaps in minutes")
-    parser.add_argument("--turn-seconds", type=float, default=0.0,
-                        help="space a session's turns this far apart (the data sets give one "
-                        "date per session)")
+    parser.add_argument("--gaps", type=float, nargs="+", default=list(GAPS), help="gaps in minutes")
+    parser.add_argument(
+        "--turn-seconds",
+        type=float,
+        default=0.0,
+        help="space a session's turns this far apart (the data sets give one date per session)",
+    )
     args = parser.parse_args()
     locomo_path, lme_path = Path(args.locomo), Path(args.longmemeval)
     if locomo_path.is_dir():
         locomo_path = locomo_path / "locomo_dev.json"
     if lme_path.is_dir():
         lme_path = lme_path / "longmemeval_s_dev.json.gz"
-    sets = {name: [spaced(turns, args.turn_seconds) for turns in conversations]
-            for name, conversations in (("locomo", locomo(locomo_path)),
-                                        ("longmemeval", longmemeval(lme_path)))}
-    print("| data set | gap (min) | pair precision | pair recall | F1 | ARI "
-          "| inferred / true sessions |")
+    sets = {
+        name: [spaced(turns, args.turn_seconds) for turns in conversations]
+        for name, conversations in (
+            ("locomo", locomo(locomo_path)),
+            ("longmemeval", longmemeval(lme_path)),
+        )
+    }
+    print(
+        "| data set | gap (min) | pair precision | pair recall | F1 | ARI "
+        "| inferred / true sessions |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, conversations in sets.items():
         for minutes in args.gaps:
             s = scores(conversations, timedelta(minutes=minutes))
-            print(f"| {name} ({len(conversations)}) | {minutes:g} | {s['precision']:.3f} "
-                  f"| {s['recall']:.3f} | {s['f1']:.3f} | {s['ari']:.3f} | {s['ratio']:.2f} |")
+            print(
+                f"| {name} ({len(conversations)}) | {minutes:g} | {s['precision']:.3f} "
+                f"| {s['recall']:.3f} | {s['f1']:.3f} | {s['ari']:.3f} | {s['ratio']:.2f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ async def ingest(http: httpx.AsyncClient, scope: str, paragraphs: list[str]) -> 
     """Store the paragraphs as episodes of `scope`; the seconds it took."""
     start = time.perf_counter()
     for first in range(0, len(paragraphs), BATCH):
-        items = [{"content": text, "butler": scope, "metadata": {"paragraph": first + number}}
-                 for number, text in enumerate(paragraphs[first:first + BATCH])]
+        items = [
+            {"content": text, "butler": scope, "metadata": {"paragraph": first + number}}
+            for number, text in enumerate(paragraphs[first : first + BATCH])
+        ]
         response = await http.post("/v1/episodes/batch", json={"items": items})
         response.raise_for_status()
     return time.perf_counter() - start
@@ -54,18 +56,27 @@ async def ingest(http: httpx.AsyncClient, scope: str, paragraphs: list[str]) -> 
 
 async def ask(http: httpx.AsyncClient, question: str, scope: str, mode: str) -> list[int]:
     """The paragraph indexes of the first five results, best first."""
-    response = await http.post("/v1/search", json={
-        "query": question, "types": ["episode"], "scope": scope, "mode": mode,
-        "limit": max(KS)})
+    response = await http.post(
+        "/v1/search",
+        json={
+            "query": question,
+            "types": ["episode"],
+            "scope": scope,
+            "mode": mode,
+            "limit": max(KS),
+        },
+    )
     response.raise_for_status()
     return [hit["metadata"].get("paragraph", -1) for hit in response.json()["results"]]
 
 
-async def measure(http: httpx.AsyncClient, language: str, args: argparse.Namespace,
-                  ) -> dict[str, dict[int, float]]:
+async def measure(
+    http: httpx.AsyncClient,
+    language: str,
+    args: argparse.Namespace,
+) -> dict[str, dict[int, float]]:
     """R@k per mode for one language."""
-    paragraphs, questions = paragraphs_and_questions(
-        Path(args.data) / f"xquad.{language}.json")
+    paragraphs, questions = paragraphs_and_questions(Path(args.data) / f"xquad.{language}.json")
     scope = f"xquad-{language}{args.scope_suffix}"
     held = await stored_turns(http, scope)
     if held == len(paragraphs):
@@ -74,12 +85,11 @@ async def measure(http: httpx.AsyncClient, language: str, args: argparse.Namespa
         raise SystemExit(f"butler {scope} holds {held} episodes: pick a new --scope-suffix")
     else:
         seconds = await ingest(http, scope, paragraphs)
-        print(f"{scope}: stored {len(paragraphs)} paragraphs in {seconds:.1f}s",
-              file=sys.stderr)
+        print(f"{scope}: stored {len(paragraphs)} paragraphs in {seconds:.1f}s", file=sys.stderr)
     if args.questions:
         # Every n-th question, so a sample spans every article.
         step = max(1, len(questions) // args.questions)
-        questions = questions[::step][:args.questions]
+        questions = questions[::step][: args.questions]
     hits = {mode: dict.fromkeys(KS, 0) for mode in args.modes}
     gate = asyncio.Semaphore(args.concurrency)
 
@@ -89,8 +99,9 @@ async def measure(http: httpx.AsyncClient, language: str, args: argparse.Namespa
         for k in KS:
             hits[mode][k] += answer in found[:k]
 
-    await asyncio.gather(*(one(question, answer, mode) for question, answer in questions
-                           for mode in args.modes))
+    await asyncio.gather(
+        *(one(question, answer, mode) for question, answer in questions for mode in args.modes)
+    )
     return {mode: {k: hits[mode][k] / len(questions) for k in KS} for mode in args.modes}
 
 
@@ -101,24 +112,31 @@ async def run(args: argparse.Namespace) -> None:
             start = time.perf_counter()
             results[language] = await measure(http, language, args)
             print(f"{language}: {time.perf_counter() - start:.0f}s", file=sys.stderr)
-    header = "| language | " + " | ".join(f"{mode} R@{k}" for mode in args.modes
-                                          for k in KS) + " |"
+    header = "| language | " + " | ".join(f"{mode} R@{k}" for mode in args.modes for k in KS) + " |"
     print(header)
     print("|" + "---|" * (1 + len(args.modes) * len(KS)))
     for language, by_mode in results.items():
-        print(f"| {language} | " + " | ".join(f"{by_mode[mode][k]:.3f}" for mode in args.modes
-                                              for k in KS) + " |")
+        print(
+            f"| {language} | "
+            + " | ".join(f"{by_mode[mode][k]:.3f}" for mode in args.modes for k in KS)
+            + " |"
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data", help="the folder holding xquad.<lang>.json")
     parser.add_argument("--languages", nargs="+", default=["en", "de", "es", "ru", "zh"])
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    parser.add_argument("--questions", type=int, default=0,
-                        help="ask about this many questions per language (0: all 1,190)")
+    parser.add_argument(
+        "--questions",
+        type=int,
+        default=0,
+        help="ask about this many questions per language (0: all 1,190)",
+    )
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--scope-suffix", default="", help="store under fresh scopes")
     asyncio.run(run(parser.parse_args()))

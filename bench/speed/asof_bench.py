@@ -76,10 +76,22 @@ async def seed(engine: AsyncEngine, *, facts: int, versions: int, seed_value: in
     keys = max(1, facts // versions)
     per_batch = max(1, BATCH // versions)
     for first in range(0, keys, per_batch):
-        fact: dict[str, list[object]] = {name: [] for name in (
-            "id", "subject", "content", "valid_from", "valid_until", "created_at", "validity")}
-        period: dict[str, list[object]] = {name: [] for name in (
-            "fact_id", "valid_from", "valid_until", "recorded_at", "recorded_until")}
+        fact: dict[str, list[object]] = {
+            name: []
+            for name in (
+                "id",
+                "subject",
+                "content",
+                "valid_from",
+                "valid_until",
+                "created_at",
+                "validity",
+            )
+        }
+        period: dict[str, list[object]] = {
+            name: []
+            for name in ("fact_id", "valid_from", "valid_until", "recorded_at", "recorded_until")
+        }
         for key in range(first, min(keys, first + per_batch)):
             timeline = key_versions(rng, versions)
             subject = f"{rng.choice(NAMES)} {key}"
@@ -87,23 +99,35 @@ async def seed(engine: AsyncEngine, *, facts: int, versions: int, seed_value: in
                 following = timeline[index + 1] if index + 1 < len(timeline) else None
                 fact_id = uuid.uuid4()
                 valid_until = None if following is None else following[0]
-                for column, value in (("id", fact_id), ("subject", subject),
-                                      ("content", sentence(rng)), ("valid_from", valid_from),
-                                      ("valid_until", valid_until),
-                                      ("created_at", created_at),
-                                      ("validity", "superseded" if following else "active")):
+                for column, value in (
+                    ("id", fact_id),
+                    ("subject", subject),
+                    ("content", sentence(rng)),
+                    ("valid_from", valid_from),
+                    ("valid_until", valid_until),
+                    ("created_at", created_at),
+                    ("validity", "superseded" if following else "active"),
+                ):
                     fact[column].append(value)
                 # Open-ended until its successor was stored, then closed where it starts.
-                believed = [(None, created_at, None)] if following is None else [
-                    (None, created_at, following[1]), (valid_until, following[1], None)]
+                believed = (
+                    [(None, created_at, None)]
+                    if following is None
+                    else [(None, created_at, following[1]), (valid_until, following[1], None)]
+                )
                 for until, since, ended in believed:
-                    for column, value in (("fact_id", fact_id), ("valid_from", valid_from),
-                                          ("valid_until", until), ("recorded_at", since),
-                                          ("recorded_until", ended)):
+                    for column, value in (
+                        ("fact_id", fact_id),
+                        ("valid_from", valid_from),
+                        ("valid_until", until),
+                        ("recorded_at", since),
+                        ("recorded_until", ended),
+                    ):
                         period[column].append(value)
         async with engine.begin() as conn:
             await conn.execute(text(SYSTEM))
-            await conn.execute(text("""
+            await conn.execute(
+                text("""
                 INSERT INTO facts (id, tenant_id, subject, predicate, subject_key,
                                    predicate_key, content, valid_from, valid_until, created_at,
                                    last_confirmed_at, validity, embedding, search_vector)
@@ -113,20 +137,37 @@ async def seed(engine: AsyncEngine, *, facts: int, versions: int, seed_value: in
                             CAST(:vf AS timestamptz[]), CAST(:vu AS timestamptz[]),
                             CAST(:ca AS timestamptz[]), CAST(:v AS text[]),
                             CAST(:e AS text[])) AS x(i, s, c, vf, vu, ca, v, e)
-            """), {"t": TENANT, "i": fact["id"], "s": fact["subject"], "c": fact["content"],
-                   "vf": fact["valid_from"], "vu": fact["valid_until"],
-                   "ca": fact["created_at"], "v": fact["validity"],
-                   "e": vectors(nrng, len(fact["id"]))})
-            await conn.execute(text("""
+            """),
+                {
+                    "t": TENANT,
+                    "i": fact["id"],
+                    "s": fact["subject"],
+                    "c": fact["content"],
+                    "vf": fact["valid_from"],
+                    "vu": fact["valid_until"],
+                    "ca": fact["created_at"],
+                    "v": fact["validity"],
+                    "e": vectors(nrng, len(fact["id"])),
+                },
+            )
+            await conn.execute(
+                text("""
                 INSERT INTO fact_periods (tenant_id, fact_id, valid_from, valid_until,
                                           recorded_at, recorded_until)
                 SELECT :t, f, vf, vu, ra, ru
                 FROM unnest(CAST(:f AS uuid[]), CAST(:vf AS timestamptz[]),
                             CAST(:vu AS timestamptz[]), CAST(:ra AS timestamptz[]),
                             CAST(:ru AS timestamptz[])) AS x(f, vf, vu, ra, ru)
-            """), {"t": TENANT, "f": period["fact_id"], "vf": period["valid_from"],
-                   "vu": period["valid_until"], "ra": period["recorded_at"],
-                   "ru": period["recorded_until"]})
+            """),
+                {
+                    "t": TENANT,
+                    "f": period["fact_id"],
+                    "vf": period["valid_from"],
+                    "vu": period["valid_until"],
+                    "ra": period["recorded_at"],
+                    "ru": period["recorded_until"],
+                },
+            )
     async with engine.begin() as conn:
         await conn.execute(text("ANALYZE facts"))
         await conn.execute(text("ANALYZE fact_periods"))
@@ -137,8 +178,10 @@ def summary(name: str, seconds: list[float]) -> str:
     """median and p95 in ms."""
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return (f"{name:<34} n={len(ordered):>4}  p50 {1000 * statistics.median(ordered):7.2f} ms"
-            f"  p95 {1000 * p95:7.2f} ms")
+    return (
+        f"{name:<34} n={len(ordered):>4}  p50 {1000 * statistics.median(ordered):7.2f} ms"
+        f"  p95 {1000 * p95:7.2f} ms"
+    )
 
 
 async def timed(engine: AsyncEngine, work: Callable[[AsyncSession], Awaitable[object]]) -> float:
@@ -154,15 +197,18 @@ async def timed(engine: AsyncEngine, work: Callable[[AsyncSession], Awaitable[ob
 
 
 async def _list(session: AsyncSession, *, filters: FactFilters) -> object:
-    return await fact_rows.list_facts(session, tenant_id=TENANT, filters=filters, limit=50,
-                                      cursor=None)
+    return await fact_rows.list_facts(
+        session, tenant_id=TENANT, filters=filters, limit=50, cursor=None
+    )
 
 
-async def _search(session: AsyncSession, *, filters: Filters, vector: np.ndarray,
-                  query: str) -> object:
+async def _search(
+    session: AsyncSession, *, filters: Filters, vector: np.ndarray, query: str
+) -> object:
     await configure_vector_scan(session, ef_search=100, max_scan_tuples=20000)
-    return await search_candidates(session, types=("fact",), filters=filters, vector=vector,
-                                   query=query, limit=30)
+    return await search_candidates(
+        session, types=("fact",), filters=filters, vector=vector, query=query, limit=30
+    )
 
 
 async def measure(engine: AsyncEngine, *, keys: int, queries: int, seed_value: int) -> None:
@@ -170,9 +216,14 @@ async def measure(engine: AsyncEngine, *, keys: int, queries: int, seed_value: i
     rng, nrng = random.Random(seed_value + 1), np.random.default_rng(seed_value + 1)
     async with engine.begin() as conn:
         await conn.execute(text(SYSTEM))
-        subjects = list((await conn.execute(text(
-            "SELECT DISTINCT subject_key FROM facts WHERE tenant_id = :t"),
-            {"t": TENANT})).scalars())
+        subjects = list(
+            (
+                await conn.execute(
+                    text("SELECT DISTINCT subject_key FROM facts WHERE tenant_id = :t"),
+                    {"t": TENANT},
+                )
+            ).scalars()
+        )
     timings: dict[str, list[float]] = {}
     for index in range(queries):
         subject = rng.choice(subjects)
@@ -180,19 +231,28 @@ async def measure(engine: AsyncEngine, *, keys: int, queries: int, seed_value: i
         vector = nrng.standard_normal(384).astype(np.float32)
         vector /= np.linalg.norm(vector)
         query = question(rng, index)
-        for label, at in (("today", (None, None)), ("as_of", (as_of, None)),
-                          ("as_of + known_at", (as_of, known_at))):
-            listing = FactFilters(subject_key=subject, predicate_key="employer",
-                                  validity="active" if at[0] is None else None,
-                                  as_of=at[0], known_at=at[1])
-            filters = Filters(tenant_id=TENANT, scope=None, min_confidence=0.2,
-                              as_of=at[0], known_at=at[1])
+        for label, at in (
+            ("today", (None, None)),
+            ("as_of", (as_of, None)),
+            ("as_of + known_at", (as_of, known_at)),
+        ):
+            listing = FactFilters(
+                subject_key=subject,
+                predicate_key="employer",
+                validity="active" if at[0] is None else None,
+                as_of=at[0],
+                known_at=at[1],
+            )
+            filters = Filters(
+                tenant_id=TENANT, scope=None, min_confidence=0.2, as_of=at[0], known_at=at[1]
+            )
 
             timings.setdefault(f"fact list, {label}", []).append(
-                await timed(engine, partial(_list, filters=listing)))
+                await timed(engine, partial(_list, filters=listing))
+            )
             timings.setdefault(f"search candidates, {label}", []).append(
-                await timed(engine, partial(_search, filters=filters, vector=vector,
-                                            query=query)))
+                await timed(engine, partial(_search, filters=filters, vector=vector, query=query))
+            )
     print(f"{keys} keys; {queries} reads of each kind")
     for name, seconds in timings.items():
         print(summary(name, seconds))
@@ -207,24 +267,32 @@ async def run(args: argparse.Namespace) -> None:
         if args.skip_seed:
             async with engine.begin() as conn:
                 await conn.execute(text(SYSTEM))
-                keys = (await conn.execute(text(
-                    "SELECT count(DISTINCT subject_key) FROM facts"))).scalar_one()
+                keys = (
+                    await conn.execute(text("SELECT count(DISTINCT subject_key) FROM facts"))
+                ).scalar_one()
         else:
             start = time.perf_counter()
-            keys = await seed(engine, facts=args.facts, versions=args.versions,
-                              seed_value=args.seed)
-            print(f"seeded {keys * args.versions} facts in {keys} keys of {args.versions} "
-                  f"versions in {time.perf_counter() - start:.0f} s")
+            keys = await seed(
+                engine, facts=args.facts, versions=args.versions, seed_value=args.seed
+            )
+            print(
+                f"seeded {keys * args.versions} facts in {keys} keys of {args.versions} "
+                f"versions in {time.perf_counter() - start:.0f} s"
+            )
         await measure(engine, keys=keys, queries=args.queries, seed_value=args.seed)
     finally:
         await engine.dispose()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default=None,
-                        help="a database (owner); default: the embedded server in --data-dir")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="a database (owner); default: the embedded server in --data-dir",
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("bench-data"))
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--versions", type=int, default=10, help="versions per key")

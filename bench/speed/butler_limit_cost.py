@@ -55,8 +55,11 @@ async def seed(url: str, *, episodes: int, facts: int, seed_value: int) -> None:
     engine = create_async_engine(url)
     async with engine.begin() as conn:
         await conn.execute(text(SYSTEM))
-        have = (await conn.execute(text("SELECT count(*) FROM episodes WHERE tenant_id = :t"),
-                                   {"t": TENANT})).scalar_one()
+        have = (
+            await conn.execute(
+                text("SELECT count(*) FROM episodes WHERE tenant_id = :t"), {"t": TENANT}
+            )
+        ).scalar_one()
     if have:
         await engine.dispose()
         return
@@ -65,37 +68,51 @@ async def seed(url: str, *, episodes: int, facts: int, seed_value: int) -> None:
         contents = [sentence(rng) for _ in range(n)]
         async with engine.begin() as conn:
             await conn.execute(text(SYSTEM))
-            await conn.execute(text("""
+            await conn.execute(
+                text("""
                 INSERT INTO episodes (tenant_id, butler, content, embedding, search_vector)
                 SELECT :t, b, c, CAST(v AS vector), to_tsvector('english', c)
                 FROM unnest(CAST(:butlers AS text[]), CAST(:contents AS text[]),
                             CAST(:vectors AS text[])) AS x(b, c, v)
-            """), {"t": TENANT, "contents": contents,
-                   "butlers": [rng.choice(BUTLERS) for _ in range(n)],
-                   "vectors": as_text(vectors(nrng, n))})
+            """),
+                {
+                    "t": TENANT,
+                    "contents": contents,
+                    "butlers": [rng.choice(BUTLERS) for _ in range(n)],
+                    "vectors": as_text(vectors(nrng, n)),
+                },
+            )
     scopes = [*BUTLERS, "global"]
     for start in range(0, facts, 2000):
         n = min(2000, facts - start)
         contents = [sentence(rng) for _ in range(n)]
         async with engine.begin() as conn:
             await conn.execute(text(SYSTEM))
-            await conn.execute(text("""
+            await conn.execute(
+                text("""
                 INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key,
                                    content, scope, embedding, search_vector)
                 SELECT :t, 's', 'p' || i, 's', 'p' || i, c, s, CAST(v AS vector),
                        to_tsvector('english', c)
                 FROM unnest(CAST(:contents AS text[]), CAST(:scopes AS text[]),
                             CAST(:vectors AS text[]), CAST(:idx AS int[])) AS x(c, s, v, i)
-            """), {"t": TENANT, "contents": contents,
-                   "scopes": [rng.choice(scopes) for _ in range(n)],
-                   "vectors": as_text(vectors(nrng, n)), "idx": list(range(start, start + n))})
+            """),
+                {
+                    "t": TENANT,
+                    "contents": contents,
+                    "scopes": [rng.choice(scopes) for _ in range(n)],
+                    "vectors": as_text(vectors(nrng, n)),
+                    "idx": list(range(start, start + n)),
+                },
+            )
     async with engine.begin() as conn:
         await conn.execute(text("ANALYZE"))
     await engine.dispose()
 
 
-async def timed_search(session: AsyncSession, scope: Scope, *, drop: bool,
-                       vector: EmbeddingVector, query: str) -> float:
+async def timed_search(
+    session: AsyncSession, scope: Scope, *, drop: bool, vector: EmbeddingVector, query: str
+) -> float:
     """Seconds of one search statement in `scope` (policies dropped first when `drop`)."""
     scope_session(session, scope)
     try:
@@ -107,9 +124,15 @@ async def timed_search(session: AsyncSession, scope: Scope, *, drop: bool,
         await search_rows.configure_vector_scan(session, ef_search=40, max_scan_tuples=20_000)
         filters = search_rows.Filters(tenant_id=TENANT, scope=None, min_confidence=0.2)
         start = time.perf_counter()
-        await search_rows.search_candidates(session, types=TYPES, filters=filters,
-                                            vector=vector, query=query, limit=rerank.DEPTH,
-                                            passages=search_rows.IN_FULL)
+        await search_rows.search_candidates(
+            session,
+            types=TYPES,
+            filters=filters,
+            vector=vector,
+            query=query,
+            limit=rerank.DEPTH,
+            passages=search_rows.IN_FULL,
+        )
         return time.perf_counter() - start
     finally:
         await session.rollback()
@@ -123,9 +146,14 @@ async def run(args: argparse.Namespace) -> None:
     variants = {
         "unlimited, policies in place": (Scope(tenant_id=TENANT), False),
         "unlimited, policies dropped (before)": (Scope(tenant_id=TENANT), True),
-        f"limited to {BUTLERS[0]}": (Scope(tenant_id=TENANT, butlers=(BUTLERS[0],),
-                                           key_id="00000000-0000-4000-8000-000000000000"),
-                                     False),
+        f"limited to {BUTLERS[0]}": (
+            Scope(
+                tenant_id=TENANT,
+                butlers=(BUTLERS[0],),
+                key_id="00000000-0000-4000-8000-000000000000",
+            ),
+            False,
+        ),
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
     engine = create_async_engine(args.database_url, pool_size=1)
@@ -133,25 +161,31 @@ async def run(args: argparse.Namespace) -> None:
         for round_number in range(2):  # the first round only warms caches
             for index, (vector, query) in enumerate(queries):
                 order = list(variants)
-                order = order[index % 3:] + order[:index % 3]
+                order = order[index % 3 :] + order[: index % 3]
                 for name in order:
                     scope, drop = variants[name]
-                    seconds = await timed_search(session, scope, drop=drop, vector=vector,
-                                                 query=query)
+                    seconds = await timed_search(
+                        session, scope, drop=drop, vector=vector, query=query
+                    )
                     if round_number:
                         times[name].append(seconds)
     await engine.dispose()
-    print(f"tenant {TENANT}: {args.episodes} episodes, {args.facts} facts, "
-          f"{len(BUTLERS)} butlers; {args.queries} queries")
+    print(
+        f"tenant {TENANT}: {args.episodes} episodes, {args.facts} facts, "
+        f"{len(BUTLERS)} butlers; {args.queries} queries"
+    )
     for name, seconds in times.items():
         ms = sorted(s * 1000 for s in seconds)
-        print(f"{name:40s} p50 {statistics.median(ms):7.2f} ms   "
-              f"p95 {ms[max(0, round(0.95 * len(ms)) - 1)]:7.2f} ms   (n={len(ms)})")
+        print(
+            f"{name:40s} p50 {statistics.median(ms):7.2f} ms   "
+            f"p95 {ms[max(0, round(0.95 * len(ms)) - 1)]:7.2f} ms   (n={len(ms)})"
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database-url", required=True, help="a database at head (owner)")
     parser.add_argument("--episodes", type=int, default=20_000)
     parser.add_argument("--facts", type=int, default=5_000)

@@ -76,9 +76,17 @@ def model_floor() -> Callable[[str], Awaitable[float]]:
     embedder.load()
 
     async def seconds(text: str) -> float:
-        texts = [text, *(text[start:end] for start, end in split_passages(
-            text, size=settings.embedding_passage_chars,
-            overlap=settings.embedding_passage_overlap))]
+        texts = [
+            text,
+            *(
+                text[start:end]
+                for start, end in split_passages(
+                    text,
+                    size=settings.embedding_passage_chars,
+                    overlap=settings.embedding_passage_overlap,
+                )
+            ),
+        ]
         began = time.perf_counter()
         await embedder.aembed_batch(texts, tenant_id="floor")
         return time.perf_counter() - began
@@ -89,9 +97,11 @@ def model_floor() -> Callable[[str], Awaitable[float]]:
 async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     paragraphs, _ = paragraphs_and_questions(Path(args.xquad) / "xquad.zh.json")
-    kinds = {"English": lambda n: english(rng, n),
-             "Chinese (XQuAD)": lambda n: chinese(paragraphs, rng, n),
-             "synthetic CJK": lambda n: synthetic(rng, n)}
+    kinds = {
+        "English": lambda n: english(rng, n),
+        "Chinese (XQuAD)": lambda n: chinese(paragraphs, rng, n),
+        "synthetic CJK": lambda n: synthetic(rng, n),
+    }
     butler = f"cjk-{uuid.uuid4().hex[:6]}"
     sizes = [size for size in SIZES if size <= args.max_chars]
     taken: dict[tuple[str, int], list[float]] = {}
@@ -103,30 +113,44 @@ async def run(args: argparse.Namespace) -> None:
             for _ in range(args.repeat):
                 for kind, make in kinds.items():
                     text = make(size)
-                    taken.setdefault((kind, size), []).append(await timed(
-                        http, "/v1/episodes", {"content": text, "butler": butler}))
+                    taken.setdefault((kind, size), []).append(
+                        await timed(http, "/v1/episodes", {"content": text, "butler": butler})
+                    )
                     if model is not None:
                         floor.setdefault((kind, size), []).append(await model(text))
         queries: dict[str, list[float]] = {}
         for _ in range(args.queries):
             for kind, make in kinds.items():
-                queries.setdefault(kind, []).append(await timed(
-                    http, "/v1/search", {"query": make(args.query_chars), "scope": butler,
-                                         "limit": 10}))
-    print(f"\none POST /v1/episodes, median of {args.repeat}, seconds"
-          + (" (floor: the model alone on its text and passages)" if floor else "") + "\n")
+                queries.setdefault(kind, []).append(
+                    await timed(
+                        http,
+                        "/v1/search",
+                        {"query": make(args.query_chars), "scope": butler, "limit": 10},
+                    )
+                )
+    print(
+        f"\none POST /v1/episodes, median of {args.repeat}, seconds"
+        + (" (floor: the model alone on its text and passages)" if floor else "")
+        + "\n"
+    )
     print("| characters | " + " | ".join(kinds) + " |")
     print("|---|" + "---|" * len(kinds))
     for size in sizes:
-        print(f"| {size:,} | " + " | ".join(
-            f"{statistics.median(taken[(kind, size)]):.2f}"
-            + (f" (floor {statistics.median(floor[(kind, size)]):.2f})" if floor else "")
-            for kind in kinds) + " |")
-    print(f"\none POST /v1/search of {args.query_chars:,} characters, median of "
-          f"{args.queries}, seconds\n")
+        print(
+            f"| {size:,} | "
+            + " | ".join(
+                f"{statistics.median(taken[(kind, size)]):.2f}"
+                + (f" (floor {statistics.median(floor[(kind, size)]):.2f})" if floor else "")
+                for kind in kinds
+            )
+            + " |"
+        )
+    print(
+        f"\none POST /v1/search of {args.query_chars:,} characters, median of "
+        f"{args.queries}, seconds\n"
+    )
     print("| " + " | ".join(kinds) + " |\n|" + "---|" * len(kinds))
-    print("| " + " | ".join(f"{statistics.median(queries[kind]):.2f}" for kind in kinds)
-          + " |")
+    print("| " + " | ".join(f"{statistics.median(queries[kind]):.2f}" for kind in kinds) + " |")
 
 
 def main() -> None:
@@ -139,8 +163,11 @@ def main() -> None:
     parser.add_argument("--query-chars", type=int, default=4_000)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--floor", action="store_true",
-                        help="time the model alone on each write's texts, in this process")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="time the model alone on each write's texts, in this process",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -50,8 +50,9 @@ def long_turns(n: int, seed: int, path: Path | None) -> list[str]:
 def encode_all(backend: Backend, texts: list[str]) -> np.ndarray:
     """Vectors of `texts` in the service's model calls (32 texts, about 2048 tokens)."""
     vectors = np.zeros((len(texts), backend.dimensions), dtype=np.float32)
-    for indexes in plan_chunks(texts, max_texts=32, max_tokens=2048,
-                               max_seq_length=backend.max_seq_length):
+    for indexes in plan_chunks(
+        texts, max_texts=32, max_tokens=2048, max_seq_length=backend.max_seq_length
+    ):
         vectors[indexes] = backend.encode([texts[i] for i in indexes])
     return vectors
 
@@ -84,8 +85,9 @@ def cosines(vectors: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--batch-texts", type=int, default=1000, help="texts per throughput run")
     parser.add_argument("--queries", type=int, default=200, help="texts per latency run")
     parser.add_argument("--longmemeval", type=Path, default=DEFAULT_LONGMEMEVAL)
@@ -97,26 +99,34 @@ def main() -> None:
     short = short_texts(args.batch_texts, args.seed)
     long = long_turns(args.batch_texts, args.seed, args.longmemeval)
     long_queries = long[: args.queries]
-    print(f"short texts: {len(short)}, mean {statistics.fmean(map(len, short)):.0f} chars; "
-          f"long turns: {len(long)}, median {statistics.median(map(len, long)):.0f} chars "
-          f"({'LongMemEval_S dev' if args.longmemeval.is_file() else 'generated'})")
+    print(
+        f"short texts: {len(short)}, mean {statistics.fmean(map(len, short)):.0f} chars; "
+        f"long turns: {len(long)}, median {statistics.median(map(len, long)):.0f} chars "
+        f"({'LongMemEval_S dev' if args.longmemeval.is_file() else 'generated'})"
+    )
 
     torch_backend = Embedder(backend="torch").load()
-    backends = {"torch": torch_backend, "onnx": Embedder().load(),
-                "onnx int8": Embedder(backend="onnx-int8").load()}
-    reference = {"short": encode_all(torch_backend, short),
-                 "long": encode_all(torch_backend, long)}
-    print("| backend | texts | sentences/s (batches of 32) | query median / p95 | "
-          "cosine vs torch min / mean |")
+    backends = {
+        "torch": torch_backend,
+        "onnx": Embedder().load(),
+        "onnx int8": Embedder(backend="onnx-int8").load(),
+    }
+    reference = {"short": encode_all(torch_backend, short), "long": encode_all(torch_backend, long)}
+    print(
+        "| backend | texts | sentences/s (batches of 32) | query median / p95 | "
+        "cosine vs torch min / mean |"
+    )
     print("|---|---|---|---|---|")
     for name, backend in backends.items():
-        for label, texts, singles in (("short", short, queries),
-                                      ("long", long, long_queries)):
+        for label, texts, singles in (("short", short, queries), ("long", long, long_queries)):
             rate = throughput(backend, texts)
             median, p95 = latency(backend, singles)
             low, mean = cosines(encode_all(backend, texts), reference[label])
-            print(f"| {name} | {label} | {rate:.0f} | {median:.1f} / {p95:.1f} ms | "
-                  f"{low:.4f} / {mean:.4f} |", flush=True)
+            print(
+                f"| {name} | {label} | {rate:.0f} | {median:.1f} / {p95:.1f} ms | "
+                f"{low:.4f} / {mean:.4f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,9 @@ def huge_texts(count: int, chars: int, seed: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", choices=["onnx", "torch"], default="onnx")
     parser.add_argument("--texts", type=int, default=500)
     parser.add_argument("--chars", type=int, default=49_000)
@@ -64,10 +65,12 @@ def main() -> None:
     del vectors
     gc.collect()
     after = status_mb("VmRSS")
-    print(f"{args.backend}: {args.texts} x {args.chars:,} chars in {seconds:.1f} s "
-          f"({args.texts / seconds:.0f}/s); RSS before {before:.0f} MB, peak "
-          f"{status_mb('VmHWM'):.0f} MB, after {after:.0f} MB "
-          f"({(after - before) / before:+.1%})")
+    print(
+        f"{args.backend}: {args.texts} x {args.chars:,} chars in {seconds:.1f} s "
+        f"({args.texts / seconds:.0f}/s); RSS before {before:.0f} MB, peak "
+        f"{status_mb('VmHWM'):.0f} MB, after {after:.0f} MB "
+        f"({(after - before) / before:+.1%})"
+    )
 
 
 if __name__ == "__main__":

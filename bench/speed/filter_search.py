@@ -58,33 +58,56 @@ FILTERS: dict[str, dict[str, Any] | None] = {
 }
 
 
-async def sql_alone(session: AsyncSession, settings: Settings, filters: search_rows.Filters,
-                    vector: Any, query: str) -> float:
+async def sql_alone(
+    session: AsyncSession, settings: Settings, filters: search_rows.Filters, vector: Any, query: str
+) -> float:
     """The statements the service runs for one search (counts, then candidates), timed."""
     retrieval = settings.retrieval
     await session.execute(text("SET LOCAL ROLE engram_app"))
     await search_rows.configure_vector_scan(
-        session, ef_search=max(retrieval.hnsw_ef_search, rerank.DEPTH),
-        max_scan_tuples=retrieval.hnsw_max_scan_tuples)
+        session,
+        ef_search=max(retrieval.hnsw_ef_search, rerank.DEPTH),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+    )
     start = time.perf_counter()
-    filters = await search_rows.with_exact_types(session, TYPES, filters,
-                                                 below=retrieval.filter_exact_below)
-    await search_rows.search_candidates(session, types=TYPES, filters=filters, vector=vector,
-                                        query=query, limit=max(LIMIT, rerank.DEPTH),
-                                        passages=search_rows.IN_FULL)
+    filters = await search_rows.with_exact_types(
+        session, TYPES, filters, below=retrieval.filter_exact_below
+    )
+    await search_rows.search_candidates(
+        session,
+        types=TYPES,
+        filters=filters,
+        vector=vector,
+        query=query,
+        limit=max(LIMIT, rerank.DEPTH),
+        passages=search_rows.IN_FULL,
+    )
     seconds = time.perf_counter() - start
     await session.rollback()
     return seconds
 
 
-async def exact_top(session: AsyncSession, settings: Settings, embedder: Any, query: str,
-                    wanted: dict[str, Any] | None, tenant: str) -> list[tuple[str, str]]:
+async def exact_top(
+    session: AsyncSession,
+    settings: Settings,
+    embedder: Any,
+    query: str,
+    wanted: dict[str, Any] | None,
+    tenant: str,
+) -> list[tuple[str, str]]:
     """(id, content) of the top 10 of the same search with every type ranked exactly."""
     exact = settings.retrieval.model_copy(update={"filter_exact_below": 10**9})
     # Without a filter every type is ranked exactly too: a filter admitting everything.
-    plan = plan_search(exact, query=query, types=TYPES, scope=None, mode="hybrid",
-                       limit=LIMIT, min_confidence=0.2,
-                       memory_filter=parse_filter(wanted or {"created_at": {"$exists": True}}))
+    plan = plan_search(
+        exact,
+        query=query,
+        types=TYPES,
+        scope=None,
+        mode="hybrid",
+        limit=LIMIT,
+        min_confidence=0.2,
+        memory_filter=parse_filter(wanted or {"created_at": {"$exists": True}}),
+    )
     await session.execute(text("SET LOCAL ROLE engram_app"))
     hits = await search(session, plan, tenant_id=tenant, embedder=embedder, retrieval=exact)
     found = [(str(hit.row.id), hit.row.content) for hit in hits]
@@ -97,18 +120,20 @@ def gain(content: str, parts: list[str]) -> int:
     return sum(part in content for part in parts)
 
 
-async def best_gain(session: AsyncSession, parts: list[str], wanted: dict[str, Any] | None,
-                    tenant: str) -> int:
+async def best_gain(
+    session: AsyncSession, parts: list[str], wanted: dict[str, Any] | None, tenant: str
+) -> int:
     """The largest total gain of any 10 episodes the filter admits (a scan of all of them)."""
     held = " + ".join(f"(position(:part{i} in content) > 0)::int" for i in range(len(parts)))
     flag = "" if wanted is None else "AND metadata @> CAST(:flag AS jsonb)"
-    statement = text(f"SELECT coalesce(sum(g), 0) FROM (SELECT {held} AS g FROM episodes "
-                     f"WHERE tenant_id = :tenant AND embedding IS NOT NULL {flag} "
-                     f"ORDER BY g DESC LIMIT {LIMIT}) AS top")
+    statement = text(
+        f"SELECT coalesce(sum(g), 0) FROM (SELECT {held} AS g FROM episodes "
+        f"WHERE tenant_id = :tenant AND embedding IS NOT NULL {flag} "
+        f"ORDER BY g DESC LIMIT {LIMIT}) AS top"
+    )
     params: dict[str, Any] = {f"part{i}": part for i, part in enumerate(parts)}
     if wanted is not None:
-        params["flag"] = json.dumps({key.split(".", 1)[1]: value
-                                     for key, value in wanted.items()})
+        params["flag"] = json.dumps({key.split(".", 1)[1]: value for key, value in wanted.items()})
     return int((await session.execute(statement, {**params, "tenant": tenant})).scalar_one())
 
 
@@ -118,33 +143,39 @@ async def run(args: argparse.Namespace) -> None:
     questions = [question_with_parts(rng, index) for index in range(args.queries)]
     embedder = get_embedder(settings)
     engine = create_async_engine(args.database_url, pool_size=1)
-    print(f"{'filter':8s} {'HTTP p50':>9s} {'p95':>7s} {'floor p50':>10s} {'p95':>7s} "
-          f"{'x p50':>6s} {'x p95':>6s} {'Q@10':>6s} {'exact':>6s} {'ratio':>6s} "
-          f"{'overlap':>8s} {'hits':>5s}")
+    print(
+        f"{'filter':8s} {'HTTP p50':>9s} {'p95':>7s} {'floor p50':>10s} {'p95':>7s} "
+        f"{'x p50':>6s} {'x p95':>6s} {'Q@10':>6s} {'exact':>6s} {'ratio':>6s} "
+        f"{'overlap':>8s} {'hits':>5s}"
+    )
     async with AsyncSession(engine) as session:
         scope_session(session, Scope(tenant_id=args.tenant))
         for name, wanted in FILTERS.items():
             if args.filters and name not in args.filters:
                 continue
             tree = None if wanted is None else parse_filter(wanted)
-            filters = search_rows.Filters(tenant_id=args.tenant, scope=None,
-                                          min_confidence=0.2, memory_filter=tree)
+            filters = search_rows.Filters(
+                tenant_id=args.tenant, scope=None, min_confidence=0.2, memory_filter=tree
+            )
             http_s, model_s, sql_s, overlaps = [], [], [], []
             answers: list[tuple[str, list[str], list[dict[str, Any]]]] = []
             served_gain = exact_gain = ideal_gain = 0
             plain = PlainClient(args.base_url)  # new per filter: the quality runs idle it
             for round_number in range(2):  # the first round warms caches
                 for query, parts in questions:
-                    body = {"query": query, "types": TYPES, "limit": LIMIT,
-                            **({"filter": wanted} if wanted else {})}
+                    body = {
+                        "query": query,
+                        "types": TYPES,
+                        "limit": LIMIT,
+                        **({"filter": wanted} if wanted else {}),
+                    }
                     start = time.perf_counter()
                     served = plain.post_json("/v1/search", body)
                     seconds = time.perf_counter() - start
                     start = time.perf_counter()
                     vector = await embedder.aembed(query)
                     model_seconds = time.perf_counter() - start
-                    statement_seconds = await sql_alone(session, settings, filters, vector,
-                                                        query)
+                    statement_seconds = await sql_alone(session, settings, filters, vector, query)
                     if not round_number:
                         continue
                     http_s.append(seconds)
@@ -154,37 +185,54 @@ async def run(args: argparse.Namespace) -> None:
             plain.close()
             # Quality after the timed requests, which then run back to back.
             for query, parts, results in answers if args.quality else []:
-                reference = await exact_top(session, settings, embedder, query, wanted,
-                                            args.tenant)
+                reference = await exact_top(session, settings, embedder, query, wanted, args.tenant)
                 if reference:
-                    overlaps.append(len({hit["id"] for hit in results}
-                                        & {i for i, _ in reference}) / len(reference))
+                    overlaps.append(
+                        len({hit["id"] for hit in results} & {i for i, _ in reference})
+                        / len(reference)
+                    )
                 served_gain += sum(gain(hit["content"], parts) for hit in results)
                 exact_gain += sum(gain(content, parts) for _, content in reference)
                 ideal_gain += await best_gain(session, parts, wanted, args.tenant)
             floors = [percentile(model_s, q) + percentile(sql_s, q) for q in (0.5, 0.95)]
             p50, p95 = percentile(http_s, 0.5), percentile(http_s, 0.95)
-            quality = (f"{served_gain / ideal_gain:6.3f} {exact_gain / ideal_gain:6.3f} "
-                       f"{served_gain / exact_gain:6.3f} {sum(overlaps) / len(overlaps):8.3f}"
-                       if overlaps else f"{'-':>6s} {'-':>6s} {'-':>6s} {'-':>8s}")
-            print(f"{name:8s} {p50:7.1f}ms {p95:5.1f}ms {floors[0]:8.1f}ms {floors[1]:5.1f}ms "
-                  f"{p50 / floors[0]:6.2f} {p95 / floors[1]:6.2f} {quality} "
-                  f"{sum(len(hits) for *_, hits in answers) / len(answers):5.1f}", flush=True)
+            quality = (
+                f"{served_gain / ideal_gain:6.3f} {exact_gain / ideal_gain:6.3f} "
+                f"{served_gain / exact_gain:6.3f} {sum(overlaps) / len(overlaps):8.3f}"
+                if overlaps
+                else f"{'-':>6s} {'-':>6s} {'-':>6s} {'-':>8s}"
+            )
+            print(
+                f"{name:8s} {p50:7.1f}ms {p95:5.1f}ms {floors[0]:8.1f}ms {floors[1]:5.1f}ms "
+                f"{p50 / floors[0]:6.2f} {p95 / floors[1]:6.2f} {quality} "
+                f"{sum(len(hits) for *_, hits in answers) / len(answers):5.1f}",
+                flush=True,
+            )
     await engine.dispose()
     embedder.close()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database-url", required=True, help="the server's database (owner)")
     parser.add_argument("--base-url", default="http://127.0.0.1:8100")
     parser.add_argument("--tenant", default="default")
     parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--filters", nargs="+", choices=list(FILTERS), default=None,
-                        help="only these filters (default: all)")
-    parser.add_argument("--no-quality", dest="quality", action="store_false",
-                        help="skip the exact reference (slow at 50%% of 1M)")
+    parser.add_argument(
+        "--filters",
+        nargs="+",
+        choices=list(FILTERS),
+        default=None,
+        help="only these filters (default: all)",
+    )
+    parser.add_argument(
+        "--no-quality",
+        dest="quality",
+        action="store_false",
+        help="skip the exact reference (slow at 50%% of 1M)",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -43,31 +43,40 @@ from bench.speed.load import peak_rss, percentiles, rss_mb, thread_ticks
 Counts = collections.Counter[str]
 
 
-async def searches(http: httpx.AsyncClient, key: str, rng: random.Random, n: int,
-                   start: int, statuses: Counts) -> list[float]:
+async def searches(
+    http: httpx.AsyncClient, key: str, rng: random.Random, n: int, start: int, statuses: Counts
+) -> list[float]:
     """Seconds of each of `n` searches of tenant A, one at a time."""
     timings = []
     for index in range(start, start + n):
         began = time.perf_counter()
-        response = await http.post("/v1/search", json={"query": question(rng, index), "limit": 10},
-                                   headers={"authorization": f"Bearer {key}"})
+        response = await http.post(
+            "/v1/search",
+            json={"query": question(rng, index), "limit": 10},
+            headers={"authorization": f"Bearer {key}"},
+        )
         timings.append(time.perf_counter() - began)
         statuses[f"legit {response.status_code}"] += 1
     return timings
 
 
-async def flood(http: httpx.AsyncClient, deadline: float, budget: list[int],
-                statuses: Counts) -> None:
+async def flood(
+    http: httpx.AsyncClient, deadline: float, budget: list[int], statuses: Counts
+) -> None:
     """Searches with a fresh random key each, until the deadline or the shared budget ends."""
     while time.monotonic() < deadline and budget[0] > 0:
         budget[0] -= 1
-        response = await http.post("/v1/search", json={"query": "anything"},
-                                   headers={"authorization": f"Bearer {secrets.token_hex(16)}"})
+        response = await http.post(
+            "/v1/search",
+            json={"query": "anything"},
+            headers={"authorization": f"Bearer {secrets.token_hex(16)}"},
+        )
         statuses[f"random key {response.status_code}"] += 1
 
 
-async def huge_bodies(http: httpx.AsyncClient, deadline: float, size: int, with_key: bool,
-                      statuses: Counts) -> None:
+async def huge_bodies(
+    http: httpx.AsyncClient, deadline: float, size: int, with_key: bool, statuses: Counts
+) -> None:
     """Bodies of `size` bytes, with a random key or none, until the deadline."""
     body = b'{"content": "' + b"x" * (size - 20) + b'"}'
     label = "huge body, random key" if with_key else "huge body, no key"
@@ -84,6 +93,7 @@ async def huge_bodies(http: httpx.AsyncClient, deadline: float, size: int, with_
 
 async def slow_upload(http: httpx.AsyncClient, deadline: float, statuses: Counts) -> None:
     """One body sent a small chunk a second, with a random key, until the deadline."""
+
     async def trickle() -> AsyncIterator[bytes]:
         yield b'{"content": "'
         while time.monotonic() < deadline:
@@ -92,20 +102,25 @@ async def slow_upload(http: httpx.AsyncClient, deadline: float, statuses: Counts
         yield b'"}'
 
     try:
-        response = await http.post("/v1/episodes", content=trickle(),
-                                   headers={"content-type": "application/json",
-                                            "authorization": f"Bearer {secrets.token_hex(16)}"})
+        response = await http.post(
+            "/v1/episodes",
+            content=trickle(),
+            headers={
+                "content-type": "application/json",
+                "authorization": f"Bearer {secrets.token_hex(16)}",
+            },
+        )
         statuses[f"slow upload {response.status_code}"] += 1
     except httpx.HTTPError as error:
         statuses[f"slow upload {type(error).__name__}"] += 1
 
 
-async def slow_export(http: httpx.AsyncClient, key: str, deadline: float,
-                      statuses: Counts) -> None:
+async def slow_export(http: httpx.AsyncClient, key: str, deadline: float, statuses: Counts) -> None:
     """Tenant H's export, read a small chunk a second until the deadline."""
     try:
-        async with http.stream("GET", "/v1/export",
-                               headers={"authorization": f"Bearer {key}"}) as response:
+        async with http.stream(
+            "GET", "/v1/export", headers={"authorization": f"Bearer {key}"}
+        ) as response:
             statuses[f"slow export {response.status_code}"] += 1
             async for _ in response.aiter_raw(1024):
                 if time.monotonic() >= deadline:
@@ -129,15 +144,17 @@ async def attack(args: argparse.Namespace) -> None:
     budget = [args.max_flood]
     timeout = httpx.Timeout(args.seconds + 60)
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=timeout,
-                                 limits=limits) as hostile:
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=timeout, limits=limits) as hostile:
         attackers = [flood(hostile, deadline, budget, statuses) for _ in range(args.flooders)]
-        attackers += [huge_bodies(hostile, deadline, args.body_bytes, with_key, statuses)
-                      for _ in range(args.uploaders) for with_key in (True, False)]
-        attackers += [slow_upload(hostile, deadline, statuses)
-                      for _ in range(args.slow_uploaders)]
-        attackers += [slow_export(hostile, args.key_h, deadline, statuses)
-                      for _ in range(args.slow_readers)]
+        attackers += [
+            huge_bodies(hostile, deadline, args.body_bytes, with_key, statuses)
+            for _ in range(args.uploaders)
+            for with_key in (True, False)
+        ]
+        attackers += [slow_upload(hostile, deadline, statuses) for _ in range(args.slow_uploaders)]
+        attackers += [
+            slow_export(hostile, args.key_h, deadline, statuses) for _ in range(args.slow_readers)
+        ]
         await asyncio.gather(*attackers)
     print(json.dumps(statuses))
 
@@ -155,16 +172,22 @@ async def run(args: argparse.Namespace) -> None:
         # The attackers run in a process of their own, so their work on this side of the
         # socket never delays the legitimate searches' own event loop.
         attacker = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", __spec__.name, "--attack", *sys.argv[1:],
-            stdout=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            __spec__.name,
+            "--attack",
+            *sys.argv[1:],
+            stdout=asyncio.subprocess.PIPE,
+        )
         server_ticks = sum(thread_ticks(args.server_pid).values())
         stop = asyncio.Event()
         rss = asyncio.create_task(peak_rss(args.server_pid, stop))
         counts = asyncio.create_task(attacker.communicate())
         under_attack: list[float] = []
         while not counts.done():
-            under_attack += await searches(legit, args.key_a, rng, 10,
-                                           10 + args.queries + len(under_attack), statuses)
+            under_attack += await searches(
+                legit, args.key_a, rng, 10, 10 + args.queries + len(under_attack), statuses
+            )
         stop.set()
         peak = await rss
         hz = os.sysconf("SC_CLK_TCK")
@@ -172,14 +195,18 @@ async def run(args: argparse.Namespace) -> None:
     statuses.update(json.loads((await counts)[0]))
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     attacker_cpu = children.ru_utime + children.ru_stime
-    print(f"attack: {percentiles(under_attack)}   ({len(under_attack)} searches over "
-          f"{args.seconds:.0f} s)")
+    print(
+        f"attack: {percentiles(under_attack)}   ({len(under_attack)} searches over "
+        f"{args.seconds:.0f} s)"
+    )
     idle_p95 = sorted(idle)[int(0.95 * len(idle))]
     attack_p95 = sorted(under_attack)[min(len(under_attack) - 1, int(0.95 * len(under_attack)))]
     print(f"p95 under attack / idle: {attack_p95 / idle_p95:.2f}x")
     print("server peak memory: " + ("n/a" if peak is None else f"{peak:.0f} MB"))
-    print(f"cores used over the attack: server {server_cpu / args.seconds:.2f}, "
-          f"attacking process {attacker_cpu / args.seconds:.2f} (of {os.cpu_count()})")
+    print(
+        f"cores used over the attack: server {server_cpu / args.seconds:.2f}, "
+        f"attacking process {attacker_cpu / args.seconds:.2f} (of {os.cpu_count()})"
+    )
     for label, count in sorted(statuses.items()):
         print(f"  {label:40} {count:7d}")
     fives = sum(count for label, count in statuses.items() if label.split()[-1].startswith("5"))
@@ -195,15 +222,15 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="idle searches")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the attack")
     parser.add_argument("--flooders", type=int, default=4)
-    parser.add_argument("--max-flood", type=int, default=100_000,
-                        help="random-key requests in all")
+    parser.add_argument("--max-flood", type=int, default=100_000, help="random-key requests in all")
     parser.add_argument("--uploaders", type=int, default=2)
     parser.add_argument("--body-bytes", type=int, default=32 * 1024 * 1024 - 1024)
     parser.add_argument("--slow-uploaders", type=int, default=20)
     parser.add_argument("--slow-readers", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--attack", action="store_true",
-                        help="be the attacking process (the run starts it itself)")
+    parser.add_argument(
+        "--attack", action="store_true", help="be the attacking process (the run starts it itself)"
+    )
     args = parser.parse_args()
     asyncio.run(attack(args) if args.attack else run(args))
 

@@ -62,13 +62,18 @@ def start_server(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes
     env = {**os.environ, "ENGRAM_DATA_DIR": str(data_dir)}
     engram = Path(sys.executable).with_name("engram")
     command = [str(engram)] if engram.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.Popen([*command, "serve", "--no-auth", "--host", "127.0.0.1",
-                             "--port", str(port)], env=env, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [*command, "serve", "--no-auth", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
-async def wait_ready(http: httpx.AsyncClient, server: subprocess.Popen[bytes],
-                     timeout: float) -> None:
+async def wait_ready(
+    http: httpx.AsyncClient, server: subprocess.Popen[bytes], timeout: float
+) -> None:
     """Wait until the server answers /healthz (bounded by `timeout`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -85,9 +90,14 @@ async def wait_ready(http: httpx.AsyncClient, server: subprocess.Popen[bytes],
 
 def turns(rng: random.Random, count: int, session: str) -> list[dict[str, object]]:
     """`count` chat turns of one session, as a history import posts them."""
-    return [{"content": f"{'user' if i % 2 == 0 else 'assistant'}: {sentence(rng)} "
-                        f"{sentence(rng)}", "butler": "chat", "session_id": session}
-            for i in range(count)]
+    return [
+        {
+            "content": f"{'user' if i % 2 == 0 else 'assistant'}: {sentence(rng)} {sentence(rng)}",
+            "butler": "chat",
+            "session_id": session,
+        }
+        for i in range(count)
+    ]
 
 
 async def probe(http: httpx.AsyncClient, kind: str, index: int, timeout: float) -> float:
@@ -95,22 +105,30 @@ async def probe(http: httpx.AsyncClient, kind: str, index: int, timeout: float) 
     started = time.perf_counter()
     try:
         if kind == "search":
-            response = await http.post("/v1/search", json={
-                "query": f"what did Caroline do at the lake {index}?", "limit": 10},
-                timeout=timeout)
+            response = await http.post(
+                "/v1/search",
+                json={"query": f"what did Caroline do at the lake {index}?", "limit": 10},
+                timeout=timeout,
+            )
         else:
-            response = await http.post("/v1/facts", json={
-                "subject": "user", "predicate": f"preference {index}",
-                "content": f"The user prefers tea number {index} in the morning."},
-                timeout=timeout)
+            response = await http.post(
+                "/v1/facts",
+                json={
+                    "subject": "user",
+                    "predicate": f"preference {index}",
+                    "content": f"The user prefers tea number {index} in the morning.",
+                },
+                timeout=timeout,
+            )
         response.raise_for_status()
     except httpx.TimeoutException:
         return timeout
     return time.perf_counter() - started
 
 
-async def probes(http: httpx.AsyncClient, count: int, timeout: float, offset: int,
-                 interval: float = 0.0) -> dict[str, list[float]]:
+async def probes(
+    http: httpx.AsyncClient, count: int, timeout: float, offset: int, interval: float = 0.0
+) -> dict[str, list[float]]:
     """`count` of each probe, alternating, one at a time, one starting every `interval`
     seconds at most, as a user's chat turns come."""
     times: dict[str, list[float]] = {kind: [] for kind in PROBES}
@@ -122,23 +140,37 @@ async def probes(http: httpx.AsyncClient, count: int, timeout: float, offset: in
     return times
 
 
-async def importer(http: httpx.AsyncClient, client: int, batches: int, size: int,
-                   stop: asyncio.Event, done: list[float]) -> None:
+async def importer(
+    http: httpx.AsyncClient,
+    client: int,
+    batches: int,
+    size: int,
+    stop: asyncio.Event,
+    done: list[float],
+) -> None:
     """Post up to `batches` batches of `size` turns until `stop`; each batch's time."""
     rng = random.Random(client)
     for batch in range(batches):
         if stop.is_set():
             return
         started = time.perf_counter()
-        response = await http.post("/v1/episodes/batch", timeout=600, json={
-            "items": turns(rng, size, f"import-{client}-{batch}")})
+        response = await http.post(
+            "/v1/episodes/batch",
+            timeout=600,
+            json={"items": turns(rng, size, f"import-{client}-{batch}")},
+        )
         response.raise_for_status()
         done.append(time.perf_counter() - started)
 
 
-async def watch(http: httpx.AsyncClient, database: asyncpg.Connection | None,
-                stop: asyncio.Event, waits: collections.Counter[str],
-                queue_peak: list[float], writing: list[float]) -> None:
+async def watch(
+    http: httpx.AsyncClient,
+    database: asyncpg.Connection | None,
+    stop: asyncio.Event,
+    waits: collections.Counter[str],
+    queue_peak: list[float],
+    writing: list[float],
+) -> None:
     """Sample the connections' wait events, the age of the oldest transaction that has
     written (it holds its row locks until it ends) and the model queue until `stop`."""
     while not stop.is_set():
@@ -180,22 +212,30 @@ WRITING = """
 def figures(samples: list[float]) -> tuple[float, float, float]:
     """p50, p95 and max in seconds."""
     ordered = sorted(samples)
-    return (statistics.median(ordered), ordered[min(len(ordered) - 1,
-                                                    int(0.95 * len(ordered)))], ordered[-1])
+    return (
+        statistics.median(ordered),
+        ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        ordered[-1],
+    )
 
 
 def report(idle: dict[str, list[float]], busy: dict[str, list[float]]) -> bool:
     """Print the two phases side by side; whether every p95 ratio is at most 2."""
-    print(f"\n{'probe':<11} {'idle p50':>9} {'idle p95':>9} {'idle max':>9} │ "
-          f"{'import p50':>10} {'import p95':>10} {'import max':>10} │ {'p95 ratio':>9}")
+    print(
+        f"\n{'probe':<11} {'idle p50':>9} {'idle p95':>9} {'idle max':>9} │ "
+        f"{'import p50':>10} {'import p95':>10} {'import max':>10} │ {'p95 ratio':>9}"
+    )
     within = True
     for kind in PROBES:
         quiet, loaded = figures(idle[kind]), figures(busy[kind])
         ratio = loaded[1] / quiet[1]
         within = within and ratio <= 2
-        print(f"{kind:<11} {quiet[0]*1000:7.0f}ms {quiet[1]*1000:7.0f}ms {quiet[2]*1000:7.0f}ms │ "
-              f"{loaded[0]*1000:8.0f}ms {loaded[1]*1000:8.0f}ms {loaded[2]*1000:8.0f}ms │ "
-              f"{ratio:8.1f}x")
+        print(
+            f"{kind:<11} {quiet[0] * 1000:7.0f}ms "
+            f"{quiet[1] * 1000:7.0f}ms {quiet[2] * 1000:7.0f}ms │ "
+            f"{loaded[0] * 1000:8.0f}ms {loaded[1] * 1000:8.0f}ms {loaded[2] * 1000:8.0f}ms │ "
+            f"{ratio:8.1f}x"
+        )
     return within
 
 
@@ -207,30 +247,35 @@ async def run(args: argparse.Namespace, data_dir: Path) -> bool:
             await wait_ready(http, server, timeout=180)
             rng = random.Random(7)
             for start in range(0, args.seed, 250):
-                (await http.post("/v1/episodes/batch", json={"items": turns(
-                    rng, min(250, args.seed - start), f"seed-{start}")}, timeout=600)
-                 ).raise_for_status()
+                (
+                    await http.post(
+                        "/v1/episodes/batch",
+                        json={"items": turns(rng, min(250, args.seed - start), f"seed-{start}")},
+                        timeout=600,
+                    )
+                ).raise_for_status()
             await probes(http, 3, args.timeout, offset=10_000)  # warm the statements
-            idle = await probes(http, args.probes, args.timeout, offset=0,
-                                interval=args.interval)
+            idle = await probes(http, args.probes, args.timeout, offset=0, interval=args.interval)
             database = None
             run_dir = data_dir / "pgdata" / "run"
             if run_dir.exists():
-                database = await asyncpg.connect(host=str(run_dir), database="engram",
-                                                 user=OWNER)
+                database = await asyncpg.connect(host=str(run_dir), database="engram", user=OWNER)
             stop, batch_times = asyncio.Event(), []
             waits: collections.Counter[str] = collections.Counter()
             queue_peak, writing = [0.0], []
-            watcher = asyncio.create_task(watch(http, database, stop, waits, queue_peak,
-                                                writing))
+            watcher = asyncio.create_task(watch(http, database, stop, waits, queue_peak, writing))
             started = time.perf_counter()
-            importers = [asyncio.create_task(importer(http, client, args.batches, args.batch,
-                                                      stop, batch_times))
-                         for client in range(args.clients)]
+            importers = [
+                asyncio.create_task(
+                    importer(http, client, args.batches, args.batch, stop, batch_times)
+                )
+                for client in range(args.clients)
+            ]
             while queue_peak[0] == 0 and time.perf_counter() - started < 30:
                 await asyncio.sleep(0.05)  # the import is embedding
-            busy = await probes(http, args.probes, args.timeout, offset=1000,
-                                interval=args.interval)
+            busy = await probes(
+                http, args.probes, args.timeout, offset=1000, interval=args.interval
+            )
             overlapped = not all(task.done() for task in importers)
             stop.set()
             await asyncio.gather(*importers)
@@ -248,20 +293,26 @@ async def run(args: argparse.Namespace, data_dir: Path) -> bool:
     if not overlapped:
         print("\nthe import ended before the probes did: raise --batches")
     episodes = len(batch_times) * args.batch
-    print(f"\nimport: {len(batch_times)} batches of {args.batch} episodes from {args.clients} "
-          f"clients, {episodes / elapsed:.0f} episodes/s, batch p50 "
-          f"{statistics.median(batch_times) if batch_times else 0:.1f} s; "
-          f"model queue peak {queue_peak[0]:.0f} chunks")
+    print(
+        f"\nimport: {len(batch_times)} batches of {args.batch} episodes from {args.clients} "
+        f"clients, {episodes / elapsed:.0f} episodes/s, batch p50 "
+        f"{statistics.median(batch_times) if batch_times else 0:.1f} s; "
+        f"model queue peak {queue_peak[0]:.0f} chunks"
+    )
     if writing:
-        print(f"oldest writing transaction while sampled: p50 {statistics.median(writing):.2f} s, "
-              f"max {max(writing):.2f} s ({len(writing)} samples with one open)")
+        print(
+            f"oldest writing transaction while sampled: p50 {statistics.median(writing):.2f} s, "
+            f"max {max(writing):.2f} s ({len(writing)} samples with one open)"
+        )
     sampled = sum(waits.values())
     if sampled:
         print("active connections during the import, by wait event (share of samples):")
         for event, count in waits.most_common(8):
             print(f"  {count / sampled:6.1%}  {event}")
-    print(f"seed {args.seed} episodes; {args.probes} probes of each kind per phase; "
-          f"machine: {os.cpu_count()} cores")
+    print(
+        f"seed {args.seed} episodes; {args.probes} probes of each kind per phase; "
+        f"machine: {os.cpu_count()} cores"
+    )
     return within
 
 
@@ -272,8 +323,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2, help="clients posting batches")
     parser.add_argument("--batch", type=int, default=250, help="episodes per batch")
     parser.add_argument("--batches", type=int, default=6, help="most batches per client")
-    parser.add_argument("--interval", type=float, default=1.0,
-                        help="seconds from one probe's start to the next's, at least")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        help="seconds from one probe's start to the next's, at least",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="a probe's limit (s)")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args()

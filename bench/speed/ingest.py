@@ -52,11 +52,14 @@ def long_items(n: int, path: Path, *, sessions: bool) -> list[Item]:
     items: list[Item] = []
     run = uuid.uuid4().hex[:8]
     for question in data:
-        for session_id, session in zip(question["haystack_session_ids"],
-                                       question["haystack_sessions"], strict=True):
+        for session_id, session in zip(
+            question["haystack_session_ids"], question["haystack_sessions"], strict=True
+        ):
             for turn in session:
-                item: Item = {"content": f"{turn['role']}: {turn['content']}"[:50_000],
-                              "butler": f"ingest-{question['question_id']}"}
+                item: Item = {
+                    "content": f"{turn['role']}: {turn['content']}"[:50_000],
+                    "butler": f"ingest-{question['question_id']}",
+                }
                 if sessions:
                     item["session_id"] = f"{run}-{session_id}"
                 items.append(item)
@@ -65,10 +68,11 @@ def long_items(n: int, path: Path, *, sessions: bool) -> list[Item]:
     return items
 
 
-async def post_batches(http: httpx.AsyncClient, items: list[Item], *, batch: int,
-                       concurrency: int) -> float:
+async def post_batches(
+    http: httpx.AsyncClient, items: list[Item], *, batch: int, concurrency: int
+) -> float:
     """Post the items in batches, `concurrency` in flight, in order; returns episodes/s."""
-    batches = [items[i:i + batch] for i in range(0, len(items), batch)]
+    batches = [items[i : i + batch] for i in range(0, len(items), batch)]
     queue: asyncio.Queue[list[Item]] = asyncio.Queue()
     for chunk in batches:
         queue.put_nowait(chunk)
@@ -98,20 +102,23 @@ def embedded_texts(items: list[Item]) -> tuple[list[str], list[int]]:
         content = item["content"]
         contents.append(len(texts))
         texts.append(content)
-        texts += [content[start:end] for start, end in split_passages(
-            content, size=settings.embedding_passage_chars,
-            overlap=settings.embedding_passage_overlap)]
+        texts += [
+            content[start:end]
+            for start, end in split_passages(
+                content,
+                size=settings.embedding_passage_chars,
+                overlap=settings.embedding_passage_overlap,
+            )
+        ]
         if "session_id" in item:
             previous = earlier.setdefault(item["session_id"], [])
             if previous:
-                texts.append(context_text(previous[-settings.embedding_context_turns:],
-                                          content))
+                texts.append(context_text(previous[-settings.embedding_context_turns :], content))
             previous.append(content)
     return texts, contents
 
 
-async def model_floor(items: list[Item],
-                      backend: str | None) -> tuple[float, list[list[float]]]:
+async def model_floor(items: list[Item], backend: str | None) -> tuple[float, list[list[float]]]:
     """Episodes/s of the model alone on the texts the service embeds, through the service's
     scheduler (its model calls and workers, one tenant); the content vectors."""
     from app.config import Settings
@@ -127,8 +134,7 @@ async def model_floor(items: list[Item],
     return rate, [vectors[i] for i in contents]
 
 
-async def sql_floor(url: str, items: list[Item], vectors: list[list[float]],
-                    batch: int) -> float:
+async def sql_floor(url: str, items: list[Item], vectors: list[list[float]], batch: int) -> float:
     """Episodes/s of the INSERTs alone (with triggers and indexes), rolled back."""
     import asyncpg
 
@@ -139,8 +145,8 @@ async def sql_floor(url: str, items: list[Item], vectors: list[list[float]],
         await transaction.start()
         await connection.execute("SELECT set_config('engram.system', 'on', true)")
         for i in range(0, len(items), batch):
-            chunk = items[i:i + batch]
-            literals = ["[" + ",".join(map(str, v)) + "]" for v in vectors[i:i + batch]]
+            chunk = items[i : i + batch]
+            literals = ["[" + ",".join(map(str, v)) + "]" for v in vectors[i : i + batch]]
             started = time.perf_counter()
             await connection.execute(
                 "INSERT INTO episodes (tenant_id, butler, session_id, content, embedding, "
@@ -148,8 +154,11 @@ async def sql_floor(url: str, items: list[Item], vectors: list[list[float]],
                 "SELECT 'bench-ingest-floor', b, s, c, v::vector, to_tsvector('english', c), "
                 "now() + interval '7 days' FROM unnest($1::text[], $2::text[], $3::text[], "
                 "$4::text[]) AS u(b, s, c, v)",
-                [it["butler"] for it in chunk], [it.get("session_id") for it in chunk],
-                [it["content"] for it in chunk], literals)
+                [it["butler"] for it in chunk],
+                [it.get("session_id") for it in chunk],
+                [it["content"] for it in chunk],
+                literals,
+            )
             elapsed += time.perf_counter() - started
         await transaction.rollback()
     finally:
@@ -158,24 +167,36 @@ async def sql_floor(url: str, items: list[Item], vectors: list[list[float]],
 
 
 async def run(args: argparse.Namespace) -> None:
-    kinds = {"short": short_items(args.short, args.seed),
-             "long" + (" with sessions" if args.sessions else ""):
-                 long_items(args.long, args.longmemeval, sessions=args.sessions)}
-    print(f"| texts | episodes | mean chars | through HTTP (batch {args.batch}, "
-          f"{args.concurrency} in flight) | floor: model alone | floor: SQL alone |")
+    kinds = {
+        "short": short_items(args.short, args.seed),
+        "long" + (" with sessions" if args.sessions else ""): long_items(
+            args.long, args.longmemeval, sessions=args.sessions
+        ),
+    }
+    print(
+        f"| texts | episodes | mean chars | through HTTP (batch {args.batch}, "
+        f"{args.concurrency} in flight) | floor: model alone | floor: SQL alone |"
+    )
     print("|---|---|---|---|---|---|")
     async with httpx.AsyncClient(base_url=args.base_url, timeout=900) as http:
         for kind, items in kinds.items():
             if not items:
                 continue
-            http_rate = await post_batches(http, items, batch=args.batch,
-                                           concurrency=args.concurrency)
+            http_rate = await post_batches(
+                http, items, batch=args.batch, concurrency=args.concurrency
+            )
             model_rate, vectors = await model_floor(items, args.backend)
-            sql_rate = (f"{await sql_floor(args.database_url, items, vectors, args.batch):.0f}/s"
-                        if args.database_url else "-")
+            sql_rate = (
+                f"{await sql_floor(args.database_url, items, vectors, args.batch):.0f}/s"
+                if args.database_url
+                else "-"
+            )
             mean_chars = sum(len(item["content"]) for item in items) / len(items)
-            print(f"| {kind} | {len(items)} | {mean_chars:.0f} | {http_rate:.0f}/s "
-                  f"| {model_rate:.0f}/s | {sql_rate} |", flush=True)
+            print(
+                f"| {kind} | {len(items)} | {mean_chars:.0f} | {http_rate:.0f}/s "
+                f"| {model_rate:.0f}/s | {sql_rate} |",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -184,13 +205,16 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=5000, help="short episodes to post")
     parser.add_argument("--long", type=int, default=3000, help="LongMemEval turns to post")
     parser.add_argument("--longmemeval", type=Path, default=DEFAULT_LONGMEMEVAL)
-    parser.add_argument("--sessions", action="store_true",
-                        help="give the long turns their haystack session ids")
+    parser.add_argument(
+        "--sessions", action="store_true", help="give the long turns their haystack session ids"
+    )
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--backend", help="embedding backend of the model floor "
-                        "(default: settings; use the server's)")
+    parser.add_argument(
+        "--backend",
+        help="embedding backend of the model floor (default: settings; use the server's)",
+    )
     parser.add_argument("--database-url", help="owner URL (asyncpg form) for the SQL floor")
     asyncio.run(run(args=parser.parse_args()))
 

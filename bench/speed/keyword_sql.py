@@ -47,28 +47,46 @@ async def main(args: argparse.Namespace) -> None:
     async with engine.connect() as conn:
         for q in questions:
             filters = Filters(tenant_id=args.tenant, scope=q["scope"], min_confidence=0.0)
-            leg = bm25_leg("episode", tenant_id=args.tenant, scope=q["scope"],
-                           scope_is_global=False,
-                           visibility=visibility_filters("episode", filters),
-                           query=q["query"], limit=args.limit)
+            leg = bm25_leg(
+                "episode",
+                tenant_id=args.tenant,
+                scope=q["scope"],
+                scope_is_global=False,
+                visibility=visibility_filters("episode", filters),
+                query=q["query"],
+                limit=args.limit,
+            )
             start = time.perf_counter()
             rows = (await conn.execute(leg)).all()
             timings.append(1000 * (time.perf_counter() - start))
-            exact = (await conn.execute(EXACT, {"tenant": args.tenant, "scope": q["scope"],
-                                                "query": q["query"], "limit": args.limit})).all()
+            exact = (
+                await conn.execute(
+                    EXACT,
+                    {
+                        "tenant": args.tenant,
+                        "scope": q["scope"],
+                        "query": q["query"],
+                        "limit": args.limit,
+                    },
+                )
+            ).all()
             if exact:
-                overlaps.append(len({r.id for r in rows} & {r.memory_id for r in exact})
-                                / len(exact))
+                overlaps.append(
+                    len({r.id for r in rows} & {r.memory_id for r in exact}) / len(exact)
+                )
     await engine.dispose()
     timings.sort()
-    print(f"{len(timings)} queries: median {statistics.median(timings):.1f} ms, "
-          f"p95 {timings[int(0.95 * (len(timings) - 1))]:.1f} ms; "
-          f"top-{args.limit} overlap with exact BM25 {statistics.mean(overlaps):.3f}")
+    print(
+        f"{len(timings)} queries: median {statistics.median(timings):.1f} ms, "
+        f"p95 {timings[int(0.95 * (len(timings) - 1))]:.1f} ms; "
+        f"top-{args.limit} overlap with exact BM25 {statistics.mean(overlaps):.3f}"
+    )
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--questions", required=True)
     parser.add_argument("--tenant", default="default")

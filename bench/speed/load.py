@@ -32,15 +32,19 @@ from pathlib import Path
 
 import httpx
 
-WORDS = ("garden hiking pottery guitar museum concert sourdough kayak library puzzle train "
-         "birthday recipe camera bicycle marathon lake mountain island festival").split()
+WORDS = (
+    "garden hiking pottery guitar museum concert sourdough kayak library puzzle train "
+    "birthday recipe camera bicycle marathon lake mountain island festival"
+).split()
 
 
 def checked(response: httpx.Response) -> None:
     """Raise for an error answer; a 429 ends the run with the setting that lifts the limit."""
     if response.status_code == 429:
-        raise SystemExit("the server's per-key rate limit answered 429: start it with "
-                         "ENGRAM_LIMITS__REQUESTS_PER_SECOND=0 for a capacity run")
+        raise SystemExit(
+            "the server's per-key rate limit answered 429: start it with "
+            "ENGRAM_LIMITS__REQUESTS_PER_SECOND=0 for a capacity run"
+        )
     response.raise_for_status()
 
 
@@ -95,13 +99,17 @@ def thread_ticks(pid: int | None) -> dict[str, int]:
         except FileNotFoundError:
             continue
         name = "main thread" if task.name == str(pid) else "other threads"
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         ticks[name] = ticks.get(name, 0) + int(fields[11]) + int(fields[12])
     return ticks
 
 
-def cpu_budget(before: tuple[tuple[int, int], dict[str, int], float],
-               elapsed: float, requests: int, server_pid: int | None) -> None:
+def cpu_budget(
+    before: tuple[tuple[int, int], dict[str, int], float],
+    elapsed: float,
+    requests: int,
+    server_pid: int | None,
+) -> None:
     """Where the cores went during the mixed phase, in cores and in CPU ms per request."""
     (busy0, total0), threads0, client0 = before
     busy1, total1 = machine_ticks()
@@ -114,11 +122,15 @@ def cpu_budget(before: tuple[tuple[int, int], dict[str, int], float],
         if spent > 0:
             parts[f"server, {name}"] = spent
     parts["rest (PostgreSQL, others)"] = machine * elapsed - sum(parts.values())
-    print(f"mixed: machine busy {machine:.2f} of {cores} cores, "
-          f"{machine * elapsed / requests * 1000:.1f} CPU ms per request")
+    print(
+        f"mixed: machine busy {machine:.2f} of {cores} cores, "
+        f"{machine * elapsed / requests * 1000:.1f} CPU ms per request"
+    )
     for name, spent in sorted(parts.items(), key=lambda item: -item[1]):
-        print(f"mixed:   {name:28} {spent / elapsed:5.2f} cores  "
-              f"{spent / requests * 1000:5.1f} ms/request")
+        print(
+            f"mixed:   {name:28} {spent / elapsed:5.2f} cores  "
+            f"{spent / requests * 1000:5.1f} ms/request"
+        )
 
 
 def query(rng: random.Random) -> str:
@@ -126,8 +138,9 @@ def query(rng: random.Random) -> str:
     return "when did they " + " ".join(rng.sample(WORDS, 3))
 
 
-async def search_loop(http: httpx.AsyncClient, rng: random.Random, *, stop: asyncio.Event,
-                      limit: int) -> list[float]:
+async def search_loop(
+    http: httpx.AsyncClient, rng: random.Random, *, stop: asyncio.Event, limit: int
+) -> list[float]:
     """Tenant A's sequential searches until `stop` is set or `limit` searches are done."""
     samples: list[float] = []
     while not stop.is_set() and len(samples) < limit:
@@ -138,8 +151,9 @@ async def search_loop(http: httpx.AsyncClient, rng: random.Random, *, stop: asyn
     return samples
 
 
-async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncClient,
-                rng: random.Random) -> None:
+async def stall(
+    args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncClient, rng: random.Random
+) -> None:
     """Tenant A's search latency while tenant H's huge batches are embedded."""
     text = ("The quarterly report covers " + " ".join(rng.choices(WORDS, k=8)) + ". ") * 700
     items = [{"content": text[:49_000], "butler": "bulk"} for _ in range(args.stall_items)]
@@ -158,16 +172,21 @@ async def stall(args: argparse.Namespace, a: httpx.AsyncClient, h: httpx.AsyncCl
     if (peak_megabytes := await peak) is not None:
         print(f"stall: server RSS peak during the batches: {peak_megabytes:.0f} MB")
     print(f"stall: A search during H's batches ({len(samples)} searches)  {percentiles(samples)}")
-    print(f"stall: H batch of {args.stall_items} x 49,000 chars: "
-          f"{', '.join(f'{t:.1f} s' for t in batch_times)}")
+    print(
+        f"stall: H batch of {args.stall_items} x 49,000 chars: "
+        f"{', '.join(f'{t:.1f} s' for t in batch_times)}"
+    )
 
 
-def request_of(kind: str, rng: random.Random, index: int,
-               butler: str) -> tuple[str, dict[str, object]]:
+def request_of(
+    kind: str, rng: random.Random, index: int, butler: str
+) -> tuple[str, dict[str, object]]:
     """The path and body of one mixed-phase request of `kind`."""
     if kind == "write":
-        return "/v1/episodes", {"content": f"Client {index} noted {' '.join(rng.sample(WORDS, 6))}",
-                                "butler": "mixed"}
+        return "/v1/episodes", {
+            "content": f"Client {index} noted {' '.join(rng.sample(WORDS, 6))}",
+            "butler": "mixed",
+        }
     if kind == "recall":
         return "/v1/recall", {"topic": query(rng), "limit": 10}
     if kind == "context":
@@ -178,8 +197,9 @@ def request_of(kind: str, rng: random.Random, index: int,
 async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Random) -> None:
     """Concurrent clients alternating a write and a read (or reading only)."""
     samples: list[float] = []
-    kinds = [kind for read in args.reads for kind in
-             ([read] if args.no_writes else ["write", read])]
+    kinds = [
+        kind for read in args.reads for kind in ([read] if args.no_writes else ["write", read])
+    ]
     by_kind: dict[str, list[float]] = {kind: [] for kind in kinds}
     deadline = time.perf_counter() + args.seconds
 
@@ -199,8 +219,10 @@ async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Rand
     started = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(args.clients)))
     elapsed = time.perf_counter() - started
-    print(f"mixed: {args.clients} clients, {len(samples)} requests in {elapsed:.1f} s = "
-          f"{len(samples) / elapsed:.1f} req/s  {percentiles(samples)}")
+    print(
+        f"mixed: {args.clients} clients, {len(samples)} requests in {elapsed:.1f} s = "
+        f"{len(samples) / elapsed:.1f} req/s  {percentiles(samples)}"
+    )
     for kind, kind_samples in by_kind.items():
         print(f"mixed: {kind:6} ({len(kind_samples)})  {percentiles(kind_samples)}")
     cpu_budget(before, elapsed, len(samples), args.server_pid)
@@ -220,12 +242,12 @@ def model_floor(backend: str | None) -> None:
         started = time.perf_counter()
         embedder.embed(query(rng))
         samples.append(time.perf_counter() - started)
-    print(f"floor: model alone ({settings.embedding_backend}), one query  "
-          f"{percentiles(samples)}")
+    print(f"floor: model alone ({settings.embedding_backend}), one query  {percentiles(samples)}")
 
 
 async def run(args: argparse.Namespace) -> None:
     """All three phases against the running server."""
+
     def client(key: str | None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.AsyncClient(base_url=args.base_url, headers=headers, timeout=120)
@@ -233,9 +255,16 @@ async def run(args: argparse.Namespace) -> None:
     rng = random.Random(42)
     async with client(args.key_a) as a, client(args.key_h or args.key_a) as h:
         for i in range(0, args.seed_episodes, 500):
-            await a.post("/v1/episodes/batch", json={"items": [
-                {"content": f"Note {j}: {' '.join(rng.sample(WORDS, 8))}", "butler": "seed"}
-                for j in range(i, min(i + 500, args.seed_episodes))]}, timeout=600)
+            await a.post(
+                "/v1/episodes/batch",
+                json={
+                    "items": [
+                        {"content": f"Note {j}: {' '.join(rng.sample(WORDS, 8))}", "butler": "seed"}
+                        for j in range(i, min(i + 500, args.seed_episodes))
+                    ]
+                },
+                timeout=600,
+            )
         print(f"server RSS before: {rss_mb(args.server_pid)}")
         idle = await search_loop(a, rng, stop=asyncio.Event(), limit=args.searches)
         print(f"idle: A search ({len(idle)} searches)  {percentiles(idle)}")
@@ -254,22 +283,40 @@ def main() -> None:
     parser.add_argument("--base-url", default="http://127.0.0.1:8000")
     parser.add_argument("--key-a", help="API key of tenant A (none with --no-auth)")
     parser.add_argument("--key-h", help="API key of tenant H, the heavy one")
-    parser.add_argument("--server-pid", type=int,
-                        help="to report the server's RSS and CPU by thread")
-    parser.add_argument("--seed-episodes", type=int, default=2000,
-                        help="short episodes tenant A stores first (0 on a store that has them)")
+    parser.add_argument(
+        "--server-pid", type=int, help="to report the server's RSS and CPU by thread"
+    )
+    parser.add_argument(
+        "--seed-episodes",
+        type=int,
+        default=2000,
+        help="short episodes tenant A stores first (0 on a store that has them)",
+    )
     parser.add_argument("--searches", type=int, default=100)
     parser.add_argument("--stall-batches", type=int, default=1)
-    parser.add_argument("--stall-items", type=int, default=500,
-                        help="episodes per stall batch (500 takes about 40 minutes here)")
+    parser.add_argument(
+        "--stall-items",
+        type=int,
+        default=500,
+        help="episodes per stall batch (500 takes about 40 minutes here)",
+    )
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--reads", nargs="+", choices=("search", "recall", "context"),
-                        default=["search"], help="the reads of the mixed phase, in turn")
-    parser.add_argument("--butler", default="seed",
-                        help="the butler a context read assembles for (the seed's by default)")
-    parser.add_argument("--no-writes", action="store_true",
-                        help="the mixed phase's clients only read")
+    parser.add_argument(
+        "--reads",
+        nargs="+",
+        choices=("search", "recall", "context"),
+        default=["search"],
+        help="the reads of the mixed phase, in turn",
+    )
+    parser.add_argument(
+        "--butler",
+        default="seed",
+        help="the butler a context read assembles for (the seed's by default)",
+    )
+    parser.add_argument(
+        "--no-writes", action="store_true", help="the mixed phase's clients only read"
+    )
     parser.add_argument("--backend", help="embedding backend for the floor (default: settings)")
     asyncio.run(run(parser.parse_args()))
 

@@ -31,8 +31,28 @@ from app.main import create_app
 from app.services import mentions as mention_service
 from bench.common.texts import BUTLERS, sentence
 
-SYLLABLES = ["ka", "lo", "ven", "tra", "mi", "sol", "dor", "qua", "zen", "bri", "fal", "nor",
-             "pex", "ru", "tal", "gri", "mon", "sa", "vel", "cor"]
+SYLLABLES = [
+    "ka",
+    "lo",
+    "ven",
+    "tra",
+    "mi",
+    "sol",
+    "dor",
+    "qua",
+    "zen",
+    "bri",
+    "fal",
+    "nor",
+    "pex",
+    "ru",
+    "tal",
+    "gri",
+    "mon",
+    "sa",
+    "vel",
+    "cor",
+]
 SUFFIXES = ["Labs", "Group", "Holdings", "Systems", "Partners", "Works", "Industries"]
 
 
@@ -50,8 +70,9 @@ def organisations(n: int, rng: random.Random) -> list[tuple[str, list[str]]]:
     return out
 
 
-def episodes(n: int, orgs: list[tuple[str, list[str]]], named: float,
-             rng: random.Random) -> list[dict[str, Any]]:
+def episodes(
+    n: int, orgs: list[tuple[str, list[str]]], named: float, rng: random.Random
+) -> list[dict[str, Any]]:
     """n generated episodes; about `named` of them name an organisation."""
     items = []
     for _ in range(n):
@@ -65,8 +86,9 @@ def episodes(n: int, orgs: list[tuple[str, list[str]]], named: float,
     return items
 
 
-async def seed_entities(url: str, orgs: list[tuple[str, list[str]]], *,
-                        analyze: bool = True) -> None:
+async def seed_entities(
+    url: str, orgs: list[tuple[str, list[str]]], *, analyze: bool = True
+) -> None:
     """The organisations, inserted as the owner for tenant 'default' (and their statistics
     gathered, unless `analyze` is False)."""
     connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
@@ -76,7 +98,8 @@ async def seed_entities(url: str, orgs: list[tuple[str, list[str]]], *,
             await connection.executemany(
                 "INSERT INTO entities (tenant_id, canonical_name, entity_type, aliases) "
                 "VALUES ('default', $1, 'organization', $2)",
-                [(name, aliases) for name, aliases in orgs])
+                [(name, aliases) for name, aliases in orgs],
+            )
         if analyze:
             # What autovacuum does within a minute of such a load; without statistics the
             # planner takes the table for a few rows and tests every episode against every
@@ -101,9 +124,13 @@ async def run(args: argparse.Namespace) -> None:
         await seed_entities(url, orgs, analyze=not args.stale_statistics)
         with_items = episodes(args.episodes, orgs, args.named, rng)
         without_items = episodes(args.episodes, orgs, args.named, rng)
-        settings = Settings(database_url=url, migrate_on_start=False, auth_disabled=True,
-                            auto_links=AutoLinkSettings(mentions=True),
-                            jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+        settings = Settings(
+            database_url=url,
+            migrate_on_start=False,
+            auth_disabled=True,
+            auto_links=AutoLinkSettings(mentions=True),
+            jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+        )
         app = create_app(settings)
         elapsed = {True: 0.0, False: 0.0}
         statement = [0.0]
@@ -119,20 +146,20 @@ async def run(args: argparse.Namespace) -> None:
         mention_service.mention_rows.link_mentions = timed  # type: ignore[assignment]
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1",
-                                         timeout=900) as http:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1", timeout=900
+            ) as http:
                 # Warm the model and the statements on both paths before timing.
                 for mentions in (True, False):
                     app.state.settings.auto_links.mentions = mentions
                     warm = episodes(args.batch, orgs, args.named, random.Random(0))
-                    (await http.post("/v1/episodes/batch", json={"items": warm})
-                     ).raise_for_status()
+                    (await http.post("/v1/episodes/batch", json={"items": warm})).raise_for_status()
                 statement[0] = 0.0
                 for index, start in enumerate(range(0, args.episodes, args.batch)):
                     order = (True, False) if index % 2 == 0 else (False, True)
                     for mentions in order:
-                        items = (with_items if mentions else without_items)
-                        chunk = items[start:start + args.batch]
+                        items = with_items if mentions else without_items
+                        chunk = items[start : start + args.batch]
                         app.state.settings.auto_links.mentions = mentions
                         began = time.perf_counter()
                         response = await http.post("/v1/episodes/batch", json={"items": chunk})
@@ -140,18 +167,24 @@ async def run(args: argparse.Namespace) -> None:
                         response.raise_for_status()
         connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
         links = await connection.fetchval(
-            "SELECT count(*) FROM memory_links WHERE relation = 'mentions'")
+            "SELECT count(*) FROM memory_links WHERE relation = 'mentions'"
+        )
         await connection.close()
         cost = elapsed[True] - elapsed[False]
-        print("| episodes a side | entities (aliases) | batch | without mentions | "
-              "with mentions | difference | mention statement | mention links |")
+        print(
+            "| episodes a side | entities (aliases) | batch | without mentions | "
+            "with mentions | difference | mention statement | mention links |"
+        )
         print("|---|---|---|---|---|---|---|---|")
-        print(f"| {args.episodes} | {args.entities} ({2 * args.entities}) | {args.batch} "
-              f"| {elapsed[False]:.1f} s ({args.episodes / elapsed[False]:.0f}/s) "
-              f"| {elapsed[True]:.1f} s ({args.episodes / elapsed[True]:.0f}/s) "
-              f"| {cost:+.1f} s ({100 * cost / elapsed[False]:+.1f}%) "
-              f"| {statement[0]:.2f} s ({100 * statement[0] / elapsed[False]:.1f}%) "
-              f"| {links} |", flush=True)
+        print(
+            f"| {args.episodes} | {args.entities} ({2 * args.entities}) | {args.batch} "
+            f"| {elapsed[False]:.1f} s ({args.episodes / elapsed[False]:.0f}/s) "
+            f"| {elapsed[True]:.1f} s ({args.episodes / elapsed[True]:.0f}/s) "
+            f"| {cost:+.1f} s ({100 * cost / elapsed[False]:+.1f}%) "
+            f"| {statement[0]:.2f} s ({100 * statement[0] / elapsed[False]:.1f}%) "
+            f"| {links} |",
+            flush=True,
+        )
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
@@ -161,14 +194,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=10_000, help="episodes a side")
     parser.add_argument("--entities", type=int, default=1_000)
-    parser.add_argument("--named", type=float, default=0.3,
-                        help="share of episodes that name an organisation")
+    parser.add_argument(
+        "--named", type=float, default=0.3, help="share of episodes that name an organisation"
+    )
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--stale-statistics", action="store_true",
-                        help="skip ANALYZE after seeding the entities (the worst case)")
-    parser.add_argument("--pgdata", type=Path, default=Path(".bench-pg"),
-                        help="the embedded PostgreSQL's data directory")
+    parser.add_argument(
+        "--stale-statistics",
+        action="store_true",
+        help="skip ANALYZE after seeding the entities (the worst case)",
+    )
+    parser.add_argument(
+        "--pgdata",
+        type=Path,
+        default=Path(".bench-pg"),
+        help="the embedded PostgreSQL's data directory",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

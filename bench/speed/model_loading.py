@@ -60,11 +60,18 @@ def wait_for(url: str, process: subprocess.Popen[bytes], started: float) -> floa
 def one_run(mode: str, data_dir: Path, port: int) -> tuple[float, int, float, float]:
     """(s to the first 200 of /healthz, /readyz's status then, first search ms, second
     search ms) of one start."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("DATABASE_URL", "ENGRAM_DATABASE_URL")}
-    env.update(ENGRAM_DATA_DIR=str(data_dir), ENGRAM_CONFIG=str(data_dir / "none.toml"),
-               ENGRAM_AUTH_DISABLED="true", ENGRAM_JOBS__WORKER_ENABLED="false",
-               ENGRAM_JOBS__SCHEDULER_ENABLED="false")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "ENGRAM_DATABASE_URL")
+    }
+    env.update(
+        ENGRAM_DATA_DIR=str(data_dir),
+        ENGRAM_CONFIG=str(data_dir / "none.toml"),
+        ENGRAM_AUTH_DISABLED="true",
+        ENGRAM_JOBS__WORKER_ENABLED="false",
+        ENGRAM_JOBS__SCHEDULER_ENABLED="false",
+    )
     base = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", CHILD, mode, str(port)], env=env)
@@ -84,8 +91,9 @@ def one_run(mode: str, data_dir: Path, port: int) -> tuple[float, int, float, fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs of each mode")
     parser.add_argument("--port", type=int, default=18779)
     args = parser.parse_args()
@@ -95,14 +103,18 @@ def main() -> None:
         if models.exists():
             (data_dir / "models").symlink_to(models)
         one_run("start-up", data_dir, args.port)  # creates the database
-        print("| model loaded | run | serving after s | /readyz then | "
-              "first search ms | second search ms |")
+        print(
+            "| model loaded | run | serving after s | /readyz then | "
+            "first search ms | second search ms |"
+        )
         print("|---|---|---|---|---|---|")
         for run in range(1, args.runs + 1):
             for mode in ("start-up", "first-use"):
                 alive, ready, first, second = one_run(mode, data_dir, args.port)
-                print(f"| {mode} | {run} | {alive:.1f} | {ready} | {first:.0f} | "
-                      f"{second:.0f} |", flush=True)
+                print(
+                    f"| {mode} | {run} | {alive:.1f} | {ready} | {first:.0f} | {second:.0f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ from app.rls import APP_ROLE
 from tests.support.clusters import new_primary, private_dir
 from tests.support.pgbouncer import start_pgbouncer
 
-WORDS = ("kite garden piano river invoice museum ferry violin harvest lantern orchard "
-         "ticket glacier bakery compass meadow thunder library tunnel castle").split()
+WORDS = (
+    "kite garden piano river invoice museum ferry violin harvest lantern orchard "
+    "ticket glacier bakery compass meadow thunder library tunnel castle"
+).split()
 
 
 def sentence(rng: random.Random) -> str:
@@ -48,12 +50,15 @@ async def timed_searches(settings: Settings, queries: list[str], *, seed: int) -
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bench",
-                                     timeout=120) as http:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://bench", timeout=120
+        ) as http:
             rng = random.Random(5)
             for start in range(0, seed, 250):
-                items = [{"content": sentence(rng), "butler": "bench"}
-                         for _ in range(min(250, seed - start))]
+                items = [
+                    {"content": sentence(rng), "butler": "bench"}
+                    for _ in range(min(250, seed - start))
+                ]
                 response = await http.post("/v1/episodes/batch", json={"items": items})
                 response.raise_for_status()
             for query in queries[:10]:
@@ -76,19 +81,26 @@ async def run(args: argparse.Namespace) -> None:
         admin = await asyncpg.connect(primary.url())
         await admin.execute("CREATE DATABASE engram")
         await admin.close()
-        bouncer = await asyncio.to_thread(start_pgbouncer, primary, users=[APP_ROLE],
-                                          pool_size=args.server_connections)
+        bouncer = await asyncio.to_thread(
+            start_pgbouncer, primary, users=[APP_ROLE], pool_size=args.server_connections
+        )
         rng = random.Random(9)
         queries = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(args.queries)]
         common: dict[str, Any] = {
-            "database_url": primary.url(database="engram"), "auth_disabled": True,
-            "data_dir": base / "engram", "db_pool_size": 4,
-            "jobs": JobSettings(worker_enabled=False, scheduler_enabled=False)}
+            "database_url": primary.url(database="engram"),
+            "auth_disabled": True,
+            "data_dir": base / "engram",
+            "db_pool_size": 4,
+            "jobs": JobSettings(worker_enabled=False, scheduler_enabled=False),
+        }
         setups = [
             ("direct, statement cache 100", {}, args.episodes),
             ("direct, statement cache 0", {"db_statement_cache_size": 0}, 0),
-            ("pgbouncer (transaction), statement cache 0",
-             {"db_statement_cache_size": 0, "app_database_url": bouncer.url(APP_ROLE)}, 0),
+            (
+                "pgbouncer (transaction), statement cache 0",
+                {"db_statement_cache_size": 0, "app_database_url": bouncer.url(APP_ROLE)},
+                0,
+            ),
         ]
         for name, extra, seed in setups:
             seconds = await timed_searches(Settings(**common, **extra), queries, seed=seed)
@@ -104,8 +116,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--server-connections", type=int, default=4,
-                        help="pgbouncer's default_pool_size")
+    parser.add_argument(
+        "--server-connections", type=int, default=4, help="pgbouncer's default_pool_size"
+    )
     asyncio.run(run(parser.parse_args()))
 
 

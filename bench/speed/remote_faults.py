@@ -50,12 +50,22 @@ class Endpoint:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 inputs = body.get("input") or []
                 if any(POISON in text for text in inputs):
-                    status, payload = 400, (b'{"error": {"message": "This model\'s maximum '
-                                            b'context length is 8192 tokens"}}')
+                    status, payload = (
+                        400,
+                        (
+                            b'{"error": {"message": "This model\'s maximum '
+                            b'context length is 8192 tokens"}}'
+                        ),
+                    )
                 else:
-                    data = [{"object": "embedding", "index": i,
-                             "embedding": hashed_vector(text, DIMENSIONS)}
-                            for i, text in enumerate(inputs)]
+                    data = [
+                        {
+                            "object": "embedding",
+                            "index": i,
+                            "embedding": hashed_vector(text, DIMENSIONS),
+                        }
+                        for i, text in enumerate(inputs)
+                    ]
                     status, payload = 200, json.dumps({"object": "list", "data": data}).encode()
                 if endpoint.mode == "delay":
                     time.sleep(8)
@@ -66,7 +76,7 @@ class Endpoint:
                 try:
                     if endpoint.mode == "drip":
                         for index in range(len(payload)):
-                            self.wfile.write(payload[index:index + 1])
+                            self.wfile.write(payload[index : index + 1])
                             self.wfile.flush()
                             time.sleep(0.01)
                     else:
@@ -93,17 +103,27 @@ class Endpoint:
 
 
 def environment(data_dir: Path, endpoint_port: int) -> dict[str, str]:
-    return {**os.environ, "ENGRAM_DATA_DIR": str(data_dir),
-            "ENGRAM_EMBEDDING_BACKEND": "openai", "ENGRAM_EMBEDDING_MODEL": "faults-stub",
-            "ENGRAM_EMBEDDING_BASE_URL": f"http://127.0.0.1:{endpoint_port}/v1",
-            "ENGRAM_EMBEDDING_TIMEOUT_SECONDS": "5", "ENGRAM_EMBEDDING_BACKLOG_SECONDS": "2",
-            "ENGRAM_LIMITS__REQUESTS_PER_SECOND": "0"}
+    return {
+        **os.environ,
+        "ENGRAM_DATA_DIR": str(data_dir),
+        "ENGRAM_EMBEDDING_BACKEND": "openai",
+        "ENGRAM_EMBEDDING_MODEL": "faults-stub",
+        "ENGRAM_EMBEDDING_BASE_URL": f"http://127.0.0.1:{endpoint_port}/v1",
+        "ENGRAM_EMBEDDING_TIMEOUT_SECONDS": "5",
+        "ENGRAM_EMBEDDING_BACKLOG_SECONDS": "2",
+        "ENGRAM_LIMITS__REQUESTS_PER_SECOND": "0",
+    }
 
 
 def key(env: dict[str, str], tenant: str) -> str:
     """A new API key of `tenant` (the CLI prints the secret last)."""
-    out = subprocess.run([sys.executable, "-m", "app.cli", "keys", "create", "--tenant", tenant],
-                         env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "keys", "create", "--tenant", tenant],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.strip().splitlines()[-1]
 
 
@@ -126,8 +146,12 @@ async def run(args: argparse.Namespace) -> None:
     env = environment(work / "data", args.endpoint_port)
     keys = {tenant: key(env, tenant) for tenant in ("t1", "t2")}
     log = (work / "serve.log").open("ab")
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port",
-                               str(args.port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(args.port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{args.port}"
     try:
         async with httpx.AsyncClient(base_url=base, timeout=30) as probe:
@@ -138,35 +162,53 @@ async def run(args: argparse.Namespace) -> None:
                 except httpx.TransportError:
                     pass
                 await asyncio.sleep(0.5)
-        clients = {tenant: httpx.AsyncClient(base_url=base, timeout=30, headers={
-            "Authorization": f"Bearer {secret}"}) for tenant, secret in keys.items()}
+        clients = {
+            tenant: httpx.AsyncClient(
+                base_url=base, timeout=30, headers={"Authorization": f"Bearer {secret}"}
+            )
+            for tenant, secret in keys.items()
+        }
         t1, t2 = clients["t1"], clients["t2"]
-        await t2.post("/v1/facts", json={"subject": "Ann", "predicate": "moors",
-                                         "content": "Ann moors her boat at the harbour"})
+        await t2.post(
+            "/v1/facts",
+            json={
+                "subject": "Ann",
+                "predicate": "moors",
+                "content": "Ann moors her boat at the harbour",
+            },
+        )
         print(f"{'endpoint':<22} {'search':<28} {'recall':<28} {'context':<28}")
         for mode in ("delay", "down", "drip"):
             endpoint.set(mode)
-            row = [await timed(t2, "/v1/search", {"query": "harbour boat"}),
-                   await timed(t2, "/v1/recall", {"topic": "harbour boat"}),
-                   await timed(t2, "/v1/context", {"trigger_prompt": "harbour boat",
-                                                   "butler": "chat"})]
+            row = [
+                await timed(t2, "/v1/search", {"query": "harbour boat"}),
+                await timed(t2, "/v1/recall", {"topic": "harbour boat"}),
+                await timed(
+                    t2, "/v1/context", {"trigger_prompt": "harbour boat", "butler": "chat"}
+                ),
+            ]
             print(f"{mode:<22} {row[0]:<28} {row[1]:<28} {row[2]:<28}")
             endpoint.set("up")
             await asyncio.sleep(12)  # past the "failed recently" window
-        stored = await t1.post("/v1/episodes", json={
-            "content": POISON + " a text past the model's length", "butler": "chat"})
+        stored = await t1.post(
+            "/v1/episodes",
+            json={"content": POISON + " a text past the model's length", "butler": "chat"},
+        )
         skipped = 0
         for _ in range(20):
             found = await t2.post("/v1/search", json={"query": "harbour"})
             skipped += found.json().get("semantic_skipped") is not None
             await asyncio.sleep(0.5)
-        written = await t2.post("/v1/episodes", json={"content": "Bob baked bread",
-                                                      "butler": "chat"})
+        written = await t2.post(
+            "/v1/episodes", json={"content": "Bob baked bread", "butler": "chat"}
+        )
         await asyncio.sleep(3)
         backlog = (await t2.get("/readyz")).json().get("embedding_backlog")
-        print(f"\nt1 stored a refused text ({stored.status_code}); t2's searches without "
-              f"their semantic list: {skipped} of 20; t2's write {written.status_code}; "
-              f"backlog 3 s later: {backlog} (the refused row counts)")
+        print(
+            f"\nt1 stored a refused text ({stored.status_code}); t2's searches without "
+            f"their semantic list: {skipped} of 20; t2's write {written.status_code}; "
+            f"backlog 3 s later: {backlog} (the refused row counts)"
+        )
         for http in clients.values():
             await http.aclose()
     finally:

@@ -54,8 +54,10 @@ class RerankEndpoint:
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 endpoint.release.wait(timeout=120)
-                results = [{"index": i, "relevance_score": stub_score(text)}
-                           for i, text in enumerate(body.get("documents", []))]
+                results = [
+                    {"index": i, "relevance_score": stub_score(text)}
+                    for i, text in enumerate(body.get("documents", []))
+                ]
                 payload = json.dumps({"results": results}).encode()
                 try:
                     self.send_response(200)
@@ -86,16 +88,17 @@ def milliseconds(samples: list[float]) -> str:
     """p50 / p95 / max in ms."""
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return (f"{statistics.median(ordered) * 1000:.1f} / {p95 * 1000:.1f} / "
-            f"{ordered[-1] * 1000:.1f}")
+    return f"{statistics.median(ordered) * 1000:.1f} / {p95 * 1000:.1f} / {ordered[-1] * 1000:.1f}"
 
 
-async def search(http: httpx.AsyncClient, query: str, butler: str,
-                 rerank: bool) -> tuple[float, dict[str, Any]]:
+async def search(
+    http: httpx.AsyncClient, query: str, butler: str, rerank: bool
+) -> tuple[float, dict[str, Any]]:
     """Seconds and body of one hybrid search."""
     began = time.perf_counter()
-    response = await http.post("/v1/search", json={
-        "query": query, "limit": 10, "scope": butler, "rerank": rerank})
+    response = await http.post(
+        "/v1/search", json={"query": query, "limit": 10, "scope": butler, "rerank": rerank}
+    )
     elapsed = time.perf_counter() - began
     response.raise_for_status()
     return elapsed, response.json()
@@ -112,8 +115,10 @@ async def run(args: argparse.Namespace) -> None:
     butler = f"rerank-{uuid.uuid4().hex[:8]}"
     async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as http:
         for start in range(0, args.episodes, 100):
-            batch = [{"content": sentence(rng), "butler": butler}
-                     for _ in range(min(100, args.episodes - start))]
+            batch = [
+                {"content": sentence(rng), "butler": butler}
+                for _ in range(min(100, args.episodes - start))
+            ]
             (await http.post("/v1/episodes/batch", json={"items": batch})).raise_for_status()
         queries = [question(rng, index) for index in range(args.queries)]
         for index in range(args.warm):  # the model, the statements, the store's own work
@@ -136,21 +141,29 @@ async def run(args: argparse.Namespace) -> None:
             timings["hung"].append(elapsed)
             if (body["reranker"] or {}).get("applied") or ids(body) != fused:
                 problems["hung"] += 1
-    print(f"{args.episodes} episodes in one butler, {args.queries} questions asked each way, "
-          f"limit 10, one search at a time; the reranker's budget {args.budget_ms} ms\n")
+    print(
+        f"{args.episodes} episodes in one butler, {args.queries} questions asked each way, "
+        f"limit 10, one search at a time; the reranker's budget {args.budget_ms} ms\n"
+    )
     print("| phase | p50 / p95 / max, ms | searches not served as expected |")
     print("|---|---|---|")
     print(f"| `rerank: false` (fused, the floor) | {milliseconds(timings['fused'])} | |")
-    print(f"| endpoint answering | {milliseconds(timings['reranked'])} | "
-          f"{problems['reranked']} not in the endpoint's order |")
-    print(f"| endpoint hung | {milliseconds(timings['hung'])} | "
-          f"{problems['hung']} not in the fused order or not marked skipped |")
+    print(
+        f"| endpoint answering | {milliseconds(timings['reranked'])} | "
+        f"{problems['reranked']} not in the endpoint's order |"
+    )
+    print(
+        f"| endpoint hung | {milliseconds(timings['hung'])} | "
+        f"{problems['hung']} not in the fused order or not marked skipped |"
+    )
     over = [hung - floor for hung, floor in zip(timings["hung"], timings["fused"], strict=True)]
     slow = [index for index, extra in enumerate(over) if extra * 1000 > args.budget_ms + 10]
     over.sort()
-    print(f"\nhung minus fused, per question: p50 {statistics.median(over) * 1000:.1f} ms, "
-          f"p95 {over[int(0.95 * (len(over) - 1))] * 1000:.1f} ms, max {over[-1] * 1000:.1f} ms; "
-          f"the budget plus 10 ms: {args.budget_ms + 10} ms; questions past it: {slow}")
+    print(
+        f"\nhung minus fused, per question: p50 {statistics.median(over) * 1000:.1f} ms, "
+        f"p95 {over[int(0.95 * (len(over) - 1))] * 1000:.1f} ms, max {over[-1] * 1000:.1f} ms; "
+        f"the budget plus 10 ms: {args.budget_ms + 10} ms; questions past it: {slow}"
+    )
     endpoint.server.shutdown()
 
 
@@ -158,8 +171,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8796")
     parser.add_argument("--stub-port", type=int, default=8797)
-    parser.add_argument("--budget-ms", type=int, default=200,
-                        help="the server's ENGRAM_RERANKER__TIMEOUT_MS, for the report")
+    parser.add_argument(
+        "--budget-ms",
+        type=int,
+        default=200,
+        help="the server's ENGRAM_RERANKER__TIMEOUT_MS, for the report",
+    )
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--warm", type=int, default=30)

@@ -25,8 +25,32 @@ from tests.support.database import scratch_database, scratch_server_url
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-SYLLABLES = ["ka", "lo", "mi", "ra", "ne", "to", "su", "vi", "de", "an", "el", "or", "is", "ba",
-             "chi", "tho", "qua", "zo", "pe", "li", "mar", "gan", "wen", "dru"]
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ra",
+    "ne",
+    "to",
+    "su",
+    "vi",
+    "de",
+    "an",
+    "el",
+    "or",
+    "is",
+    "ba",
+    "chi",
+    "tho",
+    "qua",
+    "zo",
+    "pe",
+    "li",
+    "mar",
+    "gan",
+    "wen",
+    "dru",
+]
 
 SEED_SQL = """
 WITH words AS (
@@ -57,7 +81,7 @@ FROM (SELECT id, canonical_name FROM entities ORDER BY id LIMIT $1) AS e,
 
 def typo(word: str) -> str:
     i = len(word) // 2
-    return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
 
 async def timed(client: httpx.AsyncClient, body: dict[str, Any], runs: int) -> list[float]:
@@ -83,10 +107,13 @@ async def main(entities: int, runs: int, keep: bool) -> None:
         await conn.execute(SEED_SQL, entities, SYLLABLES)
         await conn.execute(FACTS_SQL, min(entities, 20_000))
         await conn.execute("ANALYZE entities; ANALYZE facts")
-        print(f"seeded {entities} entities, {min(entities, 20_000) * 5} facts "
-              f"in {time.perf_counter() - started:.1f}s")
-        rows = await conn.fetch("SELECT canonical_name, aliases FROM entities "
-                                "ORDER BY random() LIMIT 200")
+        print(
+            f"seeded {entities} entities, {min(entities, 20_000) * 5} facts "
+            f"in {time.perf_counter() - started:.1f}s"
+        )
+        rows = await conn.fetch(
+            "SELECT canonical_name, aliases FROM entities ORDER BY random() LIMIT 200"
+        )
         await conn.close()
 
         random.seed(7)
@@ -102,8 +129,9 @@ async def main(entities: int, runs: int, keep: bool) -> None:
             "short, no match": [{"name": "zq"}],
             "no match": [{"name": f"zzq{i}xy"} for i in range(50)],
             "fuzzy (typo)": [{"name": typo(w), "enable_fuzzy": True} for w in last_words],
-            "name + topic hint": [{"name": n.split(" ")[0], "context_hints": {"topic": "club"}}
-                                  for n in names],
+            "name + topic hint": [
+                {"name": n.split(" ")[0], "context_hints": {"topic": "club"}} for n in names
+            ],
         }
         # In-process on loopback: no API key needed for the measurement.
         settings = Settings(database_url=db_url, migrate_on_start=False, auth_disabled=True)
@@ -119,8 +147,9 @@ async def main(entities: int, runs: int, keep: bool) -> None:
                         samples += await timed(client, bodies[i % len(bodies)], 1)
                     samples.sort()
                     p95 = samples[min(len(samples) - 1, int(0.95 * len(samples)))]
-                    print(f"{label:22} {statistics.median(samples):10.1f} {p95:8.1f} "
-                          f"{len(samples):5}")
+                    print(
+                        f"{label:22} {statistics.median(samples):10.1f} {p95:8.1f} {len(samples):5}"
+                    )
 
 
 if __name__ == "__main__":

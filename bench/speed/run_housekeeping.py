@@ -36,14 +36,18 @@ SYSTEM = "SELECT set_config('engram.system', 'on', true)"
 TENANT = "bench"
 
 
-async def seed(engine: AsyncEngine, *, runs: int, messages: int, episodes: int,
-               share: float) -> None:
+async def seed(
+    engine: AsyncEngine, *, runs: int, messages: int, episodes: int, share: float
+) -> None:
     """Insert the runs (old and recent), their messages and feedback, and the episodes."""
     async with engine.begin() as conn:
         await conn.execute(text(SYSTEM))
-        for finished, count in (("now() - interval '730 days'", runs),
-                                ("now()", max(1, runs // 10))):
-            await conn.execute(text(f"""
+        for finished, count in (
+            ("now() - interval '730 days'", runs),
+            ("now()", max(1, runs // 10)),
+        ):
+            await conn.execute(
+                text(f"""
                 WITH made AS (
                     INSERT INTO runs (tenant_id, task_id, summary, started_at, finished_at,
                                       success)
@@ -57,15 +61,18 @@ async def seed(engine: AsyncEngine, *, runs: int, messages: int, episodes: int,
                     FROM made, generate_series(1, :m) s)
                 INSERT INTO run_feedback (tenant_id, run_id, source, rating, rationale)
                 SELECT :t, id, 'critic', 0.4, 'Too slow on the totals' FROM made"""),
-                {"t": TENANT, "n": count, "m": messages})
-        await conn.execute(text("""
+                {"t": TENANT, "n": count, "m": messages},
+            )
+        await conn.execute(
+            text("""
             INSERT INTO episodes (tenant_id, butler, content, session_id, search_vector)
             SELECT :t, 'chat', c, 's-' || (g / 20), to_tsvector('english', c)
             FROM (SELECT g, CASE WHEN random() < :share
                              THEN 'Reach me at person' || g || '@example.com about the order'
                              ELSE 'The order ' || g || ' shipped on time' END AS c
                   FROM generate_series(1, :e) g) x"""),
-            {"t": TENANT, "e": episodes, "share": share})
+            {"t": TENANT, "e": episodes, "share": share},
+        )
 
 
 async def timed(name: str, work: object) -> dict[str, object]:
@@ -83,38 +90,53 @@ async def run(args: argparse.Namespace) -> None:
     try:
         await migrations.upgrade(engine)
         start = time.perf_counter()
-        await seed(engine, runs=args.runs, messages=args.messages, episodes=args.episodes,
-                   share=args.share)
-        print(f"seeded {args.runs + max(1, args.runs // 10)} runs x {args.messages} messages, "
-              f"{args.episodes} episodes ({args.share:.0%} with an address) in "
-              f"{time.perf_counter() - start:.0f} s")
+        await seed(
+            engine, runs=args.runs, messages=args.messages, episodes=args.episodes, share=args.share
+        )
+        print(
+            f"seeded {args.runs + max(1, args.runs // 10)} runs x {args.messages} messages, "
+            f"{args.episodes} episodes ({args.share:.0%} with an address) in "
+            f"{time.perf_counter() - start:.0f} s"
+        )
         ctx = JobContext(make_sessionmaker(engine), settings, get_embedder(settings))
         await ctx.embedder.aembed("warm the model up", tenant_id=TENANT)
-        cleanup = await timed("cleanup (run retention)", run_episode_cleanup(
-            ctx, tenant_id=None, max_entries=10**9))
-        print(f"  {cleanup['runs_deleted'] / cleanup['seconds']:.0f} runs/s "
-              f"({cleanup['run_messages_deleted']} messages)")  # type: ignore[operator]
+        cleanup = await timed(
+            "cleanup (run retention)", run_episode_cleanup(ctx, tenant_id=None, max_entries=10**9)
+        )
+        print(
+            f"  {cleanup['runs_deleted'] / cleanup['seconds']:.0f} runs/s "
+            f"({cleanup['run_messages_deleted']} messages)"
+        )  # type: ignore[operator]
         first = await timed("pii scrub", run_pii_scrub(ctx, tenant_id=None, rescan=False))
-        checked = sum(int(first[f"{kind}_checked"]) for kind in  # type: ignore[call-overload]
-                      ("messages", "feedback", "rules", "episodes"))
-        print(f"  {checked / first['seconds']:.0f} rows checked/s, "  # type: ignore[operator]
-              f"{first['episodes_rewritten']} episodes rewritten")
+        checked = sum(
+            int(first[f"{kind}_checked"])
+            for kind in ("messages", "feedback", "rules", "episodes")  # type: ignore[call-overload]
+        )
+        print(
+            f"  {checked / first['seconds']:.0f} rows checked/s, "  # type: ignore[operator]
+            f"{first['episodes_rewritten']} episodes rewritten"
+        )
         await timed("pii scrub, nothing new", run_pii_scrub(ctx, tenant_id=None, rescan=False))
     finally:
         await engine.dispose()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default=None,
-                        help="a database (owner); default: the embedded server in --data-dir")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="a database (owner); default: the embedded server in --data-dir",
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("bench-data"))
     parser.add_argument("--runs", type=int, default=20_000)
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--episodes", type=int, default=20_000)
-    parser.add_argument("--share", type=float, default=0.05,
-                        help="share of the episodes holding an address")
+    parser.add_argument(
+        "--share", type=float, default=0.05, help="share of the episodes holding an address"
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -52,8 +52,10 @@ def percentile(seconds: list[float], q: float) -> float:
 
 def summary(name: str, seconds: list[float]) -> str:
     """'name: p50 x ms, p95 y ms (n)'."""
-    return (f"{name:38s} p50 {percentile(seconds, 0.5):7.1f} ms   "
-            f"p95 {percentile(seconds, 0.95):7.1f} ms   (n={len(seconds)})")
+    return (
+        f"{name:38s} p50 {percentile(seconds, 0.5):7.1f} ms   "
+        f"p95 {percentile(seconds, 0.95):7.1f} ms   (n={len(seconds)})"
+    )
 
 
 class PlainClient:
@@ -62,8 +64,9 @@ class PlainClient:
 
     def __init__(self, base_url: str) -> None:
         parts = urlsplit(base_url)
-        self._connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1",
-                                                      parts.port, timeout=60)
+        self._connection = http.client.HTTPConnection(
+            parts.hostname or "127.0.0.1", parts.port, timeout=60
+        )
 
     def post(self, path: str, payload: dict[str, object]) -> float:
         """Seconds from sending the request to having read the whole answer (2xx only)."""
@@ -77,8 +80,9 @@ class PlainClient:
         """Seconds from sending the request to having read the whole answer, and the answer."""
         data = json.dumps(payload).encode()
         start = time.perf_counter()
-        self._connection.request("POST", path, body=data,
-                                 headers={"Content-Type": "application/json"})
+        self._connection.request(
+            "POST", path, body=data, headers={"Content-Type": "application/json"}
+        )
         response = self._connection.getresponse()
         answer = response.read()
         seconds = time.perf_counter() - start
@@ -98,16 +102,26 @@ async def run(args: argparse.Namespace) -> None:
     embedder = get_embedder(Settings())
     engine = create_async_engine(args.database_url, pool_size=1)
     filters = search_rows.Filters(tenant_id=args.tenant, scope=args.scope, min_confidence=0.2)
-    body = {"types": TYPES, "mode": "hybrid", "limit": LIMIT, "scope": args.scope,
-            "fusion": args.fusion}
+    body = {
+        "types": TYPES,
+        "mode": "hybrid",
+        "limit": LIMIT,
+        "scope": args.scope,
+        "fusion": args.fusion,
+    }
     # Learned fusion reads each list rerank.DEPTH deep; its statement is timed at that depth.
     depth = max(LIMIT, rerank.DEPTH) if args.fusion == "learned" else LIMIT
-    steps: dict[str, list[float]] = {"search through HTTP": [], "same, through httpx": [],
-                                     "model alone (one query)": [],
-                                     "search statement SQL alone": []}
+    steps: dict[str, list[float]] = {
+        "search through HTTP": [],
+        "same, through httpx": [],
+        "model alone (one query)": [],
+        "search statement SQL alone": [],
+    }
     plain = PlainClient(args.base_url)
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=60) as http, \
-            AsyncSession(engine) as session:
+    async with (
+        httpx.AsyncClient(base_url=args.base_url, timeout=60) as http,
+        AsyncSession(engine) as session,
+    ):
         scope_session(session, Scope(tenant_id=args.tenant))
 
         async def through_httpx(payload: dict[str, object]) -> float:
@@ -130,42 +144,62 @@ async def run(args: argparse.Namespace) -> None:
                 vector = await embedder.aembed(query)
                 model_seconds = time.perf_counter() - start
                 await session.execute(text("SET LOCAL ROLE engram_app"))
-                await search_rows.configure_vector_scan(session, ef_search=max(40, depth),
-                                                        max_scan_tuples=20_000)
+                await search_rows.configure_vector_scan(
+                    session, ef_search=max(40, depth), max_scan_tuples=20_000
+                )
                 start = time.perf_counter()
                 await search_rows.search_candidates(
-                    session, types=TYPES, filters=filters, vector=vector, query=query,
-                    limit=depth, passages=search_rows.IN_FULL if args.fusion == "learned"
-                    else search_rows.AS_PARTS)
+                    session,
+                    types=TYPES,
+                    filters=filters,
+                    vector=vector,
+                    query=query,
+                    limit=depth,
+                    passages=search_rows.IN_FULL
+                    if args.fusion == "learned"
+                    else search_rows.AS_PARTS,
+                )
                 sql_seconds = time.perf_counter() - start
                 await session.rollback()
                 if round_number:
-                    for name, seconds in zip(steps, (http_seconds, httpx_seconds,
-                                                     model_seconds, sql_seconds), strict=True):
+                    for name, seconds in zip(
+                        steps,
+                        (http_seconds, httpx_seconds, model_seconds, sql_seconds),
+                        strict=True,
+                    ):
                         steps[name].append(seconds)
     await engine.dispose()
     embedder.close()
     plain.close()
     for name, seconds in steps.items():
         print(summary(name, seconds))
-    floors = [percentile(steps["model alone (one query)"], q)
-              + percentile(steps["search statement SQL alone"], q) for q in (0.5, 0.95)]
+    floors = [
+        percentile(steps["model alone (one query)"], q)
+        + percentile(steps["search statement SQL alone"], q)
+        for q in (0.5, 0.95)
+    ]
     for name in ("search through HTTP", "same, through httpx"):
-        p50, p95 = (percentile(steps[name], q) / floor
-                    for q, floor in zip((0.5, 0.95), floors, strict=True))
+        p50, p95 = (
+            percentile(steps[name], q) / floor for q, floor in zip((0.5, 0.95), floors, strict=True)
+        )
         print(f"{name + ' over its floors':38s} p50 {p50:7.2f} x    p95 {p95:7.2f} x")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database-url", required=True, help="the server's database (owner)")
     parser.add_argument("--base-url", default="http://127.0.0.1:8100")
     parser.add_argument("--tenant", default="default")
     parser.add_argument("--scope", default=None, help="a butler to search (default: all)")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--fusion", choices=("learned", "rrf"), default="learned",
-                        help="the fusion searched with; the SQL floor is timed at its depth")
+    parser.add_argument(
+        "--fusion",
+        choices=("learned", "rrf"),
+        default="learned",
+        help="the fusion searched with; the SQL floor is timed at its depth",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -35,10 +35,16 @@ from app.config import Settings
 from app.embedding import get_embedder
 from bench.common.texts import ACTIVITIES, BUTLERS, FEELINGS, NAMES, PLACES, TIMES
 
-PARTS = {"name": NAMES, "activity": ACTIVITIES, "place": PLACES, "time": TIMES,
-         "feeling": [f for f in FEELINGS if f]}
-HNSW_INDEX = "CREATE INDEX ix_episodes_embedding_hnsw ON episodes " \
-             "USING hnsw (embedding vector_cosine_ops)"
+PARTS = {
+    "name": NAMES,
+    "activity": ACTIVITIES,
+    "place": PLACES,
+    "time": TIMES,
+    "feeling": [f for f in FEELINGS if f],
+}
+HNSW_INDEX = (
+    "CREATE INDEX ix_episodes_embedding_hnsw ON episodes USING hnsw (embedding vector_cosine_ops)"
+)
 
 
 def vector_text(vector: list[float]) -> str:
@@ -50,13 +56,16 @@ async def load_parts(connection: asyncpg.Connection) -> None:
     """A temporary table of every sentence part and its embedding."""
     embedder = get_embedder(Settings())
     try:
-        await connection.execute(f"CREATE TEMP TABLE part (kind text, i int, "
-                                 f"v vector({embedder.dimensions}), PRIMARY KEY (kind, i))")
+        await connection.execute(
+            f"CREATE TEMP TABLE part (kind text, i int, "
+            f"v vector({embedder.dimensions}), PRIMARY KEY (kind, i))"
+        )
         for kind, texts in PARTS.items():
             vectors = embedder.embed_batch(texts)
             await connection.executemany(
                 "INSERT INTO part VALUES ($1, $2, $3::vector)",
-                [(kind, i, vector_text(list(v))) for i, v in enumerate(vectors)])
+                [(kind, i, vector_text(list(v))) for i, v in enumerate(vectors)],
+            )
     finally:
         embedder.close()
 
@@ -67,12 +76,24 @@ def batch_rows(rng: random.Random, size: int) -> list[list[object]]:
     for _ in range(size):
         picks = {kind: rng.randrange(len(texts)) for kind, texts in PARTS.items()}
         feeling = picks["feeling"] if rng.random() < 0.8 else None
-        words = [NAMES[picks["name"]], ACTIVITIES[picks["activity"]], PLACES[picks["place"]],
-                 TIMES[picks["time"]]]
+        words = [
+            NAMES[picks["name"]],
+            ACTIVITIES[picks["activity"]],
+            PLACES[picks["place"]],
+            TIMES[picks["time"]],
+        ]
         if feeling is not None:
             words.append(PARTS["feeling"][feeling])
-        row = [rng.choice(BUTLERS), " ".join(words) + ".", float(rng.randint(1, 10)),
-               picks["name"], picks["activity"], picks["place"], picks["time"], feeling]
+        row = [
+            rng.choice(BUTLERS),
+            " ".join(words) + ".",
+            float(rng.randint(1, 10)),
+            picks["name"],
+            picks["activity"],
+            picks["place"],
+            picks["time"],
+            feeling,
+        ]
         for column, value in zip(columns, row, strict=True):
             column.append(value)
     return columns
@@ -103,7 +124,8 @@ async def run(args: argparse.Namespace) -> None:
     try:
         await connection.execute("SELECT set_config('engram.system', 'on', false)")
         version = await connection.fetchval(
-            "SELECT id FROM embedding_versions ORDER BY id DESC LIMIT 1")
+            "SELECT id FROM embedding_versions ORDER BY id DESC LIMIT 1"
+        )
         if version is None:
             raise SystemExit("no embedding version yet: store one episode through the API")
         await load_parts(connection)
@@ -117,14 +139,18 @@ async def run(args: argparse.Namespace) -> None:
                 rate = (done + size) / (time.perf_counter() - started)
                 print(f"  {done + size}/{args.n} episodes, {rate:.0f}/s", file=sys.stderr)
         load_seconds = time.perf_counter() - started
-        print(f"load: {args.n} episodes in {load_seconds:.0f} s "
-              f"({args.n / load_seconds:.0f}/s, keyword triggers on, no HNSW index)")
+        print(
+            f"load: {args.n} episodes in {load_seconds:.0f} s "
+            f"({args.n / load_seconds:.0f}/s, keyword triggers on, no HNSW index)"
+        )
         await connection.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
         await connection.execute("SET max_parallel_maintenance_workers = 1")
         started = time.perf_counter()
         await connection.execute(HNSW_INDEX)
-        print(f"HNSW index build: {time.perf_counter() - started:.0f} s "
-              f"(maintenance_work_mem {args.maintenance_work_mem}, 1 parallel worker)")
+        print(
+            f"HNSW index build: {time.perf_counter() - started:.0f} s "
+            f"(maintenance_work_mem {args.maintenance_work_mem}, 1 parallel worker)"
+        )
         started = time.perf_counter()
         await connection.execute("VACUUM ANALYZE episodes")
         await connection.execute("VACUUM ANALYZE keyword_postings")
@@ -134,8 +160,9 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database-url", required=True, help="owner URL (libpq form)")
     parser.add_argument("--n", type=int, default=1_000_000, help="episodes to seed")
     parser.add_argument("--batch", type=int, default=5_000)

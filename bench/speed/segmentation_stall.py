@@ -78,8 +78,7 @@ def serve_huge_answers(port: int) -> ThreadingHTTPServer:
     return server
 
 
-async def stall_during(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[float, float,
-                                                                                Any]:
+async def stall_during(http: httpx.AsyncClient, work: Awaitable[Any]) -> tuple[float, float, Any]:
     """The slowest `/healthz` (ms) asked every 10 ms while `work` runs, the work's own
     seconds, and its result."""
     task = asyncio.ensure_future(work)
@@ -101,24 +100,38 @@ async def run(args: argparse.Namespace) -> None:
         print(f"| {count:,} | {segmentation_seconds(count) * 1000:.1f} |")
     stub = serve_huge_answers(args.stub_port)
     butler = f"stall-{uuid.uuid4().hex[:8]}"
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=600) as http, \
-            httpx.AsyncClient(base_url=args.base_url, timeout=600) as probe:
+    async with (
+        httpx.AsyncClient(base_url=args.base_url, timeout=600) as http,
+        httpx.AsyncClient(base_url=args.base_url, timeout=600) as probe,
+    ):
         items = [{"content": marked(49_999), "butler": butler}] * args.batch
         stall, seconds, response = await stall_during(
-            probe, http.post("/v1/episodes/batch", json={"items": items}))
+            probe, http.post("/v1/episodes/batch", json={"items": items})
+        )
         response.raise_for_status()
         print("\n| while ... | slowest /healthz, ms | the request, s | answer |")
         print("|---|---|---|---|")
-        print(f"| a batch of {args.batch} x 50,000 marks is stored | {stall:.0f} | "
-              f"{seconds:.2f} | {response.status_code} |")
-        garden = [{"content": f"The garden note number {i} about tomatoes", "butler": butler}
-                  for i in range(5)]
+        print(
+            f"| a batch of {args.batch} x 50,000 marks is stored | {stall:.0f} | "
+            f"{seconds:.2f} | {response.status_code} |"
+        )
+        garden = [
+            {"content": f"The garden note number {i} about tomatoes", "butler": butler}
+            for i in range(5)
+        ]
         (await http.post("/v1/episodes/batch", json={"items": garden})).raise_for_status()
-        stall, seconds, response = await stall_during(probe, http.post("/v1/search", json={
-            "query": "tomatoes in the garden", "scope": butler, "mode": "keyword"}))
+        stall, seconds, response = await stall_during(
+            probe,
+            http.post(
+                "/v1/search",
+                json={"query": "tomatoes in the garden", "scope": butler, "mode": "keyword"},
+            ),
+        )
         response.raise_for_status()
-        print(f"| a search gets a 60 MB rerank answer (budget 800 ms) | {stall:.0f} | "
-              f"{seconds:.2f} | reranker {response.json()['reranker']} |")
+        print(
+            f"| a search gets a 60 MB rerank answer (budget 800 ms) | {stall:.0f} | "
+            f"{seconds:.2f} | reranker {response.json()['reranker']} |"
+        )
     stub.shutdown()
 
 

@@ -44,8 +44,13 @@ def episodes(n: int, side: str, rng: random.Random) -> list[dict[str, Any]]:
         counts[butler] += 1
         step = timedelta(hours=2) if counts[butler] % 40 == 0 else timedelta(minutes=1)
         clocks[butler] += step
-        items.append({"content": sentence(rng), "butler": f"{butler}-{side}",
-                      "occurred_at": clocks[butler].isoformat()})
+        items.append(
+            {
+                "content": sentence(rng),
+                "butler": f"{butler}-{side}",
+                "occurred_at": clocks[butler].isoformat(),
+            }
+        )
     return items
 
 
@@ -60,10 +65,16 @@ async def run(args: argparse.Namespace) -> None:
         await migrations.upgrade(engine)
         await engine.dispose()
         rng = random.Random(args.seed)
-        sides = {True: episodes(args.episodes, "on", rng),
-                 False: episodes(args.episodes, "off", rng)}
-        settings = Settings(database_url=url, migrate_on_start=False, auth_disabled=True,
-                            jobs=JobSettings(worker_enabled=False, scheduler_enabled=False))
+        sides = {
+            True: episodes(args.episodes, "on", rng),
+            False: episodes(args.episodes, "off", rng),
+        }
+        settings = Settings(
+            database_url=url,
+            migrate_on_start=False,
+            auth_disabled=True,
+            jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+        )
         app = create_app(settings)
         elapsed = {True: 0.0, False: 0.0}
         lookup = [0.0]
@@ -79,40 +90,47 @@ async def run(args: argparse.Namespace) -> None:
         episode_service.episode_rows.inferred_around = timed  # type: ignore[assignment]
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1",
-                                         timeout=900) as http:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1", timeout=900
+            ) as http:
                 # Warm the model and the statements on both paths before timing.
                 for infer in (True, False):
                     app.state.settings.episode_session_gap_minutes = args.gap if infer else 0
-                    warm = [{"content": sentence(rng), "butler": f"warm-{infer}"}
-                            for _ in range(args.batch)]
-                    (await http.post("/v1/episodes/batch", json={"items": warm})
-                     ).raise_for_status()
+                    warm = [
+                        {"content": sentence(rng), "butler": f"warm-{infer}"}
+                        for _ in range(args.batch)
+                    ]
+                    (await http.post("/v1/episodes/batch", json={"items": warm})).raise_for_status()
                 lookup[0] = 0.0
                 for index, start in enumerate(range(0, args.episodes, args.batch)):
                     order = (True, False) if index % 2 == 0 else (False, True)
                     for infer in order:
-                        chunk = sides[infer][start:start + args.batch]
-                        app.state.settings.episode_session_gap_minutes = (
-                            args.gap if infer else 0)
+                        chunk = sides[infer][start : start + args.batch]
+                        app.state.settings.episode_session_gap_minutes = args.gap if infer else 0
                         began = time.perf_counter()
                         response = await http.post("/v1/episodes/batch", json={"items": chunk})
                         elapsed[infer] += time.perf_counter() - began
                         response.raise_for_status()
         connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
         sessions = await connection.fetchval(
-            "SELECT count(DISTINCT inferred_session) FROM episodes WHERE butler LIKE '%-on'")
+            "SELECT count(DISTINCT inferred_session) FROM episodes WHERE butler LIKE '%-on'"
+        )
         await connection.close()
         cost = elapsed[True] - elapsed[False]
-        print("| episodes a side | batch | gap (min) | without inference | with inference "
-              "| difference | ratio | neighbour lookup | sessions made |")
+        print(
+            "| episodes a side | batch | gap (min) | without inference | with inference "
+            "| difference | ratio | neighbour lookup | sessions made |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
-        print(f"| {args.episodes} | {args.batch} | {args.gap:g} "
-              f"| {elapsed[False]:.1f} s | {elapsed[True]:.1f} s "
-              f"| {cost:+.1f} s ({100 * cost / elapsed[False]:+.1f}%) "
-              f"| {elapsed[True] / elapsed[False]:.3f} "
-              f"| {lookup[0]:.2f} s ({100 * lookup[0] / elapsed[False]:.1f}%) "
-              f"| {sessions} |", flush=True)
+        print(
+            f"| {args.episodes} | {args.batch} | {args.gap:g} "
+            f"| {elapsed[False]:.1f} s | {elapsed[True]:.1f} s "
+            f"| {cost:+.1f} s ({100 * cost / elapsed[False]:+.1f}%) "
+            f"| {elapsed[True] / elapsed[False]:.3f} "
+            f"| {lookup[0]:.2f} s ({100 * lookup[0] / elapsed[False]:.1f}%) "
+            f"| {sessions} |",
+            flush=True,
+        )
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
@@ -124,8 +142,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=250)
     parser.add_argument("--gap", type=float, default=15.0, help="minutes, for the 'on' side")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--pgdata", type=Path, default=Path(".bench-pg"),
-                        help="the embedded PostgreSQL's data directory")
+    parser.add_argument(
+        "--pgdata",
+        type=Path,
+        default=Path(".bench-pg"),
+        help="the embedded PostgreSQL's data directory",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

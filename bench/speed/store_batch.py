@@ -28,12 +28,14 @@ async def run(base_url: str, api_key: str | None, n: int, m: int) -> None:
         for j in range(m):
             namespace = ("test", "foo", "bar", "baz", str(j % 2))
             for i in range(n):
-                calls += [store.aput(namespace, f"key{i}", {"foo": f"bar{i}"}),
-                          store.aget(namespace, f"key{i}"),
-                          store.alist_namespaces(prefix=None, max_depth=j + 1),
-                          store.asearch(("test",)),
-                          store.aput(namespace, f"key{i}", {"foo": f"bar{i}"}),
-                          store.adelete(namespace, f"key{i}")]
+                calls += [
+                    store.aput(namespace, f"key{i}", {"foo": f"bar{i}"}),
+                    store.aget(namespace, f"key{i}"),
+                    store.alist_namespaces(prefix=None, max_depth=j + 1),
+                    store.asearch(("test",)),
+                    store.aput(namespace, f"key{i}", {"foo": f"bar{i}"}),
+                    store.adelete(namespace, f"key{i}"),
+                ]
         started = time.perf_counter()
         results = await asyncio.gather(*calls)
         elapsed = time.perf_counter() - started

@@ -68,7 +68,7 @@ def vectors(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     start = time.perf_counter()
     parts = []
     for i in range(0, len(texts), 32):
-        parts.append(model.encode(texts[i:i + 32]))
+        parts.append(model.encode(texts[i : i + 32]))
         if (i + 32) % 5024 == 0:
             print(f"embedded {i + 32} in {time.perf_counter() - start:.0f}s", flush=True)
     rows = np.vstack(parts)
@@ -90,20 +90,24 @@ async def load(conn: asyncpg.Connection, rows: np.ndarray) -> None:
     await conn.execute("DROP TABLE IF EXISTS items")
     await conn.execute("CREATE TABLE items (id int PRIMARY KEY, embedding vector(384))")
     for start in range(0, len(rows), 2000):
-        chunk = rows[start:start + 2000]
+        chunk = rows[start : start + 2000]
         await conn.execute(
             "INSERT INTO items SELECT * FROM unnest($1::int[], $2::text[]::vector[])",
-            list(range(start, start + len(chunk))), [literal(v) for v in chunk])
+            list(range(start, start + len(chunk))),
+            [literal(v) for v in chunk],
+        )
     await conn.execute("VACUUM ANALYZE items")
 
 
-async def timed_queries(conn: asyncpg.Connection, queries: np.ndarray,
-                        settings: dict[str, str]) -> tuple[list[list[int]], list[float]]:
+async def timed_queries(
+    conn: asyncpg.Connection, queries: np.ndarray, settings: dict[str, str]
+) -> tuple[list[list[int]], list[float]]:
     """Each query's top ids through the index, and its time in ms (after 20 warm-ups)."""
     for name, value in settings.items():
         await conn.execute(f"SET {name} = {value}")
     statement = await conn.prepare(
-        "SELECT id FROM items ORDER BY embedding <=> $1::text::vector LIMIT 10")
+        "SELECT id FROM items ORDER BY embedding <=> $1::text::vector LIMIT 10"
+    )
     texts = [literal(q) for q in queries]
     for text in texts[:20]:
         await statement.fetch(text)
@@ -120,12 +124,12 @@ async def timed_queries(conn: asyncpg.Connection, queries: np.ndarray,
 
 def recall(found: list[list[int]], exact: np.ndarray) -> float:
     """Mean share of the exact top 10 that the index returned."""
-    return statistics.fmean(len(set(ids) & set(truth.tolist())) / K
-                            for ids, truth in zip(found, exact, strict=True))
+    return statistics.fmean(
+        len(set(ids) & set(truth.tolist())) / K for ids, truth in zip(found, exact, strict=True)
+    )
 
 
-async def run(args: argparse.Namespace, rows: np.ndarray, queries: np.ndarray,
-              url: str) -> None:
+async def run(args: argparse.Namespace, rows: np.ndarray, queries: np.ndarray, url: str) -> None:
     exact = np.argsort(-(queries @ rows.T), axis=1)[:, :K]
     conn = await asyncpg.connect(url)
     try:
@@ -136,17 +140,28 @@ async def run(args: argparse.Namespace, rows: np.ndarray, queries: np.ndarray,
         print("| index | build s | size MB | query settings | recall@10 | median / p95 ms |")
         print("|---|---|---|---|---|---|")
         _, times = await timed_queries(conn, queries[:100], {"enable_indexscan": "off"})
-        print(f"| none (exact scan) | - | - | - | 1.000 | "
-              f"{statistics.median(times):.1f} / {np.percentile(times, 95):.1f} |", flush=True)
+        print(
+            f"| none (exact scan) | - | - | - | 1.000 | "
+            f"{statistics.median(times):.1f} / {np.percentile(times, 95):.1f} |",
+            flush=True,
+        )
         lists_big = max(20, len(rows) // 1000)
         plans = [
-            ("hnsw (m=16, ef_construction=64)", "USING hnsw (embedding vector_cosine_ops)",
-             [("hnsw.ef_search", "40"), ("hnsw.ef_search", "100")]),
-            ("ivfflat (lists=20)", "USING ivfflat (embedding vector_cosine_ops) "
-             "WITH (lists = 20)", [("ivfflat.probes", "1"), ("ivfflat.probes", "4")]),
-            (f"ivfflat (lists={lists_big})", "USING ivfflat (embedding vector_cosine_ops) "
-             f"WITH (lists = {lists_big})",
-             [("ivfflat.probes", "1"), ("ivfflat.probes", str(max(1, int(lists_big ** .5))))]),
+            (
+                "hnsw (m=16, ef_construction=64)",
+                "USING hnsw (embedding vector_cosine_ops)",
+                [("hnsw.ef_search", "40"), ("hnsw.ef_search", "100")],
+            ),
+            (
+                "ivfflat (lists=20)",
+                "USING ivfflat (embedding vector_cosine_ops) WITH (lists = 20)",
+                [("ivfflat.probes", "1"), ("ivfflat.probes", "4")],
+            ),
+            (
+                f"ivfflat (lists={lists_big})",
+                f"USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists_big})",
+                [("ivfflat.probes", "1"), ("ivfflat.probes", str(max(1, int(lists_big**0.5))))],
+            ),
         ]
         for label, using, settings in plans:
             start = time.perf_counter()
@@ -155,17 +170,21 @@ async def run(args: argparse.Namespace, rows: np.ndarray, queries: np.ndarray,
             size = await conn.fetchval("SELECT pg_relation_size('items_embedding')")
             for name, value in settings:
                 found, times = await timed_queries(conn, queries, {name: value})
-                print(f"| {label} | {built:.0f} | {size / 2**20:.0f} | {name} = {value} | "
-                      f"{recall(found, exact):.3f} | {statistics.median(times):.1f} / "
-                      f"{np.percentile(times, 95):.1f} |", flush=True)
+                print(
+                    f"| {label} | {built:.0f} | {size / 2**20:.0f} | {name} = {value} | "
+                    f"{recall(found, exact):.3f} | {statistics.median(times):.1f} / "
+                    f"{np.percentile(times, 95):.1f} |",
+                    flush=True,
+                )
             await conn.execute("DROP INDEX items_embedding")
     finally:
         await conn.close()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=50_000, help="vectors in the table")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--cache", type=Path, help="an .npz file to keep the vectors in")

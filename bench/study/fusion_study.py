@@ -71,8 +71,9 @@ class Legs:
     covers: list[frozenset[str]] | None = None  # facts and notes: the turns each one cites
 
 
-def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[str, int]],
-                with_passages: bool) -> Scope:
+def build_scope(
+    turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[str, int]], with_passages: bool
+) -> Scope:
     """Arrays of one scope."""
     own = cache.get([t.content for t in turns])
     best: list[np.ndarray | None] = []
@@ -96,11 +97,17 @@ def build_scope(turns: list[Turn], cache: VectorCache, lexemes: dict[str, dict[s
             postings[term][0].append(i)
             postings[term][1].append(tf)
     sessions: dict[str, int] = {}
-    return Scope(turns, own, best, n_windows,
-                 {t: (np.array(a), np.array(b, dtype=float)) for t, (a, b) in postings.items()},
-                 doc_len, np.array([sessions.setdefault(t.session, len(sessions)) for t in turns]),
-                 np.array([t.occurred_at for t in turns]),
-                 np.array([len(t.content) for t in turns], dtype=float))
+    return Scope(
+        turns,
+        own,
+        best,
+        n_windows,
+        {t: (np.array(a), np.array(b, dtype=float)) for t, (a, b) in postings.items()},
+        doc_len,
+        np.array([sessions.setdefault(t.session, len(sessions)) for t in turns]),
+        np.array([t.occurred_at for t in turns]),
+        np.array([len(t.content) for t in turns], dtype=float),
+    )
 
 
 def bm25(scope: Scope, terms: list[str]) -> np.ndarray:
@@ -131,21 +138,32 @@ def legs_of(question: Question, scope: Scope, qvec: np.ndarray, terms: list[str]
         if len(scores) > n and scope.length[i] <= CONTEXT_MAX_CHARS:
             sem[i] = max(sem[i], float(scores[n:].max()))
     covers = [t.cites for t in scope.turns] if any(t.cites for t in scope.turns) else None
-    evidence = np.array([bool(c & question.evidence) for c in covers] if covers is not None
-                        else [t.turn_id in question.evidence for t in scope.turns])
+    evidence = np.array(
+        [bool(c & question.evidence) for c in covers]
+        if covers is not None
+        else [t.turn_id in question.evidence for t in scope.turns]
+    )
     return Legs(question, scope, qvec, sem_own, sem, bm25(scope, terms), evidence, sim, covers)
 
 
-def load(cache_dir: Path, data: Path, with_passages: bool,
-         more: list[Path] | None = None, *, ids: bool = True,
-         shapes: bool = False, keywords: bool = False) -> list[Legs]:
+def load(
+    cache_dir: Path,
+    data: Path,
+    with_passages: bool,
+    more: list[Path] | None = None,
+    *,
+    ids: bool = True,
+    shapes: bool = False,
+    keywords: bool = False,
+) -> list[Legs]:
     """Every question with evidence, its legs computed (vectors from `cache_dir`, then the
     `more` cache folders); `ids`, `shapes` and `keywords` as `study_data.load_all` reads
     them."""
     questions, scopes = load_all(data, ids=ids, shapes=shapes, keywords=keywords)
     cache = CacheSet([cache_dir, *(more or [])])
-    texts = ([t.keyword_text or t.content for turns in scopes.values() for t in turns]
-             + [q.text for q in questions])
+    texts = [t.keyword_text or t.content for turns in scopes.values() for t in turns] + [
+        q.text for q in questions
+    ]
     lexemes = asyncio.run(lexemes_of(texts, cache_dir / "lexemes.json"))
     built = {}
     out = []
@@ -212,6 +230,7 @@ def table(rows: dict[str, Callable[[Legs], float]], all_legs: list[Legs]) -> Non
 
 def headroom(all_legs: list[Legs]) -> None:
     """Each leg's recall at 10, 50 and 100, the union's, RRF and the better-leg oracle."""
+
     def union(legs: Legs, depth: int) -> float:
         top = set(order(legs.sim)[:depth]) | set(order(legs.bm25)[:depth])
         return float(legs.evidence[list(top)].sum() / legs.evidence.sum())
@@ -223,20 +242,25 @@ def headroom(all_legs: list[Legs]) -> None:
         rows[f"keyword R@{depth}"] = lambda L, d=depth: recall_at(L, order(L.bm25), d)
         rows[f"union of both top-{depth}"] = lambda L, d=depth: union(L, d)
     rows["RRF of the two 10-lists R@10"] = lambda L: recall_at(L, rrf(L), 10)
-    rows["better leg per question R@10"] = lambda L: max(recall_at(L, order(L.sem), 10),
-                                                         recall_at(L, order(L.bm25), 10))
+    rows["better leg per question R@10"] = lambda L: max(
+        recall_at(L, order(L.sem), 10), recall_at(L, order(L.bm25), 10)
+    )
     table(rows, all_legs)
 
 
 def study_parser(doc: str | None) -> argparse.ArgumentParser:
     """The arguments every study script reads: the data, the vector caches, passages."""
-    parser = argparse.ArgumentParser(description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--more-cache", type=Path, action="append", default=[])
-    parser.add_argument("--passages", action="store_true",
-                        help="the semantic leg also reads window and context passages")
+    parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="the semantic leg also reads window and context passages",
+    )
     return parser
 
 

@@ -50,13 +50,18 @@ def candidates(legs: Legs, pool: np.ndarray, depth: int) -> list[Candidate]:
     for i in pool:
         turn = legs.scope.turns[i]
         in_kw = kw_rank[i] <= depth and legs.bm25[i] > 0
-        out.append(Candidate(
-            similarity=float(legs.sim[i]), own_similarity=float(legs.sem_own[i]),
-            keyword=float(legs.bm25[i]) if in_kw else 0.0,
-            semantic_rank=int(sem_rank[i]) if sem_rank[i] <= depth else None,
-            keyword_rank=int(kw_rank[i]) if in_kw else None,
-            group=int(legs.scope.session[i]), length=len(turn.content),
-            in_window=window is not None and window[0] <= turn.occurred_at < window[1]))
+        out.append(
+            Candidate(
+                similarity=float(legs.sim[i]),
+                own_similarity=float(legs.sem_own[i]),
+                keyword=float(legs.bm25[i]) if in_kw else 0.0,
+                semantic_rank=int(sem_rank[i]) if sem_rank[i] <= depth else None,
+                keyword_rank=int(kw_rank[i]) if in_kw else None,
+                group=int(legs.scope.session[i]),
+                length=len(turn.content),
+                in_window=window is not None and window[0] <= turn.occurred_at < window[1],
+            )
+        )
     return out
 
 
@@ -68,8 +73,9 @@ def time_window(legs: Legs) -> tuple[float, float] | None:
     q = legs.question
     if q.qid not in _WINDOWS:
         found = parse_time_window(q.text, datetime.fromtimestamp(q.asked_at, UTC))
-        _WINDOWS[q.qid] = (None if found is None
-                           else (found.start.timestamp(), found.end.timestamp()))
+        _WINDOWS[q.qid] = (
+            None if found is None else (found.start.timestamp(), found.end.timestamp())
+        )
     return _WINDOWS[q.qid]
 
 
@@ -101,8 +107,10 @@ def splits(all_legs: list[Legs], k: int) -> list[tuple[list[int], list[int]]]:
     """Per fold, the questions trained on (the other folds) and those ranked (this one)."""
     fold = folds(all_legs, k)
     everyone = range(len(all_legs))
-    return [([i for i in everyone if fold[i] != f], [i for i in everyone if fold[i] == f])
-            for f in range(k)]
+    return [
+        ([i for i in everyone if fold[i] != f], [i for i in everyone if fold[i] == f])
+        for f in range(k)
+    ]
 
 
 def question_weight(all_legs: list[Legs], index: int) -> float:
@@ -114,15 +122,21 @@ def question_weight(all_legs: list[Legs], index: int) -> float:
 
 def trees(**settings: float) -> HistGradientBoostingClassifier:
     """The shipped model's kind and size (`settings` override its tree settings)."""
-    chosen = {"max_iter": TREES, "max_depth": 3, "learning_rate": 0.1, "random_state": 0,
-              **settings}
+    chosen = {
+        "max_iter": TREES,
+        "max_depth": 3,
+        "learning_rate": 0.1,
+        "random_state": 0,
+        **settings,
+    }
     return HistGradientBoostingClassifier(**chosen, class_weight="balanced")
 
 
 def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float) -> Pipeline:
     """A logistic model on standardised signals, each question weighing the same."""
-    model = make_pipeline(StandardScaler(),
-                          LogisticRegression(C=c, max_iter=4000, class_weight="balanced"))
+    model = make_pipeline(
+        StandardScaler(), LogisticRegression(C=c, max_iter=4000, class_weight="balanced")
+    )
     model.fit(x, y, logisticregression__sample_weight=weights)
     return model
 
@@ -131,39 +145,59 @@ Fit = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]  # (rows, labels, weig
 Weight = Callable[[list[Legs], int], float]
 
 
-def held_out_scores(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray],
-                    fit: Fit, k: int = 5,
-                    weight: Weight = question_weight) -> dict[int, np.ndarray]:
+def held_out_scores(
+    all_legs: list[Legs],
+    pools: list[np.ndarray],
+    rows: list[np.ndarray],
+    fit: Fit,
+    k: int = 5,
+    weight: Weight = question_weight,
+) -> dict[int, np.ndarray]:
     """Each question's pool (by index) scored by a model `fit` on the other folds, each
     question weighing `weight` in training."""
     ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
     out: dict[int, np.ndarray] = {}
     for train, scored in splits(all_legs, k):
-        weights = np.concatenate([np.full(len(ys[i]), weight(all_legs, i) /
-                                          max(ys[i].sum(), 1)) for i in train])
-        model = fit(np.concatenate([rows[i] for i in train]),
-                    np.concatenate([ys[i] for i in train]), weights)
+        weights = np.concatenate(
+            [np.full(len(ys[i]), weight(all_legs, i) / max(ys[i].sum(), 1)) for i in train]
+        )
+        model = fit(
+            np.concatenate([rows[i] for i in train]),
+            np.concatenate([ys[i] for i in train]),
+            weights,
+        )
         for i in scored:
             out[i] = model.decision_function(rows[i])
     return out
 
 
-def held_out(all_legs: list[Legs], pools: list[np.ndarray], rows: list[np.ndarray], fit: Fit,
-             k: int = 5, weight: Weight = question_weight) -> dict[int, np.ndarray]:
+def held_out(
+    all_legs: list[Legs],
+    pools: list[np.ndarray],
+    rows: list[np.ndarray],
+    fit: Fit,
+    k: int = 5,
+    weight: Weight = question_weight,
+) -> dict[int, np.ndarray]:
     """Each question's pool (by index) ordered by a model `fit` on the other folds."""
     scores = held_out_scores(all_legs, pools, rows, fit, k, weight)
     return {i: pools[i][order(values)] for i, values in scores.items()}
 
 
-def learned(all_legs: list[Legs], depth: int, cols: list[int], k: int = 5,
-            kind: str = "trees") -> dict[str, np.ndarray]:
+def learned(
+    all_legs: list[Legs], depth: int, cols: list[int], k: int = 5, kind: str = "trees"
+) -> dict[str, np.ndarray]:
     """Each question's ranking by a model (trees, or linear: logistic) trained on the other
     folds."""
     pools = [pool_of(legs, depth) for legs in all_legs]
-    rows = [features(legs, pool, depth)[:, cols] for legs, pool in zip(all_legs, pools,
-                                                                        strict=True)]
-    model_fit: Fit = ((lambda x, y, w: trees().fit(x, y, sample_weight=w)) if kind == "trees"
-                      else (lambda x, y, w: fit(x, y, w, 1.0)))
+    rows = [
+        features(legs, pool, depth)[:, cols] for legs, pool in zip(all_legs, pools, strict=True)
+    ]
+    model_fit: Fit = (
+        (lambda x, y, w: trees().fit(x, y, sample_weight=w))
+        if kind == "trees"
+        else (lambda x, y, w: fit(x, y, w, 1.0))
+    )
     ranked = held_out(all_legs, pools, rows, model_fit, k)
     return {all_legs[i].question.qid: ranking for i, ranking in ranked.items()}
 
@@ -185,16 +219,18 @@ def bench_weights(legs: list[Legs], shape_weight: float) -> Weight:
     return weight
 
 
-def learned_across(train: list[Legs], test: list[Legs], depth: int, cols: list[int],
-                   weight: Weight, k: int = 5) -> dict[str, np.ndarray]:
+def learned_across(
+    train: list[Legs], test: list[Legs], depth: int, cols: list[int], weight: Weight, k: int = 5
+) -> dict[str, np.ndarray]:
     """Each `test` question's ranking by trees trained on the `train` questions of the other
     folds (folds by conversation, so no shape of a question is trained on while it is ranked)."""
     fold_of = scope_folds(train + test, k)
 
     def prepared(group: list[Legs]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         pools = [pool_of(legs, depth) for legs in group]
-        return pools, [features(legs, pool, depth)[:, cols]
-                       for legs, pool in zip(group, pools, strict=True)]
+        return pools, [
+            features(legs, pool, depth)[:, cols] for legs, pool in zip(group, pools, strict=True)
+        ]
 
     train_pools, train_rows = prepared(train)
     test_pools, test_rows = prepared(test)
@@ -202,14 +238,17 @@ def learned_across(train: list[Legs], test: list[Legs], depth: int, cols: list[i
     out: dict[str, np.ndarray] = {}
     for f in range(k):
         chosen = [i for i, legs in enumerate(train) if fold_of[root(legs)] != f]
-        weights = np.concatenate([np.full(len(ys[i]), weight(train, i) / max(ys[i].sum(), 1))
-                                  for i in chosen])
-        model = trees().fit(np.concatenate([train_rows[i] for i in chosen]),
-                            np.concatenate([ys[i] for i in chosen]), sample_weight=weights)
+        weights = np.concatenate(
+            [np.full(len(ys[i]), weight(train, i) / max(ys[i].sum(), 1)) for i in chosen]
+        )
+        model = trees().fit(
+            np.concatenate([train_rows[i] for i in chosen]),
+            np.concatenate([ys[i] for i in chosen]),
+            sample_weight=weights,
+        )
         for j, legs in enumerate(test):
             if fold_of[root(legs)] == f:
-                out[legs.question.qid] = test_pools[j][order(model.decision_function(
-                    test_rows[j]))]
+                out[legs.question.qid] = test_pools[j][order(model.decision_function(test_rows[j]))]
     return out
 
 
@@ -223,9 +262,17 @@ def shares_sessions(legs: Legs, depth: int) -> bool:
 def without_ids_legs(args: Any) -> list[Legs]:
     """The turn questions again, their turns stored without session ids, as benchmarks of
     their own ("lme-noids", "locomo-noids")."""
-    return [dataclasses.replace(legs, question=dataclasses.replace(
-        legs.question, qid=f"{legs.question.qid}~noids", bench=f"{legs.question.bench}-noids"))
-        for legs in load(args.cache, args.data, args.passages, args.more_cache, ids=False)]
+    return [
+        dataclasses.replace(
+            legs,
+            question=dataclasses.replace(
+                legs.question,
+                qid=f"{legs.question.qid}~noids",
+                bench=f"{legs.question.bench}-noids",
+            ),
+        )
+        for legs in load(args.cache, args.data, args.passages, args.more_cache, ids=False)
+    ]
 
 
 def keyword_legs(args: Any) -> list[Legs]:
@@ -235,52 +282,78 @@ def keyword_legs(args: Any) -> list[Legs]:
 
 def list_rows() -> dict[str, Callable[[Legs], float]]:
     """R@10 of each list alone and of RRF, the rows every table starts with."""
-    return {"semantic": lambda L: recall_at(L, order(L.sem), 10),
-            "keyword": lambda L: recall_at(L, order(L.bm25), 10),
-            "RRF 10": lambda L: recall_at(L, rrf(L), 10)}
+    return {
+        "semantic": lambda L: recall_at(L, order(L.sem), 10),
+        "keyword": lambda L: recall_at(L, order(L.bm25), 10),
+        "RRF 10": lambda L: recall_at(L, rrf(L), 10),
+    }
 
 
 def across_shapes(args: Any) -> None:
     """Held-out recall of learned fusion on turns without ids, on facts and notes, and on
     keyword queries."""
-    base = load(args.cache, args.data, args.passages, args.more_cache,
-                shapes=args.shapes or bool(args.train_shapes))
+    base = load(
+        args.cache,
+        args.data,
+        args.passages,
+        args.more_cache,
+        shapes=args.shapes or bool(args.train_shapes),
+    )
     turns = [legs for legs in base if legs.question.bench not in SHAPE_BENCHES]
-    test = ((base if args.shapes else turns)
-            + (without_ids_legs(args) if args.without_ids else [])
-            + (keyword_legs(args) if args.keywords else []))
+    test = (
+        (base if args.shapes else turns)
+        + (without_ids_legs(args) if args.without_ids else [])
+        + (keyword_legs(args) if args.keywords else [])
+    )
     print(f"{len(turns)} turn questions; {len(test)} ranked", file=sys.stderr)
     rows = list_rows()
     everything = list(range(len(FEATURES)))
     ranked = learned_across(turns, test, args.depth, everything, bench_weights(turns, 0.0))
     rows["learned, trained on turns with ids"] = lambda L, r=ranked: recall_at(
-        L, r[L.question.qid], 10)
-    rows["learned as served (RRF where no two candidates share a session)"] = (
-        lambda L, r=ranked: recall_at(L, r[L.question.qid] if shares_sessions(L, args.depth)
-                                      else rrf(L), 10))
+        L, r[L.question.qid], 10
+    )
+    rows["learned as served (RRF where no two candidates share a session)"] = lambda L, r=ranked: (
+        recall_at(L, r[L.question.qid] if shares_sessions(L, args.depth) else rrf(L), 10)
+    )
     for shape_weight in args.train_shapes:
-        ranked = learned_across(base, test, args.depth, everything,
-                                bench_weights(base, shape_weight))
-        rows[f"learned, + facts and notes at {shape_weight:g}"] = (
-            lambda L, r=ranked: recall_at(L, r[L.question.qid], 10))
+        ranked = learned_across(
+            base, test, args.depth, everything, bench_weights(base, shape_weight)
+        )
+        rows[f"learned, + facts and notes at {shape_weight:g}"] = lambda L, r=ranked: recall_at(
+            L, r[L.question.qid], 10
+        )
     table(rows, test)
 
 
 def main() -> None:
     parser = study_parser(__doc__)
     parser.add_argument("--depth", type=int, default=50)
-    parser.add_argument("--emit", action="store_true",
-                        help="write the model trained on every question to "
-                        "app/retrieval/ranker.json")
-    parser.add_argument("--without-ids", action="store_true",
-                        help="also rank the turns stored without session ids")
-    parser.add_argument("--shapes", action="store_true",
-                        help="also rank LoCoMo's observations as facts and summaries as notes")
-    parser.add_argument("--keywords", action="store_true",
-                        help="also rank the turn questions asked as keyword queries")
-    parser.add_argument("--train-shapes", type=float, nargs="*", default=[],
-                        help="also train on the facts and notes, each shape weighing this "
-                        "much of a benchmark (one model per weight)")
+    parser.add_argument(
+        "--emit",
+        action="store_true",
+        help="write the model trained on every question to app/retrieval/ranker.json",
+    )
+    parser.add_argument(
+        "--without-ids", action="store_true", help="also rank the turns stored without session ids"
+    )
+    parser.add_argument(
+        "--shapes",
+        action="store_true",
+        help="also rank LoCoMo's observations as facts and summaries as notes",
+    )
+    parser.add_argument(
+        "--keywords",
+        action="store_true",
+        help="also rank the turn questions asked as keyword queries",
+    )
+    parser.add_argument(
+        "--train-shapes",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also train on the facts and notes, each shape weighing this "
+        "much of a benchmark (one model per weight)",
+    )
     args = parser.parse_args()
     if args.without_ids or args.shapes or args.keywords:
         across_shapes(args)
@@ -300,8 +373,7 @@ def main() -> None:
         "trees, no length": without("log_length"),
     }
     ranked = learned(all_legs, args.depth, everything, kind="linear")
-    rows["linear (logistic), all signals"] = lambda L, r=ranked: recall_at(
-        L, r[L.question.qid], 10)
+    rows["linear (logistic), all signals"] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
     for name, cols in variants.items():
         ranked = learned(all_legs, args.depth, cols)
         rows[name] = lambda L, r=ranked: recall_at(L, r[L.question.qid], 10)
@@ -315,14 +387,23 @@ def emit(all_legs: list[Legs], depth: int, path: Path) -> None:
     pools = [pool_of(legs, depth) for legs in all_legs]
     xs = [features(legs, pool, depth) for legs, pool in zip(all_legs, pools, strict=True)]
     ys = [legs.evidence[pool] for legs, pool in zip(all_legs, pools, strict=True)]
-    weights = np.concatenate([np.full(len(y), question_weight(all_legs, i) / max(y.sum(), 1))
-                              for i, y in enumerate(ys)])
+    weights = np.concatenate(
+        [np.full(len(y), question_weight(all_legs, i) / max(y.sum(), 1)) for i, y in enumerate(ys)]
+    )
     model = trees()
     model.fit(np.concatenate(xs), np.concatenate(ys), sample_weight=weights)
     exported = [export_tree(predictor.nodes) for [predictor] in model._predictors]
-    path.write_text(json.dumps({
-        "signals": list(SIGNALS), "bias": float(model._baseline_prediction.ravel()[0]),
-        "trained_on": f"{len(all_legs)} questions, depth {depth}", "trees": exported}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "signals": list(SIGNALS),
+                "bias": float(model._baseline_prediction.ravel()[0]),
+                "trained_on": f"{len(all_legs)} questions, depth {depth}",
+                "trees": exported,
+            }
+        )
+        + "\n"
+    )
     print(f"wrote {path}: {len(exported)} trees", file=sys.stderr)
 
 
@@ -343,10 +424,14 @@ def export_tree(nodes: np.ndarray) -> dict[str, list[float]]:
         value[node] = (value[left] * count[left] + value[right] * count[right]) / max(total, 1)
 
     settle(0)
-    return {"feature": [int(f) for f in nodes["feature_idx"]],
-            "threshold": [round(float(t), 6) for t in nodes["num_threshold"]],
-            "left": [int(n) for n in nodes["left"]], "right": [int(n) for n in nodes["right"]],
-            "value": [round(v, 6) for v in value], "leaf": [bool(b) for b in nodes["is_leaf"]]}
+    return {
+        "feature": [int(f) for f in nodes["feature_idx"]],
+        "threshold": [round(float(t), 6) for t in nodes["num_threshold"]],
+        "left": [int(n) for n in nodes["left"]],
+        "right": [int(n) for n in nodes["right"]],
+        "value": [round(v, 6) for v in value],
+        "leaf": [bool(b) for b in nodes["is_leaf"]],
+    }
 
 
 if __name__ == "__main__":

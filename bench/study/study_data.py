@@ -91,29 +91,45 @@ def load_lme(folder: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
         for item in data:
             scope = f"lme-{item['question_id']}"
             turns = []
-            for session_id, date, session in zip(item["haystack_session_ids"],
-                                                 item["haystack_dates"],
-                                                 item["haystack_sessions"], strict=True):
+            for session_id, date, session in zip(
+                item["haystack_session_ids"],
+                item["haystack_dates"],
+                item["haystack_sessions"],
+                strict=True,
+            ):
                 for index, turn in enumerate(session, start=1):
-                    turns.append(Turn(f"{session_id}_{index}",
-                                      f"{turn['role']}: {turn['content']}"[:50_000],
-                                      session_id, _lme_time(date),
-                                      bool(turn.get("has_answer"))))
+                    turns.append(
+                        Turn(
+                            f"{session_id}_{index}",
+                            f"{turn['role']}: {turn['content']}"[:50_000],
+                            session_id,
+                            _lme_time(date),
+                            bool(turn.get("has_answer")),
+                        )
+                    )
             evidence = {t.turn_id for t in turns if t.evidence}
             if not evidence:
                 continue
             scopes[scope] = turns
-            questions.append(Question(item["question_id"], "lme", item["question_type"],
-                                      item["question"], _lme_time(item["question_date"]),
-                                      scope, evidence, name.split(".")[0]))
+            questions.append(
+                Question(
+                    item["question_id"],
+                    "lme",
+                    item["question_type"],
+                    item["question"],
+                    _lme_time(item["question_date"]),
+                    scope,
+                    evidence,
+                    name.split(".")[0],
+                )
+            )
     return questions, scopes
 
 
 def _session_times(conv: dict[str, Any]) -> dict[int, float]:
     """Each session's number and time, in order (a session without a readable date takes the
     one before it)."""
-    numbers = sorted(int(m.group(1)) for key in conv
-                     if (m := re.fullmatch(r"session_(\d+)", key)))
+    numbers = sorted(int(m.group(1)) for key in conv if (m := re.fullmatch(r"session_(\d+)", key)))
     times, last = {}, 0.0
     for number in numbers:
         last = _locomo_time(conv.get(f"session_{number}_date_time", "")) or last
@@ -121,8 +137,9 @@ def _session_times(conv: dict[str, Any]) -> dict[int, float]:
     return times
 
 
-def _locomo_questions(sample: dict[str, Any], scope: str, bench: str, known: frozenset[str],
-                      asked_at: float) -> list[Question]:
+def _locomo_questions(
+    sample: dict[str, Any], scope: str, bench: str, known: frozenset[str], asked_at: float
+) -> list[Question]:
     """A conversation's questions of categories 1-4 whose evidence names `known` turns."""
     questions = []
     for index, qa in enumerate(sample["qa"]):
@@ -132,9 +149,17 @@ def _locomo_questions(sample: dict[str, Any], scope: str, bench: str, known: fro
         for item in qa.get("evidence", []):
             evidence |= {p for p in re.split(r"[;,\s]+", str(item)) if p in known}
         if evidence:
-            questions.append(Question(f"{scope}#{index}", bench,
-                                      LOCOMO_CATEGORIES[qa["category"]], str(qa["question"]),
-                                      asked_at, scope, evidence))
+            questions.append(
+                Question(
+                    f"{scope}#{index}",
+                    bench,
+                    LOCOMO_CATEGORIES[qa["category"]],
+                    str(qa["question"]),
+                    asked_at,
+                    scope,
+                    evidence,
+                )
+            )
     return questions
 
 
@@ -145,13 +170,19 @@ def load_locomo(path: Path) -> tuple[list[Question], dict[str, list[Turn]]]:
         conv = sample["conversation"]
         scope = f"locomo-{sample['sample_id']}"
         times = _session_times(conv)
-        turns = [Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}",
-                      f"{scope}/{number}", when)
-                 for number, when in times.items() for turn in conv[f"session_{number}"]]
+        turns = [
+            Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}", f"{scope}/{number}", when)
+            for number, when in times.items()
+            for turn in conv[f"session_{number}"]
+        ]
         scopes[scope] = turns
-        questions += _locomo_questions(sample, scope, "locomo",
-                                       frozenset(t.turn_id for t in turns),
-                                       next(reversed(times.values()), 0.0))
+        questions += _locomo_questions(
+            sample,
+            scope,
+            "locomo",
+            frozenset(t.turn_id for t in turns),
+            next(reversed(times.values()), 0.0),
+        )
     return questions, scopes
 
 
@@ -179,14 +210,27 @@ def load_locomo_shapes(path: Path) -> tuple[list[Question], dict[str, list[Turn]
                 for sentence, citation in sentences:
                     index += 1
                     fact_id = f"O{number}.{index}"
-                    facts.append(Turn(fact_id, sentence, f"{base}/{fact_id}",
-                                      when.get(number, last), cites=frozenset(cited_ids(citation)),
-                                      keyword_text=f"{speaker} observation {number}.{index} "
-                                                   f"{sentence}"))
-        notes = [Turn(f"S{number}", text, f"{base}/S{number}", when.get(number, last),
-                     cites=turns_of.get(number, frozenset()))
-                 for key, text in sample["session_summary"].items()
-                 if (number := int(re.fullmatch(r"session_(\d+)_summary", key).group(1)))]
+                    facts.append(
+                        Turn(
+                            fact_id,
+                            sentence,
+                            f"{base}/{fact_id}",
+                            when.get(number, last),
+                            cites=frozenset(cited_ids(citation)),
+                            keyword_text=f"{speaker} observation {number}.{index} {sentence}",
+                        )
+                    )
+        notes = [
+            Turn(
+                f"S{number}",
+                text,
+                f"{base}/S{number}",
+                when.get(number, last),
+                cites=turns_of.get(number, frozenset()),
+            )
+            for key, text in sample["session_summary"].items()
+            if (number := int(re.fullmatch(r"session_(\d+)_summary", key).group(1)))
+        ]
         known = frozenset().union(*turns_of.values())
         for shape, memories in zip(SHAPES, (facts, notes), strict=True):
             scope = f"{base}#{shape}"
@@ -199,8 +243,7 @@ def windows(text: str) -> list[str]:
     """The window passages the service embeds for a long text."""
     from app.text import split_passages
 
-    return [text[a:b] for a, b in split_passages(text, size=PASSAGE_CHARS,
-                                                 overlap=PASSAGE_OVERLAP)]
+    return [text[a:b] for a, b in split_passages(text, size=PASSAGE_CHARS, overlap=PASSAGE_OVERLAP)]
 
 
 def contexts(turns: list[Turn]) -> list[str | None]:
@@ -209,8 +252,9 @@ def contexts(turns: list[Turn]) -> list[str | None]:
 
     out: list[str | None] = []
     for i, turn in enumerate(turns):
-        previous = [t.content for t in turns[max(0, i - CONTEXT_TURNS):i]
-                    if t.session == turn.session]
+        previous = [
+            t.content for t in turns[max(0, i - CONTEXT_TURNS) : i] if t.session == turn.session
+        ]
         out.append(context_text(previous, turn.content) if previous else None)
     return out
 
@@ -222,10 +266,12 @@ class VectorCache:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         index_file = folder / "index.json"
-        self.index: dict[str, int] = (json.loads(index_file.read_text())
-                                      if index_file.exists() else {})
-        self.vectors = (np.load(folder / "vectors.npy") if self.index
-                        else np.zeros((0, 384), dtype=np.float32))
+        self.index: dict[str, int] = (
+            json.loads(index_file.read_text()) if index_file.exists() else {}
+        )
+        self.vectors = (
+            np.load(folder / "vectors.npy") if self.index else np.zeros((0, 384), dtype=np.float32)
+        )
 
     def missing(self, texts: list[str]) -> list[str]:
         """The texts not cached yet, once each."""
@@ -270,7 +316,7 @@ def embed_all(cache: VectorCache, texts: list[str], *, label: str, chunk: int = 
     embedder.load()
     start = time.perf_counter()
     for i in range(0, len(todo), chunk):
-        part = todo[i:i + chunk]
+        part = todo[i : i + chunk]
         cache.add(part, np.asarray(embedder.embed_batch(list(part)), dtype=np.float32))
         cache.save()
         done = i + len(part)
@@ -284,19 +330,22 @@ async def lexemes_of(texts: list[str], cache_file: Path) -> dict[str, Counter[st
 
     from app.db import start_embedded_postgres
 
-    known: dict[str, dict[str, int]] = (json.loads(cache_file.read_text())
-                                        if cache_file.exists() else {})
+    known: dict[str, dict[str, int]] = (
+        json.loads(cache_file.read_text()) if cache_file.exists() else {}
+    )
     todo = [t for t in dict.fromkeys(texts) if sha(t) not in known]
     if todo:
         url = start_embedded_postgres(cache_file.parent / "pg")
         conn = await asyncpg.connect(url)
         try:
             for i in range(0, len(todo), 2000):
-                part = todo[i:i + 2000]
+                part = todo[i : i + 2000]
                 rows = await conn.fetch(
                     "SELECT t.ord, lex.lexeme, coalesce(array_length(lex.positions, 1), 1) AS tf"
                     " FROM unnest($1::text[]) WITH ORDINALITY AS t(body, ord),"
-                    " unnest(to_tsvector('english', t.body)) AS lex", part)
+                    " unnest(to_tsvector('english', t.body)) AS lex",
+                    part,
+                )
                 found: dict[int, dict[str, int]] = {}
                 for row in rows:
                     found.setdefault(row["ord"], {})[row["lexeme"]] = row["tf"]
@@ -330,12 +379,15 @@ def without_ids(turns: list[Turn]) -> list[Turn]:
 def as_keywords(questions: list[Question]) -> list[Question]:
     """The questions as an agent's short keyword queries, each a benchmark of its own
     ("lme-keywords", "locomo-keywords")."""
-    return [replace(q, qid=f"{q.qid}~keywords", bench=f"{q.bench}-keywords",
-                    text=keyword_query(q.text)) for q in questions]
+    return [
+        replace(q, qid=f"{q.qid}~keywords", bench=f"{q.bench}-keywords", text=keyword_query(q.text))
+        for q in questions
+    ]
 
 
-def load_all(data: Path, *, ids: bool = True, shapes: bool = False,
-             keywords: bool = False) -> tuple[list[Question], dict[str, list[Turn]]]:
+def load_all(
+    data: Path, *, ids: bool = True, shapes: bool = False, keywords: bool = False
+) -> tuple[list[Question], dict[str, list[Turn]]]:
     """Both benchmarks' questions and scopes (`ids=False`: the turns' sessions by the gap
     rule; `shapes`: also LoCoMo's observations as facts and summaries as notes; `keywords`:
     the questions asked as keyword queries instead)."""
@@ -353,20 +405,31 @@ def load_all(data: Path, *, ids: bool = True, shapes: bool = False,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--cache", type=Path, required=True)
-    parser.add_argument("--passages", default="locomo,lme-dev",
-                        help="where to embed window and context passages too: locomo, "
-                        "lme-dev (the first file), lme (both)")
-    parser.add_argument("--without-ids", action="store_true",
-                        help="also the context passages of the turns stored without session "
-                        "ids (sessions by the gap rule)")
-    parser.add_argument("--shapes", action="store_true",
-                        help="also LoCoMo's observations (as facts) and summaries (as notes)")
-    parser.add_argument("--keywords", action="store_true",
-                        help="also the questions as keyword queries")
+    parser.add_argument(
+        "--passages",
+        default="locomo,lme-dev",
+        help="where to embed window and context passages too: locomo, "
+        "lme-dev (the first file), lme (both)",
+    )
+    parser.add_argument(
+        "--without-ids",
+        action="store_true",
+        help="also the context passages of the turns stored without session "
+        "ids (sessions by the gap rule)",
+    )
+    parser.add_argument(
+        "--shapes",
+        action="store_true",
+        help="also LoCoMo's observations (as facts) and summaries (as notes)",
+    )
+    parser.add_argument(
+        "--keywords", action="store_true", help="also the questions as keyword queries"
+    )
     args = parser.parse_args()
     questions, scopes = load_all(args.data)
     if args.keywords:
@@ -374,8 +437,7 @@ def main() -> None:
     _, inferred = load_all(args.data, ids=False)
     cache = VectorCache(args.cache)
     every_text = [t.content for turns in scopes.values() for t in turns]
-    asyncio.run(lexemes_of(every_text + [q.text for q in questions],
-                           args.cache / "lexemes.json"))
+    asyncio.run(lexemes_of(every_text + [q.text for q in questions], args.cache / "lexemes.json"))
     print("lexemes cached", file=sys.stderr)
     embed_all(cache, [q.text for q in questions], label="questions")
     locomo = [s for s in scopes if s.startswith("locomo")]
@@ -405,8 +467,11 @@ def embed_shapes(cache: VectorCache, data: Path, lexeme_file: Path) -> None:
     _, shaped = load_locomo_shapes(data / "locomo" / LOCOMO_FILE)
     memories = [t for turns in shaped.values() for t in turns]
     asyncio.run(lexemes_of([t.keyword_text or t.content for t in memories], lexeme_file))
-    embed_all(cache, [t.content for t in memories]
-              + [w for t in memories for w in windows(t.content)], label="shapes")
+    embed_all(
+        cache,
+        [t.content for t in memories] + [w for t in memories for w in windows(t.content)],
+        label="shapes",
+    )
 
 
 if __name__ == "__main__":

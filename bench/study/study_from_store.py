@@ -32,8 +32,12 @@ async def copy(args: argparse.Namespace) -> None:
     cache = VectorCache(args.cache)
     conn = await asyncpg.connect(args.database_url)
     try:
-        butlers = [r["butler"] for r in await conn.fetch(
-            "SELECT DISTINCT butler FROM episodes WHERE butler LIKE $1", args.butler_like)]
+        butlers = [
+            r["butler"]
+            for r in await conn.fetch(
+                "SELECT DISTINCT butler FROM episodes WHERE butler LIKE $1", args.butler_like
+            )
+        ]
         for butler in butlers:
             # Scopes stored without session ids end in -nosess: their context passages are
             # those of the sessions the gap rule made.
@@ -49,7 +53,9 @@ async def copy(args: argparse.Namespace) -> None:
                 " e.content, e.embedding::text AS own, p.kind, p.ordinal,"
                 " p.embedding::text AS vector"
                 " FROM episodes e LEFT JOIN passages p ON p.episode_id = e.id"
-                " WHERE e.butler = $1", butler)
+                " WHERE e.butler = $1",
+                butler,
+            )
             texts, vectors = [], []
             for row in rows:
                 index = by_id.get(row["turn_id"] or row["dia_id"])
@@ -67,8 +73,11 @@ async def copy(args: argparse.Namespace) -> None:
                 elif row["kind"] == "context" and context_text[index]:
                     texts.append(context_text[index])
                     vectors.append(parse_vector(row["vector"]))
-            fresh = [(t, v) for t, v in zip(texts, vectors, strict=True)
-                     if t in dict.fromkeys(cache.missing([t]))]
+            fresh = [
+                (t, v)
+                for t, v in zip(texts, vectors, strict=True)
+                if t in dict.fromkeys(cache.missing([t]))
+            ]
             if fresh:
                 cache.add([t for t, _ in fresh], np.stack([v for _, v in fresh]))
             print(f"{butler}: {len(fresh)} vectors", file=sys.stderr)
@@ -78,8 +87,9 @@ async def copy(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--cache", type=Path, required=True)

@@ -15,8 +15,7 @@ from app.main import create_app
 from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 
-PUBLIC_PATHS = {"/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect",
-                "/redoc"}
+PUBLIC_PATHS = {"/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}
 
 
 def v1_operations(app) -> list[tuple[str, str]]:
@@ -52,8 +51,9 @@ async def test_every_v1_route_with_a_revoked_key_is_401(app, anonymous_client, s
 
 
 async def test_unknown_key_is_401(anonymous_client):
-    response = await anonymous_client.get("/v1/facts",
-                                          headers={"Authorization": "Bearer egk_made_up"})
+    response = await anonymous_client.get(
+        "/v1/facts", headers={"Authorization": "Bearer egk_made_up"}
+    )
     assert response.status_code == 401
     assert "unknown or revoked" in response.json()["detail"]
 
@@ -85,18 +85,25 @@ async def test_tenant_comes_from_the_key_not_the_request(app, anonymous_client):
         acme = await api_keys.create_key(session, tenant_id="acme")
     headers = {"Authorization": f"Bearer {acme.secret}"}
     switch = await anonymous_client.post(
-        "/v1/rules?tenant_id=default", headers=headers, json={"content": "Greet in Dutch"})
+        "/v1/rules?tenant_id=default", headers=headers, json={"content": "Greet in Dutch"}
+    )
     assert switch.status_code == 422  # unknown query parameter, not a tenant switch
     assert switch.json()["errors"][0]["field"] == "query.tenant_id"
-    created = await anonymous_client.post("/v1/rules", headers=headers,
-                                          json={"content": "Greet in Dutch"})
+    created = await anonymous_client.post(
+        "/v1/rules", headers=headers, json={"content": "Greet in Dutch"}
+    )
     assert created.status_code == 201
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
-        owner = (await session.execute(text("SELECT tenant_id FROM rules WHERE id = :id"),
-                                       {"id": uuid.UUID(created.json()["id"])})).scalar_one()
+        owner = (
+            await session.execute(
+                text("SELECT tenant_id FROM rules WHERE id = :id"),
+                {"id": uuid.UUID(created.json()["id"])},
+            )
+        ).scalar_one()
     assert owner == "acme"
-    other = await anonymous_client.post("/v1/rules", json={"content": "x", "tenant_id": "default"},
-                                        headers=headers)
+    other = await anonymous_client.post(
+        "/v1/rules", json={"content": "x", "tenant_id": "default"}, headers=headers
+    )
     assert other.status_code == 422  # unknown field, not a tenant switch
 
 

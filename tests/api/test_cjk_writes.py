@@ -20,15 +20,19 @@ def cjk(chars: int, seed: int = 1) -> str:
 
 
 async def test_the_trigger_reckons_a_documents_length_once_not_per_lexeme(db_engine):
-    calls = text("SELECT pg_stat_get_xact_function_calls("
-                 "'engram_tsvector_length(tsvector)'::regprocedure)")
+    calls = text(
+        "SELECT pg_stat_get_xact_function_calls('engram_tsvector_length(tsvector)'::regprocedure)"
+    )
     async with db_engine.connect() as conn, conn.begin() as transaction:
         await conn.execute(text("SET LOCAL track_functions = 'all'"))
         await conn.execute(text("SELECT set_config('engram.system', 'on', true)"))
-        await conn.execute(text(
-            "INSERT INTO episodes (tenant_id, butler, content, search_vector, search_config) "
-            "VALUES ('default', 'chat', 'x', to_tsvector('simple', :words), 'simple')"),
-            {"words": " ".join(f"w{n}" for n in range(2_000))})
+        await conn.execute(
+            text(
+                "INSERT INTO episodes (tenant_id, butler, content, search_vector, search_config) "
+                "VALUES ('default', 'chat', 'x', to_tsvector('simple', :words), 'simple')"
+            ),
+            {"words": " ".join(f"w{n}" for n in range(2_000))},
+        )
         counted = (await conn.execute(calls)).scalar_one()
         await transaction.rollback()
     # The tenant's total, the scope's total, the postings' documents: not one per lexeme.
@@ -37,13 +41,13 @@ async def test_the_trigger_reckons_a_documents_length_once_not_per_lexeme(db_eng
 
 async def test_a_10k_character_cjk_episode_is_stored_in_seconds_not_a_minute(client, sql):
     began = time.perf_counter()
-    response = await client.post("/v1/episodes", json={"content": cjk(10_000),
-                                                       "butler": "zh"})
+    response = await client.post("/v1/episodes", json={"content": cjk(10_000), "butler": "zh"})
     assert response.status_code == 201, response.text
     # It took a minute when the length was reckoned once per lexeme.
     assert time.perf_counter() - began < 15
-    [row] = await sql("SELECT count(*) AS n FROM keyword_postings WHERE memory_id = :id",
-                      id=response.json()["id"])
+    [row] = await sql(
+        "SELECT count(*) AS n FROM keyword_postings WHERE memory_id = :id", id=response.json()["id"]
+    )
     assert row["n"] > 9_000
 
 
@@ -52,15 +56,18 @@ async def test_a_document_keeps_its_first_distinct_words_only(client, sql):
     response = await client.post("/v1/episodes", json={"content": content, "butler": "zh"})
     assert response.status_code == 201, response.text
     episode_id = response.json()["id"]
-    [row] = await sql("SELECT count(*) AS n FROM keyword_postings WHERE memory_id = :id",
-                      id=episode_id)
+    [row] = await sql(
+        "SELECT count(*) AS n FROM keyword_postings WHERE memory_id = :id", id=episode_id
+    )
     assert row["n"] == MAX_DOCUMENT_LEXEMES
-    [counts] = await sql("SELECT length(search_vector) AS n FROM episodes WHERE id = :id",
-                         id=episode_id)
+    [counts] = await sql(
+        "SELECT length(search_vector) AS n FROM episodes WHERE id = :id", id=episode_id
+    )
     assert counts["n"] == MAX_DOCUMENT_LEXEMES
     for query, found in ((content[:2], True), (content[-2:], False)):
-        answer = await client.post("/v1/search", json={"query": query, "mode": "keyword",
-                                                       "scope": "zh"})
+        answer = await client.post(
+            "/v1/search", json={"query": query, "mode": "keyword", "scope": "zh"}
+        )
         assert answer.status_code == 200, answer.text
         assert (episode_id in [hit["id"] for hit in answer.json()["results"]]) is found
 
@@ -78,19 +85,22 @@ def test_a_query_is_read_up_to_its_first_distinct_words():
 
 async def test_a_long_cjk_query_answers_about_as_fast_as_a_short_one(client):
     stored = cjk(3_000, seed=3)
-    assert (await client.post("/v1/episodes", json={"content": stored, "butler": "zh"})
-            ).status_code == 201
+    assert (
+        await client.post("/v1/episodes", json={"content": stored, "butler": "zh"})
+    ).status_code == 201
     began = time.perf_counter()
-    answer = await client.post("/v1/search", json={"query": stored[:4_000] + cjk(1_000),
-                                                   "mode": "keyword", "scope": "zh"})
+    answer = await client.post(
+        "/v1/search", json={"query": stored[:4_000] + cjk(1_000), "mode": "keyword", "scope": "zh"}
+    )
     assert answer.status_code == 200, answer.text
     assert answer.json()["results"]
     assert time.perf_counter() - began < 5
 
 
 async def test_mentions_in_a_long_text_are_found_in_linear_time(client, sql):
-    entity = await client.post("/v1/entities", json={"canonical_name": "Zeta Omega Corp",
-                                                     "entity_type": "organization"})
+    entity = await client.post(
+        "/v1/entities", json={"canonical_name": "Zeta Omega Corp", "entity_type": "organization"}
+    )
     assert entity.status_code == 201, entity.text
     # 24,000 words: each n-gram was sliced from the start of the word array, quadratic.
     content = " ".join(["Zeta"] + ["a"] * 24_000 + ["Zeta", "Omega", "Corp"])
@@ -98,13 +108,16 @@ async def test_mentions_in_a_long_text_are_found_in_linear_time(client, sql):
     response = await client.post("/v1/episodes", json={"content": content, "butler": "chat"})
     assert response.status_code == 201, response.text
     assert time.perf_counter() - began < 10
-    links = await sql("SELECT target_id FROM memory_links WHERE source_id = :id "
-                      "AND relation = 'mentions'", id=response.json()["id"])
+    links = await sql(
+        "SELECT target_id FROM memory_links WHERE source_id = :id AND relation = 'mentions'",
+        id=response.json()["id"],
+    )
     assert [str(row["target_id"]) for row in links] == [entity.json()["id"]]
 
 
 async def test_a_statement_past_the_timeout_answers_503_and_writes_nothing(
-        app, client, sql, monkeypatch):
+    app, client, sql, monkeypatch
+):
     monkeypatch.setattr(app.state.settings, "db_statement_timeout_seconds", 0.2)
     items = [{"content": cjk(20_000, seed=n), "butler": "zh"} for n in range(20)]
     response = await client.post("/v1/episodes/batch", json={"items": items})
@@ -119,11 +132,17 @@ async def test_a_statement_past_the_timeout_answers_503_and_writes_nothing(
     async with asyncio.timeout(10):
         while pool.checkedout():
             await asyncio.sleep(0.05)
-    assert await sql("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                     "AND pid <> pg_backend_pid() AND state NOT IN ('idle')") == []
+    assert (
+        await sql(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state NOT IN ('idle')"
+        )
+        == []
+    )
     monkeypatch.undo()
-    assert (await client.post("/v1/episodes", json={"content": "after", "butler": "zh"})
-            ).status_code == 201
+    assert (
+        await client.post("/v1/episodes", json={"content": "after", "butler": "zh"})
+    ).status_code == 201
 
 
 async def test_background_transactions_have_no_statement_timeout(app):

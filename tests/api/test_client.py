@@ -27,8 +27,9 @@ async def test_the_sync_client_stores_finds_and_builds_context(live_url, api_key
     key = await api_key_for("client-sync")
     with EngramClient(live_url, api_key=key, retry=FAST) as engram:
         session = str(uuid.uuid4())
-        episode = engram.store_episode("Ann: I moved to Lyon last spring", butler="chat",
-                                       session_id=session)
+        episode = engram.store_episode(
+            "Ann: I moved to Lyon last spring", butler="chat", session_id=session
+        )
         fact = engram.store_fact("Ann", "city", "Ann lives in Lyon.")
         rule = engram.store_rule("Greet Ann in French.")
         [stored] = engram.store_episodes([{"content": "Bo: I like tea", "butler": "chat"}])
@@ -59,8 +60,10 @@ async def test_the_async_client_does_the_same(live_url, api_key_for):
 
 async def test_bad_input_is_an_error_naming_the_field(live_url, api_key_for):
     key = await api_key_for("client-errors")
-    with EngramClient(live_url, api_key=key, retry=FAST) as engram, \
-            pytest.raises(EngramError) as raised:
+    with (
+        EngramClient(live_url, api_key=key, retry=FAST) as engram,
+        pytest.raises(EngramError) as raised,
+    ):
         engram.store_fact("Ann", "city", "   ")
     assert raised.value.status == 422
     assert "content" in str(raised.value)
@@ -86,8 +89,11 @@ def _scripted(*statuses: int) -> tuple[httpx.MockTransport, list[int]]:
         status = statuses[len(calls) - 1] if len(calls) <= len(statuses) else 200
         if status == 200:
             return httpx.Response(200, json={"mode": "hybrid", "results": []})
-        return httpx.Response(status, headers={"Retry-After": "0"},
-                              json={"title": "busy", "status": status, "detail": "slow down"})
+        return httpx.Response(
+            status,
+            headers={"Retry-After": "0"},
+            json={"title": "busy", "status": status, "detail": "slow down"},
+        )
 
     return httpx.MockTransport(answer), calls
 
@@ -101,16 +107,20 @@ def test_429_and_503_are_retried_then_succeed():
 
 def test_retries_stop_after_the_policy_and_raise_the_problem():
     transport, calls = _scripted(429, 429, 429, 429)
-    with EngramClient("http://engram.test", retry=FAST, transport=transport) as engram, \
-            pytest.raises(EngramError) as raised:
+    with (
+        EngramClient("http://engram.test", retry=FAST, transport=transport) as engram,
+        pytest.raises(EngramError) as raised,
+    ):
         engram.search("x")
     assert raised.value.status == 429 and len(calls) == FAST.retries + 1
 
 
 def test_a_422_is_not_retried():
     transport, calls = _scripted(422)
-    with EngramClient("http://engram.test", retry=FAST, transport=transport) as engram, \
-            pytest.raises(EngramError):
+    with (
+        EngramClient("http://engram.test", retry=FAST, transport=transport) as engram,
+        pytest.raises(EngramError),
+    ):
         engram.search("x")
     assert len(calls) == 1
 
@@ -131,8 +141,9 @@ async def test_the_clients_send_filters_to_search_recall_and_context(live_url, a
         recalled = engram.recall("Ann Lyon", filter={"tags": {"$in": ["crm"]}})
         block = engram.context("Write to Ann", butler="chat", filter={"tags": "crm"})
     async with AsyncEngramClient(live_url, api_key=key, retry=FAST) as engram_async:
-        block_async = await engram_async.context("Write to Ann", butler="chat",
-                                                 filter={"tags": {"$ne": "crm"}})
+        block_async = await engram_async.context(
+            "Write to Ann", butler="chat", filter={"tags": {"$ne": "crm"}}
+        )
     assert [hit.id for hit in found.results] == [kept.id]
     assert [hit.id for hit in recalled.results] == [kept.id]
     assert "Lyon." in block.context and "grew up" not in block.context

@@ -22,27 +22,39 @@ async def _episode(client, episode_id):
 
 
 def _fact(subject, predicate, content, *sources):
-    return {"subject": subject, "predicate": predicate, "content": content,
-            "source_episode_ids": list(sources)}
+    return {
+        "subject": subject,
+        "predicate": predicate,
+        "content": content,
+        "source_episode_ids": list(sources),
+    }
 
 
 @pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "bare"])
 async def test_fenced_and_bare_output_both_consolidate(client, app, settings, llm, fenced):
     [episode_id] = await add_episodes(client, "assistant", "My dog is called Rex.")
-    llm.reply(completion({"new_facts": [_fact("dog", "name", "The dog is Rex.", episode_id)]},
-                         fenced=fenced))
+    llm.reply(
+        completion(
+            {"new_facts": [_fact("dog", "name", "The dog is Rex.", episode_id)]}, fenced=fenced
+        )
+    )
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     assert (job["status"], job["result"]["facts_created"]) == ("succeeded", 1)
     assert (await _episode(client, episode_id))["consolidation_status"] == "consolidated"
 
 
-@pytest.mark.parametrize("output, error", [
-    ("", NO_JSON_ERROR),
-    ("Sorry, I cannot help with that.", NO_JSON_ERROR),
-    ('```json\n{"new_facts": [}\n```', "Invalid JSON in consolidation output"),
-], ids=["empty", "prose", "malformed"])
-async def test_unusable_output_keeps_episodes_pending_with_the_error(client, app, settings, llm,
-                                                                     output, error):
+@pytest.mark.parametrize(
+    "output, error",
+    [
+        ("", NO_JSON_ERROR),
+        ("Sorry, I cannot help with that.", NO_JSON_ERROR),
+        ('```json\n{"new_facts": [}\n```', "Invalid JSON in consolidation output"),
+    ],
+    ids=["empty", "prose", "malformed"],
+)
+async def test_unusable_output_keeps_episodes_pending_with_the_error(
+    client, app, settings, llm, output, error
+):
     [episode_id] = await add_episodes(client, "assistant", "Something.")
     llm.reply(Reply(content=output))
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
@@ -50,8 +62,11 @@ async def test_unusable_output_keeps_episodes_pending_with_the_error(client, app
     assert job["result"]["groups_failed"] == 1
     assert job["result"]["episodes_retrying"] == 1
     episode = await _episode(client, episode_id)
-    assert (episode["consolidated"], episode["consolidation_status"],
-            episode["retry_count"]) == (False, "pending", 1)
+    assert (episode["consolidated"], episode["consolidation_status"], episode["retry_count"]) == (
+        False,
+        "pending",
+        1,
+    )
     assert error in episode["last_error"]
     assert error in job["errors"][0]
 
@@ -74,14 +89,15 @@ async def test_timeout_is_retried_then_recorded_on_the_episodes(client, app, set
     assert job["status"] == "failed"
     episode = await _episode(client, episode_id)
     assert (episode["consolidation_status"], episode["retry_count"]) == ("pending", 1)
-    assert episode["last_error"] == (
-        "LLM request failed after 2 attempt(s): timed out after 0.3s")
+    assert episode["last_error"] == ("LLM request failed after 2 attempt(s): timed out after 0.3s")
 
 
 async def test_server_error_is_retried_and_a_later_success_counts(client, app, settings, llm):
     [episode_id] = await add_episodes(client, "assistant", "I use vim.")
-    llm.reply(Reply(status=500, body='{"error": "boom"}'),
-              completion({"new_facts": [_fact("user", "editor", "Uses vim.", episode_id)]}))
+    llm.reply(
+        Reply(status=500, body='{"error": "boom"}'),
+        completion({"new_facts": [_fact("user", "editor", "Uses vim.", episode_id)]}),
+    )
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     assert len(llm.requests) == 2
     assert (job["status"], job["result"]["facts_created"]) == ("succeeded", 1)
@@ -94,7 +110,8 @@ async def test_server_errors_on_every_attempt_fail_the_group(client, app, settin
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     assert job["status"] == "failed"
     assert (await _episode(client, episode_id))["last_error"] == (
-        "LLM request failed after 2 attempt(s): HTTP 503: still down")
+        "LLM request failed after 2 attempt(s): HTTP 503: still down"
+    )
 
 
 async def test_client_error_is_not_retried(client, app, settings, llm):
@@ -138,29 +155,47 @@ async def test_failing_group_does_not_stop_the_others(client, app, settings, llm
     assert (await _episode(client, good))["consolidation_status"] == "consolidated"
     failed = await _episode(client, bad)
     assert (failed["consolidation_status"], failed["retry_count"]) == ("pending", 1)
-    assert job["errors"] == ["tenant 'default' butler 'broken-butler': LLM request failed after "
-                             "2 attempt(s): HTTP 500: model crashed"]
+    assert job["errors"] == [
+        "tenant 'default' butler 'broken-butler': LLM request failed after "
+        "2 attempt(s): HTTP 500: model crashed"
+    ]
 
 
 async def test_one_failing_action_does_not_block_the_others(client, app, settings, llm):
     [episode_id] = await add_episodes(client, "assistant", "Facts galore.")
-    llm.reply(completion({
-        "new_facts": [_fact("x" * 300, "too_long", "Subject beyond 200 chars.", episode_id),
-                      _fact("user", "pet", "Has a cat.", episode_id)],
-        "updated_facts": [{**_fact("user", "city", "Rome."),
-                           "target_id": "00000000-0000-4000-8000-000000000000"}],
-        "new_rules": [{"content": "Mention the cat.", "source_episode_ids": [episode_id]}],
-    }))
+    llm.reply(
+        completion(
+            {
+                "new_facts": [
+                    _fact("x" * 300, "too_long", "Subject beyond 200 chars.", episode_id),
+                    _fact("user", "pet", "Has a cat.", episode_id),
+                ],
+                "updated_facts": [
+                    {
+                        **_fact("user", "city", "Rome."),
+                        "target_id": "00000000-0000-4000-8000-000000000000",
+                    }
+                ],
+                "new_rules": [{"content": "Mention the cat.", "source_episode_ids": [episode_id]}],
+            }
+        )
+    )
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     assert job["status"] == "succeeded"
     result = job["result"]
-    assert (result["facts_created"], result["facts_updated"], result["rules_created"],
-            result["action_errors"], result["targets_not_shown"]) == (1, 0, 1, 1, 1)
+    assert (
+        result["facts_created"],
+        result["facts_updated"],
+        result["rules_created"],
+        result["action_errors"],
+        result["targets_not_shown"],
+    ) == (1, 0, 1, 1, 1)
     invalid, not_shown = job["errors"]
-    assert invalid.startswith("tenant 'default' butler 'assistant': new_facts[0]: invalid "
-                              "subject:")
-    assert not_shown == ("tenant 'default' butler 'assistant': updated_facts[0]: target fact "
-                         "00000000-0000-4000-8000-000000000000 not shown to the model")
+    assert invalid.startswith("tenant 'default' butler 'assistant': new_facts[0]: invalid subject:")
+    assert not_shown == (
+        "tenant 'default' butler 'assistant': updated_facts[0]: target fact "
+        "00000000-0000-4000-8000-000000000000 not shown to the model"
+    )
     assert (await _episode(client, episode_id))["consolidation_status"] == "consolidated"
 
 
@@ -171,16 +206,22 @@ async def test_source_ids_outside_the_batch_are_not_linked(client, app, sql, set
     llm.reply(completion({"new_facts": [_fact("user", "drink", "Coffee.", mine, other)]}))
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     assert job["result"]["links_created"] == 1
-    rows = await sql("SELECT target_id::text AS target FROM memory_links "
-                     "WHERE relation = 'derived_from'")
+    rows = await sql(
+        "SELECT target_id::text AS target FROM memory_links WHERE relation = 'derived_from'"
+    )
     assert [row["target"] for row in rows] == [mine]
 
 
 async def test_parse_errors_beside_valid_actions_are_reported(client, app, settings, llm):
     [episode_id] = await add_episodes(client, "assistant", "I am 40.")
-    llm.reply(completion({"new_facts": [_fact("user", "age", "Is 40.", episode_id),
-                                        {"subject": "user"}],
-                          "confirmations": ["not-a-uuid"]}))
+    llm.reply(
+        completion(
+            {
+                "new_facts": [_fact("user", "age", "Is 40.", episode_id), {"subject": "user"}],
+                "confirmations": ["not-a-uuid"],
+            }
+        )
+    )
     job = await run_job(client, job_context(app, settings, llm_url=llm.base_url), "consolidation")
     assert job["status"] == "succeeded"
     assert job["result"]["parse_errors"] == 2
@@ -192,17 +233,24 @@ async def test_parse_errors_beside_valid_actions_are_reported(client, app, setti
     ]
 
 
-async def test_a_rerun_consolidation_reports_every_attempts_figures(client, app, sql, settings,
-                                                                    llm):
+async def test_a_rerun_consolidation_reports_every_attempts_figures(
+    client, app, sql, settings, llm
+):
     """An attempt that died had created 100 facts; the re-run adds 1 and reports 101."""
     [episode_id] = await add_episodes(client, "assistant", "My dog is called Rex.")
     llm.reply(completion({"new_facts": [_fact("dog", "name", "The dog is Rex.", episode_id)]}))
     job = (await client.post("/v1/jobs/consolidation")).json()
-    await sql("UPDATE jobs SET status = 'running', attempts = 1, worker_id = 'dead', "
-              "lease_expires_at = now() - interval '1 second', progress = "
-              "'{\"facts_created\": 100, \"groups_processed\": 4, \"groups_succeeded\": 4, "
-              "\"episodes_consolidated\": 200}'")
+    await sql(
+        "UPDATE jobs SET status = 'running', attempts = 1, worker_id = 'dead', "
+        "lease_expires_at = now() - interval '1 second', progress = "
+        '\'{"facts_created": 100, "groups_processed": 4, "groups_succeeded": 4, '
+        '"episodes_consolidated": 200}\''
+    )
     await worker.drain(job_context(app, settings, llm_url=llm.base_url))
     result = (await client.get(f"/v1/jobs/{job['id']}")).json()["result"]
-    assert (result["facts_created"], result["groups_processed"], result["groups_succeeded"],
-            result["episodes_consolidated"]) == (101, 5, 5, 201)
+    assert (
+        result["facts_created"],
+        result["groups_processed"],
+        result["groups_succeeded"],
+        result["episodes_consolidated"],
+    ) == (101, 5, 5, 201)

@@ -20,10 +20,19 @@ async def llm():
 
 
 def _one_fact_per_episode(request):
-    reply = completion({"new_facts": [
-        {"subject": f"episode {episode_id}", "predicate": "seen", "content": "Seen once.",
-         "source_episode_ids": [episode_id]}
-        for episode_id in episode_ids(user_prompt(request))]})
+    reply = completion(
+        {
+            "new_facts": [
+                {
+                    "subject": f"episode {episode_id}",
+                    "predicate": "seen",
+                    "content": "Seen once.",
+                    "source_episode_ids": [episode_id],
+                }
+                for episode_id in episode_ids(user_prompt(request))
+            ]
+        }
+    )
     reply.delay = 0.1  # keep both workers busy at the same time
     return reply
 
@@ -47,8 +56,10 @@ async def test_two_workers_process_each_episode_exactly_once(client, app, sql, s
     assert [j["status"] for j in jobs] == ["succeeded", "succeeded"]
     assert sum(j["result"]["episodes_consolidated"] for j in jobs) == 12
     assert all(j["result"]["episodes_consolidated"] > 0 for j in jobs)  # both did work
-    links = await sql("SELECT target_id::text AS episode, count(*) AS n FROM memory_links "
-                      "WHERE relation = 'derived_from' GROUP BY 1")
+    links = await sql(
+        "SELECT target_id::text AS episode, count(*) AS n FROM memory_links "
+        "WHERE relation = 'derived_from' GROUP BY 1"
+    )
     assert {row["episode"]: row["n"] for row in links} == dict.fromkeys(backlog, 1)
     facts = await sql("SELECT count(*) AS n FROM facts")
     assert facts[0]["n"] == 12
@@ -61,8 +72,7 @@ async def test_episodes_stay_readable_while_the_model_is_thinking(client, app, s
     gate = asyncio.Event()
     llm.reply(Reply(content=json.dumps({"new_facts": []}), gate=gate))
     await client.post("/v1/jobs/consolidation")
-    running = asyncio.create_task(
-        worker.run_once(job_context(app, settings, llm_url=llm.base_url)))
+    running = asyncio.create_task(worker.run_once(job_context(app, settings, llm_url=llm.base_url)))
     for _ in range(3000):
         if llm.requests or running.done():
             break
@@ -79,10 +89,12 @@ async def test_a_group_locked_by_another_worker_is_left_to_it(client, app, setti
     [episode_id] = await add_episodes(client, "assistant", "Someone else has this.")
     other = job_context(app, settings)
     async with other.connection() as conn:
-        assert await consolidation_rows.try_lock_group(conn, tenant_id="default",
-                                                       butler="assistant")
-        job = await run_job(client, job_context(app, settings, llm_url=llm.base_url),
-                            "consolidation")
+        assert await consolidation_rows.try_lock_group(
+            conn, tenant_id="default", butler="assistant"
+        )
+        job = await run_job(
+            client, job_context(app, settings, llm_url=llm.base_url), "consolidation"
+        )
         await consolidation_rows.unlock_group(conn, tenant_id="default", butler="assistant")
     assert (job["status"], job["result"]["groups_processed"]) == ("succeeded", 0)
     assert llm.requests == []

@@ -10,8 +10,13 @@ from tests.support.http import post
 
 
 def link(source, target, relation):
-    return {"source_type": source[0], "source_id": source[1], "target_type": target[0],
-            "target_id": target[1], "relation": relation}
+    return {
+        "source_type": source[0],
+        "source_id": source[1],
+        "target_type": target[0],
+        "target_id": target[1],
+        "relation": relation,
+    }
 
 
 async def fact_now(client, fact_id):
@@ -29,13 +34,14 @@ async def contradict(client, fact_id, **body):
 async def test_contradicts_link_beside_an_automatic_related_to_counts(client):
     works = await store_fact(client, "Ann", "works_at", "Ann works at Acme")
     employed = await store_fact(client, "Ann", "employer", "Ann is employed by Acme Corp")
-    auto = (await client.get("/v1/links", params={"memory_type": "fact",
-                                                  "memory_id": employed["id"]})).json()
-    assert ("related_to", works["id"]) in {(x["relation"], x["target_id"])
-                                           for x in auto["items"]}
+    auto = (
+        await client.get("/v1/links", params={"memory_type": "fact", "memory_id": employed["id"]})
+    ).json()
+    assert ("related_to", works["id"]) in {(x["relation"], x["target_id"]) for x in auto["items"]}
 
-    response = await client.post("/v1/links", json=link(ref("fact", employed),
-                                                        ref("fact", works), "contradicts"))
+    response = await client.post(
+        "/v1/links", json=link(ref("fact", employed), ref("fact", works), "contradicts")
+    )
     assert response.status_code == 201, response.text
 
     contradicted = await fact_now(client, works["id"])
@@ -56,8 +62,9 @@ async def test_confirm_and_supports_count_validations(client):
 
 async def test_storing_the_same_fact_again_counts_a_validation(client):
     await store_fact(client, "Ann", "likes", "Ann likes chess")
-    again = await client.post("/v1/facts", json={"subject": "Ann", "predicate": "likes",
-                                                 "content": "Ann likes chess"})
+    again = await client.post(
+        "/v1/facts", json={"subject": "Ann", "predicate": "likes", "content": "Ann likes chess"}
+    )
     assert again.status_code == 200
     assert again.json()["validation_count"] == 1
 
@@ -67,8 +74,9 @@ async def test_contradict_call_halves_confidence_and_records_why(client):
     after = await contradict(client, fact["id"], reasoning="they moved to Boulder")
     assert (after["confidence"], after["contradiction_count"]) == (pytest.approx(0.5), 1)
     assert after["effective_confidence"] < fact["effective_confidence"]
-    [event] = (await client.get("/v1/events", params={"event_type": "fact_contradicted"})
-               ).json()["items"]
+    [event] = (await client.get("/v1/events", params={"event_type": "fact_contradicted"})).json()[
+        "items"
+    ]
     assert event["payload"]["confidence_before"] == pytest.approx(1.0)
     assert event["payload"]["confidence_after"] == pytest.approx(0.5)
     assert event["payload"]["reasoning"] == "they moved to Boulder"
@@ -95,7 +103,10 @@ async def test_validations_hold_off_retraction(client):
     for _ in range(3):
         after = await contradict(client, fact["id"])
     assert (after["validity"], after["contradiction_count"], after["validation_count"]) == (
-        "active", 3, 1)
+        "active",
+        3,
+        1,
+    )
     assert (await contradict(client, fact["id"]))["validity"] == "retracted"
 
 
@@ -115,8 +126,9 @@ async def test_contradicting_an_unknown_fact_is_404(client):
 
 async def test_overlong_reasoning_is_422_naming_it(client):
     fact = await store_fact(client, "Ann", "likes", "Ann likes chess")
-    response = await client.post(f"/v1/facts/{fact['id']}/contradict",
-                                 json={"reasoning": "x" * 2001})
+    response = await client.post(
+        f"/v1/facts/{fact['id']}/contradict", json={"reasoning": "x" * 2001}
+    )
     assert response.status_code == 422
     assert "body.reasoning" in {error["field"] for error in response.json()["errors"]}
     assert (await fact_now(client, fact["id"]))["contradiction_count"] == 0
@@ -128,4 +140,7 @@ async def test_a_contradicts_link_to_a_superseded_fact_is_stored_and_counts_noth
     await post(client, "/v1/links", **link(ref("fact", new), ref("fact", old), "contradicts"))
     shown = await fact_now(client, old["id"])
     assert (shown["validity"], shown["contradiction_count"], shown["confidence"]) == (
-        "superseded", 0, pytest.approx(1.0))
+        "superseded",
+        0,
+        pytest.approx(1.0),
+    )

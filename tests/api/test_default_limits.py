@@ -38,8 +38,9 @@ async def fresh(settings: Settings, app: Any) -> AsyncIterator[tuple[Any, Frozen
 
 def http(app: Any, secret: str | None = None) -> httpx.AsyncClient:
     headers = {"X-API-Key": secret} if secret else {}
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                             base_url="http://engram.test", headers=headers)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://engram.test", headers=headers
+    )
 
 
 async def statuses(client: httpx.AsyncClient, count: int, path: str = "/v1/facts") -> list[int]:
@@ -61,15 +62,18 @@ async def test_a_key_has_100_requests_a_second_in_bursts_of_200(fresh, api_key_f
 async def test_unknown_keys_have_10_a_second_in_bursts_of_100_per_address(fresh):
     app, clock = fresh
     async with http(app) as client:
+
         def unknown() -> dict[str, str]:
             return {"X-API-Key": "egk_" + secrets.token_urlsafe(32)}
 
-        answers = [(await client.get("/v1/facts", headers=unknown())).status_code
-                   for _ in range(101)]
+        answers = [
+            (await client.get("/v1/facts", headers=unknown())).status_code for _ in range(101)
+        ]
         assert answers == [401] * 100 + [429]
         clock.now += 1.0
-        answers = [(await client.get("/v1/facts", headers=unknown())).status_code
-                   for _ in range(11)]
+        answers = [
+            (await client.get("/v1/facts", headers=unknown())).status_code for _ in range(11)
+        ]
         assert answers == [401] * 10 + [429]
 
 
@@ -89,10 +93,18 @@ async def test_a_key_may_have_64_mib_of_bodies_in_flight(fresh, api_key_for):
         try:
             for _ in range(2):  # two bodies of 32 MiB, the largest allowed
                 reading = asyncio.Event()
-                held.append(asyncio.create_task(client.post(
-                    "/v1/episodes", content=held_body(reading),
-                    headers={"content-type": "application/json",
-                             "content-length": str(32 * MiB)})))
+                held.append(
+                    asyncio.create_task(
+                        client.post(
+                            "/v1/episodes",
+                            content=held_body(reading),
+                            headers={
+                                "content-type": "application/json",
+                                "content-length": str(32 * MiB),
+                            },
+                        )
+                    )
+                )
                 await asyncio.wait_for(reading.wait(), timeout=10)
             refused = await client.post("/v1/episodes", json={"content": "x", "butler": "b"})
         finally:
@@ -101,7 +113,9 @@ async def test_a_key_may_have_64_mib_of_bodies_in_flight(fresh, api_key_for):
         assert refused.status_code == 429
         assert refused.json()["errors"][0]["field"] == "body"
         assert [response.status_code for response in done] == [201, 201]
-        too_large = await client.post("/v1/episodes", content=b"x",
-                                      headers={"content-type": "application/json",
-                                               "content-length": str(32 * MiB + 1)})
+        too_large = await client.post(
+            "/v1/episodes",
+            content=b"x",
+            headers={"content-type": "application/json", "content-length": str(32 * MiB + 1)},
+        )
         assert too_large.status_code == 413

@@ -7,24 +7,38 @@ from tests.support.rights import key_id_of
 
 
 async def _events_about(sql, memory_id):
-    rows = await sql("SELECT event_type FROM memory_events "
-                     "WHERE payload ->> 'memory_id' = :id ORDER BY created_at", id=memory_id)
+    rows = await sql(
+        "SELECT event_type FROM memory_events "
+        "WHERE payload ->> 'memory_id' = :id ORDER BY created_at",
+        id=memory_id,
+    )
     return [row["event_type"] for row in rows]
 
 
 async def test_deleted_episode_is_gone_with_its_links_postings_and_events(client, sql):
     episode = await store_episode(client, "Ann called from 5550142")
     fact = await store_fact(client, content="Ann has a phone")
-    await post(client, "/v1/links", source_type="fact", source_id=fact["id"],
-               target_type="episode", target_id=episode["id"], relation="derived_from")
+    await post(
+        client,
+        "/v1/links",
+        source_type="fact",
+        source_id=fact["id"],
+        target_type="episode",
+        target_id=episode["id"],
+        relation="derived_from",
+    )
 
     response = await client.delete(f"/v1/episodes/{episode['id']}")
 
     assert response.status_code == 204
     assert (await client.get(f"/v1/episodes/{episode['id']}")).status_code == 404
     assert await sql("SELECT 1 FROM memory_links") == []
-    assert await sql("SELECT 1 FROM keyword_postings WHERE memory_id = CAST(:id AS uuid)",
-                     id=episode["id"]) == []
+    assert (
+        await sql(
+            "SELECT 1 FROM keyword_postings WHERE memory_id = CAST(:id AS uuid)", id=episode["id"]
+        )
+        == []
+    )
     assert await _events_about(sql, episode["id"]) == ["episode_deleted"]
     assert (await client.get(f"/v1/facts/{fact['id']}")).status_code == 200
 
@@ -32,15 +46,20 @@ async def test_deleted_episode_is_gone_with_its_links_postings_and_events(client
 async def test_episode_leaves_the_consolidation_events_that_list_it(client, sql):
     gone = await store_episode(client, "first")
     kept = await store_episode(client, "second")
-    await sql("INSERT INTO memory_events (event_type, tenant_id, payload) VALUES "
-              "('episodes_consolidation_failed', 'default', jsonb_build_object("
-              "'episode_ids', jsonb_build_array(CAST(:a AS text), CAST(:b AS text)), "
-              "'error', 'the model quoted: first'))", a=gone["id"], b=kept["id"])
+    await sql(
+        "INSERT INTO memory_events (event_type, tenant_id, payload) VALUES "
+        "('episodes_consolidation_failed', 'default', jsonb_build_object("
+        "'episode_ids', jsonb_build_array(CAST(:a AS text), CAST(:b AS text)), "
+        "'error', 'the model quoted: first'))",
+        a=gone["id"],
+        b=kept["id"],
+    )
 
     assert (await client.delete(f"/v1/episodes/{gone['id']}")).status_code == 204
 
-    [event] = await sql("SELECT payload FROM memory_events "
-                        "WHERE event_type = 'episodes_consolidation_failed'")
+    [event] = await sql(
+        "SELECT payload FROM memory_events WHERE event_type = 'episodes_consolidation_failed'"
+    )
     assert event["payload"] == {"episode_ids": [kept["id"]]}
 
 
@@ -54,8 +73,10 @@ async def test_deleting_a_fact_deletes_every_version_of_it(client, sql):
     for gone in (old, new):
         assert (await client.get(f"/v1/facts/{gone['id']}")).status_code == 404
     assert (await client.get(f"/v1/facts/{other['id']}")).status_code == 200
-    [tombstone] = await sql("SELECT payload, actor, CAST(actor_key_id AS text) AS key "
-                            "FROM memory_events WHERE event_type = 'fact_deleted'")
+    [tombstone] = await sql(
+        "SELECT payload, actor, CAST(actor_key_id AS text) AS key "
+        "FROM memory_events WHERE event_type = 'fact_deleted'"
+    )
     assert sorted(tombstone["payload"]["deleted_ids"]) == sorted([old["id"], new["id"]])
     assert tombstone["key"] == await key_id_of(sql, "default")
     assert tombstone["actor"] == f"key:{tombstone['key']}"
@@ -63,8 +84,9 @@ async def test_deleting_a_fact_deletes_every_version_of_it(client, sql):
 
 async def test_deleting_a_rule_deletes_its_feedback(client, sql):
     rule = await store_rule(client)
-    response = await client.post(f"/v1/rules/{rule['id']}/harmful",
-                                 json={"reason": "leaked 5550142"})
+    response = await client.post(
+        f"/v1/rules/{rule['id']}/harmful", json={"reason": "leaked 5550142"}
+    )
     assert response.status_code == 200
 
     assert (await client.delete(f"/v1/rules/{rule['id']}")).status_code == 204
@@ -108,8 +130,9 @@ async def test_deleting_an_entity_with_facts_delete_takes_their_history(client):
 async def test_deleting_an_entity_takes_the_entities_merged_into_it(client):
     target = await create_entity(client, "Ann")
     source = await create_entity(client, "Annie")
-    merged = await client.post(f"/v1/entities/{target['id']}/merge",
-                               json={"source_id": source["id"]})
+    merged = await client.post(
+        f"/v1/entities/{target['id']}/merge", json={"source_id": source["id"]}
+    )
     assert merged.status_code == 200
 
     assert (await client.delete(f"/v1/entities/{target['id']}")).status_code == 204
@@ -137,27 +160,38 @@ async def test_an_unknown_facts_mode_is_422(client):
 
 
 async def test_patching_metadata_with_null_removes_the_key(client):
-    entity = await create_entity(client, "Ann", metadata={"phone": "5550142", "city": "Oslo",
-                                                         "tags": {"a": 1, "b": 2}})
-    response = await client.patch(f"/v1/entities/{entity['id']}",
-                                  json={"metadata": {"phone": None, "tags": {"b": None}}})
+    entity = await create_entity(
+        client, "Ann", metadata={"phone": "5550142", "city": "Oslo", "tags": {"a": 1, "b": 2}}
+    )
+    response = await client.patch(
+        f"/v1/entities/{entity['id']}", json={"metadata": {"phone": None, "tags": {"b": None}}}
+    )
     assert response.status_code == 200
     assert response.json()["metadata"] == {"city": "Oslo", "tags": {"a": 1}}
 
 
-async def test_a_deleted_memory_leaves_the_arcs_procedures_and_working_memories_naming_it(
-        client):
+async def test_a_deleted_memory_leaves_the_arcs_procedures_and_working_memories_naming_it(client):
     gone = await store_episode(client, "Ann called")
     kept = await store_episode(client, "Bob called")
-    events = [{"memory_type": "episode", "memory_id": episode["id"], "description": "a call"}
-              for episode in (gone, kept)]
-    arc = await post(client, "/v1/arcs", title="Calls", arc_type="interaction_arc",
-                     key_events=events)
+    events = [
+        {"memory_type": "episode", "memory_id": episode["id"], "description": "a call"}
+        for episode in (gone, kept)
+    ]
+    arc = await post(
+        client, "/v1/arcs", title="Calls", arc_type="interaction_arc", key_events=events
+    )
     refs = [{"memory_type": "episode", "memory_id": episode["id"]} for episode in (gone, kept)]
-    procedure = await post(client, "/v1/procedures", agent_id="a", name="call_back",
-                           steps=[{"step": 1, "action": "dial"}], learned_from=refs)
-    put = await client.put("/v1/working-memory/a/s", json={
-        "retrieved_memory_ids": [gone["id"], kept["id"]]})
+    procedure = await post(
+        client,
+        "/v1/procedures",
+        agent_id="a",
+        name="call_back",
+        steps=[{"step": 1, "action": "dial"}],
+        learned_from=refs,
+    )
+    put = await client.put(
+        "/v1/working-memory/a/s", json={"retrieved_memory_ids": [gone["id"], kept["id"]]}
+    )
     assert put.status_code == 201
 
     assert (await client.delete(f"/v1/episodes/{gone['id']}")).status_code == 204
@@ -174,8 +208,13 @@ async def test_a_deleted_memory_leaves_the_arcs_procedures_and_working_memories_
 async def test_a_deleted_entity_leaves_the_arcs_naming_it(client):
     gone = await create_entity(client, "Ann")
     kept = await create_entity(client, "Bob")
-    arc = await post(client, "/v1/arcs", title="Ann and Bob", arc_type="interaction_arc",
-                     entity_ids=[gone["id"], kept["id"]])
+    arc = await post(
+        client,
+        "/v1/arcs",
+        title="Ann and Bob",
+        arc_type="interaction_arc",
+        entity_ids=[gone["id"], kept["id"]],
+    )
 
     assert (await client.delete(f"/v1/entities/{gone['id']}")).status_code == 204
 

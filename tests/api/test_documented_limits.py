@@ -21,23 +21,55 @@ def _many(count: int, item: Callable[[int], Any]) -> list[Any]:
 
 # schema, property, enforced bound (None: the instance's settings), method, path, body, field
 CASES: list[tuple[str, str, int | None, str, Callable[[int], dict[str, Any]], str]] = [
-    ("EpisodeBatchCreate", "items", None, "/v1/episodes/batch",
-     lambda n: {"items": _many(n, lambda i: {"content": f"e{i}", "butler": "chat"})},
-     "items"),
-    ("MessageBatchCreate", "items", MAX_MESSAGES, "/v1/runs/{run_id}/messages/batch",
-     lambda n: {"items": _many(n, lambda i: {"role": "human", "content": f"m{i}"})},
-     "body.items"),
-    ("ProcedureCreate", "steps", MAX_STEPS, "/v1/procedures",
-     lambda n: {"agent_id": "a", "name": "long", "steps": _many(
-         n, lambda i: {"step": i + 1, "action": "act"})},
-     "body.steps"),
-    ("FactCreate", "tags", MAX_TAGS, "/v1/facts",
-     lambda n: {"subject": "Ann", "predicate": "likes", "content": "tea",
-                "tags": _many(n, lambda i: f"t{i}")},
-     "body.tags"),
-    ("ReflectionCreate", "based_on", MAX_BASED_ON, "/v1/ledgers/town/agents/alice/reflections",
-     lambda n: {"belief": "b", "based_on": _many(n, lambda i: UUID)},
-     "body.based_on"),
+    (
+        "EpisodeBatchCreate",
+        "items",
+        None,
+        "/v1/episodes/batch",
+        lambda n: {"items": _many(n, lambda i: {"content": f"e{i}", "butler": "chat"})},
+        "items",
+    ),
+    (
+        "MessageBatchCreate",
+        "items",
+        MAX_MESSAGES,
+        "/v1/runs/{run_id}/messages/batch",
+        lambda n: {"items": _many(n, lambda i: {"role": "human", "content": f"m{i}"})},
+        "body.items",
+    ),
+    (
+        "ProcedureCreate",
+        "steps",
+        MAX_STEPS,
+        "/v1/procedures",
+        lambda n: {
+            "agent_id": "a",
+            "name": "long",
+            "steps": _many(n, lambda i: {"step": i + 1, "action": "act"}),
+        },
+        "body.steps",
+    ),
+    (
+        "FactCreate",
+        "tags",
+        MAX_TAGS,
+        "/v1/facts",
+        lambda n: {
+            "subject": "Ann",
+            "predicate": "likes",
+            "content": "tea",
+            "tags": _many(n, lambda i: f"t{i}"),
+        },
+        "body.tags",
+    ),
+    (
+        "ReflectionCreate",
+        "based_on",
+        MAX_BASED_ON,
+        "/v1/ledgers/town/agents/alice/reflections",
+        lambda n: {"belief": "b", "based_on": _many(n, lambda i: UUID)},
+        "body.based_on",
+    ),
 ]
 
 
@@ -46,10 +78,12 @@ def _max_items(schema: dict[str, Any]) -> int:
     return next(option["maxItems"] for option in options if option.get("type") == "array")
 
 
-@pytest.mark.parametrize(("schema", "prop", "bound", "path", "body", "field"), CASES,
-                         ids=[case[0] for case in CASES])
-async def test_schema_bound_is_the_enforced_one(client, settings, schema, prop, bound, path,
-                                                body, field):
+@pytest.mark.parametrize(
+    ("schema", "prop", "bound", "path", "body", "field"), CASES, ids=[case[0] for case in CASES]
+)
+async def test_schema_bound_is_the_enforced_one(
+    client, settings, schema, prop, bound, path, body, field
+):
     bound = settings.max_batch_size if bound is None else bound
     schemas = (await client.get("/openapi.json")).json()["components"]["schemas"]
     assert _max_items(schemas[schema]["properties"][prop]) == bound

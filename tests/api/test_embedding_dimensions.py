@@ -15,8 +15,17 @@ from tests.support.database import scratch_database
 from tests.support.embeddings_stub import EmbeddingsStub, embeddings_stub
 from tests.support.model_app import client_of, remote_embedder, started
 
-VECTOR_TABLES = {"episodes", "facts", "rules", "passages", "runs", "run_messages",
-                 "procedures", "arcs", "agent_events"}
+VECTOR_TABLES = {
+    "episodes",
+    "facts",
+    "rules",
+    "passages",
+    "runs",
+    "run_messages",
+    "procedures",
+    "arcs",
+    "agent_events",
+}
 
 
 @pytest.fixture
@@ -28,29 +37,46 @@ async def scratch_url(database_url: str) -> AsyncIterator[str]:
 
 async def _columns(application: Any) -> dict[str, str]:
     async with application.state.owner_engine.connect() as conn:
-        rows = (await conn.execute(text(
-            "SELECT c.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) "
-            "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = 'public' AND t.typname IN ('vector', 'halfvec') "
-            "AND c.relkind = 'r' AND NOT a.attisdropped"))).all()
+        rows = (
+            await conn.execute(
+                text(
+                    "SELECT c.relname || '.' || a.attname, format_type(a.atttypid, a.atttypmod) "
+                    "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                    "JOIN pg_type t ON t.oid = a.atttypid JOIN "
+                    "pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = 'public' AND t.typname IN ('vector', 'halfvec') "
+                    "AND c.relkind = 'r' AND NOT a.attisdropped"
+                )
+            )
+        ).all()
     return {str(name): str(type_name) for name, type_name in rows}
 
 
 async def _vector_indexes(application: Any) -> list[str]:
     async with application.state.owner_engine.connect() as conn:
-        return list((await conn.execute(text(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' "
-            "AND indexdef LIKE '%hnsw%'"))).scalars())
+        return list(
+            (
+                await conn.execute(
+                    text(
+                        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' "
+                        "AND indexdef LIKE '%hnsw%'"
+                    )
+                )
+            ).scalars()
+        )
 
 
 async def _store_and_find(http: httpx.AsyncClient) -> None:
-    stored = await http.post("/v1/episodes", json={
-        "content": "Ann moored her boat at the harbour on Tuesday", "butler": "chat"})
+    stored = await http.post(
+        "/v1/episodes",
+        json={"content": "Ann moored her boat at the harbour on Tuesday", "butler": "chat"},
+    )
     assert stored.status_code == 201, stored.text
     await http.post("/v1/episodes", json={"content": "Bob baked bread", "butler": "chat"})
-    found = await http.post("/v1/search", json={
-        "query": "Ann moored her boat at the harbour on Tuesday", "mode": "semantic"})
+    found = await http.post(
+        "/v1/search",
+        json={"query": "Ann moored her boat at the harbour on Tuesday", "mode": "semantic"},
+    )
     assert found.status_code == 200, found.text
     results = found.json()["results"]
     assert results[0]["id"] == stored.json()["id"]
@@ -75,8 +101,7 @@ async def test_a_new_store_takes_the_models_dimension(scratch_url, stub24, monke
             await _store_and_find(http)
 
 
-async def test_past_2000_dimensions_the_columns_are_halfvec_and_indexed(scratch_url,
-                                                                       monkeypatch):
+async def test_past_2000_dimensions_the_columns_are_halfvec_and_indexed(scratch_url, monkeypatch):
     with embeddings_stub(dimensions=3072) as stub:
         async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
             columns = await _columns(application)
@@ -89,7 +114,8 @@ async def test_past_2000_dimensions_the_columns_are_halfvec_and_indexed(scratch_
 
 
 async def test_a_model_of_another_dimension_is_refused_once_vectors_are_stored(
-        scratch_url, stub24, monkeypatch):
+    scratch_url, stub24, monkeypatch
+):
     async with started(scratch_url, remote_embedder(stub24), monkeypatch) as application:
         async with client_of(application) as http:
             await _store_and_find(http)

@@ -24,8 +24,9 @@ async def test_entity_defaults_to_no_aliases_and_empty_metadata(client):
 
 async def test_duplicate_name_and_type_is_409(client):
     await create_entity(client)
-    response = await client.post("/v1/entities", json={"canonical_name": "Caroline",
-                                                       "entity_type": "person"})
+    response = await client.post(
+        "/v1/entities", json={"canonical_name": "Caroline", "entity_type": "person"}
+    )
     assert response.status_code == 409
     assert response.headers["content-type"] == "application/problem+json"
     assert "already exists" in response.json()["detail"]
@@ -38,8 +39,9 @@ async def test_same_name_with_another_type_is_allowed(client):
 
 
 async def test_invalid_entity_type_is_422_listing_valid_types(client):
-    response = await client.post("/v1/entities", json={"canonical_name": "X",
-                                                       "entity_type": "animal"})
+    response = await client.post(
+        "/v1/entities", json={"canonical_name": "X", "entity_type": "animal"}
+    )
     assert response.status_code == 422
     error = response.json()["errors"][0]
     assert error["field"] == "body.entity_type"
@@ -48,8 +50,10 @@ async def test_invalid_entity_type_is_422_listing_valid_types(client):
 
 
 async def test_merged_into_metadata_key_is_reserved(client):
-    response = await client.post("/v1/entities", json={
-        "canonical_name": "X", "entity_type": "other", "metadata": {"merged_into": "y"}})
+    response = await client.post(
+        "/v1/entities",
+        json={"canonical_name": "X", "entity_type": "other", "metadata": {"merged_into": "y"}},
+    )
     assert response.status_code == 422
 
 
@@ -62,13 +66,21 @@ async def test_get_entity_returns_it_and_unknown_is_404(client):
 
 
 async def test_update_replaces_name_replaces_all_aliases_and_merges_metadata(client, sql):
-    entity = await create_entity(client, aliases=["Caro", "C."],
-                                 metadata={"team": "blue", "age": 30})
-    await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z' WHERE id = :id",
-              id=uuid.UUID(entity["id"]))
-    response = await client.patch(f"/v1/entities/{entity['id']}", json={
-        "canonical_name": "Caroline Smith", "aliases": ["Carrie"],
-        "metadata": {"team": "red", "city": "Boston"}})
+    entity = await create_entity(
+        client, aliases=["Caro", "C."], metadata={"team": "blue", "age": 30}
+    )
+    await sql(
+        "UPDATE entities SET updated_at = '2020-01-01T00:00:00Z' WHERE id = :id",
+        id=uuid.UUID(entity["id"]),
+    )
+    response = await client.patch(
+        f"/v1/entities/{entity['id']}",
+        json={
+            "canonical_name": "Caroline Smith",
+            "aliases": ["Carrie"],
+            "metadata": {"team": "red", "city": "Boston"},
+        },
+    )
     assert response.status_code == 200, response.text
     updated = response.json()
     assert updated["canonical_name"] == "Caroline Smith"
@@ -80,8 +92,10 @@ async def test_update_replaces_name_replaces_all_aliases_and_merges_metadata(cli
 
 async def test_update_without_fields_keeps_values_and_bumps_updated_at(client, sql):
     entity = await create_entity(client, aliases=["Caro"])
-    await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z' WHERE id = :id",
-              id=uuid.UUID(entity["id"]))
+    await sql(
+        "UPDATE entities SET updated_at = '2020-01-01T00:00:00Z' WHERE id = :id",
+        id=uuid.UUID(entity["id"]),
+    )
     updated = (await client.patch(f"/v1/entities/{entity['id']}", json={})).json()
     assert updated["canonical_name"] == "Caroline" and updated["aliases"] == ["Caro"]
     assert datetime.fromisoformat(updated["updated_at"]).year > 2020
@@ -103,8 +117,9 @@ async def test_list_filters_by_type_and_literal_name_substring(client):
     await create_entity(client, "Acme_Corp", "organization")
     await create_entity(client, "AcmeXCorp", "organization")
     await create_entity(client, "Acme_Corp", "place")
-    response = await client.get("/v1/entities", params={"entity_type": "organization",
-                                                        "name": "me_c"})
+    response = await client.get(
+        "/v1/entities", params={"entity_type": "organization", "name": "me_c"}
+    )
     assert response.status_code == 200
     names = [(e["canonical_name"], e["entity_type"]) for e in response.json()["items"]]
     assert names == [("Acme_Corp", "organization")]
@@ -114,8 +129,9 @@ async def test_list_paginates_newest_first(client):
     ids = [(await create_entity(client, f"E{i}", "other"))["id"] for i in range(3)]
     first = (await client.get("/v1/entities", params={"limit": 2})).json()
     assert [e["id"] for e in first["items"]] == [ids[2], ids[1]]
-    second = (await client.get("/v1/entities", params={"limit": 2,
-                                                       "cursor": first["next_cursor"]})).json()
+    second = (
+        await client.get("/v1/entities", params={"limit": 2, "cursor": first["next_cursor"]})
+    ).json()
     assert [e["id"] for e in second["items"]] == [ids[0]]
     assert second["next_cursor"] is None
 
@@ -140,8 +156,9 @@ async def test_entity_facts_lists_active_facts_anchored_to_it(client):
     active = (await client.get(f"/v1/entities/{entity['id']}/facts")).json()["items"]
     assert [f["predicate"] for f in active] == ["works_at", "lives_in"]
     assert new["id"] in {f["id"] for f in active}
-    superseded = (await client.get(f"/v1/entities/{entity['id']}/facts",
-                                   params={"validity": "superseded"})).json()["items"]
+    superseded = (
+        await client.get(f"/v1/entities/{entity['id']}/facts", params={"validity": "superseded"})
+    ).json()["items"]
     assert [f["id"] for f in superseded] == [old["id"]]
 
 

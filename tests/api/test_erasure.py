@@ -18,32 +18,57 @@ MARKER = "5550142"
 async def plant(client, marker: str = MARKER) -> dict[str, str]:
     """The marker in an entity, an episode, two versions of a fact, and a rule's harmful
     feedback; a link and an entity merge around them. Their ids."""
-    entity = await create_entity(client, "Ann Example", metadata={"phone": marker},
-                                 aliases=[f"Ann {marker}"])
+    entity = await create_entity(
+        client, "Ann Example", metadata={"phone": marker}, aliases=[f"Ann {marker}"]
+    )
     twin = await create_entity(client, f"Ann at {marker}")
-    merged = await client.post(f"/v1/entities/{entity['id']}/merge",
-                               json={"source_id": twin["id"]})
+    merged = await client.post(f"/v1/entities/{entity['id']}/merge", json={"source_id": twin["id"]})
     assert merged.status_code == 200
     session_id = str(uuid.uuid4())
-    episode = await store_episode(client, f"Ann said: call me on {marker}",
-                                  session_id=session_id)
-    old = await store_fact(client, subject="Ann", predicate="phone",
-                           content=f"Ann's phone is {marker}", entity_id=entity["id"])
-    new = await store_fact(client, subject="Ann", predicate="phone",
-                           content=f"Ann's phone is {marker} (mobile)", entity_id=entity["id"])
+    episode = await store_episode(client, f"Ann said: call me on {marker}", session_id=session_id)
+    old = await store_fact(
+        client,
+        subject="Ann",
+        predicate="phone",
+        content=f"Ann's phone is {marker}",
+        entity_id=entity["id"],
+    )
+    new = await store_fact(
+        client,
+        subject="Ann",
+        predicate="phone",
+        content=f"Ann's phone is {marker} (mobile)",
+        entity_id=entity["id"],
+    )
     rule = await store_rule(client, "Read phone numbers back to the user")
-    harmful = await client.post(f"/v1/rules/{rule['id']}/harmful",
-                                json={"reason": f"it read {marker} out loud"})
+    harmful = await client.post(
+        f"/v1/rules/{rule['id']}/harmful", json={"reason": f"it read {marker} out loud"}
+    )
     assert harmful.status_code == 200
-    await post(client, "/v1/links", source_type="fact", source_id=new["id"],
-               target_type="episode", target_id=episode["id"], relation="derived_from")
+    await post(
+        client,
+        "/v1/links",
+        source_type="fact",
+        source_id=new["id"],
+        target_type="episode",
+        target_id=episode["id"],
+        relation="derived_from",
+    )
     # Links: new -> episode (derived_from), new -> old (supersedes, made by the service).
-    return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
-            "old": old["id"], "new": new["id"], "rule": rule["id"], "session": session_id}
+    return {
+        "entity": entity["id"],
+        "twin": twin["id"],
+        "episode": episode["id"],
+        "old": old["id"],
+        "new": new["id"],
+        "rule": rule["id"],
+        "session": session_id,
+    }
 
 
 async def test_erasing_a_tenant_leaves_the_marker_in_no_column_of_any_table(
-        app, settings, tenant_client, db_engine):
+    app, settings, tenant_client, db_engine
+):
     victim = await tenant_client("victim")
     bystander = await tenant_client("bystander")
     ids = await plant(victim)
@@ -58,21 +83,32 @@ async def test_erasing_a_tenant_leaves_the_marker_in_no_column_of_any_table(
     assert await marker_hits(db_engine, MARKER, "bystander") == bystander_before
     assert (await bystander.get("/v1/export")).text == export_before
     receipt = job["result"]["deleted"]
-    assert (receipt["episodes"], receipt["facts"], receipt["rules"], receipt["entities"],
-            receipt["rule_applications"], receipt["memory_links"]) == (1, 2, 1, 2, 1, 2)
+    assert (
+        receipt["episodes"],
+        receipt["facts"],
+        receipt["rules"],
+        receipt["entities"],
+        receipt["rule_applications"],
+        receipt["memory_links"],
+    ) == (1, 2, 1, 2, 1, 2)
     assert job["params"] == {"selector": "tenant"}
-    for path in (f"/v1/episodes/{ids['episode']}", f"/v1/facts/{ids['new']}",
-                 f"/v1/rules/{ids['rule']}", f"/v1/entities/{ids['entity']}"):
+    for path in (
+        f"/v1/episodes/{ids['episode']}",
+        f"/v1/facts/{ids['new']}",
+        f"/v1/rules/{ids['rule']}",
+        f"/v1/entities/{ids['entity']}",
+    ):
         assert (await victim.get(path)).status_code == 404
 
 
-async def test_what_stays_is_content_free_tombstones_naming_the_key(app, settings, client,
-                                                                     sql):
+async def test_what_stays_is_content_free_tombstones_naming_the_key(app, settings, client, sql):
     ids = await plant(client)
     job = await erase(client, app, settings, tenant=True, confirm="default")
 
-    rows = await sql("SELECT event_type, actor, CAST(actor_key_id AS text) AS key, payload "
-                     "FROM memory_events WHERE tenant_id = 'default'")
+    rows = await sql(
+        "SELECT event_type, actor, CAST(actor_key_id AS text) AS key, payload "
+        "FROM memory_events WHERE tenant_id = 'default'"
+    )
     assert {row["event_type"] for row in rows} == {"memories_erased", "erasure_completed"}
     assert {row["actor"] for row in rows} == {f"job:{job['id']}"}
     assert {row["key"] for row in rows} == {await key_id_of(sql, "default")}
@@ -81,7 +117,8 @@ async def test_what_stays_is_content_free_tombstones_naming_the_key(app, setting
 
 
 async def test_erasing_an_entity_takes_its_merged_twin_and_every_version_of_its_facts(
-        app, settings, client, db_engine):
+    app, settings, client, db_engine
+):
     ids = await plant(client)
 
     job = await erase(client, app, settings, entity_id=ids["entity"])
@@ -96,8 +133,9 @@ async def test_erasing_an_entity_takes_its_merged_twin_and_every_version_of_its_
 async def test_erasing_a_session_takes_the_facts_consolidated_from_it(app, settings, client):
     session_id = str(uuid.uuid4())
     episode = await store_episode(client, "I moved to Bergen", session_id=session_id)
-    derived = await store_fact(client, content="Ann lives in Bergen",
-                               source_episode_id=episode["id"])
+    derived = await store_fact(
+        client, content="Ann lives in Bergen", source_episode_id=episode["id"]
+    )
     unrelated = await store_fact(client, subject="Bob", content="Bob lives in Oslo")
     other_session = await store_episode(client, "Hello", session_id=str(uuid.uuid4()))
 
@@ -136,13 +174,16 @@ async def test_erasing_a_butler_and_a_scope(app, settings, client):
     assert (await client.get(f"/v1/episodes/{mail['id']}")).status_code == 200
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({}, "body"),
-    ({"butler": "chat", "scope": "work"}, "body"),
-    ({"tenant": True}, "confirm"),
-    ({"tenant": True, "confirm": "someone-else"}, "confirm"),
-    ({"butler": "chat", "confirm": "default"}, "body"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "body"),
+        ({"butler": "chat", "scope": "work"}, "body"),
+        ({"tenant": True}, "confirm"),
+        ({"tenant": True, "confirm": "someone-else"}, "confirm"),
+        ({"butler": "chat", "confirm": "default"}, "body"),
+    ],
+)
 async def test_a_request_without_exactly_one_confirmed_selector_is_422(client, body, field):
     response = await client.post("/v1/erasures", json=body)
     assert response.status_code == 422, response.text
@@ -151,14 +192,16 @@ async def test_a_request_without_exactly_one_confirmed_selector_is_422(client, b
 
 
 async def test_erasing_an_unknown_entity_is_404(client):
-    response = await client.post("/v1/erasures",
-                                 json={"entity_id": "00000000-0000-4000-8000-000000000000"})
+    response = await client.post(
+        "/v1/erasures", json={"entity_id": "00000000-0000-4000-8000-000000000000"}
+    )
     assert response.status_code == 404
     assert response.json()["errors"][0]["field"] == "entity_id"
 
 
 async def test_an_interrupted_erasure_resumes_and_its_receipt_counts_both_attempts(
-        app, settings, client, db_engine, sql, monkeypatch):
+    app, settings, client, db_engine, sql, monkeypatch
+):
     ids = await plant(client)
     response = await client.post("/v1/erasures", json={"tenant": True, "confirm": "default"})
     ctx = job_context(app, settings, erasure_batch_size=1)
@@ -183,16 +226,23 @@ async def test_an_interrupted_erasure_resumes_and_its_receipt_counts_both_attemp
     assert (finished["status"], finished["attempts"]) == ("succeeded", 2)
     receipt = finished["result"]["deleted"]
     assert (receipt["facts"], receipt["rules"], receipt["episodes"], receipt["entities"]) == (
-        2, 1, 1, 2)
+        2,
+        1,
+        1,
+        2,
+    )
     assert await marker_hits(db_engine, MARKER, "default") == {}
 
 
-async def test_an_erasure_finished_before_its_worker_died_is_not_run_again(app, settings,
-                                                                           client, sql):
+async def test_an_erasure_finished_before_its_worker_died_is_not_run_again(
+    app, settings, client, sql
+):
     await plant(client)
     job = await erase(client, app, settings, subject="Ann")
-    await sql("UPDATE jobs SET status = 'running', result = NULL, "
-              "worker_id = 'dead', lease_expires_at = now() - interval '1 second'")
+    await sql(
+        "UPDATE jobs SET status = 'running', result = NULL, "
+        "worker_id = 'dead', lease_expires_at = now() - interval '1 second'"
+    )
 
     await worker.drain(job_context(app, settings))
 

@@ -36,8 +36,7 @@ async def test_statement_error_is_500_with_request_id_not_503(client, monkeypatc
     assert any("req-42" in record.getMessage() for record in caplog.records)
 
 
-async def test_unexpected_exception_is_500_with_generated_request_id(client, monkeypatch,
-                                                                     caplog):
+async def test_unexpected_exception_is_500_with_generated_request_id(client, monkeypatch, caplog):
     monkeypatch.setattr(stats_router, "memory_stats", _failing(KeyError("bug")))
     with caplog.at_level(logging.ERROR):
         response = await client.get("/v1/stats")
@@ -48,14 +47,23 @@ async def test_unexpected_exception_is_500_with_generated_request_id(client, mon
     assert [r for r in caplog.records if request_id in r.getMessage()]
 
 
-@pytest.mark.parametrize("exc", [
-    ConnectionRefusedError(111, "Connection refused"),
-    OSError(104, "Connection reset by peer"),
-    PoolTimeout("QueuePool limit reached"),
-    DBAPIError("SELECT 1", {}, asyncpg.exceptions.ConnectionDoesNotExistError(
-        "connection was closed in the middle of operation")),
-    DBAPIError("SELECT 1", {}, asyncpg.exceptions.InterfaceError("connection is closed")),
-], ids=["refused", "reset", "pool-timeout", "does-not-exist", "interface"])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ConnectionRefusedError(111, "Connection refused"),
+        OSError(104, "Connection reset by peer"),
+        PoolTimeout("QueuePool limit reached"),
+        DBAPIError(
+            "SELECT 1",
+            {},
+            asyncpg.exceptions.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation"
+            ),
+        ),
+        DBAPIError("SELECT 1", {}, asyncpg.exceptions.InterfaceError("connection is closed")),
+    ],
+    ids=["refused", "reset", "pool-timeout", "does-not-exist", "interface"],
+)
 async def test_connection_failure_is_503_with_retry_after(client, monkeypatch, exc):
     monkeypatch.setattr(stats_router, "memory_stats", _failing(exc))
     response = await client.get("/v1/stats")

@@ -19,14 +19,12 @@ async def test_every_event_of_a_request_names_the_callers_key(client, sql):
     page = (await client.get("/v1/events", params={"memory_id": fact["id"]})).json()
 
     key_id = await key_id_of(sql, "default")
-    assert [event["event_type"] for event in page["items"]] == ["fact_confirmed",
-                                                                 "fact_created"]
+    assert [event["event_type"] for event in page["items"]] == ["fact_confirmed", "fact_created"]
     assert {event["actor_key_id"] for event in page["items"]} == {key_id}
     assert {event["actor"] for event in page["items"]} == {f"key:{key_id}"}
 
 
-async def test_a_jobs_events_name_the_job_and_the_key_that_queued_it(app, settings, client,
-                                                                     sql):
+async def test_a_jobs_events_name_the_job_and_the_key_that_queued_it(app, settings, client, sql):
     await store_fact(client, permanence="ephemeral")
     await sql("UPDATE facts SET last_confirmed_at = now() - interval '400 days'")
     queued = (await client.post("/v1/jobs/decay")).json()
@@ -42,14 +40,19 @@ async def test_a_jobs_events_name_the_job_and_the_key_that_queued_it(app, settin
 async def test_events_are_filtered_by_time_and_paginated(client, sql):
     for n in range(3):
         await store_episode(client, f"note {n}")
-    await sql("UPDATE memory_events SET created_at = now() - interval '2 days' "
-              "WHERE payload ->> 'memory_id' IN (SELECT CAST(id AS text) FROM episodes "
-              "WHERE content = 'note 0')")
+    await sql(
+        "UPDATE memory_events SET created_at = now() - interval '2 days' "
+        "WHERE payload ->> 'memory_id' IN (SELECT CAST(id AS text) FROM episodes "
+        "WHERE content = 'note 0')"
+    )
     since = (datetime.now(UTC) - timedelta(days=1)).isoformat()
 
     first = (await client.get("/v1/events", params={"since": since, "limit": 1})).json()
-    second = (await client.get("/v1/events", params={"since": since, "limit": 1,
-                                                     "cursor": first["next_cursor"]})).json()
+    second = (
+        await client.get(
+            "/v1/events", params={"since": since, "limit": 1, "cursor": first["next_cursor"]}
+        )
+    ).json()
     older = (await client.get("/v1/events", params={"until": since})).json()
 
     assert len(first["items"]) == len(second["items"]) == 1
@@ -70,8 +73,9 @@ async def test_a_deleted_memory_keeps_only_its_tombstone(client):
 
 async def test_bad_filters_are_422_naming_the_field(client):
     naive = await client.get("/v1/events", params={"since": "2026-01-01T00:00:00"})
-    backwards = await client.get("/v1/events", params={"since": "2026-02-01T00:00:00Z",
-                                                       "until": "2026-01-01T00:00:00Z"})
+    backwards = await client.get(
+        "/v1/events", params={"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}
+    )
     assert naive.status_code == backwards.status_code == 422
     assert naive.json()["errors"][0]["field"] == "query.since"
     assert backwards.json()["errors"][0]["field"] == "until"

@@ -23,8 +23,15 @@ LONG_TEXT = "Caroline kept a diary of the lighthouse keepers. " * 800
 @pytest.fixture
 async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
     """The app with a database pool of exactly one connection, one export per tenant."""
-    app = create_app(settings.model_copy(update={
-        "db_pool_size": 1, "db_max_overflow": 0, "export": ExportSettings(max_per_tenant=1)}))
+    app = create_app(
+        settings.model_copy(
+            update={
+                "db_pool_size": 1,
+                "db_max_overflow": 0,
+                "export": ExportSettings(max_per_tenant=1),
+            }
+        )
+    )
     async with app.router.lifespan_context(app):
         yield app
 
@@ -35,8 +42,12 @@ async def key_for(app: Any, tenant_id: str) -> str:
 
 
 def client_for(app: Any, secret: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
-                             headers={"X-API-Key": secret}, timeout=60)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"X-API-Key": secret},
+        timeout=60,
+    )
 
 
 @dataclass
@@ -52,8 +63,9 @@ class SlowReader:
         return int(self.messages[0]["status"])
 
     def body(self) -> bytes:
-        return b"".join(m.get("body", b"") for m in self.messages
-                        if m["type"] == "http.response.body")
+        return b"".join(
+            m.get("body", b"") for m in self.messages if m["type"] == "http.response.body"
+        )
 
 
 def slow_export(app: Any, secret: str) -> SlowReader:
@@ -77,11 +89,20 @@ def slow_export(app: Any, secret: str) -> SlowReader:
             first_piece.set()
             await let_go.wait()
 
-    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
-             "http_version": "1.1", "method": "GET", "scheme": "http", "path": "/v1/export",
-             "raw_path": b"/v1/export", "query_string": b"", "root_path": "",
-             "headers": [(b"host", b"t"), (b"x-api-key", secret.encode())],
-             "client": ("127.0.0.1", 5000), "server": ("t", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/v1/export",
+        "raw_path": b"/v1/export",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"t"), (b"x-api-key", secret.encode())],
+        "client": ("127.0.0.1", 5000),
+        "server": ("t", 80),
+    }
     task = asyncio.create_task(app(scope, receive, send))
     return SlowReader(task, let_go, first_piece, messages)
 
@@ -136,9 +157,15 @@ async def test_a_tenant_past_its_concurrent_exports_gets_429(one_connection_app)
 
 
 async def test_a_snapshot_read_past_its_time_is_a_503_and_frees_its_slot(settings):
-    app = create_app(settings.model_copy(update={
-        "db_pool_size": 1, "db_max_overflow": 0,
-        "export": ExportSettings(max_per_tenant=1, snapshot_seconds=0.001)}))
+    app = create_app(
+        settings.model_copy(
+            update={
+                "db_pool_size": 1,
+                "db_max_overflow": 0,
+                "export": ExportSettings(max_per_tenant=1, snapshot_seconds=0.001),
+            }
+        )
+    )
     async with app.router.lifespan_context(app):
         async with client_for(app, await key_for(app, "hurried")) as hurried:
             await store_episode(hurried, LONG_TEXT)

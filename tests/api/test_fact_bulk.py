@@ -16,12 +16,17 @@ async def _count(sql, table: str = "facts") -> int:
 
 
 async def test_bulk_put_stores_in_order_with_a_result_per_item(client, sql):
-    response = await client.post("/v1/facts/bulk", json={"items": [
-        _fact("Ann", "Ann likes tea", scope="home"),
-        _fact("Bo", "Bo likes chess"),
-        _fact("ann", "Ann likes coffee", scope="home"),
-        _fact("Bo", "Bo likes chess"),
-    ]})
+    response = await client.post(
+        "/v1/facts/bulk",
+        json={
+            "items": [
+                _fact("Ann", "Ann likes tea", scope="home"),
+                _fact("Bo", "Bo likes chess"),
+                _fact("ann", "Ann likes coffee", scope="home"),
+                _fact("Bo", "Bo likes chess"),
+            ]
+        },
+    )
     assert response.status_code == 200, response.text
     items = response.json()["items"]
     assert [item["status"] for item in items] == [201, 201, 201, 200]
@@ -39,11 +44,16 @@ async def test_bulk_put_stores_in_order_with_a_result_per_item(client, sql):
 async def test_a_refused_item_fails_the_whole_request_and_names_its_field(client, sql):
     await store_fact(client, "Cy", "likes", "Cy likes jazz")
     before = await _count(sql)
-    response = await client.post("/v1/facts/bulk", json={"items": [
-        _fact("Cy", "Cy likes blues"),
-        _fact("Di", "Di likes maps"),
-        _fact("Ed", "Ed likes rain", entity_id=MISSING),
-    ]})
+    response = await client.post(
+        "/v1/facts/bulk",
+        json={
+            "items": [
+                _fact("Cy", "Cy likes blues"),
+                _fact("Di", "Di likes maps"),
+                _fact("Ed", "Ed likes rain", entity_id=MISSING),
+            ]
+        },
+    )
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
     assert [e["field"] for e in response.json()["errors"]] == ["body.items.2.entity_id"]
@@ -51,18 +61,29 @@ async def test_a_refused_item_fails_the_whole_request_and_names_its_field(client
     listed = (await client.get("/v1/facts", params={"subject": "Cy"})).json()["items"]
     assert [fact["content"] for fact in listed] == ["Cy likes jazz"]
 
-    period = await client.post("/v1/facts/bulk", json={"items": [
-        _fact("Fay", "Fay likes snow"),
-        _fact("Gus", "Gus likes sand", valid_from="2026-01-02T00:00:00Z",
-              valid_until="2026-01-01T00:00:00Z")]})
+    period = await client.post(
+        "/v1/facts/bulk",
+        json={
+            "items": [
+                _fact("Fay", "Fay likes snow"),
+                _fact(
+                    "Gus",
+                    "Gus likes sand",
+                    valid_from="2026-01-02T00:00:00Z",
+                    valid_until="2026-01-01T00:00:00Z",
+                ),
+            ]
+        },
+    )
     assert period.status_code == 422
     assert period.json()["errors"][0]["field"] == "body.items.1.valid_until"
     assert await _count(sql) == before
 
 
 async def test_an_invalid_item_is_422_naming_it_before_anything_runs(client, sql):
-    response = await client.post("/v1/facts/bulk", json={"items": [
-        _fact("Hal", "fine"), _fact("Ida", "\u200b")]})
+    response = await client.post(
+        "/v1/facts/bulk", json={"items": [_fact("Hal", "fine"), _fact("Ida", "\u200b")]}
+    )
     assert response.status_code == 422
     assert [e["field"] for e in response.json()["errors"]] == ["body.items.1.content"]
     assert await _count(sql) == 0
@@ -93,28 +114,42 @@ async def test_bulk_get_by_id_and_by_key_in_the_order_asked(client):
     tea = await store_fact(client, "Ann", "likes", "Ann likes tea", scope="home")
     old = await store_fact(client, "Bo", "likes", "Bo likes chess")
     new = await store_fact(client, "Bo", "likes", "Bo likes go")
-    response = await client.post("/v1/facts/bulk/get", json={"items": [
-        {"subject": "BO", "predicate": " Likes"},
-        {"id": tea["id"]},
-        {"id": MISSING},
-        {"scope": "home", "subject": "ann", "predicate": "likes"},
-        {"subject": "Ann", "predicate": "likes"},
-        {"id": old["id"]},
-    ]})
+    response = await client.post(
+        "/v1/facts/bulk/get",
+        json={
+            "items": [
+                {"subject": "BO", "predicate": " Likes"},
+                {"id": tea["id"]},
+                {"id": MISSING},
+                {"scope": "home", "subject": "ann", "predicate": "likes"},
+                {"subject": "Ann", "predicate": "likes"},
+                {"id": old["id"]},
+            ]
+        },
+    )
     assert response.status_code == 200, response.text
     items = response.json()["items"]
     assert [item["status"] for item in items] == [200, 200, 404, 200, 404, 200]
     assert [(item["fact"] or {}).get("id") for item in items] == [
-        new["id"], tea["id"], None, tea["id"], None, old["id"]]
+        new["id"],
+        tea["id"],
+        None,
+        tea["id"],
+        None,
+        old["id"],
+    ]
     assert MISSING in items[2]["detail"]
     assert "'global'" in items[4]["detail"]
 
 
 async def test_a_reference_needs_an_id_or_a_key_not_both(client):
-    for ref in ({}, {"subject": "Ann"}, {"id": MISSING, "subject": "a", "predicate": "b"},
-                {"scope": "home"}):
-        response = await client.post("/v1/facts/bulk/get", json={"items": [{"id": MISSING},
-                                                                          ref]})
+    for ref in (
+        {},
+        {"subject": "Ann"},
+        {"id": MISSING, "subject": "a", "predicate": "b"},
+        {"scope": "home"},
+    ):
+        response = await client.post("/v1/facts/bulk/get", json={"items": [{"id": MISSING}, ref]})
         assert response.status_code == 422, ref
         assert [e["field"] for e in response.json()["errors"]] == ["body.items.1"], ref
 
@@ -124,12 +159,17 @@ async def test_bulk_delete_removes_each_fact_with_its_history(client, sql):
     new = await store_fact(client, "Ann", "likes", "Ann likes coffee")
     bo = await store_fact(client, "Bo", "likes", "Bo likes chess", scope="club")
     kept = await store_fact(client, "Cy", "likes", "Cy likes jazz")
-    response = await client.post("/v1/facts/bulk/delete", json={"items": [
-        {"subject": "ann", "predicate": "likes"},
-        {"id": MISSING},
-        {"id": bo["id"]},
-        {"id": old["id"]},
-    ]})
+    response = await client.post(
+        "/v1/facts/bulk/delete",
+        json={
+            "items": [
+                {"subject": "ann", "predicate": "likes"},
+                {"id": MISSING},
+                {"id": bo["id"]},
+                {"id": old["id"]},
+            ]
+        },
+    )
     assert response.status_code == 200, response.text
     items = response.json()["items"]
     assert [item["status"] for item in items] == [204, 404, 204, 204]

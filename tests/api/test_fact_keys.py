@@ -15,7 +15,8 @@ async def test_subject_differing_only_by_case_supersedes(client, sql):
     assert second["supersedes_id"] == first["id"]
     assert second["subject"] == "alice"
     assert await _active(sql) == [
-        {"subject": "alice", "predicate": "lives_in", "content": "Alice lives in Denver"}]
+        {"subject": "alice", "predicate": "lives_in", "content": "Alice lives in Denver"}
+    ]
 
 
 async def test_key_ignores_spacing_width_and_zero_width_characters(client, sql):
@@ -38,10 +39,13 @@ async def test_listing_by_subject_matches_the_normalised_key(client):
 
 async def test_identical_active_fact_is_confirmed_not_superseded(client, sql):
     first = await store_fact(client, "Alice", "lives_in", "Alice lives in Boston")
-    await sql("UPDATE facts SET last_confirmed_at = now() - interval '30 days', "
-              "fading_since = now()")
-    response = await client.post("/v1/facts", json={
-        "subject": "alice", "predicate": "lives_in", "content": "Alice lives in Boston"})
+    await sql(
+        "UPDATE facts SET last_confirmed_at = now() - interval '30 days', fading_since = now()"
+    )
+    response = await client.post(
+        "/v1/facts",
+        json={"subject": "alice", "predicate": "lives_in", "content": "Alice lives in Boston"},
+    )
     assert response.status_code == 200
     again = response.json()
     assert again["id"] == first["id"]
@@ -53,11 +57,13 @@ async def test_identical_active_fact_is_confirmed_not_superseded(client, sql):
     assert [e["event_type"] for e in events] == ["fact_created", "fact_confirmed"]
 
 
-@pytest.mark.parametrize("content", ["\u200b\u200c\u200d", "\ufeff \u2060", "\u00ad\u3000",
-                                     "\u200b\n\t\u200e"])
+@pytest.mark.parametrize(
+    "content", ["\u200b\u200c\u200d", "\ufeff \u2060", "\u00ad\u3000", "\u200b\n\t\u200e"]
+)
 async def test_content_blank_after_normalisation_is_422(client, content):
-    response = await client.post("/v1/facts", json={
-        "subject": "Alice", "predicate": "p", "content": content})
+    response = await client.post(
+        "/v1/facts", json={"subject": "Alice", "predicate": "p", "content": content}
+    )
     assert response.status_code == 422
     assert [e["field"] for e in response.json()["errors"]] == ["body.content"]
 
@@ -70,15 +76,18 @@ async def test_invisible_episode_and_rule_content_is_422(client):
 
 
 async def test_invisible_subject_is_422(client):
-    response = await client.post("/v1/facts", json={
-        "subject": "\u200b", "predicate": "p", "content": "c"})
+    response = await client.post(
+        "/v1/facts", json={"subject": "\u200b", "predicate": "p", "content": "c"}
+    )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.subject"
 
 
 async def test_invisible_tag_is_422(client):
-    for path, body in (("/v1/facts", {"subject": "A", "predicate": "p", "content": "c"}),
-                       ("/v1/rules", {"content": "c"})):
+    for path, body in (
+        ("/v1/facts", {"subject": "A", "predicate": "p", "content": "c"}),
+        ("/v1/rules", {"content": "c"}),
+    ):
         response = await client.post(path, json={**body, "tags": ["ok", "\u200b\ufeff"]})
         assert response.status_code == 422, path
         assert response.json()["errors"][0]["field"] == "body.tags.1"
@@ -86,7 +95,6 @@ async def test_invisible_tag_is_422(client):
 
 async def test_invisible_harmful_reason_is_422(client):
     rule = (await client.post("/v1/rules", json={"content": "Be brief"})).json()
-    response = await client.post(f"/v1/rules/{rule['id']}/harmful",
-                                 json={"reason": "\u200b\u2060"})
+    response = await client.post(f"/v1/rules/{rule['id']}/harmful", json={"reason": "\u200b\u2060"})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.reason"

@@ -21,16 +21,24 @@ async def test_new_fact_is_active_with_full_confidence_and_defaults(client, sql)
     assert fact["supersedes_id"] is None and fact["entity_id"] is None
     assert fact["last_confirmed_at"] == fact["created_at"]
     assert fact["effective_confidence"] == pytest.approx(1.0, abs=1e-6)
-    [row] = await sql("SELECT vector_dims(embedding) AS dims, search_vector::text AS sv "
-                      "FROM facts WHERE id = :id", id=uuid.UUID(fact["id"]))
+    [row] = await sql(
+        "SELECT vector_dims(embedding) AS dims, search_vector::text AS sv "
+        "FROM facts WHERE id = :id",
+        id=uuid.UUID(fact["id"]),
+    )
     assert row["dims"] == 384
     assert "'boston'" in row["sv"] and "'live'" in row["sv"]
 
 
 @pytest.mark.parametrize(
     ("permanence", "rate"),
-    [("permanent", 0.0), ("stable", 0.002), ("standard", 0.008), ("volatile", 0.03),
-     ("ephemeral", 0.1)],
+    [
+        ("permanent", 0.0),
+        ("stable", 0.002),
+        ("standard", 0.008),
+        ("volatile", 0.03),
+        ("ephemeral", 0.1),
+    ],
 )
 async def test_permanence_sets_decay_rate(client, permanence, rate):
     fact = await store_fact(client, permanence=permanence)
@@ -38,8 +46,10 @@ async def test_permanence_sets_decay_rate(client, permanence, rate):
 
 
 async def test_invalid_permanence_is_422_listing_levels(client):
-    response = await client.post("/v1/facts", json={
-        "subject": "a", "predicate": "b", "content": "c", "permanence": "forever"})
+    response = await client.post(
+        "/v1/facts",
+        json={"subject": "a", "predicate": "b", "content": "c", "permanence": "forever"},
+    )
     assert response.status_code == 422
     error = response.json()["errors"][0]
     assert error["field"] == "body.permanence"
@@ -53,13 +63,21 @@ async def test_new_fact_supersedes_same_subject_predicate_in_scope(client, sql):
     assert new["supersedes_id"] == old["id"]
     old_now = (await client.get(f"/v1/facts/{old['id']}")).json()
     assert old_now["validity"] == "superseded"
-    links = await sql("SELECT source_type, source_id, target_type, target_id, relation "
-                      "FROM memory_links")
-    assert [dict(link) for link in links] == [{
-        "source_type": "fact", "source_id": uuid.UUID(new["id"]), "target_type": "fact",
-        "target_id": uuid.UUID(old["id"]), "relation": "supersedes"}]
-    events = await sql("SELECT event_type, payload FROM memory_events "
-                       "WHERE event_type = 'fact_superseded'")
+    links = await sql(
+        "SELECT source_type, source_id, target_type, target_id, relation FROM memory_links"
+    )
+    assert [dict(link) for link in links] == [
+        {
+            "source_type": "fact",
+            "source_id": uuid.UUID(new["id"]),
+            "target_type": "fact",
+            "target_id": uuid.UUID(old["id"]),
+            "relation": "supersedes",
+        }
+    ]
+    events = await sql(
+        "SELECT event_type, payload FROM memory_events WHERE event_type = 'fact_superseded'"
+    )
     assert events[0]["payload"]["memory_id"] == old["id"]
     assert events[0]["payload"]["superseded_by"] == new["id"]
 
@@ -75,8 +93,9 @@ async def test_fact_in_other_scope_or_predicate_does_not_supersede(client):
 async def test_entity_fact_supersedes_by_entity_scope_predicate(client):
     entity_id = (await create_entity(client))["id"]
     old = await store_fact(client, subject="Caro", entity_id=entity_id)
-    new = await store_fact(client, subject="Caroline M.", content="She lives in Denver",
-                      entity_id=entity_id)
+    new = await store_fact(
+        client, subject="Caroline M.", content="She lives in Denver", entity_id=entity_id
+    )
     assert new["supersedes_id"] == old["id"]
     assert new["entity_id"] == entity_id
     assert (await client.get(f"/v1/facts/{old['id']}")).json()["validity"] == "superseded"
@@ -91,8 +110,10 @@ async def test_entity_fact_and_plain_fact_keys_are_independent(client):
 
 
 async def test_unknown_entity_is_422_and_nothing_stored(client, sql):
-    response = await client.post("/v1/facts", json={
-        "subject": "a", "predicate": "b", "content": "c", "entity_id": str(uuid.uuid4())})
+    response = await client.post(
+        "/v1/facts",
+        json={"subject": "a", "predicate": "b", "content": "c", "entity_id": str(uuid.uuid4())},
+    )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "entity_id"
     assert "does not exist" in response.json()["detail"]
@@ -103,18 +124,28 @@ async def test_unknown_entity_is_422_and_nothing_stored(client, sql):
 async def test_merged_entity_is_rejected(client, sql):
     target = (await create_entity(client, "Caroline"))["id"]
     source = (await create_entity(client, "Caro"))["id"]
-    await sql("UPDATE entities SET merged_into_id = :t WHERE id = :s",
-              t=uuid.UUID(target), s=uuid.UUID(source))
-    response = await client.post("/v1/facts", json={
-        "subject": "a", "predicate": "b", "content": "c", "entity_id": source})
+    await sql(
+        "UPDATE entities SET merged_into_id = :t WHERE id = :s",
+        t=uuid.UUID(target),
+        s=uuid.UUID(source),
+    )
+    response = await client.post(
+        "/v1/facts", json={"subject": "a", "predicate": "b", "content": "c", "entity_id": source}
+    )
     assert response.status_code == 422
     assert target in response.json()["detail"]
 
 
 async def test_unknown_source_episode_is_422(client):
-    response = await client.post("/v1/facts", json={
-        "subject": "a", "predicate": "b", "content": "c",
-        "source_episode_id": str(uuid.uuid4())})
+    response = await client.post(
+        "/v1/facts",
+        json={
+            "subject": "a",
+            "predicate": "b",
+            "content": "c",
+            "source_episode_id": str(uuid.uuid4()),
+        },
+    )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "source_episode_id"
 
@@ -136,16 +167,21 @@ async def test_get_fact_bumps_reference(client):
 
 async def test_effective_confidence_reflects_decay_since_confirmation(client, sql):
     fact = await store_fact(client, permanence="volatile")
-    await sql("UPDATE facts SET last_confirmed_at = now() - interval '10 days' WHERE id = :id",
-              id=uuid.UUID(fact["id"]))
+    await sql(
+        "UPDATE facts SET last_confirmed_at = now() - interval '10 days' WHERE id = :id",
+        id=uuid.UUID(fact["id"]),
+    )
     seen = (await client.get(f"/v1/facts/{fact['id']}")).json()
     assert seen["effective_confidence"] == pytest.approx(math.exp(-0.03 * 10), rel=1e-4)
 
 
 async def test_confirm_resets_decay_timer_and_clears_fading(client, sql):
     fact = await store_fact(client, permanence="ephemeral")
-    await sql("UPDATE facts SET last_confirmed_at = now() - interval '20 days', "
-              "fading_since = now() WHERE id = :id", id=uuid.UUID(fact["id"]))
+    await sql(
+        "UPDATE facts SET last_confirmed_at = now() - interval '20 days', "
+        "fading_since = now() WHERE id = :id",
+        id=uuid.UUID(fact["id"]),
+    )
     confirmed = (await client.post(f"/v1/facts/{fact['id']}/confirm")).json()
     assert confirmed["effective_confidence"] == pytest.approx(1.0, abs=1e-5)
     assert confirmed["last_confirmed_at"] > fact["last_confirmed_at"]
@@ -199,10 +235,12 @@ async def test_history_of_unknown_fact_is_404(client):
 async def test_list_filters_by_subject_predicate_scope_entity(client):
     entity_id = (await create_entity(client))["id"]
     a = await store_fact(client, subject="Mel", predicate="likes", content="Mel likes pottery")
-    b = await store_fact(client, subject="Mel", predicate="owns", content="Mel owns a dog",
-                    scope="pets")
-    c = await store_fact(client, subject="Jon", predicate="likes", content="Jon likes jazz",
-                    entity_id=entity_id)
+    b = await store_fact(
+        client, subject="Mel", predicate="owns", content="Mel owns a dog", scope="pets"
+    )
+    c = await store_fact(
+        client, subject="Jon", predicate="likes", content="Jon likes jazz", entity_id=entity_id
+    )
 
     async def ids(**params):
         return {f["id"] for f in (await client.get("/v1/facts", params=params)).json()["items"]}
@@ -216,11 +254,19 @@ async def test_list_filters_by_subject_predicate_scope_entity(client):
 async def test_concurrent_writes_of_one_key_leave_exactly_one_active(client, sql):
     import asyncio
 
-    responses = await asyncio.gather(*[
-        client.post("/v1/facts", json={"subject": "Caroline", "predicate": "mood",
-                                       "content": f"Caroline feels {mood}"})
-        for mood in ("happy", "tired", "calm", "busy")
-    ])
+    responses = await asyncio.gather(
+        *[
+            client.post(
+                "/v1/facts",
+                json={
+                    "subject": "Caroline",
+                    "predicate": "mood",
+                    "content": f"Caroline feels {mood}",
+                },
+            )
+            for mood in ("happy", "tired", "calm", "busy")
+        ]
+    )
     assert [r.status_code for r in responses] == [201] * 4
     rows = await sql("SELECT validity, count(*) AS n FROM facts GROUP BY validity")
     assert {r["validity"]: r["n"] for r in rows} == {"active": 1, "superseded": 3}

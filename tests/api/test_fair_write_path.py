@@ -33,20 +33,26 @@ async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
 async def client_for(app: Any, tenant_id: str) -> httpx.AsyncClient:
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id=tenant_id)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
-                             headers={"X-API-Key": minted.secret}, timeout=600)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"X-API-Key": minted.secret},
+        timeout=600,
+    )
 
 
 async def test_a_search_completes_while_a_long_embedding_is_in_flight_on_one_connection(
-        one_connection_app):
+    one_connection_app,
+):
     app = one_connection_app
     embedder = app.state.embedder
     heavy, light = await client_for(app, "heavy"), await client_for(app, "light")
     async with heavy, light:
         items = [{"content": f"{i} {LONG_TURN}", "butler": "bulk"} for i in range(200)]
         batch = asyncio.create_task(heavy.post("/v1/episodes/batch", json={"items": items}))
-        while not any(e.kind == "started" and e.tenant_id == "heavy"
-                      for e in embedder.chunk_record):
+        while not any(
+            e.kind == "started" and e.tenant_id == "heavy" for e in embedder.chunk_record
+        ):
             await asyncio.sleep(0.005)
         found = await light.post("/v1/search", json={"query": "support group"})
         assert found.status_code == 200
@@ -54,22 +60,24 @@ async def test_a_search_completes_while_a_long_embedding_is_in_flight_on_one_con
         record = embedder.chunk_record
         queued = record.index(ChunkEvent("queued", "light", 1))
         assert next(e for e in record[queued:] if e.kind == "started") == ChunkEvent(
-            "started", "light", 1)
+            "started", "light", 1
+        )
         assert (await batch).status_code == 201
 
 
-async def test_a_bulk_fact_store_holds_no_connection_while_the_model_works(
-        one_connection_app):
+async def test_a_bulk_fact_store_holds_no_connection_while_the_model_works(one_connection_app):
     app = one_connection_app
     embedder = app.state.embedder
     heavy, light = await client_for(app, "bulk-facts"), await client_for(app, "light")
     async with heavy, light:
-        items = [{"subject": f"s{i}", "predicate": "p", "content": f"{i} {LONG_TURN}"}
-                 for i in range(50)]
+        items = [
+            {"subject": f"s{i}", "predicate": "p", "content": f"{i} {LONG_TURN}"} for i in range(50)
+        ]
         task = asyncio.create_task(heavy.post("/v1/facts/bulk", json={"items": items}))
         deadline = asyncio.get_running_loop().time() + 120
-        while not any(e.kind == "started" and e.tenant_id == "bulk-facts"
-                      for e in embedder.chunk_record):
+        while not any(
+            e.kind == "started" and e.tenant_id == "bulk-facts" for e in embedder.chunk_record
+        ):
             assert not task.done(), (await task).text
             assert asyncio.get_running_loop().time() < deadline, "the model never started"
             await asyncio.sleep(0.005)
@@ -83,7 +91,8 @@ async def test_a_bulk_fact_store_holds_no_connection_while_the_model_works(
 
 @pytest.mark.parametrize("kind", ["run summary", "arc close"])
 async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
-        one_connection_app, kind):
+    one_connection_app, kind
+):
     app = one_connection_app
     embedder = app.state.embedder
     writer = f"rewriter-{kind.replace(' ', '-')}"  # a tenant only this test uses
@@ -94,13 +103,16 @@ async def test_a_rewrite_that_embeds_holds_no_connection_while_the_model_works(
             run = (await heavy.post("/v1/runs", json={"task_id": "t"})).json()
             rewrite = heavy.patch(f"/v1/runs/{run['id']}", json={"summary": long_text})
         else:
-            arc = (await heavy.post("/v1/arcs", json={"title": "A", "arc_type": "incident"}))
-            rewrite = heavy.post(f"/v1/arcs/{arc.json()['id']}/close",
-                                 json={"outcome": long_text[:10_000],
-                                       "lessons": [long_text[:10_000]] * 4})
+            arc = await heavy.post("/v1/arcs", json={"title": "A", "arc_type": "incident"})
+            rewrite = heavy.post(
+                f"/v1/arcs/{arc.json()['id']}/close",
+                json={"outcome": long_text[:10_000], "lessons": [long_text[:10_000]] * 4},
+            )
+
         def started() -> int:
-            return sum(1 for e in embedder.chunk_record
-                       if e.tenant_id == writer and e.kind == "started")
+            return sum(
+                1 for e in embedder.chunk_record if e.tenant_id == writer and e.kind == "started"
+            )
 
         before = started()
         task = asyncio.create_task(rewrite)
@@ -118,21 +130,26 @@ class _Abandoned(Exception):
 
 
 async def test_a_rolled_back_first_write_leaves_no_model_version_id_behind(
-        app, client, sql, monkeypatch):
+    app, client, sql, monkeypatch
+):
     # A model version the database has never seen: the first write inserts its row.
     monkeypatch.setattr(Embedder, "model_version", property(lambda self: "rolled-back-test"))
     monkeypatch.setattr(embedding_versions, "_version_ids", {})
     try:
         with pytest.raises(_Abandoned):
             async with scoped_transaction(app.state.sessionmaker, Scope("default")) as session:
-                await embeddings.embed_texts(session, app.state.embedder, ["first write"],
-                                             tenant_id="default")
+                await embeddings.embed_texts(
+                    session, app.state.embedder, ["first write"], tenant_id="default"
+                )
                 raise _Abandoned
-        response = await client.post("/v1/episodes", json={"content": "the next write",
-                                                            "butler": "chat"})
+        response = await client.post(
+            "/v1/episodes", json={"content": "the next write", "butler": "chat"}
+        )
         assert response.status_code == 201
-        [row] = await sql("SELECT v.model_version FROM episodes e "
-                          "JOIN embedding_versions v ON v.id = e.embedding_version_id")
+        [row] = await sql(
+            "SELECT v.model_version FROM episodes e "
+            "JOIN embedding_versions v ON v.id = e.embedding_version_id"
+        )
         assert row["model_version"] == "rolled-back-test"
     finally:
         await sql("TRUNCATE episodes, passages CASCADE")
@@ -140,7 +157,8 @@ async def test_a_rolled_back_first_write_leaves_no_model_version_id_behind(
 
 
 async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
-        one_connection_app, monkeypatch):
+    one_connection_app, monkeypatch
+):
     app = one_connection_app
     embedder = app.state.embedder
     backend = embedder.load()
@@ -158,12 +176,17 @@ async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
     importer, chat = await client_for(app, tenant), await client_for(app, tenant)
 
     def ours(kind: str, *, bulk: bool) -> list[int]:
-        return [index for index, e in enumerate(embedder.chunk_record)
-                if (e.kind, e.tenant_id, e.bulk) == (kind, tenant, bulk)]
+        return [
+            index
+            for index, e in enumerate(embedder.chunk_record)
+            if (e.kind, e.tenant_id, e.bulk) == (kind, tenant, bulk)
+        ]
 
     async with importer, chat:
-        items = [{"content": f"{i} {LONG_TURN}", "butler": "chat", "session_id": "history"}
-                 for i in range(20)]
+        items = [
+            {"content": f"{i} {LONG_TURN}", "butler": "chat", "session_id": "history"}
+            for i in range(20)
+        ]
         batch = asyncio.create_task(importer.post("/v1/episodes/batch", json={"items": items}))
         try:
             while not ours("started", bulk=True):
@@ -171,8 +194,14 @@ async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
                 await asyncio.sleep(0.005)
             found = await chat.post("/v1/search", json={"query": "support group"})
             assert found.status_code == 200
-            stored = await chat.post("/v1/facts", json={
-                "subject": "Caroline", "predicate": "plan", "content": "Caroline will adopt."})
+            stored = await chat.post(
+                "/v1/facts",
+                json={
+                    "subject": "Caroline",
+                    "predicate": "plan",
+                    "content": "Caroline will adopt.",
+                },
+            )
             assert stored.status_code == 201
         finally:
             release.set()
@@ -182,8 +211,9 @@ async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
     queued = ours("queued", bulk=False)
     assert [record[i].size for i in queued] == [1, 1]  # the query, then the fact
     for index in queued:  # the tenant's next chunk to start after each was its own
-        assert next(e for e in record[index:] if e.kind == "started"
-                    and e.tenant_id == tenant) == ChunkEvent("started", tenant, 1)
+        assert next(
+            e for e in record[index:] if e.kind == "started" and e.tenant_id == tenant
+        ) == ChunkEvent("started", tenant, 1)
     # The batch was queued first; most of its chunks ran after both.
     assert ours("queued", bulk=True)[-1] < queued[0]
     started = ours("started", bulk=True)
@@ -192,7 +222,8 @@ async def test_a_tenants_search_and_single_write_go_ahead_of_its_own_batch(
 
 
 async def test_a_single_write_does_not_wait_for_a_batch_transaction_that_is_writing(
-        client, sql, monkeypatch):
+    client, sql, monkeypatch
+):
     count = episode_rows.count_keyword_documents
     counting, go_on = asyncio.Event(), asyncio.Event()
 
@@ -203,15 +234,21 @@ async def test_a_single_write_does_not_wait_for_a_batch_transaction_that_is_writ
         await count(*args, **kwargs)
 
     monkeypatch.setattr(episode_rows, "count_keyword_documents", held)
-    items = [{"content": f"{i} the orchard was sold in may", "butler": "chat",
-              "session_id": "history"} for i in range(50)]
+    items = [
+        {"content": f"{i} the orchard was sold in may", "butler": "chat", "session_id": "history"}
+        for i in range(50)
+    ]
     batch = asyncio.create_task(client.post("/v1/episodes/batch", json={"items": items}))
     try:
         # The batch has inserted its episodes, passages and events, in its open transaction.
         await asyncio.wait_for(counting.wait(), timeout=120)
-        stored = await asyncio.wait_for(client.post("/v1/facts", json={
-            "subject": "Ann", "predicate": "owns", "content": "Ann owns the orchard"}),
-            timeout=30)
+        stored = await asyncio.wait_for(
+            client.post(
+                "/v1/facts",
+                json={"subject": "Ann", "predicate": "owns", "content": "Ann owns the orchard"},
+            ),
+            timeout=30,
+        )
         assert stored.status_code == 201, stored.text
         assert not batch.done()
     finally:

@@ -59,15 +59,34 @@ FIELD_OPERANDS: dict[str, Any] = {
     "confidence": lambda rng: rng.choice([0.5, 1, 0.9]),
     "tags": lambda rng: rng.choice(["work", "home", "urgent", "wor"]),
     "memory_type": lambda rng: rng.choice(["episode", "fact", "rule"]),
-    "occurred_at": lambda rng: (DAY0 + timedelta(days=rng.randint(-1, 12),
-                                                 hours=12)).isoformat(),
-    "created_at": lambda rng: (datetime.now(UTC) + timedelta(days=rng.choice([-2, 2])))
-    .isoformat(),
+    "occurred_at": lambda rng: (DAY0 + timedelta(days=rng.randint(-1, 12), hours=12)).isoformat(),
+    "created_at": lambda rng: (datetime.now(UTC) + timedelta(days=rng.choice([-2, 2]))).isoformat(),
 }
-ORDERED = {"metadata.a", "metadata.b", "metadata.c.x", "importance", "confidence",
-           "occurred_at", "created_at", "butler", "subject", "session_id"}
-TEXTUAL = {"metadata.a", "metadata.b", "metadata.c.x", "metadata.nothing", "butler",
-           "session_id", "scope", "subject", "permanence", "maturity", "tags"}
+ORDERED = {
+    "metadata.a",
+    "metadata.b",
+    "metadata.c.x",
+    "importance",
+    "confidence",
+    "occurred_at",
+    "created_at",
+    "butler",
+    "subject",
+    "session_id",
+}
+TEXTUAL = {
+    "metadata.a",
+    "metadata.b",
+    "metadata.c.x",
+    "metadata.nothing",
+    "butler",
+    "session_id",
+    "scope",
+    "subject",
+    "permanence",
+    "maturity",
+    "tags",
+}
 
 
 def random_condition(rng: random.Random) -> dict[str, Any]:
@@ -94,9 +113,11 @@ def random_condition(rng: random.Random) -> dict[str, Any]:
     return {field: {op: value}}
 
 
-def random_filter(rng: random.Random, depth: int = 0,
-                  condition: Callable[[random.Random], dict[str, Any]] = random_condition,
-                  ) -> dict[str, Any]:
+def random_filter(
+    rng: random.Random,
+    depth: int = 0,
+    condition: Callable[[random.Random], dict[str, Any]] = random_condition,
+) -> dict[str, Any]:
     """A random tree of `condition`s: negated, merged in one object, or under $and / $or."""
     roll = rng.random()
     if depth >= 3 or roll < 0.45:
@@ -109,36 +130,50 @@ def random_filter(rng: random.Random, depth: int = 0,
             merged.update(condition(rng))
         return merged
     combinator = rng.choice(["$and", "$or"])
-    return {combinator: [random_filter(rng, depth + 1, condition)
-                         for _ in range(rng.randint(1, 3))]}
+    return {
+        combinator: [random_filter(rng, depth + 1, condition) for _ in range(rng.randint(1, 3))]
+    }
 
 
 async def store_memories(client: httpx.AsyncClient, rng: random.Random) -> list[dict[str, Any]]:
     """Episodes, facts and rules with random metadata and fields; each as the API shows it."""
-    episodes = [{"content": f"turn {n}", "butler": rng.choice(["planner", "critic"]),
-                 "session_id": rng.choice(["s1", "s2", None]),
-                 "importance": rng.choice([1, 3, 5, 7, 9]),
-                 "occurred_at": (DAY0 + timedelta(days=rng.randint(0, 10))).isoformat(),
-                 "metadata": random_metadata(rng)} for n in range(40)]
+    episodes = [
+        {
+            "content": f"turn {n}",
+            "butler": rng.choice(["planner", "critic"]),
+            "session_id": rng.choice(["s1", "s2", None]),
+            "importance": rng.choice([1, 3, 5, 7, 9]),
+            "occurred_at": (DAY0 + timedelta(days=rng.randint(0, 10))).isoformat(),
+            "metadata": random_metadata(rng),
+        }
+        for n in range(40)
+    ]
     response = await client.post("/v1/episodes/batch", json={"items": episodes})
     assert response.status_code == 201, response.text
     stored = [{**item, "memory_type": "episode"} for item in response.json()["items"]]
     for n in range(25):
-        fact = {"subject": rng.choice(["Ann", "Bob"]), "predicate": f"p{n}",
-                "content": f"fact {n}", "importance": rng.choice([1, 5, 9]),
-                "permanence": rng.choice(["standard", "stable", "volatile"]),
-                "scope": rng.choice(["global", "planner", "critic"]),
-                "tags": rng.sample(["work", "home", "urgent"], rng.randint(0, 2)),
-                "metadata": random_metadata(rng)}
+        fact = {
+            "subject": rng.choice(["Ann", "Bob"]),
+            "predicate": f"p{n}",
+            "content": f"fact {n}",
+            "importance": rng.choice([1, 5, 9]),
+            "permanence": rng.choice(["standard", "stable", "volatile"]),
+            "scope": rng.choice(["global", "planner", "critic"]),
+            "tags": rng.sample(["work", "home", "urgent"], rng.randint(0, 2)),
+            "metadata": random_metadata(rng),
+        }
         if rng.random() < 0.5:
             fact["source_butler"] = rng.choice(["planner", "critic"])
         response = await client.post("/v1/facts", json=fact)
         assert response.status_code == 201, response.text
         stored.append({**response.json(), "memory_type": "fact"})
     for n in range(15):
-        rule = {"content": f"rule {n}", "scope": rng.choice(["global", "planner"]),
-                "tags": rng.sample(["work", "home", "urgent"], rng.randint(0, 2)),
-                "metadata": random_metadata(rng)}
+        rule = {
+            "content": f"rule {n}",
+            "scope": rng.choice(["global", "planner"]),
+            "tags": rng.sample(["work", "home", "urgent"], rng.randint(0, 2)),
+            "metadata": random_metadata(rng),
+        }
         response = await client.post("/v1/rules", json=rule)
         assert response.status_code == 201, response.text
         stored.append({**response.json(), "memory_type": "rule"})
@@ -150,15 +185,17 @@ async def admitted_in_sql(engine: AsyncEngine, tree: Any) -> set[str]:
     async with engine.begin() as conn:
         await conn.execute(text("SELECT set_config(:name, 'on', true)"), {"name": SYSTEM_SETTING})
         for memory_type, model in MODELS.items():
-            stmt = select(model.id).where(model.tenant_id == "default",
-                                          *compile_filter(memory_type, tree))
+            stmt = select(model.id).where(
+                model.tenant_id == "default", *compile_filter(memory_type, tree)
+            )
             rows = await conn.execute(stmt, filter_values(tree))
             found |= {str(row[0]) for row in rows}
     return found
 
 
 async def test_sql_admits_what_the_python_reading_admits(
-        client: httpx.AsyncClient, db_engine: AsyncEngine) -> None:
+    client: httpx.AsyncClient, db_engine: AsyncEngine
+) -> None:
     rng = random.Random(20261126)
     memories = await store_memories(client, rng)
     admitted_somewhere = 0
@@ -172,19 +209,24 @@ async def test_sql_admits_what_the_python_reading_admits(
     assert admitted_somewhere > 600
 
 
-@pytest.mark.parametrize(("raw", "named"), [
-    ({"importance": {"$gt": "high"}}, "filter.importance.$gt"),
-    ({"$or": [{"tags": "a"}, {"created_at": {"$gte": "yesterday"}}]},
-     "filter.$or[1].created_at.$gte"),
-    ({"metadata.topic": {"$between": [1, 2]}}, "filter.metadata.topic.$between"),
-    ({"colour": "red"}, "filter.colour"),
-    ({"metadata.a": {"$in": []}}, "filter.metadata.a.$in"),
-    ({"metadata.a": {"$gt": True}}, "filter.metadata.a.$gt"),
-    ({"$nor": [{"butler": "a"}]}, "filter.$nor"),
-    ({"metadata.a": None}, "filter.metadata.a.$eq"),
-    ({"tags": {"$lt": "b"}}, "filter.tags.$lt"),
-    ({"metadata.": 1}, "filter.metadata."),
-])
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        ({"importance": {"$gt": "high"}}, "filter.importance.$gt"),
+        (
+            {"$or": [{"tags": "a"}, {"created_at": {"$gte": "yesterday"}}]},
+            "filter.$or[1].created_at.$gte",
+        ),
+        ({"metadata.topic": {"$between": [1, 2]}}, "filter.metadata.topic.$between"),
+        ({"colour": "red"}, "filter.colour"),
+        ({"metadata.a": {"$in": []}}, "filter.metadata.a.$in"),
+        ({"metadata.a": {"$gt": True}}, "filter.metadata.a.$gt"),
+        ({"$nor": [{"butler": "a"}]}, "filter.$nor"),
+        ({"metadata.a": None}, "filter.metadata.a.$eq"),
+        ({"tags": {"$lt": "b"}}, "filter.tags.$lt"),
+        ({"metadata.": 1}, "filter.metadata."),
+    ],
+)
 def test_a_malformed_filter_names_its_path_and_operator(raw: Any, named: str) -> None:
     with pytest.raises(FilterError) as raised:
         parse_filter(raw)

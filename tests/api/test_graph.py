@@ -20,8 +20,16 @@ async def episode(client, content="we talked about chess"):
 
 async def fact(client, content="likes chess", predicate=None, entity=None):
     """A fact about Ann; a fresh predicate unless given, so facts never supersede each other."""
-    return ref("fact", await store_fact(client, "Ann", predicate or f"p{uuid.uuid4().hex[:8]}",
-                                        content, entity_id=entity[1] if entity else None))
+    return ref(
+        "fact",
+        await store_fact(
+            client,
+            "Ann",
+            predicate or f"p{uuid.uuid4().hex[:8]}",
+            content,
+            entity_id=entity[1] if entity else None,
+        ),
+    )
 
 
 async def rule(client, content="suggest chess openings"):
@@ -33,9 +41,16 @@ async def entity(client, name="Ann"):
 
 
 async def link(client, source, target, relation="related_to"):
-    response = await client.post("/v1/links", json={
-        "source_type": source[0], "source_id": source[1], "target_type": target[0],
-        "target_id": target[1], "relation": relation})
+    response = await client.post(
+        "/v1/links",
+        json={
+            "source_type": source[0],
+            "source_id": source[1],
+            "target_type": target[0],
+            "target_id": target[1],
+            "relation": relation,
+        },
+    )
     assert response.status_code == 201, response.text
 
 
@@ -50,8 +65,15 @@ def node_hops(result):
 
 
 def edge_set(result):
-    return {((e["source_type"], e["source_id"]), (e["target_type"], e["target_id"]),
-             e["relation"], e["hop"]) for e in result["edges"]}
+    return {
+        (
+            (e["source_type"], e["source_id"]),
+            (e["target_type"], e["target_id"]),
+            e["relation"],
+            e["hop"],
+        )
+        for e in result["edges"]
+    }
 
 
 async def chain(client, length):
@@ -67,8 +89,7 @@ async def test_one_hop_follows_links_in_both_directions(client):
     await link(client, down, center, "supports")
     result = await graph(client, center)
     assert node_hops(result) == {center: 0, up: 1, down: 1}
-    assert edge_set(result) == {(center, up, "derived_from", 1),
-                                (down, center, "supports", 1)}
+    assert edge_set(result) == {(center, up, "derived_from", 1), (down, center, "supports", 1)}
     assert result["truncated"] is False
     assert (result["root_type"], result["root_id"], result["hops"]) == ("fact", center[1], 1)
 
@@ -86,15 +107,20 @@ async def test_cycles_terminate_and_each_node_appears_once(client):
     await link(client, c, a)
     result = await graph(client, a, hops=3)
     assert node_hops(result) == {a: 0, b: 1, c: 1}
-    assert edge_set(result) == {(a, b, "related_to", 1), (c, a, "related_to", 1),
-                                (b, c, "related_to", 2)}
+    assert edge_set(result) == {
+        (a, b, "related_to", 1),
+        (c, a, "related_to", 1),
+        (b, c, "related_to", 2),
+    }
 
 
 async def test_edge_between_two_hop_one_nodes_needs_a_second_hop(client):
     a, b, c = await chain(client, 3)
     await link(client, c, a)
-    assert edge_set(await graph(client, a, hops=1)) == {(a, b, "related_to", 1),
-                                                        (c, a, "related_to", 1)}
+    assert edge_set(await graph(client, a, hops=1)) == {
+        (a, b, "related_to", 1),
+        (c, a, "related_to", 1),
+    }
 
 
 async def test_node_limit_truncates_the_neighbourhood(client):
@@ -138,12 +164,22 @@ async def test_entity_neighbours_are_its_facts_and_then_their_links(client):
 async def test_typed_entity_relations_are_nodes_and_edges_to_the_requested_hops(client):
     ann, acme, bob = await entity(client), await entity(client, "Acme"), await entity(client, "Bob")
     policy = await fact(client, "pays on Fridays")
-    for source, target, relation, strength in ((ann, acme, "works_at", 0.9),
-                                               (bob, ann, "knows", 0.5),
-                                               (acme, policy, "related_to", 1.0)):
-        response = await client.post("/v1/links", json={
-            "source_type": source[0], "source_id": source[1], "target_type": target[0],
-            "target_id": target[1], "relation": relation, "strength": strength})
+    for source, target, relation, strength in (
+        (ann, acme, "works_at", 0.9),
+        (bob, ann, "knows", 0.5),
+        (acme, policy, "related_to", 1.0),
+    ):
+        response = await client.post(
+            "/v1/links",
+            json={
+                "source_type": source[0],
+                "source_id": source[1],
+                "target_type": target[0],
+                "target_id": target[1],
+                "relation": relation,
+                "strength": strength,
+            },
+        )
         assert response.status_code == 201, response.text
     one = await graph(client, ann)
     assert node_hops(one) == {ann: 0, acme: 1, bob: 1}
@@ -187,9 +223,12 @@ async def test_nodes_carry_summary_and_state(client):
 
 async def test_links_to_missing_rows_are_skipped(client, sql):
     center = await fact(client)
-    await sql("INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, "
-              "target_id, relation) VALUES ('default', 'fact', :s, 'rule', :t, 'supports')",
-              s=uuid.UUID(center[1]), t=uuid.uuid4())
+    await sql(
+        "INSERT INTO memory_links (tenant_id, source_type, source_id, target_type, "
+        "target_id, relation) VALUES ('default', 'fact', :s, 'rule', :t, 'supports')",
+        s=uuid.UUID(center[1]),
+        t=uuid.uuid4(),
+    )
     result = await graph(client, center)
     assert node_hops(result) == {center: 0}
     assert result["edges"] == []
@@ -202,8 +241,13 @@ async def test_unknown_root_is_404(client):
 
 async def test_out_of_range_parameters_are_422(client):
     node = await fact(client)
-    for params in ({"hops": 0}, {"hops": 4}, {"limit": 0}, {"limit": 501},
-                   {"relations": "caused_by"}):
+    for params in (
+        {"hops": 0},
+        {"hops": 4},
+        {"limit": 0},
+        {"limit": 501},
+        {"relations": "caused_by"},
+    ):
         response = await client.get(f"/v1/graph/fact/{node[1]}", params=params)
         assert response.status_code == 422, params
     assert (await client.get(f"/v1/graph/memory/{node[1]}")).status_code == 422

@@ -17,8 +17,15 @@ def _no_automatic_links(app, monkeypatch):
 
 
 async def link(client, source, target, relation="related_to"):
-    await post(client, "/v1/links", source_type=source[0], source_id=source[1],
-               target_type=target[0], target_id=target[1], relation=relation)
+    await post(
+        client,
+        "/v1/links",
+        source_type=source[0],
+        source_id=source[1],
+        target_type=target[0],
+        target_id=target[1],
+        relation=relation,
+    )
 
 
 async def graph(client, root, **params):
@@ -32,15 +39,31 @@ def nodes(result):
 
 
 async def records(client):
-    run = ref("run", await post(client, "/v1/runs", task_id="move-office",
-                                summary="planned the move", success=True,
-                                finished_at="2026-11-26T10:00:00Z",
-                                started_at="2026-11-26T09:00:00Z"))
-    procedure = ref("procedure", await post(client, "/v1/procedures", agent_id="ops",
-                                            name="office move", steps=[{"step": 1,
-                                                                        "action": "pack"}]))
-    arc = ref("arc", await post(client, "/v1/arcs", title="The Boulder move",
-                                arc_type="project_phase"))
+    run = ref(
+        "run",
+        await post(
+            client,
+            "/v1/runs",
+            task_id="move-office",
+            summary="planned the move",
+            success=True,
+            finished_at="2026-11-26T10:00:00Z",
+            started_at="2026-11-26T09:00:00Z",
+        ),
+    )
+    procedure = ref(
+        "procedure",
+        await post(
+            client,
+            "/v1/procedures",
+            agent_id="ops",
+            name="office move",
+            steps=[{"step": 1, "action": "pack"}],
+        ),
+    )
+    arc = ref(
+        "arc", await post(client, "/v1/arcs", title="The Boulder move", arc_type="project_phase")
+    )
     return run, procedure, arc
 
 
@@ -52,7 +75,8 @@ async def test_graph_starts_from_a_run(client):
     assert (result["root_type"], result["root_id"]) == run
     assert nodes(result) == {run: (0, "succeeded"), fact: (1, "active")}
     assert [(e["source_id"], e["target_id"], e["relation"]) for e in result["edges"]] == [
-        (run[1], fact[1], "derived_from")]
+        (run[1], fact[1], "derived_from")
+    ]
 
 
 async def test_runs_procedures_and_arcs_are_a_facts_neighbours(client):
@@ -62,8 +86,12 @@ async def test_runs_procedures_and_arcs_are_a_facts_neighbours(client):
     await link(client, fact, procedure)
     await link(client, arc, fact)
     result = await graph(client, fact)
-    assert nodes(result) == {fact: (0, "active"), run: (1, "succeeded"),
-                             procedure: (1, "draft"), arc: (1, "active")}
+    assert nodes(result) == {
+        fact: (0, "active"),
+        run: (1, "succeeded"),
+        procedure: (1, "draft"),
+        arc: (1, "active"),
+    }
     summaries = {n["type"]: n["summary"] for n in result["nodes"]}
     assert summaries["run"] == "move-office: planned the move"
     assert summaries["procedure"] == "office move"
@@ -76,7 +104,10 @@ async def test_graph_walks_on_through_procedures_and_arcs(client):
     await link(client, procedure, arc)
     await link(client, arc, fact)
     assert nodes(await graph(client, procedure, hops=2)) == {
-        procedure: (0, "draft"), arc: (1, "active"), fact: (2, "active")}
+        procedure: (0, "draft"),
+        arc: (1, "active"),
+        fact: (2, "active"),
+    }
 
 
 @pytest.mark.parametrize("node_type", ["run", "procedure", "arc"])

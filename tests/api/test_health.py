@@ -12,9 +12,15 @@ async def test_healthz_answers_ok(client):
 async def test_readyz_reports_database_migrations_and_model(client):
     response = await client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "database": True, "migrations_at_head": True,
-                               "embedding_model": True, "auth": "required",
-                               "embedding_backlog": None, "replicas": []}
+    assert response.json() == {
+        "status": "ready",
+        "database": True,
+        "migrations_at_head": True,
+        "embedding_model": True,
+        "auth": "required",
+        "embedding_backlog": None,
+        "replicas": [],
+    }
 
 
 async def test_readyz_is_503_when_schema_is_behind(client, sql):
@@ -43,8 +49,9 @@ async def test_wrong_method_is_405_problem(client):
 
 
 async def test_malformed_json_is_422_problem(client):
-    response = await client.post("/v1/facts", content=b"{not json",
-                                 headers={"content-type": "application/json"})
+    response = await client.post(
+        "/v1/facts", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["errors"][0]["field"].startswith("body")
@@ -63,15 +70,15 @@ async def test_metadata_with_nul_or_too_deep_is_rejected(client):
         node["k"] = {}
         node = node["k"]
     for metadata in (deep, {"blob": "x" * 20_000}):
-        response = await client.post("/v1/rules", json={"content": "be kind",
-                                                        "metadata": metadata})
+        response = await client.post("/v1/rules", json={"content": "be kind", "metadata": metadata})
         assert response.status_code == 422, metadata
         assert response.json()["errors"][0]["field"] == "body.metadata"
 
 
 async def test_nul_in_a_body_or_query_is_422_before_storage(client, sql):
-    response = await client.post("/v1/rules", json={"content": "be kind",
-                                                    "metadata": {"note": "a\u0000b"}})
+    response = await client.post(
+        "/v1/rules", json={"content": "be kind", "metadata": {"note": "a\u0000b"}}
+    )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.metadata"
     listed = await client.get("/v1/facts", params={"subject": "a\x00b"})
@@ -83,8 +90,9 @@ async def test_nul_in_a_body_or_query_is_422_before_storage(client, sql):
 
 async def test_body_over_the_limit_is_413(client, settings):
     blob = "x" * (settings.max_body_bytes + 1)
-    response = await client.post("/v1/rules", content=blob.encode(),
-                                 headers={"content-type": "application/json"})
+    response = await client.post(
+        "/v1/rules", content=blob.encode(), headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.headers["content-type"] == "application/problem+json"
 
@@ -101,8 +109,9 @@ async def test_freed_heap_goes_back_to_the_os_after_a_large_body_only(client, mo
     small = await client.post("/v1/episodes", json={"content": "x" * 50_001})
     assert small.status_code == 422
     assert released == []
-    large = await client.post("/v1/episodes/batch", json={
-        "items": [{"content": "x" * 50_001} for _ in range(21)]})
+    large = await client.post(
+        "/v1/episodes/batch", json={"items": [{"content": "x" * 50_001} for _ in range(21)]}
+    )
     assert large.status_code == 422
     assert released == ["now"]
     # What the answer held is trimmed once more, a moment later.

@@ -25,8 +25,9 @@ def test_backoff_doubles_from_the_base():
 
 
 async def _scheduled(sql):
-    rows = await sql("SELECT kind, scheduled_for, tenant_id, params FROM jobs "
-                     "ORDER BY kind, scheduled_for")
+    rows = await sql(
+        "SELECT kind, scheduled_for, tenant_id, params FROM jobs ORDER BY kind, scheduled_for"
+    )
     return [(r["kind"], r["scheduled_for"], r["tenant_id"], r["params"]) for r in rows]
 
 
@@ -48,15 +49,26 @@ async def test_next_slot_of_each_interval_is_enqueued_once_due(client, app, sql,
     assert await scheduler.tick(ctx, now=NOON + timedelta(hours=1)) == []
     later = await scheduler.tick(ctx, now=NOON + timedelta(hours=5))
     assert [(job.kind, job.scheduled_for) for job in later] == [
-        ("consolidation", datetime(2026, 11, 21, 18, tzinfo=UTC))]
+        ("consolidation", datetime(2026, 11, 21, 18, tzinfo=UTC))
+    ]
 
 
 async def test_intervals_come_from_settings(client, app, sql, settings):
-    ctx = job_context(app, settings, decay_interval_hours=1, cleanup_interval_hours=2,
-                      consolidation_interval_hours=3, pii_scrub_interval_hours=0.25)
+    ctx = job_context(
+        app,
+        settings,
+        decay_interval_hours=1,
+        cleanup_interval_hours=2,
+        consolidation_interval_hours=3,
+        pii_scrub_interval_hours=0.25,
+    )
     await scheduler.tick(ctx, now=NOON)
     assert [(kind, slot.hour, slot.minute) for kind, slot, _, _ in await _scheduled(sql)] == [
-        ("cleanup", 12, 0), ("consolidation", 12, 0), ("decay", 13, 0), ("pii_scrub", 13, 30)]
+        ("cleanup", 12, 0),
+        ("consolidation", 12, 0),
+        ("decay", 13, 0),
+        ("pii_scrub", 13, 30),
+    ]
 
 
 async def test_scheduled_jobs_are_not_listed_to_tenants(client, app, settings):
@@ -65,22 +77,34 @@ async def test_scheduled_jobs_are_not_listed_to_tenants(client, app, settings):
 
 
 async def test_app_with_worker_enabled_runs_queued_jobs(client, settings):
-    worker_settings = settings.model_copy(update={"jobs": JobSettings(
-        worker_enabled=True, scheduler_enabled=False, poll_interval_seconds=0.05)})
+    worker_settings = settings.model_copy(
+        update={
+            "jobs": JobSettings(
+                worker_enabled=True, scheduler_enabled=False, poll_interval_seconds=0.05
+            )
+        }
+    )
     background_app = create_app(worker_settings)
     async with background_app.router.lifespan_context(background_app):
         transport = httpx.ASGITransport(app=background_app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bg.test",
-                                     headers={"Authorization": client.headers["Authorization"]}
-                                     ) as http:
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://bg.test",
+            headers={"Authorization": client.headers["Authorization"]},
+        ) as http:
             job = (await http.post("/v1/jobs/decay")).json()
             status = await _wait_for_status(http, job["id"], {"succeeded", "failed"})
     assert status == "succeeded"
 
 
 async def test_app_with_scheduler_enabled_enqueues_on_start(client, sql, settings):
-    scheduler_settings = settings.model_copy(update={"jobs": JobSettings(
-        worker_enabled=False, scheduler_enabled=True, scheduler_tick_seconds=3600)})
+    scheduler_settings = settings.model_copy(
+        update={
+            "jobs": JobSettings(
+                worker_enabled=False, scheduler_enabled=True, scheduler_tick_seconds=3600
+            )
+        }
+    )
     background_app = create_app(scheduler_settings)
     async with background_app.router.lifespan_context(background_app):
         for _ in range(200):
@@ -88,7 +112,11 @@ async def test_app_with_scheduler_enabled_enqueues_on_start(client, sql, setting
                 break
             await asyncio.sleep(0.02)
     assert sorted(kind for kind, *_ in await _scheduled(sql)) == [
-        "cleanup", "consolidation", "decay", "pii_scrub"]
+        "cleanup",
+        "consolidation",
+        "decay",
+        "pii_scrub",
+    ]
 
 
 async def _wait_for_status(http, job_id, wanted, attempts=400):

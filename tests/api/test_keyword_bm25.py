@@ -11,9 +11,11 @@ from app.repositories.search import keyword
 from tests.api.test_rules import harmful
 from tests.support.factories import store_fact
 
-FILLER = ("the committee reviewed several quarterly reports about regional logistics "
-          "warehouses shipping schedules invoices budgets vendors contracts audits and "
-          "compliance paperwork before lunch")
+FILLER = (
+    "the committee reviewed several quarterly reports about regional logistics "
+    "warehouses shipping schedules invoices budgets vendors contracts audits and "
+    "compliance paperwork before lunch"
+)
 
 
 async def episode(client, content, butler="chat"):
@@ -23,24 +25,32 @@ async def episode(client, content, butler="chat"):
 
 
 async def keyword_ids(client, query, **fields):
-    response = await client.post("/v1/search", json={"query": query, "mode": "keyword",
-                                                     **fields})
+    response = await client.post("/v1/search", json={"query": query, "mode": "keyword", **fields})
     assert response.status_code == 200, response.text
     return [hit["id"] for hit in response.json()["results"]]
 
 
 async def stored_index(sql):
     """The postings and statistics as the triggers keep them."""
-    postings = await sql("SELECT tenant_id, memory_type, scope, term, memory_id, tf, doc_len "
-                         "FROM keyword_postings ORDER BY memory_id, term")
-    terms = await sql("SELECT tenant_id, term, doc_freq FROM keyword_terms "
-                      "ORDER BY tenant_id, term")
-    corpus = await sql("SELECT tenant_id, doc_count, total_len FROM keyword_corpus "
-                       "WHERE doc_count > 0 ORDER BY tenant_id")
-    scope_terms = await sql("SELECT tenant_id, scope, term, doc_freq FROM keyword_scope_terms "
-                            "ORDER BY tenant_id, scope, term")
-    scope_corpus = await sql("SELECT tenant_id, scope, doc_count, total_len "
-                             "FROM keyword_scope_corpus ORDER BY tenant_id, scope")
+    postings = await sql(
+        "SELECT tenant_id, memory_type, scope, term, memory_id, tf, doc_len "
+        "FROM keyword_postings ORDER BY memory_id, term"
+    )
+    terms = await sql(
+        "SELECT tenant_id, term, doc_freq FROM keyword_terms ORDER BY tenant_id, term"
+    )
+    corpus = await sql(
+        "SELECT tenant_id, doc_count, total_len FROM keyword_corpus "
+        "WHERE doc_count > 0 ORDER BY tenant_id"
+    )
+    scope_terms = await sql(
+        "SELECT tenant_id, scope, term, doc_freq FROM keyword_scope_terms "
+        "ORDER BY tenant_id, scope, term"
+    )
+    scope_corpus = await sql(
+        "SELECT tenant_id, scope, doc_count, total_len "
+        "FROM keyword_scope_corpus ORDER BY tenant_id, scope"
+    )
     return postings, terms, corpus, scope_terms, scope_corpus
 
 
@@ -105,9 +115,15 @@ async def test_rare_word_outweighs_common_word(client):
 async def test_keyword_leg_finds_a_match_among_many_common_postings(client):
     # 130 memories share the common word, more than the leg reads per lexeme; the one that
     # also holds the rare word must still come first.
-    response = await client.post("/v1/episodes/batch", json={"items": [
-        {"content": f"weather report {n}: the weather stayed mild", "butler": "chat"}
-        for n in range(130)]})
+    response = await client.post(
+        "/v1/episodes/batch",
+        json={
+            "items": [
+                {"content": f"weather report {n}: the weather stayed mild", "butler": "chat"}
+                for n in range(130)
+            ]
+        },
+    )
     assert response.status_code == 201, response.text
     target = await episode(client, f"weather balloon launched. {FILLER}")
     assert (await keyword_ids(client, "weather balloon"))[0] == target
@@ -116,8 +132,9 @@ async def test_keyword_leg_finds_a_match_among_many_common_postings(client):
 async def test_index_follows_inserts_and_deletes(client, sql):
     kept = await episode(client, "the orchard blossoms in april")
     gone = await episode(client, "the orchard was sold in may, orchard and all", butler="sold")
-    await client.post("/v1/facts", json={"subject": "Ann", "predicate": "owns",
-                                         "content": "Ann owns the orchard"})
+    await client.post(
+        "/v1/facts", json={"subject": "Ann", "predicate": "owns", "content": "Ann owns the orchard"}
+    )
     await sql("DELETE FROM episodes WHERE id = :id", id=uuid.UUID(gone))
     assert await stored_index(sql) == await recomputed_index(sql)
     assert await keyword_ids(client, "orchard", types=["episode"]) == [kept]
@@ -144,14 +161,16 @@ async def test_statistics_are_per_tenant(tenant_client, sql):
     apple = await episode(alpha, "an apple and a pear")
     pear = await episode(alpha, "pear pear pear and a ladder")
     before = await keyword_ids(alpha, "apple pear")
-    [apple_in_alpha] = await sql("SELECT doc_freq FROM keyword_terms "
-                                 "WHERE tenant_id = 'alpha' AND term = 'appl'")
+    [apple_in_alpha] = await sql(
+        "SELECT doc_freq FROM keyword_terms WHERE tenant_id = 'alpha' AND term = 'appl'"
+    )
     for number in range(10):
         await episode(beta, f"apple apple apple orchard {number}")
     assert await keyword_ids(alpha, "apple pear") == before
     assert before[:2] == [apple, pear]
-    assert await sql("SELECT doc_freq FROM keyword_terms WHERE tenant_id = 'alpha' "
-                     "AND term = 'appl'") == [apple_in_alpha]
+    assert await sql(
+        "SELECT doc_freq FROM keyword_terms WHERE tenant_id = 'alpha' AND term = 'appl'"
+    ) == [apple_in_alpha]
     assert await keyword_ids(beta, "ladder") == []
 
 
@@ -206,10 +225,17 @@ async def test_rescoring_probes_each_pooled_memory_with_stale_statistics(client,
     for number in range(30):
         await store_fact(client, "Ann", f"p{number}", f"grows apple trees in orchard {number}")
     statement = keyword.bm25_leg(
-        "fact", tenant_id=literal("default"), scope=None, scope_is_global=False,
-        visibility=[], query=literal("apple orchard"), limit=literal(10))
-    compiled = statement.compile(dialect=postgresql.dialect(),
-                                 compile_kwargs={"literal_binds": True})
+        "fact",
+        tenant_id=literal("default"),
+        scope=None,
+        scope_is_global=False,
+        visibility=[],
+        query=literal("apple orchard"),
+        limit=literal(10),
+    )
+    compiled = statement.compile(
+        dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}
+    )
     [row] = await sql(f"EXPLAIN (FORMAT JSON) {compiled}")
     scans = _scans(row["QUERY PLAN"][0]["Plan"], "keyword_postings")
     assert scans
@@ -221,12 +247,19 @@ async def test_rescoring_probes_each_pooled_memory_with_stale_statistics(client,
 async def test_by_default_a_turn_is_found_by_its_own_words_only(client):
     """keyword_context is off by default: a session's turns are not found by their
     neighbours' words."""
-    first = await client.post("/v1/episodes", json={
-        "content": "Caroline: I went to a support group yesterday", "butler": "chat",
-        "session_id": "s1"})
+    first = await client.post(
+        "/v1/episodes",
+        json={
+            "content": "Caroline: I went to a support group yesterday",
+            "butler": "chat",
+            "session_id": "s1",
+        },
+    )
     assert first.status_code == 201, first.text
-    reply = await client.post("/v1/episodes", json={
-        "content": "Melanie: how did it go?", "butler": "chat", "session_id": "s1"})
+    reply = await client.post(
+        "/v1/episodes",
+        json={"content": "Melanie: how did it go?", "butler": "chat", "session_id": "s1"},
+    )
     assert reply.status_code == 201, reply.text
 
     assert await keyword_ids(client, "support group") == [first.json()["id"]]
@@ -234,9 +267,15 @@ async def test_by_default_a_turn_is_found_by_its_own_words_only(client):
 
 async def test_a_batch_counts_its_words_as_single_writes_do(client, sql):
     await episode(client, "the orchard blossoms in april")
-    items = [{"content": content, "butler": butler, "session_id": "s1"} for content, butler in [
-        ("the orchard was sold in may", "chat"), ("orchard orchard ladder", "chat"),
-        ("a ladder in the barn", "farm"), ("and of the", "farm")]]
+    items = [
+        {"content": content, "butler": butler, "session_id": "s1"}
+        for content, butler in [
+            ("the orchard was sold in may", "chat"),
+            ("orchard orchard ladder", "chat"),
+            ("a ladder in the barn", "farm"),
+            ("and of the", "farm"),
+        ]
+    ]
     response = await client.post("/v1/episodes/batch", json={"items": items})
     assert response.status_code == 201, response.text
     assert await stored_index(sql) == await recomputed_index(sql)

@@ -16,8 +16,7 @@ THAI = "ฉันชอบกินข้าวผัดที่ร้านใ
 
 
 async def keyword_search(client, query, **fields):
-    response = await client.post("/v1/search", json={"query": query, "mode": "keyword",
-                                                     **fields})
+    response = await client.post("/v1/search", json={"query": query, "mode": "keyword", **fields})
     assert response.status_code == 200, response.text
     return [hit["content"] for hit in response.json()["results"]]
 
@@ -48,14 +47,20 @@ async def test_each_memory_keeps_the_configuration_of_its_detected_language(clie
     german = await store_episode(client, GERMAN)
     chinese = await store_episode(client, CHINESE)
     english = await store_episode(client, "The children visited several gardens yesterday")
-    russian = await store_fact(client, subject="Анна", predicate="живёт_в",
-                               content="Анна живёт в Москве с детьми")
+    russian = await store_fact(
+        client, subject="Анна", predicate="живёт_в", content="Анна живёт в Москве с детьми"
+    )
 
-    rows = await sql("SELECT id::text AS id, search_config::text AS config FROM episodes "
-                     "UNION ALL SELECT id::text, search_config::text FROM facts")
+    rows = await sql(
+        "SELECT id::text AS id, search_config::text AS config FROM episodes "
+        "UNION ALL SELECT id::text, search_config::text FROM facts"
+    )
     assert {row["id"]: row["config"] for row in rows} == {
-        german["id"]: "german", chinese["id"]: "simple", english["id"]: "english",
-        russian["id"]: "russian"}
+        german["id"]: "german",
+        chinese["id"]: "simple",
+        english["id"]: "english",
+        russian["id"]: "russian",
+    }
 
 
 async def test_reindex_text_reads_english_stemmed_rows_in_their_own_language(app, client, sql):
@@ -63,8 +68,10 @@ async def test_reindex_text_reads_english_stemmed_rows_in_their_own_language(app
     rule = await store_rule(client, content="Antworte immer mit kurzen Sätzen auf Deutsch")
     # As stored before languages were told apart.
     for table in ("episodes", "rules"):
-        await sql(f"UPDATE {table} SET search_vector = to_tsvector('english', content), "
-                  "search_config = 'english'")
+        await sql(
+            f"UPDATE {table} SET search_vector = to_tsvector('english', content), "
+            "search_config = 'english'"
+        )
     assert await keyword_search(client, GERMAN_QUERY) == []
 
     counts = await reindex_texts(app.state.sessionmaker, context_turns=2, keyword_context=True)
@@ -72,10 +79,14 @@ async def test_reindex_text_reads_english_stemmed_rows_in_their_own_language(app
     assert counts["episodes"] == 1 and counts["rules"] == 1
     assert await keyword_search(client, GERMAN_QUERY) == [GERMAN]
     assert await keyword_search(client, "kurzer Satz", types=["rule"]) == [rule["content"]]
-    rows = await sql("SELECT id::text AS id, search_config::text AS config FROM episodes "
-                     "UNION ALL SELECT id::text, search_config::text FROM rules")
-    assert {row["id"]: row["config"] for row in rows} == {german["id"]: "german",
-                                                          rule["id"]: "german"}
+    rows = await sql(
+        "SELECT id::text AS id, search_config::text AS config FROM episodes "
+        "UNION ALL SELECT id::text, search_config::text FROM rules"
+    )
+    assert {row["id"]: row["config"] for row in rows} == {
+        german["id"]: "german",
+        rule["id"]: "german",
+    }
 
 
 async def test_a_write_and_a_search_may_name_their_language(client, sql):
@@ -84,28 +95,37 @@ async def test_a_write_and_a_search_may_name_their_language(client, sql):
     detected = await store_episode(client, "Unsere Gärten", butler="other")
 
     rows = await sql("SELECT id::text AS id, search_config::text AS config FROM episodes")
-    assert {row["id"]: row["config"] for row in rows} == {told["id"]: "german",
-                                                          detected["id"]: "english"}
-    found = await client.post("/v1/search", json={"query": "Garten", "mode": "keyword",
-                                                  "language": "de"})
+    assert {row["id"]: row["config"] for row in rows} == {
+        told["id"]: "german",
+        detected["id"]: "english",
+    }
+    found = await client.post(
+        "/v1/search", json={"query": "Garten", "mode": "keyword", "language": "de"}
+    )
     assert [hit["id"] for hit in found.json()["results"]] == [told["id"]]
     assert await keyword_search(client, "Garten") == []
 
 
 async def test_a_fact_and_a_rule_may_name_their_language(client, sql):
-    fact = await store_fact(client, subject="Anna", predicate="mag",
-                            content="Unsere Gärten", language="de")
+    fact = await store_fact(
+        client, subject="Anna", predicate="mag", content="Unsere Gärten", language="de"
+    )
     rule = await store_rule(client, content="Unsere Gärten", language="de")
 
-    rows = await sql("SELECT id::text AS id, search_config::text AS config FROM facts "
-                     "UNION ALL SELECT id::text, search_config::text FROM rules")
-    assert {row["id"]: row["config"] for row in rows} == {fact["id"]: "german",
-                                                          rule["id"]: "german"}
+    rows = await sql(
+        "SELECT id::text AS id, search_config::text AS config FROM facts "
+        "UNION ALL SELECT id::text, search_config::text FROM rules"
+    )
+    assert {row["id"]: row["config"] for row in rows} == {
+        fact["id"]: "german",
+        rule["id"]: "german",
+    }
 
 
 async def test_a_malformed_language_is_refused_naming_the_field(client):
-    response = await client.post("/v1/episodes", json={"content": "hello", "butler": "chat",
-                                                       "language": "de; drop"})
+    response = await client.post(
+        "/v1/episodes", json={"content": "hello", "butler": "chat", "language": "de; drop"}
+    )
     assert response.status_code == 422
     assert response.headers["content-type"].startswith("application/problem+json")
     assert "language" in response.text
@@ -120,14 +140,16 @@ async def test_the_stop_words_of_a_query_s_language_find_nothing(client):
 
 
 async def test_a_hybrid_search_in_a_language_the_model_does_not_know_is_served_by_keyword(
-        app, client, monkeypatch):
+    app, client, monkeypatch
+):
     monkeypatch.setattr(app.state.embedder, "languages", frozenset({"en"}))
     await store_episode(client, GERMAN)
     answer = (await client.post("/v1/search", json={"query": GERMAN_QUERY})).json()
     assert (answer["mode"], answer["semantic_skipped"]) == ("keyword", "language")
     assert [hit["content"] for hit in answer["results"]][:1] == [GERMAN]
-    english = (await client.post("/v1/search", json={"query": "Which child visited a garden "
-                                                              "yesterday?"})).json()
+    english = (
+        await client.post("/v1/search", json={"query": "Which child visited a garden yesterday?"})
+    ).json()
     assert (english["mode"], english["semantic_skipped"]) == ("hybrid", None)
     monkeypatch.setattr(app.state.embedder, "languages", None)  # a model of any language
     anyone = (await client.post("/v1/search", json={"query": GERMAN_QUERY})).json()
@@ -137,8 +159,11 @@ async def test_a_hybrid_search_in_a_language_the_model_does_not_know_is_served_b
 async def test_other_requests_are_answered_while_texts_of_many_marks_are_stored(client):
     # A Thai letter carrying every tone mark it is sent with: one character to segment.
     marked = "ร" + "\u0e49" * 49_999
-    storing = asyncio.ensure_future(client.post(
-        "/v1/episodes/batch", json={"items": [{"content": marked, "butler": "chat"}] * 20}))
+    storing = asyncio.ensure_future(
+        client.post(
+            "/v1/episodes/batch", json={"items": [{"content": marked, "butler": "chat"}] * 20}
+        )
+    )
     slowest = await slowest_answer(client, "/healthz", storing)
     assert slowest < 0.8, f"/healthz waited {slowest:.2f} s while the batch was stored"
     response = await storing

@@ -14,15 +14,16 @@ from tests.support.llm_stub import LLMStub, completion, user_prompt
 LEDGER = "/v1/ledgers/village"
 
 
-async def append(client: Any, agent: str, content: str, turn: int, kind: str = "agent.spoke",
-                 **fields: Any) -> dict[str, Any]:
-    return await post(client, f"{LEDGER}/events", agent_id=agent, kind=kind, content=content,
-                      turn=turn, **fields)
+async def append(
+    client: Any, agent: str, content: str, turn: int, kind: str = "agent.spoke", **fields: Any
+) -> dict[str, Any]:
+    return await post(
+        client, f"{LEDGER}/events", agent_id=agent, kind=kind, content=content, turn=turn, **fields
+    )
 
 
 async def context(client: Any, agent: str, turn: int, **fields: Any) -> dict[str, Any]:
-    response = await client.post(f"{LEDGER}/agents/{agent}/context", json={"turn": turn,
-                                                                           **fields})
+    response = await client.post(f"{LEDGER}/agents/{agent}/context", json={"turn": turn, **fields})
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
@@ -40,7 +41,10 @@ async def test_visibility_defaults_by_kind_and_can_be_set(client):
     seen = await append(client, "alice", "The bakery is on fire", 1, kind="world.observed")
     told = await append(client, "alice", "Psst, a secret", 1, visibility="global")
     assert (spoke["visibility"], seen["visibility"], told["visibility"]) == (
-        "private", "global", "global")
+        "private",
+        "global",
+        "global",
+    )
     assert spoke["position"] < seen["position"] < told["position"]
 
 
@@ -50,10 +54,14 @@ async def test_an_agent_sees_its_own_events_and_globally_visible_ones(client):
     await append(client, "narrator", "Rain starts falling", 3, kind="world.observed")
     alice = await context(client, "alice", 3)
     bob = await context(client, "bob", 3)
-    assert [e["content"] for e in alice["recent"]] == ["I hid the key under the mat",
-                                                        "Rain starts falling"]
-    assert [e["content"] for e in bob["recent"]] == ["I think alice is lying",
-                                                      "Rain starts falling"]
+    assert [e["content"] for e in alice["recent"]] == [
+        "I hid the key under the mat",
+        "Rain starts falling",
+    ]
+    assert [e["content"] for e in bob["recent"]] == [
+        "I think alice is lying",
+        "Rain starts falling",
+    ]
     assert "key under the mat" not in bob["context"]
 
 
@@ -65,8 +73,14 @@ async def test_the_recent_window_holds_the_last_eight_visible_events(client):
 
 
 async def test_salience_picks_important_and_relevant_events_in_chronological_order(client):
-    await append(client, "judge", "The verdict: the miller is guilty", 1, kind="verdict.final",
-                 visibility="global")
+    await append(
+        client,
+        "judge",
+        "The verdict: the miller is guilty",
+        1,
+        kind="verdict.final",
+        visibility="global",
+    )
     await append(client, "alice", "I found muddy boots", 2, kind="clue.found")
     await append(client, "alice", "Nice weather", 3)
     await append(client, "alice", "I wonder about lunch", 4, kind="agent.thought")
@@ -77,10 +91,12 @@ async def test_salience_picks_important_and_relevant_events_in_chronological_ord
     # boots: 0.3*2/4 + 0.4*e^-1.0 + 0.3*0.8 = 0.537; verdict: 0.4*e^-1.1 + 0.3 = 0.433;
     # weather: 0.4*e^-0.9 + 0.15 = 0.313; lunch: 0.4*e^-0.8 + 0.12 = 0.300.
     assert [(e["turn"], e["kind"]) for e in found["salient"]] == [
-        (1, "verdict.final"), (2, "clue.found")]
+        (1, "verdict.final"),
+        (2, "clue.found"),
+    ]
     boots = found["salient"][1]
     assert boots["relevance"] == pytest.approx(0.5)
-    assert boots["salience"] == pytest.approx(0.3 * 0.5 + 0.4 * 2.718281828 ** -1.0 + 0.24)
+    assert boots["salience"] == pytest.approx(0.3 * 0.5 + 0.4 * 2.718281828**-1.0 + 0.24)
     text = found["context"]
     assert text.index("## Salient events") < text.index("## Recent events")
     assert text.index("verdict") < text.index("muddy boots")
@@ -91,8 +107,7 @@ async def test_semantic_relevance_uses_the_embeddings(client):
     await append(client, "alice", "Stock prices fell sharply today", 1)
     for turn in range(2, 10):
         await append(client, "alice", f"filler {turn}", 9)
-    found = await context(client, "alice", 9, k=1, query="a kitten resting",
-                          relevance="semantic")
+    found = await context(client, "alice", 9, k=1, query="a kitten resting", relevance="semantic")
     assert [e["content"] for e in found["salient"]] == ["The cat sat on the windowsill purring"]
 
 
@@ -105,14 +120,20 @@ async def test_the_context_stays_within_the_token_budget(client):
 
 
 async def test_an_agent_posts_a_reflection_that_everyone_sees_and_that_compacts(client):
-    events = [await append(client, "alice", f"The baker frowned at me, day {n}", n)
-              for n in range(1, 5)]
-    response = await client.post(f"{LEDGER}/agents/alice/reflections", json={
-        "belief": "The baker resents me", "based_on": [e["id"] for e in events[:3]]})
+    events = [
+        await append(client, "alice", f"The baker frowned at me, day {n}", n) for n in range(1, 5)
+    ]
+    response = await client.post(
+        f"{LEDGER}/agents/alice/reflections",
+        json={"belief": "The baker resents me", "based_on": [e["id"] for e in events[:3]]},
+    )
     assert response.status_code == 201, response.text
     reflection = response.json()
     assert (reflection["kind"], reflection["visibility"], reflection["turn"]) == (
-        "agent.reflected", "global", 3)
+        "agent.reflected",
+        "global",
+        3,
+    )
     assert reflection["based_on"] == [e["id"] for e in events[:3]]
 
     alice = await context(client, "alice", 4)
@@ -125,31 +146,45 @@ async def test_an_agent_posts_a_reflection_that_everyone_sees_and_that_compacts(
     assert [r["id"] for r in bob["reflections"]] == [reflection["id"]]
     listed = (await client.get(f"{LEDGER}/reflections")).json()["items"]
     assert [r["id"] for r in listed] == [reflection["id"]]
-    links = (await client.get("/v1/links", params={
-        "memory_type": "agent_event", "memory_id": reflection["id"],
-        "direction": "outgoing"})).json()["items"]
+    links = (
+        await client.get(
+            "/v1/links",
+            params={
+                "memory_type": "agent_event",
+                "memory_id": reflection["id"],
+                "direction": "outgoing",
+            },
+        )
+    ).json()["items"]
     assert {(link["target_id"], link["relation"]) for link in links} == {
-        (e["id"], "based_on") for e in events[:3]}
+        (e["id"], "based_on") for e in events[:3]
+    }
 
 
 async def test_a_reflection_on_events_the_agent_cannot_see_is_a_422(client):
     secret = await append(client, "bob", "bob's private plan", 1)
-    response = await client.post(f"{LEDGER}/agents/alice/reflections", json={
-        "belief": "Bob plans something", "based_on": [secret["id"]]})
+    response = await client.post(
+        f"{LEDGER}/agents/alice/reflections",
+        json={"belief": "Bob plans something", "based_on": [secret["id"]]},
+    )
     assert response.status_code == 422
     assert [e["field"] for e in response.json()["errors"]] == ["based_on"]
 
 
 async def test_reflected_kind_cannot_be_appended_as_a_plain_event(client):
-    response = await client.post(f"{LEDGER}/events", json={
-        "agent_id": "alice", "kind": "agent.reflected", "content": "x", "turn": 1})
+    response = await client.post(
+        f"{LEDGER}/events",
+        json={"agent_id": "alice", "kind": "agent.reflected", "content": "x", "turn": 1},
+    )
     assert response.status_code == 422
     assert [e["field"] for e in response.json()["errors"]] == ["kind"]
 
 
 async def test_bad_turn_is_a_422_naming_turn(client):
-    response = await client.post(f"{LEDGER}/events", json={
-        "agent_id": "alice", "kind": "agent.spoke", "content": "x", "turn": -1})
+    response = await client.post(
+        f"{LEDGER}/events",
+        json={"agent_id": "alice", "kind": "agent.spoke", "content": "x", "turn": -1},
+    )
     assert response.status_code == 422
     assert [e["field"] for e in response.json()["errors"]] == ["body.turn"]
 
@@ -162,10 +197,16 @@ async def test_a_reflection_is_due_after_every_n_visible_events(client):
     found = await context(client, "alice", 10)
     assert (found["pending_events"], found["reflection_due"]) == (10, True)
     events = (await client.get(f"{LEDGER}/events", params={"limit": 10})).json()["items"]
-    await post(client, f"{LEDGER}/agents/alice/reflections", belief="Things happen",
-               based_on=[e["id"] for e in events])
-    dues = [(await append(client, "alice", f"later {turn}", turn))["reflection_due_for"]
-            for turn in range(11, 21)]
+    await post(
+        client,
+        f"{LEDGER}/agents/alice/reflections",
+        belief="Things happen",
+        based_on=[e["id"] for e in events],
+    )
+    dues = [
+        (await append(client, "alice", f"later {turn}", turn))["reflection_due_for"]
+        for turn in range(11, 21)
+    ]
     assert dues[:9] == [[]] * 9 and dues[9] == ["alice"]
 
 
@@ -175,11 +216,13 @@ async def test_listing_the_ledger_filters_and_pages(client):
     await append(client, "alice", "three", 3, kind="agent.thought")
     page = (await client.get(f"{LEDGER}/events", params={"limit": 2})).json()
     assert [e["content"] for e in page["items"]] == ["three", "two"]
-    rest = (await client.get(f"{LEDGER}/events", params={"limit": 2,
-                                                         "cursor": page["next_cursor"]})).json()
+    rest = (
+        await client.get(f"{LEDGER}/events", params={"limit": 2, "cursor": page["next_cursor"]})
+    ).json()
     assert [e["content"] for e in rest["items"]] == ["one"]
-    mine = (await client.get(f"{LEDGER}/events", params={"agent_id": "alice",
-                                                         "kind": "agent.spoke"})).json()
+    mine = (
+        await client.get(f"{LEDGER}/events", params={"agent_id": "alice", "kind": "agent.spoke"})
+    ).json()
     assert [e["content"] for e in mine["items"]] == ["one"]
     other = (await client.get("/v1/ledgers/elsewhere/events")).json()
     assert other["items"] == []
@@ -189,8 +232,9 @@ async def test_listing_the_ledger_filters_and_pages(client):
 def llm_app_settings(app, settings, llm):
     """The app's settings with the stub LLM and a reflection every 3 events, for one test."""
     ctx = job_context(app, settings, llm_url=llm.base_url)
-    changed = ctx.settings.model_copy(update={
-        "agent_memory": AgentMemorySettings(reflection_threshold=3)})
+    changed = ctx.settings.model_copy(
+        update={"agent_memory": AgentMemorySettings(reflection_threshold=3)}
+    )
     original = app.state.settings
     app.state.settings = changed
     yield type(ctx)(ctx.sessionmaker, changed, ctx.embedder)
@@ -199,8 +243,10 @@ def llm_app_settings(app, settings, llm):
 
 async def test_the_llm_reflects_every_n_visible_events(client, llm, llm_app_settings):
     ctx = llm_app_settings
-    llm.reply(completion({"belief": "The square is busy", "based_on": []}),
-              completion({"belief": "The square is quiet now", "based_on": []}))
+    llm.reply(
+        completion({"belief": "The square is busy", "based_on": []}),
+        completion({"belief": "The square is quiet now", "based_on": []}),
+    )
 
     first = [await append(client, "alice", f"people gather {n}", n) for n in range(1, 3)]
     shared = await append(client, "bob", "a bell rings", 3, kind="world.observed")
@@ -222,18 +268,20 @@ async def test_the_llm_reflects_every_n_visible_events(client, llm, llm_app_sett
 
 
 # (agent, kind, content, turn) in append order; one event of turn 2 arrives late.
-HISTORY = [("alice", "agent.spoke", "I will visit the baker", 1),
-           ("bob", "world.observed", "The market opens at dawn", 1),
-           ("alice", "agent.spoke", "The baker frowned at me", 2),
-           ("bob", "agent.spoke", "Bob hides the bread money", 3),
-           ("alice", "agent.spoke", "The baker frowned again", 3),
-           ("alice", "agent.spoke", "The baker refused my coins", 4),
-           ("bob", "world.observed", "Rain floods the square", 5),
-           ("bob", "world.observed", "A stranger buys all the bread", 2),
-           ("alice", "agent.spoke", "I will try the other baker", 6),
-           ("bob", "agent.spoke", "Bob counts the bread money", 7),
-           ("alice", "agent.spoke", "The other baker smiled", 8),
-           ("bob", "world.observed", "The baker closes his shop", 9)]
+HISTORY = [
+    ("alice", "agent.spoke", "I will visit the baker", 1),
+    ("bob", "world.observed", "The market opens at dawn", 1),
+    ("alice", "agent.spoke", "The baker frowned at me", 2),
+    ("bob", "agent.spoke", "Bob hides the bread money", 3),
+    ("alice", "agent.spoke", "The baker frowned again", 3),
+    ("alice", "agent.spoke", "The baker refused my coins", 4),
+    ("bob", "world.observed", "Rain floods the square", 5),
+    ("bob", "world.observed", "A stranger buys all the bread", 2),
+    ("alice", "agent.spoke", "I will try the other baker", 6),
+    ("bob", "agent.spoke", "Bob counts the bread money", 7),
+    ("alice", "agent.spoke", "The other baker smiled", 8),
+    ("bob", "world.observed", "The baker closes his shop", 9),
+]
 
 
 async def _replay(client: Any, ledger: str, up_to: int) -> dict[str, str]:
@@ -242,14 +290,22 @@ async def _replay(client: Any, ledger: str, up_to: int) -> dict[str, str]:
     ids = {}
     for agent, kind, content, turn in HISTORY:
         if turn <= up_to:
-            event = await post(client, f"/v1/ledgers/{ledger}/events", agent_id=agent,
-                               kind=kind, content=content, turn=turn)
+            event = await post(
+                client,
+                f"/v1/ledgers/{ledger}/events",
+                agent_id=agent,
+                kind=kind,
+                content=content,
+                turn=turn,
+            )
             ids[content] = event["id"]
     if up_to >= 3:
-        reflection = await post(client, f"/v1/ledgers/{ledger}/agents/alice/reflections",
-                                belief="The baker resents me",
-                                based_on=[ids["The baker frowned at me"],
-                                          ids["The baker frowned again"]])
+        reflection = await post(
+            client,
+            f"/v1/ledgers/{ledger}/agents/alice/reflections",
+            belief="The baker resents me",
+            based_on=[ids["The baker frowned at me"], ids["The baker frowned again"]],
+        )
         ids["The baker resents me"] = reflection["id"]
     return ids
 
@@ -281,13 +337,22 @@ async def test_the_context_at_a_past_turn_is_the_one_its_events_alone_give(clien
     for turn in (2, 3, 5, 9):
         copy = await _replay(client, f"village-upto-{turn}-{relevance}", turn)
         for agent in ("alice", "bob"):
-            request = {"turn": turn, "query": "the baker and the bread", "window": 3, "k": 2,
-                       "relevance": relevance}
-            past = (await client.post(f"/v1/ledgers/village-whole/agents/{agent}/context",
-                                      json=request)).json()
-            fresh = (await client.post(
-                f"/v1/ledgers/village-upto-{turn}-{relevance}/agents/{agent}/context",
-                json=request)).json()
+            request = {
+                "turn": turn,
+                "query": "the baker and the bread",
+                "window": 3,
+                "k": 2,
+                "relevance": relevance,
+            }
+            past = (
+                await client.post(f"/v1/ledgers/village-whole/agents/{agent}/context", json=request)
+            ).json()
+            fresh = (
+                await client.post(
+                    f"/v1/ledgers/village-upto-{turn}-{relevance}/agents/{agent}/context",
+                    json=request,
+                )
+            ).json()
             assert past["context"].encode() == fresh["context"].encode(), (turn, agent)
             assert _without_ids(past, whole) == _without_ids(fresh, copy), (turn, agent)
             later = [content for _, _, content, t in HISTORY if t > turn]

@@ -73,8 +73,9 @@ async def test_a_chunked_body_past_the_bytes_in_flight_gets_429_naming_the_body(
         yield b"y" * 150 + b'", "butler": "b"}'
 
     try:
-        refused = await client.post("/v1/episodes", content=chunks(),
-                                    headers={"content-type": "application/json"})
+        refused = await client.post(
+            "/v1/episodes", content=chunks(), headers={"content-type": "application/json"}
+        )
         # What the refused request had in flight was given back: the next body passes.
         accepted = await client.post("/v1/episodes", json={"content": "x" * 300, "butler": "b"})
     finally:
@@ -92,14 +93,16 @@ def strict_unverified(app):
         yield limits
 
 
-async def test_random_keys_are_refused_past_the_address_burst(client, anonymous_client,
-                                                              strict_unverified):
+async def test_random_keys_are_refused_past_the_address_burst(
+    client, anonymous_client, strict_unverified
+):
     # The client's key is verified by its first request (which the address pays for).
     assert (await client.get("/v1/facts")).status_code == 200
     statuses = []
     for _ in range(20):
         answer = await anonymous_client.get(
-            "/v1/facts", headers={"X-API-Key": "egk_" + secrets.token_urlsafe(32)})
+            "/v1/facts", headers={"X-API-Key": "egk_" + secrets.token_urlsafe(32)}
+        )
         statuses.append(answer.status_code)
     assert statuses == [401] * 2 + [429] * 18
     assert answer.json()["errors"][0]["field"] == "requests"
@@ -110,8 +113,10 @@ async def test_random_keys_are_refused_past_the_address_burst(client, anonymous_
 
 
 async def test_console_sign_in_is_limited_by_address(anonymous_client, strict_unverified):
-    answers = [(await sign_in(anonymous_client, "egk_" + secrets.token_urlsafe(32))).status_code
-               for _ in range(5)]
+    answers = [
+        (await sign_in(anonymous_client, "egk_" + secrets.token_urlsafe(32))).status_code
+        for _ in range(5)
+    ]
     assert answers == [401] * 3 + [429] * 2
 
 
@@ -131,7 +136,8 @@ async def test_a_body_without_a_live_key_is_refused_before_it_is_read(client, an
     for key in ({}, {"X-API-Key": "egk_" + secrets.token_urlsafe(32)}):
         pulled.clear()
         answer = await anonymous_client.post(
-            "/v1/episodes", content=chunks(), headers={"content-type": "application/json", **key})
+            "/v1/episodes", content=chunks(), headers={"content-type": "application/json", **key}
+        )
         assert answer.status_code == 401
         assert answer.headers["www-authenticate"] == 'Bearer realm="engram"'
         assert answer.json()["errors"][0]["field"] == "Authorization"

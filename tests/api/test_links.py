@@ -21,8 +21,13 @@ async def rule(client):
 
 
 def body(source, target, relation="derived_from"):
-    return {"source_type": source[0], "source_id": source[1], "target_type": target[0],
-            "target_id": target[1], "relation": relation}
+    return {
+        "source_type": source[0],
+        "source_id": source[1],
+        "target_type": target[0],
+        "target_id": target[1],
+        "relation": relation,
+    }
 
 
 async def link(client, source, target, relation="derived_from"):
@@ -32,15 +37,18 @@ async def link(client, source, target, relation="derived_from"):
 
 
 async def listed(client, node, **params):
-    response = await client.get("/v1/links", params={"memory_type": node[0],
-                                                     "memory_id": node[1], **params})
+    response = await client.get(
+        "/v1/links", params={"memory_type": node[0], "memory_id": node[1], **params}
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def ends(links):
-    return [((x["source_type"], x["source_id"]), (x["target_type"], x["target_id"]),
-             x["relation"]) for x in links]
+    return [
+        ((x["source_type"], x["source_id"]), (x["target_type"], x["target_id"]), x["relation"])
+        for x in links
+    ]
 
 
 async def test_new_link_is_201_with_its_fields(client):
@@ -49,7 +57,10 @@ async def test_new_link_is_201_with_its_fields(client):
     assert response.status_code == 201
     created = response.json()
     assert {k: v for k, v in created.items() if k not in ("created_at", "id", "created_by")} == {
-        **body(source, target), "strength": 1.0, "reasoning": None}
+        **body(source, target),
+        "strength": 1.0,
+        "reasoning": None,
+    }
 
 
 async def test_repeated_link_is_200_with_the_existing_link(client, sql):
@@ -67,8 +78,9 @@ async def test_same_pair_with_another_relation_is_a_second_link(client):
     await link(client, source, target, "derived_from")
     await link(client, source, target, "supports")
     listed_links = (await listed(client, source))["items"]
-    assert sorted(ends(listed_links)) == sorted([(source, target, "derived_from"),
-                                                 (source, target, "supports")])
+    assert sorted(ends(listed_links)) == sorted(
+        [(source, target, "derived_from"), (source, target, "supports")]
+    )
 
 
 async def test_opposite_direction_is_a_separate_link(client):
@@ -78,8 +90,9 @@ async def test_opposite_direction_is_a_separate_link(client):
     assert len((await listed(client, a))["items"]) == 2
 
 
-@pytest.mark.parametrize("relation", ["derived_from", "supports", "contradicts", "supersedes",
-                                      "related_to"])
+@pytest.mark.parametrize(
+    "relation", ["derived_from", "supports", "contradicts", "supersedes", "related_to"]
+)
 async def test_every_relation_is_accepted(client, relation):
     source, target = await fact(client), await rule(client)
     assert (await link(client, source, target, relation))["relation"] == relation
@@ -117,8 +130,9 @@ async def test_end_with_the_wrong_type_is_422(client):
 
 async def test_memory_of_another_tenant_is_422(client, sql):
     real = await fact(client)
-    [row] = await sql("INSERT INTO rules (tenant_id, content) VALUES ('other', 'x') "
-                      "RETURNING id::text AS id")
+    [row] = await sql(
+        "INSERT INTO rules (tenant_id, content) VALUES ('other', 'x') RETURNING id::text AS id"
+    )
     response = await client.post("/v1/links", json=body(real, ("rule", row["id"])))
     assert response.status_code == 422
 
@@ -133,12 +147,15 @@ async def test_list_by_direction(client):
     await link(client, center, upstream, "derived_from")
     await link(client, downstream, center, "supports")
     assert ends((await listed(client, center, direction="outgoing"))["items"]) == [
-        (center, upstream, "derived_from")]
+        (center, upstream, "derived_from")
+    ]
     assert ends((await listed(client, center, direction="incoming"))["items"]) == [
-        (downstream, center, "supports")]
+        (downstream, center, "supports")
+    ]
     both = ends((await listed(client, center))["items"])
-    assert sorted(both) == sorted([(center, upstream, "derived_from"),
-                                   (downstream, center, "supports")])
+    assert sorted(both) == sorted(
+        [(center, upstream, "derived_from"), (downstream, center, "supports")]
+    )
 
 
 async def test_list_filters_by_relation(client):
@@ -146,7 +163,8 @@ async def test_list_filters_by_relation(client):
     await link(client, center, a, "derived_from")
     await link(client, center, b, "related_to")
     assert ends((await listed(client, center, relation="related_to"))["items"]) == [
-        (center, b, "related_to")]
+        (center, b, "related_to")
+    ]
 
 
 async def test_list_paginates_newest_first(client, sql):
@@ -154,8 +172,11 @@ async def test_list_paginates_newest_first(client, sql):
     others = [await episode(client, f"episode {i}") for i in range(3)]
     for i, other in enumerate(others):
         await link(client, center, other)
-        await sql("UPDATE memory_links SET created_at = :t WHERE target_id = :id",
-                  t=datetime(2026, 1, i + 1, tzinfo=UTC), id=uuid.UUID(other[1]))
+        await sql(
+            "UPDATE memory_links SET created_at = :t WHERE target_id = :id",
+            t=datetime(2026, 1, i + 1, tzinfo=UTC),
+            id=uuid.UUID(other[1]),
+        )
     first = await listed(client, center, limit=2)
     assert [x["target_id"] for x in first["items"]] == [others[2][1], others[1][1]]
     second = await listed(client, center, limit=2, cursor=first["next_cursor"])
@@ -164,23 +185,29 @@ async def test_list_paginates_newest_first(client, sql):
 
 
 async def test_list_of_unknown_memory_is_404(client):
-    response = await client.get("/v1/links", params={"memory_type": "fact",
-                                                     "memory_id": str(uuid.uuid4())})
+    response = await client.get(
+        "/v1/links", params={"memory_type": "fact", "memory_id": str(uuid.uuid4())}
+    )
     assert response.status_code == 404
 
 
 async def test_bad_cursor_is_422(client):
     node = await fact(client)
-    response = await client.get("/v1/links", params={"memory_type": "fact",
-                                                     "memory_id": node[1], "cursor": "nope"})
+    response = await client.get(
+        "/v1/links", params={"memory_type": "fact", "memory_id": node[1], "cursor": "nope"}
+    )
     assert response.status_code == 422
 
 
 async def test_delete_link_then_it_is_gone(client):
     source, target = await fact(client), await episode(client)
     await link(client, source, target)
-    key = {"source_type": source[0], "source_id": source[1], "target_type": target[0],
-           "target_id": target[1]}
+    key = {
+        "source_type": source[0],
+        "source_id": source[1],
+        "target_type": target[0],
+        "target_id": target[1],
+    }
     assert (await client.delete("/v1/links", params=key)).status_code == 204
     assert (await listed(client, source))["items"] == []
     assert (await client.delete("/v1/links", params=key)).status_code == 404

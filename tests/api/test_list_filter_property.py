@@ -26,13 +26,17 @@ OPERANDS: dict[str, Any] = {
     "entity_type": lambda rng: rng.choice(["person", "place", "other", "per"]),
     "canonical_name": lambda rng: rng.choice(NAMES + ["An", "Bo"]),
     "aliases": lambda rng: rng.choice(ALIASES + ["bos"]),
-    "created_at": lambda rng: (datetime.now(UTC) + timedelta(days=rng.choice([-2, 2])))
-    .isoformat(),
+    "created_at": lambda rng: (datetime.now(UTC) + timedelta(days=rng.choice([-2, 2]))).isoformat(),
 }
-ORDERED = {"metadata.a", "metadata.b", "metadata.c.x", "canonical_name", "entity_type",
-           "created_at"}
-TEXTUAL = {"metadata.a", "metadata.b", "metadata.c.x", "canonical_name", "entity_type",
-           "aliases"}
+ORDERED = {
+    "metadata.a",
+    "metadata.b",
+    "metadata.c.x",
+    "canonical_name",
+    "entity_type",
+    "created_at",
+}
+TEXTUAL = {"metadata.a", "metadata.b", "metadata.c.x", "canonical_name", "entity_type", "aliases"}
 
 
 def random_condition(rng: random.Random) -> dict[str, Any]:
@@ -57,22 +61,28 @@ def random_condition(rng: random.Random) -> dict[str, Any]:
 async def admitted_in_sql(engine: AsyncEngine, tree: Any) -> set[str]:
     async with engine.begin() as conn:
         await conn.execute(text("SELECT set_config(:name, 'on', true)"), {"name": SYSTEM_SETTING})
-        stmt = select(Entity.id).where(Entity.tenant_id == "default",
-                                       *compile_filter("entity", tree))
+        stmt = select(Entity.id).where(
+            Entity.tenant_id == "default", *compile_filter("entity", tree)
+        )
         rows = await conn.execute(stmt, filter_values(tree))
         return {str(row[0]) for row in rows}
 
 
 async def test_the_entity_lists_sql_admits_what_the_python_reading_admits(
-        client: httpx.AsyncClient, db_engine: AsyncEngine) -> None:
+    client: httpx.AsyncClient, db_engine: AsyncEngine
+) -> None:
     rng = random.Random(20261126)
     stored = []
     for n in range(30):
-        response = await client.post("/v1/entities", json={
-            "canonical_name": NAMES[n] if n < len(NAMES) else f"{rng.choice(NAMES)} {n}",
-            "entity_type": rng.choice(["person", "place", "other"]),
-            "aliases": rng.sample(ALIASES, rng.randint(0, 3)),
-            "metadata": random_metadata(rng)})
+        response = await client.post(
+            "/v1/entities",
+            json={
+                "canonical_name": NAMES[n] if n < len(NAMES) else f"{rng.choice(NAMES)} {n}",
+                "entity_type": rng.choice(["person", "place", "other"]),
+                "aliases": rng.sample(ALIASES, rng.randint(0, 3)),
+                "metadata": random_metadata(rng),
+            },
+        )
         assert response.status_code == 201, response.text
         stored.append({**response.json(), "memory_type": "entity"})
     assert len(stored) == 30
@@ -97,7 +107,6 @@ def test_each_list_compiles_exactly_the_fields_it_accepts() -> None:
             # A name shared with the memories' fields holds the same kind of value.
             assert FIELDS.get(field, kind) == kind, field
             # Every accepted field parses and compiles for its own list.
-            operand = "2024-05-01T00:00:00Z" if kind == "time" else 1 if kind == "number" \
-                else "x"
+            operand = "2024-05-01T00:00:00Z" if kind == "time" else 1 if kind == "number" else "x"
             [clause] = compile_filter(record_type, parse_filter({field: operand}, record_type))
             assert str(clause), field

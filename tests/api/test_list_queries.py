@@ -8,15 +8,34 @@ import pytest
 LISTINGS = [
     ("/v1/arcs", {"scope": "s", "arc_type": "t", "status": "active"}),
     ("/v1/entities", {"entity_type": "person", "name": "n", "include_merged": "true"}),
-    ("/v1/episodes", {"butler": "b", "session_id": "s", "consolidation_status": "pending",
-                      "consolidated": "false", "include_expired": "true"}),
-    ("/v1/facts", {"subject": "s", "predicate": "p", "scope": "s", "validity": "active",
-                   "entity_id": str(uuid.uuid4()), "as_of": "2024-01-01T00:00:00Z",
-                   "known_at": "2024-01-01T00:00:00Z"}),
+    (
+        "/v1/episodes",
+        {
+            "butler": "b",
+            "session_id": "s",
+            "consolidation_status": "pending",
+            "consolidated": "false",
+            "include_expired": "true",
+        },
+    ),
+    (
+        "/v1/facts",
+        {
+            "subject": "s",
+            "predicate": "p",
+            "scope": "s",
+            "validity": "active",
+            "entity_id": str(uuid.uuid4()),
+            "as_of": "2024-01-01T00:00:00Z",
+            "known_at": "2024-01-01T00:00:00Z",
+        },
+    ),
     ("/v1/jobs", {"kind": "decay", "status": "queued"}),
     ("/v1/ledgers/l/events", {"agent_id": "a", "kind": "k"}),
-    ("/v1/procedures", {"agent_id": "a", "name": "n", "status": "draft",
-                        "include_superseded": "true"}),
+    (
+        "/v1/procedures",
+        {"agent_id": "a", "name": "n", "status": "draft", "include_superseded": "true"},
+    ),
     ("/v1/rules", {"scope": "s", "maturity": "proven", "include_forgotten": "true"}),
     ("/v1/runs", {"task_id": "t", "success": "true"}),
 ]

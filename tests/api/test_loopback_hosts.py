@@ -18,16 +18,21 @@ async def open_app(settings: Any) -> AsyncIterator[Any]:
         yield app
 
 
-async def get(app: Any, base_url: str, path: str = "/v1/facts",
-              **headers: str) -> httpx.Response:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url=base_url) as http:
+async def get(app: Any, base_url: str, path: str = "/v1/facts", **headers: str) -> httpx.Response:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base_url) as http:
         return await http.get(path, headers=headers)
 
 
-@pytest.mark.parametrize("base_url", [
-    "http://127.0.0.1:8000", "http://localhost:8000", "http://LOCALHOST", "http://[::1]:8000",
-    "http://127.0.0.1"])
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:8000",
+        "http://localhost:8000",
+        "http://LOCALHOST",
+        "http://[::1]:8000",
+        "http://127.0.0.1",
+    ],
+)
 async def test_loopback_names_are_served(open_app, base_url):
     assert (await get(open_app, base_url)).status_code == 200
 
@@ -40,8 +45,9 @@ async def test_another_host_name_is_refused_as_misdirected(open_app, path):
     assert refused.json()["errors"][0]["field"] == "Host"
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1.rebound.example", "localhost.example:8000",
-                                  "[::2]:8000", "10.0.0.1:8000"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1.rebound.example", "localhost.example:8000", "[::2]:8000", "10.0.0.1:8000"]
+)
 async def test_names_that_only_look_like_loopback_are_refused(open_app, host):
     assert (await get(open_app, "http://127.0.0.1:8000", Host=host)).status_code == 421
 
@@ -55,5 +61,6 @@ async def test_a_page_of_another_origin_is_refused(open_app):
 
 
 async def test_with_authentication_on_any_host_name_is_served(client):
-    assert (await client.get("/v1/facts", headers={"Host": "engram.example.com"})
-            ).status_code == 200
+    assert (
+        await client.get("/v1/facts", headers={"Host": "engram.example.com"})
+    ).status_code == 200

@@ -23,9 +23,18 @@ from tests.conftest import REPO_ROOT
 KeyFor = Callable[[str], Awaitable[str]]
 
 CORE_TOOLS = {
-    "memory_store_episode", "memory_store_fact", "memory_store_rule", "memory_forget",
-    "memory_contradict", "memory_confirm", "memory_get", "memory_search", "memory_recall",
-    "memory_context", "memory_mark_helpful", "memory_mark_harmful",
+    "memory_store_episode",
+    "memory_store_fact",
+    "memory_store_rule",
+    "memory_forget",
+    "memory_contradict",
+    "memory_confirm",
+    "memory_get",
+    "memory_search",
+    "memory_recall",
+    "memory_context",
+    "memory_mark_helpful",
+    "memory_mark_harmful",
 }
 # Characters of json.dumps(tools) of each group's tools/list, a little above what it
 # measures today; core's is the promise to hosts (at most 12 tools, 16,000 characters).
@@ -59,8 +68,9 @@ async def wire(url: str, key: str) -> AsyncIterator[tuple[Client, list[Any]]]:
         if response.headers.get("content-type", "").startswith("application/json"):
             bodies.append(response.json())
 
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60,
-                                  event_hooks={"response": [keep]}) as http:
+    async with httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {key}"}, timeout=60, event_hooks={"response": [keep]}
+    ) as http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
             yield client, bodies
 
@@ -69,14 +79,14 @@ async def listed(url: str, key: str) -> tuple[list[str], int]:
     """The tools/list answer at `url`: the tools' names and the characters of their JSON."""
     async with wire(url, key) as (client, bodies):
         names = [tool.name for tool in (await client.list_tools()).tools]
-    [tools] = [body["result"]["tools"] for body in bodies
-               if "tools" in body.get("result", {})]
+    [tools] = [body["result"]["tools"] for body in bodies if "tools" in body.get("result", {})]
     assert [tool["name"] for tool in tools] == names
     return names, len(json.dumps(tools))
 
 
 async def test_mcp_serves_the_core_tools_unless_asked_for_more(
-        live_url: str, api_key_for: KeyFor) -> None:  # noqa: F811
+    live_url: str, api_key_for: KeyFor
+) -> None:
     key = await api_key_for("acme")
     core, _ = await listed(base_url(live_url), key)
     with_runs, _ = await listed(base_url(live_url) + "?tools=core,runs", key)
@@ -84,16 +94,18 @@ async def test_mcp_serves_the_core_tools_unless_asked_for_more(
     assert set(core) == CORE_TOOLS and len(core) <= 12
     runs = {name for name, group in tool_groups().items() if group == "runs"}
     assert set(with_runs) == CORE_TOOLS | runs
-    assert with_runs[:len(core)] == core, "core tools come first"
+    assert with_runs[: len(core)] == core, "core tools come first"
     assert set(everything) == ALL_TOOLS and len(everything) == 75
-    assert everything[:len(core)] == core
+    assert everything[: len(core)] == core
 
 
 @pytest.mark.parametrize("group", [*GROUPS, "all"])
 async def test_each_groups_tool_list_fits_its_budget(
-        group: str, live_url: str, api_key_for: KeyFor) -> None:  # noqa: F811
-    names, characters = await listed(base_url(live_url) + f"?tools={group}",
-                                     await api_key_for("acme"))
+    group: str, live_url: str, api_key_for: KeyFor
+) -> None:
+    names, characters = await listed(
+        base_url(live_url) + f"?tools={group}", await api_key_for("acme")
+    )
     print(f"{group}: {len(names)} tools, {characters} characters")
     members = {name for name, of in tool_groups().items() if of == group or group == "all"}
     assert set(names) == members
@@ -108,7 +120,8 @@ def test_every_tool_is_in_exactly_one_group() -> None:
 
 
 async def test_a_tool_of_a_group_not_asked_for_is_refused_naming_the_group(
-        live_url: str, api_key_for: KeyFor) -> None:  # noqa: F811
+    live_url: str, api_key_for: KeyFor
+) -> None:
     key = await api_key_for("acme")
     async with wire(base_url(live_url), key) as (client, _):
         refused = error_text(await client.call_tool("run_list", {}))
@@ -120,16 +133,20 @@ async def test_a_tool_of_a_group_not_asked_for_is_refused_naming_the_group(
     assert runs["items"] == []
 
 
-@pytest.mark.parametrize("query", ["tools=core,bogus", "tools=all,bogus", "tools=",
-                                   "tools=%20,"])
+@pytest.mark.parametrize("query", ["tools=core,bogus", "tools=all,bogus", "tools=", "tools=%20,"])
 async def test_an_unknown_group_is_a_400_naming_tools(
-        query: str, live_url: str, api_key_for: KeyFor) -> None:  # noqa: F811
+    query: str, live_url: str, api_key_for: KeyFor
+) -> None:
     key = await api_key_for("acme")
     async with httpx.AsyncClient(timeout=30) as http:
-        answer = await http.post(f"{base_url(live_url)}?{query}", json={
-            "jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers={"Authorization": f"Bearer {key}",
-                     "Accept": "application/json, text/event-stream"})
+        answer = await http.post(
+            f"{base_url(live_url)}?{query}",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Authorization": f"Bearer {key}",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
     assert answer.status_code == 400
     assert answer.headers["content-type"] == "application/problem+json"
     problem = answer.json()
@@ -137,15 +154,16 @@ async def test_an_unknown_group_is_a_400_naming_tools(
     assert "core" in problem["detail"] and "all" in problem["detail"]
 
 
-async def test_engram_mcp_serves_the_groups_asked_for(
-        live_url: str, api_key_for: KeyFor) -> None:  # noqa: F811
+async def test_engram_mcp_serves_the_groups_asked_for(live_url: str, api_key_for: KeyFor) -> None:
     key = await api_key_for("desk")
 
     async def bridged(*tools: str) -> set[str]:
         bridge = StdioServerParameters(
             command=sys.executable,
             args=["-m", "app.cli", "mcp", "--url", base_url(live_url), *tools],
-            env={"ENGRAM_API_KEY": key}, cwd=str(REPO_ROOT))
+            env={"ENGRAM_API_KEY": key},
+            cwd=str(REPO_ROOT),
+        )
         async with Client(bridge) as client:
             return {tool.name for tool in (await client.list_tools()).tools}
 
@@ -156,8 +174,13 @@ async def test_engram_mcp_serves_the_groups_asked_for(
 
 
 def test_engram_mcp_refuses_an_unknown_group() -> None:
-    run = subprocess.run([sys.executable, "-m", "app.cli", "mcp", "--tools", "core,bogus"],
-                         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
-                         stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "mcp", "--tools", "core,bogus"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+    )
     assert run.returncode != 0
     assert "--tools" in run.stderr and "'bogus'" in run.stderr, run.stderr

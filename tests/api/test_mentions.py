@@ -14,9 +14,10 @@ async def neighbours(client, entity):
 
 
 async def mention_links(client, memory):
-    response = await client.get("/v1/links", params={"memory_type": memory[0],
-                                                     "memory_id": memory[1],
-                                                     "relation": "mentions"})
+    response = await client.get(
+        "/v1/links",
+        params={"memory_type": memory[0], "memory_id": memory[1], "relation": "mentions"},
+    )
     assert response.status_code == 200, response.text
     return response.json()["items"]
 
@@ -60,10 +61,16 @@ async def test_one_memory_mentions_every_entity_it_names_once(client):
 
 async def test_a_batch_links_each_episode_to_what_it_names(client):
     ann, bob = await create_entity(client, "Ann"), await create_entity(client, "Bob")
-    response = await client.post("/v1/episodes/batch", json={"items": [
-        {"content": "Ann called", "butler": "chat"},
-        {"content": "nobody called", "butler": "chat"},
-        {"content": "Bob and Ann called", "butler": "chat"}]})
+    response = await client.post(
+        "/v1/episodes/batch",
+        json={
+            "items": [
+                {"content": "Ann called", "butler": "chat"},
+                {"content": "nobody called", "butler": "chat"},
+                {"content": "Bob and Ann called", "butler": "chat"},
+            ]
+        },
+    )
     assert response.status_code == 201, response.text
     first, _, third = (ref("episode", item) for item in response.json()["items"])
     assert await neighbours(client, ann) == {first, third}
@@ -73,8 +80,9 @@ async def test_a_batch_links_each_episode_to_what_it_names(client):
 async def test_merged_entities_are_not_mentioned(client):
     target = await create_entity(client, "Robert")
     source = await create_entity(client, "Bobby")
-    response = await client.post(f"/v1/entities/{target['id']}/merge",
-                                 json={"source_id": source["id"]})
+    response = await client.post(
+        f"/v1/entities/{target['id']}/merge", json={"source_id": source["id"]}
+    )
     assert response.status_code == 200, response.text
     episode = ref("episode", await store_episode(client, "Bobby phoned"))
     [link] = await mention_links(client, episode)
@@ -95,11 +103,14 @@ async def test_mentions_can_be_turned_off(client, app, monkeypatch):
     assert await neighbours(client, globex) == set()
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("王小明", "我昨天在北京见了王小明，我们一起吃饭。"),
-    ("東京大学", "彼女は東京大学で物理を学んだ。"),
-    ("สมชาย", "วันนี้สมชายไปตลาดกับแม่"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("王小明", "我昨天在北京见了王小明，我们一起吃饭。"),
+        ("東京大学", "彼女は東京大学で物理を学んだ。"),
+        ("สมชาย", "วันนี้สมชายไปตลาดกับแม่"),
+    ],
+)
 async def test_a_name_inside_text_written_without_spaces_is_a_mention(client, name, text):
     entity = await create_entity(client, name, "person")
     episode = ref("episode", await store_episode(client, text))

@@ -7,30 +7,41 @@ from datetime import datetime
 from tests.support.factories import create_entity, store_fact
 
 
-async def anchor_fact(client, sql, entity, predicate, content, *, confidence=1.0,
-                      scope="global"):
-    fact_id = (await store_fact(client, entity["canonical_name"], predicate, content,
-                                entity_id=entity["id"], scope=scope))["id"]
-    await sql("UPDATE facts SET confidence = :c WHERE id = :id", c=confidence,
-              id=uuid.UUID(fact_id))
+async def anchor_fact(client, sql, entity, predicate, content, *, confidence=1.0, scope="global"):
+    fact_id = (
+        await store_fact(
+            client,
+            entity["canonical_name"],
+            predicate,
+            content,
+            entity_id=entity["id"],
+            scope=scope,
+        )
+    )["id"]
+    await sql(
+        "UPDATE facts SET confidence = :c WHERE id = :id", c=confidence, id=uuid.UUID(fact_id)
+    )
     return fact_id
 
 
 async def merge(client, target, source):
-    return await client.post(f"/v1/entities/{target['id']}/merge",
-                             json={"source_id": source["id"]})
+    return await client.post(f"/v1/entities/{target['id']}/merge", json={"source_id": source["id"]})
 
 
 async def fact_row(sql, fact_id):
-    [row] = await sql("SELECT entity_id::text AS entity_id, validity, "
-                      "supersedes_id::text AS supersedes_id FROM facts WHERE id = :id",
-                      id=uuid.UUID(fact_id))
+    [row] = await sql(
+        "SELECT entity_id::text AS entity_id, validity, "
+        "supersedes_id::text AS supersedes_id FROM facts WHERE id = :id",
+        id=uuid.UUID(fact_id),
+    )
     return dict(row)
 
 
 async def supersedes_links(sql):
-    rows = await sql("SELECT source_id::text AS s, target_id::text AS t FROM memory_links "
-                     "WHERE relation = 'supersedes'")
+    rows = await sql(
+        "SELECT source_id::text AS s, target_id::text AS t FROM memory_links "
+        "WHERE relation = 'supersedes'"
+    )
     return {(row["s"], row["t"]) for row in rows}
 
 
@@ -38,15 +49,19 @@ async def test_facts_without_conflict_are_repointed(client, sql):
     target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob")
     kept = await anchor_fact(client, sql, target, "lives_in", "lives in Boston")
     moved = await anchor_fact(client, sql, source, "works_at", "works at Acme")
-    other_scope = await anchor_fact(client, sql, source, "lives_in", "lives in Paris",
-                                    scope="travel")
+    other_scope = await anchor_fact(
+        client, sql, source, "lives_in", "lives in Paris", scope="travel"
+    )
     response = await merge(client, target, source)
     assert response.status_code == 200, response.text
     body = response.json()
     assert (body["facts_repointed"], body["facts_superseded"]) == (2, 0)
     for fact_id in (kept, moved, other_scope):
-        assert await fact_row(sql, fact_id) == {"entity_id": target["id"],
-                                                "validity": "active", "supersedes_id": None}
+        assert await fact_row(sql, fact_id) == {
+            "entity_id": target["id"],
+            "validity": "active",
+            "supersedes_id": None,
+        }
 
 
 async def test_source_fact_with_higher_confidence_wins(client, sql):
@@ -55,10 +70,16 @@ async def test_source_fact_with_higher_confidence_wins(client, sql):
     winner = await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.9)
     body = (await merge(client, target, source)).json()
     assert (body["facts_repointed"], body["facts_superseded"]) == (1, 1)
-    assert await fact_row(sql, winner) == {"entity_id": target["id"], "validity": "active",
-                                           "supersedes_id": loser}
-    assert await fact_row(sql, loser) == {"entity_id": target["id"], "validity": "superseded",
-                                          "supersedes_id": None}
+    assert await fact_row(sql, winner) == {
+        "entity_id": target["id"],
+        "validity": "active",
+        "supersedes_id": loser,
+    }
+    assert await fact_row(sql, loser) == {
+        "entity_id": target["id"],
+        "validity": "superseded",
+        "supersedes_id": None,
+    }
     assert (winner, loser) in await supersedes_links(sql)
 
 
@@ -68,10 +89,16 @@ async def test_target_fact_with_higher_confidence_wins(client, sql):
     loser = await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.6)
     body = (await merge(client, target, source)).json()
     assert (body["facts_repointed"], body["facts_superseded"]) == (1, 1)
-    assert await fact_row(sql, winner) == {"entity_id": target["id"], "validity": "active",
-                                           "supersedes_id": loser}
-    assert await fact_row(sql, loser) == {"entity_id": target["id"], "validity": "superseded",
-                                          "supersedes_id": None}
+    assert await fact_row(sql, winner) == {
+        "entity_id": target["id"],
+        "validity": "active",
+        "supersedes_id": loser,
+    }
+    assert await fact_row(sql, loser) == {
+        "entity_id": target["id"],
+        "validity": "superseded",
+        "supersedes_id": None,
+    }
     assert (winner, loser) in await supersedes_links(sql)
 
 
@@ -111,8 +138,10 @@ async def test_metadata_merges_with_the_target_winning(client):
 
 
 async def test_source_is_tombstoned_with_merged_into_and_fresh_updated_at(client, sql):
-    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob",
-                                                                   metadata={"k": "v"})
+    target, source = (
+        await create_entity(client, "Robert"),
+        await create_entity(client, "Bob", metadata={"k": "v"}),
+    )
     await sql("UPDATE entities SET updated_at = '2020-01-01T00:00:00Z'")
     body = (await merge(client, target, source)).json()
     tombstone = (await client.get(f"/v1/entities/{source['id']}")).json()
@@ -123,18 +152,25 @@ async def test_source_is_tombstoned_with_merged_into_and_fresh_updated_at(client
 
 
 async def test_merge_writes_an_entity_merge_event(client, sql):
-    target, source = await create_entity(client, "Robert"), await create_entity(client, "Bob",
-                                                                   aliases=["Bobby"])
+    target, source = (
+        await create_entity(client, "Robert"),
+        await create_entity(client, "Bob", aliases=["Bobby"]),
+    )
     await anchor_fact(client, sql, target, "lives_in", "Boston", confidence=0.9)
     await anchor_fact(client, sql, source, "lives_in", "Denver", confidence=0.5)
     await anchor_fact(client, sql, source, "works_at", "Acme")
     await merge(client, target, source)
-    [event] = await sql("SELECT tenant_id, payload FROM memory_events "
-                        "WHERE event_type = 'entity_merge'")
+    [event] = await sql(
+        "SELECT tenant_id, payload FROM memory_events WHERE event_type = 'entity_merge'"
+    )
     assert event["tenant_id"] == "default"
     assert event["payload"] == {
-        "source_entity_id": source["id"], "target_entity_id": target["id"],
-        "facts_repointed": 2, "facts_superseded": 1, "aliases_added": ["Bob", "Bobby"]}
+        "source_entity_id": source["id"],
+        "target_entity_id": target["id"],
+        "facts_repointed": 2,
+        "facts_superseded": 1,
+        "aliases_added": ["Bob", "Bobby"],
+    }
 
 
 async def test_merge_response_shape(client):
@@ -162,11 +198,14 @@ async def test_unknown_source_or_target_is_404(client):
 
 async def test_entity_of_another_tenant_is_404(client, sql):
     entity = await create_entity(client, "Robert")
-    [row] = await sql("INSERT INTO entities (tenant_id, canonical_name, entity_type) "
-                      "VALUES ('other', 'Bob', 'person') RETURNING id::text AS id")
+    [row] = await sql(
+        "INSERT INTO entities (tenant_id, canonical_name, entity_type) "
+        "VALUES ('other', 'Bob', 'person') RETURNING id::text AS id"
+    )
     assert (await merge(client, entity, {"id": row["id"]})).status_code == 404
-    [still] = await sql("SELECT metadata, merged_into_id FROM entities WHERE id = :id",
-                        id=uuid.UUID(row["id"]))
+    [still] = await sql(
+        "SELECT metadata, merged_into_id FROM entities WHERE id = :id", id=uuid.UUID(row["id"])
+    )
     assert (still["metadata"], still["merged_into_id"]) == ({}, None)
 
 
@@ -195,10 +234,12 @@ async def test_failed_merge_changes_nothing(client, sql):
 
 async def test_concurrent_opposite_merges_leave_one_consistent_entity(client, sql):
     a, b = await create_entity(client, "Alpha"), await create_entity(client, "Beta")
-    facts = [await anchor_fact(client, sql, a, "lives_in", "Boston", confidence=0.8),
-             await anchor_fact(client, sql, b, "lives_in", "Denver", confidence=0.9),
-             await anchor_fact(client, sql, a, "works_at", "Acme"),
-             await anchor_fact(client, sql, b, "likes", "chess")]
+    facts = [
+        await anchor_fact(client, sql, a, "lives_in", "Boston", confidence=0.8),
+        await anchor_fact(client, sql, b, "lives_in", "Denver", confidence=0.9),
+        await anchor_fact(client, sql, a, "works_at", "Acme"),
+        await anchor_fact(client, sql, b, "likes", "chess"),
+    ]
     first, second = await asyncio.gather(merge(client, a, b), merge(client, b, a))
     assert sorted([first.status_code, second.status_code]) == [200, 409]
     winner = first.json() if first.status_code == 200 else second.json()
@@ -211,8 +252,9 @@ async def test_concurrent_opposite_merges_leave_one_consistent_entity(client, sq
     assert {row["entity_id"] for row in rows} == {survivor}
     active = sorted(row["id"] for row in rows if row["validity"] == "active")
     assert active == sorted([facts[1], facts[2], facts[3]])
-    [events] = await sql("SELECT count(*) AS n FROM memory_events "
-                         "WHERE event_type = 'entity_merge'")
+    [events] = await sql(
+        "SELECT count(*) AS n FROM memory_events WHERE event_type = 'entity_merge'"
+    )
     assert events["n"] == 1
 
 
@@ -229,17 +271,23 @@ async def test_concurrent_merges_of_one_source_into_two_targets(client, sql):
 
 async def test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone(client, sql):
     a, b, c = [await create_entity(client, n) for n in ("A", "B", "C")]
-    facts = [await anchor_fact(client, sql, entity, "lives_in", name)
-             for entity, name in ((a, "x"), (b, "y"), (c, "z"))]
+    facts = [
+        await anchor_fact(client, sql, entity, "lives_in", name)
+        for entity, name in ((a, "x"), (b, "y"), (c, "z"))
+    ]
     results = await asyncio.gather(merge(client, a, b), merge(client, b, c))
     assert all(r.status_code in (200, 409) for r in results)
-    rows = await sql("SELECT f.id::text AS id, e.merged_into_id FROM facts f "
-                     "JOIN entities e ON e.id = f.entity_id")
+    rows = await sql(
+        "SELECT f.id::text AS id, e.merged_into_id FROM facts f "
+        "JOIN entities e ON e.id = f.entity_id"
+    )
     assert {row["id"] for row in rows} == set(facts)
     assert all(row["merged_into_id"] is None for row in rows)
-    [dupes] = await sql("SELECT count(*) AS n FROM (SELECT entity_id, scope, predicate "
-                        "FROM facts WHERE validity = 'active' GROUP BY 1, 2, 3 "
-                        "HAVING count(*) > 1) d")
+    [dupes] = await sql(
+        "SELECT count(*) AS n FROM (SELECT entity_id, scope, predicate "
+        "FROM facts WHERE validity = 'active' GROUP BY 1, 2, 3 "
+        "HAVING count(*) > 1) d"
+    )
     assert dupes["n"] == 0
 
 
@@ -247,12 +295,17 @@ async def test_fact_stored_during_a_merge_is_never_anchored_to_the_tombstone(cli
     a, b = await create_entity(client, "Alpha"), await create_entity(client, "Beta")
     for i in range(5):
         await anchor_fact(client, sql, b, f"p{i}", f"fact {i}")
-    store = client.post("/v1/facts", json={"subject": "Beta", "predicate": "late",
-                                           "content": "stored while merging",
-                                           "entity_id": b["id"]})
+    store = client.post(
+        "/v1/facts",
+        json={
+            "subject": "Beta",
+            "predicate": "late",
+            "content": "stored while merging",
+            "entity_id": b["id"],
+        },
+    )
     merged, stored = await asyncio.gather(merge(client, a, b), store)
     assert merged.status_code == 200
     assert stored.status_code in (201, 422)
-    rows = await sql("SELECT count(*) AS n FROM facts WHERE entity_id = :id",
-                     id=uuid.UUID(b["id"]))
+    rows = await sql("SELECT count(*) AS n FROM facts WHERE entity_id = :id", id=uuid.UUID(b["id"]))
     assert rows[0]["n"] == 0

@@ -9,16 +9,24 @@ from tests.support.jobs import job_context, run_job
 def sample(text: str, name: str, **labels: str) -> float:
     """The value of one sample of the exposition text (0 when absent)."""
     wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
-    pattern = rf"^{re.escape(name)}{{{re.escape(wanted)}}} (\S+)$" if labels else \
-        rf"^{re.escape(name)} (\S+)$"
+    pattern = (
+        rf"^{re.escape(name)}{{{re.escape(wanted)}}} (\S+)$"
+        if labels
+        else rf"^{re.escape(name)} (\S+)$"
+    )
     found = re.search(pattern, text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
 
 
 async def test_requests_are_counted_by_route_template_and_status(client):
     route = "/v1/episodes/{episode_id}"
-    before = sample((await client.get("/metrics")).text, "engram_http_requests_total",
-                    method="GET", route=route, status="404")
+    before = sample(
+        (await client.get("/metrics")).text,
+        "engram_http_requests_total",
+        method="GET",
+        route=route,
+        status="404",
+    )
     for _ in range(3):
         missing = await client.get("/v1/episodes/00000000-0000-4000-8000-000000000000")
         assert missing.status_code == 404
@@ -28,17 +36,21 @@ async def test_requests_are_counted_by_route_template_and_status(client):
     assert scraped.status_code == 200
     assert scraped.headers["content-type"].startswith("text/plain")
     text = scraped.text
-    assert sample(text, "engram_http_requests_total", method="GET", route=route,
-                  status="404") == before + 3
-    assert sample(text, "engram_http_request_duration_seconds_count", method="GET",
-                  route=route) >= 3
+    assert (
+        sample(text, "engram_http_requests_total", method="GET", route=route, status="404")
+        == before + 3
+    )
+    assert (
+        sample(text, "engram_http_request_duration_seconds_count", method="GET", route=route) >= 3
+    )
     assert "00000000-0000-4000-8000-000000000000" not in text, "raw paths are not labels"
 
 
 async def test_model_queue_pool_and_jobs_are_reported(client, app, settings):
     await client.post("/v1/search", json={"query": "anything at all"})
-    before = sample((await client.get("/metrics")).text, "engram_jobs_total",
-                    kind="decay", status="succeeded")
+    before = sample(
+        (await client.get("/metrics")).text, "engram_jobs_total", kind="decay", status="succeeded"
+    )
     await run_job(client, job_context(app, settings), "decay")
 
     text = (await client.get("/metrics")).text
@@ -54,8 +66,9 @@ async def test_model_queue_pool_and_jobs_are_reported(client, app, settings):
 async def test_metrics_need_no_api_key(app):
     import httpx
 
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t") as anonymous:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as anonymous:
         assert (await anonymous.get("/metrics")).status_code == 200
 
 
@@ -65,7 +78,9 @@ async def test_unknown_methods_share_one_label(client):
 
     text = (await client.get("/metrics")).text
 
-    assert sample(text, "engram_http_requests_total", method="other", route="/healthz",
-                  status="405") >= 3
+    assert (
+        sample(text, "engram_http_requests_total", method="other", route="/healthz", status="405")
+        >= 3
+    )
     for method in ("BREW", "PROPFIND", "X-ANYTHING"):
         assert f'method="{method}"' not in text

@@ -18,14 +18,19 @@ SOME_ID = "00000000-0000-4000-8000-000000000000"
 async def read_only_client(app: Any) -> httpx.AsyncClient:
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
         minted = await api_keys.create_key(session, tenant_id="default", access="read")
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
-                             headers={"X-API-Key": minted.secret})
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://t",
+        headers={"X-API-Key": minted.secret},
+    )
 
 
 def operation_names(app: Any) -> dict[tuple[str, str], str]:
-    return {(method.upper(), path): operation["operationId"]
-            for path, methods in app.openapi()["paths"].items()
-            for method, operation in methods.items()}
+    return {
+        (method.upper(), path): operation["operationId"]
+        for path, methods in app.openapi()["paths"].items()
+        for method, operation in methods.items()
+    }
 
 
 async def test_every_changing_operation_refuses_a_read_only_key(app, client, sql):
@@ -49,8 +54,10 @@ async def test_every_changing_operation_refuses_a_read_only_key(app, client, sql
 
 async def test_mcp_refuses_a_read_only_key(app):
     async with await read_only_client(app) as reader:
-        answer = await reader.post("/mcp", json={"jsonrpc": "2.0", "id": 1,
-                                                 "method": "tools/list"},
-                                   headers={"Accept": "application/json, text/event-stream"})
+        answer = await reader.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
     assert answer.status_code == 403
     assert "read-only" in answer.json()["detail"]

@@ -42,8 +42,9 @@ async def test_the_curl_example_stores_an_episode_and_finds_it(live_url, api_key
     [block] = examples(SECTION, "bash")
     [(store_path, episode), (search_path, query)] = curl_requests(block)
     key = await api_key_for("readme-curl")
-    async with httpx.AsyncClient(base_url=live_url,
-                                 headers={"Authorization": f"Bearer {key}"}) as http:
+    async with httpx.AsyncClient(
+        base_url=live_url, headers={"Authorization": f"Bearer {key}"}
+    ) as http:
         stored = await http.post(store_path, json=episode)
         found = await http.post(search_path, json=query)
     assert stored.status_code == 201, stored.text
@@ -55,8 +56,14 @@ async def test_the_python_example_runs_as_written(live_url, api_key_for):
     [example] = examples(SECTION, "python")
     key = await api_key_for("readme-python")
     result = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", example], capture_output=True, text=True,
-        timeout=120, cwd=ROOT, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
+        subprocess.run,
+        [sys.executable, "-c", example],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Ann lives in Lyon."
 

@@ -7,15 +7,33 @@ from tests.support.http import post
 
 
 async def _arrange(client):
-    run = await post(client, "/v1/runs", task_id="invoice", summary="Reconcile the ledger "
-                     "of a wholesale invoice", success=False)
-    message = await post(client, f"/v1/runs/{run['id']}/messages", role="executor",
-                         content="Kubernetes pod crashed with an out-of-memory error")
-    event = await post(client, "/v1/ledgers/town/events", agent_id="alice",
-                       kind="agent.spoke", content="The lighthouse keeper waved", turn=1)
-    reflection = await post(client, "/v1/ledgers/town/agents/alice/reflections",
-                            belief="The lighthouse keeper is friendly",
-                            based_on=[event["id"]])
+    run = await post(
+        client,
+        "/v1/runs",
+        task_id="invoice",
+        summary="Reconcile the ledger of a wholesale invoice",
+        success=False,
+    )
+    message = await post(
+        client,
+        f"/v1/runs/{run['id']}/messages",
+        role="executor",
+        content="Kubernetes pod crashed with an out-of-memory error",
+    )
+    event = await post(
+        client,
+        "/v1/ledgers/town/events",
+        agent_id="alice",
+        kind="agent.spoke",
+        content="The lighthouse keeper waved",
+        turn=1,
+    )
+    reflection = await post(
+        client,
+        "/v1/ledgers/town/agents/alice/reflections",
+        belief="The lighthouse keeper is friendly",
+        based_on=[event["id"]],
+    )
     fact = await store_fact(client, "keeper", "job", "The keeper tends the lighthouse")
     return run, message, event, reflection, fact
 
@@ -33,9 +51,13 @@ async def test_each_record_type_is_found_when_asked_for(client, mode):
     assert (hit["memory_type"], hit["id"], hit["task_id"]) == ("run", run["id"], "invoice")
     hits = await _search(client, query="pod out-of-memory", types=["run_message"], mode=mode)
     assert (hits[0]["memory_type"], hits[0]["id"], hits[0]["role"]) == (
-        "run_message", message["id"], "executor")
-    hits = await _search(client, query="friendly lighthouse keeper", types=["reflection"],
-                         mode=mode)
+        "run_message",
+        message["id"],
+        "executor",
+    )
+    hits = await _search(
+        client, query="friendly lighthouse keeper", types=["reflection"], mode=mode
+    )
     # Only reflections, never the plain ledger event.
     assert [(h["memory_type"], h["id"]) for h in hits] == [("reflection", reflection["id"])]
 
@@ -49,8 +71,11 @@ async def test_records_are_not_searched_by_default(client):
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
 async def test_memories_and_records_merge_in_one_answer(client, fusion):
     _, _, _, reflection, fact = await _arrange(client)
-    hits = await _search(client, query="lighthouse keeper", types=["fact", "reflection"],
-                         fusion=fusion)
-    assert {(h["memory_type"], h["id"]) for h in hits} == {("fact", fact["id"]),
-                                                           ("reflection", reflection["id"])}
+    hits = await _search(
+        client, query="lighthouse keeper", types=["fact", "reflection"], fusion=fusion
+    )
+    assert {(h["memory_type"], h["id"]) for h in hits} == {
+        ("fact", fact["id"]),
+        ("reflection", reflection["id"]),
+    }
     assert all(h["fused_score"] is not None for h in hits)

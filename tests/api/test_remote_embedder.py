@@ -26,8 +26,13 @@ def stub(app: Any) -> Iterator[EmbeddingsStub]:
     """The app's model replaced by an endpoint of the schema's width."""
     shipped = app.state.embedder
     with embeddings_stub(dimensions=384) as running:
-        embedder = remote_embedder(running, max_attempts=2, backoff_seconds=0.01,
-                                   query_prefix="query: ", document_prefix="passage: ")
+        embedder = remote_embedder(
+            running,
+            max_attempts=2,
+            backoff_seconds=0.01,
+            query_prefix="query: ",
+            document_prefix="passage: ",
+        )
         embedder.write_wait_seconds = 1.0
         app.state.embedder = embedder
         try:
@@ -40,19 +45,24 @@ def stub(app: Any) -> Iterator[EmbeddingsStub]:
 async def test_memories_are_embedded_by_the_endpoint_and_found(client, stub, sql):
     episode = await store_episode(client, "Ann moored her boat at the harbour")
     assert "passage: Ann moored her boat at the harbour" in stub.inputs()
-    response = await client.post("/v1/search", json={"query": "Ann moored her boat",
-                                                     "mode": "semantic"})
+    response = await client.post(
+        "/v1/search", json={"query": "Ann moored her boat", "mode": "semantic"}
+    )
     assert response.status_code == 200, response.text
     assert "query: Ann moored her boat" in stub.inputs()
-    [row] = await sql("SELECT v.model_name FROM episodes e JOIN embedding_versions v "
-                      "ON v.id = e.embedding_version_id WHERE e.content LIKE 'Ann moored%'")
+    [row] = await sql(
+        "SELECT v.model_name FROM episodes e JOIN embedding_versions v "
+        "ON v.id = e.embedding_version_id WHERE e.content LIKE 'Ann moored%'"
+    )
     assert row["model_name"] == "stub-embedding"
     assert response.json()["results"][0]["id"] == episode["id"]
 
 
 async def test_a_run_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(client, stub):
-    stub.answer(Answer(503, {"Retry-After": "0"}, '{"error": "loading"}'),
-                Answer(429, {"Retry-After": "7"}, '{"error": "slow down"}'))
+    stub.answer(
+        Answer(503, {"Retry-After": "0"}, '{"error": "loading"}'),
+        Answer(429, {"Retry-After": "7"}, '{"error": "slow down"}'),
+    )
     found = await client.post("/v1/runs/search", json={"query": "lost"})
     assert found.status_code == 503
     assert found.headers["content-type"] == "application/problem+json"
@@ -62,19 +72,23 @@ async def test_a_run_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(
 
 async def test_a_write_the_endpoint_fails_is_stored_and_found_by_keyword(client, stub, sql):
     stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
-    stored = await client.post("/v1/episodes", json={"content": "Ann moored her boat at the "
-                                                                "harbour", "butler": "chat"})
+    stored = await client.post(
+        "/v1/episodes", json={"content": "Ann moored her boat at the harbour", "butler": "chat"}
+    )
     assert stored.status_code == 201, stored.text
-    [row] = await sql("SELECT embedding IS NULL AS unembedded FROM episodes WHERE id = :id",
-                      id=stored.json()["id"])
+    [row] = await sql(
+        "SELECT embedding IS NULL AS unembedded FROM episodes WHERE id = :id",
+        id=stored.json()["id"],
+    )
     assert row["unembedded"]
     found = await client.post("/v1/search", json={"query": "harbour", "mode": "keyword"})
     assert [r["id"] for r in found.json()["results"]] == [stored.json()["id"]]
     gate = threading.Event()
     stub.answer(Answer(gate=gate))
     started = time.monotonic()
-    fact = await client.post("/v1/facts", json={"subject": "Ann", "predicate": "owns",
-                                                "content": "Ann owns a boat"})
+    fact = await client.post(
+        "/v1/facts", json={"subject": "Ann", "predicate": "owns", "content": "Ann owns a boat"}
+    )
     gate.set()
     assert fact.status_code == 201, fact.text
     assert time.monotonic() - started < 4  # the write waited write_wait_seconds, not more
@@ -96,14 +110,17 @@ async def backlog_emptied(http: Any, failure: str, seconds: float = 10) -> None:
 
 async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url, monkeypatch):
     with embeddings_stub(dimensions=24) as stub:
-        async with started(scratch_url, remote_embedder(stub), monkeypatch,
-                           embedding_backlog_seconds=1) as application:
+        async with started(
+            scratch_url, remote_embedder(stub), monkeypatch, embedding_backlog_seconds=1
+        ) as application:
             backlog = backlog_of(application)
             await backlog.stop()  # the test runs its passes
             async with client_of(application) as http:
                 stub.answer(Answer(503, {}, '{"error": "down"}'))
-                stored = await http.post("/v1/episodes", json={
-                    "content": "Ann moored her boat at the harbour", "butler": "chat"})
+                stored = await http.post(
+                    "/v1/episodes",
+                    json={"content": "Ann moored her boat at the harbour", "butler": "chat"},
+                )
                 assert stored.status_code == 201, stored.text
                 assert (await http.get("/readyz")).json()["embedding_backlog"] == 1
                 assert "engram_embedding_backlog 1.0" in (await http.get("/metrics")).text
@@ -114,8 +131,10 @@ async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url
                 assert await backlog.run_once() == {"episodes": 1, "facts": 0, "rules": 0}
                 assert backlog.wait == 1
                 assert (await http.get("/readyz")).json()["embedding_backlog"] == 0
-                found = await http.post("/v1/search", json={
-                    "query": "Ann moored her boat at the harbour", "mode": "semantic"})
+                found = await http.post(
+                    "/v1/search",
+                    json={"query": "Ann moored her boat at the harbour", "mode": "semantic"},
+                )
                 [hit] = found.json()["results"]
                 assert hit["id"] == stored.json()["id"]
                 assert hit["similarity"] == pytest.approx(1.0, abs=1e-3)
@@ -123,8 +142,11 @@ async def test_the_backlog_embeds_what_writes_stored_without_vectors(scratch_url
                 # No row stays locked while the model runs: deleting a memory the backlog
                 # is embedding goes through at once, and the pass leaves it out.
                 stub.answer(Answer(503, {}, '{"error": "down"}'))
-                doomed = (await http.post("/v1/episodes", json={
-                    "content": "Bob baked bread", "butler": "chat"})).json()["id"]
+                doomed = (
+                    await http.post(
+                        "/v1/episodes", json={"content": "Bob baked bread", "butler": "chat"}
+                    )
+                ).json()["id"]
                 gate = threading.Event()
                 stub.answer(Answer(gate=gate))
                 asked = len(stub.received)
@@ -140,8 +162,9 @@ async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, 
     monkeypatch.setattr("app.worker.reembed.RECOVERY_CHECK_SECONDS", 0.05)
     monkeypatch.setattr("app.embedding.remote.FAILED_RECENTLY_SECONDS", 0)
     with embeddings_stub(dimensions=24) as stub:
-        async with started(scratch_url, remote_embedder(stub), monkeypatch,
-                           embedding_backlog_seconds=60) as application:
+        async with started(
+            scratch_url, remote_embedder(stub), monkeypatch, embedding_backlog_seconds=60
+        ) as application:
             backlog = backlog_of(application)
             await backlog.stop()  # its first pass is the test's
             async with client_of(application) as http:
@@ -155,13 +178,15 @@ async def test_the_backlog_runs_as_soon_as_the_model_answers_again(scratch_url, 
 
 
 async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after(
-        scratch_url, monkeypatch):
+    scratch_url, monkeypatch
+):
     monkeypatch.setattr("app.worker.reembed.RECOVERY_CHECK_SECONDS", 0.05)
     with embeddings_stub(dimensions=24) as stub:
         embedder = remote_embedder(stub)
         # The backlog's first pass is a minute away.
-        async with started(scratch_url, embedder, monkeypatch,
-                           embedding_backlog_seconds=60) as application:
+        async with started(
+            scratch_url, embedder, monkeypatch, embedding_backlog_seconds=60
+        ) as application:
             embedder.write_wait_seconds = 0.2
             async with client_of(application) as http:
                 gate = threading.Event()
@@ -172,7 +197,8 @@ async def test_a_write_a_slow_endpoint_could_not_wait_for_is_embedded_soon_after
 
 
 async def test_the_service_starts_while_the_endpoint_is_down_and_keeps_every_write(
-        scratch_url, monkeypatch):
+    scratch_url, monkeypatch
+):
     with embeddings_stub(dimensions=24) as stub:
         async with started(scratch_url, remote_embedder(stub), monkeypatch) as application:
             async with client_of(application) as http:
@@ -190,7 +216,8 @@ async def test_the_service_starts_while_the_endpoint_is_down_and_keeps_every_wri
 
 
 async def test_writes_and_searches_do_not_wait_on_an_endpoint_that_just_failed(
-        app, client, stub, monkeypatch):
+    app, client, stub, monkeypatch
+):
     app.state.embedder.load()  # as the service's start does
     stub.answer(*[Answer(503, {}, '{"error": "down"}')] * 2)
     await store_episode(client, "Ann moored her boat at the harbour")  # fails both attempts
@@ -207,11 +234,13 @@ async def test_writes_and_searches_do_not_wait_on_an_endpoint_that_just_failed(
     await store_episode(client, "Cat climbed the tree")  # a while later: tried again
     assert len(stub.received) == asked + 1
     assert (await client.post("/v1/search", json={"query": "tree"})).json()[
-        "semantic_skipped"] is None
+        "semantic_skipped"
+    ] is None
 
 
 async def test_a_query_the_endpoint_cannot_embed_in_time_is_served_by_keyword(
-        app, client, stub, monkeypatch):
+    app, client, stub, monkeypatch
+):
     stored = await store_episode(client, "Ann moored her boat at the harbour")
     gate = threading.Event()
     stub.answer(Answer(gate=gate))
@@ -241,8 +270,9 @@ async def test_a_query_the_endpoint_refuses_is_served_by_keyword_and_says_so(cli
 
 async def test_memories_waiting_for_vectors_show_on_the_console_overview(app, client, stub):
     stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
-    stored = await client.post("/v1/episodes", json={"content": "Ann sailed to Brest",
-                                                     "butler": "chat"})
+    stored = await client.post(
+        "/v1/episodes", json={"content": "Ann sailed to Brest", "butler": "chat"}
+    )
     assert stored.status_code == 201, stored.text
     overview = await overview_of(app)
     waiting = re.search(r'id="awaiting-vectors">(\d+)<', overview)

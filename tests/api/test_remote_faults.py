@@ -27,8 +27,9 @@ def stub(app: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingsStub]:
     shipped = app.state.embedder
     monkeypatch.setattr(app.state.settings.retrieval, "query_embedding_seconds", 0.5)
     with embeddings_stub(dimensions=384) as running:
-        embedder = remote_embedder(running, max_attempts=2, backoff_seconds=0.01,
-                                   timeout_seconds=1.0)
+        embedder = remote_embedder(
+            running, max_attempts=2, backoff_seconds=0.01, timeout_seconds=1.0
+        )
         embedder.write_wait_seconds = 2.0
         app.state.embedder = embedder
         try:
@@ -40,13 +41,16 @@ def stub(app: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingsStub]:
 
 
 async def _unembedded(sql: Any, content: str) -> bool:
-    [row] = await sql("SELECT embedding IS NULL AS unembedded FROM episodes "
-                      "WHERE content = :content", content=content)
+    [row] = await sql(
+        "SELECT embedding IS NULL AS unembedded FROM episodes WHERE content = :content",
+        content=content,
+    )
     return bool(row["unembedded"])
 
 
 async def test_one_tenants_refused_text_changes_nothing_for_another_tenant(
-        app, tenant_client, stub, sql, monkeypatch):
+    app, tenant_client, stub, sql, monkeypatch
+):
     stub.refused.add("POISON")
     first, second = await tenant_client("t1"), await tenant_client("t2")
     poisoned = "POISON " + "a very long text " * 50
@@ -54,8 +58,10 @@ async def test_one_tenants_refused_text_changes_nothing_for_another_tenant(
     assert await _unembedded(sql, poisoned)
     await store_episode(second, "Bob baked bread in the morning")
     assert not await _unembedded(sql, "Bob baked bread in the morning")
-    skipped = [(await second.post("/v1/search", json={"query": "bread"})).json()[
-        "semantic_skipped"] for _ in range(20)]
+    skipped = [
+        (await second.post("/v1/search", json={"query": "bread"})).json()["semantic_skipped"]
+        for _ in range(20)
+    ]
     assert skipped == [None] * 20
 
     # The endpoint down a moment: rows of both tenants wait for the backlog beside the
@@ -74,34 +80,45 @@ async def test_one_tenants_refused_text_changes_nothing_for_another_tenant(
     assert (aside["tenant_id"], aside["failures"]) == ("t1", 1)
     assert "HTTP 400" in aside["error"]
     assert not app.state.embedder.failed_recently
-    skipped = [(await second.post("/v1/search", json={"query": "tree"})).json()[
-        "semantic_skipped"] for _ in range(20)]
+    skipped = [
+        (await second.post("/v1/search", json={"query": "tree"})).json()["semantic_skipped"]
+        for _ in range(20)
+    ]
     assert skipped == [None] * 20
 
     # Set aside: the next pass does not send it again, and goes on with new rows.
     asked = len(stub.received)
     assert await embed_backlog(app.state.sessionmaker, app.state.embedder) == {
-        "episodes": 0, "facts": 0, "rules": 0}
-    assert not any("POISON" in text for request in stub.received[asked:]
-                   for text in request.body["input"])
+        "episodes": 0,
+        "facts": 0,
+        "rules": 0,
+    }
+    assert not any(
+        "POISON" in text for request in stub.received[asked:] for text in request.body["input"]
+    )
 
 
 def _fault(stub: EmbeddingsStub, fault: str) -> threading.Event:
     """Make the endpoint hang, drip its answer or be down; the event ends a hang."""
     gate = threading.Event()
-    stub.standing = {"hang": Answer(gate=gate), "drip": Answer(drip_seconds=0.05),
-                     "down": DOWN}[fault]
+    stub.standing = {"hang": Answer(gate=gate), "drip": Answer(drip_seconds=0.05), "down": DOWN}[
+        fault
+    ]
     return gate
 
 
 @pytest.mark.parametrize("fault", ["hang", "drip", "down"])
 @pytest.mark.parametrize("door", ["recall", "context"])
 async def test_recall_and_context_answer_by_keyword_within_the_query_budget(
-        client, stub, fault, door):
+    client, stub, fault, door
+):
     fact = await store_fact(client, "Ann", "moors", "Ann moors her boat at the harbour")
     gate = _fault(stub, fault)
-    body = ({"topic": "harbour boat"} if door == "recall"
-            else {"trigger_prompt": "harbour boat", "butler": "chat"})
+    body = (
+        {"topic": "harbour boat"}
+        if door == "recall"
+        else {"trigger_prompt": "harbour boat", "butler": "chat"}
+    )
     try:
         started = time.monotonic()
         answer = await client.post(f"/v1/{door}", json=body)
@@ -121,14 +138,14 @@ BAD_VECTORS = {"nan": "NaN", "inf": "Infinity", "zero": "0.0"}
 
 @pytest.mark.parametrize("bad", list(BAD_VECTORS))
 async def test_a_bad_vector_defers_the_write_and_the_backlog_embeds_it_later(
-        app, client, stub, sql, caplog, bad):
+    app, client, stub, sql, caplog, bad
+):
     await store_episode(client, "warm up")  # the model's width is asked first
     vector = ", ".join([BAD_VECTORS[bad]] * 384)
     stub.standing = Answer(body=f'{{"data": [{{"index": 0, "embedding": [{vector}]}}]}}')
     content = "Ann's secret door code is 4711"
     with caplog.at_level(logging.DEBUG):
-        stored = await client.post("/v1/episodes", json={"content": content,
-                                                         "butler": "chat"})
+        stored = await client.post("/v1/episodes", json={"content": content, "butler": "chat"})
     assert stored.status_code == 201, stored.text
     assert await _unembedded(sql, content)
     assert not any(content in record.getMessage() for record in caplog.records)
@@ -145,8 +162,9 @@ async def test_one_process_at_a_time_runs_the_backlog(app, client, stub, sql):
     stub.standing = Answer(gate=gate)
     asked = len(stub.received)
 
-    first = asyncio.create_task(embed_backlog(app.state.sessionmaker, app.state.embedder,
-                                              holder="one"))
+    first = asyncio.create_task(
+        embed_backlog(app.state.sessionmaker, app.state.embedder, holder="one")
+    )
 
     await until(lambda: len(stub.received) > asked)
     second = await embed_backlog(app.state.sessionmaker, app.state.embedder, holder="two")
@@ -157,9 +175,9 @@ async def test_one_process_at_a_time_runs_the_backlog(app, client, stub, sql):
     assert (await first)["episodes"] == 1
 
 
-
 async def test_an_endpoint_that_refuses_connections_is_skipped_while_its_caller_retries(
-        app, client, monkeypatch):
+    app, client, monkeypatch
+):
     """The first search waits its budget; searches after it go keyword-only at once, not
     only when the first caller has spent every retry."""
     monkeypatch.setattr(app.state.settings.retrieval, "query_embedding_seconds", 0.5)
@@ -174,14 +192,18 @@ async def test_an_endpoint_that_refuses_connections_is_skipped_while_its_caller_
         await store_fact(client, "Ann", "moors", "Ann moors her boat at the harbour")
         first = (await client.post("/v1/search", json={"query": "harbour"})).json()
         assert first["semantic_skipped"] in ("timeout", "unavailable")
-        await until(lambda: embedder.failed_recently, timeout=1.5,
-                    message="the endpoint marked failed after its first refused attempt")
+        await until(
+            lambda: embedder.failed_recently,
+            timeout=1.5,
+            message="the endpoint marked failed after its first refused attempt",
+        )
         started = time.monotonic()
         second = (await client.post("/v1/search", json={"query": "harbour"})).json()
         assert second["semantic_skipped"] == "unavailable"
         assert time.monotonic() - started < 0.4  # not another wait for the budget
         assert [hit["content"] for hit in second["results"]] == [
-            "Ann moors her boat at the harbour"]
+            "Ann moors her boat at the harbour"
+        ]
     finally:
         app.state.embedder = shipped
         embedder.close()

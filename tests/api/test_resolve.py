@@ -23,9 +23,14 @@ def matches(candidates):
 async def test_exact_canonical_name_scores_100_case_insensitively(client):
     entity = await create_entity(client, "Caroline Smith", aliases=["Caro"])
     [candidate] = await resolve(client, "caroline SMITH")
-    assert candidate == {"entity_id": entity["id"], "canonical_name": "Caroline Smith",
-                         "entity_type": "person", "score": 100.0, "name_match": "exact",
-                         "aliases": ["Caro"]}
+    assert candidate == {
+        "entity_id": entity["id"],
+        "canonical_name": "Caroline Smith",
+        "entity_type": "person",
+        "score": 100.0,
+        "name_match": "exact",
+        "aliases": ["Caro"],
+    }
 
 
 async def test_exact_alias_scores_80_case_insensitively(client):
@@ -39,16 +44,20 @@ async def test_prefix_and_substring_of_name_or_alias_score_50(client):
     await create_entity(client, "Kim", aliases=["Big Sam"])
     await create_entity(client, "Nobody")
     result = await resolve(client, "sam")
-    assert matches(result) == [("Jonas Samuelson", "prefix", 50.0),
-                               ("Kim", "prefix", 50.0),
-                               ("Samantha Jones", "prefix", 50.0)]
+    assert matches(result) == [
+        ("Jonas Samuelson", "prefix", 50.0),
+        ("Kim", "prefix", 50.0),
+        ("Samantha Jones", "prefix", 50.0),
+    ]
 
 
 async def test_each_entity_appears_once_in_its_best_tier(client):
     await create_entity(client, "Alex", aliases=["Alex", "Alexander"])
     await create_entity(client, "Max", aliases=["alex"])
-    assert matches(await resolve(client, "alex")) == [("Alex", "exact", 100.0),
-                                                      ("Max", "alias", 80.0)]
+    assert matches(await resolve(client, "alex")) == [
+        ("Alex", "exact", 100.0),
+        ("Max", "alias", 80.0),
+    ]
 
 
 async def test_results_ordered_by_score_then_canonical_name(client):
@@ -58,8 +67,12 @@ async def test_results_ordered_by_score_then_canonical_name(client):
     await create_entity(client, "Anna")
     await create_entity(client, "Ann", entity_type="organization")
     assert matches(await resolve(client, "ann")) == [
-        ("Ann", "exact", 100.0), ("Ann", "exact", 100.0), ("Zed", "alias", 80.0),
-        ("Anna", "prefix", 50.0), ("Annabel", "prefix", 50.0)]
+        ("Ann", "exact", 100.0),
+        ("Ann", "exact", 100.0),
+        ("Zed", "alias", 80.0),
+        ("Anna", "prefix", 50.0),
+        ("Annabel", "prefix", 50.0),
+    ]
 
 
 async def test_entity_type_filter_keeps_only_that_type(client):
@@ -79,20 +92,25 @@ async def test_limit_caps_the_number_of_candidates(client):
 async def test_merged_entities_are_never_candidates(client):
     target = await create_entity(client, "Robert")
     source = await create_entity(client, "Bobby", aliases=["Rob"])
-    merged = await client.post(f"/v1/entities/{target['id']}/merge",
-                               json={"source_id": source["id"]})
+    merged = await client.post(
+        f"/v1/entities/{target['id']}/merge", json={"source_id": source["id"]}
+    )
     assert merged.status_code == 200
     assert [c["entity_id"] for c in await resolve(client, "Bobby")] == [target["id"]]
     assert [c["name_match"] for c in await resolve(client, "Bobby")] == ["alias"]
     assert await resolve(client, "obb", enable_fuzzy=True) == [
-        {**(await resolve(client, "obb"))[0]}]
+        {**(await resolve(client, "obb"))[0]}
+    ]
 
 
 async def test_tombstone_set_by_sql_is_excluded(client, sql):
     entity = await create_entity(client, "Ghost")
     target = await create_entity(client, "Spirit")
-    await sql("UPDATE entities SET merged_into_id = :t WHERE id = :id",
-              t=uuid.UUID(target["id"]), id=uuid.UUID(entity["id"]))
+    await sql(
+        "UPDATE entities SET merged_into_id = :t WHERE id = :id",
+        t=uuid.UUID(target["id"]),
+        id=uuid.UUID(entity["id"]),
+    )
     assert await resolve(client, "Ghost") == []
     assert await resolve(client, "Ghots", enable_fuzzy=True) == []
 
@@ -104,12 +122,15 @@ async def test_no_match_returns_empty_list_and_creates_nothing(client, sql):
     assert row["n"] == 1
 
 
-@pytest.mark.parametrize(("stored", "query"), [
-    ("500 Club", "50%"),
-    ("abc", "a_c"),
-    ("a\\b", "a\\\\b"),
-    ("ab", "a%"),
-])
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("500 Club", "50%"),
+        ("abc", "a_c"),
+        ("a\\b", "a\\\\b"),
+        ("ab", "a%"),
+    ],
+)
 async def test_like_wildcards_in_the_name_are_literal(client, stored, query):
     await create_entity(client, stored, "place")
     assert await resolve(client, query) == []
@@ -140,22 +161,21 @@ async def test_fuzzy_match_on_name_scores_20(client):
 async def test_fuzzy_match_on_alias(client):
     await create_entity(client, "Acme Corporation", "organization", aliases=["Globex"])
     assert matches(await resolve(client, "Globax", enable_fuzzy=True)) == [
-        ("Acme Corporation", "fuzzy", 20.0)]
+        ("Acme Corporation", "fuzzy", 20.0)
+    ]
 
 
 async def test_fuzzy_never_duplicates_an_earlier_tier(client):
     await create_entity(client, "Jonathan")
     await create_entity(client, "Jonathan Smith")
     result = await resolve(client, "jonathan", enable_fuzzy=True)
-    assert matches(result) == [("Jonathan", "exact", 100.0),
-                               ("Jonathan Smith", "prefix", 50.0)]
+    assert matches(result) == [("Jonathan", "exact", 100.0), ("Jonathan Smith", "prefix", 50.0)]
 
 
 async def test_fuzzy_threshold_is_0_3_similarity(client):
     await create_entity(client, "Jon")  # 3 of 10 trigrams shared with jonathon: exactly 0.3
     await create_entity(client, "Jo")  # 2 of 10 shared: 0.2
-    assert matches(await resolve(client, "Jonathon", enable_fuzzy=True)) == [
-        ("Jon", "fuzzy", 20.0)]
+    assert matches(await resolve(client, "Jonathon", enable_fuzzy=True)) == [("Jon", "fuzzy", 20.0)]
 
 
 async def test_fuzzy_needs_more_than_two_characters(client):
@@ -179,7 +199,9 @@ async def test_fuzzy_degrades_to_empty_without_pg_trgm(client, db_engine):
         finally:
             await transaction.rollback()
     assert matches(await resolve(client, "Jonathon", enable_fuzzy=True)) == [
-        ("Jonathan", "fuzzy", 20.0), ("Jonathan Smith", "fuzzy", 20.0)]
+        ("Jonathan", "fuzzy", 20.0),
+        ("Jonathan Smith", "fuzzy", 20.0),
+    ]
 
 
 async def test_topic_hint_adds_jaccard_boost_of_fact_words(client):
@@ -188,8 +210,7 @@ async def test_topic_hint_adds_jaccard_boost_of_fact_words(client):
     # fact words {works, at, acme}; hint words {acme}: Jaccard 1/3, boost 20/3
     await store_fact(client, "s", "works_at", "works at Acme", entity_id=smith["id"])
     result = await resolve(client, "alex", context_hints={"topic": "ACME"})
-    assert matches(result) == [("Alex Smith", "prefix", 56.6667),
-                               ("Alex Jones", "prefix", 50.0)]
+    assert matches(result) == [("Alex Smith", "prefix", 56.6667), ("Alex Jones", "prefix", 50.0)]
 
 
 async def test_mentioned_with_words_join_the_hint(client):
@@ -197,8 +218,9 @@ async def test_mentioned_with_words_join_the_hint(client):
     await create_entity(client, "Alex Jones")
     # fact words {knows, friends, with, dana}; hint words {dana, acme}: Jaccard 1/5 -> +4
     await store_fact(client, "s", "knows", "friends with Dana", entity_id=smith["id"])
-    result = await resolve(client, "alex", context_hints={"topic": "acme",
-                                                          "mentioned_with": ["Dana"]})
+    result = await resolve(
+        client, "alex", context_hints={"topic": "acme", "mentioned_with": ["Dana"]}
+    )
     assert matches(result)[0] == ("Alex Smith", "prefix", 54.0)
 
 
@@ -220,10 +242,10 @@ async def test_only_active_facts_feed_the_hint_boost(client):
 async def test_domain_scores_are_added_to_matching_candidates(client):
     await create_entity(client, "Alex Smith")
     jones = await create_entity(client, "Alex Jones")
-    result = await resolve(client, "alex", context_hints={
-        "domain_scores": {jones["id"]: 7.25, str(uuid.uuid4()): 99}})
-    assert matches(result) == [("Alex Jones", "prefix", 57.25),
-                               ("Alex Smith", "prefix", 50.0)]
+    result = await resolve(
+        client, "alex", context_hints={"domain_scores": {jones["id"]: 7.25, str(uuid.uuid4()): 99}}
+    )
+    assert matches(result) == [("Alex Jones", "prefix", 57.25), ("Alex Smith", "prefix", 50.0)]
 
 
 async def test_negative_domain_score_can_reorder_tiers(client):

@@ -28,29 +28,41 @@ async def test_every_tenant_table_has_forced_rls_and_the_policy(sql):
         JOIN pg_class cls ON cls.oid = ('public.' || quote_ident(tables.table_name))::regclass
     """)
     assert len(rows) >= 10
-    unprotected = [r["table_name"] for r in rows
-                   if not (r["relrowsecurity"] and r["relforcerowsecurity"] and r["has_policy"])]
+    unprotected = [
+        r["table_name"]
+        for r in rows
+        if not (r["relrowsecurity"] and r["relforcerowsecurity"] and r["has_policy"])
+    ]
     assert unprotected == []
 
 
 async def test_no_tenant_id_has_a_default(sql):
-    rows = await sql("SELECT table_name FROM information_schema.columns WHERE "
-                     "table_schema = 'public' AND column_name = 'tenant_id' "
-                     "AND column_default IS NOT NULL")
+    rows = await sql(
+        "SELECT table_name FROM information_schema.columns WHERE "
+        "table_schema = 'public' AND column_name = 'tenant_id' "
+        "AND column_default IS NOT NULL"
+    )
     assert rows == []
 
 
 async def test_memory_links_are_keyed_by_tenant(sql):
-    [key] = await sql("SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint "
-                      "WHERE conrelid = 'memory_links'::regclass AND contype = 'p'")
+    [key] = await sql(
+        "SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint "
+        "WHERE conrelid = 'memory_links'::regclass AND contype = 'p'"
+    )
     assert "tenant_id" in key["definition"]
 
 
 async def test_requests_run_as_a_role_rls_binds(app):
     async with app.state.db_engine.connect() as conn:
-        row = (await conn.execute(text(
-            "SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles "
-            "WHERE rolname = current_user"))).one()
+        row = (
+            await conn.execute(
+                text(
+                    "SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles "
+                    "WHERE rolname = current_user"
+                )
+            )
+        ).one()
     assert row.name == "engram_app"
     assert not row.rolsuper and not row.rolbypassrls
 
@@ -71,10 +83,12 @@ async def test_a_tenant_transaction_sees_only_its_rows_without_any_where(app, te
 
 
 async def test_a_transaction_without_a_tenant_sees_and_writes_nothing(app, tenant_client):
-    await post(await tenant_client("tenant-a"), "/v1/facts", subject="S", predicate="p",
-               content="c")
+    await post(
+        await tenant_client("tenant-a"), "/v1/facts", subject="S", predicate="p", content="c"
+    )
     assert await _count_facts(app, Scope()) == 0
     with pytest.raises(DBAPIError, match="row-level security"):
         async with scoped_transaction(app.state.sessionmaker, Scope(tenant_id="b")) as session:
-            await session.execute(text(
-                "INSERT INTO rules (tenant_id, content, scope) VALUES ('a', 'x', 'global')"))
+            await session.execute(
+                text("INSERT INTO rules (tenant_id, content, scope) VALUES ('a', 'x', 'global')")
+            )

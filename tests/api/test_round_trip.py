@@ -29,23 +29,38 @@ NOT_EXPORTED = {
 
 
 def _records(body: str) -> list[dict[str, Any]]:
-    return sorted((json.loads(line) for line in body.splitlines()),
-                  key=lambda r: (r["kind"], json.dumps(r, sort_keys=True)))
+    return sorted(
+        (json.loads(line) for line in body.splitlines()),
+        key=lambda r: (r["kind"], json.dumps(r, sort_keys=True)),
+    )
 
 
 async def _tenant_rows(db_engine: Any, tenant_id: str) -> dict[str, int]:
     """Rows of the tenant in every table that has a tenant_id, by table."""
     async with db_engine.connect() as conn:
-        tables = [row[0] for row in await conn.execute(text(
-            "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' "
-            "AND column_name = 'tenant_id' ORDER BY 1"))]
-        return {table: (await conn.execute(text(
-            f'SELECT count(*) FROM "{table}" WHERE tenant_id = :t'), {"t": tenant_id}
-        )).scalar_one() for table in tables}
+        tables = [
+            row[0]
+            for row in await conn.execute(
+                text(
+                    "SELECT table_name FROM information_schema.columns "
+                    "WHERE table_schema = 'public' "
+                    "AND column_name = 'tenant_id' ORDER BY 1"
+                )
+            )
+        ]
+        return {
+            table: (
+                await conn.execute(
+                    text(f'SELECT count(*) FROM "{table}" WHERE tenant_id = :t'), {"t": tenant_id}
+                )
+            ).scalar_one()
+            for table in tables
+        }
 
 
 async def test_every_kind_of_record_survives_export_erasure_and_import(
-        app, settings, client, db_engine):
+    app, settings, client, db_engine
+):
     planted = await plant_every_kind(client, app, settings, MARKER)
     exported = await client.get("/v1/export")
     assert exported.status_code == 200
@@ -57,23 +72,34 @@ async def test_every_kind_of_record_survives_export_erasure_and_import(
     assert unknown == [], f"tables neither exported nor listed in NOT_EXPORTED: {unknown}"
     lines = {kind: sum(1 for r in before if r["kind"] == kind) for kind in TABLES}
     assert [kind for kind, count in lines.items() if count == 0] == [], (
-        "the fixture leaves these kinds empty: store one of each")
+        "the fixture leaves these kinds empty: store one of each"
+    )
     assert {table: rows[table] for table in exported_tables} == {
-        table: lines[kind] for table, kind in exported_tables.items()}
+        table: lines[kind] for table, kind in exported_tables.items()
+    }
 
     await erase(client, app, settings, tenant=True, confirm="default")
     assert (await client.get("/v1/export")).text == ""
     left = await _tenant_rows(db_engine, "default")
-    assert {table: count for table, count in left.items()
-            if count and table not in ("api_keys", "jobs", "memory_events")} == {}
+    assert {
+        table: count
+        for table, count in left.items()
+        if count and table not in ("api_keys", "jobs", "memory_events")
+    } == {}
 
     imported = await client.post("/v1/import", content=exported.content, headers=NDJSON)
 
     assert imported.status_code == 200, imported.text
     assert imported.json()["imported"] == lines
     assert _records((await client.get("/v1/export")).text) == before
-    found = (await client.post("/v1/search", json={
-        "query": "invoice address baker", "types": ["run", "run_message", "reflection"],
-        "mode": "semantic"})).json()["results"]
-    assert {planted["run"]["id"], planted["reflection"]["id"]} <= {
-        hit["id"] for hit in found}
+    found = (
+        await client.post(
+            "/v1/search",
+            json={
+                "query": "invoice address baker",
+                "types": ["run", "run_message", "reflection"],
+                "mode": "semantic",
+            },
+        )
+    ).json()["results"]
+    assert {planted["run"]["id"], planted["reflection"]["id"]} <= {hit["id"] for hit in found}

@@ -63,11 +63,15 @@ async def test_harmful_mark_uses_four_times_penalty(client):
 
 async def test_rule_application_records_reason_and_context(client, sql):
     rule = await store_rule(client)
-    await client.post(f"/v1/rules/{rule['id']}/harmful",
-                      json={"reason": "too long", "context": {"session": "s1"}})
+    await client.post(
+        f"/v1/rules/{rule['id']}/harmful", json={"reason": "too long", "context": {"session": "s1"}}
+    )
     [row] = await sql("SELECT outcome, reason, context FROM rule_applications")
-    assert (row["outcome"], row["reason"], row["context"]) == ("harmful", "too long",
-                                                                {"session": "s1"})
+    assert (row["outcome"], row["reason"], row["context"]) == (
+        "harmful",
+        "too long",
+        {"session": "s1"},
+    )
 
 
 async def test_five_helpful_marks_promote_candidate_to_established(client, sql):
@@ -76,10 +80,13 @@ async def test_five_helpful_marks_promote_candidate_to_established(client, sql):
     assert fourth["maturity"] == "candidate"
     fifth = await helpful(client, rule["id"])
     assert fifth["maturity"] == "established"
-    [event] = await sql("SELECT payload FROM memory_events "
-                        "WHERE event_type = 'rule_maturity_changed'")
+    [event] = await sql(
+        "SELECT payload FROM memory_events WHERE event_type = 'rule_maturity_changed'"
+    )
     assert (event["payload"]["from_maturity"], event["payload"]["to_maturity"]) == (
-        "candidate", "established")
+        "candidate",
+        "established",
+    )
 
 
 async def test_candidate_with_low_effectiveness_is_not_promoted(client, sql):
@@ -93,8 +100,10 @@ async def test_candidate_with_low_effectiveness_is_not_promoted(client, sql):
 async def test_established_rule_thirty_days_old_becomes_proven(client, sql):
     rule = await store_rule(client)
     await set_rule(sql, rule["id"], maturity="established", applied_count=14, success_count=14)
-    await sql("UPDATE rules SET created_at = now() - interval '31 days' WHERE id = :id",
-              id=uuid.UUID(rule["id"]))
+    await sql(
+        "UPDATE rules SET created_at = now() - interval '31 days' WHERE id = :id",
+        id=uuid.UUID(rule["id"]),
+    )
     after = await helpful(client, rule["id"])
     assert after["maturity"] == "proven"
 
@@ -133,8 +142,9 @@ async def test_third_harmful_mark_flags_inversion(client, sql):
     assert second["needs_inversion"] is False
     third = await harmful(client, rule["id"])
     assert third["needs_inversion"] is True
-    [row] = await sql("SELECT count(*) AS n FROM memory_events "
-                      "WHERE event_type = 'rule_inversion_flagged'")
+    [row] = await sql(
+        "SELECT count(*) AS n FROM memory_events WHERE event_type = 'rule_inversion_flagged'"
+    )
     assert row["n"] == 1
 
 
@@ -150,8 +160,9 @@ async def test_inversion_rewrites_content_and_keeps_original(client, sql):
     await harmful(client, rule["id"], reason="user speaks German")
     await harmful(client, rule["id"], reason="confused the user")
     await harmful(client, rule["id"])
-    [before] = await sql("SELECT embedding::text AS e FROM rules WHERE id = :id",
-                         id=uuid.UUID(rule["id"]))
+    [before] = await sql(
+        "SELECT embedding::text AS e FROM rules WHERE id = :id", id=uuid.UUID(rule["id"])
+    )
     response = await client.post(f"/v1/rules/{rule['id']}/invert")
     assert response.status_code == 200
     inverted = response.json()
@@ -162,10 +173,11 @@ async def test_inversion_rewrites_content_and_keeps_original(client, sql):
     )
     assert inverted["original_content"] == "Always reply in French"
     assert inverted["needs_inversion"] is False
-    assert inverted["metadata"] == {"harmful_reasons": ["user speaks German",
-                                                        "confused the user"]}
-    [after] = await sql("SELECT embedding::text AS e, search_vector::text AS sv FROM rules "
-                        "WHERE id = :id", id=uuid.UUID(rule["id"]))
+    assert inverted["metadata"] == {"harmful_reasons": ["user speaks German", "confused the user"]}
+    [after] = await sql(
+        "SELECT embedding::text AS e, search_vector::text AS sv FROM rules WHERE id = :id",
+        id=uuid.UUID(rule["id"]),
+    )
     assert after["e"] != before["e"]
     assert "'anti'" in after["sv"] and "'german'" in after["sv"]
     [event] = await sql("SELECT payload FROM memory_events WHERE event_type = 'rule_inverted'")
@@ -179,15 +191,16 @@ async def test_harmful_reasons_show_in_the_rules_metadata_oldest_first(client):
     await harmful(client, rule["id"])
     await helpful(client, rule["id"])
     await harmful(client, rule["id"], reason="confused the user")
-    expected = {"team": "support",
-                "harmful_reasons": ["user speaks German", "confused the user"]}
+    expected = {"team": "support", "harmful_reasons": ["user speaks German", "confused the user"]}
     read = (await client.get(f"/v1/rules/{rule['id']}")).json()
     [listed] = (await client.get("/v1/rules")).json()["items"]
     confirmed = (await client.post(f"/v1/rules/{rule['id']}/confirm")).json()
-    [found] = (await client.post("/v1/search", json={"query": "reply in French",
-                                                     "types": ["rule"]})).json()["results"]
-    [recalled] = (await client.post("/v1/recall", json={"topic": "reply in French"})
-                  ).json()["results"]
+    [found] = (
+        await client.post("/v1/search", json={"query": "reply in French", "types": ["rule"]})
+    ).json()["results"]
+    [recalled] = (await client.post("/v1/recall", json={"topic": "reply in French"})).json()[
+        "results"
+    ]
     forgotten = (await client.post(f"/v1/rules/{rule['id']}/forget")).json()
     for shown in (read, listed, confirmed, found, recalled, forgotten):
         assert shown["metadata"] == expected
@@ -224,8 +237,10 @@ async def test_forget_rule_sets_flag_and_blocks_feedback(client, sql):
 
 async def test_confirm_rule_resets_decay(client, sql):
     rule = await store_rule(client)
-    await sql("UPDATE rules SET last_confirmed_at = now() - interval '30 days' WHERE id = :id",
-              id=uuid.UUID(rule["id"]))
+    await sql(
+        "UPDATE rules SET last_confirmed_at = now() - interval '30 days' WHERE id = :id",
+        id=uuid.UUID(rule["id"]),
+    )
     stale = (await client.get(f"/v1/rules/{rule['id']}")).json()
     assert stale["effective_confidence"] == pytest.approx(0.5 * 0.7408182, rel=1e-4)
     confirmed = (await client.post(f"/v1/rules/{rule['id']}/confirm")).json()

@@ -15,8 +15,9 @@ async def search(client, query, **fields):
 
 
 async def test_result_carries_type_fields_and_scores_but_no_embedding(client):
-    stored = await store_fact(client, "Caroline", "researched",
-                              "Caroline researched adoption agencies")
+    stored = await store_fact(
+        client, "Caroline", "researched", "Caroline researched adoption agencies"
+    )
     [hit] = await search(client, "adoption agencies Caroline researched", fusion="rrf")
     assert hit["memory_type"] == "fact"
     assert hit["id"] == stored["id"]
@@ -47,9 +48,11 @@ async def test_rrf_tie_is_broken_by_semantic_rank(client):
     await store_episode(client, "Paris is the capital of France")
     await store_episode(client, "The Eiffel Tower stands in Paris, France")
     keyword_only = await store_episode(
-        client, "The shutdown delayed my tax refund, said the government")
-    results = await search(client, "Which city is the French seat of government?", limit=2,
-                           fusion="rrf")
+        client, "The shutdown delayed my tax refund, said the government"
+    )
+    results = await search(
+        client, "Which city is the French seat of government?", limit=2, fusion="rrf"
+    )
     first, second = results
     assert (first["semantic_rank"], first["keyword_rank"]) == (1, None)
     assert second["id"] == keyword_only["id"]
@@ -59,8 +62,12 @@ async def test_rrf_tie_is_broken_by_semantic_rank(client):
 
 
 async def test_hybrid_orders_by_rrf_score_descending(client):
-    for text in ("Melanie paints sunsets at the lake", "Melanie runs a pottery class",
-                 "Caroline went to a support group", "The weather was rainy"):
+    for text in (
+        "Melanie paints sunsets at the lake",
+        "Melanie runs a pottery class",
+        "Caroline went to a support group",
+        "The weather was rainy",
+    ):
         await store_episode(client, text)
     results = await search(client, "Melanie painting", limit=4, fusion="rrf")
     scores = [r["rrf_score"] for r in results]
@@ -69,8 +76,11 @@ async def test_hybrid_orders_by_rrf_score_descending(client):
 
 
 async def test_semantic_mode_orders_by_similarity(client):
-    for text in ("Caroline loves hiking in the mountains", "Stock prices fell on Monday",
-                 "Mountain trails are great for walking"):
+    for text in (
+        "Caroline loves hiking in the mountains",
+        "Stock prices fell on Monday",
+        "Mountain trails are great for walking",
+    ):
         await store_episode(client, text)
     results = await search(client, "hiking trip in the mountains", mode="semantic")
     similarities = [r["similarity"] for r in results]
@@ -99,8 +109,10 @@ async def test_keyword_list_scores_the_nearest_memories_its_postings_walk_passed
     """Each word's 100 best postings are shorter memories holding that word alone; the memory
     holding both words is found by its vector, and BM25 ranks it first in the keyword list."""
     for word in ("kayak", "lantern"):
-        response = await client.post("/v1/episodes/batch", json={
-            "items": [{"content": word, "butler": "chat"} for _ in range(120)]})
+        response = await client.post(
+            "/v1/episodes/batch",
+            json={"items": [{"content": word, "butler": "chat"} for _ in range(120)]},
+        )
         assert response.status_code in (200, 201), response.text
     both = await store_episode(client, "kayak lantern")
     results = await search(client, "kayak lantern", mode="hybrid", limit=20)
@@ -120,10 +132,24 @@ async def test_stop_words_only_query_finds_nothing_by_keyword(client):
     assert await search(client, "the of and a", mode="keyword") == []
 
 
-@pytest.mark.parametrize("query", [
-    "'", '"', "&|!:*()", "a & b | !c", "foo:* & (bar | !baz)", "<->", "<2>", "\\", "''''",
-    "x\x00y", "'; DROP TABLE episodes; --", "caf\u00e9 \u2603 \U0001F600", "a" * 4000,
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "'",
+        '"',
+        "&|!:*()",
+        "a & b | !c",
+        "foo:* & (bar | !baz)",
+        "<->",
+        "<2>",
+        "\\",
+        "''''",
+        "x\x00y",
+        "'; DROP TABLE episodes; --",
+        "caf\u00e9 \u2603 \U0001f600",
+        "a" * 4000,
+    ],
+)
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 async def test_hostile_query_never_fails(client, query, mode):
     await store_episode(client, "Caroline & Melanie: (friends) | forever!")
@@ -144,11 +170,19 @@ async def test_megabyte_query_is_a_422_naming_the_field(client):
     assert [e["field"] for e in response.json()["errors"]] == ["body.query"]
 
 
-@pytest.mark.parametrize("body", [
-    {"query": "x", "limit": 0}, {"query": "x", "limit": 101}, {"query": "x", "mode": "fuzzy"},
-    {"query": "x", "types": ["memo"]}, {"query": "x", "types": []},
-    {"query": "x", "min_confidence": 1.5}, {"query": "x", "unknown": 1}, {"limit": 3},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "x", "limit": 0},
+        {"query": "x", "limit": 101},
+        {"query": "x", "mode": "fuzzy"},
+        {"query": "x", "types": ["memo"]},
+        {"query": "x", "types": []},
+        {"query": "x", "min_confidence": 1.5},
+        {"query": "x", "unknown": 1},
+        {"limit": 3},
+    ],
+)
 async def test_invalid_search_request_is_422(client, body):
     response = await client.post("/v1/search", json=body)
     assert response.status_code == 422
@@ -184,7 +218,8 @@ async def test_weighted_fusion_orders_by_normalised_weighted_scores(client):
     # The best of both lists gets each list's full weight (0.5 + 0.5 by default).
     assert results[0]["fused_score"] == pytest.approx(1.0)
     assert [r["fused_score"] for r in results] == sorted(
-        (r["fused_score"] for r in results), reverse=True)
+        (r["fused_score"] for r in results), reverse=True
+    )
 
 
 async def test_unknown_fusion_is_a_422_naming_the_field(client):
@@ -210,7 +245,6 @@ async def test_default_hybrid_search_is_learned_and_explains_each_score(client):
         assert hit["fused_score"] == pytest.approx(1 / (1 + math.exp(-logit)))
 
 
-
 @pytest.mark.parametrize("types", [["episode"], ["fact"], None])
 async def test_learned_fusion_ranks_memories_without_sessions_between_them_by_rrf(client, types):
     # Notes without session ids (no sessions inferred here) and facts share no session, so
@@ -218,8 +252,9 @@ async def test_learned_fusion_ranks_memories_without_sessions_between_them_by_rr
     # never decays, so freshness (test_stale_search) leaves RRF's order as it is.
     await store_episode(client, "Melanie painted a sunrise over the lake")
     await store_episode(client, "The lake froze early this winter")
-    await store_fact(client, "Melanie", "hobby", "Melanie paints landscapes by the lake",
-                     permanence="permanent")
+    await store_fact(
+        client, "Melanie", "hobby", "Melanie paints landscapes by the lake", permanence="permanent"
+    )
     body = {"types": types} if types else {}
 
     learned = await search(client, "Melanie painted the lake", **body)
@@ -235,9 +270,11 @@ async def test_long_notes_without_sessions_rank_as_rrf_ranks_their_passages(clie
     # Windows of long notes lift them in the learned stage's lists, not in rrf's: the
     # lists are read again as rrf reads them.
     filler = " ".join(f"Item {i} of the meeting was the budget for the spring." for i in range(20))
-    notes = [f"{filler} Melanie painted a sunrise over the lake.",
-             f"Melanie talked about the lake. {filler}",
-             "The lake froze early this winter"]
+    notes = [
+        f"{filler} Melanie painted a sunrise over the lake.",
+        f"Melanie talked about the lake. {filler}",
+        "The lake froze early this winter",
+    ]
     for note in notes:
         await store_episode(client, note)
 
@@ -246,7 +283,8 @@ async def test_long_notes_without_sessions_rank_as_rrf_ranks_their_passages(clie
 
     assert any(hit["passage"] for hit in rrf)
     assert [(hit["id"], hit["rrf_score"]) for hit in learned] == [
-        (hit["id"], hit["rrf_score"]) for hit in rrf]
+        (hit["id"], hit["rrf_score"]) for hit in rrf
+    ]
 
 
 async def test_learned_fusion_orders_a_pool_once_two_memories_share_a_session(client):

@@ -31,8 +31,7 @@ async def test_session_id_filter_longer_than_200_is_422_naming_it(client):
 
 
 async def test_batch_turns_of_a_string_session_keep_their_order(client):
-    turns = [{"content": f"turn {n}", "butler": "chat", "session_id": "thread-7"}
-             for n in range(3)]
+    turns = [{"content": f"turn {n}", "butler": "chat", "session_id": "thread-7"} for n in range(3)]
     response = await client.post("/v1/episodes/batch", json={"items": turns})
     assert response.status_code == 201
     later = await store_episode(client, "turn 3", butler="chat", session_id="thread-7")
@@ -58,8 +57,14 @@ async def test_erasure_session_id_over_200_is_422(client):
 
 
 async def test_import_keeps_string_session_ids_and_refuses_longer_than_200(client):
-    line = {"kind": "episode", "id": str(uuid.uuid4()), "butler": "chat", "content": "hi",
-            "session_id": "chat-42", "created_at": "2021-01-01T00:00:00+00:00"}
+    line = {
+        "kind": "episode",
+        "id": str(uuid.uuid4()),
+        "butler": "chat",
+        "content": "hi",
+        "session_id": "chat-42",
+        "created_at": "2021-01-01T00:00:00+00:00",
+    }
     imported = await client.post("/v1/import", content=json.dumps(line), headers=NDJSON)
     assert imported.status_code in (200, 201), imported.text
     assert (await client.get(f"/v1/episodes/{line['id']}")).json()["session_id"] == "chat-42"

@@ -17,16 +17,19 @@ async def two_facts(client, sql, stale_content, fresh_content):
     about 0.30), the second today."""
     stale = await store_fact(client, "Ann", "drink_one", stale_content)
     fresh = await store_fact(client, "Ann", "drink_two", fresh_content)
-    await sql("UPDATE facts SET last_confirmed_at = now() - interval '150 days' WHERE id = :id",
-              id=stale["id"])
+    await sql(
+        "UPDATE facts SET last_confirmed_at = now() - interval '150 days' WHERE id = :id",
+        id=stale["id"],
+    )
     shown = (await client.get(f"/v1/facts/{stale['id']}")).json()
     assert shown["effective_confidence"] == pytest.approx(0.30, abs=0.01)
     return stale["id"], fresh["id"]
 
 
 async def ranked(client, types=("fact",), **fields):
-    response = await client.post("/v1/search", json={"query": QUERY, "types": list(types),
-                                                     **fields})
+    response = await client.post(
+        "/v1/search", json={"query": QUERY, "types": list(types), **fields}
+    )
     assert response.status_code == 200, response.text
     return response.json()["results"]
 
@@ -50,20 +53,21 @@ async def test_fresh_fact_comes_first_among_notes_without_sessions(client, sql):
     assert [hit["id"] for hit in facts] == [fresh, stale]
     for hit in facts:
         assert hit["fused_score"] == pytest.approx(
-            hit["rrf_score"] * (0.5 + 0.5 * hit["effective_confidence"]), rel=1e-3)
+            hit["rrf_score"] * (0.5 + 0.5 * hit["effective_confidence"]), rel=1e-3
+        )
 
 
 async def test_weighted_fusion_scales_a_stale_facts_score(client, sql):
     stale, fresh = await two_facts(client, sql, QUERY, QUERY)
     first, second = await ranked(client, fusion="weighted")
     assert (first["id"], second["id"]) == (fresh, stale)
-    assert second["fused_score"] == pytest.approx(first["fused_score"] * STALE_FACTOR,
-                                                  rel=1e-3)
+    assert second["fused_score"] == pytest.approx(first["fused_score"] * STALE_FACTOR, rel=1e-3)
 
 
 async def test_rrf_fusion_keeps_its_formula(client, sql):
     await two_facts(client, sql, QUERY, "Every morning Ann drinks green tea")
     for hit in await ranked(client, fusion="rrf"):
         assert hit["fused_score"] == pytest.approx(hit["rrf_score"])
-        assert hit["rrf_score"] == pytest.approx(1 / (60 + hit["semantic_rank"])
-                                                 + 1 / (60 + hit["keyword_rank"]))
+        assert hit["rrf_score"] == pytest.approx(
+            1 / (60 + hit["semantic_rank"]) + 1 / (60 + hit["keyword_rank"])
+        )

@@ -6,16 +6,26 @@ import pytest
 
 from tests.support.factories import create_entity, store_fact, store_rule
 
-RESERVED = ["forgotten", "needs_inversion", "status", "harmful_reasons", "original_content",
-            "merged_into"]
+RESERVED = [
+    "forgotten",
+    "needs_inversion",
+    "status",
+    "harmful_reasons",
+    "original_content",
+    "merged_into",
+]
 
 
 @pytest.mark.parametrize("key", RESERVED)
-@pytest.mark.parametrize("path, body", [
-    ("/v1/rules", {"content": "Answer briefly"}),
-    ("/v1/facts", {"subject": "Ann", "predicate": "likes", "content": "Ann likes tea"}),
-    ("/v1/entities", {"canonical_name": "Ann", "entity_type": "person"}),
-], ids=["rule", "fact", "entity"])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/v1/rules", {"content": "Answer briefly"}),
+        ("/v1/facts", {"subject": "Ann", "predicate": "likes", "content": "Ann likes tea"}),
+        ("/v1/entities", {"canonical_name": "Ann", "entity_type": "person"}),
+    ],
+    ids=["rule", "fact", "entity"],
+)
 async def test_reserved_metadata_key_is_422_naming_the_field(client, path, body, key):
     response = await client.post(path, json={**body, "metadata": {key: True}})
     assert response.status_code == 422, response.text
@@ -26,16 +36,19 @@ async def test_reserved_metadata_key_is_422_naming_the_field(client, path, body,
 
 async def test_reserved_key_in_entity_update_is_422(client):
     entity = await create_entity(client)
-    response = await client.patch(f"/v1/entities/{entity['id']}",
-                                  json={"metadata": {"needs_inversion": True}})
+    response = await client.patch(
+        f"/v1/entities/{entity['id']}", json={"metadata": {"needs_inversion": True}}
+    )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body.metadata"
 
 
 async def test_forged_needs_inversion_in_stored_metadata_does_not_allow_inversion(client, sql):
     rule = await store_rule(client)
-    await sql("UPDATE rules SET metadata = '{\"needs_inversion\": true}' WHERE id = :id",
-              id=uuid.UUID(rule["id"]))
+    await sql(
+        "UPDATE rules SET metadata = '{\"needs_inversion\": true}' WHERE id = :id",
+        id=uuid.UUID(rule["id"]),
+    )
     response = await client.post(f"/v1/rules/{rule['id']}/invert")
     assert response.status_code == 409
     assert (await client.get(f"/v1/rules/{rule['id']}")).json()["needs_inversion"] is False
@@ -43,7 +56,7 @@ async def test_forged_needs_inversion_in_stored_metadata_does_not_allow_inversio
 
 async def test_odd_forgotten_value_in_stored_metadata_breaks_no_listing(client, sql):
     rule = await store_rule(client)
-    await sql("UPDATE rules SET metadata = '{\"forgotten\": \"maybe\"}'")
+    await sql('UPDATE rules SET metadata = \'{"forgotten": "maybe"}\'')
     response = await client.get("/v1/rules")
     assert response.status_code == 200
     assert [r["id"] for r in response.json()["items"]] == [rule["id"]]
@@ -72,7 +85,10 @@ async def test_invert_reads_reasons_from_rule_applications(client, sql):
     assert inverted["original_content"] == "Reply in French"
     [row] = await sql("SELECT original_content, needs_inversion, metadata FROM rules")
     assert (row["original_content"], row["needs_inversion"], row["metadata"]) == (
-        "Reply in French", False, {})
+        "Reply in French",
+        False,
+        {},
+    )
 
 
 async def test_confirm_clears_the_fading_column(client, sql):

@@ -20,12 +20,17 @@ async def stats(client, **params):
 async def test_empty_store_has_zero_everywhere(client):
     assert await stats(client) == {
         "scope": None,
-        "episodes": {"total": 0, "unconsolidated": 0, "failed": 0, "next_retry_at": None,
-                     "backlog_age_hours": 0.0,
-                     "oldest_unconsolidated_at": None, "expired_unconsolidated": 0},
+        "episodes": {
+            "total": 0,
+            "unconsolidated": 0,
+            "failed": 0,
+            "next_retry_at": None,
+            "backlog_age_hours": 0.0,
+            "oldest_unconsolidated_at": None,
+            "expired_unconsolidated": 0,
+        },
         "facts": {"active": 0, "fading": 0, "superseded": 0, "expired": 0, "retracted": 0},
-        "rules": {"candidate": 0, "established": 0, "proven": 0, "anti_pattern": 0,
-                  "forgotten": 0},
+        "rules": {"candidate": 0, "established": 0, "proven": 0, "anti_pattern": 0, "forgotten": 0},
         "consolidation_configured": False,
         "warnings": [CONSOLIDATION_OFF],
     }
@@ -46,14 +51,23 @@ async def test_startup_warns_when_consolidation_is_not_configured(settings, capl
 
 
 async def test_episode_figures(client, sql):
-    ids = [(await post(client, "/v1/episodes", butler="chat", content=f"turn {i}"))["id"]
-           for i in range(3)]
-    await sql("UPDATE episodes SET consolidation_status = 'consolidated', consolidated = true, "
-              "created_at = now() - interval '30 hours' WHERE id = :id", id=uuid.UUID(ids[0]))
-    await sql("UPDATE episodes SET created_at = now() - interval '5 hours' WHERE id = :id",
-              id=uuid.UUID(ids[1]))
-    await sql("UPDATE episodes SET expires_at = now() - interval '1 hour' WHERE id = :id",
-              id=uuid.UUID(ids[2]))
+    ids = [
+        (await post(client, "/v1/episodes", butler="chat", content=f"turn {i}"))["id"]
+        for i in range(3)
+    ]
+    await sql(
+        "UPDATE episodes SET consolidation_status = 'consolidated', consolidated = true, "
+        "created_at = now() - interval '30 hours' WHERE id = :id",
+        id=uuid.UUID(ids[0]),
+    )
+    await sql(
+        "UPDATE episodes SET created_at = now() - interval '5 hours' WHERE id = :id",
+        id=uuid.UUID(ids[1]),
+    )
+    await sql(
+        "UPDATE episodes SET expires_at = now() - interval '1 hour' WHERE id = :id",
+        id=uuid.UUID(ids[2]),
+    )
     figures = (await stats(client))["episodes"]
     assert figures["total"] == 3
     assert figures["unconsolidated"] == 2
@@ -69,28 +83,40 @@ async def test_fact_figures_by_validity_with_fading_split_out(client, sql):
     fading = await post(client, "/v1/facts", subject="b", predicate="p", content="fading")
     expired = await post(client, "/v1/facts", subject="c", predicate="p", content="expired")
     retracted = await post(client, "/v1/facts", subject="d", predicate="p", content="gone")
-    await sql("UPDATE facts SET fading_since = now() WHERE id = :id",
-              id=uuid.UUID(fading["id"]))
+    await sql("UPDATE facts SET fading_since = now() WHERE id = :id", id=uuid.UUID(fading["id"]))
     await sql("UPDATE facts SET validity = 'expired' WHERE id = :id", id=uuid.UUID(expired["id"]))
     assert (await client.post(f"/v1/facts/{retracted['id']}/forget")).status_code == 200
     assert (await stats(client))["facts"] == {
-        "active": 1, "fading": 1, "superseded": 1, "expired": 1, "retracted": 1}
+        "active": 1,
+        "fading": 1,
+        "superseded": 1,
+        "expired": 1,
+        "retracted": 1,
+    }
 
 
 async def test_rule_figures_by_maturity_and_forgotten(client, sql):
     ids = [(await post(client, "/v1/rules", content=f"rule {i}"))["id"] for i in range(7)]
-    for rule_id, maturity in zip(ids[1:5], ("established", "proven", "proven", "anti_pattern"),
-                                 strict=True):
-        await sql("UPDATE rules SET maturity = :m WHERE id = :id", m=maturity,
-                  id=uuid.UUID(rule_id))
+    for rule_id, maturity in zip(
+        ids[1:5], ("established", "proven", "proven", "anti_pattern"), strict=True
+    ):
+        await sql(
+            "UPDATE rules SET maturity = :m WHERE id = :id", m=maturity, id=uuid.UUID(rule_id)
+        )
     for rule_id in ids[5:]:
         assert (await client.post(f"/v1/rules/{rule_id}/forget")).status_code == 200
     assert (await stats(client))["rules"] == {
-        "candidate": 1, "established": 1, "proven": 2, "anti_pattern": 1, "forgotten": 2}
+        "candidate": 1,
+        "established": 1,
+        "proven": 2,
+        "anti_pattern": 1,
+        "forgotten": 2,
+    }
 
 
 async def test_scope_counts_global_and_scoped_facts_and_rules_and_that_butlers_episodes(
-        client, sql):
+    client, sql
+):
     for scope in ("global", "chat", "email"):
         await post(client, "/v1/facts", subject=scope, predicate="p", content="x", scope=scope)
         await post(client, "/v1/rules", content=f"rule {scope}", scope=scope)
@@ -101,19 +127,29 @@ async def test_scope_counts_global_and_scoped_facts_and_rules_and_that_butlers_e
     assert figures["rules"]["candidate"] == 2
     assert figures["episodes"]["total"] == 1
     everything = await stats(client)
-    assert (everything["facts"]["active"], everything["rules"]["candidate"],
-            everything["episodes"]["total"]) == (3, 3, 3)
+    assert (
+        everything["facts"]["active"],
+        everything["rules"]["candidate"],
+        everything["episodes"]["total"],
+    ) == (3, 3, 3)
 
 
 async def test_other_tenants_rows_are_not_counted(client, sql):
     await post(client, "/v1/facts", subject="a", predicate="p", content="mine")
-    await sql("INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
-              "content) VALUES ('other', 'a', 'p', 'a', 'p', 'theirs')")
+    await sql(
+        "INSERT INTO facts (tenant_id, subject, predicate, subject_key, predicate_key, "
+        "content) VALUES ('other', 'a', 'p', 'a', 'p', 'theirs')"
+    )
     assert (await stats(client))["facts"]["active"] == 1
 
 
 async def test_forgotten_in_stored_metadata_steers_nothing(client, sql):
     await post(client, "/v1/rules", content="odd rule")
-    await sql("UPDATE rules SET metadata = '{\"forgotten\": \"maybe\", \"status\": \"fading\"}'")
+    await sql('UPDATE rules SET metadata = \'{"forgotten": "maybe", "status": "fading"}\'')
     assert (await stats(client))["rules"] == {
-        "candidate": 1, "established": 0, "proven": 0, "anti_pattern": 0, "forgotten": 0}
+        "candidate": 1,
+        "established": 0,
+        "proven": 0,
+        "anti_pattern": 0,
+        "forgotten": 0,
+    }

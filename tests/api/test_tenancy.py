@@ -21,9 +21,24 @@ from sqlalchemy import text
 A_SECRET = "alphasecret"
 # Words that appear only in tenant A's memories; B never sends them.
 A_WORDS = (A_SECRET, "zebrafinch", "Rottnest", "brownfur", "politely")
-TENANT_TABLES = ("episodes", "facts", "rules", "memory_links", "entities", "memory_events",
-                 "rule_applications", "jobs", "api_keys", "runs", "run_messages",
-                 "run_feedback", "agent_events", "working_memories", "procedures", "arcs")
+TENANT_TABLES = (
+    "episodes",
+    "facts",
+    "rules",
+    "memory_links",
+    "entities",
+    "memory_events",
+    "rule_applications",
+    "jobs",
+    "api_keys",
+    "runs",
+    "run_messages",
+    "run_feedback",
+    "agent_events",
+    "working_memories",
+    "procedures",
+    "arcs",
+)
 
 
 @dataclass
@@ -55,7 +70,8 @@ def query(params: Callable[[dict[str, str]], dict[str, Any]]) -> Callable[..., d
 
 NOTHING: Callable[[dict[str, str]], dict[str, Any]] = lambda ids: {}  # noqa: E731
 SHARED_LEDGER: Callable[[dict[str, str]], dict[str, str]] = (  # noqa: E731
-    lambda ids: {"ledger_name": "shared-ledger"})
+    lambda ids: {"ledger_name": "shared-ledger"}
+)
 # A's working memory is (shared-agent, shared-session); B names the same key.
 SHARED_SESSION = {"agent_id": "shared-agent", "session_id": "shared-session"}
 SHARED_KEY = {**SHARED_SESSION, "key": "secret-key"}
@@ -67,41 +83,106 @@ PROCEDURE_STEPS = [{"step": 1, "action": "greet"}]
 def shared(path_values: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
     return lambda ids: path_values
 
+
 B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/episodes"): [
-        Call(body(lambda ids: {"content": "b note", "butler": "shared-butler"}), {201})],
+        Call(body(lambda ids: {"content": "b note", "butler": "shared-butler"}), {201})
+    ],
     ("GET", "/v1/episodes"): [
-        Call(query(lambda ids: {"butler": "shared-butler", "include_expired": "true"}), OK)],
+        Call(query(lambda ids: {"butler": "shared-butler", "include_expired": "true"}), OK)
+    ],
     ("POST", "/v1/episodes/batch"): [
-        Call(body(lambda ids: {"items": [{"content": "b", "butler": "shared-butler"}]}), {201})],
+        Call(body(lambda ids: {"items": [{"content": "b", "butler": "shared-butler"}]}), {201})
+    ],
     ("GET", "/v1/episodes/{episode_id}"): [Call(NOTHING, NOT_FOUND, own("episode"))],
     ("POST", "/v1/episodes/{episode_id}/forget"): [Call(NOTHING, NOT_FOUND, own("episode"))],
     ("POST", "/v1/facts"): [
-        Call(body(lambda ids: {"subject": "Shared", "predicate": "colour",
-                               "content": "b thinks it is blue"}), {201}),
-        Call(body(lambda ids: {"subject": "x", "predicate": "y", "content": "z",
-                               "entity_id": ids["entity"]}), {422}),
-        Call(body(lambda ids: {"subject": "x", "predicate": "y", "content": "z",
-                               "source_episode_id": ids["episode"]}), {422}),
+        Call(
+            body(
+                lambda ids: {
+                    "subject": "Shared",
+                    "predicate": "colour",
+                    "content": "b thinks it is blue",
+                }
+            ),
+            {201},
+        ),
+        Call(
+            body(
+                lambda ids: {
+                    "subject": "x",
+                    "predicate": "y",
+                    "content": "z",
+                    "entity_id": ids["entity"],
+                }
+            ),
+            {422},
+        ),
+        Call(
+            body(
+                lambda ids: {
+                    "subject": "x",
+                    "predicate": "y",
+                    "content": "z",
+                    "source_episode_id": ids["episode"],
+                }
+            ),
+            {422},
+        ),
     ],
     ("GET", "/v1/facts"): [
         Call(query(lambda ids: {"subject": "Shared"}), OK),
         Call(query(lambda ids: {"entity_id": ids["entity"]}), OK),
     ],
     ("POST", "/v1/facts/bulk"): [
-        Call(body(lambda ids: {"items": [{"subject": "Shared", "predicate": "colour",
-                                          "content": "b says green"}]}), OK),
-        Call(body(lambda ids: {"items": [{"subject": "x", "predicate": "y", "content": "z",
-                                          "entity_id": ids["entity"]}]}), {422}),
+        Call(
+            body(
+                lambda ids: {
+                    "items": [
+                        {"subject": "Shared", "predicate": "colour", "content": "b says green"}
+                    ]
+                }
+            ),
+            OK,
+        ),
+        Call(
+            body(
+                lambda ids: {
+                    "items": [
+                        {
+                            "subject": "x",
+                            "predicate": "y",
+                            "content": "z",
+                            "entity_id": ids["entity"],
+                        }
+                    ]
+                }
+            ),
+            {422},
+        ),
     ],
     # Each of A's facts is a 404 item in a 200 answer (tenant_b_cannot_reach_tenant_a checks
     # nothing of A's changed).
     ("POST", "/v1/facts/bulk/get"): [
-        Call(body(lambda ids: {"items": [{"id": ids["fact"]},
-                                         {"subject": "Quokka", "predicate": "lives_in"}]}), OK)],
+        Call(
+            body(
+                lambda ids: {
+                    "items": [{"id": ids["fact"]}, {"subject": "Quokka", "predicate": "lives_in"}]
+                }
+            ),
+            OK,
+        )
+    ],
     ("POST", "/v1/facts/bulk/delete"): [
-        Call(body(lambda ids: {"items": [{"id": ids["fact"]},
-                                         {"subject": "Quokka", "predicate": "lives_in"}]}), OK)],
+        Call(
+            body(
+                lambda ids: {
+                    "items": [{"id": ids["fact"]}, {"subject": "Quokka", "predicate": "lives_in"}]
+                }
+            ),
+            OK,
+        )
+    ],
     ("GET", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("GET", "/v1/facts/{fact_id}/history"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/facts/{fact_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("fact"))],
@@ -109,17 +190,18 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/facts/{fact_id}/contradict"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("POST", "/v1/rules"): [
         Call(body(lambda ids: {"content": "b rule", "scope": "shared-scope"}), {201}),
-        Call(body(lambda ids: {"content": "b rule", "source_episode_id": ids["episode"]}),
-             {422}),
+        Call(body(lambda ids: {"content": "b rule", "source_episode_id": ids["episode"]}), {422}),
     ],
     ("GET", "/v1/rules"): [
-        Call(query(lambda ids: {"scope": "shared-scope", "include_forgotten": "true"}), OK)],
+        Call(query(lambda ids: {"scope": "shared-scope", "include_forgotten": "true"}), OK)
+    ],
     ("GET", "/v1/rules/{rule_id}"): [Call(NOTHING, NOT_FOUND, own("rule"))],
     ("POST", "/v1/rules/{rule_id}/confirm"): [Call(NOTHING, NOT_FOUND, own("rule"))],
     ("POST", "/v1/rules/{rule_id}/forget"): [Call(NOTHING, NOT_FOUND, own("rule"))],
     ("POST", "/v1/rules/{rule_id}/helpful"): [Call(NOTHING, NOT_FOUND, own("rule"))],
     ("POST", "/v1/rules/{rule_id}/harmful"): [
-        Call(body(lambda ids: {"reason": "b says so"}), NOT_FOUND, own("rule"))],
+        Call(body(lambda ids: {"reason": "b says so"}), NOT_FOUND, own("rule"))
+    ],
     ("POST", "/v1/rules/{rule_id}/invert"): [Call(NOTHING, NOT_FOUND, own("rule"))],
     ("POST", "/v1/jobs/consolidation"): [Call(NOTHING, {202})],
     ("POST", "/v1/jobs/decay"): [Call(NOTHING, {202})],
@@ -127,59 +209,107 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("GET", "/v1/jobs"): [Call(NOTHING, OK)],
     ("GET", "/v1/jobs/{job_id}"): [Call(NOTHING, NOT_FOUND, own("job"))],
     ("POST", "/v1/entities"): [
-        Call(body(lambda ids: {"canonical_name": "Quokka Person", "entity_type": "person"}),
-             {201})],
+        Call(body(lambda ids: {"canonical_name": "Quokka Person", "entity_type": "person"}), {201})
+    ],
     ("GET", "/v1/entities"): [Call(query(lambda ids: {"include_merged": "true"}), OK)],
     ("POST", "/v1/entities/resolve"): [
-        Call(body(lambda ids: {"name": "Quokka", "enable_fuzzy": True}), OK)],
+        Call(body(lambda ids: {"name": "Quokka", "enable_fuzzy": True}), OK)
+    ],
     ("GET", "/v1/entities/{entity_id}"): [Call(NOTHING, NOT_FOUND, own("entity"))],
     ("PATCH", "/v1/entities/{entity_id}"): [
-        Call(body(lambda ids: {"metadata": {"owner": "b"}}), NOT_FOUND, own("entity"))],
+        Call(body(lambda ids: {"metadata": {"owner": "b"}}), NOT_FOUND, own("entity"))
+    ],
     ("GET", "/v1/entities/{entity_id}/facts"): [Call(NOTHING, NOT_FOUND, own("entity"))],
     ("POST", "/v1/entities/{target_id}/merge"): [
-        Call(body(lambda ids: {"source_id": ids["twin"]}), NOT_FOUND,
-             own("entity", "target_id"))],
+        Call(body(lambda ids: {"source_id": ids["twin"]}), NOT_FOUND, own("entity", "target_id"))
+    ],
     ("POST", "/v1/links"): [
-        Call(body(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
-                               "target_type": "episode", "target_id": ids["episode"],
-                               "relation": "supports"}), REJECTED)],
+        Call(
+            body(
+                lambda ids: {
+                    "source_type": "fact",
+                    "source_id": ids["fact"],
+                    "target_type": "episode",
+                    "target_id": ids["episode"],
+                    "relation": "supports",
+                }
+            ),
+            REJECTED,
+        )
+    ],
     ("GET", "/v1/links"): [
-        Call(query(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}), {200, 404})],
+        Call(query(lambda ids: {"memory_type": "fact", "memory_id": ids["fact"]}), {200, 404})
+    ],
     ("DELETE", "/v1/links"): [
-        Call(query(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
-                                "target_type": "episode", "target_id": ids["episode"]}),
-             NOT_FOUND),
-        Call(query(lambda ids: {"source_type": "fact", "source_id": ids["fact"],
-                                "target_type": "episode", "target_id": ids["episode"],
-                                "relation": "derived_from"}), NOT_FOUND)],
+        Call(
+            query(
+                lambda ids: {
+                    "source_type": "fact",
+                    "source_id": ids["fact"],
+                    "target_type": "episode",
+                    "target_id": ids["episode"],
+                }
+            ),
+            NOT_FOUND,
+        ),
+        Call(
+            query(
+                lambda ids: {
+                    "source_type": "fact",
+                    "source_id": ids["fact"],
+                    "target_type": "episode",
+                    "target_id": ids["episode"],
+                    "relation": "derived_from",
+                }
+            ),
+            NOT_FOUND,
+        ),
+    ],
     ("GET", "/v1/graph/{node_type}/{node_id}"): [
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "fact", "node_id": ids["fact"]}),
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "entity", "node_id": ids["entity"]}),
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "run", "node_id": ids["run"]}),
-        Call(NOTHING, NOT_FOUND,
-             lambda ids: {"node_type": "procedure", "node_id": ids["procedure"]}),
+        Call(
+            NOTHING, NOT_FOUND, lambda ids: {"node_type": "procedure", "node_id": ids["procedure"]}
+        ),
         Call(NOTHING, NOT_FOUND, lambda ids: {"node_type": "arc", "node_id": ids["arc"]}),
     ],
     ("POST", "/v1/search"): [
         Call(body(lambda ids, mode=mode: {"query": "quokka lives", "mode": mode}), OK)
         for mode in ("semantic", "keyword", "hybrid")
-    ] + [
-        Call(body(lambda ids, mode=mode: {
-            "query": "quokka zebrafinch", "mode": mode,
-            "types": ["run", "run_message", "reflection"]}), OK)
+    ]
+    + [
+        Call(
+            body(
+                lambda ids, mode=mode: {
+                    "query": "quokka zebrafinch",
+                    "mode": mode,
+                    "types": ["run", "run_message", "reflection"],
+                }
+            ),
+            OK,
+        )
         for mode in ("semantic", "keyword", "hybrid")
     ],
-    ("POST", "/v1/recall"): [Call(body(lambda ids: {"topic": "where does the quokka live"}),
-                                  OK)],
+    ("POST", "/v1/recall"): [Call(body(lambda ids: {"topic": "where does the quokka live"}), OK)],
     ("POST", "/v1/context"): [
-        Call(body(lambda ids: {"trigger_prompt": "tell me about the quokka",
-                               "butler": "shared-butler"}), OK)],
+        Call(
+            body(
+                lambda ids: {
+                    "trigger_prompt": "tell me about the quokka",
+                    "butler": "shared-butler",
+                }
+            ),
+            OK,
+        )
+    ],
     ("GET", "/v1/stats"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
     ("DELETE", "/v1/episodes/{episode_id}"): [Call(NOTHING, NOT_FOUND, own("episode"))],
     ("DELETE", "/v1/facts/{fact_id}"): [Call(NOTHING, NOT_FOUND, own("fact"))],
     ("DELETE", "/v1/rules/{rule_id}"): [Call(NOTHING, NOT_FOUND, own("rule"))],
     ("DELETE", "/v1/entities/{entity_id}"): [
-        Call(query(lambda ids: {"facts": "delete"}), NOT_FOUND, own("entity"))],
+        Call(query(lambda ids: {"facts": "delete"}), NOT_FOUND, own("entity"))
+    ],
     ("POST", "/v1/erasures"): [
         Call(body(lambda ids: {"entity_id": ids["entity"]}), NOT_FOUND),
         Call(body(lambda ids: {"tenant": True, "confirm": "tenant-a"}), {422}),
@@ -189,16 +319,45 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ],
     ("GET", "/v1/export"): [Call(NOTHING, OK)],
     ("POST", "/v1/import"): [
-        Call(lambda ids: {"content": json.dumps({
-            "kind": "episode", "id": ids["episode"], "tenant_id": "tenant-a", "butler": "x",
-            "content": "y"})}, {422}),
-        Call(lambda ids: {"content": json.dumps({
-            "kind": "fact", "id": "00000000-0000-4000-8000-00000000000b", "subject": "x",
-            "predicate": "y", "subject_key": "x", "predicate_key": "y", "content": "z",
-            "entity_id": ids["entity"]})}, {422}),
-        Call(lambda ids: {"content": json.dumps({
-            "kind": "episode", "id": ids["episode"], "butler": "x", "content": "y"})},
-             {409}),
+        Call(
+            lambda ids: {
+                "content": json.dumps(
+                    {
+                        "kind": "episode",
+                        "id": ids["episode"],
+                        "tenant_id": "tenant-a",
+                        "butler": "x",
+                        "content": "y",
+                    }
+                )
+            },
+            {422},
+        ),
+        Call(
+            lambda ids: {
+                "content": json.dumps(
+                    {
+                        "kind": "fact",
+                        "id": "00000000-0000-4000-8000-00000000000b",
+                        "subject": "x",
+                        "predicate": "y",
+                        "subject_key": "x",
+                        "predicate_key": "y",
+                        "content": "z",
+                        "entity_id": ids["entity"],
+                    }
+                )
+            },
+            {422},
+        ),
+        Call(
+            lambda ids: {
+                "content": json.dumps(
+                    {"kind": "episode", "id": ids["episode"], "butler": "x", "content": "y"}
+                )
+            },
+            {409},
+        ),
     ],
     ("GET", "/v1/events"): [
         Call(query(lambda ids: {"memory_id": ids["fact"]}), OK),
@@ -207,77 +366,141 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ("POST", "/v1/runs"): [Call(body(lambda ids: {"task_id": "shared-task"}), {201})],
     ("GET", "/v1/runs"): [Call(query(lambda ids: {"task_id": "shared-task"}), OK)],
     ("POST", "/v1/runs/search"): [
-        Call(body(lambda ids: {"query": "quokka run", "success": False}), OK)],
-    ("POST", "/v1/runs/lessons"): [Call(body(lambda ids: {}), OK),
-                                   Call(body(lambda ids: {"run_id": ids["run"]}), OK)],
+        Call(body(lambda ids: {"query": "quokka run", "success": False}), OK)
+    ],
+    ("POST", "/v1/runs/lessons"): [
+        Call(body(lambda ids: {}), OK),
+        Call(body(lambda ids: {"run_id": ids["run"]}), OK),
+    ],
     ("GET", "/v1/runs/{run_id}"): [Call(NOTHING, NOT_FOUND, own("run"))],
     ("DELETE", "/v1/runs/{run_id}"): [Call(NOTHING, NOT_FOUND, own("run"))],
     ("PATCH", "/v1/runs/{run_id}"): [
-        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("run"))],
+        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("run"))
+    ],
     ("POST", "/v1/runs/{run_id}/messages"): [
-        Call(body(lambda ids: {"role": "human", "content": "b"}), NOT_FOUND, own("run"))],
+        Call(body(lambda ids: {"role": "human", "content": "b"}), NOT_FOUND, own("run"))
+    ],
     ("POST", "/v1/runs/{run_id}/messages/batch"): [
-        Call(body(lambda ids: {"items": [{"role": "human", "content": "b"}]}), NOT_FOUND,
-             own("run"))],
+        Call(
+            body(lambda ids: {"items": [{"role": "human", "content": "b"}]}), NOT_FOUND, own("run")
+        )
+    ],
     ("POST", "/v1/runs/{run_id}/feedback"): [
-        Call(body(lambda ids: {"source": "human", "rating": 1.0}), NOT_FOUND, own("run"))],
+        Call(body(lambda ids: {"source": "human", "rating": 1.0}), NOT_FOUND, own("run"))
+    ],
     ("POST", "/v1/jobs/pii-scrub"): [Call(NOTHING, {202})],
     ("POST", "/v1/ledgers/{ledger_name}/events"): [
-        Call(body(lambda ids: {"agent_id": "alice", "kind": "world.observed",
-                               "content": "b sees rain", "turn": 9}), {201}, SHARED_LEDGER)],
+        Call(
+            body(
+                lambda ids: {
+                    "agent_id": "alice",
+                    "kind": "world.observed",
+                    "content": "b sees rain",
+                    "turn": 9,
+                }
+            ),
+            {201},
+            SHARED_LEDGER,
+        )
+    ],
     ("GET", "/v1/ledgers/{ledger_name}/events"): [Call(NOTHING, OK, SHARED_LEDGER)],
     ("GET", "/v1/ledgers/{ledger_name}/reflections"): [Call(NOTHING, OK, SHARED_LEDGER)],
     ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/reflections"): [
-        Call(body(lambda ids: {"belief": "b believes", "based_on": [ids["agent_event"]]}),
-             {422}, lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"})],
+        Call(
+            body(lambda ids: {"belief": "b believes", "based_on": [ids["agent_event"]]}),
+            {422},
+            lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"},
+        )
+    ],
     ("POST", "/v1/ledgers/{ledger_name}/agents/{agent_id}/context"): [
-        Call(body(lambda ids: {"turn": 9, "query": "quokka"}), OK,
-             lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"})],
+        Call(
+            body(lambda ids: {"turn": 9, "query": "quokka"}),
+            OK,
+            lambda ids: {"ledger_name": "shared-ledger", "agent_id": "alice"},
+        )
+    ],
     # B's calls run sorted by method, so its own PUT creates B's record only after the reads
     # and writes aimed at A's key found nothing.
     ("DELETE", WORKING_MEMORY): [Call(NOTHING, NOT_FOUND, shared(SHARED_SESSION))],
     ("GET", WORKING_MEMORY): [Call(NOTHING, NOT_FOUND, shared(SHARED_SESSION))],
     ("PATCH", WORKING_MEMORY): [
-        Call(lambda ids: {"json": {"scratchpad": {"b": 1}},
-                          "headers": {"Content-Type": "application/merge-patch+json"}},
-             NOT_FOUND, shared(SHARED_SESSION))],
+        Call(
+            lambda ids: {
+                "json": {"scratchpad": {"b": 1}},
+                "headers": {"Content-Type": "application/merge-patch+json"},
+            },
+            NOT_FOUND,
+            shared(SHARED_SESSION),
+        )
+    ],
     ("PUT", WORKING_MEMORY): [
-        Call(body(lambda ids: {"scratchpad": {"b": "own"}}), {201}, shared(SHARED_SESSION))],
+        Call(body(lambda ids: {"scratchpad": {"b": "own"}}), {201}, shared(SHARED_SESSION))
+    ],
     ("DELETE", SCRATCHPAD_KEY): [Call(NOTHING, NOT_FOUND, shared(SHARED_KEY))],
     ("GET", SCRATCHPAD_KEY): [Call(NOTHING, NOT_FOUND, shared(SHARED_KEY))],
     ("PUT", SCRATCHPAD_KEY): [
-        Call(body(lambda ids: {"value": "b"}), {200, 404}, shared(SHARED_KEY))],
+        Call(body(lambda ids: {"value": "b"}), {200, 404}, shared(SHARED_KEY))
+    ],
     ("POST", "/v1/procedures"): [
-        Call(body(lambda ids: {"agent_id": "shared-agent", "name": "quokka routine",
-                               "steps": PROCEDURE_STEPS}), {201}),
-        Call(body(lambda ids: {"agent_id": "b", "name": "b", "steps": PROCEDURE_STEPS,
-                               "learned_from": [{"memory_type": "episode",
-                                                 "memory_id": ids["episode"]}]}), {422}),
+        Call(
+            body(
+                lambda ids: {
+                    "agent_id": "shared-agent",
+                    "name": "quokka routine",
+                    "steps": PROCEDURE_STEPS,
+                }
+            ),
+            {201},
+        ),
+        Call(
+            body(
+                lambda ids: {
+                    "agent_id": "b",
+                    "name": "b",
+                    "steps": PROCEDURE_STEPS,
+                    "learned_from": [{"memory_type": "episode", "memory_id": ids["episode"]}],
+                }
+            ),
+            {422},
+        ),
     ],
     ("GET", "/v1/procedures"): [
-        Call(query(lambda ids: {"agent_id": "shared-agent", "include_superseded": "true"}),
-             OK)],
+        Call(query(lambda ids: {"agent_id": "shared-agent", "include_superseded": "true"}), OK)
+    ],
     ("POST", "/v1/procedures/search"): [
         Call(body(lambda ids, mode=mode: {"query": "quokka routine", "mode": mode}), OK)
         for mode in ("semantic", "keyword", "hybrid")
     ],
     ("GET", "/v1/procedures/{procedure_id}"): [Call(NOTHING, NOT_FOUND, own("procedure"))],
     ("PATCH", "/v1/procedures/{procedure_id}"): [
-        Call(body(lambda ids: {"status": "active"}), NOT_FOUND, own("procedure"))],
+        Call(body(lambda ids: {"status": "active"}), NOT_FOUND, own("procedure"))
+    ],
     ("POST", "/v1/procedures/{procedure_id}/executions"): [
-        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("procedure"))],
+        Call(body(lambda ids: {"success": True}), NOT_FOUND, own("procedure"))
+    ],
     ("POST", "/v1/procedures/{procedure_id}/versions"): [
-        Call(body(lambda ids: {"steps": PROCEDURE_STEPS}), NOT_FOUND, own("procedure"))],
-    ("GET", "/v1/procedures/{procedure_id}/versions"): [
-        Call(NOTHING, NOT_FOUND, own("procedure"))],
-    ("POST", "/v1/jobs/arc-boundaries"): [Call(body(lambda ids: {"scope": "shared-butler"}),
-                                               {202})],
+        Call(body(lambda ids: {"steps": PROCEDURE_STEPS}), NOT_FOUND, own("procedure"))
+    ],
+    ("GET", "/v1/procedures/{procedure_id}/versions"): [Call(NOTHING, NOT_FOUND, own("procedure"))],
+    ("POST", "/v1/jobs/arc-boundaries"): [
+        Call(body(lambda ids: {"scope": "shared-butler"}), {202})
+    ],
     ("POST", "/v1/arcs"): [
         Call(body(lambda ids: {"title": "b arc", "arc_type": "incident"}), {201}),
-        Call(body(lambda ids: {"title": "b", "arc_type": "incident",
-                               "entity_ids": [ids["entity"]]}), {422}),
-        Call(body(lambda ids: {"title": "b", "arc_type": "incident", "key_events": [
-            {"memory_type": "episode", "memory_id": ids["episode"]}]}), {422}),
+        Call(
+            body(lambda ids: {"title": "b", "arc_type": "incident", "entity_ids": [ids["entity"]]}),
+            {422},
+        ),
+        Call(
+            body(
+                lambda ids: {
+                    "title": "b",
+                    "arc_type": "incident",
+                    "key_events": [{"memory_type": "episode", "memory_id": ids["episode"]}],
+                }
+            ),
+            {422},
+        ),
     ],
     ("GET", "/v1/arcs"): [Call(query(lambda ids: {"scope": "shared-scope"}), OK)],
     ("POST", "/v1/arcs/search"): [
@@ -286,12 +509,18 @@ B_REQUESTS: dict[tuple[str, str], list[Call]] = {
     ],
     ("GET", "/v1/arcs/{arc_id}"): [Call(NOTHING, NOT_FOUND, own("arc"))],
     ("PATCH", "/v1/arcs/{arc_id}"): [
-        Call(body(lambda ids: {"title": "b renames it"}), NOT_FOUND, own("arc"))],
+        Call(body(lambda ids: {"title": "b renames it"}), NOT_FOUND, own("arc"))
+    ],
     ("POST", "/v1/arcs/{arc_id}/events"): [
-        Call(body(lambda ids: {"memory_type": "episode", "memory_id": ids["episode"]}),
-             REJECTED, own("arc"))],
+        Call(
+            body(lambda ids: {"memory_type": "episode", "memory_id": ids["episode"]}),
+            REJECTED,
+            own("arc"),
+        )
+    ],
     ("POST", "/v1/arcs/{arc_id}/close"): [
-        Call(body(lambda ids: {"outcome": "b closes it"}), NOT_FOUND, own("arc"))],
+        Call(body(lambda ids: {"outcome": "b closes it"}), NOT_FOUND, own("arc"))
+    ],
 }
 
 
@@ -303,47 +532,109 @@ async def seed_tenant_a(client) -> dict[str, str]:
         assert response.status_code in (200, 201, 202), (path, response.text)
         return response.json()
 
-    entity = await post("/v1/entities", {"canonical_name": "Quokka Person",
-                                         "entity_type": "person", "aliases": [A_SECRET]})
+    entity = await post(
+        "/v1/entities",
+        {"canonical_name": "Quokka Person", "entity_type": "person", "aliases": [A_SECRET]},
+    )
     twin = await post("/v1/entities", {"canonical_name": "Quokka Twin", "entity_type": "person"})
-    episode = await post("/v1/episodes", {"content": f"quokka zebrafinch visit {A_SECRET}",
-                                          "butler": "shared-butler"})
-    fact = await post("/v1/facts", {"subject": "Quokka", "predicate": "lives_in",
-                                    "content": f"The quokka lives on Rottnest {A_SECRET}",
-                                    "entity_id": entity["id"], "scope": "shared-scope"})
-    await post("/v1/facts", {"subject": "Shared", "predicate": "colour",
-                             "content": f"quokka brownfur {A_SECRET}"})
-    rule = await post("/v1/rules", {"content": f"Mention the quokka politely {A_SECRET}",
-                                    "scope": "shared-scope"})
-    await post("/v1/links", {"source_type": "fact", "source_id": fact["id"],
-                             "target_type": "episode", "target_id": episode["id"],
-                             "relation": "derived_from"})
+    episode = await post(
+        "/v1/episodes",
+        {"content": f"quokka zebrafinch visit {A_SECRET}", "butler": "shared-butler"},
+    )
+    fact = await post(
+        "/v1/facts",
+        {
+            "subject": "Quokka",
+            "predicate": "lives_in",
+            "content": f"The quokka lives on Rottnest {A_SECRET}",
+            "entity_id": entity["id"],
+            "scope": "shared-scope",
+        },
+    )
+    await post(
+        "/v1/facts",
+        {"subject": "Shared", "predicate": "colour", "content": f"quokka brownfur {A_SECRET}"},
+    )
+    rule = await post(
+        "/v1/rules", {"content": f"Mention the quokka politely {A_SECRET}", "scope": "shared-scope"}
+    )
+    await post(
+        "/v1/links",
+        {
+            "source_type": "fact",
+            "source_id": fact["id"],
+            "target_type": "episode",
+            "target_id": episode["id"],
+            "relation": "derived_from",
+        },
+    )
     job = await post("/v1/jobs/decay")
-    run = await post("/v1/runs", {"task_id": "shared-task", "success": False,
-                                  "summary": f"quokka run zebrafinch {A_SECRET}"})
-    await post(f"/v1/runs/{run['id']}/messages", {"role": "critic",
-                                                  "content": f"quokka brownfur {A_SECRET}"})
-    await post(f"/v1/runs/{run['id']}/feedback", {"source": "critic", "rating": 0.1,
-                                                  "rationale": f"politely {A_SECRET}"})
-    event = await post("/v1/ledgers/shared-ledger/events", {
-        "agent_id": "alice", "kind": "world.observed", "turn": 1,
-        "content": f"quokka Rottnest {A_SECRET}"})
-    reflection = await post("/v1/ledgers/shared-ledger/agents/alice/reflections", {
-        "belief": f"quokka zebrafinch {A_SECRET}", "based_on": [event["id"]]})
-    response = await client.put("/v1/working-memory/shared-agent/shared-session",
-                                json={"scratchpad": {"secret-key": A_SECRET}})
+    run = await post(
+        "/v1/runs",
+        {
+            "task_id": "shared-task",
+            "success": False,
+            "summary": f"quokka run zebrafinch {A_SECRET}",
+        },
+    )
+    await post(
+        f"/v1/runs/{run['id']}/messages",
+        {"role": "critic", "content": f"quokka brownfur {A_SECRET}"},
+    )
+    await post(
+        f"/v1/runs/{run['id']}/feedback",
+        {"source": "critic", "rating": 0.1, "rationale": f"politely {A_SECRET}"},
+    )
+    event = await post(
+        "/v1/ledgers/shared-ledger/events",
+        {
+            "agent_id": "alice",
+            "kind": "world.observed",
+            "turn": 1,
+            "content": f"quokka Rottnest {A_SECRET}",
+        },
+    )
+    reflection = await post(
+        "/v1/ledgers/shared-ledger/agents/alice/reflections",
+        {"belief": f"quokka zebrafinch {A_SECRET}", "based_on": [event["id"]]},
+    )
+    response = await client.put(
+        "/v1/working-memory/shared-agent/shared-session",
+        json={"scratchpad": {"secret-key": A_SECRET}},
+    )
     assert response.status_code == 201, response.text
-    procedure = await post("/v1/procedures", {
-        "agent_id": "shared-agent", "name": "quokka routine",
-        "description": f"Feed the quokka politely {A_SECRET}", "steps": PROCEDURE_STEPS,
-        "learned_from": [{"memory_type": "episode", "memory_id": episode["id"]}]})
-    arc = await post("/v1/arcs", {"title": f"The quokka saga {A_SECRET}",
-                                  "arc_type": "incident", "scope": "shared-scope",
-                                  "entity_ids": [entity["id"]]})
-    return {"entity": entity["id"], "twin": twin["id"], "episode": episode["id"],
-            "fact": fact["id"], "rule": rule["id"], "job": job["id"], "run": run["id"],
-            "agent_event": event["id"], "reflection": reflection["id"],
-            "procedure": procedure["id"], "arc": arc["id"]}
+    procedure = await post(
+        "/v1/procedures",
+        {
+            "agent_id": "shared-agent",
+            "name": "quokka routine",
+            "description": f"Feed the quokka politely {A_SECRET}",
+            "steps": PROCEDURE_STEPS,
+            "learned_from": [{"memory_type": "episode", "memory_id": episode["id"]}],
+        },
+    )
+    arc = await post(
+        "/v1/arcs",
+        {
+            "title": f"The quokka saga {A_SECRET}",
+            "arc_type": "incident",
+            "scope": "shared-scope",
+            "entity_ids": [entity["id"]],
+        },
+    )
+    return {
+        "entity": entity["id"],
+        "twin": twin["id"],
+        "episode": episode["id"],
+        "fact": fact["id"],
+        "rule": rule["id"],
+        "job": job["id"],
+        "run": run["id"],
+        "agent_event": event["id"],
+        "reflection": reflection["id"],
+        "procedure": procedure["id"],
+        "arc": arc["id"],
+    }
 
 
 async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -351,23 +642,29 @@ async def snapshot(db_engine, tenant_id: str) -> dict[str, list[dict[str, Any]]]
     rows: dict[str, list[dict[str, Any]]] = {}
     async with db_engine.connect() as conn:
         for table in TENANT_TABLES:
-            result = await conn.execute(text(
-                f"SELECT * FROM {table} WHERE tenant_id = :t ORDER BY 1"), {"t": tenant_id})
+            result = await conn.execute(
+                text(f"SELECT * FROM {table} WHERE tenant_id = :t ORDER BY 1"), {"t": tenant_id}
+            )
             rows[table] = [dict(row) for row in result.mappings()]
     return rows
 
 
 def v1_routes(app) -> list[tuple[str, str]]:
     """(METHOD, path template) of every documented /v1 operation."""
-    routes = sorted((method.upper(), path) for path, methods in app.openapi()["paths"].items()
-                    if path.startswith("/v1/") for method in methods)
+    routes = sorted(
+        (method.upper(), path)
+        for path, methods in app.openapi()["paths"].items()
+        if path.startswith("/v1/")
+        for method in methods
+    )
     assert len(routes) > 20
     return routes
 
 
 async def test_every_route_is_covered_by_the_isolation_test(app):
-    missing = [f"{method} {path}" for method, path in v1_routes(app)
-               if (method, path) not in B_REQUESTS]
+    missing = [
+        f"{method} {path}" for method, path in v1_routes(app) if (method, path) not in B_REQUESTS
+    ]
     assert not missing, f"add these routes to B_REQUESTS in {__file__}: {missing}"
 
 
@@ -390,8 +687,11 @@ async def test_tenant_b_cannot_reach_tenant_a(app, tenant_client, db_engine, iso
             request = call.build(ids)
             response = await client_b.request(method, url, **request)
             where = f"{method} {url}"
-            assert response.status_code in call.allowed, (where, response.status_code,
-                                                          response.text[:300])
+            assert response.status_code in call.allowed, (
+                where,
+                response.status_code,
+                response.text[:300],
+            )
             sent = url + json.dumps(request)
             # An id B itself sent may be echoed in an error; anything else of A's may not.
             secrets = [i for i in ids.values() if i not in sent] + list(A_WORDS)
@@ -410,7 +710,8 @@ async def test_unknown_ids_and_other_tenants_ids_answer_alike(tenant_client, iso
     assert theirs.status_code == unknown.status_code == 404
     strip = {"detail", "instance", "request_id"}  # request_id differs on every request
     assert {k: v for k, v in theirs.json().items() if k not in strip} == {
-        k: v for k, v in unknown.json().items() if k not in strip}
+        k: v for k, v in unknown.json().items() if k not in strip
+    }
 
 
 async def test_stats_of_an_empty_tenant_are_zero(tenant_client, isolation):

@@ -12,8 +12,9 @@ from app.scope import Scope, scoped_transaction, set_local
 from tests.support.factories import store_episode, store_fact, store_rule
 from tests.support.http import post
 
-SHOW = text(f"SELECT current_setting('hnsw.ef_search', true), "
-            f"current_setting('{TENANT_SETTING}', true)")
+SHOW = text(
+    f"SELECT current_setting('hnsw.ef_search', true), current_setting('{TENANT_SETTING}', true)"
+)
 
 
 @contextmanager
@@ -63,11 +64,11 @@ async def test_settings_end_with_their_transaction(app):
 
 
 async def test_a_hybrid_search_sets_scope_and_scan_settings_in_one_statement(app, client):
-    await post(client, "/v1/episodes", content="Caroline went to a support group",
-               butler="b1")
+    await post(client, "/v1/episodes", content="Caroline went to a support group", butler="b1")
     with statements_sent(app) as sent:
-        response = await client.post("/v1/search", json={"query": "support group",
-                                                         "mode": "hybrid"})
+        response = await client.post(
+            "/v1/search", json={"query": "support group", "mode": "hybrid"}
+        )
     assert response.status_code == 200, response.text
     assert response.json()["results"]
     settings = [s for s in sent if "set_config" in s]
@@ -79,15 +80,21 @@ async def test_a_hybrid_search_sets_scope_and_scan_settings_in_one_statement(app
 async def test_a_search_is_one_statement_after_the_settings(app, client, mode):
     """Candidate lists, the time window's episodes and every hit's row come in one round
     trip, whatever the types asked for."""
-    await store_episode(client, "Caroline: we went on a long hike up Mount Diablo",
-                        occurred_at="2023-05-08T10:00:00Z")
-    await store_episode(client, "Caroline: we went on a long hike up Half Dome",
-                        occurred_at="2023-06-20T10:00:00Z")
+    await store_episode(
+        client,
+        "Caroline: we went on a long hike up Mount Diablo",
+        occurred_at="2023-05-08T10:00:00Z",
+    )
+    await store_episode(
+        client, "Caroline: we went on a long hike up Half Dome", occurred_at="2023-06-20T10:00:00Z"
+    )
     await store_fact(client, "Caroline", "likes", "Caroline likes a long hike")
     await store_rule(client, "Suggest a hike when Caroline asks about weekends")
     with statements_sent(app) as sent:
-        response = await client.post("/v1/search", json={
-            "query": "which long hike did Caroline do in May 2023", "mode": mode})
+        response = await client.post(
+            "/v1/search",
+            json={"query": "which long hike did Caroline do in May 2023", "mode": mode},
+        )
     assert response.status_code == 200, response.text
     results = response.json()["results"]
     assert {hit["memory_type"] for hit in results} == {"episode", "fact", "rule"}

@@ -21,11 +21,13 @@ from tests.support.rerank_stub import RerankStub, documents_of
 from tests.support.waiting import slowest_answer, until
 
 SECRET = "rerank-secret-key"
-TEXTS = ["The garden needs watering every morning in July",
-         "Our garden shed holds the tools and the old bicycle",
-         "Grandma planted tomatoes in the garden last spring",
-         "The garden party is on Saturday at four",
-         "A fox crossed the garden at night"]
+TEXTS = [
+    "The garden needs watering every morning in July",
+    "Our garden shed holds the tools and the old bicycle",
+    "Grandma planted tomatoes in the garden last spring",
+    "The garden party is on Saturday at four",
+    "A fox crossed the garden at night",
+]
 QUERY = "what is growing in the garden"
 
 
@@ -42,8 +44,10 @@ async def stub() -> AsyncIterator[RerankStub]:
 
 
 @pytest.fixture
-async def use_reranker(app: Any, monkeypatch: pytest.MonkeyPatch,
-                       ) -> AsyncIterator[Callable[..., UserReranker]]:
+async def use_reranker(
+    app: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Callable[..., UserReranker]]:
     """Configure the app's reranker for one test (closed and unset afterwards)."""
     opened: list[UserReranker] = []
 
@@ -62,8 +66,9 @@ async def use_reranker(app: Any, monkeypatch: pytest.MonkeyPatch,
 @pytest.fixture
 def endpoint(use_reranker: Callable[..., UserReranker], stub: RerankStub) -> RerankStub:
     """The stub configured as the app's reranker (Cohere shape, a bearer key)."""
-    use_reranker(kind="endpoint", base_url=stub.base_url, model="stub-rerank",
-                 api_key=SECRET, timeout_ms=400)
+    use_reranker(
+        kind="endpoint", base_url=stub.base_url, model="stub-rerank", api_key=SECRET, timeout_ms=400
+    )
     return stub
 
 
@@ -73,8 +78,7 @@ async def stored(client: Any) -> dict[str, str]:
 
 
 async def search(client: Any, **fields: Any) -> dict[str, Any]:
-    response = await client.post("/v1/search", json={"query": QUERY, "fusion": "rrf",
-                                                      **fields})
+    response = await client.post("/v1/search", json={"query": QUERY, "fusion": "rrf", **fields})
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -126,11 +130,11 @@ async def test_a_hung_endpoint_costs_the_budget_and_serves_the_fused_order(clien
     assert len(endpoint.requests) == 1 and not endpoint.held.is_set()  # still hanging
 
 
-@pytest.mark.parametrize(("status", "body"), [(500, '{"message": "boom"}'),
-                                              (200, '{"results": [{"index": 99}]}'),
-                                              (200, "not json")])
-async def test_a_failing_endpoint_serves_the_fused_order(client, endpoint, caplog, status,
-                                                         body):
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(500, '{"message": "boom"}'), (200, '{"results": [{"index": 99}]}'), (200, "not json")],
+)
+async def test_a_failing_endpoint_serves_the_fused_order(client, endpoint, caplog, status, body):
     await stored(client)
     fused = await search(client, rerank=False)
     endpoint.fail(status, body)
@@ -150,8 +154,9 @@ def huge_answer(count: int, size: int = 60_000_000) -> bytes:
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["with its length", "without"])
-async def test_a_huge_answer_serves_the_fused_order_within_the_budget(client, use_reranker,
-                                                                       stub, declared):
+async def test_a_huge_answer_serves_the_fused_order_within_the_budget(
+    client, use_reranker, stub, declared
+):
     await stored(client)
     use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
     fused = await search(client, rerank=False)
@@ -166,8 +171,7 @@ async def test_a_huge_answer_serves_the_fused_order_within_the_budget(client, us
     assert len(stub.requests) == 1
 
 
-async def test_other_requests_are_answered_while_a_huge_answer_arrives(client, use_reranker,
-                                                                       stub):
+async def test_other_requests_are_answered_while_a_huge_answer_arrives(client, use_reranker, stub):
     await stored(client)
     use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
     stub.fail(200, huge_answer(len(TEXTS)))
@@ -178,20 +182,24 @@ async def test_other_requests_are_answered_while_a_huge_answer_arrives(client, u
     assert (await searching)["reranker"]["applied"] is False
 
 
-IDLE_IN_TRANSACTION = ("SELECT count(*) AS connections FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                       "AND state LIKE 'idle in transaction%'")
+IDLE_IN_TRANSACTION = (
+    "SELECT count(*) AS connections FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+    "AND state LIKE 'idle in transaction%'"
+)
 
 
-async def test_no_transaction_stays_open_while_the_reranker_is_waited_on(client, use_reranker,
-                                                                         stub, sql):
+async def test_no_transaction_stays_open_while_the_reranker_is_waited_on(
+    client, use_reranker, stub, sql
+):
     await stored(client)
     use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=30_000)
     stub.hang()
     searches = [asyncio.ensure_future(search(client)) for _ in range(3)]
     try:
-        await until(lambda: len(stub.requests) == 3, timeout=10,
-                    message="three rerank requests in flight")
+        await until(
+            lambda: len(stub.requests) == 3, timeout=10, message="three rerank requests in flight"
+        )
         [held] = await sql(IDLE_IN_TRANSACTION)
     finally:
         stub.held.set()
@@ -217,7 +225,8 @@ async def test_tei_requests_and_answers(client, use_reranker, stub):
     assert answer["reranker"]["applied"] is True
     assert ids(answer)[0] == by_content[max(TEXTS, key=lambda text: by_text(0, text))]
     assert answer["results"][0]["contributions"] == {
-        "reranker": pytest.approx(by_text(0, answer["results"][0]["content"]))}
+        "reranker": pytest.approx(by_text(0, answer["results"][0]["content"]))
+    }
     [request] = stub.requests
     assert set(request) == {"query", "texts", "truncate"}
     assert "authorization" not in stub.headers[0]
@@ -237,18 +246,21 @@ async def test_without_a_reranker_the_response_says_none(client):
     assert "reranker" not in answer["results"][0]["contributions"]
 
 
-async def test_a_server_started_with_a_reranker_reranks_mcp_searches(settings, stub, client,
-                                                                   api_key_for):
+async def test_a_server_started_with_a_reranker_reranks_mcp_searches(
+    settings, stub, client, api_key_for
+):
     by_content = await stored(client)
-    configured = settings.model_copy(update={"reranker": RerankerSettings(
-        kind="endpoint", base_url=stub.base_url)})
+    configured = settings.model_copy(
+        update={"reranker": RerankerSettings(kind="endpoint", base_url=stub.base_url)}
+    )
     key = await api_key_for("default")
     with serve_in_thread(create_app(configured)) as url:
         async with connect(f"{url}/mcp", {"Authorization": f"Bearer {key}"}) as mcp:
             answer = ok(await mcp.call_tool("memory_search", {"query": QUERY, "limit": 1}))
     assert answer["reranker"]["applied"] is True
     assert [hit["id"] for hit in answer["results"]] == [
-        by_content[max(TEXTS, key=lambda text: by_text(0, text))]]
+        by_content[max(TEXTS, key=lambda text: by_text(0, text))]
+    ]
     assert len(stub.requests) == 1
 
 
@@ -264,9 +276,17 @@ def tiny_cross_encoder(directory: Path) -> Path:
     tokenizer = BertTokenizerFast(vocab={token: i for i, token in enumerate(tokens)})
     torch.manual_seed(7)
     width = 16
-    model = BertForSequenceClassification(BertConfig(
-        vocab_size=len(tokens), hidden_size=width, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=64, num_labels=1))
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=len(tokens),
+            hidden_size=width,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=64,
+            num_labels=1,
+        )
+    )
     with torch.no_grad():
         attention = model.bert.encoder.layer[0].attention
         attention.self.query.weight.zero_()
@@ -281,8 +301,7 @@ def tiny_cross_encoder(directory: Path) -> Path:
     return directory
 
 
-async def test_a_local_cross_encoder_reorders_the_fused_results(client, use_reranker,
-                                                                tmp_path):
+async def test_a_local_cross_encoder_reorders_the_fused_results(client, use_reranker, tmp_path):
     from sentence_transformers import CrossEncoder
 
     path = await asyncio.to_thread(tiny_cross_encoder, tmp_path)
@@ -293,12 +312,14 @@ async def test_a_local_cross_encoder_reorders_the_fused_results(client, use_rera
     answer = await search(client)
     model = CrossEncoder(str(path), local_files_only=True)
     fused_texts = [hit["content"] for hit in fused["results"]]
-    expected = dict(zip(fused_texts, model.predict([(QUERY, text) for text in fused_texts]),
-                        strict=True))
+    expected = dict(
+        zip(fused_texts, model.predict([(QUERY, text) for text in fused_texts]), strict=True)
+    )
     assert len({round(float(score), 4) for score in expected.values()}) == len(TEXTS)
     assert answer["reranker"] == {"applied": True, "reason": None, "scored": len(TEXTS)}
-    assert ids(answer) == [by_content[text]
-                           for text in sorted(fused_texts, key=lambda text: -expected[text])]
+    assert ids(answer) == [
+        by_content[text] for text in sorted(fused_texts, key=lambda text: -expected[text])
+    ]
     assert ids(answer) != ids(fused)
     for hit in answer["results"]:
         assert hit["contributions"]["reranker"] == pytest.approx(float(expected[hit["content"]]))

@@ -31,12 +31,10 @@ def _field(response) -> str:
 
 
 async def test_put_creates_then_replaces_with_a_new_etag(client):
-    created = await _put(client, active_context={"project": "apollo"},
-                         scratchpad={"draft": "v1"})
+    created = await _put(client, active_context={"project": "apollo"}, scratchpad={"draft": "v1"})
     assert created.status_code == 201
     body = created.json()
-    assert (body["agent_id"], body["session_id"], body["version"]) == (
-        "planner", "session-1", 1)
+    assert (body["agent_id"], body["session_id"], body["version"]) == ("planner", "session-1", 1)
     assert created.headers["ETag"] == body["etag"]
 
     replaced = await _put(client, decisions=[{"chose": "plan B"}])
@@ -45,13 +43,17 @@ async def test_put_creates_then_replaces_with_a_new_etag(client):
     assert again["version"] == 2
     assert again["etag"] != body["etag"]
     assert (again["active_context"], again["scratchpad"], again["decisions"]) == (
-        {}, {}, [{"chose": "plan B"}])
+        {},
+        {},
+        [{"chose": "plan B"}],
+    )
     assert again["created_at"] == body["created_at"]
 
 
 async def test_get_returns_the_record_and_its_etag(client):
-    stored = (await _put(client, retrieved_memory_ids=["00000000-0000-4000-8000-000000000001"]
-                         )).json()
+    stored = (
+        await _put(client, retrieved_memory_ids=["00000000-0000-4000-8000-000000000001"])
+    ).json()
     response = await client.get(BASE)
     assert response.status_code == 200
     assert response.headers["ETag"] == stored["etag"]
@@ -72,10 +74,18 @@ async def test_records_are_per_agent_and_session(client):
 
 
 async def test_merge_patch_merges_objects_and_null_removes_keys(client):
-    await _put(client, active_context={"project": "apollo", "goals": ["ship"], "owner": "ann"},
-               scratchpad={"a": 1, "b": {"x": 1, "y": 2}})
-    response = await _patch(client, {"active_context": {"owner": None, "goals": ["test"]},
-                                     "scratchpad": {"b": {"y": None, "z": 3}}})
+    await _put(
+        client,
+        active_context={"project": "apollo", "goals": ["ship"], "owner": "ann"},
+        scratchpad={"a": 1, "b": {"x": 1, "y": 2}},
+    )
+    response = await _patch(
+        client,
+        {
+            "active_context": {"owner": None, "goals": ["test"]},
+            "scratchpad": {"b": {"y": None, "z": 3}},
+        },
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["active_context"] == {"project": "apollo", "goals": ["test"]}
@@ -97,13 +107,16 @@ async def test_merge_patch_needs_the_merge_patch_media_type(client):
     assert _field(response) == "Content-Type"
 
 
-@pytest.mark.parametrize(("patch", "field"), [
-    ({"colour": "blue"}, "body.colour"),
-    ({"agent_id": "someone-else"}, "body.agent_id"),
-    ({"retrieved_memory_ids": ["not-a-uuid"]}, "body.retrieved_memory_ids.0"),
-    ({"active_context": "flat"}, "body.active_context"),
-    ({"ttl_seconds": 5}, "body.ttl_seconds"),
-])
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"colour": "blue"}, "body.colour"),
+        ({"agent_id": "someone-else"}, "body.agent_id"),
+        ({"retrieved_memory_ids": ["not-a-uuid"]}, "body.retrieved_memory_ids.0"),
+        ({"active_context": "flat"}, "body.active_context"),
+        ({"ttl_seconds": 5}, "body.ttl_seconds"),
+    ],
+)
 async def test_invalid_patch_result_is_a_422_naming_the_field(client, patch, field):
     await _put(client, scratchpad={"kept": True})
     response = await _patch(client, patch)
@@ -116,12 +129,15 @@ async def test_patch_of_a_missing_record_is_a_404(client):
     assert (await _patch(client, {"scratchpad": {"a": 1}})).status_code == 404
 
 
-@pytest.mark.parametrize(("document", "field"), [
-    ({"scratchpad": []}, "body.scratchpad"),
-    ({"ttl_seconds": 10}, "body.ttl_seconds"),
-    ({"decisions": "none"}, "body.decisions"),
-    ({"expires_at": "2030-01-01T00:00:00Z"}, "body.expires_at"),
-])
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        ({"scratchpad": []}, "body.scratchpad"),
+        ({"ttl_seconds": 10}, "body.ttl_seconds"),
+        ({"decisions": "none"}, "body.decisions"),
+        ({"expires_at": "2030-01-01T00:00:00Z"}, "body.expires_at"),
+    ],
+)
 async def test_invalid_put_is_a_422_naming_the_field(client, document, field):
     response = await client.put(BASE, json=document)
     assert response.status_code == 422
@@ -135,16 +151,16 @@ async def test_stale_if_match_is_412_and_the_write_is_refused(client):
     stale = await _patch(client, {"scratchpad": {"n": 99}}, headers={"If-Match": first})
     assert stale.status_code == 412
     assert stale.headers["content-type"] == "application/problem+json"
-    put_stale = await client.put(BASE, json={"scratchpad": {"n": 99}},
-                                 headers={"If-Match": first})
+    put_stale = await client.put(BASE, json={"scratchpad": {"n": 99}}, headers={"If-Match": first})
     assert put_stale.status_code == 412
     assert (await client.get(BASE)).json()["scratchpad"] == {"n": 2}
 
 
 async def test_matching_if_match_writes(client):
     etag = (await _put(client, scratchpad={"n": 1})).json()["etag"]
-    response = await client.put(BASE, json={"scratchpad": {"n": 2}},
-                                headers={"If-Match": f'"other", {etag}'})
+    response = await client.put(
+        BASE, json={"scratchpad": {"n": 2}}, headers={"If-Match": f'"other", {etag}'}
+    )
     assert response.status_code == 200
     star = await _patch(client, {"scratchpad": {"n": 3}}, headers={"If-Match": "*"})
     assert star.status_code == 200
@@ -157,11 +173,13 @@ async def test_if_match_without_a_record_is_412(client):
 
 
 async def test_if_none_match_star_creates_once_and_refuses_an_existing_record(client):
-    created = await client.put(BASE, json={"scratchpad": {"owner": "first"}},
-                               headers={"If-None-Match": "*"})
+    created = await client.put(
+        BASE, json={"scratchpad": {"owner": "first"}}, headers={"If-None-Match": "*"}
+    )
     assert created.status_code == 201
-    again = await client.put(BASE, json={"scratchpad": {"owner": "second"}},
-                             headers={"If-None-Match": "*"})
+    again = await client.put(
+        BASE, json={"scratchpad": {"owner": "second"}}, headers={"If-None-Match": "*"}
+    )
     assert again.status_code == 412
     assert again.headers["content-type"] == "application/problem+json"
     assert _field(again) == "If-None-Match"
@@ -169,9 +187,12 @@ async def test_if_none_match_star_creates_once_and_refuses_an_existing_record(cl
 
 
 async def test_two_concurrent_creations_one_wins(client):
-    responses = await asyncio.gather(*(
-        client.put(BASE, json={"scratchpad": {"owner": name}}, headers={"If-None-Match": "*"})
-        for name in ("a", "b")))
+    responses = await asyncio.gather(
+        *(
+            client.put(BASE, json={"scratchpad": {"owner": name}}, headers={"If-None-Match": "*"})
+            for name in ("a", "b")
+        )
+    )
     assert sorted(r.status_code for r in responses) == [201, 412]
     [winner] = [r for r in responses if r.status_code == 201]
     assert (await client.get(BASE)).json()["scratchpad"] == winner.json()["scratchpad"]
@@ -180,19 +201,22 @@ async def test_two_concurrent_creations_one_wins(client):
 async def test_if_none_match_star_creates_over_an_expired_record(client, sql):
     await _put(client, scratchpad={"old": True})
     await sql("UPDATE working_memories SET expires_at = now() - interval '1 second'")
-    created = await client.put(BASE, json={"scratchpad": {"new": True}},
-                               headers={"If-None-Match": "*"})
+    created = await client.put(
+        BASE, json={"scratchpad": {"new": True}}, headers={"If-None-Match": "*"}
+    )
     assert created.status_code == 201
     assert created.json()["version"] == 1
 
 
 async def test_if_none_match_with_the_records_etag_is_412(client):
     etag = (await _put(client, scratchpad={"n": 1})).json()["etag"]
-    same = await client.put(BASE, json={"scratchpad": {"n": 2}},
-                            headers={"If-None-Match": f'"other", W/{etag}'})
+    same = await client.put(
+        BASE, json={"scratchpad": {"n": 2}}, headers={"If-None-Match": f'"other", W/{etag}'}
+    )
     assert same.status_code == 412
-    other = await client.put(BASE, json={"scratchpad": {"n": 3}},
-                             headers={"If-None-Match": '"other"'})
+    other = await client.put(
+        BASE, json={"scratchpad": {"n": 3}}, headers={"If-None-Match": '"other"'}
+    )
     assert other.status_code == 200
     assert other.json()["scratchpad"] == {"n": 3}
 
@@ -205,8 +229,9 @@ async def test_weak_etags_never_match(client):
 
 async def test_concurrent_patches_of_different_keys_all_land(client):
     await _put(client)
-    responses = await asyncio.gather(*(
-        _patch(client, {"scratchpad": {f"k{i}": i}}) for i in range(10)))
+    responses = await asyncio.gather(
+        *(_patch(client, {"scratchpad": {f"k{i}": i}}) for i in range(10))
+    )
     assert all(r.status_code == 200 for r in responses)
     body = (await client.get(BASE)).json()
     assert body["scratchpad"] == {f"k{i}": i for i in range(10)}
@@ -232,17 +257,19 @@ async def test_scratchpad_null_value_is_stored_as_null(client):
     await _put(client)
     await client.put(f"{BASE}/scratchpad/nothing", json={"value": None})
     assert (await client.get(f"{BASE}/scratchpad/nothing")).json() == {
-        "key": "nothing", "value": None}
+        "key": "nothing",
+        "value": None,
+    }
 
 
 async def test_scratchpad_write_honours_if_match(client):
     etag = (await _put(client)).json()["etag"]
     await client.put(f"{BASE}/scratchpad/a", json={"value": 1})
-    stale = await client.put(f"{BASE}/scratchpad/b", json={"value": 2},
-                             headers={"If-Match": etag})
+    stale = await client.put(f"{BASE}/scratchpad/b", json={"value": 2}, headers={"If-Match": etag})
     assert stale.status_code == 412
-    assert (await client.delete(f"{BASE}/scratchpad/a", headers={"If-Match": etag})
-            ).status_code == 412
+    assert (
+        await client.delete(f"{BASE}/scratchpad/a", headers={"If-Match": etag})
+    ).status_code == 412
 
 
 async def test_scratchpad_write_needs_a_record_and_a_value(client):
@@ -287,13 +314,14 @@ async def test_put_over_an_expired_record_starts_afresh(client, sql):
     assert body["etag"] != old["etag"]
 
 
-async def test_cleanup_job_deletes_expired_records_only(client, app, sql, settings,
-                                                      tenant_client):
+async def test_cleanup_job_deletes_expired_records_only(client, app, sql, settings, tenant_client):
     await _put(client)
     await _put(client, "/v1/working-memory/planner/live")
     await _put(await tenant_client("other"), "/v1/working-memory/planner/theirs")
-    await sql("UPDATE working_memories SET expires_at = now() - interval '1 second' "
-              "WHERE session_id IN ('session-1', 'theirs')")
+    await sql(
+        "UPDATE working_memories SET expires_at = now() - interval '1 second' "
+        "WHERE session_id IN ('session-1', 'theirs')"
+    )
     job = await run_job(client, job_context(app, settings), "cleanup")
     assert job["status"] == "succeeded"
     assert job["result"]["working_memories_deleted"] == 1
@@ -318,4 +346,3 @@ async def test_another_tenants_record_is_not_found(client, tenant_client):
     created = await other.put(BASE, json={})
     assert created.status_code == 201
     assert (await client.get(BASE)).json()["scratchpad"] == {"secret": "mine"}
-

@@ -13,14 +13,28 @@ from tests.support.tools import needs
 @needs(CHROMIUM_PROGRAM, install="apt-get install chromium")
 def test_swagger_ui_renders_the_operations_offline(settings):
     assert CHROMIUM is not None
-    with serve_in_thread(create_app(settings)) as url, \
-            tempfile.TemporaryDirectory() as profile:
+    with serve_in_thread(create_app(settings)) as url, tempfile.TemporaryDirectory() as profile:
         dom = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-quic", f"--user-data-dir={profile}", "--virtual-time-budget=15000",
-             "--dump-dom", f"{url}/docs"],
-            capture_output=True, text=True, timeout=120, check=True).stdout
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-quic",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=15000",
+                "--dump-dom",
+                f"{url}/docs",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
     assert 'class="swagger-ui' in dom
     assert "opblock" in dom
     for operation in ("Store an episode", "Hybrid, semantic or keyword search", "Create a run"):

@@ -26,10 +26,12 @@ class PeerSession(EngramSession):
     """An EngramSession that opens a client for each call, so it works on any event loop
     (the tests' `run_sync` runs on a loop of its own)."""
 
-    def __init__(self, session_id: str, db_path: Any = None,
-                 session_settings: Any = None, **_: Any) -> None:
-        super().__init__(session_id, AsyncEngramClient(URL), butler="peer",
-                         session_settings=session_settings)
+    def __init__(
+        self, session_id: str, db_path: Any = None, session_settings: Any = None, **_: Any
+    ) -> None:
+        super().__init__(
+            session_id, AsyncEngramClient(URL), butler="peer", session_settings=session_settings
+        )
         self.key = _key["current"]
 
     async def _call(self, name: str, *args: Any) -> Any:

@@ -43,13 +43,15 @@ def live_url(settings: Settings) -> Iterator[str]:
 
 def _pointed_at_engram(source: str) -> str:
     """The test module with its own store fixtures renamed away, so the harness's are used."""
-    source = re.sub(r"^(async )?def (store|create_vector_store)\(", r"\1def _sqlite_\2(",
-                    source, flags=re.M)
-    return source + ("\n\nfrom conftest import store  # noqa\n"
-                     "from conftest import create_vector_store  # noqa\n"
-                     if "async def _sqlite_create_vector_store" not in source else
-                     "\n\nfrom conftest import store  # noqa\n"
-                     "from conftest import acreate_vector_store as create_vector_store  # noqa\n")
+    source = re.sub(
+        r"^(async )?def (store|create_vector_store)\(", r"\1def _sqlite_\2(", source, flags=re.M
+    )
+    return source + (
+        "\n\nfrom conftest import store  # noqa\nfrom conftest import create_vector_store  # noqa\n"
+        if "async def _sqlite_create_vector_store" not in source
+        else "\n\nfrom conftest import store  # noqa\n"
+        "from conftest import acreate_vector_store as create_vector_store  # noqa\n"
+    )
 
 
 @pytest.mark.timeout(3600)
@@ -63,18 +65,41 @@ async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
         (suite / name).write_text(_pointed_at_engram(source))
     shutil.copy(ROOT / "tests/support/langgraph_peer_conftest.py", tmp_path / "conftest.py")
     keys = [await api_key_for(f"langgraph-peer-{n}") for n in range(KEYS)]
-    env = {**os.environ, "ENGRAM_URL": live_url, "ENGRAM_PEER_KEYS": json.dumps(keys),
-           "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    env = {
+        **os.environ,
+        "ENGRAM_URL": live_url,
+        "ENGRAM_PEER_KEYS": json.dumps(keys),
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+    }
     result = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                         "-o", "asyncio_mode=auto", "--rootdir", str(tmp_path),
-                         "--durations=0", "--durations-min=1", "-rfE", "--timeout=600", "tests"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=3600, env=env)
+        subprocess.run,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "asyncio_mode=auto",
+            "--rootdir",
+            str(tmp_path),
+            "--durations=0",
+            "--durations-min=1",
+            "-rfE",
+            "--timeout=600",
+            "tests",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=env,
+    )
     print(result.stdout[-20000:])
     summary = result.stdout.strip().splitlines()[-1]
     assert "passed" in summary, result.stdout[-3000:] + result.stderr[-3000:]
-    failed = [line.split()[1] for line in result.stdout.splitlines()
-              if line.startswith("FAILED")]
+    failed = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("FAILED")]
     assert [name for name in failed if not name.split("::", 1)[1].startswith(ELSEWHERE)] == []
 
 
@@ -82,8 +107,14 @@ async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
 # SQLite store's internals, scores of the tests' character-count embedding, sync calls refused
 # on an event loop's thread, and filter keys refused outside [A-Za-z0-9_.-].
 ELSEWHERE = (
-    "TestSqliteStore::", "test_vector_store_initialization", "test_nonnull_migrations",
-    "test_escape_glob_literal", "test_namespace_match_pattern",
-    "test_list_namespaces_prefix_uses_indexable_condition", "test_scores[",
-    "test_embed_with_path", "test_no_running_loop[", "test_sql_injection_vulnerability[",
+    "TestSqliteStore::",
+    "test_vector_store_initialization",
+    "test_nonnull_migrations",
+    "test_escape_glob_literal",
+    "test_namespace_match_pattern",
+    "test_list_namespaces_prefix_uses_indexable_condition",
+    "test_scores[",
+    "test_embed_with_path",
+    "test_no_running_loop[",
+    "test_sql_injection_vulnerability[",
 )

@@ -56,8 +56,10 @@ async def test_query_pages_are_slices_of_one_ranking(store):
     for i in range(5):
         store.put(("pages",), f"doc{i}", {"text": f"test document number {i}"})
     full = [item.key for item in store.search(("pages",), query="test", limit=10)]
-    pages = [[item.key for item in store.search(("pages",), query="test", limit=2,
-                                                 offset=offset)] for offset in (0, 2, 4)]
+    pages = [
+        [item.key for item in store.search(("pages",), query="test", limit=2, offset=offset)]
+        for offset in (0, 2, 4)
+    ]
     assert pages == [full[0:2], full[2:4], full[4:5]]
 
 
@@ -119,10 +121,15 @@ async def test_delete_removes_every_version(store):
 
 
 async def test_values_survive_byte_for_byte(store):
-    value = {"zeta": 1, "alpha": [1.5, 0.1, 1e-300, 12345678901234567890, -0.0, True, None],
-             "nested": {"b": {"c": ["x", {"d": "é€😀"}]}, "a": ""},
-             "text": "line\nbreak\ttab \"quoted\" \\ back", "nul": "\u0000",
-             "中文": "这是中文", "empty": {}}
+    value = {
+        "zeta": 1,
+        "alpha": [1.5, 0.1, 1e-300, 12345678901234567890, -0.0, True, None],
+        "nested": {"b": {"c": ["x", {"d": "é€😀"}]}, "a": ""},
+        "text": 'line\nbreak\ttab "quoted" \\ back',
+        "nul": "\u0000",
+        "中文": "这是中文",
+        "empty": {},
+    }
     store.put(("bytes",), "k", value)
     got = store.get(("bytes",), "k").value
     assert json.dumps(got, ensure_ascii=False) == json.dumps(value, ensure_ascii=False)
@@ -153,17 +160,19 @@ async def test_keys_and_namespaces_are_exact(store):
 async def test_batch_runs_operations_in_order_with_one_result_each(store):
     store.put(("test", "foo"), "key1", {"data": "value1"})
     store.put(("test", "bar"), "key2", {"data": "value2"})
-    results = store.batch([
-        GetOp(("test", "foo"), "key1"),
-        PutOp(("test", "bar"), "key2", {"data": "value2"}),
-        SearchOp(("test",), filter={"data": "value1"}, limit=10, offset=0),
-        ListNamespacesOp(match_conditions=None, max_depth=None, limit=10, offset=0),
-        GetOp(("test",), "key3"),
-        PutOp(("test",), "key3", {"data": "value3"}),
-        GetOp(("test",), "key3"),
-        PutOp(("test",), "key3", None),
-        GetOp(("test",), "key3"),
-    ])
+    results = store.batch(
+        [
+            GetOp(("test", "foo"), "key1"),
+            PutOp(("test", "bar"), "key2", {"data": "value2"}),
+            SearchOp(("test",), filter={"data": "value1"}, limit=10, offset=0),
+            ListNamespacesOp(match_conditions=None, max_depth=None, limit=10, offset=0),
+            GetOp(("test",), "key3"),
+            PutOp(("test",), "key3", {"data": "value3"}),
+            GetOp(("test",), "key3"),
+            PutOp(("test",), "key3", None),
+            GetOp(("test",), "key3"),
+        ]
+    )
     assert results[0].value == {"data": "value1"}
     assert results[1] is None and results[5] is None and results[7] is None
     assert [item.key for item in results[2]] == ["key1"]
@@ -173,28 +182,58 @@ async def test_batch_runs_operations_in_order_with_one_result_each(store):
 
 
 async def test_list_namespaces_matches_pages_and_cuts_depth(store):
-    for namespace in [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"),
-                      ("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f"), ("users", "123"),
-                      ("users", "456", "settings"), ("admin", "users", "789"),
-                      ("foo",), ("foobar", "baz")]:
+    for namespace in [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+        ("users", "123"),
+        ("users", "456", "settings"),
+        ("admin", "users", "789"),
+        ("foo",),
+        ("foobar", "baz"),
+    ]:
         store.put(namespace, "k", {"v": 1})
     assert store.list_namespaces(prefix=("a", "b")) == [
-        ("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f")]
-    assert store.list_namespaces(suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f"),
-                                                    ("b", "a", "f")]
-    assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"),
-                                                                  ("a", "c", "f")]
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+    ]
+    assert store.list_namespaces(suffix=("f",)) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f")]
     assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
-    assert store.list_namespaces(prefix=("users", "*")) == [("users", "123"),
-                                                            ("users", "456", "settings")]
+    assert store.list_namespaces(prefix=("users", "*")) == [
+        ("users", "123"),
+        ("users", "456", "settings"),
+    ]
     assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [
-        ("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
-    assert store.list_namespaces(max_depth=1) == [("a",), ("admin",), ("b",), ("foo",),
-                                                  ("foobar",), ("users",)]
-    assert store.list_namespaces(prefix=("a", "b"), limit=2) == [("a", "b", "c"),
-                                                                 ("a", "b", "d", "e")]
-    assert store.list_namespaces(prefix=("a", "b"), offset=2) == [("a", "b", "d", "i"),
-                                                                  ("a", "b", "f")]
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+        ("a", "b", "f"),
+    ]
+    assert store.list_namespaces(max_depth=1) == [
+        ("a",),
+        ("admin",),
+        ("b",),
+        ("foo",),
+        ("foobar",),
+        ("users",),
+    ]
+    assert store.list_namespaces(prefix=("a", "b"), limit=2) == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+    ]
+    assert store.list_namespaces(prefix=("a", "b"), offset=2) == [
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+    ]
     assert store.list_namespaces(prefix=("foo",)) == [("foo",)]
     assert store.list_namespaces(prefix=("nonexistent",)) == []
     assert len(store.list_namespaces()) == 11
@@ -207,22 +246,34 @@ async def test_list_namespaces_matches_pages_and_cuts_depth(store):
 
 async def test_search_without_a_query_filters_and_pages_newest_first(store):
     for namespace, key, value in [
-            (("test", "docs"), "doc1", {"title": "First", "author": "Alice", "score": 4.5,
-                                        "meta": {"lang": "en"}}),
-            (("test", "docs"), "doc2", {"title": "Second", "author": "Bob", "score": 3.0,
-                                        "meta": {"lang": "fr"}}),
-            (("test", "images"), "img1", {"title": "Image", "author": "Alice", "score": 4.0}),
-            (("testing",), "other", {"title": "Elsewhere", "author": "Alice"})]:
+        (
+            ("test", "docs"),
+            "doc1",
+            {"title": "First", "author": "Alice", "score": 4.5, "meta": {"lang": "en"}},
+        ),
+        (
+            ("test", "docs"),
+            "doc2",
+            {"title": "Second", "author": "Bob", "score": 3.0, "meta": {"lang": "fr"}},
+        ),
+        (("test", "images"), "img1", {"title": "Image", "author": "Alice", "score": 4.0}),
+        (("testing",), "other", {"title": "Elsewhere", "author": "Alice"}),
+    ]:
         store.put(namespace, key, value)
     assert [i.key for i in store.search(("test",))] == ["img1", "doc2", "doc1"]
     assert {i.key for i in store.search(())} == {"img1", "doc2", "doc1", "other"}
     assert [i.key for i in store.search(("test", "docs"))] == ["doc2", "doc1"]
-    assert [i.key for i in store.search(("test",), filter={"author": "Alice"})] == [
-        "img1", "doc1"]
+    assert [i.key for i in store.search(("test",), filter={"author": "Alice"})] == ["img1", "doc1"]
     assert [i.key for i in store.search(("test",), filter={"score": {"$gt": 3.2}})] == [
-        "img1", "doc1"]
-    assert [i.key for i in store.search(("test",), filter={"score": {"$gte": 3.0, "$lt": 4.5},
-                                                           "author": {"$ne": "Alice"}})] == ["doc2"]
+        "img1",
+        "doc1",
+    ]
+    assert [
+        i.key
+        for i in store.search(
+            ("test",), filter={"score": {"$gte": 3.0, "$lt": 4.5}, "author": {"$ne": "Alice"}}
+        )
+    ] == ["doc2"]
     assert [i.key for i in store.search(("test",), filter={"meta": {"lang": "fr"}})] == ["doc2"]
     assert [i.key for i in store.search(("test",), limit=2)] == ["img1", "doc2"]
     assert [i.key for i in store.search(("test",), offset=2)] == ["doc1"]
@@ -243,16 +294,23 @@ async def test_filters_the_server_cannot_hold_still_filter(store):
     assert keys({"price": {"$lt": 10**400}}) == ["cheap", "dear"]
     assert keys({"price": float("nan")}) == []
     assert keys({"user.access-level": "guest\x00' OR '1'='1"}) == []
-    assert [i.key for i in store.search(("items",), query="price", filter={
-        "price": {"$gte": float("-inf")}, "user.access-level": "guest"})] == ["cheap"]
-
+    assert [
+        i.key
+        for i in store.search(
+            ("items",),
+            query="price",
+            filter={"price": {"$gte": float("-inf")}, "user.access-level": "guest"},
+        )
+    ] == ["cheap"]
 
 
 async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
-    for key, value in [("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
-                       ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
-                       ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),
-                       ("doc4", {"text": "blue car", "color": "blue", "score": 3.5})]:
+    for key, value in [
+        ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
+        ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
+        ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),
+        ("doc4", {"text": "blue car", "color": "blue", "score": 3.5}),
+    ]:
         store.put(("test",), key, value)
     store.put(("elsewhere",), "doc5", {"text": "red apple", "color": "red"})
 
@@ -263,12 +321,14 @@ async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
     assert [i.key for i in cars] == ["doc2", "doc1"]
     blue = store.search(("test",), query="bbbbluuu", filter={"score": {"$gt": 3.2}})
     assert {i.key for i in blue} == {"doc1", "doc3", "doc4"}
-    green = store.search(("test",), query="apple", filter={"score": {"$gte": 4.0},
-                                                           "color": "green"})
+    green = store.search(
+        ("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"}
+    )
     assert [i.key for i in green] == ["doc3"]
 
-    first, second = (store.search(("test",), query="car", limit=2, offset=offset)
-                     for offset in (0, 2))
+    first, second = (
+        store.search(("test",), query="car", limit=2, offset=offset) for offset in (0, 2)
+    )
     assert len(first) == len(second) == 2
     assert {i.key for i in first} | {i.key for i in second} == {"doc1", "doc2", "doc3", "doc4"}
     for query in ("", "car " * 100, "car!@#$%^&*()"):
@@ -287,9 +347,18 @@ async def test_search_with_a_query_is_engrams_search_in_the_namespace(store):
 
 
 async def test_a_query_over_many_namespaces_searches_the_tenant_and_keeps_the_prefix(store):
-    topics = ["tennis on Sundays", "knitting scarves", "baking sourdough", "chess openings",
-              "watching birds", "growing tomatoes", "learning Welsh", "climbing walls",
-              "playing the cello", "collecting stamps"]
+    topics = [
+        "tennis on Sundays",
+        "knitting scarves",
+        "baking sourdough",
+        "chess openings",
+        "watching birds",
+        "growing tomatoes",
+        "learning Welsh",
+        "climbing walls",
+        "playing the cello",
+        "collecting stamps",
+    ]
     for n, topic in enumerate(topics):
         store.put(("hobbies", f"user{n}"), "hobby", {"text": f"This user enjoys {topic}."})
     store.put(("other",), "hobby", {"text": "This user enjoys baking sourdough."})
@@ -300,8 +369,13 @@ async def test_a_query_over_many_namespaces_searches_the_tenant_and_keeps_the_pr
 
 
 async def test_search_finds_non_ascii_text(store):
-    for key, text in [("1", "这是中文"), ("2", "これは日本語です"), ("3", "이건 한국어야"),
-                      ("4", "Это русский"), ("5", "यह रूसी है")]:
+    for key, text in [
+        ("1", "这是中文"),
+        ("2", "これは日本語です"),
+        ("3", "이건 한국어야"),
+        ("4", "Это русский"),
+        ("5", "यह रूसी है"),
+    ]:
         store.put(("user_123", "memories"), key, {"text": text})
     for key, text in [("1", "这是中文"), ("3", "이건 한국어야"), ("4", "Это русский")]:
         assert store.search(("user_123", "memories"), query=text)[0].key == key
@@ -354,8 +428,9 @@ async def test_score_is_the_similarity_comparable_across_queries(store):
     assert close[0].key == "cat"
     cat_far = next(i for i in far if i.key == "cat")
     assert close[0].score > cat_far.score
-    found = store.client.search("Where does my cat sleep?", types=["fact"], limit=5,
-                                min_confidence=0.0, scope="pets")
+    found = store.client.search(
+        "Where does my cat sleep?", types=["fact"], limit=5, min_confidence=0.0, scope="pets"
+    )
     assert close[0].score == pytest.approx(found.results[0].similarity)
     assert [i.score for i in close] == sorted((i.score for i in close), reverse=True)
 
@@ -367,14 +442,23 @@ async def test_the_async_operations_do_the_same(store):
     await store.aput(("async", "other"), "doc2", {"text": "Bo drinks green tea"})
     assert (await store.aget(namespace, "doc1")).value == {"text": "Ann lives in Nantes"}
     assert [v.value["text"] for v in await store.ahistory(namespace, "doc1")] == [
-        "Ann lives in Nantes", "Ann lives in Lyon"]
+        "Ann lives in Nantes",
+        "Ann lives in Lyon",
+    ]
     found = await store.asearch(("async",), query="Where does Ann live?")
     assert [i.key for i in found] == ["doc1", "doc2"]
-    assert await store.alist_namespaces(prefix=("async",)) == [("async", "docs"),
-                                                               ("async", "other")]
-    results = await store.abatch([GetOp(namespace, "doc1"), PutOp(namespace, "doc1", None),
-                                  GetOp(namespace, "doc1"),
-                                  SearchOp(("async",), limit=10)])
+    assert await store.alist_namespaces(prefix=("async",)) == [
+        ("async", "docs"),
+        ("async", "other"),
+    ]
+    results = await store.abatch(
+        [
+            GetOp(namespace, "doc1"),
+            PutOp(namespace, "doc1", None),
+            GetOp(namespace, "doc1"),
+            SearchOp(("async",), limit=10),
+        ]
+    )
     assert results[0].key == "doc1" and results[1] is None and results[2] is None
     assert [i.key for i in results[3]] == ["doc2"]
     await store.adelete(("async", "other"), "doc2")
@@ -395,8 +479,11 @@ def _memory_node(state: Turn, runtime: Runtime[User]) -> dict[str, str]:
     """Remember what follows 'remember:', else answer from the user's memories."""
     namespace = ("memories", runtime.context.user_id)
     if state["message"].startswith("remember:"):
-        runtime.store.put(namespace, str(uuid.uuid4()),
-                          {"text": state["message"].removeprefix("remember:").strip()})
+        runtime.store.put(
+            namespace,
+            str(uuid.uuid4()),
+            {"text": state["message"].removeprefix("remember:").strip()},
+        )
         return {"answer": "noted"}
     hits = runtime.store.search(namespace, query=state["message"], limit=1)
     return {"answer": hits[0].value["text"] if hits else "I don't know"}
@@ -415,8 +502,7 @@ async def test_a_graph_remembers_in_one_thread_and_recalls_in_another(store):
 
     assert say("first", "ann", "remember: Ann's favourite colour is green") == "noted"
     assert say("first", "ann", "remember: Ann's dog is called Rex") == "noted"
-    assert say("second", "ann", "What colour does Ann like?") == (
-        "Ann's favourite colour is green")
+    assert say("second", "ann", "What colour does Ann like?") == ("Ann's favourite colour is green")
     assert say("third", "ann", "What is the name of her dog?") == "Ann's dog is called Rex"
     assert say("fourth", "bo", "What colour does Ann like?") == "I don't know"
     second = graph.get_state({"configurable": {"thread_id": "second"}}).values
@@ -428,8 +514,13 @@ async def test_the_documented_example_runs_as_written(live_url, api_key_for):
     [example] = examples("LangGraph", "python", CLIENTS)
     key = await api_key_for("langgraph-readme")
     result = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", example], capture_output=True, text=True,
-        timeout=300, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
+        subprocess.run,
+        [sys.executable, "-c", example],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Ann's favourite colour is green"
 
@@ -446,11 +537,13 @@ async def test_calls_started_together_run_as_a_few_bulk_requests_in_order(store)
     calls = []
     for n in range(100):
         namespace = ("many", str(n % 2))
-        calls += [store.aput(namespace, f"key{n}", {"n": n}),
-                  store.aget(namespace, f"key{n}"),
-                  store.alist_namespaces(prefix=("many",)),
-                  store.asearch(("many",), limit=1000),
-                  store.aput(namespace, f"key{n}", {"n": n, "again": True})]
+        calls += [
+            store.aput(namespace, f"key{n}", {"n": n}),
+            store.aget(namespace, f"key{n}"),
+            store.alist_namespaces(prefix=("many",)),
+            store.asearch(("many",), limit=1000),
+            store.aput(namespace, f"key{n}", {"n": n, "again": True}),
+        ]
     calls += [store.adelete(("old",), "gone"), store.aget(("old",), "gone")]
     results = await asyncio.gather(*calls)
     assert len(sent) <= 10, sent
@@ -462,7 +555,9 @@ async def test_calls_started_together_run_as_a_few_bulk_requests_in_order(store)
     assert (await store.aget(("many", "1"), "key99")).value == {"n": 99, "again": True}
     assert len(await store.asearch(("many",), limit=1000)) == 100
     assert [v.value for v in await store.ahistory(("many", "0"), "key0")] == [
-        {"n": 0, "again": True}, {"n": 0}]
+        {"n": 0, "again": True},
+        {"n": 0},
+    ]
 
 
 async def test_one_bad_call_among_calls_started_together_fails_only_itself(store):
@@ -478,11 +573,15 @@ async def test_one_bad_call_among_calls_started_together_fails_only_itself(store
 async def test_filters_and_pages_are_decided_by_the_server(store):
     """A filtered listing reads only the items the filter admits, not every item of the
     store; a filtered query search asks the server for them alone."""
-    await store.abatch([PutOp(("bulk", str(n % 3)), f"k{n}", {"kind": "common", "n": n})
-                        for n in range(450)])
-    rare = [await store.aput(("bulk", "1"), f"rare{n}", {"kind": "rare", "n": 1000 + n,
-                                                         "about": "green tea"})
-            for n in range(3)]
+    await store.abatch(
+        [PutOp(("bulk", str(n % 3)), f"k{n}", {"kind": "common", "n": n}) for n in range(450)]
+    )
+    rare = [
+        await store.aput(
+            ("bulk", "1"), f"rare{n}", {"kind": "rare", "n": 1000 + n, "about": "green tea"}
+        )
+        for n in range(3)
+    ]
     assert rare == [None] * 3
     sent: list[str] = []
 

@@ -17,24 +17,31 @@ from tests.support.readme import CLIENTS, examples
 def chat(client: AsyncEngramClient, session_id: str) -> SimpleChatEngine:
     """A chat engine whose short-term memory keeps only the last turn or so; MockLLM answers
     with the prompt it was given, memory included."""
-    memory = Memory.from_defaults(session_id=session_id, token_limit=100, token_flush_size=20,
-                                  memory_blocks=[EngramMemoryBlock(client=client,
-                                                                   butler="chat")])
+    memory = Memory.from_defaults(
+        session_id=session_id,
+        token_limit=100,
+        token_flush_size=20,
+        memory_blocks=[EngramMemoryBlock(client=client, butler="chat")],
+    )
     return SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
 
 
 @pytest.fixture
 async def client(live_url, api_key_for) -> AsyncIterator[AsyncEngramClient]:
     key = await api_key_for("llama-index")
-    async with AsyncEngramClient(live_url, api_key=key,
-                                 retry=RetryPolicy(retries=2, base_delay=0.01)) as engram:
+    async with AsyncEngramClient(
+        live_url, api_key=key, retry=RetryPolicy(retries=2, base_delay=0.01)
+    ) as engram:
         yield engram
 
 
 async def test_a_later_session_gets_the_turns_an_earlier_one_let_go(client):
     monday = chat(client, "monday")
-    for said in ("Ann's favourite colour is green.", "Her dog is called Rex.",
-                 "She lives in Lyon."):
+    for said in (
+        "Ann's favourite colour is green.",
+        "Her dog is called Rex.",
+        "She lives in Lyon.",
+    ):
         await monday.achat(said)
     stored = (await client.list_page("episodes", session_id="monday"))["items"]
     assert "Ann's favourite colour is green." in [episode["content"] for episode in stored]

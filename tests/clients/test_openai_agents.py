@@ -31,8 +31,17 @@ class ScriptedModel(Model):
         self.turns = list(turns)
         self.inputs: list[list[Any]] = []
 
-    async def get_response(self, system_instructions, input, model_settings, tools,
-                           output_schema, handoffs, tracing, **_: Any) -> ModelResponse:
+    async def get_response(
+        self,
+        system_instructions,
+        input,
+        model_settings,
+        tools,
+        output_schema,
+        handoffs,
+        tracing,
+        **_: Any,
+    ) -> ModelResponse:
         items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
         self.inputs.append(items)
         return ModelResponse(output=self.turns.pop(0)(items), usage=Usage(), response_id=None)
@@ -42,52 +51,83 @@ class ScriptedModel(Model):
 
 
 def call(name: str, **arguments: Any) -> Turn:
-    return lambda _: [ResponseFunctionToolCall(
-        type="function_call", call_id=f"call-{name}", name=name,
-        arguments=json.dumps(arguments))]
+    return lambda _: [
+        ResponseFunctionToolCall(
+            type="function_call", call_id=f"call-{name}", name=name, arguments=json.dumps(arguments)
+        )
+    ]
 
 
 def say(text: str | Callable[[list[Any]], str]) -> Turn:
-    return lambda items: [ResponseOutputMessage(
-        type="message", id="msg", role="assistant", status="completed",
-        content=[ResponseOutputText(type="output_text", annotations=[],
-                                    text=text(items) if callable(text) else text)])]
+    return lambda items: [
+        ResponseOutputMessage(
+            type="message",
+            id="msg",
+            role="assistant",
+            status="completed",
+            content=[
+                ResponseOutputText(
+                    type="output_text", annotations=[], text=text(items) if callable(text) else text
+                )
+            ],
+        )
+    ]
 
 
 def tool_outputs(items: list[Any]) -> str:
     """The outputs of the tool calls the model was given, as one JSON list."""
-    return json.dumps([json.loads(i["output"]) for i in items
-                       if i.get("type") == "function_call_output"])
+    return json.dumps(
+        [json.loads(i["output"]) for i in items if i.get("type") == "function_call_output"]
+    )
 
 
 @pytest.fixture
 async def client(live_url, api_key_for) -> AsyncIterator[AsyncEngramClient]:
     key = await api_key_for("openai-agents")
-    async with AsyncEngramClient(live_url, api_key=key,
-                                 retry=RetryPolicy(retries=2, base_delay=0.01)) as engram:
+    async with AsyncEngramClient(
+        live_url, api_key=key, retry=RetryPolicy(retries=2, base_delay=0.01)
+    ) as engram:
         yield engram
 
 
 async def test_a_later_run_finds_what_an_earlier_one_remembered(client):
-    model = ScriptedModel(call("remember", subject="Ann", predicate="favourite colour",
-                               content="Ann's favourite colour is green"), say("noted"))
+    model = ScriptedModel(
+        call(
+            "remember",
+            subject="Ann",
+            predicate="favourite colour",
+            content="Ann's favourite colour is green",
+        ),
+        say("noted"),
+    )
     agent = Agent(name="assistant", model=model, tools=engram_tools(client, butler="chat"))
-    first = await Runner.run(agent, "Remember that Ann likes green",
-                             session=EngramSession("monday", client, butler="chat"),
-                             run_config=NO_TRACES)
+    first = await Runner.run(
+        agent,
+        "Remember that Ann likes green",
+        session=EngramSession("monday", client, butler="chat"),
+        run_config=NO_TRACES,
+    )
     assert first.final_output == "noted"
 
-    model = ScriptedModel(call("search", query="What colour does Ann like?"),
-                          call("recall", topic="Ann's favourite colour"), say(tool_outputs))
+    model = ScriptedModel(
+        call("search", query="What colour does Ann like?"),
+        call("recall", topic="Ann's favourite colour"),
+        say(tool_outputs),
+    )
     agent = Agent(name="assistant", model=model, tools=engram_tools(client, butler="chat"))
-    later = await Runner.run(agent, "What colour does Ann like?",
-                             session=EngramSession("tuesday", client, butler="chat"),
-                             run_config=NO_TRACES)
+    later = await Runner.run(
+        agent,
+        "What colour does Ann like?",
+        session=EngramSession("tuesday", client, butler="chat"),
+        run_config=NO_TRACES,
+    )
     searched, recalled = json.loads(later.final_output)
     assert ("fact", "Ann's favourite colour is green") in [
-        (hit["type"], hit["content"]) for hit in searched]
+        (hit["type"], hit["content"]) for hit in searched
+    ]
     assert [(hit["type"], hit["content"]) for hit in recalled] == [
-        ("fact", "Ann's favourite colour is green")]
+        ("fact", "Ann's favourite colour is green")
+    ]
 
     model = ScriptedModel(call("search", query="What colour does Ann like?"), say(tool_outputs))
     agent = Agent(name="assistant", model=model, tools=engram_tools(client, butler="other"))
@@ -98,19 +138,25 @@ async def test_a_later_run_finds_what_an_earlier_one_remembered(client):
 async def test_a_session_object_made_later_continues_the_conversation(client):
     model = ScriptedModel(call("search", query="Lyon"), say("Nothing yet."))
     agent = Agent(name="assistant", model=model, tools=engram_tools(client))
-    await Runner.run(agent, "I moved to Lyon", session=EngramSession("conv", client),
-                     run_config=NO_TRACES)
+    await Runner.run(
+        agent, "I moved to Lyon", session=EngramSession("conv", client), run_config=NO_TRACES
+    )
     stored = await EngramSession("conv", client).get_items()
     assert [item.get("type", "message") for item in stored] == [
-        "message", "function_call", "function_call_output", "message"]
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
     assert stored[0] == {"role": "user", "content": "I moved to Lyon"}
     assert stored[1]["name"] == "search" and stored[1]["call_id"] == "call-search"
     assert stored[3]["content"][0]["text"] == "Nothing yet."
 
     model = ScriptedModel(say("Lyon, you said."))
     agent = Agent(name="assistant", model=model)
-    await Runner.run(agent, "Where do I live?", session=EngramSession("conv", client),
-                     run_config=NO_TRACES)
+    await Runner.run(
+        agent, "Where do I live?", session=EngramSession("conv", client), run_config=NO_TRACES
+    )
     assert model.inputs[0][:4] == stored
     assert model.inputs[0][4] == {"role": "user", "content": "Where do I live?"}
 
@@ -135,10 +181,13 @@ async def test_the_session_protocol_over_episodes(client):
 
 def test_importing_engram_client_loads_no_framework():
     frameworks = ["agents", "pydantic_ai", "llama_index", "langgraph", "ai"]
-    code = ("import sys, engram_client; "
-            f"print(sorted(set({frameworks!r}) & {{m.split('.')[0] for m in sys.modules}}))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, check=True)
+    code = (
+        "import sys, engram_client; "
+        f"print(sorted(set({frameworks!r}) & {{m.split('.')[0] for m in sys.modules}}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert result.stdout.strip() == "[]"
 
 

@@ -20,8 +20,12 @@ def calls_then_reports(tool: str, **arguments: Any) -> FunctionModel:
     """A model that calls `tool` once, then answers with the tool's return value as JSON."""
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returned = [part for message in messages for part in message.parts
-                    if isinstance(part, ToolReturnPart)]
+        returned = [
+            part
+            for message in messages
+            for part in message.parts
+            if isinstance(part, ToolReturnPart)
+        ]
         if not returned:
             return ModelResponse(parts=[ToolCallPart(tool, arguments)])
         return ModelResponse(parts=[TextPart(json.dumps(returned[-1].content))])
@@ -32,35 +36,54 @@ def calls_then_reports(tool: str, **arguments: Any) -> FunctionModel:
 @pytest.fixture
 async def client(live_url, api_key_for) -> AsyncIterator[AsyncEngramClient]:
     key = await api_key_for("pydantic-ai")
-    async with AsyncEngramClient(live_url, api_key=key,
-                                 retry=RetryPolicy(retries=2, base_delay=0.01)) as engram:
+    async with AsyncEngramClient(
+        live_url, api_key=key, retry=RetryPolicy(retries=2, base_delay=0.01)
+    ) as engram:
         yield engram
 
 
 async def test_a_later_agent_finds_what_an_earlier_one_remembered(client):
-    first = Agent(calls_then_reports("remember", subject="Ann", predicate="favourite colour",
-                                     content="Ann's favourite colour is green"),
-                  toolsets=[engram_toolset(client, butler="chat")])
+    first = Agent(
+        calls_then_reports(
+            "remember",
+            subject="Ann",
+            predicate="favourite colour",
+            content="Ann's favourite colour is green",
+        ),
+        toolsets=[engram_toolset(client, butler="chat")],
+    )
     stored = json.loads((await first.run("Remember that Ann likes green")).output)
     assert stored["content"] == "Ann's favourite colour is green"
 
-    for tool, arguments in (("search", {"query": "What colour does Ann like?"}),
-                            ("recall", {"topic": "Ann's favourite colour"})):
-        later = Agent(calls_then_reports(tool, **arguments),
-                      toolsets=[engram_toolset(client, butler="chat")])
+    for tool, arguments in (
+        ("search", {"query": "What colour does Ann like?"}),
+        ("recall", {"topic": "Ann's favourite colour"}),
+    ):
+        later = Agent(
+            calls_then_reports(tool, **arguments), toolsets=[engram_toolset(client, butler="chat")]
+        )
         hits = json.loads((await later.run("What colour does Ann like?")).output)
-        assert hits[0] == {"type": "fact", "id": stored["id"],
-                           "content": "Ann's favourite colour is green"}
-    elsewhere = Agent(calls_then_reports("search", query="What colour does Ann like?"),
-                      toolsets=[engram_toolset(client, butler="other")])
+        assert hits[0] == {
+            "type": "fact",
+            "id": stored["id"],
+            "content": "Ann's favourite colour is green",
+        }
+    elsewhere = Agent(
+        calls_then_reports("search", query="What colour does Ann like?"),
+        toolsets=[engram_toolset(client, butler="other")],
+    )
     assert json.loads((await elsewhere.run("What colour does Ann like?")).output) == []
 
 
 async def test_the_test_model_calls_every_tool_with_arguments_from_their_schemas(client):
     agent = Agent(TestModel(), toolsets=[engram_toolset(client)])
     result = await agent.run("Use your memory")
-    called = {part.tool_name for message in result.all_messages() for part in message.parts
-              if isinstance(part, ToolReturnPart)}
+    called = {
+        part.tool_name
+        for message in result.all_messages()
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    }
     assert called == {"search", "recall", "remember"}
     assert len((await client.list_page("facts"))["items"]) == 1
 

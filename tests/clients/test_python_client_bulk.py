@@ -36,8 +36,9 @@ class InFlight:
 @pytest.fixture(scope="module")
 def counted(settings: Settings) -> Iterator[tuple[str, InFlight]]:
     """A live server with authentication on and no rate limit, its requests counted."""
-    app = InFlight(create_app(settings.model_copy(
-        update={"limits": LimitSettings(requests_per_second=0)})))
+    app = InFlight(
+        create_app(settings.model_copy(update={"limits": LimitSettings(requests_per_second=0)}))
+    )
     with serve_in_thread(app) as url:
         yield url, app
 
@@ -45,8 +46,9 @@ def counted(settings: Settings) -> Iterator[tuple[str, InFlight]]:
 @pytest.fixture(scope="module")
 def throttled(settings: Settings) -> Iterator[str]:
     """A live server allowing 2 requests a second per key after a burst of 2."""
-    app = create_app(settings.model_copy(
-        update={"limits": LimitSettings(requests_per_second=2, burst=2)}))
+    app = create_app(
+        settings.model_copy(update={"limits": LimitSettings(requests_per_second=2, burst=2)})
+    )
     with serve_in_thread(app) as url:
         yield url
 
@@ -54,23 +56,27 @@ def throttled(settings: Settings) -> Iterator[str]:
 async def test_bulk_facts_store_read_and_delete_in_chunks(counted, api_key_for):
     url, _ = counted
     key = await api_key_for("client-bulk")
-    items = [{"subject": f"item {n}", "predicate": "is", "content": f"number {n}",
-              "scope": "bulk"} for n in range(300)]
+    items = [
+        {"subject": f"item {n}", "predicate": "is", "content": f"number {n}", "scope": "bulk"}
+        for n in range(300)
+    ]
     with EngramClient(url, api_key=key) as engram:
         stored = engram.store_facts(items)  # three requests
         assert [r["status"] for r in stored] == [201] * 300
-        refs = [{"scope": "bulk", "subject": f"ITEM {n}", "predicate": "is"}
-                for n in (0, 299, 300)]
+        refs = [{"scope": "bulk", "subject": f"ITEM {n}", "predicate": "is"} for n in (0, 299, 300)]
         got = engram.get_facts(refs * 400)  # two requests
         assert [r["status"] for r in got] == [200, 200, 404] * 400
         assert got[1]["fact"]["content"] == "number 299"
         with pytest.raises(EngramError) as raised:
-            engram.store_facts([{"subject": "x", "predicate": "y", "content": "ok"},
-                                {"subject": "x", "predicate": "y", "content": " "}])
+            engram.store_facts(
+                [
+                    {"subject": "x", "predicate": "y", "content": "ok"},
+                    {"subject": "x", "predicate": "y", "content": " "},
+                ]
+            )
         assert raised.value.status == 422 and "body.items.1.content" in str(raised.value)
     async with AsyncEngramClient(url, api_key=key) as engram:
-        deleted = await engram.delete_facts(
-            [{"id": r["fact"]["id"]} for r in stored] + [refs[2]])
+        deleted = await engram.delete_facts([{"id": r["fact"]["id"]} for r in stored] + [refs[2]])
         assert [r["status"] for r in deleted] == [204] * 300 + [404]
         assert [r["status"] for r in await engram.get_facts(refs[:1])] == [404]
 
@@ -85,15 +91,17 @@ async def test_the_async_client_keeps_at_most_max_in_flight_requests(counted, ap
     assert 1 <= app.most <= 3
 
 
-async def test_the_sync_client_keeps_at_most_max_in_flight_across_threads(counted,
-                                                                          api_key_for):
+async def test_the_sync_client_keeps_at_most_max_in_flight_across_threads(counted, api_key_for):
     url, app = counted
     key = await api_key_for("client-in-flight-sync")
     app.most = 0
-    with EngramClient(url, api_key=key, max_in_flight=2) as engram, \
-            ThreadPoolExecutor(max_workers=8) as pool:
-        answers = await asyncio.to_thread(lambda: list(pool.map(lambda _: engram.stats(),
-                                                                range(40))))
+    with (
+        EngramClient(url, api_key=key, max_in_flight=2) as engram,
+        ThreadPoolExecutor(max_workers=8) as pool,
+    ):
+        answers = await asyncio.to_thread(
+            lambda: list(pool.map(lambda _: engram.stats(), range(40)))
+        )
     assert len(answers) == 40
     assert 1 <= app.most <= 2
 
@@ -109,8 +117,10 @@ async def test_429_waits_retry_after_then_succeeds(throttled, api_key_for):
     # 2 at once, then 2 a second: the last 4 need about 2 s, waited on the server's word.
     assert waited >= 1.0
     impatient = RetryPolicy(retries=0)
-    with EngramClient(throttled, api_key=key, retry=impatient) as engram, \
-            pytest.raises(EngramError) as raised:
+    with (
+        EngramClient(throttled, api_key=key, retry=impatient) as engram,
+        pytest.raises(EngramError) as raised,
+    ):
         for _ in range(10):
             engram.stats()
     assert raised.value.status == 429

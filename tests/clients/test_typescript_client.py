@@ -27,11 +27,19 @@ pytestmark = needs("node", "npm", install="Debian: apt-get install nodejs npm")
 
 def _run(*command: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
     """Run a command in the package directory; its output joined when it fails."""
-    result = subprocess.run(command, cwd=PACKAGE, capture_output=True, text=True,
-                            timeout=timeout, env={**os.environ, **env})
+    result = subprocess.run(
+        command,
+        cwd=PACKAGE,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+    )
     if result.returncode != 0:
-        pytest.fail(f"{' '.join(command)} exited {result.returncode}:\n"
-                    f"{result.stdout}\n{result.stderr}", pytrace=False)
+        pytest.fail(
+            f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}",
+            pytrace=False,
+        )
     return result
 
 
@@ -49,8 +57,9 @@ def installed() -> Path:
 def compiled(installed: Path) -> list[str]:
     """The client and its tests compiled by the pinned TypeScript; the test files."""
     _run("npx", "--no-install", "tsc", "-p", ".")
-    return sorted(str(path.relative_to(PACKAGE))
-                  for path in (PACKAGE / "dist" / "test").glob("*.test.js"))
+    return sorted(
+        str(path.relative_to(PACKAGE)) for path in (PACKAGE / "dist" / "test").glob("*.test.js")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -69,27 +78,41 @@ def throttled_url(settings: Settings) -> Iterator[str]:
         yield url
 
 
-async def test_the_node_tests_pass_against_a_live_server(compiled, live_url, throttled_url,
-                                                         api_key_for):
+async def test_the_node_tests_pass_against_a_live_server(
+    compiled, live_url, throttled_url, api_key_for
+):
     key = await api_key_for("typescript-client")
     assert compiled, "no compiled Node tests found in dist/test"
-    await asyncio.to_thread(_run, "node", "--test", "--test-reporter=spec", *compiled,
-                            ENGRAM_URL=live_url, ENGRAM_API_KEY=key,
-                            ENGRAM_THROTTLED_URL=throttled_url)
+    await asyncio.to_thread(
+        _run,
+        "node",
+        "--test",
+        "--test-reporter=spec",
+        *compiled,
+        ENGRAM_URL=live_url,
+        ENGRAM_API_KEY=key,
+        ENGRAM_THROTTLED_URL=throttled_url,
+    )
 
 
 def test_the_checked_in_types_match_the_openapi_document(installed, tmp_path):
     regenerated = tmp_path / "openapi.ts"
     _run("node", "scripts/generate-types.mjs", str(regenerated))
     expected, actual = GENERATED.read_text(), regenerated.read_text()
-    diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
-                                        "checked in", "regenerated", n=1))
-    assert expected == actual, ("clients/typescript/src/generated/openapi.ts is out of date; "
-                                f"run `npm run generate` there:\n{diff[:4000]}")
+    diff = "".join(
+        difflib.unified_diff(
+            expected.splitlines(True), actual.splitlines(True), "checked in", "regenerated", n=1
+        )
+    )
+    assert expected == actual, (
+        "clients/typescript/src/generated/openapi.ts is out of date; "
+        f"run `npm run generate` there:\n{diff[:4000]}"
+    )
 
 
-async def test_the_documented_example_runs_as_written(installed, compiled, live_url, api_key_for,
-                                                  tmp_path):
+async def test_the_documented_example_runs_as_written(
+    installed, compiled, live_url, api_key_for, tmp_path
+):
     [example] = examples("TypeScript", "ts", CLIENTS)
     project = tmp_path / "project"
     (project / "node_modules").mkdir(parents=True)
@@ -97,7 +120,13 @@ async def test_the_documented_example_runs_as_written(installed, compiled, live_
     (project / "example.mjs").write_text(example)
     key = await api_key_for("typescript-readme")
     result = await asyncio.to_thread(
-        subprocess.run, ["node", "example.mjs"], cwd=project, capture_output=True, text=True,
-        timeout=120, env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key})
+        subprocess.run,
+        ["node", "example.mjs"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Ann lives in Lyon."

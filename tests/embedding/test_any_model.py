@@ -10,9 +10,13 @@ from app.embedding import Embedder
 from tests.support.tiny_models import tiny_model
 
 # Of different lengths, so one call pads most of them.
-TEXTS = ["ann", "bob works at the bakery on tuesday",
-         "carol lives in the town by the river and loves tea with a cat and a dog",
-         "where does ann work", "yes"]
+TEXTS = [
+    "ann",
+    "bob works at the bakery on tuesday",
+    "carol lives in the town by the river and loves tea with a cat and a dog",
+    "where does ann work",
+    "yes",
+]
 
 VARIANTS = {
     "bert-mean-32": {"kind": "bert", "hidden": 32, "pooling": "mean"},
@@ -22,8 +26,9 @@ VARIANTS = {
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
-def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-          ) -> tuple[Path, int]:
+def model(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, int]:
     """A tiny model's directory and the width of its vectors."""
     options = VARIANTS[request.param]
     folder = tiny_model(tmp_path_factory.mktemp(request.param), **options)  # type: ignore[arg-type]
@@ -31,7 +36,8 @@ def model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def test_onnx_and_torch_give_the_same_unit_vectors_of_the_models_width(
-        model: tuple[Path, int], tmp_path: Path) -> None:
+    model: tuple[Path, int], tmp_path: Path
+) -> None:
     folder, width = model
     onnx = Embedder(str(folder), backend="onnx", models_dir=tmp_path)
     torch = Embedder(str(folder), backend="torch")
@@ -46,8 +52,9 @@ def test_onnx_and_torch_give_the_same_unit_vectors_of_the_models_width(
     assert float(alone @ onnx_vectors[1]) >= 0.9999
 
 
-def test_a_dimension_that_is_not_the_models_is_refused(model: tuple[Path, int],
-                                                       tmp_path: Path) -> None:
+def test_a_dimension_that_is_not_the_models_is_refused(
+    model: tuple[Path, int], tmp_path: Path
+) -> None:
     folder, width = model
     embedder = Embedder(str(folder), backend="torch", dimensions=width + 1)
     with pytest.raises(RuntimeError, match=f"makes {width}-d vectors"):

@@ -21,7 +21,8 @@ def torch_embedder() -> Embedder:
 def _cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
     left, right = np.asarray(a), np.asarray(b)
     return (left * right).sum(axis=1) / (
-        np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1))
+        np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
+    )
 
 
 def test_onnx_is_the_default_backend() -> None:
@@ -43,16 +44,16 @@ def test_onnx_vectors_equal_torch_vectors_one_text_at_a_time(torch_embedder: Emb
 def test_onnx_truncates_at_the_models_max_seq_length() -> None:
     embedder = get_embedder()
     prefix = "word " * 300
-    assert embedder.embed(prefix) == pytest.approx(embedder.embed(prefix + " different tail"),
-                                                   abs=1e-6)
+    assert embedder.embed(prefix) == pytest.approx(
+        embedder.embed(prefix + " different tail"), abs=1e-6
+    )
 
 
 def test_both_backends_record_the_same_model_version(torch_embedder: Embedder) -> None:
     assert torch_embedder.model_version == get_embedder().model_version
 
 
-def test_onnx_export_is_cached_and_reused(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_onnx_export_is_cached_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = Embedder(models_dir=tmp_path)
     first.load()
     model_file = first.onnx_dir / onnx_export.MODEL_FILE
@@ -88,14 +89,18 @@ def int8_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     shared = get_embedder()
     shared.load()
     embedder = Embedder(backend="onnx-int8", models_dir=models_dir)
-    shutil.copytree(shared.onnx_dir, embedder.onnx_dir,
-                    ignore=shutil.ignore_patterns(onnx_export.INT8_MODEL_FILE))
+    shutil.copytree(
+        shared.onnx_dir,
+        embedder.onnx_dir,
+        ignore=shutil.ignore_patterns(onnx_export.INT8_MODEL_FILE),
+    )
     embedder.load()
     return embedder
 
 
 def test_int8_vectors_keep_each_text_nearest_its_full_precision_vector(
-        int8_embedder: Embedder) -> None:
+    int8_embedder: Embedder,
+) -> None:
     int8 = np.asarray(int8_embedder.embed_batch(list(SAMPLE_TEXTS)))
     full = np.asarray(get_embedder().embed_batch(list(SAMPLE_TEXTS)))
     nearest = (int8 @ full.T).argmax(axis=1)
@@ -107,8 +112,9 @@ def test_int8_vectors_are_a_model_version_of_their_own(int8_embedder: Embedder) 
     assert int8_embedder.model_version == get_embedder().model_version + "+int8"
 
 
-def test_the_int8_graph_is_quantised_once_and_reused(int8_embedder: Embedder,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_int8_graph_is_quantised_once_and_reused(
+    int8_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     graph = int8_embedder.onnx_dir / onnx_export.INT8_MODEL_FILE
     before = graph.stat()
 

@@ -21,9 +21,13 @@ CHUNK = 4  # 64 texts -> 16 model calls
 def _small_chunks(workers: int, background_workers: int = 0) -> Iterator[Embedder]:
     """A loaded ONNX embedder with small chunks, sharing the default export."""
     # The text bound alone cuts the calls: the token bound is set out of the way.
-    embedder = Embedder(models_dir=get_embedder().models_dir, chunk_size=CHUNK,
-                        chunk_tokens=65_536, workers=workers,
-                        background_workers=background_workers)
+    embedder = Embedder(
+        models_dir=get_embedder().models_dir,
+        chunk_size=CHUNK,
+        chunk_tokens=65_536,
+        workers=workers,
+        background_workers=background_workers,
+    )
     embedder.load()
     yield embedder
     embedder.close()
@@ -52,8 +56,7 @@ async def test_big_batch_is_cut_into_bounded_model_calls(embedder: Embedder) -> 
     assert np.allclose(vectors, embedder.embed_batch(BIG_BATCH), atol=1e-5)
 
 
-async def test_single_request_is_served_before_the_rest_of_a_big_batch(
-        embedder: Embedder) -> None:
+async def test_single_request_is_served_before_the_rest_of_a_big_batch(embedder: Embedder) -> None:
     big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
     await _until(lambda: _count(embedder, "started", "H") >= 1)
     await embedder.aembed("what did Caroline research?", tenant_id="A")
@@ -69,7 +72,7 @@ async def test_single_request_is_served_before_the_rest_of_a_big_batch(
 async def test_two_big_batches_take_turns(embedder: Embedder) -> None:
     first = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
     await _until(lambda: _count(embedder, "started", "H") >= 1)
-    await embedder.aembed_batch(BIG_BATCH[:3 * CHUNK], tenant_id="B")
+    await embedder.aembed_batch(BIG_BATCH[: 3 * CHUNK], tenant_id="B")
     await first
     record = embedder.chunk_record
     queued_b = record.index(ChunkEvent("queued", "B", CHUNK))
@@ -78,7 +81,8 @@ async def test_two_big_batches_take_turns(embedder: Embedder) -> None:
 
 
 async def test_a_tenants_query_is_served_before_its_own_batchs_queued_chunks(
-        embedder: Embedder) -> None:
+    embedder: Embedder,
+) -> None:
     big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H", bulk=True))
     await _until(lambda: _count(embedder, "started", "H") >= 1)
     query = "what did Caroline research?"
@@ -89,13 +93,15 @@ async def test_a_tenants_query_is_served_before_its_own_batchs_queued_chunks(
     started = [e for e in record[queued:] if e.kind == "started"]
     assert started[0] == ChunkEvent("started", "H", 1)
     # The batch's chunks queued before the query ran after it.
-    assert started[1:] and all(e == ChunkEvent("started", "H", CHUNK, bulk=True)
-                               for e in started[1:])
+    assert started[1:] and all(
+        e == ChunkEvent("started", "H", CHUNK, bulk=True) for e in started[1:]
+    )
     assert vector == pytest.approx(embedder.embed(query), abs=1e-5)
 
 
 async def test_a_tenants_queries_keep_their_order_ahead_of_its_batch(
-        embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = embedder.load()
     tracked = _Tracked(backend.encode)
     monkeypatch.setattr(backend, "encode", tracked)
@@ -109,8 +115,7 @@ async def test_a_tenants_queries_keep_their_order_ahead_of_its_batch(
     await asyncio.gather(big, write, search)
     started = [e for e in embedder.chunk_record if e.kind == "started"]
     # The single write's two chunks, then the search, then the rest of the batch.
-    assert [(e.size, e.bulk) for e in started[1:4]] == [(CHUNK, False), (2, False),
-                                                         (1, False)]
+    assert [(e.size, e.bulk) for e in started[1:4]] == [(CHUNK, False), (2, False), (1, False)]
     assert all(e.bulk for e in started[4:]) and len(started) == 16 + 3
 
 
@@ -146,7 +151,8 @@ async def test_closed_embedder_refuses_async_calls(embedder: Embedder) -> None:
 
 
 async def test_queued_queries_of_several_tenants_share_one_model_call(
-        embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = embedder.load()
     encode = backend.encode
     calls: list[list[str]] = []
@@ -162,8 +168,10 @@ async def test_queued_queries_of_several_tenants_share_one_model_call(
     big = asyncio.create_task(embedder.aembed_batch(BIG_BATCH, tenant_id="H"))
     await _until(lambda: len(calls) == 1)
     queries = {tenant: f"what did {tenant} say about the support group?" for tenant in "ABC"}
-    asked = [asyncio.create_task(embedder.aembed(text, tenant_id=tenant))
-             for tenant, text in queries.items()]
+    asked = [
+        asyncio.create_task(embedder.aembed(text, tenant_id=tenant))
+        for tenant, text in queries.items()
+    ]
     await _until(lambda: all(_count(embedder, "queued", t) == 1 for t in queries))
     gate.set()
     vectors = await asyncio.gather(*asked)
@@ -189,8 +197,9 @@ class _Tracked:
     thread priority; holds the first until `gate` is set (by the test, or by a second call
     starting when `release_on_second`)."""
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], *,
-                 release_on_second: bool = False) -> None:
+    def __init__(
+        self, encode: Callable[[list[str]], np.ndarray], *, release_on_second: bool = False
+    ) -> None:
         self.encode = encode
         self.release_on_second = release_on_second
         self.lock = threading.Lock()
@@ -221,7 +230,8 @@ class _Tracked:
 
 
 async def test_second_worker_serves_a_search_while_a_big_batch_call_runs(
-        two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_workers: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = two_workers.load()
     tracked = _Tracked(backend.encode)
     monkeypatch.setattr(backend, "encode", tracked)
@@ -229,7 +239,8 @@ async def test_second_worker_serves_a_search_while_a_big_batch_call_runs(
     await _until(lambda: tracked.calls == 1)
     try:  # one worker would hold A's query behind H's call until the gate's timeout
         vector = await asyncio.wait_for(
-            two_workers.aembed("what did Caroline research?", tenant_id="A"), timeout=15)
+            two_workers.aembed("what did Caroline research?", tenant_id="A"), timeout=15
+        )
         assert tracked.running == 1 and tracked.calls == 2  # H's first call still held
     finally:
         tracked.gate.set()
@@ -238,7 +249,8 @@ async def test_second_worker_serves_a_search_while_a_big_batch_call_runs(
 
 
 async def test_second_worker_serves_a_tenants_query_beside_its_own_batchs_call(
-        two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_workers: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = two_workers.load()
     tracked = _Tracked(backend.encode)
     monkeypatch.setattr(backend, "encode", tracked)
@@ -246,7 +258,8 @@ async def test_second_worker_serves_a_tenants_query_beside_its_own_batchs_call(
     await _until(lambda: tracked.calls == 1)
     try:  # waiting for the batch's call in progress would hold the query until the timeout
         vector = await asyncio.wait_for(
-            two_workers.aembed("what did Caroline research?", tenant_id="H"), timeout=15)
+            two_workers.aembed("what did Caroline research?", tenant_id="H"), timeout=15
+        )
         # H's first call still held, and no other chunk of the batch started beside it.
         assert tracked.running == 1 and tracked.calls == 2 and tracked.sizes[1] == 1
     finally:
@@ -257,7 +270,8 @@ async def test_second_worker_serves_a_tenants_query_beside_its_own_batchs_call(
 
 
 async def test_workers_never_run_two_calls_of_one_tenant_at_once(
-        two_workers: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_workers: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = two_workers.load()
     encode = backend.encode
     alone = _Tracked(encode)
@@ -269,8 +283,10 @@ async def test_workers_never_run_two_calls_of_one_tenant_at_once(
     # H's first call is held until another starts: it can only be B's.
     shared = _Tracked(encode, release_on_second=True)
     monkeypatch.setattr(backend, "encode", shared)
-    await asyncio.gather(two_workers.aembed_batch(BIG_BATCH, tenant_id="H"),
-                         two_workers.aembed_batch(BIG_BATCH, tenant_id="B"))
+    await asyncio.gather(
+        two_workers.aembed_batch(BIG_BATCH, tenant_id="H"),
+        two_workers.aembed_batch(BIG_BATCH, tenant_id="B"),
+    )
     assert shared.calls == 32 and shared.most_running == 2
 
 
@@ -281,7 +297,8 @@ def with_background() -> Iterator[Embedder]:
 
 
 async def test_background_worker_runs_a_batch_beside_its_call_at_low_priority(
-        with_background: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_background: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = with_background.load()
     # H's first call is held until another starts: with one worker, only the background
     # worker can start it.
@@ -294,15 +311,18 @@ async def test_background_worker_runs_a_batch_beside_its_call_at_low_priority(
 
 
 async def test_single_queries_wait_to_share_a_call_instead_of_the_background_worker(
-        with_background: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_background: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = with_background.load()
     tracked = _Tracked(backend.encode)
     monkeypatch.setattr(backend, "encode", tracked)
     first = asyncio.create_task(with_background.aembed("the first query", tenant_id="A"))
     await _until(lambda: tracked.calls == 1)
     queries = [f"query {i} about the adoption agencies" for i in range(3)]
-    rest = [asyncio.create_task(with_background.aembed(q, tenant_id=t))
-            for q, t in zip(queries, ["A", "A", "B"], strict=True)]
+    rest = [
+        asyncio.create_task(with_background.aembed(q, tenant_id=t))
+        for q, t in zip(queries, ["A", "A", "B"], strict=True)
+    ]
     await _until(lambda: with_background.pending_chunks == 3)
     # What an idle background worker asks when woken: no queued single query is its to take.
     scheduler = with_background._scheduler

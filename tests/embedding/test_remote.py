@@ -27,10 +27,17 @@ def stub() -> Iterator[EmbeddingsStub]:
 
 
 def _embedder(stub: EmbeddingsStub, **options: object) -> Embedder:
-    endpoint = RemoteEndpoint(base_url=stub.base_url, api_key=SECRET, batch_size=4,
-                              timeout_seconds=5, max_attempts=3, backoff_seconds=0.05)
-    return Embedder(MODEL, backend="openai", remote=endpoint, workers=1,
-                    background_workers=0, **options)  # type: ignore[arg-type]
+    endpoint = RemoteEndpoint(
+        base_url=stub.base_url,
+        api_key=SECRET,
+        batch_size=4,
+        timeout_seconds=5,
+        max_attempts=3,
+        backoff_seconds=0.05,
+    )
+    return Embedder(
+        MODEL, backend="openai", remote=endpoint, workers=1, background_workers=0, **options
+    )  # type: ignore[arg-type]
 
 
 def _unit(values: list[float]) -> np.ndarray:
@@ -39,7 +46,8 @@ def _unit(values: list[float]) -> np.ndarray:
 
 
 async def test_vectors_arrive_normalised_in_input_order_with_the_models_dimension(
-        stub: EmbeddingsStub) -> None:
+    stub: EmbeddingsStub,
+) -> None:
     embedder = _embedder(stub)
     texts = [f"memory number {i}" for i in range(10)]
     vectors = await embedder.aembed_batch(texts, tenant_id="A")
@@ -59,8 +67,7 @@ async def test_the_query_and_document_prefixes_are_sent(stub: EmbeddingsStub) ->
     embedder = _embedder(stub, query_prefix="query: ", document_prefix="passage: ")
     await embedder.aembed("where does Ann work", tenant_id="A")
     await embedder.aembed_batch(["Ann works at the harbour"], tenant_id="A")
-    assert stub.inputs()[-2:] == ["query: where does Ann work",
-                                  "passage: Ann works at the harbour"]
+    assert stub.inputs()[-2:] == ["query: where does Ann work", "passage: Ann works at the harbour"]
     plain = _embedder(stub)
     assert plain.model_version != embedder.model_version  # other texts, other vectors
     embedder.close()
@@ -68,8 +75,12 @@ async def test_the_query_and_document_prefixes_are_sent(stub: EmbeddingsStub) ->
 
 
 def test_the_api_key_is_sent_as_a_bearer_token_and_never_shown(stub: EmbeddingsStub) -> None:
-    settings = Settings(embedding_backend="openai", embedding_base_url=stub.base_url,
-                        embedding_model=MODEL, embedding_api_key=SECRET)
+    settings = Settings(
+        embedding_backend="openai",
+        embedding_base_url=stub.base_url,
+        embedding_model=MODEL,
+        embedding_api_key=SECRET,
+    )
     endpoint = remote_endpoint(settings)
     assert endpoint is not None
     Embedder(MODEL, backend="openai", remote=endpoint).embed("hello")
@@ -80,8 +91,10 @@ def test_the_api_key_is_sent_as_a_bearer_token_and_never_shown(stub: EmbeddingsS
 
 def test_retry_after_is_honoured_on_429_and_503(stub: EmbeddingsStub) -> None:
     embedder = _embedder(stub, dimensions=24)
-    stub.answer(Answer(429, {"Retry-After": "1"}, '{"error": "slow down"}'),
-                Answer(503, {"Retry-After": "1"}, '{"error": "loading"}'))
+    stub.answer(
+        Answer(429, {"Retry-After": "1"}, '{"error": "slow down"}'),
+        Answer(503, {"Retry-After": "1"}, '{"error": "loading"}'),
+    )
     vector = embedder.embed("patience")
     assert vector == pytest.approx(_unit(stub_vector("patience", 24)), abs=1e-6)
     first, second, third = (r.at for r in stub.received[-3:])
@@ -120,20 +133,21 @@ def test_an_answer_of_the_wrong_shape_is_a_clear_error(stub: EmbeddingsStub) -> 
 
 
 def test_an_unreachable_endpoint_is_a_clear_error() -> None:
-    endpoint = RemoteEndpoint(base_url="http://127.0.0.1:9/v1", max_attempts=2,
-                              backoff_seconds=0.01, timeout_seconds=2)
+    endpoint = RemoteEndpoint(
+        base_url="http://127.0.0.1:9/v1", max_attempts=2, backoff_seconds=0.01, timeout_seconds=2
+    )
     embedder = Embedder(MODEL, backend="openai", remote=endpoint)
     with pytest.raises(RemoteEmbeddingError, match="2 attempt.*connection failed"):
         embedder.load()
 
 
-async def test_remote_calls_take_tenants_in_turn_off_the_event_loop(
-        stub: EmbeddingsStub) -> None:
+async def test_remote_calls_take_tenants_in_turn_off_the_event_loop(stub: EmbeddingsStub) -> None:
     embedder = _embedder(stub, dimensions=24)
     gate = threading.Event()
     stub.answer(Answer(gate=gate))
-    batch = asyncio.create_task(embedder.aembed_batch(
-        [f"history {i}" for i in range(16)], tenant_id="A", bulk=True))
+    batch = asyncio.create_task(
+        embedder.aembed_batch([f"history {i}" for i in range(16)], tenant_id="A", bulk=True)
+    )
     deadline = time.monotonic() + 10
     while not stub.received:  # A's first request is held at the server
         assert time.monotonic() < deadline
@@ -164,8 +178,7 @@ def test_an_answer_with_repeated_indexes_is_refused(stub: EmbeddingsStub) -> Non
         embedder.embed_batch(["one", "two"])
 
 
-def test_an_answer_far_larger_than_its_vectors_is_dropped_unparsed(
-        stub: EmbeddingsStub) -> None:
+def test_an_answer_far_larger_than_its_vectors_is_dropped_unparsed(stub: EmbeddingsStub) -> None:
     embedder = _embedder(stub, dimensions=24)
     row = {"index": 0, "embedding": stub_vector("one", 24), "padding": "x" * 10_000_000}
     stub.answer(*[Answer(body=json.dumps({"data": [row]}))] * 3)
@@ -174,8 +187,9 @@ def test_an_answer_far_larger_than_its_vectors_is_dropped_unparsed(
 
 
 def test_one_deadline_bounds_a_request_whose_answer_drips_in(stub: EmbeddingsStub) -> None:
-    endpoint = RemoteEndpoint(base_url=stub.base_url, batch_size=4, timeout_seconds=1,
-                              max_attempts=1)
+    endpoint = RemoteEndpoint(
+        base_url=stub.base_url, batch_size=4, timeout_seconds=1, max_attempts=1
+    )
     embedder = Embedder(MODEL, backend="openai", remote=endpoint, dimensions=24)
     stub.answer(Answer(drip_seconds=0.02))  # about 600 bytes: 12 s in all
     started = time.monotonic()
@@ -185,9 +199,14 @@ def test_one_deadline_bounds_a_request_whose_answer_drips_in(stub: EmbeddingsStu
 
 
 def test_texts_are_cut_to_the_remote_models_input_limit(stub: EmbeddingsStub) -> None:
-    settings = Settings(embedding_backend="openai", embedding_base_url=stub.base_url,
-                        embedding_model=MODEL, embedding_dimensions=24,
-                        embedding_max_input_chars=100, embedding_document_prefix="passage: ")
+    settings = Settings(
+        embedding_backend="openai",
+        embedding_base_url=stub.base_url,
+        embedding_model=MODEL,
+        embedding_dimensions=24,
+        embedding_max_input_chars=100,
+        embedding_document_prefix="passage: ",
+    )
     embedder = build_embedder(settings)
     embedder.embed_batch(["word " * 1000])
     embedder.embed("query " * 1000)
@@ -196,7 +215,8 @@ def test_texts_are_cut_to_the_remote_models_input_limit(stub: EmbeddingsStub) ->
 
 
 async def test_a_text_the_model_refuses_fails_only_its_own_tenants_request(
-        stub: EmbeddingsStub) -> None:
+    stub: EmbeddingsStub,
+) -> None:
     embedder = _embedder(stub, dimensions=24)
     stub.refused.add("POISON")
     gate = threading.Event()

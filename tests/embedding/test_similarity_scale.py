@@ -43,8 +43,9 @@ def cosines(rows: np.ndarray) -> np.ndarray:
 def test_the_packaged_model_reads_its_own_cosines():
     embedder = get_embedder()
     sentences = reference().sentences
-    measured = fit(embedder.embed_batch(sentences, query=True), embedder.embed_batch(sentences),
-                   reference())
+    measured = fit(
+        embedder.embed_batch(sentences, query=True), embedder.embed_batch(sentences), reference()
+    )
     # The shipped mean and spread are the packaged model's (bench/study/similarity_reference).
     assert measured.shift == pytest.approx(0.0, abs=1e-4)
     assert measured.factor == pytest.approx(1.0, abs=1e-3)
@@ -88,10 +89,16 @@ def test_learned_fusion_reads_similarities_on_the_scale():
 
 
 def _remote(stub: EmbeddingsStub) -> Embedder:
-    endpoint = RemoteEndpoint(base_url=stub.base_url, batch_size=64, timeout_seconds=5,
-                              max_attempts=1, backoff_seconds=0.05)
-    return Embedder("stub-model", backend="openai", remote=endpoint, workers=1,
-                    background_workers=0)
+    endpoint = RemoteEndpoint(
+        base_url=stub.base_url,
+        batch_size=64,
+        timeout_seconds=5,
+        max_attempts=1,
+        backoff_seconds=0.05,
+    )
+    return Embedder(
+        "stub-model", backend="openai", remote=endpoint, workers=1, background_workers=0
+    )
 
 
 async def _until(condition, seconds: float = 20.0) -> None:

@@ -23,10 +23,12 @@ def closed_url() -> str:
 
 
 def test_a_held_lock_older_than_the_sweep_age_survives_and_keeps_a_second_capture_out(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state"
-    config = HookConfig(url=closed_url(), api_key=None, timeout=1, token_budget=100,
-                        butler=None, state_dir=state)
+    config = HookConfig(
+        url=closed_url(), api_key=None, timeout=1, token_budget=100, butler=None, state_dir=state
+    )
     long_ago = time.time() - KEEP_SECONDS - 3600
 
     with CapturedTurns.locked(state, "long-session", wait=1):
@@ -39,8 +41,9 @@ def test_a_held_lock_older_than_the_sweep_age_survives_and_keeps_a_second_captur
         engram = Engram(config, Deadline(1))
         try:
             with pytest.raises(StateLocked):
-                capture(engram, PAYLOADS / "transcript.jsonl", "claude-code:shop",
-                        "long-session", state)
+                capture(
+                    engram, PAYLOADS / "transcript.jsonl", "claude-code:shop", "long-session", state
+                )
         finally:
             engram.close()
 

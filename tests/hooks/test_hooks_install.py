@@ -20,37 +20,56 @@ THEIRS = {
     "permissions": {"allow": ["Bash(npm test:*)"]},
     "hooks": {
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
-        "PreToolUse": [{"matcher": "Bash", "hooks": [
-            {"type": "command", "command": "./check.sh", "timeout": 5}]}],
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [{"type": "command", "command": "./check.sh", "timeout": 5}],
+            }
+        ],
     },
 }
 
 
 def engram(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
     """The `engram` command in `cwd`, with `home` as the user's home."""
-    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-           "HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def engram_commands(settings: dict[str, Any]) -> dict[str, list[list[str]]]:
     """The `engram hook` command lines per event."""
-    return {event: [shlex.split(handler["command"])[1:] for group in groups
-                    for handler in group["hooks"] if "engram" in handler["command"]]
-            for event, groups in settings.get("hooks", {}).items()}
+    return {
+        event: [
+            shlex.split(handler["command"])[1:]
+            for group in groups
+            for handler in group["hooks"]
+            if "engram" in handler["command"]
+        ]
+        for event, groups in settings.get("hooks", {}).items()
+    }
 
 
 def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_them(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     project, home = tmp_path / "project", tmp_path / "home"
     (project / ".claude").mkdir(parents=True)
     home.mkdir()
     path = project / ".claude" / "settings.json"
     path.write_text(json.dumps(THEIRS))
 
-    installed = engram("hooks", "install", "--claude-code", "--project", cwd=project,
-                       home=home)
+    installed = engram("hooks", "install", "--claude-code", "--project", cwd=project, home=home)
     first = json.loads(path.read_text())
     again = engram("hooks", "install", "--claude-code", cwd=project, home=home)
 
@@ -58,9 +77,12 @@ def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_t
     assert str(path) in installed.stdout and "UserPromptSubmit" in installed.stdout
     assert json.loads(path.read_text()) == first
     assert engram_commands(first) == {
-        "Stop": [["hook", "Stop"]], "PreToolUse": [], "UserPromptSubmit":
-        [["hook", "UserPromptSubmit"]], "PreCompact": [["hook", "PreCompact"]],
-        "SessionEnd": [["hook", "SessionEnd"]]}
+        "Stop": [["hook", "Stop"]],
+        "PreToolUse": [],
+        "UserPromptSubmit": [["hook", "UserPromptSubmit"]],
+        "PreCompact": [["hook", "PreCompact"]],
+        "SessionEnd": [["hook", "SessionEnd"]],
+    }
     assert first["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0]
     assert first["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
     assert (first["model"], first["permissions"]) == (THEIRS["model"], THEIRS["permissions"])
@@ -76,15 +98,14 @@ def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_t
 
 
 def test_user_install_writes_the_home_settings_and_uninstall_leaves_an_empty_object(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
 
-    installed = engram("hooks", "install", "--claude-code", "--user", cwd=tmp_path,
-                       home=home)
+    installed = engram("hooks", "install", "--claude-code", "--user", cwd=tmp_path, home=home)
     settings = json.loads((home / ".claude" / "settings.json").read_text())
-    removed = engram("hooks", "uninstall", "--claude-code", "--user", cwd=tmp_path,
-                     home=home)
+    removed = engram("hooks", "uninstall", "--claude-code", "--user", cwd=tmp_path, home=home)
 
     assert installed.returncode == removed.returncode == 0
     assert sorted(settings["hooks"]) == sorted(EVENTS)
@@ -120,7 +141,8 @@ def dotfiles_link(tmp_path: Path, settings: dict[str, Any]) -> tuple[Path, Path,
 
 
 def test_install_rewrites_a_symlinked_settings_files_target_keeping_its_mode(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     home, link, target = dotfiles_link(tmp_path, MINE)
 
     installed = engram("hooks", "install", "--claude-code", "--user", cwd=tmp_path, home=home)
@@ -135,9 +157,18 @@ def test_install_rewrites_a_symlinked_settings_files_target_keeping_its_mode(
 
 
 def test_uninstall_rewrites_a_symlinked_settings_files_target_keeping_its_mode(
-        tmp_path: Path) -> None:
-    ours = {event: [{"hooks": [{"type": "command", "command": f"/opt/bin/engram hook {event}",
-                                "timeout": 10}]}] for event in EVENTS}
+    tmp_path: Path,
+) -> None:
+    ours = {
+        event: [
+            {
+                "hooks": [
+                    {"type": "command", "command": f"/opt/bin/engram hook {event}", "timeout": 10}
+                ]
+            }
+        ]
+        for event in EVENTS
+    }
     hooks = {**THEIRS["hooks"], **ours}
     hooks["Stop"] = [*THEIRS["hooks"]["Stop"], *ours["Stop"]]
     home, link, target = dotfiles_link(tmp_path, {**MINE, "hooks": hooks})
@@ -159,18 +190,31 @@ def test_a_new_settings_file_is_readable_by_its_owner_only(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("action", ["install", "uninstall"])
-@pytest.mark.parametrize(("hooks", "named"), [
-    ({"Stop": "echo hi"}, "hooks.Stop must be a list"),
-    ({"PreToolUse": {"command": "x"}}, "hooks.PreToolUse must be a list"),
-    ({"Stop": [{"hooks": "echo hi"}]}, "hooks.Stop[0] must be an object"),
-    ({"Stop": ["echo hi"]}, "hooks.Stop[0] must be an object")])
+@pytest.mark.parametrize(
+    ("hooks", "named"),
+    [
+        ({"Stop": "echo hi"}, "hooks.Stop must be a list"),
+        ({"PreToolUse": {"command": "x"}}, "hooks.PreToolUse must be a list"),
+        ({"Stop": [{"hooks": "echo hi"}]}, "hooks.Stop[0] must be an object"),
+        ({"Stop": ["echo hi"]}, "hooks.Stop[0] must be an object"),
+    ],
+)
 def test_hooks_that_are_not_lists_are_refused_and_nothing_is_written(
-        tmp_path: Path, action: str, hooks: dict[str, Any], named: str) -> None:
+    tmp_path: Path, action: str, hooks: dict[str, Any], named: str
+) -> None:
     (tmp_path / ".claude").mkdir()
     path = tmp_path / ".claude" / "settings.json"
-    text = json.dumps({"model": "opus", "hooks": {
-        **hooks, "SessionEnd": [{"hooks": [{"type": "command",
-                                            "command": "/opt/bin/engram hook SessionEnd"}]}]}})
+    text = json.dumps(
+        {
+            "model": "opus",
+            "hooks": {
+                **hooks,
+                "SessionEnd": [
+                    {"hooks": [{"type": "command", "command": "/opt/bin/engram hook SessionEnd"}]}
+                ],
+            },
+        }
+    )
     path.write_text(text)
 
     refused = engram("hooks", action, "--claude-code", cwd=tmp_path, home=tmp_path)

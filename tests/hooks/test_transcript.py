@@ -13,8 +13,12 @@ def test_turns_are_the_words_said_without_tool_traffic_or_injected_memories() ->
     turns = read_turns(PAYLOADS / "transcript.jsonl")
 
     assert [(turn.turn_id, turn.speaker) for turn in turns] == [
-        ("u-0002", "user"), ("msg_01", "assistant"), ("msg_02", "assistant"),
-        ("u-0010", "user"), ("msg_03", "assistant")]
+        ("u-0002", "user"),
+        ("msg_01", "assistant"),
+        ("msg_02", "assistant"),
+        ("u-0010", "user"),
+        ("msg_03", "assistant"),
+    ]
     assert turns[3].text == "Thanks. Also note that migrations run with the flyway tool."
     assert turns[4].text == "Noted: migrations use flyway."
     assert turns[0].timestamp == "2026-11-20T09:00:05.500Z"
@@ -22,16 +26,26 @@ def test_turns_are_the_words_said_without_tool_traffic_or_injected_memories() ->
 
 def test_an_assistant_reply_written_over_several_lines_is_one_turn(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    lines = [{"type": "assistant", "uuid": f"a{n}", "timestamp": f"2026-11-20T09:00:0{n}Z",
-              "message": {"id": "msg_9", "role": "assistant",
-                          "content": [{"type": "text", "text": f"part {n}"}]}}
-             for n in (1, 2)]
+    lines = [
+        {
+            "type": "assistant",
+            "uuid": f"a{n}",
+            "timestamp": f"2026-11-20T09:00:0{n}Z",
+            "message": {
+                "id": "msg_9",
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"part {n}"}],
+            },
+        }
+        for n in (1, 2)
+    ]
     path.write_text("\n".join(json.dumps(line) for line in lines) + '\n{"type": "us')
 
     turns = read_turns(path)
 
     assert [(turn.turn_id, turn.text, turn.timestamp) for turn in turns] == [
-        ("msg_9", "part 1\npart 2", "2026-11-20T09:00:01Z")]
+        ("msg_9", "part 1\npart 2", "2026-11-20T09:00:01Z")
+    ]
 
 
 def test_a_memory_block_cut_short_is_still_taken_out() -> None:

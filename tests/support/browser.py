@@ -13,9 +13,18 @@ from tests.support.tools import found
 CHROMIUM_PROGRAM = "chromium|chromium-browser"
 CHROMIUM = found(CHROMIUM_PROGRAM)
 CHROMEDRIVER = found("chromedriver")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+)
 
 
 @contextmanager
@@ -33,13 +42,13 @@ def chromium(width: int = 1280, height: int = 800) -> Iterator["object"]:
         options.add_argument(f"--user-data-dir={Path(profile)}")
         options.add_argument(f"--window-size={width},{height}")
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER),
-                                  options=options)
+        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
         try:
             # A headless window is at least 500 px wide: narrower screens are emulated.
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-                "width": width, "height": height, "deviceScaleFactor": 1,
-                "mobile": width < 600})
+            driver.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+            )
             yield driver
         finally:
             driver.quit()

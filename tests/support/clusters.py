@@ -55,8 +55,14 @@ def binary(name: str) -> str:
 
 def run_as_server(args: list[str]) -> str:
     """Run a program as the server's OS user; its output."""
-    done = subprocess.run(args, check=True, capture_output=True, text=True,
-                          user=server_user(), timeout=TIMEOUT_SECONDS)
+    done = subprocess.run(
+        args,
+        check=True,
+        capture_output=True,
+        text=True,
+        user=server_user(),
+        timeout=TIMEOUT_SECONDS,
+    )
     return done.stdout
 
 
@@ -84,9 +90,21 @@ class Cluster:
         self.socket_dir.mkdir(mode=0o700, exist_ok=True)
         if (user := server_user()) is not None:
             shutil.chown(self.socket_dir, user, user)
-        run_as_server([binary("pg_ctl"), "-D", str(self.pgdata), "-w", "-t", "60", "-l",
-                       str(self.pgdata / "server.log"), "-o",
-                       f"-h '' -k '{self.socket_dir}'", "start"])
+        run_as_server(
+            [
+                binary("pg_ctl"),
+                "-D",
+                str(self.pgdata),
+                "-w",
+                "-t",
+                "60",
+                "-l",
+                str(self.pgdata / "server.log"),
+                "-o",
+                f"-h '' -k '{self.socket_dir}'",
+                "start",
+            ]
+        )
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server: `fast`, or `immediate` (like a crash: no shutdown checkpoint)."""
@@ -97,8 +115,18 @@ class Cluster:
 def new_primary(base: Path) -> Cluster:
     """initdb a primary that accepts streaming replication on its socket, and start it."""
     cluster = Cluster(base / "primary", base / "primary-socket")
-    run_as_server([binary("initdb"), "-D", str(cluster.pgdata), "--auth-local=trust",
-                   "--auth-host=reject", "--encoding=utf8", "-U", "postgres"])
+    run_as_server(
+        [
+            binary("initdb"),
+            "-D",
+            str(cluster.pgdata),
+            "--auth-local=trust",
+            "--auth-host=reject",
+            "--encoding=utf8",
+            "-U",
+            "postgres",
+        ]
+    )
     with (cluster.pgdata / "postgresql.conf").open("a") as conf:
         conf.write(PRIMARY_SETTINGS)
     cluster.start()
@@ -117,8 +145,19 @@ async def create_database(cluster: Cluster, name: str) -> None:
 def new_standby(primary: Cluster, base: Path) -> Cluster:
     """A hot standby streaming from `primary` (pg_basebackup -R), started."""
     cluster = Cluster(base / "standby", base / "standby-socket")
-    run_as_server([binary("pg_basebackup"), "-D", str(cluster.pgdata), "-d",
-                   f"host={primary.socket_dir} user=postgres", "-R", "-X", "stream",
-                   "-c", "fast"])
+    run_as_server(
+        [
+            binary("pg_basebackup"),
+            "-D",
+            str(cluster.pgdata),
+            "-d",
+            f"host={primary.socket_dir} user=postgres",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ]
+    )
     cluster.start()
     return cluster

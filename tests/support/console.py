@@ -22,21 +22,20 @@ async def sign_in(http: httpx.AsyncClient, secret: str) -> httpx.Response:
     assert form.status_code == 200, form.text
     found = SIGN_IN_CSRF.search(form.text)
     assert found, "no sign-in form"
-    return await http.post("/ui/sign-in", data={"csrf_sign_in": found.group(1),
-                                                "api_key": secret, "next": "/ui"})
+    return await http.post(
+        "/ui/sign-in", data={"csrf_sign_in": found.group(1), "api_key": secret, "next": "/ui"}
+    )
 
 
 async def console_client(app: Any, secret: str) -> httpx.AsyncClient:
     """An in-process browser-like client signed in with `secret` (cookies kept)."""
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                             base_url="http://engram.test")
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://engram.test")
     answer = await sign_in(http, secret)
     assert answer.status_code == 303, answer.text
     return http
 
 
-async def post_form(http: httpx.AsyncClient, page: str, verb: str,
-                    **fields: str) -> httpx.Response:
+async def post_form(http: httpx.AsyncClient, page: str, verb: str, **fields: str) -> httpx.Response:
     """Open `page`, then post its `verb` form with the page's CSRF token and `fields`."""
     html = (await http.get(page)).text
     return await http.post(f"{page}/{verb}", data={"csrf_token": csrf_of(html), **fields})

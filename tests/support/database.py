@@ -45,10 +45,10 @@ def scratch_server_url(pgdata: Path) -> str:
 
 
 @asynccontextmanager
-async def scratch_database(server_url: str, prefix: str, *,
-                           keep: bool = False) -> AsyncIterator[str]:
+async def scratch_database(
+    server_url: str, prefix: str, *, keep: bool = False
+) -> AsyncIterator[str]:
     """A new empty database on the server, yielded as an asyncpg URL and dropped afterwards."""
-
 
     name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(server_url)

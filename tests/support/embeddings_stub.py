@@ -65,13 +65,15 @@ class EmbeddingsStub:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length)) if length else {}
                 with stub._lock:
-                    stub.received.append(Received(self.path, dict(self.headers.items()), body,
-                                                  time.monotonic()))
+                    stub.received.append(
+                        Received(self.path, dict(self.headers.items()), body, time.monotonic())
+                    )
                     answer = stub.next_answer(body)
                 if answer.gate is not None:
                     answer.gate.wait(timeout=30)
-                payload = (answer.body if answer.body is not None
-                           else json.dumps(stub.vectors(body))).encode()
+                payload = (
+                    answer.body if answer.body is not None else json.dumps(stub.vectors(body))
+                ).encode()
                 self.send_response(answer.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -81,7 +83,7 @@ class EmbeddingsStub:
                 try:
                     if answer.drip_seconds:
                         for index in range(len(payload)):
-                            self.wfile.write(payload[index:index + 1])
+                            self.wfile.write(payload[index : index + 1])
                             self.wfile.flush()
                             time.sleep(answer.drip_seconds)
                     else:
@@ -104,17 +106,21 @@ class EmbeddingsStub:
     def vectors(self, body: dict[str, Any]) -> dict[str, Any]:
         """The answer to an embeddings request: its inputs' vectors, last first."""
         inputs = body.get("input") or []
-        data = [{"object": "embedding", "index": i,
-                 "embedding": stub_vector(text, self.dimensions)}
-                for i, text in enumerate(inputs)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": stub_vector(text, self.dimensions)}
+            for i, text in enumerate(inputs)
+        ]
         return {"object": "list", "model": body.get("model"), "data": data[::-1]}
 
     def next_answer(self, body: dict[str, Any]) -> Answer:
         """The answer to this request (lock held)."""
         inputs = body.get("input") or []
         if any(word in text for word in self.refused for text in inputs):
-            return Answer(400, {}, '{"error": {"message": "This model\'s maximum context '
-                                   'length is 8192 tokens"}}')
+            return Answer(
+                400,
+                {},
+                '{"error": {"message": "This model\'s maximum context length is 8192 tokens"}}',
+            )
         if self.script:
             return self.script.popleft()
         return self.standing or Answer()

@@ -5,30 +5,44 @@ from typing import Any
 from tests.support.http import post
 
 
-async def store_episode(client: Any, content: str = "Caroline went to the LGBTQ support group",
-                        *, butler: str = "chat", **fields: Any) -> dict[str, Any]:
+async def store_episode(
+    client: Any,
+    content: str = "Caroline went to the LGBTQ support group",
+    *,
+    butler: str = "chat",
+    **fields: Any,
+) -> dict[str, Any]:
     """Store an episode observed by `butler` and return it."""
     return await post(client, "/v1/episodes", content=content, butler=butler, **fields)
 
 
-async def store_fact(client: Any, subject: str = "Caroline", predicate: str = "lives_in",
-                     content: str = "Caroline lives in Boston", **fields: Any) -> dict[str, Any]:
+async def store_fact(
+    client: Any,
+    subject: str = "Caroline",
+    predicate: str = "lives_in",
+    content: str = "Caroline lives in Boston",
+    **fields: Any,
+) -> dict[str, Any]:
     """Store a fact (superseding the active one with the same key) and return it."""
-    return await post(client, "/v1/facts", subject=subject, predicate=predicate,
-                      content=content, **fields)
+    return await post(
+        client, "/v1/facts", subject=subject, predicate=predicate, content=content, **fields
+    )
 
 
-async def store_rule(client: Any, content: str = "Answer in the user's language",
-                     **fields: Any) -> dict[str, Any]:
+async def store_rule(
+    client: Any, content: str = "Answer in the user's language", **fields: Any
+) -> dict[str, Any]:
     """Store a rule and return it."""
     return await post(client, "/v1/rules", content=content, **fields)
 
 
-async def create_entity(client: Any, name: str = "Caroline", entity_type: str = "person",
-                        **fields: Any) -> dict[str, Any]:
+async def create_entity(
+    client: Any, name: str = "Caroline", entity_type: str = "person", **fields: Any
+) -> dict[str, Any]:
     """Create an entity and return it."""
-    return await post(client, "/v1/entities", canonical_name=name, entity_type=entity_type,
-                      **fields)
+    return await post(
+        client, "/v1/entities", canonical_name=name, entity_type=entity_type, **fields
+    )
 
 
 def ref(memory_type: str, stored: dict[str, Any]) -> tuple[str, str]:

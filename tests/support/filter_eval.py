@@ -15,13 +15,32 @@ MISSING = object()
 # butler that stored them).
 _API_FIELD = {"butler": {"episode": "butler", "fact": "source_butler", "rule": "source_butler"}}
 _FIELDS_BY_TYPE = {
-    "episode": {"butler", "session_id", "importance", "created_at", "occurred_at",
-                "expires_at"},
-    "fact": {"butler", "scope", "subject", "predicate", "permanence", "validity", "importance",
-             "confidence", "tags", "created_at", "valid_from", "valid_until",
-             "last_confirmed_at"},
-    "rule": {"butler", "scope", "permanence", "maturity", "confidence", "tags", "created_at",
-             "last_confirmed_at"},
+    "episode": {"butler", "session_id", "importance", "created_at", "occurred_at", "expires_at"},
+    "fact": {
+        "butler",
+        "scope",
+        "subject",
+        "predicate",
+        "permanence",
+        "validity",
+        "importance",
+        "confidence",
+        "tags",
+        "created_at",
+        "valid_from",
+        "valid_until",
+        "last_confirmed_at",
+    },
+    "rule": {
+        "butler",
+        "scope",
+        "permanence",
+        "maturity",
+        "confidence",
+        "tags",
+        "created_at",
+        "last_confirmed_at",
+    },
     "entity": {"entity_type", "canonical_name", "aliases", "created_at", "updated_at"},
 }
 
@@ -96,8 +115,9 @@ def _holds(condition: Condition, value: Any) -> bool:
     if op == "$exists":
         return (value is not MISSING) == operand
     if op in ("$ne", "$nin"):
-        positive = Condition(condition.field, condition.path,
-                             "$eq" if op == "$ne" else "$in", operand)
+        positive = Condition(
+            condition.field, condition.path, "$eq" if op == "$ne" else "$in", operand
+        )
         return not _holds(positive, value)
     if value is MISSING:
         return False

@@ -13,21 +13,35 @@ from tests.support.factories import store_episode
 from tests.support.llm_stub import LLMStub, completion, user_prompt
 
 
-def job_context(app: Any, settings: Settings, *, llm_url: str | None = None,
-                llm_timeout: float = 5.0, llm_api_key: str | None = None,
-                **jobs: Any) -> JobContext:
+def job_context(
+    app: Any,
+    settings: Settings,
+    *,
+    llm_url: str | None = None,
+    llm_timeout: float = 5.0,
+    llm_api_key: str | None = None,
+    **jobs: Any,
+) -> JobContext:
     """A worker context on the test app's database; the LLM is the stub at `llm_url`."""
-    llm = LLMSettings(base_url=llm_url, model="stub-model", timeout_seconds=llm_timeout,
-                      max_retries=1, backoff_seconds=0.0,
-                      api_key=SecretStr(llm_api_key) if llm_api_key else None)
+    llm = LLMSettings(
+        base_url=llm_url,
+        model="stub-model",
+        timeout_seconds=llm_timeout,
+        max_retries=1,
+        backoff_seconds=0.0,
+        api_key=SecretStr(llm_api_key) if llm_api_key else None,
+    )
     job_settings = JobSettings(**{"worker_enabled": False, "scheduler_enabled": False, **jobs})
-    return JobContext(app.state.sessionmaker,
-                      settings.model_copy(update={"llm": llm, "jobs": job_settings}),
-                      app.state.embedder)
+    return JobContext(
+        app.state.sessionmaker,
+        settings.model_copy(update={"llm": llm, "jobs": job_settings}),
+        app.state.embedder,
+    )
 
 
-async def run_job(client: httpx.AsyncClient, ctx: JobContext, kind: str,
-                  body: dict[str, Any] | None = None) -> dict[str, Any]:
+async def run_job(
+    client: httpx.AsyncClient, ctx: JobContext, kind: str, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Queue a job through the API, let a worker drain the queue, return the finished job."""
     response = await client.post(f"/v1/jobs/{kind}", json=body)
     assert response.status_code == 202, response.text
@@ -38,15 +52,17 @@ async def run_job(client: httpx.AsyncClient, ctx: JobContext, kind: str,
     return job
 
 
-async def consolidate(client: httpx.AsyncClient, app: Any, settings: Settings,
-                      answer: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+async def consolidate(
+    client: httpx.AsyncClient, app: Any, settings: Settings, answer: Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
     """One consolidation job that succeeds; the stub LLM answers each prompt with
     `answer(prompt)`."""
     stub = await LLMStub().start()
     stub.responder = lambda body: completion(answer(user_prompt(body)))
     try:
-        job = await run_job(client, job_context(app, settings, llm_url=stub.base_url),
-                            "consolidation")
+        job = await run_job(
+            client, job_context(app, settings, llm_url=stub.base_url), "consolidation"
+        )
     finally:
         await stub.stop()
     assert job["status"] == "succeeded", job

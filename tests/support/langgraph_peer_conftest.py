@@ -28,12 +28,22 @@ def _stand_ins() -> None:
     aio = types.ModuleType("langgraph.store.sqlite.aio")
     sqlite.SqliteStore = sqlite.AsyncSqliteStore = EngramStore  # type: ignore[attr-defined]
     aio.AsyncSqliteStore = EngramStore  # type: ignore[attr-defined]
-    for name in ("NS_MATCH_FUNCTION", "BaseSqliteStore", "SqliteIndexConfig",
-                 "_escape_glob_literal", "_namespace_match_pattern"):
+    for name in (
+        "NS_MATCH_FUNCTION",
+        "BaseSqliteStore",
+        "SqliteIndexConfig",
+        "_escape_glob_literal",
+        "_namespace_match_pattern",
+    ):
         setattr(base, name, None)
     sqlite.base, sqlite.aio = base, aio  # type: ignore[attr-defined]
-    sys.modules.update({"langgraph.store.sqlite": sqlite, "langgraph.store.sqlite.base": base,
-                        "langgraph.store.sqlite.aio": aio})
+    sys.modules.update(
+        {
+            "langgraph.store.sqlite": sqlite,
+            "langgraph.store.sqlite.base": base,
+            "langgraph.store.sqlite.aio": aio,
+        }
+    )
 
 
 _stand_ins()

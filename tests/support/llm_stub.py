@@ -27,13 +27,20 @@ class Reply:
             return self.body
         if self.body is not None:
             return self.body.encode()
-        return json.dumps({
-            "id": "chatcmpl-stub",
-            "object": "chat.completion",
-            "model": "stub",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": self.content or ""}}],
-        }).encode()
+        return json.dumps(
+            {
+                "id": "chatcmpl-stub",
+                "object": "chat.completion",
+                "model": "stub",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": self.content or ""},
+                    }
+                ],
+            }
+        ).encode()
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -98,7 +105,8 @@ class LLMStub:
             writer.write(
                 f"HTTP/1.1 {reply.status} Stub\r\nContent-Type: application/json\r\n"
                 f"{length}Connection: close\r\n\r\n".encode()
-                + payload)
+                + payload
+            )
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -110,15 +118,19 @@ class LLMStub:
     def _default(self, body: dict[str, Any]) -> Reply:
         if self.responder is not None:
             return self.responder(body)
-        return Reply(content='{"new_facts": [], "updated_facts": [], "new_rules": [], '
-                             '"confirmations": []}')
+        return Reply(
+            content='{"new_facts": [], "updated_facts": [], "new_rules": [], "confirmations": []}'
+        )
 
 
 def completion(payload: dict[str, Any], *, fenced: bool = True) -> Reply:
     """A reply whose text carries `payload` as JSON, in a ```json fence or bare."""
     text = json.dumps(payload)
-    return Reply(content=f"Here is the result:\n```json\n{text}\n```" if fenced
-                 else f"Result follows. {text} That is all.")
+    return Reply(
+        content=f"Here is the result:\n```json\n{text}\n```"
+        if fenced
+        else f"Result follows. {text} That is all."
+    )
 
 
 def user_prompt(request: dict[str, Any]) -> str:

@@ -17,24 +17,32 @@ from app.worker.reembed import EmbeddingBacklog
 from tests.support.embeddings_stub import EmbeddingsStub
 
 
-def remote_embedder(stub: EmbeddingsStub, *, query_prefix: str = "",
-                    document_prefix: str = "", **endpoint: Any) -> Embedder:
+def remote_embedder(
+    stub: EmbeddingsStub, *, query_prefix: str = "", document_prefix: str = "", **endpoint: Any
+) -> Embedder:
     """The 'openai' backend on `stub`, one attempt a request unless `endpoint` says."""
-    return Embedder("stub-embedding", backend="openai", query_prefix=query_prefix,
-                    document_prefix=document_prefix,
-                    remote=RemoteEndpoint(**{"base_url": stub.base_url, "max_attempts": 1,
-                                             **endpoint}))
+    return Embedder(
+        "stub-embedding",
+        backend="openai",
+        query_prefix=query_prefix,
+        document_prefix=document_prefix,
+        remote=RemoteEndpoint(**{"base_url": stub.base_url, "max_attempts": 1, **endpoint}),
+    )
 
 
 @asynccontextmanager
-async def started(url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
-                  **settings: Any) -> AsyncIterator[Any]:
+async def started(
+    url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch, **settings: Any
+) -> AsyncIterator[Any]:
     """The app on `url` with `embedder` as its model and any other `settings`;
     `backlog_of(app)` is its own embedding backlog (running with a remote model)."""
-    configured = Settings(database_url=url, migrate_on_start=True,
-                          episode_session_gap_minutes=0,
-                          jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
-                          **settings)
+    configured = Settings(
+        database_url=url,
+        migrate_on_start=True,
+        episode_session_gap_minutes=0,
+        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+        **settings,
+    )
     monkeypatch.setattr(main, "get_embedder", lambda _settings: embedder)
     made: list[EmbeddingBacklog] = []
 
@@ -63,7 +71,9 @@ async def client_of(application: Any) -> AsyncIterator[httpx.AsyncClient]:
     """An in-process client of `application` with a key of tenant 'dims'."""
     async with scoped_transaction(application.state.sessionmaker, SYSTEM) as session:
         key = (await api_keys.create_key(session, tenant_id="dims")).secret
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application),
-                                 base_url="http://engram.test",
-                                 headers={"Authorization": f"Bearer {key}"}) as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=application),
+        base_url="http://engram.test",
+        headers={"Authorization": f"Bearer {key}"},
+    ) as http:
         yield http

@@ -67,9 +67,12 @@ logfile = {directory / "pgbouncer.log"}
     if (user := server_user()) is not None:
         for name in ("users.txt", "pgbouncer.ini"):
             shutil.chown(directory / name, user, user)
-    process = subprocess.Popen([binary, str(directory / "pgbouncer.ini")],
-                               user=server_user(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [binary, str(directory / "pgbouncer.ini")],
+        user=server_user(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while not (directory / SOCKET_NAME).exists():
         log = directory / "pgbouncer.log"

@@ -13,5 +13,5 @@ def examples(section: str, language: str, path: Path = README) -> list[str]:
     text = path.read_text()
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
-    body = text[start:end if end != -1 else len(text)]
+    body = text[start : end if end != -1 else len(text)]
     return re.findall(rf"^```{language}\n(.*?)^```$", body, flags=re.M | re.S)

@@ -35,8 +35,9 @@ class RerankStub(LLMStub):
         self.held.clear()
         self.responder = lambda request: Reply(body="[]", gate=self.held)
 
-    def fail(self, status: int = 500, body: str | bytes = '{"message": "boom"}', *,
-             declared: bool = True) -> None:
+    def fail(
+        self, status: int = 500, body: str | bytes = '{"message": "boom"}', *, declared: bool = True
+    ) -> None:
         """Answer every request with `status` and `body` (without its length unless
         `declared`)."""
         self.status, self.raw, self.declared = status, body, declared
@@ -52,8 +53,7 @@ class RerankStub(LLMStub):
         if self.shape == "tei":
             answer: Any = [{"index": i, "score": s} for i, s in enumerate(scores)]
         else:
-            answer = {"results": [{"index": i, "relevance_score": s}
-                                  for i, s in enumerate(scores)]}
+            answer = {"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]}
         return Reply(body=json.dumps(answer))
 
     async def stop(self) -> None:

@@ -26,9 +26,14 @@ async def marker_hits(db_engine: Any, marker: str, tenant_id: str) -> dict[str, 
     public table (rows of `tenant_id` where the table has a tenant_id), by table.column."""
     hits: dict[str, int] = {}
     async with db_engine.connect() as conn:
-        columns = (await conn.execute(text(
-            "SELECT table_name, column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = 'public' ORDER BY table_name, column_name"))).all()
+        columns = (
+            await conn.execute(
+                text(
+                    "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = 'public' ORDER BY table_name, column_name"
+                )
+            )
+        ).all()
         with_tenant = {row.table_name for row in columns if row.column_name == "tenant_id"}
         for row in columns:
             if row.data_type not in SCANNED_TYPES:
@@ -36,9 +41,12 @@ async def marker_hits(db_engine: Any, marker: str, tenant_id: str) -> dict[str, 
             where = f'CAST("{row.column_name}" AS text) ILIKE :pattern'
             if row.table_name in with_tenant:
                 where += " AND tenant_id = :tenant_id"
-            count = (await conn.execute(text(
-                f'SELECT count(*) FROM "{row.table_name}" WHERE {where}'),
-                {"pattern": f"%{marker}%", "tenant_id": tenant_id})).scalar_one()
+            count = (
+                await conn.execute(
+                    text(f'SELECT count(*) FROM "{row.table_name}" WHERE {where}'),
+                    {"pattern": f"%{marker}%", "tenant_id": tenant_id},
+                )
+            ).scalar_one()
             if count:
                 hits[f"{row.table_name}.{row.column_name}"] = count
     return hits

@@ -32,8 +32,7 @@ def needs(*programs: str, install: str = "") -> pytest.MarkDecorator:
 def pytest_configure(config: pytest.Config) -> None:
     """Declare the markers `needs` sets."""
     config.addinivalue_line("markers", "needs_tools: the test's programs are installed")
-    config.addinivalue_line("markers", "missing_tool(reason): a program the test runs is "
-                                       "missing")
+    config.addinivalue_line("markers", "missing_tool(reason): a program the test runs is missing")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -41,6 +40,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip a test whose program is missing, or fail it where every test must run."""
     for mark in item.iter_markers("missing_tool"):
         if os.environ.get(REQUIRE_TOOLS) == "1":
-            pytest.fail(f"{mark.args[0]}, and {REQUIRE_TOOLS}=1 requires every test to run",
-                        pytrace=False)
+            pytest.fail(
+                f"{mark.args[0]}, and {REQUIRE_TOOLS}=1 requires every test to run", pytrace=False
+            )
         pytest.skip(mark.args[0])

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-async def until(condition: Callable[[], bool], *, timeout: float = 30,
-                message: str = "the condition") -> None:
+async def until(
+    condition: Callable[[], bool], *, timeout: float = 30, message: str = "the condition"
+) -> None:
     """Poll `condition` until it holds; fail once `timeout` seconds have passed."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -16,8 +17,9 @@ async def until(condition: Callable[[], bool], *, timeout: float = 30,
         await asyncio.sleep(0.01)
 
 
-async def slowest_answer(client: Any, path: str, task: "asyncio.Future[Any]", *,
-                         every: float = 0.01) -> float:
+async def slowest_answer(
+    client: Any, path: str, task: "asyncio.Future[Any]", *, every: float = 0.01
+) -> float:
     """The longest a GET of `path` (each must answer 200), asked every `every` seconds until
     `task` is done, came later than asked: how long the event loop that serves both (an
     in-process client) was kept from answering."""

@@ -10,9 +10,11 @@ TARGET = Path("/backups/base-20261128T000000Z")
 
 
 def test_a_password_in_the_url_goes_to_the_environment_not_the_command_line() -> None:
-    argv, env = basebackup_call("/usr/bin/pg_basebackup",
-                                "postgresql://engram:s%40cret%20pw@db.example:5432/engram"
-                                "?sslmode=require", TARGET)
+    argv, env = basebackup_call(
+        "/usr/bin/pg_basebackup",
+        "postgresql://engram:s%40cret%20pw@db.example:5432/engram?sslmode=require",
+        TARGET,
+    )
     assert not any("s%40cret" in word or "s@cret" in word for word in argv)
     assert env["PGPASSWORD"] == "s@cret pw"
     url = argv[argv.index("-d") + 1]
@@ -20,9 +22,9 @@ def test_a_password_in_the_url_goes_to_the_environment_not_the_command_line() ->
 
 
 def test_a_password_query_parameter_goes_to_the_environment_too() -> None:
-    argv, env = basebackup_call("pg_basebackup",
-                                "postgresql://engram@/engram?host=/run/pg&password=hunter2",
-                                TARGET)
+    argv, env = basebackup_call(
+        "pg_basebackup", "postgresql://engram@/engram?host=/run/pg&password=hunter2", TARGET
+    )
     assert not any("hunter2" in word for word in argv)
     assert env["PGPASSWORD"] == "hunter2"
     assert argv[argv.index("-d") + 1] == "postgresql://engram@/engram?host=/run/pg"

@@ -29,8 +29,12 @@ def our_imports(name: str) -> list[tuple[str, str | None]]:
 
 
 def test_the_benchmarks_are_found():
-    assert {"bench.common.texts", "bench.quality.locomo_recall", "bench.speed.endpoints",
-            "bench.study.rank_study"} <= set(MODULES)
+    assert {
+        "bench.common.texts",
+        "bench.quality.locomo_recall",
+        "bench.speed.endpoints",
+        "bench.study.rank_study",
+    } <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -31,12 +31,12 @@ def test_past_its_capacity_it_forgets_the_oldest() -> None:
 
 def test_keys_differ_by_tenant_butlers_values_and_threshold() -> None:
     base = broad_key("episode", {"tenant_id": "t", "filter_0": ["x"]}, (), ("shape",), 10)
-    assert base == broad_key("episode", {"filter_0": ["x"], "tenant_id": "t"}, (),
-                             ("shape",), 10)
-    others = [broad_key("fact", {"tenant_id": "t", "filter_0": ["x"]}, (), ("shape",), 10),
-              broad_key("episode", {"tenant_id": "u", "filter_0": ["x"]}, (), ("shape",), 10),
-              broad_key("episode", {"tenant_id": "t", "filter_0": ["y"]}, (), ("shape",), 10),
-              broad_key("episode", {"tenant_id": "t", "filter_0": ["x"]}, ("a",), ("shape",),
-                        10),
-              broad_key("episode", {"tenant_id": "t", "filter_0": ["x"]}, (), ("shape",), 5)]
+    assert base == broad_key("episode", {"filter_0": ["x"], "tenant_id": "t"}, (), ("shape",), 10)
+    others = [
+        broad_key("fact", {"tenant_id": "t", "filter_0": ["x"]}, (), ("shape",), 10),
+        broad_key("episode", {"tenant_id": "u", "filter_0": ["x"]}, (), ("shape",), 10),
+        broad_key("episode", {"tenant_id": "t", "filter_0": ["y"]}, (), ("shape",), 10),
+        broad_key("episode", {"tenant_id": "t", "filter_0": ["x"]}, ("a",), ("shape",), 10),
+        broad_key("episode", {"tenant_id": "t", "filter_0": ["x"]}, (), ("shape",), 5),
+    ]
     assert base not in others

@@ -27,8 +27,7 @@ def test_longest_texts_come_first() -> None:
 
 
 def test_a_text_over_the_budget_still_gets_a_call_of_its_own() -> None:
-    plan = plan_chunks(["y" * 5000, "z" * 5000], max_texts=32, max_tokens=100,
-                       max_seq_length=256)
+    plan = plan_chunks(["y" * 5000, "z" * 5000], max_texts=32, max_tokens=100, max_seq_length=256)
     assert plan == [[0], [1]]
 
 

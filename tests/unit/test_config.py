@@ -14,7 +14,11 @@ def test_retrieval_defaults_match_spec(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert settings.retrieval.default_mode == "hybrid"
     weights = settings.retrieval.score_weights
     assert (weights.relevance, weights.importance, weights.recency, weights.confidence) == (
-        0.4, 0.3, 0.2, 0.1)
+        0.4,
+        0.3,
+        0.2,
+        0.1,
+    )
     assert settings.episode_ttl_days == 7
 
 
@@ -53,8 +57,9 @@ def test_embedding_backend_defaults_to_onnx(monkeypatch: pytest.MonkeyPatch, tmp
     assert Settings().embedding_backend == "onnx"
 
 
-def test_embedding_backend_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch,
-                                                       tmp_path) -> None:
+def test_embedding_backend_is_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ENGRAM_EMBEDDING_BACKEND", "torch")
     assert Settings().embedding_backend == "torch"

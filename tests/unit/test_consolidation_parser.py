@@ -56,17 +56,23 @@ def test_invalid_json_is_reported_not_raised():
 
 
 def test_new_fact_requires_subject_predicate_and_content():
-    output = ('{"new_facts": [{"subject": "user", "predicate": "", "content": "x"},'
-              ' {"subject": "user", "content": "x"}, ' + FACT + ']}')
+    output = (
+        '{"new_facts": [{"subject": "user", "predicate": "", "content": "x"},'
+        ' {"subject": "user", "content": "x"}, ' + FACT + "]}"
+    )
     result = parse_consolidation_output(output)
     assert len(result.new_facts) == 1
-    assert result.parse_errors == ["new_facts[0]: missing or empty predicate",
-                                   "new_facts[1]: missing or empty predicate"]
+    assert result.parse_errors == [
+        "new_facts[0]: missing or empty predicate",
+        "new_facts[1]: missing or empty predicate",
+    ]
 
 
 def test_new_fact_defaults_permanence_tags_and_importance():
-    output = ('{"new_facts": [{"subject": "a", "predicate": "b", "content": "c",'
-              ' "permanence": "forever", "tags": "x"}]}')
+    output = (
+        '{"new_facts": [{"subject": "a", "predicate": "b", "content": "c",'
+        ' "permanence": "forever", "tags": "x"}]}'
+    )
     [fact] = parse_consolidation_output(output).new_facts
     assert fact.permanence == "standard"
     assert fact.tags == []
@@ -79,19 +85,23 @@ def test_new_fact_keeps_a_valid_permanence():
 
 
 def test_importance_is_clamped_to_one_through_ten():
-    output = ('{"new_facts": ['
-              '{"subject": "a", "predicate": "b", "content": "c", "importance": 42},'
-              '{"subject": "a", "predicate": "d", "content": "c", "importance": -3},'
-              '{"subject": "a", "predicate": "e", "content": "c", "importance": 7.5}]}')
+    output = (
+        '{"new_facts": ['
+        '{"subject": "a", "predicate": "b", "content": "c", "importance": 42},'
+        '{"subject": "a", "predicate": "d", "content": "c", "importance": -3},'
+        '{"subject": "a", "predicate": "e", "content": "c", "importance": 7.5}]}'
+    )
     result = parse_consolidation_output(output)
     assert [f.importance for f in result.new_facts] == [10.0, 1.0, 7.5]
 
 
 def test_updated_fact_requires_a_uuid_target_id():
-    output = ('{"updated_facts": ['
-              '{"target_id": "nope", "subject": "a", "predicate": "b", "content": "c"},'
-              '{"subject": "a", "predicate": "b", "content": "c"},'
-              f'{{"target_id": "{ID}", "subject": "a", "predicate": "b", "content": "c"}}]}}')
+    output = (
+        '{"updated_facts": ['
+        '{"target_id": "nope", "subject": "a", "predicate": "b", "content": "c"},'
+        '{"subject": "a", "predicate": "b", "content": "c"},'
+        f'{{"target_id": "{ID}", "subject": "a", "predicate": "b", "content": "c"}}]}}'
+    )
     result = parse_consolidation_output(output)
     assert [f.target_id for f in result.updated_facts] == [uuid.UUID(ID)]
     assert result.parse_errors == [
@@ -103,13 +113,17 @@ def test_updated_fact_requires_a_uuid_target_id():
 def test_invalid_confirmation_ids_are_skipped_and_reported():
     result = parse_consolidation_output(f'{{"confirmations": ["{ID}", "abc", 7]}}')
     assert result.confirmations == [uuid.UUID(ID)]
-    assert result.parse_errors == ["confirmations[1]: not a valid UUID: 'abc'",
-                                   "confirmations[2]: not a valid UUID: 7"]
+    assert result.parse_errors == [
+        "confirmations[1]: not a valid UUID: 'abc'",
+        "confirmations[2]: not a valid UUID: 7",
+    ]
 
 
 def test_source_episode_ids_are_parsed_and_bad_ones_reported():
-    output = ('{"new_rules": [{"content": "Be brief.", "source_episode_ids": '
-              f'["{ID}", "zzz", "{ID}"]}}]}}')
+    output = (
+        '{"new_rules": [{"content": "Be brief.", "source_episode_ids": '
+        f'["{ID}", "zzz", "{ID}"]}}]}}'
+    )
     result = parse_consolidation_output(output)
     assert result.new_rules[0].source_episode_ids == [uuid.UUID(ID)]
     assert result.parse_errors == ["new_rules[0].source_episode_ids: not a valid UUID: 'zzz'"]
@@ -126,20 +140,31 @@ def test_a_top_level_array_is_not_an_object():
 
 
 def test_procedures_are_parsed_with_steps_in_order():
-    output = ('{"procedures": [{"name": "deploy", "steps": ["test", {"action": "ship", '
-              '"params_template": {"env": "prod"}, "conditions": "bad"}], '
-              f'"source_episode_ids": ["{ID}"]}}]}}')
+    output = (
+        '{"procedures": [{"name": "deploy", "steps": ["test", {"action": "ship", '
+        '"params_template": {"env": "prod"}, "conditions": "bad"}], '
+        f'"source_episode_ids": ["{ID}"]}}]}}'
+    )
     result = parse_consolidation_output(output)
     [procedure] = result.procedures
     assert procedure.name == "deploy"
     assert [(s.action, s.params_template, s.conditions) for s in procedure.steps] == [
-        ("test", {}, {}), ("ship", {"env": "prod"}, {})]
+        ("test", {}, {}),
+        ("ship", {"env": "prod"}, {}),
+    ]
     assert procedure.source_episode_ids == [uuid.UUID(ID)]
     assert result.parse_errors == []
 
 
-@pytest.mark.parametrize("item", ['{"steps": ["a"]}', '{"name": "x", "steps": []}',
-                                  '{"name": "x", "steps": [{"params_template": {}}]}', '"x"'])
+@pytest.mark.parametrize(
+    "item",
+    [
+        '{"steps": ["a"]}',
+        '{"name": "x", "steps": []}',
+        '{"name": "x", "steps": [{"params_template": {}}]}',
+        '"x"',
+    ],
+)
 def test_a_malformed_procedure_is_a_parse_error(item):
     result = parse_consolidation_output(f'{{"procedures": [{item}]}}')
     assert result.procedures == []

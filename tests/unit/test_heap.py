@@ -42,10 +42,18 @@ thread.join()
 
 
 def _probe(mode: str, **environment: str) -> list[str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
-    result = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True,
-                            text=True, check=True, env={**env, **environment})
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("MALLOC_", "GLIBC_TUNABLES"))
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**env, **environment},
+    )
     return result.stdout.split()
 
 

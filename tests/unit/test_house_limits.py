@@ -15,8 +15,9 @@ def test_no_function_in_the_app_is_longer_than_80_lines():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > 80:
-                    long.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno} {node.name} "
-                                f"({lines} lines)")
+                    long.append(
+                        f"{path.relative_to(REPO_ROOT)}:{node.lineno} {node.name} ({lines} lines)"
+                    )
     assert not long, long
 
 

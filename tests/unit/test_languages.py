@@ -28,7 +28,10 @@ def test_a_short_text_takes_its_script_s_language():
 
 def test_a_query_is_read_in_its_language_english_and_word_for_word():
     assert keyword_query("Wo haben die Kinder gestern gespielt?").configs == (
-        "german", "english", "simple")
+        "german",
+        "english",
+        "simple",
+    )
     assert keyword_query("Gärten", "de").configs == ("german", "english", "simple")
 
 
@@ -77,17 +80,38 @@ def _segment_as_before(text: str) -> str:
 
 # Letters of unspaced scripts, their combining marks (Thai's, Japanese's sound marks), a mark
 # outside those scripts, and spaced text around them.
-MIXED_ALPHABET = ["ร", "า", "น", "\u0e49", "\u0e31", "\u0e4c", "か", "\u3099", "\u309a", "東",
-                  "京", "\u0301", "e", " ", "\u17b6", "ក", "·"]
+MIXED_ALPHABET = [
+    "ร",
+    "า",
+    "น",
+    "\u0e49",
+    "\u0e31",
+    "\u0e4c",
+    "か",
+    "\u3099",
+    "\u309a",
+    "東",
+    "京",
+    "\u0301",
+    "e",
+    " ",
+    "\u17b6",
+    "ក",
+    "·",
+]
 
 
 def test_segmentation_reads_mixed_text_as_it_always_did():
     import random
 
     chooser = random.Random(70)
-    texts = ["", "\u0e49", "\u0e49ร", "ร\u0e49\u0e49", *(
-        "".join(chooser.choices(MIXED_ALPHABET, k=chooser.randint(1, 60)))
-        for _ in range(2000))]
+    texts = [
+        "",
+        "\u0e49",
+        "\u0e49ร",
+        "ร\u0e49\u0e49",
+        *("".join(chooser.choices(MIXED_ALPHABET, k=chooser.randint(1, 60))) for _ in range(2000)),
+    ]
     for text in texts:
         assert segment(text) == _segment_as_before(text), repr(text)
 

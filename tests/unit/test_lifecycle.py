@@ -12,8 +12,13 @@ NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 @pytest.mark.parametrize(
     ("permanence", "rate"),
-    [("permanent", 0.0), ("stable", 0.002), ("standard", 0.008), ("volatile", 0.03),
-     ("ephemeral", 0.1)],
+    [
+        ("permanent", 0.0),
+        ("stable", 0.002),
+        ("standard", 0.008),
+        ("volatile", 0.03),
+        ("ephemeral", 0.1),
+    ],
 )
 def test_permanence_maps_to_decay_rate(permanence: str, rate: float) -> None:
     assert lifecycle.decay_rate_for(permanence) == rate
@@ -71,10 +76,12 @@ def test_candidate_promoted_at_five_successes_and_point_six() -> None:
 def test_established_promoted_to_proven_needs_age_of_thirty_days() -> None:
     promoted = lifecycle.promoted_maturity
     assert promoted("established", success_count=15, effectiveness=0.8, age_days=30) == "proven"
-    assert promoted("established", success_count=15, effectiveness=0.8,
-                    age_days=29.9) == "established"
-    assert promoted("established", success_count=14, effectiveness=0.9,
-                    age_days=40) == "established"
+    assert (
+        promoted("established", success_count=15, effectiveness=0.8, age_days=29.9) == "established"
+    )
+    assert (
+        promoted("established", success_count=14, effectiveness=0.9, age_days=40) == "established"
+    )
 
 
 def test_demotions_step_one_level_down() -> None:
@@ -99,8 +106,9 @@ def test_anti_pattern_content_format() -> None:
 
 
 def test_after_harmful_flags_inversion_and_demotes() -> None:
-    outcome = lifecycle.after_harmful(maturity="established", applied_count=7,
-                                      success_count=5, harmful_count=2)
+    outcome = lifecycle.after_harmful(
+        maturity="established", applied_count=7, success_count=5, harmful_count=2
+    )
     assert outcome.applied_count == 8
     assert outcome.harmful_count == 3
     assert outcome.effectiveness_score == pytest.approx(5 / (5 + 12 + 0.01))

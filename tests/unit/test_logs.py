@@ -20,7 +20,11 @@ def test_a_json_line_names_the_request_it_was_logged_for():
         current_request_id.reset(token)
     parsed = json.loads(line)
     assert (parsed["level"], parsed["logger"], parsed["message"], parsed["request_id"]) == (
-        "WARNING", "engram.test", "model slow", "req-42")
+        "WARNING",
+        "engram.test",
+        "model slow",
+        "req-42",
+    )
     assert parsed["time"].endswith("+00:00")
 
 

@@ -26,8 +26,11 @@ def key(name: str) -> Caller:
     return Caller.for_key(hashlib.sha256(name.encode()).hexdigest())
 
 
-def request(path: str = "/v1/facts", address: str = "203.0.113.7",
-            headers: list[tuple[bytes, bytes]] | None = None) -> dict:
+def request(
+    path: str = "/v1/facts",
+    address: str = "203.0.113.7",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> dict:
     return {"type": "http", "path": path, "headers": headers or [], "client": (address, 4000)}
 
 
@@ -73,17 +76,22 @@ def test_one_body_larger_than_the_cap_still_passes_when_nothing_is_in_flight():
 def test_a_known_key_counts_against_its_hash_for_both_headers():
     secret = b"egk_abc"
     known = {hashlib.sha256(secret).hexdigest()}.__contains__
-    bearer = caller_of(request(headers=[(b"authorization", b"Bearer egk_abc")]),
-                       known_key=known, auth_disabled=False)
-    header = caller_of(request(headers=[(b"x-api-key", b"egk_abc")]),
-                       known_key=known, auth_disabled=False)
+    bearer = caller_of(
+        request(headers=[(b"authorization", b"Bearer egk_abc")]),
+        known_key=known,
+        auth_disabled=False,
+    )
+    header = caller_of(
+        request(headers=[(b"x-api-key", b"egk_abc")]), known_key=known, auth_disabled=False
+    )
     assert bearer == header and not bearer.strict
     assert "egk_abc" not in bearer.name
 
 
 def test_an_unknown_key_counts_against_its_address_under_the_strict_limit():
-    caller = caller_of(request(headers=[(b"x-api-key", b"egk_new")]), known_key=NOBODY,
-                       auth_disabled=False)
+    caller = caller_of(
+        request(headers=[(b"x-api-key", b"egk_new")]), known_key=NOBODY, auth_disabled=False
+    )
     assert caller == Caller.unverified("203.0.113.7") and caller.strict
 
 
@@ -94,32 +102,38 @@ def test_without_a_key_a_request_counts_against_its_address():
 
 def test_the_bearer_key_wins_over_x_api_key_as_authentication_reads_them():
     known = {hashlib.sha256(b"egk_bearer").hexdigest()}.__contains__
-    caller = caller_of(request(headers=[(b"x-api-key", b"egk_other"),
-                                        (b"authorization", b"Bearer egk_bearer")]),
-                       known_key=known, auth_disabled=False)
+    caller = caller_of(
+        request(headers=[(b"x-api-key", b"egk_other"), (b"authorization", b"Bearer egk_bearer")]),
+        known_key=known,
+        auth_disabled=False,
+    )
     assert caller == Caller.for_key(hashlib.sha256(b"egk_bearer").hexdigest())
 
 
 def test_console_pages_count_against_the_address_and_sign_in_strictly():
-    page = caller_of(request("/ui/search", headers=[(b"cookie", b"engram_console=x")]),
-                     known_key=NOBODY, auth_disabled=False)
+    page = caller_of(
+        request("/ui/search", headers=[(b"cookie", b"engram_console=x")]),
+        known_key=NOBODY,
+        auth_disabled=False,
+    )
     sign_in = caller_of(request("/ui/sign-in"), known_key=NOBODY, auth_disabled=False)
     assert page == Caller.address("203.0.113.7")
     assert sign_in == Caller.unverified("203.0.113.7")
 
 
 def test_without_authentication_every_request_counts_against_its_address():
-    caller = caller_of(request(headers=[(b"x-api-key", b"egk_anything")]), known_key=NOBODY,
-                       auth_disabled=True)
+    caller = caller_of(
+        request(headers=[(b"x-api-key", b"egk_anything")]), known_key=NOBODY, auth_disabled=True
+    )
     assert caller == Caller.address("203.0.113.7")
 
 
 def test_ipv6_addresses_of_one_64_prefix_share_a_bucket():
     one = caller_of(request(address="2001:db8:1:2::1"), known_key=NOBODY, auth_disabled=False)
-    other = caller_of(request(address="2001:db8:1:2:ffff::9"), known_key=NOBODY,
-                      auth_disabled=False)
-    elsewhere = caller_of(request(address="2001:db8:1:3::1"), known_key=NOBODY,
-                          auth_disabled=False)
+    other = caller_of(
+        request(address="2001:db8:1:2:ffff::9"), known_key=NOBODY, auth_disabled=False
+    )
+    elsewhere = caller_of(request(address="2001:db8:1:3::1"), known_key=NOBODY, auth_disabled=False)
     assert one == other != elsewhere
 
 
@@ -128,8 +142,11 @@ def test_random_keys_are_refused_at_the_address_rate_and_the_table_stays_small()
     allowed = 0
     for n in range(10_000):  # 10,000 requests in 10 seconds, each with a new key
         clock.now = 1000.0 + n / 1000
-        caller = caller_of(request(headers=[(b"x-api-key", secrets.token_hex(16).encode())]),
-                           known_key=NOBODY, auth_disabled=False)
+        caller = caller_of(
+            request(headers=[(b"x-api-key", secrets.token_hex(16).encode())]),
+            known_key=NOBODY,
+            auth_disabled=False,
+        )
         allowed += state.take_request(caller) == 0.0
     # The burst, then 5 a second for the 10 seconds.
     assert 59 <= allowed <= 60

@@ -8,10 +8,14 @@ from app.replicas import RecentWrites, lsn_value, replica_name
 
 
 def test_replica_urls_are_read_comma_separated_or_as_a_json_list(monkeypatch):
-    monkeypatch.setenv("ENGRAM_REPLICA_DATABASE_URLS",
-                       "postgresql://app@r1/engram, postgresql://app@r2:5433/engram")
-    assert Settings().replica_database_urls == ["postgresql://app@r1/engram",
-                                                "postgresql://app@r2:5433/engram"]
+    monkeypatch.setenv(
+        "ENGRAM_REPLICA_DATABASE_URLS",
+        "postgresql://app@r1/engram, postgresql://app@r2:5433/engram",
+    )
+    assert Settings().replica_database_urls == [
+        "postgresql://app@r1/engram",
+        "postgresql://app@r2:5433/engram",
+    ]
     monkeypatch.setenv("ENGRAM_REPLICA_DATABASE_URLS", '["postgresql://app@r3/engram"]')
     monkeypatch.setenv("ENGRAM_REPLICAS__MAX_LAG_SECONDS", "2.5")
     settings = Settings()

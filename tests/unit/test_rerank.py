@@ -19,21 +19,35 @@ JUNE = datetime(2023, 6, 1, tzinfo=UTC)
 
 def only(signal: str, threshold: float) -> Model:
     """One tree that scores a candidate 1 when `signal` is above `threshold`, else 0."""
-    return Model(feature=np.array([[SIGNALS.index(signal), 0, 0]]),
-                 threshold=np.array([[threshold, 0.0, 0.0]]), left=np.array([[1, 0, 0]]),
-                 right=np.array([[2, 0, 0]]), value=np.array([[0.5, 0.0, 1.0]]),
-                 leaf=np.array([[False, True, True]]), bias=0.0)
+    return Model(
+        feature=np.array([[SIGNALS.index(signal), 0, 0]]),
+        threshold=np.array([[threshold, 0.0, 0.0]]),
+        left=np.array([[1, 0, 0]]),
+        right=np.array([[2, 0, 0]]),
+        value=np.array([[0.5, 0.0, 1.0]]),
+        leaf=np.array([[False, True, True]]),
+        bias=0.0,
+    )
 
 
 def ranked(*ids: uuid.UUID, scores: tuple[float, ...] = ()) -> list[RankedCandidate]:
-    return [RankedCandidate("episode", memory_id, rank, scores[rank - 1] if scores else 0.0)
-            for rank, memory_id in enumerate(ids, 1)]
+    return [
+        RankedCandidate("episode", memory_id, rank, scores[rank - 1] if scores else 0.0)
+        for rank, memory_id in enumerate(ids, 1)
+    ]
 
 
-def known(similarity: float = 0.5, *, own: float | None = None, group: object = None,
-          length: int = 100, occurred_at: datetime | None = None) -> Known:
-    return Known(similarity, similarity if own is None else own, group or object(), length,
-                 occurred_at)
+def known(
+    similarity: float = 0.5,
+    *,
+    own: float | None = None,
+    group: object = None,
+    length: int = 100,
+    occurred_at: datetime | None = None,
+) -> Known:
+    return Known(
+        similarity, similarity if own is None else own, group or object(), length, occurred_at
+    )
 
 
 def order(fused) -> list[uuid.UUID]:
@@ -41,9 +55,14 @@ def order(fused) -> list[uuid.UUID]:
 
 
 def test_signals_against_the_best_of_the_lists():
-    rows = signals([Candidate(0.8, 0.6, 4.0, 1, 2, "s1", 99),
-                    Candidate(0.5, 0.5, 8.0, 2, 1, "s1", 9),
-                    Candidate(0.3, 0.3, 0.0, 3, None, "s2", 0, in_window=True)], depth=50)
+    rows = signals(
+        [
+            Candidate(0.8, 0.6, 4.0, 1, 2, "s1", 99),
+            Candidate(0.5, 0.5, 8.0, 2, 1, "s1", 9),
+            Candidate(0.3, 0.3, 0.0, 3, None, "s2", 0, in_window=True),
+        ],
+        depth=50,
+    )
     value = {name: rows[:, i] for i, name in enumerate(SIGNALS)}
     assert value["similarity_gap"] == pytest.approx([0.0, -0.3, -0.5])
     assert value["keyword"] == pytest.approx([0.5, 1.0, 0.0])
@@ -59,29 +78,61 @@ def test_signals_against_the_best_of_the_lists():
 
 def test_each_signal_reaches_the_order():
     lists = ranked(A, B, C, scores=(0.9, 0.5, 0.1)), ranked(C, B, scores=(7.0, 3.0))
-    rows = {("episode", A): known(0.9), ("episode", B): known(0.5, length=5000),
-            ("episode", C): known(0.1, occurred_at=MAY)}
-    first = {signal: order(fuse_learned(*lists, known=rows, limit=3, depth=50,
-                                        window=(MAY, JUNE), model=only(signal, threshold)))[0]
-             for signal, threshold in (("similarity", 0.7), ("keyword", 0.9),
-                                       ("log_length", 6.0), ("in_window", 0.5))}
+    rows = {
+        ("episode", A): known(0.9),
+        ("episode", B): known(0.5, length=5000),
+        ("episode", C): known(0.1, occurred_at=MAY),
+    }
+    first = {
+        signal: order(
+            fuse_learned(
+                *lists,
+                known=rows,
+                limit=3,
+                depth=50,
+                window=(MAY, JUNE),
+                model=only(signal, threshold),
+            )
+        )[0]
+        for signal, threshold in (
+            ("similarity", 0.7),
+            ("keyword", 0.9),
+            ("log_length", 6.0),
+            ("in_window", 0.5),
+        )
+    }
     assert first == {"similarity": A, "keyword": C, "log_length": B, "in_window": C}
 
 
 def test_a_session_lifts_its_turns():
     s1, s2 = ("butler", "s1"), ("butler", "s2")
-    rows = {("episode", A): known(0.5, group=s2), ("episode", B): known(0.5, group=s1),
-            ("episode", C): known(0.9, group=s1)}
-    fused = fuse_learned(ranked(C, A, B, scores=(0.9, 0.5, 0.5)), [], known=rows, limit=3,
-                         depth=50, model=only("session_similarity_gap", -0.1))
+    rows = {
+        ("episode", A): known(0.5, group=s2),
+        ("episode", B): known(0.5, group=s1),
+        ("episode", C): known(0.9, group=s1),
+    }
+    fused = fuse_learned(
+        ranked(C, A, B, scores=(0.9, 0.5, 0.5)),
+        [],
+        known=rows,
+        limit=3,
+        depth=50,
+        model=only("session_similarity_gap", -0.1),
+    )
     assert order(fused)[-1] == A
 
 
 def test_contributions_add_up_to_the_score():
     rows = {("episode", A): known(0.7), ("episode", B): known(0.4)}
     model = rerank.shipped_model()
-    for hit in fuse_learned(ranked(A, B, scores=(0.7, 0.4)), ranked(B, scores=(2.0,)),
-                            known=rows, limit=2, depth=50, model=model):
+    for hit in fuse_learned(
+        ranked(A, B, scores=(0.7, 0.4)),
+        ranked(B, scores=(2.0,)),
+        known=rows,
+        limit=2,
+        depth=50,
+        model=model,
+    ):
         logit = sum(hit.contributions.values())
         assert hit.fused_score == pytest.approx(1 / (1 + math.exp(-logit)))
         assert set(hit.contributions) == {"base", *SIGNALS}
@@ -112,8 +163,9 @@ def test_a_window_episode_never_scores_below_one_outside_the_window():
     inside = [uuid.UUID(int=100 + i) for i in range(30)]
     outside = uuid.UUID(int=999)
     ordered = [Fused("episode", key, None, None, None) for key in [outside, *inside]]
-    fused = _with_lists(ordered, {"time": {("episode", c.memory_id): c
-                                           for c in ranked(*inside)}}, limit=10, k=60)
+    fused = _with_lists(
+        ordered, {"time": {("episode", c.memory_id): c for c in ranked(*inside)}}, limit=10, k=60
+    )
     parts = {f.memory_id: f.contributions["time"] for f in fused}
     assert parts[outside] < min(parts[key] for key in inside)
     assert parts[outside] == pytest.approx(1 / (60 + 31))
@@ -126,36 +178,58 @@ def walk(model: Model, row: np.ndarray) -> tuple[float, np.ndarray]:
         node = 0
         while not model.leaf[tree, node]:
             signal = model.feature[tree, node]
-            child = (model.left if row[signal] <= model.threshold[tree, node]
-                     else model.right)[tree, node]
+            child = (model.left if row[signal] <= model.threshold[tree, node] else model.right)[
+                tree, node
+            ]
             parts[signal] += model.value[tree, child] - model.value[tree, node]
             node = child
         logit += model.value[tree, node]
     return logit, parts
 
 
-def many_candidates(count: int) -> tuple[list[RankedCandidate], list[RankedCandidate],
-                                         dict[tuple[str, uuid.UUID], Known]]:
+def many_candidates(
+    count: int,
+) -> tuple[list[RankedCandidate], list[RankedCandidate], dict[tuple[str, uuid.UUID], Known]]:
     """`count` memories in both lists in different orders, of varied similarity, length and
     session."""
     ids = [uuid.UUID(int=1000 + i) for i in range(count)]
     similarity = {key: 0.2 + (i * 37 % count) / (2 * count) for i, key in enumerate(ids)}
-    semantic = ranked(*sorted(ids, key=lambda key: -similarity[key]),
-                      scores=tuple(sorted(similarity.values(), reverse=True)))
-    by_words = sorted(ids, key=lambda key: key.int * 7 % 11)[:count // 2]
+    semantic = ranked(
+        *sorted(ids, key=lambda key: -similarity[key]),
+        scores=tuple(sorted(similarity.values(), reverse=True)),
+    )
+    by_words = sorted(ids, key=lambda key: key.int * 7 % 11)[: count // 2]
     keyword = ranked(*by_words, scores=tuple(float(20 - i % 20) for i in range(len(by_words))))
-    rows = {("episode", key): known(similarity[key], own=similarity[key] - (i % 3) / 20,
-                                    group=("chat", i % 5), length=40 + i * 13)
-            for i, key in enumerate(ids)}
+    rows = {
+        ("episode", key): known(
+            similarity[key],
+            own=similarity[key] - (i % 3) / 20,
+            group=("chat", i % 5),
+            length=40 + i * 13,
+        )
+        for i, key in enumerate(ids)
+    }
     return semantic, keyword, rows
 
 
 def test_the_model_scores_and_splits_a_row_as_its_trees_walked_one_by_one():
     model = rerank.shipped_model()
     semantic, keyword, rows = many_candidates(40)
-    table = signals([Candidate(rows[key].similarity, rows[key].own_similarity, 0.0, rank,
-                               None, rows[key].group, rows[key].length)
-                     for rank, key in enumerate(rows, 1)], depth=30)
+    table = signals(
+        [
+            Candidate(
+                rows[key].similarity,
+                rows[key].own_similarity,
+                0.0,
+                rank,
+                None,
+                rows[key].group,
+                rows[key].length,
+            )
+            for rank, key in enumerate(rows, 1)
+        ],
+        depth=30,
+    )
     scores, parts = model.scores(table), model.contributions(table)
     for index, row in enumerate(table):
         logit, expected = walk(model, row)
@@ -169,20 +243,37 @@ def test_the_results_shown_carry_the_contributions_of_the_whole_computation():
     model = rerank.shipped_model()
     semantic, keyword, rows = many_candidates(60)
     shown = fuse_learned(semantic, keyword, known=rows, limit=10, depth=30, model=model)
-    keys = list(dict.fromkeys([*((c.memory_type, c.memory_id) for c in semantic),
-                               *((c.memory_type, c.memory_id) for c in keyword)]))
+    keys = list(
+        dict.fromkeys(
+            [
+                *((c.memory_type, c.memory_id) for c in semantic),
+                *((c.memory_type, c.memory_id) for c in keyword),
+            ]
+        )
+    )
     semantic_rank = {(c.memory_type, c.memory_id): c for c in semantic}
     keyword_rank = {(c.memory_type, c.memory_id): c for c in keyword}
-    table = signals([Candidate(
-        rows[key].similarity, rows[key].own_similarity,
-        keyword_rank[key].score if key in keyword_rank else 0.0,
-        semantic_rank[key].rank if key in semantic_rank else None,
-        keyword_rank[key].rank if key in keyword_rank else None, rows[key].group,
-        rows[key].length) for key in keys], depth=30)
+    table = signals(
+        [
+            Candidate(
+                rows[key].similarity,
+                rows[key].own_similarity,
+                keyword_rank[key].score if key in keyword_rank else 0.0,
+                semantic_rank[key].rank if key in semantic_rank else None,
+                keyword_rank[key].rank if key in keyword_rank else None,
+                rows[key].group,
+                rows[key].length,
+            )
+            for key in keys
+        ],
+        depth=30,
+    )
     every = model.contributions(table)
     assert len(shown) == 10
     assert [hit.fused_score for hit in shown] == sorted(model.scores(table), reverse=True)[:10]
     for hit in shown:
         full = every[keys.index((hit.memory_type, hit.memory_id))]
-        assert hit.contributions == {"base": model.base,
-                                     **{name: float(full[i]) for i, name in enumerate(SIGNALS)}}
+        assert hit.contributions == {
+            "base": model.base,
+            **{name: float(full[i]) for i, name in enumerate(SIGNALS)},
+        }

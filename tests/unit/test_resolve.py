@@ -22,8 +22,9 @@ def candidate(name, match="prefix", entity_id=None):
     return Candidate(entity_id or uuid.uuid4(), name, "person", [], match)
 
 
-@pytest.mark.parametrize(("match", "score"), [("exact", 100.0), ("alias", 80.0),
-                                              ("prefix", 50.0), ("fuzzy", 20.0)])
+@pytest.mark.parametrize(
+    ("match", "score"), [("exact", 100.0), ("alias", 80.0), ("prefix", 50.0), ("fuzzy", 20.0)]
+)
 def test_base_score_of_each_tier(match, score):
     assert candidate("x", match).score == score
 
@@ -37,8 +38,13 @@ def test_tokenize_keeps_non_ascii_letters():
 
 
 def test_hint_terms_join_topic_and_mentioned_names():
-    assert hint_terms("Chess club", ["Dana Scully", "Fox"]) == {"chess", "club", "dana",
-                                                                "scully", "fox"}
+    assert hint_terms("Chess club", ["Dana Scully", "Fox"]) == {
+        "chess",
+        "club",
+        "dana",
+        "scully",
+        "fox",
+    }
     assert hint_terms(None, []) == set()
 
 
@@ -56,8 +62,12 @@ def test_graph_boost_scales_jaccard_to_twenty():
 
 def test_apply_boosts_adds_graph_boost_and_domain_score():
     first, second = candidate("A"), candidate("B")
-    apply_boosts([first, second], fact_terms={first.entity_id: {"a", "b"}}, hints={"a"},
-                 domain_scores={second.entity_id: -2.5})
+    apply_boosts(
+        [first, second],
+        fact_terms={first.entity_id: {"a", "b"}},
+        hints={"a"},
+        domain_scores={second.entity_id: -2.5},
+    )
     assert (first.score, second.score) == (60.0, 47.5)
 
 
@@ -69,21 +79,33 @@ def test_rank_orders_by_score_then_name_and_rounds():
     top.score += 1 / 3
     ranked = rank([low, tie_b, top, tie_a], limit=3)
     assert [(c.canonical_name, c.score) for c in ranked] == [
-        ("Zed", 100.3333), ("Abe", 50.0), ("Bea", 50.0)]
+        ("Zed", 100.3333),
+        ("Abe", 50.0),
+        ("Bea", 50.0),
+    ]
 
 
-@pytest.mark.parametrize(("raw", "escaped"), [
-    ("50%", "50\\%"), ("a_b", "a\\_b"), ("back\\slash", "back\\\\slash"),
-    ("%_\\", "\\%\\_\\\\"), ("plain", "plain"),
-])
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [
+        ("50%", "50\\%"),
+        ("a_b", "a\\_b"),
+        ("back\\slash", "back\\\\slash"),
+        ("%_\\", "\\%\\_\\\\"),
+        ("plain", "plain"),
+    ],
+)
 def test_escape_like_makes_wildcards_literal(raw, escaped):
     assert escape_like(raw) == escaped
 
 
 def test_merge_aliases_adds_source_name_and_new_aliases_once():
-    merged, added = merge_aliases(target_name="Robert", target_aliases=["Bob"],
-                                  source_name="Bobby",
-                                  source_aliases=["bob", "ROBERT", "Rob", "rob"])
+    merged, added = merge_aliases(
+        target_name="Robert",
+        target_aliases=["Bob"],
+        source_name="Bobby",
+        source_aliases=["bob", "ROBERT", "Rob", "rob"],
+    )
     assert merged == ["Bob", "Bobby", "Rob"]
     assert added == ["Bobby", "Rob"]
 

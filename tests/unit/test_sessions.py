@@ -26,9 +26,17 @@ def test_the_stored_turn_before_wins_over_the_one_after_and_a_gap_of_both_starts
     before, after = Stored(uuid.uuid4(), minutes(0)), Stored(uuid.uuid4(), minutes(20))
     fresh = uuid.uuid4()
     sessions = assign_sessions(
-        [Arrival("chat", minutes(10), before, after),
-         Arrival("mail", minutes(18), Stored(uuid.uuid4(), minutes(0)), after),
-         Arrival("news", minutes(10), Stored(uuid.uuid4(), minutes(-20)),
-                 Stored(uuid.uuid4(), minutes(40)))],
-        gap=GAP, new_session=lambda: fresh)
+        [
+            Arrival("chat", minutes(10), before, after),
+            Arrival("mail", minutes(18), Stored(uuid.uuid4(), minutes(0)), after),
+            Arrival(
+                "news",
+                minutes(10),
+                Stored(uuid.uuid4(), minutes(-20)),
+                Stored(uuid.uuid4(), minutes(40)),
+            ),
+        ],
+        gap=GAP,
+        new_session=lambda: fresh,
+    )
     assert sessions == [before.session, after.session, fresh]

@@ -38,10 +38,28 @@ def test_a_text_is_blank_exactly_when_nothing_visible_is_left():
 
     from app.text import is_blank, visible_text
 
-    alphabet = [" ", "\t", "\n", "\u200b", "\ufeff", "\u202e", "\x07", "\u00a0", "\u3000",
-                "\u0e49", "ร", "a", "\u0301", "\uff21", "\u2028"]
+    alphabet = [
+        " ",
+        "\t",
+        "\n",
+        "\u200b",
+        "\ufeff",
+        "\u202e",
+        "\x07",
+        "\u00a0",
+        "\u3000",
+        "\u0e49",
+        "ร",
+        "a",
+        "\u0301",
+        "\uff21",
+        "\u2028",
+    ]
     chooser = random.Random(70)
-    texts = ["", *alphabet, *("".join(chooser.choices(alphabet, k=chooser.randint(1, 8)))
-                              for _ in range(3000))]
+    texts = [
+        "",
+        *alphabet,
+        *("".join(chooser.choices(alphabet, k=chooser.randint(1, 8))) for _ in range(3000)),
+    ]
     for text in texts:
         assert is_blank(text) == (not visible_text(text).strip()), repr(text)

@@ -12,31 +12,37 @@ REFERENCE = datetime(2023, 6, 14, 15, 30, tzinfo=UTC)
 
 def window(query: str, reference: datetime = REFERENCE) -> tuple[str, str] | None:
     found = parse_time_window(query, reference)
-    return None if found is None else (found.start.date().isoformat(),
-                                       (found.end - timedelta(days=1)).date().isoformat())
+    return (
+        None
+        if found is None
+        else (found.start.date().isoformat(), (found.end - timedelta(days=1)).date().isoformat())
+    )
 
 
-@pytest.mark.parametrize(("query", "first", "last"), [
-    ("what did I do yesterday", "2023-06-13", "2023-06-13"),
-    ("what happened today", "2023-06-14", "2023-06-14"),
-    ("where did we go last week", "2023-06-05", "2023-06-11"),
-    ("plans for this week", "2023-06-12", "2023-06-18"),
-    ("the hike last weekend", "2023-06-10", "2023-06-11"),
-    ("what did I buy last month", "2023-05-01", "2023-05-31"),
-    ("books I read last year", "2022-01-01", "2022-12-31"),
-    ("what did Caroline do in May 2023", "2023-05-01", "2023-05-31"),
-    ("events of march, 2021", "2021-03-01", "2021-03-31"),
-    ("in May", "2023-05-01", "2023-05-31"),
-    ("in December", "2022-12-01", "2022-12-31"),
-    ("trips in 2022", "2022-01-01", "2022-12-31"),
-    ("on May 8, 2023", "2023-05-08", "2023-05-08"),
-    ("the 8th of May 2023", "2023-05-08", "2023-05-08"),
-    ("last friday", "2023-06-09", "2023-06-09"),
-    ("on wednesday", "2023-06-07", "2023-06-07"),
-    ("two days ago", "2023-06-11", "2023-06-13"),
-    ("3 weeks ago", "2023-05-21", "2023-05-27"),
-    ("a month ago", "2023-05-01", "2023-05-31"),
-])
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("what did I do yesterday", "2023-06-13", "2023-06-13"),
+        ("what happened today", "2023-06-14", "2023-06-14"),
+        ("where did we go last week", "2023-06-05", "2023-06-11"),
+        ("plans for this week", "2023-06-12", "2023-06-18"),
+        ("the hike last weekend", "2023-06-10", "2023-06-11"),
+        ("what did I buy last month", "2023-05-01", "2023-05-31"),
+        ("books I read last year", "2022-01-01", "2022-12-31"),
+        ("what did Caroline do in May 2023", "2023-05-01", "2023-05-31"),
+        ("events of march, 2021", "2021-03-01", "2021-03-31"),
+        ("in May", "2023-05-01", "2023-05-31"),
+        ("in December", "2022-12-01", "2022-12-31"),
+        ("trips in 2022", "2022-01-01", "2022-12-31"),
+        ("on May 8, 2023", "2023-05-08", "2023-05-08"),
+        ("the 8th of May 2023", "2023-05-08", "2023-05-08"),
+        ("last friday", "2023-06-09", "2023-06-09"),
+        ("on wednesday", "2023-06-07", "2023-06-07"),
+        ("two days ago", "2023-06-11", "2023-06-13"),
+        ("3 weeks ago", "2023-05-21", "2023-05-27"),
+        ("a month ago", "2023-05-01", "2023-05-31"),
+    ],
+)
 def test_expressions_become_windows(query, first, last):
     assert window(query) == (first, last)
 

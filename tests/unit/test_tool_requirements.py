@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST = '''
+TEST = """
 import pytest
 from tests.support.tools import needs
 
@@ -19,19 +19,35 @@ def test_uses_the_program():
 @needs("sh")
 def test_uses_a_present_program():
     pass
-'''
+"""
 
 
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "test_tool.py"
     path.write_text(TEST)
-    environment = {name: value for name, value in os.environ.items()
-                   if name != "ENGRAM_TESTS_REQUIRE_TOOLS"}
+    environment = {
+        name: value for name, value in os.environ.items() if name != "ENGRAM_TESTS_REQUIRE_TOOLS"
+    }
     environment.update(PYTHONPATH=str(ROOT), **env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                           "-p", "tests.support.tools", str(path)],
-                          cwd=tmp_path, env=environment, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.support.tools",
+            str(path),
+        ],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_missing_program_skips_the_test(tmp_path: Path) -> None:

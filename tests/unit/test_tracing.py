@@ -13,8 +13,9 @@ def test_no_endpoint_configures_nothing():
     assert configure_tracing(FastAPI(), None) is False
 
 
-@pytest.mark.skipif(importlib.util.find_spec("opentelemetry.sdk") is not None,
-                    reason="the otel extra is installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("opentelemetry.sdk") is not None, reason="the otel extra is installed"
+)
 def test_an_endpoint_without_the_extra_warns_once_and_serves_on(caplog):
     with caplog.at_level(logging.WARNING, logger="app.tracing"):
         assert configure_tracing(FastAPI(), "http://127.0.0.1:4318/v1/traces") is False

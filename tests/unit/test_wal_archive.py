@@ -31,8 +31,7 @@ def _archive(tmp_path: Path, archive: Path, segment: Path) -> list[str]:
     shim.write_text(SHIM.replace("{archive}", str(archive)).replace("{log}", str(log)))
     shim.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    subprocess.run(["sh", "-c", _expand(archive_command(archive), segment)], env=env,
-                   check=True)
+    subprocess.run(["sh", "-c", _expand(archive_command(archive), segment)], env=env, check=True)
     calls = log.read_text().splitlines() if log.exists() else []
     log.unlink(missing_ok=True)
     return calls

@@ -22,8 +22,13 @@ class BroadFilters:
     """A bounded, expiring map of (tenant, type, filter values, threshold) keys to whether
     the filter admitted at least the threshold."""
 
-    def __init__(self, *, ttl: float = TTL_SECONDS, capacity: int = CAPACITY,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        ttl: float = TTL_SECONDS,
+        capacity: int = CAPACITY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._ttl, self._capacity, self._clock = ttl, capacity, clock
         self._until: OrderedDict[Hashable, tuple[float, bool]] = OrderedDict()
 
@@ -49,11 +54,11 @@ class BroadFilters:
         self._until.clear()
 
 
-def broad_key(memory_type: str, params: dict[str, Any], butlers: tuple[str, ...],
-              shape: Hashable, below: int) -> Hashable:
+def broad_key(
+    memory_type: str, params: dict[str, Any], butlers: tuple[str, ...], shape: Hashable, below: int
+) -> Hashable:
     """The key of one type's count: everything the counted rows depend on."""
-    return (memory_type, json.dumps(params, sort_keys=True, default=str), butlers, shape,
-            below)
+    return (memory_type, json.dumps(params, sort_keys=True, default=str), butlers, shape, below)
 
 
 BROAD = BroadFilters()

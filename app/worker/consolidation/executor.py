@@ -80,8 +80,9 @@ class ExecutionOutcome(Skipped, WriteCounts):
 class ActionSkipped(Exception):
     """An action left undone on purpose; `counter` is the Skipped count it adds to."""
 
-    def __init__(self, reason: str, *,
-                 counter: Literal["targets_not_shown", "writes_refused"]) -> None:
+    def __init__(
+        self, reason: str, *, counter: Literal["targets_not_shown", "writes_refused"]
+    ) -> None:
         super().__init__(reason)
         self.counter = counter
 
@@ -109,9 +110,14 @@ class GroupScope:
         return self.writable is None or scope in self.writable
 
 
-async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
-                                group: GroupScope, parsed: ConsolidationResult,
-                                auto_links: AutoLinkSettings | None = None) -> ExecutionOutcome:
+async def execute_consolidation(
+    session: AsyncSession,
+    *,
+    embedder: Embedder,
+    group: GroupScope,
+    parsed: ConsolidationResult,
+    auto_links: AutoLinkSettings | None = None,
+) -> ExecutionOutcome:
     """Run every action of `parsed`; one failing action never stops the others. New facts
     and rules are linked `related_to` their most similar ones as stored ones are
     (`auto_links`)."""
@@ -122,8 +128,13 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
             async with session.begin_nested():
                 await action()
         except ActionSkipped as skip:
-            logger.warning("consolidation of %s %r skipped %s: %s",
-                           group.source_type, group.butler, label, skip)
+            logger.warning(
+                "consolidation of %s %r skipped %s: %s",
+                group.source_type,
+                group.butler,
+                label,
+                skip,
+            )
             setattr(outcome, skip.counter, getattr(outcome, skip.counter) + 1)
             outcome.errors.append(f"{label}: {skip}")
         except Exception as exc:  # noqa: BLE001 - each action is isolated by design
@@ -132,16 +143,32 @@ async def execute_consolidation(session: AsyncSession, *, embedder: Embedder,
             outcome.errors.append(f"{label}: {describe_error(exc)}")
 
     actions: tuple[tuple[str, list[Any], Callable[[Any], Callable[[], Awaitable[None]]]], ...] = (
-        ("new_facts", parsed.new_facts,
-         lambda item: partial(_new_fact, session, embedder, group, item, outcome, auto_links)),
-        ("updated_facts", parsed.updated_facts,
-         lambda item: partial(_updated_fact, session, embedder, group, item, outcome)),
-        ("new_rules", parsed.new_rules,
-         lambda item: partial(_new_rule, session, embedder, group, item, outcome, auto_links)),
-        ("procedures", parsed.procedures,
-         lambda item: partial(_new_procedure, session, embedder, group, item, outcome)),
-        ("confirmations", parsed.confirmations,
-         lambda item: partial(_confirm, session, group, item, outcome)))
+        (
+            "new_facts",
+            parsed.new_facts,
+            lambda item: partial(_new_fact, session, embedder, group, item, outcome, auto_links),
+        ),
+        (
+            "updated_facts",
+            parsed.updated_facts,
+            lambda item: partial(_updated_fact, session, embedder, group, item, outcome),
+        ),
+        (
+            "new_rules",
+            parsed.new_rules,
+            lambda item: partial(_new_rule, session, embedder, group, item, outcome, auto_links),
+        ),
+        (
+            "procedures",
+            parsed.procedures,
+            lambda item: partial(_new_procedure, session, embedder, group, item, outcome),
+        ),
+        (
+            "confirmations",
+            parsed.confirmations,
+            lambda item: partial(_confirm, session, group, item, outcome),
+        ),
+    )
     for key, items, action in actions:
         for index, item in enumerate(items):
             await attempt(f"{key}[{parsed.place(key, index)}]", action(item))
@@ -156,39 +183,61 @@ def _sources(group: GroupScope, requested: list[uuid.UUID]) -> list[uuid.UUID]:
     return named or list(group.episode_ids)
 
 
-def _fact_data(group: GroupScope, item: NewFact, *, scope: str,
-               entity_id: uuid.UUID | None) -> FactCreate:
+def _fact_data(
+    group: GroupScope, item: NewFact, *, scope: str, entity_id: uuid.UUID | None
+) -> FactCreate:
     sources = _sources(group, item.source_episode_ids)
     valid_from = item.valid_from or min(
-        (group.occurred[s] for s in sources if s in group.occurred), default=None)
+        (group.occurred[s] for s in sources if s in group.occurred), default=None
+    )
     valid_until = item.valid_until
     if valid_until is not None and valid_from is not None and valid_until <= valid_from:
         valid_until = None
     return FactCreate(
-        subject=item.subject, predicate=item.predicate, content=item.content,
-        importance=item.importance, permanence=item.permanence,
-        scope=scope, tags=item.tags, entity_id=entity_id, source_butler=group.butler,
+        subject=item.subject,
+        predicate=item.predicate,
+        content=item.content,
+        importance=item.importance,
+        permanence=item.permanence,
+        scope=scope,
+        tags=item.tags,
+        entity_id=entity_id,
+        source_butler=group.butler,
         source_episode_id=sources[0] if sources and group.source_type == "episode" else None,
-        metadata={"origin": "consolidation"}, valid_from=valid_from, valid_until=valid_until,
+        metadata={"origin": "consolidation"},
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 
-async def _link_sources(session: AsyncSession, group: GroupScope, *, source_type: str,
-                        source_id: uuid.UUID, requested: list[uuid.UUID],
-                        outcome: ExecutionOutcome) -> None:
+async def _link_sources(
+    session: AsyncSession,
+    group: GroupScope,
+    *,
+    source_type: str,
+    source_id: uuid.UUID,
+    requested: list[uuid.UUID],
+    outcome: ExecutionOutcome,
+) -> None:
     for episode_id in _sources(group, requested):
-        if await link_rows.create_link(session, tenant_id=group.tenant_id,
-                                       source_type=source_type, source_id=source_id,
-                                       target_type=group.source_type, target_id=episode_id,
-                                       relation="derived_from"):
+        if await link_rows.create_link(
+            session,
+            tenant_id=group.tenant_id,
+            source_type=source_type,
+            source_id=source_id,
+            target_type=group.source_type,
+            target_id=episode_id,
+            relation="derived_from",
+        ):
             outcome.links_created += 1
 
 
 def _require_shown(group: GroupScope, memory_id: uuid.UUID, target: str) -> None:
     """Skip the action (targets_not_shown) unless the prompt showed `memory_id`."""
     if memory_id not in group.shown:
-        raise ActionSkipped(f"{target} {memory_id} not shown to the model",
-                            counter="targets_not_shown")
+        raise ActionSkipped(
+            f"{target} {memory_id} not shown to the model", counter="targets_not_shown"
+        )
 
 
 def _require_writable(group: GroupScope, scope: str, target: str = "") -> None:
@@ -197,42 +246,68 @@ def _require_writable(group: GroupScope, scope: str, target: str = "") -> None:
         return
     writers = "episodes'" if group.source_type == "episode" else "reflections'"
     where = f"{target} in scope {scope!r}" if target else f"scope {scope!r}"
-    raise ActionSkipped(f"{where} not writable by the {writers} writers (limited to "
-                        f"{', '.join(sorted(group.writable or ()))})", counter="writes_refused")
+    raise ActionSkipped(
+        f"{where} not writable by the {writers} writers (limited to "
+        f"{', '.join(sorted(group.writable or ()))})",
+        counter="writes_refused",
+    )
 
 
-async def _new_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
-                    item: NewFact, outcome: ExecutionOutcome,
-                    auto_links: AutoLinkSettings | None) -> None:
+async def _new_fact(
+    session: AsyncSession,
+    embedder: Embedder,
+    group: GroupScope,
+    item: NewFact,
+    outcome: ExecutionOutcome,
+    auto_links: AutoLinkSettings | None,
+) -> None:
     _require_writable(group, group.butler)
     data = _fact_data(group, item, scope=group.butler, entity_id=None)
-    stored = await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data,
-                              auto_links=auto_links)
-    await _link_sources(session, group, source_type="fact", source_id=stored.fact.id,
-                        requested=item.source_episode_ids, outcome=outcome)
+    stored = await store_fact(
+        session, tenant_id=group.tenant_id, embedder=embedder, data=data, auto_links=auto_links
+    )
+    await _link_sources(
+        session,
+        group,
+        source_type="fact",
+        source_id=stored.fact.id,
+        requested=item.source_episode_ids,
+        outcome=outcome,
+    )
     # An identical active fact is confirmed, not created again.
     if stored.created:
         outcome.facts_created += 1
 
 
-async def _updated_fact(session: AsyncSession, embedder: Embedder, group: GroupScope,
-                        item: UpdatedFact, outcome: ExecutionOutcome) -> None:
+async def _updated_fact(
+    session: AsyncSession,
+    embedder: Embedder,
+    group: GroupScope,
+    item: UpdatedFact,
+    outcome: ExecutionOutcome,
+) -> None:
     _require_shown(group, item.target_id, "target fact")
-    target = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
-                                memory_id=item.target_id, for_update=True)
+    target = await memory_rows.get(
+        session, Fact, tenant_id=group.tenant_id, memory_id=item.target_id, for_update=True
+    )
     target = found(target, f"target fact {item.target_id} not found")
     if target.validity != "active":
         raise Conflict(f"target fact {item.target_id} is {target.validity}, not active")
     _require_writable(group, target.scope, f"target fact {target.id}")
     data = _fact_data(group, item, scope=target.scope, entity_id=target.entity_id)
-    fact = (await store_fact(session, tenant_id=group.tenant_id, embedder=embedder,
-                             data=data)).fact
+    fact = (await store_fact(session, tenant_id=group.tenant_id, embedder=embedder, data=data)).fact
     # fact is the target itself when the update repeats its key and content (a confirmation);
     # a version about an earlier period is history and leaves the target current.
     if fact.id != target.id and fact.validity == "active" and fact.supersedes_id != target.id:
         await _supersede(session, group.tenant_id, target=target, fact=fact)
-    await _link_sources(session, group, source_type="fact", source_id=fact.id,
-                        requested=item.source_episode_ids, outcome=outcome)
+    await _link_sources(
+        session,
+        group,
+        source_type="fact",
+        source_id=fact.id,
+        requested=item.source_episode_ids,
+        outcome=outcome,
+    )
     outcome.facts_updated += 1
 
 
@@ -240,75 +315,121 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
     """Supersede the named target whose key differs from the new fact's."""
     await close_superseded(session, tenant_id=tenant_id, target=target, fact=fact)
     if fact.supersedes_id is None:
-        await memory_rows.update_row(session, Fact, memory_id=fact.id,
-                                     values={"supersedes_id": target.id})
-    await link_rows.create_link(session, tenant_id=tenant_id, source_type="fact",
-                                source_id=fact.id, target_type="fact", target_id=target.id,
-                                relation="supersedes")
+        await memory_rows.update_row(
+            session, Fact, memory_id=fact.id, values={"supersedes_id": target.id}
+        )
+    await link_rows.create_link(
+        session,
+        tenant_id=tenant_id,
+        source_type="fact",
+        source_id=fact.id,
+        target_type="fact",
+        target_id=target.id,
+        relation="supersedes",
+    )
 
 
-async def _new_rule(session: AsyncSession, embedder: Embedder, group: GroupScope,
-                    item: NewRule, outcome: ExecutionOutcome,
-                    auto_links: AutoLinkSettings | None) -> None:
+async def _new_rule(
+    session: AsyncSession,
+    embedder: Embedder,
+    group: GroupScope,
+    item: NewRule,
+    outcome: ExecutionOutcome,
+    auto_links: AutoLinkSettings | None,
+) -> None:
     _require_writable(group, group.butler)
     sources = _sources(group, item.source_episode_ids)
-    data = RuleCreate(content=item.content, scope=group.butler, tags=item.tags,
-                      source_butler=group.butler,
-                      source_episode_id=(sources[0] if sources and group.source_type == "episode"
-                                         else None),
-                      metadata={"origin": "consolidation"})
-    rule = await store_rule(session, tenant_id=group.tenant_id, embedder=embedder, data=data,
-                            auto_links=auto_links)
-    await _link_sources(session, group, source_type="rule", source_id=rule.id,
-                        requested=item.source_episode_ids, outcome=outcome)
+    data = RuleCreate(
+        content=item.content,
+        scope=group.butler,
+        tags=item.tags,
+        source_butler=group.butler,
+        source_episode_id=(sources[0] if sources and group.source_type == "episode" else None),
+        metadata={"origin": "consolidation"},
+    )
+    rule = await store_rule(
+        session, tenant_id=group.tenant_id, embedder=embedder, data=data, auto_links=auto_links
+    )
+    await _link_sources(
+        session,
+        group,
+        source_type="rule",
+        source_id=rule.id,
+        requested=item.source_episode_ids,
+        outcome=outcome,
+    )
     outcome.rules_created += 1
 
 
-async def _new_procedure(session: AsyncSession, embedder: Embedder, group: GroupScope,
-                         item: NewProcedure, outcome: ExecutionOutcome) -> None:
+async def _new_procedure(
+    session: AsyncSession,
+    embedder: Embedder,
+    group: GroupScope,
+    item: NewProcedure,
+    outcome: ExecutionOutcome,
+) -> None:
     """Store the proposal as a draft procedure of the butler, learned from its episodes."""
     _require_writable(group, group.butler)
     sources = _sources(group, item.source_episode_ids) if group.source_type == "episode" else []
     data = ProcedureCreate(
-        agent_id=group.butler, name=item.name, description=item.description,
-        steps=[ProcedureStep(step=number, action=step.action,
-                             params_template=step.params_template, conditions=step.conditions)
-               for number, step in enumerate(item.steps, start=1)],
-        preconditions=item.preconditions, postconditions=item.postconditions,
-        learned_from=[MemoryRef(memory_type="episode", memory_id=episode_id)
-                      for episode_id in sources],
-        status="draft")
+        agent_id=group.butler,
+        name=item.name,
+        description=item.description,
+        steps=[
+            ProcedureStep(
+                step=number,
+                action=step.action,
+                params_template=step.params_template,
+                conditions=step.conditions,
+            )
+            for number, step in enumerate(item.steps, start=1)
+        ],
+        preconditions=item.preconditions,
+        postconditions=item.postconditions,
+        learned_from=[
+            MemoryRef(memory_type="episode", memory_id=episode_id) for episode_id in sources
+        ],
+        status="draft",
+    )
     await create_procedure(session, tenant_id=group.tenant_id, embedder=embedder, data=data)
     outcome.procedures_created += 1
     outcome.links_created += len(sources)
 
 
-async def _confirm(session: AsyncSession, group: GroupScope, memory_id: uuid.UUID,
-                   outcome: ExecutionOutcome) -> None:
+async def _confirm(
+    session: AsyncSession, group: GroupScope, memory_id: uuid.UUID, outcome: ExecutionOutcome
+) -> None:
     """Confirm the fact with this id, else the rule with it."""
     _require_shown(group, memory_id, "fact or rule")
-    named: Fact | Rule | None = await memory_rows.get(session, Fact, tenant_id=group.tenant_id,
-                                                      memory_id=memory_id)
+    named: Fact | Rule | None = await memory_rows.get(
+        session, Fact, tenant_id=group.tenant_id, memory_id=memory_id
+    )
     if named is None:
-        named = await memory_rows.get(session, Rule, tenant_id=group.tenant_id,
-                                      memory_id=memory_id)
+        named = await memory_rows.get(session, Rule, tenant_id=group.tenant_id, memory_id=memory_id)
     if named is None:
         raise NotFound(f"no fact or rule {memory_id}")
-    _require_writable(group, named.scope,
-                      f"{'fact' if isinstance(named, Fact) else 'rule'} {memory_id}")
-    await confirm(session, Fact if isinstance(named, Fact) else Rule,
-                  tenant_id=group.tenant_id, memory_id=memory_id)
+    _require_writable(
+        group, named.scope, f"{'fact' if isinstance(named, Fact) else 'rule'} {memory_id}"
+    )
+    await confirm(
+        session,
+        Fact if isinstance(named, Fact) else Rule,
+        tenant_id=group.tenant_id,
+        memory_id=memory_id,
+    )
     outcome.confirmations += 1
 
 
-def describe_error(exc: Exception, *, limit: int = 500,
-                   plain: tuple[type[Exception], ...] = ()) -> str:
+def describe_error(
+    exc: Exception, *, limit: int = 500, plain: tuple[type[Exception], ...] = ()
+) -> str:
     """One line saying what went wrong; `plain` types are told by their message alone."""
     if isinstance(exc, plain):
         return str(exc)[:limit]
     if isinstance(exc, ValidationError):
         return "invalid " + "; ".join(
-            f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in exc.errors())
+            f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in exc.errors()
+        )
     detail = getattr(exc, "detail", None)
     if isinstance(detail, str):
         return detail

@@ -100,7 +100,8 @@ def parse_consolidation_output(output: str | None) -> ConsolidationResult:
         ("new_facts", _new_fact, result.new_facts),
         ("updated_facts", _updated_fact, result.updated_facts),
         ("new_rules", _new_rule, result.new_rules),
-        ("procedures", _new_procedure, result.procedures))
+        ("procedures", _new_procedure, result.procedures),
+    )
     for key, read, kept in readers:
         for index, item in enumerate(_entries(data, key, result)):
             entry = read(item, f"{key}[{index}]", result.parse_errors)
@@ -131,7 +132,7 @@ def _balanced_object(text: str) -> str | None:
     while start != -1:
         end = _matching_brace(text, start)
         if end is not None:
-            return text[start:end + 1]
+            return text[start : end + 1]
         start = text.find("{", start + 1)
     return None
 
@@ -250,8 +251,11 @@ def _new_rule(item: Any, where: str, errors: list[str]) -> NewRule | None:
     if content is None:
         errors.append(f"{where}: missing or empty content")
         return None
-    return NewRule(content=content, tags=_tags(item.get("tags")),
-                   source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors))
+    return NewRule(
+        content=content,
+        tags=_tags(item.get("tags")),
+        source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors),
+    )
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -263,9 +267,11 @@ def _step(item: Any) -> ProcedureStepItem | None:
         return ProcedureStepItem(action=item.strip())
     if not isinstance(item, dict) or _text(item, "action") is None:
         return None
-    return ProcedureStepItem(action=str(_text(item, "action")),
-                             params_template=_object(item.get("params_template")),
-                             conditions=_object(item.get("conditions")))
+    return ProcedureStepItem(
+        action=str(_text(item, "action")),
+        params_template=_object(item.get("params_template")),
+        conditions=_object(item.get("conditions")),
+    )
 
 
 def _new_procedure(item: Any, where: str, errors: list[str]) -> NewProcedure | None:
@@ -282,11 +288,13 @@ def _new_procedure(item: Any, where: str, errors: list[str]) -> NewProcedure | N
         errors.append(f"{where}: every step needs an action")
         return None
     return NewProcedure(
-        name=name, steps=[step for step in steps if step is not None],
+        name=name,
+        steps=[step for step in steps if step is not None],
         description=_text(item, "description") or "",
         preconditions=_object(item.get("preconditions")),
         postconditions=_object(item.get("postconditions")),
-        source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors))
+        source_episode_ids=_source_ids(item.get("source_episode_ids"), where, errors),
+    )
 
 
 def _permanence(value: Any) -> Permanence:

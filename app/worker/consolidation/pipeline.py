@@ -57,7 +57,8 @@ def retry_policy(settings: JobSettings) -> RetryPolicy:
     return RetryPolicy(
         max_attempts=settings.consolidation_max_attempts,
         backoff_seconds=settings.consolidation_retry_backoff_hours * SECONDS_PER_HOUR,
-        max_backoff_seconds=settings.consolidation_retry_max_backoff_hours * SECONDS_PER_HOUR)
+        max_backoff_seconds=settings.consolidation_retry_max_backoff_hours * SECONDS_PER_HOUR,
+    )
 
 
 class GroupFailed(Exception):
@@ -86,8 +87,7 @@ class Tally(Skipped, WriteCounts):
         self.add_skipped(outcome)
         self.action_errors += outcome.failed
 
-    def succeeded(self, label: str, outcome: ExecutionOutcome,
-                  parsed: ConsolidationResult) -> None:
+    def succeeded(self, label: str, outcome: ExecutionOutcome, parsed: ConsolidationResult) -> None:
         """Count one group that was written, with its parse and action errors."""
         self.add(outcome)
         self.groups_succeeded += 1
@@ -97,8 +97,11 @@ class Tally(Skipped, WriteCounts):
 
     def figures(self) -> dict[str, Any]:
         """Every count, without the error list."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in ("errors", "job_id")}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("errors", "job_id")
+        }
 
     async def commit_with(self, session: AsyncSession, counts: dict[str, int]) -> None:
         """Add one group's figures to the job's progress, in the group's transaction."""
@@ -106,8 +109,9 @@ class Tally(Skipped, WriteCounts):
             await job_rows.add_progress(session, job_id=self.job_id, counts=counts)
 
 
-async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
-                            job_id: uuid.UUID | None = None) -> JobOutcome:
+async def run_consolidation(
+    ctx: JobContext, *, tenant_id: str | None, job_id: uuid.UUID | None = None
+) -> JobOutcome:
     """Consolidate pending episodes of one tenant (or all when None), group by group, then
     the ledger's reflections consolidation has not read yet, ledger by ledger.
 
@@ -121,8 +125,9 @@ async def run_consolidation(ctx: JobContext, *, tenant_id: str | None,
     async with ChatClient(ctx.settings.llm) as client:
         while await _next_group(ctx, client, tenant_id=tenant_id, skipped=skipped, tally=tally):
             pass
-        while await _next_reflection_group(ctx, client, tenant_id=tenant_id, skipped=skipped,
-                                           tally=tally):
+        while await _next_reflection_group(
+            ctx, client, tenant_id=tenant_id, skipped=skipped, tally=tally
+        ):
             pass
     failed = tally.groups_failed > 0 and tally.groups_succeeded == 0
     figures = tally.figures()
@@ -137,30 +142,46 @@ async def dry_run(ctx: JobContext, *, tenant_id: str | None) -> JobOutcome:
     """Group and count pending episodes; nothing is written."""
     async with ctx.transaction(_listing_scope(tenant_id)) as session:
         groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
-    listed = [{"tenant_id": g.tenant_id, "butler": g.butler, "episodes": g.episodes}
-              for g in groups[:MAX_LISTED_GROUPS]]
-    return JobOutcome(result={
-        "dry_run": True,
-        "reason": DRY_RUN_REASON,
-        "groups_total": len(groups),
-        "episodes_pending": sum(g.episodes for g in groups),
-        "groups": listed,
-    })
+    listed = [
+        {"tenant_id": g.tenant_id, "butler": g.butler, "episodes": g.episodes}
+        for g in groups[:MAX_LISTED_GROUPS]
+    ]
+    return JobOutcome(
+        result={
+            "dry_run": True,
+            "reason": DRY_RUN_REASON,
+            "groups_total": len(groups),
+            "episodes_pending": sum(g.episodes for g in groups),
+            "groups": listed,
+        }
+    )
 
 
-async def _next_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | None,
-                      skipped: set[tuple[str, str]], tally: Tally) -> bool:
+async def _next_group(
+    ctx: JobContext,
+    client: ChatClient,
+    *,
+    tenant_id: str | None,
+    skipped: set[tuple[str, str]],
+    tally: Tally,
+) -> bool:
     """Consolidate one batch of a group no other worker holds; False when none is left."""
     async with ctx.transaction(_listing_scope(tenant_id)) as session:
         groups = await consolidation_rows.pending_groups(session, tenant_id=tenant_id)
-    return await _first_free(ctx, [(group, group) for group in groups], skipped,
-                             lambda group: _consolidate_batch(ctx, client, group=group,
-                                                              tally=tally))
+    return await _first_free(
+        ctx,
+        [(group, group) for group in groups],
+        skipped,
+        lambda group: _consolidate_batch(ctx, client, group=group, tally=tally),
+    )
 
 
-async def _first_free(ctx: JobContext, groups: list[tuple[PendingGroup, PendingGroup]],
-                      skipped: set[tuple[str, str]],
-                      consolidate: Callable[[PendingGroup], Awaitable[bool | None]]) -> bool:
+async def _first_free(
+    ctx: JobContext,
+    groups: list[tuple[PendingGroup, PendingGroup]],
+    skipped: set[tuple[str, str]],
+    consolidate: Callable[[PendingGroup], Awaitable[bool | None]],
+) -> bool:
     """Consolidate one batch of the first group no other worker holds and not skipped; False
     when none is left. Each group comes with the group whose key it is locked and skipped by."""
     for held, group in groups:
@@ -168,8 +189,9 @@ async def _first_free(ctx: JobContext, groups: list[tuple[PendingGroup, PendingG
         if key in skipped:
             continue
         async with ctx.connection() as conn:
-            if not await consolidation_rows.try_lock_group(conn, tenant_id=held.tenant_id,
-                                                           butler=held.butler):
+            if not await consolidation_rows.try_lock_group(
+                conn, tenant_id=held.tenant_id, butler=held.butler
+            ):
                 continue
             try:
                 consolidated = await consolidate(group)
@@ -192,68 +214,125 @@ async def _unlock(conn: AsyncConnection, group: PendingGroup) -> None:
     try:
         await consolidation_rows.unlock_group(conn, tenant_id=group.tenant_id, butler=group.butler)
     except Exception:  # noqa: BLE001 - closing the connection releases the lock instead
-        logger.warning("could not release the consolidation lock; dropping the connection",
-                       exc_info=True)
+        logger.warning(
+            "could not release the consolidation lock; dropping the connection", exc_info=True
+        )
         await conn.invalidate()
 
 
-async def _consolidate_batch(ctx: JobContext, client: ChatClient, *, group: PendingGroup,
-                             tally: Tally) -> bool | None:
+async def _consolidate_batch(
+    ctx: JobContext, client: ChatClient, *, group: PendingGroup, tally: Tally
+) -> bool | None:
     """Prompt with no transaction open, then apply the answer in one transaction.
 
     True when the batch was consolidated, False when it failed (its episodes stay pending
     with retry_count + 1, or become failed until their backoff ends), None when nothing was
     pending any more.
     """
-    unit = Scope(tenant_id=group.tenant_id,
-                 job_id=str(tally.job_id) if tally.job_id is not None else None)
+    unit = Scope(
+        tenant_id=group.tenant_id, job_id=str(tally.job_id) if tally.job_id is not None else None
+    )
     async with ctx.transaction(unit) as session:
         episodes = await consolidation_rows.pending_episodes(
-            session, tenant_id=group.tenant_id, butler=group.butler,
-            limit=ctx.settings.jobs.consolidation_batch_size)
+            session,
+            tenant_id=group.tenant_id,
+            butler=group.butler,
+            limit=ctx.settings.jobs.consolidation_batch_size,
+        )
         if not episodes:
             return None
-        prompt = await _prompt(session, group, [
-            EpisodeItem(str(e.id), e.created_at, e.importance, e.content, e.occurred_at)
-            for e in episodes])
-        writable = await _writable(session, group.tenant_id, EPISODE_WRITES,
-                                   [e.id for e in episodes], min(e.created_at for e in episodes))
-    scope = GroupScope(group.tenant_id, group.butler, [e.id for e in episodes],
-                       occurred={e.id: e.occurred_at for e in episodes}, shown=prompt.shown,
-                       writable=writable)
+        prompt = await _prompt(
+            session,
+            group,
+            [
+                EpisodeItem(str(e.id), e.created_at, e.importance, e.content, e.occurred_at)
+                for e in episodes
+            ],
+        )
+        writable = await _writable(
+            session,
+            group.tenant_id,
+            EPISODE_WRITES,
+            [e.id for e in episodes],
+            min(e.created_at for e in episodes),
+        )
+    scope = GroupScope(
+        group.tenant_id,
+        group.butler,
+        [e.id for e in episodes],
+        occurred={e.id: e.occurred_at for e in episodes},
+        shown=prompt.shown,
+        writable=writable,
+    )
     label = f"tenant {scope.tenant_id!r} butler {scope.butler!r}"
     tally.groups_processed += 1
     try:
         parsed = await _ask_model(client, prompt.text)
         async with ctx.transaction(unit) as session:
             still_pending = await consolidation_rows.lock_still_pending(
-                session, episode_ids=scope.episode_ids)
+                session, episode_ids=scope.episode_ids
+            )
             scope = replace(scope, episode_ids=still_pending)
-            outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
-                                                  auto_links=ctx.settings.auto_links,
-                                                  parsed=parsed)
+            outcome = await execute_consolidation(
+                session,
+                embedder=ctx.embedder,
+                group=scope,
+                auto_links=ctx.settings.auto_links,
+                parsed=parsed,
+            )
             await consolidation_rows.mark_consolidated(session, episode_ids=scope.episode_ids)
-            await events.record(session, [events.Event(
-                "episodes_consolidated", scope.tenant_id, _payload(scope, outcome),
-                actor="consolidation")])
-            await tally.commit_with(session, {
-                "episodes_consolidated": len(scope.episode_ids),
-                **_success_counts(outcome, parsed)})
+            await events.record(
+                session,
+                [
+                    events.Event(
+                        "episodes_consolidated",
+                        scope.tenant_id,
+                        _payload(scope, outcome),
+                        actor="consolidation",
+                    )
+                ],
+            )
+            await tally.commit_with(
+                session,
+                {
+                    "episodes_consolidated": len(scope.episode_ids),
+                    **_success_counts(outcome, parsed),
+                },
+            )
     except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
         message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
         async with ctx.transaction(unit) as session:
             retrying, failed = await consolidation_rows.record_failure(
-                session, episode_ids=scope.episode_ids, error=message,
-                policy=retry_policy(ctx.settings.jobs))
-            await events.record(session, [events.Event(
-                "episodes_consolidation_failed", scope.tenant_id,
-                {"butler": scope.butler, "error": message,
-                 "episode_ids": [str(i) for i in scope.episode_ids]},
-                actor="consolidation")])
-            await tally.commit_with(session, {
-                "groups_processed": 1, "groups_failed": 1, "episodes_retrying": retrying,
-                "episodes_failed": failed})
+                session,
+                episode_ids=scope.episode_ids,
+                error=message,
+                policy=retry_policy(ctx.settings.jobs),
+            )
+            await events.record(
+                session,
+                [
+                    events.Event(
+                        "episodes_consolidation_failed",
+                        scope.tenant_id,
+                        {
+                            "butler": scope.butler,
+                            "error": message,
+                            "episode_ids": [str(i) for i in scope.episode_ids],
+                        },
+                        actor="consolidation",
+                    )
+                ],
+            )
+            await tally.commit_with(
+                session,
+                {
+                    "groups_processed": 1,
+                    "groups_failed": 1,
+                    "episodes_retrying": retrying,
+                    "episodes_failed": failed,
+                },
+            )
         tally.groups_failed += 1
         tally.episodes_retrying += retrying
         tally.episodes_failed += failed
@@ -272,18 +351,21 @@ class Prompt:
     shown: frozenset[uuid.UUID]
 
 
-async def _prompt(session: AsyncSession, group: PendingGroup,
-                  items: list[EpisodeItem]) -> Prompt:
+async def _prompt(session: AsyncSession, group: PendingGroup, items: list[EpisodeItem]) -> Prompt:
     """The prompt of one batch, with the butler's existing facts and rules as dedup context."""
     facts = await consolidation_rows.active_facts(
-        session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_FACTS)
+        session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_FACTS
+    )
     rules = await consolidation_rows.active_rules(
-        session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_RULES)
+        session, tenant_id=group.tenant_id, butler=group.butler, limit=MAX_CONTEXT_RULES
+    )
     text = build_prompt(
         butler=group.butler,
         episodes=items,
-        facts=[FactItem(str(f.id), f.scope, f.subject, f.predicate, f.content, f.permanence)
-               for f in facts],
+        facts=[
+            FactItem(str(f.id), f.scope, f.subject, f.predicate, f.content, f.permanence)
+            for f in facts
+        ],
         rules=[RuleItem(str(r.id), r.scope, r.maturity, r.content) for r in rules],
     )
     return Prompt(text, frozenset([f.id for f in facts] + [r.id for r in rules]))
@@ -301,71 +383,132 @@ EPISODE_WRITES = Writes("episode_created", "memory_id")
 REFLECTION_WRITES = Writes("agent_reflected", "event_id")
 
 
-async def _writable(session: AsyncSession, tenant_id: str, writes: Writes,
-                    ids: list[uuid.UUID], since: datetime) -> frozenset[str] | None:
+async def _writable(
+    session: AsyncSession, tenant_id: str, writes: Writes, ids: list[uuid.UUID], since: datetime
+) -> frozenset[str] | None:
     """The scopes every key limited to butlers that wrote one of `ids` may write (the
     butlers all of them share); None when no such key wrote any. What consolidation learns
     from records stays where their writers could have written it themselves."""
     limits = await provenance_rows.writers_butlers(
-        session, tenant_id=tenant_id, event_type=writes.event_type, id_field=writes.id_field,
-        ids=ids, since=since)
+        session,
+        tenant_id=tenant_id,
+        event_type=writes.event_type,
+        id_field=writes.id_field,
+        ids=ids,
+        since=since,
+    )
     if not limits:
         return None
     return frozenset.intersection(*(frozenset(butlers) for butlers in limits))
 
 
-async def _next_reflection_group(ctx: JobContext, client: ChatClient, *, tenant_id: str | None,
-                                 skipped: set[tuple[str, str]], tally: Tally) -> bool:
+async def _next_reflection_group(
+    ctx: JobContext,
+    client: ChatClient,
+    *,
+    tenant_id: str | None,
+    skipped: set[tuple[str, str]],
+    tally: Tally,
+) -> bool:
     """Consolidate one batch of a ledger's unread reflections; False when none is left."""
     async with ctx.transaction(_listing_scope(tenant_id)) as session:
-        groups = await consolidation_rows.reflection_groups(session, tenant_id=tenant_id,
-                                                            kind=REFLECTION_KIND)
+        groups = await consolidation_rows.reflection_groups(
+            session, tenant_id=tenant_id, kind=REFLECTION_KIND
+        )
     # The lock and skip keys of a ledger never meet a butler's.
     held = [(PendingGroup(g.tenant_id, f"ledger:{g.butler}", g.episodes), g) for g in groups]
-    return await _first_free(ctx, held, skipped,
-                             lambda group: _consolidate_reflections(ctx, client, group=group,
-                                                                    tally=tally))
+    return await _first_free(
+        ctx,
+        held,
+        skipped,
+        lambda group: _consolidate_reflections(ctx, client, group=group, tally=tally),
+    )
 
 
-async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group: PendingGroup,
-                                   tally: Tally) -> bool | None:
+async def _consolidate_reflections(
+    ctx: JobContext, client: ChatClient, *, group: PendingGroup, tally: Tally
+) -> bool | None:
     """Like an episode batch: each reflection's belief is an item of the prompt, and what the
     model makes of it is scoped to the ledger and linked `derived_from` the reflection. Read
     reflections are marked; a failed batch stays unread for the next job."""
-    unit = Scope(tenant_id=group.tenant_id,
-                 job_id=str(tally.job_id) if tally.job_id is not None else None)
+    unit = Scope(
+        tenant_id=group.tenant_id, job_id=str(tally.job_id) if tally.job_id is not None else None
+    )
     async with ctx.transaction(unit) as session:
         reflections = await consolidation_rows.unread_reflections(
-            session, tenant_id=group.tenant_id, ledger=group.butler, kind=REFLECTION_KIND,
-            limit=ctx.settings.jobs.consolidation_batch_size)
+            session,
+            tenant_id=group.tenant_id,
+            ledger=group.butler,
+            kind=REFLECTION_KIND,
+            limit=ctx.settings.jobs.consolidation_batch_size,
+        )
         if not reflections:
             return None
-        prompt = await _prompt(session, group, [
-            EpisodeItem(str(r.id), r.created_at, REFLECTION_IMPORTANCE,
-                        f"{r.agent_id} reflected: {r.content}") for r in reflections])
-        writable = await _writable(session, group.tenant_id, REFLECTION_WRITES,
-                                   [r.id for r in reflections],
-                                   min(r.created_at for r in reflections))
-    scope = GroupScope(group.tenant_id, group.butler, [r.id for r in reflections],
-                       source_type="agent_event", shown=prompt.shown, writable=writable)
+        prompt = await _prompt(
+            session,
+            group,
+            [
+                EpisodeItem(
+                    str(r.id),
+                    r.created_at,
+                    REFLECTION_IMPORTANCE,
+                    f"{r.agent_id} reflected: {r.content}",
+                )
+                for r in reflections
+            ],
+        )
+        writable = await _writable(
+            session,
+            group.tenant_id,
+            REFLECTION_WRITES,
+            [r.id for r in reflections],
+            min(r.created_at for r in reflections),
+        )
+    scope = GroupScope(
+        group.tenant_id,
+        group.butler,
+        [r.id for r in reflections],
+        source_type="agent_event",
+        shown=prompt.shown,
+        writable=writable,
+    )
     label = f"tenant {scope.tenant_id!r} ledger {scope.butler!r}"
     tally.groups_processed += 1
     try:
         parsed = await _ask_model(client, prompt.text)
         async with ctx.transaction(unit) as session:
-            outcome = await execute_consolidation(session, embedder=ctx.embedder, group=scope,
-                                                  auto_links=ctx.settings.auto_links,
-                                                  parsed=parsed)
+            outcome = await execute_consolidation(
+                session,
+                embedder=ctx.embedder,
+                group=scope,
+                auto_links=ctx.settings.auto_links,
+                parsed=parsed,
+            )
             await consolidation_rows.mark_reflections_read(
-                session, tenant_id=scope.tenant_id, event_ids=scope.episode_ids)
-            await events.record(session, [events.Event(
-                "reflections_consolidated", scope.tenant_id,
-                {**_payload(scope, outcome), "ledger": scope.butler,
-                 "reflection_ids": [str(i) for i in scope.episode_ids]},
-                actor="consolidation")])
-            await tally.commit_with(session, {
-                "reflections_consolidated": len(scope.episode_ids),
-                **_success_counts(outcome, parsed)})
+                session, tenant_id=scope.tenant_id, event_ids=scope.episode_ids
+            )
+            await events.record(
+                session,
+                [
+                    events.Event(
+                        "reflections_consolidated",
+                        scope.tenant_id,
+                        {
+                            **_payload(scope, outcome),
+                            "ledger": scope.butler,
+                            "reflection_ids": [str(i) for i in scope.episode_ids],
+                        },
+                        actor="consolidation",
+                    )
+                ],
+            )
+            await tally.commit_with(
+                session,
+                {
+                    "reflections_consolidated": len(scope.episode_ids),
+                    **_success_counts(outcome, parsed),
+                },
+            )
     except Exception as exc:  # noqa: BLE001 - recorded in the job; the batch stays unread
         message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
         logger.warning("consolidation of %s failed: %s", label, message)
@@ -381,8 +524,9 @@ async def _consolidate_reflections(ctx: JobContext, client: ChatClient, *, group
 
 async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
     """The model's parsed answer; GroupFailed when it holds nothing usable."""
-    output = await client.complete([ChatMessage("system", SYSTEM_MESSAGE),
-                                    ChatMessage("user", prompt)])
+    output = await client.complete(
+        [ChatMessage("system", SYSTEM_MESSAGE), ChatMessage("user", prompt)]
+    )
     parsed = parse_consolidation_output(output)
     if parsed.parse_errors and not _has_actions(parsed):
         raise GroupFailed("unusable model output: " + "; ".join(parsed.parse_errors))
@@ -390,20 +534,31 @@ async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
 
 
 def _has_actions(parsed: ConsolidationResult) -> bool:
-    return bool(parsed.new_facts or parsed.updated_facts or parsed.new_rules
-                or parsed.procedures or parsed.confirmations)
+    return bool(
+        parsed.new_facts
+        or parsed.updated_facts
+        or parsed.new_rules
+        or parsed.procedures
+        or parsed.confirmations
+    )
 
 
 def _success_counts(outcome: ExecutionOutcome, parsed: ConsolidationResult) -> dict[str, int]:
     """A succeeded batch's figures for the job's progress."""
-    return {"groups_processed": 1, "groups_succeeded": 1,
-            "facts_created": outcome.facts_created, "facts_updated": outcome.facts_updated,
-            "rules_created": outcome.rules_created,
-            "procedures_created": outcome.procedures_created,
-            "confirmations": outcome.confirmations, "links_created": outcome.links_created,
-            "targets_not_shown": outcome.targets_not_shown,
-            "writes_refused": outcome.writes_refused,
-            "action_errors": outcome.failed, "parse_errors": len(parsed.parse_errors)}
+    return {
+        "groups_processed": 1,
+        "groups_succeeded": 1,
+        "facts_created": outcome.facts_created,
+        "facts_updated": outcome.facts_updated,
+        "rules_created": outcome.rules_created,
+        "procedures_created": outcome.procedures_created,
+        "confirmations": outcome.confirmations,
+        "links_created": outcome.links_created,
+        "targets_not_shown": outcome.targets_not_shown,
+        "writes_refused": outcome.writes_refused,
+        "action_errors": outcome.failed,
+        "parse_errors": len(parsed.parse_errors),
+    }
 
 
 def _payload(scope: GroupScope, outcome: ExecutionOutcome) -> dict[str, Any]:

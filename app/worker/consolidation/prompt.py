@@ -55,28 +55,34 @@ def escape(text: str) -> str:
 
 def format_episode(item: EpisodeItem) -> str:
     """One episode: its id and time as attributes, its escaped text inside the tags."""
-    occurred = ("" if item.occurred_at is None
-                else f' occurred_at="{item.occurred_at.isoformat()}"')
-    return (f'<episode id="{item.id}" created_at="{item.created_at.isoformat()}"{occurred} '
-            f'importance="{item.importance:g}">\n'
-            f"<episode_content>{escape(item.content)}</episode_content>\n</episode>")
+    occurred = "" if item.occurred_at is None else f' occurred_at="{item.occurred_at.isoformat()}"'
+    return (
+        f'<episode id="{item.id}" created_at="{item.created_at.isoformat()}"{occurred} '
+        f'importance="{item.importance:g}">\n'
+        f"<episode_content>{escape(item.content)}</episode_content>\n</episode>"
+    )
 
 
 def format_fact(item: FactItem) -> str:
     """One existing fact as a line of the dedup context."""
-    return (f"- id: {item.id} | scope: {escape(item.scope)} | subject: {escape(item.subject)} | "
-            f"predicate: {escape(item.predicate)} | permanence: {item.permanence} | "
-            f"content: {escape(item.content)}")
+    return (
+        f"- id: {item.id} | scope: {escape(item.scope)} | subject: {escape(item.subject)} | "
+        f"predicate: {escape(item.predicate)} | permanence: {item.permanence} | "
+        f"content: {escape(item.content)}"
+    )
 
 
 def format_rule(item: RuleItem) -> str:
     """One existing rule as a line of the dedup context."""
-    return (f"- id: {item.id} | scope: {escape(item.scope)} | maturity: {item.maturity} | "
-            f"content: {escape(item.content)}")
+    return (
+        f"- id: {item.id} | scope: {escape(item.scope)} | maturity: {item.maturity} | "
+        f"content: {escape(item.content)}"
+    )
 
 
-def build_prompt(*, butler: str, episodes: list[EpisodeItem], facts: list[FactItem],
-                 rules: list[RuleItem]) -> str:
+def build_prompt(
+    *, butler: str, episodes: list[EpisodeItem], facts: list[FactItem], rules: list[RuleItem]
+) -> str:
     """The template filled in one pass, so inserted text is never re-read as a placeholder."""
     values = {
         "butler": escape(butler),
