@@ -1,7 +1,7 @@
 """Ship the top-level alembic/ directory inside the wheel as app/_alembic (see pyproject.toml).
 
 Everything else about the build is declared in pyproject.toml; this only adds the copy, so
-a wheel or non-editable install can migrate (app/migrations.py looks there first).
+a wheel or non-editable install can migrate (app/postgres/migrations.py looks there first).
 """
 
 import shutil

@@ -6,9 +6,9 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from app.config import Settings
-from app.db import create_engine, resolve_database_url
+from app.core.config import Settings
 from app.models import Base
+from app.postgres.db import create_engine, resolve_database_url
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging_config"):

@@ -22,7 +22,7 @@ from app.hooks import commands as hook_commands
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-    from app.config import Settings
+    from app.core.config import Settings
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -53,9 +53,9 @@ def _serve(settings: Settings, workers: int) -> None:
     os.environ["DATABASE_URL"] = asyncio.run(_prepare_database(settings))
     if not settings.database_url:
         # Workers log in to the embedded server as the app role (peer authentication).
-        from app.db import EMBEDDED_DATABASE, embedded_pgdata
-        from app.embedded_pg import server_for
-        from app.rls import APP_ROLE
+        from app.core.rls import APP_ROLE
+        from app.postgres.db import EMBEDDED_DATABASE, embedded_pgdata
+        from app.postgres.embedded_pg import server_for
 
         os.environ["ENGRAM_APP_DATABASE_URL"] = server_for(embedded_pgdata(settings)).url(
             APP_ROLE, EMBEDDED_DATABASE
@@ -75,8 +75,8 @@ def _serve(settings: Settings, workers: int) -> None:
 def _supervised_embedded_server(settings: Settings) -> Iterator[None]:
     """While worker processes serve, restart the embedded postmaster whenever it dies (from
     this parent process, which started it), and release it when they stop."""
-    from app.db import embedded_pgdata
-    from app.embedded_pg import release_server, server_for, supervise
+    from app.postgres.db import embedded_pgdata
+    from app.postgres.embedded_pg import release_server, server_for, supervise
 
     pgdata = embedded_pgdata(settings)
     server = server_for(pgdata)
@@ -99,8 +99,8 @@ def _supervised_embedded_server(settings: Settings) -> Iterator[None]:
 
 async def _prepare_database(settings: Settings) -> str:
     """The database URL for worker processes, with the schema at head."""
-    from app import migrations
-    from app.db import create_engine, resolve_database_url
+    from app.postgres import migrations
+    from app.postgres.db import create_engine, resolve_database_url
 
     url = await resolve_database_url(settings)
     if settings.migrate_on_start:
@@ -115,7 +115,7 @@ async def _prepare_database(settings: Settings) -> str:
 @contextlib.asynccontextmanager
 async def _database(settings: Settings) -> AsyncIterator[AsyncEngine]:
     """An engine of one connection on the service's database, disposed after use."""
-    from app.db import create_engine, resolve_database_url
+    from app.postgres.db import create_engine, resolve_database_url
 
     engine = create_engine(await resolve_database_url(settings), pool_size=1)
     try:
@@ -125,7 +125,7 @@ async def _database(settings: Settings) -> AsyncIterator[AsyncEngine]:
 
 
 def _migrate(settings: Settings, revision: str) -> None:
-    from app import migrations
+    from app.postgres import migrations
 
     async def run() -> None:
         async with _database(settings) as engine:
@@ -136,10 +136,10 @@ def _migrate(settings: Settings, revision: str) -> None:
 
 
 def _keys(settings: Settings, args: argparse.Namespace) -> None:
-    from app import migrations
-    from app.db import make_sessionmaker
-    from app.errors import DomainError
-    from app.scope import SYSTEM, scoped_transaction
+    from app.core.errors import DomainError
+    from app.core.scope import SYSTEM, scoped_transaction
+    from app.postgres import migrations
+    from app.postgres.db import make_sessionmaker
 
     async def run() -> None:
         try:
@@ -196,7 +196,7 @@ def _on_database(
 ) -> None:
     """Run `work` on the database's sessions, its schema first brought to head as `serve`
     does, and print the line it returns."""
-    from app.db import make_sessionmaker
+    from app.postgres.db import make_sessionmaker
 
     async def run() -> str:
         await _prepare_database(settings)
@@ -207,7 +207,7 @@ def _on_database(
 
 
 def _reembed(settings: Settings, args: argparse.Namespace) -> None:
-    from app.config import NextModelSettings
+    from app.core.config import NextModelSettings
     from app.embedding import get_embedder
     from app.embedding.remote import RemoteEmbeddingError
     from app.services import embedding_store
@@ -299,7 +299,7 @@ def _infer_sessions(settings: Settings) -> None:
 
 
 def _backup(settings: Settings, directory: Path, keep: int | None) -> None:
-    from app.backup import BackupError, prune, take_backup
+    from app.postgres.backup import BackupError, prune, take_backup
 
     try:
         backup, warning = asyncio.run(take_backup(settings, directory))
@@ -317,9 +317,9 @@ def _backup(settings: Settings, directory: Path, keep: int | None) -> None:
 
 
 def _restore(settings: Settings, args: argparse.Namespace) -> None:
-    from app.backup import BackupError
-    from app.db import embedded_pgdata
-    from app.restore import parse_target_time, restore
+    from app.postgres.backup import BackupError
+    from app.postgres.db import embedded_pgdata
+    from app.postgres.restore import parse_target_time, restore
 
     if settings.database_url and args.pgdata is None:
         raise SystemExit(
@@ -354,7 +354,7 @@ def _restore(settings: Settings, args: argparse.Namespace) -> None:
 
 
 def _openapi(output: Path | None) -> None:
-    from app.config import Settings
+    from app.core.config import Settings
     from app.main import create_app
 
     document = json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
@@ -572,9 +572,9 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if (handler := getattr(args, "handler", None)) is not None:
         raise SystemExit(handler(args))  # a hook: it must start fast, without the service
-    from app.config import Settings
-    from app.errors import StartupRefused
-    from app.logs import configure_logging
+    from app.core.config import Settings
+    from app.core.errors import StartupRefused
+    from app.telemetry.logs import configure_logging
 
     overrides = {
         key: value

@@ -10,17 +10,17 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
-from app.config import Settings
-from app.credentials import MISSING_KEY, UNKNOWN_KEY
+from app.core.config import Settings
+from app.core.credentials import MISSING_KEY, UNKNOWN_KEY
+from app.core.errors import Forbidden, Unauthorized
+from app.core.scope import SYSTEM, Scope, scoped_transaction, set_local
 from app.embedding import Embedder
-from app.errors import Forbidden, Unauthorized
+from app.postgres.replicas import ReplicaSet
 from app.reads import SAFE_METHODS, read_transaction, writer_key
 from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
 from app.reads import primary_only as primary_only
-from app.replicas import ReplicaSet
 from app.repositories import references
 from app.retrieval.user_reranker import UserReranker
-from app.scope import SYSTEM, Scope, scoped_transaction, set_local
 from app.services import actors
 from app.services.api_keys import resolve_key
 from app.services.export_snapshot import ExportSlots

@@ -12,10 +12,14 @@ from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import metrics, migrations
-from app.config import Settings
 from app.console import mount_console
-from app.db import (
+from app.core.config import Settings
+from app.core.errors import StartupRefused, add_exception_handlers, problem_responses
+from app.core.scope import SYSTEM, scoped_transaction
+from app.embedding import get_embedder
+from app.mcp.server import McpMount
+from app.postgres import migrations
+from app.postgres.db import (
     EmbeddedSupervisor,
     app_connection,
     check_app_role,
@@ -25,25 +29,22 @@ from app.db import (
     release_embedded_postgres,
     resolve_database_url,
 )
-from app.docs import mount_docs
-from app.embedding import get_embedder
-from app.errors import StartupRefused, add_exception_handlers, problem_responses
-from app.heap import share_one_malloc_arena
-from app.hosts import LoopbackHostMiddleware, is_loopback
-from app.mcp.server import McpMount
-from app.middleware import InputGuardMiddleware, RequestIdMiddleware
-from app.query_guard import reject_unknown_query_params
-from app.ratelimit import CallerLimits, RateLimitMiddleware
+from app.postgres.replicas import build_replicas
 from app.reads import ReplicaRetryMiddleware
-from app.replicas import build_replicas
 from app.retrieval.user_reranker import open_reranker
 from app.routers import ROUTERS
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys, embedding_store, stats
 from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
 from app.services.references import ReferenceQueue
-from app.tracing import configure_tracing
+from app.telemetry import metrics
+from app.telemetry.heap import share_one_malloc_arena
+from app.telemetry.tracing import configure_tracing
+from app.web.docs import mount_docs
+from app.web.hosts import LoopbackHostMiddleware, is_loopback
+from app.web.middleware import InputGuardMiddleware, RequestIdMiddleware
+from app.web.query_guard import reject_unknown_query_params
+from app.web.ratelimit import CallerLimits, RateLimitMiddleware
 from app.worker.reembed import EmbeddingBacklog, unembedded_count
 from app.worker.worker import BackgroundJobs
 

@@ -22,11 +22,11 @@ from starlette.datastructures import State
 from starlette.types import Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from app.asgi import HttpMiddleware
-from app.errors import is_connection_failure
-from app.replicas import PRIMARY, READS, REPLICA_SKIPPED, Replica, ReplicaSet
+from app.core.asgi import HttpMiddleware
+from app.core.errors import is_connection_failure
+from app.core.scope import Scope, scope_session, scoped_transaction
+from app.postgres.replicas import PRIMARY, READS, REPLICA_SKIPPED, Replica, ReplicaSet
 from app.repositories import references
-from app.scope import Scope, scope_session, scoped_transaction
 from app.services import actors
 
 logger = logging.getLogger(__name__)

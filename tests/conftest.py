@@ -10,13 +10,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import migrations
-from app.config import JobSettings, Settings
-from app.db import create_engine
+from app.core.config import JobSettings, Settings
+from app.core.rls import SYSTEM_SETTING
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
+from app.postgres import migrations
+from app.postgres.db import create_engine
 from app.repositories.search.broad_filters import BROAD
-from app.rls import SYSTEM_SETTING
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
 

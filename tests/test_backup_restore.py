@@ -18,9 +18,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.config import BackupSettings, JobSettings, Settings
+from app.core.config import BackupSettings, JobSettings, Settings
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.every_kind import plant_every_kind
 from tests.support.factories import store_episode, store_fact

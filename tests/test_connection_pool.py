@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import db
+from app.postgres import db
 from tests.support.database import terminate_backend
 
 PID = text("SELECT pg_backend_pid()")

@@ -15,8 +15,8 @@ import asyncpg
 import httpx
 import pytest
 
-from app.config import Settings
-from app.embedded_pg import (
+from app.core.config import Settings
+from app.postgres.embedded_pg import (
     EmbeddedPostgres,
     is_private_dir,
     memory_limit,

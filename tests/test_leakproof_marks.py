@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import migrations
 from app.main import create_app
+from app.postgres import migrations
 
 CONTAINMENT = "pg_catalog.jsonb_contains(jsonb, jsonb)"
 
@@ -45,7 +45,7 @@ async def superuser_owner(app) -> AsyncEngine:
 async def test_a_lost_mark_is_set_again_at_start_up(app, superuser_owner, caplog):
     await _set(superuser_owner, CONTAINMENT, "NOT LEAKPROOF")
     try:
-        with caplog.at_level(logging.INFO, logger="app.migrations"):
+        with caplog.at_level(logging.INFO, logger="app.postgres.migrations"):
             await migrations.restore_leakproof_marks(superuser_owner)
         assert await _leakproof(superuser_owner, CONTAINMENT)
         assert any("jsonb_contains" in record.getMessage() for record in caplog.records)
@@ -56,7 +56,7 @@ async def test_a_lost_mark_is_set_again_at_start_up(app, superuser_owner, caplog
 async def test_a_role_that_may_not_mark_says_what_it_costs(app, superuser_owner, caplog):
     await _set(superuser_owner, CONTAINMENT, "NOT LEAKPROOF")
     try:
-        with caplog.at_level(logging.WARNING, logger="app.migrations"):
+        with caplog.at_level(logging.WARNING, logger="app.postgres.migrations"):
             await migrations.restore_leakproof_marks(app.state.db_engine)
         assert not await _leakproof(superuser_owner, CONTAINMENT)
         [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]

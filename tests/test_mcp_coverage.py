@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from app.mcp.groups import GROUPS
 from app.mcp.server import tool_groups

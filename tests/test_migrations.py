@@ -9,8 +9,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import migrations
-from app.db import create_engine, to_libpq_url
+from app.postgres import migrations
+from app.postgres.db import create_engine, to_libpq_url
 from tests.support.database import scratch_database
 
 TABLES = {

@@ -4,7 +4,7 @@ import json
 import re
 from pathlib import Path
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 
 DOCUMENT = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"

@@ -10,17 +10,17 @@ from tests.conftest import REPO_ROOT
 from tests.support.database import scratch_database, scratch_server_url
 
 SOURCE_REVISIONS = sorted(path.name for path in (REPO_ROOT / "alembic" / "versions").glob("*.py"))
-# Run in the wheel's unpacked tree: app.migrations must find app/_alembic there, not the
+# Run in the wheel's unpacked tree: app.postgres.migrations must find app/_alembic there, not the
 # checkout's alembic/, and then bring an empty database to head.
 MIGRATE_FROM_WHEEL = """
 import sys
 from pathlib import Path
-import app, app.migrations
+import app, app.postgres.migrations
 from app.cli import main
 installed = Path(sys.argv[1]).resolve()
 assert Path(app.__file__).resolve().is_relative_to(installed), app.__file__
-assert app.migrations.script_location() == installed / "app" / "_alembic"
-print("script_location", app.migrations.script_location())
+assert app.postgres.migrations.script_location() == installed / "app" / "_alembic"
+print("script_location", app.postgres.migrations.script_location())
 main(["migrate"])
 """
 

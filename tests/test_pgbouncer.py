@@ -11,11 +11,11 @@ import asyncpg
 import httpx
 import pytest
 
-from app.config import JobSettings, Settings
+from app.core.config import JobSettings, Settings
+from app.core.rls import APP_ROLE
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
 from app.repositories import consolidation as consolidation_rows
-from app.rls import APP_ROLE
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.clusters import Cluster, create_database, new_primary, private_dir
 from tests.support.pgbouncer import PGBOUNCER_PROGRAM, Bouncer, start_pgbouncer

@@ -10,8 +10,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
+from app.core.errors import InvalidInput
 from app.deps import get_query_session
-from app.errors import InvalidInput
 from tests.support.database import terminate_backend
 
 

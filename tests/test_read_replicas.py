@@ -15,10 +15,10 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import JobSettings, ReplicaSettings, Settings
+from app.core.config import JobSettings, ReplicaSettings, Settings
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
 from app.repositories import embedding_switches as switch_rows
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.clusters import Cluster, create_database, new_primary, new_standby, private_dir
 

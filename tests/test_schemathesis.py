@@ -16,9 +16,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
-from app.config import LimitSettings, Settings
-from app.db import to_libpq_url
+from app.core.config import LimitSettings, Settings
 from app.main import create_app
+from app.postgres.db import to_libpq_url
 from app.services.api_keys import KEY_PREFIX, hash_key
 from tests.support.database import empty_tables
 from tests.support.live_server import serve_in_thread

@@ -7,7 +7,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from app.db import to_libpq_url
+from app.postgres.db import to_libpq_url
 
 # Tables that stay on the coordinator or are copied to every node.
 WITHOUT_TENANT = {

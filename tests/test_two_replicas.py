@@ -11,7 +11,7 @@ import time
 import asyncpg
 import httpx
 
-from app.db import to_libpq_url
+from app.postgres.db import to_libpq_url
 from tests.conftest import REPO_ROOT
 from tests.support.database import scratch_database
 from tests.test_serve_workers import free_port

@@ -5,8 +5,8 @@
   every table and sequence of the schema, now and (default privileges) for tables this owner
   creates later. Requests and jobs run as it; migrations run as the owner.
 * Every table with a `tenant_id` column gets RLS enabled and forced, with the policy of
-  `app.rls` (tenant setting, or the system setting). Later revisions that add a tenant table
-  call `app.rls.enable_tenant_rls(op, table)`.
+  `app.core.rls` (tenant setting, or the system setting). Later revisions that add a tenant table
+  call `app.core.rls.enable_tenant_rls(op, table)`.
 * `tenant_id` loses its server default `'default'` everywhere: a row without a tenant is an
   error, not a row of tenant 'default'.
 * `memory_links` is keyed by tenant: its primary key gains `tenant_id` (last, so lookups by
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.rls import APP_ROLE, POLICY_NAME, disable_tenant_rls, enable_tenant_rls
+from app.core.rls import APP_ROLE, POLICY_NAME, disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_012"
 down_revision: str | None = "mem_011"

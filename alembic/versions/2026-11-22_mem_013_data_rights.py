@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import UUID
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 
 revision: str = "mem_013"
 down_revision: str | None = "mem_012"

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from app.rls import disable_tenant_rls, enable_tenant_rls
+from app.core.rls import disable_tenant_rls, enable_tenant_rls
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 

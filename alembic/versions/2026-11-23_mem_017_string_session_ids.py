@@ -33,7 +33,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # Row-level security would hide other tenants' rows from the count; migrations run with
-    # the system setting on (app/migrations.py), which every policy admits.
+    # the system setting on (app/postgres/migrations.py), which every policy admits.
     not_uuids = op.get_bind().execute(sa.text(
         "SELECT count(*) FROM episodes WHERE session_id IS NOT NULL "
         "AND session_id !~ :pattern"), {"pattern": UUID_PATTERN}).scalar_one()

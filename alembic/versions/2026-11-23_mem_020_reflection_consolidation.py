@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from alembic import op
-from app.rls import disable_tenant_rls, enable_tenant_rls
+from app.core.rls import disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_020"
 down_revision: str | None = "mem_017"

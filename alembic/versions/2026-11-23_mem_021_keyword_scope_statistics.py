@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 
 from alembic import op
-from app.rls import disable_tenant_rls, enable_tenant_rls
+from app.core.rls import disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_021"
 down_revision: str | None = "mem_020"

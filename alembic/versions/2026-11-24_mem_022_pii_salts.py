@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from alembic import op
-from app.rls import disable_tenant_rls, enable_tenant_rls
+from app.core.rls import disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_022"
 down_revision: str | None = "mem_021"

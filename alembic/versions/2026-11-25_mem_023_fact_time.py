@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import UUID
 
 from alembic import op
-from app.rls import disable_tenant_rls, enable_tenant_rls
+from app.core.rls import disable_tenant_rls, enable_tenant_rls
 
 revision: str = "mem_023"
 down_revision: str | None = "mem_022"

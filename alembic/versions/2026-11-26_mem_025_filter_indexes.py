@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 
 revision: str = "mem_025"
 down_revision: str | None = "mem_024"

@@ -2,7 +2,7 @@
 
 `api_keys.butlers` is NULL for a key that reaches every butler of its tenant, or the butlers
 it is limited to. A request of a limited key sets `engram.butlers` (and `engram.key_id`) for
-its transaction, and the restrictive `butler_limit_*` policies of app/rls.py (AND-ed with the
+its transaction, and the restrictive `butler_limit_*` policies of app/core/rls.py (AND-ed with the
 tenant policy) then hide every row of other butlers; `engram_row_visible` lets a link's policy
 ask whether its ends are visible.
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from alembic import op
-from app.rls import (
+from app.core.rls import (
     BUTLER_LIMITS,
     ROW_VISIBLE_FUNCTION,
     butler_policy_statements,

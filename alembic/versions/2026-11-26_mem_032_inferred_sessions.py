@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 from sqlalchemy.dialects import postgresql
 
 revision: str = "mem_032"

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 
 revision: str = "mem_033"
 down_revision: str | None = "mem_032"

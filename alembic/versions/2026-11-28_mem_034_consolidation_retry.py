@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 
 revision: str = "mem_034"
 down_revision: str | None = "mem_033"

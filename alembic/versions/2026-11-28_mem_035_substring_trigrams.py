@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 
 revision: str = "mem_035"
 down_revision: str | None = "mem_034"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from app.migrations import create_index_concurrently
+from app.postgres.migrations import create_index_concurrently
 
 revision: str = "mem_037"
 down_revision: str | None = "mem_036"

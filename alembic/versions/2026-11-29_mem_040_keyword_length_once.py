@@ -9,7 +9,7 @@ new lexeme per character, and one 10,000-character Chinese episode took a minute
 The postings are now written from a MATERIALIZED set of the documents with their lengths.
 
 `engram_first_lexemes(vector, cap)` keeps a tsvector's `cap` lexemes that occur first in
-the text (app/languages.py `MAX_DOCUMENT_LEXEMES`): what the application stores, so the
+the text (app/core/languages.py `MAX_DOCUMENT_LEXEMES`): what the application stores, so the
 postings, the counts and the text match of one document are bounded together.
 
 Revision ID: mem_040

@@ -13,10 +13,10 @@ from fastapi import Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData
 
-from app.config import Settings
 from app.console.render import Refused, SignInRequired
+from app.core.config import Settings
+from app.core.scope import scoped_transaction
 from app.deps import request_scope
-from app.scope import scoped_transaction
 from app.services import actors, console_sessions
 
 SESSION_COOKIE = "engram_console"

@@ -8,7 +8,7 @@ from fastapi.responses import StreamingResponse
 
 from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.responses.events import event_out
 from app.services import events, export_snapshot
 from app.services.portability import NDJSON

@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse
 from app.console.auth import ChangeDep, ConsoleDep, DbDep
 from app.console.graph_svg import SIZE, layout
 from app.console.render import ConsoleRoute, page
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.responses.entities import entity_out
 from app.responses.facts import fact_out
 from app.schemas.entities import EntityListQuery, EntityType, ResolveCandidate, ResolveRequest

@@ -5,7 +5,7 @@ from fastapi.responses import RedirectResponse
 
 from app.console.auth import ChangeDep, ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.schemas.erasures import ErasureCreate
 from app.services import erasures
 from app.services.erasures import PREVIEW_LIMIT, preview_erasure

@@ -19,11 +19,11 @@ from app.console.auth import (
     set_cookie,
 )
 from app.console.render import ConsoleRoute, page
+from app.core.scope import SYSTEM, scoped_transaction
 from app.deps import request_scope
 from app.responses.events import event_out
 from app.responses.jobs import job_out
 from app.schemas.jobs import JobListQuery
-from app.scope import SYSTEM, scoped_transaction
 from app.services import console_sessions, embedding_store, events, jobs
 from app.services.console_sessions import SESSION_HOURS
 from app.services.stats import memory_stats

@@ -10,8 +10,8 @@ from fastapi.responses import RedirectResponse
 
 from app.console.auth import ChangeDep, ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
+from app.core.errors import InvalidInput, NotFound
 from app.deps import EmbedderDep, SettingsDep
-from app.errors import InvalidInput, NotFound
 from app.models import Episode, Fact, Rule
 from app.responses.events import event_out
 from app.responses.facts import fact_out

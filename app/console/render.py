@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import ValidationError
 
-from app.errors import DomainError
+from app.core.errors import DomainError
 
 TEMPLATES = Environment(
     loader=PackageLoader("app.console", "templates"),

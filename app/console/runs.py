@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request, Response
 
 from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
+from app.core.errors import InvalidInput
 from app.deps import EmbedderDep, SettingsDep
-from app.errors import InvalidInput
 from app.responses.ledger import agent_context_out
 from app.responses.runs import run_detail_out, run_out
 from app.schemas.common import MAX_NAME_CHARS

@@ -5,11 +5,11 @@ from typing import Any, get_args
 
 from fastapi import APIRouter, Request, Response
 
-from app.config import Fusion, SearchMode
 from app.console.auth import ConsoleDep, DbDep
 from app.console.render import ConsoleRoute, page
+from app.core.config import Fusion, SearchMode
+from app.core.errors import InvalidInput
 from app.deps import EmbedderDep, RerankerDep, SettingsDep
-from app.errors import InvalidInput
 from app.responses.search import search_answer_out
 from app.retrieval import requests as retrieval
 from app.schemas.search import SearchRequest, SearchType, TimeMode

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from app.config import PACKAGED_MODEL, EmbeddingBackend, NextModelSettings, Settings
+from app.core.config import PACKAGED_MODEL, EmbeddingBackend, NextModelSettings, Settings
 from app.embedding import model_files, onnx_export
 from app.embedding.backends import Backend, OnnxBackend, TorchBackend
 from app.embedding.chunking import estimated_tokens, plan_chunks
 from app.embedding.remote import REMOTE_MAX_SEQ_LENGTH, RemoteBackend, RemoteEndpoint
 from app.embedding.scheduler import ChunkEvent, FairScheduler
 from app.embedding.vectors import EmbeddingVector, Vectors
-from app.heap import release_free_memory
-from app.metrics import MODEL_WAIT_SECONDS
+from app.telemetry.heap import release_free_memory
+from app.telemetry.metrics import MODEL_WAIT_SECONDS
 
 SYSTEM_TENANT = "_system"
 DEFAULT_MODELS_DIR = Path("~/.engram/models")

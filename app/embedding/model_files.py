@@ -5,7 +5,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-from app.config import PACKAGED_MODEL
+from app.core.config import PACKAGED_MODEL
 
 
 def set_offline_environment() -> None:

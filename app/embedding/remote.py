@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from app.clock import now_utc
-from app.errors import Unavailable
-from app.outbound import endpoint as endpoint_url
-from app.outbound import json_headers
+from app.core.clock import now_utc
+from app.core.errors import Unavailable
+from app.core.outbound import endpoint as endpoint_url
+from app.core.outbound import json_headers
 
 logger = logging.getLogger(__name__)
 

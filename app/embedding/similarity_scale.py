@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from app.config import PACKAGED_MODEL
+from app.core.config import PACKAGED_MODEL
 from app.embedding.embedder import Embedder
 from app.embedding.vectors import Vectors
 

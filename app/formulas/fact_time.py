@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from app.clock import now_utc
+from app.core.clock import now_utc
 
 
 class Version(Protocol):

@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.constants import SECONDS_PER_DAY
+from app.core.constants import SECONDS_PER_DAY
 
 PERMANENCE_DECAY_RATES: dict[str, float] = {
     "permanent": 0.0,

@@ -9,7 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.constants import SearchMode
+from app.core.constants import SearchMode
 from app.mcp.args import (
     ArcFilterArg,
     CursorArg,

@@ -12,7 +12,15 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.errors import (
+    ROW_POLICY_REFUSAL,
+    STATEMENT_TIMEOUT,
+    DomainError,
+    is_row_policy_refusal,
+    is_statement_timeout,
+)
+from app.core.scope import scoped_transaction
 from app.deps import (
     ReplicaFailed,
     note_write,
@@ -22,16 +30,8 @@ from app.deps import (
     writer_key,
 )
 from app.embedding import Embedder
-from app.errors import (
-    ROW_POLICY_REFUSAL,
-    STATEMENT_TIMEOUT,
-    DomainError,
-    is_row_policy_refusal,
-    is_statement_timeout,
-)
 from app.responses.pages import page_out
 from app.retrieval.user_reranker import UserReranker
-from app.scope import scoped_transaction
 from app.services import actors
 
 TENANT_SCOPE_KEY = "engram.tenant_id"

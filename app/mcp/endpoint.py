@@ -5,9 +5,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from app.credentials import CHALLENGE, api_key_of
+from app.core.credentials import CHALLENGE, api_key_of
+from app.core.errors import Unauthorized, problem_response
 from app.deps import caller_for_key
-from app.errors import Unauthorized, problem_response
 from app.mcp.calls import ACTOR_SCOPE_KEY, TENANT_SCOPE_KEY
 from app.mcp.groups import TOOLS_PARAM, UnknownGroup, parse_groups
 from app.mcp.served_groups import GROUPS_SCOPE_KEY

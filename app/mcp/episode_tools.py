@@ -7,7 +7,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.mcp.args import (
     ButlerArg,
     ContentArg,

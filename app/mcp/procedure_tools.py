@@ -9,7 +9,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.constants import SearchMode
+from app.core.constants import SearchMode
 from app.mcp.args import CursorArg, PageLimitArg, ProcedureFilterArg, QueryArg, filter_of
 from app.mcp.calls import Caller, JsonObject, build, call, page_call, read_call
 from app.mcp.toolset import ToolSet

@@ -8,8 +8,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.constants import SearchMode
+from app.core.clock import now_utc
+from app.core.constants import SearchMode
 from app.formulas.fact_time import point_in_time
 from app.mcp.args import AsOfArg, ButlerArg, FilterArg, KnownAtArg, OptionalScopeArg, QueryArg
 from app.mcp.calls import Caller, JsonObject, build, read_call

@@ -10,7 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 
-from app.config import Settings
+from app.core.config import Settings
 from app.mcp import (
     arc_tools,
     data_rights_tools,

@@ -10,8 +10,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.constants import MAX_SESSION_ID_CHARS
-from app.errors import DomainError
+from app.core.constants import MAX_SESSION_ID_CHARS
+from app.core.errors import DomainError
 from app.mcp.calls import Caller, JsonObject, build, call
 from app.mcp.toolset import ToolSet
 from app.responses.working_memory import scratchpad_entry_out, working_memory_out

@@ -19,7 +19,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import MAX_SESSION_ID_CHARS
+from app.core.constants import MAX_SESSION_ID_CHARS
 from app.models.base import (
     Base,
     created_at_column,
@@ -40,7 +40,7 @@ def origins_column() -> Mapped[list[str]]:
 
 class Searchable:
     """The columns search reads: the embedding, its model version, the tsvector and the text
-    search configuration it was built with (app/languages.py)."""
+    search configuration it was built with (app/core/languages.py)."""
 
     embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     search_vector: Mapped[Any] = mapped_column(TSVECTOR, deferred=True)

@@ -8,7 +8,7 @@ from sqlalchemy import ARRAY, DateTime, Integer, String, Text, text
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.constants import MAX_SESSION_ID_CHARS
+from app.core.constants import MAX_SESSION_ID_CHARS
 from app.models.base import (
     Base,
     created_at_column,

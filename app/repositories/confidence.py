@@ -16,7 +16,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 
-from app.constants import SECONDS_PER_DAY
+from app.core.constants import SECONDS_PER_DAY
 
 
 def effective_confidence_sql(

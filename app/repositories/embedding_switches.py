@@ -9,12 +9,12 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from app.core.errors import Unavailable
+from app.core.scope import begin_with
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
-from app.errors import Unavailable
 from app.models.vector import Vector
 from app.repositories import embedding_versions as embedding_version_rows
-from app.scope import begin_with
 
 # The tables with an `embedding` column and its `embedding_next` slot.
 VECTOR_TABLES = (

@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document, segment
+from app.core.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document, segment
 from app.models import Episode, Fact, Rule
 
 M = TypeVar("M", bound=Episode | Fact | Rule)

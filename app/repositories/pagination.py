@@ -11,7 +11,7 @@ from sqlalchemy import Select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 
 # A page is ordered by (created_at, *uuid keys) descending; the cursor holds the last row's
 # values of those columns.

@@ -15,7 +15,7 @@ from sqlalchemy import and_, func, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.clock import now_utc
+from app.core.clock import now_utc
 from app.models import Episode, Fact, Rule
 from app.repositories.memories import MODELS
 

@@ -5,7 +5,7 @@ from typing import Any
 from sqlalchemy import Float, and_, cast, extract, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.constants import SECONDS_PER_HOUR
+from app.core.constants import SECONDS_PER_HOUR
 from app.models import Episode, Fact, Rule
 from app.repositories import consolidation as consolidation_rows
 

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from app.clock import now_utc
+from app.core.clock import now_utc
 from app.formulas.lifecycle import effective_confidence
 from app.models import Fact, Rule
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import RetrievalSettings
+from app.core.config import RetrievalSettings
 from app.embedding import Embedder
 from app.formulas.fact_time import PointInTime
 from app.retrieval.recall import Recalled, bump_recalled, recall

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.config import DEFAULT_RRF_K
+from app.core.config import DEFAULT_RRF_K
 from app.embedding.similarity_scale import IDENTITY, SimilarityScale
 from app.repositories.search.candidates import LoadedRow, RankedCandidate
 from app.retrieval import rerank

@@ -5,14 +5,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.config import RetrievalSettings
+from app.core.config import RetrievalSettings
+from app.core.text import preprocess_search_query
 from app.formulas.fact_time import PointInTime
 from app.repositories.search.record_sql import TYPES as RECORD_TYPES
 from app.retrieval import rerank
 from app.retrieval.fusion import FusionWeights
 from app.retrieval.timewindow import TimeWindow
 from app.schemas.filters import MemoryFilter
-from app.text import preprocess_search_query
 
 MEMORY_TYPES = ("episode", "fact", "rule")
 
@@ -51,7 +51,7 @@ class SearchPlan:
     neighbours: int = 0
     at: PointInTime | None = None  # facts: the versions that held then, as believed then
     memory_filter: MemoryFilter | None = None  # only memories it admits are candidates
-    language: str | None = None  # the query's, when given; else detected (app/languages.py)
+    language: str | None = None  # the query's, when given; else detected (app/core/languages.py)
 
     @property
     def semantic(self) -> bool:

@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
+from app.core.clock import now_utc
+from app.core.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
 from app.embedding import Embedder
 from app.embedding.similarity_scale import IDENTITY, SimilarityScale, scale_of
 from app.formulas.fact_time import PointInTime

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import RetrievalSettings
+from app.core.config import RetrievalSettings
 from app.embedding import Embedder
 from app.repositories.search import candidates as search_rows
 from app.repositories.search import record_tables

@@ -5,12 +5,13 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import RetrievalSettings
+from app.core.clock import now_utc
+from app.core.config import RetrievalSettings
+from app.core.errors import InvalidInput
+from app.core.languages import outside
+from app.core.scope import end_transaction
 from app.embedding import Embedder
-from app.errors import InvalidInput
 from app.formulas.fact_time import PointInTime, point_in_time
-from app.languages import outside
 from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
 from app.retrieval.query_vectors import QueryVector, query_within
 from app.retrieval.search import Hit, search
@@ -18,7 +19,6 @@ from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest
-from app.scope import end_transaction
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from app.config import RerankerSettings
-from app.outbound import endpoint, json_headers
+from app.core.config import RerankerSettings
+from app.core.outbound import endpoint, json_headers
 from app.schemas.search import RerankerSkip
 
 # What an endpoint may take beyond the search's time budget before httpx gives up on it (the

@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import RetrievalSettings
+from app.core.clock import now_utc
+from app.core.config import RetrievalSettings
 from app.embedding import Embedder
 from app.embedding.similarity_scale import IDENTITY, SimilarityScale, scale_of
 from app.embedding.vectors import EmbeddingVector

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from app.config import RerankerSettings
+from app.core.config import RerankerSettings
 from app.retrieval.fusion import ScoredRow, text_of
 from app.retrieval.reranker_backends import (
     CrossEncoderScorer,

@@ -5,6 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from app.core.errors import problem_responses
 from app.deps import (
     EmbedderDep,
     QuerySessionDep,
@@ -13,7 +14,6 @@ from app.deps import (
     SettingsDep,
     TenantDep,
 )
-from app.errors import problem_responses
 from app.responses.arcs import arc_out, arc_search_out
 from app.responses.pages import page_out
 from app.routers.created import locate

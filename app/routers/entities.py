@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from app.core.errors import problem_responses
 from app.deps import ReadSessionDep, SessionDep, TenantDep
-from app.errors import problem_responses
 from app.formulas.fact_time import point_in_time
 from app.responses.entities import entity_out, merge_out, resolve_out
 from app.responses.facts import fact_page_out

@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from app.core.errors import InvalidInput, problem_responses
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
-from app.errors import InvalidInput, problem_responses
 from app.models import Episode
 from app.responses.episodes import episode_out
 from app.responses.pages import page_out

@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter, Response
 
+from app.core.errors import problem_responses
 from app.deps import SessionDep, TenantDep
-from app.errors import problem_responses
 from app.responses.jobs import job_out
 from app.schemas.erasures import ErasureCreate
 from app.schemas.jobs import JobOut

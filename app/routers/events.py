@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app.core.errors import problem_responses
 from app.deps import ReadSessionDep, TenantDep
-from app.errors import problem_responses
 from app.responses.events import event_out
 from app.responses.pages import page_out
 from app.routers.params import Cursor, IsoTime, Limit, Text

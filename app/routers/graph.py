@@ -5,8 +5,8 @@ from typing import Annotated, get_args
 
 from fastapi import APIRouter, Query
 
+from app.core.errors import problem_responses
 from app.deps import ReadSessionDep, TenantDep
-from app.errors import problem_responses
 from app.schemas.graph import GraphOut, GraphRelation, NodeType
 from app.services.graph import neighbourhood
 

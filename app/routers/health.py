@@ -7,8 +7,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from app.metrics import BACKLOG_READ_SECONDS
 from app.services.health import database_state
+from app.telemetry.metrics import BACKLOG_READ_SECONDS
 
 router = APIRouter(tags=["health"])
 

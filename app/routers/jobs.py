@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Query, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.errors import problem_responses
 from app.deps import SessionDep, TenantDep
-from app.errors import problem_responses
 from app.responses.jobs import job_out
 from app.responses.pages import page_out
 from app.schemas.arcs import ArcBoundaryJobCreate

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
+from app.core.errors import problem_responses
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
-from app.errors import problem_responses
 from app.responses.ledger import (
     agent_context_out,
     agent_event_out,

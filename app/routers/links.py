@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
+from app.core.errors import problem_responses
 from app.deps import ReadSessionDep, SessionDep, TenantDep
-from app.errors import problem_responses
 from app.responses.links import link_out
 from app.responses.pages import page_out
 from app.routers.params import LinkFilterQuery

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends, Path, Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.errors import problem_responses
 from app.deps import TenantDep, get_read_session, get_session
-from app.errors import problem_responses
 from app.services import deletion, memories
 from app.services.events import Memory
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.schemas.filters import (
     FILTER_DESCRIPTION,
     MemoryFilter,

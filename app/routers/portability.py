@@ -3,6 +3,7 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from app.core.errors import problem_responses
 from app.deps import (
     EmbedderDep,
     ExportSlotsDep,
@@ -11,7 +12,6 @@ from app.deps import (
     SettingsDep,
     TenantDep,
 )
-from app.errors import problem_responses
 from app.responses.data_rights import import_out
 from app.schemas.portability import ImportOut
 from app.services import export_snapshot, portability

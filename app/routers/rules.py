@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response, status
 
+from app.core.errors import problem_responses
 from app.deps import EmbedderDep, ReadSessionDep, SessionDep, SettingsDep, TenantDep
-from app.errors import problem_responses
 from app.models import Rule
 from app.responses.pages import page_out
 from app.responses.rules import rule_out

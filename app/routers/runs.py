@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
+from app.core.errors import problem_responses
 from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
-from app.errors import problem_responses
 from app.responses.pages import page_out
 from app.responses.runs import (
     message_batch_out,

@@ -2,7 +2,8 @@
 
 from fastapi import APIRouter
 
-from app.clock import now_utc
+from app.core.clock import now_utc
+from app.core.errors import problem_responses
 from app.deps import (
     EmbedderDep,
     QuerySessionDep,
@@ -11,7 +12,6 @@ from app.deps import (
     SettingsDep,
     TenantDep,
 )
-from app.errors import problem_responses
 from app.formulas.fact_time import point_in_time
 from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval

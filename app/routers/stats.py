@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter
 
+from app.core.errors import problem_responses
 from app.deps import SessionDep, SettingsDep, TenantDep
-from app.errors import problem_responses
 from app.routers.params import Text
 from app.schemas.stats import StatsOut
 from app.services.stats import memory_stats

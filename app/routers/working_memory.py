@@ -4,9 +4,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response, status
 
-from app.constants import MAX_SESSION_ID_CHARS
+from app.core.constants import MAX_SESSION_ID_CHARS
+from app.core.errors import UnsupportedMediaType, problem_responses
 from app.deps import SessionDep, SettingsDep, TenantDep
-from app.errors import UnsupportedMediaType, problem_responses
 from app.responses.working_memory import scratchpad_entry_out, working_memory_out
 from app.routers.created import locate
 from app.schemas.working_memory import (

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from app.constants import SearchMode
+from app.core.constants import SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     Content,

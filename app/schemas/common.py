@@ -17,8 +17,8 @@ from pydantic import (
     Strict,
 )
 
-from app.constants import MAX_SESSION_ID_CHARS
-from app.text import is_blank
+from app.core.constants import MAX_SESSION_ID_CHARS
+from app.core.text import is_blank
 
 MAX_CONTENT_CHARS = 50_000
 MAX_NAME_CHARS = 200

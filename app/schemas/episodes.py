@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field
 
-from app.constants import MAX_SESSION_ID_CHARS
+from app.core.constants import MAX_SESSION_ID_CHARS
 from app.schemas.common import (
     AwareDatetimeIn,
     ConsolidationStatus,

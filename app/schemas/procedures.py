@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, field_validator
 
-from app.constants import SearchMode
+from app.core.constants import SearchMode
 from app.schemas.common import IsoDatetime, MemoryRef, Name, NoNul, RequestModel, ResponseModel
 from app.schemas.listing import ListQuery, ListText, PageCursor, PageLimit
 from app.schemas.search import QueryText, RecordScores

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from app.constants import Fusion, SearchMode
+from app.core.constants import Fusion, SearchMode
 from app.schemas.common import (
     AwareDatetimeIn,
     IsoDatetime,

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.constants import GLOBAL_SCOPE
-from app.errors import InvalidInput
+from app.core.constants import GLOBAL_SCOPE
+from app.core.errors import InvalidInput
+from app.core.scope import SYSTEM, scoped_transaction
 from app.models.api_keys import ApiKey
 from app.repositories import api_keys as api_key_rows
 from app.schemas.common import MAX_NAME_CHARS
-from app.scope import SYSTEM, scoped_transaction
 
 KEY_PREFIX = "egk_"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-# The butlers a key may be limited to travel as one comma-separated setting (app/rls.py).
+# The butlers a key may be limited to travel as one comma-separated setting (app/core/rls.py).
 MAX_KEY_BUTLERS = 64
 
 

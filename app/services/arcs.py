@@ -6,10 +6,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import ArcSettings, RetrievalSettings
+from app.core.clock import now_utc
+from app.core.config import ArcSettings, RetrievalSettings
+from app.core.errors import Conflict, InvalidInput, found
+from app.core.scope import side_session
+from app.core.text import preprocess_text
 from app.embedding import Embedder
-from app.errors import Conflict, InvalidInput, found
 from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import entities as entity_rows
@@ -26,10 +28,8 @@ from app.schemas.arcs import (
     ArcUpdate,
 )
 from app.schemas.filters import MemoryFilter
-from app.scope import side_session
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
-from app.text import preprocess_text
 
 OPEN_STATUSES = ("draft", "active")
 

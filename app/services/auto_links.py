@@ -9,7 +9,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import AutoLinkSettings
+from app.core.config import AutoLinkSettings
 from app.embedding.vectors import EmbeddingVector
 from app.repositories import auto_links as auto_link_rows
 from app.repositories.auto_links import Linked

@@ -1,11 +1,11 @@
 """What a key limited to butlers may change: its butlers' memories, nothing shared.
 
-Row-level security already hides every other butler's rows (app/rls.py); these checks turn a
+Row-level security already hides every other butler's rows (app/core/rls.py); these checks turn a
 write aimed outside the key's butlers into a 403 that names the field, before any SQL runs.
 """
 
-from app.constants import GLOBAL_SCOPE
-from app.errors import Forbidden
+from app.core.constants import GLOBAL_SCOPE
+from app.core.errors import Forbidden
 from app.services import actors
 
 

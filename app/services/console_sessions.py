@@ -12,10 +12,10 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.clock import now_utc
+from app.core.clock import now_utc
+from app.core.scope import SYSTEM, Scope, scoped_transaction
 from app.repositories import console_sessions as session_rows
 from app.repositories.console_sessions import FoundSession
-from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services.api_keys import TenantCache, hash_key, resolve_key
 
 SESSION_HOURS = 8

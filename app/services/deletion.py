@@ -10,8 +10,8 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.errors import Conflict, NotFound
 from app.embedding import Embedder
-from app.errors import Conflict, NotFound
 from app.models import Episode, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows

@@ -3,13 +3,13 @@ that holds no vector yet, checked against the model on every start."""
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.errors import StartupRefused
+from app.core.scope import SYSTEM, scoped_transaction
 from app.embedding import Embedder
-from app.errors import StartupRefused
 from app.repositories import embedding_switches as switch_rows
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import reembed as reembed_rows
 from app.repositories import vector_columns as vector_rows
-from app.scope import SYSTEM, scoped_transaction
 
 
 async def fit_to_model(sessionmaker: async_sessionmaker[AsyncSession], embedder: Embedder) -> int:

@@ -11,14 +11,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.text import split_passages
 from app.embedding import Embedder
 from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector, Vectors
-from app.metrics import EMBEDDINGS_DEFERRED
 from app.repositories import embedding_switches as switch_rows
 from app.repositories import passages as passage_rows
 from app.repositories.embedding_switches import VECTOR_COLUMNS, SlotModels
-from app.text import split_passages
+from app.telemetry.metrics import EMBEDDINGS_DEFERRED
 
 logger = logging.getLogger(__name__)
 

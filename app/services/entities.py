@@ -5,7 +5,7 @@ from collections import defaultdict
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, found
+from app.core.errors import Conflict, found
 from app.formulas import resolve
 from app.formulas.fact_time import PointInTime
 from app.formulas.merge_patch import apply_merge_patch

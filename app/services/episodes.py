@@ -8,7 +8,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
+from app.core.clock import now_utc
+from app.core.scope import set_local, side_session
+from app.core.text import context_text, keyword_text, preprocess_text
 from app.embedding import Embedder
 from app.formulas.sessions import Arrival, Stored, assign_sessions
 from app.models import Episode
@@ -19,12 +21,10 @@ from app.repositories.episodes import EpisodeFilters
 from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate, EpisodeListQuery
 from app.schemas.filters import MemoryFilter
-from app.scope import set_local, side_session
 from app.services import butler_limits, events
 from app.services.embeddings import Made, embed_ahead, embed_for_write, store_passages
 from app.services.events import memory_event
 from app.services.mentions import link_mentions
-from app.text import context_text, keyword_text, preprocess_text
 
 
 async def create_episodes(

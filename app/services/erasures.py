@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import InvalidInput, NotFound
+from app.core.errors import InvalidInput, NotFound
+from app.core.text import normalise_key
 from app.models import Job
 from app.repositories import entities as entity_rows
 from app.repositories import erasure as erasure_rows
@@ -19,7 +20,6 @@ from app.repositories.erasure import Counts
 from app.repositories.erasure_batches import ErasureSelector
 from app.schemas.erasures import ErasureCreate
 from app.services import butler_limits, entities, jobs
-from app.text import normalise_key
 
 Select = Callable[..., Awaitable[list[uuid.UUID]]]
 

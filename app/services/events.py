@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.models import Episode, Fact, MemoryEvent, Rule
 from app.repositories import events as event_rows
 from app.repositories.events import EventFilters

@@ -13,8 +13,8 @@ from typing import cast
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.config import ExportSettings
-from app.errors import TooManyRequests, Unavailable, is_statement_timeout
+from app.core.config import ExportSettings
+from app.core.errors import TooManyRequests, Unavailable, is_statement_timeout
 from app.services import butler_limits
 from app.services.portability import export_lines
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, NotFound
+from app.core.errors import Conflict, NotFound
 from app.formulas.belief import after_contradiction
 from app.models import Fact
 from app.repositories import fact_time

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import AutoLinkSettings
+from app.core.config import AutoLinkSettings
+from app.core.errors import DomainError
+from app.core.text import normalise_key
 from app.embedding import Embedder
-from app.errors import DomainError
 from app.models import Fact
 from app.repositories import erasure as erasure_rows
 from app.repositories import facts as fact_rows
@@ -18,7 +19,6 @@ from app.schemas.facts import FactCreate
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.facts import StoredFact, check_period, lock_name, store_embedded_fact
-from app.text import normalise_key
 
 Key = tuple[str, str, str]
 

@@ -7,10 +7,11 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import AutoLinkSettings
+from app.core.clock import now_utc
+from app.core.config import AutoLinkSettings
+from app.core.errors import InvalidInput, found
+from app.core.text import normalise_key, preprocess_text
 from app.embedding import Embedder
-from app.errors import InvalidInput, found
 from app.formulas import fact_time
 from app.formulas.fact_time import PointInTime, point_in_time
 from app.formulas.lifecycle import decay_rate_for
@@ -28,7 +29,6 @@ from app.services.auto_links import link_new
 from app.services.embeddings import Embedded, embed_for_write, store_passages
 from app.services.events import memory_event
 from app.services.mentions import link_mentions
-from app.text import normalise_key, preprocess_text
 
 
 def fact_search_text(subject: str, predicate: str, content: str) -> str:

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import NotFound
+from app.core.errors import NotFound
 from app.repositories import graph as graph_rows
 from app.repositories.graph import NodeKey
 from app.schemas.graph import GraphEdge, GraphNode, GraphOut

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import migrations
+from app.postgres import migrations
 from app.repositories import health as health_rows
 
 

@@ -13,14 +13,14 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
 )
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.errors import found
+from app.core.scope import Scope, scoped_transaction
 from app.embedding import Embedder
-from app.errors import found
 from app.models import Job
 from app.repositories import jobs as job_rows
 from app.repositories.jobs import JobFilters
 from app.schemas.jobs import JobListQuery
-from app.scope import Scope, scoped_transaction
 from app.services import actors, butler_limits
 
 

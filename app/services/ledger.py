@@ -7,9 +7,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import AgentMemorySettings, Settings
+from app.core.config import AgentMemorySettings, Settings
+from app.core.errors import InvalidInput
+from app.core.text import preprocess_search_query, preprocess_text
 from app.embedding import Embedder
-from app.errors import InvalidInput
 from app.formulas import salience
 from app.formulas.salience import GLOBAL, REFLECTION_KIND, LedgerEvent, SalienceWeights
 from app.models import AgentEvent
@@ -26,7 +27,6 @@ from app.schemas.ledger import (
 from app.services import actors, butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
-from app.text import preprocess_search_query, preprocess_text
 
 BASED_ON = "based_on"
 PRIVATE = "private"

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, InvalidInput, NotFound
+from app.core.errors import Conflict, InvalidInput, NotFound
 from app.models import MemoryLink
 from app.repositories import links as link_rows
 from app.schemas.filters import MemoryFilter

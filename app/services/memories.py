@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, InvalidInput, NotFound, found
+from app.core.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
 from app.repositories import fact_time, references
 from app.repositories import memories as memory_rows

@@ -5,7 +5,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.models import Episode
 from app.repositories import memories as memory_rows
 from app.schemas.memory_labels import LabelsUpdate

@@ -7,7 +7,7 @@ from typing import Any, get_args
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import NotFound
+from app.core.errors import NotFound
 from app.models import Fact, MemoryEvent, MemoryLink
 from app.repositories import memories as memory_rows
 from app.schemas.graph import GraphOut, GraphRelation

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.languages import unspaced_runs
+from app.core.languages import unspaced_runs
 from app.repositories import mentions as mention_rows
 
 MAX_NAME_WORDS = 5

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, InvalidInput, found
+from app.core.errors import Conflict, InvalidInput, found
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.errors import Conflict, InvalidInput, NotFound
+from app.core.errors import Conflict, InvalidInput, NotFound
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.services import butler_limits

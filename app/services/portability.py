@@ -26,8 +26,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.types import Uuid
 
+from app.core.errors import Conflict, DomainError, InvalidInput
+from app.core.scope import Scope, lengthen_statement_timeout, scope_session, set_local
+from app.core.text import keyword_text, preprocess_text
 from app.embedding import Embedder
-from app.errors import Conflict, DomainError, InvalidInput
 from app.repositories import fact_time as time_rows
 from app.repositories import portability as portability_rows
 from app.repositories.portability import MEMORY_KINDS, RECORD_KINDS, SELF_REFERENCES, TABLES
@@ -37,14 +39,12 @@ from app.schemas.common import (
     MAX_METADATA_DEPTH,
     json_depth,
 )
-from app.scope import Scope, lengthen_statement_timeout, scope_session, set_local
 from app.services import butler_limits
 from app.services.arcs import search_text as arc_text
 from app.services.embeddings import Embedded, embed_texts, store_passages
 from app.services.episodes import session_contexts
 from app.services.procedures import procedure_text
 from app.services.runs import run_text
-from app.text import keyword_text, preprocess_text
 
 NDJSON = "application/x-ndjson"
 CHECK_VIOLATION = "23514"

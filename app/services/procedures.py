@@ -6,9 +6,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import RetrievalSettings
+from app.core.config import RetrievalSettings
+from app.core.errors import Conflict, InvalidInput, found
+from app.core.text import preprocess_text
 from app.embedding import Embedder
-from app.errors import Conflict, InvalidInput, found
 from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
@@ -26,7 +27,6 @@ from app.schemas.procedures import (
 )
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
-from app.text import preprocess_text
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.periodic import Periodic
+from app.core.periodic import Periodic
+from app.core.scope import Scope, scoped_transaction
 from app.repositories import references as reference_rows
 from app.repositories.references import Pending
-from app.scope import Scope, scoped_transaction
 
 logger = logging.getLogger(__name__)
 

@@ -6,10 +6,11 @@ from typing import Any
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import AutoLinkSettings
+from app.core.clock import now_utc
+from app.core.config import AutoLinkSettings
+from app.core.errors import Conflict, InvalidInput
+from app.core.text import preprocess_text
 from app.embedding import Embedder
-from app.errors import Conflict, InvalidInput
 from app.formulas import lifecycle
 from app.models import Rule
 from app.repositories import episodes as episode_rows
@@ -26,7 +27,6 @@ from app.services.events import memory_event
 from app.services.memories import load_for_update
 from app.services.mentions import link_mentions
 from app.services.rule_reasons import ShownRule, shown, shown_one
-from app.text import preprocess_text
 
 
 async def store_rule(

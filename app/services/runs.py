@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.clock import now_utc
-from app.config import RetrievalSettings
+from app.core.clock import now_utc
+from app.core.config import RetrievalSettings
+from app.core.errors import InvalidInput, found
+from app.core.scope import side_session
+from app.core.text import preprocess_search_query, preprocess_text
 from app.embedding import Embedder
-from app.errors import InvalidInput, found
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import erasure as erasure_rows
 from app.repositories import rows as record_rows
@@ -27,12 +29,10 @@ from app.schemas.runs import (
     RunSearchRequest,
     RunUpdate,
 )
-from app.scope import side_session
 from app.services import butler_limits, events
 from app.services.embeddings import embed_texts
 from app.services.events import Event
 from app.services.mentions import link_mentions
-from app.text import preprocess_search_query, preprocess_text
 
 CHARS_PER_TOKEN = 4
 

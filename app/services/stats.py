@@ -2,9 +2,9 @@
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.scope import SYSTEM, scoped_transaction
 from app.repositories import stats as stats_rows
 from app.schemas.stats import EpisodeStats, FactStats, RuleStats, StatsOut
-from app.scope import SYSTEM, scoped_transaction
 
 CONSOLIDATION_OFF = (
     "consolidation is not configured ([llm] base_url is unset): episodes are "

@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.constants import SECONDS_PER_HOUR
-from app.errors import InvalidInput, NotFound, PreconditionFailed
+from app.core.constants import SECONDS_PER_HOUR
+from app.core.errors import InvalidInput, NotFound, PreconditionFailed
 from app.formulas.merge_patch import apply_merge_patch
 from app.models import WorkingMemory
 from app.repositories import working_memory as wm_rows

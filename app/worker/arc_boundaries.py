@@ -3,12 +3,12 @@
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from app.clock import now_utc
+from app.core.clock import now_utc
+from app.core.scope import Scope
 from app.models import Arc
 from app.repositories import arcs as arc_rows
 from app.repositories import rows as record_rows
 from app.schemas.arcs import MAX_KEY_EVENTS
-from app.scope import Scope
 from app.services import events
 from app.services.arcs import search_text
 from app.services.embeddings import embed_texts

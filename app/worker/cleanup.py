@@ -5,13 +5,13 @@ working memories, then runs finished longer ago than the run retention."""
 import uuid
 from dataclasses import dataclass
 
-from app.constants import SECONDS_PER_DAY
+from app.core.constants import SECONDS_PER_DAY
+from app.core.scope import SYSTEM, Scope
 from app.repositories import cleanup as cleanup_rows
 from app.repositories import erasure as erasure_rows
 from app.repositories import jobs as job_rows
 from app.repositories import runs as run_rows
 from app.repositories import working_memory as working_memory_rows
-from app.scope import SYSTEM, Scope
 from app.services import actors, events
 from app.services.jobs import JobContext, JobOutcome
 

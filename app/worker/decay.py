@@ -1,8 +1,8 @@
 """The decay sweep: fading, expiry and forgetting of facts and rules whose confidence decayed."""
 
+from app.core.scope import SYSTEM, Scope
 from app.formulas.lifecycle import EXPIRED_BELOW, FADING_BELOW
 from app.repositories import decay as decay_rows
-from app.scope import SYSTEM, Scope
 from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
 

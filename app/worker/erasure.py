@@ -21,12 +21,12 @@
 import uuid
 from typing import Any
 
+from app.core.scope import Scope
 from app.repositories import erasure as erasure_rows
 from app.repositories import jobs as job_rows
 from app.repositories.erasure import Counts
 from app.repositories.erasure_batches import ErasureSelector
 from app.schemas.erasures import SELECTORS
-from app.scope import Scope
 from app.services import erasures, events
 from app.services.jobs import JobContext, JobOutcome
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from app.config import LLMSettings
-from app.outbound import endpoint, json_headers
+from app.core.config import LLMSettings
+from app.core.outbound import endpoint, json_headers
 
 logger = logging.getLogger(__name__)
 

@@ -16,15 +16,15 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from tqdm import tqdm
 
+from app.core.scope import SYSTEM, scoped_transaction
+from app.core.text import context_text
 from app.embedding import Embedder
 from app.embedding.remote import RemoteEmbeddingError
 from app.repositories import embedding_switches as switch_rows
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import episodes as episode_rows
 from app.repositories import vector_columns as vector_rows
-from app.scope import SYSTEM, scoped_transaction
 from app.services.portability import record_text
-from app.text import context_text
 
 logger = logging.getLogger(__name__)
 

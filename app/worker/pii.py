@@ -25,20 +25,20 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
+from app.core.scope import SYSTEM, Scope
+from app.core.text import context_text, preprocess_text
 from app.embedding.embedder import SYSTEM_TENANT
 from app.models import Episode, Rule, Run, RunFeedback
 from app.repositories import episodes as episode_rows
 from app.repositories import pii_salts as salt_rows
 from app.repositories import pii_scrub as scrub_rows
 from app.repositories import runs as run_rows
-from app.scope import SYSTEM, Scope
 from app.services import events
 from app.services.embeddings import embed_texts, store_passages
 from app.services.episodes import refresh_keyword_text
 from app.services.events import Event
 from app.services.jobs import JobContext, JobOutcome
 from app.services.runs import run_text
-from app.text import context_text, preprocess_text
 
 HASH_CHARS = 16
 

@@ -11,16 +11,16 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.periodic import Periodic
+from app.core.scope import SYSTEM, scoped_transaction
+from app.core.text import context_text
 from app.embedding import Embedder
 from app.embedding.remote import RemoteEmbeddingError
 from app.models import Episode, Fact, Rule
-from app.periodic import Periodic
 from app.repositories import embedding_versions as embedding_version_rows
 from app.repositories import episodes as episode_rows
 from app.repositories import reembed as reembed_rows
-from app.scope import SYSTEM, scoped_transaction
 from app.services.embeddings import Embedded, embed_texts, store_passages
-from app.text import context_text
 
 BATCH_SIZE = 256
 # The longest the backlog waits between two passes after failures (unless its interval is

@@ -10,11 +10,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
+from app.core.scope import Scope
 from app.formulas import salience
 from app.formulas.salience import GLOBAL, LedgerEvent
 from app.repositories import ledger as ledger_rows
-from app.scope import Scope
 from app.services.embeddings import embed_texts
 from app.services.jobs import JobContext, JobOutcome
 from app.services.ledger import ledger_event, write_reflection

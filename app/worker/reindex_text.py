@@ -1,5 +1,5 @@
 """Read the keyword text of memories stored before languages were told apart again, each in
-its own language (app/languages.py)."""
+its own language (app/core/languages.py)."""
 
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -7,13 +7,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from app.languages import DEFAULT_CONFIG
+from app.core.languages import DEFAULT_CONFIG
+from app.core.scope import SYSTEM, scoped_transaction
+from app.core.text import preprocess_text
 from app.models import Episode, Fact, Rule
 from app.repositories import memories as memory_rows
-from app.scope import SYSTEM, scoped_transaction
 from app.services.episodes import refresh_keyword_text
 from app.services.facts import fact_search_text
-from app.text import preprocess_text
 
 BATCH_SIZE = 500
 

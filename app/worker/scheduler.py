@@ -11,11 +11,11 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from app.config import JobSettings
-from app.constants import SECONDS_PER_HOUR
+from app.core.config import JobSettings
+from app.core.constants import SECONDS_PER_HOUR
+from app.core.scope import SYSTEM
 from app.models import Job
 from app.repositories import jobs as job_rows
-from app.scope import SYSTEM
 from app.services.jobs import JobContext
 
 logger = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from collections import defaultdict
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.core.scope import SYSTEM, scoped_transaction
 from app.repositories import episodes as episode_rows
-from app.scope import SYSTEM, scoped_transaction
 from app.services.episodes import gap_sessions
 
 BATCH_SIZE = 2000

@@ -8,12 +8,12 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 
-from app.metrics import JOB_SECONDS, JOBS
+from app.core.scope import SYSTEM
 from app.models import Job
 from app.repositories import jobs as job_rows
-from app.scope import SYSTEM
 from app.services import actors
 from app.services.jobs import JobContext, JobOutcome
+from app.telemetry.metrics import JOB_SECONDS, JOBS
 from app.worker.arc_boundaries import run_arc_boundaries
 from app.worker.cleanup import run_episode_cleanup
 from app.worker.consolidation.pipeline import run_consolidation

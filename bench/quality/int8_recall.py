@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.text import context_text, split_passages
 from app.embedding import Embedder
 from app.embedding.backends import Backend
-from app.text import context_text, split_passages
 from bench.quality.locomo_recall import CATEGORIES, evidence_ids, session_turns
 from bench.quality.longmemeval_recall import haystack_turns
 from bench.speed.embed_bench import encode_all

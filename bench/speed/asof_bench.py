@@ -36,13 +36,13 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from app import migrations
-from app.config import Settings
-from app.db import create_engine, resolve_database_url
+from app.core.config import Settings
+from app.core.scope import Scope, scope_session
+from app.postgres import migrations
+from app.postgres.db import create_engine, resolve_database_url
 from app.repositories import facts as fact_rows
 from app.repositories.facts import FactFilters
 from app.repositories.search.candidates import Filters, configure_vector_scan, search_candidates
-from app.scope import Scope, scope_session
 from bench.common.texts import NAMES, question, sentence
 
 SYSTEM = "SELECT set_config('engram.system', 'on', true)"

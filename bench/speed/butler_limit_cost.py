@@ -27,11 +27,11 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
+from app.core.rls import BUTLER_LIMITS, drop_butler_policy_statements
+from app.core.scope import Scope, scope_session
 from app.embedding.vectors import EmbeddingVector
 from app.repositories.search import candidates as search_rows
 from app.retrieval import rerank
-from app.rls import BUTLER_LIMITS, drop_butler_policy_statements
-from app.scope import Scope, scope_session
 from bench.common.texts import BUTLERS, sentence
 
 SYSTEM = "SELECT set_config('engram.system', 'on', true)"

@@ -67,9 +67,9 @@ async def timed(http: httpx.AsyncClient, path: str, body: dict[str, object]) -> 
 def model_floor() -> Callable[[str], Awaitable[float]]:
     """Seconds the packaged model (built from the same settings as the server's) takes on a
     text and its passages, as a write embeds them."""
-    from app.config import Settings
+    from app.core.config import Settings
+    from app.core.text import split_passages
     from app.embedding import get_embedder
-    from app.text import split_passages
 
     settings = Settings()
     embedder = get_embedder(settings)

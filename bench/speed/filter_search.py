@@ -36,14 +36,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.scope import Scope, scope_session
 from app.embedding import get_embedder
 from app.repositories.search import candidates as search_rows
 from app.retrieval import rerank
 from app.retrieval.plan import plan_search
 from app.retrieval.search import search
 from app.schemas.filters import parse_filter
-from app.scope import Scope, scope_session
 from bench.common.texts import question_with_parts
 from bench.speed.search_steps import PlainClient, percentile
 

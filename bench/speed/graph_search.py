@@ -26,8 +26,8 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
+from app.core.scope import Scope, scope_session
 from app.repositories.graph import graph_scores
-from app.scope import Scope, scope_session
 from bench.common.texts import BUTLERS, NAMES, question, sentence
 
 SYSTEM = "SELECT set_config('engram.system', 'on', true)"

@@ -91,8 +91,8 @@ async def post_batches(
 def embedded_texts(items: list[Item]) -> tuple[list[str], list[int]]:
     """Every text the service embeds for these items (content, windows, context passage),
     and where each item's content is among them."""
-    from app.config import Settings
-    from app.text import context_text, split_passages
+    from app.core.config import Settings
+    from app.core.text import context_text, split_passages
 
     settings = Settings()
     texts: list[str] = []
@@ -121,7 +121,7 @@ def embedded_texts(items: list[Item]) -> tuple[list[str], list[int]]:
 async def model_floor(items: list[Item], backend: str | None) -> tuple[float, list[list[float]]]:
     """Episodes/s of the model alone on the texts the service embeds, through the service's
     scheduler (its model calls and workers, one tenant); the content vectors."""
-    from app.config import Settings
+    from app.core.config import Settings
     from app.embedding import get_embedder
 
     settings = Settings() if backend is None else Settings(embedding_backend=backend)

@@ -230,7 +230,7 @@ async def mixed(args: argparse.Namespace, a: httpx.AsyncClient, rng: random.Rand
 
 def model_floor(backend: str | None) -> None:
     """The model alone: one query sentence at a time, in this process."""
-    from app.config import Settings
+    from app.core.config import Settings
     from app.embedding import get_embedder
 
     settings = Settings() if backend is None else Settings(embedding_backend=backend)

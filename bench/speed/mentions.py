@@ -24,10 +24,10 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app import migrations
-from app.config import AutoLinkSettings, JobSettings, Settings
-from app.db import create_engine, replace_database, start_embedded_postgres, to_async_url
+from app.core.config import AutoLinkSettings, JobSettings, Settings
 from app.main import create_app
+from app.postgres import migrations
+from app.postgres.db import create_engine, replace_database, start_embedded_postgres, to_async_url
 from app.services import mentions as mention_service
 from bench.common.texts import BUTLERS, sentence
 

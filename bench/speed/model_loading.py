@@ -21,12 +21,12 @@ from pathlib import Path
 
 import httpx
 
-from app.config import Settings
+from app.core.config import Settings
 
 CHILD = """
 import sys
 import uvicorn
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 if sys.argv[1] == "first-use":
     from app.embedding.embedder import Embedder

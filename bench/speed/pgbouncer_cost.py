@@ -21,9 +21,9 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app.config import JobSettings, Settings
+from app.core.config import JobSettings, Settings
+from app.core.rls import APP_ROLE
 from app.main import create_app
-from app.rls import APP_ROLE
 from tests.support.clusters import new_primary, private_dir
 from tests.support.pgbouncer import start_pgbouncer
 

@@ -17,10 +17,10 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app import migrations
-from app.config import Settings
-from app.db import create_engine, to_libpq_url
+from app.core.config import Settings
 from app.main import create_app
+from app.postgres import migrations
+from app.postgres.db import create_engine, to_libpq_url
 from tests.support.database import scratch_database, scratch_server_url
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -24,10 +24,10 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import migrations
-from app.config import Settings
-from app.db import create_engine, make_sessionmaker, resolve_database_url
+from app.core.config import Settings
 from app.embedding import get_embedder
+from app.postgres import migrations
+from app.postgres.db import create_engine, make_sessionmaker, resolve_database_url
 from app.services.jobs import JobContext
 from app.worker.cleanup import run_episode_cleanup
 from app.worker.pii import run_pii_scrub

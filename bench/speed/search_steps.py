@@ -31,11 +31,11 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.scope import Scope, scope_session
 from app.embedding import get_embedder
 from app.repositories.search import candidates as search_rows
 from app.retrieval import rerank
-from app.scope import Scope, scope_session
 from bench.common.texts import question
 
 TYPES = ["episode", "fact", "rule"]

@@ -31,7 +31,7 @@ import time
 
 import asyncpg
 
-from app.config import Settings
+from app.core.config import Settings
 from app.embedding import get_embedder
 from bench.common.texts import ACTIVITIES, BUTLERS, FEELINGS, NAMES, PLACES, TIMES
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from app.languages import segment
+from app.core.languages import segment
 
 MARK = "\u0e49"  # a Thai tone mark
 ANSWER_BYTES = 60_000_000

@@ -26,8 +26,8 @@ from pathlib import Path
 import asyncpg
 import numpy as np
 
-from app.embedded_pg import release_server, server_for
 from app.embedding import Embedder
+from app.postgres.embedded_pg import release_server, server_for
 
 K = 10
 DATA = Path("/work/shared/data/longmemeval")

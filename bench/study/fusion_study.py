@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from app.core.text import CONTEXT_MAX_CHARS
 from app.repositories.search.candidates import WINDOW_DISTANCE_PENALTY
-from app.text import CONTEXT_MAX_CHARS
 from bench.study.study_data import (
     CacheSet,
     Question,

@@ -127,7 +127,7 @@ def token_states(all_legs: list[Legs], pools: list[np.ndarray], path: Path) -> d
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from app.config import PACKAGED_MODEL
+    from app.core.config import PACKAGED_MODEL
     from app.embedding.model_files import model_path, set_offline_environment
 
     set_offline_environment()

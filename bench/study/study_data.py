@@ -241,14 +241,14 @@ def load_locomo_shapes(path: Path) -> tuple[list[Question], dict[str, list[Turn]
 
 def windows(text: str) -> list[str]:
     """The window passages the service embeds for a long text."""
-    from app.text import split_passages
+    from app.core.text import split_passages
 
     return [text[a:b] for a, b in split_passages(text, size=PASSAGE_CHARS, overlap=PASSAGE_OVERLAP)]
 
 
 def contexts(turns: list[Turn]) -> list[str | None]:
     """Each turn's context passage text (None for a session's first turn)."""
-    from app.text import context_text
+    from app.core.text import context_text
 
     out: list[str | None] = []
     for i, turn in enumerate(turns):
@@ -328,7 +328,7 @@ async def lexemes_of(texts: list[str], cache_file: Path) -> dict[str, Counter[st
     """Each text's english lexemes with their position counts, by PostgreSQL."""
     import asyncpg
 
-    from app.db import start_embedded_postgres
+    from app.postgres.db import start_embedded_postgres
 
     known: dict[str, dict[str, int]] = (
         json.loads(cache_file.read_text()) if cache_file.exists() else {}

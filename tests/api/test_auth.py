@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import text
 
 from app.cli import main as cli
-from app.config import Settings
-from app.errors import StartupRefused
+from app.core.config import Settings
+from app.core.errors import StartupRefused
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 
 PUBLIC_PATHS = {"/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect", "/redoc"}

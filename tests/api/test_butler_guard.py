@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from app.rls import BUTLER_LIMITS, butler_policy_statements, drop_butler_policy_statements
+from app.core.rls import BUTLER_LIMITS, butler_policy_statements, drop_butler_policy_statements
 from tests.api.test_mcp import connect, live_url  # noqa: F401 - fixture of the MCP tests
 from tests.api.test_tenancy import NOTHING, Call, body, own, query, v1_routes
 from tests.support.butler_keys import limited_client, mint_limited_key  # noqa: F401

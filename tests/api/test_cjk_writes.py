@@ -9,8 +9,8 @@ import time
 
 from sqlalchemy import text
 
-from app.languages import MAX_DOCUMENT_LEXEMES, MAX_QUERY_WORDS, first_words, keyword_query
-from app.scope import SYSTEM, scoped_transaction
+from app.core.languages import MAX_DOCUMENT_LEXEMES, MAX_QUERY_WORDS, first_words, keyword_query
+from app.core.scope import SYSTEM, scoped_transaction
 
 
 def cjk(chars: int, seed: int = 1) -> str:

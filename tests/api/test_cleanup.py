@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.config import RunSettings
+from app.core.config import RunSettings
 from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import add_episodes, job_context, run_job

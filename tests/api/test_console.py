@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.worker import scheduler, worker
 from tests.support.console import console_client, csrf_of, post_form, sign_in

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from app.config import ScoreWeights
+from app.core.config import ScoreWeights
 from tests.support.http import post
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import LimitSettings, Settings
+from app.core.config import LimitSettings, Settings
 from app.main import create_app
 
 MiB = 1024 * 1024

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.db import to_libpq_url
-from app.errors import StartupRefused
+from app.core.errors import StartupRefused
+from app.postgres.db import to_libpq_url
 from tests.support.database import scratch_database
 from tests.support.embeddings_stub import EmbeddingsStub, embeddings_stub
 from tests.support.model_app import client_of, remote_embedder, started

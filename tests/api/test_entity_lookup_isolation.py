@@ -3,8 +3,8 @@ through an error raised on its rows, and substring lookups still use an index.""
 
 from sqlalchemy import text
 
+from app.core.scope import Scope, scoped_transaction
 from app.repositories import entities as entity_rows
-from app.scope import Scope, scoped_transaction
 from tests.support.factories import create_entity
 
 

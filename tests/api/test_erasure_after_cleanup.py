@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import RunSettings
+from app.core.config import RunSettings
+from app.core.scope import Scope, scope_session
 from app.repositories.erasure import TOMBSTONE_EVENTS
 from app.schemas.erasures import ErasureCreate
-from app.scope import Scope, scope_session
 from app.services.erasures import preview_erasure
 from app.worker.session_backfill import infer_missing_sessions
 from tests.support.butler_keys import limited_client  # noqa: F401 - fixture

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import ExportSettings, Settings
+from app.core.config import ExportSettings, Settings
+from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.factories import store_episode
 

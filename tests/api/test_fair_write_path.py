@@ -9,13 +9,13 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.scope import SYSTEM, Scope, scoped_transaction
 from app.embedding import Embedder
 from app.embedding.scheduler import ChunkEvent
 from app.main import create_app
 from app.repositories import embedding_versions
 from app.repositories import episodes as episode_rows
-from app.scope import SYSTEM, Scope, scoped_transaction
 from app.services import api_keys, embeddings
 from tests.api.test_keyword_bm25 import recomputed_index, stored_index
 

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.rls import SYSTEM_SETTING
 from app.models import Episode, Fact, Rule
 from app.repositories.memory_filters import compile_filter, filter_values
-from app.rls import SYSTEM_SETTING
 from app.schemas.filters import FilterError, parse_filter
 from tests.support.filter_eval import admits
 

@@ -98,14 +98,14 @@ async def test_body_over_the_limit_is_413(client, settings):
 
 
 async def test_freed_heap_goes_back_to_the_os_after_a_large_body_only(client, monkeypatch):
-    import app.heap
-    import app.middleware
+    import app.telemetry.heap
+    import app.web.middleware
 
     released: list[str] = []
-    monkeypatch.setattr(app.middleware, "release_free_memory", lambda: released.append("now"))
-    monkeypatch.setattr(app.heap, "release_free_memory", lambda: released.append("later"))
-    monkeypatch.setattr(app.middleware, "RELEASE_AGAIN_AFTER_SECONDS", 0.05)
-    monkeypatch.setattr(app.heap, "_next_release_at", 0.0)
+    monkeypatch.setattr(app.web.middleware, "release_free_memory", lambda: released.append("now"))
+    monkeypatch.setattr(app.telemetry.heap, "release_free_memory", lambda: released.append("later"))
+    monkeypatch.setattr(app.web.middleware, "RELEASE_AGAIN_AFTER_SECONDS", 0.05)
+    monkeypatch.setattr(app.telemetry.heap, "_next_release_at", 0.0)
     small = await client.post("/v1/episodes", json={"content": "x" * 50_001})
     assert small.status_code == 422
     assert released == []

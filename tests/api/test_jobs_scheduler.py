@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from app.config import JobSettings
+from app.core.config import JobSettings
 from app.main import create_app
 from app.worker import scheduler
 from app.worker.llm import backoff_delay

@@ -3,7 +3,7 @@ before it too."""
 
 import pytest
 
-from app.text import CONTEXT_MAX_CHARS
+from app.core.text import CONTEXT_MAX_CHARS
 from app.worker.reindex import reindex_all
 from tests.support.factories import store_episode
 from tests.support.rights import marker_hits

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from app.config import AgentMemorySettings
+from app.core.config import AgentMemorySettings
 from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import job_context

@@ -6,8 +6,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.config import LimitSettings
-from app.scope import SYSTEM, scoped_transaction
+from app.core.config import LimitSettings
+from app.core.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.support.console import sign_in
 

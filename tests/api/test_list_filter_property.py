@@ -9,9 +9,9 @@ import httpx
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.rls import SYSTEM_SETTING
 from app.models import Entity
 from app.repositories.memory_filters import RECORD_COLUMNS, compile_filter, filter_values
-from app.rls import SYSTEM_SETTING
 from app.schemas.filters import FIELDS, RECORD_FIELDS, parse_filter
 from tests.api.test_filter_property import WORDS, random_filter, random_metadata
 from tests.support.filter_eval import admits

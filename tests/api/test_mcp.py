@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from app.worker import worker
 from tests.conftest import REPO_ROOT

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 from mcp import Client
 
-from app.config import Settings
+from app.core.config import Settings
 from app.worker import worker
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401  (fixtures)
 from tests.support.jobs import job_context

@@ -10,9 +10,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.db import make_sessionmaker, to_libpq_url
+from app.core.errors import StartupRefused
 from app.embedding import Embedder
-from app.errors import StartupRefused
+from app.postgres.db import make_sessionmaker, to_libpq_url
 from app.services import embedding_store
 from app.worker import model_switch
 from tests.support.database import scratch_database

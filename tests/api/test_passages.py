@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
+from app.core.text import context_text, split_passages
 from app.services import embeddings
-from app.text import context_text, split_passages
 from app.worker.reembed import reembed_all
 from tests.support.factories import store_episode, store_rule
 

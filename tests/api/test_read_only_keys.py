@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
+from app.core.scope import SYSTEM, scoped_transaction
 from app.deps import READING_POSTS
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from tests.api.test_tenancy import v1_routes
 from tests.support.http import post

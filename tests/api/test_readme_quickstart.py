@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
 from tests.support.readme import ROOT, examples

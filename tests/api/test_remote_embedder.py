@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.db import to_libpq_url
+from app.postgres.db import to_libpq_url
 from tests.support.console import overview_of
 from tests.support.database import scratch_database
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub

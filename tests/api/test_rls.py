@@ -4,8 +4,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from app.rls import POLICY_NAME
-from app.scope import SYSTEM, Scope, scoped_transaction
+from app.core.rls import POLICY_NAME
+from app.core.scope import SYSTEM, Scope, scoped_transaction
 from tests.support.http import post
 
 TENANT_TABLES = """
@@ -17,7 +17,7 @@ TENANT_TABLES = """
 
 
 async def test_every_tenant_table_has_forced_rls_and_the_policy(sql):
-    # A table added with a tenant_id column must call app.rls.enable_tenant_rls in its
+    # A table added with a tenant_id column must call app.core.rls.enable_tenant_rls in its
     # migration; this lists the ones that did not.
     rows = await sql(f"""
         SELECT tables.table_name, cls.relrowsecurity, cls.relforcerowsecurity,

@@ -3,7 +3,7 @@
 import json
 from typing import Any
 
-from app.scope import SYSTEM, scoped_transaction
+from app.core.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.worker import worker
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401 - MCP fixtures

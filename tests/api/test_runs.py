@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from app.config import RunSettings
+from app.core.config import RunSettings
 from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import job_context

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from app.rls import TENANT_SETTING
-from app.scope import Scope, scoped_transaction, set_local
+from app.core.rls import TENANT_SETTING
+from app.core.scope import Scope, scoped_transaction, set_local
 from tests.support.factories import store_episode, store_fact, store_rule
 from tests.support.http import post
 

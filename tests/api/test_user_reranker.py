@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.config import RerankerSettings
+from app.core.config import RerankerSettings
 from app.main import create_app
 from app.retrieval.user_reranker import UserReranker, open_reranker
 from tests.api.test_mcp import connect, ok

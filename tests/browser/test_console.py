@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import JobSettings
+from app.core.config import JobSettings
 from app.main import create_app
 from tests.support.browser import CHROMIUM_PROGRAM, chromium
 from tests.support.live_server import serve_in_thread

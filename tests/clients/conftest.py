@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
 

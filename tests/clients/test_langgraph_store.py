@@ -26,7 +26,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from engram_client import EngramError, RetryPolicy
 from engram_client.langgraph import EngramStore

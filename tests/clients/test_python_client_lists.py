@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
 from app.main import create_app
 from engram_client import AsyncEngramClient, EngramClient, EngramError
 from tests.support.live_server import serve_in_thread

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import JobSettings, LimitSettings, Settings
+from app.core.config import JobSettings, LimitSettings, Settings
 from app.main import create_app
 from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples

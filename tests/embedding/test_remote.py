@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings
+from app.core.config import Settings
 from app.embedding import Embedder
 from app.embedding.embedder import build_embedder, remote_endpoint
 from app.embedding.remote import RemoteEmbeddingError, RemoteEndpoint

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
 from app.hooks.claude_code import butler_for
 from app.main import create_app
 from tests.conftest import REPO_ROOT

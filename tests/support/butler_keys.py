@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.scope import SYSTEM, scoped_transaction
+from app.core.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 
 

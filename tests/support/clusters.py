@@ -12,7 +12,7 @@ from pathlib import Path
 
 import asyncpg
 
-from app.embedded_pg import ROOT_SERVER_USER, provide_runtime_dir
+from app.postgres.embedded_pg import ROOT_SERVER_USER, provide_runtime_dir
 
 TIMEOUT_SECONDS = 120
 # Small and quick: these servers live for one test module.

@@ -43,7 +43,7 @@ async def post_form(http: httpx.AsyncClient, page: str, verb: str, **fields: str
 
 async def overview_of(app: Any, tenant_id: str = "default") -> str:
     """The console's overview page as a reader of `tenant_id` sees it."""
-    from app.scope import SYSTEM, scoped_transaction
+    from app.core.scope import SYSTEM, scoped_transaction
     from app.services import api_keys
 
     async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:

@@ -10,7 +10,7 @@ import asyncpg
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db import replace_database, start_embedded_postgres, to_async_url, to_libpq_url
+from app.postgres.db import replace_database, start_embedded_postgres, to_async_url, to_libpq_url
 
 # embedding_versions ids are cached per process (app/services/embeddings.py), like in
 # production, where the row of a model is never deleted.

@@ -6,7 +6,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from app.config import JobSettings, LLMSettings, Settings
+from app.core.config import JobSettings, LLMSettings, Settings
 from app.services.jobs import JobContext
 from app.worker import worker
 from tests.support.factories import store_episode

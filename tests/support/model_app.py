@@ -8,10 +8,10 @@ import httpx
 import pytest
 
 from app import main
-from app.config import JobSettings, Settings
+from app.core.config import JobSettings, Settings
+from app.core.scope import SYSTEM, scoped_transaction
 from app.embedding import Embedder
 from app.embedding.remote import RemoteEndpoint
-from app.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.worker.reembed import EmbeddingBacklog
 from tests.support.embeddings_stub import EmbeddingsStub

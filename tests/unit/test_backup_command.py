@@ -4,7 +4,7 @@ where any local user could read it (`ps`); the password reaches libpq through PG
 import os
 from pathlib import Path
 
-from app.backup import basebackup_call
+from app.postgres.backup import basebackup_call
 
 TARGET = Path("/backups/base-20261128T000000Z")
 

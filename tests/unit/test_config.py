@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings
+from app.core.config import Settings
 
 
 def test_retrieval_defaults_match_spec(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 # arenas (the heaps malloc_info(3) lists).
 PROBE = """
 import ctypes, sys, tempfile, threading
-from app.heap import share_one_malloc_arena
+from app.telemetry.heap import share_one_malloc_arena
 
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = libc.fopen.restype = ctypes.c_void_p

@@ -1,6 +1,6 @@
 """How keyword search reads a text: its configuration and its character pairs."""
 
-from app.languages import config_for, keyword_document, keyword_query, segment
+from app.core.languages import config_for, keyword_document, keyword_query, segment
 
 
 def test_unspaced_runs_become_overlapping_pairs_and_other_text_stays():
@@ -36,7 +36,7 @@ def test_a_query_is_read_in_its_language_english_and_word_for_word():
 
 
 def test_the_packaged_model_knows_english_and_another_any_language_unless_told():
-    from app.config import Settings
+    from app.core.config import Settings
 
     assert Settings().model_languages == frozenset({"en"})
     assert Settings(embedding_model="/models/multilingual-e5-small").model_languages is None
@@ -45,7 +45,7 @@ def test_the_packaged_model_knows_english_and_another_any_language_unless_told()
 
 
 def test_a_query_is_outside_the_model_s_languages_only_when_clearly_so():
-    from app.languages import outside
+    from app.core.languages import outside
 
     english = frozenset({"en"})
     assert outside("Welches Kind besuchte gestern einen Garten?", english)
@@ -62,7 +62,7 @@ def _segment_as_before(text: str) -> str:
     reference the linear one must agree with."""
     import unicodedata
 
-    from app.languages import _UNSPACED_RUN
+    from app.core.languages import _UNSPACED_RUN
 
     def pairs(run: str) -> str:
         clusters: list[str] = []

@@ -3,7 +3,7 @@
 import json
 import logging
 
-from app.logs import TEXT_FORMAT, JsonFormatter, RequestIdFilter, current_request_id
+from app.telemetry.logs import TEXT_FORMAT, JsonFormatter, RequestIdFilter, current_request_id
 
 
 def record(message: str) -> logging.LogRecord:

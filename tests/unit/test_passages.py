@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.text import context_text, split_passages
+from app.core.text import context_text, split_passages
 
 
 def test_content_that_fits_one_window_has_no_passages():

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from app.config import DEFAULT_PII_PATTERNS
+from app.core.config import DEFAULT_PII_PATTERNS
 from app.worker.pii import Scrubber
 
 # A bound an old machine meets with room to spare for 50,000 characters of a linear pattern

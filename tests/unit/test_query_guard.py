@@ -5,8 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.routing import APIRoute
 
-from app.query_guard import declared_query_names
 from app.schemas.listing import ListQuery, PageLimit
+from app.web.query_guard import declared_query_names
 
 
 class Listing(ListQuery):

@@ -5,8 +5,8 @@ import hashlib
 import secrets
 from collections.abc import Callable
 
-from app.config import LimitSettings
-from app.ratelimit import Caller, CallerLimits, caller_of
+from app.core.config import LimitSettings
+from app.web.ratelimit import Caller, CallerLimits, caller_of
 
 
 class Clock:

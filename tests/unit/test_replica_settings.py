@@ -2,9 +2,9 @@
 
 from types import SimpleNamespace
 
-from app import replicas
-from app.config import Settings
-from app.replicas import RecentWrites, lsn_value, replica_name
+from app.core.config import Settings
+from app.postgres import replicas
+from app.postgres.replicas import RecentWrites, lsn_value, replica_name
 
 
 def test_replica_urls_are_read_comma_separated_or_as_a_json_list(monkeypatch):

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from app.config import DEFAULT_KIND_IMPORTANCE
+from app.core.config import DEFAULT_KIND_IMPORTANCE
 from app.formulas import salience
 from app.formulas.salience import LedgerEvent, SalienceWeights
 

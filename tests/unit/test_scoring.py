@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.config import ScoreWeights
+from app.core.config import ScoreWeights
 from app.embedding.similarity_scale import SimilarityScale
 from app.retrieval.context import HEADER, assemble, fact_line, rule_line
 from app.retrieval.recall import (

@@ -1,6 +1,6 @@
 """Text preprocessing for search vectors and queries."""
 
-from app.text import MAX_SEARCH_TEXT_BYTES, preprocess_search_query, preprocess_text
+from app.core.text import MAX_SEARCH_TEXT_BYTES, preprocess_search_query, preprocess_text
 
 
 def test_nul_bytes_removed() -> None:
@@ -36,7 +36,7 @@ def test_search_query_is_cleaned_but_never_truncated() -> None:
 def test_a_text_is_blank_exactly_when_nothing_visible_is_left():
     import random
 
-    from app.text import is_blank, visible_text
+    from app.core.text import is_blank, visible_text
 
     alphabet = [
         " ",

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from app.config import RerankerSettings, Settings
+from app.core.config import RerankerSettings, Settings
 from app.retrieval.fusion import ScoredRow
 from app.retrieval.reranker_backends import EndpointScorer, RerankerError, answer_scores
 from app.retrieval.user_reranker import UserReranker, open_reranker

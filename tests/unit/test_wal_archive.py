@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from app.wal_archive import archive_command
+from app.postgres.wal_archive import archive_command
 
 SHIM = """#!/bin/sh
 for arg in "$@"; do

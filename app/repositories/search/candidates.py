@@ -32,6 +32,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute, aliased
 from sqlalchemy.sql.selectable import LateralFromClause
 
+from app.core.scope import SCOPE_KEY, Scope, set_local
+from app.core.text import CONTEXT_MAX_CHARS
 from app.embedding.vectors import EmbeddingVector
 from app.models import Episode, Fact, Passage, Rule
 from app.models.passages import OWNER_COLUMNS
@@ -44,8 +46,6 @@ from app.repositories.search import keyword
 from app.repositories.search.broad_filters import BROAD, broad_key
 from app.repositories.search.keyword import or_tsquery, query_params
 from app.schemas.filters import MemoryFilter
-from app.scope import SCOPE_KEY, Scope, set_local
-from app.text import CONTEXT_MAX_CHARS
 
 Memory = Episode | Fact | Rule
 TIMESTAMPTZ = TIMESTAMP(timezone=True)
@@ -597,7 +597,7 @@ async def search_candidates(
 
     A leg is skipped when its input is None; the time leg runs when `window` is given;
     `passages` says how far a passage moves its memory in the semantic and time lists;
-    `language` is the query's when the request gives it (app/languages.py).
+    `language` is the query's when the request gives it (app/core/languages.py).
     """
     if not types or (vector is None and query is None):
         return NO_CANDIDATES

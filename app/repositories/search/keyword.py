@@ -9,7 +9,7 @@ summed over the scope and, for facts and rules, 'global'), so that a scoped sear
 words by what that scope holds, not by what the tenant's other scopes hold; and
 engram_bm25_tf = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl)), k1 = 1.2, b = 0.75.
 Documents are tokenised by `to_tsvector` with their own language's configuration
-(app/languages.py), the query with each of its configurations, both segmented alike.
+(app/core/languages.py), the query with each of its configurations, both segmented alike.
 
 Top candidates without scoring every match: for each query lexeme only its
 `postings_per_term` visible postings of highest impact are kept, from at most
@@ -52,7 +52,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY
 from sqlalchemy.sql.elements import BindParameter, Grouping
 from sqlalchemy.sql.expression import FromClause
 
-from app.languages import DEFAULT_CONFIG, SIMPLE_CONFIG, keyword_query
+from app.core.languages import DEFAULT_CONFIG, SIMPLE_CONFIG, keyword_query
 from app.models import (
     KeywordCorpus,
     KeywordPosting,

@@ -11,9 +11,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import AutoLinkSettings
+from app.core.config import AutoLinkSettings
+from app.core.errors import Conflict, NotFound, found
 from app.embedding import Embedder
-from app.errors import Conflict, NotFound, found
 from app.models import Fact, Rule
 from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows

@@ -9,15 +9,15 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from app.config import JobSettings
-from app.constants import SECONDS_PER_HOUR
+from app.core.config import JobSettings
+from app.core.constants import SECONDS_PER_HOUR
+from app.core.scope import SYSTEM, Scope
 from app.formulas.salience import REFLECTION_KIND
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
 from app.repositories import provenance as provenance_rows
 from app.repositories.consolidation import PendingGroup, RetryPolicy
 from app.repositories.provenance import IdField
-from app.scope import SYSTEM, Scope
 from app.services import events
 from app.services.jobs import JobContext, JobOutcome
 from app.worker.consolidation.executor import (

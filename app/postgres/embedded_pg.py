@@ -37,7 +37,7 @@ from pathlib import Path
 
 import psutil
 
-from app.rls import APP_ROLE
+from app.core.rls import APP_ROLE
 
 logger = logging.getLogger(__name__)
 

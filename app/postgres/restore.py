@@ -20,11 +20,11 @@ from pathlib import Path
 
 import asyncpg
 
-from app import wal_archive
-from app.backup import MANIFEST, BackupError, BaseBackup, list_backups
-from app.clock import now_utc
-from app.config import Settings
-from app.embedded_pg import SUPERUSER, EmbeddedPostgres, program
+from app.core.clock import now_utc
+from app.core.config import Settings
+from app.postgres import wal_archive
+from app.postgres.backup import MANIFEST, BackupError, BaseBackup, list_backups
+from app.postgres.embedded_pg import SUPERUSER, EmbeddedPostgres, program
 
 # Left in a backup by the server it was taken from; none of them belongs to the copy.
 NOT_RESTORED = {MANIFEST, "run", "log", ".handle_pids.json", "postmaster.opts"}

@@ -5,7 +5,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 
 
 def declared_query_names(route: APIRoute) -> frozenset[str]:

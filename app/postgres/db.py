@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from app import wal_archive
-from app.config import Settings
-from app.embedded_pg import SUPERUSER, release_server, server_for, supervise
-from app.rls import APP_ROLE
+from app.core.config import Settings
+from app.core.rls import APP_ROLE
+from app.postgres import wal_archive
+from app.postgres.embedded_pg import SUPERUSER, release_server, server_for, supervise
 
 logger = logging.getLogger(__name__)
 

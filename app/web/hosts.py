@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import Receive, Scope, Send
 
-from app.asgi import HttpMiddleware
-from app.middleware import send_problem
+from app.core.asgi import HttpMiddleware
+from app.web.middleware import send_problem
 
 
 def is_loopback(host: str) -> bool:

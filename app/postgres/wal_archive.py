@@ -8,7 +8,7 @@ delays archiving but never leaves a gap, and no process of ours has to be superv
 import shlex
 from pathlib import Path
 
-from app.config import Settings
+from app.core.config import Settings
 
 # Copy under a temporary name, flush it to disk, rename, then flush the directory: a crash
 # never leaves a torn segment under its real name, nor loses a rename PostgreSQL was told

@@ -19,7 +19,7 @@ tenant table without the policy.
 
 from typing import Any
 
-from app.constants import GLOBAL_SCOPE
+from app.core.constants import GLOBAL_SCOPE
 
 TENANT_SETTING = "engram.tenant_id"
 SYSTEM_SETTING = "engram.system"

@@ -6,10 +6,10 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.asgi import HttpMiddleware
-from app.errors import PROBLEM_MEDIA_TYPE, REQUEST_ID_HEADER, request_id_of, unexpected_problem
-from app.heap import release_free_memory, release_free_memory_later
-from app.logs import current_request_id
+from app.core.asgi import HttpMiddleware
+from app.core.errors import PROBLEM_MEDIA_TYPE, REQUEST_ID_HEADER, request_id_of, unexpected_problem
+from app.telemetry.heap import release_free_memory, release_free_memory_later
+from app.telemetry.logs import current_request_id
 
 # After a body this large is handled, its parsed copies have been freed; glibc keeps their
 # pages until asked (a trim costs 5-200 ms, off the event loop).

@@ -13,12 +13,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.rls import SYSTEM_SETTING
+from app.core.rls import SYSTEM_SETTING
 
 # A wheel carries the revisions as app/_alembic (setup.py copies them); an editable install
 # or a checkout runs them from the top-level alembic/ directory.
-PACKAGED_ALEMBIC_DIR = Path(__file__).resolve().parent / "_alembic"
-SOURCE_ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
+APP_DIR = Path(__file__).resolve().parent.parent
+PACKAGED_ALEMBIC_DIR = APP_DIR / "_alembic"
+SOURCE_ALEMBIC_DIR = APP_DIR.parent / "alembic"
 # The advisory lock every migration run holds for its session, so replicas starting
 # together apply the revisions one after the other: the second finds the schema at head.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
@@ -152,7 +153,7 @@ async def _run(engine: AsyncEngine, action: Callable[[Config], None]) -> None:
             await conn.commit()
             await asyncio.sleep(LOCK_POLL_SECONDS)
         try:
-            # Revisions that move data work across tenants (row-level security, app/rls.py).
+            # Revisions that move data work across tenants (row-level security, app/core/rls.py).
             await conn.execute(
                 text("SELECT set_config(:name, 'on', false)"), {"name": SYSTEM_SETTING}
             )

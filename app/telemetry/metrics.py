@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 from starlette.types import Message, Receive, Scope, Send
 
-from app.asgi import HttpMiddleware
+from app.core.asgi import HttpMiddleware
 
 logger = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
-from app import wal_archive
-from app.config import Settings
-from app.db import embedded_pgdata, start_embedded_postgres, to_async_url, to_libpq_url
-from app.embedded_pg import program
+from app.core.config import Settings
+from app.postgres import wal_archive
+from app.postgres.db import embedded_pgdata, start_embedded_postgres, to_async_url, to_libpq_url
+from app.postgres.embedded_pg import program
 
 logger = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.asgi import HttpMiddleware
-from app.config import LimitSettings
-from app.credentials import CHALLENGE, MISSING_KEY, UNKNOWN_KEY, api_key_of
-from app.middleware import content_length, send_problem
+from app.core.asgi import HttpMiddleware
+from app.core.config import LimitSettings
+from app.core.credentials import CHALLENGE, MISSING_KEY, UNKNOWN_KEY, api_key_of
+from app.web.middleware import content_length, send_problem
 
 LIMITED_PREFIXES = ("/v1", "/mcp", "/ui")
 # Every request under these needs an API key while authentication is on.

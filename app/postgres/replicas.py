@@ -20,9 +20,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.config import ReplicaSettings
-from app.db import create_engine, make_sessionmaker, to_async_url
-from app.periodic import Periodic
+from app.core.config import ReplicaSettings
+from app.core.periodic import Periodic
+from app.postgres.db import create_engine, make_sessionmaker, to_async_url
 
 logger = logging.getLogger(__name__)
 

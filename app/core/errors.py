@@ -16,7 +16,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from app.credentials import CHALLENGE
+from app.core.credentials import CHALLENGE
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Which tenant a transaction works for, told to PostgreSQL when it begins (see app/rls.py),
+"""Which tenant a transaction works for, told to PostgreSQL when it begins (see app/core/rls.py),
 with any other settings local to the transaction asked for before then (`set_local`)."""
 
 from collections.abc import AsyncIterator, Mapping
@@ -11,7 +11,7 @@ from sqlalchemy import TextClause, event, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
 
-from app.rls import BUTLERS_SETTING, JOB_SETTING, KEY_SETTING, SYSTEM_SETTING, TENANT_SETTING
+from app.core.rls import BUTLERS_SETTING, JOB_SETTING, KEY_SETTING, SYSTEM_SETTING, TENANT_SETTING
 
 SCOPE_KEY = "engram_scope"
 _PENDING_KEY = "engram_pending_settings"
@@ -27,7 +27,7 @@ class Scope:
     tenant_id: str | None = None
     system: bool = False
     job_id: str | None = None
-    # A key limited to butlers (app/rls.py): only their rows, and the key's own events.
+    # A key limited to butlers (app/core/rls.py): only their rows, and the key's own events.
     butlers: tuple[str, ...] = ()
     key_id: str | None = None
     # PostgreSQL cancels a statement of the transaction that runs longer (0: no limit).

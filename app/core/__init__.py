@@ -1,0 +1,2 @@
+"""What every floor uses: settings, errors, shared constants, tenancy and row-level security,
+the clock, credentials, text and language helpers, periodic tasks and outbound HTTP."""

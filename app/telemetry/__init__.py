@@ -1,0 +1,1 @@
+"""What the service tells its operators: Prometheus metrics, logs, traces and heap release."""
