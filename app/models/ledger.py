@@ -8,7 +8,7 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, TenantRecord, created_at_column
-from app.models.memory import Searchable
+from app.models.searchable import Searchable
 
 
 class AgentEvent(TenantRecord, Searchable, Base):

@@ -9,7 +9,7 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, TenantRecord, created_at_column, jsonb_column
-from app.models.memory import Searchable, origins_column
+from app.models.searchable import Searchable, origins_column
 
 
 class Procedure(TenantRecord, Searchable, Base):

@@ -9,7 +9,7 @@ from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, TenantRecord, created_at_column, jsonb_column
-from app.models.memory import Searchable
+from app.models.searchable import Searchable
 
 
 class Run(TenantRecord, Searchable, Base):
