@@ -11,28 +11,12 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 
 from app.core.config import Settings
-from app.mcp import (
-    arc_tools,
-    data_rights_tools,
-    entity_tools,
-    episode_tools,
-    fact_tools,
-    graph_tools,
-    job_tools,
-    ledger_tools,
-    link_tools,
-    memory_tools,
-    procedure_tools,
-    rule_tools,
-    run_tools,
-    search_tools,
-    stats_tools,
-    working_memory_tools,
-)
+from app.mcp.aliases import AcceptOldNames
 from app.mcp.endpoint import McpEndpoint
 from app.mcp.groups import GROUPS
 from app.mcp.served_groups import ServeRequestedGroups
 from app.mcp.strict_arguments import RejectUnknownArguments
+from app.mcp.tools import TOOL_MODULES
 from app.mcp.toolset import register
 
 MCP_PATH = "/mcp"
@@ -49,27 +33,6 @@ These are the core tools. More come in groups, asked for by name in the endpoint
     + "\n".join(f"- {name}: {holds}" for name, holds in GROUPS.items() if name != "core")
     + """
 Results are JSON: ids are UUID strings, times ISO 8601."""
-)
-
-# The tool modules, one per domain; tools/list gives their tools in this order within each
-# group, and the groups in the order of GROUPS.
-TOOL_MODULES = (
-    episode_tools,
-    fact_tools,
-    rule_tools,
-    memory_tools,
-    search_tools,
-    stats_tools,
-    entity_tools,
-    job_tools,
-    data_rights_tools,
-    run_tools,
-    ledger_tools,
-    working_memory_tools,
-    procedure_tools,
-    arc_tools,
-    link_tools,
-    graph_tools,
 )
 
 LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
@@ -94,6 +57,7 @@ def build_server(version: str, log_level: str = "info") -> MCPServer:
         log_level=level,  # type: ignore[arg-type]
     )
     register(server, [module.tools for module in TOOL_MODULES])
+    server.middleware.append(AcceptOldNames())
     server.middleware.append(ServeRequestedGroups(tool_groups()))
     server.middleware.append(RejectUnknownArguments(server))
     return server

@@ -722,18 +722,18 @@ MCP_CALLS: dict[str, list[tuple[Callable[[dict[str, str]], dict[str, Any]], str 
             REFUSED,
         ),
     ],
-    "rule_invert": [(lambda ids: {"rule_id": ids["rule"]}, UNSEEN)],
-    "episode_list": [
+    "memory_invert_rule": [(lambda ids: {"rule_id": ids["rule"]}, UNSEEN)],
+    "memory_list_episodes": [
         (lambda ids: {"butler": HIDDEN, "include_expired": True}, ANSWERS),
         (lambda ids: {}, ANSWERS),
     ],
-    "fact_list": [
+    "memory_list_facts": [
         (lambda ids: {"scope": HIDDEN}, ANSWERS),
         (lambda ids: {"subject": "Quokka", "validity": "retracted"}, ANSWERS),
         (lambda ids: {"entity_id": ids["entity"]}, ANSWERS),
     ],
-    "fact_history": [(lambda ids: {"fact_id": ids["fact"]}, UNSEEN)],
-    "rule_list": [
+    "memory_fact_history": [(lambda ids: {"fact_id": ids["fact"]}, UNSEEN)],
+    "memory_list_rules": [
         (lambda ids: {"scope": HIDDEN, "include_forgotten": True}, ANSWERS),
         (lambda ids: {}, ANSWERS),
     ],
@@ -1204,7 +1204,7 @@ async def test_without_the_row_policies_the_mcp_guard_finds_leaks(
         "agent_event_list",
         "link_list",
         "graph_neighbourhood",
-        "fact_history",
+        "memory_fact_history",
     ):
         assert any(problem.startswith(f"{tool}") for problem in problems), (tool, problems)
     assert any(f"shows {SECRET}" in problem for problem in problems), problems

@@ -10,6 +10,7 @@ import httpx
 from mcp import Client
 
 from app.core.config import Settings
+from app.mcp.aliases import OLD_NAMES
 from app.worker import worker
 from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401  (fixtures)
 from tests.support.jobs import job_context
@@ -400,9 +401,9 @@ async def test_listing_tools_page_through_what_was_stored(mcp_as: Any) -> None:
         await call(
             client, "memory_store_episode", content="elsewhere", butler="chat", session_id="s2"
         )
-        page = await call(client, "episode_list", session_id="s1", limit=2)
+        page = await call(client, "memory_list_episodes", session_id="s1", limit=2)
         rest_of = await call(
-            client, "episode_list", session_id="s1", limit=2, cursor=page["next_cursor"]
+            client, "memory_list_episodes", session_id="s1", limit=2, cursor=page["next_cursor"]
         )
         ann = await call(client, "entity_create", canonical_name="Ann", entity_type="person")
         await call(client, "entity_create", canonical_name="Bob", entity_type="person")
@@ -429,9 +430,9 @@ async def test_listing_tools_page_through_what_was_stored(mcp_as: Any) -> None:
             predicate="city",
             content="Bob lives in Rome",
         )
-        ann_facts = await call(client, "fact_list", subject="Ann")
-        superseded = await call(client, "fact_list", subject="Ann", validity="superseded")
-        history = await call(client, "fact_history", fact_id=old["id"])
+        ann_facts = await call(client, "memory_list_facts", subject="Ann")
+        superseded = await call(client, "memory_list_facts", subject="Ann", validity="superseded")
+        history = await call(client, "memory_fact_history", fact_id=old["id"])
         anchored = await call(client, "entity_facts", entity_id=ann["id"])
         people = await call(client, "entity_list", entity_type="person", name="an")
         rule = await call(
@@ -439,9 +440,9 @@ async def test_listing_tools_page_through_what_was_stored(mcp_as: Any) -> None:
         )
         for reason in ("user speaks German", "confused the user", "wrong language"):
             await call(client, "memory_mark_harmful", rule_id=rule["id"], reason=reason)
-        inverted = await call(client, "rule_invert", rule_id=rule["id"])
-        anti = await call(client, "rule_list", maturity="anti_pattern")
-        in_scope = await call(client, "rule_list", scope="support")
+        inverted = await call(client, "memory_invert_rule", rule_id=rule["id"])
+        anti = await call(client, "memory_list_rules", maturity="anti_pattern")
+        in_scope = await call(client, "memory_list_rules", scope="support")
     assert [item["content"] for item in batch["items"]] == ["turn 0", "turn 1", "turn 2"]
     listed = page["items"] + rest_of["items"]
     assert sorted(item["id"] for item in listed) == sorted(item["id"] for item in batch["items"])
@@ -539,12 +540,12 @@ async def test_a_tenant_cannot_reach_another_tenants_layered_memory(
                 ("arc_close", {"arc_id": arc["id"], "outcome": "taken over"}),
                 ("link_list", {"memory_type": "fact", "memory_id": fact["id"]}),
                 ("graph_neighbourhood", {"node_type": "fact", "node_id": fact["id"]}),
-                ("fact_history", {"fact_id": fact["id"]}),
+                ("memory_fact_history", {"fact_id": fact["id"]}),
             ]
         ]
         listed = [
             await call(beta, tool)
-            for tool in ("procedure_list", "arc_list", "fact_list", "episode_list")
+            for tool in ("procedure_list", "arc_list", "memory_list_facts", "memory_list_episodes")
         ]
     assert all("not found" in message.lower() for message in refused), refused
     assert all(page["items"] == [] for page in listed)
@@ -555,3 +556,17 @@ async def test_a_tenant_cannot_reach_another_tenants_layered_memory(
     assert mine["scratchpad"] == {"secret": 1}
     assert counted["execution_count"] == 0
     assert (still_open["status"], still_open["key_events"]) == ("active", [])
+
+
+async def test_renamed_tools_answer_to_their_old_names_and_are_listed_once(mcp_as: Any) -> None:
+    async with mcp_as("acme") as client:
+        await call(client, "memory_store_fact", subject="Ann", predicate="city", content="Oslo")
+        rule = await call(client, "memory_store_rule", content="Reply in French")
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        by_new = await call(client, "memory_list_facts", subject="Ann")
+        by_old = await call(client, "fact_list", subject="Ann")
+        rules_by_old = await call(client, "rule_list")
+    assert set(OLD_NAMES.values()) <= listed and not set(OLD_NAMES) & listed
+    assert [item["id"] for item in by_old["items"]] == [item["id"] for item in by_new["items"]]
+    assert [item["content"] for item in by_old["items"]] == ["Oslo"]
+    assert [item["id"] for item in rules_by_old["items"]] == [rule["id"]]

@@ -296,9 +296,9 @@ async def test_mcp_search_recall_and_context_take_a_filter(mcp_as: Any) -> None:
                 {"query": "green tea", "filter": {"metadata.source": {"$like": "c%"}}},
             )
         )
-        listed = ok(await client.call_tool("fact_list", {"filter": wanted}))
+        listed = ok(await client.call_tool("memory_list_facts", {"filter": wanted}))
         refused_list = error_text(
-            await client.call_tool("fact_list", {"filter": {"tags": {"$gt": "a"}}})
+            await client.call_tool("memory_list_facts", {"filter": {"tags": {"$gt": "a"}}})
         )
     assert [item["id"] for item in listed["items"]] == [crm["id"]]
     assert "filter.tags.$gt" in refused_list

@@ -100,7 +100,7 @@ async def memory_store_episodes(
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def episode_list(
+async def memory_list_episodes(
     ctx: Context,
     butler: Name | None = None,
     session_id: SessionIdIn | None = None,

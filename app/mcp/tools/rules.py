@@ -87,7 +87,7 @@ async def memory_mark_harmful(
 
 
 @tools.add()
-async def rule_invert(rule_id: RuleIdArg, ctx: Context) -> JsonObject:
+async def memory_invert_rule(rule_id: RuleIdArg, ctx: Context) -> JsonObject:
     """Turn a rule that keeps doing harm into an anti-pattern ('ANTI-PATTERN: Do NOT ...'),
     so recall warns against it. Only a rule flagged needs_inversion (after repeated
     memory_mark_harmful) can be inverted."""
@@ -103,7 +103,7 @@ async def rule_invert(rule_id: RuleIdArg, ctx: Context) -> JsonObject:
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def rule_list(
+async def memory_list_rules(
     ctx: Context,
     scope: Name | None = None,
     maturity: MaturityLevel | None = None,

@@ -124,7 +124,7 @@ async def memory_contradict(
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def fact_list(
+async def memory_list_facts(
     ctx: Context,
     subject: Name | None = None,
     predicate: Name | None = None,
@@ -164,7 +164,7 @@ async def fact_list(
 
 
 @tools.add(annotations=ToolAnnotations(read_only_hint=True))
-async def fact_history(fact_id: FactIdArg, ctx: Context) -> JsonObject:
+async def memory_fact_history(fact_id: FactIdArg, ctx: Context) -> JsonObject:
     """Every version of a fact's subject and predicate, the latest first, with when each held
     and when it was recorded."""
 
