@@ -1,5 +1,5 @@
-"""The house stays readable: short functions, a short front page, a services floor that
-holds workflows only."""
+"""The house stays readable: short functions, a short front page and architecture map, a
+services floor that holds workflows only."""
 
 import ast
 
@@ -23,6 +23,10 @@ def test_no_function_in_the_app_is_longer_than_80_lines():
 
 def test_the_readme_fits_in_200_lines():
     assert len((REPO_ROOT / "README.md").read_text().splitlines()) <= 200
+
+
+def test_the_architecture_map_fits_in_120_lines():
+    assert len((REPO_ROOT / "ARCHITECTURE.md").read_text().splitlines()) <= 120
 
 
 def test_services_holds_at_most_45_modules():
