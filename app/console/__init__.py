@@ -1,5 +1,5 @@
 """The web console at /ui: a third front door beside `routers/` and `mcp/`, with their rules
-(each page or action calls the services and maps rows with `responses.py`)."""
+(each page or action calls the services and maps rows with `app/responses/`)."""
 
 from pathlib import Path
 

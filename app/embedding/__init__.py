@@ -1,4 +1,5 @@
-"""The embedding model: backends, the ONNX export, the fair scheduler and the Embedder."""
+"""The embedding model: backends (local and remote), the ONNX export, the fair scheduler and
+the Embedder."""
 
 from app.embedding.embedder import SYSTEM_TENANT, Embedder, get_embedder
 
