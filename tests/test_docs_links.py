@@ -1,4 +1,5 @@
-"""Every relative link of the README, the docs and the benchmark pages leads somewhere."""
+"""Every relative link of the README, ARCHITECTURE.md, the docs and the benchmark pages leads
+somewhere."""
 
 import re
 from pathlib import Path
@@ -9,7 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted(
     [
         ROOT / "README.md",
+        ROOT / "ARCHITECTURE.md",
         *ROOT.glob("docs/*.md"),
+        *ROOT.glob("docs/internals/*.md"),
         *ROOT.glob("bench/*.md"),
         *ROOT.glob("bench/journal/*.md"),
     ]
