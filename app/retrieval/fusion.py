@@ -263,16 +263,7 @@ def _with_lists(
             found = ranked.get(key)
             parts[name] = 1.0 / (k + (found.rank if found else missing[name]))
         out.append(
-            Fused(
-                memory_type=item.memory_type,
-                memory_id=item.memory_id,
-                semantic_rank=item.semantic_rank,
-                keyword_rank=item.keyword_rank,
-                rrf_score=None,
-                time_rank=item.time_rank,
-                fused_score=sum(parts.values()),
-                contributions=parts,
-            )
+            replace(item, rrf_score=None, fused_score=sum(parts.values()), contributions=parts)
         )
     return sorted(out, key=_fusion_order)
 
