@@ -1,15 +1,18 @@
-"""SQL particular to facts: the listing, the supersession key and the supersession chain."""
+"""SQL particular to facts: the listing, a new version, the supersession key and the
+supersession chain."""
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import func, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Fact
 from app.repositories import fact_time, pagination
+from app.repositories import memories as memory_rows
 from app.repositories.filters import equal
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
@@ -47,6 +50,15 @@ async def list_facts(
     return await pagination.list_page(
         session, stmt, order=(Fact.created_at, Fact.id), limit=limit, cursor=cursor
     )
+
+
+async def insert_fact(session: AsyncSession, row: dict[str, Any], *, valid_from: datetime) -> Fact:
+    """Insert a new fact version (its columns, with a `search_text`) valid from `valid_from`,
+    confirmed now."""
+    [fact] = await memory_rows.insert_rows(
+        session, Fact, [row], last_confirmed_at=func.now(), valid_from=valid_from
+    )
+    return fact
 
 
 async def lock_key(session: AsyncSession, key: str) -> None:
