@@ -1,15 +1,18 @@
-"""SQL particular to facts: the listing, the supersession key and the supersession chain."""
+"""SQL particular to facts: the listing, a new version, the supersession key and the
+supersession chain."""
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, text, tuple_
+from sqlalchemy import func, literal, select, text, true, tuple_, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.models import Fact
 from app.repositories import fact_time, pagination
+from app.repositories import memories as memory_rows
 from app.repositories.filters import equal
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
@@ -49,6 +52,15 @@ async def list_facts(
     )
 
 
+async def insert_fact(session: AsyncSession, row: dict[str, Any], *, valid_from: datetime) -> Fact:
+    """Insert a new fact version (its columns, with a `search_text`) valid from `valid_from`,
+    confirmed now."""
+    [fact] = await memory_rows.insert_rows(
+        session, Fact, [row], last_confirmed_at=func.now(), valid_from=valid_from
+    )
+    return fact
+
+
 async def lock_key(session: AsyncSession, key: str) -> None:
     """Serialise writers of one supersession key until the transaction ends."""
     await session.execute(
@@ -69,30 +81,42 @@ async def lock_keys(session: AsyncSession, keys: Sequence[str]) -> None:
 
 
 async def supersession_chain(session: AsyncSession, *, tenant_id: str, fact: Fact) -> list[Fact]:
-    """Every version of the fact's key reachable by supersession, newest first."""
-    newer: list[Fact] = []
-    current = fact
-    for _ in range(MAX_CHAIN):
-        stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.supersedes_id == current.id)
-        successor = (
-            await session.execute(stmt.order_by(Fact.created_at.desc()).limit(1))
-        ).scalar_one_or_none()
-        if successor is None:
-            break
-        newer.append(successor)
-        current = successor
-    older: list[Fact] = []
-    current = fact
-    for _ in range(MAX_CHAIN):
-        if current.supersedes_id is None:
-            break
-        stmt = select(Fact).where(Fact.tenant_id == tenant_id, Fact.id == current.supersedes_id)
-        predecessor = (await session.execute(stmt)).scalar_one_or_none()
-        if predecessor is None:
-            break
-        older.append(predecessor)
-        current = predecessor
-    return [*reversed(newer), fact, *older]
+    """Every version of the fact's key reachable by supersession, newest first, in one
+    statement: up to `MAX_CHAIN` newer ones (each the newest of those superseding the one
+    before) and up to `MAX_CHAIN` older ones."""
+    start = select(Fact.id, Fact.supersedes_id, literal(0).label("step")).where(
+        Fact.tenant_id == tenant_id, Fact.id == fact.id
+    )
+    newer = start.cte("newer", recursive=True)
+    successor = (
+        select(Fact.id, Fact.supersedes_id)
+        .where(Fact.tenant_id == tenant_id, Fact.supersedes_id == newer.c.id)
+        .order_by(Fact.created_at.desc())
+        .limit(1)
+        .lateral("successor")
+    )
+    newer = newer.union_all(
+        select(successor.c.id, successor.c.supersedes_id, newer.c.step + 1)
+        .select_from(newer.join(successor, true()))
+        .where(newer.c.step < MAX_CHAIN)
+    )
+    older = start.cte("older", recursive=True)
+    older = older.union_all(
+        select(Fact.id, Fact.supersedes_id, older.c.step + 1).where(
+            Fact.tenant_id == tenant_id, Fact.id == older.c.supersedes_id, older.c.step < MAX_CHAIN
+        )
+    )
+    chain = union_all(
+        select(newer.c.id, (-newer.c.step).label("position")),
+        select(older.c.id, older.c.step).where(older.c.step > 0),
+    ).subquery("chain")
+    stmt = (
+        select(Fact)
+        .join(chain, chain.c.id == Fact.id)
+        .where(Fact.tenant_id == tenant_id)
+        .order_by(chain.c.position)
+    )
+    return list((await session.execute(stmt)).scalars())
 
 
 async def active_by_keys(

@@ -1,4 +1,5 @@
-"""SQL shared by the three memory tables: fetch, lock, reference bump, insert, update."""
+"""SQL shared by the three memory tables: fetch, lock, reference bump, insert, update,
+confirm, forget."""
 
 import asyncio
 import uuid
@@ -22,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document, segment
 from app.models import Episode, Fact, Rule
+from app.repositories import fact_time
 
 M = TypeVar("M", bound=Episode | Fact | Rule)
 
@@ -154,6 +156,27 @@ async def update_row(
         .execution_options(synchronize_session=False, populate_existing=True)
     )
     return (await session.execute(stmt)).scalar_one()
+
+
+async def confirm_row(session: AsyncSession, model: type[M], *, memory_id: uuid.UUID) -> M:
+    """Restart the decay of one fact or rule from now; a fact counts one more validation."""
+    values: dict[str, Any] = {"last_confirmed_at": func.now(), "fading_since": None}
+    if model is Fact:
+        values["validation_count"] = Fact.validation_count + 1
+    return await update_row(session, model, memory_id=memory_id, values=values)
+
+
+async def forget_row(session: AsyncSession, model: type[M], *, memory_id: uuid.UUID) -> M:
+    """Forget one row: an episode expires now, a fact is retracted (no longer believed from
+    now), a rule is flagged forgotten."""
+    values: dict[str, Any]
+    if model is Episode:
+        values = {"expires_at": func.now(), "forgotten_at": func.now()}
+    elif model is Fact:
+        values = {"validity": "retracted", "recorded_until": fact_time.record_end(Fact.created_at)}
+    else:
+        values = {"forgotten_at": func.now()}
+    return await update_row(session, model, memory_id=memory_id, values=values)
 
 
 async def rows_read_as(

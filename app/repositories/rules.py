@@ -1,11 +1,15 @@
-"""SQL particular to rules: the listing."""
+"""SQL particular to rules: the listing, a new rule, feedback."""
 
+import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.formulas.lifecycle import FeedbackOutcome
 from app.models import Rule
+from app.repositories import memories as memory_rows
 from app.repositories import pagination
 from app.repositories.filters import equal
 from app.repositories.memory_filters import compile_filter
@@ -40,4 +44,32 @@ async def list_rules(
         stmt = stmt.where(not_forgotten())
     return await pagination.list_page(
         session, stmt, order=(Rule.created_at, Rule.id), limit=limit, cursor=cursor
+    )
+
+
+async def insert_rule(session: AsyncSession, row: dict[str, Any]) -> Rule:
+    """Insert a new rule (its columns, with a `search_text`), confirmed now."""
+    [rule] = await memory_rows.insert_rows(session, Rule, [row], last_confirmed_at=func.now())
+    return rule
+
+
+async def apply_feedback(
+    session: AsyncSession, *, rule_id: uuid.UUID, outcome: FeedbackOutcome, needs_inversion: bool
+) -> Rule:
+    """Write a helpful or harmful mark's counters, score and maturity, applied and evaluated
+    now."""
+    return await memory_rows.update_row(
+        session,
+        Rule,
+        memory_id=rule_id,
+        values={
+            "applied_count": outcome.applied_count,
+            "success_count": outcome.success_count,
+            "harmful_count": outcome.harmful_count,
+            "effectiveness_score": outcome.effectiveness_score,
+            "maturity": outcome.maturity,
+            "last_applied_at": func.now(),
+            "last_evaluated_at": func.now(),
+            "needs_inversion": needs_inversion,
+        },
     )

@@ -19,6 +19,7 @@ Key = tuple[str, uuid.UUID]
 class Fused:
     """A candidate after fusion; a rank is None when the memory is absent from that list.
 
+    `time_rank` is its rank in the `boost` list (the episodes inside the query's time window).
     `fused_score` orders the results; `contributions` is its sum split by signal
     (semantic, keyword, time). `rrf_score` is the fused score of RRF fusion.
     """
@@ -169,9 +170,10 @@ def fuse_learned(
     Its score is the model's probability that the memory answers the query; `contributions`
     holds each signal's part of the model's logit and `base`, the logit before any signal
     (they add up to the logit). The model reads similarities moved by `scale` onto the
-    packaged model's (embedding/similarity_scale.py). With a `boost` (time window) or
-    `graph` list, that order and those lists are fused by RRF (`contributions`: `learned`,
-    `time`, `graph`). A candidate whose row is not `known` is left out.
+    packaged model's (embedding/similarity_scale.py). With a `boost` list (the episodes
+    inside the query's time window) or a `graph` list, that order and those lists are fused
+    by RRF (`contributions`: `learned`, `time`, `graph`). A candidate whose row is not `known`
+    is left out.
     """
     semantic_by, keyword_by, boost_by = _by_key(semantic), _by_key(keyword), _by_key(boost)
     graph_by = _by_key(graph)
@@ -204,15 +206,15 @@ def fuse_learned(
     ranked = rerank.rank(candidates, model, depth=depth)
     fused = []
     for index, key in enumerate(keys):
-        sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
+        sem, kw, boosted = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
         fused.append(
             Fused(
-                key[0],
-                key[1],
-                sem.rank if sem else None,
-                kw.rank if kw else None,
-                None,
-                tb.rank if tb else None,
+                memory_type=key[0],
+                memory_id=key[1],
+                semantic_rank=sem.rank if sem else None,
+                keyword_rank=kw.rank if kw else None,
+                rrf_score=None,
+                time_rank=boosted.rank if boosted else None,
                 fused_score=float(ranked.scores[index]),
             )
         )
@@ -261,16 +263,7 @@ def _with_lists(
             found = ranked.get(key)
             parts[name] = 1.0 / (k + (found.rank if found else missing[name]))
         out.append(
-            Fused(
-                item.memory_type,
-                item.memory_id,
-                item.semantic_rank,
-                item.keyword_rank,
-                None,
-                item.time_rank,
-                fused_score=sum(parts.values()),
-                contributions=parts,
-            )
+            replace(item, rrf_score=None, fused_score=sum(parts.values()), contributions=parts)
         )
     return sorted(out, key=_fusion_order)
 
@@ -301,13 +294,15 @@ def fuse(
     missing = limit + 1
     fused = []
     for key in dict.fromkeys([*semantic_by, *keyword_by, *boost_by, *graph_by]):
-        sem, kw, tb = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
+        sem, kw, boosted = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
         near = graph_by.get(key)
         if method == "weighted":
             parts = {
                 "semantic": weights.semantic * semantic_norm.get(key, 0.0),
                 "keyword": weights.keyword * keyword_norm.get(key, 0.0),
-                "time": (weights.time * (len(boost) - tb.rank + 1) / len(boost) if tb else 0.0),
+                "time": (
+                    weights.time * (len(boost) - boosted.rank + 1) / len(boost) if boosted else 0.0
+                ),
             }
             if graph:
                 parts["graph"] = weights.graph * near.score if near else 0.0
@@ -315,19 +310,19 @@ def fuse(
             parts = {
                 "semantic": 1.0 / (k + (sem.rank if sem else missing)),
                 "keyword": 1.0 / (k + (kw.rank if kw else missing)),
-                "time": 1.0 / (k + tb.rank) if tb else 0.0,
+                "time": 1.0 / (k + boosted.rank) if boosted else 0.0,
             }
             if graph:
                 parts["graph"] = 1.0 / (k + near.rank) if near else 0.0
         total = sum(parts.values())
         fused.append(
             Fused(
-                key[0],
-                key[1],
-                sem.rank if sem else None,
-                kw.rank if kw else None,
-                total if method == "rrf" else None,
-                tb.rank if tb else None,
+                memory_type=key[0],
+                memory_id=key[1],
+                semantic_rank=sem.rank if sem else None,
+                keyword_rank=kw.rank if kw else None,
+                rrf_score=total if method == "rrf" else None,
+                time_rank=boosted.rank if boosted else None,
                 fused_score=total,
                 contributions=parts,
             )
@@ -355,12 +350,12 @@ def single_list(
     boost_ranks: dict[Key, int] = {(c.memory_type, c.memory_id): c.rank for c in boost}
     listed = [
         Fused(
-            c.memory_type,
-            c.memory_id,
-            c.rank if semantic else None,
-            None if semantic else c.rank,
-            None,
-            boost_ranks.get((c.memory_type, c.memory_id)),
+            memory_type=c.memory_type,
+            memory_id=c.memory_id,
+            semantic_rank=c.rank if semantic else None,
+            keyword_rank=None if semantic else c.rank,
+            rrf_score=None,
+            time_rank=boost_ranks.get((c.memory_type, c.memory_id)),
         )
         for c in candidates
     ]

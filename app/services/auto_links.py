@@ -1,4 +1,5 @@
-"""Automatic links: a new fact or rule joins its most similar live facts and rules.
+"""Automatic links: a new fact or rule joins its most similar live facts and rules, and the
+entities it names (`services/mentions`).
 
 Episodes are left out: they are the high-volume, short-lived raw record (a batch may hold 500
 and cleanup deletes them within days), their neighbours are their session's turns (`neighbours`
@@ -11,8 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import AutoLinkSettings
 from app.embedding.vectors import EmbeddingVector
+from app.models import Fact, Rule
 from app.repositories import auto_links as auto_link_rows
 from app.repositories.auto_links import Linked
+from app.services.embeddings import Embedded, store_passages
+from app.services.mentions import link_mentions
 
 
 async def link_new(
@@ -40,3 +44,35 @@ async def link_new(
         threshold=settings.threshold,
         max_links=settings.max_links,
     )
+
+
+async def link_stored(
+    session: AsyncSession,
+    memory_type: str,
+    memory: Fact | Rule,
+    text: str,
+    *,
+    tenant_id: str,
+    embedded: Embedded,
+    settings: AutoLinkSettings | None,
+) -> None:
+    """What a new fact or rule gets once inserted: its passages, its `related_to` links
+    (`link_new`, when it has a vector) and, unless `settings` leave them out, `mentions` of
+    the entities `text` names."""
+    await store_passages(
+        session, memory_type, tenant_id=tenant_id, memory_ids=[memory.id], embedded=embedded
+    )
+    if (vector := embedded.vector(0)) is not None:
+        await link_new(
+            session,
+            tenant_id=tenant_id,
+            memory_type=memory_type,
+            memory_id=memory.id,
+            scope=memory.scope,
+            vector=vector,
+            settings=settings,
+        )
+    if settings is None or settings.mentions:
+        await link_mentions(
+            session, tenant_id=tenant_id, memory_type=memory_type, ids=[memory.id], texts=[text]
+        )

@@ -4,7 +4,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
@@ -25,10 +24,9 @@ from app.repositories.facts import FactFilters
 from app.schemas.facts import FactCreate, FactListQuery
 from app.schemas.filters import MemoryFilter
 from app.services import butler_limits, events, fact_timeline
-from app.services.auto_links import link_new
-from app.services.embeddings import Embedded, embed_for_write, store_passages
+from app.services.auto_links import link_stored
+from app.services.embeddings import Embedded, embed_for_write
 from app.services.events import memory_event
-from app.services.mentions import link_mentions
 
 
 def fact_search_text(subject: str, predicate: str, content: str) -> str:
@@ -97,7 +95,6 @@ async def store_embedded_fact(
     auto_links: AutoLinkSettings | None = None,
 ) -> StoredFact:
     """`store_fact` with the content already embedded (`embedded` holds this one text)."""
-    decay_rate = decay_rate_for(data.permanence)
     subject_key, predicate_key = normalise_key(data.subject), normalise_key(data.predicate)
     await _check_references(session, tenant_id=tenant_id, data=data)
 
@@ -115,25 +112,7 @@ async def store_embedded_fact(
     # earlier, whichever transaction began first.
     starts = data.valid_from or now_utc()
     if current is not None and current.content == data.content and starts >= current.valid_from:
-        confirmed = await memory_rows.update_row(
-            session,
-            Fact,
-            memory_id=current.id,
-            values={
-                "last_confirmed_at": func.now(),
-                "fading_since": None,
-                "validation_count": Fact.validation_count + 1,
-            },
-        )
-        await events.record(
-            session,
-            [
-                memory_event(
-                    "fact_confirmed", tenant_id, confirmed, reason="identical fact stored again"
-                )
-            ],
-        )
-        return StoredFact(confirmed, created=False)
+        return await _confirm_again(session, tenant_id=tenant_id, current=current)
     placement = fact_time.place(versions, starts)
     is_current = placement.following is None
     superseded = current if is_current else None
@@ -148,36 +127,21 @@ async def store_embedded_fact(
         data,
         subject_key=subject_key,
         predicate_key=predicate_key,
-        decay_rate=decay_rate,
         embedded=embedded,
         placement=placement,
         is_current=is_current,
     )
-    [fact] = await memory_rows.insert_rows(
-        session, Fact, [row], last_confirmed_at=func.now(), valid_from=starts
-    )
+    fact = await fact_rows.insert_fact(session, row, valid_from=starts)
     await time_rows.open_period(session, fact)
-    await store_passages(
-        session, "fact", tenant_id=tenant_id, memory_ids=[fact.id], embedded=embedded
+    await link_stored(
+        session,
+        "fact",
+        fact,
+        f"{fact.subject} {fact.predicate} {fact.content}",
+        tenant_id=tenant_id,
+        embedded=embedded,
+        settings=auto_links,
     )
-    if (vector := embedded.vector(0)) is not None:
-        await link_new(
-            session,
-            tenant_id=tenant_id,
-            memory_type="fact",
-            memory_id=fact.id,
-            scope=data.scope,
-            vector=vector,
-            settings=auto_links,
-        )
-    if auto_links is None or auto_links.mentions:
-        await link_mentions(
-            session,
-            tenant_id=tenant_id,
-            memory_type="fact",
-            ids=[fact.id],
-            texts=[f"{fact.subject} {fact.predicate} {fact.content}"],
-        )
 
     happened = [memory_event("fact_created", tenant_id, fact)]
     happened += await fact_timeline.apply(
@@ -187,13 +151,26 @@ async def store_embedded_fact(
     return StoredFact(fact, created=True)
 
 
+async def _confirm_again(session: AsyncSession, *, tenant_id: str, current: Fact) -> StoredFact:
+    """The active fact confirmed instead of storing an identical one again."""
+    confirmed = await memory_rows.confirm_row(session, Fact, memory_id=current.id)
+    await events.record(
+        session,
+        [
+            memory_event(
+                "fact_confirmed", tenant_id, confirmed, reason="identical fact stored again"
+            )
+        ],
+    )
+    return StoredFact(confirmed, created=False)
+
+
 def _fact_row(
     tenant_id: str,
     data: FactCreate,
     *,
     subject_key: str,
     predicate_key: str,
-    decay_rate: float,
     embedded: Embedded,
     placement: fact_time.Placement[Fact],
     is_current: bool,
@@ -208,7 +185,7 @@ def _fact_row(
         "content": data.content,
         "importance": data.importance,
         "confidence": 1.0,
-        "decay_rate": decay_rate,
+        "decay_rate": decay_rate_for(data.permanence),
         "permanence": data.permanence,
         "scope": data.scope,
         "tags": data.tags,

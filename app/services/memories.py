@@ -6,13 +6,12 @@ Each returns the row, a rule with its harmful reasons (`rule_reasons.ShownRule`)
 import uuid
 from typing import Any
 
-from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.errors import Conflict, InvalidInput, NotFound, found
 from app.models import Episode, Fact, Rule
-from app.repositories import fact_time, references
 from app.repositories import memories as memory_rows
+from app.repositories import references
 from app.services import butler_limits, events
 from app.services.events import Memory, memory_event, type_name
 from app.services.rule_reasons import shown_one
@@ -71,10 +70,7 @@ async def confirm(
         )
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     _require_live(row)
-    values: dict[str, Any] = {"last_confirmed_at": func.now(), "fading_since": None}
-    if model is Fact:
-        values["validation_count"] = Fact.validation_count + 1
-    updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
+    updated = await memory_rows.confirm_row(session, model, memory_id=memory_id)
     await events.record(
         session, [memory_event(f"{type_name(model)}_confirmed", tenant_id, updated)]
     )
@@ -86,18 +82,13 @@ async def forget(
 ) -> Any:
     """Episode: expire now. Fact: retract. Rule: flag forgotten. Repeating it changes nothing."""
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
-    if isinstance(row, Episode):
-        values: dict[str, Any] = {"expires_at": func.now(), "forgotten_at": func.now()}
-        already = row.forgotten_at is not None
-    elif isinstance(row, Fact):
-        values = {"validity": "retracted", "recorded_until": fact_time.record_end(Fact.created_at)}
+    if isinstance(row, Fact):
         already = row.validity == "retracted"
     else:
-        values = {"forgotten_at": func.now()}
         already = row.forgotten_at is not None
     if already:
         return await _shown(session, tenant_id, row)
-    updated = await memory_rows.update_row(session, model, memory_id=memory_id, values=values)
+    updated = await memory_rows.forget_row(session, model, memory_id=memory_id)
     await events.record(
         session, [memory_event(f"{type_name(model)}_forgotten", tenant_id, updated)]
     )

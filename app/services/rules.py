@@ -3,7 +3,6 @@
 import uuid
 from typing import Any
 
-from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
@@ -21,11 +20,10 @@ from app.repositories.rules import RuleFilters
 from app.schemas.filters import MemoryFilter
 from app.schemas.rules import RuleCreate, RuleListQuery
 from app.services import butler_limits, events
-from app.services.auto_links import link_new
+from app.services.auto_links import link_stored
 from app.services.embeddings import embed_for_write, embed_texts, store_passages
 from app.services.events import memory_event
 from app.services.memories import load_for_update
-from app.services.mentions import link_mentions
 from app.services.rule_reasons import ShownRule, shown, shown_one
 
 
@@ -49,49 +47,37 @@ async def store_rule(
         raise InvalidInput(
             f"episode {data.source_episode_id} does not exist", field="source_episode_id"
         )
-    [rule] = await memory_rows.insert_rows(
+    rule = await rule_rows.insert_rule(
         session,
-        Rule,
-        [
-            {
-                "tenant_id": tenant_id,
-                "content": data.content,
-                "scope": data.scope,
-                "maturity": "candidate",
-                "confidence": lifecycle.NEW_RULE_CONFIDENCE,
-                "decay_rate": lifecycle.RULE_DECAY_RATE,
-                "effectiveness_score": 0.0,
-                "applied_count": 0,
-                "success_count": 0,
-                "harmful_count": 0,
-                "tags": data.tags,
-                "source_butler": data.source_butler,
-                "source_episode_id": data.source_episode_id,
-                "metadata_": data.metadata,
-                **embedded.columns(0),
-                "search_text": preprocess_text(data.content),
-                "language": data.language,
-            }
-        ],
-        last_confirmed_at=func.now(),
+        {
+            "tenant_id": tenant_id,
+            "content": data.content,
+            "scope": data.scope,
+            "maturity": "candidate",
+            "confidence": lifecycle.NEW_RULE_CONFIDENCE,
+            "decay_rate": lifecycle.RULE_DECAY_RATE,
+            "effectiveness_score": 0.0,
+            "applied_count": 0,
+            "success_count": 0,
+            "harmful_count": 0,
+            "tags": data.tags,
+            "source_butler": data.source_butler,
+            "source_episode_id": data.source_episode_id,
+            "metadata_": data.metadata,
+            **embedded.columns(0),
+            "search_text": preprocess_text(data.content),
+            "language": data.language,
+        },
     )
-    await store_passages(
-        session, "rule", tenant_id=tenant_id, memory_ids=[rule.id], embedded=embedded
+    await link_stored(
+        session,
+        "rule",
+        rule,
+        rule.content,
+        tenant_id=tenant_id,
+        embedded=embedded,
+        settings=auto_links,
     )
-    if (vector := embedded.vector(0)) is not None:
-        await link_new(
-            session,
-            tenant_id=tenant_id,
-            memory_type="rule",
-            memory_id=rule.id,
-            scope=data.scope,
-            vector=vector,
-            settings=auto_links,
-        )
-    if auto_links is None or auto_links.mentions:
-        await link_mentions(
-            session, tenant_id=tenant_id, memory_type="rule", ids=[rule.id], texts=[rule.content]
-        )
     await events.record(session, [memory_event("rule_created", tenant_id, rule)])
     return rule
 
@@ -232,20 +218,8 @@ async def _apply_feedback(
 ) -> ShownRule:
     previous_maturity = rule.maturity
     was_flagged = rule.needs_inversion
-    updated = await memory_rows.update_row(
-        session,
-        Rule,
-        memory_id=rule.id,
-        values={
-            "applied_count": outcome.applied_count,
-            "success_count": outcome.success_count,
-            "harmful_count": outcome.harmful_count,
-            "effectiveness_score": outcome.effectiveness_score,
-            "maturity": outcome.maturity,
-            "last_applied_at": func.now(),
-            "last_evaluated_at": func.now(),
-            "needs_inversion": needs_inversion,
-        },
+    updated = await rule_rows.apply_feedback(
+        session, rule_id=rule.id, outcome=outcome, needs_inversion=needs_inversion
     )
     await event_rows.add_rule_application(
         session, tenant_id=tenant_id, rule_id=rule.id, outcome=kind, reason=reason, context=context

@@ -29,6 +29,7 @@ from app.core.scope import SYSTEM, Scope
 from app.core.text import context_text, preprocess_text
 from app.embedding.embedder import SYSTEM_TENANT
 from app.models import Episode, Rule, Run, RunFeedback
+from app.models.passages import OWNER_COLUMNS
 from app.repositories import episodes as episode_rows
 from app.repositories import pii_salts as salt_rows
 from app.repositories import pii_scrub as scrub_rows
@@ -125,9 +126,9 @@ async def run_pii_scrub(ctx: JobContext, *, tenant_id: str | None, rescan: bool)
         async with ctx.transaction(SYSTEM) as session:
             tenants = await scrub_rows.tenants_to_scrub(session, rescan=rescan)
     for name, scrub_batch in (
-        ("runs", _runs_batch),
+        ("runs", partial(_embedded_batch, model=Run, kind="run", scrub=_scrub_runs)),
         ("feedback", _feedback_batch),
-        ("rules", _rules_batch),
+        ("rules", partial(_embedded_batch, model=Rule, kind="rule", scrub=_scrub_rules)),
         ("episodes", _episodes_batch),
     ):
         checked = rewritten = 0
@@ -231,15 +232,24 @@ class Rewrite:
     context: str | None = None
 
 
-async def _runs_batch(
-    ctx: JobContext, scrubber: Scrubber, tenant_id: str, after: uuid.UUID | None, rescan: bool
+async def _embedded_batch(
+    ctx: JobContext,
+    scrubber: Scrubber,
+    tenant_id: str,
+    after: uuid.UUID | None,
+    rescan: bool,
+    *,
+    model: type[Run] | type[Rule],
+    kind: str,
+    scrub: Callable[[Scrubber, list[Any]], list[Rewrite]],
 ) -> BatchDone | None:
-    """Runs: summary and meta; the run is embedded and indexed by its task and summary."""
-    batch = await _next_rows(ctx, Run, tenant_id, after, rescan)
+    """The tenant's next batch of `model` rows (memory type `kind`) scrubbed by `scrub`; those
+    that matched are rewritten, embedded and indexed anew."""
+    batch = await _next_rows(ctx, model, tenant_id, after, rescan)
     if not batch:
         return None
-    found = await _off_loop(lambda: _scrub_runs(scrubber, batch))
-    rewritten, matches = await _write(ctx, Run, "run", tenant_id, batch, found, passages=False)
+    found = await _off_loop(lambda: scrub(scrubber, batch))
+    rewritten, matches = await _write(ctx, model, kind, tenant_id, batch, found)
     return BatchDone(batch[-1].id, len(batch), rewritten, matches)
 
 
@@ -259,6 +269,7 @@ def _scrubbed(
 
 
 def _scrub_runs(scrubber: Scrubber, batch: list[Run]) -> list[Rewrite]:
+    """Runs: summary and meta; the run is embedded and indexed by its task and summary."""
     found = []
     for row in batch:
         expected, values, matches = _scrubbed(
@@ -271,19 +282,8 @@ def _scrub_runs(scrubber: Scrubber, batch: list[Run]) -> list[Rewrite]:
     return found
 
 
-async def _rules_batch(
-    ctx: JobContext, scrubber: Scrubber, tenant_id: str, after: uuid.UUID | None, rescan: bool
-) -> BatchDone | None:
-    """Rules (run lessons among them): content, original content and metadata."""
-    batch = await _next_rows(ctx, Rule, tenant_id, after, rescan)
-    if not batch:
-        return None
-    found = await _off_loop(lambda: _scrub_rules(scrubber, batch))
-    rewritten, matches = await _write(ctx, Rule, "rule", tenant_id, batch, found)
-    return BatchDone(batch[-1].id, len(batch), rewritten, matches)
-
-
 def _scrub_rules(scrubber: Scrubber, batch: list[Rule]) -> list[Rewrite]:
+    """Rules (run lessons among them): content, original content and metadata."""
     found = []
     for row in batch:
         expected, values, matches = _scrubbed(
@@ -363,11 +363,10 @@ async def _write(
     found: list[Rewrite],
     *,
     refresh_turns: int | None = None,
-    passages: bool = True,
 ) -> tuple[int, int]:
     """Embed the scrubbed texts, then in one transaction rewrite the rows still as read
-    with their vectors, passages and keyword text, and mark the rest checked; (rewritten,
-    matches)."""
+    with their vectors, passages (runs have none) and keyword text, and mark the rest
+    checked; (rewritten, matches)."""
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
         # No SQL has run in this session yet: the model holds no connection.
         embedded = await embed_texts(
@@ -389,7 +388,7 @@ async def _write(
             ):
                 done.append(index)
         ids = [found[i].row_id for i in done]
-        if passages:
+        if memory_type in OWNER_COLUMNS:
             await store_passages(
                 session,
                 memory_type,

@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from app.repositories import facts as fact_rows
 from tests.support.factories import create_entity, store_fact
 
 
@@ -226,6 +227,23 @@ async def test_history_lists_every_version_newest_first(client):
         history = (await client.get(f"/v1/facts/{fact['id']}/history")).json()
         assert [f["id"] for f in history] == [v3["id"], v2["id"], v1["id"]]
         assert [f["validity"] for f in history] == ["active", "superseded", "superseded"]
+
+
+async def test_history_of_a_long_chain_comes_back_whole_and_in_order(client):
+    versions = [await store_fact(client, content=f"Caroline lives in town {i}") for i in range(30)]
+    newest_first = [v["id"] for v in reversed(versions)]
+    for fact in (versions[0], versions[14], versions[-1]):
+        history = (await client.get(f"/v1/facts/{fact['id']}/history")).json()
+        assert [f["id"] for f in history] == newest_first
+        assert [f["validity"] for f in history] == ["active"] + ["superseded"] * 29
+
+
+async def test_history_reads_at_most_max_chain_versions_each_way(client, monkeypatch):
+    versions = [await store_fact(client, content=f"Caroline lives in town {i}") for i in range(9)]
+    monkeypatch.setattr(fact_rows, "MAX_CHAIN", 3)
+    history = (await client.get(f"/v1/facts/{versions[4]['id']}/history")).json()
+    # Three newer versions, the fact itself, three older ones.
+    assert [f["id"] for f in history] == [v["id"] for v in reversed(versions[1:8])]
 
 
 async def test_history_of_unknown_fact_is_404(client):
