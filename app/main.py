@@ -16,10 +16,11 @@ from app.console import mount_console
 from app.core.config import Settings
 from app.core.errors import StartupRefused, add_exception_handlers, problem_responses
 from app.core.scope import SYSTEM, scoped_transaction
-from app.embedding import get_embedder
+from app.embedding import Embedder, get_embedder
 from app.mcp.server import McpMount
 from app.postgres import migrations
 from app.postgres.db import (
+    AppConnection,
     EmbeddedSupervisor,
     app_connection,
     check_app_role,
@@ -31,7 +32,7 @@ from app.postgres.db import (
 )
 from app.postgres.replicas import build_replicas
 from app.reads import ReplicaRetryMiddleware
-from app.retrieval.user_reranker import open_reranker
+from app.retrieval.user_reranker import UserReranker, open_reranker
 from app.routers import ROUTERS
 from app.services import api_keys, embedding_store, stats
 from app.services.export_snapshot import ExportSlots
@@ -101,72 +102,20 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     share_one_malloc_arena()
     started = phase = time.perf_counter()
     owner_url = await resolve_database_url(settings)
-    # The owner runs migrations (and the tests' arrangements); requests and jobs use the
-    # app role, which row-level security binds.
-    owner_engine = create_engine(owner_url, pool_size=2)
-    await check_extensions(owner_engine)
-    phase = log_phase("database ready", phase)
-    if settings.migrate_on_start:
-        await migrations.upgrade(owner_engine)
-        phase = log_phase("migrations", phase)
-    if await migrations.is_at_head(owner_engine):
-        await migrations.restore_leakproof_marks(owner_engine)
+    owner_engine, phase = await _open_owner_engine(settings, owner_url, phase)
     connection = await app_connection(settings, owner_engine, owner_url)
-    db_engine = create_engine(
-        connection.url,
-        pool_size=settings.db_pool_size,
-        max_overflow=settings.db_max_overflow,
-        role=connection.role,
-        statement_cache_size=settings.db_statement_cache_size,
-    )
-    await check_app_role(db_engine)
-    await refuse_public_binding_without_keys(settings, db_engine)
-    embedder = get_embedder(settings)
-    await embedding_store.recall_dimensions(make_sessionmaker(owner_engine), embedder)
-    await asyncio.to_thread(embedder.load)
-    phase = log_phase("model loaded", phase)
-    reranker = open_reranker(settings.reranker)
-    if reranker is not None:
-        await asyncio.to_thread(reranker.load)
-        log_phase(f"reranker ({settings.reranker.kind}) ready", phase)
-    if await embedding_store.fit_to_model(make_sessionmaker(owner_engine), embedder):
-        log_phase(f"embedding columns given the model's {embedder.dimensions} dimensions", phase)
+    db_engine = await _open_app_engine(settings, connection)
+    embedder, reranker = await _load_models(settings, owner_engine, phase)
     app.state.db_engine = db_engine
     app.state.owner_engine = owner_engine
     app.state.sessionmaker = make_sessionmaker(db_engine)
-    app.state.replicas = build_replicas(
-        settings.replica_database_urls,
-        settings.replicas,
-        primary=db_engine,
-        role=connection.role,
-        pool_size=settings.db_pool_size,
-        max_overflow=settings.db_max_overflow,
-        statement_cache_size=settings.db_statement_cache_size,
-    )
-    await app.state.replicas.start()
-    app.state.references = ReferenceQueue(
-        app.state.sessionmaker, settings.replicas.reference_flush_seconds
-    )
-    if app.state.replicas.configured:
-        app.state.references.start()
+    await _start_replicas(app, settings, db_engine, connection.role)
     app.state.embedder = embedder
     app.state.reranker = reranker
     metrics.watch(embedder=embedder, engine=db_engine)
     metrics.watch_backlog(app, partial(stats.consolidation_backlog, app.state.sessionmaker))
-    background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
-    background.start()
-    backlog = EmbeddingBacklog(app.state.sessionmaker, embedder, settings.embedding_backlog_seconds)
-    if embedder.backend_name == "openai":
-        # Only a remote model leaves memories without vectors (services/embeddings).
-        metrics.watch_embedding_backlog(app, partial(unembedded_count, app.state.sessionmaker))
-        backlog.start()
-    if settings.llm.base_url is None:
-        logger.warning(
-            "CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
-            "never turned into facts or rules, and cleanup deletes expired "
-            "episodes unconsolidated once unconsolidated_grace_days "
-            f"({settings.unconsolidated_grace_days:g}) have passed."
-        )
+    background, backlog = _start_background_work(app, settings, embedder)
+    _warn_if_consolidation_is_off(settings)
     supervisor = EmbeddedSupervisor.start_for(settings)
     log_phase("engram ready", started)
     try:
@@ -183,6 +132,100 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db_engine.dispose()
         await owner_engine.dispose()
         await asyncio.to_thread(release_embedded_postgres, settings)
+
+
+async def _open_owner_engine(
+    settings: Settings, owner_url: str, phase: float
+) -> tuple[AsyncEngine, float]:
+    """The owner's engine, its extensions checked and the schema migrated; the time now."""
+    # The owner runs migrations (and the tests' arrangements); requests and jobs use the
+    # app role, which row-level security binds.
+    owner_engine = create_engine(owner_url, pool_size=2)
+    await check_extensions(owner_engine)
+    phase = log_phase("database ready", phase)
+    if settings.migrate_on_start:
+        await migrations.upgrade(owner_engine)
+        phase = log_phase("migrations", phase)
+    if await migrations.is_at_head(owner_engine):
+        await migrations.restore_leakproof_marks(owner_engine)
+    return owner_engine, phase
+
+
+async def _open_app_engine(settings: Settings, connection: AppConnection) -> AsyncEngine:
+    """The engine requests and jobs use; refuses a public listener while no API key is live."""
+    db_engine = create_engine(
+        connection.url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        role=connection.role,
+        statement_cache_size=settings.db_statement_cache_size,
+    )
+    await check_app_role(db_engine)
+    await refuse_public_binding_without_keys(settings, db_engine)
+    return db_engine
+
+
+async def _load_models(
+    settings: Settings, owner_engine: AsyncEngine, phase: float
+) -> tuple[Embedder, UserReranker | None]:
+    """Load the embedding model (the columns fitted to its dimensions) and the reranker."""
+    embedder = get_embedder(settings)
+    await embedding_store.recall_dimensions(make_sessionmaker(owner_engine), embedder)
+    await asyncio.to_thread(embedder.load)
+    phase = log_phase("model loaded", phase)
+    reranker = open_reranker(settings.reranker)
+    if reranker is not None:
+        await asyncio.to_thread(reranker.load)
+        log_phase(f"reranker ({settings.reranker.kind}) ready", phase)
+    if await embedding_store.fit_to_model(make_sessionmaker(owner_engine), embedder):
+        log_phase(f"embedding columns given the model's {embedder.dimensions} dimensions", phase)
+    return embedder, reranker
+
+
+async def _start_replicas(
+    app: FastAPI, settings: Settings, db_engine: AsyncEngine, role: str | None
+) -> None:
+    """Start the read replicas and, when there are any, the queue of references to flush."""
+    app.state.replicas = build_replicas(
+        settings.replica_database_urls,
+        settings.replicas,
+        primary=db_engine,
+        role=role,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        statement_cache_size=settings.db_statement_cache_size,
+    )
+    await app.state.replicas.start()
+    app.state.references = ReferenceQueue(
+        app.state.sessionmaker, settings.replicas.reference_flush_seconds
+    )
+    if app.state.replicas.configured:
+        app.state.references.start()
+
+
+def _start_background_work(
+    app: FastAPI, settings: Settings, embedder: Embedder
+) -> tuple[BackgroundJobs, EmbeddingBacklog]:
+    """Start the background jobs and the embedding backlog (which works for a remote model)."""
+    background = BackgroundJobs(JobContext(app.state.sessionmaker, settings, embedder))
+    background.start()
+    backlog = EmbeddingBacklog(app.state.sessionmaker, embedder, settings.embedding_backlog_seconds)
+    if embedder.backend_name == "openai":
+        # Only a remote model leaves memories without vectors (services/embeddings).
+        metrics.watch_embedding_backlog(app, partial(unembedded_count, app.state.sessionmaker))
+        backlog.start()
+    return background, backlog
+
+
+def _warn_if_consolidation_is_off(settings: Settings) -> None:
+    """Say loudly that episodes are never consolidated while no LLM is configured."""
+    if settings.llm.base_url is None:
+        logger.warning(
+            "CONSOLIDATION IS NOT CONFIGURED ([llm] base_url is unset): episodes are "
+            "never turned into facts or rules, and cleanup deletes expired "
+            "episodes unconsolidated once unconsolidated_grace_days "
+            f"({settings.unconsolidated_grace_days:g}) have passed."
+        )
 
 
 def log_phase(done: str, since: float) -> float:

@@ -95,80 +95,27 @@ async def search(
     vector, scale = await _vector_scan(
         session, plan, embedder=embedder, retrieval=retrieval, query_vector=query_vector
     )
-    span = plan.span
     filters = await search_rows.with_exact_types(
         session, plan.types, _filters(plan, tenant_id=tenant_id), below=retrieval.filter_exact_below
     )
-
-    async def candidates(plan: SearchPlan) -> search_rows.Candidates:
-        return await search_rows.search_candidates(
-            session,
-            types=plan.types,
-            filters=filters,
-            vector=vector,
-            query=keyword_query,
-            limit=plan.depth,
-            language=plan.language,
-            window=span if plan.time_mode == "boost" and "episode" in plan.types else None,
-            passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS,
-        )
-
-    found = await candidates(plan)
-    known = known_rows(found.rows) if plan.learned else {}
     stale_behind = plan.mode == "hybrid" and plan.fusion in ("learned", "weighted")
-    if plan.learned and not shares_sessions(known):
-        # Memories without sessions between them (notes) give the learned stage's session
-        # signals nothing to read, and held out it ranked them below RRF (docs/search.md).
-        # RRF's lists are the first `limit` of these unless a passage lifted a memory past
-        # its rank as a part.
-        plan = replace(plan, fusion="rrf")
-        found = found.cut(plan.limit) if found.ranked_as_parts() else await candidates(plan)
-    semantic, keyword, boost = found.semantic, found.keyword, found.window
+    plan, found, known = await _candidates_for_fusion(
+        session, plan, filters=filters, vector=vector, query=keyword_query
+    )
     near, paths = await _near_entities(
         session, plan, filters=filters, fanout=retrieval.graph_fanout
     )
-    rows = dict(found.rows)
-    if plan.learned:
-        near_rows = await missing_rows(
-            session,
-            tenant_id=tenant_id,
-            keys=rows_wanted(near),
-            have=rows,
-            vector=vector,
-            query=keyword_query,
-            language=plan.language,
-        )
-        rows.update(near_rows)
-        known.update(known_rows(near_rows))
-        fused = fuse_learned(
-            semantic,
-            keyword,
-            known=known,
-            limit=plan.limit,
-            depth=plan.depth,
-            boost=boost,
-            window=span,
-            graph=near,
-            k=plan.rrf_k,
-            scale=scale,
-        )
-    elif plan.mode == "hybrid":
-        fused = fuse(
-            semantic,
-            keyword,
-            limit=plan.limit,
-            k=plan.rrf_k,
-            boost=boost,
-            method=plan.fused_by,
-            weights=plan.weights,
-            graph=near,
-        )
-    else:
-        fused = single_list(
-            semantic if plan.mode == "semantic" else keyword,
-            semantic=plan.mode == "semantic",
-            boost=boost,
-        )
+    fused, rows = await _fused(
+        session,
+        plan,
+        found,
+        tenant_id=tenant_id,
+        known=known,
+        near=near,
+        vector=vector,
+        query=keyword_query,
+        scale=scale,
+    )
     if stale_behind:
         fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
@@ -192,6 +139,114 @@ async def search(
         language=plan.language,
     )
     return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
+
+
+async def _candidates(
+    session: AsyncSession,
+    plan: SearchPlan,
+    *,
+    filters: Filters,
+    vector: EmbeddingVector | None,
+    query: str | None,
+) -> search_rows.Candidates:
+    """The plan's candidate lists and their rows, in one statement."""
+    return await search_rows.search_candidates(
+        session,
+        types=plan.types,
+        filters=filters,
+        vector=vector,
+        query=query,
+        limit=plan.depth,
+        language=plan.language,
+        window=plan.span if plan.time_mode == "boost" and "episode" in plan.types else None,
+        passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS,
+    )
+
+
+async def _candidates_for_fusion(
+    session: AsyncSession,
+    plan: SearchPlan,
+    *,
+    filters: Filters,
+    vector: EmbeddingVector | None,
+    query: str | None,
+) -> tuple[SearchPlan, search_rows.Candidates, dict[Key, Known]]:
+    """The candidates, the plan that fuses them (learned fusion falls back to RRF where no
+    memories share a session) and the rows learned fusion can score."""
+    found = await _candidates(session, plan, filters=filters, vector=vector, query=query)
+    known = known_rows(found.rows) if plan.learned else {}
+    if plan.learned and not shares_sessions(known):
+        # Memories without sessions between them (notes) give the learned stage's session
+        # signals nothing to read, and held out it ranked them below RRF (docs/search.md).
+        # RRF's lists are the first `limit` of these unless a passage lifted a memory past
+        # its rank as a part.
+        plan = replace(plan, fusion="rrf")
+        found = (
+            found.cut(plan.limit)
+            if found.ranked_as_parts()
+            else await _candidates(session, plan, filters=filters, vector=vector, query=query)
+        )
+    return plan, found, known
+
+
+async def _fused(
+    session: AsyncSession,
+    plan: SearchPlan,
+    found: search_rows.Candidates,
+    *,
+    tenant_id: str,
+    known: dict[Key, Known],
+    near: list[RankedCandidate],
+    vector: EmbeddingVector | None,
+    query: str | None,
+    scale: SimilarityScale,
+) -> tuple[list[Fused], dict[Key, search_rows.LoadedRow]]:
+    """The lists fused into one ranking as the plan says, and the rows loaded for them (for
+    learned fusion the graph list's too)."""
+    semantic, keyword, boost = found.semantic, found.keyword, found.window
+    rows = dict(found.rows)
+    if plan.learned:
+        near_rows = await missing_rows(
+            session,
+            tenant_id=tenant_id,
+            keys=rows_wanted(near),
+            have=rows,
+            vector=vector,
+            query=query,
+            language=plan.language,
+        )
+        rows.update(near_rows)
+        known = {**known, **known_rows(near_rows)}
+        fused = fuse_learned(
+            semantic,
+            keyword,
+            known=known,
+            limit=plan.limit,
+            depth=plan.depth,
+            boost=boost,
+            window=plan.span,
+            graph=near,
+            k=plan.rrf_k,
+            scale=scale,
+        )
+    elif plan.mode == "hybrid":
+        fused = fuse(
+            semantic,
+            keyword,
+            limit=plan.limit,
+            k=plan.rrf_k,
+            boost=boost,
+            method=plan.fused_by,
+            weights=plan.weights,
+            graph=near,
+        )
+    else:
+        fused = single_list(
+            semantic if plan.mode == "semantic" else keyword,
+            semantic=plan.mode == "semantic",
+            boost=boost,
+        )
+    return fused, rows
 
 
 async def _vector_scan(

@@ -4,6 +4,7 @@ import uuid
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,7 +23,13 @@ from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate, EpisodeListQuery
 from app.schemas.filters import MemoryFilter
 from app.services import butler_limits, events
-from app.services.embeddings import Made, embed_ahead, embed_for_write, store_passages
+from app.services.embeddings import (
+    Embedded,
+    Made,
+    embed_ahead,
+    embed_for_write,
+    store_passages,
+)
 from app.services.events import memory_event
 from app.services.mentions import link_mentions
 
@@ -47,54 +54,27 @@ async def create_episodes(
     with `keyword_context` its keyword text holds them too (`keyword_text`). With `mentions`
     each is linked to the entities it names (`services/mentions`).
     """
-    for index, item in enumerate(items):
-        butler_limits.check_butler(
-            item.butler, "butler" if len(items) == 1 else f"items.{index}.butler"
-        )
-    # Read on a connection of its own (a session carrying the request session's `info`, so
-    # it works for the same tenant), given back before the model runs.
-    async with side_session(session) as lookup:
-        inferred = await inferred_sessions(
-            lookup, tenant_id=tenant_id, items=items, gap_minutes=session_gap_minutes
-        )
-        contexts = await _contexts(
-            lookup,
-            tenant_id=tenant_id,
-            items=items,
-            inferred=inferred,
-            turns=embedder.context_turns,
-        )
+    _check_butlers(items)
+    inferred, contexts = await _sessions_and_contexts(
+        session,
+        tenant_id=tenant_id,
+        items=items,
+        embedder=embedder,
+        gap_minutes=session_gap_minutes,
+    )
     embedded = await embed_for_write(
         session, embedder, [item.content for item in items], tenant_id=tenant_id, contexts=contexts
     )
     if len(items) > 1:  # a batch takes the keyword statistics' lock last, just before commit
         await set_local(session, {episode_rows.KEYWORD_COUNTS_LATER: "on"})
-    rows = [
-        {
-            "tenant_id": tenant_id,
-            "butler": item.butler,
-            "session_id": item.session_id,
-            "inferred_session": inferred_session,
-            "content": item.content,
-            "importance": item.importance,
-            "metadata_": item.metadata,
-            **embedded.columns(index),
-            "search_text": preprocess_text(
-                keyword_text(
-                    item.content,
-                    context,
-                    with_context=keyword_context
-                    and embedder.context_turns > 0
-                    and (item.session_id is not None or inferred_session is not None),
-                )
-            ),
-            "occurred_at_given": item.occurred_at,
-            "language": item.language,
-        }
-        for index, (item, context, inferred_session) in enumerate(
-            zip(items, contexts, inferred, strict=True)
-        )
-    ]
+    rows = _episode_rows(
+        items,
+        tenant_id=tenant_id,
+        inferred=inferred,
+        contexts=contexts,
+        embedded=embedded,
+        keyword_context=keyword_context and embedder.context_turns > 0,
+    )
     created = await memory_rows.insert_rows(
         session,
         Episode,
@@ -124,6 +104,77 @@ async def create_episodes(
     if len(items) > 1:
         await episode_rows.count_keyword_documents(session, ids=[row.id for row in created])
     return created
+
+
+def _check_butlers(items: list[EpisodeCreate]) -> None:
+    """Refuse a limited key an item for a butler outside its butlers."""
+    for index, item in enumerate(items):
+        butler_limits.check_butler(
+            item.butler, "butler" if len(items) == 1 else f"items.{index}.butler"
+        )
+
+
+async def _sessions_and_contexts(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    items: list[EpisodeCreate],
+    embedder: Embedder,
+    gap_minutes: float,
+) -> tuple[list[uuid.UUID | None], list[str | None]]:
+    """Each item's inferred session (`inferred_sessions`) and context (`_contexts`)."""
+    # Read on a connection of its own (a session carrying the request session's `info`, so
+    # it works for the same tenant), given back before the model runs.
+    async with side_session(session) as lookup:
+        inferred = await inferred_sessions(
+            lookup, tenant_id=tenant_id, items=items, gap_minutes=gap_minutes
+        )
+        contexts = await _contexts(
+            lookup,
+            tenant_id=tenant_id,
+            items=items,
+            inferred=inferred,
+            turns=embedder.context_turns,
+        )
+    return inferred, contexts
+
+
+def _episode_rows(
+    items: list[EpisodeCreate],
+    *,
+    tenant_id: str,
+    inferred: Sequence[uuid.UUID | None],
+    contexts: Sequence[str | None],
+    embedded: Embedded,
+    keyword_context: bool,
+) -> list[dict[str, Any]]:
+    """The rows to insert; with `keyword_context` an item of a session keeps its context in
+    its keyword text."""
+    return [
+        {
+            "tenant_id": tenant_id,
+            "butler": item.butler,
+            "session_id": item.session_id,
+            "inferred_session": inferred_session,
+            "content": item.content,
+            "importance": item.importance,
+            "metadata_": item.metadata,
+            **embedded.columns(index),
+            "search_text": preprocess_text(
+                keyword_text(
+                    item.content,
+                    context,
+                    with_context=keyword_context
+                    and (item.session_id is not None or inferred_session is not None),
+                )
+            ),
+            "occurred_at_given": item.occurred_at,
+            "language": item.language,
+        }
+        for index, (item, context, inferred_session) in enumerate(
+            zip(items, contexts, inferred, strict=True)
+        )
+    ]
 
 
 async def inferred_sessions(

@@ -56,8 +56,38 @@ async def neighbourhood(
         for key, hop in kept
         if key in texts
     ]
-    present = {(node.type, node.id) for node in nodes}
+    present: set[NodeKey] = {(node.type, node.id) for node in nodes}
 
+    edges = await _link_edges(
+        session, tenant_id=tenant_id, present=present, relations=relations, hop_of=hop_of
+    )
+    if "about" in relations:
+        edges.extend(
+            await _anchor_edges(session, tenant_id=tenant_id, present=present, hop_of=hop_of)
+        )
+    edges = [edge for edge in edges if edge.hop <= hops]
+    edges.sort(
+        key=lambda e: (e.hop, e.source_type, str(e.source_id), e.target_type, str(e.target_id))
+    )
+    return GraphOut(
+        root_type=node_type,
+        root_id=node_id,
+        hops=hops,
+        nodes=nodes,
+        edges=edges,
+        truncated=len(reached) > max_nodes,
+    )
+
+
+async def _link_edges(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    present: set[NodeKey],
+    relations: Sequence[str],
+    hop_of: dict[NodeKey, int],
+) -> list[GraphEdge]:
+    """The links of the `relations` among the nodes present."""
     edges: list[GraphEdge] = []
     for row in await graph_rows.links_among(
         session, tenant_id=tenant_id, nodes=list(present), relations=relations
@@ -74,34 +104,30 @@ async def neighbourhood(
                 hop=edge_hop(hop_of[source], hop_of[target]),
             )
         )
-    if "about" in relations:
-        for row in await graph_rows.anchors_among(
-            session,
-            tenant_id=tenant_id,
-            fact_ids=[key[1] for key in present if key[0] == "fact"],
-            entity_ids=[key[1] for key in present if key[0] == "entity"],
-        ):
-            source, target = ("fact", row.fact_id), ("entity", row.entity_id)
-            edges.append(
-                GraphEdge(
-                    source_type="fact",
-                    source_id=row.fact_id,
-                    target_type="entity",
-                    target_id=row.entity_id,
-                    relation="about",
-                    strength=1.0,
-                    hop=edge_hop(hop_of[source], hop_of[target]),
-                )
+    return edges
+
+
+async def _anchor_edges(
+    session: AsyncSession, *, tenant_id: str, present: set[NodeKey], hop_of: dict[NodeKey, int]
+) -> list[GraphEdge]:
+    """An `about` edge from each fact present to each entity present it is anchored to."""
+    edges: list[GraphEdge] = []
+    for row in await graph_rows.anchors_among(
+        session,
+        tenant_id=tenant_id,
+        fact_ids=[key[1] for key in present if key[0] == "fact"],
+        entity_ids=[key[1] for key in present if key[0] == "entity"],
+    ):
+        source, target = ("fact", row.fact_id), ("entity", row.entity_id)
+        edges.append(
+            GraphEdge(
+                source_type="fact",
+                source_id=row.fact_id,
+                target_type="entity",
+                target_id=row.entity_id,
+                relation="about",
+                strength=1.0,
+                hop=edge_hop(hop_of[source], hop_of[target]),
             )
-    edges = [edge for edge in edges if edge.hop <= hops]
-    edges.sort(
-        key=lambda e: (e.hop, e.source_type, str(e.source_id), e.target_type, str(e.target_id))
-    )
-    return GraphOut(
-        root_type=node_type,
-        root_id=node_id,
-        hops=hops,
-        nodes=nodes,
-        edges=edges,
-        truncated=len(reached) > max_nodes,
-    )
+        )
+    return edges

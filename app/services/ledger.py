@@ -114,35 +114,16 @@ async def append_event(
             }
         ],
     )
-    agents = (
-        await ledger_rows.ledger_agents(session, tenant_id=tenant_id, ledger=ledger)
-        if visibility == GLOBAL
-        else [data.agent_id]
-    )
-    counts = await ledger_rows.pending_counts(
+    due = await _agents_due_a_reflection(
         session,
         tenant_id=tenant_id,
         ledger=ledger,
-        agents=agents,
-        reflection_kind=REFLECTION_KIND,
-        global_visibility=GLOBAL,
-    )
-    due = sorted(
-        agent for agent, pending in counts.items() if pending >= memory.reflection_threshold
+        agent_id=data.agent_id,
+        visibility=visibility,
+        threshold=memory.reflection_threshold,
     )
     if settings.llm.base_url:
-        for agent in due:
-            params = {"ledger": ledger, "agent_id": agent}
-            if not await job_rows.open_job_exists(
-                session, tenant_id=tenant_id, kind=REFLECTION_JOB, params=params
-            ):
-                await job_rows.enqueue(
-                    session,
-                    tenant_id=tenant_id,
-                    kind=REFLECTION_JOB,
-                    params=params,
-                    actor_key_id=actors.current().key_id,
-                )
+        await _queue_reflections(session, tenant_id=tenant_id, ledger=ledger, agents=due)
     await events.record(
         session,
         [
@@ -159,6 +140,50 @@ async def append_event(
         ],
     )
     return Appended(row, due)
+
+
+async def _agents_due_a_reflection(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    ledger: str,
+    agent_id: str,
+    visibility: str,
+    threshold: int,
+) -> list[str]:
+    """The agents who see a new event and now have `threshold` or more events to reflect on."""
+    agents = (
+        await ledger_rows.ledger_agents(session, tenant_id=tenant_id, ledger=ledger)
+        if visibility == GLOBAL
+        else [agent_id]
+    )
+    counts = await ledger_rows.pending_counts(
+        session,
+        tenant_id=tenant_id,
+        ledger=ledger,
+        agents=agents,
+        reflection_kind=REFLECTION_KIND,
+        global_visibility=GLOBAL,
+    )
+    return sorted(agent for agent, pending in counts.items() if pending >= threshold)
+
+
+async def _queue_reflections(
+    session: AsyncSession, *, tenant_id: str, ledger: str, agents: list[str]
+) -> None:
+    """Queue a reflection job for each agent that has no open one."""
+    for agent in agents:
+        params = {"ledger": ledger, "agent_id": agent}
+        if not await job_rows.open_job_exists(
+            session, tenant_id=tenant_id, kind=REFLECTION_JOB, params=params
+        ):
+            await job_rows.enqueue(
+                session,
+                tenant_id=tenant_id,
+                kind=REFLECTION_JOB,
+                params=params,
+                actor_key_id=actors.current().key_id,
+            )
 
 
 async def list_events(

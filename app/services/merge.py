@@ -60,6 +60,45 @@ async def merge_entities(
     butler_limits.check_unlimited("merging entities")
     if source_id == target_id:
         raise InvalidInput("an entity cannot be merged into itself", field="source_id")
+    target, source = await _lock_pair(
+        session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
+    )
+    facts_repointed, facts_superseded = await _move_facts(
+        session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
+    )
+
+    aliases, added = merge_aliases(
+        target_name=target.canonical_name,
+        target_aliases=list(target.aliases),
+        source_name=source.canonical_name,
+        source_aliases=list(source.aliases),
+    )
+    merged_target = await entity_rows.update_entity(
+        session,
+        entity_id=target_id,
+        values={"aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}},
+    )
+    await entity_rows.update_entity(
+        session, entity_id=source_id, values={"merged_into_id": target_id}
+    )
+
+    result = MergeResult(
+        target=merged_target,
+        source_entity_id=source_id,
+        target_entity_id=target_id,
+        facts_repointed=facts_repointed,
+        facts_superseded=facts_superseded,
+        aliases_added=added,
+    )
+    await _record_merge(session, tenant_id=tenant_id, result=result)
+    return result
+
+
+async def _lock_pair(
+    session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
+) -> tuple[Entity, Entity]:
+    """The target and the source, locked FOR UPDATE; NotFound or Conflict when either is
+    missing or already merged."""
     locked = await entity_rows.lock_pair(session, tenant_id=tenant_id, ids=(target_id, source_id))
     target, source = locked.get(target_id), locked.get(source_id)
     target = found(target, f"entity {target_id} not found")
@@ -71,7 +110,14 @@ async def merge_entities(
             f"entity {target_id} was merged into {target.merged_into_id}; "
             "merge into that entity instead"
         )
+    return target, source
 
+
+async def _move_facts(
+    session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
+) -> tuple[int, int]:
+    """Anchor the source's facts to the target, the loser of each conflict superseded; the
+    counts of facts repointed and superseded."""
     source_facts = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
     target_facts = {
         (fact.scope, fact.predicate_key): fact
@@ -101,30 +147,11 @@ async def merge_entities(
             target_id=loser.id,
             relation="supersedes",
         )
+    return facts_repointed, len(contests)
 
-    aliases, added = merge_aliases(
-        target_name=target.canonical_name,
-        target_aliases=list(target.aliases),
-        source_name=source.canonical_name,
-        source_aliases=list(source.aliases),
-    )
-    merged_target = await entity_rows.update_entity(
-        session,
-        entity_id=target_id,
-        values={"aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}},
-    )
-    await entity_rows.update_entity(
-        session, entity_id=source_id, values={"merged_into_id": target_id}
-    )
 
-    result = MergeResult(
-        target=merged_target,
-        source_entity_id=source_id,
-        target_entity_id=target_id,
-        facts_repointed=facts_repointed,
-        facts_superseded=len(contests),
-        aliases_added=added,
-    )
+async def _record_merge(session: AsyncSession, *, tenant_id: str, result: MergeResult) -> None:
+    """Write the `entity_merge` event."""
     await events.record(
         session,
         [
@@ -132,8 +159,8 @@ async def merge_entities(
                 "entity_merge",
                 tenant_id,
                 {
-                    "source_entity_id": str(source_id),
-                    "target_entity_id": str(target_id),
+                    "source_entity_id": str(result.source_entity_id),
+                    "target_entity_id": str(result.target_entity_id),
                     "facts_repointed": result.facts_repointed,
                     "facts_superseded": result.facts_superseded,
                     "aliases_added": result.aliases_added,
@@ -141,4 +168,3 @@ async def merge_entities(
             )
         ],
     )
-    return result

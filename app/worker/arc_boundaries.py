@@ -1,5 +1,6 @@
 """The arc boundary job: cut a scope's episodes at gaps in time and propose draft arcs."""
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -57,62 +58,76 @@ async def run_arc_boundaries(
     now = now_utc()
     for cluster in clusters:
         members = [timeline[i] for i in cluster]
-        start, end = members[0][1], members[-1][1]
+        end = members[-1][1]
         if len(members) < settings.min_episodes:
             counts["too_small"] += 1
             continue
         if now - end < gap:
             counts["still_open"] += 1
             continue
-        title = f"{scope}: {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}"
-        summary = " / ".join(
-            content[:SUMMARY_CHARS] for _, _, content in members[:SUMMARY_EPISODES]
-        )
-        text = search_text(title, summary, None, [])
-        async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-            embedded = await embed_texts(
-                session, ctx.embedder, [text], tenant_id=tenant_id, bulk=True
-            )
-            if await arc_rows.overlapping_arc_exists(
-                session, tenant_id=tenant_id, scope=scope, start=start, end=end
-            ):
-                counts["already_covered"] += 1
-                continue
-            row = await record_rows.insert_searchable(
-                session,
-                Arc,
-                search_text=text,
-                values={
-                    "tenant_id": tenant_id,
-                    "scope": scope,
-                    "title": title,
-                    "summary": summary,
-                    "arc_type": settings.proposed_type,
-                    "started_at": start,
-                    "ended_at": end,
-                    "status": "draft",
-                    **embedded.columns(0),
-                    "key_events": [
-                        {
-                            "memory_type": "episode",
-                            "memory_id": str(episode_id),
-                            "description": "",
-                            "occurred_at": occurred.isoformat(),
-                        }
-                        for episode_id, occurred, _ in members[:MAX_KEY_EVENTS]
-                    ],
-                },
-            )
-            await events.record(
-                session,
-                [
-                    events.Event(
-                        "arc_proposed",
-                        tenant_id,
-                        {"arc_id": str(row.id), "scope": scope, "episodes": len(members)},
-                        actor="arc_boundaries",
-                    )
-                ],
-            )
-        counts["arcs_created"] += 1
+        if await _propose_arc(
+            ctx, tenant_id=tenant_id, scope=scope, members=members, arc_type=settings.proposed_type
+        ):
+            counts["arcs_created"] += 1
+        else:
+            counts["already_covered"] += 1
     return JobOutcome(result={**counts, "gap_minutes": gap.total_seconds() / 60})
+
+
+async def _propose_arc(
+    ctx: JobContext,
+    *,
+    tenant_id: str,
+    scope: str,
+    members: list[tuple[uuid.UUID, datetime, str]],
+    arc_type: str,
+) -> bool:
+    """Store a draft arc over the cluster's `members` in one transaction; False when an arc
+    of the scope already overlaps it."""
+    start, end = members[0][1], members[-1][1]
+    title = f"{scope}: {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}"
+    summary = " / ".join(content[:SUMMARY_CHARS] for _, _, content in members[:SUMMARY_EPISODES])
+    text = search_text(title, summary, None, [])
+    async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+        embedded = await embed_texts(session, ctx.embedder, [text], tenant_id=tenant_id, bulk=True)
+        if await arc_rows.overlapping_arc_exists(
+            session, tenant_id=tenant_id, scope=scope, start=start, end=end
+        ):
+            return False
+        row = await record_rows.insert_searchable(
+            session,
+            Arc,
+            search_text=text,
+            values={
+                "tenant_id": tenant_id,
+                "scope": scope,
+                "title": title,
+                "summary": summary,
+                "arc_type": arc_type,
+                "started_at": start,
+                "ended_at": end,
+                "status": "draft",
+                **embedded.columns(0),
+                "key_events": [
+                    {
+                        "memory_type": "episode",
+                        "memory_id": str(episode_id),
+                        "description": "",
+                        "occurred_at": occurred.isoformat(),
+                    }
+                    for episode_id, occurred, _ in members[:MAX_KEY_EVENTS]
+                ],
+            },
+        )
+        await events.record(
+            session,
+            [
+                events.Event(
+                    "arc_proposed",
+                    tenant_id,
+                    {"arc_id": str(row.id), "scope": scope, "episodes": len(members)},
+                    actor="arc_boundaries",
+                )
+            ],
+        )
+    return True

@@ -73,31 +73,16 @@ async def run_episode_cleanup(
     totals = dict.fromkeys(COUNTERS, 0)
     expiry = (EXPIRED,) if ctx.settings.llm.base_url else (EXPIRED, GRACE)
     for tenant in tenants:
-        for phase in expiry:
-            await _drain(
-                ctx,
-                phase,
-                tenant_id=tenant,
-                batch_size=batch_size,
-                limit=None,
-                job_id=job_id,
-                grace_seconds=grace_seconds,
-                totals=totals,
-            )
-        for phase in (CAPACITY, CAPACITY_EXPIRED):
-            async with ctx.transaction(Scope(tenant_id=tenant)) as session:
-                excess = await cleanup_rows.count_episodes(session, tenant_id=tenant) - max_entries
-            if excess > 0:
-                await _drain(
-                    ctx,
-                    phase,
-                    tenant_id=tenant,
-                    batch_size=batch_size,
-                    limit=excess,
-                    job_id=job_id,
-                    grace_seconds=grace_seconds,
-                    totals=totals,
-                )
+        await _clean_tenant(
+            ctx,
+            tenant,
+            expiry=expiry,
+            max_entries=max_entries,
+            batch_size=batch_size,
+            job_id=job_id,
+            grace_seconds=grace_seconds,
+            totals=totals,
+        )
     final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
     working_memories_deleted = await _drain_working_memories(
         ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id
@@ -129,6 +114,46 @@ async def run_episode_cleanup(
             "run_retention_days": ctx.settings.runs.retention_days,
         }
     )
+
+
+async def _clean_tenant(
+    ctx: JobContext,
+    tenant_id: str,
+    *,
+    expiry: tuple[Phase, ...],
+    max_entries: int,
+    batch_size: int,
+    job_id: str | None,
+    grace_seconds: float,
+    totals: dict[str, int],
+) -> None:
+    """Drain a tenant's `expiry` phases, then the capacity phases while it is above
+    `max_entries`; add the counts to `totals`."""
+    for phase in expiry:
+        await _drain(
+            ctx,
+            phase,
+            tenant_id=tenant_id,
+            batch_size=batch_size,
+            limit=None,
+            job_id=job_id,
+            grace_seconds=grace_seconds,
+            totals=totals,
+        )
+    for phase in (CAPACITY, CAPACITY_EXPIRED):
+        async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
+            excess = await cleanup_rows.count_episodes(session, tenant_id=tenant_id) - max_entries
+        if excess > 0:
+            await _drain(
+                ctx,
+                phase,
+                tenant_id=tenant_id,
+                batch_size=batch_size,
+                limit=excess,
+                job_id=job_id,
+                grace_seconds=grace_seconds,
+                totals=totals,
+            )
 
 
 async def _drain(

@@ -427,42 +427,49 @@ def _ranked_legs(
             )
         )
     if window is not None:
-        inside = replace(filters, occurred=window)
-        legs.append(
-            (
-                "time",
-                [
-                    _semantic_leg("episode", inside, vector, limit)
-                    if vector is not None
-                    else _keyword_leg(
-                        "episode",
-                        inside,
-                        query or "",
-                        limit,
-                        prefix="time_episode",
-                        admitted=_admitted_rows("episode", inside, None, query, "time_episode")
-                        if "episode" in filters.exact
-                        else None,
-                    )
-                ],
-            )
+        legs.append(("time", [_time_leg(filters, vector, query, limit, window)]))
+    return [_ranked_leg(name, parts, limit) for name, parts in legs]
+
+
+def _time_leg(
+    filters: Filters,
+    vector: EmbeddingVector | None,
+    query: str | None,
+    limit: int,
+    window: tuple[datetime, datetime],
+) -> Select[Any]:
+    """The episodes that occurred inside `window`, by the semantic leg's order (the keyword
+    leg's without a vector)."""
+    inside = replace(filters, occurred=window)
+    if vector is not None:
+        return _semantic_leg("episode", inside, vector, limit)
+    return _keyword_leg(
+        "episode",
+        inside,
+        query or "",
+        limit,
+        prefix="time_episode",
+        admitted=_admitted_rows("episode", inside, None, query, "time_episode")
+        if "episode" in filters.exact
+        else None,
+    )
+
+
+def _ranked_leg(name: str, parts: list[Select[Any]], limit: int) -> Select[Any]:
+    """One leg's best `limit` rows of the union of its `parts`, ranked by score."""
+    pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
+    position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type, pool.c.id))
+    return (
+        select(
+            literal(name, Text).label("leg"),
+            pool.c.memory_type,
+            pool.c.id,
+            position.label("position"),
+            pool.c.score,
         )
-    ranked = []
-    for name, parts in legs:
-        pool = (union_all(*parts) if len(parts) > 1 else parts[0]).subquery(f"{name}_pool")
-        position = func.row_number().over(order_by=(pool.c.score, pool.c.memory_type, pool.c.id))
-        ranked.append(
-            select(
-                literal(name, Text).label("leg"),
-                pool.c.memory_type,
-                pool.c.id,
-                position.label("position"),
-                pool.c.score,
-            )
-            .order_by(position)
-            .limit(bindparam("limit", limit, type_=Integer))
-        )
-    return ranked
+        .order_by(position)
+        .limit(bindparam("limit", limit, type_=Integer))
+    )
 
 
 def _first(columns: Sequence[ColumnElement[Any]]) -> ColumnElement[Any]:

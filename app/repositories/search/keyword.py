@@ -289,7 +289,6 @@ def bm25_leg(
     past the memories the filter refuses. Else the `neighbours` (`id`: the semantic leg's
     memories of this type, visible by the same filters) are scored with the walk's.
     """
-    model = MODELS[memory_type]
     prefix = prefix or memory_type
     scopes: list[ColumnElement[str] | str] | None = None
     if scope is not None:
@@ -297,7 +296,48 @@ def bm25_leg(
     terms = _term_statistics(prefix, tenant_id, scopes, query)
     if admitted is not None:
         return _admitted_scored(memory_type, prefix, terms, admitted, limit)
-    partitions: list[ColumnElement[str] | str | None] = [None] if scopes is None else [*scopes]
+    found = _top_postings(
+        memory_type,
+        prefix,
+        terms,
+        [None] if scopes is None else [*scopes],
+        tenant_id=tenant_id,
+        visibility=visibility,
+        postings_per_term=postings_per_term,
+        postings_scanned=postings_scanned,
+    )
+    partial = func.sum(found.c.weight)
+    walked: Select[Any] | CompoundSelect[Any] = (
+        select(found.c.memory_id)
+        .group_by(found.c.memory_id)
+        .order_by(partial.desc(), found.c.memory_id)
+        .limit(limit * RESCORED_PER_LIMIT)
+    )
+    if neighbours is not None:
+        walked = union(
+            select(walked.subquery(f"{prefix}_walked").c.memory_id),
+            select(neighbours.c.id.label("memory_id")),
+        )
+    # Materialised, so the planner cannot re-run it once per query lexeme.
+    pool = walked.cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED")
+    return _scored(memory_type, prefix, terms, pool, limit)
+
+
+def _top_postings(
+    memory_type: str,
+    prefix: str,
+    terms: CTE,
+    partitions: list[ColumnElement[str] | str | None],
+    *,
+    tenant_id: ColumnElement[str],
+    visibility: list[ColumnElement[bool]],
+    postings_per_term: int,
+    postings_scanned: int,
+) -> FromClause:
+    """Each query lexeme's `postings_per_term` postings of highest impact in each partition
+    (None: the whole index) whose memories are visible, with their weight in the score:
+    (memory_id, term, weight)."""
+    model = MODELS[memory_type]
     tops = []
     for number, partition in enumerate(partitions):
         posting = KeywordPosting.__table__.alias(f"{prefix}_posting_{number}")
@@ -337,22 +377,7 @@ def bm25_leg(
             .select_from(terms)
             .join(top, true())
         )
-    found = (union_all(*tops) if len(tops) > 1 else tops[0]).subquery(f"{prefix}_found")
-    partial = func.sum(found.c.weight)
-    walked: Select[Any] | CompoundSelect[Any] = (
-        select(found.c.memory_id)
-        .group_by(found.c.memory_id)
-        .order_by(partial.desc(), found.c.memory_id)
-        .limit(limit * RESCORED_PER_LIMIT)
-    )
-    if neighbours is not None:
-        walked = union(
-            select(walked.subquery(f"{prefix}_walked").c.memory_id),
-            select(neighbours.c.id.label("memory_id")),
-        )
-    # Materialised, so the planner cannot re-run it once per query lexeme.
-    pool = walked.cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED")
-    return _scored(memory_type, prefix, terms, pool, limit)
+    return (union_all(*tops) if len(tops) > 1 else tops[0]).subquery(f"{prefix}_found")
 
 
 def _admitted_scored(

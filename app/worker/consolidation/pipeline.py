@@ -2,7 +2,7 @@
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
@@ -13,6 +13,7 @@ from app.core.config import JobSettings
 from app.core.constants import SECONDS_PER_HOUR
 from app.core.scope import SYSTEM, Scope
 from app.formulas.salience import REFLECTION_KIND
+from app.models import AgentEvent, Episode
 from app.repositories import consolidation as consolidation_rows
 from app.repositories import jobs as job_rows
 from app.repositories import provenance as provenance_rows
@@ -94,6 +95,11 @@ class Tally(Skipped, WriteCounts):
         self.parse_errors += len(parsed.parse_errors)
         self.errors.extend(f"{label}: parse: {error}" for error in parsed.parse_errors)
         self.errors.extend(f"{label}: {error}" for error in outcome.errors)
+
+    def failed(self, label: str, message: str) -> None:
+        """Count one group that failed, with its error."""
+        self.groups_failed += 1
+        self.errors.append(f"{label}: {message}")
 
     def figures(self) -> dict[str, Any]:
         """Every count, without the error list."""
@@ -229,9 +235,7 @@ async def _consolidate_batch(
     with retry_count + 1, or become failed until their backoff ends), None when nothing was
     pending any more.
     """
-    unit = Scope(
-        tenant_id=group.tenant_id, job_id=str(tally.job_id) if tally.job_id is not None else None
-    )
+    unit = _unit(group, tally)
     async with ctx.transaction(unit) as session:
         episodes = await consolidation_rows.pending_episodes(
             session,
@@ -241,106 +245,87 @@ async def _consolidate_batch(
         )
         if not episodes:
             return None
-        prompt = await _prompt(
+        prompt, scope = await _read_batch(
             session,
             group,
+            EPISODE_WRITES,
+            episodes,
             [
                 EpisodeItem(str(e.id), e.created_at, e.importance, e.content, e.occurred_at)
                 for e in episodes
             ],
+            occurred={e.id: e.occurred_at for e in episodes},
         )
-        writable = await _writable(
-            session,
-            group.tenant_id,
-            EPISODE_WRITES,
-            [e.id for e in episodes],
-            min(e.created_at for e in episodes),
-        )
-    scope = GroupScope(
-        group.tenant_id,
-        group.butler,
-        [e.id for e in episodes],
-        occurred={e.id: e.occurred_at for e in episodes},
-        shown=prompt.shown,
-        writable=writable,
-    )
     label = f"tenant {scope.tenant_id!r} butler {scope.butler!r}"
     tally.groups_processed += 1
     try:
-        parsed = await _ask_model(client, prompt.text)
+        parsed = await _ask_model(client, prompt)
         async with ctx.transaction(unit) as session:
             still_pending = await consolidation_rows.lock_still_pending(
                 session, episode_ids=scope.episode_ids
             )
             scope = replace(scope, episode_ids=still_pending)
-            outcome = await execute_consolidation(
+            outcome = await _apply_answer(ctx, session, scope, parsed)
+            await consolidation_rows.mark_consolidated(session, episode_ids=scope.episode_ids)
+            await _record_written(
                 session,
-                embedder=ctx.embedder,
-                group=scope,
-                auto_links=ctx.settings.auto_links,
+                tally,
+                scope,
+                event_type="episodes_consolidated",
+                payload=_payload(scope, outcome),
+                counter="episodes_consolidated",
+                outcome=outcome,
                 parsed=parsed,
             )
-            await consolidation_rows.mark_consolidated(session, episode_ids=scope.episode_ids)
-            await events.record(
-                session,
-                [
-                    events.Event(
-                        "episodes_consolidated",
-                        scope.tenant_id,
-                        _payload(scope, outcome),
-                        actor="consolidation",
-                    )
-                ],
-            )
-            await tally.commit_with(
-                session,
-                {
-                    "episodes_consolidated": len(scope.episode_ids),
-                    **_success_counts(outcome, parsed),
-                },
-            )
     except Exception as exc:  # noqa: BLE001 - recorded on the episodes and in the job
-        message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
-        logger.warning("consolidation of %s failed: %s", label, message)
+        message = _failure_message(exc, label)
         async with ctx.transaction(unit) as session:
-            retrying, failed = await consolidation_rows.record_failure(
-                session,
-                episode_ids=scope.episode_ids,
-                error=message,
-                policy=retry_policy(ctx.settings.jobs),
-            )
-            await events.record(
-                session,
-                [
-                    events.Event(
-                        "episodes_consolidation_failed",
-                        scope.tenant_id,
-                        {
-                            "butler": scope.butler,
-                            "error": message,
-                            "episode_ids": [str(i) for i in scope.episode_ids],
-                        },
-                        actor="consolidation",
-                    )
-                ],
-            )
-            await tally.commit_with(
-                session,
-                {
-                    "groups_processed": 1,
-                    "groups_failed": 1,
-                    "episodes_retrying": retrying,
-                    "episodes_failed": failed,
-                },
-            )
-        tally.groups_failed += 1
+            retrying, failed = await _record_episodes_failed(ctx, session, scope, message, tally)
+        tally.failed(label, message)
         tally.episodes_retrying += retrying
         tally.episodes_failed += failed
-        tally.errors.append(f"{label}: {message}")
         return False
     tally.succeeded(label, outcome, parsed)
     tally.episodes_consolidated += len(scope.episode_ids)
     return True
+
+
+async def _record_episodes_failed(
+    ctx: JobContext, session: AsyncSession, scope: GroupScope, message: str, tally: Tally
+) -> tuple[int, int]:
+    """Record a failed batch on its episodes, in an event and in the job's progress; how many
+    episodes will be retried and how many failed."""
+    retrying, failed = await consolidation_rows.record_failure(
+        session,
+        episode_ids=scope.episode_ids,
+        error=message,
+        policy=retry_policy(ctx.settings.jobs),
+    )
+    await events.record(
+        session,
+        [
+            events.Event(
+                "episodes_consolidation_failed",
+                scope.tenant_id,
+                {
+                    "butler": scope.butler,
+                    "error": message,
+                    "episode_ids": [str(i) for i in scope.episode_ids],
+                },
+                actor="consolidation",
+            )
+        ],
+    )
+    await tally.commit_with(
+        session,
+        {
+            "groups_processed": 1,
+            "groups_failed": 1,
+            "episodes_retrying": retrying,
+            "episodes_failed": failed,
+        },
+    )
+    return retrying, failed
 
 
 @dataclass(frozen=True)
@@ -431,9 +416,7 @@ async def _consolidate_reflections(
     """Like an episode batch: each reflection's belief is an item of the prompt, and what the
     model makes of it is scoped to the ledger and linked `derived_from` the reflection. Read
     reflections are marked; a failed batch stays unread for the next job."""
-    unit = Scope(
-        tenant_id=group.tenant_id, job_id=str(tally.job_id) if tally.job_id is not None else None
-    )
+    unit = _unit(group, tally)
     async with ctx.transaction(unit) as session:
         reflections = await consolidation_rows.unread_reflections(
             session,
@@ -444,9 +427,11 @@ async def _consolidate_reflections(
         )
         if not reflections:
             return None
-        prompt = await _prompt(
+        prompt, scope = await _read_batch(
             session,
             group,
+            REFLECTION_WRITES,
+            reflections,
             [
                 EpisodeItem(
                     str(r.id),
@@ -456,70 +441,117 @@ async def _consolidate_reflections(
                 )
                 for r in reflections
             ],
+            source_type="agent_event",
         )
-        writable = await _writable(
-            session,
-            group.tenant_id,
-            REFLECTION_WRITES,
-            [r.id for r in reflections],
-            min(r.created_at for r in reflections),
-        )
-    scope = GroupScope(
-        group.tenant_id,
-        group.butler,
-        [r.id for r in reflections],
-        source_type="agent_event",
-        shown=prompt.shown,
-        writable=writable,
-    )
     label = f"tenant {scope.tenant_id!r} ledger {scope.butler!r}"
     tally.groups_processed += 1
     try:
-        parsed = await _ask_model(client, prompt.text)
+        parsed = await _ask_model(client, prompt)
         async with ctx.transaction(unit) as session:
-            outcome = await execute_consolidation(
-                session,
-                embedder=ctx.embedder,
-                group=scope,
-                auto_links=ctx.settings.auto_links,
-                parsed=parsed,
-            )
+            outcome = await _apply_answer(ctx, session, scope, parsed)
             await consolidation_rows.mark_reflections_read(
                 session, tenant_id=scope.tenant_id, event_ids=scope.episode_ids
             )
-            await events.record(
+            await _record_written(
                 session,
-                [
-                    events.Event(
-                        "reflections_consolidated",
-                        scope.tenant_id,
-                        {
-                            **_payload(scope, outcome),
-                            "ledger": scope.butler,
-                            "reflection_ids": [str(i) for i in scope.episode_ids],
-                        },
-                        actor="consolidation",
-                    )
-                ],
-            )
-            await tally.commit_with(
-                session,
-                {
-                    "reflections_consolidated": len(scope.episode_ids),
-                    **_success_counts(outcome, parsed),
+                tally,
+                scope,
+                event_type="reflections_consolidated",
+                payload={
+                    **_payload(scope, outcome),
+                    "ledger": scope.butler,
+                    "reflection_ids": [str(i) for i in scope.episode_ids],
                 },
+                counter="reflections_consolidated",
+                outcome=outcome,
+                parsed=parsed,
             )
     except Exception as exc:  # noqa: BLE001 - recorded in the job; the batch stays unread
-        message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
-        logger.warning("consolidation of %s failed: %s", label, message)
+        message = _failure_message(exc, label)
         async with ctx.transaction(unit) as session:
             await tally.commit_with(session, {"groups_processed": 1, "groups_failed": 1})
-        tally.groups_failed += 1
-        tally.errors.append(f"{label}: {message}")
+        tally.failed(label, message)
         return False
     tally.succeeded(label, outcome, parsed)
     tally.reflections_consolidated += len(scope.episode_ids)
     return True
+
+
+def _unit(group: PendingGroup, tally: Tally) -> Scope:
+    """The scope of a batch's transactions: the group's tenant, and the job when there is one."""
+    return Scope(
+        tenant_id=group.tenant_id, job_id=str(tally.job_id) if tally.job_id is not None else None
+    )
+
+
+async def _read_batch(
+    session: AsyncSession,
+    group: PendingGroup,
+    writes: Writes,
+    records: Sequence[Episode | AgentEvent],
+    items: list[EpisodeItem],
+    *,
+    source_type: str = "episode",
+    occurred: dict[uuid.UUID, datetime] | None = None,
+) -> tuple[str, GroupScope]:
+    """The prompt of a batch of `records` (shown to the model as `items`) and the batch's
+    scope: the facts and rules the prompt shows, the scopes the records' writers may write."""
+    prompt = await _prompt(session, group, items)
+    ids = [r.id for r in records]
+    writable = await _writable(
+        session, group.tenant_id, writes, ids, min(r.created_at for r in records)
+    )
+    scope = GroupScope(
+        group.tenant_id,
+        group.butler,
+        ids,
+        source_type=source_type,
+        occurred=occurred or {},
+        shown=prompt.shown,
+        writable=writable,
+    )
+    return prompt.text, scope
+
+
+async def _apply_answer(
+    ctx: JobContext, session: AsyncSession, scope: GroupScope, parsed: ConsolidationResult
+) -> ExecutionOutcome:
+    """Write what the model's answer asks for the group."""
+    return await execute_consolidation(
+        session,
+        embedder=ctx.embedder,
+        group=scope,
+        auto_links=ctx.settings.auto_links,
+        parsed=parsed,
+    )
+
+
+async def _record_written(
+    session: AsyncSession,
+    tally: Tally,
+    scope: GroupScope,
+    *,
+    event_type: str,
+    payload: dict[str, Any],
+    counter: str,
+    outcome: ExecutionOutcome,
+    parsed: ConsolidationResult,
+) -> None:
+    """Record a written batch in an event and in the job's progress, its records under
+    `counter`."""
+    await events.record(
+        session, [events.Event(event_type, scope.tenant_id, payload, actor="consolidation")]
+    )
+    await tally.commit_with(
+        session, {counter: len(scope.episode_ids), **_success_counts(outcome, parsed)}
+    )
+
+
+def _failure_message(exc: Exception, label: str) -> str:
+    """What went wrong with a batch, logged."""
+    message = describe_error(exc, limit=MAX_ERROR_CHARS, plain=(GroupFailed, LLMError))
+    logger.warning("consolidation of %s failed: %s", label, message)
+    return message
 
 
 async def _ask_model(client: ChatClient, prompt: str) -> ConsolidationResult:
