@@ -44,19 +44,12 @@ class RequestIdMiddleware(HttpMiddleware):
             if started:
                 raise
             status, body, headers = unexpected_problem(exc, scope.get("path", ""), request_id)
-            encoded = json.dumps(body).encode()
-            await send_with_id(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                        (b"content-length", str(len(encoded)).encode()),
-                        *((k.lower().encode(), v.encode()) for k, v in headers.items()),
-                    ],
-                }
+            await send_problem_body(
+                send_with_id,
+                status,
+                json.dumps(body).encode(),
+                [(k.lower().encode(), v.encode()) for k, v in headers.items()],
             )
-            await send_with_id({"type": "http.response.body", "body": encoded})
         finally:
             current_request_id.reset(token)
 
@@ -86,6 +79,13 @@ async def send_problem(
             "errors": [{"field": field, "message": detail}],
         }
     ).encode()
+    await send_problem_body(send, status, body, headers or [])
+
+
+async def send_problem_body(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """Send an encoded problem document as the whole response, with `headers` after its own."""
     await send(
         {
             "type": "http.response.start",
@@ -93,7 +93,7 @@ async def send_problem(
             "headers": [
                 (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
                 (b"content-length", str(len(body)).encode()),
-                *(headers or []),
+                *headers,
             ],
         }
     )
