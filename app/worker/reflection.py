@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.core.errors import InvalidInput
 from app.core.scope import Scope
 from app.formulas import salience
@@ -67,19 +69,25 @@ def parse_reflection(output: str, pending: list[LedgerEvent]) -> ParsedReflectio
     return ParsedReflection(belief, chosen or [e.id for e in pending])
 
 
+async def _unreflected(
+    session: AsyncSession, ctx: JobContext, tenant_id: str, ledger: str, agent_id: str
+) -> list[LedgerEvent]:
+    rows = await ledger_rows.viewer_events(
+        session,
+        tenant_id=tenant_id,
+        ledger=ledger,
+        agent_id=agent_id,
+        global_visibility=GLOBAL,
+        limit=ctx.settings.agent_memory.max_candidates,
+    )
+    return salience.pending_events([ledger_event(row) for row in rows], agent_id)
+
+
 async def _pending(
     ctx: JobContext, tenant_id: str, ledger: str, agent_id: str
 ) -> list[LedgerEvent]:
     async with ctx.transaction(Scope(tenant_id=tenant_id)) as session:
-        rows = await ledger_rows.viewer_events(
-            session,
-            tenant_id=tenant_id,
-            ledger=ledger,
-            agent_id=agent_id,
-            global_visibility=GLOBAL,
-            limit=ctx.settings.agent_memory.max_candidates,
-        )
-    pending = salience.pending_events([ledger_event(row) for row in rows], agent_id)
+        pending = await _unreflected(session, ctx, tenant_id, ledger, agent_id)
     return pending if len(pending) >= ctx.settings.agent_memory.reflection_threshold else []
 
 
@@ -114,15 +122,7 @@ async def run_reflection(
             session, ctx.embedder, [parsed.belief], tenant_id=tenant_id, bulk=True
         )
         await ledger_rows.lock_agent(session, tenant_id=tenant_id, ledger=ledger, agent_id=agent_id)
-        rows = await ledger_rows.viewer_events(
-            session,
-            tenant_id=tenant_id,
-            ledger=ledger,
-            agent_id=agent_id,
-            global_visibility=GLOBAL,
-            limit=ctx.settings.agent_memory.max_candidates,
-        )
-        still = {e.id for e in salience.pending_events([ledger_event(r) for r in rows], agent_id)}
+        still = {e.id for e in await _unreflected(session, ctx, tenant_id, ledger, agent_id)}
         if not set(parsed.based_on) <= still:
             return JobOutcome(result={"reflected": 0, "reason": "reflected meanwhile"})
         try:
