@@ -19,7 +19,10 @@
 """
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.scope import Scope
 from app.repositories import erasure as erasure_rows
@@ -65,21 +68,7 @@ async def run_erasure(
                 if not ids:
                     break
                 erased, counts = await erase(session, tenant_id, ids)
-                await events.record(
-                    session,
-                    [
-                        events.Event(
-                            "memories_erased",
-                            tenant_id,
-                            {
-                                "job_id": str(job_id),
-                                "memory_type": memory_type,
-                                "memory_ids": [str(i) for i in erased],
-                            },
-                        )
-                    ],
-                )
-                await job_rows.add_progress(session, job_id=job_id, counts={**counts, "batches": 1})
+                await _record_batch(session, tenant_id, job_id, memory_type, erased, counts)
     if sel.whole_tenant:
         await _erase_tenant_rest(ctx, tenant_id=tenant_id, job_id=job_id, batch_size=batch_size)
     selector = next(name for name in SELECTORS if params.get(name))
@@ -99,6 +88,32 @@ async def run_erasure(
     return JobOutcome(result={"selector": selector, "deleted": receipt})
 
 
+async def _record_batch(
+    session: AsyncSession,
+    tenant_id: str,
+    job_id: uuid.UUID,
+    memory_type: str,
+    erased: Sequence[uuid.UUID],
+    counts: Counts,
+) -> None:
+    """One `memories_erased` event for a batch, and its counts added to the job's progress."""
+    await events.record(
+        session,
+        [
+            events.Event(
+                "memories_erased",
+                tenant_id,
+                {
+                    "job_id": str(job_id),
+                    "memory_type": memory_type,
+                    "memory_ids": [str(i) for i in erased],
+                },
+            )
+        ],
+    )
+    await job_rows.add_progress(session, job_id=job_id, counts={**counts, "batches": 1})
+
+
 async def _erase_tenant_rest(
     ctx: JobContext, *, tenant_id: str, job_id: uuid.UUID, batch_size: int
 ) -> None:
@@ -110,23 +125,7 @@ async def _erase_tenant_rest(
                 )
                 if not ids:
                     break
-                await events.record(
-                    session,
-                    [
-                        events.Event(
-                            "memories_erased",
-                            tenant_id,
-                            {
-                                "job_id": str(job_id),
-                                "memory_type": record_type,
-                                "memory_ids": [str(i) for i in ids],
-                            },
-                        )
-                    ],
-                )
-                await job_rows.add_progress(
-                    session, job_id=job_id, counts={table: len(ids), "batches": 1}
-                )
+                await _record_batch(session, tenant_id, job_id, record_type, ids, {table: len(ids)})
     for _ in range(MAX_BATCHES):
         async with ctx.transaction(Scope(tenant_id=tenant_id, job_id=str(job_id))) as session:
             deleted = await erasure_rows.delete_tenant_events(
