@@ -21,14 +21,22 @@ from app.services import events
 from app.services.events import memory_event
 
 
+async def _active_for_update(
+    session: AsyncSession, tenant_id: str, fact_id: uuid.UUID
+) -> Fact | None:
+    """The fact, locked, when it is active; None when it is absent or not active."""
+    row = await memory_rows.get(
+        session, Fact, tenant_id=tenant_id, memory_id=fact_id, for_update=True
+    )
+    return row if row is not None and row.validity == "active" else None
+
+
 async def strengthen(
     session: AsyncSession, *, tenant_id: str, fact_id: uuid.UUID, **why: Any
 ) -> Fact | None:
     """One more validation of an active fact; None (nothing changes) when it is not active."""
-    row = await memory_rows.get(
-        session, Fact, tenant_id=tenant_id, memory_id=fact_id, for_update=True
-    )
-    if row is None or row.validity != "active":
+    row = await _active_for_update(session, tenant_id, fact_id)
+    if row is None:
         return None
     updated = await memory_rows.update_row(
         session, Fact, memory_id=fact_id, values={"validation_count": Fact.validation_count + 1}
@@ -67,10 +75,8 @@ async def contradict_if_active(
     session: AsyncSession, *, tenant_id: str, fact_id: uuid.UUID, **why: Any
 ) -> Fact | None:
     """As `contradict`, but a fact that is absent or not active changes nothing (None)."""
-    row = await memory_rows.get(
-        session, Fact, tenant_id=tenant_id, memory_id=fact_id, for_update=True
-    )
-    if row is None or row.validity != "active":
+    row = await _active_for_update(session, tenant_id, fact_id)
+    if row is None:
         return None
     return await _contradicted(session, tenant_id=tenant_id, row=row, why=why)
 
