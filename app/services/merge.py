@@ -113,23 +113,34 @@ async def _lock_pair(
     return target, source
 
 
-async def _move_facts(
+async def fact_contests(
     session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
-) -> tuple[int, int]:
-    """Anchor the source's facts to the target, the loser of each conflict superseded; the
-    counts of facts repointed and superseded."""
-    source_facts = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
-    target_facts = {
+) -> tuple[list[Fact], list[tuple[Fact, Fact]]]:
+    """The source's active facts, and (winner, loser) for each that shares its scope and
+    predicate with an active fact of the target."""
+    moving = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
+    held = {
         (fact.scope, fact.predicate_key): fact
         for fact in await entity_rows.active_facts(
             session, tenant_id=tenant_id, entity_id=target_id
         )
     }
     contests = [
-        _winner_and_loser(fact, target_facts[(fact.scope, fact.predicate_key)])
-        for fact in source_facts
-        if (fact.scope, fact.predicate_key) in target_facts
+        _winner_and_loser(fact, held[(fact.scope, fact.predicate_key)])
+        for fact in moving
+        if (fact.scope, fact.predicate_key) in held
     ]
+    return moving, contests
+
+
+async def _move_facts(
+    session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
+) -> tuple[int, int]:
+    """Anchor the source's facts to the target, the loser of each conflict superseded; the
+    counts of facts repointed and superseded."""
+    _, contests = await fact_contests(
+        session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
+    )
     # Losers leave the active set before any fact moves, so the partial unique index on
     # (tenant, entity, scope, predicate) WHERE active never sees two active rows.
     await entity_rows.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])

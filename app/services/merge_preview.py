@@ -9,7 +9,7 @@ from app.core.errors import Conflict, InvalidInput, NotFound
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
 from app.services import butler_limits
-from app.services.merge import _winner_and_loser, merge_aliases
+from app.services.merge import fact_contests, merge_aliases
 
 
 @dataclass(frozen=True)
@@ -40,22 +40,13 @@ async def preview_merge(
     for entity in (source, target):
         if entity.merged_into_id is not None:
             raise Conflict(f"entity {entity.id} was already merged into {entity.merged_into_id}")
-    moving = await entity_rows.active_facts(session, tenant_id=tenant_id, entity_id=source_id)
-    held = {
-        (fact.scope, fact.predicate_key): fact
-        for fact in await entity_rows.active_facts(
-            session, tenant_id=tenant_id, entity_id=target_id
-        )
-    }
-    contests = [
-        _winner_and_loser(fact, held[(fact.scope, fact.predicate_key)])
-        for fact in moving
-        if (fact.scope, fact.predicate_key) in held
-    ]
+    moving, contests = await fact_contests(
+        session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
+    )
     _, added = merge_aliases(
         target_name=target.canonical_name,
         target_aliases=list(target.aliases),
         source_name=source.canonical_name,
         source_aliases=list(source.aliases),
     )
-    return MergePreview(target, source, list(moving), contests, added)
+    return MergePreview(target, source, moving, contests, added)
