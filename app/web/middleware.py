@@ -124,14 +124,7 @@ class InputGuardMiddleware(HttpMiddleware):
             return
         declared = content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await send_problem(
-                send,
-                413,
-                "Request body too large",
-                f"the body is limited to {self.max_body_bytes} bytes",
-                path,
-                "body",
-            )
+            await self._too_large(send, path)
             return
         if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
@@ -149,14 +142,7 @@ class InputGuardMiddleware(HttpMiddleware):
         try:
             body = await self._read_body(receive)
         except BodyTooLarge:
-            await send_problem(
-                send,
-                413,
-                "Request body too large",
-                f"the body is limited to {self.max_body_bytes} bytes",
-                path,
-                "body",
-            )
+            await self._too_large(send, path)
             return
         size = len(body)
         await self.app(scope, _replay(body, receive), send)
@@ -164,6 +150,16 @@ class InputGuardMiddleware(HttpMiddleware):
         if size >= RELEASE_AFTER_BODY_BYTES:
             await asyncio.to_thread(release_free_memory)
             release_free_memory_later(RELEASE_AGAIN_AFTER_SECONDS)
+
+    async def _too_large(self, send: Send, path: str) -> None:
+        await send_problem(
+            send,
+            413,
+            "Request body too large",
+            f"the body is limited to {self.max_body_bytes} bytes",
+            path,
+            "body",
+        )
 
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
