@@ -38,6 +38,23 @@ def merge_aliases(
     return [*target_aliases, *added], added
 
 
+def entity_aliases(target: Entity, source: Entity) -> tuple[list[str], list[str]]:
+    """`merge_aliases` of the two entities' names and aliases."""
+    return merge_aliases(
+        target_name=target.canonical_name,
+        target_aliases=list(target.aliases),
+        source_name=source.canonical_name,
+        source_aliases=list(source.aliases),
+    )
+
+
+def check_mergeable(target_id: uuid.UUID, source_id: uuid.UUID) -> None:
+    """A merge needs an unlimited key and two different entities."""
+    butler_limits.check_unlimited("merging entities")
+    if source_id == target_id:
+        raise InvalidInput("an entity cannot be merged into itself", field="source_id")
+
+
 def _winner_and_loser(source_fact: Fact, target_fact: Fact) -> tuple[Fact, Fact]:
     """The source fact wins only with strictly higher confidence."""
     if source_fact.confidence > target_fact.confidence:
@@ -57,9 +74,7 @@ async def merge_entities(
     anchored to the target, aliases and metadata are merged (target wins), the source is
     tombstoned and an `entity_merge` event is written.
     """
-    butler_limits.check_unlimited("merging entities")
-    if source_id == target_id:
-        raise InvalidInput("an entity cannot be merged into itself", field="source_id")
+    check_mergeable(target_id, source_id)
     target, source = await _lock_pair(
         session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
     )
@@ -67,12 +82,7 @@ async def merge_entities(
         session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
     )
 
-    aliases, added = merge_aliases(
-        target_name=target.canonical_name,
-        target_aliases=list(target.aliases),
-        source_name=source.canonical_name,
-        source_aliases=list(source.aliases),
-    )
+    aliases, added = entity_aliases(target, source)
     merged_target = await entity_rows.update_entity(
         session,
         entity_id=target_id,

@@ -5,11 +5,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.errors import Conflict, NotFound
 from app.models import Entity, Fact
 from app.repositories import entities as entity_rows
-from app.services import butler_limits
-from app.services.merge import fact_contests, merge_aliases
+from app.services.merge import check_mergeable, entity_aliases, fact_contests
 
 
 @dataclass(frozen=True)
@@ -28,9 +27,7 @@ async def preview_merge(
     session: AsyncSession, *, tenant_id: str, target_id: uuid.UUID, source_id: uuid.UUID
 ) -> MergePreview:
     """The merge's outcome as `merge_entities` would decide it now; nothing is changed."""
-    butler_limits.check_unlimited("merging entities")
-    if source_id == target_id:
-        raise InvalidInput("an entity cannot be merged into itself", field="source_id")
+    check_mergeable(target_id, source_id)
     target = await entity_rows.get(session, tenant_id=tenant_id, entity_id=target_id)
     source = await entity_rows.get(session, tenant_id=tenant_id, entity_id=source_id)
     if target is None:
@@ -43,10 +40,5 @@ async def preview_merge(
     moving, contests = await fact_contests(
         session, tenant_id=tenant_id, target_id=target_id, source_id=source_id
     )
-    _, added = merge_aliases(
-        target_name=target.canonical_name,
-        target_aliases=list(target.aliases),
-        source_name=source.canonical_name,
-        source_aliases=list(source.aliases),
-    )
+    _, added = entity_aliases(target, source)
     return MergePreview(target, source, moving, contests, added)
