@@ -1,6 +1,7 @@
 """memory_links: provenance edges between memories and typed relations of entities."""
 
 import uuid
+from dataclasses import asdict, dataclass
 
 from sqlalchemy import ColumnElement, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
@@ -22,14 +23,21 @@ from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
 
+@dataclass(frozen=True)
+class LinkEnds:
+    """An edge's source and target: a memory, record or entity each."""
+
+    source_type: str
+    source_id: uuid.UUID
+    target_type: str
+    target_id: uuid.UUID
+
+
 async def create_link(
     session: AsyncSession,
     *,
     tenant_id: str,
-    source_type: str,
-    source_id: uuid.UUID,
-    target_type: str,
-    target_id: uuid.UUID,
+    ends: LinkEnds,
     relation: str,
     strength: float = 1.0,
     reasoning: str | None = None,
@@ -41,10 +49,7 @@ async def create_link(
         insert(MemoryLink)
         .values(
             tenant_id=tenant_id,
-            source_type=source_type,
-            source_id=source_id,
-            target_type=target_type,
-            target_id=target_id,
+            **asdict(ends),
             relation=relation,
             strength=strength,
             reasoning=reasoning,
@@ -56,51 +61,43 @@ async def create_link(
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _key(
-    source_type: str, source_id: uuid.UUID, target_type: str, target_id: uuid.UUID
-) -> list[ColumnElement[bool]]:
+async def link_supersedes(
+    session: AsyncSession, *, tenant_id: str, newer: uuid.UUID, older: uuid.UUID
+) -> bool:
+    """The `supersedes` edge from the newer fact to the older (`create_link`)."""
+    return await create_link(
+        session,
+        tenant_id=tenant_id,
+        ends=LinkEnds("fact", newer, "fact", older),
+        relation="supersedes",
+    )
+
+
+def _key(ends: LinkEnds) -> list[ColumnElement[bool]]:
     return [
-        MemoryLink.source_type == source_type,
-        MemoryLink.source_id == source_id,
-        MemoryLink.target_type == target_type,
-        MemoryLink.target_id == target_id,
+        MemoryLink.source_type == ends.source_type,
+        MemoryLink.source_id == ends.source_id,
+        MemoryLink.target_type == ends.target_type,
+        MemoryLink.target_id == ends.target_id,
     ]
 
 
 async def get_link(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    source_type: str,
-    source_id: uuid.UUID,
-    target_type: str,
-    target_id: uuid.UUID,
-    relation: str,
+    session: AsyncSession, *, tenant_id: str, ends: LinkEnds, relation: str
 ) -> MemoryLink | None:
     """The tenant's edge of `relation` from source to target, if any."""
     stmt = select(MemoryLink).where(
-        MemoryLink.tenant_id == tenant_id,
-        *_key(source_type, source_id, target_type, target_id),
-        MemoryLink.relation == relation,
+        MemoryLink.tenant_id == tenant_id, *_key(ends), MemoryLink.relation == relation
     )
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
 async def delete_links(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    source_type: str,
-    source_id: uuid.UUID,
-    target_type: str,
-    target_id: uuid.UUID,
-    relation: str | None,
+    session: AsyncSession, *, tenant_id: str, ends: LinkEnds, relation: str | None
 ) -> list[MemoryLink]:
     """Delete the tenant's edges from source to target (of `relation` only, when given);
     the deleted rows."""
-    stmt = delete(MemoryLink).where(
-        MemoryLink.tenant_id == tenant_id, *_key(source_type, source_id, target_type, target_id)
-    )
+    stmt = delete(MemoryLink).where(MemoryLink.tenant_id == tenant_id, *_key(ends))
     if relation is not None:
         stmt = stmt.where(MemoryLink.relation == relation)
     result = await session.execute(stmt.returning(MemoryLink))

@@ -103,13 +103,6 @@ async def delete_link(
     target_id: uuid.UUID,
     relation: Relation | None = None,
 ) -> Response:
-    await links.delete_link(
-        session,
-        tenant_id=tenant_id,
-        source_type=source_type,
-        source_id=source_id,
-        target_type=target_type,
-        target_id=target_id,
-        relation=relation,
-    )
+    ends = links.LinkEnds(source_type, source_id, target_type, target_id)
+    await links.delete_link(session, tenant_id=tenant_id, ends=ends, relation=relation)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

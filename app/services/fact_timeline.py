@@ -83,14 +83,8 @@ async def apply(
         )
     predecessor = placement.predecessor
     if predecessor is not None:
-        await link_rows.create_link(
-            session,
-            tenant_id=tenant_id,
-            source_type="fact",
-            source_id=fact.id,
-            target_type="fact",
-            target_id=predecessor.id,
-            relation="supersedes",
+        await link_rows.link_supersedes(
+            session, tenant_id=tenant_id, newer=fact.id, older=predecessor.id
         )
     if following is not None:
         await _chain(session, tenant_id, newer=following.id, older=fact.id)
@@ -111,15 +105,7 @@ async def _chain(
     session: AsyncSession, tenant_id: str, *, newer: uuid.UUID, older: uuid.UUID
 ) -> None:
     await memory_rows.update_row(session, Fact, memory_id=newer, values={"supersedes_id": older})
-    await link_rows.create_link(
-        session,
-        tenant_id=tenant_id,
-        source_type="fact",
-        source_id=newer,
-        target_type="fact",
-        target_id=older,
-        relation="supersedes",
-    )
+    await link_rows.link_supersedes(session, tenant_id=tenant_id, newer=newer, older=older)
 
 
 async def close_superseded(

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.models import MemoryLink
 from app.repositories import links as link_rows
+from app.repositories.links import LinkEnds as LinkEnds
 from app.schemas.filters import MemoryFilter
 from app.schemas.links import LinkCreate, LinkListQuery
 from app.services import actors, events, fact_beliefs
@@ -49,27 +50,17 @@ async def create_link(
             session, tenant_id=tenant_id, memory_type=memory_type, memory_id=memory_id
         ):
             raise InvalidInput(f"{memory_type} {memory_id} does not exist", field=f"{end}_id")
+    ends = LinkEnds(data.source_type, data.source_id, data.target_type, data.target_id)
     created = await link_rows.create_link(
         session,
         tenant_id=tenant_id,
-        source_type=data.source_type,
-        source_id=data.source_id,
-        target_type=data.target_type,
-        target_id=data.target_id,
+        ends=ends,
         relation=data.relation,
         strength=data.strength,
         reasoning=data.reasoning,
         created_by=data.created_by or actors.current().name,
     )
-    link = await link_rows.get_link(
-        session,
-        tenant_id=tenant_id,
-        source_type=data.source_type,
-        source_id=data.source_id,
-        target_type=data.target_type,
-        target_id=data.target_id,
-        relation=data.relation,
-    )
+    link = await link_rows.get_link(session, tenant_id=tenant_id, ends=ends, relation=data.relation)
     if link is None:
         # The key is taken by another tenant's link; ids are random UUIDs, so this is
         # practically unreachable, but it must not become a 500.
@@ -107,29 +98,19 @@ async def require_memory(
 
 
 async def delete_link(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    source_type: str,
-    source_id: uuid.UUID,
-    target_type: str,
-    target_id: uuid.UUID,
-    relation: str | None,
+    session: AsyncSession, *, tenant_id: str, ends: LinkEnds, relation: str | None
 ) -> list[MemoryLink]:
     """Delete the edges from source to target (of `relation` only, when given), each an
     event; NotFound when the tenant has no such edge."""
     deleted = await link_rows.delete_links(
-        session,
-        tenant_id=tenant_id,
-        source_type=source_type,
-        source_id=source_id,
-        target_type=target_type,
-        target_id=target_id,
-        relation=relation,
+        session, tenant_id=tenant_id, ends=ends, relation=relation
     )
     if not deleted:
         of = f" of relation {relation}" if relation else ""
-        raise NotFound(f"no link{of} from {source_type} {source_id} to {target_type} {target_id}")
+        raise NotFound(
+            f"no link{of} from {ends.source_type} {ends.source_id} "
+            f"to {ends.target_type} {ends.target_id}"
+        )
     await events.record(
         session, [events.Event("link_deleted", tenant_id, link_payload(link)) for link in deleted]
     )

@@ -159,14 +159,8 @@ async def _move_facts(
     )
     for winner, loser in contests:
         await entity_rows.set_supersedes(session, winner_id=winner.id, loser_id=loser.id)
-        await link_rows.create_link(
-            session,
-            tenant_id=tenant_id,
-            source_type="fact",
-            source_id=winner.id,
-            target_type="fact",
-            target_id=loser.id,
-            relation="supersedes",
+        await link_rows.link_supersedes(
+            session, tenant_id=tenant_id, newer=winner.id, older=loser.id
         )
     return facts_repointed, len(contests)
 

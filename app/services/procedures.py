@@ -14,6 +14,7 @@ from app.models import Procedure
 from app.repositories import links as link_rows
 from app.repositories import procedures as procedure_rows
 from app.repositories import rows as record_rows
+from app.repositories.links import LinkEnds
 from app.repositories.procedures import ProcedureFilters
 from app.retrieval.records import RecordHit, search_records
 from app.schemas.common import MemoryRef
@@ -111,10 +112,7 @@ async def _insert(
         await link_rows.create_link(
             session,
             tenant_id=tenant_id,
-            source_type="procedure",
-            source_id=row.id,
-            target_type=ref.memory_type,
-            target_id=ref.memory_id,
+            ends=LinkEnds("procedure", row.id, ref.memory_type, ref.memory_id),
             relation="derived_from",
         )
     return row

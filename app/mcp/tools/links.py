@@ -118,15 +118,8 @@ async def link_delete(
     wrong or outdated link; the memories stay."""
 
     async def work(session: AsyncSession, caller: Caller) -> LinkDeleted:
-        await links.delete_link(
-            session,
-            tenant_id=caller.tenant_id,
-            source_type=source_type,
-            source_id=source_id,
-            target_type=target_type,
-            target_id=target_id,
-            relation=relation,
-        )
+        ends = links.LinkEnds(source_type, source_id, target_type, target_id)
+        await links.delete_link(session, tenant_id=caller.tenant_id, ends=ends, relation=relation)
         return LinkDeleted(
             source_type=source_type,
             source_id=source_id,

@@ -17,6 +17,7 @@ from app.embedding import Embedder
 from app.models import Fact, Rule
 from app.repositories import links as link_rows
 from app.repositories import memories as memory_rows
+from app.repositories.links import LinkEnds
 from app.schemas.common import MemoryRef
 from app.schemas.facts import FactCreate
 from app.schemas.procedures import ProcedureCreate, ProcedureStep
@@ -223,10 +224,7 @@ async def _link_sources(
         if await link_rows.create_link(
             session,
             tenant_id=group.tenant_id,
-            source_type=source_type,
-            source_id=source_id,
-            target_type=group.source_type,
-            target_id=episode_id,
+            ends=LinkEnds(source_type, source_id, group.source_type, episode_id),
             relation="derived_from",
         ):
             outcome.links_created += 1
@@ -318,15 +316,7 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
         await memory_rows.update_row(
             session, Fact, memory_id=fact.id, values={"supersedes_id": target.id}
         )
-    await link_rows.create_link(
-        session,
-        tenant_id=tenant_id,
-        source_type="fact",
-        source_id=fact.id,
-        target_type="fact",
-        target_id=target.id,
-        relation="supersedes",
-    )
+    await link_rows.link_supersedes(session, tenant_id=tenant_id, newer=fact.id, older=target.id)
 
 
 async def _new_rule(
