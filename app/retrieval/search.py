@@ -217,20 +217,40 @@ async def _fused(
         )
         rows.update(near_rows)
         known = {**known, **known_rows(near_rows)}
-        fused = fuse_learned(
+    fused = _fuse_as_planned(
+        plan, semantic, keyword, known=known, scale=scale, boost=boost, graph=near, window=plan.span
+    )
+    return fused, rows
+
+
+def _fuse_as_planned(
+    plan: SearchPlan,
+    semantic: Sequence[RankedCandidate],
+    keyword: Sequence[RankedCandidate],
+    *,
+    known: Mapping[Key, Known],
+    scale: SimilarityScale,
+    boost: Sequence[RankedCandidate] = (),
+    graph: Sequence[RankedCandidate] = (),
+    window: tuple[datetime, datetime] | None = None,
+) -> list[Fused]:
+    """The lists fused as the plan says: by the learned ranker, by RRF or weights (hybrid), or
+    the one list its mode searches."""
+    if plan.learned:
+        return fuse_learned(
             semantic,
             keyword,
             known=known,
             limit=plan.limit,
             depth=plan.depth,
             boost=boost,
-            window=plan.span,
-            graph=near,
+            window=window,
+            graph=graph,
             k=plan.rrf_k,
             scale=scale,
         )
-    elif plan.mode == "hybrid":
-        fused = fuse(
+    if plan.mode == "hybrid":
+        return fuse(
             semantic,
             keyword,
             limit=plan.limit,
@@ -238,15 +258,13 @@ async def _fused(
             boost=boost,
             method=plan.fused_by,
             weights=plan.weights,
-            graph=near,
+            graph=graph,
         )
-    else:
-        fused = single_list(
-            semantic if plan.mode == "semantic" else keyword,
-            semantic=plan.mode == "semantic",
-            boost=boost,
-        )
-    return fused, rows
+    return single_list(
+        semantic if plan.mode == "semantic" else keyword,
+        semantic=plan.mode == "semantic",
+        boost=boost,
+    )
 
 
 async def _vector_scan(
@@ -437,27 +455,8 @@ async def with_records(
                 language=plan.language,
             )
         )
-        found = fuse_learned(
-            semantic,
-            keyword,
-            known=known_rows(rows),
-            limit=plan.limit,
-            depth=plan.depth,
-            scale=scale,
-        )
-    elif plan.mode == "hybrid":
-        found = fuse(
-            semantic,
-            keyword,
-            limit=plan.limit,
-            k=plan.rrf_k,
-            method=plan.fused_by,
-            weights=plan.weights,
-        )
-    else:
-        found = single_list(
-            semantic if plan.mode == "semantic" else keyword, semantic=plan.mode == "semantic"
-        )
+    known = known_rows(rows) if plan.learned else {}
+    found = _fuse_as_planned(plan, semantic, keyword, known=known, scale=scale)
     return merge_sources(fused, found, hybrid=plan.mode == "hybrid", limit=plan.limit)
 
 
