@@ -47,6 +47,17 @@ def _texts(ids: Sequence[uuid.UUID]) -> list[str]:
     return [str(i) for i in ids]
 
 
+async def _ids_of(
+    session: AsyncSession, statement: str, *, tenant_id: str, ids: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """The first column of `statement`'s rows, run with `:tenant_id` and `:ids`; none for
+    no ids."""
+    if not ids:
+        return []
+    rows = await session.execute(text(statement), {"tenant_id": tenant_id, "ids": _texts(ids)})
+    return [row[0] for row in rows]
+
+
 async def _rowcount(session: AsyncSession, statement: str, **params: object) -> int:
     result = await session.execute(text(statement), params)
     return int(result.rowcount)  # type: ignore[attr-defined]
@@ -257,10 +268,9 @@ async def _version_chain(
 ) -> list[uuid.UUID]:
     """Every row of `table` in the version chains of `ids`, followed both ways along `link`
     (the column naming the version a row replaces or is replaced by), transitively."""
-    if not ids:
-        return []
-    rows = await session.execute(
-        text(f"""
+    return await _ids_of(
+        session,
+        f"""
         WITH RECURSIVE chain(id) AS (
             SELECT id FROM {table}
             WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
@@ -269,10 +279,10 @@ async def _version_chain(
             FROM chain c JOIN {table} v ON v.id = c.id OR v.{link} = c.id
             WHERE v.tenant_id = :tenant_id AND v.{link} IS NOT NULL
         )
-        SELECT id FROM chain"""),
-        {"tenant_id": tenant_id, "ids": _texts(ids)},
+        SELECT id FROM chain""",
+        tenant_id=tenant_id,
+        ids=ids,
     )
-    return [row[0] for row in rows]
 
 
 async def fact_versions(
@@ -315,10 +325,9 @@ async def entity_family(
     session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID]
 ) -> list[uuid.UUID]:
     """These entities and the tombstones merged into them, transitively (one identity)."""
-    if not ids:
-        return []
-    rows = await session.execute(
-        text("""
+    return await _ids_of(
+        session,
+        """
         WITH RECURSIVE family(id) AS (
             SELECT id FROM entities
             WHERE tenant_id = :tenant_id AND id = ANY(CAST(:ids AS uuid[]))
@@ -326,10 +335,10 @@ async def entity_family(
             SELECT e.id FROM entities e JOIN family f ON e.merged_into_id = f.id
             WHERE e.tenant_id = :tenant_id
         )
-        SELECT id FROM family"""),
-        {"tenant_id": tenant_id, "ids": _texts(ids)},
+        SELECT id FROM family""",
+        tenant_id=tenant_id,
+        ids=ids,
     )
-    return [row[0] for row in rows]
 
 
 async def facts_of_entities(
