@@ -168,19 +168,33 @@ async def next_procedures(
     )
 
 
-async def next_episodes(
-    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+async def _ids_where(
+    session: AsyncSession,
+    table: str,
+    condition: str | None,
+    *,
+    tenant_id: str,
+    sel: ErasureSelector,
+    limit: int,
 ) -> list[uuid.UUID]:
-    """Up to `limit` episodes the selector erases."""
-    condition = _episodes(sel, "e")
+    """`_ids` under one condition, or none."""
     return await _ids(
         session,
-        "episodes e",
+        table,
         [condition] if condition else [],
         "",
         tenant_id=tenant_id,
         sel=sel,
         limit=limit,
+    )
+
+
+async def next_episodes(
+    session: AsyncSession, *, tenant_id: str, sel: ErasureSelector, limit: int
+) -> list[uuid.UUID]:
+    """Up to `limit` episodes the selector erases."""
+    return await _ids_where(
+        session, "episodes e", _episodes(sel, "e"), tenant_id=tenant_id, sel=sel, limit=limit
     )
 
 
@@ -203,13 +217,6 @@ async def next_runs(
 ) -> list[uuid.UUID]:
     """Up to `limit` runs the selector erases (a whole tenant's go with its other
     records)."""
-    condition = _runs(sel, "u")
-    return await _ids(
-        session,
-        "runs u",
-        [condition] if condition else [],
-        "",
-        tenant_id=tenant_id,
-        sel=sel,
-        limit=limit,
+    return await _ids_where(
+        session, "runs u", _runs(sel, "u"), tenant_id=tenant_id, sel=sel, limit=limit
     )
