@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.hooks import commands as hook_commands
 
@@ -257,27 +257,38 @@ def _reembed(settings: Settings, args: argparse.Namespace) -> None:
 def _reindex(settings: Settings) -> None:
     from app.worker.reindex import reindex_all
 
-    async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
-        count = await reindex_all(
-            sessions,
-            context_turns=settings.embedding_context_turns,
-            keyword_context=settings.keyword_context,
-        )
-        return f"episodes: {count} keyword texts rebuilt"
-
-    _on_database(settings, work)
+    _rebuild_texts(settings, reindex_all, lambda count: f"episodes: {count} keyword texts rebuilt")
 
 
 def _reindex_text(settings: Settings) -> None:
     from app.worker.reindex_text import reindex_texts
 
+    _rebuild_texts(
+        settings,
+        reindex_texts,
+        lambda counts: ", ".join(f"{name}: {count} read again" for name, count in counts.items()),
+    )
+
+
+_Result = TypeVar("_Result")
+
+
+def _rebuild_texts(
+    settings: Settings,
+    rebuild: Callable[..., Awaitable[_Result]],
+    report: Callable[[_Result], str],
+) -> None:
+    """Run a rebuild of search texts with the keyword-text settings and print `report` of
+    what it returns."""
+
     async def work(sessions: async_sessionmaker[AsyncSession]) -> str:
-        counts = await reindex_texts(
-            sessions,
-            context_turns=settings.embedding_context_turns,
-            keyword_context=settings.keyword_context,
+        return report(
+            await rebuild(
+                sessions,
+                context_turns=settings.embedding_context_turns,
+                keyword_context=settings.keyword_context,
+            )
         )
-        return ", ".join(f"{name}: {count} read again" for name, count in counts.items())
 
     _on_database(settings, work)
 
