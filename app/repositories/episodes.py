@@ -3,7 +3,7 @@
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -16,6 +16,7 @@ from sqlalchemy import (
     bindparam,
     column,
     func,
+    literal,
     or_,
     select,
     text,
@@ -32,6 +33,7 @@ from app.repositories import pagination
 from app.repositories.filters import equal, uuid_or_none
 from app.repositories.memories import (
     BOUND_SEARCH_COLUMNS,
+    insert_rows,
     segmented,
     to_tsvector,
     with_documents,
@@ -102,6 +104,20 @@ async def episode_exists(session: AsyncSession, *, tenant_id: str, episode_id: u
 def given_time_or_now(param: str) -> ColumnElement[datetime]:
     """The time in bound parameter `param`, or the transaction's now() when it is None."""
     return func.coalesce(bindparam(param, type_=DateTime(timezone=True)), func.now())
+
+
+async def insert_episodes(
+    session: AsyncSession, rows: Sequence[dict[str, Any]], *, ttl_days: float
+) -> list[Episode]:
+    """Insert episodes in order (`insert_rows`): each expires `ttl_days` after the
+    transaction's now() and occurred at its `occurred_at_given`, or now() when that is None."""
+    return await insert_rows(
+        session,
+        Episode,
+        rows,
+        expires_at=func.now() + literal(timedelta(days=ttl_days)),
+        occurred_at=given_time_or_now("occurred_at_given"),
+    )
 
 
 # For each hit: the `count` live turns before it and after it in the same butler and session.

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
@@ -17,7 +16,6 @@ from app.formulas.sessions import Arrival, Stored, assign_sessions
 from app.models import Episode
 from app.repositories import episodes as episode_rows
 from app.repositories import erasure as erasure_rows
-from app.repositories import memories as memory_rows
 from app.repositories.episodes import EpisodeFilters
 from app.repositories.erasure import Counts
 from app.schemas.episodes import EpisodeCreate, EpisodeListQuery
@@ -75,13 +73,7 @@ async def create_episodes(
         embedded=embedded,
         keyword_context=keyword_context and embedder.context_turns > 0,
     )
-    created = await memory_rows.insert_rows(
-        session,
-        Episode,
-        rows,
-        expires_at=func.now() + literal(timedelta(days=ttl_days)),
-        occurred_at=episode_rows.given_time_or_now("occurred_at_given"),
-    )
+    created = await episode_rows.insert_episodes(session, rows, ttl_days=ttl_days)
     await store_passages(
         session,
         "episode",
