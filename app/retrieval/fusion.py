@@ -151,6 +151,29 @@ def text_of(row: Any) -> str:
     return ""
 
 
+def _with_ranks(
+    key: Key,
+    semantic: RankedCandidate | None,
+    keyword: RankedCandidate | None,
+    boosted: RankedCandidate | None,
+    *,
+    rrf_score: float | None,
+    fused_score: float,
+    contributions: dict[str, float] | None = None,
+) -> Fused:
+    """A fused result: its key, its rank in each list it is in, and its scores."""
+    return Fused(
+        memory_type=key[0],
+        memory_id=key[1],
+        semantic_rank=semantic.rank if semantic else None,
+        keyword_rank=keyword.rank if keyword else None,
+        rrf_score=rrf_score,
+        time_rank=boosted.rank if boosted else None,
+        fused_score=fused_score,
+        contributions=contributions,
+    )
+
+
 def fuse_learned(
     semantic: Sequence[RankedCandidate],
     keyword: Sequence[RankedCandidate],
@@ -208,14 +231,8 @@ def fuse_learned(
     for index, key in enumerate(keys):
         sem, kw, boosted = semantic_by.get(key), keyword_by.get(key), boost_by.get(key)
         fused.append(
-            Fused(
-                memory_type=key[0],
-                memory_id=key[1],
-                semantic_rank=sem.rank if sem else None,
-                keyword_rank=kw.rank if kw else None,
-                rrf_score=None,
-                time_rank=boosted.rank if boosted else None,
-                fused_score=float(ranked.scores[index]),
+            _with_ranks(
+                key, sem, kw, boosted, rrf_score=None, fused_score=float(ranked.scores[index])
             )
         )
     ordered = sorted(fused, key=_fusion_order)
@@ -316,13 +333,12 @@ def fuse(
                 parts["graph"] = 1.0 / (k + near.rank) if near else 0.0
         total = sum(parts.values())
         fused.append(
-            Fused(
-                memory_type=key[0],
-                memory_id=key[1],
-                semantic_rank=sem.rank if sem else None,
-                keyword_rank=kw.rank if kw else None,
+            _with_ranks(
+                key,
+                sem,
+                kw,
+                boosted,
                 rrf_score=total if method == "rrf" else None,
-                time_rank=boosted.rank if boosted else None,
                 fused_score=total,
                 contributions=parts,
             )
