@@ -12,6 +12,7 @@ from app.core.errors import InvalidInput
 from app.deps import EmbedderDep, RerankerDep, SettingsDep
 from app.responses.search import search_answer_out
 from app.retrieval import requests as retrieval
+from app.retrieval.searcher import Searcher
 from app.schemas.search import SearchRequest, SearchType, TimeMode
 
 router = APIRouter(prefix="/ui", route_class=ConsoleRoute, include_in_schema=False)
@@ -69,9 +70,7 @@ async def search_page(
         answer = search_answer_out(
             await retrieval.search_memories(
                 db,
-                tenant_id=console.tenant_id,
-                embedder=embedder,
-                retrieval=settings.retrieval,
+                searcher=Searcher(console.tenant_id, embedder, settings.retrieval),
                 request=search_request(params),
                 reranker=reranker,
             )

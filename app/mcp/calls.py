@@ -31,6 +31,7 @@ from app.deps import (
 )
 from app.embedding import Embedder
 from app.responses.pages import page_out
+from app.retrieval.searcher import Searcher
 from app.retrieval.user_reranker import UserReranker
 from app.services import actors
 
@@ -59,6 +60,10 @@ class Caller:
     def embedder(self) -> Embedder:
         embedder: Embedder = self.state.embedder
         return embedder
+
+    @property
+    def searcher(self) -> Searcher:
+        return Searcher(self.tenant_id, self.embedder, self.settings.retrieval)
 
     @property
     def reranker(self) -> UserReranker | None:

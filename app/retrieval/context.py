@@ -7,10 +7,9 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.config import RetrievalSettings
-from app.embedding import Embedder
 from app.formulas.fact_time import PointInTime
 from app.retrieval.recall import Recalled, bump_recalled, recall
+from app.retrieval.searcher import Searcher
 from app.schemas.filters import MemoryFilter
 
 CHARS_PER_TOKEN = 4
@@ -99,9 +98,7 @@ class Context:
 async def build_context(
     session: AsyncSession,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     trigger_prompt: str,
     butler: str,
     token_budget: int | None,
@@ -110,12 +107,11 @@ async def build_context(
     memory_filter: MemoryFilter | None = None,
 ) -> Context:
     """Recall facts and rules for `butler` and format those that fit the token budget."""
+    tenant_id, retrieval = searcher.tenant_id, searcher.retrieval
     budget = token_budget or retrieval.context_token_budget
     recollection = await recall(
         session,
-        tenant_id=tenant_id,
-        embedder=embedder,
-        retrieval=retrieval,
+        searcher=searcher,
         topic=trigger_prompt,
         scope=butler,
         limit=retrieval.context_recall_limit,

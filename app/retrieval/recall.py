@@ -8,8 +8,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
-from app.core.config import DEFAULT_RRF_K, RetrievalSettings, ScoreWeights
-from app.embedding import Embedder
+from app.core.config import DEFAULT_RRF_K, ScoreWeights
 from app.embedding.similarity_scale import IDENTITY, SimilarityScale, scale_of
 from app.formulas.fact_time import PointInTime
 from app.formulas.lifecycle import effective_confidence, recency_score
@@ -17,6 +16,7 @@ from app.repositories import references
 from app.retrieval.plan import GraphQuery, plan_search
 from app.retrieval.query_vectors import query_within
 from app.retrieval.search import Hit, search
+from app.retrieval.searcher import Searcher
 from app.schemas.filters import MemoryFilter
 
 RECALL_TYPES = ("fact", "rule")
@@ -116,9 +116,7 @@ def recall_order(item: Recalled) -> tuple[Any, ...]:
 async def recall(
     session: AsyncSession,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     topic: str,
     scope: str | None,
     limit: int | None,
@@ -133,6 +131,7 @@ async def recall(
     out those less similar to the topic than the relevance floor; each returned one is
     referenced. A remote model that cannot embed the topic within the query budget
     (`query_embedding_seconds`) leaves the semantic list out, as for a search."""
+    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
     limit = limit or retrieval.default_limit
     pool = limit * retrieval.recall_pool_factor
     plan = plan_search(
@@ -156,9 +155,7 @@ async def recall(
     hits = await search(
         session,
         plan,
-        tenant_id=tenant_id,
-        embedder=embedder,
-        retrieval=retrieval,
+        searcher=searcher,
         query_vector=vector,
     )
     now = reference_time or now_utc()

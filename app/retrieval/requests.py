@@ -6,7 +6,6 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
-from app.core.config import RetrievalSettings
 from app.core.errors import InvalidInput
 from app.core.languages import outside
 from app.core.scope import end_transaction
@@ -15,6 +14,7 @@ from app.formulas.fact_time import PointInTime, point_in_time
 from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
 from app.retrieval.query_vectors import QueryVector, query_within
 from app.retrieval.search import Hit, search
+from app.retrieval.searcher import Searcher
 from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
 from app.schemas.filters import filter_tree
@@ -38,15 +38,14 @@ class SearchAnswer:
 async def search_memories(
     session: AsyncSession,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     request: SearchRequest,
     reranker: UserReranker | None = None,
 ) -> SearchAnswer:
     """Search with the configured default mode and the time window read from the query; a
     `reranker` reorders its first results unless the request turned it off, after the
     session's transaction has ended (no later statement may use it)."""
+    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}", field="entities")
@@ -89,9 +88,7 @@ async def search_memories(
     hits = await search(
         session,
         plan if step is None else replace(plan, limit=step.pool),
-        tenant_id=tenant_id,
-        embedder=embedder,
-        retrieval=retrieval,
+        searcher=searcher,
         query_vector=vector,
     )
     if step is not None:

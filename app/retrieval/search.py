@@ -37,6 +37,7 @@ from app.retrieval.fusion import (
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
 from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
+from app.retrieval.searcher import Searcher
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
@@ -69,9 +70,7 @@ async def search(
     session: AsyncSession,
     plan: SearchPlan,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     query_vector: QueryVector | None = None,
 ) -> list[Hit]:
     """Search the tenant's memories as `plan` says; an empty query finds nothing.
@@ -87,6 +86,7 @@ async def search(
     all it shows (neighbours, paths, periods), so a reranker may reorder them once the
     transaction has ended.
     """
+    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
     if not plan.query:
         return []
     if query_vector is None and plan.semantic:

@@ -16,6 +16,7 @@ from app.deps import (
 )
 from app.responses.arcs import arc_out, arc_search_out
 from app.responses.pages import page_out
+from app.retrieval.searcher import Searcher
 from app.routers.created import locate
 from app.routers.params import ArcFilterQuery
 from app.schemas.arcs import (
@@ -92,7 +93,7 @@ async def search_arcs(
     """Find arcs by title, summary, outcome and lessons: in `hybrid` mode the semantic and
     keyword lists are fused by the configured `[retrieval] fusion`, like procedure search."""
     hits = await arcs.search_arcs(
-        session, tenant_id=tenant_id, embedder=embedder, retrieval=settings.retrieval, request=body
+        session, searcher=Searcher(tenant_id, embedder, settings.retrieval), request=body
     )
     return arc_search_out(body.mode, hits)
 

@@ -16,6 +16,7 @@ from app.deps import (
 )
 from app.responses.pages import page_out
 from app.responses.procedures import procedure_out, procedure_search_out
+from app.retrieval.searcher import Searcher
 from app.routers.created import locate
 from app.routers.params import ProcedureFilterQuery
 from app.schemas.common import Page
@@ -108,7 +109,7 @@ async def search_procedures(
     `include_superseded`.
     """
     hits = await procedures.search_procedures(
-        session, tenant_id=tenant_id, embedder=embedder, retrieval=settings.retrieval, request=body
+        session, searcher=Searcher(tenant_id, embedder, settings.retrieval), request=body
     )
     return procedure_search_out(body.mode, hits)
 

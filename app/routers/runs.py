@@ -17,6 +17,7 @@ from app.responses.runs import (
     run_out,
     run_search_out,
 )
+from app.retrieval.searcher import Searcher
 from app.routers.created import locate
 from app.routers.params import RunFilterQuery
 from app.schemas.common import Page
@@ -107,9 +108,7 @@ async def search_runs(
     return run_search_out(
         await runs.search_runs(
             session,
-            tenant_id=tenant_id,
-            embedder=embedder,
-            retrieval=settings.retrieval,
+            searcher=Searcher(tenant_id, embedder, settings.retrieval),
             request=body,
         )
     )

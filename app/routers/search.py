@@ -18,6 +18,7 @@ from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
+from app.retrieval.searcher import Searcher
 from app.schemas.filters import filter_tree
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
@@ -50,9 +51,7 @@ async def search_memories(
     return search_answer_out(
         await retrieval.search_memories(
             session,
-            tenant_id=tenant_id,
-            embedder=embedder,
-            retrieval=settings.retrieval,
+            searcher=Searcher(tenant_id, embedder, settings.retrieval),
             request=body,
             reranker=reranker,
         )
@@ -85,9 +84,7 @@ async def recall_memories(
     at = point_in_time(body.as_of, body.known_at)
     recalled = await recall(
         session,
-        tenant_id=tenant_id,
-        embedder=embedder,
-        retrieval=settings.retrieval,
+        searcher=Searcher(tenant_id, embedder, settings.retrieval),
         topic=body.topic,
         scope=body.scope,
         limit=body.limit,
@@ -133,9 +130,7 @@ async def memory_context(
     `known_at`, facts are the versions that held then, as believed then."""
     context = await build_context(
         session,
-        tenant_id=tenant_id,
-        embedder=embedder,
-        retrieval=settings.retrieval,
+        searcher=Searcher(tenant_id, embedder, settings.retrieval),
         trigger_prompt=body.trigger_prompt,
         butler=body.butler,
         token_budget=body.token_budget,

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
-from app.core.config import ArcSettings, RetrievalSettings
+from app.core.config import ArcSettings
 from app.core.errors import Conflict, InvalidInput, found
 from app.core.scope import side_session
 from app.core.text import preprocess_text
@@ -18,6 +18,7 @@ from app.repositories import entities as entity_rows
 from app.repositories import links as link_rows
 from app.repositories import rows as record_rows
 from app.retrieval.records import RecordHit, search_records
+from app.retrieval.searcher import Searcher
 from app.schemas.arcs import (
     MAX_KEY_EVENTS,
     ArcClose,
@@ -227,12 +228,11 @@ async def close_arc(
 async def search_arcs(
     session: AsyncSession,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     request: ArcSearchRequest,
 ) -> list[RecordHit]:
     """Semantic and keyword legs fused as memories are (the configured fusion), or one leg alone."""
+    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
     query = arc_rows.search_query(
         tenant_id=tenant_id, scope=request.scope, arc_type=request.arc_type, status=request.status
     )

@@ -6,7 +6,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.config import RetrievalSettings
 from app.core.errors import Conflict, InvalidInput, found
 from app.core.text import preprocess_text
 from app.embedding import Embedder
@@ -17,6 +16,7 @@ from app.repositories import rows as record_rows
 from app.repositories.links import LinkEnds
 from app.repositories.procedures import ProcedureFilters
 from app.retrieval.records import RecordHit, search_records
+from app.retrieval.searcher import Searcher
 from app.schemas.common import MemoryRef
 from app.schemas.filters import MemoryFilter
 from app.schemas.procedures import (
@@ -315,12 +315,11 @@ async def record_execution(
 async def search_procedures(
     session: AsyncSession,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     request: ProcedureSearchRequest,
 ) -> list[RecordHit]:
     """Semantic and keyword legs fused as memories are (the configured fusion), or one leg alone."""
+    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
     filters = ProcedureFilters(
         agent_id=request.agent_id,
         status=request.status,

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.clock import now_utc
-from app.core.config import RetrievalSettings
 from app.core.errors import InvalidInput, found
 from app.core.scope import side_session
 from app.core.text import preprocess_search_query, preprocess_text
@@ -20,6 +19,7 @@ from app.repositories.erasure import Counts
 from app.repositories.runs import RunFilters
 from app.repositories.search import candidates as search_rows
 from app.retrieval.query_vectors import embed_query, serving_vector
+from app.retrieval.searcher import Searcher
 from app.schemas.filters import MemoryFilter
 from app.schemas.runs import (
     FeedbackCreate,
@@ -266,9 +266,7 @@ class RunFound:
 async def search_runs(
     session: AsyncSession,
     *,
-    tenant_id: str,
-    embedder: Embedder,
-    retrieval: RetrievalSettings,
+    searcher: Searcher,
     request: RunSearchRequest,
 ) -> list[RunFound]:
     """Runs whose own text or messages are most similar to the query, with their feedback.
@@ -276,6 +274,7 @@ async def search_runs(
     With `success=false` this is the failure loop's "similar past failures": each result
     carries the critic's and humans' feedback to plan an improvement from.
     """
+    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
     query = preprocess_search_query(request.query)
     if not query:
         return []

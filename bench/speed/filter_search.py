@@ -43,6 +43,7 @@ from app.repositories.search import candidates as search_rows
 from app.retrieval import rerank
 from app.retrieval.plan import plan_search
 from app.retrieval.search import search
+from app.retrieval.searcher import Searcher
 from app.schemas.filters import parse_filter
 from bench.common.texts import question_with_parts
 from bench.speed.search_steps import PlainClient, percentile
@@ -109,7 +110,7 @@ async def exact_top(
         memory_filter=parse_filter(wanted or {"created_at": {"$exists": True}}),
     )
     await session.execute(text("SET LOCAL ROLE engram_app"))
-    hits = await search(session, plan, tenant_id=tenant, embedder=embedder, retrieval=exact)
+    hits = await search(session, plan, searcher=Searcher(tenant, embedder, exact))
     found = [(str(hit.row.id), hit.row.content) for hit in hits]
     await session.rollback()
     return found

@@ -268,9 +268,7 @@ async def arc_search(
     async def work(session: AsyncSession, caller: Caller) -> ArcSearchResponse:
         hits = await arcs.search_arcs(
             session,
-            tenant_id=caller.tenant_id,
-            embedder=caller.embedder,
-            retrieval=caller.settings.retrieval,
+            searcher=caller.searcher,
             request=request,
         )
         return arc_search_out(request.mode, hits)

@@ -125,9 +125,7 @@ async def procedure_search(
     async def work(session: AsyncSession, caller: Caller) -> ProcedureSearchResponse:
         hits = await procedures.search_procedures(
             session,
-            tenant_id=caller.tenant_id,
-            embedder=caller.embedder,
-            retrieval=caller.settings.retrieval,
+            searcher=caller.searcher,
             request=request,
         )
         return procedure_search_out(request.mode, hits)

@@ -201,9 +201,7 @@ async def run_search(
         return run_search_out(
             await runs.search_runs(
                 session,
-                tenant_id=caller.tenant_id,
-                embedder=caller.embedder,
-                retrieval=caller.settings.retrieval,
+                searcher=caller.searcher,
                 request=request,
             )
         )

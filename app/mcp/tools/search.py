@@ -86,9 +86,7 @@ async def memory_search(
         return search_answer_out(
             await retrieval.search_memories(
                 session,
-                tenant_id=caller.tenant_id,
-                embedder=caller.embedder,
-                retrieval=caller.settings.retrieval,
+                searcher=caller.searcher,
                 request=request,
                 reranker=caller.reranker,
             )
@@ -127,9 +125,7 @@ async def memory_recall(
     async def work(session: AsyncSession, caller: Caller) -> RecallResponse:
         recalled = await recall(
             session,
-            tenant_id=caller.tenant_id,
-            embedder=caller.embedder,
-            retrieval=caller.settings.retrieval,
+            searcher=caller.searcher,
             topic=request.topic,
             scope=request.scope,
             limit=request.limit,
@@ -168,9 +164,7 @@ async def memory_context(
     async def work(session: AsyncSession, caller: Caller) -> ContextResponse:
         context = await build_context(
             session,
-            tenant_id=caller.tenant_id,
-            embedder=caller.embedder,
-            retrieval=caller.settings.retrieval,
+            searcher=caller.searcher,
             trigger_prompt=request.trigger_prompt,
             butler=request.butler,
             token_budget=request.token_budget,
