@@ -12,7 +12,7 @@ from app.embedding.vectors import EmbeddingVector
 from app.models import AgentEvent, MemoryLink
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
-from app.repositories.memories import BOUND_SEARCH_COLUMNS, with_documents
+from app.repositories.memories import insert_rows
 
 EVENT_TYPE = "agent_event"
 
@@ -27,12 +27,7 @@ class EventFilters:
 
 async def insert_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> list[AgentEvent]:
     """Append events (each with a `search_text`) and return them in order."""
-    stmt = (
-        insert(AgentEvent)
-        .values(**BOUND_SEARCH_COLUMNS)
-        .returning(AgentEvent, sort_by_parameter_order=True)
-    )
-    return list((await session.execute(stmt, await with_documents(rows))).scalars())
+    return await insert_rows(session, AgentEvent, rows)
 
 
 async def list_events(

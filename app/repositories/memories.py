@@ -22,10 +22,12 @@ from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document, segment
-from app.models import Episode, Fact, Rule
+from app.models import Base, Episode, Fact, Rule
 from app.repositories import fact_time
 
 M = TypeVar("M", bound=Episode | Fact | Rule)
+# A table with the search columns: the memories, ledger events, run messages.
+Searchable = TypeVar("Searchable", bound=Base)
 
 MODELS: dict[str, type[Episode] | type[Fact] | type[Rule]] = {
     "episode": Episode,
@@ -128,8 +130,11 @@ async def bump_reference(
 
 
 async def insert_rows(
-    session: AsyncSession, model: type[M], rows: Sequence[dict[str, Any]], **sql_values: Any
-) -> list[M]:
+    session: AsyncSession,
+    model: type[Searchable],
+    rows: Sequence[dict[str, Any]],
+    **sql_values: Any,
+) -> list[Searchable]:
     """Insert rows (each with a `search_text` for its tsvector, and optionally the `language`
     it is read in) and return them in order.
 

@@ -13,7 +13,10 @@ from app.embedding.vectors import EmbeddingVector
 from app.models import Run, RunFeedback, RunMessage
 from app.repositories import pagination
 from app.repositories.filters import equal, rows_by_id
-from app.repositories.memories import BOUND_SEARCH_COLUMNS, search_columns, with_documents
+from app.repositories.memories import (
+    insert_rows,
+    search_columns,
+)
 from app.repositories.memory_filters import compile_filter
 from app.schemas.filters import MemoryFilter
 
@@ -89,12 +92,7 @@ async def insert_messages(
     session: AsyncSession, rows: Sequence[dict[str, Any]]
 ) -> list[RunMessage]:
     """Insert messages (each with a `search_text`) and return them in order."""
-    stmt = (
-        insert(RunMessage)
-        .values(**BOUND_SEARCH_COLUMNS)
-        .returning(RunMessage, sort_by_parameter_order=True)
-    )
-    return list((await session.execute(stmt, await with_documents(rows))).scalars())
+    return await insert_rows(session, RunMessage, rows)
 
 
 async def _of_runs(
