@@ -12,12 +12,12 @@ from typing import Any
 def add_commands(commands: Any) -> None:
     """Add `hook` and `hooks` to the `engram` command's subparsers; each runs through its
     `handler` default, before the service's settings are read."""
-    from app.hooks.claude_code import EVENTS
+    from app.hooks.config import EVENTS
 
     hook = commands.add_parser(
         "hook",
-        help="answer a Claude Code hook event (JSON payload on stdin): "
-        "UserPromptSubmit prints memories, the others store the transcript",
+        help="answer a Claude Code hook event (JSON payload on stdin): SessionStart and "
+        "UserPromptSubmit print memories, the others store the transcript",
     )
     hook.add_argument("event", choices=EVENTS)
     hook.add_argument(
@@ -56,14 +56,22 @@ def add_commands(commands: Any) -> None:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    from app.hooks.claude_code import HookConfig, run_hook
+    from app.hooks.config import HANDOFF_EVENTS, HookConfig
 
     config = HookConfig.from_env()
     if args.token_budget is not None and args.token_budget > 0:
         config = replace(config, token_budget=args.token_budget)
     if args.timeout is not None and args.timeout > 0:
         config = replace(config, timeout=args.timeout)
-    code = run_hook(args.event, config, sys.stdin, sys.stdout)
+    if args.event in HANDOFF_EVENTS:
+        # Only a detached process to start: nothing more is imported before it is.
+        from app.hooks.handoff import run_handoff
+
+        code = run_handoff(args.event, config, sys.stdin)
+    else:
+        from app.hooks.claude_code import run_hook
+
+        code = run_hook(args.event, config, sys.stdin, sys.stdout)
     # The answer is out: end now rather than wait for a request still under way.
     sys.stdout.flush()
     sys.stderr.flush()

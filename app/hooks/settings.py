@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.hooks.claude_code import EVENTS
+from app.hooks.config import EVENTS
 
 # Claude Code ends a hook after this many seconds; the hook's own deadline is shorter.
 HOOK_TIMEOUT_SECONDS = 10
