@@ -84,12 +84,19 @@ def _path(args: argparse.Namespace) -> Path:
     return settings_path(args.user, Path.cwd(), Path.home())
 
 
+def _record() -> Path:
+    from app.hooks.config import state_dir
+    from app.hooks.settings import RECORD_NAME
+
+    return state_dir(dict(os.environ)) / RECORD_NAME
+
+
 def _install(args: argparse.Namespace) -> int:
     from app.hooks.settings import SettingsError, engram_command, install
 
     path = _path(args)
     try:
-        entries = install(path, engram_command())
+        entries = install(path, engram_command(), _record())
     except SettingsError as error:
         raise SystemExit(f"engram hooks install: {error}") from None
     print(f"wrote Engram's hooks into {path}:")
@@ -106,8 +113,10 @@ def _uninstall(args: argparse.Namespace) -> int:
 
     path = _path(args)
     try:
-        removed = uninstall(path)
+        removed, deleted = uninstall(path, _record())
     except SettingsError as error:
         raise SystemExit(f"engram hooks uninstall: {error}") from None
     print(f"removed {removed} Engram hook entr{'y' if removed == 1 else 'ies'} from {path}")
+    if deleted:
+        print(f"deleted {path}: install had created it and nothing else was left in it")
     return 0

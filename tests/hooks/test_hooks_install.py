@@ -98,7 +98,7 @@ def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_t
     assert json.loads(path.read_text()) == THEIRS
 
 
-def test_user_install_writes_the_home_settings_and_uninstall_leaves_an_empty_object(
+def test_user_install_writes_the_home_settings_and_uninstall_deletes_the_file_it_created(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
@@ -110,7 +110,7 @@ def test_user_install_writes_the_home_settings_and_uninstall_leaves_an_empty_obj
 
     assert installed.returncode == removed.returncode == 0
     assert sorted(settings["hooks"]) == sorted(EVENTS)
-    assert json.loads((home / ".claude" / "settings.json").read_text()) == {}
+    assert not (home / ".claude").exists()
     assert not (tmp_path / ".claude").exists()
 
 
