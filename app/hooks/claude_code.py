@@ -1,154 +1,111 @@
 """`engram hook <event>`: Claude Code's hook events answered from, and stored in, a running
 Engram.
 
-UserPromptSubmit prints the project's memory block for the prompt; Stop, PreCompact and
-SessionEnd store the transcript's new turns as episodes. A hook never fails the agent's
-turn: on any error, or when its deadline passes, it prints nothing and exits 0.
+SessionStart and UserPromptSubmit add the project's memories to the model's context, only
+those the session was not shown yet; Stop stores the turn's new words as episodes;
+PreCompact and SessionEnd hand that to a detached process and return at once. A hook never
+fails the agent's turn: on any error, or when its deadline passes, it prints nothing and
+exits 0.
 """
 
-import hashlib
 import json
 import os
-import sys
 import threading
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
 
-from app.hooks.injected import neutralise, wrap
-from app.hooks.state import CapturedTurns
-from app.hooks.transcript import Turn, read_turns
+from app.hooks.block import (
+    EARLIER_TURNS_HEADING,
+    RECENT_TURNS_HEADING,
+    Item,
+    context_items,
+    memory_block,
+    turn_items,
+)
+from app.hooks.capture import capture
+from app.hooks.client import Engram, describe, log
+from app.hooks.config import (
+    CAPTURE_EVENTS,
+    CONTEXT_EVENTS,
+    EVENTS,
+    HANDOFF_EVENTS,
+    Deadline,
+    HookConfig,
+    butler_for,
+    project_dir,
+)
+from app.hooks.handoff import hand_off
+from app.hooks.state import ShownMemories, StateLocked
+from app.hooks.transcript import last_prompts, read_turns
 
-CONTEXT_EVENTS = ("UserPromptSubmit",)
-CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
-EVENTS = CONTEXT_EVENTS + CAPTURE_EVENTS
+__all__ = [
+    "CAPTURE_EVENTS",
+    "EVENTS",
+    "Deadline",
+    "Engram",
+    "HookConfig",
+    "butler_for",
+    "capture",
+    "handle",
+    "run_hook",
+]
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-DEFAULT_TIMEOUT_SECONDS = 3.0
-DEFAULT_TOKEN_BUDGET = 1500
-# Facts and rules (the context endpoint) may use this share of the budget; earlier turns of
-# the project's other sessions get what they leave.
-FACTS_AND_RULES_SHARE = 0.6
-# An earlier turn is shown only when it is at least this similar to the prompt.
-MIN_TURN_SIMILARITY = 0.3
+# An earlier turn is shown only when at least this similar to the prompt: unrelated prompts
+# score under 0.11 against a project's turns with the packaged model, related ones 0.24 up.
+MIN_TURN_SIMILARITY = 0.2
 EARLIER_TURNS = 10
-MAX_LINE_CHARS = 600
 PRINT_MARGIN_SECONDS = 0.25
 MAX_QUERY_CHARS = 4000
-MAX_CONTENT_CHARS = 50_000
-MAX_NAME_CHARS = 200
-EPISODES_PER_REQUEST = 50
-TURN_IDS_PER_QUERY = 100
-SOURCE = "claude-code"
+# SessionStart of a resumed or compacted session looks for what its last prompts were about.
+START_PROMPTS = 3
+# How long noting what was shown may wait for another hook of the session.
+STATE_WAIT_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
-class HookConfig:
-    """Where Engram is and how long and how much a hook may take."""
+class Injection:
+    """What a context event adds: the block (may be empty), its items, and whether the
+    context was emptied before it (a new, cleared or compacted session)."""
 
-    url: str
-    api_key: str | None
-    timeout: float
-    token_budget: int
-    butler: str | None
-    state_dir: Path
+    event: str
+    session_id: str | None
+    block: str
+    keys: list[str]
+    fresh: bool
 
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> "HookConfig":
-        """The configuration the environment gives (ENGRAM_URL, ENGRAM_API_KEY, ...)."""
-        env = dict(os.environ if environ is None else environ)
-        url = env.get("ENGRAM_URL") or DEFAULT_URL
-        return cls(
-            url=url.rstrip("/"),
-            api_key=env.get("ENGRAM_API_KEY") or None,
-            timeout=_positive(env.get("ENGRAM_HOOK_TIMEOUT"), DEFAULT_TIMEOUT_SECONDS),
-            token_budget=int(_positive(env.get("ENGRAM_HOOK_TOKEN_BUDGET"), DEFAULT_TOKEN_BUDGET)),
-            butler=env.get("ENGRAM_BUTLER") or None,
-            state_dir=_state_dir(env),
-        )
+    def output(self) -> str:
+        """The hook's stdout: the block as `hookSpecificOutput.additionalContext`."""
+        if not self.block:
+            return ""
+        specific = {"hookEventName": self.event, "additionalContext": self.block}
+        return json.dumps({"hookSpecificOutput": specific})
 
 
-def _positive(raw: str | None, default: float) -> float:
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        return default
-    return value if value > 0 else default
+def _query(text: str) -> str:
+    return " ".join(text.split())[:MAX_QUERY_CHARS]
 
 
-def _state_dir(env: dict[str, str]) -> Path:
-    if explicit := env.get("ENGRAM_HOOK_STATE_DIR"):
-        return Path(explicit).expanduser()
-    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home(), ".local", "state"))
-    return Path(base).expanduser() / "engram" / "claude-code"
-
-
-def butler_for(cwd: str) -> str:
-    """The butler a project directory's memories belong to: `claude-code:<name>-<hash>`, the
-    directory's name and 8 hex digits of its absolute path (two checkouts named alike stay
-    apart)."""
-    path = os.path.realpath(cwd)
-    digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    name = os.path.basename(path.rstrip(os.sep)) or "root"
-    return f"{SOURCE}:{name[: MAX_NAME_CHARS - 30]}-{digest}"
-
-
-class Deadline:
-    """The time left of a hook's total allowance."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        """Seconds left (at least a millisecond, so a timeout is never zero)."""
-        return max(self.end - time.monotonic(), 0.001)
-
-    def passed(self) -> bool:
-        """Whether the allowance is spent."""
-        return time.monotonic() >= self.end
-
-
-class Engram:
-    """The few calls a hook makes, each bounded by what is left of the deadline."""
-
-    def __init__(self, config: HookConfig, deadline: Deadline) -> None:
-        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self.http = httpx.Client(base_url=config.url, headers=headers, timeout=config.timeout)
-        self.deadline = deadline
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        """The JSON answer of one request; an HTTPError for a failure or a 4xx/5xx."""
-        response = self.http.request(method, path, timeout=self.deadline.left(), **kwargs)
-        response.raise_for_status()
-        return response.json()
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self.http.close()
-
-
-def memory_block(
-    engram: Engram, prompt: str, butler: str, session_id: str | None, token_budget: int
-) -> str:
-    """The project's memories for the prompt, wrapped in the tags that mark them as injected
-    and labelled as data; empty when there is nothing to show. At most `token_budget * 4`
-    characters of memories inside the tags."""
-    query = " ".join(prompt.split())[:MAX_QUERY_CHARS]
-    if not query:
-        return ""
-    budget = token_budget * 4
-    context_request = {
+def _context_request(query: str, butler: str, token_budget: int) -> dict[str, Any]:
+    """`POST /v1/context` for the whole budget (facts already shown leave room for others;
+    the block is cut to its share here), within what the endpoint takes."""
+    return {
         "trigger_prompt": query,
         "butler": butler,
-        "token_budget": max(10, int(token_budget * FACTS_AND_RULES_SHARE)),
+        "token_budget": max(10, min(token_budget, 100_000)),
     }
+
+
+def search_memories(
+    engram: Engram, query: str, butler: str, session_id: str | None, token_budget: int
+) -> tuple[list[Item], list[Item]]:
+    """The facts and rules for `query` and the turns of the project's other sessions like it,
+    asked for at once; what came back before the deadline."""
+    context_request = _context_request(query, butler, token_budget)
     search_request: dict[str, Any] = {
         "query": query,
         "types": ["episode"],
@@ -163,151 +120,134 @@ def memory_block(
     # Keep time to print what came back when one of the two is late.
     wait_for([context, earlier], timeout=max(engram.deadline.left() - PRINT_MARGIN_SECONDS, 0.001))
     pool.shutdown(wait=False)
-    facts = _answer(context, "context") or {}
-    # A block with no memory in it is only its heading.
-    text = neutralise(str(facts.get("context", "")).strip()) if facts.get("items") else ""
-    heading = "## Earlier conversations in this project"
-    lines = []
-    used = len(text) + 2 + len(heading)
-    for hit in (_answer(earlier, "search") or {}).get("results", []):
-        similarity = hit.get("similarity")
-        if similarity is not None and similarity < MIN_TURN_SIMILARITY:
-            continue
-        line = neutralise(_turn_line(hit))
-        if used + 1 + len(line) <= budget:
-            lines.append(line)
-            used += 1 + len(line)
-    if lines:
-        text = "\n\n".join(part for part in (text, heading + "\n" + "\n".join(lines)) if part)
-    if not text:
-        return ""
-    return wrap(
-        f"Memories Engram keeps for this project ({butler}); use them when they help.", text
-    )
+    hits = (_answer(earlier, "search") or {}).get("results", [])
+    similar = [
+        hit
+        for hit in hits
+        if hit.get("similarity") is None or hit["similarity"] >= MIN_TURN_SIMILARITY
+    ]
+    return context_items(_answer(context, "context")), turn_items(similar, EARLIER_TURNS_HEADING)
+
+
+def start_memories(
+    engram: Engram, payload: dict[str, Any], butler: str, config: HookConfig
+) -> tuple[list[Item], list[Item]]:
+    """SessionStart's memories. A resumed or compacted session's last prompts are the query;
+    a new one gets the project's most recent turns of other sessions, and the facts and rules
+    for what they (else the project's name) are about."""
+    session_id = _session_id(payload)
+    transcript = payload.get("transcript_path")
+    path = Path(transcript).expanduser() if isinstance(transcript, str) and transcript else None
+    turns = read_turns(path) if path is not None and path.is_file() else []
+    if query := _query(" ".join(last_prompts(turns, START_PROMPTS))):
+        return search_memories(engram, query, butler, session_id, config.token_budget)
+    params: dict[str, Any] = {"butler": butler, "limit": EARLIER_TURNS}
+    if session_id:
+        params["filter"] = json.dumps({"session_id": {"$ne": session_id}})
+    try:
+        recent = engram.call("GET", "/v1/episodes", params=params)["items"][::-1]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+        log(f"recent turns: {describe(error)}")
+        recent = []
+    cwd = payload.get("cwd")
+    name = os.path.basename(project_dir(config.project_dir, cwd if isinstance(cwd, str) else None))
+    query = _query(" ".join([name, *(str(turn.get("content", "")) for turn in recent)]))
+    try:
+        answer = engram.call(
+            "POST", "/v1/context", json=_context_request(query, butler, config.token_budget)
+        )
+    except (httpx.HTTPError, ValueError) as error:
+        log(f"context: {describe(error)}")
+        answer = None
+    return context_items(answer), turn_items(recent, RECENT_TURNS_HEADING)
 
 
 def _answer(future: Any, name: str) -> Any:
     if not future.done():
-        _log(f"{name}: no answer before the deadline")
+        log(f"{name}: no answer before the deadline")
         return None
     try:
         return future.result()
     except (httpx.HTTPError, ValueError) as error:
-        _log(f"{name}: {_describe(error)}")
+        log(f"{name}: {describe(error)}")
         return None
 
 
-def _turn_line(hit: dict[str, Any]) -> str:
-    day = str(hit.get("occurred_at") or "")[:10]
-    content = " ".join(str(hit.get("content", "")).split())
-    if len(content) > MAX_LINE_CHARS:
-        content = content[: MAX_LINE_CHARS - 1] + "…"
-    return f"- ({day}) {content}" if day else f"- {content}"
-
-
-def capture(engram: Engram, transcript: Path, butler: str, session_id: str, state_dir: Path) -> int:
-    """Store the turns of `transcript` not captured before as episodes of the session; the
-    number stored. A turn is captured once: the state file of the session remembers it, and
-    Engram is asked for the turns it already holds (a store whose answer came too late)."""
-    turns = read_turns(transcript)
-    stored = 0
-    with CapturedTurns.locked(state_dir, session_id, engram.deadline.left()) as captured:
-        new = [turn for turn in turns if turn.turn_id not in captured]
-        if not new:
-            return 0
-        known = _stored_turn_ids(engram, butler, session_id, [turn.turn_id for turn in new])
-        captured.add(known)
-        for chunk in _chunks(
-            [turn for turn in new if turn.turn_id not in known], EPISODES_PER_REQUEST
-        ):
-            engram.call(
-                "POST",
-                "/v1/episodes/batch",
-                json={"items": [_episode(turn, butler, session_id) for turn in chunk]},
-            )
-            captured.add(turn.turn_id for turn in chunk)
-            captured.save()
-            stored += len(chunk)
-        captured.save()
-    return stored
-
-
-def _stored_turn_ids(engram: Engram, butler: str, session_id: str, turn_ids: list[str]) -> set[str]:
-    found: set[str] = set()
-    for chunk in _chunks(turn_ids, TURN_IDS_PER_QUERY):
-        page = engram.call(
-            "GET",
-            "/v1/episodes",
-            params={
-                "butler": butler,
-                "session_id": session_id,
-                "include_expired": "true",
-                "limit": 200,
-                "filter": json.dumps({"metadata.turn_id": {"$in": chunk}}),
-            },
-        )
-        found.update(str(item.get("metadata", {}).get("turn_id")) for item in page["items"])
-    return found
-
-
-def _episode(turn: Turn, butler: str, session_id: str) -> dict[str, Any]:
-    content = f"{turn.speaker}: {turn.text}"[:MAX_CONTENT_CHARS]
-    episode: dict[str, Any] = {
-        "content": content,
-        "butler": butler,
-        "session_id": session_id,
-        "metadata": {"source": SOURCE, "turn_id": turn.turn_id},
-    }
-    if (occurred := _aware(turn.timestamp)) is not None:
-        episode["occurred_at"] = occurred
-    return episode
-
-
-def _aware(timestamp: str | None) -> str | None:
-    if not timestamp:
-        return None
-    try:
-        parsed = datetime.fromisoformat(timestamp)
-    except ValueError:
-        return None
-    return parsed.isoformat() if parsed.tzinfo is not None else None
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def handle(event: str, payload: dict[str, Any], config: HookConfig, deadline: Deadline) -> str:
-    """What the hook prints for `event` (empty for the capturing events)."""
-    cwd = payload.get("cwd")
-    butler = config.butler or butler_for(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+def _session_id(payload: dict[str, Any]) -> str | None:
     session_id = payload.get("session_id")
-    session_id = session_id if isinstance(session_id, str) and session_id.strip() else None
+    return session_id[:200] if isinstance(session_id, str) and session_id.strip() else None
+
+
+def inject(
+    engram: Engram, event: str, payload: dict[str, Any], butler: str, config: HookConfig
+) -> Injection:
+    """The memories a context event adds: those the session was not shown yet (all of them
+    after SessionStart other than a resume, whose context kept what it was shown)."""
+    session_id = _session_id(payload)
+    if event == "SessionStart":
+        facts, turns = start_memories(engram, payload, butler, config)
+    else:
+        prompt = payload.get("prompt")
+        query = _query(prompt if isinstance(prompt, str) else "")
+        facts, turns = (
+            search_memories(engram, query, butler, session_id, config.token_budget)
+            if query
+            else ([], [])
+        )
+    fresh = event == "SessionStart" and payload.get("source") != "resume"
+    shown: set[str] = set()
+    if session_id is not None and not fresh:
+        shown = ShownMemories.read(config.state_dir, session_id).ids
+    block, chosen = memory_block(
+        butler,
+        [item for item in facts if item.key not in shown],
+        [item for item in turns if item.key not in shown],
+        config.token_budget,
+    )
+    return Injection(event, session_id, block, [item.key for item in chosen], fresh)
+
+
+def handle(
+    event: str, payload: dict[str, Any], config: HookConfig, deadline: Deadline
+) -> Injection | None:
+    """What `event` adds to the context (None for the capturing events)."""
+    butler = config.butler_of(payload.get("cwd"))
+    if event in HANDOFF_EVENTS:
+        hand_off(event, payload, config)
+        return None
     engram = Engram(config, deadline)
     try:
         if event in CONTEXT_EVENTS:
-            prompt = payload.get("prompt")
-            block = memory_block(
-                engram,
-                prompt if isinstance(prompt, str) else "",
-                butler,
-                session_id,
-                config.token_budget,
-            )
-            if not block:
-                return ""
-            return json.dumps(
-                {"hookSpecificOutput": {"hookEventName": event, "additionalContext": block}}
-            )
+            return inject(engram, event, payload, butler, config)
+        session_id = _session_id(payload)
         transcript = payload.get("transcript_path")
-        if session_id is None or not isinstance(transcript, str) or not transcript:
-            _log(f"{event}: the payload has no session_id or transcript_path")
-            return ""
-        capture(engram, Path(transcript).expanduser(), butler, session_id[:200], config.state_dir)
-        return ""
+        if session_id is None:
+            log(f"{event}: the payload has no session_id")
+            return None
+        path = Path(transcript).expanduser() if isinstance(transcript, str) else Path("")
+        reply = payload.get("last_assistant_message")
+        capture(engram, path, butler, session_id, config.state_dir, reply)
+        return None
     finally:
         engram.close()
+
+
+def note_shown(config: HookConfig, injection: Injection, printed: bool) -> None:
+    """Note which memories the session was shown (all it had, when its context was emptied
+    before the block)."""
+    if injection.session_id is None or not (injection.fresh or printed):
+        return
+    try:
+        with ShownMemories.locked(
+            config.state_dir, injection.session_id, STATE_WAIT_SECONDS
+        ) as shown:
+            if injection.fresh:
+                shown.ids = set()
+            if printed:
+                shown.add(injection.keys)
+            shown.save()
+    except (OSError, StateLocked) as error:
+        log(f"{injection.event}: what was shown is not noted ({describe(error)})")
 
 
 def run_hook(event: str, config: HookConfig, stdin: TextIO, stdout: TextIO) -> int:
@@ -321,31 +261,21 @@ def run_hook(event: str, config: HookConfig, stdin: TextIO, stdout: TextIO) -> i
         payload = json.loads(stdin.read() or "{}")
         if not isinstance(payload, dict):
             raise ValueError("the payload is not a JSON object")
-        output = handle(event, payload, config, deadline)
+        injection = handle(event, payload, config, deadline)
+        printed = False
+        if injection is not None and injection.block and not deadline.passed():
+            stdout.write(injection.output() + "\n")
+            stdout.flush()
+            printed = True
+        if injection is not None:
+            note_shown(config, injection, printed)
     except Exception as error:  # the agent's turn goes on whatever happened here
-        _log(f"{event}: {_describe(error)}")
-        return 0
+        log(f"{event}: {describe(error)}")
     finally:
         watchdog.cancel()
-    if output and not deadline.passed():
-        stdout.write(output + "\n")
-        stdout.flush()
     return 0
 
 
 def _give_up() -> None:
-    _log("deadline passed; nothing done")
+    log("deadline passed; nothing done")
     os._exit(0)
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, httpx.HTTPStatusError):
-        return (
-            f"Engram answered {error.response.status_code} to "
-            f"{error.request.method} {error.request.url.path}: {error.response.text[:300]}"
-        )
-    return f"{type(error).__name__}: {error}"
-
-
-def _log(message: str) -> None:
-    sys.stderr.write(f"engram hook: {message}\n")

@@ -12,12 +12,12 @@ from typing import Any
 def add_commands(commands: Any) -> None:
     """Add `hook` and `hooks` to the `engram` command's subparsers; each runs through its
     `handler` default, before the service's settings are read."""
-    from app.hooks.claude_code import EVENTS
+    from app.hooks.config import EVENTS
 
     hook = commands.add_parser(
         "hook",
-        help="answer a Claude Code hook event (JSON payload on stdin): "
-        "UserPromptSubmit prints memories, the others store the transcript",
+        help="answer a Claude Code hook event (JSON payload on stdin): SessionStart and "
+        "UserPromptSubmit print memories, the others store the transcript",
     )
     hook.add_argument("event", choices=EVENTS)
     hook.add_argument(
@@ -56,14 +56,22 @@ def add_commands(commands: Any) -> None:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    from app.hooks.claude_code import HookConfig, run_hook
+    from app.hooks.config import HANDOFF_EVENTS, HookConfig
 
     config = HookConfig.from_env()
     if args.token_budget is not None and args.token_budget > 0:
         config = replace(config, token_budget=args.token_budget)
     if args.timeout is not None and args.timeout > 0:
         config = replace(config, timeout=args.timeout)
-    code = run_hook(args.event, config, sys.stdin, sys.stdout)
+    if args.event in HANDOFF_EVENTS:
+        # Only a detached process to start: nothing more is imported before it is.
+        from app.hooks.handoff import run_handoff
+
+        code = run_handoff(args.event, config, sys.stdin)
+    else:
+        from app.hooks.claude_code import run_hook
+
+        code = run_hook(args.event, config, sys.stdin, sys.stdout)
     # The answer is out: end now rather than wait for a request still under way.
     sys.stdout.flush()
     sys.stderr.flush()
@@ -76,12 +84,19 @@ def _path(args: argparse.Namespace) -> Path:
     return settings_path(args.user, Path.cwd(), Path.home())
 
 
+def _record() -> Path:
+    from app.hooks.config import state_dir
+    from app.hooks.settings import RECORD_NAME
+
+    return state_dir(dict(os.environ)) / RECORD_NAME
+
+
 def _install(args: argparse.Namespace) -> int:
     from app.hooks.settings import SettingsError, engram_command, install
 
     path = _path(args)
     try:
-        entries = install(path, engram_command())
+        entries = install(path, engram_command(), _record())
     except SettingsError as error:
         raise SystemExit(f"engram hooks install: {error}") from None
     print(f"wrote Engram's hooks into {path}:")
@@ -98,8 +113,10 @@ def _uninstall(args: argparse.Namespace) -> int:
 
     path = _path(args)
     try:
-        removed = uninstall(path)
+        removed, deleted = uninstall(path, _record())
     except SettingsError as error:
         raise SystemExit(f"engram hooks uninstall: {error}") from None
     print(f"removed {removed} Engram hook entr{'y' if removed == 1 else 'ies'} from {path}")
+    if deleted:
+        print(f"deleted {path}: install had created it and nothing else was left in it")
     return 0

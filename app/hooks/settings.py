@@ -1,6 +1,9 @@
 """`engram hooks install|uninstall --claude-code`: Engram's entries in a Claude Code
-settings.json, merged with what is there and removed exactly."""
+settings.json, merged with what is there and removed exactly. A settings file (and its
+`.claude` directory) that install created is noted, so uninstall deletes it again rather
+than leave an empty `{}` where there was nothing."""
 
+import contextlib
 import json
 import os
 import shlex
@@ -11,12 +14,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.hooks.claude_code import EVENTS
+from app.hooks.config import EVENTS
 
 # Claude Code ends a hook after this many seconds; the hook's own deadline is shorter.
 HOOK_TIMEOUT_SECONDS = 10
 # A settings file can hold secrets under "env": a new one is readable by its owner only.
 NEW_FILE_MODE = 0o600
+# In the hooks' state directory: the settings files and directories install created.
+RECORD_NAME = "installed-settings.json"
 
 
 class SettingsError(Exception):
@@ -167,27 +172,66 @@ def our_entries(executable: str) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def install(path: Path, executable: str) -> dict[str, Any]:
+def install(path: Path, executable: str, record: Path | None = None) -> dict[str, Any]:
     """Add Engram's entries to the settings at `path` (replacing any it wrote before);
-    returns the entries."""
+    returns the entries. When the file (or its directory) is new, `record` notes it."""
     settings = without_ours(read_settings(path))
+    created = [
+        candidate
+        for candidate in (path.parent, path)
+        if not candidate.exists() and not candidate.is_symlink()
+    ]
     entries = our_entries(executable)
     hooks = dict(settings.get("hooks", {}))
     for event, groups in entries.items():
         hooks[event] = [*hooks.get(event, []), *groups]
     write_settings(path, {**settings, "hooks": hooks})
+    if record is not None and created:
+        _note_created(record, [*_created(record), *(str(item.absolute()) for item in created)])
     return entries
 
 
-def uninstall(path: Path) -> int:
-    """Remove Engram's entries from the settings at `path`; how many were removed."""
+def uninstall(path: Path, record: Path | None = None) -> tuple[int, bool]:
+    """Remove Engram's entries from the settings at `path`: how many were removed, and
+    whether the file went too (install had created it and nothing else is left in it)."""
     if not path.exists():
-        return 0
+        return 0, False
     settings = read_settings(path)
     before = _count_ours(settings)
-    if before:
-        write_settings(path, without_ours(settings))
-    return before
+    left = without_ours(settings)
+    created = _created(record) if record is not None else []
+    mine = str(path.absolute()) in created
+    if mine and not left:
+        path.unlink()
+        if str(path.parent.absolute()) in created:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # only when empty
+    elif before:
+        write_settings(path, left)
+    if record is not None and mine:
+        noted = (str(path.absolute()), str(path.parent.absolute()))
+        _note_created(record, [item for item in created if item not in noted])
+    return before, mine and not left
+
+
+def _created(record: Path) -> list[str]:
+    """The paths the record holds (none when it is missing or unreadable)."""
+    try:
+        paths = json.loads(record.read_text(encoding="utf-8")).get("created", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(item) for item in paths if isinstance(item, str)]
+
+
+def _note_created(record: Path, paths: list[str]) -> None:
+    """Write the record (best effort: without it, uninstall leaves an empty file)."""
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = record.with_suffix(".tmp")
+        partial.write_text(json.dumps({"created": sorted(set(paths))}), encoding="utf-8")
+        os.replace(partial, record)
+    except OSError as error:
+        sys.stderr.write(f"engram hooks: could not note {record}: {error}\n")
 
 
 def _count_ours(settings: dict[str, Any]) -> int:

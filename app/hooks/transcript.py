@@ -1,6 +1,7 @@
 """The conversation turns of a Claude Code transcript (JSONL), without tool traffic or what
 the hook itself injected."""
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ from app.hooks.injected import CLOSE_TAG, OPEN_TAG
 _INJECTED = re.compile(re.escape(OPEN_TAG) + r".*?(?:" + re.escape(CLOSE_TAG) + r"|\Z)", re.DOTALL)
 # Text Claude Code adds around a turn for the model, not said by anyone.
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
+# The id prefix of a reply stored from its words (`said_id`).
+SAID = "said:"
 # Echoes of slash commands and their local output.
 _COMMAND_ECHO = (
     "<command-name>",
@@ -35,6 +38,27 @@ class Turn:
 def strip_injected(text: str) -> str:
     """The text without any Engram memory block or system reminder in it."""
     return _SYSTEM_REMINDER.sub("", _INJECTED.sub("", text)).strip()
+
+
+def said_id(text: str) -> str:
+    """The id of an assistant reply known by its words alone (Stop's `last_assistant_message`
+    before the transcript has it): `said:` and a digest of the words, whitespace left out, so
+    the reply's transcript turn, however its blocks are joined, has the same one."""
+    words = "".join(strip_injected(text).split())
+    return SAID + hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def since_last_prompt(turns: list[Turn]) -> list[Turn]:
+    """The turns after the last user turn (all of them when there is none)."""
+    for index in range(len(turns) - 1, -1, -1):
+        if turns[index].speaker == "user":
+            return turns[index + 1 :]
+    return turns
+
+
+def last_prompts(turns: list[Turn], count: int) -> list[str]:
+    """The texts of the last `count` user turns, oldest first."""
+    return [turn.text for turn in turns if turn.speaker == "user"][-count:]
 
 
 def _texts(content: object) -> list[str]:

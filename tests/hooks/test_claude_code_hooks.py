@@ -91,6 +91,17 @@ def episodes(url: str, key: str, butler: str) -> list[dict[str, Any]]:
     return sorted(answer.json()["items"], key=lambda item: item["sequence"])
 
 
+def stored_when(done: Any, url: str, key: str, butler: str, seconds: float = 60) -> list[str]:
+    """The butler's episodes' contents once `done(contents)` holds (a detached upload is
+    under way), polled for at most `seconds`."""
+    give_up = time.monotonic() + seconds
+    while not done(contents := [item["content"] for item in episodes(url, key, butler)]):
+        if time.monotonic() > give_up:
+            break
+        time.sleep(0.1)
+    return contents
+
+
 async def test_a_turn_captured_at_stop_is_in_the_next_sessions_context(
     live: str, api_key_for: Any, tmp_path: Path
 ) -> None:
@@ -153,7 +164,7 @@ async def test_a_turn_captured_at_stop_is_in_the_next_sessions_context(
     assert "## Key Facts" in context and "migrations run with flyway" in context
     small = hook(
         "UserPromptSubmit",
-        payload("user_prompt_submit", cwd=str(project), transcript_path=str(second)),
+        payload("user_prompt_submit", cwd=str(project), session_id="a-third-session"),
         {**env, "ENGRAM_HOOK_TOKEN_BUDGET": "60"},
     )
     block = json.loads(small.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -192,7 +203,7 @@ async def test_a_turn_captured_at_stop_is_in_the_next_sessions_context(
     )
 
     assert compacted.returncode == 0, compacted.stderr
-    contents = [episode["content"] for episode in episodes(live, key, butler)]
+    contents = stored_when(lambda stored: len(stored) >= 11, live, key, butler)
     assert len(contents) == 11  # the 5 turns of each session and the new prompt
     assert "user: Which port does the staging database listen on?" in contents
     assert not [

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-EVENTS = ["UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
+EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 THEIRS = {
     "model": "opus",
     "permissions": {"allow": ["Bash(npm test:*)"]},
@@ -79,6 +79,7 @@ def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_t
     assert engram_commands(first) == {
         "Stop": [["hook", "Stop"]],
         "PreToolUse": [],
+        "SessionStart": [["hook", "SessionStart"]],
         "UserPromptSubmit": [["hook", "UserPromptSubmit"]],
         "PreCompact": [["hook", "PreCompact"]],
         "SessionEnd": [["hook", "SessionEnd"]],
@@ -93,11 +94,11 @@ def test_install_merges_into_the_projects_settings_once_and_uninstall_restores_t
 
     removed = engram("hooks", "uninstall", "--claude-code", cwd=project, home=home)
 
-    assert removed.returncode == 0 and "removed 4" in removed.stdout
+    assert removed.returncode == 0 and "removed 5" in removed.stdout
     assert json.loads(path.read_text()) == THEIRS
 
 
-def test_user_install_writes_the_home_settings_and_uninstall_leaves_an_empty_object(
+def test_user_install_writes_the_home_settings_and_uninstall_deletes_the_file_it_created(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
@@ -109,7 +110,7 @@ def test_user_install_writes_the_home_settings_and_uninstall_leaves_an_empty_obj
 
     assert installed.returncode == removed.returncode == 0
     assert sorted(settings["hooks"]) == sorted(EVENTS)
-    assert json.loads((home / ".claude" / "settings.json").read_text()) == {}
+    assert not (home / ".claude").exists()
     assert not (tmp_path / ".claude").exists()
 
 
@@ -175,7 +176,7 @@ def test_uninstall_rewrites_a_symlinked_settings_files_target_keeping_its_mode(
 
     removed = engram("hooks", "uninstall", "--claude-code", "--user", cwd=tmp_path, home=home)
 
-    assert removed.returncode == 0 and "removed 4" in removed.stdout, removed.stderr
+    assert removed.returncode == 0 and "removed 5" in removed.stdout, removed.stderr
     assert link.is_symlink() and link.resolve() == target
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert json.loads(target.read_text()) == MINE
