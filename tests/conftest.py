@@ -1,8 +1,7 @@
 """Test fixtures: a throw-away database built by the Alembic migrations, the app, a client."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, ExitStack
 from typing import Any
 
 import httpx
@@ -19,8 +18,9 @@ from app.postgres.db import create_engine
 from app.repositories.search.broad_filters import BROAD
 from app.services import api_keys
 from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
+from tests.support.live_server import serve_in_thread
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.support.tools"]
 
 
@@ -155,3 +155,24 @@ def sql(db_engine: AsyncEngine) -> Any:
             return list(result.mappings()) if result.returns_rows else []
 
     return run
+
+
+@pytest.fixture(scope="session")
+def live_url(settings: Settings) -> Iterator[str]:
+    """The app served on a loopback port with authentication on, for the whole session; its
+    base URL (the tests of the clients, the MCP server and the hooks share it)."""
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
+
+
+@pytest.fixture
+def serve(settings: Settings) -> Iterator[Callable[..., str]]:
+    """`serve(jobs=...)`: the app with those settings replaced, served on a loopback port
+    until the test ends; its base URL."""
+    with ExitStack() as stack:
+
+        def start(**changes: Any) -> str:
+            configured = settings.model_copy(update=changes)
+            return stack.enter_context(serve_in_thread(create_app(configured)))
+
+        yield start

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_reindex_text_on_a_new_data_directory_migrates_and_reports(tmp_path):

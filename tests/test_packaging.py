@@ -6,8 +6,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
 from tests.support.database import scratch_database, scratch_server_url
+from tests.support.paths import REPO_ROOT
 
 SOURCE_REVISIONS = sorted(path.name for path in (REPO_ROOT / "alembic" / "versions").glob("*.py"))
 # Run in the wheel's unpacked tree: app.postgres.migrations must find app/_alembic there, not the

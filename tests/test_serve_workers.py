@@ -2,18 +2,13 @@
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.live_server import free_port
 
 
 def children(pid: int) -> list[int]:

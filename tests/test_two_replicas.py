@@ -12,9 +12,9 @@ import asyncpg
 import httpx
 
 from app.postgres.db import to_libpq_url
-from tests.conftest import REPO_ROOT
 from tests.support.database import scratch_database
-from tests.test_serve_workers import free_port
+from tests.support.live_server import free_port
+from tests.support.paths import REPO_ROOT
 
 JOBS = 8
 

@@ -21,10 +21,10 @@ import pytest
 from sqlalchemy import text
 
 from app.core.rls import BUTLER_LIMITS, butler_policy_statements, drop_butler_policy_statements
-from tests.api.test_mcp import connect, live_url  # noqa: F401 - fixture of the MCP tests
-from tests.api.test_tenancy import NOTHING, Call, body, own, query, v1_routes
-from tests.support.butler_keys import limited_client, mint_limited_key  # noqa: F401
+from tests.support.butler_keys import mint_limited_key
 from tests.support.console import console_client, csrf_of
+from tests.support.mcp import connect
+from tests.support.tenancy import NOTHING, Call, body, own, query, v1_routes
 
 TENANT = "guarded"
 HIDDEN = "alpha"
@@ -1165,12 +1165,12 @@ async def mcp_problems(url: str, secret: str, ids: dict[str, str]) -> list[str]:
 
 
 async def test_every_mcp_tool_keeps_a_limited_key_to_its_butlers(
-    app, tenant_client, live_url, db_engine
+    app, tenant_client, mcp_url, db_engine
 ):
     ids = await seed_alpha(await tenant_client(TENANT))
     before = await hidden_rows(db_engine)
     secret = await mint_limited_key(app, TENANT, [MINE])
-    assert await mcp_problems(live_url, secret, ids) == []
+    assert await mcp_problems(mcp_url, secret, ids) == []
     assert await hidden_rows(db_engine) == before
 
 
@@ -1189,12 +1189,12 @@ async def test_without_the_row_policies_the_guard_finds_leaks(
 
 
 async def test_without_the_row_policies_the_mcp_guard_finds_leaks(
-    app, tenant_client, live_url, db_engine
+    app, tenant_client, mcp_url, db_engine
 ):
     ids = await seed_alpha(await tenant_client(TENANT))
     secret = await mint_limited_key(app, TENANT, [MINE])
     async with policies_dropped(db_engine):
-        problems = await mcp_problems(live_url, secret, ids)
+        problems = await mcp_problems(mcp_url, secret, ids)
     # The tools mirroring the REST routes reach alpha's working memory, procedures, arcs,
     # private ledger events and links as soon as the policies are gone.
     for tool in (

@@ -3,7 +3,6 @@
 import json
 from typing import Any
 
-from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.http import post
 
 TENANT = "crew"

@@ -2,19 +2,10 @@
 
 import re
 
-import pytest
-
 from app.worker.consolidation.pipeline import DRY_RUN_REASON
 from tests.support.factories import store_fact, store_rule
 from tests.support.jobs import add_episodes, job_context, run_job
-from tests.support.llm_stub import LLMStub, completion, episode_ids, user_prompt
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
+from tests.support.llm_stub import completion, episode_ids, user_prompt
 
 
 async def _derived_from(sql, source_id):

@@ -5,16 +5,9 @@ import pytest
 from app.worker import worker
 from app.worker.consolidation.parser import NO_JSON_ERROR
 from tests.support.jobs import add_episodes, job_context, run_job
-from tests.support.llm_stub import LLMStub, Reply, completion, user_prompt
+from tests.support.llm_stub import Reply, completion, user_prompt
 
 NOTHING = {"new_facts": [], "updated_facts": [], "new_rules": [], "confirmations": []}
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
 
 
 async def _episode(client, episode_id):

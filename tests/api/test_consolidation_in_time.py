@@ -1,17 +1,8 @@
 """Consolidated facts get their valid time from the model, else from their episodes."""
 
-import pytest
-
 from tests.support.factories import store_episode, store_fact
 from tests.support.jobs import job_context, run_job
-from tests.support.llm_stub import LLMStub, completion, user_prompt
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
+from tests.support.llm_stub import completion, user_prompt
 
 
 async def test_valid_time_comes_from_the_model_else_from_the_source_episode(

@@ -4,19 +4,10 @@ retried with a growing backoff, and consolidated once the model answers again.""
 import re
 from datetime import datetime, timedelta
 
-import pytest
-
-from tests.api.test_metrics import sample
 from tests.support.console import overview_of
 from tests.support.jobs import add_episodes, job_context, run_job
 from tests.support.llm_stub import LLMStub, Reply, completion, episode_ids, user_prompt
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
+from tests.support.metrics import sample
 
 
 async def _pass(sql, hours: float) -> None:

@@ -1,16 +1,7 @@
 """Consolidation proposes procedures: stored as drafts of the butler, learned from episodes."""
 
-import pytest
-
 from tests.support.jobs import add_episodes, job_context, run_job
-from tests.support.llm_stub import LLMStub, completion
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
+from tests.support.llm_stub import completion
 
 
 def _proposal(name, *sources, steps=None):

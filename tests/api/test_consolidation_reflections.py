@@ -1,20 +1,11 @@
 """Ledger reflections feed consolidation: the model may turn a belief into facts and
 rules of the ledger's scope, linked `derived_from` the reflection, which is read once."""
 
-import pytest
-
 from tests.support.http import post
 from tests.support.jobs import job_context, run_job
-from tests.support.llm_stub import LLMStub, Reply, completion, episode_ids, user_prompt
+from tests.support.llm_stub import Reply, completion, episode_ids, user_prompt
 
 LEDGER = "town"
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
 
 
 async def _reflection(client, belief="Ann trusts Bo with the keys to the bakery."):

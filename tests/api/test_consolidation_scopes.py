@@ -1,23 +1,13 @@
 """What consolidation writes stays where the writers of what it read may write, and only
 the facts and rules the prompt showed may be updated or confirmed."""
 
-import pytest
-
 from app.worker.consolidation import pipeline
-from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import store_fact, store_rule
 from tests.support.http import post
 from tests.support.jobs import add_episodes, job_context, run_job
-from tests.support.llm_stub import LLMStub, completion, user_prompt
+from tests.support.llm_stub import completion, user_prompt
 
 TENANT = "default"
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
 
 
 async def _memories(sql) -> set[tuple[str, str, str]]:

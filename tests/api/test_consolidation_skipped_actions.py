@@ -4,23 +4,13 @@ after it in the model's answer still run."""
 import asyncio
 import uuid
 
-import pytest
-
 from app.worker import worker
-from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import store_fact, store_rule
 from tests.support.jobs import add_episodes, job_context
-from tests.support.llm_stub import LLMStub, Reply, completion
+from tests.support.llm_stub import Reply, completion
 
 TENANT = "default"
 LABEL = "tenant 'default' butler 'planner': "
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
 
 
 def _update(target: str, subject: str, predicate: str, content: str) -> dict:

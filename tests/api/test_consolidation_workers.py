@@ -4,19 +4,10 @@ import asyncio
 import json
 from collections import Counter
 
-import pytest
-
 from app.repositories import consolidation as consolidation_rows
 from app.worker import worker
 from tests.support.jobs import add_episodes, job_context, run_job
-from tests.support.llm_stub import LLMStub, Reply, completion, episode_ids, user_prompt
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
+from tests.support.llm_stub import Reply, completion, episode_ids, user_prompt
 
 
 def _one_fact_per_episode(request):

@@ -2,7 +2,7 @@
 (`halfvec` past 2,000), and a start with a model of another width than the stored vectors'
 is refused with what to do."""
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -10,8 +10,6 @@ import pytest
 from sqlalchemy import text
 
 from app.core.errors import StartupRefused
-from app.postgres.db import to_libpq_url
-from tests.support.database import scratch_database
 from tests.support.embeddings_stub import EmbeddingsStub, embeddings_stub
 from tests.support.model_app import client_of, remote_embedder, started
 
@@ -26,13 +24,6 @@ VECTOR_TABLES = {
     "arcs",
     "agent_events",
 }
-
-
-@pytest.fixture
-async def scratch_url(database_url: str) -> AsyncIterator[str]:
-    """A database of its own, migrated at the app's start (384-d columns, as shipped)."""
-    async with scratch_database(to_libpq_url(database_url), "engram_dims") as url:
-        yield url
 
 
 async def _columns(application: Any) -> dict[str, str]:

@@ -7,63 +7,9 @@ import pytest
 from app.repositories import erasure as erasure_rows
 from app.worker import worker
 from app.worker.erasure import run_erasure
-from tests.support.factories import create_entity, store_episode, store_fact, store_rule
-from tests.support.http import post
+from tests.support.factories import store_episode, store_fact, store_rule
 from tests.support.jobs import job_context
-from tests.support.rights import erase, key_id_of, marker_hits
-
-MARKER = "5550142"
-
-
-async def plant(client, marker: str = MARKER) -> dict[str, str]:
-    """The marker in an entity, an episode, two versions of a fact, and a rule's harmful
-    feedback; a link and an entity merge around them. Their ids."""
-    entity = await create_entity(
-        client, "Ann Example", metadata={"phone": marker}, aliases=[f"Ann {marker}"]
-    )
-    twin = await create_entity(client, f"Ann at {marker}")
-    merged = await client.post(f"/v1/entities/{entity['id']}/merge", json={"source_id": twin["id"]})
-    assert merged.status_code == 200
-    session_id = str(uuid.uuid4())
-    episode = await store_episode(client, f"Ann said: call me on {marker}", session_id=session_id)
-    old = await store_fact(
-        client,
-        subject="Ann",
-        predicate="phone",
-        content=f"Ann's phone is {marker}",
-        entity_id=entity["id"],
-    )
-    new = await store_fact(
-        client,
-        subject="Ann",
-        predicate="phone",
-        content=f"Ann's phone is {marker} (mobile)",
-        entity_id=entity["id"],
-    )
-    rule = await store_rule(client, "Read phone numbers back to the user")
-    harmful = await client.post(
-        f"/v1/rules/{rule['id']}/harmful", json={"reason": f"it read {marker} out loud"}
-    )
-    assert harmful.status_code == 200
-    await post(
-        client,
-        "/v1/links",
-        source_type="fact",
-        source_id=new["id"],
-        target_type="episode",
-        target_id=episode["id"],
-        relation="derived_from",
-    )
-    # Links: new -> episode (derived_from), new -> old (supersedes, made by the service).
-    return {
-        "entity": entity["id"],
-        "twin": twin["id"],
-        "episode": episode["id"],
-        "old": old["id"],
-        "new": new["id"],
-        "rule": rule["id"],
-        "session": session_id,
-    }
+from tests.support.rights import MARKER, erase, key_id_of, marker_hits, plant
 
 
 async def test_erasing_a_tenant_leaves_the_marker_in_no_column_of_any_table(

@@ -15,7 +15,6 @@ from app.repositories.erasure import TOMBSTONE_EVENTS
 from app.schemas.erasures import ErasureCreate
 from app.services.erasures import preview_erasure
 from app.worker.session_backfill import infer_missing_sessions
-from tests.support.butler_keys import limited_client  # noqa: F401 - fixture
 from tests.support.factories import create_entity, store_episode, store_fact
 from tests.support.http import post
 from tests.support.jobs import consolidate, job_context, run_job

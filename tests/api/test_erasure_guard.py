@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import text
 
 from app.schemas.erasures import SELECTORS
-from tests.api.test_mcp import live_url, mcp_as, ok  # noqa: F401 - fixtures of the MCP tests
 from tests.support.every_kind import plant_every_kind
 from tests.support.factories import create_entity, store_episode, store_fact, store_rule
 from tests.support.http import post
 from tests.support.jobs import consolidate
+from tests.support.mcp import ok
 from tests.support.rights import erase, marker_hits
 
 GONE = "7310442"

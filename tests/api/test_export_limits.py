@@ -3,14 +3,12 @@ is read, and a tenant has at most `export.max_per_tenant` exports under way at o
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import pytest
 
-from app.core.config import ExportSettings, Settings
+from app.core.config import ExportSettings
 from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
 from app.services import api_keys
@@ -18,22 +16,6 @@ from tests.support.factories import store_episode
 
 # Long enough that the export is sent in more than one piece.
 LONG_TEXT = "Caroline kept a diary of the lighthouse keepers. " * 800
-
-
-@pytest.fixture
-async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
-    """The app with a database pool of exactly one connection, one export per tenant."""
-    app = create_app(
-        settings.model_copy(
-            update={
-                "db_pool_size": 1,
-                "db_max_overflow": 0,
-                "export": ExportSettings(max_per_tenant=1),
-            }
-        )
-    )
-    async with app.router.lifespan_context(app):
-        yield app
 
 
 async def key_for(app: Any, tenant_id: str) -> str:

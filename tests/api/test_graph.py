@@ -6,12 +6,8 @@ import pytest
 
 from tests.support.factories import create_entity, ref, store_episode, store_fact, store_rule
 
-
-@pytest.fixture(autouse=True)
-def _no_automatic_links(app, monkeypatch):
-    """Every link of these graphs is made by the test itself."""
-    monkeypatch.setattr(app.state.settings.auto_links, "enabled", False)
-    monkeypatch.setattr(app.state.settings.auto_links, "mentions", False)
+# Every link of these graphs is made by the test itself.
+pytestmark = pytest.mark.usefixtures("no_automatic_links")
 
 
 async def episode(client, content="we talked about chess"):

@@ -8,12 +8,8 @@ import pytest
 from tests.support.factories import ref, store_fact
 from tests.support.http import post
 
-
-@pytest.fixture(autouse=True)
-def _no_automatic_links(app, monkeypatch):
-    """Every link of these graphs is made by the test itself."""
-    monkeypatch.setattr(app.state.settings.auto_links, "enabled", False)
-    monkeypatch.setattr(app.state.settings.auto_links, "mentions", False)
+# Every link of these graphs is made by the test itself.
+pytestmark = pytest.mark.usefixtures("no_automatic_links")
 
 
 async def link(client, source, target, relation="related_to"):

@@ -13,8 +13,8 @@ from app.core.rls import SYSTEM_SETTING
 from app.models import Entity
 from app.repositories.memory_filters import RECORD_COLUMNS, compile_filter, filter_values
 from app.schemas.filters import FIELDS, RECORD_FIELDS, parse_filter
-from tests.api.test_filter_property import WORDS, random_filter, random_metadata
 from tests.support.filter_eval import admits
+from tests.support.random_filters import WORDS, random_filter, random_metadata
 
 NAMES = ["Ann", "Anna", "Bob", "bob", "Zoë"]
 ALIASES = ["a", "ann", "boss", "Boss", "zed"]

@@ -7,11 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.test_mcp import error_text, live_url, mcp_as, ok
-from tests.support.butler_keys import limited_client
 from tests.support.http import post
-
-__all__ = ["limited_client", "live_url", "mcp_as"]  # fixtures, used here too
+from tests.support.mcp import error_text, ok
 
 STEPS = [{"step": 1, "action": "run_tests"}]
 

@@ -4,151 +4,32 @@ import asyncio
 import json
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
 
 from app.core.config import Settings
 from app.main import create_app
 from app.worker import worker
-from tests.conftest import REPO_ROOT
 from tests.support.employer_history import BELIEVED_BEFORE_CORRECTION, HELD, STORE_ORDER
 from tests.support.jobs import job_context
 from tests.support.live_server import serve_in_thread
-
-SPEC_TOOLS = {
-    "memory_store_episode",
-    "memory_store_fact",
-    "memory_store_rule",
-    "memory_search",
-    "memory_recall",
-    "memory_get",
-    "memory_confirm",
-    "memory_mark_helpful",
-    "memory_mark_harmful",
-    "memory_forget",
-    "memory_stats",
-    "memory_context",
-    "entity_create",
-    "entity_get",
-    "entity_update",
-    "entity_resolve",
-    "entity_merge",
-    "memory_run_consolidation",
-    "memory_run_episode_cleanup",
-}
-# Beyond the 19 memory tools: task runs and agent ledger memory.
-RUN_TOOLS = {
-    "run_create",
-    "run_log_messages",
-    "run_finish",
-    "run_add_feedback",
-    "run_get",
-    "run_delete",
-    "run_search",
-    "agent_event_append",
-    "agent_context",
-    "agent_reflect",
-}
-# Beyond the 19 memory tools: following jobs, and deletion, erasure and export as REST offers them.
-JOB_TOOLS = {"job_get", "job_list"}
-DATA_TOOLS = {"memory_delete", "entity_delete", "memory_erase", "memory_export"}
-# Beyond those: every other REST operation an agent would call (tests/test_mcp_coverage.py).
-MORE_TOOLS = {
-    "memory_store_episodes",
-    "memory_invert_rule",
-    "memory_list_episodes",
-    "memory_list_facts",
-    "memory_fact_history",
-    "memory_list_rules",
-    "entity_list",
-    "entity_facts",
-    "run_list",
-    "run_learn_lessons",
-    "agent_event_list",
-    "agent_reflection_list",
-    "working_memory_get",
-    "working_memory_set",
-    "working_memory_patch",
-    "working_memory_clear",
-    "scratchpad_get",
-    "scratchpad_set",
-    "scratchpad_delete",
-    "procedure_store",
-    "procedure_search",
-    "procedure_get",
-    "procedure_list",
-    "procedure_record_execution",
-    "procedure_set_status",
-    "procedure_new_version",
-    "procedure_versions",
-    "arc_create",
-    "arc_add_event",
-    "arc_update",
-    "arc_close",
-    "arc_get",
-    "arc_list",
-    "arc_search",
-    "arc_propose",
-    "link_create",
-    "link_list",
-    "link_delete",
-    "graph_neighbourhood",
-}
-# Beyond the 19 memory tools: evidence against a fact.
-BELIEF_TOOLS = {"memory_contradict"}
-ALL_TOOLS = SPEC_TOOLS | RUN_TOOLS | JOB_TOOLS | DATA_TOOLS | MORE_TOOLS | BELIEF_TOOLS
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on; yields its /mcp URL asking for every tool."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield f"{url}/mcp?tools=all"
-
-
-@asynccontextmanager
-async def connect(url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
-    """An SDK client session against `url`, sending `headers` on every request."""
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
-
-
-@pytest.fixture
-def mcp_as(live_url: str, api_key_for: Callable[[str], Awaitable[str]]) -> Any:
-    """Connect as a tenant of its own: `async with mcp_as("acme") as client`."""
-
-    @asynccontextmanager
-    async def open_for(tenant_id: str) -> AsyncIterator[Client]:
-        key = await api_key_for(tenant_id)
-        async with connect(live_url, {"Authorization": f"Bearer {key}"}) as client:
-            yield client
-
-    return open_for
-
-
-def ok(result: CallToolResult) -> dict[str, Any]:
-    """The JSON of a successful tool result; its text and structured forms agree."""
-    assert not result.is_error, result.content
-    [content] = result.content
-    parsed: dict[str, Any] = json.loads(content.text)  # type: ignore[union-attr]
-    assert result.structured_content == parsed
-    return parsed
-
-
-def error_text(result: CallToolResult) -> str:
-    """The message of a failed tool call."""
-    assert result.is_error, result.structured_content
-    return " ".join(block.text for block in result.content)  # type: ignore[union-attr]
+from tests.support.mcp import (
+    ALL_TOOLS,
+    BELIEF_TOOLS,
+    DATA_TOOLS,
+    JOB_TOOLS,
+    MORE_TOOLS,
+    RUN_TOOLS,
+    connect,
+    error_text,
+    ok,
+)
+from tests.support.paths import REPO_ROOT
 
 
 async def test_list_tools_returns_the_spec_tools_and_the_others(mcp_as: Any) -> None:
@@ -924,27 +805,27 @@ async def test_a_tenant_cannot_see_or_change_another_tenants_memories(
     assert episode_row["expires_at"].isoformat() == episode["expires_at"]
 
 
-async def test_a_call_without_a_valid_key_is_refused(live_url: str, app: Any) -> None:
+async def test_a_call_without_a_valid_key_is_refused(mcp_url: str, app: Any) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         for headers in ({}, {"Authorization": "Bearer not-a-key"}, {"X-API-Key": "nope"}):
             response = await http.post(
-                live_url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+                mcp_url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
             )
             assert response.status_code == 401, headers
             assert response.headers["content-type"] == "application/problem+json"
             assert response.headers["www-authenticate"] == 'Bearer realm="engram"'
     with pytest.raises(Exception, match="unhandled errors"):  # the SDK's MCPError, grouped
-        async with connect(live_url, {}) as client:
+        async with connect(mcp_url, {}) as client:
             await client.list_tools()
 
 
 async def test_the_x_api_key_header_is_accepted(
-    live_url: str,
+    mcp_url: str,
     api_key_for: Callable[[str], Awaitable[str]],
     sql: Any,
 ) -> None:
     key = await api_key_for("acme")
-    async with connect(live_url, {"X-API-Key": key}) as client:
+    async with connect(mcp_url, {"X-API-Key": key}) as client:
         ok(await client.call_tool("memory_store_rule", {"content": "Be kind"}))
     assert await sql("SELECT tenant_id FROM rules") == [{"tenant_id": "acme"}]
 
@@ -960,14 +841,14 @@ async def test_without_auth_every_call_is_the_default_tenant(
 
 
 async def test_engram_mcp_bridges_stdio_to_the_server(
-    live_url: str,
+    mcp_url: str,
     api_key_for: Callable[[str], Awaitable[str]],
     sql: Any,
 ) -> None:
     key = await api_key_for("desk")
     bridge = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "app.cli", "mcp", "--url", live_url],
+        args=["-m", "app.cli", "mcp", "--url", mcp_url],
         env={"ENGRAM_API_KEY": key},
         cwd=str(REPO_ROOT),
     )

@@ -17,8 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from app.mcp.groups import GROUPS
 from app.mcp.server import tool_groups
-from tests.api.test_mcp import ALL_TOOLS, error_text, live_url, ok  # noqa: F401 (fixture)
-from tests.conftest import REPO_ROOT
+from tests.support.mcp import ALL_TOOLS, error_text, ok
+from tests.support.paths import REPO_ROOT
 
 KeyFor = Callable[[str], Awaitable[str]]
 
@@ -85,12 +85,12 @@ async def listed(url: str, key: str) -> tuple[list[str], int]:
 
 
 async def test_mcp_serves_the_core_tools_unless_asked_for_more(
-    live_url: str, api_key_for: KeyFor
+    mcp_url: str, api_key_for: KeyFor
 ) -> None:
     key = await api_key_for("acme")
-    core, _ = await listed(base_url(live_url), key)
-    with_runs, _ = await listed(base_url(live_url) + "?tools=core,runs", key)
-    everything, _ = await listed(base_url(live_url) + "?tools=all", key)
+    core, _ = await listed(base_url(mcp_url), key)
+    with_runs, _ = await listed(base_url(mcp_url) + "?tools=core,runs", key)
+    everything, _ = await listed(base_url(mcp_url) + "?tools=all", key)
     assert set(core) == CORE_TOOLS and len(core) <= 12
     runs = {name for name, group in tool_groups().items() if group == "runs"}
     assert set(with_runs) == CORE_TOOLS | runs
@@ -101,10 +101,10 @@ async def test_mcp_serves_the_core_tools_unless_asked_for_more(
 
 @pytest.mark.parametrize("group", [*GROUPS, "all"])
 async def test_each_groups_tool_list_fits_its_budget(
-    group: str, live_url: str, api_key_for: KeyFor
+    group: str, mcp_url: str, api_key_for: KeyFor
 ) -> None:
     names, characters = await listed(
-        base_url(live_url) + f"?tools={group}", await api_key_for("acme")
+        base_url(mcp_url) + f"?tools={group}", await api_key_for("acme")
     )
     print(f"{group}: {len(names)} tools, {characters} characters")
     members = {name for name, of in tool_groups().items() if of == group or group == "all"}
@@ -120,13 +120,13 @@ def test_every_tool_is_in_exactly_one_group() -> None:
 
 
 async def test_a_tool_of_a_group_not_asked_for_is_refused_naming_the_group(
-    live_url: str, api_key_for: KeyFor
+    mcp_url: str, api_key_for: KeyFor
 ) -> None:
     key = await api_key_for("acme")
-    async with wire(base_url(live_url), key) as (client, _):
+    async with wire(base_url(mcp_url), key) as (client, _):
         refused = error_text(await client.call_tool("run_list", {}))
         stored = ok(await client.call_tool("memory_store_rule", {"content": "Be on time"}))
-    async with wire(base_url(live_url) + "?tools=core,runs", key) as (client, _):
+    async with wire(base_url(mcp_url) + "?tools=core,runs", key) as (client, _):
         runs = ok(await client.call_tool("run_list", {}))
     assert "'runs'" in refused and "tools=core,runs" in refused, refused
     assert stored["content"] == "Be on time"
@@ -135,12 +135,12 @@ async def test_a_tool_of_a_group_not_asked_for_is_refused_naming_the_group(
 
 @pytest.mark.parametrize("query", ["tools=core,bogus", "tools=all,bogus", "tools=", "tools=%20,"])
 async def test_an_unknown_group_is_a_400_naming_tools(
-    query: str, live_url: str, api_key_for: KeyFor
+    query: str, mcp_url: str, api_key_for: KeyFor
 ) -> None:
     key = await api_key_for("acme")
     async with httpx.AsyncClient(timeout=30) as http:
         answer = await http.post(
-            f"{base_url(live_url)}?{query}",
+            f"{base_url(mcp_url)}?{query}",
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
             headers={
                 "Authorization": f"Bearer {key}",
@@ -154,13 +154,13 @@ async def test_an_unknown_group_is_a_400_naming_tools(
     assert "core" in problem["detail"] and "all" in problem["detail"]
 
 
-async def test_engram_mcp_serves_the_groups_asked_for(live_url: str, api_key_for: KeyFor) -> None:
+async def test_engram_mcp_serves_the_groups_asked_for(mcp_url: str, api_key_for: KeyFor) -> None:
     key = await api_key_for("desk")
 
     async def bridged(*tools: str) -> set[str]:
         bridge = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "app.cli", "mcp", "--url", base_url(live_url), *tools],
+            args=["-m", "app.cli", "mcp", "--url", base_url(mcp_url), *tools],
             env={"ENGRAM_API_KEY": key},
             cwd=str(REPO_ROOT),
         )

@@ -12,8 +12,8 @@ from mcp import Client
 from app.core.config import Settings
 from app.mcp.aliases import OLD_NAMES
 from app.worker import worker
-from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401  (fixtures)
 from tests.support.jobs import job_context
+from tests.support.mcp import error_text, ok
 
 TenantClient = Callable[[str], Awaitable[httpx.AsyncClient]]
 WM = {"agent_id": "planner", "session_id": "chat-42"}

@@ -8,10 +8,8 @@ import httpx
 import pytest
 
 from app.repositories.search import candidates
-from tests.api.test_mcp import error_text, live_url, mcp_as, ok
 from tests.support.http import post
-
-__all__ = ["live_url", "mcp_as"]  # fixtures of the MCP tests, used here too
+from tests.support.mcp import error_text, ok
 
 TEA = "Ann drinks green tea every morning"
 

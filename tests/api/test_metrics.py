@@ -4,18 +4,7 @@ and jobs."""
 import re
 
 from tests.support.jobs import job_context, run_job
-
-
-def sample(text: str, name: str, **labels: str) -> float:
-    """The value of one sample of the exposition text (0 when absent)."""
-    wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
-    pattern = (
-        rf"^{re.escape(name)}{{{re.escape(wanted)}}} (\S+)$"
-        if labels
-        else rf"^{re.escape(name)} (\S+)$"
-    )
-    found = re.search(pattern, text, re.MULTILINE)
-    return float(found.group(1)) if found else 0.0
+from tests.support.metrics import sample
 
 
 async def test_requests_are_counted_by_route_template_and_status(client):

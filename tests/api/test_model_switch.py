@@ -3,7 +3,7 @@ old ones while searches and writes go on, then searches move to the new model in
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -12,10 +12,9 @@ from sqlalchemy import text
 
 from app.core.errors import StartupRefused
 from app.embedding import Embedder
-from app.postgres.db import make_sessionmaker, to_libpq_url
+from app.postgres.db import make_sessionmaker
 from app.services import embedding_store
 from app.worker import model_switch
-from tests.support.database import scratch_database
 from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
 from tests.support.factories import store_fact, store_rule
 from tests.support.http import post
@@ -34,13 +33,6 @@ VECTOR_TABLES = (
     "agent_events",
 )
 LONG = " ".join(f"Ann sailed past lighthouse number {n} on her way north." for n in range(40))
-
-
-@pytest.fixture
-async def scratch_url(database_url: str) -> AsyncIterator[str]:
-    """A database of its own, migrated at the app's start."""
-    async with scratch_database(to_libpq_url(database_url), "engram_switch") as url:
-        yield url
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from typing import Any
 
 from app.worker import scheduler, worker
 from app.worker.pii import Scrubber
-from tests.api.test_mcp import live_url, mcp_as, ok  # noqa: F401 - fixtures of the MCP tests
 from tests.support.factories import store_episode, store_rule
 from tests.support.http import post
 from tests.support.jobs import job_context
+from tests.support.mcp import ok
 from tests.support.rights import marker_hits
 
 ADDRESS = "bob.kline@corpmail.com"

@@ -5,10 +5,9 @@ import uuid
 
 import pytest
 
-from tests.api.test_erasure import plant
 from tests.support.factories import create_entity, store_episode, store_fact
 from tests.support.http import post
-from tests.support.rights import erase
+from tests.support.rights import erase, plant
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 

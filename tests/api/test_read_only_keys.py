@@ -9,8 +9,8 @@ import httpx
 from app.core.scope import SYSTEM, scoped_transaction
 from app.deps import READING_POSTS
 from app.services import api_keys
-from tests.api.test_tenancy import v1_routes
 from tests.support.http import post
+from tests.support.tenancy import v1_routes
 
 SOME_ID = "00000000-0000-4000-8000-000000000000"
 

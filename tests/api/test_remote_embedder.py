@@ -7,42 +7,22 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
-from app.postgres.db import to_libpq_url
 from tests.support.console import overview_of
-from tests.support.database import scratch_database
-from tests.support.embeddings_stub import Answer, EmbeddingsStub, embeddings_stub
+from tests.support.embeddings_stub import Answer, embeddings_stub
 from tests.support.factories import store_episode
 from tests.support.model_app import backlog_of, client_of, remote_embedder, started
 from tests.support.waiting import until
 
-
-@pytest.fixture
-def stub(app: Any) -> Iterator[EmbeddingsStub]:
-    """The app's model replaced by an endpoint of the schema's width."""
-    shipped = app.state.embedder
-    with embeddings_stub(dimensions=384) as running:
-        embedder = remote_embedder(
-            running,
-            max_attempts=2,
-            backoff_seconds=0.01,
-            query_prefix="query: ",
-            document_prefix="passage: ",
-        )
-        embedder.write_wait_seconds = 1.0
-        app.state.embedder = embedder
-        try:
-            yield running
-        finally:
-            app.state.embedder = shipped
-            embedder.close()
+# The app's model: an endpoint with prefixes, that a write waits on for a second.
+ENDPOINT = {"write_wait_seconds": 1.0, "query_prefix": "query: ", "document_prefix": "passage: "}
 
 
-async def test_memories_are_embedded_by_the_endpoint_and_found(client, stub, sql):
+async def test_memories_are_embedded_by_the_endpoint_and_found(client, remote_model, sql):
+    stub = remote_model(**ENDPOINT)
     episode = await store_episode(client, "Ann moored her boat at the harbour")
     assert "passage: Ann moored her boat at the harbour" in stub.inputs()
     response = await client.post(
@@ -58,7 +38,10 @@ async def test_memories_are_embedded_by_the_endpoint_and_found(client, stub, sql
     assert response.json()["results"][0]["id"] == episode["id"]
 
 
-async def test_a_run_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(client, stub):
+async def test_a_run_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(
+    client, remote_model
+):
+    stub = remote_model(**ENDPOINT)
     stub.answer(
         Answer(503, {"Retry-After": "0"}, '{"error": "loading"}'),
         Answer(429, {"Retry-After": "7"}, '{"error": "slow down"}'),
@@ -70,7 +53,8 @@ async def test_a_run_search_the_endpoint_cannot_embed_is_a_503_with_retry_after(
     assert stub.base_url not in found.text  # the endpoint is the operator's business
 
 
-async def test_a_write_the_endpoint_fails_is_stored_and_found_by_keyword(client, stub, sql):
+async def test_a_write_the_endpoint_fails_is_stored_and_found_by_keyword(client, remote_model, sql):
+    stub = remote_model(**ENDPOINT)
     stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
     stored = await client.post(
         "/v1/episodes", json={"content": "Ann moored her boat at the harbour", "butler": "chat"}
@@ -92,12 +76,6 @@ async def test_a_write_the_endpoint_fails_is_stored_and_found_by_keyword(client,
     gate.set()
     assert fact.status_code == 201, fact.text
     assert time.monotonic() - started < 4  # the write waited write_wait_seconds, not more
-
-
-@pytest.fixture
-async def scratch_url(database_url: str) -> AsyncIterator[str]:
-    async with scratch_database(to_libpq_url(database_url), "engram_backlog") as url:
-        yield url
 
 
 async def backlog_emptied(http: Any, failure: str, seconds: float = 10) -> None:
@@ -216,8 +194,9 @@ async def test_the_service_starts_while_the_endpoint_is_down_and_keeps_every_wri
 
 
 async def test_writes_and_searches_do_not_wait_on_an_endpoint_that_just_failed(
-    app, client, stub, monkeypatch
+    app, client, remote_model, monkeypatch
 ):
+    stub = remote_model(**ENDPOINT)
     app.state.embedder.load()  # as the service's start does
     stub.answer(*[Answer(503, {}, '{"error": "down"}')] * 2)
     await store_episode(client, "Ann moored her boat at the harbour")  # fails both attempts
@@ -239,8 +218,9 @@ async def test_writes_and_searches_do_not_wait_on_an_endpoint_that_just_failed(
 
 
 async def test_a_query_the_endpoint_cannot_embed_in_time_is_served_by_keyword(
-    app, client, stub, monkeypatch
+    app, client, remote_model, monkeypatch
 ):
+    stub = remote_model(**ENDPOINT)
     stored = await store_episode(client, "Ann moored her boat at the harbour")
     gate = threading.Event()
     stub.answer(Answer(gate=gate))
@@ -258,7 +238,8 @@ async def test_a_query_the_endpoint_cannot_embed_in_time_is_served_by_keyword(
     assert took < 3  # the budget, not the endpoint's hang
 
 
-async def test_a_query_the_endpoint_refuses_is_served_by_keyword_and_says_so(client, stub):
+async def test_a_query_the_endpoint_refuses_is_served_by_keyword_and_says_so(client, remote_model):
+    stub = remote_model(**ENDPOINT)
     stored = await store_episode(client, "Ann moored her boat at the harbour")
     stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
     found = await client.post("/v1/search", json={"query": "harbour", "mode": "semantic"})
@@ -268,7 +249,8 @@ async def test_a_query_the_endpoint_refuses_is_served_by_keyword_and_says_so(cli
     assert [r["id"] for r in body["results"]] == [stored["id"]]
 
 
-async def test_memories_waiting_for_vectors_show_on_the_console_overview(app, client, stub):
+async def test_memories_waiting_for_vectors_show_on_the_console_overview(app, client, remote_model):
+    stub = remote_model(**ENDPOINT)
     stub.answer(*[Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')] * 2)
     stored = await client.post(
         "/v1/episodes", json={"content": "Ann sailed to Brest", "butler": "chat"}

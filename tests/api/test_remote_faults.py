@@ -6,7 +6,6 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,24 +19,9 @@ from tests.support.waiting import until
 DOWN = Answer(503, {"Retry-After": "0"}, '{"error": "loading"}')
 
 
-@pytest.fixture
-def stub(app: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingsStub]:
-    """The app's model replaced by an endpoint of the schema's width (one second a request
-    in all, two attempts) and a query budget of half a second."""
-    shipped = app.state.embedder
-    monkeypatch.setattr(app.state.settings.retrieval, "query_embedding_seconds", 0.5)
-    with embeddings_stub(dimensions=384) as running:
-        embedder = remote_embedder(
-            running, max_attempts=2, backoff_seconds=0.01, timeout_seconds=1.0
-        )
-        embedder.write_wait_seconds = 2.0
-        app.state.embedder = embedder
-        try:
-            yield running
-        finally:
-            running.standing = None
-            app.state.embedder = shipped
-            embedder.close()
+# The app's model: an endpoint of one second a request in all, that a write waits on for two
+# seconds and a search for half a second.
+ENDPOINT = {"write_wait_seconds": 2.0, "timeout_seconds": 1.0, "query_embedding_seconds": 0.5}
 
 
 async def _unembedded(sql: Any, content: str) -> bool:
@@ -49,8 +33,9 @@ async def _unembedded(sql: Any, content: str) -> bool:
 
 
 async def test_one_tenants_refused_text_changes_nothing_for_another_tenant(
-    app, tenant_client, stub, sql, monkeypatch
+    app, tenant_client, remote_model, sql, monkeypatch
 ):
+    stub = remote_model(**ENDPOINT)
     stub.refused.add("POISON")
     first, second = await tenant_client("t1"), await tenant_client("t2")
     poisoned = "POISON " + "a very long text " * 50
@@ -110,8 +95,9 @@ def _fault(stub: EmbeddingsStub, fault: str) -> threading.Event:
 @pytest.mark.parametrize("fault", ["hang", "drip", "down"])
 @pytest.mark.parametrize("door", ["recall", "context"])
 async def test_recall_and_context_answer_by_keyword_within_the_query_budget(
-    client, stub, fault, door
+    client, remote_model, fault, door
 ):
+    stub = remote_model(**ENDPOINT)
     fact = await store_fact(client, "Ann", "moors", "Ann moors her boat at the harbour")
     gate = _fault(stub, fault)
     body = (
@@ -138,8 +124,9 @@ BAD_VECTORS = {"nan": "NaN", "inf": "Infinity", "zero": "0.0"}
 
 @pytest.mark.parametrize("bad", list(BAD_VECTORS))
 async def test_a_bad_vector_defers_the_write_and_the_backlog_embeds_it_later(
-    app, client, stub, sql, caplog, bad
+    app, client, remote_model, sql, caplog, bad
 ):
+    stub = remote_model(**ENDPOINT)
     await store_episode(client, "warm up")  # the model's width is asked first
     vector = ", ".join([BAD_VECTORS[bad]] * 384)
     stub.standing = Answer(body=f'{{"data": [{{"index": 0, "embedding": [{vector}]}}]}}')
@@ -155,7 +142,8 @@ async def test_a_bad_vector_defers_the_write_and_the_backlog_embeds_it_later(
     assert not await _unembedded(sql, content)
 
 
-async def test_one_process_at_a_time_runs_the_backlog(app, client, stub, sql):
+async def test_one_process_at_a_time_runs_the_backlog(app, client, remote_model, sql):
+    stub = remote_model(**ENDPOINT)
     stub.standing = DOWN
     await store_episode(client, "Ann moored her boat at the harbour")
     gate = threading.Event()

@@ -6,12 +6,11 @@ from typing import Any
 from app.core.scope import SYSTEM, scoped_transaction
 from app.services import api_keys
 from app.worker import worker
-from tests.api.test_mcp import error_text, live_url, mcp_as, ok  # noqa: F401 - MCP fixtures
-from tests.api.test_runs import create_run
 from tests.support.console import console_client
-from tests.support.factories import store_fact
+from tests.support.factories import create_run, store_fact
 from tests.support.http import post
 from tests.support.jobs import job_context
+from tests.support.mcp import error_text, ok
 from tests.support.rights import marker_hits
 
 MARKER = "5517209"

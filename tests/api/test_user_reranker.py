@@ -14,9 +14,9 @@ import pytest
 from app.core.config import RerankerSettings
 from app.main import create_app
 from app.retrieval.user_reranker import UserReranker, open_reranker
-from tests.api.test_mcp import connect, ok
 from tests.support.factories import store_episode
 from tests.support.live_server import serve_in_thread
+from tests.support.mcp import connect, ok
 from tests.support.rerank_stub import RerankStub, documents_of
 from tests.support.waiting import slowest_answer, until
 
@@ -37,7 +37,8 @@ def by_text(index: int, text: str) -> float:
 
 
 @pytest.fixture
-async def stub() -> AsyncIterator[RerankStub]:
+async def rerank_stub() -> AsyncIterator[RerankStub]:
+    """A rerank endpoint on a loopback port, ranking by `by_text`."""
     server = await RerankStub(by_text).start()
     yield server
     await server.stop()
@@ -64,12 +65,16 @@ async def use_reranker(
 
 
 @pytest.fixture
-def endpoint(use_reranker: Callable[..., UserReranker], stub: RerankStub) -> RerankStub:
+def endpoint(use_reranker: Callable[..., UserReranker], rerank_stub: RerankStub) -> RerankStub:
     """The stub configured as the app's reranker (Cohere shape, a bearer key)."""
     use_reranker(
-        kind="endpoint", base_url=stub.base_url, model="stub-rerank", api_key=SECRET, timeout_ms=400
+        kind="endpoint",
+        base_url=rerank_stub.base_url,
+        model="stub-rerank",
+        api_key=SECRET,
+        timeout_ms=400,
     )
-    return stub
+    return rerank_stub
 
 
 async def stored(client: Any) -> dict[str, str]:
@@ -155,12 +160,12 @@ def huge_answer(count: int, size: int = 60_000_000) -> bytes:
 
 @pytest.mark.parametrize("declared", [True, False], ids=["with its length", "without"])
 async def test_a_huge_answer_serves_the_fused_order_within_the_budget(
-    client, use_reranker, stub, declared
+    client, use_reranker, rerank_stub, declared
 ):
     await stored(client)
-    use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
+    use_reranker(kind="endpoint", base_url=rerank_stub.base_url, timeout_ms=800)
     fused = await search(client, rerank=False)
-    stub.fail(200, huge_answer(len(TEXTS)), declared=declared)
+    rerank_stub.fail(200, huge_answer(len(TEXTS)), declared=declared)
     started = time.monotonic()
     answer = await search(client)
     took = time.monotonic() - started
@@ -168,15 +173,17 @@ async def test_a_huge_answer_serves_the_fused_order_within_the_budget(
     assert ids(answer) == ids(fused)
     assert all("reranker" not in hit["contributions"] for hit in answer["results"])
     assert took < 0.8 + 0.5, took
-    assert len(stub.requests) == 1
+    assert len(rerank_stub.requests) == 1
 
 
-async def test_other_requests_are_answered_while_a_huge_answer_arrives(client, use_reranker, stub):
+async def test_other_requests_are_answered_while_a_huge_answer_arrives(
+    client, use_reranker, rerank_stub
+):
     await stored(client)
-    use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=800)
-    stub.fail(200, huge_answer(len(TEXTS)))
+    use_reranker(kind="endpoint", base_url=rerank_stub.base_url, timeout_ms=800)
+    rerank_stub.fail(200, huge_answer(len(TEXTS)))
     searching = asyncio.ensure_future(search(client))
-    await until(lambda: len(stub.requests) == 1, timeout=10, message="the rerank request")
+    await until(lambda: len(rerank_stub.requests) == 1, timeout=10, message="the rerank request")
     slowest = await slowest_answer(client, "/healthz", searching)
     assert slowest < 0.5, f"/healthz waited {slowest:.2f} s while the answer was read"
     assert (await searching)["reranker"]["applied"] is False
@@ -190,19 +197,21 @@ IDLE_IN_TRANSACTION = (
 
 
 async def test_no_transaction_stays_open_while_the_reranker_is_waited_on(
-    client, use_reranker, stub, sql
+    client, use_reranker, rerank_stub, sql
 ):
     await stored(client)
-    use_reranker(kind="endpoint", base_url=stub.base_url, timeout_ms=30_000)
-    stub.hang()
+    use_reranker(kind="endpoint", base_url=rerank_stub.base_url, timeout_ms=30_000)
+    rerank_stub.hang()
     searches = [asyncio.ensure_future(search(client)) for _ in range(3)]
     try:
         await until(
-            lambda: len(stub.requests) == 3, timeout=10, message="three rerank requests in flight"
+            lambda: len(rerank_stub.requests) == 3,
+            timeout=10,
+            message="three rerank requests in flight",
         )
         [held] = await sql(IDLE_IN_TRANSACTION)
     finally:
-        stub.held.set()
+        rerank_stub.held.set()
         answers = await asyncio.gather(*searches)
     assert held["connections"] == 0
     assert [answer["reranker"]["applied"] for answer in answers] == [True] * 3
@@ -217,19 +226,19 @@ async def test_rerank_false_never_calls_the_endpoint(client, endpoint):
     assert endpoint.requests == []
 
 
-async def test_tei_requests_and_answers(client, use_reranker, stub):
+async def test_tei_requests_and_answers(client, use_reranker, rerank_stub):
     by_content = await stored(client)
-    stub.shape = "tei"
-    use_reranker(kind="endpoint", base_url=stub.base_url, api="tei")
+    rerank_stub.shape = "tei"
+    use_reranker(kind="endpoint", base_url=rerank_stub.base_url, api="tei")
     answer = await search(client, mode="keyword")
     assert answer["reranker"]["applied"] is True
     assert ids(answer)[0] == by_content[max(TEXTS, key=lambda text: by_text(0, text))]
     assert answer["results"][0]["contributions"] == {
         "reranker": pytest.approx(by_text(0, answer["results"][0]["content"]))
     }
-    [request] = stub.requests
+    [request] = rerank_stub.requests
     assert set(request) == {"query", "texts", "truncate"}
-    assert "authorization" not in stub.headers[0]
+    assert "authorization" not in rerank_stub.headers[0]
 
 
 async def test_an_empty_search_does_not_call_the_endpoint(client, endpoint):
@@ -247,11 +256,11 @@ async def test_without_a_reranker_the_response_says_none(client):
 
 
 async def test_a_server_started_with_a_reranker_reranks_mcp_searches(
-    settings, stub, client, api_key_for
+    settings, rerank_stub, client, api_key_for
 ):
     by_content = await stored(client)
     configured = settings.model_copy(
-        update={"reranker": RerankerSettings(kind="endpoint", base_url=stub.base_url)}
+        update={"reranker": RerankerSettings(kind="endpoint", base_url=rerank_stub.base_url)}
     )
     key = await api_key_for("default")
     with serve_in_thread(create_app(configured)) as url:
@@ -261,7 +270,7 @@ async def test_a_server_started_with_a_reranker_reranks_mcp_searches(
     assert [hit["id"] for hit in answer["results"]] == [
         by_content[max(TEXTS, key=lambda text: by_text(0, text))]
     ]
-    assert len(stub.requests) == 1
+    assert len(rerank_stub.requests) == 1
 
 
 def tiny_cross_encoder(directory: Path) -> Path:

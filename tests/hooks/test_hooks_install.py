@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 EVENTS = ["UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 THEIRS = {
