@@ -9,7 +9,8 @@ import sys
 
 import httpx
 
-from tests.support.readme import ROOT, examples
+from tests.support.paths import REPO_ROOT
+from tests.support.readme import examples
 
 SECTION = "Store a memory and find it"
 README_URL = "http://127.0.0.1:8000"
@@ -49,7 +50,7 @@ async def test_the_python_example_runs_as_written(live_url, api_key_for):
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key},
     )
     assert result.returncode == 0, result.stderr

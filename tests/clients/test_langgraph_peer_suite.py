@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO_ROOT
+
 REPO = os.environ.get("LANGGRAPH_REPO")
 SUITE = Path("libs/checkpoint-sqlite/tests")
 FILES = ("test_store.py", "test_async_store.py")
-ROOT = Path(__file__).resolve().parents[2]
 KEYS = 200
 
 pytestmark = pytest.mark.skipif(not REPO, reason="set LANGGRAPH_REPO to a langgraph checkout")
@@ -51,13 +52,13 @@ async def test_langgraphs_store_suite(live_url, settings, api_key_for, tmp_path)
     for name in FILES:
         source = (Path(REPO) / SUITE / name).read_text()
         (suite / name).write_text(_pointed_at_engram(source))
-    shutil.copy(ROOT / "tests/support/langgraph_peer_conftest.py", tmp_path / "conftest.py")
+    shutil.copy(REPO_ROOT / "tests/support/langgraph_peer_conftest.py", tmp_path / "conftest.py")
     keys = [await api_key_for(f"langgraph-peer-{n}") for n in range(KEYS)]
     env = {
         **os.environ,
         "ENGRAM_URL": live_url,
         "ENGRAM_PEER_KEYS": json.dumps(keys),
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}",
     }
     result = await asyncio.to_thread(
         subprocess.run,

@@ -48,7 +48,8 @@ RUN_TOOLS = {
 # Beyond the 19 memory tools: following jobs, and deletion, erasure and export as REST offers them.
 JOB_TOOLS = {"job_get", "job_list"}
 DATA_TOOLS = {"memory_delete", "entity_delete", "memory_erase", "memory_export"}
-# Beyond those: every other REST operation an agent would call (tests/test_mcp_coverage.py).
+# Beyond those: every other REST operation an agent would call
+# (tests/contracts/test_mcp_coverage.py).
 MORE_TOOLS = {
     "memory_store_episodes",
     "memory_invert_rule",

@@ -24,8 +24,8 @@ from app.main import create_app
 from app.services import api_keys
 from tests.support.every_kind import plant_every_kind
 from tests.support.factories import store_episode, store_fact
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 MARKER = "5550123"
 
 

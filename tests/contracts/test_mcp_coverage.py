@@ -2,7 +2,6 @@
 rest are listed, with the reason, in docs/agents.md ("What stays REST-only")."""
 
 import re
-from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -10,8 +9,9 @@ from app.core.config import Settings
 from app.main import create_app
 from app.mcp.groups import GROUPS
 from app.mcp.server import tool_groups
+from tests.support.paths import REPO_ROOT
 
-AGENTS_DOC = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
+AGENTS_DOC = REPO_ROOT / "docs" / "agents.md"
 
 # "METHOD /path" of a REST operation -> the MCP tool that does the same.
 TOOL_FOR_ROUTE: dict[str, str] = {
@@ -196,7 +196,7 @@ async def test_docs_list_every_tool_and_count_them() -> None:
     table_rows = [line for line in AGENTS_DOC.read_text().splitlines() if line.startswith("|")]
     for name in sorted(names):
         assert any(f"`{name}`" in row for row in table_rows), name
-    root = AGENTS_DOC.parents[1]
+    root = REPO_ROOT
     for page in (root / "README.md", root / "docs" / "api.md", AGENTS_DOC):
         counts = re.findall(r"(\d+) (?:MCP )?tools\b", page.read_text())
         assert counts and set(counts) == {str(len(names))}, (page.name, counts)

@@ -5,13 +5,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO_ROOT
+
 PAGES = sorted(
     [
-        ROOT / "README.md",
-        *ROOT.glob("docs/*.md"),
-        *ROOT.glob("bench/*.md"),
-        *ROOT.glob("bench/journal/*.md"),
+        REPO_ROOT / "README.md",
+        *REPO_ROOT.glob("docs/*.md"),
+        *REPO_ROOT.glob("bench/*.md"),
+        *REPO_ROOT.glob("bench/journal/*.md"),
     ]
 )
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
@@ -36,7 +37,7 @@ def links(page: Path) -> list[str]:
     return [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t)]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_every_relative_link_resolves(page):
     broken = []
     for target in links(page):
@@ -46,12 +47,12 @@ def test_every_relative_link_resolves(page):
             broken.append(target)
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(target)
-    assert not broken, f"{page.relative_to(ROOT)}: {broken}"
+    assert not broken, f"{page.relative_to(REPO_ROOT)}: {broken}"
 
 
 def test_the_docs_are_linked_from_the_readme():
-    linked = {(ROOT / t.partition("#")[0]).resolve() for t in links(ROOT / "README.md")}
-    assert set(ROOT.glob("docs/*.md")) <= linked
+    linked = {(REPO_ROOT / t.partition("#")[0]).resolve() for t in links(REPO_ROOT / "README.md")}
+    assert set(REPO_ROOT.glob("docs/*.md")) <= linked
 
 
 def test_the_slug_matches_github():

@@ -2,12 +2,12 @@
 
 import json
 import re
-from pathlib import Path
 
 from app.core.config import Settings
 from app.main import create_app
+from tests.support.paths import REPO_ROOT
 
-DOCUMENT = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
+DOCUMENT = REPO_ROOT / "openapi" / "openapi.json"
 
 
 def test_exported_openapi_matches_app() -> None:

@@ -23,8 +23,8 @@ from app.postgres.embedded_pg import (
     pid_alive,
     shared_buffers,
 )
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Long enough that <pgdata>/run/.s.PGSQL.5432 does not fit a Unix socket path: the case that
 # used to put the socket in a world-writable directory under /tmp.
 LONG_NAME = "d" * 90
