@@ -1,23 +1,81 @@
-"""Fixtures of the API tests: MCP sessions on the live server, keys limited to butlers, the
-scripted LLM, an app with a pool of one connection."""
+"""Fixtures of the API tests: in-process clients of tenants of their own, SQL as the owner, MCP
+sessions on the live server, keys limited to butlers, the scripted LLM, an app with a pool of
+one connection."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, ExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
 from mcp import Client
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import ExportSettings, Settings
+from app.core.rls import SYSTEM_SETTING
 from app.main import create_app
-from app.postgres.db import to_libpq_url
 from tests.support.butler_keys import mint_limited_key
-from tests.support.database import scratch_database
-from tests.support.embeddings_stub import EmbeddingsStub, embeddings_stub
 from tests.support.llm_stub import LLMStub
 from tests.support.mcp import connect
-from tests.support.model_app import remote_embedder
+
+
+@pytest.fixture
+async def tenant_client(
+    app: Any, api_key_for: Callable[[str], Awaitable[str]]
+) -> AsyncIterator[Callable[[str], Awaitable[httpx.AsyncClient]]]:
+    """Make in-process HTTP clients, each authenticated as a tenant of its own."""
+    async with AsyncExitStack() as stack:
+
+        async def make(tenant_id: str) -> httpx.AsyncClient:
+            headers = {"Authorization": f"Bearer {await api_key_for(tenant_id)}"}
+            http = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                base_url="http://engram.test",
+                headers=headers,
+            )
+            return await stack.enter_async_context(http)
+
+        yield make
+
+
+@pytest.fixture
+async def client(
+    tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
+) -> httpx.AsyncClient:
+    """An HTTP client talking to the app in-process as tenant 'default'."""
+    return await tenant_client("default")
+
+
+@pytest.fixture
+async def anonymous_client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client that sends no API key."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as http:
+        yield http
+
+
+@pytest.fixture
+def sql(db_engine: AsyncEngine) -> Any:
+    """Run one SQL statement (for arranging timestamps or reading audit rows)."""
+
+    async def run(statement: str, **params: Any) -> list[Any]:
+        async with db_engine.begin() as conn:
+            await conn.execute(
+                text("SELECT set_config(:name, 'on', true)"), {"name": SYSTEM_SETTING}
+            )
+            result = await conn.execute(text(statement), params)
+            return list(result.mappings()) if result.returns_rows else []
+
+    return run
+
+
+@pytest.fixture
+def inferred_sessions(app: Any, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Sessions inferred for episodes without ids, with the service's default gap."""
+    gap = Settings.model_fields["episode_session_gap_minutes"].default
+    monkeypatch.setattr(app.state.settings, "episode_session_gap_minutes", gap)
+    return float(gap)
 
 
 @pytest.fixture
@@ -81,50 +139,3 @@ async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
     )
     async with app.router.lifespan_context(app):
         yield app
-
-
-@pytest.fixture
-def no_automatic_links(app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every link is made by the test itself: no related_to or mentions links on writes."""
-    monkeypatch.setattr(app.state.settings.auto_links, "enabled", False)
-    monkeypatch.setattr(app.state.settings.auto_links, "mentions", False)
-
-
-@pytest.fixture
-async def scratch_url(database_url: str) -> AsyncIterator[str]:
-    """A database of its own, empty (an app started on it migrates it), dropped afterwards."""
-    async with scratch_database(to_libpq_url(database_url), "engram_scratch") as url:
-        yield url
-
-
-@pytest.fixture
-def remote_model(
-    app: Any, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[..., EmbeddingsStub]]:
-    """`stub = remote_model(write_wait_seconds=1.0, **endpoint)`: the app's model replaced,
-    until the test ends, by an endpoint of the schema's width (two attempts a request unless
-    `endpoint` says); `query_embedding_seconds` sets the searches' budget too."""
-    shipped = app.state.embedder
-    with ExitStack() as stack:
-
-        def replace(
-            *,
-            write_wait_seconds: float,
-            query_embedding_seconds: float | None = None,
-            **endpoint: Any,
-        ) -> EmbeddingsStub:
-            if query_embedding_seconds is not None:
-                retrieval = app.state.settings.retrieval
-                monkeypatch.setattr(retrieval, "query_embedding_seconds", query_embedding_seconds)
-            running = stack.enter_context(embeddings_stub(dimensions=384))
-            embedder = remote_embedder(
-                running, **{"max_attempts": 2, "backoff_seconds": 0.01, **endpoint}
-            )
-            embedder.write_wait_seconds = write_wait_seconds
-            app.state.embedder = embedder
-            stack.callback(embedder.close)
-            stack.callback(setattr, app.state, "embedder", shipped)
-            stack.callback(setattr, running, "standing", None)
-            return running
-
-        yield replace

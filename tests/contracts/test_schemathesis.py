@@ -59,7 +59,7 @@ def live_server(settings: Settings) -> Iterator[str]:
     """The app served by uvicorn on a free loopback port, without request-rate limits: on a
     fast machine the run sends its one key over 100 requests a second, and its checks of
     invalid credentials pass the address's 10 a second; a 429 there is not what is being
-    checked (tests/api/test_limits.py checks it)."""
+    checked (tests/api/web/test_limits.py checks it)."""
     no_rates = LimitSettings(requests_per_second=0, unverified_requests_per_second=0)
     unlimited = settings.model_copy(update={"limits": no_rates})
     with serve_in_thread(create_app(unlimited)) as url:

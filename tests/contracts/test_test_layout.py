@@ -1,9 +1,12 @@
-"""The tests are laid out to be found: each fixture is defined once (in the conftest.py of the
-folder its users share), every test module sits in a folder named for what it tests, and what
-test modules share lives in tests/support/, never in another test module."""
+"""The tests are laid out to be found: each fixture is defined once, in the conftest.py of the
+lowest folder holding all its users (or in its one user's module), every test module sits in a
+folder named for what it tests, and what test modules share lives in tests/support/, never in
+another test module."""
 
 import ast
+import os
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 from tests.support.paths import REPO_ROOT
@@ -13,8 +16,13 @@ TESTS = REPO_ROOT / "tests"
 PEER_CONFTESTS = ("*_peer_conftest.py",)
 
 
+@cache
 def _modules() -> dict[Path, ast.Module]:
-    return {path: ast.parse(path.read_text(), str(path)) for path in sorted(TESTS.rglob("*.py"))}
+    return {
+        path: ast.parse(path.read_text(), str(path))
+        for path in sorted(TESTS.rglob("*.py"))
+        if not any(path.match(pattern) for pattern in PEER_CONFTESTS)
+    }
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
@@ -35,14 +43,50 @@ def _fixture_name(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | Non
 def test_no_fixture_is_defined_in_two_files() -> None:
     defined: dict[str, set[str]] = defaultdict(set)
     for path, module in _modules().items():
-        if any(path.match(pattern) for pattern in PEER_CONFTESTS):
-            continue
         for node in ast.walk(module):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 if (name := _fixture_name(node)) is not None:
                     defined[name].add(str(path.relative_to(REPO_ROOT)))
     twice = {name: sorted(files) for name, files in defined.items() if len(files) > 1}
     assert not twice, f"define each in the conftest.py its users share: {twice}"
+
+
+def _users() -> dict[str, set[Path]]:
+    """The files asking for each name: parameters of tests and fixtures, usefixtures marks,
+    getfixturevalue calls."""
+    users: dict[str, set[Path]] = defaultdict(set)
+    for path, module in _modules().items():
+        for node in ast.walk(module):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.name.startswith("test_") or _fixture_name(node) is not None:
+                    for argument in node.args.args + node.args.kwonlyargs:
+                        users[argument.arg].add(path)
+            elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith(
+                ("usefixtures", "getfixturevalue")
+            ):
+                for value in node.args:
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        users[value.value].add(path)
+    return users
+
+
+def test_each_fixture_lives_where_all_its_users_can_see_it_and_no_higher() -> None:
+    users = _users()
+    misplaced = []
+    for path, module in _modules().items():
+        for node in ast.walk(module):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if (name := _fixture_name(node)) is None or not users[name]:
+                continue
+            where = path.relative_to(REPO_ROOT)
+            if path.name == "conftest.py":
+                folder = Path(os.path.commonpath([user.parent for user in users[name]]))
+                if folder != path.parent:
+                    misplaced.append(f"{name} ({where}): {folder.relative_to(REPO_ROOT)}")
+            elif users[name] != {path}:
+                misplaced.append(f"{name} ({where}): a conftest.py over its users")
+    assert not misplaced, f"move each to the conftest.py of its users' folder: {misplaced}"
 
 
 def test_no_test_module_at_the_top_of_tests() -> None:
