@@ -1,17 +1,15 @@
-"""Test fixtures: a throw-away database built by the Alembic migrations, the app, a client."""
+"""Fixtures of every test folder: a throw-away database built by the Alembic migrations, the
+app, API keys, live servers."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import JobSettings, Settings
-from app.core.rls import SYSTEM_SETTING
 from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
 from app.postgres import migrations
@@ -19,8 +17,9 @@ from app.postgres.db import create_engine
 from app.repositories.search.broad_filters import BROAD
 from app.services import api_keys
 from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
+from tests.support.live_server import serve_in_thread
+from tests.support.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 pytest_plugins = ["tests.support.tools"]
 
 
@@ -39,7 +38,7 @@ async def database_url() -> AsyncIterator[str]:
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
     """Settings pointing at the test database."""
-    # No background worker or scheduler: tests run jobs explicitly (see tests/api/test_jobs*.py).
+    # No background worker or scheduler: tests run jobs explicitly (tests/api/jobs/test_jobs*.py).
     # No inferred sessions: tests store unrelated memories seconds apart in one butler; those
     # about sessions without ids turn the gap on (the `inferred_sessions` fixture).
     return Settings(
@@ -48,14 +47,6 @@ def settings(database_url: str) -> Settings:
         episode_session_gap_minutes=0,
         jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
     )
-
-
-@pytest.fixture
-def inferred_sessions(app: Any, monkeypatch: pytest.MonkeyPatch) -> float:
-    """Sessions inferred for episodes without ids, with the service's default gap."""
-    gap = Settings.model_fields["episode_session_gap_minutes"].default
-    monkeypatch.setattr(app.state.settings, "episode_session_gap_minutes", gap)
-    return float(gap)
 
 
 @pytest.fixture(scope="session")
@@ -107,51 +98,22 @@ def api_key_for(app: Any) -> Callable[[str], Awaitable[str]]:
     return mint
 
 
-@pytest.fixture
-async def tenant_client(
-    app: Any, api_key_for: Callable[[str], Awaitable[str]]
-) -> AsyncIterator[Callable[[str], Awaitable[httpx.AsyncClient]]]:
-    """Make in-process HTTP clients, each authenticated as a tenant of its own."""
-    async with AsyncExitStack() as stack:
-
-        async def make(tenant_id: str) -> httpx.AsyncClient:
-            headers = {"Authorization": f"Bearer {await api_key_for(tenant_id)}"}
-            http = httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app),
-                base_url="http://engram.test",
-                headers=headers,
-            )
-            return await stack.enter_async_context(http)
-
-        yield make
+@pytest.fixture(scope="session")
+def live_url(settings: Settings) -> Iterator[str]:
+    """The app served on a loopback port with authentication on, for the whole session; its
+    base URL (the tests of the clients, the MCP server and the hooks share it)."""
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
 
 
 @pytest.fixture
-async def client(
-    tenant_client: Callable[[str], Awaitable[httpx.AsyncClient]],
-) -> httpx.AsyncClient:
-    """An HTTP client talking to the app in-process as tenant 'default'."""
-    return await tenant_client("default")
+def serve(settings: Settings) -> Iterator[Callable[..., str]]:
+    """`serve(jobs=...)`: the app with those settings replaced, served on a loopback port
+    until the test ends; its base URL."""
+    with ExitStack() as stack:
 
+        def start(**changes: Any) -> str:
+            configured = settings.model_copy(update=changes)
+            return stack.enter_context(serve_in_thread(create_app(configured)))
 
-@pytest.fixture
-async def anonymous_client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client that sends no API key."""
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as http:
-        yield http
-
-
-@pytest.fixture
-def sql(db_engine: AsyncEngine) -> Any:
-    """Run one SQL statement (for arranging timestamps or reading audit rows)."""
-
-    async def run(statement: str, **params: Any) -> list[Any]:
-        async with db_engine.begin() as conn:
-            await conn.execute(
-                text("SELECT set_config(:name, 'on', true)"), {"name": SYSTEM_SETTING}
-            )
-            result = await conn.execute(text(statement), params)
-            return list(result.mappings()) if result.returns_rows else []
-
-    return run
+        yield start

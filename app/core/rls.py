@@ -13,8 +13,8 @@ leak to the next user of a pooled connection. A transaction that sets neither se
 any tenant table and cannot write one: forgetting the tenant fails closed.
 
 A migration that adds a tenant table calls `enable_tenant_rls(op, "table")` in `upgrade()`
-and `disable_tenant_rls(op, "table")` in `downgrade()`; `tests/test_rls.py` fails for a
-tenant table without the policy.
+and `disable_tenant_rls(op, "table")` in `downgrade()`; `tests/api/access/test_rls.py` fails
+for a tenant table without the policy.
 """
 
 from typing import Any

@@ -1,26 +1,15 @@
 """engram_client against a live server: sync and async, errors, retries and fail-open context."""
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from app.core.config import Settings
-from app.main import create_app
 from engram_client import AsyncEngramClient, EngramClient, EngramError, RetryPolicy
-from tests.support.live_server import serve_in_thread
-from tests.test_serve_workers import free_port
+from tests.support.live_server import free_port
 
 FAST = RetryPolicy(retries=2, base_delay=0.01, max_delay=0.05)
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 async def test_the_sync_client_stores_finds_and_builds_context(live_url, api_key_for):

@@ -16,6 +16,7 @@ from app.worker import scheduler, worker
 from tests.support.console import console_client, csrf_of, post_form, sign_in
 from tests.support.http import post
 from tests.support.jobs import job_context
+from tests.support.tenancy import seed_tenant_a, snapshot
 
 SIGN_IN_TOKEN = re.compile(r'name="csrf_sign_in" value="([^"]+)"')
 NEXT_FIELD = re.compile(r'name="next" value="([^"]*)"')
@@ -512,8 +513,6 @@ B_CONSOLE_REQUESTS: dict[tuple[str, str], Any] = {
 async def test_every_console_route_keeps_tenant_a_out_of_tenant_b_session(
     app, tenant_client, db_engine, browsers
 ):
-    from tests.api.test_tenancy import seed_tenant_a, snapshot
-
     missing = [route for route in console_routes(app) if route not in B_CONSOLE_REQUESTS]
     assert not missing, f"add these console routes to B_CONSOLE_REQUESTS: {missing}"
     ids = await seed_tenant_a(await tenant_client("tenant-a"))

@@ -3,31 +3,20 @@ model queue serves other tenants in turn."""
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from app.core.config import Settings
 from app.core.scope import SYSTEM, Scope, scoped_transaction
 from app.embedding import Embedder
 from app.embedding.scheduler import ChunkEvent
-from app.main import create_app
 from app.repositories import embedding_versions
 from app.repositories import episodes as episode_rows
 from app.services import api_keys, embeddings
-from tests.api.test_keyword_bm25 import recomputed_index, stored_index
+from tests.support.keyword_index import recomputed_index, stored_index
 
 LONG_TURN = "Caroline told Melanie about the support group and the adoption agencies. " * 40
-
-
-@pytest.fixture
-async def one_connection_app(settings: Settings) -> AsyncIterator[Any]:
-    """The app with a database pool of exactly one connection."""
-    app = create_app(settings.model_copy(update={"db_pool_size": 1, "db_max_overflow": 0}))
-    async with app.router.lifespan_context(app):
-        yield app
 
 
 async def client_for(app: Any, tenant_id: str) -> httpx.AsyncClient:

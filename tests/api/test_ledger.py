@@ -9,7 +9,7 @@ from app.core.config import AgentMemorySettings
 from app.worker import worker
 from tests.support.http import post
 from tests.support.jobs import job_context
-from tests.support.llm_stub import LLMStub, completion, user_prompt
+from tests.support.llm_stub import completion, user_prompt
 
 LEDGER = "/v1/ledgers/village"
 
@@ -27,13 +27,6 @@ async def context(client: Any, agent: str, turn: int, **fields: Any) -> dict[str
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
-
-
-@pytest.fixture
-async def llm():
-    stub = await LLMStub().start()
-    yield stub
-    await stub.stop()
 
 
 async def test_visibility_defaults_by_kind_and_can_be_set(client):

@@ -6,25 +6,14 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
-from app.core.config import Settings
-from app.main import create_app
-from tests.support.live_server import serve_in_thread
-from tests.support.readme import ROOT, examples
+from tests.support.paths import REPO_ROOT
+from tests.support.readme import examples
 
 SECTION = "Store a memory and find it"
 README_URL = "http://127.0.0.1:8000"
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 def curl_requests(block: str) -> list[tuple[str, dict]]:
@@ -61,7 +50,7 @@ async def test_the_python_example_runs_as_written(live_url, api_key_for):
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key},
     )
     assert result.returncode == 0, result.stderr

@@ -4,20 +4,12 @@ import uuid
 
 import pytest
 
-from tests.support.factories import store_rule
+from tests.support.factories import harmful, store_rule
 
 
 async def helpful(client, rule_id, times=1):
     for _ in range(times):
         response = await client.post(f"/v1/rules/{rule_id}/helpful")
-        assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def harmful(client, rule_id, reason=None, times=1):
-    body = {"reason": reason} if reason else None
-    for _ in range(times):
-        response = await client.post(f"/v1/rules/{rule_id}/harmful", json=body)
         assert response.status_code == 200, response.text
     return response.json()
 

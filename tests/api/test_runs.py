@@ -7,14 +7,11 @@ from pydantic import SecretStr
 
 from app.core.config import RunSettings
 from app.worker import worker
+from tests.support.factories import create_run
 from tests.support.http import post
 from tests.support.jobs import job_context
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
-
-
-async def create_run(client: Any, task_id: str = "t-parse", **fields: Any) -> dict[str, Any]:
-    return await post(client, "/v1/runs", task_id=task_id, **fields)
 
 
 def problem_fields(response: Any) -> set[str]:

@@ -7,7 +7,7 @@ to refresh the ones the documentation shows. Skipped where chromium is not insta
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +15,7 @@ import httpx
 import pytest
 
 from app.core.config import JobSettings
-from app.main import create_app
 from tests.support.browser import CHROMIUM_PROGRAM, chromium
-from tests.support.live_server import serve_in_thread
 from tests.support.tools import needs
 
 pytestmark = needs(
@@ -31,11 +29,11 @@ SCRIPT = (
 
 
 @pytest.fixture
-def live(settings: Any, app: Any) -> Iterator[str]:
+def live(serve: Callable[..., str]) -> str:
     """The app served on a loopback port with its job worker polling every 0.2 s."""
-    jobs = JobSettings(worker_enabled=True, scheduler_enabled=False, poll_interval_seconds=0.2)
-    with serve_in_thread(create_app(settings.model_copy(update={"jobs": jobs}))) as url:
-        yield url
+    return serve(
+        jobs=JobSettings(worker_enabled=True, scheduler_enabled=False, poll_interval_seconds=0.2)
+    )
 
 
 @pytest.fixture

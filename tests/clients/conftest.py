@@ -1,16 +1,19 @@
-"""Fixtures of the client tests: one live server that the framework adapters' tests share."""
+"""Fixtures of the client tests: an async client on the live server, for the framework
+adapters."""
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from app.core.config import Settings
-from app.main import create_app
-from tests.support.live_server import serve_in_thread
+from engram_client import AsyncEngramClient, RetryPolicy
 
 
-@pytest.fixture(scope="session")
-def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on (a module may serve one of its own instead)."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
+@pytest.fixture
+async def engram(
+    live_url: str, api_key_for: Callable[[str], Awaitable[str]]
+) -> AsyncIterator[AsyncEngramClient]:
+    """An async client of a tenant of its own on the live server, retrying twice, quickly."""
+    key = await api_key_for("adapters")
+    retry = RetryPolicy(retries=2, base_delay=0.01)
+    async with AsyncEngramClient(live_url, api_key=key, retry=retry) as client:
+        yield client

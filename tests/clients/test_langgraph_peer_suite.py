@@ -15,30 +15,18 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app.core.config import Settings
-from app.main import create_app
-from tests.support.live_server import serve_in_thread
+from tests.support.paths import REPO_ROOT
 
 REPO = os.environ.get("LANGGRAPH_REPO")
 SUITE = Path("libs/checkpoint-sqlite/tests")
 FILES = ("test_store.py", "test_async_store.py")
-ROOT = Path(__file__).resolve().parents[2]
 KEYS = 200
 
 pytestmark = pytest.mark.skipif(not REPO, reason="set LANGGRAPH_REPO to a langgraph checkout")
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with the default limits (100 requests a second per key)."""
-    assert settings.limits.requests_per_second == 100
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 def _pointed_at_engram(source: str) -> str:
@@ -55,21 +43,22 @@ def _pointed_at_engram(source: str) -> str:
 
 
 @pytest.mark.timeout(3600)
-async def test_langgraphs_store_suite(live_url, api_key_for, tmp_path):
+async def test_langgraphs_store_suite(live_url, settings, api_key_for, tmp_path):
     assert REPO is not None
+    assert settings.limits.requests_per_second == 100  # the live server's, per key
     suite = tmp_path / "tests"
     suite.mkdir()
     (suite / "__init__.py").write_text("")
     for name in FILES:
         source = (Path(REPO) / SUITE / name).read_text()
         (suite / name).write_text(_pointed_at_engram(source))
-    shutil.copy(ROOT / "tests/support/langgraph_peer_conftest.py", tmp_path / "conftest.py")
+    shutil.copy(REPO_ROOT / "tests/support/langgraph_peer_conftest.py", tmp_path / "conftest.py")
     keys = [await api_key_for(f"langgraph-peer-{n}") for n in range(KEYS)]
     env = {
         **os.environ,
         "ENGRAM_URL": live_url,
         "ENGRAM_PEER_KEYS": json.dumps(keys),
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}",
     }
     result = await asyncio.to_thread(
         subprocess.run,

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -26,21 +26,11 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from app.core.config import Settings
-from app.main import create_app
 from engram_client import EngramError, RetryPolicy
 from engram_client.langgraph import EngramStore
-from tests.support.live_server import serve_in_thread
 from tests.support.readme import CLIENTS, examples
 
 FAST = RetryPolicy(retries=2, base_delay=0.01, max_delay=0.05)
-
-
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ conversation in an EngramSession and their memories through Engram's tools."""
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +16,6 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.openai_agents import EngramSession, engram_tools
 from tests.support.readme import CLIENTS, examples
 
@@ -81,16 +80,7 @@ def tool_outputs(items: list[Any]) -> str:
     )
 
 
-@pytest.fixture
-async def client(live_url, api_key_for) -> AsyncIterator[AsyncEngramClient]:
-    key = await api_key_for("openai-agents")
-    async with AsyncEngramClient(
-        live_url, api_key=key, retry=RetryPolicy(retries=2, base_delay=0.01)
-    ) as engram:
-        yield engram
-
-
-async def test_a_later_run_finds_what_an_earlier_one_remembered(client):
+async def test_a_later_run_finds_what_an_earlier_one_remembered(engram):
     model = ScriptedModel(
         call(
             "remember",
@@ -100,11 +90,11 @@ async def test_a_later_run_finds_what_an_earlier_one_remembered(client):
         ),
         say("noted"),
     )
-    agent = Agent(name="assistant", model=model, tools=engram_tools(client, butler="chat"))
+    agent = Agent(name="assistant", model=model, tools=engram_tools(engram, butler="chat"))
     first = await Runner.run(
         agent,
         "Remember that Ann likes green",
-        session=EngramSession("monday", client, butler="chat"),
+        session=EngramSession("monday", engram, butler="chat"),
         run_config=NO_TRACES,
     )
     assert first.final_output == "noted"
@@ -114,11 +104,11 @@ async def test_a_later_run_finds_what_an_earlier_one_remembered(client):
         call("recall", topic="Ann's favourite colour"),
         say(tool_outputs),
     )
-    agent = Agent(name="assistant", model=model, tools=engram_tools(client, butler="chat"))
+    agent = Agent(name="assistant", model=model, tools=engram_tools(engram, butler="chat"))
     later = await Runner.run(
         agent,
         "What colour does Ann like?",
-        session=EngramSession("tuesday", client, butler="chat"),
+        session=EngramSession("tuesday", engram, butler="chat"),
         run_config=NO_TRACES,
     )
     searched, recalled = json.loads(later.final_output)
@@ -130,18 +120,18 @@ async def test_a_later_run_finds_what_an_earlier_one_remembered(client):
     ]
 
     model = ScriptedModel(call("search", query="What colour does Ann like?"), say(tool_outputs))
-    agent = Agent(name="assistant", model=model, tools=engram_tools(client, butler="other"))
+    agent = Agent(name="assistant", model=model, tools=engram_tools(engram, butler="other"))
     elsewhere = await Runner.run(agent, "What colour does Ann like?", run_config=NO_TRACES)
     assert "green" not in elsewhere.final_output
 
 
-async def test_a_session_object_made_later_continues_the_conversation(client):
+async def test_a_session_object_made_later_continues_the_conversation(engram):
     model = ScriptedModel(call("search", query="Lyon"), say("Nothing yet."))
-    agent = Agent(name="assistant", model=model, tools=engram_tools(client))
+    agent = Agent(name="assistant", model=model, tools=engram_tools(engram))
     await Runner.run(
-        agent, "I moved to Lyon", session=EngramSession("conv", client), run_config=NO_TRACES
+        agent, "I moved to Lyon", session=EngramSession("conv", engram), run_config=NO_TRACES
     )
-    stored = await EngramSession("conv", client).get_items()
+    stored = await EngramSession("conv", engram).get_items()
     assert [item.get("type", "message") for item in stored] == [
         "message",
         "function_call",
@@ -155,14 +145,14 @@ async def test_a_session_object_made_later_continues_the_conversation(client):
     model = ScriptedModel(say("Lyon, you said."))
     agent = Agent(name="assistant", model=model)
     await Runner.run(
-        agent, "Where do I live?", session=EngramSession("conv", client), run_config=NO_TRACES
+        agent, "Where do I live?", session=EngramSession("conv", engram), run_config=NO_TRACES
     )
     assert model.inputs[0][:4] == stored
     assert model.inputs[0][4] == {"role": "user", "content": "Where do I live?"}
 
 
-async def test_the_session_protocol_over_episodes(client):
-    session = EngramSession("proto", client)
+async def test_the_session_protocol_over_episodes(engram):
+    session = EngramSession("proto", engram)
     assert await session.get_items() == [] and await session.pop_item() is None
     items = [{"role": "user", "content": f"turn {n}"} for n in range(5)]
     await session.add_items(items[:3])
@@ -172,11 +162,11 @@ async def test_the_session_protocol_over_episodes(client):
     assert await session.get_items(limit=2) == items[3:]
     assert await session.get_items(limit=0) == []
     assert await session.pop_item() == items[4]
-    assert await EngramSession("proto", client).get_items() == items[:4]
-    await EngramSession("other", client).add_items(items[:1])
+    assert await EngramSession("proto", engram).get_items() == items[:4]
+    await EngramSession("other", engram).add_items(items[:1])
     await session.clear_session()
     assert await session.get_items() == []
-    assert await EngramSession("other", client).get_items() == items[:1]
+    assert await EngramSession("other", engram).get_items() == items[:1]
 
 
 def test_importing_engram_client_loads_no_framework():
@@ -196,11 +186,11 @@ def test_the_documented_example_compiles():
     compile(example, "docs/clients.md", "exec")
 
 
-async def test_the_settings_limit_is_the_default_limit(client):
-    session = EngramSession("limited", client, session_settings={"limit": 2})
+async def test_the_settings_limit_is_the_default_limit(engram):
+    session = EngramSession("limited", engram, session_settings={"limit": 2})
     items = [{"role": "user", "content": f"turn {n}"} for n in range(3)]
     await session.add_items(items)
     assert await session.get_items() == items[1:]
     assert await session.get_items(limit=3) == items
     with pytest.raises(TypeError):
-        EngramSession("limited", client, session_settings={"limitt": 1})
+        EngramSession("limited", engram, session_settings={"limitt": 1})

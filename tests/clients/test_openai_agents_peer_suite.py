@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO_ROOT
+
 REPO = os.environ.get("OPENAI_AGENTS_REPO")
 FILES = (
     "tests/memory/test_session.py",
     "tests/memory/test_session_limit.py",
     "tests/test_responses.py",
 )
-ROOT = Path(__file__).resolve().parents[2]
 KEYS = 60
 # Tests of SQLiteSession's own machinery: its connections and their locks, rollbacks and
 # closing, and rows they corrupt by writing SQL into its database.
@@ -60,14 +61,16 @@ async def test_the_sdks_session_suite(live_url, api_key_for, tmp_path):
         target.parent.mkdir(parents=True, exist_ok=True)
         (target.parent / "__init__.py").touch()
         target.write_text(_pointed_at_engram((Path(REPO) / name).read_text()))
-    shutil.copy(ROOT / "tests/clients/openai_agents_peer_conftest.py", tmp_path / "conftest.py")
+    shutil.copy(
+        REPO_ROOT / "tests/clients/openai_agents_peer_conftest.py", tmp_path / "conftest.py"
+    )
     keys = [await api_key_for(f"agents-peer-{n}") for n in range(KEYS)]
     env = {
         **os.environ,
         "ENGRAM_URL": live_url,
         "ENGRAM_PEER_KEYS": json.dumps(keys),
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}",
     }
     result = await asyncio.to_thread(
         subprocess.run,

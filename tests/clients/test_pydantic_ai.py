@@ -2,16 +2,13 @@
 remember through Engram's toolset, and a later agent finds it."""
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
-from engram_client import AsyncEngramClient, RetryPolicy
 from engram_client.pydantic_ai import engram_toolset
 from tests.support.readme import CLIENTS, examples
 
@@ -33,16 +30,7 @@ def calls_then_reports(tool: str, **arguments: Any) -> FunctionModel:
     return FunctionModel(respond)
 
 
-@pytest.fixture
-async def client(live_url, api_key_for) -> AsyncIterator[AsyncEngramClient]:
-    key = await api_key_for("pydantic-ai")
-    async with AsyncEngramClient(
-        live_url, api_key=key, retry=RetryPolicy(retries=2, base_delay=0.01)
-    ) as engram:
-        yield engram
-
-
-async def test_a_later_agent_finds_what_an_earlier_one_remembered(client):
+async def test_a_later_agent_finds_what_an_earlier_one_remembered(engram):
     first = Agent(
         calls_then_reports(
             "remember",
@@ -50,7 +38,7 @@ async def test_a_later_agent_finds_what_an_earlier_one_remembered(client):
             predicate="favourite colour",
             content="Ann's favourite colour is green",
         ),
-        toolsets=[engram_toolset(client, butler="chat")],
+        toolsets=[engram_toolset(engram, butler="chat")],
     )
     stored = json.loads((await first.run("Remember that Ann likes green")).output)
     assert stored["content"] == "Ann's favourite colour is green"
@@ -60,7 +48,7 @@ async def test_a_later_agent_finds_what_an_earlier_one_remembered(client):
         ("recall", {"topic": "Ann's favourite colour"}),
     ):
         later = Agent(
-            calls_then_reports(tool, **arguments), toolsets=[engram_toolset(client, butler="chat")]
+            calls_then_reports(tool, **arguments), toolsets=[engram_toolset(engram, butler="chat")]
         )
         hits = json.loads((await later.run("What colour does Ann like?")).output)
         assert hits[0] == {
@@ -70,13 +58,13 @@ async def test_a_later_agent_finds_what_an_earlier_one_remembered(client):
         }
     elsewhere = Agent(
         calls_then_reports("search", query="What colour does Ann like?"),
-        toolsets=[engram_toolset(client, butler="other")],
+        toolsets=[engram_toolset(engram, butler="other")],
     )
     assert json.loads((await elsewhere.run("What colour does Ann like?")).output) == []
 
 
-async def test_the_test_model_calls_every_tool_with_arguments_from_their_schemas(client):
-    agent = Agent(TestModel(), toolsets=[engram_toolset(client)])
+async def test_the_test_model_calls_every_tool_with_arguments_from_their_schemas(engram):
+    agent = Agent(TestModel(), toolsets=[engram_toolset(engram)])
     result = await agent.run("Use your memory")
     called = {
         part.tool_name
@@ -85,7 +73,7 @@ async def test_the_test_model_calls_every_tool_with_arguments_from_their_schemas
         if isinstance(part, ToolReturnPart)
     }
     assert called == {"search", "recall", "remember"}
-    assert len((await client.list_page("facts"))["items"]) == 1
+    assert len((await engram.list_page("facts"))["items"]) == 1
 
 
 def test_the_documented_example_compiles():

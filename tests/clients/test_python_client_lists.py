@@ -1,26 +1,15 @@
 """engram_client's `list_page` against a live server: every list with its filter, paged."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from app.core.config import Settings
-from app.main import create_app
 from engram_client import AsyncEngramClient, EngramClient, EngramError
-from tests.support.live_server import serve_in_thread
 
 
-@pytest.fixture(scope="module")
-def live(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
-
-
-async def test_list_page_filters_every_list_and_pages(live: str, api_key_for: Any) -> None:
+async def test_list_page_filters_every_list_and_pages(live_url: str, api_key_for: Any) -> None:
     key = await api_key_for("lists")
-    with EngramClient(live, api_key=key) as engram:
+    with EngramClient(live_url, api_key=key) as engram:
         made = [
             engram.request(
                 "POST",
@@ -81,7 +70,7 @@ async def test_list_page_filters_every_list_and_pages(live: str, api_key_for: An
     assert [link["id"] for link in links["items"]] == [strong["id"]]
     assert refused.value.status == 422
     assert "unknown field 'metadata.x' for procedures" in str(refused.value)
-    async with AsyncEngramClient(live, api_key=key) as engram_async:
+    async with AsyncEngramClient(live_url, api_key=key) as engram_async:
         arc = await engram_async.request(
             "POST", "/v1/arcs", json={"title": "Outage", "arc_type": "incident", "scope": "ops"}
         )

@@ -6,18 +6,17 @@ import difflib
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from app.core.config import JobSettings, LimitSettings, Settings
-from app.main import create_app
-from tests.support.live_server import serve_in_thread
+from app.core.config import JobSettings, LimitSettings
+from tests.support.paths import REPO_ROOT
 from tests.support.readme import CLIENTS, examples
 from tests.support.tools import needs
 
-PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
+PACKAGE = REPO_ROOT / "clients" / "typescript"
 GENERATED = PACKAGE / "src" / "generated" / "openapi.ts"
 # Written into node_modules after `npm ci`: the package-lock.json it installed.
 INSTALLED_LOCK = PACKAGE / "node_modules" / ".installed-lock-sha256"
@@ -62,24 +61,22 @@ def compiled(installed: Path) -> list[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def live_url(settings: Settings) -> Iterator[str]:
+@pytest.fixture
+def worker_url(serve: Callable[..., str]) -> str:
     """A live server with authentication on and a worker running queued jobs."""
-    jobs = JobSettings(worker_enabled=True, scheduler_enabled=False, poll_interval_seconds=0.1)
-    with serve_in_thread(create_app(settings.model_copy(update={"jobs": jobs}))) as url:
-        yield url
+    return serve(
+        jobs=JobSettings(worker_enabled=True, scheduler_enabled=False, poll_interval_seconds=0.1)
+    )
 
 
-@pytest.fixture(scope="module")
-def throttled_url(settings: Settings) -> Iterator[str]:
+@pytest.fixture
+def throttled_url(serve: Callable[..., str]) -> str:
     """A second live server that allows 5 requests a second per key after a burst of 5."""
-    limits = LimitSettings(requests_per_second=5, burst=5)
-    with serve_in_thread(create_app(settings.model_copy(update={"limits": limits}))) as url:
-        yield url
+    return serve(limits=LimitSettings(requests_per_second=5, burst=5))
 
 
 async def test_the_node_tests_pass_against_a_live_server(
-    compiled, live_url, throttled_url, api_key_for
+    compiled, worker_url, throttled_url, api_key_for
 ):
     key = await api_key_for("typescript-client")
     assert compiled, "no compiled Node tests found in dist/test"
@@ -89,7 +86,7 @@ async def test_the_node_tests_pass_against_a_live_server(
         "--test",
         "--test-reporter=spec",
         *compiled,
-        ENGRAM_URL=live_url,
+        ENGRAM_URL=worker_url,
         ENGRAM_API_KEY=key,
         ENGRAM_THROTTLED_URL=throttled_url,
     )
@@ -111,7 +108,7 @@ def test_the_checked_in_types_match_the_openapi_document(installed, tmp_path):
 
 
 async def test_the_documented_example_runs_as_written(
-    installed, compiled, live_url, api_key_for, tmp_path
+    installed, compiled, worker_url, api_key_for, tmp_path
 ):
     [example] = examples("TypeScript", "ts", CLIENTS)
     project = tmp_path / "project"
@@ -126,7 +123,7 @@ async def test_the_documented_example_runs_as_written(
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "ENGRAM_URL": live_url, "ENGRAM_API_KEY": key},
+        env={**os.environ, "ENGRAM_URL": worker_url, "ENGRAM_API_KEY": key},
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Ann lives in Lyon."

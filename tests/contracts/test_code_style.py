@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 RUFF = Path(sys.executable).parent / "ruff"
 

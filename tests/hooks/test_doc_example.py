@@ -1,4 +1,4 @@
-"""The "Try the hooks by hand" example of docs/claude-code.md, run as written against a live
+"""The "Try the hooks by hand" example of docs/claude-code.md, run as written against a live_url
 Engram: the prompt and the session start of the later sessions are given the first's turns."""
 
 import json
@@ -6,16 +6,10 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from app.core.config import Settings
-from app.main import create_app
-from tests.conftest import REPO_ROOT
-from tests.support.live_server import serve_in_thread
+from tests.support.paths import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "claude-code.md"
 STORED = [
@@ -28,13 +22,6 @@ STORED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def live(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
-
-
 def example() -> str:
     """The example's shell code, as the page shows it."""
     section = DOC.read_text().split("## Try the hooks by hand", 1)[1]
@@ -42,7 +29,7 @@ def example() -> str:
 
 
 async def test_the_doc_example_prints_the_earlier_sessions_turns(
-    live: str, api_key_for: Any, tmp_path: Path
+    live_url: str, api_key_for: Any, tmp_path: Path
 ) -> None:
     key = await api_key_for("claude-code-doc")
     bin_dir = tmp_path / "bin"
@@ -61,7 +48,7 @@ async def test_the_doc_example_prints_the_earlier_sessions_turns(
         "PYTHONPATH": str(REPO_ROOT),
         "TMPDIR": str(tmp_path),
         "XDG_STATE_HOME": str(tmp_path / "state"),
-        "ENGRAM_URL": live,
+        "ENGRAM_URL": live_url,
         "ENGRAM_API_KEY": key,
         "ENGRAM_HOOK_TIMEOUT": "60",
     }

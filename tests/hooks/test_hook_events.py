@@ -1,4 +1,4 @@
-"""Each Claude Code event answered as its documented contract says, against a live Engram:
+"""Each Claude Code event answered as its documented contract says, against a live_url Engram:
 SessionStart's context, only new memories at a prompt, Stop's last reply, and PreCompact and
 SessionEnd handing their upload to a process that outlives them."""
 
@@ -9,17 +9,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from app.core.config import Settings
 from app.hooks.config import butler_for
-from app.main import create_app
-from tests.hooks.test_claude_code_hooks import (
+from tests.support.hooks import (
     FIRST_SESSION,
     SECOND_SESSION,
     episodes,
@@ -29,7 +25,6 @@ from tests.hooks.test_claude_code_hooks import (
     stored_when,
     transcript_copy,
 )
-from tests.support.live_server import serve_in_thread
 
 # The five turns of the recorded transcript, as stored.
 TURNS = [
@@ -40,13 +35,6 @@ TURNS = [
     "user: Thanks. Also note that migrations run with the flyway tool.",
     "assistant: Noted: migrations use flyway.",
 ]
-
-
-@pytest.fixture(scope="module")
-def live(settings: Settings) -> Iterator[str]:
-    """A live server with authentication on."""
-    with serve_in_thread(create_app(settings)) as url:
-        yield url
 
 
 def contents(url: str, key: str, butler: str) -> list[str]:
@@ -81,16 +69,16 @@ def git_project(tmp_path: Path) -> Path:
 
 
 async def test_a_fact_of_the_first_session_is_in_the_seconds_session_start(
-    live: str, api_key_for: Any, tmp_path: Path
+    live_url: str, api_key_for: Any, tmp_path: Path
 ) -> None:
     key = await api_key_for("claude-code-start")
     project = git_project(tmp_path)
     butler = butler_for(str(project))
-    env = hook_env(tmp_path, live, key, ENGRAM_HOOK_TIMEOUT="60")
+    env = hook_env(tmp_path, live_url, key, ENGRAM_HOOK_TIMEOUT="60")
     first = transcript_copy(tmp_path, "first.jsonl", FIRST_SESSION)
     stopped = hook("Stop", payload("stop", cwd=str(project), transcript_path=str(first)), env)
     assert (stopped.returncode, stopped.stdout) == (0, ""), stopped.stderr
-    add_fact(live, key, butler, "migrated with", "Staging migrations run with flyway")
+    add_fact(live_url, key, butler, "migrated with", "Staging migrations run with flyway")
     second = tmp_path / "second.jsonl"  # a new session: Claude Code has not written it yet
 
     started = hook(
@@ -109,7 +97,7 @@ async def test_a_fact_of_the_first_session_is_in_the_seconds_session_start(
     repeated = hook("UserPromptSubmit", prompt, env)
     assert (repeated.returncode, repeated.stdout) == (0, ""), repeated.stderr
 
-    add_fact(live, key, butler, "listens on", "The staging database listens on port 6543")
+    add_fact(live_url, key, butler, "listens on", "The staging database listens on port 6543")
     newer = injected(hook("UserPromptSubmit", prompt, env), "UserPromptSubmit")
 
     assert "listens on port 6543" in newer
@@ -124,13 +112,13 @@ async def test_a_fact_of_the_first_session_is_in_the_seconds_session_start(
 
 
 async def test_stop_stores_the_last_reply_the_transcript_lacks_once(
-    live: str, api_key_for: Any, tmp_path: Path
+    live_url: str, api_key_for: Any, tmp_path: Path
 ) -> None:
     key = await api_key_for("claude-code-last-reply")
     project = tmp_path / "shop"
     project.mkdir()
     butler = butler_for(str(project))
-    env = hook_env(tmp_path, live, key, ENGRAM_HOOK_TIMEOUT="60")
+    env = hook_env(tmp_path, live_url, key, ENGRAM_HOOK_TIMEOUT="60")
     first = transcript_copy(tmp_path, "first.jsonl", FIRST_SESSION)
     lines = first.read_text().splitlines(keepends=True)
     last = lines.pop()  # the final reply, not yet written when Stop fires
@@ -141,13 +129,13 @@ async def test_stop_stores_the_last_reply_the_transcript_lacks_once(
     )
 
     assert hook("Stop", stop, env).returncode == 0
-    assert contents(live, key, butler) == TURNS
+    assert contents(live_url, key, butler) == TURNS
     assert hook("Stop", stop, env).returncode == 0  # Stop again, the transcript still behind
     with first.open("a") as transcript:
         transcript.write(last)  # the transcript catches up
     assert hook("Stop", stop, env).returncode == 0
 
-    assert contents(live, key, butler) == TURNS
+    assert contents(live_url, key, butler) == TURNS
     # A reply the transcript already holds is not stored from the payload as well.
     other = transcript_copy(tmp_path, "other.jsonl", SECOND_SESSION)
     whole = payload(
@@ -158,7 +146,7 @@ async def test_stop_stores_the_last_reply_the_transcript_lacks_once(
         last_assistant_message=reply,
     )
     assert hook("Stop", whole, env).returncode == 0
-    assert contents(live, key, butler) == TURNS + TURNS
+    assert contents(live_url, key, butler) == TURNS + TURNS
 
 
 def run_killed_at(
@@ -187,20 +175,20 @@ def run_killed_at(
 
 
 async def test_a_session_end_killed_at_its_timeout_still_stores_every_turn(
-    live: str, api_key_for: Any, tmp_path: Path
+    live_url: str, api_key_for: Any, tmp_path: Path
 ) -> None:
     key = await api_key_for("claude-code-session-end")
     project = tmp_path / "shop"
     project.mkdir()
     butler = butler_for(str(project))
-    env = hook_env(tmp_path, live, key)
+    env = hook_env(tmp_path, live_url, key)
     first = transcript_copy(tmp_path, "first.jsonl", FIRST_SESSION)
     stdin = payload("session_end", cwd=str(project), transcript_path=str(first))
 
     code, _ = run_killed_at("SessionEnd", stdin, env, 1.5)
 
     assert code in (0, None)
-    assert stored_when(lambda stored: len(stored) >= 5, live, key, butler) == TURNS
+    assert stored_when(lambda stored: len(stored) >= 5, live_url, key, butler) == TURNS
 
 
 def test_pre_compact_and_session_end_return_before_the_upload_ends(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_the_hook_command_loads_neither_the_web_stack_nor_the_database_driver():

@@ -2,49 +2,16 @@
 settings.json and taken out again, leaving everything else as it was."""
 
 import json
-import os
 import shlex
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.support.hooks import THEIRS, engram
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
-THEIRS = {
-    "model": "opus",
-    "permissions": {"allow": ["Bash(npm test:*)"]},
-    "hooks": {
-        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
-        "PreToolUse": [
-            {
-                "matcher": "Bash",
-                "hooks": [{"type": "command", "command": "./check.sh", "timeout": 5}],
-            }
-        ],
-    },
-}
-
-
-def engram(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    """The `engram` command in `cwd`, with `home` as the user's home."""
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-        "HOME": str(home),
-        "PYTHONPATH": str(REPO_ROOT),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def engram_commands(settings: dict[str, Any]) -> dict[str, list[list[str]]]:

@@ -5,7 +5,7 @@ import ast
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 HOOKS = REPO_ROOT / "app" / "hooks"
 

@@ -4,7 +4,7 @@ created goes again, a file that was there stays, even an empty one."""
 import json
 from pathlib import Path
 
-from tests.hooks.test_hooks_install import THEIRS, engram
+from tests.support.hooks import THEIRS, engram
 
 
 def test_a_project_settings_file_install_created_is_deleted_with_its_directory(

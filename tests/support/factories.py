@@ -1,4 +1,5 @@
-"""Factories that store memories through the API: each asserts the 201, returns the JSON."""
+"""Factories that store memories and runs through the API: each asserts the 201, returns the
+JSON."""
 
 from typing import Any
 
@@ -43,6 +44,23 @@ async def create_entity(
     return await post(
         client, "/v1/entities", canonical_name=name, entity_type=entity_type, **fields
     )
+
+
+async def create_run(client: Any, task_id: str = "t-parse", **fields: Any) -> dict[str, Any]:
+    """Record a task run and return it."""
+    return await post(client, "/v1/runs", task_id=task_id, **fields)
+
+
+async def harmful(
+    client: Any, rule_id: str, reason: str | None = None, times: int = 1
+) -> dict[str, Any]:
+    """Mark a rule harmful `times` times (each asserting the 200); the rule as last returned."""
+    body = {"reason": reason} if reason else None
+    for _ in range(times):
+        response = await client.post(f"/v1/rules/{rule_id}/harmful", json=body)
+        assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
 
 
 def ref(memory_type: str, stored: dict[str, Any]) -> tuple[str, str]:

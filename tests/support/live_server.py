@@ -1,4 +1,4 @@
-"""The app served by uvicorn on a free loopback port, in a thread of its own."""
+"""The app served by uvicorn on a free loopback port, in a thread of its own; a free port."""
 
 import socket
 import threading
@@ -29,3 +29,10 @@ def serve_in_thread(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now, for a server a test starts as a process."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

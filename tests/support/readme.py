@@ -3,9 +3,10 @@
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-CLIENTS = ROOT / "docs" / "clients.md"
+from tests.support.paths import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+CLIENTS = REPO_ROOT / "docs" / "clients.md"
 
 
 def examples(section: str, language: str, path: Path = README) -> list[str]:

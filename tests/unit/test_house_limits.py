@@ -3,7 +3,7 @@ services floor that holds workflows only."""
 
 import ast
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 APP = REPO_ROOT / "app"
 

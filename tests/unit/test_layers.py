@@ -7,7 +7,7 @@ from pathlib import Path
 
 import grimp
 
-from tests.conftest import REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 
 def test_every_layer_imports_only_what_it_may():

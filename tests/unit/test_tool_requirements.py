@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO_ROOT
+
 TEST = """
 import pytest
 from tests.support.tools import needs
@@ -28,7 +29,7 @@ def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {
         name: value for name, value in os.environ.items() if name != "ENGRAM_TESTS_REQUIRE_TOOLS"
     }
-    environment.update(PYTHONPATH=str(ROOT), **env)
+    environment.update(PYTHONPATH=str(REPO_ROOT), **env)
     return subprocess.run(
         [
             sys.executable,

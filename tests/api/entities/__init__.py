@@ -1,0 +1,2 @@
+"""Entities: app/services/entities.py and merge.py, app/repositories/entities.py, resolution
+(app/formulas/resolve.py)."""

@@ -1,0 +1,1 @@
+"""`engram serve` started as processes: several workers, two replicas on one database."""
