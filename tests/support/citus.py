@@ -254,12 +254,12 @@ def _build(source: Source, work: Path, log: Path) -> None:
     wrapper.write_text(CC_WRAPPER.format(cc=shutil.which("gcc") or shutil.which("cc")))
     wrapper.chmod(0o755)
     jobs = str(max(1, os.cpu_count() or 1))
+    pg_config = prefix / "bin" / "pg_config"
     steps = [
-        ["./configure", f"PG_CONFIG={prefix / 'bin' / 'pg_config'}", *CONFIGURE_OPTIONS],
+        ["./configure", f"PG_CONFIG={pg_config}", *CONFIGURE_OPTIONS, f"CC={wrapper}"],
         ["make", f"-j{jobs}"],
         ["make", "install"],
     ]
-    steps[0].append(f"CC={wrapper}")
     with log.open("a") as output:
         for step in steps:
             output.write(f"$ {' '.join(step)}\n")
@@ -294,7 +294,8 @@ def citus_install() -> Path | None:
                 _build(source, work, log)
             except (subprocess.SubprocessError, OSError) as error:
                 failed = final.with_name(final.name + ".failed.log")
-                shutil.copyfile(log, failed)
+                if log.exists():
+                    shutil.copyfile(log, failed)
                 shutil.rmtree(work, ignore_errors=True)
                 raise RuntimeError(f"building Citus failed ({error}); see {failed}") from error
             shutil.rmtree(final, ignore_errors=True)
@@ -380,13 +381,10 @@ class CitusCluster:
         self._started = True
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             list(pool.map(self._init_node, self.nodes))
-            log = "-l"
-            list(
-                pool.map(
-                    lambda node: self._pg_ctl(node, log, str(node.pgdata / "server.log"), "start"),
-                    self.nodes,
-                )
-            )
+            list(pool.map(self._start_node, self.nodes))
+
+    def _start_node(self, node: Node) -> None:
+        self._pg_ctl(node, "-l", str(node.pgdata / "server.log"), "start")
 
     async def create_database(self, name: str) -> str:
         """Create `name` on every node with EXTENSIONS, register the nodes in it; the
