@@ -236,13 +236,16 @@ def _unpack(source: Source, into: Path) -> Path:
     if source.path.is_dir():
         return Path(shutil.copytree(source.path, into / "citus", symlinks=True))
     with tarfile.open(source.path) as archive:
-        archive.extractall(into, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4+: no links or paths out of `into`
+            archive.extractall(into, filter="data")
+        else:
+            archive.extractall(into)  # a tarball the user or the project provides
     (top,) = [path for path in into.iterdir() if path.is_dir()]
     return top
 
 
 def _build(source: Source, work: Path, log: Path) -> None:
-    """Configure, make and install Citus into `work`/pginstall, a copy of the embedded
+    """Configure, make and install Citus into `work`/INSTALL_PATH, a copy of the embedded
     PostgreSQL (pg_config is relocatable, so `make install` writes into the copy)."""
     prefix = Path(shutil.copytree(embedded_prefix(), work / INSTALL_PATH, symlinks=True))
     # The wheel's programs find their libraries (libpq) at $ORIGIN/../../../<package>.libs.
