@@ -1,0 +1,71 @@
+"""Fixtures for the tests on a Citus cluster: the cluster (built and started once a session),
+Engram migrated to head on its coordinator, the app and a client against it."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.core.config import JobSettings, Settings
+from app.core.scope import SYSTEM, scoped_transaction
+from app.main import create_app
+from app.services import api_keys
+from tests.support.citus import CitusCluster, migrated_database, needs_citus, start_cluster
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here needs Citus: skipped without it (failed under
+    ENGRAM_TESTS_REQUIRE_TOOLS=1)."""
+    mark = None
+    for item in items:
+        if HERE in item.path.parents:
+            mark = mark or needs_citus()
+            item.add_marker(mark)
+
+
+@pytest.fixture(scope="session")
+async def citus_cluster() -> AsyncIterator[CitusCluster]:
+    """A coordinator and two workers with database `engram` (extensions citus, vector,
+    pg_trgm on every node, the workers registered)."""
+    cluster, _ = await start_cluster("engram")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+async def citus_engram_url(citus_cluster: CitusCluster) -> str:
+    """Engram's database on the coordinator, migrated to head (every table local to it)."""
+    return await migrated_database(citus_cluster, "engram_app")
+
+
+@pytest.fixture(scope="session")
+async def citus_app(citus_engram_url: str) -> AsyncIterator[Any]:
+    """The app against the coordinator, its lifespan running; no background worker."""
+    settings = Settings(
+        database_url=citus_engram_url,
+        migrate_on_start=False,
+        episode_session_gap_minutes=0,
+        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def citus_client(citus_app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process HTTP client authenticated as tenant 'citus'."""
+    async with scoped_transaction(citus_app.state.sessionmaker, SYSTEM) as session:
+        minted = await api_keys.create_key(session, tenant_id="citus")
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=citus_app),
+        base_url="http://engram.test",
+        headers={"Authorization": f"Bearer {minted.secret}"},
+    ) as http:
+        yield http
