@@ -9,6 +9,7 @@ from app.embedding import Embedder
 from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector
 from app.repositories import embedding_switches as switch_rows
+from app.telemetry.stages import stage
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,9 @@ async def embed_query(embedder: Embedder, text: str, *, tenant_id: str) -> Query
     """Embed a query with the model that served the last transaction, before the query's own
     transaction reads which model it needs."""
     model = embedder.slot_hint[0]
-    return QueryVector(text, tenant_id, await model.aembed(text, tenant_id=tenant_id), model)
+    with stage("embed"):
+        vector = await model.aembed(text, tenant_id=tenant_id)
+    return QueryVector(text, tenant_id, vector, model)
 
 
 async def query_within(
@@ -53,10 +56,12 @@ async def serving_query(
     """The query as embedded by the model whose vectors the store's `embedding` columns hold
     in this transaction (which keeps them so to its end): embedded again in the rare case the
     store switched models since the query was embedded."""
-    slots = await switch_rows.slot_models(session, embedder, writing=False)
+    with stage("prepare"):
+        slots = await switch_rows.slot_models(session, embedder, writing=False)
     if slots.serving is query.model:
         return query
-    vector = await slots.serving.aembed(query.text, tenant_id=query.tenant_id)
+    with stage("embed"):
+        vector = await slots.serving.aembed(query.text, tenant_id=query.tenant_id)
     return QueryVector(query.text, query.tenant_id, vector, slots.serving)
 
 

@@ -18,6 +18,7 @@ from app.retrieval.query_vectors import query_within
 from app.retrieval.search import Hit, search
 from app.retrieval.searcher import Searcher
 from app.schemas.filters import MemoryFilter
+from app.telemetry.stages import stage
 
 RECALL_TYPES = ("fact", "rule")
 
@@ -182,6 +183,7 @@ async def bump_recalled(
     session: AsyncSession, *, tenant_id: str, recalled: Sequence[Recalled]
 ) -> None:
     """Count a reference on every recalled memory (one UPDATE per table on the primary)."""
-    for memory_type in RECALL_TYPES:
-        rows = [r.hit.row for r in recalled if r.hit.memory_type == memory_type]
-        await references.count(session, memory_type, tenant_id=tenant_id, rows=rows)
+    with stage("bump"):
+        for memory_type in RECALL_TYPES:
+            rows = [r.hit.row for r in recalled if r.hit.memory_type == memory_type]
+            await references.count(session, memory_type, tenant_id=tenant_id, rows=rows)

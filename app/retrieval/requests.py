@@ -19,6 +19,7 @@ from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
 from app.schemas.filters import filter_tree
 from app.schemas.search import SearchRequest
+from app.telemetry.stages import stage
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ async def search_memories(
         # The search has read all it shows: its connection goes back to the pool before the
         # reranker is waited on, not after.
         await end_transaction(session)
-        hits = await step.apply(plan.query, hits)
+        with stage("rerank"):
+            hits = await step.apply(plan.query, hits)
     return SearchAnswer(
         plan.mode,
         hits,

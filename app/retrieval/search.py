@@ -38,6 +38,7 @@ from app.retrieval.fusion import (
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
 from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
 from app.retrieval.searcher import Searcher
+from app.telemetry.stages import stage
 
 __all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
 
@@ -95,9 +96,13 @@ async def search(
     vector, scale = await _vector_scan(
         session, plan, embedder=embedder, retrieval=retrieval, query_vector=query_vector
     )
-    filters = await search_rows.with_exact_types(
-        session, plan.types, _filters(plan, tenant_id=tenant_id), below=retrieval.filter_exact_below
-    )
+    with stage("prepare"):
+        filters = await search_rows.with_exact_types(
+            session,
+            plan.types,
+            _filters(plan, tenant_id=tenant_id),
+            below=retrieval.filter_exact_below,
+        )
     stale_behind = plan.mode == "hybrid" and plan.fusion in ("learned", "weighted")
     plan, found, known = await _candidates_for_fusion(
         session, plan, filters=filters, vector=vector, query=keyword_query
@@ -117,7 +122,8 @@ async def search(
         scale=scale,
     )
     if stale_behind:
-        fused = scaled(fused, stale_factors(fused, rows))
+        with stage("fusion"):
+            fused = scaled(fused, stale_factors(fused, rows))
     if plan.records:
         fused = await with_records(
             session,
@@ -129,16 +135,17 @@ async def search(
             rows=rows,
             scale=scale,
         )
-    hits = await load_hits(
-        session,
-        tenant_id=tenant_id,
-        fused=fused,
-        vector=vector,
-        query=keyword_query,
-        loaded=rows,
-        language=plan.language,
-    )
-    return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
+    with stage("load"):
+        hits = await load_hits(
+            session,
+            tenant_id=tenant_id,
+            fused=fused,
+            vector=vector,
+            query=keyword_query,
+            loaded=rows,
+            language=plan.language,
+        )
+        return await _described(session, plan, tenant_id=tenant_id, hits=hits, paths=paths)
 
 
 async def _candidates(
@@ -150,17 +157,18 @@ async def _candidates(
     query: str | None,
 ) -> search_rows.Candidates:
     """The plan's candidate lists and their rows, in one statement."""
-    return await search_rows.search_candidates(
-        session,
-        types=plan.types,
-        filters=filters,
-        vector=vector,
-        query=query,
-        limit=plan.depth,
-        language=plan.language,
-        window=plan.span if plan.time_mode == "boost" and "episode" in plan.types else None,
-        passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS,
-    )
+    with stage("sql"):
+        return await search_rows.search_candidates(
+            session,
+            types=plan.types,
+            filters=filters,
+            vector=vector,
+            query=query,
+            limit=plan.depth,
+            language=plan.language,
+            window=plan.span if plan.time_mode == "boost" and "episode" in plan.types else None,
+            passages=search_rows.IN_FULL if plan.learned else search_rows.AS_PARTS,
+        )
 
 
 async def _candidates_for_fusion(
@@ -206,20 +214,29 @@ async def _fused(
     semantic, keyword, boost = found.semantic, found.keyword, found.window
     rows = dict(found.rows)
     if plan.learned:
-        near_rows = await missing_rows(
-            session,
-            tenant_id=tenant_id,
-            keys=rows_wanted(near),
-            have=rows,
-            vector=vector,
-            query=query,
-            language=plan.language,
-        )
+        with stage("load"):
+            near_rows = await missing_rows(
+                session,
+                tenant_id=tenant_id,
+                keys=rows_wanted(near),
+                have=rows,
+                vector=vector,
+                query=query,
+                language=plan.language,
+            )
         rows.update(near_rows)
         known = {**known, **known_rows(near_rows)}
-    fused = _fuse_as_planned(
-        plan, semantic, keyword, known=known, scale=scale, boost=boost, graph=near, window=plan.span
-    )
+    with stage("fusion"):
+        fused = _fuse_as_planned(
+            plan,
+            semantic,
+            keyword,
+            known=known,
+            scale=scale,
+            boost=boost,
+            graph=near,
+            window=plan.span,
+        )
     return fused, rows
 
 
@@ -279,11 +296,12 @@ async def _vector_scan(
     the scale learned fusion reads that model's similarities on (none without a vector)."""
     if query_vector is None:
         return None, IDENTITY
-    await search_rows.configure_vector_scan(
-        session,
-        ef_search=max(retrieval.hnsw_ef_search, plan.depth),
-        max_scan_tuples=retrieval.hnsw_max_scan_tuples,
-    )
+    with stage("prepare"):
+        await search_rows.configure_vector_scan(
+            session,
+            ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+            max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+        )
     # Read after the scan settings, so both ride on the transaction's first statement.
     query_vector = await serving_query(session, embedder, query_vector)
     return query_vector.vector, scale_of(query_vector.model) if plan.learned else IDENTITY
@@ -295,14 +313,15 @@ async def _near_entities(
     """The graph list of a hybrid search with entities, and each memory's path; else none."""
     if plan.graph is None or not plan.graph.entities or plan.mode != "hybrid":
         return [], {}
-    return await graph_candidates(
-        session,
-        filters=filters,
-        types=plan.types,
-        graph=plan.graph,
-        limit=plan.limit,
-        fanout=fanout,
-    )
+    with stage("graph"):
+        return await graph_candidates(
+            session,
+            filters=filters,
+            types=plan.types,
+            graph=plan.graph,
+            limit=plan.limit,
+            fanout=fanout,
+        )
 
 
 def _filters(plan: SearchPlan, *, tenant_id: str) -> Filters:
@@ -434,30 +453,33 @@ async def with_records(
     """The memories' results merged with those of the record types asked for (fused the same
     way, each source on its own, so their scores compare); learned fusion first loads their
     rows into `rows` and reads their similarities on `scale`."""
-    semantic, keyword = await record_sql.candidate_lists(
-        session,
-        types=plan.records,
-        tenant_id=tenant_id,
-        vector=vector,
-        query=query,
-        limit=plan.depth,
-        language=plan.language,
-    )
-    if plan.learned:
-        rows.update(
-            await missing_rows(
-                session,
-                tenant_id=tenant_id,
-                keys=rows_wanted(semantic, keyword),
-                have=rows,
-                vector=vector,
-                query=query,
-                language=plan.language,
-            )
+    with stage("sql_records"):
+        semantic, keyword = await record_sql.candidate_lists(
+            session,
+            types=plan.records,
+            tenant_id=tenant_id,
+            vector=vector,
+            query=query,
+            limit=plan.depth,
+            language=plan.language,
         )
-    known = known_rows(rows) if plan.learned else {}
-    found = _fuse_as_planned(plan, semantic, keyword, known=known, scale=scale)
-    return merge_sources(fused, found, hybrid=plan.mode == "hybrid", limit=plan.limit)
+    if plan.learned:
+        with stage("load"):
+            rows.update(
+                await missing_rows(
+                    session,
+                    tenant_id=tenant_id,
+                    keys=rows_wanted(semantic, keyword),
+                    have=rows,
+                    vector=vector,
+                    query=query,
+                    language=plan.language,
+                )
+            )
+    with stage("fusion"):
+        known = known_rows(rows) if plan.learned else {}
+        found = _fuse_as_planned(plan, semantic, keyword, known=known, scale=scale)
+        return merge_sources(fused, found, hybrid=plan.mode == "hybrid", limit=plan.limit)
 
 
 async def with_harmful_reasons(

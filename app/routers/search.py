@@ -1,6 +1,10 @@
 """/v1/search, /v1/recall and /v1/context: retrieval."""
 
-from fastapi import APIRouter
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
 
 from app.core.clock import now_utc
 from app.core.errors import problem_responses
@@ -29,8 +33,30 @@ from app.schemas.search import (
     SearchRequest,
     SearchResponse,
 )
+from app.telemetry.metrics import observe_read
+from app.telemetry.stages import collecting, stage
 
-router = APIRouter(prefix="/v1", tags=["retrieval"])
+
+class TimedRoute(APIRoute):
+    """A read route whose answers say where their time went: a Server-Timing header and
+    `engram_read_stage_seconds` (an error raised inside has neither)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        operation = self.path.rsplit("/", 1)[-1]
+
+        async def timed(request: Request) -> Response:
+            with collecting(operation) as stages:
+                response = await handler(request)
+            total = stages.finish()
+            response.headers["Server-Timing"] = stages.header(total)
+            observe_read(stages, total)
+            return response
+
+        return timed
+
+
+router = APIRouter(prefix="/v1", tags=["retrieval"], route_class=TimedRoute)
 
 
 @router.post(
@@ -48,14 +74,14 @@ async def search_memories(
     settings: SettingsDep,
     reranker: RerankerDep,
 ) -> SearchResponse:
-    return search_answer_out(
-        await retrieval.search_memories(
-            session,
-            searcher=Searcher(tenant_id, embedder, settings.retrieval),
-            request=body,
-            reranker=reranker,
-        )
+    answer = await retrieval.search_memories(
+        session,
+        searcher=Searcher(tenant_id, embedder, settings.retrieval),
+        request=body,
+        reranker=reranker,
     )
+    with stage("serialise"):
+        return search_answer_out(answer)
 
 
 @router.post(
@@ -94,7 +120,8 @@ async def recall_memories(
         at=at,
         memory_filter=filter_tree(body.filter),
     )
-    return recall_out(recalled, body.reference_time or now_utc(), at)
+    with stage("serialise"):
+        return recall_out(recalled, body.reference_time or now_utc(), at)
 
 
 @router.post(
@@ -138,4 +165,5 @@ async def memory_context(
         at=point_in_time(body.as_of, body.known_at),
         memory_filter=filter_tree(body.filter),
     )
-    return context_out(context)
+    with stage("serialise"):
+        return context_out(context)

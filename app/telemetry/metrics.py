@@ -1,5 +1,5 @@
-"""Prometheus metrics at /metrics: requests, the model queue, the database pool, jobs and
-the episodes awaiting consolidation.
+"""Prometheus metrics at /metrics: requests, the read path's stages, the model queue, the
+database pool, jobs and the episodes awaiting consolidation.
 
 Metrics live in the process's default registry (with `--workers N`, each worker process
 answers for itself). Gauges read their value when scraped.
@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from starlette.types import Message, Receive, Scope, Send
 
 from app.core.asgi import HttpMiddleware
+from app.telemetry.stages import Stages
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,14 @@ REQUEST_SECONDS = Histogram(
     "Time to answer an HTTP request.",
     ["method", "route"],
     buckets=LATENCY_BUCKETS,
+)
+# A read's stages take from well under a millisecond (fusion) to seconds (a remote model).
+STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+READ_STAGE_SECONDS = Histogram(
+    "engram_read_stage_seconds",
+    "Time a stage of a search, recall or context took (as its Server-Timing header says).",
+    ["operation", "stage"],
+    buckets=STAGE_BUCKETS,
 )
 MODEL_QUEUE = Gauge("engram_model_queue_chunks", "Model calls waiting in the embedding queue.")
 MODEL_WAIT_SECONDS = Histogram(
@@ -96,6 +105,13 @@ class MetricsMiddleware(HttpMiddleware):
             method = method_label(scope["method"])
             REQUESTS.labels(method, route, str(status)).inc()
             REQUEST_SECONDS.labels(method, route).observe(time.perf_counter() - started)
+
+
+def observe_read(stages: Stages, total: float) -> None:
+    """Count each stage of a read, and its total, in `engram_read_stage_seconds`."""
+    for name, seconds in stages.seconds.items():
+        READ_STAGE_SECONDS.labels(stages.operation, name).observe(seconds)
+    READ_STAGE_SECONDS.labels(stages.operation, "total").observe(total)
 
 
 def watch(*, embedder: Any, engine: Any) -> None:
