@@ -1,3 +1,3 @@
 """The read path: search, recall and context (app/retrieval/), the keyword leg and the records'
 search (app/repositories/search/), passages (app/repositories/passages.py), the reranker the
-operator brings (app/retrieval/user_reranker.py)."""
+operator brings (app/retrieval/user_reranker.py), and where a read's time went (app/telemetry/stages.py)."""

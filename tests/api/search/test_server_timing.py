@@ -6,8 +6,8 @@ import re
 import pytest
 
 from app.telemetry.stages import STAGES, collecting, stage
-from tests.api.test_metrics import sample
 from tests.support.http import post
+from tests.support.metrics import sample
 
 ENTRY = re.compile(r'^([a-z_]+);dur=(\d+(?:\.\d+)?);desc="([^"]*)"$')
 # Durations are printed to 0.01 ms: each entry may be rounded by half of that.
