@@ -35,13 +35,13 @@ def assert_adds_up(entries: dict[str, float]) -> None:
 
 
 @pytest.fixture
-async def stored(client):
+async def seeded(client):
     await post(client, "/v1/facts", subject="Mel", predicate="sport", content="Mel swims daily")
     await post(client, "/v1/rules", content="Ask Mel about swimming before noon")
     await post(client, "/v1/episodes", butler="chat", content="Mel went swimming at the lake")
 
 
-async def test_hybrid_search_says_where_its_time_went(client, stored):
+async def test_hybrid_search_says_where_its_time_went(client, seeded):
     response = await client.post("/v1/search", json={"query": "Mel swimming", "mode": "hybrid"})
 
     entries = timings(response)
@@ -50,7 +50,7 @@ async def test_hybrid_search_says_where_its_time_went(client, stored):
     assert_adds_up(entries)
 
 
-async def test_keyword_search_has_no_embed_entry(client, stored):
+async def test_keyword_search_has_no_embed_entry(client, seeded):
     response = await client.post("/v1/search", json={"query": "Mel swimming", "mode": "keyword"})
 
     entries = timings(response)
@@ -59,7 +59,7 @@ async def test_keyword_search_has_no_embed_entry(client, stored):
     assert_adds_up(entries)
 
 
-async def test_recall_and_context_say_where_their_time_went(client, stored):
+async def test_recall_and_context_say_where_their_time_went(client, seeded):
     recalled = await client.post("/v1/recall", json={"topic": "Mel swimming"})
     context = await client.post(
         "/v1/context", json={"trigger_prompt": "Mel swimming", "butler": "chat"}
@@ -78,7 +78,7 @@ async def test_an_error_answer_has_no_header(client):
     assert "server-timing" not in response.headers
 
 
-async def test_the_stages_are_counted_in_metrics(client, stored):
+async def test_the_stages_are_counted_in_metrics(client, seeded):
     def counts(text: str) -> tuple[float, float]:
         return (
             sample(text, "engram_read_stage_seconds_count", operation="search", stage="sql"),
