@@ -139,7 +139,10 @@ async def test_a_session_object_made_later_continues_the_conversation(client):
     model = ScriptedModel(call("search", query="Lyon"), say("Nothing yet."))
     agent = Agent(name="assistant", model=model, tools=engram_tools(client))
     await Runner.run(
-        agent, "I moved to Lyon", session=EngramSession("conv", client), run_config=NO_TRACES
+        agent,
+        "I moved to Lyon",
+        session=EngramSession("conv", client, tool_items=True),
+        run_config=NO_TRACES,
     )
     stored = await EngramSession("conv", client).get_items()
     assert [item.get("type", "message") for item in stored] == [
