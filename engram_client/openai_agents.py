@@ -14,7 +14,8 @@ Being episodes, items expire after Engram's `episode_ttl_days` (what consolidati
 from them stays as facts and rules); `pop_item` and `clear_session` delete them for good.
 
 The `search` tool never answers with the current turn of an `EngramSession` on the same
-client (the question being asked and what followed it) nor with tool traffic. A tool that
+client (the question being asked and what followed it; of the 16 sessions that asked last)
+nor with tool traffic. A tool that
 Engram refuses or cannot reach answers the model with Engram's problem (status, title,
 detail) and logs it at warning.
 """
@@ -44,6 +45,9 @@ ITEM_FIELDS = "agents_item"
 TOOL_TRAFFIC = "tool_traffic"
 ROLES = frozenset({"user", "assistant", "system", "developer"})
 logger = logging.getLogger("engram_client.openai_agents")
+# Sessions per client whose current turn search leaves out, latest first (a filter takes at
+# most 64 conditions).
+CURRENT_TURNS = 16
 # Per client: when the current turn of each (butler, session id) began (server time).
 _TURNS: "weakref.WeakKeyDictionary[AsyncEngramClient, dict[tuple[str, str], str]]" = (
     weakref.WeakKeyDictionary()
@@ -96,7 +100,10 @@ class EngramSession:
         asked = [ep for item, ep in zip(kept, stored, strict=True) if item.get("role") == "user"]
         if asked:
             turns = _TURNS.setdefault(self.client, {})
+            turns.pop((self.butler, self.session_id), None)
             turns[(self.butler, self.session_id)] = asked[0].created_at.isoformat()
+            for oldest in list(turns)[:-CURRENT_TURNS]:
+                del turns[oldest]
 
     async def pop_item(self) -> Any | None:
         """Delete the latest item and return it; None when the session is empty."""

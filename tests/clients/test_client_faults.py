@@ -165,3 +165,17 @@ async def test_an_async_transport_error_names_the_method_and_url():
             await engram.store_fact("Ann", "likes", "green")
         block = await engram.context("Ann", butler="chat")
         assert f"POST {url}/v1/context" in (block.warning or "")
+
+
+async def test_search_stays_a_valid_filter_with_many_sessions_on_one_client(client):
+    for n in range(40):
+        await EngramSession(f"many-{n}", client).add_items([{"role": "user", "content": "hi"}])
+    model = ScriptedModel(call("search", query="hi"), say("done"))
+    await Runner.run(
+        Agent(name="a", model=model, tools=engram_tools(client)),
+        "hi",
+        session=EngramSession("many-last", client),
+        run_config=NO_TRACES,
+    )
+    [output] = [i["output"] for i in model.inputs[1] if i.get("type") == "function_call_output"]
+    assert output.startswith("[")
