@@ -47,6 +47,18 @@ class RetryPolicy:
         return response is None or response.status_code in RETRY_STATUSES
 
 
+def name_request(error: httpx.TransportError, method: str, url: str) -> None:
+    """Put the request's method and URL at the head of a transport error's message."""
+    said = str(error)
+    if url not in said:
+        error.args = (f"{method} {url}: {said}" if said else f"{method} {url}", *error.args[1:])
+
+
+def request_url(http: httpx.Client | httpx.AsyncClient, path: str) -> str:
+    """The URL a request of `path` goes to (without its query)."""
+    return str(http.base_url).rstrip("/") + "/" + path.lstrip("/")
+
+
 def headers(api_key: str | None) -> dict[str, str]:
     """The headers every request sends."""
     sent = {"User-Agent": "engram-client"}

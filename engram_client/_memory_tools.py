@@ -1,6 +1,7 @@
 """The search / recall / remember tools every framework adapter gives an agent: what each
 does against Engram and the words the model reads about it."""
 
+from collections.abc import Callable
 from typing import Any
 
 from engram_client.client import AsyncEngramClient
@@ -22,15 +23,25 @@ NOTE = "note"
 
 class MemoryTools:
     """The three tools over one client; `butler` keeps them to the facts and rules of scope
-    'global' or `butler` and the butler's episodes, and stores facts in that scope."""
+    'global' or `butler` and the butler's episodes, and stores facts in that scope;
+    `search_filter` gives the filter each search adds (None: none)."""
 
-    def __init__(self, client: AsyncEngramClient, butler: str | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncEngramClient,
+        butler: str | None = None,
+        *,
+        search_filter: Callable[[], dict[str, Any] | None] = lambda: None,
+    ) -> None:
         self.client = client
         self.butler = butler
+        self.search_filter = search_filter
 
     async def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
         """The hits for `query`: type, id and content, best first."""
-        found = await self.client.search(query, limit=limit, scope=self.butler)
+        found = await self.client.search(
+            query, limit=limit, scope=self.butler, filter=self.search_filter()
+        )
         return [
             {"type": hit.memory_type, "id": str(hit.id), "content": hit.content}
             for hit in found.results

@@ -15,6 +15,8 @@ from engram_client._http import (
     RetryPolicy,
     body_of,
     headers,
+    name_request,
+    request_url,
     without_none,
 )
 from engram_client.models import (
@@ -117,6 +119,11 @@ class EngramClient:
         )
         self._slots = threading.BoundedSemaphore(max_in_flight)
 
+    @property
+    def base_url(self) -> str:
+        """The URL of the Engram this client talks to."""
+        return str(self._http.base_url).rstrip("/")
+
     def __enter__(self) -> "EngramClient":
         return self
 
@@ -135,8 +142,9 @@ class EngramClient:
             try:
                 with self._slots:
                     response = self._http.request(method, path, **kwargs)
-            except RETRY_ERRORS:
+            except RETRY_ERRORS as error:
                 if not self.retry.should_retry(attempt, None):
+                    name_request(error, method, request_url(self._http, path))
                     raise
             else:
                 if not self.retry.should_retry(attempt, response):
@@ -311,6 +319,11 @@ class AsyncEngramClient:
         self.max_in_flight = max_in_flight
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
+    @property
+    def base_url(self) -> str:
+        """The URL of the Engram this client talks to."""
+        return str(self._http.base_url).rstrip("/")
+
     async def __aenter__(self) -> "AsyncEngramClient":
         return self
 
@@ -329,8 +342,9 @@ class AsyncEngramClient:
             try:
                 async with self._semaphore():
                     response = await self._http.request(method, path, **kwargs)
-            except RETRY_ERRORS:
+            except RETRY_ERRORS as error:
                 if not self.retry.should_retry(attempt, None):
+                    name_request(error, method, request_url(self._http, path))
                     raise
             else:
                 if not self.retry.should_retry(attempt, response):

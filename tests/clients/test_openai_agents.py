@@ -4,80 +4,13 @@ conversation in an EngramSession and their memories through Engram's tools."""
 import json
 import subprocess
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import pytest
-from agents import Agent, ModelResponse, RunConfig, Runner, Usage
-from agents.models.interface import Model
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
+from agents import Agent, Runner
 
 from engram_client.openai_agents import EngramSession, engram_tools
+from tests.support.agents_model import NO_TRACES, ScriptedModel, call, say, tool_outputs
 from tests.support.readme import CLIENTS, examples
-
-Turn = Callable[[list[Any]], list[Any]]
-NO_TRACES = RunConfig(tracing_disabled=True)
-
-
-class ScriptedModel(Model):
-    """A model whose n-th answer is `turns[n]` applied to the input it was given."""
-
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = list(turns)
-        self.inputs: list[list[Any]] = []
-
-    async def get_response(
-        self,
-        system_instructions,
-        input,
-        model_settings,
-        tools,
-        output_schema,
-        handoffs,
-        tracing,
-        **_: Any,
-    ) -> ModelResponse:
-        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
-        self.inputs.append(items)
-        return ModelResponse(output=self.turns.pop(0)(items), usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-
-def call(name: str, **arguments: Any) -> Turn:
-    return lambda _: [
-        ResponseFunctionToolCall(
-            type="function_call", call_id=f"call-{name}", name=name, arguments=json.dumps(arguments)
-        )
-    ]
-
-
-def say(text: str | Callable[[list[Any]], str]) -> Turn:
-    return lambda items: [
-        ResponseOutputMessage(
-            type="message",
-            id="msg",
-            role="assistant",
-            status="completed",
-            content=[
-                ResponseOutputText(
-                    type="output_text", annotations=[], text=text(items) if callable(text) else text
-                )
-            ],
-        )
-    ]
-
-
-def tool_outputs(items: list[Any]) -> str:
-    """The outputs of the tool calls the model was given, as one JSON list."""
-    return json.dumps(
-        [json.loads(i["output"]) for i in items if i.get("type") == "function_call_output"]
-    )
 
 
 async def test_a_later_run_finds_what_an_earlier_one_remembered(engram):
@@ -129,7 +62,10 @@ async def test_a_session_object_made_later_continues_the_conversation(engram):
     model = ScriptedModel(call("search", query="Lyon"), say("Nothing yet."))
     agent = Agent(name="assistant", model=model, tools=engram_tools(engram))
     await Runner.run(
-        agent, "I moved to Lyon", session=EngramSession("conv", engram), run_config=NO_TRACES
+        agent,
+        "I moved to Lyon",
+        session=EngramSession("conv", engram, tool_items=True),
+        run_config=NO_TRACES,
     )
     stored = await EngramSession("conv", engram).get_items()
     assert [item.get("type", "message") for item in stored] == [

@@ -1,8 +1,9 @@
 import type { Problem, ProblemFieldError } from "./types.js";
 
-/** An error answer from Engram (after any retries), carrying its RFC 9457 problem details. */
+/** An error answer from Engram (after any retries), carrying its RFC 9457 problem details;
+ * status 0 when no answer came (no connection, a timeout), its detail naming the request. */
 export class EngramError extends Error {
-  /** The HTTP status. */
+  /** The HTTP status (0: no answer came). */
   readonly status: number;
   /** The problem's short title ("Invalid input", "Not found", ...). */
   readonly title: string;
@@ -17,11 +18,12 @@ export class EngramError extends Error {
   /** The whole problem document as the server sent it. */
   readonly problem: Problem;
 
-  constructor(problem: Problem) {
+  constructor(problem: Problem, options?: { cause?: unknown }) {
     const errors = problem.errors ?? [];
     const fields = errors.map((error) => error.field).join(", ");
     const summary = problem.detail ?? problem.title;
-    super(`${problem.status} ${problem.title}: ${summary}${fields ? ` (${fields})` : ""}`);
+    const status = problem.status ? `${problem.status} ` : "";
+    super(`${status}${problem.title}: ${summary}${fields ? ` (${fields})` : ""}`, options);
     this.name = "EngramError";
     this.status = problem.status;
     this.title = problem.title;

@@ -76,10 +76,7 @@ export class Http {
       let wait: number | null = null;
       await this.slots.acquire();
       try {
-        const response = await this.options.fetch(url, {
-          ...init,
-          signal: AbortSignal.timeout(this.options.timeoutMs),
-        });
+        const response = await this.fetch(method, url, init);
         if (RETRY_STATUSES.has(response.status) && attempt < this.options.retry.retries) {
           await response.body?.cancel();
           wait = retryDelay(response, attempt, this.options.retry);
@@ -90,6 +87,19 @@ export class Http {
         this.slots.release();
       }
       await sleep(wait ?? 0);
+    }
+  }
+
+  /** One attempt; a failure to get an answer (no connection, a timeout) throws an
+   * `EngramError` of status 0 naming the method and URL. */
+  private async fetch(method: string, url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await this.options.fetch(url, {
+        ...init,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+    } catch (error) {
+      throw transportError(method, url, error, this.options.timeoutMs);
     }
   }
 
@@ -159,6 +169,22 @@ function problemOf(response: Response, body: unknown): Problem {
   const detail = typeof body === "string" && body ? body.slice(0, 500) : null;
   return { type: "about:blank", title: response.statusText || "Error", status: response.status,
     detail };
+}
+
+/** The `EngramError` for a request that got no answer. */
+export function transportError(method: string, url: string, error: unknown,
+  timeoutMs: number): EngramError {
+  const name = error instanceof Error ? error.name : "";
+  const timedOut = name === "TimeoutError" || name === "AbortError";
+  const cause = error instanceof Error ? error.cause : undefined;
+  const reason = timedOut ? `no answer within ${timeoutMs} ms`
+    : [error instanceof Error ? error.message : String(error),
+      cause instanceof Error ? ((cause as { code?: string }).code ?? cause.message) : null]
+      .filter(Boolean).join(": ");
+  const title = timedOut ? "Timed out" : "Connection failed";
+  const problem: Problem = { type: "about:blank", title, status: 0,
+    detail: `${method} ${url}: ${reason}` };
+  return new EngramError(problem, { cause: error });
 }
 
 function sleep(ms: number): Promise<void> {
