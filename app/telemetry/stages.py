@@ -6,7 +6,7 @@ no-op context manager, so the same code runs at no cost. A stage entered twice a
 """
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from time import perf_counter
 from types import TracebackType
@@ -81,22 +81,7 @@ class _Timer:
         self._stages.add(self._name, ended - self._started, ended=ended)
 
 
-class _Untimed:
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        return None
-
-
-_UNTIMED = _Untimed()
+_UNTIMED = nullcontext()
 _current: ContextVar[Stages | None] = ContextVar("engram_read_stages", default=None)
 
 
