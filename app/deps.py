@@ -20,6 +20,7 @@ from app.reads import SAFE_METHODS, read_transaction, writer_key
 from app.reads import ReplicaFailed as ReplicaFailed  # for mcp/calls, which imports deps
 from app.reads import primary_only as primary_only
 from app.repositories import references
+from app.retrieval.searcher import Searcher
 from app.retrieval.user_reranker import UserReranker
 from app.services import actors
 from app.services.api_keys import resolve_key
@@ -211,6 +212,16 @@ async def request_embedder(request: Request) -> Embedder:
 
 
 EmbedderDep = Annotated[Embedder, Depends(request_embedder)]
+
+
+async def request_searcher(
+    tenant_id: TenantDep, embedder: EmbedderDep, settings: SettingsDep
+) -> Searcher:
+    """Who searches and with what: the caller's tenant, the shared model, retrieval settings."""
+    return Searcher(tenant_id, embedder, settings.retrieval)
+
+
+SearcherDep = Annotated[Searcher, Depends(request_searcher)]
 
 
 async def request_reranker(request: Request) -> UserReranker | None:

@@ -10,13 +10,13 @@ from app.deps import (
     EmbedderDep,
     QuerySessionDep,
     ReadSessionDep,
+    SearcherDep,
     SessionDep,
     SettingsDep,
     TenantDep,
 )
 from app.responses.arcs import arc_out, arc_search_out
 from app.responses.pages import page_out
-from app.retrieval.searcher import Searcher
 from app.routers.created import locate
 from app.routers.params import ArcFilterQuery
 from app.schemas.arcs import (
@@ -86,15 +86,11 @@ async def list_arcs(
 async def search_arcs(
     body: ArcSearchRequest,
     session: QuerySessionDep,
-    tenant_id: TenantDep,
-    embedder: EmbedderDep,
-    settings: SettingsDep,
+    searcher: SearcherDep,
 ) -> ArcSearchResponse:
     """Find arcs by title, summary, outcome and lessons: in `hybrid` mode the semantic and
     keyword lists are fused by the configured `[retrieval] fusion`, like procedure search."""
-    hits = await arcs.search_arcs(
-        session, searcher=Searcher(tenant_id, embedder, settings.retrieval), request=body
-    )
+    hits = await arcs.search_arcs(session, searcher=searcher, request=body)
     return arc_search_out(body.mode, hits)
 
 

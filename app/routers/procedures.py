@@ -10,13 +10,12 @@ from app.deps import (
     EmbedderDep,
     QuerySessionDep,
     ReadSessionDep,
+    SearcherDep,
     SessionDep,
-    SettingsDep,
     TenantDep,
 )
 from app.responses.pages import page_out
 from app.responses.procedures import procedure_out, procedure_search_out
-from app.retrieval.searcher import Searcher
 from app.routers.created import locate
 from app.routers.params import ProcedureFilterQuery
 from app.schemas.common import Page
@@ -94,9 +93,7 @@ async def list_procedures(
 async def search_procedures(
     body: ProcedureSearchRequest,
     session: QuerySessionDep,
-    tenant_id: TenantDep,
-    embedder: EmbedderDep,
-    settings: SettingsDep,
+    searcher: SearcherDep,
 ) -> ProcedureSearchResponse:
     """Find procedures by meaning and by words (name, description and step actions).
 
@@ -108,9 +105,7 @@ async def search_procedures(
     counting as rank `limit + 1` there; or `weighted`. Current versions only unless
     `include_superseded`.
     """
-    hits = await procedures.search_procedures(
-        session, searcher=Searcher(tenant_id, embedder, settings.retrieval), request=body
-    )
+    hits = await procedures.search_procedures(session, searcher=searcher, request=body)
     return procedure_search_out(body.mode, hits)
 
 

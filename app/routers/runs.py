@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from app.core.errors import problem_responses
-from app.deps import EmbedderDep, SessionDep, SettingsDep, TenantDep
+from app.deps import EmbedderDep, SearcherDep, SessionDep, SettingsDep, TenantDep
 from app.responses.pages import page_out
 from app.responses.runs import (
     message_batch_out,
@@ -17,7 +17,6 @@ from app.responses.runs import (
     run_out,
     run_search_out,
 )
-from app.retrieval.searcher import Searcher
 from app.routers.created import locate
 from app.routers.params import RunFilterQuery
 from app.schemas.common import Page
@@ -97,9 +96,7 @@ async def list_runs(
 async def search_runs(
     body: RunSearchRequest,
     session: SessionDep,
-    tenant_id: TenantDep,
-    embedder: EmbedderDep,
-    settings: SettingsDep,
+    searcher: SearcherDep,
 ) -> RunSearchResponse:
     """Runs ranked by the best cosine similarity of the run itself (task and summary) or any
     of its messages to `query`, each with all its feedback. The failure loop: a critic marks
@@ -108,7 +105,7 @@ async def search_runs(
     return run_search_out(
         await runs.search_runs(
             session,
-            searcher=Searcher(tenant_id, embedder, settings.retrieval),
+            searcher=searcher,
             request=body,
         )
     )

@@ -8,21 +8,13 @@ from fastapi.routing import APIRoute
 
 from app.core.clock import now_utc
 from app.core.errors import problem_responses
-from app.deps import (
-    EmbedderDep,
-    QuerySessionDep,
-    ReadSessionDep,
-    RerankerDep,
-    SettingsDep,
-    TenantDep,
-)
+from app.deps import QuerySessionDep, ReadSessionDep, RerankerDep, SearcherDep
 from app.formulas.fact_time import point_in_time
 from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval
 from app.retrieval.context import build_context
 from app.retrieval.plan import graph_query
 from app.retrieval.recall import recall
-from app.retrieval.searcher import Searcher
 from app.schemas.filters import filter_tree
 from app.schemas.search import (
     SEARCH_DESCRIPTION,
@@ -69,14 +61,12 @@ router = APIRouter(prefix="/v1", tags=["retrieval"], route_class=TimedRoute)
 async def search_memories(
     body: SearchRequest,
     session: QuerySessionDep,
-    tenant_id: TenantDep,
-    embedder: EmbedderDep,
-    settings: SettingsDep,
+    searcher: SearcherDep,
     reranker: RerankerDep,
 ) -> SearchResponse:
     answer = await retrieval.search_memories(
         session,
-        searcher=Searcher(tenant_id, embedder, settings.retrieval),
+        searcher=searcher,
         request=body,
         reranker=reranker,
     )
@@ -93,9 +83,7 @@ async def search_memories(
 async def recall_memories(
     body: RecallRequest,
     session: ReadSessionDep,
-    tenant_id: TenantDep,
-    embedder: EmbedderDep,
-    settings: SettingsDep,
+    searcher: SearcherDep,
 ) -> RecallResponse:
     """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
     `0.4 relevance + 0.3 importance/10 + 0.2 recency + 0.1 effective_confidence` (weights
@@ -110,7 +98,7 @@ async def recall_memories(
     at = point_in_time(body.as_of, body.known_at)
     recalled = await recall(
         session,
-        searcher=Searcher(tenant_id, embedder, settings.retrieval),
+        searcher=searcher,
         topic=body.topic,
         scope=body.scope,
         limit=body.limit,
@@ -133,9 +121,7 @@ async def recall_memories(
 async def memory_context(
     body: ContextRequest,
     session: ReadSessionDep,
-    tenant_id: TenantDep,
-    embedder: EmbedderDep,
-    settings: SettingsDep,
+    searcher: SearcherDep,
 ) -> ContextResponse:
     """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the
     butler's (none less similar to the prompt than the relevance floor), then format them:
@@ -157,7 +143,7 @@ async def memory_context(
     `known_at`, facts are the versions that held then, as believed then."""
     context = await build_context(
         session,
-        searcher=Searcher(tenant_id, embedder, settings.retrieval),
+        searcher=searcher,
         trigger_prompt=body.trigger_prompt,
         butler=body.butler,
         token_budget=body.token_budget,
