@@ -30,30 +30,15 @@ from app.hooks.block import (
 from app.hooks.capture import capture
 from app.hooks.client import Engram, describe, log
 from app.hooks.config import (
-    CAPTURE_EVENTS,
     CONTEXT_EVENTS,
-    EVENTS,
     HANDOFF_EVENTS,
     Deadline,
     HookConfig,
-    butler_for,
     project_dir,
 )
 from app.hooks.handoff import hand_off
 from app.hooks.state import ShownMemories, StateLocked
 from app.hooks.transcript import last_prompts, read_turns
-
-__all__ = [
-    "CAPTURE_EVENTS",
-    "EVENTS",
-    "Deadline",
-    "Engram",
-    "HookConfig",
-    "butler_for",
-    "capture",
-    "handle",
-    "run_hook",
-]
 
 # An earlier turn is shown only when at least this similar to the prompt: unrelated prompts
 # score under 0.11 against a project's turns with the packaged model, related ones 0.24 up.

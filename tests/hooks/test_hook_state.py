@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.hooks.claude_code import Deadline, Engram, HookConfig, capture
+from app.hooks.capture import capture
+from app.hooks.client import Engram
+from app.hooks.config import Deadline, HookConfig
 from app.hooks.state import KEEP_SECONDS, CapturedTurns, StateLocked
 
 PAYLOADS = Path(__file__).parent / "payloads"

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from app.hooks.claude_code import butler_for
+from app.hooks.config import butler_for
 from app.hooks.transcript import read_turns, strip_injected
 
 PAYLOADS = Path(__file__).parent / "payloads"
