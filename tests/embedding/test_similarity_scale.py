@@ -119,7 +119,8 @@ async def test_a_remote_model_is_measured_once_and_again_after_a_failure(monkeyp
 
         monkeypatch.setattr(similarity_scale, "RETRY_SECONDS", 0.0)
         scale_of(embedder)
-        await _until(lambda: scale_of(embedder) is not IDENTITY)
+        # The task leaves `_running` on the loop turn after it stores the scale.
+        await _until(lambda: scale_of(embedder) is not IDENTITY and not similarity_scale._running)
         asked = stub.inputs()
         assert set(reference().sentences) <= set(asked)
         # The stub's random 24-dimension vectors spread about 1/sqrt(24): the map narrows them.
