@@ -17,6 +17,7 @@ and `disable_tenant_rls(op, "table")` in `downgrade()`; `tests/api/access/test_r
 for a tenant table without the policy.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 from app.core.constants import GLOBAL_SCOPE
@@ -90,49 +91,78 @@ _KEY_BUTLERS = f"(SELECT string_to_array(current_setting('{BUTLERS_SETTING}', tr
 _OWN_KEY = f"(SELECT current_setting('{KEY_SETTING}', true))"
 
 
-def _among(column: str) -> str:
-    return f"{column} = ANY ({_KEY_BUTLERS})"
+@dataclass(frozen=True)
+class _Settings:
+    """How a policy reads the key's settings: once per statement through a subquery, or per
+    row, as a distributed table's policies must (Citus refuses subqueries in policies)."""
+
+    unlimited: str
+    butlers: str
+    own_key: str
+    per_row: bool
 
 
-def _among_or_global(column: str) -> str:
-    return f"({column} = '{GLOBAL_SCOPE}' OR {_among(column)})"
+ONCE = _Settings(_UNLIMITED, _KEY_BUTLERS, _OWN_KEY, per_row=False)
+PER_ROW = _Settings(
+    f"coalesce(current_setting('{BUTLERS_SETTING}', true), '') = ''",
+    f"string_to_array(current_setting('{BUTLERS_SETTING}', true), ',')",
+    f"current_setting('{KEY_SETTING}', true)",
+    per_row=True,
+)
 
 
 def _linked(kind: str, row_id: str) -> str:
     return f"engram_row_visible({kind}, {row_id})"
 
 
-# table -> (what a limited key may read and update, what it may insert and delete).
-BUTLER_LIMITS: dict[str, tuple[str, str]] = {
-    "episodes": (_among("butler"), _among("butler")),
-    "facts": (_among_or_global("scope"), _among("scope")),
-    "rules": (_among_or_global("scope"), _among("scope")),
-    "arcs": (_among_or_global("scope"), _among("scope")),
-    "procedures": (_among("agent_id"), _among("agent_id")),
-    "working_memories": (_among("agent_id"), _among("agent_id")),
-    "agent_events": (
-        f"(visibility = '{GLOBAL_SCOPE}' OR {_among('agent_id')})",
-        _among("agent_id"),
-    ),
-    # Copies of a memory's scope, kept by triggers in the writer's transaction.
-    "passages": (_among_or_global("scope"), _among_or_global("scope")),
-    "keyword_postings": (_among_or_global("scope"), _among_or_global("scope")),
-    "keyword_scope_corpus": (_among_or_global("scope"), _among_or_global("scope")),
-    "keyword_scope_terms": (_among_or_global("scope"), _among_or_global("scope")),
-    # Rows that hang off a memory follow it; a link needs both of its ends.
-    "fact_periods": ("EXISTS (SELECT 1 FROM facts f WHERE f.id = fact_id)",) * 2,
-    "rule_applications": ("EXISTS (SELECT 1 FROM rules r WHERE r.id = rule_id)",) * 2,
-    "memory_links": (
-        (f"({_linked('source_type', 'source_id')} AND {_linked('target_type', 'target_id')})"),
-    )
-    * 2,
-    # Runs belong to no butler: they are the tenant's, for unlimited keys only.
-    "runs": ("false", "false"),
-    "run_messages": ("false", "false"),
-    "run_feedback": ("false", "false"),
-    "memory_events": (f"actor_key_id::text = {_OWN_KEY}",) * 2,
-    "jobs": (f"actor_key_id::text = {_OWN_KEY}",) * 2,
-}
+def butler_limits(read: _Settings = ONCE) -> dict[str, tuple[str, str]]:
+    """table -> (what a limited key may read and update, what it may insert and delete)."""
+
+    def among(column: str) -> str:
+        return f"{column} = ANY ({read.butlers})"
+
+    def among_or_global(column: str) -> str:
+        return f"({column} = '{GLOBAL_SCOPE}' OR {among(column)})"
+
+    def follows(kind: str, column: str, table: str, alias: str) -> str:
+        if read.per_row:
+            return _linked(f"'{kind}'", column)
+        return f"EXISTS (SELECT 1 FROM {table} {alias} WHERE {alias}.id = {column})"
+
+    own = f"actor_key_id::text = {read.own_key}"
+    return {
+        "episodes": (among("butler"), among("butler")),
+        "facts": (among_or_global("scope"), among("scope")),
+        "rules": (among_or_global("scope"), among("scope")),
+        "arcs": (among_or_global("scope"), among("scope")),
+        "procedures": (among("agent_id"), among("agent_id")),
+        "working_memories": (among("agent_id"), among("agent_id")),
+        "agent_events": (
+            f"(visibility = '{GLOBAL_SCOPE}' OR {among('agent_id')})",
+            among("agent_id"),
+        ),
+        # Copies of a memory's scope, kept by triggers in the writer's transaction.
+        "passages": (among_or_global("scope"), among_or_global("scope")),
+        "keyword_postings": (among_or_global("scope"), among_or_global("scope")),
+        "keyword_scope_corpus": (among_or_global("scope"), among_or_global("scope")),
+        "keyword_scope_terms": (among_or_global("scope"), among_or_global("scope")),
+        # Rows that hang off a memory follow it; a link needs both of its ends.
+        "fact_periods": (follows("fact", "fact_id", "facts", "f"),) * 2,
+        "rule_applications": (follows("rule", "rule_id", "rules", "r"),) * 2,
+        "memory_links": (
+            (f"({_linked('source_type', 'source_id')} AND {_linked('target_type', 'target_id')})"),
+        )
+        * 2,
+        # Runs belong to no butler: they are the tenant's, for unlimited keys only.
+        "runs": ("false", "false"),
+        "run_messages": ("false", "false"),
+        "run_feedback": ("false", "false"),
+        "memory_events": (own,) * 2,
+        "jobs": (own,) * 2,
+    }
+
+
+BUTLER_LIMITS = butler_limits()
 
 # Whether a row a link or graph edge names is one the transaction may read. SECURITY INVOKER
 # (the default), so the row-level policies of the named table decide.
@@ -155,16 +185,18 @@ $$
 """
 
 
-def butler_policy_statements(table: str) -> list[str]:
-    """The DDL of `table`'s restrictive butler policies (idempotent)."""
-    read, write = BUTLER_LIMITS[table]
-    read, write = f"({_UNLIMITED} OR {read})", f"({_UNLIMITED} OR {write})"
+def butler_policy_statements(table: str, read: _Settings = ONCE) -> list[str]:
+    """The DDL of `table`'s restrictive butler policies (idempotent), reading the key's
+    settings once per statement, or per row (`PER_ROW`, for a distributed table)."""
+    limits = BUTLER_LIMITS[table] if read is ONCE else butler_limits(read)[table]
+    unlimited = read.unlimited
+    read_rule, write_rule = f"({unlimited} OR {limits[0]})", f"({unlimited} OR {limits[1]})"
     name = f"{BUTLER_POLICY_PREFIX}_{{}}"
     clauses = {
-        "select": f"FOR SELECT USING {read}",
-        "insert": f"FOR INSERT WITH CHECK {write}",
-        "update": f"FOR UPDATE USING {read} WITH CHECK {read}",
-        "delete": f"FOR DELETE USING {write}",
+        "select": f"FOR SELECT USING {read_rule}",
+        "insert": f"FOR INSERT WITH CHECK {write_rule}",
+        "update": f"FOR UPDATE USING {read_rule} WITH CHECK {read_rule}",
+        "delete": f"FOR DELETE USING {write_rule}",
     }
     statements = []
     for command, clause in clauses.items():

@@ -20,7 +20,7 @@ class FactPeriod(Base):
     tenant_id: Mapped[str] = tenant_column()
     fact_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True),
-        ForeignKey("facts.id", ondelete="CASCADE", onupdate="CASCADE"),
+        ForeignKey("facts.id", ondelete="CASCADE"),
         nullable=False,
     )
     valid_from: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

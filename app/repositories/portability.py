@@ -75,6 +75,16 @@ RENAMED_FIELDS = {("agent_event", "kind"): "event_kind"}
 LINK_ENDS: dict[str, Any] = {**LINKABLE, "procedure": Procedure}
 
 
+async def ids_in_use(
+    session: AsyncSession, *, kind: str, ids: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """Of `ids`, those a row of `kind` has in any tenant (a system-scope session)."""
+    table = TABLES[kind]
+    key = table.c.event_id if "event_id" in table.c and "id" not in table.c else table.c.id
+    rows = await session.execute(select(key).where(key.in_(list(ids))).limit(1))
+    return [row[0] for row in rows]
+
+
 def _exported(column: Column[Any]) -> bool:
     # Identity and computed columns are made by PostgreSQL, never written.
     return column.name not in NOT_EXPORTED and column.identity is None and column.computed is None

@@ -58,15 +58,19 @@ async def unembedded_rows(
 
 
 async def lock_unembedded(
-    session: AsyncSession, model: Memory, *, contents: dict[uuid.UUID, str]
+    session: AsyncSession, model: Memory, *, tenant_id: str, contents: dict[uuid.UUID, str]
 ) -> set[uuid.UUID]:
-    """Of the rows of `contents` (id: the content that was embedded), those still there,
-    still without a vector and with that content, locked until the transaction ends."""
+    """Of the tenant's rows of `contents` (id: the content that was embedded), those still
+    there, still without a vector and with that content, locked until the transaction ends."""
     if not contents:
         return set()
     stmt = (
         select(model.id, model.content)
-        .where(model.id.in_(list(contents)), model.embedding.is_(None))
+        .where(
+            model.tenant_id == tenant_id,
+            model.id.in_(list(contents)),
+            model.embedding.is_(None),
+        )
         .with_for_update()
     )
     return {
@@ -96,14 +100,18 @@ async def rows_after(
 
 
 async def store_vectors(
-    session: AsyncSession, model: Memory, *, columns: dict[uuid.UUID, dict[str, Any]]
+    session: AsyncSession,
+    model: Memory,
+    *,
+    tenant_id: str,
+    columns: dict[uuid.UUID, dict[str, Any]],
 ) -> None:
-    """Write rows' vector columns (`embedding`, `embedding_next` and their versions) in one
-    executemany."""
+    """Write the tenant's rows' vector columns (`embedding`, `embedding_next` and their
+    versions) in one executemany."""
     table: Any = model.__table__
     stmt = (
         update(table)
-        .where(table.c.id == bindparam("row_id"))
+        .where(table.c.tenant_id == tenant_id, table.c.id == bindparam("row_id"))
         .values({name: bindparam(f"v_{name}") for name in VECTOR_COLUMNS})
     )
     await session.execute(

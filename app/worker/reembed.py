@@ -223,13 +223,18 @@ async def _store_embedded(
 ) -> int:
     """Write the vectors and passages of the rows still without vectors and unchanged since
     they were read (deleted or changed ones are left out); how many were written."""
-    kept = await reembed_rows.lock_unembedded(session, model, contents=dict(rows))
+    kept = await reembed_rows.lock_unembedded(
+        session, model, tenant_id=tenant_id, contents=dict(rows)
+    )
     indexes = [index for index, (row_id, _) in enumerate(rows) if row_id in kept]
     if not indexes:
         return 0
     ids = [rows[index][0] for index in indexes]
     await reembed_rows.store_vectors(
-        session, model, columns={rows[index][0]: embedded.columns(index) for index in indexes}
+        session,
+        model,
+        tenant_id=tenant_id,
+        columns={rows[index][0]: embedded.columns(index) for index in indexes},
     )
     await store_passages(
         session,
@@ -352,6 +357,7 @@ async def _reembed_rows(
     await reembed_rows.store_vectors(
         session,
         model,
+        tenant_id=tenant_id,
         columns={row_id: embedded.columns(index) for index, row_id in enumerate(ids)},
     )
     await store_passages(

@@ -127,7 +127,9 @@ async def test_equal_scores_order_by_newest_then_lowest_id(client, sql, settings
             predicate=topic,
             content=f"Caroline likes {topic}",
         )
+        # One statement: the fact's periods follow it, checked at the statement's end.
         await sql(
+            "WITH periods AS (UPDATE fact_periods SET fact_id = :new_id WHERE fact_id = :id) "
             "UPDATE facts SET id = :new_id, created_at = '2026-01-01T00:00:00Z' WHERE id = :id",
             new_id=new_id,
             id=uuid.UUID(stored["id"]),
