@@ -15,8 +15,8 @@ RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml setup.py MANIFEST.in README.md alembic.ini ./
 COPY app ./app
 COPY alembic ./alembic
-COPY engram_client ./engram_client
-RUN pip install -e .
+COPY clients/python ./clients/python
+RUN pip install -e ./clients/python -e .
 
 RUN useradd --create-home --uid 1000 engram
 USER engram

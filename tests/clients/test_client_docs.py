@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from engram_client import AsyncEngramClient
+from tests.support.paths import PYTHON_CLIENT
 from tests.support.paths import REPO_ROOT as ROOT
 from tests.support.readme import CLIENTS, examples
 
@@ -95,7 +96,7 @@ async def test_rule_feedback_context_is_documented_and_taken_as_an_object(live_u
 
 
 def test_the_pydantic_ai_extra_brings_the_examples_model_provider():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+    extras = tomllib.loads((PYTHON_CLIENT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
     assert any(dep.startswith("pydantic-ai-slim[openai]") for dep in extras["pydantic-ai"])

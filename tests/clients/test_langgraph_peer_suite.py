@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT, SOURCE_PATH
 
 REPO = os.environ.get("LANGGRAPH_REPO")
 SUITE = Path("libs/checkpoint-sqlite/tests")
@@ -58,7 +58,7 @@ async def test_langgraphs_store_suite(live_url, settings, api_key_for, tmp_path)
         **os.environ,
         "ENGRAM_URL": live_url,
         "ENGRAM_PEER_KEYS": json.dumps(keys),
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{SOURCE_PATH}",
     }
     result = await asyncio.to_thread(
         subprocess.run,

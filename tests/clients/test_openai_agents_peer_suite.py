@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT, SOURCE_PATH
 
 REPO = os.environ.get("OPENAI_AGENTS_REPO")
 FILES = (
@@ -70,7 +70,7 @@ async def test_the_sdks_session_suite(live_url, api_key_for, tmp_path):
         "ENGRAM_URL": live_url,
         "ENGRAM_PEER_KEYS": json.dumps(keys),
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
-        "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{SOURCE_PATH}",
     }
     result = await asyncio.to_thread(
         subprocess.run,

@@ -1,4 +1,5 @@
-"""A built wheel carries the Alembic revisions and migrates a database from its own copy."""
+"""A built wheel carries the Alembic revisions and migrates a database from its own copy; the
+client (and the hooks `engram hook` runs) come from the engram-client wheel beside it."""
 
 import os
 import subprocess
@@ -7,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 from tests.support.database import scratch_database, scratch_server_url
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import PYTHON_CLIENT, REPO_ROOT
 
 SOURCE_REVISIONS = sorted(path.name for path in (REPO_ROOT / "alembic" / "versions").glob("*.py"))
 # Run in the wheel's unpacked tree: app.postgres.migrations must find app/_alembic there, not the
@@ -19,14 +20,16 @@ import app, app.postgres.migrations
 from app.cli import main
 installed = Path(sys.argv[1]).resolve()
 assert Path(app.__file__).resolve().is_relative_to(installed), app.__file__
+import engram_client.hooks
+assert Path(engram_client.hooks.__file__).resolve().is_relative_to(installed)
 assert app.postgres.migrations.script_location() == installed / "app" / "_alembic"
 print("script_location", app.postgres.migrations.script_location())
 main(["migrate"])
 """
 
 
-def build_wheel(into: Path) -> Path:
-    """`pip wheel` of the checkout (no dependencies, no download)."""
+def build_wheels(into: Path) -> tuple[Path, Path]:
+    """`pip wheel` of the server and of the client (no dependencies, no download)."""
     subprocess.run(
         [
             sys.executable,
@@ -39,6 +42,7 @@ def build_wheel(into: Path) -> Path:
             "--wheel-dir",
             str(into),
             str(REPO_ROOT),
+            str(PYTHON_CLIENT),
         ],
         check=True,
         capture_output=True,
@@ -46,13 +50,17 @@ def build_wheel(into: Path) -> Path:
         timeout=300,
     )
     [wheel] = into.glob("engram-*.whl")
-    return wheel
+    [client] = into.glob("engram_client-*.whl")
+    return wheel, client
 
 
 async def test_wheel_ships_the_revisions_and_migrates_from_them(tmp_path):
-    wheel = build_wheel(tmp_path / "dist")
+    wheel, client = build_wheels(tmp_path / "dist")
+    with zipfile.ZipFile(client) as archive:
+        archive.extractall(tmp_path / "installed")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
+        assert not any(name.startswith("engram_client/") for name in names)
         assert {"app/_alembic/env.py", "app/_alembic/script.py.mako"} <= names
         shipped = sorted(
             name.rsplit("/", 1)[1]

@@ -3,7 +3,7 @@ characters of additional context, and the facts of a context answer one item eac
 
 import pytest
 
-from app.hooks.block import (
+from engram_client.hooks.block import (
     MAX_BLOCK_CHARS,
     Item,
     context_items,
@@ -11,7 +11,7 @@ from app.hooks.block import (
     turn_items,
     utf16_length,
 )
-from app.hooks.injected import CLOSE_TAG, OPEN_TAG
+from engram_client.hooks.injected import CLOSE_TAG, OPEN_TAG
 
 # What Claude Code keeps whole as additional context (past it: a file path and a preview).
 CLAUDE_CODE_CAP = 10_000

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.hooks.config import butler_for
+from engram_client.hooks.config import butler_for
 from tests.support.hooks import (
     FIRST_SESSION,
     SECOND_SESSION,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT, SOURCE_PATH
 
 DOC = REPO_ROOT / "docs" / "claude-code.md"
 STORED = [
@@ -45,7 +45,7 @@ async def test_the_doc_example_prints_the_earlier_sessions_turns(
     env = {
         "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
         "HOME": str(tmp_path / "home"),
-        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONPATH": SOURCE_PATH,
         "TMPDIR": str(tmp_path),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "ENGRAM_URL": live_url,

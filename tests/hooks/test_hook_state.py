@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.hooks.capture import capture
-from app.hooks.client import Engram
-from app.hooks.config import Deadline, HookConfig
-from app.hooks.state import KEEP_SECONDS, CapturedTurns, StateLocked
+from engram_client.hooks.capture import capture
+from engram_client.hooks.client import Engram
+from engram_client.hooks.config import Deadline, HookConfig
+from engram_client.hooks.state import KEEP_SECONDS, CapturedTurns, StateLocked
 
 PAYLOADS = Path(__file__).parent / "payloads"
 

@@ -1,13 +1,13 @@
-"""The hooks stay a light HTTP client, movable into a package of their own: app/hooks
-imports the standard library, httpx and itself, nothing else."""
+"""The hooks stay a light HTTP client: engram_client/hooks imports the standard library,
+httpx and itself, nothing else (not the client's models, not the server)."""
 
 import ast
 import sys
 from pathlib import Path
 
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import PYTHON_CLIENT
 
-HOOKS = REPO_ROOT / "app" / "hooks"
+HOOKS = PYTHON_CLIENT / "engram_client" / "hooks"
 
 
 def imported(path: Path) -> set[str]:
@@ -21,7 +21,7 @@ def imported(path: Path) -> set[str]:
     return names
 
 
-def test_app_hooks_imports_only_the_standard_library_httpx_and_itself() -> None:
+def test_the_hooks_import_only_the_standard_library_httpx_and_itself() -> None:
     foreign = {
         f"{path.name}: {name}"
         for path in sorted(HOOKS.glob("*.py"))
@@ -29,7 +29,7 @@ def test_app_hooks_imports_only_the_standard_library_httpx_and_itself() -> None:
         if name != "."
         and name.split(".")[0] not in sys.stdlib_module_names
         and name.split(".")[0] != "httpx"
-        and not name.startswith("app.hooks")
+        and not name.startswith("engram_client.hooks")
     }
 
     assert not foreign

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.hooks.injected import CLOSE_TAG, OPEN_TAG, neutralise, wrap
+from engram_client.hooks.injected import CLOSE_TAG, OPEN_TAG, neutralise, wrap
 
 
 @pytest.mark.parametrize(

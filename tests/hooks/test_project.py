@@ -3,7 +3,7 @@ cwd, else the cwd, so a prompt from a subdirectory finds the project's memories.
 
 from pathlib import Path
 
-from app.hooks.config import HookConfig, butler_for, project_dir
+from engram_client.hooks.config import HookConfig, butler_for, project_dir
 
 
 def test_the_checkout_of_a_subdirectory_is_the_project(tmp_path: Path) -> None:

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from app.hooks.config import butler_for
-from app.hooks.transcript import read_turns, strip_injected
+from engram_client.hooks.config import butler_for
+from engram_client.hooks.transcript import read_turns, strip_injected
 
 PAYLOADS = Path(__file__).parent / "payloads"
 

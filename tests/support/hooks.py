@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.paths import REPO_ROOT
+from tests.support.paths import REPO_ROOT, SOURCE_PATH
 
 PAYLOADS = REPO_ROOT / "tests" / "hooks" / "payloads"
 FIRST_SESSION = "0b7e4d2c-91a3-4f6e-8d25-7c1a9e3f5b48"
@@ -43,7 +43,7 @@ def hook_env(tmp_path: Path, url: str, key: str | None = None, **extra: str) -> 
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path / "home"),
-        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONPATH": SOURCE_PATH,
         "ENGRAM_URL": url,
         "XDG_STATE_HOME": str(tmp_path / "state"),
         **extra,
@@ -104,12 +104,33 @@ def engram(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str
     env = {
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
         "HOME": str(home),
-        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONPATH": SOURCE_PATH,
     }
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *args],
         cwd=cwd,
         env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def engram_hook(
+    *args: str, cwd: Path, home: Path, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The client's `engram-hook` command in `cwd`, with `home` as the user's home (or `env`)."""
+    if env is None:
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+            "HOME": str(home),
+            "PYTHONPATH": SOURCE_PATH,
+        }
+    return subprocess.run(
+        [sys.executable, "-m", "engram_client.hooks", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.hooks.injected import CLOSE_TAG, OPEN_TAG
+from engram_client.hooks.injected import CLOSE_TAG, OPEN_TAG
 
 # The memory block `engram hook UserPromptSubmit` added to the model's context.
 _INJECTED = re.compile(re.escape(OPEN_TAG) + r".*?(?:" + re.escape(CLOSE_TAG) + r"|\Z)", re.DOTALL)

@@ -1,4 +1,5 @@
-"""The `engram hook` and `engram hooks` commands."""
+"""The hook commands: `engram-hook <event>` and `engram-hook install|uninstall`, and the same
+as `engram hook <event>` and `engram hooks install|uninstall` in the server's command."""
 
 import argparse
 import json
@@ -9,10 +10,28 @@ from pathlib import Path
 from typing import Any
 
 
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `engram-hook` console script."""
+    from engram_client.hooks.config import EVENTS
+
+    parser = argparse.ArgumentParser(
+        prog="engram-hook",
+        description="Give Claude Code the memory of a running Engram (ENGRAM_URL, "
+        "ENGRAM_API_KEY): answer a hook event, or add or remove the hooks in its settings.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for event in EVENTS:
+        _hook_arguments(commands.add_parser(event, help=f"answer Claude Code's {event} event"))
+        commands.choices[event].set_defaults(event=event)
+    _install_commands(commands, "engram-hook")
+    args = parser.parse_args(argv)
+    raise SystemExit(args.handler(args))
+
+
 def add_commands(commands: Any) -> None:
     """Add `hook` and `hooks` to the `engram` command's subparsers; each runs through its
     `handler` default, before the service's settings are read."""
-    from app.hooks.config import EVENTS
+    from engram_client.hooks.config import EVENTS
 
     hook = commands.add_parser(
         "hook",
@@ -20,6 +39,14 @@ def add_commands(commands: Any) -> None:
         "UserPromptSubmit print memories, the others store the transcript",
     )
     hook.add_argument("event", choices=EVENTS)
+    _hook_arguments(hook)
+    hooks = commands.add_parser(
+        "hooks", help="add or remove Engram's hooks in a coding agent's settings"
+    )
+    _install_commands(hooks.add_subparsers(dest="hooks_command", required=True), "engram")
+
+
+def _hook_arguments(hook: argparse.ArgumentParser) -> None:
     hook.add_argument(
         "--token-budget",
         type=int,
@@ -33,10 +60,10 @@ def add_commands(commands: Any) -> None:
         help="the most the hook may take (default: ENGRAM_HOOK_TIMEOUT, else 3)",
     )
     hook.set_defaults(handler=_hook)
-    hooks = commands.add_parser(
-        "hooks", help="add or remove Engram's hooks in a coding agent's settings"
-    )
-    actions = hooks.add_subparsers(dest="hooks_command", required=True)
+
+
+def _install_commands(actions: Any, program: str) -> None:
+    """`install` and `uninstall`; the entries they write run `program`."""
     for action, help_text in (
         ("install", "add Engram's hook entries (idempotent)"),
         ("uninstall", "remove exactly Engram's hook entries"),
@@ -52,11 +79,13 @@ def add_commands(commands: Any) -> None:
             help="this directory's .claude/settings.json (the default)",
         )
         where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
-        parser.set_defaults(handler=_install if action == "install" else _uninstall)
+        parser.set_defaults(
+            handler=_install if action == "install" else _uninstall, program=program
+        )
 
 
 def _hook(args: argparse.Namespace) -> int:
-    from app.hooks.config import HANDOFF_EVENTS, HookConfig
+    from engram_client.hooks.config import HANDOFF_EVENTS, HookConfig
 
     config = HookConfig.from_env()
     if args.token_budget is not None and args.token_budget > 0:
@@ -65,11 +94,11 @@ def _hook(args: argparse.Namespace) -> int:
         config = replace(config, timeout=args.timeout)
     if args.event in HANDOFF_EVENTS:
         # Only a detached process to start: nothing more is imported before it is.
-        from app.hooks.handoff import run_handoff
+        from engram_client.hooks.handoff import run_handoff
 
         code = run_handoff(args.event, config, sys.stdin)
     else:
-        from app.hooks.claude_code import run_hook
+        from engram_client.hooks.claude_code import run_hook
 
         code = run_hook(args.event, config, sys.stdin, sys.stdout)
     # The answer is out: end now rather than wait for a request still under way.
@@ -79,26 +108,30 @@ def _hook(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> Path:
-    from app.hooks.settings import settings_path
+    from engram_client.hooks.settings import settings_path
 
     return settings_path(args.user, Path.cwd(), Path.home())
 
 
 def _record() -> Path:
-    from app.hooks.config import state_dir
-    from app.hooks.settings import RECORD_NAME
+    from engram_client.hooks.config import state_dir
+    from engram_client.hooks.settings import RECORD_NAME
 
     return state_dir(dict(os.environ)) / RECORD_NAME
 
 
+def _said(program: str, action: str) -> str:
+    return f"engram-hook {action}" if program == "engram-hook" else f"engram hooks {action}"
+
+
 def _install(args: argparse.Namespace) -> int:
-    from app.hooks.settings import SettingsError, engram_command, install
+    from engram_client.hooks.settings import SettingsError, command_path, install
 
     path = _path(args)
     try:
-        entries = install(path, engram_command(), _record())
+        entries = install(path, command_path(args.program), _record())
     except SettingsError as error:
-        raise SystemExit(f"engram hooks install: {error}") from None
+        raise SystemExit(f"{_said(args.program, 'install')}: {error}") from None
     print(f"wrote Engram's hooks into {path}:")
     print(json.dumps({"hooks": entries}, indent=2))
     print(
@@ -109,13 +142,13 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from app.hooks.settings import SettingsError, uninstall
+    from engram_client.hooks.settings import SettingsError, uninstall
 
     path = _path(args)
     try:
         removed, deleted = uninstall(path, _record())
     except SettingsError as error:
-        raise SystemExit(f"engram hooks uninstall: {error}") from None
+        raise SystemExit(f"{_said(args.program, 'uninstall')}: {error}") from None
     print(f"removed {removed} Engram hook entr{'y' if removed == 1 else 'ies'} from {path}")
     if deleted:
         print(f"deleted {path}: install had created it and nothing else was left in it")

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.hooks.client import Engram
-from app.hooks.config import SOURCE
-from app.hooks.state import CapturedTurns
-from app.hooks.transcript import (
+from engram_client.hooks.client import Engram
+from engram_client.hooks.config import SOURCE
+from engram_client.hooks.state import CapturedTurns
+from engram_client.hooks.transcript import (
     SAID,
     Turn,
     read_turns,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.hooks.injected import neutralise, wrap
+from engram_client.hooks.injected import neutralise, wrap
 
 # Claude Code's cap is 10,000 characters (of a JavaScript string: UTF-16 code units); a
 # block stays this far under it.

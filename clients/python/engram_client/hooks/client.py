@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from app.hooks.config import Deadline, HookConfig
+from engram_client.hooks.config import Deadline, HookConfig
 
 
 class Engram:

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import httpx
 
-from app.hooks.block import (
+from engram_client.hooks.block import (
     EARLIER_TURNS_HEADING,
     RECENT_TURNS_HEADING,
     Item,
@@ -27,18 +27,18 @@ from app.hooks.block import (
     memory_block,
     turn_items,
 )
-from app.hooks.capture import capture
-from app.hooks.client import Engram, describe, log
-from app.hooks.config import (
+from engram_client.hooks.capture import capture
+from engram_client.hooks.client import Engram, describe, log
+from engram_client.hooks.config import (
     CONTEXT_EVENTS,
     HANDOFF_EVENTS,
     Deadline,
     HookConfig,
     project_dir,
 )
-from app.hooks.handoff import hand_off
-from app.hooks.state import ShownMemories, StateLocked
-from app.hooks.transcript import last_prompts, read_turns
+from engram_client.hooks.handoff import hand_off
+from engram_client.hooks.state import ShownMemories, StateLocked
+from engram_client.hooks.transcript import last_prompts, read_turns
 
 # An earlier turn is shown only when at least this similar to the prompt: unrelated prompts
 # score under 0.11 against a project's turns with the packaged model, related ones 0.24 up.

@@ -1,5 +1,5 @@
-"""`engram hooks install|uninstall --claude-code`: Engram's entries in a Claude Code
-settings.json, merged with what is there and removed exactly. A settings file (and its
+"""`engram-hook install|uninstall --claude-code` (or `engram hooks ...`): Engram's entries in
+a Claude Code settings.json, merged with what is there and removed exactly. A settings file (and its
 `.claude` directory) that install created is noted, so uninstall deletes it again rather
 than leave an empty `{}` where there was nothing."""
 
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.hooks.config import EVENTS
+from engram_client.hooks.config import EVENTS
 
 # Claude Code ends a hook after this many seconds; the hook's own deadline is shorter.
 HOOK_TIMEOUT_SECONDS = 10
@@ -33,28 +33,33 @@ def settings_path(user: bool, project_dir: Path, home: Path) -> Path:
     return (home if user else project_dir) / ".claude" / "settings.json"
 
 
-def engram_command() -> str:
-    """How Claude Code should start `engram`: the running executable's absolute path when it
-    is the `engram` script, else the one on PATH."""
+def command_path(program: str) -> str:
+    """How Claude Code should start `program` (`engram-hook` or `engram`): the running
+    executable's absolute path when it is that script, else the one on PATH."""
     running = Path(sys.argv[0])
-    if running.name == "engram" and running.exists():
+    if running.name == program and running.exists():
         return str(running.resolve())
-    return shutil.which("engram") or "engram"
+    return shutil.which(program) or program
 
 
 def hook_command(executable: str, event: str) -> str:
-    """The command line of one hook entry."""
+    """The command line of one hook entry: `<engram-hook> E`, or `<engram> hook E`."""
+    if Path(executable).name == "engram-hook":
+        return f"{shlex.quote(executable)} {event}"
     return f"{shlex.quote(executable)} hook {event}"
 
 
 def is_ours(handler: object) -> bool:
-    """Whether a hook handler is one `engram hooks install` wrote (`<.../engram> hook E`)."""
+    """Whether a hook handler is one install wrote (`<.../engram-hook> E` or
+    `<.../engram> hook E`)."""
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
         return False
     try:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
+    if len(words) == 2:
+        return Path(words[0]).name == "engram-hook" and words[1] in EVENTS
     return (
         len(words) == 3
         and Path(words[0]).name == "engram"

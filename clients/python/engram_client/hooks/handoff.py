@@ -3,8 +3,8 @@ transcript's new turns with a deadline of its own, and returns at once, well wit
 1.5 s Claude Code gives SessionEnd hooks. The process is in a session of its own, so
 nothing that ends the hook (its timeout, a kill of its process group) ends the upload.
 
-Run as `python -m app.hooks.handoff <event> <butler> <session_id> <transcript_path>`, it is
-that process. Standard library only until then: the hook imports nothing else."""
+Run as `python -m engram_client.hooks.handoff <event> <butler> <session_id> <transcript>`, it
+is that process. Standard library only until then: the hook imports nothing else."""
 
 import json
 import os
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.hooks.config import Deadline, HookConfig
+from engram_client.hooks.config import Deadline, HookConfig
 
 LOG_NAME = "uploads.log"
 # The log starts again past this size.
@@ -64,8 +64,8 @@ def hand_off(event: str, payload: dict[str, Any], config: HookConfig) -> subproc
 def upload(event: str, butler: str, session_id: str, transcript: str) -> int:
     """Store the transcript's new turns within ENGRAM_HOOK_UPLOAD_TIMEOUT; 0, or 1 when
     that failed (said in the log)."""
-    from app.hooks.capture import capture
-    from app.hooks.client import Engram, describe
+    from engram_client.hooks.capture import capture
+    from engram_client.hooks.client import Engram, describe
 
     config = HookConfig.from_env()
     deadline = Deadline(config.upload_timeout)
