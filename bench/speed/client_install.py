@@ -1,5 +1,5 @@
-"""The engram-client distribution alone: its wheel's size, how long `pip install` of the wheel
-takes in a new venv (dependencies from the package index), the venv's size, and how long
+"""The engram-memory-client distribution alone: its wheel's size, how long `pip install` of
+the wheel takes in a new venv (dependencies from the package index), the venv's size, and how long
 `from engram_client import EngramClient` and the hook modules take to import there (the
 median of fresh interpreters). Aim: the client imports in under 0.3 s.
 

@@ -1,4 +1,4 @@
-"""The engram-client distribution on its own: its wheel and sdist build from clients/python,
+"""The engram-memory-client distribution on its own: its wheel and sdist build from clients/python,
 the wheel installs in a fresh venv without any of the server's dependencies, and there the
 client talks to a live Engram and `engram-hook` runs."""
 
@@ -41,7 +41,7 @@ def client_wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clie
     wheel, sdist = build(root / "dist")
     venv = install(wheel, root / "venv")
     print(
-        f"\nengram-client: wheel {wheel.stat().st_size / 1000:.0f} kB, sdist "
+        f"\nengram-memory-client: wheel {wheel.stat().st_size / 1000:.0f} kB, sdist "
         f"{sdist.stat().st_size / 1000:.0f} kB, pip install {venv.install_seconds:.1f} s, "
         f"import {import_seconds(venv) * 1000:.0f} ms (median of 3)"
     )
@@ -52,7 +52,7 @@ def test_the_wheel_and_sdist_carry_the_client_its_hooks_and_the_engram_hook_scri
     client_wheel_venv: ClientVenv,
 ) -> None:
     wheel = client_wheel_venv.wheel
-    [sdist] = wheel.parent.glob("engram_client-*.tar.gz")
+    [sdist] = wheel.parent.glob("engram_memory_client-*.tar.gz")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         [entry_points] = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
@@ -78,7 +78,7 @@ def test_the_installed_client_brings_none_of_the_servers_packages(
 ) -> None:
     packages = installed(client_wheel_venv)
 
-    assert {"engram-client", "httpx", "pydantic"} <= packages
+    assert {"engram-memory-client", "httpx", "pydantic"} <= packages
     assert "engram" not in packages
     assert not packages & set(SERVER_ONLY)
 

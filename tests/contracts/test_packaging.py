@@ -1,5 +1,5 @@
 """A built wheel carries the Alembic revisions and migrates a database from its own copy; the
-client (and the hooks `engram hook` runs) come from the engram-client wheel beside it."""
+client (and the hooks `engram hook` runs) come from the engram-memory-client wheel beside it."""
 
 import os
 import subprocess
@@ -50,7 +50,7 @@ def build_wheels(into: Path) -> tuple[Path, Path]:
         timeout=300,
     )
     [wheel] = into.glob("engram-*.whl")
-    [client] = into.glob("engram_client-*.whl")
+    [client] = into.glob("engram_memory_client-*.whl")
     return wheel, client
 
 

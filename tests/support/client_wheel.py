@@ -1,5 +1,5 @@
-"""Build the engram-client distribution (clients/python) and install its wheel in a venv of its
-own, as a developer without the server does: shared by its test and its bench script."""
+"""Build the engram-memory-client distribution (clients/python) and install its wheel in a
+venv of its own, as a developer without the server does: shared by its test and its bench script."""
 
 import os
 import statistics
@@ -19,7 +19,7 @@ INSTALL_SECONDS = 600
 
 @dataclass(frozen=True)
 class ClientVenv:
-    """A venv holding only the engram-client wheel and its dependencies."""
+    """A venv holding only the engram-memory-client wheel and its dependencies."""
 
     root: Path
     wheel: Path
@@ -77,8 +77,8 @@ def build(into: Path) -> tuple[Path, Path]:
         text=True,
         timeout=300,
     )
-    [wheel] = into.glob("engram_client-*.whl")
-    [sdist] = into.glob("engram_client-*.tar.gz")
+    [wheel] = into.glob("engram_memory_client-*.whl")
+    [sdist] = into.glob("engram_memory_client-*.tar.gz")
     return wheel, sdist
 
 
