@@ -1,7 +1,9 @@
 """A query's vector, made by the model the store's vectors are searched with."""
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -10,6 +12,8 @@ from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector
 from app.repositories import embedding_switches as switch_rows
 from app.telemetry.stages import stage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -70,3 +74,20 @@ async def serving_vector(
 ) -> EmbeddingVector:
     """`serving_query`'s vector."""
     return (await serving_query(session, embedder, query)).vector
+
+
+async def while_beginning(session: AsyncSession, embedder: Embedder, embedding: Awaitable[T]) -> T:
+    """`embedding`'s result, the session's transaction beginning meanwhile with the settings
+    asked for so far and reading which model serves it (`serving_query` then sends nothing).
+    What the answer waits for the transaction past the embedding is the `prepare` stage; an
+    error of the embedding wins over one of the beginning."""
+    beginning = asyncio.ensure_future(switch_rows.slot_models(session, embedder, writing=False))
+    try:
+        result = await embedding
+    finally:
+        with stage("prepare"):
+            await asyncio.wait([beginning])  # not cancelled midway: the session stays usable
+        failed = beginning.exception()
+    if failed is not None:
+        raise failed
+    return result

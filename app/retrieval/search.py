@@ -36,11 +36,17 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
-from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
+from app.retrieval.query_vectors import (
+    QueryVector,
+    embed_query,
+    query_within,
+    serving_query,
+    while_beginning,
+)
 from app.retrieval.searcher import Searcher
 from app.telemetry.stages import stage
 
-__all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
+__all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "query_while_beginning", "search"]
 
 
 @dataclass(frozen=True)
@@ -297,14 +303,41 @@ async def _vector_scan(
     if query_vector is None:
         return None, IDENTITY
     with stage("prepare"):
-        await search_rows.configure_vector_scan(
-            session,
-            ef_search=max(retrieval.hnsw_ef_search, plan.depth),
-            max_scan_tuples=retrieval.hnsw_max_scan_tuples,
-        )
+        await _configure_vector_scan(session, plan, retrieval)
     # Read after the scan settings, so both ride on the transaction's first statement.
     query_vector = await serving_query(session, embedder, query_vector)
     return query_vector.vector, scale_of(query_vector.model) if plan.learned else IDENTITY
+
+
+async def _configure_vector_scan(
+    session: AsyncSession, plan: SearchPlan, retrieval: RetrievalSettings
+) -> None:
+    await search_rows.configure_vector_scan(
+        session,
+        ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+    )
+
+
+async def query_while_beginning(
+    session: AsyncSession, plan: SearchPlan, *, searcher: Searcher
+) -> tuple[QueryVector | None, str | None]:
+    """`query_within` for the plan's query when it reads the semantic list (else no vector),
+    the transaction that runs `plan` beginning meanwhile with its scan settings: the
+    transaction's first round trips wait on the model, not the answer on them."""
+    embedder, retrieval = searcher.embedder, searcher.retrieval
+    if not plan.semantic or not plan.query:
+        return None, None
+    if embedder.failed_recently:
+        return None, "unavailable"
+    await _configure_vector_scan(session, plan, retrieval)
+    embedding = query_within(
+        embedder,
+        plan.query,
+        tenant_id=searcher.tenant_id,
+        seconds=retrieval.query_embedding_seconds,
+    )
+    return await while_beginning(session, embedder, embedding)
 
 
 async def _near_entities(
