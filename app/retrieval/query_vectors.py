@@ -76,18 +76,23 @@ async def serving_vector(
     return (await serving_query(session, embedder, query)).vector
 
 
-async def while_beginning(session: AsyncSession, embedder: Embedder, embedding: Awaitable[T]) -> T:
-    """`embedding`'s result, the session's transaction beginning meanwhile with the settings
-    asked for so far and reading which model serves it (`serving_query` then sends nothing).
-    What the answer waits for the transaction past the embedding is the `prepare` stage; an
-    error of the embedding wins over one of the beginning."""
-    beginning = asyncio.ensure_future(switch_rows.slot_models(session, embedder, writing=False))
+async def begin_serving(session: AsyncSession, embedder: Embedder) -> None:
+    """Begin the session's transaction, if it has not begun, with the settings asked for so
+    far, and read which model serves it (`serving_query` then sends nothing)."""
+    await switch_rows.slot_models(session, embedder, writing=False)
+
+
+async def while_beginning(embedding: Awaitable[T], beginning: Awaitable[object]) -> T:
+    """`embedding`'s result, with `beginning` (the transaction's first statements) run
+    meanwhile. What the answer waits for `beginning` past the embedding is the `prepare`
+    stage; an error of the embedding wins over one of the beginning."""
+    started = asyncio.ensure_future(beginning)
     try:
         result = await embedding
     finally:
         with stage("prepare"):
-            await asyncio.wait([beginning])  # not cancelled midway: the session stays usable
-        failed = beginning.exception()
+            await asyncio.wait([started])  # not cancelled midway: the session stays usable
+        failed = started.exception()
     if failed is not None:
         raise failed
     return result

@@ -38,6 +38,7 @@ from app.retrieval.fusion import (
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
 from app.retrieval.query_vectors import (
     QueryVector,
+    begin_serving,
     embed_query,
     query_within,
     serving_query,
@@ -103,12 +104,7 @@ async def search(
         session, plan, embedder=embedder, retrieval=retrieval, query_vector=query_vector
     )
     with stage("prepare"):
-        filters = await search_rows.with_exact_types(
-            session,
-            plan.types,
-            _filters(plan, tenant_id=tenant_id),
-            below=retrieval.filter_exact_below,
-        )
+        filters = await _exact_filters(session, plan, searcher=searcher)
     stale_behind = plan.mode == "hybrid" and plan.fusion in ("learned", "weighted")
     plan, found, known = await _candidates_for_fusion(
         session, plan, filters=filters, vector=vector, query=keyword_query
@@ -337,7 +333,24 @@ async def query_while_beginning(
         tenant_id=searcher.tenant_id,
         seconds=retrieval.query_embedding_seconds,
     )
-    return await while_beginning(session, embedder, embedding)
+    return await while_beginning(embedding, _begin_search(session, plan, searcher=searcher))
+
+
+async def _begin_search(session: AsyncSession, plan: SearchPlan, *, searcher: Searcher) -> None:
+    """The search's transaction begun, and its filter's counts taken (remembered for the
+    search that follows)."""
+    await begin_serving(session, searcher.embedder)
+    await _exact_filters(session, plan, searcher=searcher)
+
+
+async def _exact_filters(session: AsyncSession, plan: SearchPlan, *, searcher: Searcher) -> Filters:
+    """What the plan admits, with the types its filter admits few enough of to rank exactly."""
+    return await search_rows.with_exact_types(
+        session,
+        plan.types,
+        _filters(plan, tenant_id=searcher.tenant_id),
+        below=searcher.retrieval.filter_exact_below,
+    )
 
 
 async def _near_entities(
