@@ -200,8 +200,8 @@ async def get_query_session(request: Request, tenant_id: TenantDep) -> AsyncIter
         )
 
 
-# For routes that only read and count no reference (searches): the caller gets the answer
-# before the transaction ends.
+# For routes that only read (searches, and recall and context, whose references the process's
+# queue writes): the caller gets the answer before the transaction ends.
 QuerySessionDep = Annotated[AsyncSession, Depends(get_query_session, scope="request")]
 
 

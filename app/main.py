@@ -199,8 +199,7 @@ async def _start_replicas(
     app.state.references = ReferenceQueue(
         app.state.sessionmaker, settings.replicas.reference_flush_seconds
     )
-    if app.state.replicas.configured:
-        app.state.references.start()
+    app.state.references.start()
 
 
 def _start_background_work(

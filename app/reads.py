@@ -1,4 +1,6 @@
 """Where a read-only transaction runs: a read replica when one may serve it, else the primary.
+Either way, the references it counts (recall, context) are handed to the process's queue once
+it has ended, which writes them (`services/references.py`).
 
 A replica serves a read when its last check found it up and, if the caller (an API key)
 wrote within `read_your_writes_seconds`, it has replayed the primary's WAL position taken
@@ -85,8 +87,11 @@ async def read_transaction(state: State, scope: Scope, key: str) -> AsyncIterato
     if replica is None or session is None:
         READS.labels(PRIMARY).inc()
         async with scoped_transaction(state.sessionmaker, scope) as primary:
+            primary.info[references.QUEUED_KEY] = state.references.queued
             yield primary
+        state.references.add(references.take_pending(primary))
         return
+    session.info[references.QUEUED_KEY] = state.references.queued
     READS.labels(replica.name).inc()
     try:
         try:

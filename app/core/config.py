@@ -578,8 +578,8 @@ class ReplicaSettings(BaseModel):
         1.0,
         gt=0,
         le=3600,
-        description="How often the references counted by reads served from a replica are "
-        "written to the primary, in one transaction per tenant.",
+        description="How often the references counted by recall, context and reads served "
+        "from a replica are written to the primary, in one transaction per tenant.",
     )
 
 

@@ -18,6 +18,9 @@ _PENDING_KEY = "engram_pending_settings"
 _BEGUN_KEY = "engram_begun"
 # Set while `begin_with` begins a transaction: the settings ride on its own statement.
 _CARRIED_KEY = "engram_carried_settings"
+# The settings the transaction has sent, and what it read that holds to its end.
+_APPLIED_KEY = "engram_applied_settings"
+_MEMO_KEY = "engram_transaction_memo"
 
 
 @dataclass(frozen=True)
@@ -45,11 +48,23 @@ def scope_session(session: AsyncSession, scope: Scope) -> AsyncSession:
 
 async def set_local(session: AsyncSession, settings: Mapping[str, str]) -> None:
     """Set PostgreSQL `settings` for the rest of the session's transaction: in the statement
-    that begins it if it has not begun on the server yet (no round trip of its own)."""
+    that begins it if it has not begun on the server yet (no round trip of its own); nothing
+    is sent for those the transaction already has."""
     if session.info.get(_BEGUN_KEY):
-        await session.execute(_set_config_statement(len(settings)), _parameters(settings))
+        applied: dict[str, str] = session.info.setdefault(_APPLIED_KEY, {})
+        changed = {key: value for key, value in settings.items() if applied.get(key) != value}
+        if changed:
+            await session.execute(_set_config_statement(len(changed)), _parameters(changed))
+            applied |= changed
     else:
         session.info[_PENDING_KEY] = {**session.info.get(_PENDING_KEY, {}), **settings}
+
+
+def transaction_memo(session: AsyncSession) -> dict[str, Any]:
+    """A place for what the session's transaction read that holds until it ends (a lock's
+    worth): emptied when the transaction ends."""
+    memo: dict[str, Any] = session.info.setdefault(_MEMO_KEY, {})
+    return memo
 
 
 async def lengthen_statement_timeout(session: AsyncSession, factor: int) -> None:
@@ -111,6 +126,7 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
     if scope is not None and scope.statement_timeout_ms > 0:
         settings["statement_timeout"] = str(scope.statement_timeout_ms)
     settings |= session.info.pop(_PENDING_KEY, {})
+    session.info[_APPLIED_KEY] = dict(settings)
     if _CARRIED_KEY in session.info:
         session.info[_CARRIED_KEY] = settings
     elif settings:
@@ -119,9 +135,10 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
 
 @event.listens_for(Session, "after_transaction_end")
 def _forget_transaction(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_BEGUN_KEY, None)
-        session.info.pop(_PENDING_KEY, None)
+    # A savepoint rolled back takes its settings and locks with it: forget what it may have.
+    ended = (_BEGUN_KEY, _PENDING_KEY) if transaction.parent is None else ()
+    for key in (*ended, _APPLIED_KEY, _MEMO_KEY):
+        session.info.pop(key, None)
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.core.errors import Unavailable
-from app.core.scope import begin_with
+from app.core.scope import begin_with, transaction_memo
 from app.embedding import Embedder
 from app.embedding.vectors import EmbeddingVector
 from app.models.vector import Vector
@@ -41,6 +41,7 @@ SWITCH_LOCK = 0x73776170
 # the command that switches models or drops the previous model's vectors: one at a time.
 COMMAND_LOCK = 0x726D6264
 _COLUMN = re.compile(r"\bembedding\b")
+_STATE_MEMO = "embedding_switch_state"
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,16 @@ class SlotModels:
 
 async def state(session: AsyncSession) -> SwitchState:
     """The switch's state, with the switch's lock held shared until the transaction ends, so
-    the columns cannot be swapped under it."""
-    row = await begin_with(
-        session, "s.serving_version_id, s.next_version_id, s.building FROM embedding_slots() s"
-    )
-    return SwitchState(row[0], row[1], bool(row[2]))
+    the columns cannot be swapped under it (read once a transaction)."""
+    memo = transaction_memo(session)
+    if _STATE_MEMO not in memo:
+        row = await begin_with(
+            session, "s.serving_version_id, s.next_version_id, s.building FROM embedding_slots() s"
+        )
+        memo = transaction_memo(session)  # the transaction began: remember in its own
+        memo[_STATE_MEMO] = SwitchState(row[0], row[1], bool(row[2]))
+    known: SwitchState = memo[_STATE_MEMO]
+    return known
 
 
 async def slot_models(

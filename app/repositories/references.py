@@ -1,13 +1,14 @@
 """Reference counts of memories that reads return (recall, context, get).
 
-On the primary a read counts its references in its own transaction, as one UPDATE. A read
-served by a replica cannot write: it shows each count as it will be and keeps the references
-in its session; the request hands them to the process's `services/references.ReferenceQueue`,
-which writes them to the primary in batches (`add_references`).
+A read in `app/reads.read_transaction` (recall and context, and every read on a replica)
+writes no count itself: it shows each count as it will be and keeps the references in its
+session; the request hands them to the process's `services/references.ReferenceQueue`, which
+writes them to the primary in batches (`add_references`). Elsewhere (a get on the primary,
+work outside a request) a read counts its references in its own transaction, as one UPDATE.
 """
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,12 +20,15 @@ from app.core.clock import now_utc
 from app.models import Episode, Fact, Rule
 from app.repositories.memories import MODELS
 
-# session.info keys: the replica a read session runs on, and the references it counted.
+# session.info keys: the replica a read session runs on, the references it counted, and
+# (for a read whose references the queue writes) how many of a memory's wait in the queue.
 REPLICA_KEY = "engram_replica"
 PENDING_KEY = "engram_pending_references"
+QUEUED_KEY = "engram_queued_references"
 
 Memory = Episode | Fact | Rule
 Pending = list[tuple[str, str, uuid.UUID, datetime]]
+Queued = Callable[[str, str, uuid.UUID], int]  # tenant, memory type, id -> references waiting
 
 
 def on_replica(session: AsyncSession) -> bool:
@@ -35,10 +39,12 @@ def on_replica(session: AsyncSession) -> bool:
 async def count(
     session: AsyncSession, memory_type: str, *, tenant_id: str, rows: Sequence[Any]
 ) -> None:
-    """Count one reference on each of `rows` (memories of one type); the rows show it."""
+    """Count one reference on each of `rows` (memories of one type); the rows show it, with
+    the references that wait in the queue."""
     if not rows:
         return
-    if not on_replica(session):
+    queued: Queued | None = session.info.get(QUEUED_KEY)
+    if queued is None and not on_replica(session):
         await bump_references(
             session, memory_type, tenant_id=tenant_id, ids=[row.id for row in rows]
         )
@@ -46,8 +52,9 @@ async def count(
     now = now_utc()
     pending: Pending = session.info.setdefault(PENDING_KEY, [])
     for row in rows:
-        # Shown, not flushed: the replica's transaction must not write.
-        set_committed_value(row, "reference_count", row.reference_count + 1)
+        waiting = 0 if queued is None else queued(tenant_id, memory_type, row.id)
+        # Shown, not flushed: the transaction writes nothing.
+        set_committed_value(row, "reference_count", row.reference_count + waiting + 1)
         set_committed_value(row, "last_referenced_at", now)
         pending.append((tenant_id, memory_type, row.id, now))
 

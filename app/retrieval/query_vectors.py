@@ -1,7 +1,9 @@
 """A query's vector, made by the model the store's vectors are searched with."""
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -10,6 +12,8 @@ from app.embedding.remote import RemoteEmbeddingError
 from app.embedding.vectors import EmbeddingVector
 from app.repositories import embedding_switches as switch_rows
 from app.telemetry.stages import stage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -70,3 +74,25 @@ async def serving_vector(
 ) -> EmbeddingVector:
     """`serving_query`'s vector."""
     return (await serving_query(session, embedder, query)).vector
+
+
+async def begin_serving(session: AsyncSession, embedder: Embedder) -> None:
+    """Begin the session's transaction, if it has not begun, with the settings asked for so
+    far, and read which model serves it (`serving_query` then sends nothing)."""
+    await switch_rows.slot_models(session, embedder, writing=False)
+
+
+async def while_beginning(embedding: Awaitable[T], beginning: Awaitable[object]) -> T:
+    """`embedding`'s result, with `beginning` (the transaction's first statements) run
+    meanwhile. What the answer waits for `beginning` past the embedding is the `prepare`
+    stage; an error of the embedding wins over one of the beginning."""
+    started = asyncio.ensure_future(beginning)
+    try:
+        result = await embedding
+    finally:
+        with stage("prepare"):
+            await asyncio.wait([started])  # not cancelled midway: the session stays usable
+        failed = started.exception()
+    if failed is not None:
+        raise failed
+    return result

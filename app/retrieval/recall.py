@@ -14,8 +14,7 @@ from app.formulas.fact_time import PointInTime
 from app.formulas.lifecycle import effective_confidence, recency_score
 from app.repositories import references
 from app.retrieval.plan import GraphQuery, plan_search
-from app.retrieval.query_vectors import query_within
-from app.retrieval.search import Hit, search
+from app.retrieval.search import Hit, query_while_beginning, search
 from app.retrieval.searcher import Searcher
 from app.schemas.filters import MemoryFilter
 from app.telemetry.stages import stage
@@ -148,9 +147,7 @@ async def recall(
         at=at,
         memory_filter=memory_filter,
     )
-    vector, skipped = await query_within(
-        embedder, topic, tenant_id=tenant_id, seconds=retrieval.query_embedding_seconds
-    )
+    vector, skipped = await query_while_beginning(session, plan, searcher=searcher)
     if skipped is not None:
         plan = replace(plan, mode="keyword")
     hits = await search(

@@ -9,11 +9,9 @@ from app.core.clock import now_utc
 from app.core.errors import InvalidInput
 from app.core.languages import outside
 from app.core.scope import end_transaction
-from app.embedding import Embedder
 from app.formulas.fact_time import PointInTime, point_in_time
-from app.retrieval.plan import RECORD_TYPES, SearchPlan, graph_query, plan_search
-from app.retrieval.query_vectors import QueryVector, query_within
-from app.retrieval.search import Hit, search
+from app.retrieval.plan import RECORD_TYPES, graph_query, plan_search
+from app.retrieval.search import Hit, query_while_beginning, search
 from app.retrieval.searcher import Searcher
 from app.retrieval.timewindow import TimeWindow, parse_time_window
 from app.retrieval.user_reranker import Outcome, UserReranker, outcome_of, rerank_step
@@ -46,7 +44,7 @@ async def search_memories(
     """Search with the configured default mode and the time window read from the query; a
     `reranker` reorders its first results unless the request turned it off, after the
     session's transaction has ended (no later statement may use it)."""
-    tenant_id, embedder, retrieval = searcher.tenant_id, searcher.embedder, searcher.retrieval
+    embedder, retrieval = searcher.embedder, searcher.retrieval
     mode = request.mode or retrieval.default_mode
     if request.entities and mode != "hybrid":
         raise InvalidInput(f"entities boost the hybrid fusion; mode is {mode}", field="entities")
@@ -76,22 +74,16 @@ async def search_memories(
         memory_filter=filter_tree(request.filter),
         language=request.language,
     )
+    step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
+    searched = plan if step is None else replace(plan, limit=step.pool)
     vector, skipped = None, None
     if plan.mode == "hybrid" and outside(request.query, embedder.languages, request.language):
         skipped = "language"
     else:
-        vector, skipped = await query_vector(
-            embedder, plan, tenant_id=tenant_id, seconds=retrieval.query_embedding_seconds
-        )
+        vector, skipped = await query_while_beginning(session, searched, searcher=searcher)
     if skipped is not None:
-        plan = replace(plan, mode="keyword")
-    step = rerank_step(reranker, wanted=request.rerank, limit=plan.limit)
-    hits = await search(
-        session,
-        plan if step is None else replace(plan, limit=step.pool),
-        searcher=searcher,
-        query_vector=vector,
-    )
+        plan, searched = replace(plan, mode="keyword"), replace(searched, mode="keyword")
+    hits = await search(session, searched, searcher=searcher, query_vector=vector)
     if step is not None:
         # The search has read all it shows: its connection goes back to the pool before the
         # reranker is waited on, not after.
@@ -108,14 +100,3 @@ async def search_memories(
         reranker=outcome_of(reranker, step),
         semantic_skipped=skipped,
     )
-
-
-async def query_vector(
-    embedder: Embedder, plan: SearchPlan, *, tenant_id: str, seconds: float
-) -> tuple[QueryVector | None, str | None]:
-    """The query's vector when the plan reads the semantic list. With a remote model that is
-    unavailable (or failed a few seconds ago) or slower than `seconds`: no vector, and why
-    ("unavailable", "timeout")."""
-    if not plan.semantic or not plan.query:
-        return None, None
-    return await query_within(embedder, plan.query, tenant_id=tenant_id, seconds=seconds)

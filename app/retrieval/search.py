@@ -36,11 +36,18 @@ from app.retrieval.fusion import (
     single_list,
 )
 from app.retrieval.plan import MEMORY_TYPES, RECORD_TYPES, GraphQuery, SearchPlan
-from app.retrieval.query_vectors import QueryVector, embed_query, serving_query
+from app.retrieval.query_vectors import (
+    QueryVector,
+    begin_serving,
+    embed_query,
+    query_within,
+    serving_query,
+    while_beginning,
+)
 from app.retrieval.searcher import Searcher
 from app.telemetry.stages import stage
 
-__all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "search"]
+__all__ = ["GraphQuery", "Hit", "GraphPath", "SearchPlan", "query_while_beginning", "search"]
 
 
 @dataclass(frozen=True)
@@ -97,12 +104,7 @@ async def search(
         session, plan, embedder=embedder, retrieval=retrieval, query_vector=query_vector
     )
     with stage("prepare"):
-        filters = await search_rows.with_exact_types(
-            session,
-            plan.types,
-            _filters(plan, tenant_id=tenant_id),
-            below=retrieval.filter_exact_below,
-        )
+        filters = await _exact_filters(session, plan, searcher=searcher)
     stale_behind = plan.mode == "hybrid" and plan.fusion in ("learned", "weighted")
     plan, found, known = await _candidates_for_fusion(
         session, plan, filters=filters, vector=vector, query=keyword_query
@@ -297,14 +299,58 @@ async def _vector_scan(
     if query_vector is None:
         return None, IDENTITY
     with stage("prepare"):
-        await search_rows.configure_vector_scan(
-            session,
-            ef_search=max(retrieval.hnsw_ef_search, plan.depth),
-            max_scan_tuples=retrieval.hnsw_max_scan_tuples,
-        )
+        await _configure_vector_scan(session, plan, retrieval)
     # Read after the scan settings, so both ride on the transaction's first statement.
     query_vector = await serving_query(session, embedder, query_vector)
     return query_vector.vector, scale_of(query_vector.model) if plan.learned else IDENTITY
+
+
+async def _configure_vector_scan(
+    session: AsyncSession, plan: SearchPlan, retrieval: RetrievalSettings
+) -> None:
+    await search_rows.configure_vector_scan(
+        session,
+        ef_search=max(retrieval.hnsw_ef_search, plan.depth),
+        max_scan_tuples=retrieval.hnsw_max_scan_tuples,
+    )
+
+
+async def query_while_beginning(
+    session: AsyncSession, plan: SearchPlan, *, searcher: Searcher
+) -> tuple[QueryVector | None, str | None]:
+    """`query_within` for the plan's query when it reads the semantic list (else no vector),
+    the transaction that runs `plan` beginning meanwhile with its scan settings: the
+    transaction's first round trips wait on the model, not the answer on them."""
+    embedder, retrieval = searcher.embedder, searcher.retrieval
+    if not plan.semantic or not plan.query:
+        return None, None
+    if embedder.failed_recently:
+        return None, "unavailable"
+    await _configure_vector_scan(session, plan, retrieval)
+    embedding = query_within(
+        embedder,
+        plan.query,
+        tenant_id=searcher.tenant_id,
+        seconds=retrieval.query_embedding_seconds,
+    )
+    return await while_beginning(embedding, _begin_search(session, plan, searcher=searcher))
+
+
+async def _begin_search(session: AsyncSession, plan: SearchPlan, *, searcher: Searcher) -> None:
+    """The search's transaction begun, and its filter's counts taken (remembered for the
+    search that follows)."""
+    await begin_serving(session, searcher.embedder)
+    await _exact_filters(session, plan, searcher=searcher)
+
+
+async def _exact_filters(session: AsyncSession, plan: SearchPlan, *, searcher: Searcher) -> Filters:
+    """What the plan admits, with the types its filter admits few enough of to rank exactly."""
+    return await search_rows.with_exact_types(
+        session,
+        plan.types,
+        _filters(plan, tenant_id=searcher.tenant_id),
+        below=searcher.retrieval.filter_exact_below,
+    )
 
 
 async def _near_entities(

@@ -8,7 +8,7 @@ from fastapi.routing import APIRoute
 
 from app.core.clock import now_utc
 from app.core.errors import problem_responses
-from app.deps import QuerySessionDep, ReadSessionDep, RerankerDep, SearcherDep
+from app.deps import QuerySessionDep, RerankerDep, SearcherDep
 from app.formulas.fact_time import point_in_time
 from app.responses.search import context_out, recall_out, search_answer_out
 from app.retrieval import requests as retrieval
@@ -82,7 +82,7 @@ async def search_memories(
 )
 async def recall_memories(
     body: RecallRequest,
-    session: ReadSessionDep,
+    session: QuerySessionDep,
     searcher: SearcherDep,
 ) -> RecallResponse:
     """Hybrid search of facts and rules (limit x recall_pool_factor candidates), re-ranked by
@@ -120,7 +120,7 @@ async def recall_memories(
 )
 async def memory_context(
     body: ContextRequest,
-    session: ReadSessionDep,
+    session: QuerySessionDep,
     searcher: SearcherDep,
 ) -> ContextResponse:
     """Recall (up to `context_recall_limit`, 20) facts and rules of scope 'global' or the

@@ -65,6 +65,15 @@ EMBEDDING_BACKLOG = Gauge(
     "engram_embedding_backlog",
     "Memories of every tenant stored without vectors, waiting for the embedding backlog.",
 )
+REFERENCES_WAITING = Gauge(
+    "engram_references_waiting",
+    "Memories whose references, counted by recall, context or a read on a replica, wait for "
+    "the next write of the counts.",
+)
+REFERENCES_DROPPED = Counter(
+    "engram_references_dropped_total",
+    "References not counted because too many memories waited for their counts' write.",
+)
 # The backlog's counts are read from the database when scraped, for at most this long.
 BACKLOG_READ_SECONDS = 5.0
 BacklogReader = Callable[[], Awaitable[dict[str, int]]]

@@ -1,5 +1,6 @@
 """Settings local to a transaction ride on the statement that begins it (one round trip less)."""
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -102,3 +103,52 @@ async def test_a_search_is_one_statement_after_the_settings(app, client, mode):
     assert "Mount Diablo" in top_episode["content"] and top_episode["time_rank"] == 1
     assert all(hit["content"] for hit in results)
     assert len(sent) == 2 and "set_config" in sent[0]
+
+
+@contextmanager
+def round_trips(app: Any) -> Iterator[list[str]]:
+    """What the app's requests send PostgreSQL while the block runs, one entry a round trip:
+    each statement, and BEGIN and COMMIT around them (the reference queue's writes, in a
+    task of their own, left out)."""
+    sent: list[str] = []
+    engine = app.state.sessionmaker.kw["bind"].sync_engine
+
+    def note(entry: str) -> None:
+        task = asyncio.current_task()
+        if task is None or task.get_name() != "engram-reference-flush":
+            sent.append(entry)
+
+    listeners = {
+        "before_cursor_execute": lambda conn, cursor, statement, *args: note(statement),
+        "begin": lambda conn: note("BEGIN"),
+        "commit": lambda conn: note("COMMIT"),
+        "rollback": lambda conn: note("ROLLBACK"),
+    }
+    for name, listener in listeners.items():
+        event.listen(engine, name, listener)
+    try:
+        yield sent
+    finally:
+        for name, listener in listeners.items():
+            event.remove(engine, name, listener)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "found"),
+    [
+        ("/v1/search", {"query": "long hike with Caroline"}, "results"),
+        ("/v1/recall", {"topic": "long hike with Caroline"}, "results"),
+        ("/v1/context", {"trigger_prompt": "long hike with Caroline", "butler": "b1"}, "items"),
+    ],
+)
+async def test_a_read_is_at_most_four_round_trips(app, client, path, body, found):
+    """BEGIN, the settings with which model serves, the search statement and COMMIT: recall
+    and context count their references without a statement of their own."""
+    await store_fact(client, "Caroline", "likes", "Caroline likes a long hike")
+    await store_rule(client, "Suggest a long hike when Caroline asks about weekends")
+    with round_trips(app) as sent:
+        response = await client.post(path, json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()[found]
+    assert len(sent) <= 4, sent
+    assert not [s for s in sent if s.lstrip().upper().startswith(("UPDATE", "INSERT"))]

@@ -2,7 +2,7 @@
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 
@@ -12,6 +12,17 @@ async def until(
     """Poll `condition` until it holds; fail once `timeout` seconds have passed."""
     deadline = time.monotonic() + timeout
     while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{message} did not hold within {timeout} s")
+        await asyncio.sleep(0.01)
+
+
+async def until_async(
+    condition: Callable[[], Awaitable[bool]], *, timeout: float = 30, message: str = "the condition"
+) -> None:
+    """`until` for a condition that must await (a query)."""
+    deadline = time.monotonic() + timeout
+    while not await condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"{message} did not hold within {timeout} s")
         await asyncio.sleep(0.01)

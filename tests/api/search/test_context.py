@@ -6,6 +6,7 @@ import pytest
 
 from app.core.config import ScoreWeights
 from tests.support.http import post
+from tests.support.waiting import until_async
 
 
 async def context(client, prompt="What does Caroline like?", butler="chat", **fields):
@@ -200,9 +201,14 @@ async def test_context_counts_a_reference_only_for_memories_in_the_block(client,
     )
     body = await context(client, prompt="Caroline pottery", token_budget=40)
     assert len(body["items"]) == 1
-    rows = await sql("SELECT id::text AS id, reference_count FROM facts")
-    assert {r["id"]: r["reference_count"] for r in rows}[body["items"][0]["id"]] == 1
-    assert sorted(r["reference_count"] for r in rows) == [0, 1]
+
+    async def counted() -> bool:
+        rows = await sql("SELECT id::text AS id, reference_count FROM facts")
+        counts = {r["id"]: r["reference_count"] for r in rows}
+        return counts[body["items"][0]["id"]] == 1 and sorted(counts.values()) == [0, 1]
+
+    # The counts are written after the answer, in a batch.
+    await until_async(counted, timeout=10, message="the count written")
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.support.http import post
+from tests.support.waiting import until_async
 
 
 async def recall(client, topic, **fields):
@@ -112,17 +113,32 @@ async def test_recall_bumps_every_returned_memory_once(client, sql):
     results = await recall(client, "Mel nurse", scope="chat")
     assert {r["id"] for r in results} == {first["id"], rule["id"]}
     assert all(r["reference_count"] == 1 and r["last_referenced_at"] for r in results)
-    rows = await sql(
-        "SELECT id::text AS id, reference_count, last_referenced_at FROM facts "
-        "UNION ALL SELECT id::text, reference_count, last_referenced_at FROM rules"
-    )
-    counts = {row["id"]: row["reference_count"] for row in rows}
-    assert counts == {first["id"]: 1, rule["id"]: 1, other["id"]: 0}
-    await recall(client, "Mel nurse", scope="chat")
-    [again] = await sql(
-        "SELECT reference_count FROM facts WHERE id = :id", id=uuid.UUID(first["id"])
-    )
-    assert again["reference_count"] == 2
+
+    async def counted(expected: dict[str, int]) -> bool:
+        rows = await sql(
+            "SELECT id::text AS id, reference_count, last_referenced_at FROM facts "
+            "UNION ALL SELECT id::text, reference_count, last_referenced_at FROM rules"
+        )
+        return {row["id"]: row["reference_count"] for row in rows} == expected
+
+    # The counts are written after the answer, in a batch.
+    written = {first["id"]: 1, rule["id"]: 1, other["id"]: 0}
+    await until_async(lambda: counted(written), timeout=10, message="the counts written")
+    again = await recall(client, "Mel nurse", scope="chat")
+    assert all(r["reference_count"] == 2 for r in again)
+    written = {first["id"]: 2, rule["id"]: 2, other["id"]: 0}
+    await until_async(lambda: counted(written), timeout=10, message="the counts written")
+
+
+async def test_recall_shows_every_reference_counted_so_far(client):
+    """Recalled three times in a row, a memory shows each reference, whether the counts were
+    written in between or still wait to be."""
+    fact = await post(client, "/v1/facts", subject="Mel", predicate="job", content="Mel is a nurse")
+    shown = []
+    for _ in range(3):
+        [result] = await recall(client, "Mel nurse")
+        shown.append(result["reference_count"])
+    assert shown == [1, 2, 3], fact
 
 
 async def test_recall_leaves_out_memories_below_default_min_confidence(client, sql):
