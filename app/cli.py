@@ -135,6 +135,26 @@ def _migrate(settings: Settings, revision: str) -> None:
     print(f"database upgraded to {revision}")
 
 
+def _distribute(settings: Settings) -> None:
+    import asyncpg
+
+    from app.postgres import citus
+    from app.postgres.db import resolve_database_url, to_libpq_url
+
+    async def run() -> list[str]:
+        conn = await asyncpg.connect(to_libpq_url(await resolve_database_url(settings)))
+        try:
+            return await citus.distribute(conn)
+        finally:
+            await conn.close()
+
+    try:
+        placed = asyncio.run(run())
+    except RuntimeError as error:
+        raise SystemExit(f"engram: {error}") from None
+    print(f"placed {len(placed)} tables: {', '.join(placed)}" if placed else "nothing to place")
+
+
 def _keys(settings: Settings, args: argparse.Namespace) -> None:
     from app.core.errors import DomainError
     from app.core.scope import SYSTEM, scoped_transaction
@@ -452,6 +472,11 @@ def _serving_commands(commands: Commands) -> None:
     )
     migrate = commands.add_parser("migrate", help="apply database migrations")
     migrate.add_argument("revision", nargs="?", default="head")
+    commands.add_parser(
+        "distribute",
+        help="on a Citus coordinator: distribute the tables by tenant (run after migrate; "
+        "again after an upgrade that adds tables)",
+    )
 
 
 def _key_commands(commands: Commands) -> None:
@@ -612,6 +637,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> None:
         _serve(settings, args.workers)
     elif args.command == "migrate":
         _migrate(settings, args.revision)
+    elif args.command == "distribute":
+        _distribute(settings)
     elif args.command == "keys":
         _keys(settings, args)
     elif args.command == "reembed":

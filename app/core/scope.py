@@ -21,6 +21,10 @@ _CARRIED_KEY = "engram_carried_settings"
 # The settings the transaction has sent, and what it read that holds to its end.
 _APPLIED_KEY = "engram_applied_settings"
 _MEMO_KEY = "engram_transaction_memo"
+# Set on a connection whose settings must be `SET LOCAL` statements (a Citus coordinator:
+# only they reach the workers); `set_config` rides on the transaction's first statement else.
+SET_LOCAL_KEY = "engram_set_local"
+QUOTE = "'"
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,12 @@ async def set_local(session: AsyncSession, settings: Mapping[str, str]) -> None:
         applied: dict[str, str] = session.info.setdefault(_APPLIED_KEY, {})
         changed = {key: value for key, value in settings.items() if applied.get(key) != value}
         if changed:
-            await session.execute(_set_config_statement(len(changed)), _parameters(changed))
+            connection = await session.connection()
+            if connection.info.get(SET_LOCAL_KEY):
+                for statement in set_local_statements(changed):
+                    await connection.exec_driver_sql(statement)
+            else:
+                await session.execute(_set_config_statement(len(changed)), _parameters(changed))
             applied |= changed
     else:
         session.info[_PENDING_KEY] = {**session.info.get(_PENDING_KEY, {}), **settings}
@@ -101,6 +110,14 @@ def _set_config_statement(count: int) -> TextClause:
     )
 
 
+def set_local_statements(settings: Mapping[str, str]) -> list[str]:
+    """One `SET LOCAL` statement per setting, its value quoted as a literal."""
+    return [
+        f"SET LOCAL \"{key}\" = '{value.replace(QUOTE, QUOTE * 2)}'"
+        for key, value in settings.items()
+    ]
+
+
 def _parameters(settings: Mapping[str, str]) -> dict[str, str]:
     parameters: dict[str, str] = {}
     for index, (key, value) in enumerate(settings.items()):
@@ -127,7 +144,12 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
         settings["statement_timeout"] = str(scope.statement_timeout_ms)
     settings |= session.info.pop(_PENDING_KEY, {})
     session.info[_APPLIED_KEY] = dict(settings)
-    if _CARRIED_KEY in session.info:
+    if connection.info.get(SET_LOCAL_KEY):
+        for statement in set_local_statements(settings):
+            connection.exec_driver_sql(statement)
+        if _CARRIED_KEY in session.info:
+            session.info[_CARRIED_KEY] = {}
+    elif _CARRIED_KEY in session.info:
         session.info[_CARRIED_KEY] = settings
     elif settings:
         connection.execute(_set_config_statement(len(settings)), _parameters(settings))

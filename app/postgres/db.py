@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import (
 
 from app.core.config import Settings
 from app.core.rls import APP_ROLE
-from app.postgres import wal_archive
+from app.postgres import citus, wal_archive
 from app.postgres.embedded_pg import SUPERUSER, release_server, server_for, supervise
 
 logger = logging.getLogger(__name__)
@@ -133,6 +133,7 @@ def create_engine(
         hide_parameters=True,
     )
     check_liveness_after_idle(engine)
+    citus.propagate_settings(engine)
     return engine
 
 
