@@ -74,7 +74,8 @@ async def has_citus(conn: asyncpg.Connection) -> bool:
 async def placements(conn: asyncpg.Connection) -> dict[str, str]:
     """Each table Citus manages: 'distributed' or 'reference'."""
     rows = await conn.fetch(
-        "SELECT logicalrelid::regclass::text AS name, partmethod FROM pg_dist_partition"
+        "SELECT logicalrelid::regclass::text AS name, partmethod::text AS partmethod "
+        "FROM pg_dist_partition"
     )
     return {row["name"]: "reference" if row["partmethod"] == "n" else "distributed" for row in rows}
 

@@ -100,13 +100,15 @@ async def _drop_references(
     changed += await _rowcount(
         session,
         """
-        UPDATE working_memories SET revision = gen_random_uuid(), retrieved_memory_ids = ARRAY(
+        UPDATE working_memories SET revision = :revision, retrieved_memory_ids = ARRAY(
             SELECT kept FROM unnest(retrieved_memory_ids) WITH ORDINALITY AS x(kept, ordinal)
             WHERE kept <> ALL(CAST(:ids AS uuid[])) ORDER BY ordinal)
         WHERE tenant_id = :tenant_id
           AND retrieved_memory_ids && CAST(:ids AS uuid[])""",
         tenant_id=tenant_id,
         ids=_texts(ids),
+        # Bound, not gen_random_uuid(): a distributed table's UPDATE takes no volatile function.
+        revision=uuid.uuid4(),
     )
     return changed
 

@@ -3,7 +3,7 @@
 import uuid
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, delete, func, select, text, update
+from sqlalchemy import ColumnElement, case, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -88,10 +88,12 @@ async def upsert(
             index_elements=["tenant_id", "agent_id", "session_id"],
             set_={
                 **fresh,
-                "id": when_expired(func.gen_random_uuid(), table.c.id),
+                # Bound, not gen_random_uuid(): a distributed table's UPDATE takes no
+                # volatile function.
+                "id": when_expired(literal(uuid.uuid4()), table.c.id),
                 "created_at": when_expired(func.now(), table.c.created_at),
                 "version": when_expired(1, table.c.version + 1),
-                "revision": func.gen_random_uuid(),
+                "revision": uuid.uuid4(),
                 "updated_at": func.now(),
                 "expires_at": inserted.excluded.expires_at,
             },
@@ -114,7 +116,7 @@ async def write(
         .values(
             **values,
             version=WorkingMemory.version + 1,
-            revision=func.gen_random_uuid(),
+            revision=uuid.uuid4(),
             updated_at=func.now(),
             expires_at=_expiry(ttl),
         )

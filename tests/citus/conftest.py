@@ -1,16 +1,20 @@
 """Fixtures for the tests on a Citus cluster: the cluster (built and started once a session),
 Engram migrated to head on its coordinator, the app and a client against it."""
 
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from app.core.config import JobSettings, Settings
 from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
+from app.postgres import citus
+from app.postgres.db import to_libpq_url
 from app.services import api_keys
 from tests.support.citus import CitusCluster, migrated_database, needs_citus, start_cluster
 
@@ -40,8 +44,15 @@ async def citus_cluster() -> AsyncIterator[CitusCluster]:
 
 @pytest.fixture(scope="session")
 async def citus_engram_url(citus_cluster: CitusCluster) -> str:
-    """Engram's database on the coordinator, migrated to head (every table local to it)."""
-    return await migrated_database(citus_cluster, "engram_app")
+    """Engram's database on the coordinator, migrated to head and distributed by tenant
+    (`engram distribute`)."""
+    url = await migrated_database(citus_cluster, "engram_app")
+    conn = await asyncpg.connect(to_libpq_url(url))
+    try:
+        await citus.distribute(conn)
+    finally:
+        await conn.close()
+    return url
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +80,21 @@ async def citus_client(citus_app: Any) -> AsyncIterator[httpx.AsyncClient]:
         headers={"Authorization": f"Bearer {minted.secret}"},
     ) as http:
         yield http
+
+
+@pytest.fixture
+async def citus_tenant_clients(citus_app: Any) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
+    """In-process HTTP clients of two tenants, 'ann' and 'bob', each with a key of its own."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {}
+        for tenant in ("ann", "bob"):
+            async with scoped_transaction(citus_app.state.sessionmaker, SYSTEM) as session:
+                minted = await api_keys.create_key(session, tenant_id=tenant)
+            clients[tenant] = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=citus_app),
+                    base_url="http://engram.test",
+                    headers={"Authorization": f"Bearer {minted.secret}"},
+                )
+            )
+        yield clients

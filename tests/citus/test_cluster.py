@@ -1,7 +1,6 @@
-"""What runs on a Citus cluster today (a coordinator and two workers, tests/support/citus.py):
-a tenant-distributed table with an HNSW index and row-level security routed to one worker,
-Engram itself served from the coordinator, and what Citus refuses of Engram's schema
-(docs/scaling.md, "Distributing by tenant")."""
+"""Engram on a Citus cluster (a coordinator and two workers, tests/support/citus.py): a
+tenant-distributed table with an HNSW index and row-level security routed to one worker, and
+Engram's own store distributed by tenant and served from the coordinator."""
 
 from typing import Any
 
@@ -9,9 +8,9 @@ import asyncpg
 import httpx
 
 from app.core.rls import TENANT_SETTING
+from app.postgres import citus
 from app.postgres.db import to_libpq_url
-from bench.study.citus_probe import probe, refusal_kind
-from tests.support.citus import CitusCluster, migrated_database
+from tests.support.citus import CitusCluster
 
 NOTES_SCHEMA = [
     "CREATE TABLE notes (tenant_id text NOT NULL, id int NOT NULL, body text NOT NULL,"
@@ -28,60 +27,6 @@ NOTES_SCHEMA = [
     " ARRAY[n % 3 + 1, n % 5 + 1, 1]::real[]::vector FROM generate_series(1, 400) AS n",
 ]
 NEAREST = "SELECT id FROM notes {where} ORDER BY embedding <=> '[1,1,1]' LIMIT 5"
-
-# Each table's answer when distributed by tenant_id (or made a reference table) alone, then
-# past the first refusals (embedding_versions a reference table, triggers allowed); the
-# tables docs/scaling.md keeps on the coordinator are not tried.
-FIRST_REFUSALS = {
-    "agent_events": "triggers",
-    "arcs": "triggers",
-    "embedding_failures": "accepted",
-    "embedding_switches": "local tables refer to it",
-    "embedding_versions": "local tables refer to it",
-    "entities": "triggers",
-    "episodes": "triggers",
-    "fact_periods": "foreign key to facts",
-    "facts": "triggers",
-    "keyword_corpus": "accepted",
-    "keyword_postings": "key without tenant_id",
-    "keyword_scope_corpus": "subquery in a policy",
-    "keyword_scope_terms": "subquery in a policy",
-    "keyword_terms": "accepted",
-    "memory_links": "triggers",
-    "passages": "triggers",
-    "pii_salts": "accepted",
-    "procedures": "triggers",
-    "reflection_consolidations": "foreign key to agent_events",
-    "rule_applications": "foreign key to rules",
-    "rules": "triggers",
-    "run_feedback": "triggers",
-    "run_messages": "triggers",
-    "runs": "triggers",
-    "working_memories": "key without tenant_id",
-}
-NEXT_REFUSALS = {
-    "agent_events": "key without tenant_id",
-    "arcs": "key without tenant_id",
-    "embedding_switches": "accepted",
-    "embedding_versions": "accepted",
-    "entities": "foreign key without tenant_id",
-    "episodes": "key without tenant_id",
-    "fact_periods": "foreign key to facts",
-    "facts": "foreign key to entities",
-    "keyword_postings": "key without tenant_id",
-    "keyword_scope_corpus": "subquery in a policy",
-    "keyword_scope_terms": "subquery in a policy",
-    "memory_links": "key without tenant_id",
-    "passages": "foreign key to episodes",
-    "procedures": "foreign key without tenant_id",
-    "reflection_consolidations": "foreign key to agent_events",
-    "rule_applications": "foreign key to rules",
-    "rules": "foreign key to episodes",
-    "run_feedback": "foreign key to rules",
-    "run_messages": "foreign key to runs",
-    "runs": "key without tenant_id",
-    "working_memories": "key without tenant_id",
-}
 
 
 async def _explain(conn: asyncpg.Connection, statement: str) -> str:
@@ -131,12 +76,12 @@ async def test_a_tenant_query_runs_on_one_worker_and_sees_only_its_rows(
         await reader.close()
 
 
-async def test_engram_migrates_and_serves_from_the_coordinator(
+async def test_engram_is_distributed_by_tenant_and_serves_from_the_coordinator(
     citus_engram_url: str, citus_client: httpx.AsyncClient
 ) -> None:
-    """Engram's migrations reach head on the coordinator and the app answers /readyz ready,
-    stores an episode and a fact and finds both. At this stage every Engram table is local
-    to the coordinator: none is distributed or a reference table (Citus knows none)."""
+    """Engram's migrations reach head on the coordinator and `engram distribute` places every
+    table as planned; the app answers /readyz ready, stores an episode and a fact and finds
+    both."""
     ready = (await citus_client.get("/readyz")).json()
     assert ready["status"] == "ready" and ready["migrations_at_head"] is True, ready
     episode = await _created(
@@ -157,9 +102,22 @@ async def test_engram_migrates_and_serves_from_the_coordinator(
     assert {episode["id"], fact["id"]} <= found
     conn = await asyncpg.connect(to_libpq_url(citus_engram_url))
     try:
-        assert await conn.fetchval("SELECT count(*) FROM pg_dist_partition") == 0
+        placed = await citus.placements(conn)
+        tables = {
+            row[0]
+            for row in await conn.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            )
+        }
+        # Running it again places nothing more.
+        assert await citus.distribute(conn) == []
     finally:
         await conn.close()
+    assert placed == {
+        **dict.fromkeys(citus.REFERENCE_TABLES, "reference"),
+        **dict.fromkeys(citus.DISTRIBUTED_TABLES, "distributed"),
+    }
+    assert tables - set(placed) == set(citus.COORDINATOR_TABLES)
 
 
 async def _created(client: httpx.AsyncClient, path: str, **body: Any) -> dict[str, Any]:
@@ -167,14 +125,3 @@ async def _created(client: httpx.AsyncClient, path: str, **body: Any) -> dict[st
     assert response.status_code == 201, response.text
     created: dict[str, Any] = response.json()
     return created
-
-
-async def test_citus_refuses_what_docs_scaling_lists(citus_cluster: CitusCluster) -> None:
-    """Each planned table tried alone on a database at head (bench/study/citus_probe.py):
-    what Citus refuses is what step 1 of docs/scaling.md's plan must change."""
-    url = await migrated_database(citus_cluster, "engram_probe")
-    findings = await probe(url)
-    assert {f.table: refusal_kind(f.refusal) for f in findings} == FIRST_REFUSALS
-    assert {f.table: refusal_kind(f.then) for f in findings if f.refusal} == NEXT_REFUSALS
-    episodes = next(f for f in findings if f.table == "episodes")
-    assert episodes.refusal == 'cannot distribute relation "episodes" because it has triggers'

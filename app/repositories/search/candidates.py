@@ -533,7 +533,9 @@ def _candidate_statement(
             )
         if vector is not None:
             similarities.append(1 - row.embedding.cosine_distance(bound_vector))
-            nearest = _nearest_passage(memory_type, row.id, bound_vector, f"{memory_type}_passage")
+            nearest = _nearest_passage(
+                memory_type, row.id, tenant, bound_vector, f"{memory_type}_passage"
+            )
             stmt = stmt.outerjoin(nearest, true())
             passages.append([nearest.c[name] for name in PASSAGE_COLUMNS])
     stmt = stmt.add_columns(
@@ -658,9 +660,13 @@ def _passage(found: Any, vector: EmbeddingVector | None) -> PassageMatch | None:
 
 
 def _nearest_passage(
-    memory_type: str, owner_id: QueryableAttribute[Any], vector: BindParameter[Any], name: str
+    memory_type: str,
+    owner_id: QueryableAttribute[Any],
+    tenant: ColumnElement[str],
+    vector: BindParameter[Any],
+    name: str,
 ) -> LateralFromClause:
-    """A lateral subquery: the passage of memory `owner_id` nearest to `vector`
+    """A lateral subquery: the passage of the tenant's memory `owner_id` nearest to `vector`
     (`PASSAGE_COLUMNS`), none when it has none."""
     owner = getattr(Passage, OWNER_COLUMNS[memory_type])
     distance = Passage.embedding.cosine_distance(vector)
@@ -672,7 +678,7 @@ def _nearest_passage(
             Passage.end_char,
             (1 - distance).label("passage_similarity"),
         )
-        .where(owner == owner_id)
+        .where(owner == owner_id, Passage.tenant_id == tenant)
         .order_by(distance)
         .limit(1)
         .lateral(name)
@@ -695,7 +701,9 @@ def _load_statement(memory_type: str, semantic: bool, keyword: bool) -> Select[A
     )
     stmt = select(model, similarity.label("similarity"), keyword_score.label("keyword_score"))
     if semantic:
-        nearest = _nearest_passage(memory_type, model.id, vector, "nearest_passage")
+        nearest = _nearest_passage(
+            memory_type, model.id, bindparam("tenant_id", type_=Text), vector, "nearest_passage"
+        )
         stmt = stmt.add_columns(nearest).outerjoin(nearest, true())
     return stmt.where(
         model.tenant_id == bindparam("tenant_id", type_=Text),

@@ -320,7 +320,7 @@ def bm25_leg(
         )
     # Materialised, so the planner cannot re-run it once per query lexeme.
     pool = walked.cte(f"{prefix}_bm25_pool").prefix_with("MATERIALIZED")
-    return _scored(memory_type, prefix, terms, pool, limit)
+    return _scored(memory_type, prefix, terms, pool, limit, tenant_id)
 
 
 def _top_postings(
@@ -427,7 +427,12 @@ def _admitted_scored(
 
 
 def _scored(
-    memory_type: str, prefix: str, terms: CTE, pool: CTE, limit: ColumnElement[int]
+    memory_type: str,
+    prefix: str,
+    terms: CTE,
+    pool: CTE,
+    limit: ColumnElement[int],
+    tenant_id: ColumnElement[str],
 ) -> Select[Any]:
     """The best `limit` memories of `pool` by their exact BM25 score over the query's lexemes."""
     posting = KeywordPosting.__table__.alias(f"{prefix}_posting")
@@ -447,6 +452,7 @@ def _scored(
                 posting.c.memory_type == memory_type,
                 posting.c.memory_id == pool.c.memory_id,
                 posting.c.term == terms.c.term,
+                posting.c.tenant_id == tenant_id,
             ),
         )
         .lateral(f"{prefix}_bm25_exact")

@@ -1,0 +1,99 @@
+"""Two tenants on Engram's store distributed by tenant: each writes, lists, searches in every
+mode, recalls and builds context from its own memories, and never reaches the other's."""
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+# Each mode, and hybrid by each fusion.
+MODES = (
+    {"mode": "semantic"},
+    {"mode": "keyword"},
+    {"mode": "hybrid", "fusion": "learned"},
+    {"mode": "hybrid", "fusion": "rrf"},
+    {"mode": "hybrid", "fusion": "weighted"},
+)
+
+
+async def _created(client: httpx.AsyncClient, path: str, **body: Any) -> dict[str, Any]:
+    response = await client.post(path, json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def _memories(client: httpx.AsyncClient, name: str) -> dict[str, str]:
+    """An episode, a fact and a rule about `name`'s garden, new on each call; their ids."""
+    name = f"{name} {uuid.uuid4().hex[:8]}"
+    episode = await _created(
+        client,
+        "/v1/episodes",
+        content=f"{name}: my tomatoes ripened in the greenhouse",
+        butler="chat",
+    )
+    fact = await _created(
+        client, "/v1/facts", subject=name, predicate="grows", content=f"{name} grows tomatoes"
+    )
+    rule = await _created(
+        client, "/v1/rules", content=f"Ask {name} about the greenhouse tomatoes first", scope="chat"
+    )
+    return {"episode": episode["id"], "fact": fact["id"], "rule": rule["id"]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_each_tenant_finds_its_own_memories_in_every_mode(
+    citus_tenant_clients: dict[str, httpx.AsyncClient], mode: dict[str, str]
+) -> None:
+    ann, bob = citus_tenant_clients["ann"], citus_tenant_clients["bob"]
+    mine = await _memories(ann, "Ann")
+    theirs = await _memories(bob, "Bob")
+    for client, own, other in ((ann, mine, theirs), (bob, theirs, mine)):
+        response = await client.post(
+            "/v1/search",
+            json={"query": "greenhouse tomatoes", **mode, "min_confidence": 0, "limit": 50},
+        )
+        assert response.status_code == 200, response.text
+        found = {hit["id"] for hit in response.json()["results"]}
+        assert found & set(own.values()), (mode, found)
+        assert not found & set(other.values()), mode
+
+
+async def test_lists_recall_and_context_stay_within_the_tenant(
+    citus_tenant_clients: dict[str, httpx.AsyncClient],
+) -> None:
+    ann, bob = citus_tenant_clients["ann"], citus_tenant_clients["bob"]
+    mine = await _memories(ann, "Ann")
+    theirs = await _memories(bob, "Bob")
+    episodes = await ann.get("/v1/episodes", params={"butler": "chat", "limit": 100})
+    assert episodes.status_code == 200, episodes.text
+    listed = {item["id"] for item in episodes.json()["items"]}
+    assert mine["episode"] in listed and theirs["episode"] not in listed
+    recall = await ann.post("/v1/recall", json={"topic": "tomatoes"})
+    assert recall.status_code == 200, recall.text
+    assert theirs["fact"] not in str(recall.json())
+    context = await ann.post(
+        "/v1/context", json={"trigger_prompt": "What grows in the greenhouse?", "butler": "chat"}
+    )
+    assert context.status_code == 200, context.text
+    assert "grows tomatoes" in context.json()["context"]
+    assert "Bob" not in context.json()["context"]
+    for kind, path in (("episode", "episodes"), ("fact", "facts"), ("rule", "rules")):
+        probe = await bob.get(f"/v1/{path}/{mine[kind]}")
+        assert probe.status_code == 404, (kind, probe.text)
+
+
+async def test_a_deleted_episode_leaves_its_fact_and_the_keyword_index(
+    citus_tenant_clients: dict[str, httpx.AsyncClient],
+) -> None:
+    ann = citus_tenant_clients["ann"]
+    episode = await _created(
+        ann, "/v1/episodes", content="Ann: the quince tree needs pruning", butler="chat"
+    )
+    assert (await ann.delete(f"/v1/episodes/{episode['id']}")).status_code == 204
+    response = await ann.post(
+        "/v1/search", json={"query": "quince pruning", "mode": "keyword", "min_confidence": 0}
+    )
+    assert response.status_code == 200, response.text
+    assert episode["id"] not in {hit["id"] for hit in response.json()["results"]}
