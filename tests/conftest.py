@@ -1,6 +1,7 @@
 """Fixtures of every test folder: a throw-away database built by the Alembic migrations, the
 app, API keys, live servers."""
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -16,6 +17,7 @@ from app.postgres import migrations
 from app.postgres.db import create_engine
 from app.repositories.search.broad_filters import BROAD
 from app.services import api_keys
+from tests.support.citus import distributed, migrated_database, start_cluster
 from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
 from tests.support.live_server import serve_in_thread
 from tests.support.paths import REPO_ROOT
@@ -26,7 +28,17 @@ pytest_plugins = ["tests.support.tools"]
 @pytest.fixture(scope="session")
 async def database_url() -> AsyncIterator[str]:
     """A fresh database for this test session (DATABASE_URL's server, else an embedded one
-    under .pytest-pg/), upgraded to head; dropped afterwards."""
+    under .pytest-pg/), upgraded to head; dropped afterwards. With ENGRAM_TESTS_ON_CITUS=1,
+    a Citus coordinator with two workers on loopback instead, the store distributed."""
+    if os.environ.get("ENGRAM_TESTS_ON_CITUS") == "1":
+        cluster, _ = await start_cluster("engram_test_server")
+        try:
+            url = await migrated_database(cluster, "engram_test")
+            await distributed(url)
+            yield url
+        finally:
+            cluster.stop()
+        return
     server_url = scratch_server_url(REPO_ROOT / ".pytest-pg")
     async with scratch_database(server_url, "engram_test") as url:
         engine = create_engine(url, pool_size=1)

@@ -126,7 +126,8 @@ async def fill_missing_periods(session: AsyncSession, *, tenant_id: str) -> None
         INSERT INTO fact_periods (tenant_id, fact_id, valid_from, valid_until, recorded_at)
         SELECT f.tenant_id, f.id, f.valid_from, f.valid_until, f.created_at FROM facts f
         WHERE f.tenant_id = :t
-          AND NOT EXISTS (SELECT 1 FROM fact_periods p WHERE p.fact_id = f.id)"""),
+          AND NOT EXISTS (SELECT 1 FROM fact_periods p
+                          WHERE p.tenant_id = f.tenant_id AND p.fact_id = f.id)"""),
         {"t": tenant_id},
     )
 

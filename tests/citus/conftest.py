@@ -6,17 +6,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from app.core.config import JobSettings, Settings
 from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
-from app.postgres import citus
-from app.postgres.db import to_libpq_url
 from app.services import api_keys
-from tests.support.citus import CitusCluster, migrated_database, needs_citus, start_cluster
+from tests.support.citus import (
+    CitusCluster,
+    distributed,
+    migrated_database,
+    needs_citus,
+    start_cluster,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,11 +50,7 @@ async def citus_engram_url(citus_cluster: CitusCluster) -> str:
     """Engram's database on the coordinator, migrated to head and distributed by tenant
     (`engram distribute`)."""
     url = await migrated_database(citus_cluster, "engram_app")
-    conn = await asyncpg.connect(to_libpq_url(url))
-    try:
-        await citus.distribute(conn)
-    finally:
-        await conn.close()
+    await distributed(url)
     return url
 
 

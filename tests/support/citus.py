@@ -35,8 +35,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from app.postgres import migrations
-from app.postgres.db import create_engine, to_async_url
+from app.postgres import citus, migrations
+from app.postgres.db import create_engine, to_async_url, to_libpq_url
 from app.postgres.embedded_pg import ROOT_SERVER_USER, provide_runtime_dir
 
 logger = logging.getLogger(__name__)
@@ -460,3 +460,12 @@ async def migrated_database(cluster: CitusCluster, name: str) -> str:
     finally:
         await engine.dispose()
     return url
+
+
+async def distributed(url: str) -> None:
+    """Distribute the migrated store at `url` by tenant (`engram distribute`)."""
+    conn = await asyncpg.connect(to_libpq_url(url))
+    try:
+        await citus.distribute(conn)
+    finally:
+        await conn.close()
