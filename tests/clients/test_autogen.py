@@ -4,7 +4,8 @@ gets what `EngramMemory` stored in its model context, and nothing once it is cle
 Engram is down."""
 
 import asyncio
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,11 +18,12 @@ HEADER = "Relevant memories from Engram, best first:"
 
 
 @pytest.fixture(scope="module")
-def autogen_venv(tmp_path_factory: pytest.TempPathFactory) -> ClientVenv:
-    """The client's wheel with its autogen extra, and autogen-ext for the replay model."""
-    return framework_venv(
-        tmp_path_factory.mktemp("autogen"), "autogen", ("autogen-ext>=0.7.5,<0.8",)
-    )
+def autogen_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientVenv]:
+    """The client's wheel with its autogen extra, and autogen-ext for the replay model;
+    removed after the module."""
+    root = tmp_path_factory.mktemp("autogen")
+    yield framework_venv(root, "autogen", ("autogen-ext>=0.7.5,<0.8",))
+    shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_an_agent_gets_what_engram_remembers_and_nothing_once_cleared_or_down(

@@ -5,7 +5,8 @@ once however often it is added, and in a later session `load_memory`, called by 
 offline model, brings it back; another user finds none of it."""
 
 import asyncio
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,9 +18,11 @@ ANN = "Ann's favourite colour is green"
 
 
 @pytest.fixture(scope="module")
-def google_adk_venv(tmp_path_factory: pytest.TempPathFactory) -> ClientVenv:
-    """The client's wheel with its google-adk extra."""
-    return framework_venv(tmp_path_factory.mktemp("google-adk"), "google-adk")
+def google_adk_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientVenv]:
+    """The client's wheel with its google-adk extra; removed after the module."""
+    root = tmp_path_factory.mktemp("google-adk")
+    yield framework_venv(root, "google-adk")
+    shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_a_later_session_loads_what_an_earlier_one_said_and_no_other_user_does(
