@@ -1,6 +1,7 @@
 """Build the engram-memory-client distribution (clients/python) and install its wheel in a
 venv of its own, as a developer without the server does: shared by its test and its bench script."""
 
+import json
 import os
 import statistics
 import subprocess
@@ -8,8 +9,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tests.support.paths import PYTHON_CLIENT
+from tests.support.paths import PYTHON_CLIENT, REPO_ROOT
+from tests.support.tools import unavailable
 
 # What the server needs and the client must not bring.
 SERVER_ONLY = ("torch", "sqlalchemy", "asyncpg", "onnxruntime", "mcp", "fastapi")
@@ -82,14 +85,18 @@ def build(into: Path) -> tuple[Path, Path]:
     return wheel, sdist
 
 
-def install(wheel: Path, root: Path) -> ClientVenv:
-    """A new venv at `root` with the wheel installed; the install's time is pip's alone."""
+def install(
+    wheel: Path, root: Path, extra: str | None = None, packages: tuple[str, ...] = ()
+) -> ClientVenv:
+    """A new venv at `root` with the wheel installed (with `extra`, its packages too) and
+    `packages`; the install's time is pip's alone."""
     subprocess.run(
         [sys.executable, "-m", "venv", str(root)], env=outside(), check=True, timeout=300
     )
+    requirement = f"engram-memory-client[{extra}] @ {wheel.as_uri()}" if extra else str(wheel)
     started = time.monotonic()
     subprocess.run(
-        [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet", requirement, *packages],
         env=outside(),
         check=True,
         capture_output=True,
@@ -120,3 +127,27 @@ def import_seconds(venv: ClientVenv, runs: int = 3) -> float:
 def size_bytes(root: Path) -> int:
     """The bytes of the files under `root`."""
     return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
+
+
+def framework_venv(root: Path, extra: str, packages: tuple[str, ...] = ()) -> ClientVenv:
+    """A venv with the client's wheel and its `extra` (and `packages`); when they cannot be
+    installed the test is skipped (failed under ENGRAM_TESTS_REQUIRE_TOOLS=1)."""
+    wheel, _ = build(root / "dist")
+    try:
+        venv = install(wheel, root / "venv", extra, packages)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        unavailable(f"engram-memory-client[{extra}] could not be installed: {error.stderr}")
+    print(
+        f"\nengram-memory-client[{extra}]: pip install {venv.install_seconds:.1f} s, "
+        f"{size_bytes(venv.root) / 1e6:.0f} MB"
+    )
+    return venv
+
+
+def run_script(venv: ClientVenv, name: str, *args: str, **env: str) -> Any:
+    """What the script tests/support/frameworks/`name`.py, run by the venv's python with
+    `args`, printed as its last line of JSON."""
+    script = REPO_ROOT / "tests" / "support" / "frameworks" / f"{name}.py"
+    done = venv.run("python", str(script), *args, cwd=venv.root, **env)
+    assert done.returncode == 0, done.stderr[-5000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

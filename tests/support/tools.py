@@ -1,10 +1,11 @@
 """Tests that need a program the machine may lack (chromium, chromedriver, pgbouncer, node,
-npm): skipped without it, failed instead under ENGRAM_TESTS_REQUIRE_TOOLS=1 (`.ci/run`), so
-a green run there never hides a test that did not run. A pytest plugin: tests/conftest.py
-loads it."""
+npm) or a framework's packages (installed in a venv of their own): skipped without them,
+failed instead under ENGRAM_TESTS_REQUIRE_TOOLS=1 (`.ci/run`), so a green run there never
+hides a test that did not run. A pytest plugin: tests/conftest.py loads it."""
 
 import os
 import shutil
+from typing import NoReturn
 
 import pytest
 
@@ -27,6 +28,13 @@ def needs(*programs: str, install: str = "") -> pytest.MarkDecorator:
         return pytest.mark.needs_tools()
     reason = f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
     return pytest.mark.missing_tool(reason + (f" ({install})" if install else ""))
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test for a missing tool or package, or fail it where every test must run."""
+    if os.environ.get(REQUIRE_TOOLS) == "1":
+        pytest.fail(f"{reason}, and {REQUIRE_TOOLS}=1 requires every test to run", pytrace=False)
+    pytest.skip(reason)
 
 
 def pytest_configure(config: pytest.Config) -> None:
