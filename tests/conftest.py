@@ -1,7 +1,6 @@
 """Fixtures of every test folder: a throw-away database built by the Alembic migrations, the
 app, API keys, live servers."""
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -17,7 +16,13 @@ from app.postgres import migrations
 from app.postgres.db import create_engine
 from app.repositories.search.broad_filters import BROAD
 from app.services import api_keys
-from tests.support.citus import distributed, migrated_database, start_cluster
+from tests.support.citus import (
+    cluster_suite,
+    distributed,
+    migrated_database,
+    on_cluster,
+    start_cluster,
+)
 from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
 from tests.support.live_server import serve_in_thread
 from tests.support.paths import REPO_ROOT
@@ -25,12 +30,20 @@ from tests.support.paths import REPO_ROOT
 pytest_plugins = ["tests.support.tools"]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a cluster (ENGRAM_TESTS_ON_CITUS=1), only the API tests that run there."""
+    if on_cluster():
+        kept, left = cluster_suite(items, REPO_ROOT)
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
 @pytest.fixture(scope="session")
 async def database_url() -> AsyncIterator[str]:
     """A fresh database for this test session (DATABASE_URL's server, else an embedded one
     under .pytest-pg/), upgraded to head; dropped afterwards. With ENGRAM_TESTS_ON_CITUS=1,
     a Citus coordinator with two workers on loopback instead, the store distributed."""
-    if os.environ.get("ENGRAM_TESTS_ON_CITUS") == "1":
+    if on_cluster():
         cluster, _ = await start_cluster("engram_test_server")
         try:
             url = await migrated_database(cluster, "engram_test")
