@@ -128,20 +128,11 @@ class EngramMemory(Memory):
 
     async def _episodes(self) -> list[Episode]:
         """Every live episode of the butler (and session)."""
-        episodes: list[Episode] = []
-        cursor = None
-        while True:
-            page = await self.client.list_page(
-                "episodes",
-                limit=PAGE,
-                cursor=cursor,
-                butler=self.butler,
-                session_id=self.session_id,
-            )
-            episodes += [Episode.model_validate(row) for row in page["items"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return episodes
+        rows = await self.client.list_all(
+            "episodes", page_size=PAGE, butler=self.butler, session_id=self.session_id
+        )
+        episodes = [Episode.model_validate(row) for row in rows]
+        return episodes
 
 
 def _text(content: str | bytes | dict[str, Any] | Image) -> str:

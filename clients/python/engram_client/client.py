@@ -279,6 +279,24 @@ class EngramClient:
         )
         return page
 
+    def list_all(
+        self,
+        kind: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        page_size: int = 200,
+        **params: Any,
+    ) -> list[dict[str, Any]]:
+        """Every item of a list, read page by page (`list_page`'s kinds and filters)."""
+        items: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.list_page(kind, filter=filter, limit=page_size, cursor=cursor, **params)
+            items += page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
+
     def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by lifecycle state."""
         stats: dict[str, Any] = self.request(
@@ -475,6 +493,26 @@ class AsyncEngramClient:
             "GET", f"/v1/{kind}", params=_list_params(kind, filter, limit, cursor, params)
         )
         return page
+
+    async def list_all(
+        self,
+        kind: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        page_size: int = 200,
+        **params: Any,
+    ) -> list[dict[str, Any]]:
+        """Every item of a list, read page by page, like `EngramClient.list_all`."""
+        items: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = await self.list_page(
+                kind, filter=filter, limit=page_size, cursor=cursor, **params
+            )
+            items += page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
 
     async def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by lifecycle state."""

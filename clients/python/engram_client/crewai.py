@@ -143,20 +143,11 @@ class EngramMemory(Memory):
 
     def _episodes(self) -> list[Episode]:
         """Every live episode of the butler (and session)."""
-        episodes: list[Episode] = []
-        cursor = None
-        while True:
-            page = self._client.list_page(
-                "episodes",
-                limit=PAGE,
-                cursor=cursor,
-                butler=self.butler,
-                session_id=self.session_id,
-            )
-            episodes += [Episode.model_validate(row) for row in page["items"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return episodes
+        rows = self._client.list_all(
+            "episodes", page_size=PAGE, butler=self.butler, session_id=self.session_id
+        )
+        episodes = [Episode.model_validate(row) for row in rows]
+        return episodes
 
 
 def _match(hit: SearchHit) -> MemoryMatch:

@@ -104,19 +104,11 @@ class EngramMemoryService(BaseMemoryService):
 
     async def _stored_event_ids(self, butler: str, session_id: str | None) -> set[str]:
         """The ids of the events stored as episodes of the butler (and session)."""
-        ids: set[str] = set()
-        cursor = None
-        while True:
-            page = await self.client.list_page(
-                "episodes", limit=PAGE, cursor=cursor, butler=butler, session_id=session_id
-            )
-            for row in page["items"]:
-                event = (row.get("metadata") or {}).get(EVENT) or {}
-                if event.get("id"):
-                    ids.add(event["id"])
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return ids
+        rows = await self.client.list_all(
+            "episodes", page_size=PAGE, butler=butler, session_id=session_id
+        )
+        events = [(row.get("metadata") or {}).get(EVENT) or {} for row in rows]
+        return {event["id"] for event in events if event.get("id")}
 
 
 def _text(event: Event) -> str:

@@ -121,20 +121,11 @@ class EngramSession:
 
     async def _episodes(self) -> list[Episode]:
         """Every live episode of the session, in the order they were stored."""
-        episodes: list[Episode] = []
-        cursor = None
-        while True:
-            page = await self.client.list_page(
-                "episodes",
-                limit=PAGE,
-                cursor=cursor,
-                butler=self.butler,
-                session_id=self.session_id,
-            )
-            episodes += [Episode.model_validate(row) for row in page["items"]]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return sorted(episodes, key=_sequence)
+        rows = await self.client.list_all(
+            "episodes", page_size=PAGE, butler=self.butler, session_id=self.session_id
+        )
+        episodes = [Episode.model_validate(row) for row in rows]
+        return sorted(episodes, key=_sequence)
 
 
 def _sequence(episode: Episode) -> int:
