@@ -75,14 +75,12 @@ RENAMED_FIELDS = {("agent_event", "kind"): "event_kind"}
 LINK_ENDS: dict[str, Any] = {**LINKABLE, "procedure": Procedure}
 
 
-async def ids_in_use(
-    session: AsyncSession, *, kind: str, ids: Sequence[uuid.UUID]
-) -> list[uuid.UUID]:
-    """Of `ids`, those a row of `kind` has in any tenant (a system-scope session)."""
+async def any_id_in_use(session: AsyncSession, *, kind: str, ids: Sequence[uuid.UUID]) -> bool:
+    """Whether a row of `kind` in any tenant has one of `ids` (a system-scope session)."""
     table = TABLES[kind]
-    key = table.c.event_id if "event_id" in table.c and "id" not in table.c else table.c.id
-    rows = await session.execute(select(key).where(key.in_(list(ids))).limit(1))
-    return [row[0] for row in rows]
+    key = table.c.id if "id" in table.c else table.c.event_id
+    found = await session.execute(select(key).where(key.in_(list(ids))).limit(1))
+    return found.first() is not None
 
 
 def _exported(column: Column[Any]) -> bool:

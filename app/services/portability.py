@@ -253,8 +253,7 @@ async def import_lines(
             by_kind[kind].append(row)
     if not any(by_kind.values()):
         raise InvalidInput("the body holds no records: send the lines of an export", field="body")
-    _check_ids_once(by_kind)
-    await _check_ids_unused(session, by_kind)
+    await _check_ids(session, by_kind)
     later: dict[str, list[tuple[uuid.UUID, uuid.UUID]]] = {kind: [] for kind in SELF_REFERENCES}
     for kind, column in SELF_REFERENCES.items():
         for row in by_kind[kind]:
@@ -298,24 +297,20 @@ async def import_lines(
     return {kind: len(rows) for kind, rows in by_kind.items()}
 
 
-def _check_ids_once(by_kind: dict[str, list[dict[str, Any]]]) -> None:
-    """Refuse a body that holds a record's id twice (one kind)."""
-    for kind, rows in by_kind.items():
-        ids = [row["id"] for row in rows if row.get("id") is not None]
-        if len(set(ids)) < len(ids):
+async def _check_ids(session: AsyncSession, by_kind: dict[str, list[dict[str, Any]]]) -> None:
+    """Refuse a body that holds a record's id twice, or an id a row of any tenant has: ids
+    stay unique across tenants, as every statement that names a row by its id relies on."""
+    ids = {
+        kind: [row["id"] for row in rows if row.get("id") is not None]
+        for kind, rows in by_kind.items()
+    }
+    for kind, kind_ids in ids.items():
+        if len(set(kind_ids)) < len(kind_ids):
             raise Conflict(f"a {kind} record's id appears twice in the body", field=f"{kind}.id")
-
-
-async def _check_ids_unused(
-    session: AsyncSession, by_kind: dict[str, list[dict[str, Any]]]
-) -> None:
-    """Refuse a record whose id a row of any tenant has: ids stay unique across tenants,
-    as every statement that names a row by its id relies on."""
     async with AsyncSession(session.bind) as system:
         scope_session(system, SYSTEM)
-        for kind, rows in by_kind.items():
-            ids = [row["id"] for row in rows if row.get("id") is not None]
-            if ids and await portability_rows.ids_in_use(system, kind=kind, ids=ids):
+        for kind, kind_ids in ids.items():
+            if kind_ids and await portability_rows.any_id_in_use(system, kind=kind, ids=kind_ids):
                 raise Conflict(f"a {kind} record has an id that already exists", field=f"{kind}.id")
 
 
