@@ -68,32 +68,29 @@ async def citus_app(citus_engram_url: str) -> AsyncIterator[Any]:
         yield application
 
 
+async def _tenant_client(
+    stack: contextlib.AsyncExitStack, app: Any, tenant_id: str
+) -> httpx.AsyncClient:
+    """An in-process HTTP client of `app` with a new key of `tenant_id`, closed with `stack`."""
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
+        minted = await api_keys.create_key(session, tenant_id=tenant_id)
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://engram.test",
+        headers={"Authorization": f"Bearer {minted.secret}"},
+    )
+    return await stack.enter_async_context(http)
+
+
 @pytest.fixture
 async def citus_client(citus_app: Any) -> AsyncIterator[httpx.AsyncClient]:
     """An in-process HTTP client authenticated as tenant 'citus'."""
-    async with scoped_transaction(citus_app.state.sessionmaker, SYSTEM) as session:
-        minted = await api_keys.create_key(session, tenant_id="citus")
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=citus_app),
-        base_url="http://engram.test",
-        headers={"Authorization": f"Bearer {minted.secret}"},
-    ) as http:
-        yield http
+    async with contextlib.AsyncExitStack() as stack:
+        yield await _tenant_client(stack, citus_app, "citus")
 
 
 @pytest.fixture
 async def citus_tenant_clients(citus_app: Any) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
     """In-process HTTP clients of two tenants, 'ann' and 'bob', each with a key of its own."""
     async with contextlib.AsyncExitStack() as stack:
-        clients = {}
-        for tenant in ("ann", "bob"):
-            async with scoped_transaction(citus_app.state.sessionmaker, SYSTEM) as session:
-                minted = await api_keys.create_key(session, tenant_id=tenant)
-            clients[tenant] = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=citus_app),
-                    base_url="http://engram.test",
-                    headers={"Authorization": f"Bearer {minted.secret}"},
-                )
-            )
-        yield clients
+        yield {tenant: await _tenant_client(stack, citus_app, tenant) for tenant in ("ann", "bob")}

@@ -2,8 +2,6 @@
 tenant-distributed table with an HNSW index and row-level security routed to one worker, and
 Engram's own store distributed by tenant and served from the coordinator."""
 
-from typing import Any
-
 import asyncpg
 import httpx
 
@@ -11,6 +9,7 @@ from app.core.rls import TENANT_SETTING
 from app.postgres import citus
 from app.postgres.db import to_libpq_url
 from tests.support.citus import CitusCluster
+from tests.support.http import post
 
 NOTES_SCHEMA = [
     "CREATE TABLE notes (tenant_id text NOT NULL, id int NOT NULL, body text NOT NULL,"
@@ -84,10 +83,10 @@ async def test_engram_is_distributed_by_tenant_and_serves_from_the_coordinator(
     both."""
     ready = (await citus_client.get("/readyz")).json()
     assert ready["status"] == "ready" and ready["migrations_at_head"] is True, ready
-    episode = await _created(
+    episode = await post(
         citus_client, "/v1/episodes", content="Caroline hiked the Dolomites in June", butler="chat"
     )
-    fact = await _created(
+    fact = await post(
         citus_client,
         "/v1/facts",
         subject="Caroline",
@@ -118,10 +117,3 @@ async def test_engram_is_distributed_by_tenant_and_serves_from_the_coordinator(
         **dict.fromkeys(citus.DISTRIBUTED_TABLES, "distributed"),
     }
     assert tables - set(placed) == set(citus.COORDINATOR_TABLES)
-
-
-async def _created(client: httpx.AsyncClient, path: str, **body: Any) -> dict[str, Any]:
-    response = await client.post(path, json=body)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created

@@ -2,10 +2,11 @@
 mode, recalls and builds context from its own memories, and never reaches the other's."""
 
 import uuid
-from typing import Any
 
 import httpx
 import pytest
+
+from tests.support.http import post
 
 # Each mode, and hybrid by each fusion.
 MODES = (
@@ -17,26 +18,19 @@ MODES = (
 )
 
 
-async def _created(client: httpx.AsyncClient, path: str, **body: Any) -> dict[str, Any]:
-    response = await client.post(path, json=body)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
-
 async def _memories(client: httpx.AsyncClient, name: str) -> dict[str, str]:
     """An episode, a fact and a rule about `name`'s garden, new on each call; their ids."""
     name = f"{name} {uuid.uuid4().hex[:8]}"
-    episode = await _created(
+    episode = await post(
         client,
         "/v1/episodes",
         content=f"{name}: my tomatoes ripened in the greenhouse",
         butler="chat",
     )
-    fact = await _created(
+    fact = await post(
         client, "/v1/facts", subject=name, predicate="grows", content=f"{name} grows tomatoes"
     )
-    rule = await _created(
+    rule = await post(
         client, "/v1/rules", content=f"Ask {name} about the greenhouse tomatoes first", scope="chat"
     )
     return {"episode": episode["id"], "fact": fact["id"], "rule": rule["id"]}
@@ -88,7 +82,7 @@ async def test_a_deleted_episode_leaves_its_fact_and_the_keyword_index(
     citus_tenant_clients: dict[str, httpx.AsyncClient],
 ) -> None:
     ann = citus_tenant_clients["ann"]
-    episode = await _created(
+    episode = await post(
         ann, "/v1/episodes", content="Ann: the quince tree needs pruning", butler="chat"
     )
     assert (await ann.delete(f"/v1/episodes/{episode['id']}")).status_code == 204
