@@ -401,7 +401,7 @@ def _keyword_functions() -> dict[str, str]:
     return bodies
 
 
-def _keyword_statement_triggers(per_tenant: bool) -> None:
+def _replace_keyword_functions(per_tenant: bool) -> None:
     """The keyword trigger functions: per tenant, or as mem_040 left them."""
     if not per_tenant:
         mem_040 = _revision("mem_040")
@@ -425,12 +425,12 @@ def upgrade() -> None:
         )
     op.execute(DELETE_LINKS_BY_TENANT)
     op.execute(_passage_scope(by_tenant=True))
-    _keyword_statement_triggers(per_tenant=True)
+    _replace_keyword_functions(per_tenant=True)
     _add_foreign_keys(_new_action, "tenant_id, ")
 
 
 def downgrade() -> None:
-    _keyword_statement_triggers(per_tenant=False)
+    _replace_keyword_functions(per_tenant=False)
     op.execute(_passage_scope(by_tenant=False))
     op.execute(DELETE_LINKS_BY_ID)
     for table in CLEARED:
