@@ -6,7 +6,6 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.config import JobSettings, Settings
@@ -23,7 +22,12 @@ from tests.support.citus import (
     on_cluster,
     start_cluster,
 )
-from tests.support.database import EMPTY_TABLES, empty_tables, scratch_database, scratch_server_url
+from tests.support.database import (
+    empty_tables,
+    empty_tables_on,
+    scratch_database,
+    scratch_server_url,
+)
 from tests.support.live_server import serve_in_thread
 from tests.support.paths import REPO_ROOT
 
@@ -95,9 +99,7 @@ async def _clean_tables(request: pytest.FixtureRequest) -> None:
     """Empty every table before each test that uses the app, so tests never share rows."""
     if "app" not in request.fixturenames:
         return
-    engine: AsyncEngine = request.getfixturevalue("db_engine")
-    async with engine.begin() as conn:
-        await conn.execute(text(EMPTY_TABLES))
+    await empty_tables_on(request.getfixturevalue("db_engine"))
     BROAD.clear()  # what it remembers counted rows just emptied
     # Every in-process client comes from one address: each test starts with its budget.
     request.getfixturevalue("app").state.caller_limits.clear()

@@ -1,6 +1,7 @@
 """The process's queue of references counted by reads (recall, context, and every read served
 by a replica): added up and written to the primary every `reference_flush_seconds` (sooner
-when many memories wait), one transaction per tenant, and at shutdown. The reads' answers
+when many memories wait), one transaction per tenant and memory type (so a flush locks one
+table at a time and cannot join a lock cycle), and at shutdown. The reads' answers
 do not wait for the write (the counting itself: `repositories/references.py`)."""
 
 import asyncio
@@ -90,38 +91,36 @@ class ReferenceQueue:
             self._failed = False
             try:
                 for tenant_id, by_type in by_tenant.items():
-                    await self._write(tenant_id, by_type)
+                    for memory_type, items in by_type.items():
+                        await self._write(tenant_id, memory_type, items)
             finally:
                 self._writing = {}
                 REFERENCES_WAITING.set(len(self._pending))
 
     async def _write(
-        self, tenant_id: str, by_type: dict[str, list[tuple[uuid.UUID, int, datetime]]]
+        self, tenant_id: str, memory_type: str, items: list[tuple[uuid.UUID, int, datetime]]
     ) -> None:
-        """One tenant's counts in one transaction; queued again if it fails."""
+        """One tenant's counts of one memory type in one transaction; queued again if it fails."""
         try:
             async with scoped_transaction(
                 self._sessionmaker, Scope(tenant_id=tenant_id)
             ) as session:
-                for memory_type, items in by_type.items():
-                    await reference_rows.add_references(
-                        session,
-                        memory_type,
-                        tenant_id=tenant_id,
-                        ids=[i[0] for i in items],
-                        counts=[i[1] for i in items],
-                        at=[i[2] for i in items],
-                    )
+                await reference_rows.add_references(
+                    session,
+                    memory_type,
+                    tenant_id=tenant_id,
+                    ids=[i[0] for i in items],
+                    counts=[i[1] for i in items],
+                    at=[i[2] for i in items],
+                )
         except Exception:  # noqa: BLE001 - the primary is away: keep them for later
             logger.warning("writing reference counts failed; retrying later", exc_info=True)
             self._failed = True
-            for memory_type, items in by_type.items():
-                for memory_id, n, at in items:
-                    self.add([(tenant_id, memory_type, memory_id, at)] * n)
+            for memory_id, n, at in items:
+                self.add([(tenant_id, memory_type, memory_id, at)] * n)
         finally:
-            for memory_type, items in by_type.items():
-                for memory_id, _, _ in items:
-                    self._writing.pop((tenant_id, memory_type, memory_id), None)
+            for memory_id, _, _ in items:
+                self._writing.pop((tenant_id, memory_type, memory_id), None)
 
     def start(self) -> None:
         """Flush every `interval_seconds` in the background."""

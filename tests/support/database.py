@@ -8,6 +8,7 @@ from pathlib import Path
 
 import asyncpg
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.postgres.db import replace_database, start_embedded_postgres, to_async_url, to_libpq_url
@@ -28,13 +29,40 @@ BEGIN
 END $$"""
 
 
+# A background writer of a live app (its reference counts, its embedding backlog) may take
+# two tables' locks in the other order than the TRUNCATE; PostgreSQL then aborts one of them.
+EMPTYING_ATTEMPTS = 5
+DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
+
+
 async def empty_tables(url: str) -> None:
     """Empty every table of the database at `url` but KEPT_TABLES, as the owner."""
     conn = await asyncpg.connect(to_libpq_url(url))
     try:
-        await conn.execute(EMPTY_TABLES)
+        for attempt in range(EMPTYING_ATTEMPTS):
+            try:
+                await conn.execute(EMPTY_TABLES)
+                return
+            except asyncpg.DeadlockDetectedError:
+                if attempt == EMPTYING_ATTEMPTS - 1:
+                    raise
     finally:
         await conn.close()
+
+
+async def empty_tables_on(engine: AsyncEngine) -> None:
+    """`empty_tables` through an engine of the database's owner."""
+    for attempt in range(EMPTYING_ATTEMPTS):
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text(EMPTY_TABLES))
+            return
+        except DBAPIError as error:
+            if (
+                getattr(error.orig, "sqlstate", None) != DEADLOCK
+                or attempt == EMPTYING_ATTEMPTS - 1
+            ):
+                raise
 
 
 def scratch_server_url(pgdata: Path) -> str:

@@ -2,9 +2,11 @@
 
 import math
 import uuid
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import text
 
 from tests.support.http import post
 from tests.support.waiting import until_async
@@ -128,6 +130,36 @@ async def test_recall_bumps_every_returned_memory_once(client, sql):
     assert all(r["reference_count"] == 2 for r in again)
     written = {first["id"]: 2, rule["id"]: 2, other["id"]: 0}
     await until_async(lambda: counted(written), timeout=10, message="the counts written")
+
+
+async def test_the_counts_of_one_memory_type_are_written_while_another_type_is_locked(
+    client, sql, db_engine
+):
+    """The queue writes each memory type in a transaction of its own: it never holds one
+    table's lock while it waits for another's (a lock cycle with another writer)."""
+    fact = await post(client, "/v1/facts", subject="Mel", predicate="job", content="Mel is a nurse")
+    rule = await post(client, "/v1/rules", content="Ask Mel about nursing shifts")
+
+    async def count(table: str, memory_id: str) -> int:
+        [row] = await sql(f"SELECT reference_count FROM {table} WHERE id = :id", id=memory_id)
+        return row["reference_count"]
+
+    async with db_engine.connect() as holder:
+        await holder.begin()
+        await holder.execute(text("LOCK TABLE rules IN SHARE MODE"))  # refuses row writes
+        assert len(await recall(client, "Mel nurse")) == 2
+        await until_async(
+            lambda: _is(count("facts", fact["id"]), 1), timeout=10, message="the fact's count"
+        )
+        assert await count("rules", rule["id"]) == 0
+        await holder.rollback()
+    await until_async(
+        lambda: _is(count("rules", rule["id"]), 1), timeout=10, message="the rule's count"
+    )
+
+
+async def _is(value: Awaitable[int], expected: int) -> bool:
+    return await value == expected
 
 
 async def test_recall_shows_every_reference_counted_so_far(client):
