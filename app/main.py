@@ -159,6 +159,7 @@ async def _open_app_engine(settings: Settings, connection: AppConnection) -> Asy
         max_overflow=settings.db_max_overflow,
         role=connection.role,
         statement_cache_size=settings.db_statement_cache_size,
+        multi_shard_statements=settings.multi_shard_statements,
     )
     await check_app_role(db_engine)
     await refuse_public_binding_without_keys(settings, db_engine)

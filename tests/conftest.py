@@ -75,6 +75,8 @@ def settings(database_url: str) -> Settings:
         migrate_on_start=False,
         episode_session_gap_minutes=0,
         jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+        # On a cluster, a tenant's statement that does not name its tenant is an error.
+        multi_shard_statements="error" if on_cluster() else "off",
     )
 
 

@@ -139,6 +139,7 @@ class LLMSettings(BaseModel):
 
 
 RerankerKind = Literal["off", "cross-encoder", "endpoint"]
+MultiShardLevel = Literal["off", "log", "warning", "error"]
 RerankApi = Literal["cohere", "tei"]
 MAX_RERANK_TOP_N = 200
 
@@ -579,7 +580,8 @@ class ReplicaSettings(BaseModel):
         gt=0,
         le=3600,
         description="How often the references counted by recall, context and reads served "
-        "from a replica are written to the primary, in one transaction per tenant.",
+        "from a replica are written to the primary, in one transaction per tenant and "
+        "memory type.",
     )
 
 
@@ -862,6 +864,13 @@ class Settings(BaseSettings):
         "transaction mode: every statement is then an unnamed one, prepared again each time.",
     )
     replicas: ReplicaSettings = ReplicaSettings()
+    multi_shard_statements: MultiShardLevel = Field(
+        "off",
+        description="On a Citus coordinator: what becomes of a tenant's statement that runs "
+        "on more than one shard (one that does not name its tenant). 'off' lets it run; "
+        "'log' and 'warning' report it in the server's log; 'error' refuses it. Work "
+        "across tenants (the jobs' sweeps) is never reported.",
+    )
     row_level_security: bool = Field(
         True,
         description="Request transactions are bound to the caller's tenant by row-level "

@@ -4,6 +4,7 @@ with any other settings local to the transaction asked for before then (`set_loc
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -21,9 +22,14 @@ _CARRIED_KEY = "engram_carried_settings"
 # The settings the transaction has sent, and what it read that holds to its end.
 _APPLIED_KEY = "engram_applied_settings"
 _MEMO_KEY = "engram_transaction_memo"
+_NOW = "now"
 # Set on a connection whose settings must be `SET LOCAL` statements (a Citus coordinator:
 # only they reach the workers); `set_config` rides on the transaction's first statement else.
 SET_LOCAL_KEY = "engram_set_local"
+# Set on a coordinator connection that reports (or refuses) statements running on more than
+# one shard; a transaction across tenants turns that off for itself.
+MULTI_SHARD_KEY = "engram_multi_shard_checked"
+MULTI_SHARD_SETTING = "citus.multi_task_query_log_level"
 QUOTE = "'"
 
 
@@ -74,6 +80,17 @@ def transaction_memo(session: AsyncSession) -> dict[str, Any]:
     worth): emptied when the transaction ends."""
     memo: dict[str, Any] = session.info.setdefault(_MEMO_KEY, {})
     return memo
+
+
+async def transaction_now(session: AsyncSession) -> datetime:
+    """`now()` of the session's transaction (when it began), read once for its length: bound
+    as a value where a distributed statement refuses `now()` (with a column, in CASE, in an
+    upsert's update)."""
+    memo = transaction_memo(session)
+    if _NOW not in memo:
+        memo[_NOW] = (await session.execute(text("SELECT now()"))).scalar_one()
+    now: datetime = memo[_NOW]
+    return now
 
 
 async def lengthen_statement_timeout(session: AsyncSession, factor: int) -> None:
@@ -144,6 +161,8 @@ def _apply_scope(session: Session, transaction: Any, connection: Any) -> None:
         settings["statement_timeout"] = str(scope.statement_timeout_ms)
     settings |= session.info.pop(_PENDING_KEY, {})
     session.info[_APPLIED_KEY] = dict(settings)
+    if connection.info.get(MULTI_SHARD_KEY) and scope is not None and scope.system:
+        settings[MULTI_SHARD_SETTING] = "off"
     if connection.info.get(SET_LOCAL_KEY):
         for statement in set_local_statements(settings):
             connection.exec_driver_sql(statement)

@@ -44,7 +44,7 @@ class TenantRecord:
 
     # A mixin's columns would follow the table's own; sort_order puts these first.
     id: Mapped[uuid.UUID] = uuid_pk(sort_order=-2)
-    tenant_id: Mapped[str] = tenant_column(sort_order=-1)
+    tenant_id: Mapped[str] = tenant_column(primary_key=True, sort_order=-1)
 
 
 def created_at_column() -> Mapped[datetime]:

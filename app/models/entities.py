@@ -15,7 +15,7 @@ class Entity(Base):
     __tablename__ = "entities"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
+    tenant_id: Mapped[str] = tenant_column(primary_key=True)
     canonical_name: Mapped[str] = mapped_column(String, nullable=False)
     entity_type: Mapped[str] = mapped_column(String, nullable=False)
     aliases: Mapped[list[str]] = mapped_column(

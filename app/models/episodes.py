@@ -33,7 +33,7 @@ class Episode(Searchable, Base):
     __tablename__ = "episodes"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
+    tenant_id: Mapped[str] = tenant_column(primary_key=True)
     butler: Mapped[str] = mapped_column(Text, nullable=False)
     session_id: Mapped[str | None] = mapped_column(String(MAX_SESSION_ID_CHARS))
     # Stored without a session_id: the session the gap rule gave it (services/episodes).

@@ -17,7 +17,7 @@ class FactPeriod(Base):
     __tablename__ = "fact_periods"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
+    tenant_id: Mapped[str] = tenant_column(primary_key=True)
     fact_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True),
         ForeignKey("facts.id", ondelete="CASCADE"),

@@ -30,7 +30,7 @@ class Fact(Searchable, Base):
     __tablename__ = "facts"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
+    tenant_id: Mapped[str] = tenant_column(primary_key=True)
     subject: Mapped[str] = mapped_column(Text, nullable=False)
     predicate: Mapped[str] = mapped_column(Text, nullable=False)
     # The supersession key: subject and predicate case-folded, NFKC, whitespace collapsed

@@ -21,7 +21,7 @@ class KeywordPosting(Base):
     memory_type: Mapped[str] = mapped_column(Text, primary_key=True)
     memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     term: Mapped[str] = mapped_column(Text, primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     scope: Mapped[str] = mapped_column(Text, nullable=False)
     tf: Mapped[int] = mapped_column(Integer, nullable=False)
     doc_len: Mapped[int] = mapped_column(Integer, nullable=False)

@@ -35,7 +35,7 @@ class ReflectionConsolidation(Base):
     event_id: Mapped[uuid.UUID] = mapped_column(
         UUID(as_uuid=True), ForeignKey("agent_events.id", ondelete="CASCADE"), primary_key=True
     )
-    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     consolidated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), nullable=False, server_default=func.now()
     )

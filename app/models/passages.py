@@ -27,7 +27,7 @@ class Passage(Base):
     __tablename__ = "passages"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
+    tenant_id: Mapped[str] = tenant_column(primary_key=True)
     episode_id: Mapped[uuid.UUID | None] = _owner("episodes")
     fact_id: Mapped[uuid.UUID | None] = _owner("facts")
     rule_id: Mapped[uuid.UUID | None] = _owner("rules")

@@ -31,7 +31,7 @@ class Rule(Searchable, Base):
     __tablename__ = "rules"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = tenant_column()
+    tenant_id: Mapped[str] = tenant_column(primary_key=True)
     content: Mapped[str] = mapped_column(Text, nullable=False)
     scope: Mapped[str] = mapped_column(Text, nullable=False, server_default="global")
     maturity: Mapped[str] = mapped_column(Text, nullable=False, server_default="candidate")

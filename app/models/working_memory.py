@@ -21,7 +21,7 @@ class WorkingMemory(Base):
     __tablename__ = "working_memories"
 
     id: Mapped[uuid.UUID] = uuid_pk()
-    tenant_id: Mapped[str] = mapped_column(Text, nullable=False)
+    tenant_id: Mapped[str] = mapped_column(Text, primary_key=True)
     agent_id: Mapped[str] = mapped_column(Text, nullable=False)
     session_id: Mapped[str] = mapped_column(String(MAX_SESSION_ID_CHARS), nullable=False)
     active_context: Mapped[dict[str, Any]] = jsonb_column("{}")

@@ -21,7 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core import rls
-from app.core.scope import SET_LOCAL_KEY
+from app.core.scope import MULTI_SHARD_KEY, MULTI_SHARD_SETTING, SET_LOCAL_KEY
 
 # Copied to every node: which embedding models exist and which one serves.
 REFERENCE_TABLES = ("embedding_versions", "embedding_switches")
@@ -112,15 +112,19 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
     return done
 
 
-def propagate_settings(engine: AsyncEngine) -> None:
+def propagate_settings(engine: AsyncEngine, multi_shard_statements: str = "off") -> None:
     """Make each new connection of `engine` to a Citus coordinator send `SET LOCAL` on to the
-    workers, and mark it so its transactions set their scope with `SET LOCAL`."""
+    workers, and mark it so its transactions set their scope with `SET LOCAL`; with
+    `multi_shard_statements` other than 'off', a statement that runs on more than one shard
+    is logged at that level (or refused) but in work across tenants."""
+    setup = ["SET citus.propagate_set_commands = 'local'"]
+    if multi_shard_statements != "off":
+        setup.append(f"SET {MULTI_SHARD_SETTING} = '{multi_shard_statements}'")
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, record: Any) -> None:
         citus = bool(dbapi_connection.run_async(lambda conn: conn.fetchval(HAS_CITUS)))
         if citus:
-            dbapi_connection.run_async(
-                lambda conn: conn.execute("SET citus.propagate_set_commands = 'local'")
-            )
+            dbapi_connection.run_async(lambda conn: conn.execute("; ".join(setup)))
         record.info[SET_LOCAL_KEY] = citus
+        record.info[MULTI_SHARD_KEY] = citus and multi_shard_statements != "off"

@@ -105,12 +105,15 @@ def create_engine(
     role: str | None = None,
     statement_cache_size: int = 100,
     connect_timeout: float | None = None,
+    multi_shard_statements: str = "off",
 ) -> AsyncEngine:
     """Build the async engine; unix-socket hosts in `?host=` are passed to asyncpg.
 
     `max_overflow` (extra connections past `pool_size` under load) defaults to `pool_size`.
     With `role`, every connection runs as that role from its start (`SET ROLE` at login).
     `statement_cache_size` 0 sends every statement unnamed (PgBouncer's transaction mode).
+    `multi_shard_statements`: on a Citus coordinator, the log level (or 'error') of a
+    statement in a tenant's transaction that runs on more than one shard.
     """
     connect_args: dict[str, Any] = (
         unnamed_statements()
@@ -133,7 +136,7 @@ def create_engine(
         hide_parameters=True,
     )
     check_liveness_after_idle(engine)
-    citus.propagate_settings(engine)
+    citus.propagate_settings(engine, multi_shard_statements)
     return engine
 
 

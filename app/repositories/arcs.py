@@ -48,11 +48,13 @@ async def list_arcs(
     )
 
 
-async def append_event(session: AsyncSession, *, arc_id: uuid.UUID, event: dict[str, Any]) -> Arc:
+async def append_event(
+    session: AsyncSession, *, tenant_id: str, arc_id: uuid.UUID, event: dict[str, Any]
+) -> Arc:
     """Append one key event in a single UPDATE (key_events || [event])."""
     stmt = (
         update(Arc)
-        .where(Arc.id == arc_id)
+        .where(Arc.tenant_id == tenant_id, Arc.id == arc_id)
         .values(
             key_events=Arc.key_events.op("||")(
                 func.jsonb_build_array(cast(literal(json.dumps(event)), JSONB))
@@ -68,6 +70,7 @@ async def append_event(session: AsyncSession, *, arc_id: uuid.UUID, event: dict[
 async def update_arc(
     session: AsyncSession,
     *,
+    tenant_id: str,
     arc_id: uuid.UUID,
     values: dict[str, Any],
     search_text: str | None = None,
@@ -75,7 +78,7 @@ async def update_arc(
     """Apply `values` (and a new tsvector when `search_text` is given) to one arc."""
     if search_text is not None:
         values = {**values, **(await search_columns(search_text))}
-    return await update_stamped(session, Arc, row_id=arc_id, values=values)
+    return await update_stamped(session, Arc, tenant_id=tenant_id, row_id=arc_id, values=values)
 
 
 def search_query(

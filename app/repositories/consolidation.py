@@ -3,10 +3,11 @@
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, case, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Float, bindparam, case, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from app.core.scope import transaction_now
 from app.models import AgentEvent, Episode, Fact, ReflectionConsolidation, Rule
 
 
@@ -95,13 +96,13 @@ async def pending_episodes(
 
 
 async def lock_still_pending(
-    session: AsyncSession, *, episode_ids: list[uuid.UUID]
+    session: AsyncSession, *, tenant_id: str, episode_ids: list[uuid.UUID]
 ) -> list[uuid.UUID]:
-    """Lock those of the episodes that still wait for consolidation (not consolidated nor
-    forgotten meanwhile); their ids, oldest first."""
+    """Lock those of the tenant's episodes that still wait for consolidation (not
+    consolidated nor forgotten meanwhile); their ids, oldest first."""
     stmt = (
         select(Episode.id)
-        .where(Episode.id.in_(episode_ids), *awaiting())
+        .where(Episode.tenant_id == tenant_id, Episode.id.in_(episode_ids), *awaiting())
         .order_by(Episode.created_at, Episode.id)
         .with_for_update()
     )
@@ -142,12 +143,14 @@ async def active_rules(
     return list((await session.execute(stmt)).scalars())
 
 
-async def mark_consolidated(session: AsyncSession, *, episode_ids: list[uuid.UUID]) -> int:
+async def mark_consolidated(
+    session: AsyncSession, *, tenant_id: str, episode_ids: list[uuid.UUID]
+) -> int:
     """consolidated = true, consolidation_status = 'consolidated', last_error and
     next_attempt_at cleared."""
     stmt = (
         update(Episode)
-        .where(Episode.id.in_(episode_ids))
+        .where(Episode.tenant_id == tenant_id, Episode.id.in_(episode_ids))
         .values(
             consolidated=True,
             consolidation_status="consolidated",
@@ -170,7 +173,12 @@ class RetryPolicy:
 
 
 async def record_failure(
-    session: AsyncSession, *, episode_ids: list[uuid.UUID], error: str, policy: RetryPolicy
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    episode_ids: list[uuid.UUID],
+    error: str,
+    policy: RetryPolicy,
 ) -> tuple[int, int]:
     """retry_count + 1 and last_error; from `policy.max_attempts` failures on, 'failed' with
     a next_attempt_at that backs off exponentially up to its cap.
@@ -183,9 +191,13 @@ async def record_failure(
         policy.backoff_seconds * func.power(2.0, doublings), policy.max_backoff_seconds
     )
     exhausted = attempts >= policy.max_attempts
+    # Epoch seconds bound: a distributed UPDATE takes no now(), nor `timestamptz + interval`
+    # (STABLE), in a CASE; to_timestamp(float8) is IMMUTABLE.
+    now = bindparam(None, (await transaction_now(session)).timestamp(), type_=Float)
     stmt = (
         update(Episode)
         .where(
+            Episode.tenant_id == tenant_id,
             Episode.id.in_(episode_ids),
             ~Episode.consolidated,
             Episode.consolidation_status.in_(AWAITING),
@@ -194,9 +206,7 @@ async def record_failure(
             retry_count=attempts,
             last_error=error,
             consolidation_status=case((exhausted, "failed"), else_="pending"),
-            next_attempt_at=case(
-                (exhausted, func.now() + func.make_interval(0, 0, 0, 0, 0, 0, wait)), else_=None
-            ),
+            next_attempt_at=case((exhausted, func.to_timestamp(now + wait)), else_=None),
         )
         .returning(Episode.consolidation_status)
         .execution_options(synchronize_session=False)
@@ -208,7 +218,8 @@ async def record_failure(
 
 def _unread_reflections(tenant_id: str | None, kind: str) -> list[ColumnElement[bool]]:
     read = select(ReflectionConsolidation.event_id).where(
-        ReflectionConsolidation.event_id == AgentEvent.id
+        ReflectionConsolidation.tenant_id == AgentEvent.tenant_id,
+        ReflectionConsolidation.event_id == AgentEvent.id,
     )
     clauses: list[ColumnElement[bool]] = [AgentEvent.kind == kind, ~read.exists()]
     if tenant_id is not None:

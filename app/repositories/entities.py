@@ -9,6 +9,7 @@ from sqlalchemy import ColumnElement, Row, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.scope import transaction_now
 from app.models import Entity, Fact
 from app.repositories import pagination
 from app.repositories.fact_time import record_end
@@ -103,10 +104,12 @@ async def name_taken(
 
 
 async def update_entity(
-    session: AsyncSession, *, entity_id: uuid.UUID, values: dict[str, Any]
+    session: AsyncSession, *, tenant_id: str, entity_id: uuid.UUID, values: dict[str, Any]
 ) -> Entity:
     """Apply `values` and set updated_at to now; returns the row."""
-    return await update_stamped(session, Entity, row_id=entity_id, values=values)
+    return await update_stamped(
+        session, Entity, tenant_id=tenant_id, row_id=entity_id, values=values
+    )
 
 
 @dataclass(frozen=True)
@@ -315,14 +318,19 @@ async def active_facts(
     return list((await session.execute(stmt)).scalars())
 
 
-async def supersede_facts(session: AsyncSession, *, fact_ids: Sequence[uuid.UUID]) -> None:
+async def supersede_facts(
+    session: AsyncSession, *, tenant_id: str, fact_ids: Sequence[uuid.UUID]
+) -> None:
     """Mark facts superseded: they lost to a fact about the same period, so they are no
     longer believed either."""
     if fact_ids:
         await session.execute(
             update(Fact)
-            .where(Fact.id.in_(fact_ids))
-            .values(validity="superseded", recorded_until=record_end(Fact.created_at))
+            .where(Fact.tenant_id == tenant_id, Fact.id.in_(fact_ids))
+            .values(
+                validity="superseded",
+                recorded_until=record_end(Fact.created_at, await transaction_now(session)),
+            )
             .execution_options(synchronize_session=False)
         )
 
@@ -341,12 +349,12 @@ async def repoint_facts(
 
 
 async def set_supersedes(
-    session: AsyncSession, *, winner_id: uuid.UUID, loser_id: uuid.UUID
+    session: AsyncSession, *, tenant_id: str, winner_id: uuid.UUID, loser_id: uuid.UUID
 ) -> None:
     """Point the winning fact's supersedes_id at the fact it superseded."""
     await session.execute(
         update(Fact)
-        .where(Fact.id == winner_id)
+        .where(Fact.tenant_id == tenant_id, Fact.id == winner_id)
         .values(supersedes_id=loser_id)
         .execution_options(synchronize_session=False)
     )

@@ -126,7 +126,7 @@ _NEIGHBOURS = text("""
     FROM episodes h
     CROSS JOIN LATERAL (
         (SELECT e.id, e.sequence FROM episodes e
-         WHERE e.tenant_id = h.tenant_id AND e.butler = h.butler
+         WHERE e.tenant_id = :tenant_id AND e.butler = h.butler
            AND e.session_id IS NOT DISTINCT FROM h.session_id
            AND e.inferred_session IS NOT DISTINCT FROM h.inferred_session
            AND e.sequence < h.sequence
@@ -134,7 +134,7 @@ _NEIGHBOURS = text("""
          ORDER BY e.sequence DESC LIMIT :count)
         UNION ALL
         (SELECT e.id, e.sequence FROM episodes e
-         WHERE e.tenant_id = h.tenant_id AND e.butler = h.butler
+         WHERE e.tenant_id = :tenant_id AND e.butler = h.butler
            AND e.session_id IS NOT DISTINCT FROM h.session_id
            AND e.inferred_session IS NOT DISTINCT FROM h.inferred_session
            AND e.sequence > h.sequence
@@ -297,10 +297,11 @@ async def _last_turns(
     ).all()
 
 
-def _same_session(turn: Any) -> ColumnElement[bool]:
-    """`turn` is of the same session as `Episode`: its explicit one, else its inferred one."""
+def _same_session(turn: Any, tenant_id: str) -> ColumnElement[bool]:
+    """`turn` is of the same session as `Episode` (of `tenant_id`, named as a value so the
+    statement runs on the tenant's shard alone): its explicit one, else its inferred one."""
     return and_(
-        turn.tenant_id == Episode.tenant_id,
+        turn.tenant_id == tenant_id,
         turn.butler == Episode.butler,
         or_(
             and_(Episode.session_id.is_not(None), turn.session_id == Episode.session_id),
@@ -333,7 +334,7 @@ async def turns_before(
     others = [turn.id.not_in(list(excluding))] if excluding else []
     before = (
         select(turn.sequence, turn.content)
-        .where(_same_session(turn), turn.sequence < Episode.sequence, *others)
+        .where(_same_session(turn, tenant_id), turn.sequence < Episode.sequence, *others)
         .order_by(turn.sequence.desc())
         .limit(count)
         .lateral("turns_before")
@@ -362,7 +363,7 @@ async def turns_after(
     turn = aliased(Episode)
     after = (
         select(turn.id)
-        .where(_same_session(turn), turn.sequence > Episode.sequence)
+        .where(_same_session(turn, tenant_id), turn.sequence > Episode.sequence)
         .order_by(turn.sequence)
         .limit(count)
         .lateral("turns_after")
@@ -484,11 +485,16 @@ async def place_episodes(
 
 
 # With this transaction setting on, inserting episodes writes their keyword postings only;
-# `count_keyword_documents` adds their counts (mem_030).
+# `count_keyword_documents` adds their counts (mem_030, mem_043).
 KEYWORD_COUNTS_LATER = "engram.keyword_counts_later"
 
 
-async def count_keyword_documents(session: AsyncSession, *, ids: Sequence[uuid.UUID]) -> None:
-    """Add the episodes `ids`, inserted with KEYWORD_COUNTS_LATER on, to the tenant's and
+async def count_keyword_documents(
+    session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID]
+) -> None:
+    """Add the tenant's episodes `ids`, inserted with KEYWORD_COUNTS_LATER on, to its and
     their scopes' keyword statistics (which lock the tenant's keyword writers until commit)."""
-    await session.execute(text("SELECT engram_keyword_count_episodes(:ids)"), {"ids": list(ids)})
+    await session.execute(
+        text("SELECT engram_keyword_count_episodes(:tenant_id, :ids)"),
+        {"tenant_id": tenant_id, "ids": list(ids)},
+    )

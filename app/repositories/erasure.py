@@ -136,10 +136,10 @@ async def _remove_trace(
     postings = (
         await session.execute(
             text(
-                "SELECT count(*) FROM keyword_postings WHERE memory_type = :memory_type "
-                "AND memory_id = ANY(CAST(:ids AS uuid[]))"
+                "SELECT count(*) FROM keyword_postings WHERE tenant_id = :tenant_id "
+                "AND memory_type = :memory_type AND memory_id = ANY(CAST(:ids AS uuid[]))"
             ),
-            {"memory_type": memory_type, "ids": id_texts},
+            {"tenant_id": tenant_id, "memory_type": memory_type, "ids": id_texts},
         )
     ).scalar_one()
     events = await _rowcount(

@@ -4,9 +4,20 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ColumnElement, exists, func, select, text, update
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    DateTime,
+    bindparam,
+    exists,
+    func,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.scope import transaction_now
 from app.formulas.fact_time import Periods, PointInTime
 from app.models import Fact, FactPeriod
 
@@ -71,11 +82,11 @@ async def believed_versions(
     return list((await session.execute(stmt)).scalars())
 
 
-def record_end(started: Any) -> ColumnElement[Any]:
-    """When Engram stops believing a row that it began believing at `started`: now, or
-    `started` itself when this transaction began before the row's own committed (record time
-    never runs backwards)."""
-    return func.greatest(func.now(), started)
+def record_end(started: Any, now: datetime) -> ColumnElement[Any]:
+    """When Engram stops believing a row that it began believing at `started`: `now` (the
+    transaction's, `transaction_now`), or `started` itself when this transaction began before
+    the row's own committed (record time never runs backwards)."""
+    return func.greatest(bindparam(None, now, type_=DateTime(timezone=True)), started)
 
 
 async def open_period(session: AsyncSession, fact: Fact) -> None:
@@ -101,14 +112,18 @@ async def restate(
     now is closed, the new one opened."""
     await session.execute(
         update(FactPeriod)
-        .where(FactPeriod.fact_id == fact.id, FactPeriod.recorded_until.is_(None))
-        .values(recorded_until=record_end(FactPeriod.recorded_at))
+        .where(
+            FactPeriod.tenant_id == fact.tenant_id,
+            FactPeriod.fact_id == fact.id,
+            FactPeriod.recorded_until.is_(None),
+        )
+        .values(recorded_until=record_end(FactPeriod.recorded_at, await transaction_now(session)))
         .execution_options(synchronize_session=False)
     )
     updated = (
         await session.execute(
             update(Fact)
-            .where(Fact.id == fact.id)
+            .where(Fact.tenant_id == fact.tenant_id, Fact.id == fact.id)
             .values(valid_until=valid_until, **(values or {}))
             .returning(Fact)
             .execution_options(synchronize_session=False, populate_existing=True)

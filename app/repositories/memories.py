@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.languages import DEFAULT_CONFIG, MAX_DOCUMENT_LEXEMES, keyword_document, segment
+from app.core.scope import transaction_now
 from app.models import Base, Episode, Fact, Rule
 from app.repositories import fact_time
 
@@ -150,12 +151,17 @@ async def insert_rows(
 
 
 async def update_row(
-    session: AsyncSession, model: type[M], *, memory_id: uuid.UUID, values: dict[str, Any]
+    session: AsyncSession,
+    model: type[M],
+    *,
+    tenant_id: str,
+    memory_id: uuid.UUID,
+    values: dict[str, Any],
 ) -> M:
-    """Apply `values` to one row and return it."""
+    """Apply `values` to one row of the tenant and return it."""
     stmt = (
         update(model)
-        .where(model.id == memory_id)
+        .where(model.tenant_id == tenant_id, model.id == memory_id)
         .values(**values)
         .returning(model)
         .execution_options(synchronize_session=False, populate_existing=True)
@@ -163,25 +169,32 @@ async def update_row(
     return (await session.execute(stmt)).scalar_one()
 
 
-async def confirm_row(session: AsyncSession, model: type[M], *, memory_id: uuid.UUID) -> M:
+async def confirm_row(
+    session: AsyncSession, model: type[M], *, tenant_id: str, memory_id: uuid.UUID
+) -> M:
     """Restart the decay of one fact or rule from now; a fact counts one more validation."""
     values: dict[str, Any] = {"last_confirmed_at": func.now(), "fading_since": None}
     if model is Fact:
         values["validation_count"] = Fact.validation_count + 1
-    return await update_row(session, model, memory_id=memory_id, values=values)
+    return await update_row(session, model, tenant_id=tenant_id, memory_id=memory_id, values=values)
 
 
-async def forget_row(session: AsyncSession, model: type[M], *, memory_id: uuid.UUID) -> M:
+async def forget_row(
+    session: AsyncSession, model: type[M], *, tenant_id: str, memory_id: uuid.UUID
+) -> M:
     """Forget one row: an episode expires now, a fact is retracted (no longer believed from
     now), a rule is flagged forgotten."""
     values: dict[str, Any]
     if model is Episode:
         values = {"expires_at": func.now(), "forgotten_at": func.now()}
     elif model is Fact:
-        values = {"validity": "retracted", "recorded_until": fact_time.record_end(Fact.created_at)}
+        values = {
+            "validity": "retracted",
+            "recorded_until": fact_time.record_end(Fact.created_at, await transaction_now(session)),
+        }
     else:
         values = {"forgotten_at": func.now()}
-    return await update_row(session, model, memory_id=memory_id, values=values)
+    return await update_row(session, model, tenant_id=tenant_id, memory_id=memory_id, values=values)
 
 
 async def rows_read_as(

@@ -25,11 +25,16 @@ async def delete_passages(
     session: AsyncSession,
     memory_type: str,
     *,
+    tenant_id: str,
     memory_ids: Sequence[uuid.UUID],
     kind: str | None = None,
 ) -> None:
-    """Delete every passage of the given memories (only those of `kind`, when given)."""
+    """Delete every passage of the tenant's given memories (only those of `kind`, when given)."""
     if memory_ids:
         owner = getattr(Passage, OWNER_COLUMNS[memory_type])
         of_kind = [Passage.kind == kind] if kind is not None else []
-        await session.execute(delete(Passage).where(owner.in_(list(memory_ids)), *of_kind))
+        await session.execute(
+            delete(Passage).where(
+                Passage.tenant_id == tenant_id, owner.in_(list(memory_ids)), *of_kind
+            )
+        )

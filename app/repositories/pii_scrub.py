@@ -53,12 +53,14 @@ async def rows_to_scrub(
 
 
 async def mark_checked(
-    session: AsyncSession, model: type[Any], *, ids: Sequence[uuid.UUID]
+    session: AsyncSession, model: type[Any], *, tenant_id: str, ids: Sequence[uuid.UUID]
 ) -> None:
     """Record that the scrub checked these rows."""
     if ids:
         await session.execute(
-            update(model).where(model.id.in_(list(ids))).values(scrubbed_at=func.now())
+            update(model)
+            .where(model.tenant_id == tenant_id, model.id.in_(list(ids)))
+            .values(scrubbed_at=func.now())
         )
 
 
@@ -66,6 +68,7 @@ async def rewrite(
     session: AsyncSession,
     model: type[Any],
     *,
+    tenant_id: str,
     row_id: uuid.UUID,
     expected: dict[str, Any],
     values: dict[str, Any],
@@ -78,7 +81,7 @@ async def rewrite(
     extra = await search_columns(search_text) if search_text is not None else {}
     stmt = (
         update(table)
-        .where(table.c.id == row_id, *unchanged)
+        .where(table.c.tenant_id == tenant_id, table.c.id == row_id, *unchanged)
         .values(**values, **extra, scrubbed_at=func.now())
     )
     return bool((await session.execute(stmt)).rowcount)  # type: ignore[attr-defined]

@@ -114,10 +114,12 @@ async def record_execution(
 
 
 async def update_procedure(
-    session: AsyncSession, *, procedure_id: uuid.UUID, values: dict[str, Any]
+    session: AsyncSession, *, tenant_id: str, procedure_id: uuid.UUID, values: dict[str, Any]
 ) -> Procedure:
     """Apply `values` (and updated_at = now()) to one procedure and return it."""
-    return await update_stamped(session, Procedure, row_id=procedure_id, values=values)
+    return await update_stamped(
+        session, Procedure, tenant_id=tenant_id, row_id=procedure_id, values=values
+    )
 
 
 def search_query(*, tenant_id: str, filters: ProcedureFilters) -> RecordQuery:

@@ -38,12 +38,17 @@ async def insert_searchable(
 
 
 async def update_stamped(
-    session: AsyncSession, model: type[StampedT], *, row_id: uuid.UUID, values: dict[str, Any]
+    session: AsyncSession,
+    model: type[StampedT],
+    *,
+    tenant_id: str,
+    row_id: uuid.UUID,
+    values: dict[str, Any],
 ) -> StampedT:
-    """Apply `values` to one row, set `updated_at` to now, and return it."""
+    """Apply `values` to one row of the tenant, set `updated_at` to now, and return it."""
     stmt = (
         update(model)
-        .where(model.id == row_id)
+        .where(model.tenant_id == tenant_id, model.id == row_id)
         .values(**values, updated_at=func.now())
         .returning(model)
         .execution_options(synchronize_session=False, populate_existing=True)

@@ -54,13 +54,19 @@ async def insert_rule(session: AsyncSession, row: dict[str, Any]) -> Rule:
 
 
 async def apply_feedback(
-    session: AsyncSession, *, rule_id: uuid.UUID, outcome: FeedbackOutcome, needs_inversion: bool
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    rule_id: uuid.UUID,
+    outcome: FeedbackOutcome,
+    needs_inversion: bool,
 ) -> Rule:
     """Write a helpful or harmful mark's counters, score and maturity, applied and evaluated
     now."""
     return await memory_rows.update_row(
         session,
         Rule,
+        tenant_id=tenant_id,
         memory_id=rule_id,
         values={
             "applied_count": outcome.applied_count,

@@ -242,17 +242,20 @@ async def messages_to_scrub(
     return list((await session.execute(stmt.order_by(RunMessage.position).limit(limit))).scalars())
 
 
-async def mark_scrubbed(session: AsyncSession, *, ids: Sequence[uuid.UUID]) -> None:
+async def mark_scrubbed(session: AsyncSession, *, tenant_id: str, ids: Sequence[uuid.UUID]) -> None:
     """Record that the scrub checked these messages."""
     if ids:
         await session.execute(
-            update(RunMessage).where(RunMessage.id.in_(list(ids))).values(scrubbed_at=func.now())
+            update(RunMessage)
+            .where(RunMessage.tenant_id == tenant_id, RunMessage.id.in_(list(ids)))
+            .values(scrubbed_at=func.now())
         )
 
 
 async def rewrite_message(
     session: AsyncSession,
     *,
+    tenant_id: str,
     message_id: uuid.UUID,
     old_content: str,
     content: str,
@@ -262,7 +265,11 @@ async def rewrite_message(
     """Replace a message's content (and its vectors) unless it changed since it was read."""
     stmt = (
         update(RunMessage)
-        .where(RunMessage.id == message_id, RunMessage.content == old_content)
+        .where(
+            RunMessage.tenant_id == tenant_id,
+            RunMessage.id == message_id,
+            RunMessage.content == old_content,
+        )
         .values(
             content=content,
             **vectors,
@@ -306,11 +313,13 @@ async def unlearned_failures(
 
 
 async def set_lesson_rule(
-    session: AsyncSession, *, feedback_id: uuid.UUID, rule_id: uuid.UUID
+    session: AsyncSession, *, tenant_id: str, feedback_id: uuid.UUID, rule_id: uuid.UUID
 ) -> None:
     """Record the rule a feedback became."""
     await session.execute(
-        update(RunFeedback).where(RunFeedback.id == feedback_id).values(lesson_rule_id=rule_id)
+        update(RunFeedback)
+        .where(RunFeedback.tenant_id == tenant_id, RunFeedback.id == feedback_id)
+        .values(lesson_rule_id=rule_id)
     )
 
 

@@ -1,18 +1,37 @@
 """working_memories: live-record reads that extend the lifetime, upsert, update, expiry."""
 
 import uuid
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, delete, func, literal, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Float,
+    bindparam,
+    case,
+    delete,
+    func,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.scope import transaction_now
 from app.models import WorkingMemory
 
 
-def _expiry(ttl_seconds: Any) -> ColumnElement[Any]:
-    """now() + ttl_seconds seconds, in SQL."""
-    return func.now() + func.make_interval(0, 0, 0, 0, 0, 0, ttl_seconds)
+def _expiry(ttl_seconds: Any, now: datetime) -> ColumnElement[Any]:
+    """`now` + ttl_seconds seconds, in SQL (`to_timestamp` of epoch seconds: a distributed
+    UPDATE refuses `timestamptz + interval`, which is STABLE, beside a column)."""
+    return func.to_timestamp(bindparam(None, now.timestamp(), type_=Float) + ttl_seconds)
+
+
+def _bound(now: datetime) -> ColumnElement[Any]:
+    return bindparam(None, now, type_=DateTime(timezone=True))
 
 
 def _key(tenant_id: str, agent_id: str, session_id: str) -> list[ColumnElement[bool]]:
@@ -47,7 +66,7 @@ async def touch_live(
     stmt = (
         update(WorkingMemory)
         .where(*_key(tenant_id, agent_id, session_id), _live())
-        .values(expires_at=_expiry(WorkingMemory.ttl_seconds))
+        .values(expires_at=_expiry(WorkingMemory.ttl_seconds, await transaction_now(session)))
         .returning(WorkingMemory)
         .execution_options(synchronize_session=False, populate_existing=True)
     )
@@ -70,14 +89,17 @@ async def upsert(
     the same statement, so of two concurrent creations exactly one succeeds.
     """
     table = WorkingMemory.__table__
+    # The transaction's now(), bound: a distributed upsert's update takes no now().
+    at = await transaction_now(session)
+    now = _bound(at)
     inserted = insert(WorkingMemory).values(
         tenant_id=tenant_id,
         agent_id=agent_id,
         session_id=session_id,
-        expires_at=_expiry(values["ttl_seconds"]),
+        expires_at=_expiry(values["ttl_seconds"], at),
         **values,
     )
-    expired = table.c.expires_at <= func.now()
+    expired = table.c.expires_at <= now
     fresh = {name: getattr(inserted.excluded, name) for name in values}
 
     def when_expired(new: Any, kept: Any) -> ColumnElement[Any]:
@@ -91,10 +113,10 @@ async def upsert(
                 # Bound, not gen_random_uuid(): a distributed table's UPDATE takes no
                 # volatile function.
                 "id": when_expired(literal(uuid.uuid4()), table.c.id),
-                "created_at": when_expired(func.now(), table.c.created_at),
+                "created_at": when_expired(now, table.c.created_at),
                 "version": when_expired(1, table.c.version + 1),
                 "revision": uuid.uuid4(),
-                "updated_at": func.now(),
+                "updated_at": now,
                 "expires_at": inserted.excluded.expires_at,
             },
             where=expired if create_only else None,
@@ -106,19 +128,20 @@ async def upsert(
 
 
 async def write(
-    session: AsyncSession, *, record_id: uuid.UUID, values: dict[str, Any]
+    session: AsyncSession, *, tenant_id: str, record_id: uuid.UUID, values: dict[str, Any]
 ) -> WorkingMemory:
     """Apply `values` to the record as a new version, extending its lifetime."""
     ttl = values.get("ttl_seconds", WorkingMemory.ttl_seconds)
+    at = await transaction_now(session)
     stmt = (
         update(WorkingMemory)
-        .where(WorkingMemory.id == record_id)
+        .where(WorkingMemory.tenant_id == tenant_id, WorkingMemory.id == record_id)
         .values(
             **values,
             version=WorkingMemory.version + 1,
             revision=uuid.uuid4(),
-            updated_at=func.now(),
-            expires_at=_expiry(ttl),
+            updated_at=_bound(at),
+            expires_at=_expiry(ttl, at),
         )
         .returning(WorkingMemory)
         .execution_options(synchronize_session=False, populate_existing=True)
@@ -126,9 +149,13 @@ async def write(
     return (await session.execute(stmt)).scalar_one()
 
 
-async def remove(session: AsyncSession, *, record_id: uuid.UUID) -> None:
+async def remove(session: AsyncSession, *, tenant_id: str, record_id: uuid.UUID) -> None:
     """Delete the record."""
-    await session.execute(delete(WorkingMemory).where(WorkingMemory.id == record_id))
+    await session.execute(
+        delete(WorkingMemory).where(
+            WorkingMemory.tenant_id == tenant_id, WorkingMemory.id == record_id
+        )
+    )
 
 
 _DELETE_EXPIRED = text("""

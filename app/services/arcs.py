@@ -153,7 +153,7 @@ async def append_event(
     if len(row.key_events) >= MAX_KEY_EVENTS:
         raise Conflict(f"arc {arc_id} already holds {MAX_KEY_EVENTS} key events")
     event = await _key_event(session, tenant_id, data, "memory_id")
-    return await arc_rows.append_event(session, arc_id=row.id, event=event)
+    return await arc_rows.append_event(session, tenant_id=tenant_id, arc_id=row.id, event=event)
 
 
 async def update_arc(
@@ -190,7 +190,9 @@ async def update_arc(
     row = await _lock_open(session, tenant_id, arc_id)
     if not changes:
         return row
-    updated = await arc_rows.update_arc(session, arc_id=row.id, search_text=text, values=changes)
+    updated = await arc_rows.update_arc(
+        session, tenant_id=tenant_id, arc_id=row.id, search_text=text, values=changes
+    )
     await events.record(
         session, [_event("arc_updated", tenant_id, updated, fields=sorted(data.model_fields_set))]
     )
@@ -211,6 +213,7 @@ async def close_arc(
         raise InvalidInput("ended_at is before the arc's started_at", field="ended_at")
     closed = await arc_rows.update_arc(
         session,
+        tenant_id=tenant_id,
         arc_id=row.id,
         search_text=text,
         values={

@@ -281,7 +281,9 @@ async def store_passages(
     """Store the passages of `embedded` for the memories it was made for, in order;
     `replace` first deletes the memories' old passages (new content or a new model)."""
     if replace:
-        await passage_rows.delete_passages(session, memory_type, memory_ids=memory_ids)
+        await passage_rows.delete_passages(
+            session, memory_type, tenant_id=tenant_id, memory_ids=memory_ids
+        )
     rows = (
         {
             "tenant_id": tenant_id,
@@ -317,7 +319,7 @@ async def replace_context_passages(
     if not passages:
         return
     await passage_rows.delete_passages(
-        session, "episode", memory_ids=list(passages), kind="context"
+        session, "episode", tenant_id=tenant_id, memory_ids=list(passages), kind="context"
     )
     kept = {episode_id: span for episode_id, span in passages.items() if span}
     if kept:

@@ -74,7 +74,9 @@ async def update_entity(
         values["aliases"] = data.aliases
     if data.metadata is not None:
         values["metadata_"] = apply_merge_patch(row.metadata_, data.metadata)
-    return await entity_rows.update_entity(session, entity_id=entity_id, values=values)
+    return await entity_rows.update_entity(
+        session, tenant_id=tenant_id, entity_id=entity_id, values=values
+    )
 
 
 async def resolve_name(

@@ -94,7 +94,9 @@ async def create_episodes(
         [memory_event("episode_created", tenant_id, row, butler=row.butler) for row in created],
     )
     if len(items) > 1:
-        await episode_rows.count_keyword_documents(session, ids=[row.id for row in created])
+        await episode_rows.count_keyword_documents(
+            session, tenant_id=tenant_id, ids=[row.id for row in created]
+        )
     return created
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.errors import Conflict, NotFound
+from app.core.scope import transaction_now
 from app.formulas.belief import after_contradiction
 from app.models import Fact
 from app.repositories import fact_time
@@ -39,7 +40,11 @@ async def strengthen(
     if row is None:
         return None
     updated = await memory_rows.update_row(
-        session, Fact, memory_id=fact_id, values={"validation_count": Fact.validation_count + 1}
+        session,
+        Fact,
+        tenant_id=tenant_id,
+        memory_id=fact_id,
+        values={"validation_count": Fact.validation_count + 1},
     )
     await events.record(
         session,
@@ -96,9 +101,14 @@ async def _contradicted(
         "contradiction_count": after.contradiction_count,
     }
     if after.retracted:
-        values |= {"validity": "retracted", "recorded_until": fact_time.record_end(Fact.created_at)}
+        values |= {
+            "validity": "retracted",
+            "recorded_until": fact_time.record_end(Fact.created_at, await transaction_now(session)),
+        }
     before = row.confidence
-    updated = await memory_rows.update_row(session, Fact, memory_id=row.id, values=values)
+    updated = await memory_rows.update_row(
+        session, Fact, tenant_id=tenant_id, memory_id=row.id, values=values
+    )
     happened = [
         memory_event(
             "fact_contradicted",

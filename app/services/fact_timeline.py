@@ -17,6 +17,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.scope import transaction_now
 from app.formulas.fact_time import Placement
 from app.models import Fact
 from app.repositories import fact_time as time_rows
@@ -44,10 +45,13 @@ async def apply(
         await memory_rows.update_row(
             session,
             Fact,
+            tenant_id=tenant_id,
             memory_id=replaced.id,
             values={
                 "validity": "superseded",
-                "recorded_until": time_rows.record_end(Fact.created_at),
+                "recorded_until": time_rows.record_end(
+                    Fact.created_at, await transaction_now(session)
+                ),
             },
         )
         happened.append(
@@ -104,7 +108,9 @@ async def apply(
 async def _chain(
     session: AsyncSession, tenant_id: str, *, newer: uuid.UUID, older: uuid.UUID
 ) -> None:
-    await memory_rows.update_row(session, Fact, memory_id=newer, values={"supersedes_id": older})
+    await memory_rows.update_row(
+        session, Fact, tenant_id=tenant_id, memory_id=newer, values={"supersedes_id": older}
+    )
     await link_rows.link_supersedes(session, tenant_id=tenant_id, newer=newer, older=older)
 
 
@@ -122,7 +128,11 @@ async def close_superseded(
         )
     else:
         await memory_rows.update_row(
-            session, Fact, memory_id=target.id, values={"validity": "superseded"}
+            session,
+            Fact,
+            tenant_id=tenant_id,
+            memory_id=target.id,
+            values={"validity": "superseded"},
         )
     await events.record(
         session,

@@ -119,7 +119,11 @@ async def store_embedded_fact(
     if superseded is not None:
         # Out of the active set before the insert (one active fact per key).
         await memory_rows.update_row(
-            session, Fact, memory_id=superseded.id, values={"validity": "superseded"}
+            session,
+            Fact,
+            tenant_id=tenant_id,
+            memory_id=superseded.id,
+            values={"validity": "superseded"},
         )
 
     row = _fact_row(
@@ -153,7 +157,9 @@ async def store_embedded_fact(
 
 async def _confirm_again(session: AsyncSession, *, tenant_id: str, current: Fact) -> StoredFact:
     """The active fact confirmed instead of storing an identical one again."""
-    confirmed = await memory_rows.confirm_row(session, Fact, memory_id=current.id)
+    confirmed = await memory_rows.confirm_row(
+        session, Fact, tenant_id=tenant_id, memory_id=current.id
+    )
     await events.record(
         session,
         [

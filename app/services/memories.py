@@ -70,7 +70,9 @@ async def confirm(
         )
     row = await load_for_update(session, model, tenant_id=tenant_id, memory_id=memory_id)
     _require_live(row)
-    updated = await memory_rows.confirm_row(session, model, memory_id=memory_id)
+    updated = await memory_rows.confirm_row(
+        session, model, tenant_id=tenant_id, memory_id=memory_id
+    )
     await events.record(
         session, [memory_event(f"{type_name(model)}_confirmed", tenant_id, updated)]
     )
@@ -88,7 +90,7 @@ async def forget(
         already = row.forgotten_at is not None
     if already:
         return await _shown(session, tenant_id, row)
-    updated = await memory_rows.forget_row(session, model, memory_id=memory_id)
+    updated = await memory_rows.forget_row(session, model, tenant_id=tenant_id, memory_id=memory_id)
     await events.record(
         session, [memory_event(f"{type_name(model)}_forgotten", tenant_id, updated)]
     )

@@ -42,6 +42,7 @@ async def edit_labels(
     updated = await memory_rows.update_row(
         session,
         model,
+        tenant_id=tenant_id,
         memory_id=memory_id,
         values={"tags": labels.tags, "metadata_": labels.metadata},
     )

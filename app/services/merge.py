@@ -85,11 +85,12 @@ async def merge_entities(
     aliases, added = entity_aliases(target, source)
     merged_target = await entity_rows.update_entity(
         session,
+        tenant_id=tenant_id,
         entity_id=target_id,
         values={"aliases": aliases, "metadata_": {**source.metadata_, **target.metadata_}},
     )
     await entity_rows.update_entity(
-        session, entity_id=source_id, values={"merged_into_id": target_id}
+        session, tenant_id=tenant_id, entity_id=source_id, values={"merged_into_id": target_id}
     )
 
     result = MergeResult(
@@ -153,12 +154,16 @@ async def _move_facts(
     )
     # Losers leave the active set before any fact moves, so the partial unique index on
     # (tenant, entity, scope, predicate) WHERE active never sees two active rows.
-    await entity_rows.supersede_facts(session, fact_ids=[loser.id for _, loser in contests])
+    await entity_rows.supersede_facts(
+        session, tenant_id=tenant_id, fact_ids=[loser.id for _, loser in contests]
+    )
     facts_repointed = await entity_rows.repoint_facts(
         session, tenant_id=tenant_id, source_id=source_id, target_id=target_id
     )
     for winner, loser in contests:
-        await entity_rows.set_supersedes(session, winner_id=winner.id, loser_id=loser.id)
+        await entity_rows.set_supersedes(
+            session, tenant_id=tenant_id, winner_id=winner.id, loser_id=loser.id
+        )
         await link_rows.link_supersedes(
             session, tenant_id=tenant_id, newer=winner.id, older=loser.id
         )

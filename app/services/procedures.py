@@ -231,7 +231,10 @@ async def create_version(
     # The old row leaves the current-name index first; the deferred foreign key lets it
     # point at the new row before that row exists.
     await procedure_rows.update_procedure(
-        session, procedure_id=old.id, values={"superseded_by": new_id, "status": "deprecated"}
+        session,
+        tenant_id=tenant_id,
+        procedure_id=old.id,
+        values={"superseded_by": new_id, "status": "deprecated"},
     )
     row = await _insert(
         session,
@@ -267,7 +270,7 @@ async def set_status(
             f"procedure {procedure_id} is superseded by {row.superseded_by}; it stays deprecated"
         )
     updated = await procedure_rows.update_procedure(
-        session, procedure_id=row.id, values={"status": status}
+        session, tenant_id=tenant_id, procedure_id=row.id, values={"status": status}
     )
     await events.record(
         session,

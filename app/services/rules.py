@@ -157,6 +157,7 @@ async def invert(
     updated = await memory_rows.update_row(
         session,
         Rule,
+        tenant_id=tenant_id,
         memory_id=rule.id,
         values={
             "content": content,
@@ -219,7 +220,11 @@ async def _apply_feedback(
     previous_maturity = rule.maturity
     was_flagged = rule.needs_inversion
     updated = await rule_rows.apply_feedback(
-        session, rule_id=rule.id, outcome=outcome, needs_inversion=needs_inversion
+        session,
+        tenant_id=tenant_id,
+        rule_id=rule.id,
+        outcome=outcome,
+        needs_inversion=needs_inversion,
     )
     await event_rows.add_rule_application(
         session, tenant_id=tenant_id, rule_id=rule.id, outcome=kind, reason=reason, context=context

@@ -52,7 +52,9 @@ async def learn_from_failures(
                 tags=["run-lesson"],
             ),
         )
-        await run_rows.set_lesson_rule(session, feedback_id=feedback.id, rule_id=rule.id)
+        await run_rows.set_lesson_rule(
+            session, tenant_id=tenant_id, feedback_id=feedback.id, rule_id=rule.id
+        )
         await ledger_rows.add_links(
             session,
             [

@@ -190,13 +190,15 @@ async def merge_patch(
     """
     row = await _lock_existing(session, key, if_match)
     data = validated(apply_merge_patch(_document(row), patch))
-    return await wm_rows.write(session, record_id=row.id, values=_values(data, default_ttl_hours))
+    return await wm_rows.write(
+        session, tenant_id=row.tenant_id, record_id=row.id, values=_values(data, default_ttl_hours)
+    )
 
 
 async def delete(session: AsyncSession, *, key: Key, if_match: str | None) -> None:
     """Delete the live record; NotFound when absent."""
     row = await _lock_existing(session, key, if_match)
-    await wm_rows.remove(session, record_id=row.id)
+    await wm_rows.remove(session, tenant_id=row.tenant_id, record_id=row.id)
 
 
 async def get_scratchpad_value(
@@ -216,7 +218,12 @@ async def put_scratchpad_value(
     row = await _lock_existing(session, key, if_match)
     scratchpad = {**row.scratchpad, name: data.value}
     checked = validated({**_document(row), "scratchpad": scratchpad})
-    return await wm_rows.write(session, record_id=row.id, values={"scratchpad": checked.scratchpad})
+    return await wm_rows.write(
+        session,
+        tenant_id=row.tenant_id,
+        record_id=row.id,
+        values={"scratchpad": checked.scratchpad},
+    )
 
 
 async def delete_scratchpad_value(
@@ -227,4 +234,6 @@ async def delete_scratchpad_value(
     if name not in row.scratchpad:
         raise NotFound(f"scratchpad key {name!r} not found")
     scratchpad = {k: v for k, v in row.scratchpad.items() if k != name}
-    return await wm_rows.write(session, record_id=row.id, values={"scratchpad": scratchpad})
+    return await wm_rows.write(
+        session, tenant_id=row.tenant_id, record_id=row.id, values={"scratchpad": scratchpad}
+    )

@@ -196,6 +196,7 @@ async def _feedback_batch(
             if count and await scrub_rows.rewrite(
                 session,
                 RunFeedback,
+                tenant_id=tenant_id,
                 row_id=row.id,
                 expected={"rationale": row.rationale},
                 values={"rationale": text},
@@ -204,7 +205,7 @@ async def _feedback_batch(
                 matches += count
                 changed.append(row)
         await scrub_rows.mark_checked(
-            session, RunFeedback, ids=[r.id for r in batch if r not in changed]
+            session, RunFeedback, tenant_id=tenant_id, ids=[r.id for r in batch if r not in changed]
         )
         await events.record(
             session,
@@ -381,6 +382,7 @@ async def _write(
             if await scrub_rows.rewrite(
                 session,
                 model,
+                tenant_id=tenant_id,
                 row_id=item.row_id,
                 expected=item.expected,
                 values={**item.values, **embedded.columns(index)},
@@ -410,7 +412,7 @@ async def _write(
             )
         found_ids = {r.row_id for r in found}
         await scrub_rows.mark_checked(
-            session, model, ids=[r.id for r in batch if r.id not in found_ids]
+            session, model, tenant_id=tenant_id, ids=[r.id for r in batch if r.id not in found_ids]
         )
         if ids:
             await events.record(
@@ -471,6 +473,7 @@ async def _scrub_messages(
             for index, (row, text) in enumerate(changed):
                 if await run_rows.rewrite_message(
                     session,
+                    tenant_id=row.tenant_id,
                     message_id=row.id,
                     old_content=row.content,
                     content=text,
@@ -478,7 +481,12 @@ async def _scrub_messages(
                     search_text=preprocess_text(text),
                 ):
                     rewritten += 1
-            await run_rows.mark_scrubbed(session, ids=[r.id for r in batch if r.id not in done])
+            unchanged: dict[str, list[uuid.UUID]] = {}
+            for row in batch:
+                if row.id not in done:
+                    unchanged.setdefault(row.tenant_id, []).append(row.id)
+            for tenant, ids in unchanged.items():
+                await run_rows.mark_scrubbed(session, tenant_id=tenant, ids=ids)
             await events.record(
                 session,
                 [

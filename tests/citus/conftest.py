@@ -62,6 +62,7 @@ async def citus_app(citus_engram_url: str) -> AsyncIterator[Any]:
         migrate_on_start=False,
         episode_session_gap_minutes=0,
         jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+        multi_shard_statements="error",  # each tenant's statement runs on one worker
     )
     application = create_app(settings)
     async with application.router.lifespan_context(application):

@@ -314,7 +314,11 @@ async def _supersede(session: AsyncSession, tenant_id: str, *, target: Fact, fac
     await close_superseded(session, tenant_id=tenant_id, target=target, fact=fact)
     if fact.supersedes_id is None:
         await memory_rows.update_row(
-            session, Fact, memory_id=fact.id, values={"supersedes_id": target.id}
+            session,
+            Fact,
+            tenant_id=tenant_id,
+            memory_id=fact.id,
+            values={"supersedes_id": target.id},
         )
     await link_rows.link_supersedes(session, tenant_id=tenant_id, newer=fact.id, older=target.id)
 

@@ -262,11 +262,13 @@ async def _consolidate_batch(
         parsed = await _ask_model(client, prompt)
         async with ctx.transaction(unit) as session:
             still_pending = await consolidation_rows.lock_still_pending(
-                session, episode_ids=scope.episode_ids
+                session, tenant_id=scope.tenant_id, episode_ids=scope.episode_ids
             )
             scope = replace(scope, episode_ids=still_pending)
             outcome = await _apply_answer(ctx, session, scope, parsed)
-            await consolidation_rows.mark_consolidated(session, episode_ids=scope.episode_ids)
+            await consolidation_rows.mark_consolidated(
+                session, tenant_id=scope.tenant_id, episode_ids=scope.episode_ids
+            )
             await _record_written(
                 session,
                 tally,
@@ -297,6 +299,7 @@ async def _record_episodes_failed(
     episodes will be retried and how many failed."""
     retrying, failed = await consolidation_rows.record_failure(
         session,
+        tenant_id=scope.tenant_id,
         episode_ids=scope.episode_ids,
         error=message,
         policy=retry_policy(ctx.settings.jobs),
