@@ -207,6 +207,37 @@ def butler_policy_statements(table: str, read: _Settings = ONCE) -> list[str]:
     return statements
 
 
+# Citus copies a policy to the shards without AS RESTRICTIVE: there a butler policy would be
+# OR-ed with the tenant policy instead of AND-ed. A distributed table therefore carries only
+# permissive policies, one per command, each the tenant's rule AND the butler rule.
+DISTRIBUTED_POLICY_PREFIX = "tenant_butler"
+
+
+def distributed_policy_statements(table: str) -> list[str]:
+    """The DDL that replaces `table`'s tenant and butler policies by permissive ones per
+    command that hold both rules (per row, for a distributed table; idempotent)."""
+    limits = butler_limits(PER_ROW)[table]
+    unlimited = PER_ROW.unlimited
+    tenant = f"({_TENANT_MATCH} AND ({unlimited} OR {{}}))"
+    read_rule = f"({tenant.format(limits[0])} OR {_SYSTEM_ON})"
+    write_rule = f"({tenant.format(limits[1])} OR {_SYSTEM_ON})"
+    name = f"{DISTRIBUTED_POLICY_PREFIX}_{{}}"
+    clauses = {
+        "select": f"FOR SELECT USING {read_rule}",
+        "insert": f"FOR INSERT WITH CHECK {write_rule}",
+        "update": f"FOR UPDATE USING {read_rule} WITH CHECK {read_rule}",
+        "delete": f"FOR DELETE USING {write_rule}",
+    }
+    statements = [
+        *drop_butler_policy_statements(table),
+        f'DROP POLICY IF EXISTS {POLICY_NAME} ON "{table}"',
+    ]
+    for command, clause in clauses.items():
+        statements.append(f'DROP POLICY IF EXISTS {name.format(command)} ON "{table}"')
+        statements.append(f'CREATE POLICY {name.format(command)} ON "{table}" {clause}')
+    return statements
+
+
 def drop_butler_policy_statements(table: str) -> list[str]:
     """The DDL that drops `table`'s butler policies."""
     return [

@@ -5,8 +5,9 @@ the shards which tenant a transaction works for.
 tables shared by every tenant become reference tables (a copy on every node), every tenant
 table is distributed by `tenant_id` and colocated with `episodes` (all of one tenant's rows on
 one worker), and the tables read before the tenant is known stay on the coordinator. The
-butler policies are written per row first, as Citus refuses subqueries in a distributed
-table's policies.
+tenant and butler policies of a distributed table are written first as permissive policies
+per command holding both rules, per row: Citus refuses subqueries in a distributed table's
+policies, and gives the shards a restrictive policy as a permissive one.
 
 On a coordinator every connection propagates `SET LOCAL` to the workers a transaction uses
 (`citus.propagate_set_commands`), and app/core/scope.py then sends a transaction's settings
@@ -91,9 +92,11 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
         await conn.execute("SET LOCAL citus.enable_local_reference_table_foreign_keys = off")
         await conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
         await conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        # Again for tables placed before: a store distributed by an earlier version has the
+        # restrictive butler policies, which its shards hold as permissive ones.
         for table in rls.BUTLER_LIMITS:
-            if table not in COORDINATOR_TABLES and table not in placed:
-                for statement in rls.butler_policy_statements(table, rls.PER_ROW):
+            if table not in COORDINATOR_TABLES:
+                for statement in rls.distributed_policy_statements(table):
                     await conn.execute(statement)
         for table in REFERENCE_TABLES:
             if table not in placed:
@@ -114,10 +117,16 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
 
 def propagate_settings(engine: AsyncEngine, multi_shard_statements: str = "off") -> None:
     """Make each new connection of `engine` to a Citus coordinator send `SET LOCAL` on to the
-    workers, and mark it so its transactions set their scope with `SET LOCAL`; with
+    workers and plan each statement with its parameters, and mark it so its transactions set
+    their scope with `SET LOCAL`; with
     `multi_shard_statements` other than 'off', a statement that runs on more than one shard
     is logged at that level (or refused) but in work across tenants."""
-    setup = ["SET citus.propagate_set_commands = 'local'"]
+    # A generic plan of a prepared statement cannot route by its parameters: an UPDATE with a
+    # subquery or a join then runs on every shard. Each execution is planned with its values.
+    setup = [
+        "SET citus.propagate_set_commands = 'local'",
+        "SET plan_cache_mode = 'force_custom_plan'",
+    ]
     if multi_shard_statements != "off":
         setup.append(f"SET {MULTI_SHARD_SETTING} = '{multi_shard_statements}'")
 

@@ -2,10 +2,13 @@
 mode, recalls and builds context from its own memories, and never reaches the other's."""
 
 import uuid
+from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
+from app.core.scope import MULTI_SHARD_SETTING, Scope, scoped_transaction
 from tests.support.http import post
 
 # Each mode, and hybrid by each fusion.
@@ -91,3 +94,22 @@ async def test_a_deleted_episode_leaves_its_fact_and_the_keyword_index(
     )
     assert response.status_code == 200, response.text
     assert episode["id"] not in {hit["id"] for hit in response.json()["results"]}
+
+
+async def test_row_level_security_holds_on_every_shard(
+    citus_app: Any, citus_tenant_clients: dict[str, httpx.AsyncClient]
+) -> None:
+    """A statement that names no tenant runs on every shard, and each shard's policies still
+    show a tenant only its rows, and a key limited to a butler only that butler's."""
+    for tenant, butler in (("ann", "planner"), ("ann", "critic"), ("bob", "planner")):
+        await post(
+            citus_tenant_clients[tenant], "/v1/episodes", content=f"{butler} note", butler=butler
+        )
+    everywhere = text("SELECT DISTINCT tenant_id, butler FROM episodes")
+    for scope in (Scope(tenant_id="ann"), Scope(tenant_id="ann", butlers=("planner",))):
+        async with scoped_transaction(citus_app.state.sessionmaker, scope) as session:
+            await session.execute(text(f"SET LOCAL {MULTI_SHARD_SETTING} = 'off'"))
+            seen = {(row.tenant_id, row.butler) for row in await session.execute(everywhere)}
+        assert {tenant for tenant, _ in seen} == {"ann"}, scope
+        butlers = {butler for _, butler in seen}
+        assert butlers == {"planner"} if scope.butlers else {"planner", "critic"} <= butlers
