@@ -389,6 +389,14 @@ class CitusCluster:
     def _start_node(self, node: Node) -> None:
         self._pg_ctl(node, "-l", str(node.pgdata / "server.log"), "start")
 
+    def stop_node(self, node: Node) -> None:
+        """Stop one node at once (immediate shutdown, as a crash would)."""
+        self._pg_ctl(node, "-m", "immediate", "stop")
+
+    def start_node(self, node: Node) -> None:
+        """Start a stopped node again."""
+        self._start_node(node)
+
     async def create_database(self, name: str) -> str:
         """Create `name` on every node with EXTENSIONS, register the nodes in it; the
         coordinator's URL of it."""
@@ -519,14 +527,17 @@ CLUSTER_GAPS = (
 
 
 def on_cluster() -> bool:
-    """Whether this test session runs on a Citus cluster."""
-    return os.environ.get("ENGRAM_TESTS_ON_CITUS") == "1"
+    """Whether this test session runs on a Citus cluster: ENGRAM_TESTS_ON_CITUS=1 (the
+    tests of CLUSTER_SUITE but its gaps), or `all` (every test named, to find what fails)."""
+    return os.environ.get("ENGRAM_TESTS_ON_CITUS") in ("1", "all")
 
 
 def cluster_suite(
     items: list[pytest.Item], root: Path
 ) -> tuple[list[pytest.Item], list[pytest.Item]]:
     """(kept, left out) of `items` for a session on a cluster: CLUSTER_SUITE but its gaps."""
+    if os.environ.get("ENGRAM_TESTS_ON_CITUS") == "all":
+        return items, []
     kept, left = [], []
     for item in items:
         node = item.nodeid
