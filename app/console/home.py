@@ -89,7 +89,7 @@ async def _overview(request: Request, tenant_id: str) -> Response:
         job_rows, _ = await jobs.list_jobs(
             db, tenant_id=tenant_id, query=JobListQuery(limit=RECENT)
         )
-        awaiting_vectors = await embedding_store.awaiting_vectors(db)
+        awaiting_vectors = await embedding_store.awaiting_vectors(db, tenant_id=tenant_id)
 
         event_rows, _ = await events.list_events(
             db,

@@ -5,25 +5,28 @@ import uuid
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-# Deletes a batch of episodes, the memory_links rows touching them, and appends one
-# memory_events row per tenant summarising the batch (with the ids of the episodes deleted
+# Deletes a batch of one tenant's episodes, the memory_links rows touching them, and appends
+# one memory_events row summarising the batch (with the ids of the episodes deleted
 # without ever being consolidated). {victims} selects the batch.
 _DELETE_BATCH = """
 WITH victims AS (
     {victims}
 ),
 deleted AS (
-    DELETE FROM episodes e USING victims v WHERE e.id = v.id
+    DELETE FROM episodes e USING victims v
+    WHERE e.tenant_id = CAST(:tenant_id AS text) AND e.id = v.id
     RETURNING e.id, e.tenant_id, e.consolidated
 ),
 links_as_target AS (
     DELETE FROM memory_links l USING deleted d
-    WHERE l.target_type = 'episode' AND l.target_id = d.id
+    WHERE l.tenant_id = CAST(:tenant_id AS text) AND l.target_type = 'episode'
+      AND l.target_id = d.id
     RETURNING 1
 ),
 links_as_source AS (
     DELETE FROM memory_links l USING deleted d
-    WHERE l.source_type = 'episode' AND l.source_id = d.id
+    WHERE l.tenant_id = CAST(:tenant_id AS text) AND l.source_type = 'episode'
+      AND l.source_id = d.id
     RETURNING 1
 ),
 logged AS (
@@ -51,7 +54,7 @@ EXPIRED_BATCH = _DELETE_BATCH.format(
     victims=f"""
     SELECT id FROM episodes
     WHERE {_EXPIRED}
-      AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
+      AND tenant_id = CAST(:tenant_id AS text)
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
 """
@@ -65,7 +68,7 @@ GRACE_BATCH = _DELETE_BATCH.format(
     SELECT id FROM episodes
     WHERE expires_at < now() - make_interval(secs => CAST(:grace_seconds AS double precision))
       AND NOT consolidated AND forgotten_at IS NULL
-      AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
+      AND tenant_id = CAST(:tenant_id AS text)
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
 """
@@ -99,7 +102,7 @@ async def delete_batch(
     session: AsyncSession,
     statement: str,
     *,
-    tenant_id: str | None,
+    tenant_id: str,
     batch_size: int,
     reason: str,
     job_id: str | None,

@@ -9,7 +9,7 @@ from sqlalchemy import ColumnElement, Row, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.scope import transaction_now
+from app.core.scope import SET_LOCAL_KEY, set_local, transaction_now
 from app.models import Entity, Fact
 from app.repositories import pagination
 from app.repositories.fact_time import record_end
@@ -240,16 +240,31 @@ async def prepare_search(session: AsyncSession, *, fuzzy_threshold: float) -> bo
     pattern is rare or common and picks one plan for both), and the trigram operators `%` and
     `<%` use `fuzzy_threshold`.
     """
+    threshold = str(fuzzy_threshold)
+    if (await session.connection()).info.get(SET_LOCAL_KEY):
+        # A Citus coordinator: only SET LOCAL reaches the workers that run the search.
+        await set_local(
+            session,
+            {
+                "plan_cache_mode": "force_custom_plan",
+                "pg_trgm.similarity_threshold": threshold,
+                "pg_trgm.word_similarity_threshold": threshold,
+            },
+        )
+        return bool((await session.execute(text(f"SELECT {_TRIGRAM_INSTALLED}"))).scalar_one())
     result = await session.execute(
         text(
             "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), "
             "set_config('pg_trgm.similarity_threshold', :t, true), "
             "set_config('pg_trgm.word_similarity_threshold', :t, true), "
-            "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') AS trigram"
+            f"{_TRIGRAM_INSTALLED} AS trigram"
         ),
-        {"t": str(fuzzy_threshold)},
+        {"t": threshold},
     )
     return bool(result.one().trigram)
+
+
+_TRIGRAM_INSTALLED = "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')"
 
 
 async def find_fuzzy(

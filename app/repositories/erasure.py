@@ -477,7 +477,7 @@ async def delete_tenant_records(
     key = _KEYS.get(table, "id")
     rows = await session.execute(
         text(f"""
-        DELETE FROM {table} WHERE {key} IN (
+        DELETE FROM {table} WHERE tenant_id = :tenant_id AND {key} IN (
             SELECT {key} FROM {table} WHERE tenant_id = :tenant_id LIMIT :limit)
         RETURNING {key}"""),
         {"tenant_id": tenant_id, "limit": limit},

@@ -12,7 +12,6 @@ from sqlalchemy import (
     exists,
     func,
     select,
-    text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -136,15 +135,32 @@ async def restate(
 async def fill_missing_periods(session: AsyncSession, *, tenant_id: str) -> None:
     """Give every fact of the tenant without a period its present one, believed since it was
     stored."""
-    await session.execute(
-        text("""
-        INSERT INTO fact_periods (tenant_id, fact_id, valid_from, valid_until, recorded_at)
-        SELECT f.tenant_id, f.id, f.valid_from, f.valid_until, f.created_at FROM facts f
-        WHERE f.tenant_id = :t
-          AND NOT EXISTS (SELECT 1 FROM fact_periods p
-                          WHERE p.tenant_id = f.tenant_id AND p.fact_id = f.id)"""),
-        {"t": tenant_id},
-    )
+    # Read, then inserted as values: a distributed INSERT ... SELECT whose new rows take a
+    # generated id goes through COPY, which row-level security refuses.
+    missing = (
+        await session.execute(
+            select(Fact.id, Fact.valid_from, Fact.valid_until, Fact.created_at).where(
+                Fact.tenant_id == tenant_id,
+                ~exists().where(
+                    FactPeriod.tenant_id == Fact.tenant_id, FactPeriod.fact_id == Fact.id
+                ),
+            )
+        )
+    ).all()
+    if missing:
+        await session.execute(
+            FactPeriod.__table__.insert(),  # type: ignore[attr-defined]
+            [
+                {
+                    "tenant_id": tenant_id,
+                    "fact_id": row.id,
+                    "valid_from": row.valid_from,
+                    "valid_until": row.valid_until,
+                    "recorded_at": row.created_at,
+                }
+                for row in missing
+            ],
+        )
 
 
 async def believed_periods(

@@ -78,12 +78,15 @@ async def lock_unembedded(
     }
 
 
-async def unembedded_count(session: AsyncSession) -> int:
-    """Episodes, facts and rules of every tenant (system scope) stored without a vector."""
-    counts = [
-        select(func.count()).select_from(model).where(model.embedding.is_(None)).scalar_subquery()
-        for model in (Episode, Fact, Rule)
-    ]
+async def unembedded_count(session: AsyncSession, *, tenant_id: str | None = None) -> int:
+    """Episodes, facts and rules stored without a vector: of every tenant (system scope), or
+    of `tenant_id`."""
+    counts = []
+    for model in (Episode, Fact, Rule):
+        stmt = select(func.count()).select_from(model).where(model.embedding.is_(None))
+        if tenant_id is not None:
+            stmt = stmt.where(model.tenant_id == tenant_id)
+        counts.append(stmt.scalar_subquery())
     return int((await session.execute(select(sum(counts[1:], counts[0])))).scalar_one())
 
 

@@ -161,19 +161,28 @@ async def remove(session: AsyncSession, *, tenant_id: str, record_id: uuid.UUID)
 _DELETE_EXPIRED = text("""
     WITH victims AS (
         SELECT id FROM working_memories
-        WHERE expires_at <= now()
-          AND (CAST(:tenant_id AS text) IS NULL OR tenant_id = CAST(:tenant_id AS text))
+        WHERE tenant_id = :tenant_id AND expires_at <= now()
         LIMIT :batch_size
         FOR UPDATE SKIP LOCKED
     )
-    DELETE FROM working_memories w USING victims v WHERE w.id = v.id
+    DELETE FROM working_memories w USING victims v
+    WHERE w.tenant_id = :tenant_id AND w.id = v.id
 """)
 
 
-async def delete_expired_batch(
-    session: AsyncSession, *, tenant_id: str | None, batch_size: int
-) -> int:
-    """Delete up to `batch_size` expired records (of one tenant, or of all when None)."""
+async def tenants_with_expired(session: AsyncSession) -> list[str]:
+    """Every tenant holding an expired record (system scope)."""
+    stmt = (
+        select(WorkingMemory.tenant_id)
+        .distinct()
+        .where(WorkingMemory.expires_at <= func.now())
+        .order_by(WorkingMemory.tenant_id)
+    )
+    return list((await session.execute(stmt)).scalars())
+
+
+async def delete_expired_batch(session: AsyncSession, *, tenant_id: str, batch_size: int) -> int:
+    """Delete up to `batch_size` of the tenant's expired records."""
     result = await session.execute(
         _DELETE_EXPIRED, {"tenant_id": tenant_id, "batch_size": batch_size}
     )

@@ -88,7 +88,7 @@ def refusal(embedder: Embedder, *, old_dimensions: int, vectors: int, models: li
     )
 
 
-async def awaiting_vectors(session: AsyncSession) -> int:
-    """Episodes, facts and rules the transaction's tenant may see that wait for their vectors
-    (stored while a remote embedding model failed or was slow)."""
-    return await reembed_rows.unembedded_count(session)
+async def awaiting_vectors(session: AsyncSession, *, tenant_id: str) -> int:
+    """The tenant's episodes, facts and rules (those the transaction may see) that wait for
+    their vectors (stored while a remote embedding model failed or was slow)."""
+    return await reembed_rows.unembedded_count(session, tenant_id=tenant_id)

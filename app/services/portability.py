@@ -15,6 +15,7 @@ export's order) and a procedure's computed success rate and mean duration.
 
 import json
 import math
+import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
@@ -314,11 +315,20 @@ async def _check_ids(session: AsyncSession, by_kind: dict[str, list[dict[str, An
                 raise Conflict(f"a {kind} record has an id that already exists", field=f"{kind}.id")
 
 
+_NAMED_CONSTRAINT = re.compile(r'constraint "([^"]+)"')
+# A shard's copy of a constraint carries the shard's id (Citus): ck_facts_validity_102024.
+_SHARD_SUFFIX = re.compile(r"_\d{6,}$")
+
+
 def _refused(kind: str, error: IntegrityError) -> DomainError:
     """The problem of a constraint the records broke, naming the kind and the column."""
     sqlstate = getattr(error.orig, "sqlstate", None)
     cause = getattr(error.orig, "__cause__", None)
     constraint = str(getattr(cause, "constraint_name", None) or "")
+    if not constraint:  # a Citus worker's error names it in its message only
+        named = _NAMED_CONSTRAINT.search(str(error.orig))
+        constraint = named.group(1) if named else ""
+    constraint = _SHARD_SUFFIX.sub("", constraint)
     table = TABLES[kind].name
     column = constraint
     for prefix in (f"ck_{table}_", f"fk_{table}_", f"uq_{table}_"):

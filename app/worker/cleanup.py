@@ -85,7 +85,7 @@ async def run_episode_cleanup(
         )
     final = SYSTEM if tenant_id is None else Scope(tenant_id=tenant_id, job_id=job_id)
     working_memories_deleted = await _drain_working_memories(
-        ctx, scope=final, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id
+        ctx, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id
     )
     runs_deleted = await _drain_runs(ctx, tenant_id=tenant_id, batch_size=batch_size, job_id=job_id)
     async with ctx.transaction(final) as session:
@@ -196,22 +196,32 @@ async def _drain(
 
 
 async def _drain_working_memories(
-    ctx: JobContext, *, scope: Scope, tenant_id: str | None, batch_size: int, job_id: str | None
+    ctx: JobContext, *, tenant_id: str | None, batch_size: int, job_id: str | None
 ) -> int:
-    """Delete expired working memories, a batch per transaction; how many went."""
+    """Delete expired working memories, tenant by tenant, a batch per transaction; how many
+    went."""
+    async with ctx.transaction(SYSTEM) as session:
+        tenants = (
+            [tenant_id]
+            if tenant_id is not None
+            else await working_memory_rows.tenants_with_expired(session)
+        )
     total = 0
-    for _ in range(MAX_BATCHES):
-        async with ctx.transaction(scope) as session:
-            deleted = await working_memory_rows.delete_expired_batch(
-                session, tenant_id=tenant_id, batch_size=batch_size
-            )
-            if job_id is not None and deleted:
-                await job_rows.add_progress(
-                    session, job_id=uuid.UUID(job_id), counts={"working_memories_deleted": deleted}
+    for tenant in tenants:
+        for _ in range(MAX_BATCHES):
+            async with ctx.transaction(Scope(tenant_id=tenant, job_id=job_id)) as session:
+                deleted = await working_memory_rows.delete_expired_batch(
+                    session, tenant_id=tenant, batch_size=batch_size
                 )
-        total += deleted
-        if deleted < batch_size:
-            break
+                if job_id is not None and deleted:
+                    await job_rows.add_progress(
+                        session,
+                        job_id=uuid.UUID(job_id),
+                        counts={"working_memories_deleted": deleted},
+                    )
+            total += deleted
+            if deleted < batch_size:
+                break
     return total
 
 
