@@ -52,9 +52,11 @@ VALUES (:event_type, 'decay_sweep', CAST(:actor_key_id AS uuid), :tenant_id,
                            'job_id', CAST(:job_id AS text)))
 """)
 
-_FADING_CHANGE = """fading_since = CASE p.transition
-            WHEN 'fading' THEN CAST(:now AS timestamptz)
-            WHEN 'recovered' THEN NULL
+# Searched CASEs (`CASE WHEN p.transition = ...`): Citus sends a simple `CASE p.transition
+# WHEN ...` to the workers as a comparison of text with a boolean.
+_FADING_CHANGE = """fading_since = CASE
+            WHEN p.transition = 'fading' THEN CAST(:now AS timestamptz)
+            WHEN p.transition = 'recovered' THEN NULL
             ELSE t.fading_since END"""
 
 
@@ -83,9 +85,10 @@ FACT_SWEEP = _sweep(
     "facts",
     "expired",
     "t.validity = 'active'",
-    "validity = CASE p.transition WHEN 'expired' THEN 'expired' ELSE t.validity END,\n"
-    "        recorded_until = CASE p.transition\n"
-    "            WHEN 'expired' THEN greatest(CAST(:now AS timestamptz), t.created_at)\n"
+    "validity = CASE WHEN p.transition = 'expired' THEN 'expired' ELSE t.validity END,\n"
+    "        recorded_until = CASE\n"
+    "            WHEN p.transition = 'expired'\n"
+    "            THEN greatest(CAST(:now AS timestamptz), t.created_at)\n"
     "            ELSE t.recorded_until END,\n"
     "        " + _FADING_CHANGE,
 )
@@ -94,8 +97,8 @@ RULE_SWEEP = _sweep(
     "rules",
     "forgotten",
     "t.forgotten_at IS NULL",
-    "forgotten_at = CASE p.transition\n"
-    "            WHEN 'forgotten' THEN CAST(:now AS timestamptz) ELSE NULL END,\n"
+    "forgotten_at = CASE\n"
+    "            WHEN p.transition = 'forgotten' THEN CAST(:now AS timestamptz) ELSE NULL END,\n"
     "        " + _FADING_CHANGE,
 )
 

@@ -64,8 +64,7 @@ async def test_forgotten_episode_is_deleted_by_cleanup(client, app, sql, setting
     [gone, kept] = await add_episodes(client, "assistant", "forget me", "keep me")
     await client.post(f"/v1/episodes/{gone}/forget")
     await sql(
-        "UPDATE episodes SET expires_at = expires_at - interval '1 second' "
-        "WHERE id = CAST(:id AS uuid)",
+        "UPDATE episodes SET expires_at = now() - interval '1 second' WHERE id = CAST(:id AS uuid)",
         id=gone,
     )
     job = await _cleanup(client, app, settings)
