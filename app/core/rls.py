@@ -191,7 +191,13 @@ def butler_policy_statements(table: str, read: _Settings = ONCE) -> list[str]:
     limits = BUTLER_LIMITS[table] if read is ONCE else butler_limits(read)[table]
     unlimited = read.unlimited
     read_rule, write_rule = f"({unlimited} OR {limits[0]})", f"({unlimited} OR {limits[1]})"
-    name = f"{BUTLER_POLICY_PREFIX}_{{}}"
+    return _per_command(table, BUTLER_POLICY_PREFIX, "AS RESTRICTIVE ", read_rule, write_rule)
+
+
+def _per_command(table: str, prefix: str, kind: str, read_rule: str, write_rule: str) -> list[str]:
+    """DROP and CREATE of one policy per command named `<prefix>_<command>` (`kind`: "" or
+    "AS RESTRICTIVE "): reads and updates by `read_rule`, inserts and deletes by
+    `write_rule`."""
     clauses = {
         "select": f"FOR SELECT USING {read_rule}",
         "insert": f"FOR INSERT WITH CHECK {write_rule}",
@@ -200,10 +206,9 @@ def butler_policy_statements(table: str, read: _Settings = ONCE) -> list[str]:
     }
     statements = []
     for command, clause in clauses.items():
-        statements.append(f'DROP POLICY IF EXISTS {name.format(command)} ON "{table}"')
-        statements.append(
-            f'CREATE POLICY {name.format(command)} ON "{table}" AS RESTRICTIVE {clause}'
-        )
+        name = f"{prefix}_{command}"
+        statements.append(f'DROP POLICY IF EXISTS {name} ON "{table}"')
+        statements.append(f'CREATE POLICY {name} ON "{table}" {kind}{clause}')
     return statements
 
 
@@ -221,21 +226,11 @@ def distributed_policy_statements(table: str) -> list[str]:
     tenant = f"({_TENANT_MATCH} AND ({unlimited} OR {{}}))"
     read_rule = f"({tenant.format(limits[0])} OR {_SYSTEM_ON})"
     write_rule = f"({tenant.format(limits[1])} OR {_SYSTEM_ON})"
-    name = f"{DISTRIBUTED_POLICY_PREFIX}_{{}}"
-    clauses = {
-        "select": f"FOR SELECT USING {read_rule}",
-        "insert": f"FOR INSERT WITH CHECK {write_rule}",
-        "update": f"FOR UPDATE USING {read_rule} WITH CHECK {read_rule}",
-        "delete": f"FOR DELETE USING {write_rule}",
-    }
-    statements = [
+    return [
         *drop_butler_policy_statements(table),
         f'DROP POLICY IF EXISTS {POLICY_NAME} ON "{table}"',
+        *_per_command(table, DISTRIBUTED_POLICY_PREFIX, "", read_rule, write_rule),
     ]
-    for command, clause in clauses.items():
-        statements.append(f'DROP POLICY IF EXISTS {name.format(command)} ON "{table}"')
-        statements.append(f'CREATE POLICY {name.format(command)} ON "{table}" {clause}')
-    return statements
 
 
 def drop_butler_policy_statements(table: str) -> list[str]:
