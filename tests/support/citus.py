@@ -509,8 +509,6 @@ CLUSTER_GAPS = (
     "test_a_key_limited_to_a_butler_records_where_a_shared_fact_was_learned",
     "tests/api/consolidation/test_consolidation_scopes.py::"
     "test_a_limited_keys_ledger_consolidates_into_its_butler_only",
-    # The embedding backlog pages every tenant's rows by id with FOR UPDATE.
-    "tests/api/search/test_passages.py::test_reembed_",
     # The cleanup batch counts the links it removes, but on a cluster the episodes' delete
     # trigger removes them first (all are removed; the count says 0).
     "tests/api/jobs/test_cleanup.py::test_links_to_deleted_episodes_are_removed",
@@ -531,6 +529,8 @@ CLUSTER_GAPS = (
     "tests/api/entities/test_merge.py::test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone",
     "tests/api/portability/test_portability.py::test_imported_turns_are_indexed_as_when_they",
     "tests/api/graph/test_auto_links.py::test_a_near_duplicate_fact_is_linked_with_its_similarity",
+    # (and its reembed tests: the embedding backlog pages every tenant's rows by id with
+    # FOR UPDATE)
     "tests/api/search/test_passages.py::",
     "tests/api/search/test_cjk_writes.py::"
     "test_the_trigger_reckons_a_documents_length_once_not_per_lexeme",

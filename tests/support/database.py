@@ -2,7 +2,7 @@
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -35,34 +35,35 @@ EMPTYING_ATTEMPTS = 5
 DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
 
 
+async def _emptying(run: Callable[[], Awaitable[object]]) -> None:
+    """`run` the emptying, again when PostgreSQL aborted it to break a deadlock."""
+    for attempt in range(EMPTYING_ATTEMPTS):
+        try:
+            await run()
+            return
+        except (asyncpg.DeadlockDetectedError, DBAPIError) as error:
+            orig = getattr(error, "orig", error)
+            if getattr(orig, "sqlstate", None) != DEADLOCK or attempt == EMPTYING_ATTEMPTS - 1:
+                raise
+
+
 async def empty_tables(url: str) -> None:
     """Empty every table of the database at `url` but KEPT_TABLES, as the owner."""
     conn = await asyncpg.connect(to_libpq_url(url))
     try:
-        for attempt in range(EMPTYING_ATTEMPTS):
-            try:
-                await conn.execute(EMPTY_TABLES)
-                return
-            except asyncpg.DeadlockDetectedError:
-                if attempt == EMPTYING_ATTEMPTS - 1:
-                    raise
+        await _emptying(lambda: conn.execute(EMPTY_TABLES))
     finally:
         await conn.close()
 
 
 async def empty_tables_on(engine: AsyncEngine) -> None:
     """`empty_tables` through an engine of the database's owner."""
-    for attempt in range(EMPTYING_ATTEMPTS):
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(text(EMPTY_TABLES))
-            return
-        except DBAPIError as error:
-            if (
-                getattr(error.orig, "sqlstate", None) != DEADLOCK
-                or attempt == EMPTYING_ATTEMPTS - 1
-            ):
-                raise
+
+    async def run() -> None:
+        async with engine.begin() as conn:
+            await conn.execute(text(EMPTY_TABLES))
+
+    await _emptying(run)
 
 
 def scratch_server_url(pgdata: Path) -> str:
