@@ -16,21 +16,40 @@ from app.postgres.db import replace_database, start_embedded_postgres, to_async_
 # embedding_versions ids are cached per process (app/services/embeddings.py), like in
 # production, where the row of a model is never deleted.
 KEPT_TABLES = ("alembic_version", "embedding_versions")
-# Every other table of the schema emptied, in one statement.
+# Every other table of the schema emptied, in one statement. A superuser deletes the rows with
+# triggers and foreign keys off and
+# restarts the sequences; that is some 20 times quicker than TRUNCATE, which on a cluster
+# truncates every shard. Others TRUNCATE.
 EMPTY_TABLES = f"""DO $$
-DECLARE names text;
+DECLARE
+  tables text[];
+  name text;
+  seq record;
 BEGIN
-  SELECT string_agg(format('%I', tablename), ', ') INTO names FROM pg_tables
+  SELECT array_agg(format('%I', tablename)) INTO tables FROM pg_tables
    WHERE schemaname = 'public'
      AND tablename <> ALL (ARRAY[{", ".join(f"'{t}'" for t in KEPT_TABLES)}]);
-  IF names IS NOT NULL THEN
-    EXECUTE 'TRUNCATE ' || names || ' RESTART IDENTITY CASCADE';
+  IF tables IS NULL THEN
+    RETURN;
   END IF;
+  IF NOT current_setting('is_superuser')::boolean THEN
+    EXECUTE 'TRUNCATE ' || array_to_string(tables, ', ') || ' RESTART IDENTITY CASCADE';
+    RETURN;
+  END IF;
+  SET LOCAL citus.propagate_set_commands = 'local';
+  SET LOCAL session_replication_role = replica;
+  FOREACH name IN ARRAY tables LOOP
+    EXECUTE 'DELETE FROM ' || name;
+  END LOOP;
+  FOR seq IN SELECT format('%I.%I', schemaname, sequencename) AS name, start_value
+               FROM pg_sequences WHERE schemaname = 'public' AND last_value IS NOT NULL LOOP
+    PERFORM setval(seq.name, seq.start_value, false);
+  END LOOP;
 END $$"""
 
 
 # A background writer of a live app (its reference counts, its embedding backlog) may take
-# two tables' locks in the other order than the TRUNCATE; PostgreSQL then aborts one of them.
+# two tables' locks in the other order than the emptying; PostgreSQL then aborts one of them.
 EMPTYING_ATTEMPTS = 5
 DEADLOCK = "40P01"  # SQLSTATE deadlock_detected
 
