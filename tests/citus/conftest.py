@@ -2,7 +2,7 @@
 Engram migrated to head on its coordinator, the app and a client against it."""
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +95,12 @@ async def citus_tenant_clients(citus_app: Any) -> AsyncIterator[dict[str, httpx.
     """In-process HTTP clients of two tenants, 'ann' and 'bob', each with a key of its own."""
     async with contextlib.AsyncExitStack() as stack:
         yield {tenant: await _tenant_client(stack, citus_app, tenant) for tenant in ("ann", "bob")}
+
+
+@pytest.fixture
+async def citus_client_of(
+    citus_app: Any,
+) -> AsyncIterator[Callable[[str], Awaitable[httpx.AsyncClient]]]:
+    """A maker of in-process HTTP clients, each with a new key of the tenant it is given."""
+    async with contextlib.AsyncExitStack() as stack:
+        yield lambda tenant: _tenant_client(stack, citus_app, tenant)

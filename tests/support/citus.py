@@ -65,13 +65,16 @@ EXTENSIONS = ("citus", "vector", "pg_trgm")
 HOST = "127.0.0.1"
 # Small and quick: the cluster lives for one test session. Citus commits across nodes with
 # two-phase commit (max_prepared_transactions); `propagate_set_commands = 'local'` forwards a
-# transaction's SET LOCAL to the workers, which a tenant scope on distributed tables needs.
+# transaction's SET LOCAL to the workers, which a tenant scope on distributed tables needs;
+# logical WAL lets a shard move or split without blocking writes.
 NODE_SETTINGS = """
 listen_addresses = '{host}'
 port = {port}
 unix_socket_directories = ''
 shared_preload_libraries = 'citus'
 max_prepared_transactions = 100
+wal_level = logical
+output_plugin_libraries = 'pgoutput, citus'
 fsync = off
 full_page_writes = off
 synchronous_commit = off
@@ -477,6 +480,29 @@ async def distributed(url: str) -> None:
         await citus.distribute(conn)
     finally:
         await conn.close()
+
+
+# The shard holding a tenant's episodes (and, colocated, every other table's rows of it).
+SHARD_OF_TENANT = "SELECT get_shard_id_for_distribution_column('episodes', $1::text)"
+# The port of the worker holding a tenant's shards.
+PLACEMENT = (
+    "SELECT nodeport FROM pg_dist_shard_placement"
+    " WHERE shardid = get_shard_id_for_distribution_column('episodes', $1::text)"
+)
+
+
+async def worker_port(conn: asyncpg.Connection, tenant_id: str) -> int:
+    """The port of the worker that holds `tenant_id`'s rows (`conn` on the coordinator)."""
+    port: int = await conn.fetchval(PLACEMENT, tenant_id)
+    return port
+
+
+async def tenant_elsewhere(conn: asyncpg.Connection, port: int) -> str:
+    """A tenant id whose rows live on a worker other than the one at `port`."""
+    for n in range(256):
+        if await worker_port(conn, f"tenant-{n}") != port:
+            return f"tenant-{n}"
+    raise AssertionError("every tenant id tried hashes to the worker at {port}")
 
 
 # The API tests run again on a distributed store (ENGRAM_TESTS_ON_CITUS=1): these files.
