@@ -115,6 +115,10 @@ def _linked(kind: str, row_id: str) -> str:
     return f"engram_row_visible({kind}, {row_id})"
 
 
+def _linked_on_shard(kind: str, row_id: str) -> str:
+    return f"engram_row_visible_on_shard({kind}, tenant_id, {row_id})"
+
+
 def butler_limits(read: _Settings = ONCE) -> dict[str, tuple[str, str]]:
     """table -> (what a limited key may read and update, what it may insert and delete)."""
 
@@ -124,9 +128,11 @@ def butler_limits(read: _Settings = ONCE) -> dict[str, tuple[str, str]]:
     def among_or_global(column: str) -> str:
         return f"({column} = '{GLOBAL_SCOPE}' OR {among(column)})"
 
+    linked = _linked_on_shard if read.per_row else _linked
+
     def follows(kind: str, column: str, table: str, alias: str) -> str:
         if read.per_row:
-            return _linked(f"'{kind}'", column)
+            return linked(f"'{kind}'", column)
         return f"EXISTS (SELECT 1 FROM {table} {alias} WHERE {alias}.id = {column})"
 
     own = f"actor_key_id::text = {read.own_key}"
@@ -150,7 +156,7 @@ def butler_limits(read: _Settings = ONCE) -> dict[str, tuple[str, str]]:
         "fact_periods": (follows("fact", "fact_id", "facts", "f"),) * 2,
         "rule_applications": (follows("rule", "rule_id", "rules", "r"),) * 2,
         "memory_links": (
-            (f"({_linked('source_type', 'source_id')} AND {_linked('target_type', 'target_id')})"),
+            (f"({linked('source_type', 'source_id')} AND {linked('target_type', 'target_id')})"),
         )
         * 2,
         # Runs belong to no butler: they are the tenant's, for unlimited keys only.
@@ -181,6 +187,34 @@ LANGUAGE sql STABLE AS $$
         WHEN 'agent_event' THEN EXISTS (SELECT 1 FROM agent_events WHERE id = row_id)
         ELSE true
     END
+$$
+"""
+
+
+# The same on a shard of a distributed table, where a query of a distributed table is refused:
+# the named row is looked up in the shard of its table that holds the tenant, which is on the
+# same worker (the tables are colocated by tenant).
+ROW_VISIBLE_ON_SHARD_FUNCTION = """
+CREATE OR REPLACE FUNCTION engram_row_visible_on_shard(kind text, tenant text, row_id uuid)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    relation text := CASE kind
+        WHEN 'episode' THEN 'episodes' WHEN 'fact' THEN 'facts' WHEN 'rule' THEN 'rules'
+        WHEN 'procedure' THEN 'procedures' WHEN 'arc' THEN 'arcs' WHEN 'run' THEN 'runs'
+        WHEN 'run_message' THEN 'run_messages' WHEN 'run_feedback' THEN 'run_feedback'
+        WHEN 'agent_event' THEN 'agent_events'
+    END;
+    found boolean;
+BEGIN
+    IF relation IS NULL THEN
+        RETURN true;
+    END IF;
+    EXECUTE format(
+        'SELECT EXISTS (SELECT 1 FROM %s WHERE tenant_id = $1 AND id = $2)',
+        shard_name(relation::regclass, get_shard_id_for_distribution_column(relation, tenant))
+    ) INTO found USING tenant, row_id;
+    RETURN found;
+END
 $$
 """
 

@@ -92,6 +92,7 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
         await conn.execute("SET LOCAL citus.enable_local_reference_table_foreign_keys = off")
         await conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
         await conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        await conn.execute(rls.ROW_VISIBLE_ON_SHARD_FUNCTION)
         # Again for tables placed before: a store distributed by an earlier version has the
         # restrictive butler policies, which its shards hold as permissive ones.
         for table in rls.BUTLER_LIMITS:

@@ -101,9 +101,24 @@ async def test_row_level_security_holds_on_every_shard(
 ) -> None:
     """A statement that names no tenant runs on every shard, and each shard's policies still
     show a tenant only its rows, and a key limited to a butler only that butler's."""
+    stored = {}
     for tenant, butler in (("ann", "planner"), ("ann", "critic"), ("bob", "planner")):
-        await post(
+        stored[tenant, butler] = await post(
             citus_tenant_clients[tenant], "/v1/episodes", content=f"{butler} note", butler=butler
+        )
+    stored["ann", "planner 2"] = await post(
+        citus_tenant_clients["ann"], "/v1/episodes", content="planner note 2", butler="planner"
+    )
+    # A link follows the memories at both of its ends (the policy looks them up on the shard).
+    for target in ("planner 2", "critic"):
+        await post(
+            citus_tenant_clients["ann"],
+            "/v1/links",
+            source_type="episode",
+            source_id=stored["ann", "planner"]["id"],
+            target_type="episode",
+            target_id=stored["ann", target]["id"],
+            relation="related_to",
         )
     everywhere = text("SELECT DISTINCT tenant_id, butler FROM episodes")
     for scope in (Scope(tenant_id="ann"), Scope(tenant_id="ann", butlers=("planner",))):
@@ -113,3 +128,14 @@ async def test_row_level_security_holds_on_every_shard(
         assert {tenant for tenant, _ in seen} == {"ann"}, scope
         butlers = {butler for _, butler in seen}
         assert butlers == {"planner"} if scope.butlers else {"planner", "critic"} <= butlers
+        async with scoped_transaction(citus_app.state.sessionmaker, scope) as session:
+            await session.execute(text(f"SET LOCAL {MULTI_SHARD_SETTING} = 'off'"))
+            targets = {
+                str(row.target_id)
+                for row in await session.execute(
+                    text("SELECT target_id FROM memory_links WHERE source_id = :id"),
+                    {"id": stored["ann", "planner"]["id"]},
+                )
+            }
+        expected = {"planner 2"} if scope.butlers else {"planner 2", "critic"}
+        assert targets == {stored["ann", butler]["id"] for butler in expected}, scope

@@ -528,13 +528,6 @@ CLUSTER_SUITE = (
 )
 # Of those, what does not work on a cluster yet (docs/scaling.md, "Not yet").
 CLUSTER_GAPS = (
-    # A key limited to butlers, on links, fact periods and rule applications: their policy
-    # looks up the memory a row follows, a distributed query Citus refuses on a shard.
-    "tests/api/access/test_butler_keys.py::test_a_link_to_a_hidden_memory_is_not_shown",
-    "tests/api/erasure/test_erasure_after_cleanup.py::"
-    "test_a_key_limited_to_a_butler_records_where_a_shared_fact_was_learned",
-    "tests/api/consolidation/test_consolidation_scopes.py::"
-    "test_a_limited_keys_ledger_consolidates_into_its_butler_only",
     # The cleanup batch counts the links it removes, but on a cluster the episodes' delete
     # trigger removes them first (all are removed; the count says 0).
     "tests/api/jobs/test_cleanup.py::test_links_to_deleted_episodes_are_removed",
