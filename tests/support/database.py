@@ -17,9 +17,8 @@ from app.postgres.db import replace_database, start_embedded_postgres, to_async_
 # production, where the row of a model is never deleted.
 KEPT_TABLES = ("alembic_version", "embedding_versions")
 # Every other table of the schema emptied, in one statement. A superuser deletes the rows with
-# triggers and foreign keys off and
-# restarts the sequences; that is some 20 times quicker than TRUNCATE, which on a cluster
-# truncates every shard. Others TRUNCATE.
+# triggers and foreign keys off and restarts the sequences they own; that is some 20 times
+# quicker than TRUNCATE, which on a cluster truncates every shard. Others TRUNCATE.
 EMPTY_TABLES = f"""DO $$
 DECLARE
   tables text[];
@@ -41,9 +40,16 @@ BEGIN
   FOREACH name IN ARRAY tables LOOP
     EXECUTE 'DELETE FROM ' || name;
   END LOOP;
-  FOR seq IN SELECT format('%I.%I', schemaname, sequencename) AS name, start_value
-               FROM pg_sequences WHERE schemaname = 'public' AND last_value IS NOT NULL LOOP
-    PERFORM setval(seq.name, seq.start_value, false);
+  -- The sequences the emptied tables own, as TRUNCATE ... RESTART IDENTITY restarts them.
+  FOR seq IN SELECT s.oid::regclass::text AS name, q.seqstart
+               FROM pg_sequence q
+               JOIN pg_class s ON s.oid = q.seqrelid
+               JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
+                AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+               JOIN pg_class t ON t.oid = d.refobjid
+              WHERE format('%I', t.relname) = ANY (tables)
+                AND t.relnamespace = 'public'::regnamespace LOOP
+    PERFORM setval(seq.name, seq.seqstart, false);
   END LOOP;
 END $$"""
 
