@@ -7,27 +7,29 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 # Deletes a batch of one tenant's episodes, the memory_links rows touching them, and appends
 # one memory_events row summarising the batch (with the ids of the episodes deleted
-# without ever being consolidated). {victims} selects the batch.
+# without ever being consolidated). {victims} selects the batch and locks it. The links go
+# by the victims, before the episodes: Citus runs each CTE as a statement of its own, and the
+# episodes' delete trigger would otherwise remove them uncounted.
 _DELETE_BATCH = """
 WITH victims AS (
     {victims}
+),
+links_as_target AS (
+    DELETE FROM memory_links l USING victims v
+    WHERE l.tenant_id = CAST(:tenant_id AS text) AND l.target_type = 'episode'
+      AND l.target_id = v.id
+    RETURNING 1
+),
+links_as_source AS (
+    DELETE FROM memory_links l USING victims v
+    WHERE l.tenant_id = CAST(:tenant_id AS text) AND l.source_type = 'episode'
+      AND l.source_id = v.id
+    RETURNING 1
 ),
 deleted AS (
     DELETE FROM episodes e USING victims v
     WHERE e.tenant_id = CAST(:tenant_id AS text) AND e.id = v.id
     RETURNING e.id, e.tenant_id, e.consolidated
-),
-links_as_target AS (
-    DELETE FROM memory_links l USING deleted d
-    WHERE l.tenant_id = CAST(:tenant_id AS text) AND l.target_type = 'episode'
-      AND l.target_id = d.id
-    RETURNING 1
-),
-links_as_source AS (
-    DELETE FROM memory_links l USING deleted d
-    WHERE l.tenant_id = CAST(:tenant_id AS text) AND l.source_type = 'episode'
-      AND l.source_id = d.id
-    RETURNING 1
 ),
 logged AS (
     INSERT INTO memory_events (event_type, actor, actor_key_id, tenant_id, payload)
