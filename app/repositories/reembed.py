@@ -21,19 +21,34 @@ LONGEST_RETRY = timedelta(days=1)
 MAX_ERROR_CHARS = 500
 
 
+async def tenants_with_rows(
+    session: AsyncSession, model: Memory, *, stale_for: int | None = None
+) -> list[str]:
+    """The tenants with rows in `model`'s table (read, not locked); with `stale_for`, only
+    those with rows whose vectors came from another model version than that one."""
+    stmt = select(model.tenant_id).distinct().order_by(model.tenant_id)
+    if stale_for is not None:
+        stmt = stmt.where(model.embedding_version_id.is_distinct_from(stale_for))
+    return list((await session.scalars(stmt)).all())
+
+
 async def stale_rows(
-    session: AsyncSession, model: Memory, *, version_id: int, limit: int
-) -> list[tuple[uuid.UUID, str, str]]:
-    """Up to `limit` (id, tenant_id, content) rows whose vectors came from another model
-    version (or that lost their passages)."""
+    session: AsyncSession, model: Memory, *, tenant_id: str, version_id: int, limit: int
+) -> list[tuple[uuid.UUID, str]]:
+    """Up to `limit` (id, content) rows of the tenant whose vectors came from another model
+    version (or that lost their passages), locked (one tenant: on a Citus cluster a locking
+    read must stay on one shard)."""
     stmt = (
-        select(model.id, model.tenant_id, model.content)
-        .where(model.embedding_version_id.is_distinct_from(version_id))
+        select(model.id, model.content)
+        .where(
+            model.tenant_id == tenant_id,
+            model.embedding_version_id.is_distinct_from(version_id),
+        )
         .order_by(model.id)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
+    return [(row[0], row[1]) for row in await session.execute(stmt)]
 
 
 async def unembedded_rows(
@@ -91,15 +106,20 @@ async def unembedded_count(session: AsyncSession, *, tenant_id: str | None = Non
 
 
 async def rows_after(
-    session: AsyncSession, model: Memory, *, after: uuid.UUID | None, limit: int
-) -> list[tuple[uuid.UUID, str, str]]:
-    """Up to `limit` (id, tenant_id, content) rows by id, after `after`, whatever made their
-    vectors."""
-    stmt = select(model.id, model.tenant_id, model.content)
+    session: AsyncSession,
+    model: Memory,
+    *,
+    tenant_id: str,
+    after: uuid.UUID | None,
+    limit: int,
+) -> list[tuple[uuid.UUID, str]]:
+    """Up to `limit` (id, content) rows of the tenant by id, after `after`, whatever made
+    their vectors, locked."""
+    stmt = select(model.id, model.content).where(model.tenant_id == tenant_id)
     if after is not None:
         stmt = stmt.where(model.id > after)
     stmt = stmt.order_by(model.id).limit(limit).with_for_update()
-    return [(row[0], row[1], row[2]) for row in await session.execute(stmt)]
+    return [(row[0], row[1]) for row in await session.execute(stmt)]
 
 
 async def store_vectors(
@@ -162,11 +182,14 @@ async def set_aside(
     await session.execute(stmt)
 
 
-async def forget_failures(session: AsyncSession, model: Memory, *, ids: list[uuid.UUID]) -> None:
-    """The failures of these rows are over: they have their vectors."""
+async def forget_failures(
+    session: AsyncSession, model: Memory, *, tenant_id: str, ids: list[uuid.UUID]
+) -> None:
+    """The failures of these rows of the tenant are over: they have their vectors."""
     if ids:
         await session.execute(
             delete(EmbeddingFailure).where(
+                EmbeddingFailure.tenant_id == tenant_id,
                 EmbeddingFailure.memory_type == MEMORY_TYPES[model],
                 EmbeddingFailure.memory_id.in_(ids),
             )

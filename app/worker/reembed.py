@@ -57,27 +57,36 @@ async def reembed_all(
         )
     counts: dict[str, int] = {}
     for name, memory_type, model in MEMORY_TABLES:
-        counts[name], after = 0, None
-        while True:
-            async with scoped_transaction(sessionmaker, SYSTEM) as session:
-                rows = (
-                    await reembed_rows.rows_after(session, model, after=after, limit=BATCH_SIZE)
-                    if every
-                    else await reembed_rows.stale_rows(
-                        session, model, version_id=version_id, limit=BATCH_SIZE
+        counts[name] = 0
+        # Tenant by tenant: on a Citus cluster a locking read must stay on one shard.
+        async with scoped_transaction(sessionmaker, SYSTEM) as session:
+            tenants = await reembed_rows.tenants_with_rows(
+                session, model, stale_for=None if every else version_id
+            )
+        for tenant_id in tenants:
+            after = None
+            while True:
+                async with scoped_transaction(sessionmaker, SYSTEM) as session:
+                    rows = (
+                        await reembed_rows.rows_after(
+                            session, model, tenant_id=tenant_id, after=after, limit=BATCH_SIZE
+                        )
+                        if every
+                        else await reembed_rows.stale_rows(
+                            session,
+                            model,
+                            tenant_id=tenant_id,
+                            version_id=version_id,
+                            limit=BATCH_SIZE,
+                        )
                     )
-                )
-                if not rows:
-                    break
-                by_tenant: dict[str, list[tuple[uuid.UUID, str]]] = defaultdict(list)
-                for row_id, tenant_id, content in rows:
-                    by_tenant[tenant_id].append((row_id, content))
-                for tenant_id, tenant_rows in by_tenant.items():
+                    if not rows:
+                        break
                     await _reembed_rows(
-                        session, embedder, memory_type, model, tenant_id=tenant_id, rows=tenant_rows
+                        session, embedder, memory_type, model, tenant_id=tenant_id, rows=rows
                     )
-                counts[name] += len(rows)
-                after = rows[-1][0]
+                    counts[name] += len(rows)
+                    after = rows[-1][0]
     return counts
 
 
@@ -244,7 +253,7 @@ async def _store_embedded(
         embedded=embedded.only(indexes),
         replace=True,
     )
-    await reembed_rows.forget_failures(session, model, ids=ids)
+    await reembed_rows.forget_failures(session, model, tenant_id=tenant_id, ids=ids)
     return len(ids)
 
 

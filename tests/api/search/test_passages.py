@@ -175,7 +175,7 @@ async def test_a_turn_is_found_by_what_came_before_it_in_its_session(client, sql
     assert standalone["id"] == alone["id"] and standalone["passage"] is None
     [first] = await sql(
         "SELECT count(*) AS n FROM passages p JOIN episodes e "
-        "ON e.id = p.episode_id WHERE e.content = :c",
+        "ON e.tenant_id = p.tenant_id AND e.id = p.episode_id WHERE e.content = :c",
         c=TURNS[0],
     )
     assert first["n"] == 0  # nothing came before the first turn
@@ -192,7 +192,7 @@ async def test_a_batch_gives_its_turns_the_context_of_earlier_items(client, sql)
 
     rows = await sql(
         "SELECT e.content, p.kind FROM passages p JOIN episodes e "
-        "ON e.id = p.episode_id ORDER BY e.sequence"
+        "ON e.tenant_id = p.tenant_id AND e.id = p.episode_id ORDER BY e.sequence"
     )
 
     assert [(row["content"], row["kind"]) for row in rows] == [
@@ -261,7 +261,8 @@ async def test_reembed_rebuilds_context_passages(client, sql, app):
     await reembed_all(app.state.sessionmaker, app.state.embedder)
 
     rows = await sql(
-        "SELECT e.content FROM passages p JOIN episodes e ON e.id = p.episode_id "
+        "SELECT e.content FROM passages p "
+        "JOIN episodes e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id "
         "WHERE p.kind = 'context' ORDER BY e.sequence"
     )
     assert [row["content"] for row in rows] == TURNS[1:]
@@ -271,8 +272,8 @@ async def context_passages(sql):
     """(content, context passage vector) of every episode that has one, in session order."""
     rows = await sql(
         "SELECT e.content, p.embedding::text AS vector FROM passages p "
-        "JOIN episodes e ON e.id = p.episode_id WHERE p.kind = 'context' "
-        "ORDER BY e.sequence"
+        "JOIN episodes e ON e.tenant_id = p.tenant_id AND e.id = p.episode_id "
+        "WHERE p.kind = 'context' ORDER BY e.sequence"
     )
     return [(row["content"], json.loads(row["vector"])) for row in rows]
 
