@@ -92,6 +92,11 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
         await conn.execute("SET LOCAL citus.enable_local_reference_table_foreign_keys = off")
         await conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
         await conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        # A store with rows: the copy into the shards fires no trigger (the keyword statistics
+        # and the other rows triggers keep are copied as they are, and a trigger's table may
+        # not be placed yet), on the workers too.
+        await conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+        await conn.execute("SET LOCAL session_replication_role = replica")
         await conn.execute(rls.ROW_VISIBLE_ON_SHARD_FUNCTION)
         # Again for tables placed before: a store distributed by an earlier version has the
         # restrictive butler policies, which its shards hold as permissive ones.
@@ -113,6 +118,10 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
                     colocate,
                 )
                 done.append(table)
+        # Placing a table copies its rows to the shards (or nodes) and leaves them in the
+        # coordinator's own table as well, unread from then on: emptied here.
+        for table in done:
+            await conn.execute("SELECT truncate_local_data_after_distributing_table($1)", table)
     return done
 
 
