@@ -528,9 +528,6 @@ CLUSTER_SUITE = (
 )
 # Of those, what does not work on a cluster yet (docs/scaling.md, "Not yet").
 CLUSTER_GAPS = (
-    # The cleanup batch counts the links it removes, but on a cluster the episodes' delete
-    # trigger removes them first (all are removed; the count says 0).
-    "tests/api/jobs/test_cleanup.py::test_links_to_deleted_episodes_are_removed",
     # The trigram threshold and LIKE plans: plans read on the coordinator.
     "tests/api/entities/test_entity_lookup_isolation.py::"
     "test_a_malformed_like_pattern_tells_nothing_of_another_tenants_names",
@@ -548,9 +545,6 @@ CLUSTER_GAPS = (
     "tests/api/entities/test_merge.py::test_concurrent_chain_merges_never_anchor_facts_to_a_tombstone",
     "tests/api/portability/test_portability.py::test_imported_turns_are_indexed_as_when_they",
     "tests/api/graph/test_auto_links.py::test_a_near_duplicate_fact_is_linked_with_its_similarity",
-    # (and its reembed tests: the embedding backlog pages every tenant's rows by id with
-    # FOR UPDATE)
-    "tests/api/search/test_passages.py::",
     "tests/api/search/test_cjk_writes.py::"
     "test_the_trigger_reckons_a_documents_length_once_not_per_lexeme",
     "tests/api/search/test_context.py::test_equal_scores_order_by_newest_then_lowest_id",
