@@ -4,14 +4,18 @@ statement, over the same memories of many tenants, each request as one of them i
 
 Floors from the same run: the model alone (embedding one query, as search does) and a
 `SELECT 1` in a tenant's transaction (a round trip, and on the cluster the coordinator's
-settings sent as SET LOCAL). Starts its own servers and builds Citus once, so run it alone:
+settings sent as SET LOCAL). Also the write rate of the seeding (batches of 250 through
+POST /v1/episodes/batch) and the machine's busy CPU time per round of the timed requests
+(every process: this one, which serves in-process, and the PostgreSQL servers). Starts its
+own servers and builds Citus once, so run it alone:
 
-    python -m bench.speed.citus_vs_one --tenants 20 --episodes 2000 --requests 200
+    python -m bench.speed.citus_vs_one --tenants 20 --episodes 100000 --requests 200
 """
 
 import argparse
 import asyncio
 import logging
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -25,6 +29,7 @@ from app.core.config import JobSettings, Settings
 from app.core.scope import SYSTEM, Scope, scoped_transaction
 from app.main import create_app
 from app.services import api_keys
+from bench.speed.load import machine_ticks
 from bench.speed.pgbouncer_cost import WORDS, sentence, summary
 from tests.support.citus import distributed, migrated_database, start_cluster
 from tests.support.clusters import new_primary, private_dir
@@ -73,8 +78,13 @@ async def _round(
     await _timed(times["store"], store)
 
 
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+
+
 async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, list[float]]:
-    """Seed the tenants' memories, then time each kind of request, tenant after tenant."""
+    """Seed the tenants' memories, then time each kind of request, tenant after tenant; the
+    seeding's episodes per second and the busy CPU seconds of the timed requests go in as
+    one-element lists ("write rate", "CPU")."""
     app = create_app(settings)
     tenants = [f"tenant-{n:02d}" for n in range(args.tenants)]
     times: dict[str, list[float]] = {
@@ -93,6 +103,7 @@ async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, lis
         }
         rng = random.Random(5)
         per_tenant = args.episodes // args.tenants
+        seeding = time.perf_counter()
         for tenant in tenants:
             for start in range(0, per_tenant, BATCH):
                 items = [
@@ -107,12 +118,18 @@ async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, lis
             ]
             for fact in facts:
                 (await clients[tenant].post("/v1/facts", json=fact)).raise_for_status()
+        seeded = time.perf_counter() - seeding
+        print(f"seeded {per_tenant * len(tenants)} episodes in {seeded:.0f} s", flush=True)
         queries = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(args.requests)]
         for query in queries[:10]:
             (await clients[tenants[0]].post("/v1/search", json={"query": query})).raise_for_status()
+        busy_before, _ = machine_ticks()
         for index, query in enumerate(queries):
             tenant = tenants[index % len(tenants)]
             await _round(app, clients[tenant], tenant, query, times)
+        busy = (machine_ticks()[0] - busy_before) / TICKS_PER_SECOND
+        times["write rate"] = [per_tenant * len(tenants) / seeded]
+        times["CPU"] = [busy]
         for client in clients.values():
             await client.aclose()
     return times
@@ -151,8 +168,15 @@ async def run(args: argparse.Namespace) -> None:
         f"{args.requests} requests of each kind, one at a time"
     )
     for setup, times in results.items():
+        rate, [busy] = times.pop("write rate"), times.pop("CPU")
+        rounds = len(times["search"])
         for name, seconds in times.items():
             print(summary(f"{setup}: {name}", seconds), flush=True)
+        print(f"{setup}: seeding {rate[0]:.0f} episodes/s (batches of {BATCH})")
+        print(
+            f"{setup}: busy CPU {1000 * busy / rounds:.1f} ms per round ({rounds} rounds of"
+            " the model alone, SELECT 1, search, recall and a store)"
+        )
 
 
 def main() -> None:
