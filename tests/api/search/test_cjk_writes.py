@@ -170,7 +170,8 @@ async def test_a_statement_past_the_timeout_answers_503_and_writes_nothing(
     assert (
         await sql(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND state NOT IN ('idle')"
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+            "AND state NOT IN ('idle')"
         )
         == []
     )
