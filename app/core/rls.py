@@ -170,40 +170,45 @@ def butler_limits(read: _Settings = ONCE) -> dict[str, tuple[str, str]]:
 
 BUTLER_LIMITS = butler_limits()
 
+# The table of each kind of row a link, a graph edge, a fact period or a rule application
+# names; a kind not here (an entity) is always visible.
+ROW_TABLES = {
+    "episode": "episodes",
+    "fact": "facts",
+    "rule": "rules",
+    "procedure": "procedures",
+    "arc": "arcs",
+    "run": "runs",
+    "run_message": "run_messages",
+    "run_feedback": "run_feedback",
+    "agent_event": "agent_events",
+}
+
 # Whether a row a link or graph edge names is one the transaction may read. SECURITY INVOKER
 # (the default), so the row-level policies of the named table decide.
-ROW_VISIBLE_FUNCTION = """
+_ROW_VISIBLE_CASES = "\n".join(
+    f"        WHEN '{kind}' THEN EXISTS (SELECT 1 FROM {table} WHERE id = row_id)"
+    for kind, table in ROW_TABLES.items()
+)
+ROW_VISIBLE_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION engram_row_visible(kind text, row_id uuid) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT CASE kind
-        WHEN 'episode' THEN EXISTS (SELECT 1 FROM episodes WHERE id = row_id)
-        WHEN 'fact' THEN EXISTS (SELECT 1 FROM facts WHERE id = row_id)
-        WHEN 'rule' THEN EXISTS (SELECT 1 FROM rules WHERE id = row_id)
-        WHEN 'procedure' THEN EXISTS (SELECT 1 FROM procedures WHERE id = row_id)
-        WHEN 'arc' THEN EXISTS (SELECT 1 FROM arcs WHERE id = row_id)
-        WHEN 'run' THEN EXISTS (SELECT 1 FROM runs WHERE id = row_id)
-        WHEN 'run_message' THEN EXISTS (SELECT 1 FROM run_messages WHERE id = row_id)
-        WHEN 'run_feedback' THEN EXISTS (SELECT 1 FROM run_feedback WHERE id = row_id)
-        WHEN 'agent_event' THEN EXISTS (SELECT 1 FROM agent_events WHERE id = row_id)
+{_ROW_VISIBLE_CASES}
         ELSE true
     END
 $$
 """
 
-
 # The same on a shard of a distributed table, where a query of a distributed table is refused:
 # the named row is looked up in the shard of its table that holds the tenant, which is on the
 # same worker (the tables are colocated by tenant).
-ROW_VISIBLE_ON_SHARD_FUNCTION = """
+_ROW_TABLE_CASES = " ".join(f"WHEN '{kind}' THEN '{table}'" for kind, table in ROW_TABLES.items())
+ROW_VISIBLE_ON_SHARD_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION engram_row_visible_on_shard(kind text, tenant text, row_id uuid)
 RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    relation text := CASE kind
-        WHEN 'episode' THEN 'episodes' WHEN 'fact' THEN 'facts' WHEN 'rule' THEN 'rules'
-        WHEN 'procedure' THEN 'procedures' WHEN 'arc' THEN 'arcs' WHEN 'run' THEN 'runs'
-        WHEN 'run_message' THEN 'run_messages' WHEN 'run_feedback' THEN 'run_feedback'
-        WHEN 'agent_event' THEN 'agent_events'
-    END;
+    relation text := CASE kind {_ROW_TABLE_CASES} END;
     found boolean;
 BEGIN
     IF relation IS NULL THEN
