@@ -92,9 +92,9 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
         await conn.execute("SET LOCAL citus.enable_local_reference_table_foreign_keys = off")
         await conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
         await conn.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
-        # A store with rows: the copy into the shards fires no trigger (the keyword statistics
-        # and the other rows triggers keep are copied as they are, and a trigger's table may
-        # not be placed yet), on the workers too.
+        # A store with rows: copying them into the shards fires no trigger, on the workers too.
+        # What the triggers keep (keyword statistics, passages' scopes) is copied with its own
+        # table, and a trigger's table may not be placed yet.
         await conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
         await conn.execute("SET LOCAL session_replication_role = replica")
         await conn.execute(rls.ROW_VISIBLE_ON_SHARD_FUNCTION)

@@ -9,16 +9,15 @@ from typing import Any
 import httpx
 import pytest
 
-from app.core.config import JobSettings, Settings
-from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
-from app.services import api_keys
 from tests.support.citus import (
     CitusCluster,
+    app_settings,
     distributed,
     migrated_database,
     needs_citus,
     start_cluster,
+    tenant_client,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -57,44 +56,24 @@ async def citus_engram_url(citus_cluster: CitusCluster) -> str:
 @pytest.fixture(scope="session")
 async def citus_app(citus_engram_url: str) -> AsyncIterator[Any]:
     """The app against the coordinator, its lifespan running; no background worker."""
-    settings = Settings(
-        database_url=citus_engram_url,
-        migrate_on_start=False,
-        episode_session_gap_minutes=0,
-        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
-        multi_shard_statements="error",  # each tenant's statement runs on one worker
-    )
+    settings = app_settings(citus_engram_url)  # each tenant's statement on one worker
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
-
-
-async def _tenant_client(
-    stack: contextlib.AsyncExitStack, app: Any, tenant_id: str
-) -> httpx.AsyncClient:
-    """An in-process HTTP client of `app` with a new key of `tenant_id`, closed with `stack`."""
-    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
-        minted = await api_keys.create_key(session, tenant_id=tenant_id)
-    http = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app),
-        base_url="http://engram.test",
-        headers={"Authorization": f"Bearer {minted.secret}"},
-    )
-    return await stack.enter_async_context(http)
 
 
 @pytest.fixture
 async def citus_client(citus_app: Any) -> AsyncIterator[httpx.AsyncClient]:
     """An in-process HTTP client authenticated as tenant 'citus'."""
     async with contextlib.AsyncExitStack() as stack:
-        yield await _tenant_client(stack, citus_app, "citus")
+        yield await tenant_client(stack, citus_app, "citus")
 
 
 @pytest.fixture
 async def citus_tenant_clients(citus_app: Any) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
     """In-process HTTP clients of two tenants, 'ann' and 'bob', each with a key of its own."""
     async with contextlib.AsyncExitStack() as stack:
-        yield {tenant: await _tenant_client(stack, citus_app, tenant) for tenant in ("ann", "bob")}
+        yield {tenant: await tenant_client(stack, citus_app, tenant) for tenant in ("ann", "bob")}
 
 
 @pytest.fixture
@@ -103,4 +82,4 @@ async def citus_client_of(
 ) -> AsyncIterator[Callable[[str], Awaitable[httpx.AsyncClient]]]:
     """A maker of in-process HTTP clients, each with a new key of the tenant it is given."""
     async with contextlib.AsyncExitStack() as stack:
-        yield lambda tenant: _tenant_client(stack, citus_app, tenant)
+        yield lambda tenant: tenant_client(stack, citus_app, tenant)

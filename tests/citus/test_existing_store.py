@@ -9,13 +9,16 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app.core.config import JobSettings, Settings
-from app.core.scope import SYSTEM, scoped_transaction
 from app.main import create_app
 from app.postgres import citus
 from app.postgres.db import to_libpq_url
-from app.services import api_keys
-from tests.support.citus import CitusCluster, distributed, migrated_database
+from tests.support.citus import (
+    CitusCluster,
+    app_settings,
+    distributed,
+    migrated_database,
+    tenant_client,
+)
 from tests.support.http import post
 
 TENANTS = ("north", "south")
@@ -24,28 +27,10 @@ TENANTS = ("north", "south")
 @contextlib.asynccontextmanager
 async def _clients(url: str, multi_shard: str) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
     """The app on `url`, its lifespan running, and a client with a new key per tenant."""
-    settings = Settings(
-        database_url=url,
-        migrate_on_start=False,
-        episode_session_gap_minutes=0,
-        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
-        multi_shard_statements=multi_shard,
-    )
-    app = create_app(settings)
+    app = create_app(app_settings(url, multi_shard))
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(app.router.lifespan_context(app))
-        clients = {}
-        for tenant in TENANTS:
-            async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
-                minted = await api_keys.create_key(session, tenant_id=tenant)
-            clients[tenant] = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=app),
-                    base_url="http://engram.test",
-                    headers={"Authorization": f"Bearer {minted.secret}"},
-                )
-            )
-        yield clients
+        yield {tenant: await tenant_client(stack, app, tenant) for tenant in TENANTS}
 
 
 async def test_a_single_node_store_distributed_in_place_keeps_every_memory(

@@ -31,13 +31,18 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
+from app.core.config import JobSettings, Settings
+from app.core.scope import SYSTEM, scoped_transaction
 from app.postgres import citus, migrations
 from app.postgres.db import create_engine, to_async_url, to_libpq_url
 from app.postgres.embedded_pg import ROOT_SERVER_USER, provide_runtime_dir
+from app.services import api_keys
 
 logger = logging.getLogger(__name__)
 
@@ -482,13 +487,36 @@ async def distributed(url: str) -> None:
         await conn.close()
 
 
+def app_settings(url: str, multi_shard_statements: str = "error") -> Settings:
+    """Settings of an app against the coordinator's database at `url`: no migration at start,
+    no background worker; by default each tenant's statement must run on one worker."""
+    return Settings(
+        database_url=url,
+        migrate_on_start=False,
+        episode_session_gap_minutes=0,
+        jobs=JobSettings(worker_enabled=False, scheduler_enabled=False),
+        multi_shard_statements=multi_shard_statements,
+    )
+
+
+async def tenant_client(
+    stack: contextlib.AsyncExitStack, app: Any, tenant_id: str
+) -> httpx.AsyncClient:
+    """An in-process HTTP client of `app` with a new key of `tenant_id`, closed with `stack`."""
+    async with scoped_transaction(app.state.sessionmaker, SYSTEM) as session:
+        minted = await api_keys.create_key(session, tenant_id=tenant_id)
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://engram.test",
+        headers={"Authorization": f"Bearer {minted.secret}"},
+    )
+    return await stack.enter_async_context(http)
+
+
 # The shard holding a tenant's episodes (and, colocated, every other table's rows of it).
 SHARD_OF_TENANT = "SELECT get_shard_id_for_distribution_column('episodes', $1::text)"
 # The port of the worker holding a tenant's shards.
-PLACEMENT = (
-    "SELECT nodeport FROM pg_dist_shard_placement"
-    " WHERE shardid = get_shard_id_for_distribution_column('episodes', $1::text)"
-)
+PLACEMENT = f"SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = ({SHARD_OF_TENANT})"
 
 
 async def worker_port(conn: asyncpg.Connection, tenant_id: str) -> int:
@@ -502,7 +530,7 @@ async def tenant_elsewhere(conn: asyncpg.Connection, port: int) -> str:
     for n in range(256):
         if await worker_port(conn, f"tenant-{n}") != port:
             return f"tenant-{n}"
-    raise AssertionError("every tenant id tried hashes to the worker at {port}")
+    raise AssertionError(f"every tenant id tried hashes to the worker at {port}")
 
 
 # The API tests run again on a distributed store (ENGRAM_TESTS_ON_CITUS=1): these files.
