@@ -4,10 +4,15 @@ statement, over the same memories of many tenants, each request as one of them i
 
 Floors from the same run: the model alone (embedding one query, as search does) and a
 `SELECT 1` in a tenant's transaction (a round trip, and on the cluster the coordinator's
-settings sent as SET LOCAL). Also the write rate of the seeding (batches of 250 through
-POST /v1/episodes/batch) and the machine's busy CPU time per round of the timed requests
-(every process: this one, which serves in-process, and the PostgreSQL servers). Starts its
-own servers and builds Citus once, so run it alone:
+settings sent as SET LOCAL). Also the write rate through the API (each tenant's last 250
+episodes in one POST /v1/episodes/batch, after the rest are in) and the machine's busy CPU
+time per round of the timed requests (every process: this one, which serves in-process, and
+the PostgreSQL servers).
+
+All but those last 250 episodes of each tenant are inserted straight into PostgreSQL, as
+`seed_sql` does (vectors composed from the model's embeddings of the sentences' parts, the
+keyword triggers on): through the API, 100,000 episodes take longer than the rest of the run
+together. Starts its own servers and builds Citus once, so run it alone:
 
     python -m bench.speed.citus_vs_one --tenants 20 --episodes 100000 --requests 200
 """
@@ -28,9 +33,11 @@ from sqlalchemy import text
 from app.core.config import JobSettings, Settings
 from app.core.scope import SYSTEM, Scope, scoped_transaction
 from app.main import create_app
+from app.postgres.db import to_libpq_url
 from app.services import api_keys
 from bench.speed.load import machine_ticks
 from bench.speed.pgbouncer_cost import WORDS, sentence, summary
+from bench.speed.seed_sql import insert_episodes, latest_version, load_parts
 from tests.support.citus import distributed, migrated_database, start_cluster
 from tests.support.clusters import new_primary, private_dir
 
@@ -81,10 +88,30 @@ async def _round(
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
-async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, list[float]]:
+async def seed_in_sql(owner_url: str, tenants: list[str], each: int, cluster: bool) -> float:
+    """Insert `each` generated episodes of every tenant as the owner; the seconds it took."""
+    connection = await asyncpg.connect(owner_url)
+    try:
+        if cluster:
+            await connection.execute("SET citus.propagate_set_commands = 'local'")
+        version = await latest_version(connection)
+        await load_parts(connection)
+        started = time.perf_counter()
+        for number, tenant in enumerate(tenants):
+            await insert_episodes(connection, tenant, version, each, random.Random(number))
+        seconds = time.perf_counter() - started
+        await connection.execute("ANALYZE")
+        return seconds
+    finally:
+        await connection.close()
+
+
+async def measure(
+    settings: Settings, owner_url: str, args: argparse.Namespace, cluster: bool = False
+) -> dict[str, list[float]]:
     """Seed the tenants' memories, then time each kind of request, tenant after tenant; the
-    seeding's episodes per second and the busy CPU seconds of the timed requests go in as
-    one-element lists ("write rate", "CPU")."""
+    API's write rate and the busy CPU seconds of the timed requests go in as one-element
+    lists ("write rate", "CPU")."""
     app = create_app(settings)
     tenants = [f"tenant-{n:02d}" for n in range(args.tenants)]
     times: dict[str, list[float]] = {
@@ -103,23 +130,23 @@ async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, lis
         }
         rng = random.Random(5)
         per_tenant = args.episodes // args.tenants
+        first = {"content": "user: first", "butler": "bench"}
+        (await clients[tenants[0]].post("/v1/episodes", json=first)).raise_for_status()
+        in_sql = await seed_in_sql(owner_url, tenants, per_tenant - BATCH, cluster)
+        print(f"seeded {(per_tenant - BATCH) * len(tenants)} in SQL in {in_sql:.0f} s", flush=True)
         seeding = time.perf_counter()
         for tenant in tenants:
-            for start in range(0, per_tenant, BATCH):
-                items = [
-                    {"content": f"user: {sentence(rng)}", "butler": "bench"}
-                    for _ in range(min(BATCH, per_tenant - start))
-                ]
-                response = await clients[tenant].post("/v1/episodes/batch", json={"items": items})
-                response.raise_for_status()
+            items = [{"content": f"user: {sentence(rng)}", "butler": "bench"} for _ in range(BATCH)]
+            response = await clients[tenant].post("/v1/episodes/batch", json={"items": items})
+            response.raise_for_status()
+        seeded = time.perf_counter() - seeding
+        for tenant in tenants:
             facts = [
                 {"subject": "user", "predicate": f"likes {word}", "content": sentence(rng)}
                 for word in WORDS[:5]
             ]
             for fact in facts:
                 (await clients[tenant].post("/v1/facts", json=fact)).raise_for_status()
-        seeded = time.perf_counter() - seeding
-        print(f"seeded {per_tenant * len(tenants)} episodes in {seeded:.0f} s", flush=True)
         queries = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(args.requests)]
         for query in queries[:10]:
             (await clients[tenants[0]].post("/v1/search", json={"query": query})).raise_for_status()
@@ -128,7 +155,7 @@ async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, lis
             tenant = tenants[index % len(tenants)]
             await _round(app, clients[tenant], tenant, query, times)
         busy = (machine_ticks()[0] - busy_before) / TICKS_PER_SECOND
-        times["write rate"] = [per_tenant * len(tenants) / seeded]
+        times["write rate"] = [BATCH * len(tenants) / seeded]
         times["CPU"] = [busy]
         for client in clients.values():
             await client.aclose()
@@ -150,7 +177,7 @@ async def run(args: argparse.Namespace) -> None:
         await admin.execute("CREATE DATABASE engram")
         await admin.close()
         one = Settings(database_url=primary.url(database="engram"), data_dir=base / "e", **common)
-        results = {"one PostgreSQL": await measure(one, args)}
+        results = {"one PostgreSQL": await measure(one, primary.url(database="engram"), args)}
     finally:
         await asyncio.to_thread(primary.stop, "fast")
     cluster, _ = await start_cluster("engram_bench_server")
@@ -160,7 +187,9 @@ async def run(args: argparse.Namespace) -> None:
         on_cluster = Settings(
             database_url=url, migrate_on_start=False, data_dir=base / "c", **common
         )
-        results["Citus, 2 workers"] = await measure(on_cluster, args)
+        results["Citus, 2 workers"] = await measure(
+            on_cluster, to_libpq_url(url), args, cluster=True
+        )
     finally:
         cluster.stop()
     print(
@@ -172,7 +201,7 @@ async def run(args: argparse.Namespace) -> None:
         rounds = len(times["search"])
         for name, seconds in times.items():
             print(summary(f"{setup}: {name}", seconds), flush=True)
-        print(f"{setup}: seeding {rate[0]:.0f} episodes/s (batches of {BATCH})")
+        print(f"{setup}: writes {rate[0]:.0f} episodes/s through the API (batches of {BATCH})")
         print(
             f"{setup}: busy CPU {1000 * busy / rounds:.1f} ms per round ({rounds} rounds of"
             " the model alone, SELECT 1, search, recall and a store)"

@@ -32,7 +32,7 @@ import time
 import asyncpg
 
 from app.core.config import Settings
-from app.embedding import get_embedder
+from app.embedding.embedder import build_embedder
 from bench.common.texts import ACTIVITIES, BUTLERS, FEELINGS, NAMES, PLACES, TIMES
 
 PARTS = {
@@ -54,7 +54,7 @@ def vector_text(vector: list[float]) -> str:
 
 async def load_parts(connection: asyncpg.Connection) -> None:
     """A temporary table of every sentence part and its embedding."""
-    embedder = get_embedder(Settings())
+    embedder = build_embedder(Settings())
     try:
         await connection.execute(
             f"CREATE TEMP TABLE part (kind text, i int, "
@@ -119,25 +119,47 @@ INSERT = """
 """
 
 
+async def insert_episodes(
+    connection: asyncpg.Connection,
+    tenant: str,
+    version: int,
+    n: int,
+    rng: random.Random,
+    batch: int = 5_000,
+    progress: bool = False,
+) -> None:
+    """Insert `n` generated episodes of `tenant`, a transaction per batch (the parts loaded)."""
+    started = time.perf_counter()
+    for done in range(0, n, batch):
+        size = min(batch, n - done)
+        async with connection.transaction():
+            await connection.execute("SET LOCAL engram.system = 'on'")
+            await connection.execute(INSERT, tenant, version, *batch_rows(rng, size), done)
+        if progress and ((done + size) % (batch * 20) == 0 or done + size == n):
+            rate = (done + size) / (time.perf_counter() - started)
+            print(f"  {done + size}/{n} episodes, {rate:.0f}/s", file=sys.stderr)
+
+
+async def latest_version(connection: asyncpg.Connection) -> int:
+    """The newest embedding version's id; exits when no episode was stored yet."""
+    version = await connection.fetchval(
+        "SELECT id FROM embedding_versions ORDER BY id DESC LIMIT 1"
+    )
+    if version is None:
+        raise SystemExit("no embedding version yet: store one episode through the API")
+    return int(version)
+
+
 async def run(args: argparse.Namespace) -> None:
     connection = await asyncpg.connect(args.database_url)
     try:
         await connection.execute("SELECT set_config('engram.system', 'on', false)")
-        version = await connection.fetchval(
-            "SELECT id FROM embedding_versions ORDER BY id DESC LIMIT 1"
-        )
-        if version is None:
-            raise SystemExit("no embedding version yet: store one episode through the API")
+        version = await latest_version(connection)
         await load_parts(connection)
         await connection.execute("DROP INDEX IF EXISTS ix_episodes_embedding_hnsw")
         rng = random.Random(args.seed)
         started = time.perf_counter()
-        for done in range(0, args.n, args.batch):
-            size = min(args.batch, args.n - done)
-            await connection.execute(INSERT, args.tenant, version, *batch_rows(rng, size), done)
-            if (done + size) % (args.batch * 20) == 0 or done + size == args.n:
-                rate = (done + size) / (time.perf_counter() - started)
-                print(f"  {done + size}/{args.n} episodes, {rate:.0f}/s", file=sys.stderr)
+        await insert_episodes(connection, args.tenant, version, args.n, rng, args.batch, True)
         load_seconds = time.perf_counter() - started
         print(
             f"load: {args.n} episodes in {load_seconds:.0f} s "
