@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from app.core.errors import Unavailable
 from app.embedding.vectors import Vectors
 
 EventKind = Literal["queued", "started", "dropped"]
@@ -164,7 +165,8 @@ class FairScheduler:
         ]
         with self._condition:
             if self._closed:
-                raise RuntimeError("the embedding scheduler is closed")
+                # The service is stopping: the caller's retry reaches a server that is not.
+                raise Unavailable("the embedding model is shutting down", retry_after=5)
             self._start_worker()
             queue = self._queues.setdefault(tenant_id, _TenantQueue())
             for chunk in queued:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
+from app.core.errors import Unavailable
 from app.embedding import Embedder, get_embedder
 from app.embedding.scheduler import ChunkEvent
 
@@ -144,10 +145,12 @@ async def test_empty_batch_gives_an_empty_list(embedder: Embedder) -> None:
     assert await embedder.aembed_batch([], tenant_id="A") == []
 
 
-async def test_closed_embedder_refuses_async_calls(embedder: Embedder) -> None:
+async def test_closed_embedder_refuses_async_calls_as_unavailable(embedder: Embedder) -> None:
     embedder.close()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(Unavailable, match="shutting down") as refused:
         await embedder.aembed("too late", tenant_id="A")
+    assert refused.value.status_code == 503
+    assert refused.value.retry_after is not None
 
 
 async def test_queued_queries_of_several_tenants_share_one_model_call(
