@@ -37,7 +37,7 @@ async def test_a_search_completes_while_a_long_embedding_is_in_flight_on_one_con
     embedder = app.state.embedder
     heavy, light = await client_for(app, "heavy"), await client_for(app, "light")
     async with heavy, light:
-        items = [{"content": f"{i} {LONG_TURN}", "butler": "bulk"} for i in range(200)]
+        items = [{"content": f"{i} {LONG_TURN}", "butler": "bulk"} for i in range(50)]
         batch = asyncio.create_task(heavy.post("/v1/episodes/batch", json={"items": items}))
         while not any(
             e.kind == "started" and e.tenant_id == "heavy" for e in embedder.chunk_record
