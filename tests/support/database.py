@@ -16,13 +16,13 @@ from app.postgres.db import replace_database, start_embedded_postgres, to_async_
 # embedding_versions ids are cached per process (app/services/embeddings.py), like in
 # production, where the row of a model is never deleted.
 KEPT_TABLES = ("alembic_version", "embedding_versions")
-# Every other table of the schema emptied, in one statement, leaving no dead rows (their
-# autovacuum and grown tables would change a later test's plans and activity). On one node,
-# TRUNCATE of the tables a test wrote, found by their files' size (TRUNCATE of all 60 tables
-# took 87 ms a test, most of it new files for tables already empty). On a Citus cluster,
-# where TRUNCATE truncates every shard (550 ms a test), a superuser deletes the rows with
-# triggers and foreign keys off (20 ms). Either way the sequences the tables own restart, as
-# TRUNCATE ... RESTART IDENTITY restarts them.
+# Every other table of the schema emptied, in one statement. On one node TRUNCATE, which
+# leaves no dead rows (their autovacuum and grown tables would change a later test's plans
+# and activity), of the tables a test wrote only, found by their files' size: TRUNCATE of all
+# 60 took 87-165 ms a test, most of it new files for tables already empty, against 4 ms. On a
+# Citus cluster, where TRUNCATE truncates every shard (550 ms a test), a superuser deletes the
+# rows with triggers and foreign keys off (20 ms). Either way the sequences the tables own
+# restart, as TRUNCATE ... RESTART IDENTITY restarts them.
 EMPTY_TABLES = f"""DO $$
 DECLARE
   tables text[];
