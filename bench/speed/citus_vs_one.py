@@ -33,6 +33,7 @@ from sqlalchemy import text
 from app.core.config import JobSettings, Settings
 from app.core.scope import SYSTEM, Scope, scoped_transaction
 from app.main import create_app
+from app.postgres.citus import has_citus
 from app.postgres.db import to_libpq_url
 from app.services import api_keys
 from bench.speed.load import machine_ticks
@@ -88,11 +89,11 @@ async def _round(
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
-async def seed_in_sql(owner_url: str, tenants: list[str], each: int, cluster: bool) -> float:
+async def seed_in_sql(database_url: str, tenants: list[str], each: int) -> float:
     """Insert `each` generated episodes of every tenant as the owner; the seconds it took."""
-    connection = await asyncpg.connect(owner_url)
+    connection = await asyncpg.connect(to_libpq_url(database_url))
     try:
-        if cluster:
+        if await has_citus(connection):  # the system scope below reaches the shards
             await connection.execute("SET citus.propagate_set_commands = 'local'")
         version = await latest_version(connection)
         await load_parts(connection)
@@ -106,9 +107,7 @@ async def seed_in_sql(owner_url: str, tenants: list[str], each: int, cluster: bo
         await connection.close()
 
 
-async def measure(
-    settings: Settings, owner_url: str, args: argparse.Namespace, cluster: bool = False
-) -> dict[str, list[float]]:
+async def measure(settings: Settings, args: argparse.Namespace) -> dict[str, list[float]]:
     """Seed the tenants' memories, then time each kind of request, tenant after tenant; the
     API's write rate and the busy CPU seconds of the timed requests go in as one-element
     lists ("write rate", "CPU")."""
@@ -132,7 +131,8 @@ async def measure(
         per_tenant = args.episodes // args.tenants
         first = {"content": "user: first", "butler": "bench"}
         (await clients[tenants[0]].post("/v1/episodes", json=first)).raise_for_status()
-        in_sql = await seed_in_sql(owner_url, tenants, per_tenant - BATCH, cluster)
+        assert settings.database_url is not None  # both setups name their database
+        in_sql = await seed_in_sql(settings.database_url, tenants, per_tenant - BATCH)
         print(f"seeded {(per_tenant - BATCH) * len(tenants)} in SQL in {in_sql:.0f} s", flush=True)
         seeding = time.perf_counter()
         for tenant in tenants:
@@ -177,7 +177,7 @@ async def run(args: argparse.Namespace) -> None:
         await admin.execute("CREATE DATABASE engram")
         await admin.close()
         one = Settings(database_url=primary.url(database="engram"), data_dir=base / "e", **common)
-        results = {"one PostgreSQL": await measure(one, primary.url(database="engram"), args)}
+        results = {"one PostgreSQL": await measure(one, args)}
     finally:
         await asyncio.to_thread(primary.stop, "fast")
     cluster, _ = await start_cluster("engram_bench_server")
@@ -187,9 +187,7 @@ async def run(args: argparse.Namespace) -> None:
         on_cluster = Settings(
             database_url=url, migrate_on_start=False, data_dir=base / "c", **common
         )
-        results["Citus, 2 workers"] = await measure(
-            on_cluster, to_libpq_url(url), args, cluster=True
-        )
+        results["Citus, 2 workers"] = await measure(on_cluster, args)
     finally:
         cluster.stop()
     print(
