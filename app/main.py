@@ -37,6 +37,7 @@ from app.routers import ROUTERS
 from app.services import api_keys, embedding_store, stats
 from app.services.export_snapshot import ExportSlots
 from app.services.jobs import JobContext
+from app.services.planner_statistics import PostingsStatistics
 from app.services.references import ReferenceQueue
 from app.telemetry import metrics
 from app.telemetry.heap import share_one_malloc_arena
@@ -117,11 +118,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     background, backlog = _start_background_work(app, settings, embedder)
     _warn_if_consolidation_is_off(settings)
     supervisor = EmbeddedSupervisor.start_for(settings)
+    postings_statistics = PostingsStatistics(owner_engine)
+    postings_statistics.start()
     log_phase("engram ready", started)
     try:
         async with app.state.mcp.running():
             yield
     finally:
+        await postings_statistics.stop()
         await backlog.stop()
         await background.stop()
         if reranker is not None:
