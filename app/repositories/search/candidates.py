@@ -247,6 +247,8 @@ def _semantic_leg(
         .join(model, model.id == owner)
         .where(
             Passage.tenant_id == _param(filters, "tenant_id", Text),
+            # Names the owner column, so the type's own HNSW index (mem_044) can serve the walk.
+            owner.is_not(None),
             counted,
             *_passage_scope(memory_type, filters),
             *visibility_filters(memory_type, filters),
