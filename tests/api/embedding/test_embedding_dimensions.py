@@ -57,6 +57,16 @@ async def _vector_indexes(application: Any) -> list[str]:
         )
 
 
+def _assert_one_per_table_and_owned_passages(indexes: list[str]) -> None:
+    """One HNSW index per vector table, and the passages of facts and of rules one each of
+    their own (rebuilt with their condition)."""
+    shared = [index for index in indexes if " WHERE " not in index]
+    assert {index.split(" ON public.")[1].split(" ")[0] for index in shared} == VECTOR_TABLES
+    assert len(shared) == len(VECTOR_TABLES)
+    owned = sorted(index.split(" WHERE ")[1] for index in indexes if " WHERE " in index)
+    assert owned == ["(fact_id IS NOT NULL)", "(rule_id IS NOT NULL)"]
+
+
 async def _store_and_find(http: httpx.AsyncClient) -> None:
     stored = await http.post(
         "/v1/episodes",
@@ -86,7 +96,7 @@ async def test_a_new_store_takes_the_models_dimension(scratch_url, stub24, monke
         assert {name.split(".")[0] for name in columns} == VECTOR_TABLES
         assert set(columns.values()) == {"vector(24)"}
         indexes = await _vector_indexes(application)
-        assert len(indexes) == len(VECTOR_TABLES)
+        _assert_one_per_table_and_owned_passages(indexes)
         assert all("vector_cosine_ops" in index for index in indexes)
         async with client_of(application) as http:
             await _store_and_find(http)
@@ -98,7 +108,7 @@ async def test_past_2000_dimensions_the_columns_are_halfvec_and_indexed(scratch_
             columns = await _columns(application)
             assert set(columns.values()) == {"halfvec(3072)"}
             indexes = await _vector_indexes(application)
-            assert len(indexes) == len(VECTOR_TABLES)
+            _assert_one_per_table_and_owned_passages(indexes)
             assert all("halfvec_cosine_ops" in index for index in indexes)
             async with client_of(application) as http:
                 await _store_and_find(http)
