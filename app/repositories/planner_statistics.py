@@ -11,7 +11,8 @@ milliseconds, at 100,000 episodes).
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-POSTING_TYPES = ("episode", "fact", "rule")
+from app.repositories.memories import MODELS
+
 # A type is worth an ANALYZE from this many postings on, and from enough that ANALYZE's
 # sample (300 rows per unit of statistics target, 30,000 by default) meets it about 10 times:
 # a type rarer than that may be missing again afterwards.
@@ -53,7 +54,7 @@ async def unknown_posting_types(
     where the table was never analysed: the planner then guesses no type to be absent)."""
     rows = await connection.execute(
         _UNKNOWN_TYPES,
-        {"types": list(POSTING_TYPES), "min_postings": min_postings, "share": SAMPLE_SHARE},
+        {"types": list(MODELS), "min_postings": min_postings, "share": SAMPLE_SHARE},
     )
     return [row.memory_type for row in rows]
 

@@ -3,7 +3,7 @@ not know of has many postings (the rescoring otherwise reads all of them per poo
 
 from app.repositories.planner_statistics import MIN_POSTINGS
 from app.services.planner_statistics import refresh_postings_statistics
-from tests.support.factories import store_fact
+from tests.support.factories import store_episode, store_fact
 
 
 async def _known_types(sql):
@@ -18,11 +18,7 @@ async def test_facts_written_after_the_last_analyse_are_made_known_to_the_planne
     client, sql, db_engine
 ):
     for number in range(20):
-        response = await client.post(
-            "/v1/episodes",
-            json={"content": f"apple orchard harvest note {number}", "butler": "chat"},
-        )
-        assert response.status_code == 201, response.text
+        await store_episode(client, f"apple orchard harvest note {number}")
     await sql("ANALYZE keyword_postings")
     for number in range(30):
         await store_fact(client, "Ann", f"p{number}", f"grows apple trees in orchard {number}")
