@@ -15,9 +15,10 @@ from app.repositories.filters import equal
 
 
 async def add_events(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """Append many memory_events rows in one statement."""
+    """Append many memory_events rows in multi-row statements."""
     if rows:
-        await session.execute(insert(MemoryEvent), rows)
+        # RETURNING makes SQLAlchemy send the rows as multi-row statements, not one per row.
+        await session.execute(insert(MemoryEvent).returning(MemoryEvent.id), rows)
 
 
 async def add_rule_application(

@@ -67,11 +67,12 @@ async def search_columns(search_text: str, language: str | None = None) -> dict[
     }
 
 
-# The keyword columns of rows written together, each with its `search_text` and
-# `search_config` bound (`with_documents`).
+# The keyword columns of rows written together, each with its `search_text` and its
+# configuration bound (`with_documents`). The configuration is bound twice under two names:
+# multi-row statements leave out a second use of one parameter of a row.
 BOUND_SEARCH_COLUMNS: dict[str, Any] = {
     "search_vector": to_tsvector(bindparam("search_text"), bindparam("search_config")),
-    "search_config": cast(bindparam("search_config"), REGCONFIG),
+    "search_config": cast(bindparam("search_config_column"), REGCONFIG),
 }
 
 
@@ -97,7 +98,14 @@ def _with_documents(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         values = dict(row)
         document = keyword_document(values.pop("search_text"), values.pop("language", None))
-        prepared.append({**values, "search_text": document.text, "search_config": document.config})
+        prepared.append(
+            {
+                **values,
+                "search_text": document.text,
+                "search_config": document.config,
+                "search_config_column": document.config,
+            }
+        )
     return prepared
 
 
@@ -141,13 +149,14 @@ async def insert_rows(
 
     `sql_values` are SQL expressions applied to every row, such as `expires_at`.
     """
-    stmt = (
-        insert(model)
-        .values(**BOUND_SEARCH_COLUMNS, **sql_values)
-        .returning(model, sort_by_parameter_order=True)
-    )
-    result = await session.execute(stmt, await with_documents(rows))
-    return list(result.scalars().all())
+    # Ids made here let the rows go as multi-row statements and be matched to their
+    # parameters after. SQLAlchemy, asked to keep the order of ids PostgreSQL makes, sends
+    # one statement per row, each firing the tables' statement triggers.
+    with_ids = [row if "id" in row else {**row, "id": uuid.uuid4()} for row in rows]
+    stmt = insert(model).values(**BOUND_SEARCH_COLUMNS, **sql_values).returning(model)
+    result = await session.execute(stmt, await with_documents(with_ids))
+    by_id = {cast_type(Any, row).id: row for row in result.scalars()}
+    return [by_id[row["id"]] for row in with_ids]
 
 
 async def update_row(

@@ -17,7 +17,12 @@ async def insert_passages(
     """Insert passages of memories of one type; each row names its memory as `memory_id`."""
     if not rows:
         return
-    stmt = insert(Passage).values({OWNER_COLUMNS[memory_type]: bindparam("memory_id")})
+    # RETURNING makes SQLAlchemy send the rows as multi-row statements, not one per row.
+    stmt = (
+        insert(Passage)
+        .values({OWNER_COLUMNS[memory_type]: bindparam("memory_id")})
+        .returning(Passage.id)
+    )
     await session.execute(stmt, rows)
 
 
