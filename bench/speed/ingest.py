@@ -10,9 +10,16 @@ in flight:
 Floors, measured in this process in the same run on the same texts:
 * model: the server's embedding backend on every text the service embeds for those
   episodes (the content, its windows when longer than the passage size, its context
-  passage), in the service's model calls through its scheduler (workers, one tenant);
+  passage: an episode without a session_id has one in its inferred session), in the
+  model calls a batch makes (`bulk`, as many batches in flight, through the service's
+  scheduler and its workers, the background one included);
 * SQL (with `--database-url`, the owner's URL): the same batches INSERTed into `episodes`
-  with precomputed vectors, one statement per batch with its triggers, rolled back.
+  and their passages into `passages`, with the model's vectors, one statement each per
+  batch with their triggers and indexes, rolled back.
+
+The two floors share the cores when the service ingests: the model's calls run on two
+threads, the SQL on one connection. Together they bound the rate at
+1 / (1/model + 1/(2 x SQL)) episodes a second, printed as "floors together".
 
     engram serve --no-auth --port 8790 &     # a new data directory
     python -m bench.speed.ingest --base-url http://127.0.0.1:8790 --short 5000 --long 3000 \
@@ -26,6 +33,7 @@ import json
 import random
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,54 +96,92 @@ async def post_batches(
     return len(items) / (time.perf_counter() - started)
 
 
-def embedded_texts(items: list[Item]) -> tuple[list[str], list[int]]:
-    """Every text the service embeds for these items (content, windows, context passage),
-    and where each item's content is among them."""
+@dataclass
+class Batch:
+    """One posted batch as the service embeds and stores it: the texts in the order it embeds
+    them (the contents, their windows, their context passages) and, for each text after the
+    contents, the passage it makes: (item in the batch, kind, ordinal, start, end)."""
+
+    texts: list[str]
+    passages: list[tuple[int, str, int, int, int]]
+    vectors: list[Any] | None = None  # the model's rows, in the order of texts
+
+
+def embedded_batches(items: list[Item], batch: int) -> list[Batch]:
+    """Every batch of these items with the texts the service embeds for it.
+
+    An item without a session_id joins its butler's inferred session when the session gap
+    is on: the run posts within minutes, so each butler's items make one session."""
     from app.core.config import Settings
-    from app.core.text import context_text, split_passages
+    from app.core.text import split_passages
+    from app.services.episodes import session_contexts
 
     settings = Settings()
-    texts: list[str] = []
-    contents: list[int] = []
-    earlier: dict[str, list[str]] = {}
-    for item in items:
-        content = item["content"]
-        contents.append(len(texts))
-        texts.append(content)
-        texts += [
-            content[start:end]
-            for start, end in split_passages(
+    inferred = settings.episode_session_gap_minutes > 0
+    keys = [
+        (item["butler"], item.get("session_id")) if "session_id" in item or inferred else None
+        for item in items
+    ]
+    contexts = session_contexts(
+        [(key, item["content"]) for key, item in zip(keys, items, strict=True)],
+        turns=settings.embedding_context_turns,
+    )
+    batches: list[Batch] = []
+    for i in range(0, len(items), batch):
+        contents = [item["content"] for item in items[i : i + batch]]
+        windows: list[str] = []
+        passages: list[tuple[int, str, int, int, int]] = []
+        for index, content in enumerate(contents):
+            spans = split_passages(
                 content,
                 size=settings.embedding_passage_chars,
                 overlap=settings.embedding_passage_overlap,
             )
-        ]
-        if "session_id" in item:
-            previous = earlier.setdefault(item["session_id"], [])
-            if previous:
-                texts.append(context_text(previous[-settings.embedding_context_turns :], content))
-            previous.append(content)
-    return texts, contents
+            for ordinal, (start, end) in enumerate(spans):
+                windows.append(content[start:end])
+                passages.append((index, "window", ordinal, start, end))
+        in_context: list[str] = []
+        for index, context in enumerate(contexts[i : i + batch]):
+            if context is not None:
+                in_context.append(context)
+                passages.append((index, "context", 0, 0, len(contents[index])))
+        batches.append(Batch([*contents, *windows, *in_context], passages))
+    return batches
 
 
-async def model_floor(items: list[Item], backend: str | None) -> tuple[float, list[list[float]]]:
-    """Episodes/s of the model alone on the texts the service embeds, through the service's
-    scheduler (its model calls and workers, one tenant); the content vectors."""
+async def model_floor(batches: list[Batch], backend: str | None, *, concurrency: int) -> float:
+    """Episodes/s of the model alone on the texts the service embeds, in the model calls a
+    batch makes (`bulk`, as many batches in flight, one tenant, through the service's
+    scheduler and workers); each batch keeps its vectors."""
     from app.core.config import Settings
     from app.embedding import get_embedder
 
     settings = Settings() if backend is None else Settings(embedding_backend=backend)
     embedder = get_embedder(settings)  # built from every setting, as the server builds it
     embedder.load()
-    texts, contents = embedded_texts(items)
+    queue: asyncio.Queue[Batch] = asyncio.Queue()
+    for one in batches:
+        queue.put_nowait(one)
+
+    async def worker() -> None:
+        while not queue.empty():
+            one = queue.get_nowait()
+            texts: list[str | None] = [*one.texts]
+            one.vectors = await embedder.aembed_batch(texts, tenant_id="floor", bulk=True)
+
     started = time.perf_counter()
-    vectors = await embedder.aembed_batch(texts, tenant_id="floor")
-    rate = len(items) / (time.perf_counter() - started)
-    return rate, [vectors[i] for i in contents]
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    episodes = sum(len(one.texts) - len(one.passages) for one in batches)
+    return episodes / (time.perf_counter() - started)
 
 
-async def sql_floor(url: str, items: list[Item], vectors: list[list[float]], batch: int) -> float:
-    """Episodes/s of the INSERTs alone (with triggers and indexes), rolled back."""
+def _literal(vector: Any) -> str:
+    return "[" + ",".join(map(str, vector)) + "]"
+
+
+async def sql_floor(url: str, items: list[Item], batches: list[Batch]) -> float:
+    """Episodes/s of the INSERTs alone of the episodes and their passages, with their
+    triggers and indexes, one statement each per batch, rolled back."""
     import asyncpg
 
     connection = await asyncpg.connect(url)
@@ -144,20 +190,37 @@ async def sql_floor(url: str, items: list[Item], vectors: list[list[float]], bat
         transaction = connection.transaction()
         await transaction.start()
         await connection.execute("SELECT set_config('engram.system', 'on', true)")
-        for i in range(0, len(items), batch):
-            chunk = items[i : i + batch]
-            literals = ["[" + ",".join(map(str, v)) + "]" for v in vectors[i : i + batch]]
+        start = 0
+        for one in batches:
+            assert one.vectors is not None
+            count = len(one.texts) - len(one.passages)
+            chunk = items[start : start + count]
+            start += count
+            ids = [uuid.uuid4() for _ in chunk]
             started = time.perf_counter()
             await connection.execute(
-                "INSERT INTO episodes (tenant_id, butler, session_id, content, embedding, "
+                "INSERT INTO episodes (id, tenant_id, butler, session_id, content, embedding, "
                 "search_vector, expires_at) "
-                "SELECT 'bench-ingest-floor', b, s, c, v::vector, to_tsvector('english', c), "
-                "now() + interval '7 days' FROM unnest($1::text[], $2::text[], $3::text[], "
-                "$4::text[]) AS u(b, s, c, v)",
+                "SELECT i, 'bench-ingest-floor', b, s, c, v::vector, to_tsvector('english', c), "
+                "now() + interval '7 days' FROM unnest($1::uuid[], $2::text[], $3::text[], "
+                "$4::text[], $5::text[]) AS u(i, b, s, c, v)",
+                ids,
                 [it["butler"] for it in chunk],
                 [it.get("session_id") for it in chunk],
                 [it["content"] for it in chunk],
-                literals,
+                [_literal(v) for v in one.vectors[:count]],
+            )
+            await connection.execute(
+                "INSERT INTO passages (tenant_id, episode_id, kind, ordinal, start_char, "
+                "end_char, embedding) "
+                "SELECT 'bench-ingest-floor', e, k, o, s, x, v::vector FROM unnest($1::uuid[], "
+                "$2::text[], $3::int[], $4::int[], $5::int[], $6::text[]) AS u(e, k, o, s, x, v)",
+                [ids[index] for index, *_ in one.passages],
+                [kind for _, kind, *_ in one.passages],
+                [ordinal for _, _, ordinal, _, _ in one.passages],
+                [begin for *_, begin, _ in one.passages],
+                [end for *_, end in one.passages],
+                [_literal(v) for v in one.vectors[count:]],
             )
             elapsed += time.perf_counter() - started
         await transaction.rollback()
@@ -175,9 +238,10 @@ async def run(args: argparse.Namespace) -> None:
     }
     print(
         f"| texts | episodes | mean chars | through HTTP (batch {args.batch}, "
-        f"{args.concurrency} in flight) | floor: model alone | floor: SQL alone |"
+        f"{args.concurrency} in flight) | floor: model alone | floor: SQL alone "
+        "| floors together | HTTP / model, / together |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     async with httpx.AsyncClient(base_url=args.base_url, timeout=900) as http:
         for kind, items in kinds.items():
             if not items:
@@ -185,18 +249,19 @@ async def run(args: argparse.Namespace) -> None:
             http_rate = await post_batches(
                 http, items, batch=args.batch, concurrency=args.concurrency
             )
-            model_rate, vectors = await model_floor(items, args.backend)
-            sql_rate = (
-                f"{await sql_floor(args.database_url, items, vectors, args.batch):.0f}/s"
-                if args.database_url
-                else "-"
-            )
+            batches = embedded_batches(items, args.batch)
+            model_rate = await model_floor(batches, args.backend, concurrency=args.concurrency)
             mean_chars = sum(len(item["content"]) for item in items) / len(items)
-            print(
-                f"| {kind} | {len(items)} | {mean_chars:.0f} | {http_rate:.0f}/s "
-                f"| {model_rate:.0f}/s | {sql_rate} |",
-                flush=True,
-            )
+            row = f"| {kind} | {len(items)} | {mean_chars:.0f} | {http_rate:.0f}/s "
+            row += f"| {model_rate:.0f}/s "
+            if args.database_url:
+                sql_rate = await sql_floor(args.database_url, items, batches)
+                together = 1 / (1 / model_rate + 1 / (2 * sql_rate))
+                row += f"| {sql_rate:.0f}/s | {together:.0f}/s "
+                row += f"| {http_rate / model_rate:.2f}, {http_rate / together:.2f} |"
+            else:
+                row += f"| - | - | {http_rate / model_rate:.2f}, - |"
+            print(row, flush=True)
 
 
 def main() -> None:
