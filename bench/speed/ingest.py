@@ -98,10 +98,12 @@ async def post_batches(
 
 @dataclass
 class Batch:
-    """One posted batch as the service embeds and stores it: the texts in the order it embeds
-    them (the contents, their windows, their context passages) and, for each text after the
-    contents, the passage it makes: (item in the batch, kind, ordinal, start, end)."""
+    """One posted batch as the service embeds and stores it: its items, the texts in the order
+    it embeds them (the items' contents, their windows, their context passages) and, for each
+    text after the contents, the passage it makes: (item in the batch, kind, ordinal, start,
+    end)."""
 
+    items: list[Item]
     texts: list[str]
     passages: list[tuple[int, str, int, int, int]]
     vectors: list[Any] | None = None  # the model's rows, in the order of texts
@@ -128,7 +130,8 @@ def embedded_batches(items: list[Item], batch: int) -> list[Batch]:
     )
     batches: list[Batch] = []
     for i in range(0, len(items), batch):
-        contents = [item["content"] for item in items[i : i + batch]]
+        posted = items[i : i + batch]
+        contents = [item["content"] for item in posted]
         windows: list[str] = []
         passages: list[tuple[int, str, int, int, int]] = []
         for index, content in enumerate(contents):
@@ -145,7 +148,7 @@ def embedded_batches(items: list[Item], batch: int) -> list[Batch]:
             if context is not None:
                 in_context.append(context)
                 passages.append((index, "context", 0, 0, len(contents[index])))
-        batches.append(Batch([*contents, *windows, *in_context], passages))
+        batches.append(Batch(posted, [*contents, *windows, *in_context], passages))
     return batches
 
 
@@ -171,7 +174,7 @@ async def model_floor(batches: list[Batch], backend: str | None, *, concurrency:
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    episodes = sum(len(one.texts) - len(one.passages) for one in batches)
+    episodes = sum(len(one.items) for one in batches)
     return episodes / (time.perf_counter() - started)
 
 
@@ -179,7 +182,7 @@ def _literal(vector: Any) -> str:
     return "[" + ",".join(map(str, vector)) + "]"
 
 
-async def sql_floor(url: str, items: list[Item], batches: list[Batch]) -> float:
+async def sql_floor(url: str, batches: list[Batch]) -> float:
     """Episodes/s of the INSERTs alone of the episodes and their passages, with their
     triggers and indexes, one statement each per batch, rolled back."""
     import asyncpg
@@ -190,31 +193,18 @@ async def sql_floor(url: str, items: list[Item], batches: list[Batch]) -> float:
         transaction = connection.transaction()
         await transaction.start()
         await connection.execute("SELECT set_config('engram.system', 'on', true)")
-        start = 0
         for one in batches:
             assert one.vectors is not None
-            count = len(one.texts) - len(one.passages)
-            chunk = items[start : start + count]
-            start += count
-            ids = [uuid.uuid4() for _ in chunk]
-            started = time.perf_counter()
-            await connection.execute(
-                "INSERT INTO episodes (id, tenant_id, butler, session_id, content, embedding, "
-                "search_vector, expires_at) "
-                "SELECT i, 'bench-ingest-floor', b, s, c, v::vector, to_tsvector('english', c), "
-                "now() + interval '7 days' FROM unnest($1::uuid[], $2::text[], $3::text[], "
-                "$4::text[], $5::text[]) AS u(i, b, s, c, v)",
+            count = len(one.items)
+            ids = [uuid.uuid4() for _ in one.items]
+            episodes = (
                 ids,
-                [it["butler"] for it in chunk],
-                [it.get("session_id") for it in chunk],
-                [it["content"] for it in chunk],
+                [it["butler"] for it in one.items],
+                [it.get("session_id") for it in one.items],
+                [it["content"] for it in one.items],
                 [_literal(v) for v in one.vectors[:count]],
             )
-            await connection.execute(
-                "INSERT INTO passages (tenant_id, episode_id, kind, ordinal, start_char, "
-                "end_char, embedding) "
-                "SELECT 'bench-ingest-floor', e, k, o, s, x, v::vector FROM unnest($1::uuid[], "
-                "$2::text[], $3::int[], $4::int[], $5::int[], $6::text[]) AS u(e, k, o, s, x, v)",
+            passages = (
                 [ids[index] for index, *_ in one.passages],
                 [kind for _, kind, *_ in one.passages],
                 [ordinal for _, _, ordinal, _, _ in one.passages],
@@ -222,11 +212,27 @@ async def sql_floor(url: str, items: list[Item], batches: list[Batch]) -> float:
                 [end for *_, end in one.passages],
                 [_literal(v) for v in one.vectors[count:]],
             )
+            started = time.perf_counter()
+            await connection.execute(
+                "INSERT INTO episodes (id, tenant_id, butler, session_id, content, embedding, "
+                "search_vector, expires_at) "
+                "SELECT i, 'bench-ingest-floor', b, s, c, v::vector, to_tsvector('english', c), "
+                "now() + interval '7 days' FROM unnest($1::uuid[], $2::text[], $3::text[], "
+                "$4::text[], $5::text[]) AS u(i, b, s, c, v)",
+                *episodes,
+            )
+            await connection.execute(
+                "INSERT INTO passages (tenant_id, episode_id, kind, ordinal, start_char, "
+                "end_char, embedding) "
+                "SELECT 'bench-ingest-floor', e, k, o, s, x, v::vector FROM unnest($1::uuid[], "
+                "$2::text[], $3::int[], $4::int[], $5::int[], $6::text[]) AS u(e, k, o, s, x, v)",
+                *passages,
+            )
             elapsed += time.perf_counter() - started
         await transaction.rollback()
     finally:
         await connection.close()
-    return len(items) / elapsed
+    return sum(len(one.items) for one in batches) / elapsed
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -255,7 +261,7 @@ async def run(args: argparse.Namespace) -> None:
             row = f"| {kind} | {len(items)} | {mean_chars:.0f} | {http_rate:.0f}/s "
             row += f"| {model_rate:.0f}/s "
             if args.database_url:
-                sql_rate = await sql_floor(args.database_url, items, batches)
+                sql_rate = await sql_floor(args.database_url, batches)
                 together = 1 / (1 / model_rate + 1 / (2 * sql_rate))
                 row += f"| {sql_rate:.0f}/s | {together:.0f}/s "
                 row += f"| {http_rate / model_rate:.2f}, {http_rate / together:.2f} |"
